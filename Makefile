@@ -1,0 +1,33 @@
+# make run   — set up a virtual environment and run `llmcalc count gpt2-medium`
+# make test  — set up (with torch/transformers for verification) and run the whole test suite
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PYTHON ?= python3
+
+.PHONY: run test bench lint clean
+
+$(VENV)/.core: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --disable-pip-version-check -e .
+	touch $@
+
+$(VENV)/.test: $(VENV)/.core requirements-test.txt
+	$(PY) -m pip install -q --disable-pip-version-check -e . -r requirements-test.txt
+	touch $@
+
+run: $(VENV)/.core
+	$(VENV)/bin/llmcalc count gpt2-medium
+
+test: $(VENV)/.test
+	$(PY) -m pytest -q
+
+bench: $(VENV)/.test
+	$(PY) bench/count_vs_transformers.py
+
+lint: $(VENV)/.test
+	$(PY) -m pip install -q ruff mypy types-PyYAML
+	$(PY) -m ruff check llmcalc tests bench
+	$(PY) -m mypy llmcalc
+
+clean:
+	rm -rf $(VENV) *.egg-info .pytest_cache .hypothesis

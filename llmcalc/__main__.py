@@ -1,0 +1,3 @@
+from llmcalc.cli import main
+
+main()

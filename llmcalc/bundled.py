@@ -1,0 +1,58 @@
+"""The configs shipped with llmcalc (``llmcalc/configs/*.yaml``) and how names find them.
+
+A bundled model answers to its file name (``llama-2-7b``), its Hugging Face repo id
+(``meta-llama/Llama-2-7b-hf``, the file's ``name:``) and that id's last part, case-insensitively.
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import re
+from pathlib import Path
+
+from llmcalc.errors import UnknownModelError
+
+CONFIG_DIR = Path(__file__).parent / "configs"
+_NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\n]+?)['\"]?\s*$", re.MULTILINE)
+
+
+def paths() -> list[Path]:
+    """Every bundled config file, sorted by name."""
+    return sorted(CONFIG_DIR.glob("*.yaml"))
+
+
+@functools.cache
+def _index() -> dict[str, Path]:
+    """lower-cased name → file; the ``name:`` line is read with a regex, not a YAML parse."""
+    index: dict[str, Path] = {}
+    for path in paths():
+        index[path.stem.lower()] = path
+        m = _NAME_LINE.search(path.read_text(encoding="utf-8"))
+        if m:
+            repo_id = m.group(1).strip().lower()
+            index.setdefault(repo_id, path)
+            index.setdefault(repo_id.rsplit("/", 1)[-1], path)
+    return index
+
+
+def find(name: str) -> Path | None:
+    """The bundled file a name refers to, or None."""
+    key = name.strip().lower()
+    direct = CONFIG_DIR / f"{key}.yaml"
+    if direct.is_file():
+        return direct
+    return _index().get(key)
+
+
+def label(path: Path) -> str:
+    """How messages name a bundled file."""
+    return f"configs/{path.name}"
+
+
+def raise_unknown(name: str) -> None:
+    """Say that ``name`` is not bundled and suggest the closest names."""
+    stems = [p.stem for p in paths()]
+    close = difflib.get_close_matches(name.lower(), [s.lower() for s in stems], n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(close)}?" if close else "; see `llmcalc list`"
+    raise UnknownModelError(f"unknown model {name!r}: not a file, folder or bundled config{hint}")

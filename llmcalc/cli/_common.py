@@ -1,0 +1,74 @@
+"""Options shared by the commands, and the one place where errors become a line on stderr."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Optional, ParamSpec, TypeVar
+
+import typer
+
+from llmcalc.config import load_spec
+from llmcalc.errors import LLMCalcError
+from llmcalc.render import console, dumps
+from llmcalc.spec import ModelSpec
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+ModelArg = Annotated[
+    str,
+    typer.Argument(
+        help="A bundled model name (gpt2-medium, meta-llama/Llama-2-7b-hf), a config.json, "
+        "a checkpoint folder holding one, or a YAML file.",
+        show_default=False,
+    ),
+]
+SetOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
+    typer.Option(
+        "--set",
+        help="Change a config field before counting, e.g. --set num_hidden_layers=48 (repeatable).",
+        show_default=False,
+    ),
+]
+FamilyOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--family",
+        help="Count a config of an unsupported model_type as this known family (e.g. llama).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
+ExplainOpt = Annotated[
+    bool, typer.Option("--explain", help="Print each formula with this model's numbers put in.")
+]
+
+
+def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
+    """Turn an :class:`LLMCalcError` into one line on stderr and its exit code; no traceback."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except LLMCalcError as e:
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(e.exit_code) from None
+
+    return wrapper
+
+
+def spec_for(model: str, overrides: list[str] | None, family: str | None = None) -> ModelSpec:
+    return load_spec(model, overrides=overrides or (), family=family)
+
+
+def print_json(obj: object) -> None:
+    typer.echo(dumps(obj))
+
+
+def show(*renderables: object) -> None:
+    out = console()
+    for r in renderables:
+        out.print(r)

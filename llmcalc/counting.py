@@ -1,0 +1,110 @@
+"""Parameter counts as sums over a model's named tensors.
+
+Everything here is derived from :attr:`ModelSpec.tensors` and its layer groups: a tensor tied to
+another is counted once (at the tensor it shares), as ``model.parameters()`` does. The seed rule of
+thumb is Kaplan et al. 2020, Table 1: N ≈ 12·L·d² (attention 4d², MLP 8d² per layer), plus the V·d
+token embedding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmcalc.spec import LayerGroup, ModelSpec, Tensor
+
+EMBEDDING_COMPONENTS = ("embed/tokens", "embed/positions")
+LM_HEAD = "lm_head"
+
+
+@dataclass(frozen=True)
+class GroupCount:
+    """One layer group: how many layers, and one layer's parameters by component."""
+
+    name: str
+    num_layers: int
+    per_layer: int
+    per_layer_active: int
+    components: dict[str, int]  # component → parameters of one layer
+
+    @property
+    def total(self) -> int:
+        return self.per_layer * self.num_layers
+
+    @property
+    def active(self) -> int:
+        return self.per_layer_active * self.num_layers
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    """All of a model's parameter figures. ``breakdown`` adds up to ``total``."""
+
+    total: int
+    active: int
+    embedding: int  # token + position tables
+    lm_head: int  # 0 when tied
+    layers: int  # all decoder layers
+    groups: tuple[GroupCount, ...]
+    breakdown: dict[str, int]  # slash-separated key → parameters
+    rule_of_thumb: int  # 12·L·d² + V·d, shown beside the exact total
+
+
+def tensor_params(t: Tensor) -> int:
+    """Parameters a tensor entry adds (0 when it shares storage with another)."""
+    return 0 if t.tied_to is not None else t.numel
+
+
+def tensor_active(t: Tensor, spec: ModelSpec) -> int:
+    if t.tied_to is not None:
+        return 0
+    k = spec.moe.experts_per_tok if spec.moe else 0
+    return t.active_numel(k)
+
+
+def group_count(group: LayerGroup, spec: ModelSpec) -> GroupCount:
+    components: dict[str, int] = {}
+    for t in group.tensors:
+        components[t.component] = components.get(t.component, 0) + tensor_params(t)
+    return GroupCount(
+        name=group.name,
+        num_layers=len(group.layers),
+        per_layer=sum(components.values()),
+        per_layer_active=sum(tensor_active(t, spec) for t in group.tensors),
+        components=components,
+    )
+
+
+def rule_of_thumb(spec: ModelSpec) -> int:
+    """12·L·d² + V·d (Kaplan et al. 2020, Table 1, plus the token embedding)."""
+    s = spec.shape
+    return 12 * s.num_layers * s.hidden_size**2 + s.vocab_size * s.hidden_size
+
+
+def count(spec: ModelSpec) -> ParamCount:
+    """Exact parameter figures of ``spec``: total, active (MoE), embedding, lm_head, breakdown."""
+    breakdown: dict[str, int] = {}
+    outer_active = 0
+    for t in spec.tensors:
+        breakdown[t.component] = breakdown.get(t.component, 0) + tensor_params(t)
+        outer_active += tensor_active(t, spec)
+    groups = tuple(group_count(g, spec) for g in spec.layer_groups)
+    for g in groups:
+        for component, n in g.components.items():
+            key = f"layers/{component}"
+            breakdown[key] = breakdown.get(key, 0) + n * g.num_layers
+    total = sum(breakdown.values())
+    return ParamCount(
+        total=total,
+        active=outer_active + sum(g.active for g in groups),
+        embedding=sum(breakdown.get(c, 0) for c in EMBEDDING_COMPONENTS),
+        lm_head=breakdown.get(LM_HEAD, 0),
+        layers=sum(g.total for g in groups),
+        groups=groups,
+        breakdown=breakdown,
+        rule_of_thumb=rule_of_thumb(spec),
+    )
+
+
+def percent_off(estimate: int, exact: int) -> float:
+    """How far an estimate is from the exact figure, in percent of the exact one."""
+    return (estimate - exact) / exact * 100.0

@@ -1,0 +1,182 @@
+"""Building blocks shared by the family modules: config fields, tensor constructors, layer groups.
+
+The shapes follow torch and transformers: ``nn.Linear(in, out)`` holds weight [out, in] and bias [out];
+transformers' GPT-2 ``Conv1D(out, in)`` holds weight [in, out]; ``nn.Embedding(n, d)`` holds [n, d].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, ClassVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llmcalc.spec import EXPERT, Attention, LayerGroup, MoE, Shape, Tensor
+
+# A size: a strictly positive integer (no floats, no strings, no booleans).
+Size = Annotated[int, Field(strict=True, gt=0)]
+# A count that may be zero (e.g. number of shared experts, dense layers before the MoE ones).
+Count = Annotated[int, Field(strict=True, ge=0)]
+# A probability-like float field (dropout etc.) is never needed for counting and is not read.
+
+
+class FieldError(Exception):
+    """A field (or a combination of fields) that is invalid; the loader adds the file name."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(f"{field}: {message}")
+
+
+class FamilyConfig(BaseModel):
+    """Base for the fields one family reads; unknown keys are ignored, types are strict.
+
+    A field with a default is a stated default: the notes list every default that was used.
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, populate_by_name=True)
+
+    # The transformers config class this mirrors, for messages and notes.
+    transformers_class: ClassVar[str] = ""
+
+    def defaulted(self) -> list[str]:
+        """``field=value`` for every field that took its default, in declaration order."""
+        out = []
+        for name, info in type(self).model_fields.items():
+            if name not in self.model_fields_set:
+                value = getattr(self, name)
+                if value is not None:
+                    out.append(f"{name}={_show(value)}")
+        return out
+
+
+def _show(value: object) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """What a family returns: the shape, the tensors outside the layers, the layer groups."""
+
+    shape: Shape
+    tensors: tuple[Tensor, ...]
+    layer_groups: tuple[LayerGroup, ...]
+    moe: MoE | None = None
+    notes: tuple[str, ...] = ()
+
+
+# ---- checks shared by families ------------------------------------------------------------------
+
+
+def require(condition: bool, field: str, message: str) -> None:
+    if not condition:
+        raise FieldError(field, message)
+
+
+def resolve_head_dim(
+    hidden: int, heads: int, head_dim: int | None, *, hidden_field: str, heads_field: str
+) -> int:
+    """head_dim as given, else hidden / heads, which must then divide exactly."""
+    if head_dim is not None:
+        return head_dim
+    require(
+        hidden % heads == 0,
+        heads_field,
+        f"{heads_field} ({heads}) must divide {hidden_field} ({hidden}) when head_dim is not given",
+    )
+    return hidden // heads
+
+
+def resolve_kv_heads(heads: int, kv_heads: int | None, *, heads_field: str, kv_field: str) -> int:
+    """kv heads as given (GQA/MQA), else equal to the heads (multi-head attention)."""
+    if kv_heads is None:
+        return heads
+    require(
+        heads % kv_heads == 0,
+        kv_field,
+        f"{kv_field} ({kv_heads}) must divide {heads_field} ({heads})",
+    )
+    return kv_heads
+
+
+# ---- tensor constructors -------------------------------------------------------------------------
+
+
+def linear(name: str, component: str, out_f: int, in_f: int, *, bias: bool) -> list[Tensor]:
+    """nn.Linear(in_f, out_f): weight [out_f, in_f] (+ bias [out_f])."""
+    ts = [Tensor(f"{name}.weight", (out_f, in_f), component, matmul=True)]
+    if bias:
+        ts.append(Tensor(f"{name}.bias", (out_f,), component))
+    return ts
+
+
+def conv1d(name: str, component: str, in_f: int, out_f: int, *, bias: bool = True) -> list[Tensor]:
+    """transformers Conv1D (GPT-2): weight [in_f, out_f] (+ bias [out_f])."""
+    ts = [Tensor(f"{name}.weight", (in_f, out_f), component, matmul=True)]
+    if bias:
+        ts.append(Tensor(f"{name}.bias", (out_f,), component))
+    return ts
+
+
+def norm(name: str, component: str, dim: int, *, bias: bool) -> list[Tensor]:
+    """LayerNorm (weight + bias) or RMSNorm (weight only) over ``dim``."""
+    ts = [Tensor(f"{name}.weight", (dim,), component)]
+    if bias:
+        ts.append(Tensor(f"{name}.bias", (dim,), component))
+    return ts
+
+
+def embedding(name: str, component: str, num: int, dim: int) -> Tensor:
+    """nn.Embedding(num, dim): a lookup table [num, dim], no FLOPs."""
+    return Tensor(f"{name}.weight", (num, dim), component)
+
+
+def lm_head(
+    name: str, vocab: int, dim: int, *, tied_to: str | None, bias: bool = False
+) -> list[Tensor]:
+    """The output projection [vocab, dim]; when tied it is listed but counted once, at ``tied_to``."""
+    ts = [Tensor(f"{name}.weight", (vocab, dim), "lm_head", matmul=True, tied_to=tied_to)]
+    if bias:
+        ts.append(Tensor(f"{name}.bias", (vocab,), "lm_head"))
+    return ts
+
+
+def stacked_experts(name: str, component: str, num_experts: int, *shape: int) -> Tensor:
+    """Routed experts fused into one parameter [E, *shape] (transformers v5 MoE layout)."""
+    return Tensor(name, (num_experts, *shape), component, matmul=True, experts=num_experts)
+
+
+def expert_linear(
+    name: str, component: str, num_experts: int, out_f: int, in_f: int, *, bias: bool
+) -> list[Tensor]:
+    """One nn.Linear per routed expert, named with ``{e}``."""
+    assert EXPERT in name
+    return [
+        Tensor(t.name, t.shape, t.component, matmul=t.matmul, experts=num_experts)
+        for t in linear(name, component, out_f, in_f, bias=bias)
+    ]
+
+
+# ---- layer groups ---------------------------------------------------------------------------------
+
+
+def uniform_layers(
+    num_layers: int, tensors: Sequence[Tensor], attention: Attention, name: str = "decoder"
+) -> tuple[LayerGroup, ...]:
+    """All layers alike: one group."""
+    return (LayerGroup(name, tuple(range(num_layers)), tuple(tensors), attention),)
+
+
+def grouped_layers(
+    kinds: Sequence[str], build: Callable[[str], tuple[Sequence[Tensor], Attention]]
+) -> tuple[LayerGroup, ...]:
+    """Layers of several kinds (dense/MoE, sliding/full …): one group per kind, in order of first use."""
+    order: dict[str, list[int]] = {}
+    for i, kind in enumerate(kinds):
+        order.setdefault(kind, []).append(i)
+    groups = []
+    for kind, layers in order.items():
+        tensors, attention = build(kind)
+        groups.append(LayerGroup(kind, tuple(layers), tuple(tensors), attention))
+    return tuple(groups)

@@ -1,0 +1,224 @@
+"""`llmcalc count` output: the shape, one layer by tensor group, all layers, the outer tensors, totals."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from llmcalc.counting import ParamCount, percent_off
+from llmcalc.render import n, pct, short
+from llmcalc.spec import LAYER, ModelSpec, Tensor
+
+OUTER_LABELS = {
+    "embed/tokens": "token embeddings",
+    "embed/positions": "position embeddings",
+    "final_norm": "final norm",
+    "lm_head": "lm_head",
+}
+
+
+def header(spec: ModelSpec) -> Text:
+    s = spec.shape
+    text = Text()
+    text.append(spec.name, style="bold")
+    text.append(f"  ({spec.model_type}, family {spec.family})\n")
+    text.append(
+        f"layers {s.num_layers} · d_model {n(s.hidden_size)} · heads {s.num_heads} · "
+        f"kv heads {s.num_kv_heads} · head_dim {s.head_dim} · d_ff {n(s.intermediate_size)} · "
+        f"vocab {n(s.vocab_size)} · tied {'yes' if s.tied_embeddings else 'no'}"
+    )
+    if spec.moe:
+        m = spec.moe
+        text.append(f" · experts {m.num_experts} (top-{m.experts_per_tok}")
+        text.append(f", {m.shared_experts} shared)" if m.shared_experts else ")")
+    return text
+
+
+def _split(tensors: tuple[Tensor, ...], component: str) -> tuple[int, int]:
+    weight = bias = 0
+    for t in tensors:
+        if t.component == component and t.tied_to is None:
+            if t.name.endswith(".bias"):
+                bias += t.numel
+            else:
+                weight += t.numel
+    return weight, bias
+
+
+def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Table]:
+    tables = []
+    for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
+        title = (
+            f"one layer ({group.name}: {gc.num_layers} of {spec.num_layers} layers)"
+            if len(pc.groups) > 1
+            else f"one layer (all {gc.num_layers} alike)"
+        )
+        t = Table(title=title, title_justify="left")
+        t.add_column("tensor group")
+        t.add_column("weights", justify="right")
+        t.add_column("biases", justify="right")
+        t.add_column("one layer", justify="right")
+        t.add_column(f"× {gc.num_layers} layers", justify="right")
+        for component, params in gc.components.items():
+            weight, bias = _split(group.tensors, component)
+            expert = next((x for x in group.tensors if x.component == component and x.experts), None)
+            label = component if expert is None else f"{component} ({expert.experts} experts)"
+            t.add_row(label, n(weight), n(bias) if bias else "-", n(params), n(params * gc.num_layers))
+        t.add_section()
+        t.add_row("layer total", "", "", n(gc.per_layer), n(gc.total), style="bold")
+        if spec.moe and gc.per_layer_active != gc.per_layer:
+            t.add_row("active per token", "", "", n(gc.per_layer_active), n(gc.active))
+        tables.append(t)
+    return tables
+
+
+def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:
+    t = Table(title="model", title_justify="left")
+    t.add_column("part")
+    t.add_column("parameters", justify="right")
+    t.add_column("share", justify="right")
+    rows: list[tuple[str, int | None]] = []
+    seen: set[str] = set()
+    for x in spec.tensors:
+        if x.component in seen:
+            continue
+        seen.add(x.component)
+        label = OUTER_LABELS.get(x.component, x.component)
+        if x.component == "lm_head" and pc.lm_head == 0 and x.tied_to:
+            rows.append(("lm_head (tied: shares the embedding)", None))
+        else:
+            rows.append((label, pc.breakdown[x.component]))
+    rows.insert(min(len(rows), _layers_position(spec)), (f"all {spec.num_layers} layers", pc.layers))
+    for label, params in rows:
+        if params is None:
+            t.add_row(label, "0", "")
+        else:
+            t.add_row(label, n(params), f"{params / pc.total:.1%}")
+    t.add_section()
+    t.add_row("total", n(pc.total), short(pc.total), style="bold")
+    if spec.moe:
+        t.add_row("active per token", n(pc.active), short(pc.active), style="bold")
+    rule = pc.rule_of_thumb
+    t.add_row("rule of thumb 12·L·d² + V·d", n(rule), pct(percent_off(rule, pc.total)))
+    return t
+
+
+def _layers_position(spec: ModelSpec) -> int:
+    """Show the layers after the embeddings and before the final norm / head."""
+    comps = list(dict.fromkeys(x.component for x in spec.tensors))
+    return sum(1 for c in comps if c.startswith("embed"))
+
+
+def count_view(spec: ModelSpec, pc: ParamCount) -> RenderableType:
+    parts: list[RenderableType] = [header(spec), *layer_tables(spec, pc), totals_table(spec, pc)]
+    parts.extend(Text(f"note: {note}", style="dim") for note in spec.notes)
+    if spec.source:
+        parts.append(Text(f"source: {spec.source}", style="dim"))
+    return Group(*parts)
+
+
+def tensors_view(spec: ModelSpec) -> Table:
+    """Every named tensor with its shape, as in the transformers module tree."""
+    t = Table(title=f"{spec.name}: named tensors", title_justify="left")
+    t.add_column("name")
+    t.add_column("shape")
+    t.add_column("numel", justify="right")
+    t.add_column("repeats", justify="right")
+    for x, g in spec.all_tensors():
+        shape = "[" + ", ".join(str(d) for d in x.shape) + "]"
+        where = ""
+        if g is not None:
+            where = f"{LAYER} in {_ranges(g.layers)}"
+        if x.copies > 1:
+            where += f" × {x.copies} experts"
+        name = x.name + (f"  (tied to {x.tied_to})" if x.tied_to else "")
+        t.add_row(Text(name), Text(shape), n(x.numel // x.copies), Text(where.strip()))
+    return t
+
+
+def _ranges(layers: tuple[int, ...]) -> str:
+    """0..31 or 0,2,4..: compact layer index sets."""
+    if layers == tuple(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}..{layers[-1]}" if len(layers) > 1 else str(layers[0])
+    return ",".join(str(i) for i in layers)
+
+
+def explain_lines(spec: ModelSpec, pc: ParamCount) -> list[str]:
+    """Each sum with this model's numbers put in."""
+    lines = []
+    for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
+        lines.append(f"one {group.name} layer:")
+        for x in group.tensors:
+            dims = " × ".join(n(d) for d in x.shape)
+            copies = f" × {x.copies} experts" if x.copies > 1 else ""
+            lines.append(f"  {x.name} = {dims}{copies} = {n(x.numel)}")
+        lines.append(f"  sum = {n(gc.per_layer)}")
+        lines.append(f"{gc.num_layers} {group.name} layers = {gc.num_layers} × {n(gc.per_layer)} = {n(gc.total)}")
+        if spec.moe and gc.per_layer_active != gc.per_layer:
+            k, e = spec.moe.experts_per_tok, spec.moe.num_experts
+            lines.append(f"  active: routed experts × {k}/{e}, the rest whole = {n(gc.per_layer_active)} per layer")
+    for x in spec.tensors:
+        dims = " × ".join(n(d) for d in x.shape)
+        if x.tied_to:
+            lines.append(f"{x.name} = {dims}, tied to {x.tied_to}: counted there, adds 0")
+        else:
+            lines.append(f"{x.name} = {dims} = {n(x.numel)}")
+    parts = [f"{k} {n(v)}" for k, v in pc.breakdown.items() if not k.startswith("layers/")]
+    parts.insert(_layers_position(spec), f"layers {n(pc.layers)}")
+    lines.append(f"total = {' + '.join(parts)} = {n(pc.total)}")
+    s = spec.shape
+    lines.append(
+        f"rule of thumb = 12 × {s.num_layers} × {n(s.hidden_size)}² + {n(s.vocab_size)} × "
+        f"{n(s.hidden_size)} = {n(pc.rule_of_thumb)} ({pct(percent_off(pc.rule_of_thumb, pc.total))})"
+    )
+    return lines
+
+
+def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
+    s = spec.shape
+    return {
+        "model": spec.name,
+        "model_type": spec.model_type,
+        "family": spec.family,
+        "total_params": pc.total,
+        "active_params": pc.active,
+        "embedding_params": pc.embedding,
+        "lm_head_params": pc.lm_head,
+        "layer_params": pc.layers,
+        "tied_embeddings": s.tied_embeddings,
+        "num_layers": s.num_layers,
+        "hidden_size": s.hidden_size,
+        "num_heads": s.num_heads,
+        "num_kv_heads": s.num_kv_heads,
+        "head_dim": s.head_dim,
+        "intermediate_size": s.intermediate_size,
+        "vocab_size": s.vocab_size,
+        "moe": None
+        if spec.moe is None
+        else {
+            "num_experts": spec.moe.num_experts,
+            "experts_per_tok": spec.moe.experts_per_tok,
+            "shared_experts": spec.moe.shared_experts,
+        },
+        "groups": [
+            {
+                "name": g.name,
+                "num_layers": g.num_layers,
+                "params_per_layer": g.per_layer,
+                "active_params_per_layer": g.per_layer_active,
+                "components": g.components,
+            }
+            for g in pc.groups
+        ],
+        "breakdown": pc.breakdown,
+        "rule_of_thumb": {
+            "formula": "12*L*d^2 + V*d",
+            "params": pc.rule_of_thumb,
+            "percent_off": round(percent_off(pc.rule_of_thumb, pc.total), 4),
+        },
+        "notes": list(spec.notes),
+        "source": spec.source,
+    }

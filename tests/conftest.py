@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from llmcalc.cli import app
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+class Run:
+    """The outcome of one CLI call: exit code, stdout, stderr."""
+
+    def __init__(self, code: int, stdout: str, stderr: str) -> None:
+        self.code, self.stdout, self.stderr = code, stdout, stderr
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+@pytest.fixture
+def cli() -> Any:
+    runner = CliRunner()
+
+    def invoke(*args: str) -> Run:
+        result = runner.invoke(app, list(args), catch_exceptions=False)
+        return Run(result.exit_code, result.stdout, result.stderr)
+
+    return invoke
+
+
+@pytest.fixture
+def write(tmp_path: Path) -> Any:
+    """Write a config file in a temp folder and return its path as a string."""
+
+    def _write(name: str, content: str | dict[str, Any]) -> str:
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        text = content if isinstance(content, str) else json.dumps(content)
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+
+    return _write

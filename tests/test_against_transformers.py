@@ -1,0 +1,32 @@
+"""Ground truth: every bundled config, built with transformers on the meta device, matches llmcalc.
+
+Compared: the total, the embedding tables, the lm_head, each decoder layer (read off the model's
+layer ModuleList, independently of llmcalc's names) and, tensor by tensor, every name and shape.
+These run in CI; they are never skipped there.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcalc import bundled, count, load_spec
+from llmcalc.verify import build_meta_model, figures
+
+CONFIGS = [p.stem for p in bundled.paths()]
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_matches_transformers(name: str) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    model = build_meta_model(spec)
+    real = figures(model, spec.num_layers)
+    assert dict(spec.named_shapes()) == real.named_shapes
+    assert pc.total == real.total
+    assert pc.embedding == real.embedding
+    assert pc.lm_head == real.lm_head
+    ours = [0] * spec.num_layers
+    for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
+        for i in group.layers:
+            ours[i] = gc.per_layer
+    assert tuple(ours) == real.per_layer
