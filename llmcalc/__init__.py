@@ -6,7 +6,7 @@
     354823168
 """
 
-from llmcalc.config import load_spec
+from llmcalc.config import load_spec, spec_from_dict
 from llmcalc.counting import GroupCount, ParamCount, count
 from llmcalc.errors import (
     ConfigError,
@@ -35,4 +35,5 @@ __all__ = [
     "UsageError",
     "count",
     "load_spec",
+    "spec_from_dict",
 ]

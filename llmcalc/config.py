@@ -48,6 +48,26 @@ def load_spec(
     return spec_from_raw(read_config(model), overrides=overrides, family=family)
 
 
+def spec_from_dict(
+    fields: Mapping[str, Any],
+    *,
+    name: str = "config",
+    overrides: Sequence[str] = (),
+    family: str | None = None,
+) -> ModelSpec:
+    """Describe a config already in memory (messages name it ``name``)."""
+    data = dict(fields)
+    raw = RawConfig(
+        path=Path(name),
+        label=name,
+        fields={k: v for k, v in data.items() if k not in META_KEYS},
+        name=str(data.get("name") or name),
+        source=data.get("source"),
+        expected=data.get("expected") or {},
+    )
+    return spec_from_raw(raw, overrides=overrides, family=family)
+
+
 def read_config(model: str) -> RawConfig:
     """Find and parse the config behind ``model`` (no validation of its fields yet)."""
     path = Path(model).expanduser()

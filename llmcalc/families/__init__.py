@@ -1,33 +1,48 @@
 """The supported architectures: ``model_type`` → the config fields it reads and the tensors it makes.
 
 To add a family: write a module here with a :class:`FamilyConfig` subclass and a ``describe``
-function returning an :class:`Architecture`, then list its model types in ``MODEL_TYPES`` below.
+function returning an :class:`Architecture`, then list its model types in ``MODEL_TYPES`` below as
+``Family(module, config class name[, describe function name])``. Modules are imported only when a
+config of theirs is read, so the CLI starts fast however many families there are.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from llmcalc.families import gpt2, llama
 from llmcalc.families._base import Architecture, FamilyConfig, FieldError
 
 
 @dataclass(frozen=True)
 class Family:
-    """How one ``model_type`` is read (``config``) and described (``describe``)."""
+    """Where one ``model_type`` is read (``config``) and described (``describe``)."""
 
-    module: str
-    config: type[FamilyConfig]
-    describe: Callable[[Any], Architecture]
+    module: str  # llmcalc/families/<module>.py
+    config_class: str
+    describe_function: str = "describe"
+
+    @property
+    def config(self) -> type[FamilyConfig]:
+        cls: type[FamilyConfig] = getattr(self._module(), self.config_class)
+        return cls
+
+    @property
+    def describe(self) -> Callable[[Any], Architecture]:
+        fn: Callable[[Any], Architecture] = getattr(self._module(), self.describe_function)
+        return fn
+
+    def _module(self) -> Any:
+        return importlib.import_module(f"llmcalc.families.{self.module}")
 
 
 MODEL_TYPES: dict[str, Family] = {
-    "gpt2": Family("gpt2", gpt2.GPT2Config, gpt2.describe),
-    "llama": Family("llama", llama.LlamaConfig, llama.describe),
-    "mistral": Family("llama", llama.MistralConfig, llama.describe),
-    "gemma": Family("llama", llama.GemmaConfig, llama.describe),
+    "gpt2": Family("gpt2", "GPT2Config"),
+    "llama": Family("llama", "LlamaConfig"),
+    "mistral": Family("llama", "MistralConfig"),
+    "gemma": Family("llama", "GemmaConfig"),
     # -- dense families --
     # -- mixture-of-experts, MLA and layer-typed families --
 }

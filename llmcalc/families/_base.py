@@ -26,7 +26,7 @@ class FieldError(Exception):
 
     def __init__(self, field: str, message: str) -> None:
         self.field = field
-        super().__init__(f"{field}: {message}")
+        super().__init__(message if field in message else f"{field}: {message}")
 
 
 class FamilyConfig(BaseModel):

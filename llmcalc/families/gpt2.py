@@ -29,7 +29,9 @@ class GPT2Config(FamilyConfig):
     n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
     n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
     vocab_size: Size
-    n_positions: Size = Field(validation_alias=AliasChoices("n_positions", "max_position_embeddings"))
+    n_positions: Size = Field(
+        1024, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+    )
     n_inner: Size | None = None  # null means 4 · n_embd
     tie_word_embeddings: bool = True
     add_cross_attention: bool = False
