@@ -10,6 +10,7 @@ import difflib
 import functools
 import re
 from pathlib import Path
+from typing import NoReturn
 
 from llmcalc.errors import UnknownModelError
 
@@ -50,7 +51,7 @@ def label(path: Path) -> str:
     return f"configs/{path.name}"
 
 
-def raise_unknown(name: str) -> None:
+def raise_unknown(name: str) -> NoReturn:
     """Say that ``name`` is not bundled and suggest the closest names."""
     stems = [p.stem for p in paths()]
     close = difflib.get_close_matches(name.lower(), [s.lower() for s in stems], n=3, cutoff=0.5)

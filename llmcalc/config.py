@@ -85,8 +85,7 @@ def read_config(model: str) -> RawConfig:
             if path.suffix in (".json", *YAML_SUFFIXES) or model.startswith((".", "/", "~")):
                 raise ConfigError(model, "no such file")
             bundled.raise_unknown(model)
-        path = found
-        label = bundled.label(path)
+        path, label = found, bundled.label(found)
     data = parse_file(path, label)
     meta_name = data.pop("name", None)
     source = data.pop("source", None)

@@ -43,7 +43,7 @@ class FamilyConfig(BaseModel):
     def defaulted(self) -> list[str]:
         """``field=value`` for every field that took its default, in declaration order."""
         out = []
-        for name, info in type(self).model_fields.items():
+        for name in type(self).model_fields:
             if name not in self.model_fields_set:
                 value = getattr(self, name)
                 if value is not None:
