@@ -20,6 +20,7 @@ run: $(VENV)/.core
 
 test: $(VENV)/.test
 	$(PY) -m pytest -q
+	$(VENV)/bin/llmcalc check configs/ --verify
 
 bench: $(VENV)/.test
 	$(PY) bench/count_vs_transformers.py

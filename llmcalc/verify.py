@@ -6,11 +6,18 @@ are imported here alone, lazily; without them the functions raise :class:`Missin
 
 from __future__ import annotations
 
+import math
+import re
+import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import Any, Literal
 
-from llmcalc.errors import MissingExtraError
-from llmcalc.spec import ModelSpec
+from llmcalc.counting import LM_HEAD
+from llmcalc.errors import ConfigError, MissingExtraError
+from llmcalc.safetensors_index import read_checkpoint
+from llmcalc.spec import LAYER, LayerGroup, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -85,3 +92,544 @@ def _decoder_layers(model: Any, num_layers: int, torch: Any) -> Any:
     if not lists:
         return []
     return max(lists, key=lambda m: sum(p.numel() for p in m.parameters()))
+
+
+# ---- comparison: llmcalc's named tensors against a model or a checkpoint --------------------------
+#
+# Pure Python: the model's side arrives as a name → shape mapping (named_parameters() of the model
+# built on the meta device, or the headers of a safetensors checkpoint), so only building the model
+# needs torch.
+
+EXPERT_TENSOR = re.compile(r"^(?P<prefix>.+\.experts)\.(?P<e>\d+)\.(?P<rest>.+)$")
+
+# Module paths a checkpoint spells differently from the transformers v5 module tree, by model_type
+# (transformers conversion_mapping.py: the renamings it applies when loading).
+_MIXTRAL = ((r"\.block_sparse_moe\.", ".mlp."),)
+CHECKPOINT_RENAMES: dict[str, tuple[tuple[str, str], ...]] = {
+    "mixtral": _MIXTRAL,
+    "minimax": _MIXTRAL,
+    "phimoe": (*_MIXTRAL, (r"\.mlp\.gate\.weight$", ".mlp.router.weight")),
+    "gpt_neox": ((r"^embed_out\.", "lm_head."),),
+    "granitemoe": (
+        # stored fused already, under other names
+        (r"\.block_sparse_moe\.input_linear\.weight$", ".block_sparse_moe.experts.gate_up_proj"),
+        (r"\.block_sparse_moe\.output_linear\.weight$", ".block_sparse_moe.experts.down_proj"),
+        (r"\.block_sparse_moe\.router\.layer\.weight$", ".block_sparse_moe.router.weight"),
+    ),
+}
+
+# Buffers some checkpoints store beside the parameters; not parameters, so not compared.
+CHECKPOINT_BUFFERS = re.compile(
+    r"(\.rotary_emb\.inv_freq|\.attn\.bias|\.attn\.masked_bias|\.e_score_correction_bias)$"
+)
+
+DiffKind = Literal["missing", "extra", "shape"]
+OTHER = "final norm, other"  # the row of tensors outside the embedding, the layers and the head
+
+
+@dataclass(frozen=True)
+class TensorDiff:
+    """A tensor llmcalc predicts and the model lacks (missing), the reverse (extra), or both with
+    other shapes (shape)."""
+
+    name: str
+    ours: tuple[int, ...] | None
+    theirs: tuple[int, ...] | None
+
+    @property
+    def kind(self) -> DiffKind:
+        if self.theirs is None:
+            return "missing"
+        if self.ours is None:
+            return "extra"
+        return "shape"
+
+
+@dataclass(frozen=True)
+class MergedExperts:
+    """Per-expert checkpoint tensors (``….experts.{e}.…``) held against llmcalc's fused [E, …] ones.
+
+    Their names cannot match (transformers v5 fuses the experts when loading), so they are compared
+    by the number of experts and by total elements.
+    """
+
+    prefix: str  # e.g. model.layers.1.mlp.experts
+    experts: int  # distinct expert indices in the checkpoint
+    stored: int  # per-expert tensors in the checkpoint
+    fused: tuple[str, ...]  # llmcalc's fused tensor names under the prefix
+    ours: int  # elements of the fused tensors
+    theirs: int  # elements of the per-expert tensors
+    expected_experts: int
+
+    @property
+    def ok(self) -> bool:
+        return self.ours == self.theirs and self.experts == self.expected_experts
+
+
+@dataclass(frozen=True)
+class GroupRow:
+    """Parameters of one part of the model: llmcalc's figure, the model's, and model − llmcalc."""
+
+    label: str
+    ours: int
+    theirs: int
+
+    @property
+    def difference(self) -> int:
+        return self.theirs - self.ours
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The outcome of one verification, as plain data; ``ok`` when everything matches."""
+
+    model: str
+    against: str  # what llmcalc was held against, in words
+    kind: Literal["transformers", "checkpoint"]
+    rows: tuple[GroupRow, ...]  # embedding, each layer group, other, lm_head, total
+    matched: int  # tensors equal in name and shape
+    differences: tuple[TensorDiff, ...]
+    merged: tuple[MergedExperts, ...] = ()
+    ignored: tuple[str, ...] = ()  # checkpoint tensors that are not parameters
+    notes: tuple[str, ...] = ()
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return (
+            not self.differences
+            and all(m.ok for m in self.merged)
+            and all(r.difference == 0 for r in self.rows)
+        )
+
+    def by_kind(self, kind: DiffKind) -> list[TensorDiff]:
+        return [d for d in self.differences if d.kind == kind]
+
+
+def compare(
+    spec: ModelSpec,
+    theirs: Mapping[str, tuple[int, ...]],
+    *,
+    against: str,
+    kind: Literal["transformers", "checkpoint"],
+    seconds: float = 0.0,
+) -> Comparison:
+    """Hold ``spec``'s named tensors against ``theirs`` (name → shape), tensor by tensor.
+
+    For a model (``kind="transformers"``) names and shapes must be equal. A checkpoint is first read
+    as transformers reads it: module paths renamed (``CHECKPOINT_RENAMES``), a missing base-model
+    prefix added, buffers set aside, a stored copy of a tied weight accepted, and per-expert
+    tensors compared with the fused ones by total elements (:class:`MergedExperts`).
+    """
+    ours = dict(spec.named_shapes())
+    theirs = dict(theirs)
+    notes: list[str] = []
+    ignored: list[str] = []
+    merged: list[MergedExperts] = []
+    if kind == "checkpoint":
+        theirs = _checkpoint_names(spec, theirs, ours, notes, ignored)
+    matched = 0
+    differences: list[TensorDiff] = []
+    for name in ours.keys() & theirs.keys():
+        if ours[name] == theirs[name]:
+            matched += 1
+        else:
+            differences.append(TensorDiff(name, ours[name], theirs[name]))
+    ours_only = {k: v for k, v in ours.items() if k not in theirs}
+    theirs_only = {k: v for k, v in theirs.items() if k not in ours}
+    if kind == "checkpoint":
+        merged = _merge_experts(spec, ours_only, theirs_only)
+        if merged:
+            notes.append(
+                f"{sum(m.stored for m in merged)} per-expert checkpoint tensors compared with "
+                f"{sum(len(m.fused) for m in merged)} fused parameters by total elements "
+                "(transformers v5 fuses the experts when loading)"
+            )
+    differences += [TensorDiff(k, v, None) for k, v in ours_only.items()]
+    differences += [TensorDiff(k, None, v) for k, v in theirs_only.items()]
+    order = {name: i for i, name in enumerate(ours)}
+    differences.sort(key=lambda d: (order.get(d.name, len(order)), _natural(d.name)))
+    return Comparison(
+        model=spec.name,
+        against=against,
+        kind=kind,
+        rows=_rows(spec, ours, theirs),
+        matched=matched,
+        differences=tuple(differences),
+        merged=tuple(merged),
+        ignored=tuple(sorted(ignored, key=_natural)),
+        notes=tuple(notes),
+        seconds=seconds,
+    )
+
+
+def _checkpoint_names(
+    spec: ModelSpec,
+    theirs: dict[str, tuple[int, ...]],
+    ours: dict[str, tuple[int, ...]],
+    notes: list[str],
+    ignored: list[str],
+) -> dict[str, tuple[int, ...]]:
+    renames = CHECKPOINT_RENAMES.get(spec.model_type, ())
+    roots = {name.split(".", 1)[0] for name in ours}
+    base = _base_prefix(spec) or ""
+    add_base = (
+        base != ""
+        and not any(name.startswith(base) for name in theirs)
+        and any(name.split(".", 1)[0] not in roots for name in theirs)
+    )
+    if add_base:
+        notes.append(f"checkpoint names read with the {base!r} prefix (saved from the base model)")
+    tied = {t.name: t.shape for t, _ in spec.all_tensors() if t.tied_to is not None}
+    out: dict[str, tuple[int, ...]] = {}
+    renamed = 0
+    for name, shape in theirs.items():
+        if add_base and name.split(".", 1)[0] not in roots:
+            name = base + name
+        if name not in ours:
+            stored = name
+            for pattern, repl in renames:
+                name = re.sub(pattern, repl, name)
+            renamed += name != stored
+        if name not in ours and name in tied and tied[name] == shape:
+            notes.append(f"{name} is stored although the model ties it; not counted again")
+            continue
+        if name not in ours and CHECKPOINT_BUFFERS.search(name):
+            ignored.append(name)
+            continue
+        out[name] = shape
+    if renamed:
+        notes.append(
+            f"{renamed} checkpoint names read as transformers renames them when loading "
+            f"{spec.model_type} (e.g. {_example(renames)})"
+        )
+    if ignored:
+        notes.append(f"{len(ignored)} stored buffers are not parameters and were not compared")
+    return out
+
+
+def _example(renames: tuple[tuple[str, str], ...]) -> str:
+    pattern, repl = renames[0]
+    return f"{pattern.replace(chr(92), '').strip('^$')} → {repl}"
+
+
+def _base_prefix(spec: ModelSpec) -> str | None:
+    """``model.`` for ``model.layers.{i}…``: the base model's name in the causal-LM wrapper."""
+    for g in spec.layer_groups:
+        for t in g.tensors:
+            head = t.name.split(LAYER, 1)[0]
+            if head.count(".") >= 2:
+                return head.split(".", 1)[0] + "."
+    return None
+
+
+def _merge_experts(
+    spec: ModelSpec, ours_only: dict[str, tuple[int, ...]], theirs_only: dict[str, tuple[int, ...]]
+) -> list[MergedExperts]:
+    experts = spec.moe.num_experts if spec.moe else 0
+    groups: dict[str, list[tuple[str, int]]] = {}
+    for name in theirs_only:
+        m = EXPERT_TENSOR.match(name)
+        if m:
+            groups.setdefault(m["prefix"], []).append((name, int(m["e"])))
+    merged = []
+    for prefix, stored in groups.items():
+        fused = [k for k in ours_only if k.startswith(prefix + ".") and "." not in k[len(prefix) + 1 :]]
+        if not fused:
+            continue
+        merged.append(
+            MergedExperts(
+                prefix=prefix,
+                experts=len({e for _, e in stored}),
+                stored=len(stored),
+                fused=tuple(fused),
+                ours=sum(math.prod(ours_only[k]) for k in fused),
+                theirs=sum(math.prod(theirs_only[k]) for k, _ in stored),
+                expected_experts=experts,
+            )
+        )
+        for k in fused:
+            del ours_only[k]
+        for k, _ in stored:
+            del theirs_only[k]
+    return merged
+
+
+def _rows(
+    spec: ModelSpec, ours: dict[str, tuple[int, ...]], theirs: dict[str, tuple[int, ...]]
+) -> tuple[GroupRow, ...]:
+    """Both sides summed by part: embedding, each layer group, other, lm_head, total."""
+    tied = any(t.tied_to is not None and t.component == LM_HEAD for t in spec.tensors)
+    head = f"{LM_HEAD} (tied: shares the embedding)" if tied else LM_HEAD
+    labels = ["embedding", *(_group_label(g) for g in spec.layer_groups), OTHER, head]
+    where: dict[str, str] = {}
+    for t in spec.tensors:
+        kind = "embedding" if t.component.startswith("embed") else t.component
+        where[t.name] = {"embedding": "embedding", LM_HEAD: head}.get(kind, OTHER)
+    layer_of = {i: _group_label(g) for g in spec.layer_groups for i in g.layers}
+    heads = sorted({t.name.split(LAYER, 1)[0] for g in spec.layer_groups for t in g.tensors})
+
+    def part(name: str) -> str:
+        if name in where:
+            return where[name]
+        for head in heads:
+            if name.startswith(head):
+                index = name[len(head) :].split(".", 1)[0]
+                if index.isdigit() and int(index) in layer_of:
+                    return layer_of[int(index)]
+        return OTHER
+
+    sums = {label: [0, 0] for label in labels}
+    for side, shapes in enumerate((ours, theirs)):
+        for name, shape in shapes.items():
+            sums[part(name)][side] += math.prod(shape)
+    rows = [GroupRow(label, a, b) for label, (a, b) in sums.items() if a or b or label != OTHER]
+    rows.append(GroupRow("total", sum(r.ours for r in rows), sum(r.theirs for r in rows)))
+    return tuple(rows)
+
+
+def _group_label(g: LayerGroup) -> str:
+    return f"layers {_ranges(g.layers)} ({g.name})"
+
+
+def _ranges(layers: tuple[int, ...]) -> str:
+    """0..31, or 0,2,4 when the indices are not contiguous."""
+    if len(layers) > 1 and layers == tuple(range(layers[0], layers[-1] + 1)):
+        return f"{layers[0]}..{layers[-1]}"
+    return ",".join(str(i) for i in layers)
+
+
+def _natural(name: str) -> tuple[object, ...]:
+    """Sort key that puts layers.2 before layers.10."""
+    return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in name.split("."))
+
+
+def verify_transformers(spec: ModelSpec, *, trust_remote_code: bool = False) -> Comparison:
+    """Build ``spec``'s transformers model on the meta device and compare every parameter."""
+    start = time.perf_counter()
+    _, transformers = _import()
+    try:
+        model = build_meta_model(spec, trust_remote_code=trust_remote_code)
+    except (ValueError, KeyError, TypeError, AttributeError, OSError, NotImplementedError) as e:
+        # transformers rejected the config: say so in one line instead of its traceback.
+        detail = (str(e).strip().splitlines() or [""])[0]
+        raise ConfigError(
+            spec.name, f"transformers cannot build this model: {type(e).__name__}: {detail}"
+        ) from None
+    theirs = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    against = f"transformers {transformers.__version__} {type(model).__name__} (meta device)"
+    return compare(
+        spec, theirs, against=against, kind="transformers", seconds=time.perf_counter() - start
+    )
+
+
+def verify_checkpoint(spec: ModelSpec, folder: Path) -> Comparison:
+    """Compare ``spec`` with the tensors stored in the safetensors checkpoint in ``folder``."""
+    start = time.perf_counter()
+    ckpt = read_checkpoint(folder)
+    files = len(ckpt.files)
+    against = f"checkpoint {folder} ({files} safetensors file{'s' if files != 1 else ''})"
+    return compare(
+        spec, ckpt.shapes(), against=against, kind="checkpoint",
+        seconds=time.perf_counter() - start,
+    )
+
+
+# A short sequence: long enough for every matmul to show, short enough for a CPU in seconds.
+FLOPS_SEQ_LEN = 32
+FLOPS_DEPTHS = (1, 2)
+
+
+@dataclass(frozen=True)
+class FlopsCheck:
+    """Full-attention forward FLOPs of one ``seq_len``-token sequence: llmcalc's formula against
+    torch's FlopCounterMode on copies cut to 1 and 2 layers (random weights, CPU), and the
+    measured per-layer step extrapolated to full depth."""
+
+    seq_len: int
+    num_layers: int
+    ours: tuple[int, ...]  # llmcalc at each of FLOPS_DEPTHS layers
+    measured: tuple[int, ...]  # FlopCounterMode at each of FLOPS_DEPTHS layers
+    full: int  # llmcalc at full depth
+    extrapolated: int | None  # None when the layers are not all alike (the step is not every layer's)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.ours == self.measured and self.extrapolated in (None, self.full)
+
+
+def verify_flops(spec: ModelSpec, *, seq_len: int = FLOPS_SEQ_LEN) -> FlopsCheck:
+    """Hold llmcalc's forward FLOPs (full attention, no cache) to FlopCounterMode's count."""
+    from llmcalc.config import spec_from_dict
+    from llmcalc.flops import forward_flops_per_sequence
+
+    start = time.perf_counter()
+    ours, measured = [], []
+    for depth in FLOPS_DEPTHS:
+        cut = spec_from_dict(_cut_fields(spec, depth), name=spec.name)
+        ours.append(forward_flops_per_sequence(cut, ctx=seq_len, causal=False))
+        measured.append(measure_forward_flops(spec, num_layers=depth, seq_len=seq_len))
+    one, two = measured[0], measured[1]
+    uniform = len(spec.layer_groups) == 1
+    return FlopsCheck(
+        seq_len=seq_len,
+        num_layers=spec.num_layers,
+        ours=tuple(ours),
+        measured=tuple(measured),
+        full=forward_flops_per_sequence(spec, ctx=seq_len, causal=False),
+        extrapolated=one + (spec.num_layers - 1) * (two - one) if uniform else None,
+        seconds=time.perf_counter() - start,
+    )
+
+
+def _cut_fields(spec: ModelSpec, depth: int) -> dict[str, Any]:
+    """``spec``'s config fields cut to ``depth`` layers, as :func:`cut_config` cuts the model's."""
+    fields = dict(spec.config)
+    field = next((f for f in LAYER_COUNT_FIELDS if f in fields), LAYER_COUNT_FIELDS[0])
+    fields[field] = depth
+    if isinstance(fields.get("layer_types"), list):
+        fields["layer_types"] = fields["layer_types"][:depth]
+    return fields
+
+
+# ---- FLOPs and KV cache measured on a real forward pass ----
+#
+# A copy of the config cut to a few layers, built on the CPU with random weights, run on a short
+# sequence. Attention runs "eager" (two torch.matmul calls, which FlopCounterMode counts as bmm);
+# torch has no FLOP formula for the CPU SDPA kernel, so with "sdpa" the attention would count 0.
+
+# The field a family spells its layer count with, in the order tried.
+LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+# Floating dtypes a model can run in on the CPU (DType value → torch dtype name).
+TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+@dataclass(frozen=True)
+class ForwardMeasurement:
+    """What one real forward pass did: FLOPs as FlopCounterMode counts them, and the cache it left."""
+
+    flops: int
+    flops_by_op: dict[str, int]  # aten op → FLOPs (mm, addmm, bmm …)
+    kv_cache_bytes: int | None  # nbytes of every key and value tensor in the cache (None: no cache)
+    cache_layers: tuple[str, ...]  # the cache's layer classes, e.g. DynamicSlidingWindowLayer
+
+
+def cut_config(spec: ModelSpec, *, num_layers: int, **changes: Any) -> Any:
+    """``spec``'s transformers config with ``num_layers`` decoder layers (``layer_types`` cut too)."""
+    field = next((f for f in LAYER_COUNT_FIELDS if f in spec.config), LAYER_COUNT_FIELDS[0])
+    cut: dict[str, Any] = {field: num_layers}
+    for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
+        if isinstance(value, list) and len(value) == spec.num_layers:
+            cut[key] = value[:num_layers]
+    runs = spec.config.get("attention_types")  # GPT-Neo: [[["global", "local"], 12]] repeats a pattern
+    if isinstance(runs, list):
+        kinds = [kind for pattern, times in runs for _ in range(times) for kind in pattern]
+        cut["attention_types"] = [[[kind], 1] for kind in kinds[:num_layers]]
+    return hf_config(spec, **cut, **changes)
+
+
+def build_random_model(
+    spec: ModelSpec, *, num_layers: int, dtype: str = "bf16", seed: int = 0
+) -> Any:
+    """The causal-LM model of ``spec`` cut to ``num_layers``, on the CPU, weights uniform ±0.02.
+
+    Every parameter is a view of one seeded random pool the size of the largest tensor: the figures
+    measured depend on shapes only, and filling gigabytes of weights would dominate the run time.
+    """
+    torch, transformers = _import()
+    from transformers.initialization import no_init_weights
+
+    config = cut_config(spec, num_layers=num_layers)
+    torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
+    with no_init_weights():  # skip the (slow) init: every parameter is replaced below
+        model = transformers.AutoModelForCausalLM.from_config(
+            config,
+            attn_implementation="eager",  # two matmuls FlopCounterMode counts (no CPU SDPA formula)
+            experts_implementation="eager",  # one linear per expert hit (no grouped_mm formula)
+            dtype=torch_dtype,
+        )
+    model.tie_weights()
+    gen = torch.Generator().manual_seed(seed)
+    biggest = max(p.numel() for p in model.parameters())
+    pool = torch.empty(biggest, dtype=torch_dtype).uniform_(-0.02, 0.02, generator=gen)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.data = pool[: p.numel()].view(p.shape)
+    return model.eval()
+
+
+def measure_forward(
+    spec: ModelSpec,
+    *,
+    num_layers: int,
+    seq_len: int,
+    batch: int = 1,
+    use_cache: bool = False,
+    static_cache: bool = False,
+    dtype: str = "bf16",
+) -> ForwardMeasurement:
+    """One forward pass of ``batch`` random sequences of ``seq_len`` tokens through a cut-down copy.
+
+    ``static_cache`` preallocates transformers' ``StaticCache`` for ``seq_len`` tokens (sliding
+    layers then hold their whole window); otherwise the default ``DynamicCache`` is used.
+    """
+    torch, transformers = _import()
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model = build_random_model(spec, num_layers=num_layers, dtype=dtype)
+    gen = torch.Generator().manual_seed(1)
+    vocab = model.get_input_embeddings().weight.shape[0]
+    ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
+    kwargs: dict[str, Any] = {"use_cache": use_cache or static_cache}
+    if static_cache:
+        kwargs["cache"] = transformers.StaticCache(config=model.config, max_cache_len=seq_len)
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        out = model(ids, **kwargs)
+    by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
+    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    kv_bytes = None
+    layers: tuple[str, ...] = ()
+    if cache is not None:
+        kv_bytes = sum(
+            t.nbytes for layer in cache.layers for t in (layer.keys, layer.values) if t is not None
+        )
+        layers = tuple(type(layer).__name__ for layer in cache.layers)
+    return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
+
+
+def measure_forward_flops(
+    spec: ModelSpec, *, num_layers: int, seq_len: int, batch: int = 1
+) -> int:
+    """FlopCounterMode's total for a forward pass of ``spec`` cut to ``num_layers`` (no cache)."""
+    return measure_forward(spec, num_layers=num_layers, seq_len=seq_len, batch=batch).flops
+
+
+def measure_kv_cache_bytes(
+    spec: ModelSpec,
+    *,
+    num_layers: int,
+    seq_len: int,
+    batch: int = 1,
+    static_cache: bool = True,
+    dtype: str = "bf16",
+) -> int:
+    """nbytes of the keys and values in the cache after a forward pass with ``use_cache=True``."""
+    m = measure_forward(
+        spec,
+        num_layers=num_layers,
+        seq_len=seq_len,
+        batch=batch,
+        use_cache=True,
+        static_cache=static_cache,
+        dtype=dtype,
+    )
+    if m.kv_cache_bytes is None:
+        raise ConfigError(spec.name, "the transformers model returned no cache")
+    return m.kv_cache_bytes
+
+
+def extrapolate_layers(one: int, two: int, *, num_layers: int) -> int:
+    """A figure measured with 1 and 2 layers, carried linearly to ``num_layers`` alike layers."""
+    return one + (num_layers - 1) * (two - one)

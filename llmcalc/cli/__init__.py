@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import typer
 
-from llmcalc.cli import count, list
+from llmcalc.cli import check, count, list, verify
+from llmcalc.cli import fit, mfu, train
+from llmcalc.cli import flops, memory
 
 app = typer.Typer(
     name="llmcalc",
@@ -15,6 +17,13 @@ app = typer.Typer(
 )
 app.command("count")(count.count)
 app.command("list")(list.list_models)
+app.command("verify")(verify.verify)
+app.command("check")(check.check)
+app.command("train")(train.train)
+app.command("fit")(fit.fit)
+app.command("mfu")(mfu.mfu)
+app.command("flops")(flops.flops)
+app.command("memory")(memory.memory)
 
 
 def main() -> None:

@@ -158,6 +158,51 @@ def expert_linear(
     ]
 
 
+# ---- blocks shared by many families --------------------------------------------------------------
+
+
+def gqa_projections(
+    p: str, d: int, h: int, kv: int, hd: int, *, bias: bool, o_bias: bool | None = None
+) -> list[Tensor]:
+    """q, o: (h·hd) × d;  k, v: (kv·hd) × d  (GQA, Ainslie et al. 2023); ``o_bias`` defaults to ``bias``."""
+    return [
+        *linear(f"{p}.q_proj", "attn/q_proj", h * hd, d, bias=bias),
+        *linear(f"{p}.k_proj", "attn/k_proj", kv * hd, d, bias=bias),
+        *linear(f"{p}.v_proj", "attn/v_proj", kv * hd, d, bias=bias),
+        *linear(f"{p}.o_proj", "attn/o_proj", d, h * hd, bias=bias if o_bias is None else o_bias),
+    ]
+
+
+def swiglu(p: str, component: str, d: int, ff: int, *, bias: bool = False) -> list[Tensor]:
+    """gate, up: ff × d;  down: d × ff  (SwiGLU, Shazeer 2020)."""
+    return [
+        *linear(f"{p}.gate_proj", f"{component}/gate_proj", ff, d, bias=bias),
+        *linear(f"{p}.up_proj", f"{component}/up_proj", ff, d, bias=bias),
+        *linear(f"{p}.down_proj", f"{component}/down_proj", d, ff, bias=bias),
+    ]
+
+
+def routed_experts(p: str, d: int, ff: int, num_experts: int) -> list[Tensor]:
+    """E SwiGLU experts fused (transformers v5): gate_up_proj [E, 2·ff, d], down_proj [E, d, ff]."""
+    return [
+        stacked_experts(f"{p}.gate_up_proj", "moe/experts/gate_up_proj", num_experts, 2 * ff, d),
+        stacked_experts(f"{p}.down_proj", "moe/experts/down_proj", num_experts, d, ff),
+    ]
+
+
+def router(name: str, d: int, num_experts: int, *, bias: bool = False) -> list[Tensor]:
+    """The router: one logit per expert, E × d (+ bias [E])."""
+    return linear(name, "moe/router", num_experts, d, bias=bias)
+
+
+def check_top_k(k: int, num_experts: int, *, k_field: str, e_field: str) -> None:
+    require(
+        k <= num_experts,
+        k_field,
+        f"{k_field} ({k}) must not exceed {e_field} ({num_experts})",
+    )
+
+
 # ---- layer groups ---------------------------------------------------------------------------------
 
 
@@ -180,3 +225,27 @@ def grouped_layers(
         tensors, attention = build(kind)
         groups.append(LayerGroup(kind, tuple(layers), tuple(tensors), attention))
     return tuple(groups)
+
+
+# ---- attention layer types (Gemma 2/3, Cohere 2, gpt-oss) -------------------------------------
+
+SLIDING, FULL = "sliding_attention", "full_attention"
+LAYER_TYPES = (SLIDING, FULL)
+
+
+def layer_kinds(layer_types: Sequence[str] | None, num_layers: int, *, pattern: int) -> list[str]:
+    """Each layer's attention type: as listed, else every ``pattern``-th layer full, the rest sliding."""
+    if layer_types is None:
+        return [FULL if (i + 1) % pattern == 0 else SLIDING for i in range(num_layers)]
+    require(
+        len(layer_types) == num_layers,
+        "layer_types",
+        f"has {len(layer_types)} entries, num_hidden_layers is {num_layers}",
+    )
+    for i, kind in enumerate(layer_types):
+        require(
+            kind in LAYER_TYPES,
+            f"layer_types.{i}",
+            f"unknown layer type {kind!r} (one of: {', '.join(LAYER_TYPES)})",
+        )
+    return list(layer_types)

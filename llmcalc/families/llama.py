@@ -1,8 +1,10 @@
 """Llama-style decoders: RMSNorm, rotary positions, GQA attention, SwiGLU MLP, optional tied head.
 
-Covers ``llama`` (Llama 1/2/3, TinyLlama), ``mistral`` (sliding window) and ``gemma`` (head_dim
-given, tied head by default). Source: Touvron et al. 2023; Jiang et al. 2023; Gemma Team 2024;
-tensor names and shapes as in transformers ``LlamaForCausalLM`` and its copies.
+Covers ``llama`` (Llama 1/2/3, TinyLlama), ``mistral`` (sliding window), ``gemma`` (head_dim
+given, tied head by default) and ``granite`` (IBM Granite 3: Llama tensors; its embedding, residual,
+attention and logit multipliers are scalars in the config, not parameters). Source: Touvron et al.
+2023; Jiang et al. 2023; Gemma Team 2024; IBM 2024 (Granite 3.0); tensor names and shapes as in
+transformers ``LlamaForCausalLM`` and its copies.
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     embedding,
-    linear,
+    gqa_projections,
     lm_head,
     norm,
     resolve_head_dim,
     resolve_kv_heads,
+    swiglu,
     uniform_layers,
 )
 from llmcalc.spec import Attention, Shape
@@ -44,6 +47,10 @@ class MistralConfig(LlamaConfig):
     sliding_window: Size | None = None
 
 
+class GraniteConfig(LlamaConfig):
+    transformers_class = "GraniteConfig"
+
+
 class GemmaConfig(LlamaConfig):
     transformers_class = "GemmaConfig"
 
@@ -60,17 +67,11 @@ def describe(c: LlamaConfig) -> Architecture:
         h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
     )
     p = "model.layers.{i}"
-    # q, o: (h·hd) × d;  k, v: (kv·hd) × d  (GQA);  gate, up: ff × d;  down: d × ff  (SwiGLU)
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
-        *linear(f"{p}.self_attn.q_proj", "attn/q_proj", h * hd, d, bias=c.attention_bias),
-        *linear(f"{p}.self_attn.k_proj", "attn/k_proj", kv * hd, d, bias=c.attention_bias),
-        *linear(f"{p}.self_attn.v_proj", "attn/v_proj", kv * hd, d, bias=c.attention_bias),
-        *linear(f"{p}.self_attn.o_proj", "attn/o_proj", d, h * hd, bias=c.attention_bias),
+        *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.attention_bias),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
-        *linear(f"{p}.mlp.gate_proj", "mlp/gate_proj", ff, d, bias=c.mlp_bias),
-        *linear(f"{p}.mlp.up_proj", "mlp/up_proj", ff, d, bias=c.mlp_bias),
-        *linear(f"{p}.mlp.down_proj", "mlp/down_proj", d, ff, bias=c.mlp_bias),
+        *swiglu(f"{p}.mlp", "mlp", d, ff, bias=c.mlp_bias),
     ]
     embed = "model.embed_tokens.weight"
     tensors = (

@@ -41,7 +41,7 @@ def _split(tensors: tuple[Tensor, ...], component: str) -> tuple[int, int]:
     weight = bias = 0
     for t in tensors:
         if t.component == component and t.tied_to is None:
-            if t.name.endswith(".bias"):
+            if t.name.endswith((".bias", "_bias")):  # gpt-oss experts: gate_up_proj_bias
                 bias += t.numel
             else:
                 weight += t.numel
@@ -51,10 +51,11 @@ def _split(tensors: tuple[Tensor, ...], component: str) -> tuple[int, int]:
 def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Table]:
     tables = []
     for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
+        window = f", window {n(group.attention.window)}" if group.attention.window else ""
         title = (
-            f"one layer ({group.name}: {gc.num_layers} of {spec.num_layers} layers)"
+            f"one layer ({group.name}{window}: {gc.num_layers} of {spec.num_layers} layers)"
             if len(pc.groups) > 1
-            else f"one layer (all {gc.num_layers} alike)"
+            else f"one layer (all {gc.num_layers} alike{window})"
         )
         t = Table(title=title, title_justify="left")
         t.add_column("tensor group")
@@ -64,8 +65,7 @@ def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Table]:
         t.add_column(f"× {gc.num_layers} layers", justify="right")
         for component, params in gc.components.items():
             weight, bias = _split(group.tensors, component)
-            expert = next((x for x in group.tensors if x.component == component and x.experts), None)
-            label = component if expert is None else f"{component} ({expert.experts} experts)"
+            label = _expert_label(group.tensors, component, params)
             t.add_row(label, n(weight), n(bias) if bias else "-", n(params), n(params * gc.num_layers))
         t.add_section()
         t.add_row("layer total", "", "", n(gc.per_layer), n(gc.total), style="bold")
@@ -73,6 +73,14 @@ def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Table]:
             t.add_row("active per token", "", "", n(gc.per_layer_active), n(gc.active))
         tables.append(t)
     return tables
+
+
+def _expert_label(tensors: tuple[Tensor, ...], component: str, params: int) -> str:
+    """A routed-expert component shows one expert and the count: ``… (64 experts × 2,883,584)``."""
+    expert = next((x for x in tensors if x.component == component and x.experts), None)
+    if expert is None:
+        return component
+    return f"{component} ({expert.experts} experts × {n(params // expert.experts)})"
 
 
 def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:

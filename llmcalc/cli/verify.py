@@ -1,0 +1,91 @@
+"""`llmcalc verify MODEL`: llmcalc's tensors against the transformers model or a real checkpoint."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from llmcalc.cli._common import (
+    FamilyOpt,
+    JsonOpt,
+    ModelArg,
+    SetOpt,
+    handles_errors,
+    print_json,
+    show,
+    spec_for,
+)
+from llmcalc.errors import UsageError
+from llmcalc.render.verify import flops_json, flops_view, verify_json, verify_view
+from llmcalc.safetensors_index import has_safetensors
+from llmcalc.verify import FLOPS_SEQ_LEN, verify_checkpoint, verify_flops, verify_transformers
+
+
+class Against(str, Enum):
+    auto = "auto"
+    transformers = "transformers"
+    checkpoint = "checkpoint"
+
+
+@handles_errors
+def verify(
+    model: ModelArg,
+    set_: SetOpt = None,
+    family: FamilyOpt = None,
+    against: Annotated[
+        Against,
+        typer.Option(
+            "--against",
+            help="What to compare with: the transformers model built on the meta device, the "
+            "folder's safetensors headers, or auto (the checkpoint when MODEL is a folder with "
+            "*.safetensors files, else transformers).",
+        ),
+    ] = Against.auto,
+    trust_remote_code: Annotated[
+        bool,
+        typer.Option(
+            "--trust-remote-code",
+            help="Let transformers run code from the config's repository (off by default).",
+        ),
+    ] = False,
+    flops: Annotated[
+        bool,
+        typer.Option(
+            "--flops",
+            help="Also count a forward pass with torch's FlopCounterMode on copies cut to 1 and 2 "
+            f"layers (random weights, CPU, {FLOPS_SEQ_LEN} tokens) and compare with llmcalc's "
+            "full-attention forward FLOPs, extrapolated to full depth.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Compare llmcalc's named tensors with the real model, tensor by tensor; exit 1 on a difference.
+
+    Builds the transformers model from the same config on the meta device (no weights, no network),
+    or, for a checkpoint folder, reads the tensor names and shapes from its safetensors headers
+    (no weights loaded, no torch needed).
+    """
+    folder = Path(model)
+    stored = has_safetensors(folder)
+    if against is Against.checkpoint and not stored:
+        raise UsageError(f"--against checkpoint: {model} is not a folder with *.safetensors files")
+    spec = spec_for(model, set_, family)
+    if against is Against.checkpoint or (against is Against.auto and stored):
+        comparison = verify_checkpoint(spec, folder)
+    else:
+        comparison = verify_transformers(spec, trust_remote_code=trust_remote_code)
+    flops_check = verify_flops(spec) if flops else None
+    if as_json:
+        data = verify_json(comparison)
+        if flops_check is not None:
+            data["flops"] = flops_json(flops_check)
+        print_json(data)
+    else:
+        show(verify_view(comparison))
+        if flops_check is not None:
+            show(flops_view(flops_check))
+    if not comparison.ok or (flops_check is not None and not flops_check.ok):
+        raise typer.Exit(1)

@@ -1,0 +1,69 @@
+"""BLOOM (``model_type: bloom``): ALiBi (no position table), a LayerNorm on the embeddings, tied head.
+
+Source: BigScience 2022 (BLOOM); Press et al. 2022 (ALiBi); tensor names and shapes as in
+transformers ``BloomForCausalLM``. The MLP is always 4 · hidden_size wide.
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    Size,
+    embedding,
+    linear,
+    lm_head,
+    norm,
+    resolve_head_dim,
+    uniform_layers,
+)
+from llmcalc.spec import Attention, Shape
+
+
+class BloomConfig(FamilyConfig):
+    transformers_class = "BloomConfig"
+
+    hidden_size: Size = Field(validation_alias=AliasChoices("n_embed", "hidden_size"))
+    n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
+    n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
+    vocab_size: Size
+    tie_word_embeddings: bool = True
+
+
+def describe(c: BloomConfig) -> Architecture:
+    d, v, h = c.hidden_size, c.vocab_size, c.n_head
+    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="n_head")
+    ff = 4 * d
+    p = "transformer.h.{i}"
+    # query_key_value: 3d × d;  dense: d × d;  dense_h_to_4h: 4d × d;  dense_4h_to_h: d × 4d; biased
+    layer = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
+        *linear(f"{p}.self_attention.query_key_value", "attn/qkv", 3 * d, d, bias=True),
+        *linear(f"{p}.self_attention.dense", "attn/o_proj", d, d, bias=True),
+        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
+        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=True),
+    ]
+    embed = "transformer.word_embeddings.weight"
+    tensors = (
+        embedding("transformer.word_embeddings", "embed/tokens", v, d),
+        *norm("transformer.word_embeddings_layernorm", "embed/norm", d, bias=True),
+        *norm("transformer.ln_f", "final_norm", d, bias=True),
+        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=c.n_layer,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=h,
+            head_dim=hd,
+            intermediate_size=ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+        ),
+        tensors=tensors,
+        layer_groups=uniform_layers(c.n_layer, layer, Attention(h, h, hd, hd)),
+    )

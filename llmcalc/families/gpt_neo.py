@@ -1,0 +1,121 @@
+"""GPT-Neo (``model_type: gpt_neo``): GPT-2 blocks with global and local (windowed) attention layers.
+
+Source: Black et al. 2021 (GPT-Neo); tensor names and shapes as in transformers ``GPTNeoForCausalLM``.
+``attention_types`` such as ``[[["global", "local"], 12]]`` expands to the per-layer kinds; local
+layers attend to the last ``window_size`` tokens. Both kinds hold the same tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AliasChoices, Field
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    FieldError,
+    Size,
+    embedding,
+    grouped_layers,
+    linear,
+    lm_head,
+    norm,
+    require,
+    resolve_head_dim,
+)
+from llmcalc.spec import Attention, Shape, Tensor
+
+ATTENTION_KINDS = ("global", "local")
+
+
+class GPTNeoConfig(FamilyConfig):
+    transformers_class = "GPTNeoConfig"
+
+    hidden_size: Size
+    num_layers: Size = Field(validation_alias=AliasChoices("num_layers", "num_hidden_layers"))
+    num_heads: Size = Field(validation_alias=AliasChoices("num_heads", "num_attention_heads"))
+    vocab_size: Size
+    max_position_embeddings: Size
+    intermediate_size: Size | None = None  # null means 4 · hidden_size
+    attention_types: list[Any] | None = None  # null means [[["global", "local"], 12]]
+    window_size: Size = 256
+    tie_word_embeddings: bool = True
+
+
+def expand_attention_types(attention_types: list[Any] | None) -> list[str]:
+    """``[[kinds, repeat], …]`` → one kind per layer, as transformers expands it."""
+    if attention_types is None:
+        attention_types = [[list(ATTENTION_KINDS), 12]]
+    kinds: list[str] = []
+    for item in attention_types:
+        if not (
+            isinstance(item, list | tuple)
+            and len(item) == 2
+            and isinstance(item[0], list | tuple)
+            and all(k in ATTENTION_KINDS for k in item[0])
+            and isinstance(item[1], int)
+            and not isinstance(item[1], bool)
+            and item[1] >= 0
+        ):
+            raise FieldError(
+                "attention_types",
+                f'expected [[kinds, repeat], …] with kinds from "global", "local", got {item!r}',
+            )
+        kinds.extend(list(item[0]) * item[1])
+    return kinds
+
+
+def describe(c: GPTNeoConfig) -> Architecture:
+    d, v, h = c.hidden_size, c.vocab_size, c.num_heads
+    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_heads")
+    ff = c.intermediate_size if c.intermediate_size is not None else 4 * d
+    kinds = expand_attention_types(c.attention_types)
+    require(
+        len(kinds) == c.num_layers,
+        "attention_types",
+        f"expands to {len(kinds)} layers but num_layers is {c.num_layers}",
+    )
+    p = "transformer.h.{i}"
+    # q, k, v: d × d without bias;  out_proj: d × d with bias;  c_fc: ff × d, c_proj: d × ff
+    layer = [
+        *norm(f"{p}.ln_1", "attn/norm", d, bias=True),
+        *linear(f"{p}.attn.attention.q_proj", "attn/q_proj", d, d, bias=False),
+        *linear(f"{p}.attn.attention.k_proj", "attn/k_proj", d, d, bias=False),
+        *linear(f"{p}.attn.attention.v_proj", "attn/v_proj", d, d, bias=False),
+        *linear(f"{p}.attn.attention.out_proj", "attn/o_proj", d, d, bias=True),
+        *norm(f"{p}.ln_2", "mlp/norm", d, bias=True),
+        *linear(f"{p}.mlp.c_fc", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=True),
+    ]
+    windows = {"global": None, "local": c.window_size}
+
+    def build(kind: str) -> tuple[list[Tensor], Attention]:
+        return layer, Attention(h, h, hd, hd, window=windows[kind])
+
+    wte = "transformer.wte.weight"
+    tensors = (
+        embedding("transformer.wte", "embed/tokens", v, d),
+        embedding("transformer.wpe", "embed/positions", c.max_position_embeddings, d),
+        *norm("transformer.ln_f", "final_norm", d, bias=True),
+        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None),
+    )
+    notes = (
+        ("intermediate_size=null: d_ff = 4 · hidden_size",) if c.intermediate_size is None else ()
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=c.num_layers,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=h,
+            head_dim=hd,
+            intermediate_size=ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tensors,
+        layer_groups=grouped_layers(kinds, build),
+        notes=notes,
+    )

@@ -1,0 +1,71 @@
+"""GPT-NeoX / Pythia (``model_type: gpt_neox``): fused qkv, parallel residual, partial rotary.
+
+Source: Black et al. 2022 (GPT-NeoX-20B); Biderman et al. 2023 (Pythia); tensor names and shapes as
+in transformers ``GPTNeoXForCausalLM`` (v5 calls the head ``lm_head``; checkpoints say ``embed_out``).
+Rotary positions (on ``rotary_pct`` of each head) and the parallel residual (``use_parallel_residual``)
+add no parameters: both LayerNorms exist either way.
+"""
+
+from __future__ import annotations
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    Size,
+    embedding,
+    linear,
+    lm_head,
+    norm,
+    resolve_head_dim,
+    uniform_layers,
+)
+from llmcalc.spec import Attention, Shape
+
+
+class GPTNeoXConfig(FamilyConfig):
+    transformers_class = "GPTNeoXConfig"
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    vocab_size: Size
+    max_position_embeddings: Size | None = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = True
+
+
+def describe(c: GPTNeoXConfig) -> Architecture:
+    d, v, ff, h = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_attention_heads
+    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_attention_heads")
+    p = "gpt_neox.layers.{i}"
+    # query_key_value: 3d × d (q, k, v fused);  dense: d × d;  MLP: ff × d and d × ff, all biased
+    layer = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
+        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
+        *linear(f"{p}.attention.query_key_value", "attn/qkv", 3 * d, d, bias=c.attention_bias),
+        *linear(f"{p}.attention.dense", "attn/o_proj", d, d, bias=c.attention_bias),
+        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=True),
+    ]
+    embed = "gpt_neox.embed_in.weight"
+    tensors = (
+        embedding("gpt_neox.embed_in", "embed/tokens", v, d),
+        *norm("gpt_neox.final_layer_norm", "final_norm", d, bias=True),
+        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=c.num_hidden_layers,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=h,
+            head_dim=hd,
+            intermediate_size=ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tensors,
+        layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, hd, hd)),
+    )

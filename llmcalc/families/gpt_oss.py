@@ -1,0 +1,112 @@
+"""gpt-oss (OpenAI 2025): MoE with biased experts, attention sinks, alternating sliding/full layers.
+
+Source: OpenAI 2025, "gpt-oss-120b & gpt-oss-20b Model Card" §2; tensor names and shapes as in
+transformers ``GptOssForCausalLM``. Every layer is MoE; the q/k/v/o projections carry biases
+(``attention_bias``), each head has one learned sink logit, the router has a bias, and the fused
+experts are stored transposed with a bias per expert: gate_up_proj [E, d, 2·ff] + [E, 2·ff],
+down_proj [E, ff, d] + [E, d].
+"""
+
+from __future__ import annotations
+
+from llmcalc.families._base import (
+    FULL,
+    SLIDING,
+    Architecture,
+    FamilyConfig,
+    Size,
+    check_top_k,
+    embedding,
+    gqa_projections,
+    grouped_layers,
+    layer_kinds,
+    lm_head,
+    norm,
+    resolve_kv_heads,
+    router,
+    stacked_experts,
+)
+from llmcalc.spec import Attention, MoE, Shape, Tensor
+
+
+class GptOssConfig(FamilyConfig):
+    transformers_class = "GptOssConfig"
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size = 8
+    head_dim: Size = 64
+    intermediate_size: Size  # one expert's d_ff
+    vocab_size: Size
+    max_position_embeddings: Size | None = None
+    num_local_experts: Size = 128
+    num_experts_per_tok: Size = 4
+    sliding_window: Size | None = 128
+    layer_types: list[str] | None = None
+    attention_bias: bool = True
+    tie_word_embeddings: bool = False
+
+
+def experts(p: str, d: int, ff: int, num_experts: int) -> list[Tensor]:
+    """Fused experts, transposed, with biases: [E, d, 2·ff] + [E, 2·ff];  [E, ff, d] + [E, d]."""
+    component = "moe/experts"
+    return [
+        stacked_experts(f"{p}.gate_up_proj", f"{component}/gate_up_proj", num_experts, d, 2 * ff),
+        Tensor(
+            f"{p}.gate_up_proj_bias",
+            (num_experts, 2 * ff),
+            f"{component}/gate_up_proj",
+            experts=num_experts,
+        ),
+        stacked_experts(f"{p}.down_proj", f"{component}/down_proj", num_experts, ff, d),
+        Tensor(
+            f"{p}.down_proj_bias", (num_experts, d), f"{component}/down_proj", experts=num_experts
+        ),
+    ]
+
+
+def describe(c: GptOssConfig) -> Architecture:
+    d, v, ff, hd = c.hidden_size, c.vocab_size, c.intermediate_size, c.head_dim
+    E, k = c.num_local_experts, c.num_experts_per_tok
+    check_top_k(k, E, k_field="num_experts_per_tok", e_field="num_local_experts")
+    h = c.num_attention_heads
+    kv = resolve_kv_heads(
+        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
+    )
+    p = "model.layers.{i}"
+    layer = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
+        *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.attention_bias),
+        Tensor(f"{p}.self_attn.sinks", (h,), "attn/sinks"),  # one learned sink logit per head
+        *norm(f"{p}.post_attention_layernorm", "moe/norm", d, bias=False),
+        *router(f"{p}.mlp.router", d, E, bias=True),
+        *experts(f"{p}.mlp.experts", d, ff, E),
+    ]
+    windows = {SLIDING: c.sliding_window, FULL: None}
+    groups = grouped_layers(
+        layer_kinds(c.layer_types, c.num_hidden_layers, pattern=2),
+        lambda kind: (layer, Attention(h, kv, hd, hd, window=windows[kind])),
+    )
+    embed = "model.embed_tokens.weight"
+    tensors = (
+        embedding("model.embed_tokens", "embed/tokens", v, d),
+        *norm("model.norm", "final_norm", d, bias=False),
+        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=c.num_hidden_layers,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=kv,
+            head_dim=hd,
+            intermediate_size=ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tensors,
+        layer_groups=groups,
+        moe=MoE(num_experts=E, experts_per_tok=k),
+    )

@@ -1,0 +1,168 @@
+"""Sparse mixture-of-experts decoders with a Llama-style block: a router and E routed SwiGLU experts.
+
+Covers ``mixtral`` (Jiang et al. 2024, "Mixtral of Experts"), ``phimoe`` (Phi-3.5-MoE: LayerNorm
+with bias, optional attention and lm_head biases), ``granitemoe`` (IBM Granite 3.0 MoE) and ``olmoe``
+(Muennighoff et al. 2024: q/k norms over the whole projection). Tensor names and shapes as in the
+transformers v5 ``*ForCausalLM`` classes, which fuse the routed experts into two 3-D parameters.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    Size,
+    check_top_k,
+    embedding,
+    gqa_projections,
+    lm_head,
+    norm,
+    resolve_head_dim,
+    resolve_kv_heads,
+    routed_experts,
+    router,
+    uniform_layers,
+)
+from llmcalc.spec import Attention, MoE, Shape, Tensor
+
+# ---- the family ------------------------------------------------------------------------------------
+
+
+class SparseMoEConfig(FamilyConfig):
+    """Fields common to the Mixtral-style families; the expert count field differs by model_type."""
+
+    # Where the router and experts live, and the layer norm kind, by model_type.
+    moe_module: ClassVar[str] = "mlp"
+    router_name: ClassVar[str] = "gate"
+    layer_norm_bias: ClassVar[bool] = False  # LayerNorm with bias (phimoe) vs RMSNorm
+    experts_field: ClassVar[str] = "num_local_experts"
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None = None  # absent: equal to the heads (MHA)
+    intermediate_size: Size  # one expert's d_ff
+    vocab_size: Size
+    max_position_embeddings: Size | None = None
+    num_experts_per_tok: Size = 2
+    tie_word_embeddings: bool = False
+
+    @property
+    def routed(self) -> int:
+        return getattr(self, self.experts_field)
+
+    @property
+    def qkvo_bias(self) -> bool:
+        """q/k/v/o biases: ``attention_bias`` where the model_type reads it, else none (Mixtral)."""
+        return bool(getattr(self, "attention_bias", False))
+
+    def qk_norms(self, p: str, h: int, kv: int, hd: int) -> list[Tensor]:
+        return []
+
+    def head_dim_field(self) -> int | None:
+        return None
+
+
+class MixtralConfig(SparseMoEConfig):
+    transformers_class = "MixtralConfig"
+
+    num_key_value_heads: Size = 8
+    head_dim: Size | None = None
+    num_local_experts: Size = 8
+    sliding_window: Size | None = None
+
+    def head_dim_field(self) -> int | None:
+        return self.head_dim
+
+
+class PhimoeConfig(SparseMoEConfig):
+    transformers_class = "PhimoeConfig"
+    router_name: ClassVar[str] = "router"
+    layer_norm_bias: ClassVar[bool] = True
+
+    num_key_value_heads: Size = 8
+    num_local_experts: Size = 16
+    attention_bias: bool = False
+    lm_head_bias: bool = False
+    sliding_window: Size | None = None
+
+
+class GraniteMoeConfig(SparseMoEConfig):
+    transformers_class = "GraniteMoeConfig"
+    moe_module: ClassVar[str] = "block_sparse_moe"
+    router_name: ClassVar[str] = "router"
+
+    num_local_experts: Size = 8
+    attention_bias: bool = False
+
+
+class OlmoeConfig(SparseMoEConfig):
+    transformers_class = "OlmoeConfig"
+    experts_field: ClassVar[str] = "num_experts"
+
+    num_experts: Size = 64
+    num_experts_per_tok: Size = 8
+    attention_bias: bool = False
+
+    def qk_norms(self, p: str, h: int, kv: int, hd: int) -> list[Tensor]:
+        # OLMoE normalises the whole q and k projections: RMSNorm over h·hd and kv·hd.
+        return [
+            *norm(f"{p}.q_norm", "attn/q_norm", h * hd, bias=False),
+            *norm(f"{p}.k_norm", "attn/k_norm", kv * hd, bias=False),
+        ]
+
+
+def describe(c: SparseMoEConfig) -> Architecture:
+    d, v, ff, E = c.hidden_size, c.vocab_size, c.intermediate_size, c.routed
+    k = c.num_experts_per_tok
+    check_top_k(k, E, k_field="num_experts_per_tok", e_field=c.experts_field)
+    h = c.num_attention_heads
+    hd = resolve_head_dim(
+        d, h, c.head_dim_field(), hidden_field="hidden_size", heads_field="num_attention_heads"
+    )
+    kv = resolve_kv_heads(
+        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
+    )
+    nb = c.layer_norm_bias
+    p, moe = "model.layers.{i}", f"model.layers.{{i}}.{c.moe_module}"
+    layer = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=nb),
+        *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.qkvo_bias),
+        *c.qk_norms(f"{p}.self_attn", h, kv, hd),
+        *norm(f"{p}.post_attention_layernorm", "moe/norm", d, bias=nb),
+        *router(f"{moe}.{c.router_name}", d, E),
+        *routed_experts(f"{moe}.experts", d, ff, E),
+    ]
+    embed = "model.embed_tokens.weight"
+    tensors = (
+        embedding("model.embed_tokens", "embed/tokens", v, d),
+        *norm("model.norm", "final_norm", d, bias=nb),
+        *lm_head(
+            "lm_head",
+            v,
+            d,
+            tied_to=embed if c.tie_word_embeddings else None,
+            bias=getattr(c, "lm_head_bias", False),
+        ),
+    )
+    window = getattr(c, "sliding_window", None)
+    return Architecture(
+        shape=Shape(
+            num_layers=c.num_hidden_layers,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=kv,
+            head_dim=hd,
+            intermediate_size=ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tensors,
+        layer_groups=uniform_layers(
+            c.num_hidden_layers, layer, Attention(h, kv, hd, hd, window=window), name="moe"
+        ),
+        moe=MoE(num_experts=E, experts_per_tok=k),
+    )

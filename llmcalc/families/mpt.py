@@ -1,0 +1,91 @@
+"""MPT (``model_type: mpt``): ALiBi, bias-free linears and LayerNorms, fused Wqkv, tied head.
+
+Source: MosaicML 2023 (MPT-7B); tensor names and shapes as in transformers ``MptForCausalLM``, which
+builds the MLP 4 · d_model wide, multi-head attention, no biases and no position table whatever the
+config says; configs asking for anything else are refused rather than counted wrongly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import AliasChoices, Field
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    Size,
+    embedding,
+    linear,
+    lm_head,
+    norm,
+    require,
+    resolve_head_dim,
+    uniform_layers,
+)
+from llmcalc.spec import Attention, Shape
+
+EXPANSION_RATIO = 4  # transformers MptMLP: up_proj is always 4 · d_model
+
+
+class MptConfig(FamilyConfig):
+    transformers_class = "MptConfig"
+
+    d_model: Size = Field(validation_alias=AliasChoices("d_model", "hidden_size"))
+    n_layers: Size = Field(validation_alias=AliasChoices("n_layers", "num_hidden_layers"))
+    n_heads: Size = Field(validation_alias=AliasChoices("n_heads", "num_attention_heads"))
+    vocab_size: Size
+    max_seq_len: Size | None = None
+    expansion_ratio: Size = EXPANSION_RATIO
+    no_bias: bool = True
+    attn_config: dict[str, Any] | None = None
+    tie_word_embeddings: bool = True
+
+
+def describe(c: MptConfig) -> Architecture:
+    require(
+        c.expansion_ratio == EXPANSION_RATIO,
+        "expansion_ratio",
+        f"transformers' MPT builds only expansion_ratio {EXPANSION_RATIO}, got {c.expansion_ratio}",
+    )
+    require(c.no_bias, "no_bias", "transformers' MPT builds only bias-free layers (no_bias: true)")
+    attn_type = (c.attn_config or {}).get("attn_type", "multihead_attention")
+    require(
+        attn_type == "multihead_attention",
+        "attn_config.attn_type",
+        f"transformers' MPT builds only multihead_attention, got {attn_type!r}",
+    )
+    d, v, h = c.d_model, c.vocab_size, c.n_heads
+    hd = resolve_head_dim(d, h, None, hidden_field="d_model", heads_field="n_heads")
+    ff = EXPANSION_RATIO * d
+    p = "transformer.blocks.{i}"
+    # Wqkv: 3d × d;  out_proj: d × d;  up_proj: 4d × d;  down_proj: d × 4d;  LayerNorms weight only
+    layer = [
+        *norm(f"{p}.norm_1", "attn/norm", d, bias=False),
+        *linear(f"{p}.attn.Wqkv", "attn/qkv", 3 * d, d, bias=False),
+        *linear(f"{p}.attn.out_proj", "attn/o_proj", d, d, bias=False),
+        *norm(f"{p}.norm_2", "mlp/norm", d, bias=False),
+        *linear(f"{p}.ffn.up_proj", "mlp/fc_in", ff, d, bias=False),
+        *linear(f"{p}.ffn.down_proj", "mlp/fc_out", d, ff, bias=False),
+    ]
+    wte = "transformer.wte.weight"
+    tensors = (
+        embedding("transformer.wte", "embed/tokens", v, d),
+        *norm("transformer.norm_f", "final_norm", d, bias=False),
+        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=c.n_layers,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=h,
+            head_dim=hd,
+            intermediate_size=ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_seq_len,
+        ),
+        tensors=tensors,
+        layer_groups=uniform_layers(c.n_layers, layer, Attention(h, h, hd, hd)),
+    )

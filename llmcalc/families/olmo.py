@@ -1,0 +1,71 @@
+"""OLMo (Groeneveld et al. 2024, "OLMo: Accelerating the Science of Language Models"): Llama-style
+blocks whose LayerNorms have no parameters at all.
+
+Tensor names and shapes as in transformers ``OlmoForCausalLM``: q/k/v/o (optionally biased), a
+SwiGLU MLP, and no norm weights (non-parametric LayerNorm before attention, before the MLP and at
+the end).
+"""
+
+from __future__ import annotations
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    Size,
+    embedding,
+    gqa_projections,
+    lm_head,
+    resolve_head_dim,
+    resolve_kv_heads,
+    swiglu,
+    uniform_layers,
+)
+from llmcalc.spec import Attention, Shape
+
+
+class OlmoConfig(FamilyConfig):
+    transformers_class = "OlmoConfig"
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None = None  # absent: equal to the heads (MHA)
+    intermediate_size: Size
+    vocab_size: Size
+    max_position_embeddings: Size | None = None
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+
+
+def describe(c: OlmoConfig) -> Architecture:
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
+    h = c.num_attention_heads
+    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_attention_heads")
+    kv = resolve_kv_heads(
+        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
+    )
+    p = "model.layers.{i}"
+    layer = [
+        *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.attention_bias),
+        *swiglu(f"{p}.mlp", "mlp", d, ff),
+    ]
+    embed = "model.embed_tokens.weight"
+    tensors = (
+        embedding("model.embed_tokens", "embed/tokens", v, d),
+        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=c.num_hidden_layers,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=kv,
+            head_dim=hd,
+            intermediate_size=ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tensors,
+        layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, kv, hd, hd)),
+    )

@@ -1,0 +1,153 @@
+"""Qwen mixture-of-experts decoders: fine-grained routed experts, dense layers where the config says.
+
+Covers ``qwen2_moe`` (Qwen1.5-MoE, Qwen2-57B-A14B: qkv biases, one shared expert scaled by a sigmoid
+shared-expert gate) and ``qwen3_moe`` (Qwen3-30B-A3B, Qwen3-235B-A22B: q/k RMSNorm over head_dim, no
+shared expert). Source: Qwen Team 2024, 2025; tensor names and shapes as in transformers
+``Qwen2MoeForCausalLM`` / ``Qwen3MoeForCausalLM``.
+
+A layer is MoE unless listed in ``mlp_only_layers`` or off the ``decoder_sparse_step`` stride; the
+others are dense SwiGLU layers of ``intermediate_size``, in their own layer group.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from pydantic import AliasChoices, Field
+
+from llmcalc.families._base import (
+    Architecture,
+    Count,
+    FamilyConfig,
+    Size,
+    check_top_k,
+    embedding,
+    gqa_projections,
+    grouped_layers,
+    linear,
+    lm_head,
+    norm,
+    resolve_head_dim,
+    resolve_kv_heads,
+    routed_experts,
+    router,
+    swiglu,
+)
+from llmcalc.spec import Attention, MoE, Shape, Tensor
+
+DENSE, SPARSE = "dense", "moe"
+
+
+class QwenMoeConfig(FamilyConfig):
+    """Fields both Qwen MoE generations read."""
+
+    qk_norm: ClassVar[bool] = False
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size  # dense (mlp_only) layers
+    moe_intermediate_size: Size  # one routed expert
+    vocab_size: Size
+    max_position_embeddings: Size | None = None
+    decoder_sparse_step: Size = 1
+    mlp_only_layers: list[Count] | None = None  # null or absent: none
+    tie_word_embeddings: bool = False
+    # Defaults differ by generation (these are Qwen2-MoE's; Qwen3-MoE overrides them).
+    num_key_value_heads: Size = 16
+    num_experts: Size = 60
+    num_experts_per_tok: Size = 4
+
+
+class Qwen2MoeConfig(QwenMoeConfig):
+    transformers_class = "Qwen2MoeConfig"
+
+    shared_expert_intermediate_size: Size = 5632
+    qkv_bias: bool = True  # q, k, v biases; o_proj has none
+
+
+class Qwen3MoeConfig(QwenMoeConfig):
+    transformers_class = "Qwen3MoeConfig"
+    qk_norm: ClassVar[bool] = True
+
+    num_key_value_heads: Size = 4
+    head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
+    # transformers 5 writes num_local_experts; older config.json files say num_experts
+    num_experts: Size = Field(
+        128, validation_alias=AliasChoices("num_experts", "num_local_experts")
+    )
+    num_experts_per_tok: Size = 8
+    attention_bias: bool = False  # q, k, v and o biases
+
+
+def layer_kinds(c: QwenMoeConfig) -> list[str]:
+    """MoE where (i + 1) is a multiple of decoder_sparse_step and i is not in mlp_only_layers."""
+    dense = set(c.mlp_only_layers or ())
+    return [
+        SPARSE if i not in dense and (i + 1) % c.decoder_sparse_step == 0 else DENSE
+        for i in range(c.num_hidden_layers)
+    ]
+
+
+def describe(c: QwenMoeConfig) -> Architecture:
+    d, v, E, k = c.hidden_size, c.vocab_size, c.num_experts, c.num_experts_per_tok
+    check_top_k(k, E, k_field="num_experts_per_tok", e_field="num_experts")
+    h = c.num_attention_heads
+    head_dim = getattr(c, "head_dim", None)
+    hd = resolve_head_dim(
+        d, h, head_dim, hidden_field="hidden_size", heads_field="num_attention_heads"
+    )
+    kv = resolve_kv_heads(
+        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
+    )
+    shared_ff = getattr(c, "shared_expert_intermediate_size", 0)
+    bias = getattr(c, "qkv_bias", False) or getattr(c, "attention_bias", False)
+    o_bias = getattr(c, "attention_bias", False)
+    p = "model.layers.{i}"
+    attn: list[Tensor] = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
+        *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=bias, o_bias=o_bias),
+    ]
+    if c.qk_norm:
+        attn += [
+            *norm(f"{p}.self_attn.q_norm", "attn/q_norm", hd, bias=False),
+            *norm(f"{p}.self_attn.k_norm", "attn/k_norm", hd, bias=False),
+        ]
+    attn += norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False)
+    dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size)
+    # router E × d;  experts [E, 2·ff, d] and [E, d, ff];  shared expert (Qwen2-MoE): a SwiGLU of
+    # shared_expert_intermediate_size and its gate 1 × d (a sigmoid scalar per token).
+    moe_mlp = [
+        *router(f"{p}.mlp.gate", d, E),
+        *routed_experts(f"{p}.mlp.experts", d, c.moe_intermediate_size, E),
+    ]
+    if shared_ff:
+        moe_mlp += [
+            *swiglu(f"{p}.mlp.shared_expert", "moe/shared_expert", d, shared_ff),
+            *linear(f"{p}.mlp.shared_expert_gate", "moe/shared_expert_gate", 1, d, bias=False),
+        ]
+    blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
+    attention = Attention(h, kv, hd, hd)
+    groups = grouped_layers(layer_kinds(c), lambda kind: ([*attn, *blocks[kind]], attention))
+    embed = "model.embed_tokens.weight"
+    tensors = (
+        embedding("model.embed_tokens", "embed/tokens", v, d),
+        *norm("model.norm", "final_norm", d, bias=False),
+        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=c.num_hidden_layers,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=kv,
+            head_dim=hd,
+            intermediate_size=c.moe_intermediate_size,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tensors,
+        layer_groups=groups,
+        moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=1 if shared_ff else 0),
+    )

@@ -1,0 +1,93 @@
+"""StableLM (``model_type: stablelm``): LayerNorms, SwiGLU, partial rotary, optional qkv bias,
+optional per-head q/k LayerNorms and parallel residual.
+
+Source: Stability AI 2023-2024 (StableLM-3B-4E1T, StableLM 2); tensor names and shapes as in
+transformers ``StableLmForCausalLM``. The head dim is always hidden_size / heads; ``qk_layernorm``
+adds one bias-free LayerNorm(head_dim) per query head and per key/value head; with
+``use_parallel_residual`` the block has no ``post_attention_layernorm``. Rotary adds nothing.
+"""
+
+from __future__ import annotations
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    Size,
+    embedding,
+    linear,
+    lm_head,
+    norm,
+    resolve_head_dim,
+    resolve_kv_heads,
+    swiglu,
+    uniform_layers,
+)
+from llmcalc.spec import Attention, Shape, Tensor
+
+
+class StableLmConfig(FamilyConfig):
+    transformers_class = "StableLmConfig"
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size = 32  # the transformers default, not heads
+    intermediate_size: Size
+    vocab_size: Size
+    max_position_embeddings: Size | None = None
+    use_qkv_bias: bool = False
+    qk_layernorm: bool = False
+    use_parallel_residual: bool = False
+    tie_word_embeddings: bool = False
+
+
+def _per_head_norms(name: str, component: str, heads: int, hd: int) -> list[Tensor]:
+    """One LayerNorm(head_dim, bias=False) per head: ``{name}.norms.{n}.weight`` [hd]."""
+    return [t for n in range(heads) for t in norm(f"{name}.norms.{n}", component, hd, bias=False)]
+
+
+def describe(c: StableLmConfig) -> Architecture:
+    d, v, ff, h = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_attention_heads
+    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_attention_heads")
+    kv = resolve_kv_heads(
+        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
+    )
+    p = "model.layers.{i}"
+    a = f"{p}.self_attn"
+    # q: (h·hd) × d, k, v: (kv·hd) × d (bias with use_qkv_bias);  o: d × d, never biased
+    layer = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
+        *linear(f"{a}.q_proj", "attn/q_proj", h * hd, d, bias=c.use_qkv_bias),
+        *linear(f"{a}.k_proj", "attn/k_proj", kv * hd, d, bias=c.use_qkv_bias),
+        *linear(f"{a}.v_proj", "attn/v_proj", kv * hd, d, bias=c.use_qkv_bias),
+        *linear(f"{a}.o_proj", "attn/o_proj", d, d, bias=False),
+    ]
+    if c.qk_layernorm:
+        layer += [
+            *_per_head_norms(f"{a}.q_layernorm", "attn/q_norm", h, hd),
+            *_per_head_norms(f"{a}.k_layernorm", "attn/k_norm", kv, hd),
+        ]
+    if not c.use_parallel_residual:
+        layer += norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True)
+    layer += swiglu(f"{p}.mlp", "mlp", d, ff)
+    embed = "model.embed_tokens.weight"
+    tensors = (
+        embedding("model.embed_tokens", "embed/tokens", v, d),
+        *norm("model.norm", "final_norm", d, bias=True),
+        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=c.num_hidden_layers,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=kv,
+            head_dim=hd,
+            intermediate_size=ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tensors,
+        layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, kv, hd, hd)),
+    )

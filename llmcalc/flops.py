@@ -1,0 +1,260 @@
+"""Forward and training FLOPs, exactly, from a :class:`ModelSpec` alone.
+
+Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts a matmul):
+
+- **weight FLOPs** per token: 2 × the elements of every matrix a token is multiplied by — each
+  ``Tensor`` with ``matmul=True``: all linear layers, the lm_head whether or not it is tied, a MoE
+  router and shared experts, and only k of the E routed experts. The embedding lookup, norms, biases,
+  activations, softmax and residual adds are elementwise or lookups and are not counted (neither
+  does FlopCounterMode count them).
+- **attention FLOPs** for one query over n keys, per layer: 2·n·h·d_qk for the scores QKᵀ plus
+  2·n·h·d_v for the weighted sum of values (= 4·n·d for multi-head attention with h·d_head = d);
+  h is the number of query heads, whatever the number of kv heads (GQA/MQA share K and V, not the
+  products). A sliding-window layer sees min(n, window) keys. MLA uses its own head dims.
+- **per token at context n**: one token attending to n tokens (itself included): what decoding the
+  n-th token with a KV cache costs.
+- **per sequence** of n tokens (a prefill): every token's weight FLOPs plus, per layer, the
+  query–key pairs times 2·h·(d_qk + d_v). *Full* counts all n² pairs, as FlopCounterMode counts
+  attention (the mask zeroes scores but the matmuls are full); *causal* counts the pairs a causal
+  or sliding-window mask keeps: Σᵢ min(i, window) for i = 1..n.
+- **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
+  matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
+  the "6N" rule plus attention).
+
+Source of the seed rule shown beside the exact figure: Kaplan et al. 2020, Table 1 (C_forward ≈ 2N +
+2·n_layer·n_ctx·d_attn for the scores; the same again for the values gives 4·n·d·L).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmcalc.counting import count, percent_off
+from llmcalc.errors import UsageError
+from llmcalc.spec import Attention, LayerGroup, ModelSpec, Tensor
+
+FLOPS_PER_MAC = 2  # a multiply and an add
+TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
+
+
+# ---- weights ---------------------------------------------------------------------------------------
+
+
+def _experts_per_tok(spec: ModelSpec) -> int:
+    return spec.moe.experts_per_tok if spec.moe else 0
+
+
+def matmul_elements(t: Tensor, spec: ModelSpec) -> int:
+    """Elements of ``t`` one token is multiplied by (0 for lookups, norms, biases; k/E for experts)."""
+    return t.active_numel(_experts_per_tok(spec)) if t.matmul else 0
+
+
+def weight_flops_breakdown(spec: ModelSpec) -> dict[str, int]:
+    """Weight FLOPs per token by slash-separated component (``layers/…`` summed over all layers).
+
+    Only components with matmuls appear; the values add up to :func:`weight_flops_per_token`.
+    """
+    out: dict[str, int] = {}
+    for t, group in spec.all_tensors():
+        elements = matmul_elements(t, spec)
+        if not elements:
+            continue
+        key = t.component if group is None else f"layers/{t.component}"
+        layers = 1 if group is None else len(group.layers)
+        out[key] = out.get(key, 0) + FLOPS_PER_MAC * elements * layers
+    return out
+
+
+def weight_flops_per_token(spec: ModelSpec) -> int:
+    """2 × the matrix elements one token is multiplied by (tied lm_head included, k/E of experts)."""
+    return sum(weight_flops_breakdown(spec).values())
+
+
+# ---- attention -------------------------------------------------------------------------------------
+
+
+def pair_flops(attention: Attention) -> int:
+    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v."""
+    return FLOPS_PER_MAC * attention.heads * (attention.qk_head_dim + attention.v_head_dim)
+
+
+def keys_seen(attention: Attention, *, ctx: int) -> int:
+    """Keys one query attends to at context ``ctx``: all of them, or the last ``window``."""
+    return ctx if attention.window is None else min(ctx, attention.window)
+
+
+def causal_pairs(*, ctx: int, window: int | None) -> int:
+    """Query–key pairs a causal mask keeps over ``ctx`` tokens: Σᵢ min(i, window), i = 1..ctx."""
+    # full causal: n(n+1)/2; with a window w < n: w(w+1)/2 for the first w queries + (n−w)·w after
+    if window is None or window >= ctx:
+        return ctx * (ctx + 1) // 2
+    return window * (window + 1) // 2 + (ctx - window) * window
+
+
+def _check_ctx(ctx: int) -> None:
+    if ctx <= 0:
+        raise UsageError(f"ctx must be a positive number of tokens, got {ctx}")
+
+
+def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
+    """One token attending to ``ctx`` tokens, all layers: Σ layers · keys · 2·h·(d_qk + d_v)."""
+    _check_ctx(ctx)
+    return sum(
+        len(g.layers) * keys_seen(g.attention, ctx=ctx) * pair_flops(g.attention)
+        for g in spec.layer_groups
+    )
+
+
+def forward_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
+    """Weight plus attention FLOPs of one token at context ``ctx`` (decoding with a KV cache)."""
+    return weight_flops_per_token(spec) + attention_flops_per_token(spec, ctx=ctx)
+
+
+def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
+    """Attention FLOPs of a prefill of ``ctx`` tokens: pairs (n² full, or causal) · 2·h·(d_qk + d_v)."""
+    _check_ctx(ctx)
+    return sum(
+        len(g.layers) * _pairs(g, ctx=ctx, causal=causal) * pair_flops(g.attention)
+        for g in spec.layer_groups
+    )
+
+
+def _pairs(group: LayerGroup, *, ctx: int, causal: bool) -> int:
+    return causal_pairs(ctx=ctx, window=group.attention.window) if causal else ctx * ctx
+
+
+def forward_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
+    """A forward pass over ``ctx`` tokens: ctx × weight FLOPs + attention over full or causal pairs.
+
+    ``causal=False`` is what FlopCounterMode counts for a real forward pass (the full n × n score
+    and value matmuls); ``causal=True`` counts only the pairs the mask keeps.
+    """
+    return ctx * weight_flops_per_token(spec) + attention_flops_per_sequence(
+        spec, ctx=ctx, causal=causal
+    )
+
+
+def training_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
+    """Forward + backward of one token at context ``ctx``: 3 × :func:`forward_flops_per_token`."""
+    return TRAINING_MULTIPLIER * forward_flops_per_token(spec, ctx=ctx)
+
+
+def attention_crossover_ctx(spec: ModelSpec) -> int | None:
+    """The smallest context at which attention FLOPs per token exceed weight FLOPs per token.
+
+    None when that never happens: every layer is sliding-window and even a full window stays below.
+    """
+    weight = weight_flops_per_token(spec)
+    windows = [g.attention.window for g in spec.layer_groups]
+    if not spec.layer_groups:
+        return None
+    if all(w is not None for w in windows):
+        cap = max(w for w in windows if w is not None)
+        if attention_flops_per_token(spec, ctx=cap) <= weight:
+            return None
+    # attention per token is non-decreasing in ctx: double, then bisect
+    hi = 1
+    while attention_flops_per_token(spec, ctx=hi) <= weight:
+        hi *= 2
+    lo = hi // 2  # attention(lo) <= weight, or lo == 0
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if attention_flops_per_token(spec, ctx=mid) > weight:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def seed_rule_per_token(spec: ModelSpec, *, ctx: int) -> int:
+    """The rule of thumb 2N + 4·n·d·L, N the (active) parameter count (Kaplan et al. 2020)."""
+    s = spec.shape
+    return 2 * count(spec).active + 4 * ctx * s.hidden_size * s.num_layers
+
+
+# ---- the command's figures -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AttentionTerm:
+    """One layer group's attention, per token at the context asked for (for ``--explain``)."""
+
+    group: str
+    num_layers: int
+    heads: int
+    qk_head_dim: int
+    v_head_dim: int
+    window: int | None
+    keys: int  # keys one query sees at this context
+    per_layer: int  # keys · 2·h·(d_qk + d_v)
+    causal_pairs: int
+
+
+@dataclass(frozen=True)
+class FlopsResult:
+    """Everything ``llmcalc flops`` shows; per-sequence figures are for ``batch`` sequences."""
+
+    model: str
+    ctx: int
+    batch: int
+    tokens: int | None  # a training token budget, when asked
+    weight_flops_per_token: int
+    weight_breakdown: dict[str, int]
+    attention_flops_per_token: int
+    attention_terms: tuple[AttentionTerm, ...]
+    forward_flops_per_token: int
+    forward_flops_per_sequence: int  # full n × n attention, × batch
+    forward_flops_per_sequence_causal: int  # masked pairs only, × batch
+    decode_flops_per_step: int  # one new token per sequence at position ctx with the cache, × batch
+    training_flops_per_token: int
+    training_flops: int | None  # × tokens
+    seed_rule_per_token: int
+    seed_rule_percent_off: float  # of the seed rule against the exact forward figure
+    attention_crossover_ctx: int | None
+    active_params: int
+
+
+def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = None) -> FlopsResult:
+    """All of ``llmcalc flops``'s figures for ``spec`` at context ``ctx``."""
+    _check_ctx(ctx)
+    weight = weight_flops_per_token(spec)
+    attention = attention_flops_per_token(spec, ctx=ctx)
+    forward = weight + attention
+    training = TRAINING_MULTIPLIER * forward
+    seed = seed_rule_per_token(spec, ctx=ctx)
+    terms = tuple(
+        AttentionTerm(
+            group=g.name,
+            num_layers=len(g.layers),
+            heads=g.attention.heads,
+            qk_head_dim=g.attention.qk_head_dim,
+            v_head_dim=g.attention.v_head_dim,
+            window=g.attention.window,
+            keys=keys_seen(g.attention, ctx=ctx),
+            per_layer=keys_seen(g.attention, ctx=ctx) * pair_flops(g.attention),
+            causal_pairs=causal_pairs(ctx=ctx, window=g.attention.window),
+        )
+        for g in spec.layer_groups
+    )
+    return FlopsResult(
+        model=spec.name,
+        ctx=ctx,
+        batch=batch,
+        tokens=tokens,
+        weight_flops_per_token=weight,
+        weight_breakdown=weight_flops_breakdown(spec),
+        attention_flops_per_token=attention,
+        attention_terms=terms,
+        forward_flops_per_token=forward,
+        forward_flops_per_sequence=batch
+        * forward_flops_per_sequence(spec, ctx=ctx, causal=False),
+        forward_flops_per_sequence_causal=batch
+        * forward_flops_per_sequence(spec, ctx=ctx, causal=True),
+        decode_flops_per_step=batch * forward,
+        training_flops_per_token=training,
+        training_flops=None if tokens is None else training * tokens,
+        seed_rule_per_token=seed,
+        seed_rule_percent_off=percent_off(seed, forward),
+        attention_crossover_ctx=attention_crossover_ctx(spec),
+        active_params=count(spec).active,
+    )

@@ -1,0 +1,193 @@
+"""Accelerators: memory, memory bandwidth and dense bf16 peak, each from its vendor's datasheet.
+
+Conventions (one for every row, so figures compare):
+- ``memory_bytes``: the capacity on the datasheet read in binary units (an "80 GB" card holds
+  80 GiB of HBM); runtimes reserve a little of it, which the planners' headroom covers.
+- ``bandwidth``: bytes/s, decimal as vendors quote it (3.35 TB/s = 3.35·10¹²).
+- ``peak_flops``: dense (no 2:4 sparsity) bf16 tensor-core FLOP/s with fp32 accumulation; where a
+  datasheet gives only the sparse figure it is halved, and the source says so.
+
+``--gpu-mem 80GiB --gpu-flops 989T --gpu-bandwidth 3.35TB/s`` describe a card that is not listed
+(or change one field of a listed one).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+from llmcalc.errors import UsageError
+
+GiB = 1024**3
+TB = 10**12
+T = 10**12
+
+
+@dataclass(frozen=True)
+class Accelerator:
+    """One accelerator: what the planners need, and where each figure comes from."""
+
+    key: str
+    name: str
+    memory_bytes: int
+    bandwidth: int  # bytes/s
+    peak_flops: int  # dense bf16 FLOP/s
+    source: str
+
+
+def _acc(key: str, name: str, *, gib: int, tb_s: str, tflops: str, source: str) -> Accelerator:
+    return Accelerator(
+        key, name, gib * GiB, int(Fraction(tb_s) * TB), int(Fraction(tflops) * T), source
+    )
+
+
+ACCELERATORS: dict[str, Accelerator] = {
+    a.key: a
+    for a in (
+        _acc("a100-40gb", "NVIDIA A100 40GB SXM", gib=40, tb_s="1.555", tflops="312",
+             source="NVIDIA A100 datasheet: 40GB HBM2, 1,555 GB/s, BF16 tensor 312 TFLOPS"),
+        _acc("a100-80gb", "NVIDIA A100 80GB SXM", gib=80, tb_s="2.039", tflops="312",
+             source="NVIDIA A100 datasheet: 80GB HBM2e, 2,039 GB/s, BF16 tensor 312 TFLOPS"),
+        _acc("h100", "NVIDIA H100 SXM", gib=80, tb_s="3.35", tflops="989",
+             source="NVIDIA H100 datasheet: 80GB HBM3, 3.35 TB/s, BF16 tensor 1,979 TFLOPS "
+                    "with sparsity (989 dense)"),
+        _acc("h200", "NVIDIA H200 SXM", gib=141, tb_s="4.8", tflops="989",
+             source="NVIDIA H200 datasheet: 141GB HBM3e, 4.8 TB/s, BF16 tensor 1,979 TFLOPS "
+                    "with sparsity (989 dense)"),
+        _acc("b200", "NVIDIA B200 (HGX)", gib=180, tb_s="8", tflops="2250",
+             source="NVIDIA HGX B200 datasheet: 180GB HBM3e, 8 TB/s, FP16/BF16 tensor 4.5 PFLOPS "
+                    "with sparsity (2.25 dense)"),
+        _acc("mi300x", "AMD Instinct MI300X", gib=192, tb_s="5.3", tflops="1307.4",
+             source="AMD Instinct MI300X datasheet: 192GB HBM3, 5.3 TB/s, peak BF16 "
+                    "1,307.4 TFLOPS dense"),
+        _acc("rtx4090", "NVIDIA GeForce RTX 4090", gib=24, tb_s="1.008", tflops="165.2",
+             source="NVIDIA Ada Lovelace architecture whitepaper: 24GB GDDR6X, 1,008 GB/s, "
+                    "BF16 tensor 165.2 TFLOPS with FP32 accumulate"),
+        _acc("l4", "NVIDIA L4", gib=24, tb_s="0.3", tflops="121",
+             source="NVIDIA L4 datasheet: 24GB GDDR6, 300 GB/s, BF16 tensor 242 TFLOPS "
+                    "with sparsity (121 dense)"),
+        _acc("t4", "NVIDIA T4", gib=16, tb_s="0.32", tflops="65",
+             source="NVIDIA T4 datasheet: 16GB GDDR6, 320 GB/s, FP16 tensor 65 TFLOPS "
+                    "(Turing has no bf16; the fp16 peak stands in)"),
+    )
+}
+
+ALIASES = {
+    "a100": "a100-80gb",
+    "a100-40": "a100-40gb",
+    "a100-80": "a100-80gb",
+    "h100-sxm": "h100",
+    "h200-sxm": "h200",
+    "4090": "rtx4090",
+    "rtx-4090": "rtx4090",
+}
+
+# Unit suffixes: decimal (kB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB) bytes; decimal prefixes
+# for FLOP/s and bandwidth.
+BYTE_UNITS = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+PREFIXES = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15, "e": 10**18}
+
+_NUMBER = r"(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?"
+_BYTES = re.compile(rf"^{_NUMBER}\s*([kmgt]i?b|b)?$", re.IGNORECASE)
+_RATE = re.compile(rf"^{_NUMBER}\s*([kmgtpe]?)\s*(?:flop/?s|flops)?$", re.IGNORECASE)
+_BANDWIDTH = re.compile(rf"^{_NUMBER}\s*([kmgt]?)b?\s*(?:/s|ps)?$", re.IGNORECASE)
+
+
+def lookup(name: str) -> Accelerator:
+    """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one)."""
+    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    key = ALIASES.get(key, key)
+    if key not in ACCELERATORS:
+        known = ", ".join(ACCELERATORS)
+        raise UsageError(
+            f"--gpu {name}: unknown accelerator; known: {known} "
+            "(or describe one with --gpu-mem and --gpu-flops)"
+        )
+    return ACCELERATORS[key]
+
+
+def _number(mantissa: str, exponent: str | None) -> Fraction:
+    value = Fraction(mantissa)
+    if exponent:
+        value *= Fraction(10) ** int(exponent)
+    return value
+
+
+def _whole(value: Fraction, text: str, option: str) -> int:
+    if value <= 0:
+        raise UsageError(f"{option} {text}: must be more than zero")
+    return int(value)  # a fraction of a byte or a FLOP/s is dropped
+
+
+def parse_bytes(text: str, *, option: str = "--gpu-mem") -> int:
+    """``80GiB`` → 85,899,345,920; ``80GB`` → 80·10⁹ (GB is decimal, GiB binary)."""
+    m = _BYTES.match(text.strip())
+    if not m:
+        raise UsageError(f"{option} {text}: expected a size such as 80GiB or 24GB")
+    unit = (m.group(3) or "").lower()
+    return _whole(_number(m.group(1), m.group(2)) * BYTE_UNITS[unit], text, option)
+
+
+def parse_flops(text: str, *, option: str = "--gpu-flops") -> int:
+    """``989T`` or ``989TFLOPS`` → 989·10¹² FLOP/s; ``2.25P`` → 2.25·10¹⁵."""
+    m = _RATE.match(text.strip())
+    if not m:
+        raise UsageError(f"{option} {text}: expected a rate such as 989T or 2.25PFLOPS")
+    return _whole(_number(m.group(1), m.group(2)) * PREFIXES[m.group(3).lower()], text, option)
+
+
+def parse_bandwidth(text: str, *, option: str = "--gpu-bandwidth") -> int:
+    """``3.35TB/s`` → 3.35·10¹² bytes/s (decimal, as vendors quote bandwidth)."""
+    m = _BANDWIDTH.match(text.strip())
+    if not m:
+        raise UsageError(f"{option} {text}: expected a bandwidth such as 3.35TB/s or 900GB/s")
+    return _whole(_number(m.group(1), m.group(2)) * PREFIXES[m.group(3).lower()], text, option)
+
+
+def resolve(
+    gpu: str | None,
+    *,
+    memory: str | None = None,
+    flops: str | None = None,
+    bandwidth: str | None = None,
+) -> Accelerator:
+    """``--gpu`` from the table, with any of ``--gpu-mem/--gpu-flops/--gpu-bandwidth`` replacing
+    its figure; without ``--gpu`` the explicit figures describe a custom card (missing ones are 0
+    and :func:`require` names the option a command needs)."""
+    if gpu is None and memory is None and flops is None and bandwidth is None:
+        raise UsageError("--gpu is required (e.g. --gpu h100), or give --gpu-mem and --gpu-flops")
+    base = lookup(gpu) if gpu is not None else Accelerator("custom", "custom", 0, 0, 0, "")
+    given = [
+        f"{option} {text}"
+        for option, text in (("--gpu-mem", memory), ("--gpu-flops", flops),
+                             ("--gpu-bandwidth", bandwidth))
+        if text is not None
+    ]
+    if not given:
+        return base
+    return replace(
+        base,
+        name=base.name if gpu is not None else "custom accelerator",
+        source=", ".join(given) + (f"; otherwise {base.source}" if base.source else ""),
+        memory_bytes=parse_bytes(memory) if memory is not None else base.memory_bytes,
+        peak_flops=parse_flops(flops) if flops is not None else base.peak_flops,
+        bandwidth=parse_bandwidth(bandwidth) if bandwidth is not None else base.bandwidth,
+    )
+
+
+REQUIRED_OPTION = {"memory_bytes": "--gpu-mem", "peak_flops": "--gpu-flops",
+                   "bandwidth": "--gpu-bandwidth"}
+
+
+def require(acc: Accelerator, *fields: str) -> None:
+    """A custom card must state each figure the command uses."""
+    for f in fields:
+        if getattr(acc, f) <= 0:
+            raise UsageError(
+                f"{REQUIRED_OPTION[f]} is required without --gpu (or pick one with --gpu h100)"
+            )

@@ -1,0 +1,192 @@
+"""Bytes of the weights and of the KV cache, exactly, from a :class:`ModelSpec` alone.
+
+Conventions:
+
+- **weights**: every parameter once (a tied lm_head adds nothing) at one dtype. Bytes of a tensor are
+  ceil(elements · bits / 8), rounded up per tensor: int4 packs two values per byte and a tensor with
+  an odd element count takes one more half-filled byte (as a packed checkpoint stores it).
+- **KV cache** per token and layer: K and V, kv_heads × (d_qk + d_v) elements (= 2 · kv heads ·
+  head dim for ordinary attention; MQA has one kv head, GQA a few). A sliding-window layer holds at
+  most ``window`` tokens (what a preallocated cache such as transformers' ``StaticCache`` keeps;
+  its ``DynamicCache`` trims to window − 1 between steps). Byte totals round up once, at the end.
+- **MLA** (DeepSeek-V2 §2.1): the cache holds the compressed latent, kv_lora_rank + rope head dim
+  elements per token and layer (current transformers and serving engines); the decompressed per-head
+  K and V that older implementations keep, heads × (d_qk + d_v), is given beside it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmcalc.errors import UsageError
+from llmcalc.spec import Attention, LayerGroup, ModelSpec
+from llmcalc.units import DType, nbytes
+
+
+def _check(**values: int) -> None:
+    for name, value in values.items():
+        if value <= 0:
+            raise UsageError(f"{name} must be a positive number, got {value}")
+
+
+# ---- weights ---------------------------------------------------------------------------------------
+
+
+def weight_elements(spec: ModelSpec) -> int:
+    """Every parameter once (tied tensors counted where they are stored)."""
+    return sum(
+        t.numel * (len(g.layers) if g is not None else 1)
+        for t, g in spec.all_tensors()
+        if t.tied_to is None
+    )
+
+
+def weight_bytes(spec: ModelSpec, *, dtype: DType) -> int:
+    """All parameters at ``dtype``: Σ over tensors of ceil(elements · bits / 8)."""
+    total = 0
+    for t, g in spec.all_tensors():
+        if t.tied_to is None:
+            total += nbytes(t.numel, dtype) * (len(g.layers) if g is not None else 1)
+    return total
+
+
+# ---- KV cache --------------------------------------------------------------------------------------
+
+
+def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -> int:
+    """Cached elements per token in one layer: K and V of each kv head, or the MLA latent."""
+    if attention.kv_latent_dim is not None and not decompressed:
+        return attention.kv_latent_dim  # kv_lora_rank + qk_rope_head_dim (MLA)
+    # K: kv_heads × d_qk, V: kv_heads × d_v  (= 2·kv·hd; MLA decompressed: heads × (d_qk + d_v))
+    return attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
+
+
+def cached_tokens(attention: Attention, *, ctx: int) -> int:
+    """Tokens one layer keeps for a context of ``ctx``: all, or at most its window."""
+    return ctx if attention.window is None else min(ctx, attention.window)
+
+
+def is_mla(spec: ModelSpec) -> bool:
+    return any(g.attention.kv_latent_dim is not None for g in spec.layer_groups)
+
+
+def kv_elements_per_token(spec: ModelSpec, *, decompressed: bool = False) -> int:
+    """Cached elements one token adds across all layers (before any window is full)."""
+    return sum(
+        len(g.layers) * kv_elements_per_layer(g.attention, decompressed=decompressed)
+        for g in spec.layer_groups
+    )
+
+
+def kv_cache_bytes_per_token(
+    spec: ModelSpec, *, dtype: DType, decompressed: bool = False
+) -> int:
+    """Bytes one token adds to the cache: 2 · layers · kv heads · head dim · bytes (MLA: the latent)."""
+    return nbytes(kv_elements_per_token(spec, decompressed=decompressed), dtype)
+
+
+def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool) -> int:
+    return (
+        len(g.layers)
+        * cached_tokens(g.attention, ctx=ctx)
+        * kv_elements_per_layer(g.attention, decompressed=decompressed)
+    )
+
+
+def kv_cache_bytes(
+    spec: ModelSpec, *, batch: int, ctx: int, dtype: DType, decompressed: bool = False
+) -> int:
+    """The whole cache for ``batch`` sequences of ``ctx`` tokens; sliding layers capped at their window."""
+    _check(batch=batch, ctx=ctx)
+    elements = sum(
+        _group_kv_elements(g, ctx=ctx, decompressed=decompressed) for g in spec.layer_groups
+    )
+    return nbytes(batch * elements, dtype)
+
+
+# ---- the command's figures -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class KVTerm:
+    """One layer group's cache, for ``--explain``."""
+
+    group: str
+    num_layers: int
+    kv_heads: int
+    qk_head_dim: int
+    v_head_dim: int
+    window: int | None
+    latent_dim: int | None
+    elements_per_token: int  # per layer
+    tokens: int  # cached per sequence at this context
+
+
+@dataclass(frozen=True)
+class MemoryResult:
+    """Everything ``llmcalc memory`` shows."""
+
+    model: str
+    ctx: int
+    batch: int
+    dtype: DType
+    kv_dtype: DType
+    weight_elements: int
+    weights_bytes: int
+    kv_cache_bytes_per_token: int
+    kv_cache_bytes: int
+    total_bytes: int
+    kv_terms: tuple[KVTerm, ...]
+    mla: bool
+    # MLA only: the decompressed per-head K and V older implementations cache
+    kv_cache_bytes_per_token_decompressed: int | None
+    kv_cache_bytes_decompressed: int | None
+
+
+def memory(
+    spec: ModelSpec, *, ctx: int, batch: int = 1, dtype: DType, kv_dtype: DType | None = None
+) -> MemoryResult:
+    """All of ``llmcalc memory``'s figures; the cache uses ``kv_dtype`` (default: ``dtype``)."""
+    _check(batch=batch, ctx=ctx)
+    kv_dtype = dtype if kv_dtype is None else kv_dtype
+    weights = weight_bytes(spec, dtype=dtype)
+    kv = kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype)
+    mla = is_mla(spec)
+    terms = tuple(
+        KVTerm(
+            group=g.name,
+            num_layers=len(g.layers),
+            kv_heads=g.attention.kv_heads,
+            qk_head_dim=g.attention.qk_head_dim,
+            v_head_dim=g.attention.v_head_dim,
+            window=g.attention.window,
+            latent_dim=g.attention.kv_latent_dim,
+            elements_per_token=kv_elements_per_layer(g.attention),
+            tokens=cached_tokens(g.attention, ctx=ctx),
+        )
+        for g in spec.layer_groups
+    )
+    return MemoryResult(
+        model=spec.name,
+        ctx=ctx,
+        batch=batch,
+        dtype=dtype,
+        kv_dtype=kv_dtype,
+        weight_elements=weight_elements(spec),
+        weights_bytes=weights,
+        kv_cache_bytes_per_token=kv_cache_bytes_per_token(spec, dtype=kv_dtype),
+        kv_cache_bytes=kv,
+        total_bytes=weights + kv,
+        kv_terms=terms,
+        mla=mla,
+        kv_cache_bytes_per_token_decompressed=kv_cache_bytes_per_token(
+            spec, dtype=kv_dtype, decompressed=True
+        )
+        if mla
+        else None,
+        kv_cache_bytes_decompressed=kv_cache_bytes(
+            spec, batch=batch, ctx=ctx, dtype=kv_dtype, decompressed=True
+        )
+        if mla
+        else None,
+    )

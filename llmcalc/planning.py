@@ -1,0 +1,207 @@
+"""Planning a deployment and reading a measured run: what fits on a card, how fast it can decode,
+and the model FLOPs utilisation (MFU) a training throughput means.
+
+Pure functions; nothing here prints. Sources, each used once below:
+
+- serving memory: weights at ``--dtype`` plus the KV cache at ``--kv-dtype`` (llmcalc.memory),
+  against the cards' memory less a stated headroom for activations and the runtime;
+- decode speed: a memory-bandwidth roofline — every decode step reads all weights and the whole
+  KV cache once, so a step takes at least (bytes read) / (bandwidth);
+- MFU: Chowdhery et al. 2022 (PaLM), Appendix B — model FLOPs per token × tokens/s over the peak.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from fractions import Fraction
+
+from llmcalc import flops, memory
+from llmcalc.errors import UsageError
+from llmcalc.hardware import Accelerator
+from llmcalc.spec import ModelSpec
+from llmcalc.training import training_flops
+from llmcalc.units import DType
+
+DEFAULT_HEADROOM = 0.10  # share of memory left for activations, allocator slack and the runtime
+# Largest context searched when a config states no max_position_embeddings.
+UNSTATED_CONTEXT_LIMIT = 2**24
+
+
+@dataclass(frozen=True)
+class DecodeBound:
+    """Memory-bandwidth roofline of one decode step at ``batch`` sequences of ``ctx`` tokens."""
+
+    bytes_per_step: int  # weights + the KV cache, each read once
+    bandwidth: int  # bytes/s of all the GPUs together
+    seconds_per_step: float
+    tokens_per_sec_per_sequence: float
+    tokens_per_sec: float  # all ``batch`` sequences together
+
+
+@dataclass(frozen=True)
+class ServingFit:
+    """The largest context (for a batch) or batch (for a context) whose weights + KV cache fit."""
+
+    gpus: int
+    capacity: int  # memory of all the GPUs together
+    headroom: float
+    usable: int  # capacity × (1 − headroom)
+    weights: int
+    kv_bytes_per_token: int
+    solve_for: str  # "ctx" or "batch"
+    batch: int
+    ctx: int  # 0 when nothing fits
+    context_limit: int  # max_position_embeddings, or UNSTATED_CONTEXT_LIMIT
+    limited_by_context_limit: bool
+    kv_bytes: int  # the cache at (batch, ctx)
+    fits: bool  # weights plus at least one token of cache fit
+    decode: DecodeBound | None  # None when nothing fits
+
+
+def check_headroom(headroom: float) -> None:
+    if not 0 <= headroom < 1:
+        raise UsageError(f"--headroom {headroom:g}: must be a fraction in [0, 1), e.g. 0.1")
+
+
+def decode_bound(
+    spec: ModelSpec, *, batch: int, ctx: int, dtype: DType, kv_dtype: DType, bandwidth: int
+) -> DecodeBound:
+    """step time ≥ (weight bytes + KV bytes) / bandwidth; one new token per sequence per step.
+
+    Every weight counts as read once per step: for mixture-of-experts models at small batch only
+    the routed experts in use are read, so the bound given is then a conservative (slower) one.
+    """
+    read = memory.weight_bytes(spec, dtype=dtype) + memory.kv_cache_bytes(
+        spec, batch=batch, ctx=ctx, dtype=kv_dtype
+    )
+    seconds = read / bandwidth
+    return DecodeBound(read, bandwidth, seconds, 1 / seconds, batch / seconds)
+
+
+def fit(
+    spec: ModelSpec,
+    *,
+    accelerator: Accelerator,
+    gpus: int = 1,
+    dtype: DType,
+    kv_dtype: DType,
+    batch: int | None = None,
+    ctx: int | None = None,
+    headroom: float = DEFAULT_HEADROOM,
+) -> ServingFit:
+    """Largest ``ctx`` for ``batch`` (default 1), or largest batch for ``ctx`` when it is given.
+
+    The weights and the cache are taken as split evenly over ``gpus`` (tensor parallelism), so the
+    budget is the memory of all of them, less ``headroom`` of it.
+    """
+    check_headroom(headroom)
+    if gpus < 1:
+        raise UsageError(f"--gpus {gpus}: must be 1 or more")
+    if batch is not None and ctx is not None:
+        raise UsageError("--batch and --ctx: give one; fit finds the largest value of the other")
+    if batch is not None and batch < 1:
+        raise UsageError(f"--batch {batch}: must be 1 or more")
+    if ctx is not None and ctx < 1:
+        raise UsageError(f"--ctx {ctx}: must be 1 or more")
+    capacity = gpus * accelerator.memory_bytes
+    usable = int(capacity * (1 - Fraction(repr(headroom))))  # exact: 0.1 is 1/10, not a float
+    weights = memory.weight_bytes(spec, dtype=dtype)
+    budget = usable - weights
+    limit = spec.shape.max_position_embeddings or UNSTATED_CONTEXT_LIMIT
+
+    def cache(b: int, c: int) -> int:
+        return memory.kv_cache_bytes(spec, batch=b, ctx=c, dtype=kv_dtype)
+
+    if ctx is not None:
+        solve_for = "batch"
+        per_sequence = cache(1, ctx)
+        best_batch = max(budget, 0) // per_sequence if per_sequence else 0
+        best_ctx = ctx
+        limited = False
+    else:
+        solve_for = "ctx"
+        best_batch = batch or 1
+        best_ctx = _largest(lambda c: cache(best_batch, c) <= budget, limit)
+        limited = best_ctx == limit
+    fits = budget > 0 and best_batch > 0 and best_ctx > 0
+    kv = cache(best_batch, best_ctx) if fits else 0
+    decode = (
+        decode_bound(spec, batch=best_batch, ctx=best_ctx, dtype=dtype, kv_dtype=kv_dtype,
+                     bandwidth=gpus * accelerator.bandwidth)
+        if fits and accelerator.bandwidth
+        else None
+    )
+    return ServingFit(
+        gpus=gpus,
+        capacity=capacity,
+        headroom=headroom,
+        usable=usable,
+        weights=weights,
+        kv_bytes_per_token=memory.kv_cache_bytes_per_token(spec, dtype=kv_dtype),
+        solve_for=solve_for,
+        batch=best_batch if fits else 0,
+        ctx=best_ctx if fits else 0,
+        context_limit=limit,
+        limited_by_context_limit=limited,
+        kv_bytes=kv,
+        fits=fits,
+        decode=decode,
+    )
+
+
+def _largest(ok: Callable[[int], bool], limit: int) -> int:
+    """The largest n in [1, limit] with ok(n) (ok is monotone: true, then false), or 0."""
+    if not ok(1):
+        return 0
+    lo, hi = 1, limit
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+# ---- MFU -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Utilisation:
+    """MFU from a measured training throughput (PaLM, App. B), and the causal variant beside it."""
+
+    tokens_per_sec: int
+    flops_per_token: int  # PaLM: 3 × (weights + every query over all ctx keys) = 6N + 12·L·H·Q·T
+    flops_per_token_causal: float  # the same with only the pairs a causal mask keeps
+    achieved_flops: float  # per GPU, PaLM's count
+    peak_flops: int  # per GPU
+    mfu: float
+    mfu_causal: float
+
+
+def model_flops_utilisation(
+    spec: ModelSpec, *, tokens_per_sec: int, ctx: int, gpus: int, accelerator: Accelerator
+) -> Utilisation:
+    """MFU = tokens/s × training FLOPs per token / (GPUs × peak FLOP/s).
+
+    PaLM (Chowdhery et al. 2022), App. B counts 6·N + 12·L·H·Q·T per token: the attention of every
+    query over all T positions of its sequence, as if unmasked; that is the headline figure here.
+    Counting only the causal pairs (what ``train`` uses) gives the lower ``mfu_causal``.
+    """
+    if tokens_per_sec <= 0:
+        raise UsageError(f"--tokens-per-sec {tokens_per_sec:g}: must be more than zero")
+    if gpus < 1:
+        raise UsageError(f"--gpus {gpus}: must be 1 or more")
+    per_token = flops.training_flops_per_token(spec, ctx=ctx)
+    per_token_causal = training_flops(spec, tokens=ctx, ctx=ctx).total / ctx
+    capacity = gpus * accelerator.peak_flops
+    return Utilisation(
+        tokens_per_sec=tokens_per_sec,
+        flops_per_token=per_token,
+        flops_per_token_causal=per_token_causal,
+        achieved_flops=tokens_per_sec * per_token / gpus,
+        peak_flops=accelerator.peak_flops,
+        mfu=tokens_per_sec * per_token / capacity,
+        mfu_causal=tokens_per_sec * per_token_causal / capacity,
+    )

@@ -1,0 +1,67 @@
+"""`llmcalc check` output: one row per config file (pass / fail / error and why) and a summary."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from llmcalc.check import CheckRun, FileCheck
+from llmcalc.render.verify import verify_json
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red"}
+
+
+def summary(run: CheckRun) -> str:
+    if not run.files:
+        return "no config files found"
+    tally = run.tally()
+    counts = ", ".join(f"{v} {k}" for k, v in tally.items())
+    files = len(run.files)
+    return f"{files} file{'s' if files != 1 else ''}: {counts} ({run.seconds:.2f} s)"
+
+
+def check_view(run: CheckRun) -> RenderableType:
+    t = Table(title="llmcalc check", title_justify="left")
+    t.add_column("file", no_wrap=True)
+    t.add_column("model")
+    t.add_column("status")
+    t.add_column("why")
+    for f in run.files:
+        t.add_row(
+            f.label, f.model or "", Text(f.status, style=STATUS_STYLE[f.status]), Text(f.why)
+        )
+    style = "bold green" if run.exit_code == 0 else "bold red"
+    return Group(t, Text(summary(run), style=style))
+
+
+def file_json(f: FileCheck) -> dict[str, Any]:
+    return {
+        "file": f.label,
+        "model": f.model,
+        "status": f.status,
+        "why": f.why,
+        "figures": [
+            {
+                "figure": x.expected.figure,
+                "expected": x.expected.value,
+                "rel": x.expected.rel,
+                "actual": x.actual,
+                "ok": x.ok,
+            }
+            for x in f.figures
+        ],
+        "verify": [verify_json(c) for c in f.verify],
+    }
+
+
+def check_json(run: CheckRun) -> dict[str, Any]:
+    return {
+        "ok": run.exit_code == 0,
+        "exit_code": run.exit_code,
+        "summary": run.tally(),
+        "seconds": round(run.seconds, 3),
+        "files": [file_json(f) for f in run.files],
+    }

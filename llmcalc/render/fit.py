@@ -1,0 +1,127 @@
+"""`llmcalc fit` output: the memory budget, the largest context or batch, the decode-speed bound."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from llmcalc.hardware import Accelerator
+from llmcalc.planning import ServingFit
+from llmcalc.render import gib, n
+from llmcalc.render.train import accelerator_line, verdict
+from llmcalc.spec import ModelSpec
+from llmcalc.units import DType
+
+
+def fit_view(
+    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: DType, kv_dtype: DType
+) -> RenderableType:
+    head = Text()
+    head.append(spec.name, style="bold")
+    head.append(
+        f"  weights {dtype.value} · KV cache {kv_dtype.value} · "
+        f"{accelerator_line(accelerator, f.gpus)}"
+    )
+    t = Table(title="memory (all GPUs together)", title_justify="left")
+    t.add_column("")
+    t.add_column("bytes", justify="right")
+    t.add_row("GPU memory", gib(f.capacity))
+    t.add_row(f"headroom for activations and runtime ({f.headroom:.0%})", gib(f.capacity - f.usable))
+    t.add_row(f"weights ({dtype.value})", gib(f.weights))
+    t.add_row(f"KV cache per token ({kv_dtype.value})", f"{n(f.kv_bytes_per_token)} B")
+    t.add_row(f"KV cache at batch {f.batch} × ctx {n(f.ctx)}", gib(f.kv_bytes))
+    t.add_section()
+    if not f.fits:
+        t.add_row("largest fit", verdict(False))
+        return Group(head, t, Text("the weights leave no room for a KV cache", style="bold red"))
+    answer = (
+        f"largest context at batch {f.batch}" if f.solve_for == "ctx"
+        else f"largest batch at context {n(f.ctx)}"
+    )
+    value = n(f.ctx) if f.solve_for == "ctx" else n(f.batch)
+    t.add_row(answer, value, style="bold")
+    parts: list[RenderableType] = [head, t]
+    if f.limited_by_context_limit:
+        parts.append(Text(
+            f"capped at the model's max_position_embeddings ({n(f.context_limit)}); more would fit",
+            style="dim",
+        ))
+    if f.decode is not None:
+        d = f.decode
+        r = Table(title="decode speed bound (memory-bandwidth roofline)", title_justify="left")
+        r.add_column("")
+        r.add_column("value", justify="right")
+        r.add_row("bytes read per step (weights + KV cache)", gib(d.bytes_per_step))
+        r.add_row("bandwidth (all GPUs)", f"{d.bandwidth / 1e12:,.2f} TB/s")
+        r.add_row("step time ≥", f"{d.seconds_per_step * 1e3:,.2f} ms")
+        r.add_row("tokens/s per sequence ≤", f"{d.tokens_per_sec_per_sequence:,.1f}")
+        r.add_row(f"tokens/s at batch {f.batch} ≤", f"{d.tokens_per_sec:,.1f}", style="bold")
+        parts.append(r)
+    parts.append(Text(f"accelerator: {accelerator.source}", style="dim"))
+    return Group(*parts)
+
+
+def explain_lines(f: ServingFit, *, accelerator: Accelerator) -> list[str]:
+    lines = [
+        f"usable = GPUs × memory × (1 − headroom) = {f.gpus} × {n(accelerator.memory_bytes)} × "
+        f"(1 − {f.headroom:g}) = {n(f.usable)}",
+        f"KV budget = usable − weights = {n(f.usable)} − {n(f.weights)} = {n(f.usable - f.weights)}",
+    ]
+    if f.fits:
+        what = "ctx" if f.solve_for == "ctx" else "batch"
+        lines.append(
+            f"largest {what} with KV(batch, ctx) ≤ budget: KV({f.batch}, {n(f.ctx)}) = "
+            f"{n(f.kv_bytes)} (about {n(f.kv_bytes_per_token)} B per token)"
+        )
+    if f.decode is not None:
+        d = f.decode
+        lines.append(
+            f"decode step ≥ (weights + KV) / bandwidth = ({n(f.weights)} + {n(f.kv_bytes)}) / "
+            f"{n(d.bandwidth)} = {d.seconds_per_step * 1e3:.3f} ms → "
+            f"{d.tokens_per_sec_per_sequence:,.1f} tokens/s per sequence"
+        )
+    return lines
+
+
+def fit_json(
+    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: DType, kv_dtype: DType
+) -> dict[str, Any]:
+    d = f.decode
+    return {
+        "model": spec.name,
+        "accelerator": {
+            "name": accelerator.name,
+            "memory_bytes": accelerator.memory_bytes,
+            "bandwidth_bytes_per_sec": accelerator.bandwidth,
+            "source": accelerator.source,
+        },
+        "gpus": f.gpus,
+        "dtype": dtype.value,
+        "kv_dtype": kv_dtype.value,
+        "memory_bytes": f.capacity,
+        "headroom": f.headroom,
+        "usable_bytes": f.usable,
+        "weight_bytes": f.weights,
+        "kv_cache_bytes_per_token": f.kv_bytes_per_token,
+        "solved_for": f.solve_for,
+        "batch": f.batch,
+        "ctx": f.ctx,
+        "max_ctx": f.ctx if f.solve_for == "ctx" else None,
+        "max_batch": f.batch if f.solve_for == "batch" else None,
+        "context_limit": f.context_limit,
+        "limited_by_context_limit": f.limited_by_context_limit,
+        "kv_cache_bytes": f.kv_bytes,
+        "fits": f.fits,
+        "decode": None
+        if d is None
+        else {
+            "bytes_per_step": d.bytes_per_step,
+            "bandwidth_bytes_per_sec": d.bandwidth,
+            "seconds_per_step": d.seconds_per_step,
+            "tokens_per_sec_per_sequence": d.tokens_per_sec_per_sequence,
+            "tokens_per_sec": d.tokens_per_sec,
+        },
+    }

@@ -1,0 +1,193 @@
+"""`llmcalc flops` output: the per-token, per-sequence and training tables, the catalog, JSON, explain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+
+from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult, matmul_elements
+from llmcalc.render import n, pct
+from llmcalc.render.count import header
+from llmcalc.spec import ModelSpec
+
+SI_FLOPS = (("Z", 10**21), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
+            ("M", 10**6), ("K", 10**3))
+
+
+def flop(value: int) -> str:
+    """FLOPs in decimal SI units: 15.36 GFLOP, 1.09 PFLOP."""
+    for unit, size in SI_FLOPS:
+        if value >= size:
+            return f"{value / size:,.2f} {unit}FLOP"
+    return f"{value} FLOP"
+
+
+def ctx_label(ctx: int) -> str:
+    """131,072 (128k): the exact count, and its binary short form when it has one."""
+    for suffix, size in (("M", 2**20), ("k", 2**10)):
+        if ctx >= size and ctx % size == 0:
+            return f"{n(ctx)} ({ctx // size}{suffix})"
+    return n(ctx)
+
+
+def _table(title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    t.add_column("figure")
+    t.add_column("FLOPs", justify="right")
+    t.add_column("", justify="right")
+    return t
+
+
+def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
+    per_token = _table(f"per token at context {ctx_label(r.ctx)} (one token attending to {n(r.ctx)})")
+    per_token.add_row("weights: 2 × matrix elements", n(r.weight_flops_per_token),
+                      flop(r.weight_flops_per_token))
+    per_token.add_row("attention: QKᵀ and weighted sum of V", n(r.attention_flops_per_token),
+                      flop(r.attention_flops_per_token))
+    per_token.add_section()
+    per_token.add_row("forward per token", n(r.forward_flops_per_token),
+                      flop(r.forward_flops_per_token), style="bold")
+    per_token.add_row("seed rule 2N + 4·n·d·L", n(r.seed_rule_per_token),
+                      pct(r.seed_rule_percent_off))
+    share = r.attention_flops_per_token / r.forward_flops_per_token
+    per_token.add_row("attention share", "", f"{share:.1%}")
+    per_token.add_row("attention overtakes weights at context",
+                      "never (every layer is windowed)" if r.attention_crossover_ctx is None
+                      else n(r.attention_crossover_ctx), "")
+
+    seqs = f"{r.batch} sequences" if r.batch > 1 else "one sequence"
+    per_seq = _table(f"per forward pass over {seqs} of {n(r.ctx)} tokens")
+    per_seq.add_row("prefill, full attention (as FlopCounterMode counts)",
+                    n(r.forward_flops_per_sequence), flop(r.forward_flops_per_sequence))
+    per_seq.add_row("prefill, causal (pairs the mask keeps)",
+                    n(r.forward_flops_per_sequence_causal),
+                    flop(r.forward_flops_per_sequence_causal))
+    per_seq.add_row(f"decode: one new token per sequence at position {n(r.ctx)}",
+                    n(r.decode_flops_per_step), flop(r.decode_flops_per_step))
+
+    train = _table("training (forward + backward = 3 × forward)")
+    train.add_row("per token", n(r.training_flops_per_token), flop(r.training_flops_per_token))
+    if r.tokens is not None and r.training_flops is not None:
+        train.add_row(f"for {n(r.tokens)} tokens", n(r.training_flops), flop(r.training_flops),
+                      style="bold")
+    return Group(header(spec), per_token, per_seq, train)
+
+
+def flops_json(r: FlopsResult) -> dict[str, Any]:
+    return {
+        "model": r.model,
+        "ctx": r.ctx,
+        "batch": r.batch,
+        "tokens": r.tokens,
+        "weight_flops_per_token": r.weight_flops_per_token,
+        "attention_flops_per_token": r.attention_flops_per_token,
+        "forward_flops_per_token": r.forward_flops_per_token,
+        "forward_flops_per_sequence": r.forward_flops_per_sequence,
+        "forward_flops_per_sequence_causal": r.forward_flops_per_sequence_causal,
+        "decode_flops_per_step": r.decode_flops_per_step,
+        "training_flops_per_token": r.training_flops_per_token,
+        "training_flops": r.training_flops,
+        "attention_crossover_ctx": r.attention_crossover_ctx,
+        "seed_rule": {
+            "formula": "2*N + 4*n*d*L",
+            "flops_per_token": r.seed_rule_per_token,
+            "percent_off": round(r.seed_rule_percent_off, 4),
+        },
+        "weight_breakdown": r.weight_breakdown,
+    }
+
+
+def catalog_view(rows: list[tuple[str, FlopsResult]], *, ctx: int) -> Table:
+    t = Table(title=f"forward FLOPs per token at context {ctx_label(ctx)}", title_justify="left")
+    for col, right in (("model", False), ("weights", True), ("attention", True),
+                       ("forward", True), ("attention share", True), ("overtakes at", True)):
+        t.add_column(col, justify="right" if right else "left")
+    for name, r in rows:
+        cross = r.attention_crossover_ctx
+        t.add_row(
+            name,
+            flop(r.weight_flops_per_token),
+            flop(r.attention_flops_per_token),
+            flop(r.forward_flops_per_token),
+            f"{r.attention_flops_per_token / r.forward_flops_per_token:.1%}",
+            "never" if cross is None else n(cross),
+        )
+    return t
+
+
+def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
+    """Each formula with this model's numbers put in."""
+    k = spec.moe.experts_per_tok if spec.moe else 0
+    lines = ["weight FLOPs per token = 2 × elements of every matrix a token is multiplied by:"]
+    for t, g in spec.all_tensors():
+        if not t.matmul:
+            continue
+        dims = " × ".join(n(d) for d in t.shape)
+        if t.experts:
+            e = spec.moe.num_experts if spec.moe else t.experts
+            # stacked [E, …]: k/E of it is used; one tensor per expert ({e}): k of the E copies
+            dims = f"{dims} × {k}/{e} (active experts)" if t.copies == 1 else (
+                f"{dims} × {k} of {e} experts")
+        layers = f"{plural(len(g.layers), 'layer')} × " if g is not None else ""
+        tied = f" (tied to {t.tied_to}: still multiplied by)" if t.tied_to else ""
+        value = FLOPS_PER_MAC * matmul_elements(t, spec) * (len(g.layers) if g else 1)
+        lines.append(f"  {t.name}: 2 × {layers}{dims} = {n(value)}{tied}")
+    lines.append(f"  sum = {n(r.weight_flops_per_token)}")
+    lines.append(f"attention FLOPs per token at n = {n(r.ctx)}: per layer 2·keys·h·d_qk + 2·keys·h·d_v")
+    for a in r.attention_terms:
+        keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
+        lines.append(
+            f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
+            f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
+        )
+    lines.append(f"  sum = {n(r.attention_flops_per_token)}")
+    lines.append(
+        f"forward per token = {n(r.weight_flops_per_token)} + {n(r.attention_flops_per_token)} "
+        f"= {n(r.forward_flops_per_token)}"
+    )
+    s = spec.shape
+    lines.append(
+        f"seed rule = 2 × {n(r.active_params)} + 4 × {n(r.ctx)} × {n(s.hidden_size)} × "
+        f"{s.num_layers} = {n(r.seed_rule_per_token)} ({pct(r.seed_rule_percent_off)})"
+    )
+    full = " + ".join(
+        f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
+        for a in r.attention_terms
+    )
+    causal = " + ".join(
+        f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
+        f"({a.qk_head_dim} + {a.v_head_dim})"
+        for a in r.attention_terms
+    )
+    def times_batch(expr: str) -> str:
+        return f"{r.batch} × ({expr})" if r.batch > 1 else expr
+
+    lines.append(
+        f"prefill, full = {times_batch(f'{n(r.ctx)} × {n(r.weight_flops_per_token)} + {full}')} "
+        f"= {n(r.forward_flops_per_sequence)}"
+    )
+    pairs = "n(n+1)/2 pairs" + (", window w: w(w+1)/2 + (n−w)·w" if any(
+        a.window for a in r.attention_terms) else "")
+    causal_sum = f"{n(r.ctx)} × {n(r.weight_flops_per_token)} + {causal}"
+    lines.append(
+        f"prefill, causal ({pairs}) = {times_batch(causal_sum)} "
+        f"= {n(r.forward_flops_per_sequence_causal)}"
+    )
+    lines.append(
+        f"training per token = {TRAINING_MULTIPLIER} × {n(r.forward_flops_per_token)} "
+        f"= {n(r.training_flops_per_token)}"
+    )
+    if r.tokens is not None and r.training_flops is not None:
+        lines.append(
+            f"training for {n(r.tokens)} tokens = {n(r.tokens)} × {n(r.training_flops_per_token)} "
+            f"= {n(r.training_flops)}"
+        )
+    return lines
+
+
+
+def plural(count: int, word: str) -> str:
+    """1 layer, 32 layers."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"

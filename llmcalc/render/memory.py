@@ -1,0 +1,93 @@
+"""`llmcalc memory` output: weights, KV cache and total in GiB (exact bytes in JSON), explain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+
+from llmcalc.memory import MemoryResult
+from llmcalc.render import gib, n
+from llmcalc.render.count import header
+from llmcalc.render.flops import ctx_label, plural
+from llmcalc.spec import ModelSpec
+from llmcalc.units import DTYPE_BITS
+
+
+def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
+    seqs = f"{r.batch} sequences" if r.batch > 1 else "one sequence"
+    t = Table(
+        title=f"memory for {seqs} of {ctx_label(r.ctx)} tokens", title_justify="left"
+    )
+    t.add_column("part")
+    t.add_column("dtype")
+    t.add_column("bytes", justify="right")
+    t.add_column("", justify="right")
+    t.add_row(f"weights ({n(r.weight_elements)} parameters)", r.dtype.value, n(r.weights_bytes),
+              gib(r.weights_bytes))
+    kv = "KV cache, MLA latent" if r.mla else "KV cache"
+    t.add_row(f"{kv} per token", r.kv_dtype.value, n(r.kv_cache_bytes_per_token), "")
+    t.add_row(f"{kv} ({r.batch} × {n(r.ctx)} tokens)", r.kv_dtype.value, n(r.kv_cache_bytes),
+              gib(r.kv_cache_bytes))
+    t.add_section()
+    t.add_row("total", "", n(r.total_bytes), gib(r.total_bytes), style="bold")
+    if r.kv_cache_bytes_decompressed is not None and r.kv_cache_bytes_per_token_decompressed:
+        t.add_section()
+        t.add_row("KV cache decompressed per head (older implementations), per token",
+                  r.kv_dtype.value, n(r.kv_cache_bytes_per_token_decompressed), "")
+        t.add_row(f"KV cache decompressed per head ({r.batch} × {n(r.ctx)} tokens)",
+                  r.kv_dtype.value, n(r.kv_cache_bytes_decompressed),
+                  gib(r.kv_cache_bytes_decompressed))
+    return Group(header(spec), t)
+
+
+def memory_json(r: MemoryResult) -> dict[str, Any]:
+    return {
+        "model": r.model,
+        "ctx": r.ctx,
+        "batch": r.batch,
+        "dtype": r.dtype.value,
+        "kv_dtype": r.kv_dtype.value,
+        "weights_bytes": r.weights_bytes,
+        "kv_cache_bytes_per_token": r.kv_cache_bytes_per_token,
+        "kv_cache_bytes": r.kv_cache_bytes,
+        "total_bytes": r.total_bytes,
+        "kv_cache": "mla_latent" if r.mla else "per_head",
+        "kv_cache_bytes_per_token_decompressed": r.kv_cache_bytes_per_token_decompressed,
+        "kv_cache_bytes_decompressed": r.kv_cache_bytes_decompressed,
+    }
+
+
+def explain_lines(r: MemoryResult) -> list[str]:
+    """Each formula with this model's numbers put in."""
+    wb, kb = DTYPE_BITS[r.dtype], DTYPE_BITS[r.kv_dtype]
+    rounding = ", rounded up to whole bytes per tensor" if wb % 8 else ""
+    lines = [
+        f"weights = {n(r.weight_elements)} parameters × {wb} bits / 8{rounding} "
+        f"= {n(r.weights_bytes)} bytes ({gib(r.weights_bytes)})",
+        "KV cache per token = Σ layers × elements per layer × bits / 8:",
+    ]
+    for a in r.kv_terms:
+        if a.latent_dim is not None:
+            what = f"latent {a.latent_dim} (kv_lora_rank + rope head dim)"
+        else:
+            what = f"{a.kv_heads} kv heads × ({a.qk_head_dim} + {a.v_head_dim}) (K and V)"
+        lines.append(
+            f"  {a.group}: {plural(a.num_layers, 'layer')} × {what} = "
+            f"{n(a.num_layers * a.elements_per_token)} elements"
+        )
+    lines.append(f"  × {kb} bits / 8 = {n(r.kv_cache_bytes_per_token)} bytes")
+    parts = []
+    for a in r.kv_terms:
+        tokens = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
+        parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}")
+    lines.append(
+        f"KV cache = {r.batch} × ({' + '.join(parts)}) elements × {kb} bits / 8 "
+        f"= {n(r.kv_cache_bytes)} bytes ({gib(r.kv_cache_bytes)})"
+    )
+    lines.append(
+        f"total = {n(r.weights_bytes)} + {n(r.kv_cache_bytes)} = {n(r.total_bytes)} bytes "
+        f"({gib(r.total_bytes)})"
+    )
+    return lines

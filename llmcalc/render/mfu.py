@@ -1,0 +1,69 @@
+"""`llmcalc mfu` output: model FLOPs per token, achieved FLOP/s per GPU, and the utilisation."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from llmcalc.hardware import Accelerator
+from llmcalc.planning import Utilisation
+from llmcalc.render import n, short
+from llmcalc.spec import ModelSpec
+
+
+def mfu_view(
+    spec: ModelSpec, u: Utilisation, *, accelerator: Accelerator, gpus: int, ctx: int
+) -> RenderableType:
+    head = Text()
+    head.append(spec.name, style="bold")
+    head.append(f"  sequence length {n(ctx)} (--ctx) · {gpus} × {accelerator.name}")
+    t = Table(title="model FLOPs utilisation (PaLM, App. B)", title_justify="left")
+    t.add_column("")
+    t.add_column("value", justify="right")
+    t.add_row("tokens/s (all GPUs)", f"{u.tokens_per_sec:,.0f}")
+    t.add_row("training FLOPs per token: 6N + 12·L·H·Q·T (PaLM)", n(u.flops_per_token))
+    t.add_row("achieved FLOP/s per GPU", f"{short(u.achieved_flops)}FLOP/s")
+    t.add_row("peak FLOP/s per GPU (dense bf16)", f"{short(u.peak_flops)}FLOP/s")
+    t.add_section()
+    t.add_row("MFU", f"{u.mfu:.1%}", style="bold")
+    t.add_row("MFU counting causal attention pairs only", f"{u.mfu_causal:.1%}")
+    parts: list[RenderableType] = [head, t]
+    if u.mfu > 1:
+        parts.append(Text("MFU above 100%: check the throughput, the GPU count or the peak",
+                          style="bold red"))
+    parts.append(Text(f"accelerator: {accelerator.source}", style="dim"))
+    return Group(*parts)
+
+
+def explain_lines(u: Utilisation, *, gpus: int) -> list[str]:
+    return [
+        "FLOPs per token = 3 × (weight FLOPs + attention of one query over all ctx keys) "
+        "(PaLM App. B: 6N + 12·L·H·Q·T)",
+        f"MFU = tokens/s × FLOPs per token / (GPUs × peak) = {u.tokens_per_sec:,.0f} × "
+        f"{n(u.flops_per_token)} / ({gpus} × {u.peak_flops:.4e}) = {u.mfu:.4f}",
+    ]
+
+
+def mfu_json(
+    spec: ModelSpec, u: Utilisation, *, accelerator: Accelerator, gpus: int, ctx: int
+) -> dict[str, Any]:
+    return {
+        "model": spec.name,
+        "ctx": ctx,
+        "gpus": gpus,
+        "accelerator": {
+            "name": accelerator.name,
+            "peak_flops": accelerator.peak_flops,
+            "source": accelerator.source,
+        },
+        "tokens_per_sec": u.tokens_per_sec,
+        "flops_per_token": u.flops_per_token,
+        "achieved_flops_per_gpu": u.achieved_flops,
+        "peak_flops_per_gpu": u.peak_flops,
+        "mfu": u.mfu,
+        "flops_per_token_causal": u.flops_per_token_causal,
+        "mfu_causal": u.mfu_causal,
+    }

@@ -1,0 +1,182 @@
+"""`llmcalc train` output: compute and time, memory per GPU with its breakdown, the verdict."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from llmcalc.hardware import Accelerator
+from llmcalc.render import gib, n, short
+from llmcalc.spec import ModelSpec
+from llmcalc.training import (
+    ADAMW_BYTES,
+    CHINCHILLA_TOKENS_PER_PARAM,
+    ZERO_PARTITIONED,
+    Recompute,
+    TrainingPlan,
+)
+
+STATE_LABELS = {
+    "weights": "weights (bf16)",
+    "gradients": "gradients (bf16)",
+    "optimizer/master_weights": "optimizer: fp32 master weights",
+    "optimizer/momentum": "optimizer: fp32 momentum",
+    "optimizer/variance": "optimizer: fp32 variance",
+}
+RECOMPUTE_LABELS = {
+    Recompute.none: "no recomputation",
+    Recompute.selective: "selective recomputation",
+    Recompute.full: "full recomputation",
+}
+
+
+def verdict(fits: bool) -> Text:
+    return Text("fits", style="bold green") if fits else Text("does not fit", style="bold red")
+
+
+def accelerator_line(acc: Accelerator, gpus: int) -> str:
+    return (
+        f"{gpus} × {acc.name}: {gib(acc.memory_bytes)}, {short(acc.peak_flops)}FLOP/s dense bf16"
+    )
+
+
+def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
+    p = plan
+    head = Text()
+    head.append(spec.name, style="bold")
+    head.append(
+        f"  {n(p.params)} parameters · training sequence length {n(p.ctx)} (--ctx) · "
+        f"{accelerator_line(p.accelerator, p.par.gpus)}"
+    )
+
+    compute = Table(title="compute", title_justify="left")
+    compute.add_column("")
+    compute.add_column("value", justify="right")
+    compute.add_column("", justify="right")
+    compute.add_row("tokens", n(p.tokens), short(p.tokens))
+    compute.add_row(
+        f"compute-optimal tokens ({CHINCHILLA_TOKENS_PER_PARAM} per parameter, Hoffmann 2022)",
+        n(p.compute_optimal_tokens), short(p.compute_optimal_tokens),
+    )
+    compute.add_section()
+    compute.add_row("FLOPs: weights (3 × forward)", f"{p.weight_flops:.4e}", short(p.weight_flops))
+    compute.add_row(
+        f"FLOPs: causal attention at {n(p.ctx)}", f"{p.attention_flops:.4e}", short(p.attention_flops)
+    )
+    compute.add_row("training FLOPs", f"{p.training_flops:.4e}", short(p.training_flops), style="bold")
+    compute.add_row("6·N·D (rule of thumb)", f"{p.six_n_d:.4e}", short(p.six_n_d))
+    compute.add_section()
+    compute.add_row(f"GPU-hours at MFU {p.mfu:.0%}", f"{p.time.gpu_hours:,.0f}", "")
+    compute.add_row(
+        f"wall-clock on {p.par.gpus} GPUs", f"{p.time.wall_days:,.1f} days", "", style="bold"
+    )
+
+    par = p.par
+    parts = ", ".join(sorted(ZERO_PARTITIONED[par.zero])) or "nothing"
+    mem = Table(
+        title=f"memory per GPU (tp {par.tp} × pp {par.pp} × dp {par.dp}; "
+        f"ZeRO-{par.zero} shards {parts} over dp)",
+        title_justify="left",
+    )
+    mem.add_column("")
+    mem.add_column("bytes/param", justify="right")
+    mem.add_column("per GPU", justify="right")
+    for key, nbytes in p.states.items():
+        mem.add_row(STATE_LABELS[key], str(ADAMW_BYTES[key]), gib(nbytes))
+    mem.add_row("model states", str(sum(ADAMW_BYTES.values())), gib(p.states_total), style="bold")
+    flash = ", FlashAttention" if p.flash_attention else ""
+    mem.add_row(
+        f"activations (micro-batch {p.micro_batch}, {RECOMPUTE_LABELS[p.recompute]}{flash})",
+        "", gib(p.activations),
+    )
+    mem.add_section()
+    mem.add_row("total", "", gib(p.memory_per_gpu), style="bold")
+    mem.add_row(f"{p.accelerator.name} memory", "", gib(p.accelerator.memory_bytes))
+    mem.add_row("", "", verdict(p.fits))
+    notes = [
+        Text(f"accelerator: {p.accelerator.source}", style="dim"),
+        Text(
+            "activations: Korthikanti et al. 2022, s·b·h·(34 + 5·a·s/h)/t per layer (sequence "
+            "parallel with tp), all L layers on the first pipeline stage (1F1B)",
+            style="dim",
+        ),
+    ]
+    return Group(head, compute, mem, *notes)
+
+
+def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
+    """Each formula with this run's numbers put in."""
+    p, s = plan, spec.shape
+    par = p.par
+    lines = [
+        f"training FLOPs = 3 × (D · W + D / ctx · A_causal(ctx)) = {p.weight_flops:.4e} + "
+        f"{p.attention_flops:.4e} = {p.training_flops:.4e}",
+        f"  W = weight FLOPs per token (2 × matrix elements); A_causal = attention of one sequence "
+        f"of {n(p.ctx)} tokens over the ctx·(ctx+1)/2 pairs a causal mask keeps; "
+        f"on average {n(p.flops_per_token)} per token",
+        f"6·N·D = 6 × {n(p.params)} × {n(p.tokens)} = {p.six_n_d:.4e}",
+        f"compute-optimal tokens = {CHINCHILLA_TOKENS_PER_PARAM} × N = "
+        f"{CHINCHILLA_TOKENS_PER_PARAM} × {n(p.params)} = {n(p.compute_optimal_tokens)}",
+        f"GPU-hours = FLOPs / (peak × MFU) / 3600 = {p.training_flops:.4e} / "
+        f"({p.accelerator.peak_flops:.4e} × {p.mfu:g}) / 3600 = {p.time.gpu_hours:,.0f}",
+        f"days = GPU-hours / GPUs / 24 = {p.time.gpu_hours:,.0f} / {par.gpus} / 24 "
+        f"= {p.time.wall_days:,.2f}",
+        f"model states per GPU = N / (tp·pp) × bytes/param, ZeRO-{par.zero} parts / dp: "
+        f"{n(p.params)} / {par.model_parallel} × 16 B → {n(p.states_total)} B",
+    ]
+    for key, nbytes in p.states.items():
+        sharded = key.split("/")[0] in ZERO_PARTITIONED[par.zero]
+        div = f" / {par.dp}" if sharded else ""
+        lines.append(f"  {key}: {ADAMW_BYTES[key]} B × N / {par.model_parallel}{div} = {n(nbytes)}")
+    a, h, sq, b = s.num_heads, s.hidden_size, p.ctx, p.micro_batch
+    lines.append(
+        f"activations = L × s·b·h·(34 + 5·a·s/h) / t = {s.num_layers} × {n(sq)}·{b}·{n(h)}·(34 + "
+        f"5·{a}·{n(sq)}/{n(h)}) / {par.tp} without recomputation; this run "
+        f"({RECOMPUTE_LABELS[p.recompute]}{', FlashAttention' if p.flash_attention else ''}) "
+        f"= {n(p.activations)}"
+    )
+    lines.append(
+        f"total per GPU = {n(p.states_total)} + {n(p.activations)} = {n(p.memory_per_gpu)} "
+        f"{'≤' if p.fits else '>'} {n(p.accelerator.memory_bytes)}: "
+        f"{'fits' if p.fits else 'does not fit'}"
+    )
+    return lines
+
+
+def train_json(spec: ModelSpec, plan: TrainingPlan) -> dict[str, Any]:
+    p = plan
+    acc = p.accelerator
+    return {
+        "model": spec.name,
+        "params": p.params,
+        "tokens": p.tokens,
+        "ctx": p.ctx,
+        "training_flops": p.training_flops,
+        "training_flops_breakdown": {"weights": p.weight_flops, "attention": p.attention_flops},
+        "flops_per_token": p.flops_per_token,
+        "six_n_d": p.six_n_d,
+        "compute_optimal_tokens": p.compute_optimal_tokens,
+        "mfu": p.mfu,
+        "gpu_hours": p.time.gpu_hours,
+        "wall_clock_days": p.time.wall_days,
+        "accelerator": {
+            "name": acc.name,
+            "memory_bytes": acc.memory_bytes,
+            "peak_flops": acc.peak_flops,
+            "source": acc.source,
+        },
+        "parallelism": {
+            "gpus": p.par.gpus, "tp": p.par.tp, "pp": p.par.pp, "dp": p.par.dp, "zero": p.par.zero,
+        },
+        "bytes_per_param": dict(ADAMW_BYTES),
+        "micro_batch": p.micro_batch,
+        "recompute": p.recompute.value,
+        "flash_attention": p.flash_attention,
+        "memory_per_gpu": {**p.states, "activations": p.activations},
+        "memory_per_gpu_bytes": p.memory_per_gpu,
+        "gpu_memory_bytes": acc.memory_bytes,
+        "fits": p.fits,
+    }

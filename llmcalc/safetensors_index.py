@@ -1,0 +1,163 @@
+"""Tensor names, shapes and dtypes of a safetensors checkpoint, read from the file headers alone.
+
+A ``.safetensors`` file starts with 8 bytes (little-endian u64: the header length N) and N bytes of
+JSON: ``{name: {"dtype": "BF16", "shape": [4096, 4096], "data_offsets": [start, end]}, ...}`` plus an
+optional ``__metadata__`` entry (format: huggingface/safetensors, README "Format"). A sharded
+checkpoint lists which file holds each tensor in ``model.safetensors.index.json`` (``weight_map``).
+Only those bytes are read: no weights, no torch, no safetensors package.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from llmcalc.errors import ConfigError
+
+INDEX_FILE = "model.safetensors.index.json"
+# A header larger than this is not a real one (the format caps it at 100 MB).
+MAX_HEADER_BYTES = 100_000_000
+_LENGTH = struct.Struct("<Q")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One stored tensor: its shape, dtype and the file it is in."""
+
+    shape: tuple[int, ...]
+    dtype: str
+    nbytes: int
+    file: str
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """Every tensor of a checkpoint folder, by name, and the files they came from."""
+
+    folder: Path
+    files: tuple[str, ...]
+    tensors: Mapping[str, TensorInfo]
+
+    @property
+    def numel(self) -> int:
+        return sum(t.numel for t in self.tensors.values())
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors.values())
+
+    def shapes(self) -> dict[str, tuple[int, ...]]:
+        return {name: t.shape for name, t in self.tensors.items()}
+
+
+def has_safetensors(folder: Path) -> bool:
+    """Whether ``folder`` holds a safetensors checkpoint (shards or an index)."""
+    return folder.is_dir() and (
+        (folder / INDEX_FILE).is_file() or any(folder.glob("*.safetensors"))
+    )
+
+
+def read_header(path: Path) -> dict[str, TensorInfo]:
+    """The tensors one ``.safetensors`` file holds (its JSON header only)."""
+    label = str(path)
+    try:
+        with path.open("rb") as f:
+            head = f.read(_LENGTH.size)
+            if len(head) < _LENGTH.size:
+                raise ConfigError(label, "not a safetensors file (shorter than its 8-byte header length)")
+            (length,) = _LENGTH.unpack(head)
+            size = path.stat().st_size
+            if length > MAX_HEADER_BYTES or _LENGTH.size + length > size:
+                raise ConfigError(
+                    label, f"not a safetensors file (header length {length} in a {size}-byte file)"
+                )
+            raw = f.read(length)
+    except OSError as e:
+        raise ConfigError(label, f"cannot read file ({e.strerror})") from None
+    try:
+        header = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ConfigError(label, "not a safetensors file (its header is not JSON)") from None
+    if not isinstance(header, dict):
+        raise ConfigError(label, "not a safetensors file (its header is not a JSON mapping)")
+    out: dict[str, TensorInfo] = {}
+    for name, entry in header.items():
+        if name == "__metadata__":
+            continue
+        out[name] = _tensor_info(entry, name=name, label=label, file=path.name)
+    return out
+
+
+def _tensor_info(entry: object, *, name: str, label: str, file: str) -> TensorInfo:
+    if isinstance(entry, dict):
+        shape, offsets, dtype = entry.get("shape"), entry.get("data_offsets"), entry.get("dtype")
+        if (
+            isinstance(shape, list)
+            and all(isinstance(d, int) and d >= 0 for d in shape)
+            and isinstance(offsets, list)
+            and len(offsets) == 2
+            and all(isinstance(o, int) for o in offsets)
+            and isinstance(dtype, str)
+        ):
+            return TensorInfo(tuple(shape), dtype, offsets[1] - offsets[0], file)
+    raise ConfigError(label, f"tensor {name!r}: header entry lacks dtype, shape or data_offsets")
+
+
+def read_checkpoint(folder: Path) -> Checkpoint:
+    """All tensors of the checkpoint in ``folder``: the shards the index names, else its files.
+
+    Without an index, ``model*.safetensors`` are read if present, otherwise every
+    ``*.safetensors`` file (a tensor stored twice is an error either way).
+    """
+    index = folder / INDEX_FILE
+    if index.is_file():
+        weight_map = _weight_map(index)
+        files = sorted(set(weight_map.values()))
+    else:
+        weight_map = None
+        found = sorted(p.name for p in folder.glob("model*.safetensors")) or sorted(
+            p.name for p in folder.glob("*.safetensors")
+        )
+        if not found:
+            raise ConfigError(str(folder), "folder has no *.safetensors files")
+        files = found
+    tensors: dict[str, TensorInfo] = {}
+    for file in files:
+        path = folder / file
+        if not path.is_file():
+            raise ConfigError(str(index), f"weight_map names {file}, which is not in the folder")
+        for name, info in read_header(path).items():
+            if name in tensors:
+                raise ConfigError(
+                    str(path), f"tensor {name!r} is also stored in {tensors[name].file}"
+                )
+            tensors[name] = info
+    if weight_map is not None:
+        for name, file in weight_map.items():
+            if name not in tensors or tensors[name].file != file:
+                raise ConfigError(str(index), f"weight_map puts {name!r} in {file}, which lacks it")
+    return Checkpoint(folder, tuple(files), tensors)
+
+
+def _weight_map(index: Path) -> dict[str, str]:
+    label = str(index)
+    try:
+        data = json.loads(index.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise ConfigError(label, f"cannot read file ({e.strerror})") from None
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise ConfigError(label, "invalid JSON") from None
+    weight_map = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(weight_map, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()
+    ):
+        raise ConfigError(label, "missing weight_map (tensor name → file name)")
+    return weight_map

@@ -1,0 +1,323 @@
+"""Planning a training run: compute, compute-optimal tokens, GPU time, and memory per GPU.
+
+Pure functions over plain numbers (and a :class:`ModelSpec` where the model's shape is needed);
+nothing here prints. Sources, each used once below:
+
+- training FLOPs: forward + backward = 3 × forward (llmcalc.flops), i.e. 6·N per token for the
+  weights plus the attention a causal mask keeps, averaged over a sequence of ``ctx`` tokens;
+- compute-optimal tokens: Hoffmann et al. 2022 ("Chinchilla"), ≈ 20 tokens per parameter;
+- model-state bytes: mixed-precision AdamW, 2 + 2 + 12 bytes per parameter, and the ZeRO stages
+  (Rajbhandari et al. 2020, §3.1 and §5);
+- activation bytes: Korthikanti et al. 2022, §4 and Table 2 — derived for a GPT-3 layer (4h MLP,
+  multi-head attention, dropout); for other layers (SwiGLU, GQA, MoE) it is the stated estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from llmcalc import flops
+from llmcalc.counting import count
+from llmcalc.errors import UsageError
+from llmcalc.hardware import Accelerator
+from llmcalc.spec import ModelSpec
+
+# ---- compute -------------------------------------------------------------------------------------
+
+# Hoffmann et al. 2022, §3 and Table 3: the compute-optimal model sees ≈ 20 tokens per parameter
+# (Chinchilla: 70B parameters, 1.4T tokens).
+CHINCHILLA_TOKENS_PER_PARAM = 20
+
+SECONDS_PER_HOUR = 3600
+SECONDS_PER_DAY = 86400
+
+
+def compute_optimal_tokens(params: int) -> int:
+    """Hoffmann et al. 2022: D_opt ≈ 20 · N."""
+    return CHINCHILLA_TOKENS_PER_PARAM * params
+
+
+@dataclass(frozen=True)
+class TrainingFlops:
+    """Training FLOPs of ``tokens`` tokens in sequences of ``ctx``: weights and causal attention."""
+
+    weights: int
+    attention: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.attention
+
+
+def training_flops(spec: ModelSpec, *, tokens: int, ctx: int) -> TrainingFlops:
+    """3 × the forward pass over D tokens: 3 · (D · W + (D / ctx) · A_causal(ctx)).
+
+    W: weight FLOPs per token (2 × matrix elements, ≈ 2·N); A_causal(ctx): attention FLOPs of one
+    sequence over the ctx(ctx+1)/2 query–key pairs a causal mask keeps (sliding windows fewer).
+    """
+    if tokens < 1:
+        raise UsageError(f"--tokens {tokens}: must be 1 or more")
+    per_sequence = flops.attention_flops_per_sequence(spec, ctx=ctx, causal=True)
+    return TrainingFlops(
+        weights=flops.TRAINING_MULTIPLIER * tokens * flops.weight_flops_per_token(spec),
+        attention=flops.TRAINING_MULTIPLIER * tokens * per_sequence // ctx,
+    )
+
+
+def six_n_d(params: int, tokens: int) -> int:
+    """The headline rule: 6 · N · D training FLOPs (weights only, no attention term)."""
+    return flops.FLOPS_PER_MAC * flops.TRAINING_MULTIPLIER * params * tokens
+
+
+@dataclass(frozen=True)
+class ComputeTime:
+    """How long ``flops`` take on ``gpus`` accelerators of ``peak_flops`` each at utilisation ``mfu``."""
+
+    gpu_seconds: float
+    gpu_hours: float
+    wall_seconds: float
+    wall_days: float
+
+
+def compute_time(flops: int, *, gpus: int, peak_flops: int, mfu: float) -> ComputeTime:
+    """seconds on one GPU = FLOPs / (peak · MFU); wall-clock = that / GPUs."""
+    check_mfu(mfu)
+    gpu_seconds = flops / (peak_flops * mfu)
+    wall = gpu_seconds / gpus
+    return ComputeTime(gpu_seconds, gpu_seconds / SECONDS_PER_HOUR, wall, wall / SECONDS_PER_DAY)
+
+
+def check_mfu(mfu: float) -> None:
+    if not 0 < mfu <= 1:
+        raise UsageError(f"--mfu {mfu:g}: must be a fraction in (0, 1], e.g. 0.4")
+
+
+# ---- model states: weights, gradients, optimizer -------------------------------------------------
+
+# Mixed-precision AdamW, bytes per parameter (Rajbhandari et al. 2020, §3.1: 2Ψ + 2Ψ + 12Ψ):
+# bf16/fp16 weights and gradients; fp32 master weights, first moment (momentum) and second moment
+# (variance) for the optimizer.
+ADAMW_BYTES: dict[str, int] = {
+    "weights": 2,
+    "gradients": 2,
+    "optimizer/master_weights": 4,
+    "optimizer/momentum": 4,
+    "optimizer/variance": 4,
+}
+ADAMW_BYTES_PER_PARAM = sum(ADAMW_BYTES.values())  # 16
+
+# Which model states each ZeRO stage partitions over the data-parallel group (Rajbhandari et al.
+# 2020, §5: P_os, P_os+g, P_os+g+p).
+ZERO_PARTITIONED: dict[int, frozenset[str]] = {
+    0: frozenset(),
+    1: frozenset({"optimizer"}),
+    2: frozenset({"optimizer", "gradients"}),
+    3: frozenset({"optimizer", "gradients", "weights"}),
+}
+
+
+@dataclass(frozen=True)
+class Parallelism:
+    """How ``gpus`` are used: tensor × pipeline model parallelism, data parallelism over the rest."""
+
+    gpus: int
+    tp: int = 1
+    pp: int = 1
+    zero: int = 0
+
+    @property
+    def dp(self) -> int:
+        return self.gpus // (self.tp * self.pp)
+
+    @property
+    def model_parallel(self) -> int:
+        return self.tp * self.pp
+
+
+def parallelism(*, gpus: int, tp: int = 1, pp: int = 1, zero: int = 0) -> Parallelism:
+    """Check the degrees: tp·pp must divide the GPU count, ZeRO is a stage 0–3."""
+    for option, value in (("--gpus", gpus), ("--tp", tp), ("--pp", pp)):
+        if value < 1:
+            raise UsageError(f"{option} {value}: must be 1 or more")
+    if zero not in ZERO_PARTITIONED:
+        raise UsageError(f"--zero {zero}: must be a ZeRO stage 0, 1, 2 or 3")
+    if gpus % (tp * pp):
+        raise UsageError(
+            f"--gpus {gpus}: must be a multiple of --tp × --pp = {tp} × {pp} = {tp * pp}"
+        )
+    return Parallelism(gpus=gpus, tp=tp, pp=pp, zero=zero)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def model_state_bytes(params: int, *, par: Parallelism) -> dict[str, int]:
+    """Bytes per GPU of each model state (the :data:`ADAMW_BYTES` keys).
+
+    Tensor and pipeline parallelism split the parameters evenly over tp·pp GPUs (an ideal split);
+    ZeRO then partitions the states of its stage over the data-parallel degree dp = GPUs / (tp·pp),
+    never over all GPUs (dividing by both would count the model-parallel split twice).
+    """
+    shard = ceil_div(params, par.model_parallel)
+    partitioned = ZERO_PARTITIONED[par.zero]
+    out = {}
+    for key, per_param in ADAMW_BYTES.items():
+        kind = key.split("/")[0]
+        divisor = par.dp if kind in partitioned else 1
+        out[key] = ceil_div(shard * per_param, divisor)
+    return out
+
+
+# ---- activations ---------------------------------------------------------------------------------
+
+
+class Recompute(str, Enum):
+    """What is recomputed in the backward pass instead of stored (Korthikanti et al. 2022, §4)."""
+
+    none = "none"  # store every activation
+    selective = "selective"  # recompute the attention core (QKᵀ, softmax, dropout, ·V)
+    full = "full"  # store only each layer's input; recompute the layer
+
+
+# Korthikanti et al. 2022, §4.1: one GPT layer stores 34·s·b·h bytes (16-bit activations and 1-byte
+# dropout masks: attention 11sbh, MLP 19sbh, layer norms 4sbh) plus 5·a·s²·b bytes in the attention
+# core (softmax 2as²b, its dropout mask as²b, dropout output 2as²b). Full recomputation keeps only
+# the layer input, 2·s·b·h. With tensor + sequence parallelism (§4.2.2) every term is divided by t.
+LINEAR_BYTES = {Recompute.none: 34, Recompute.selective: 34, Recompute.full: 2}
+KEEPS_ATTENTION_SCORES = {Recompute.none: True, Recompute.selective: False, Recompute.full: False}
+ATTENTION_SCORE_BYTES = 5
+
+
+def activation_bytes_per_layer(
+    *,
+    seq: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    tp: int = 1,
+    recompute: Recompute = Recompute.none,
+    flash_attention: bool = False,
+) -> int:
+    """Korthikanti et al. 2022: s·b·h·(34 + 5·a·s/h) / t bytes per layer without recomputation.
+
+    Selective recomputation, and FlashAttention (which never stores the s × s scores), remove the
+    5·a·s²·b term; full recomputation leaves 2·s·b·h. Assumes sequence parallelism with tp > 1.
+    """
+    s, b, h, a = seq, micro_batch, hidden, heads
+    total = LINEAR_BYTES[recompute] * s * b * h
+    if KEEPS_ATTENTION_SCORES[recompute] and not flash_attention:
+        total += ATTENTION_SCORE_BYTES * a * s * s * b
+    return ceil_div(total, tp)
+
+
+def activation_bytes(
+    *,
+    layers: int,
+    seq: int,
+    micro_batch: int,
+    hidden: int,
+    heads: int,
+    tp: int = 1,
+    recompute: Recompute = Recompute.none,
+    flash_attention: bool = False,
+) -> int:
+    """Activations on the busiest GPU: all ``layers`` layers' worth, whatever the pipeline degree.
+
+    Korthikanti et al. 2022, §4.2.3: with the 1F1B schedule the first of p stages holds L/p layers
+    for p micro-batches in flight, i.e. L layers' activations.
+    """
+    return layers * activation_bytes_per_layer(
+        seq=seq, micro_batch=micro_batch, hidden=hidden, heads=heads, tp=tp,
+        recompute=recompute, flash_attention=flash_attention,
+    )
+
+
+# ---- a whole plan --------------------------------------------------------------------------------
+
+DEFAULT_CTX = 4096
+DEFAULT_MFU = 0.4
+
+
+@dataclass(frozen=True)
+class TrainingPlan:
+    """Everything ``llmcalc train`` reports, computed from the spec and the options."""
+
+    params: int
+    tokens: int
+    ctx: int
+    flops_per_token: int  # 3 × forward at ctx: weights plus causal attention
+    weight_flops: int  # the weights' share over all tokens (≈ 6·N·D)
+    attention_flops: int  # the causal attention's share over all tokens
+    training_flops: int  # weight_flops + attention_flops
+    six_n_d: int  # 6 · N · D with N = all parameters, beside the exact figure
+    compute_optimal_tokens: int
+    accelerator: Accelerator
+    mfu: float
+    time: ComputeTime
+    par: Parallelism
+    micro_batch: int
+    recompute: Recompute
+    flash_attention: bool
+    states: dict[str, int]  # ADAMW_BYTES keys → bytes per GPU
+    activations: int  # bytes per GPU
+    memory_per_gpu: int
+    fits: bool
+
+    @property
+    def states_total(self) -> int:
+        return sum(self.states.values())
+
+
+def plan_training(
+    spec: ModelSpec,
+    *,
+    tokens: int | None,
+    ctx: int,
+    accelerator: Accelerator,
+    mfu: float,
+    par: Parallelism,
+    micro_batch: int = 1,
+    recompute: Recompute = Recompute.none,
+    flash_attention: bool = False,
+) -> TrainingPlan:
+    """Compute, time and memory per GPU of a run; ``tokens`` None means the compute-optimal count."""
+    if micro_batch < 1:
+        raise UsageError(f"--micro-batch {micro_batch}: must be 1 or more")
+    check_mfu(mfu)
+    pc = count(spec)
+    optimal = compute_optimal_tokens(pc.total)
+    tokens = optimal if tokens is None else tokens
+    compute = training_flops(spec, tokens=tokens, ctx=ctx)
+    s = spec.shape
+    states = model_state_bytes(pc.total, par=par)
+    activations = activation_bytes(
+        layers=s.num_layers, seq=ctx, micro_batch=micro_batch, hidden=s.hidden_size,
+        heads=s.num_heads, tp=par.tp, recompute=recompute, flash_attention=flash_attention,
+    )
+    per_gpu = sum(states.values()) + activations
+    return TrainingPlan(
+        params=pc.total,
+        tokens=tokens,
+        ctx=ctx,
+        flops_per_token=compute.total // tokens,
+        weight_flops=compute.weights,
+        attention_flops=compute.attention,
+        training_flops=compute.total,
+        six_n_d=six_n_d(pc.active, tokens),
+        compute_optimal_tokens=optimal,
+        accelerator=accelerator,
+        mfu=mfu,
+        time=compute_time(
+            compute.total, gpus=par.gpus, peak_flops=accelerator.peak_flops, mfu=mfu
+        ),
+        par=par,
+        micro_batch=micro_batch,
+        recompute=recompute,
+        flash_attention=flash_attention,
+        states=states,
+        activations=activations,
+        memory_per_gpu=per_gpu,
+        fits=per_gpu <= accelerator.memory_bytes,
+    )

@@ -1,0 +1,104 @@
+"""Numbers people type: context lengths, token counts, data types.
+
+Context windows are quoted in binary (a "4k context" holds 4,096 tokens, 128k = 131,072, 1M =
+1,048,576); token budgets and other counts are decimal (2T tokens = 2·10¹², 70B = 7·10¹⁰). Both also
+take plain integers. Anything else (``12q``, ``-5``, ``0``, an empty string) is a :class:`UsageError`
+naming the option.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+from enum import Enum
+
+from llmcalc.errors import UsageError
+
+# suffix (matched in any case) → multiplier; context lengths are powers of two, counts powers of ten
+BINARY_SUFFIXES: dict[str, int] = {"k": 2**10, "M": 2**20}
+DECIMAL_SUFFIXES: dict[str, int] = {"k": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+
+_NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d+)?|\.\d+))\s*([a-z]?)\s*$", re.IGNORECASE)
+
+
+def _parse(text: str, *, option: str, suffixes: dict[str, int], example: str) -> int:
+    m = _NUMBER.match(text)
+    by_letter = {"": 1, **{s.lower(): v for s, v in suffixes.items()}}
+    multiplier = by_letter.get(m.group(2).lower()) if m else None
+    if m is None or multiplier is None:
+        known = ", ".join(suffixes)
+        raise UsageError(
+            f"{option} {text!r}: expected a positive whole number, optionally with a suffix "
+            f"({known}), e.g. {example}"
+        )
+    try:
+        value = Decimal(m.group(1)) * multiplier
+    except InvalidOperation:  # pragma: no cover - the regex admits only plain decimals
+        raise UsageError(f"{option} {text!r}: not a number") from None
+    if value != value.to_integral_value():
+        raise UsageError(f"{option} {text!r}: must come to a whole number, got {value.normalize():f}")
+    if value <= 0:
+        raise UsageError(f"{option} {text!r}: must be a positive number")
+    return int(value)
+
+
+def parse_context(text: str, *, option: str = "--ctx") -> int:
+    """A context length in tokens: ``4096``, ``4k`` (= 4,096), ``128k`` (= 131,072), ``1M``."""
+    return _parse(text, option=option, suffixes=BINARY_SUFFIXES, example="4096, 4k, 128k, 1M")
+
+
+def parse_count(text: str, *, option: str) -> int:
+    """A decimal count: ``1000``, ``3.2M`` (= 3,200,000), ``70B`` (= 7·10¹⁰), ``2T`` (= 2·10¹²)."""
+    return _parse(text, option=option, suffixes=DECIMAL_SUFFIXES, example="1000, 3.2M, 70B, 2T")
+
+
+class DType(str, Enum):
+    """Element types for weights and caches."""
+
+    fp32 = "fp32"
+    fp16 = "fp16"
+    bf16 = "bf16"
+    fp8 = "fp8"
+    int8 = "int8"
+    int4 = "int4"
+
+
+# bits per element; bytes of n elements = ceil(n · bits / 8) (int4 packs two per byte)
+DTYPE_BITS: dict[DType, int] = {
+    DType.fp32: 32,
+    DType.fp16: 16,
+    DType.bf16: 16,
+    DType.fp8: 8,
+    DType.int8: 8,
+    DType.int4: 4,
+}
+
+# other spellings people and torch use → the canonical name
+DTYPE_ALIASES: dict[str, DType] = {
+    "float32": DType.fp32,
+    "float": DType.fp32,
+    "float16": DType.fp16,
+    "half": DType.fp16,
+    "bfloat16": DType.bf16,
+    "float8": DType.fp8,
+    "float8_e4m3fn": DType.fp8,
+    "float8_e5m2": DType.fp8,
+}
+
+
+def parse_dtype(text: str, *, option: str = "--dtype") -> DType:
+    """``bf16`` (or ``bfloat16``, any case) → :class:`DType`; unknown names raise UsageError."""
+    key = text.strip().lower()
+    try:
+        return DType(key)
+    except ValueError:
+        pass
+    if key in DTYPE_ALIASES:
+        return DTYPE_ALIASES[key]
+    known = ", ".join(d.value for d in DType)
+    raise UsageError(f"{option} {text!r}: unknown dtype; use one of {known}")
+
+
+def nbytes(elements: int, dtype: DType) -> int:
+    """Bytes that ``elements`` values take at ``dtype``, rounded up to a whole byte."""
+    return -(-elements * DTYPE_BITS[dtype] // 8)

@@ -1,0 +1,223 @@
+"""`llmcalc train`, `fit` and `mfu`: the planners' figures, their JSON, their errors and exit codes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmcalc import load_spec
+from llmcalc.errors import UsageError
+from llmcalc.hardware import GiB, lookup, resolve
+from llmcalc.planning import fit, model_flops_utilisation
+from llmcalc.units import DType
+
+# PaLM 540B (Chowdhery et al. 2022, Table 1): 118 layers, d_model 18432, 48 heads of 256,
+# multi-query attention, SwiGLU with d_ff = 4·d_model, 256k vocabulary, shared input/output
+# embeddings. As a llama-family config it has 540,358,649,856 parameters (the paper: 540.35B).
+PALM = {
+    "model_type": "llama", "hidden_size": 18432, "intermediate_size": 73728,
+    "num_hidden_layers": 118, "num_attention_heads": 48, "num_key_value_heads": 1,
+    "head_dim": 256, "vocab_size": 256000, "tie_word_embeddings": True,
+}
+
+
+# ---- mfu -----------------------------------------------------------------------------------------
+
+
+def test_palm_540b_mfu_46_2_percent(write: Any) -> None:
+    # PaLM, Table 3 / App. B: 238.3K tokens/s on 6144 TPU v4 chips (275 TFLOP/s bf16 each), sequence
+    # length 2048 → 46.2% MFU, counting 6N + 12·L·H·Q·T per token.
+    spec = load_spec(write("palm.json", PALM))
+    u = model_flops_utilisation(
+        spec, tokens_per_sec=238_300, ctx=2048, gpus=6144, accelerator=resolve(None, flops="275T")
+    )
+    # N = 540,358,649,856, of which the 2·118 + 1 RMSNorm vectors (no matmul) are 237 × 18432
+    matrices = 540_358_649_856 - 237 * 18432
+    assert u.flops_per_token == 6 * matrices + 12 * 118 * 48 * 256 * 2048
+    assert round(u.mfu * 100, 1) == 46.2
+    assert u.mfu_causal < u.mfu  # the causal mask keeps about half the attention pairs
+
+
+def test_mfu_cli_gpt2_by_hand(cli: Any) -> None:
+    # GPT-2: matrices one token is multiplied by: 12 × 7,077,888 + the tied lm_head 38,597,376
+    # = 123,532,032 → W = 247,064,064; PaLM attention at T = 1024: 12 · 1024 · 2·12·(64+64).
+    per_token = 3 * (247_064_064 + 12 * 1024 * 2 * 12 * 128)
+    assert per_token == 854_438_400
+    run = cli("mfu", "gpt2", "--tokens-per-sec", "50k", "--gpu-flops", "100T", "--ctx", "1k",
+              "--json")
+    assert run.code == 0, run.stderr
+    data = run.json()
+    assert data["flops_per_token"] == per_token
+    assert data["tokens_per_sec"] == 50_000
+    assert data["mfu"] == pytest.approx(50_000 * per_token / 1e14)
+    assert data["ctx"] == 1024
+    assert set(data) >= {"mfu", "mfu_causal", "achieved_flops_per_gpu", "peak_flops_per_gpu"}
+
+
+def test_mfu_table_and_explain(cli: Any) -> None:
+    run = cli("mfu", "gpt2", "--tokens-per-sec", "50k", "--gpu", "a100", "--explain")
+    assert run.code == 0, run.stderr
+    assert "sequence length 4,096 (--ctx)" in run.stdout
+    assert "MFU = tokens/s × FLOPs per token / (GPUs × peak)" in run.stdout
+
+
+# ---- train ---------------------------------------------------------------------------------------
+
+
+def test_train_json_keys_and_figures(cli: Any) -> None:
+    run = cli("train", "llama-3.1-405b", "--tokens", "15.6T", "--gpus", "16384", "--gpu", "h100",
+              "--ctx", "8k", "--tp", "8", "--pp", "16", "--zero", "1", "--flash-attention", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    assert {"training_flops", "compute_optimal_tokens", "gpu_hours", "memory_per_gpu_bytes",
+            "fits"} <= set(d)
+    assert d["ctx"] == 8192 and d["tokens"] == 15_600_000_000_000
+    assert d["training_flops"] == pytest.approx(3.94e25, rel=0.01)
+    assert d["compute_optimal_tokens"] == 20 * 405_853_388_800
+    # model states: N / (tp·pp) = 3,170,729,600 params per GPU; ZeRO-1 shards the 12 optimizer
+    # bytes over dp = 128. Activations: 126 layers × 34·s·b·h / t with FlashAttention.
+    shard = 405_853_388_800 // 128
+    assert d["memory_per_gpu"]["weights"] == 2 * shard
+    assert d["memory_per_gpu"]["optimizer/momentum"] == 4 * shard // 128
+    assert d["memory_per_gpu"]["activations"] == 126 * 34 * 8192 * 16384 // 8 == 71_873_593_344
+    assert d["memory_per_gpu_bytes"] == 84_853_767_644
+    assert d["fits"] is True
+    assert d["parallelism"] == {"gpus": 16384, "tp": 8, "pp": 16, "dp": 128, "zero": 1}
+    assert d["gpu_hours"] == pytest.approx(d["training_flops"] / (989e12 * 0.4) / 3600)
+
+
+def test_train_without_flash_attention_does_not_fit(cli: Any) -> None:
+    run = cli("train", "llama-3.1-405b", "--tokens", "15.6T", "--gpus", "16384", "--gpu", "h100",
+              "--ctx", "8k", "--tp", "8", "--pp", "16", "--zero", "1")
+    assert run.code == 0, run.stderr
+    assert "does not fit" in run.stdout
+    assert "training sequence length 8,192 (--ctx)" in run.stdout
+
+
+def test_train_defaults_state_ctx_and_tokens(cli: Any) -> None:
+    run = cli("train", "gpt2", "--gpu", "a100-40gb", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    assert d["ctx"] == 4096  # the stated default
+    assert d["tokens"] == d["compute_optimal_tokens"] == 20 * 124_439_808
+    assert d["mfu"] == 0.4
+    table = cli("train", "gpt2", "--gpu", "a100-40gb")
+    assert "training sequence length 4,096 (--ctx)" in table.stdout
+    assert "fits" in table.stdout
+
+
+def test_train_zero3_over_64_gpus(cli: Any) -> None:
+    plain = cli("train", "llama-2-7b", "--gpu", "h100", "--gpus", "64", "--json").json()
+    zero3 = cli("train", "llama-2-7b", "--gpu", "h100", "--gpus", "64", "--zero", "3",
+                "--json").json()
+    n_params = 6_738_415_616
+    for key, per_param in plain["bytes_per_param"].items():
+        assert plain["memory_per_gpu"][key] == per_param * n_params
+        assert zero3["memory_per_gpu"][key] == per_param * n_params // 64
+    assert sum(zero3["bytes_per_param"].values()) == 16
+
+
+def test_train_explain(cli: Any) -> None:
+    run = cli("train", "gpt2", "--gpu", "h100", "--explain", "--recompute", "selective")
+    assert run.code == 0, run.stderr
+    assert "compute-optimal tokens = 20 × N = 20 × 124,439,808 = 2,488,796,160" in run.stdout
+    assert "activations = L × s·b·h·(34 + 5·a·s/h) / t" in run.stdout
+
+
+# ---- fit -----------------------------------------------------------------------------------------
+
+
+def test_fit_largest_batch_by_hand(cli: Any) -> None:
+    # Llama 2 70B on 2 × H100: bf16 weights 2 × 68,976,648,192 B; usable 0.9 × 160 GiB; KV per
+    # sequence of 4096 tokens = 80 layers × 2 × 8 kv heads × 128 × 2 B × 4096.
+    weights = 2 * 68_976_648_192
+    usable = 160 * GiB * 9 // 10
+    per_sequence = 80 * 2 * 8 * 128 * 2 * 4096
+    run = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--ctx", "4k", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    assert d["weight_bytes"] == weights and d["usable_bytes"] == usable
+    assert d["max_batch"] == (usable - weights) // per_sequence == 12
+    assert d["kv_cache_bytes"] == 12 * per_sequence
+    # roofline: a step reads the weights and the whole cache once, at 2 × 3.35 TB/s
+    step = (weights + 12 * per_sequence) / 6.7e12
+    assert d["decode"]["seconds_per_step"] == pytest.approx(step)
+    assert d["decode"]["tokens_per_sec"] == pytest.approx(12 / step)
+
+
+def test_fit_largest_context_fp8_cache() -> None:
+    # Llama 3 8B on one H100, bf16 weights, fp8 cache: 32 layers × 2 × 8 × 128 × 1 B = 65,536 B
+    # per token; with max_position_embeddings lifted the cache takes what the weights leave.
+    spec = load_spec("llama-3-8b", overrides=["max_position_embeddings=4194304"])
+    f = fit(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.fp8)
+    assert f.kv_bytes_per_token == 65_536
+    budget = 80 * GiB * 9 // 10 - 2 * 8_030_261_248
+    assert f.ctx == budget // 65_536 == 934_583
+    assert not f.limited_by_context_limit
+    capped = fit(load_spec("llama-3-8b"), accelerator=lookup("h100"), dtype=DType.bf16,
+                 kv_dtype=DType.fp8)
+    assert capped.ctx == 8192 and capped.limited_by_context_limit
+
+
+def test_fit_cli_table(cli: Any) -> None:
+    run = cli("fit", "llama-3-8b", "--gpu", "h100", "--dtype", "bf16", "--kv-dtype", "fp8")
+    assert run.code == 0, run.stderr
+    assert "largest context at batch 1" in run.stdout
+    assert "capped at the model's max_position_embeddings (8,192)" in run.stdout
+    assert "tokens/s per sequence" in run.stdout
+
+
+def test_fit_nothing_fits(cli: Any) -> None:
+    run = cli("fit", "llama-2-70b", "--gpu", "rtx4090", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    assert d["fits"] is False and d["ctx"] == 0 and d["decode"] is None
+    table = cli("fit", "llama-2-70b", "--gpu", "rtx4090")
+    assert "the weights leave no room for a KV cache" in table.stdout
+
+
+# ---- errors --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("train", "gpt2"), "--gpu is required (e.g. --gpu h100), or give --gpu-mem and --gpu-flops"),
+        (("train", "gpt2", "--gpu-mem", "80GiB"),
+         "--gpu-flops is required without --gpu (or pick one with --gpu h100)"),
+        (("train", "gpt2", "--gpu", "v100"),
+         "--gpu v100: unknown accelerator; known: a100-40gb, a100-80gb, h100, h200, b200, mi300x, "
+         "rtx4090, l4, t4 (or describe one with --gpu-mem and --gpu-flops)"),
+        (("train", "gpt2", "--gpu", "h100", "--gpus", "12", "--tp", "8"),
+         "--gpus 12: must be a multiple of --tp × --pp = 8 × 1 = 8"),
+        (("train", "gpt2", "--gpu", "h100", "--zero", "4"),
+         "--zero 4: must be a ZeRO stage 0, 1, 2 or 3"),
+        (("train", "gpt2", "--gpu", "h100", "--mfu", "40"),
+         "--mfu 40: must be a fraction in (0, 1], e.g. 0.4"),
+        (("train", "gpt2", "--gpu", "h100", "--micro-batch", "0"),
+         "--micro-batch 0: must be 1 or more"),
+        (("fit", "gpt2", "--gpu", "h100", "--batch", "2", "--ctx", "1k"),
+         "--batch and --ctx: give one; fit finds the largest value of the other"),
+        (("fit", "gpt2", "--gpu", "h100", "--headroom", "1.5"),
+         "--headroom 1.5: must be a fraction in [0, 1), e.g. 0.1"),
+        (("fit", "gpt2", "--gpu-mem", "24GB", "--gpu-flops", "1P"),
+         "No such option: --gpu-flops"),
+        (("mfu", "gpt2", "--tokens-per-sec", "50k"),
+         "--gpu is required (e.g. --gpu h100), or give --gpu-mem and --gpu-flops"),
+        (("mfu", "gpt2", "--tokens-per-sec", "50k", "--gpu-flops", "fast"),
+         "--gpu-flops fast: expected a rate such as 989T or 2.25PFLOPS"),
+    ],
+)
+def test_errors_one_line_exit_2(cli: Any, args: tuple[str, ...], message: str) -> None:
+    run = cli(*args)
+    assert run.code == 2
+    assert message in run.stderr
+    if not message.startswith("No such option"):
+        assert run.stderr == f"error: {message}\n"
+
+
+def test_fit_usage_error_from_core() -> None:
+    with pytest.raises(UsageError):
+        fit(load_spec("gpt2"), accelerator=lookup("h100"), gpus=0, dtype=DType.bf16,
+            kv_dtype=DType.bf16)

@@ -1,0 +1,120 @@
+"""Numbers people type: binary context lengths, decimal counts, dtypes; exact error text and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcalc.errors import UsageError
+from llmcalc.units import DTYPE_BITS, DType, nbytes, parse_context, parse_count, parse_dtype
+
+CTX_HINT = "expected a positive whole number, optionally with a suffix (k, M), e.g. 4096, 4k, 128k, 1M"
+
+
+@pytest.mark.parametrize(
+    ("text", "tokens"),
+    [("4k", 4096), ("128k", 131_072), ("128K", 131_072), ("1M", 1_048_576), ("1m", 1_048_576),
+     ("4096", 4096), ("1.5k", 1536), (" 32k ", 32_768), ("+8", 8)],
+)
+def test_context_is_binary(text: str, tokens: int) -> None:
+    assert parse_context(text) == tokens
+
+
+@pytest.mark.parametrize(
+    ("text", "count"),
+    [("2T", 2 * 10**12), ("3.2M", 3_200_000), ("70B", 70 * 10**9), ("1000", 1000),
+     ("15k", 15_000), ("1.4t", 1_400_000_000_000)],
+)
+def test_count_is_decimal(text: str, count: int) -> None:
+    assert parse_count(text, option="--tokens") == count
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("12q", f"--ctx '12q': {CTX_HINT}"),
+        ("", f"--ctx '': {CTX_HINT}"),
+        ("1e3", f"--ctx '1e3': {CTX_HINT}"),
+        ("k", f"--ctx 'k': {CTX_HINT}"),
+        ("-5", "--ctx '-5': must be a positive number"),
+        ("0", "--ctx '0': must be a positive number"),
+        ("0k", "--ctx '0k': must be a positive number"),
+        ("0.5", "--ctx '0.5': must come to a whole number, got 0.5"),
+        ("1.0001k", "--ctx '1.0001k': must come to a whole number, got 1024.1024"),
+    ],
+)
+def test_bad_context(text: str, message: str) -> None:
+    with pytest.raises(UsageError) as e:
+        parse_context(text)
+    assert str(e.value) == message
+
+
+def test_bad_count_names_its_option() -> None:
+    with pytest.raises(UsageError) as e:
+        parse_count("12q", option="--tokens")
+    assert str(e.value) == (
+        "--tokens '12q': expected a positive whole number, optionally with a suffix "
+        "(k, M, B, T), e.g. 1000, 3.2M, 70B, 2T"
+    )
+    with pytest.raises(UsageError, match=r"^--batch '-5': must be a positive number$"):
+        parse_count("-5", option="--batch")
+
+
+def test_dtype_table_covers_every_dtype() -> None:
+    assert {d: DTYPE_BITS[d] for d in DType} == {
+        DType.fp32: 32, DType.fp16: 16, DType.bf16: 16, DType.fp8: 8, DType.int8: 8, DType.int4: 4
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "dtype"),
+    [("bf16", DType.bf16), ("BF16", DType.bf16), ("bfloat16", DType.bf16), ("float32", DType.fp32),
+     ("half", DType.fp16), ("int4", DType.int4), ("float8_e4m3fn", DType.fp8)],
+)
+def test_parse_dtype(text: str, dtype: DType) -> None:
+    assert parse_dtype(text, option="--dtype") is dtype
+
+
+def test_unknown_dtype() -> None:
+    with pytest.raises(UsageError) as e:
+        parse_dtype("fp7", option="--kv-dtype")
+    assert str(e.value) == "--kv-dtype 'fp7': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4"
+
+
+def test_nbytes_rounds_up_to_whole_bytes() -> None:
+    assert nbytes(3, DType.int4) == 2  # 12 bits: one and a half bytes, stored in two
+    assert nbytes(4, DType.int4) == 2
+    assert nbytes(3, DType.bf16) == 6
+    assert nbytes(0, DType.fp32) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["flops", "gpt2", "--ctx", "12q"], f"error: --ctx '12q': {CTX_HINT}\n"),
+        (["flops", "gpt2", "--ctx", "-5"], "error: --ctx '-5': must be a positive number\n"),
+        (["flops", "gpt2", "--ctx", "0"], "error: --ctx '0': must be a positive number\n"),
+        (["flops", "gpt2", "--tokens", "0"], "error: --tokens '0': must be a positive number\n"),
+        (["flops", "--batch", "0"], "error: --batch '0': must be a positive number\n"),
+        (["memory", "gpt2", "--ctx", "12q"], f"error: --ctx '12q': {CTX_HINT}\n"),
+        (["memory", "gpt2", "--dtype", "fp7"],
+         "error: --dtype 'fp7': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4\n"),
+        (["memory", "gpt2", "--kv-dtype", "int3"],
+         "error: --kv-dtype 'int3': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4\n"),
+    ],
+)
+def test_cli_number_errors(cli, args: list[str], message: str) -> None:
+    r = cli(*args)
+    assert (r.code, r.stdout, r.stderr) == (2, "", message)
+
+
+@pytest.mark.parametrize("command", ["flops", "memory"])
+def test_help_explains_the_number_syntax(cli, command: str) -> None:
+    r = cli(command, "--help")
+    assert r.code == 0
+    text = " ".join(r.stdout.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())  # unwrap the box
+    for phrase in ("4k = 4,096", "128k = 131,072", "1M = 1,048,576"):
+        assert phrase in text
+    if command == "flops":
+        assert "2T = 2·10¹²" in text and "3.2M = 3,200,000" in text
+    else:
+        assert "fp32, fp16, bf16, fp8, int8, int4" in text
