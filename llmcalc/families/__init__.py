@@ -1,9 +1,11 @@
 """The supported architectures: ``model_type`` → the config fields it reads and the tensors it makes.
 
-To add a family: write a module here with a :class:`FamilyConfig` subclass and a ``describe``
-function returning an :class:`Architecture`, then list its model types in ``MODEL_TYPES`` below as
-``Family(module, config class name[, describe function name])``. Modules are imported only when a
-config of theirs is read, so the CLI starts fast however many families there are.
+To add a family: write a module here with a :class:`FamilyConfig` subclass (usually of
+``DecoderConfig`` in ``_base``, which holds the standard Hugging Face fields and builds the shape)
+and a ``describe`` function returning an :class:`Architecture` made from the blocks in ``_base``,
+then list its model types in ``MODEL_TYPES`` below as ``Family(module, config class name[,
+describe function name])``. Modules are imported only when a config of theirs is read, so the CLI
+starts fast however many families there are.
 """
 
 from __future__ import annotations

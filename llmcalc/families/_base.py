@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
 from llmcalc.spec import EXPERT, Attention, LayerGroup, MoE, Shape, Tensor
 
@@ -75,9 +75,17 @@ def require(condition: bool, field: str, message: str) -> None:
 
 
 def resolve_head_dim(
-    hidden: int, heads: int, head_dim: int | None, *, hidden_field: str, heads_field: str
+    hidden: int,
+    heads: int,
+    head_dim: int | None = None,
+    *,
+    hidden_field: str = "hidden_size",
+    heads_field: str = "num_attention_heads",
 ) -> int:
-    """head_dim as given, else hidden / heads, which must then divide exactly."""
+    """head_dim as given, else hidden / heads, which must then divide exactly.
+
+    Messages name the standard Hugging Face fields unless a family reads others.
+    """
     if head_dim is not None:
         return head_dim
     require(
@@ -88,7 +96,13 @@ def resolve_head_dim(
     return hidden // heads
 
 
-def resolve_kv_heads(heads: int, kv_heads: int | None, *, heads_field: str, kv_field: str) -> int:
+def resolve_kv_heads(
+    heads: int,
+    kv_heads: int | None,
+    *,
+    heads_field: str = "num_attention_heads",
+    kv_field: str = "num_key_value_heads",
+) -> int:
     """kv heads as given (GQA/MQA), else equal to the heads (multi-head attention)."""
     if kv_heads is None:
         return heads
@@ -98,6 +112,82 @@ def resolve_kv_heads(heads: int, kv_heads: int | None, *, heads_field: str, kv_f
         f"{kv_field} ({kv_heads}) must divide {heads_field} ({heads})",
     )
     return kv_heads
+
+
+# ---- the standard decoder config ------------------------------------------------------------------
+
+
+class DecoderConfig(FamilyConfig):
+    """The fields most Hugging Face decoder configs name alike, in the order they declare them.
+
+    A family subclasses it, overrides a default where its transformers config differs (Gemma 2:
+    ``head_dim: Size = 256``) and adds its own fields after these. ``tie_word_embeddings`` is one of
+    them: its default differs by family, and where it is declared sets its place in the notes.
+    """
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None = None  # absent: equal to the heads (MHA)
+    head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
+    intermediate_size: Size
+    vocab_size: Size
+    max_position_embeddings: Size | None = None
+
+    @property
+    def resolved_head_dim(self) -> int:
+        return resolve_head_dim(self.hidden_size, self.num_attention_heads, self.head_dim)
+
+    @property
+    def resolved_kv_heads(self) -> int:
+        return resolve_kv_heads(self.num_attention_heads, self.num_key_value_heads)
+
+    def attention(self, *, window: int | None = None) -> Attention:
+        """h query heads, kv key/value heads, one head_dim for q·k and for v."""
+        hd = self.resolved_head_dim
+        return Attention(self.num_attention_heads, self.resolved_kv_heads, hd, hd, window=window)
+
+    def shape(self, *, tied: bool) -> Shape:
+        return Shape(
+            num_layers=self.num_hidden_layers,
+            hidden_size=self.hidden_size,
+            num_heads=self.num_attention_heads,
+            num_kv_heads=self.resolved_kv_heads,
+            head_dim=self.resolved_head_dim,
+            intermediate_size=self.intermediate_size,
+            vocab_size=self.vocab_size,
+            tied_embeddings=tied,
+            max_position_embeddings=self.max_position_embeddings,
+        )
+
+
+class GPT2StyleConfig(FamilyConfig):
+    """The GPT-2 field names that GPT-J and GPT-BigCode kept; each is also read by its standard name.
+
+    A family overrides ``n_positions`` where its transformers default differs.
+    """
+
+    n_embd: Size = Field(validation_alias=AliasChoices("n_embd", "hidden_size"))
+    n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
+    n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
+    vocab_size: Size
+    n_positions: Size | None = Field(
+        None, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+    )
+    n_inner: Size | None = None  # null means 4 · n_embd
+
+    @property
+    def resolved_head_dim(self) -> int:
+        return resolve_head_dim(
+            self.n_embd, self.n_head, hidden_field="n_embd", heads_field="n_head"
+        )
+
+    @property
+    def d_ff(self) -> int:
+        return self.n_inner if self.n_inner is not None else 4 * self.n_embd
+
+    def d_ff_notes(self) -> tuple[str, ...]:
+        return ("n_inner=null: d_ff = 4 · n_embd",) if self.n_inner is None else ()
 
 
 # ---- tensor constructors -------------------------------------------------------------------------
@@ -195,6 +285,46 @@ def router(name: str, d: int, num_experts: int, *, bias: bool = False) -> list[T
     return linear(name, "moe/router", num_experts, d, bias=bias)
 
 
+def qk_norms(p: str, q_dim: int, k_dim: int) -> list[Tensor]:
+    """RMSNorm on queries and keys: over head_dim (Qwen3, Gemma 3) or all of q and k (OLMo 2, OLMoE)."""
+    return [
+        *norm(f"{p}.q_norm", "attn/q_norm", q_dim, bias=False),
+        *norm(f"{p}.k_norm", "attn/k_norm", k_dim, bias=False),
+    ]
+
+
+def llama_outer_tensors(
+    v: int,
+    d: int,
+    *,
+    tied: bool,
+    norm_bias: bool = False,
+    head_bias: bool = False,
+    final_norm: str | None = "model.norm",
+) -> tuple[Tensor, ...]:
+    """Around Llama-style layers: model.embed_tokens [V, d], the final norm [d] (RMSNorm, or
+    LayerNorm with ``norm_bias``; none when ``final_norm`` is None) and lm_head [V, d] (+ bias [V]),
+    tied to the embedding or not."""
+    embed = "model.embed_tokens"
+    return (
+        embedding(embed, "embed/tokens", v, d),
+        *(norm(final_norm, "final_norm", d, bias=norm_bias) if final_norm else []),
+        *lm_head("lm_head", v, d, tied_to=f"{embed}.weight" if tied else None, bias=head_bias),
+    )
+
+
+def gpt2_outer_tensors(v: int, d: int, positions: int, *, tied: bool) -> tuple[Tensor, ...]:
+    """Around GPT-2-style layers: wte [V, d], learned positions wpe [P, d], ln_f [d] with bias,
+    lm_head [V, d], tied to wte or not."""
+    wte = "transformer.wte"
+    return (
+        embedding(wte, "embed/tokens", v, d),
+        embedding("transformer.wpe", "embed/positions", positions, d),
+        *norm("transformer.ln_f", "final_norm", d, bias=True),
+        *lm_head("lm_head", v, d, tied_to=f"{wte}.weight" if tied else None),
+    )
+
+
 def check_top_k(k: int, num_experts: int, *, k_field: str, e_field: str) -> None:
     require(
         k <= num_experts,
@@ -249,3 +379,11 @@ def layer_kinds(layer_types: Sequence[str] | None, num_layers: int, *, pattern: 
             f"unknown layer type {kind!r} (one of: {', '.join(LAYER_TYPES)})",
         )
     return list(layer_types)
+
+
+def sliding_full_layers(
+    kinds: Sequence[str], tensors: Sequence[Tensor], c: DecoderConfig, *, window: int | None
+) -> tuple[LayerGroup, ...]:
+    """One group per attention type, alike in tensors; the sliding layers attend within ``window``."""
+    windows = {SLIDING: window, FULL: None}
+    return grouped_layers(kinds, lambda kind: (tensors, c.attention(window=windows[kind])))

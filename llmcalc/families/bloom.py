@@ -34,7 +34,7 @@ class BloomConfig(FamilyConfig):
 
 def describe(c: BloomConfig) -> Architecture:
     d, v, h = c.hidden_size, c.vocab_size, c.n_head
-    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="n_head")
+    hd = resolve_head_dim(d, h, heads_field="n_head")
     ff = 4 * d
     p = "transformer.h.{i}"
     # query_key_value: 3d × d;  dense: d × d;  dense_h_to_4h: 4d × d;  dense_4h_to_h: d × 4d; biased

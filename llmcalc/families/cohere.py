@@ -10,44 +10,27 @@ from __future__ import annotations
 
 from llmcalc.families._base import (
     Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
+    DecoderConfig,
     gqa_projections,
-    lm_head,
+    llama_outer_tensors,
     norm,
-    resolve_head_dim,
-    resolve_kv_heads,
     swiglu,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.spec import Tensor
 
 
-class CohereConfig(FamilyConfig):
+class CohereConfig(DecoderConfig):
     transformers_class = "CohereConfig"
 
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None = None  # absent: equal to the heads (MHA)
-    head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
-    intermediate_size: Size
-    vocab_size: Size
-    max_position_embeddings: Size | None = None
     attention_bias: bool = False
     use_qk_norm: bool = False
     tie_word_embeddings: bool = True
 
 
 def describe(c: CohereConfig) -> Architecture:
-    d, v, ff, h = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_attention_heads
-    hd = resolve_head_dim(
-        d, h, c.head_dim, hidden_field="hidden_size", heads_field="num_attention_heads"
-    )
-    kv = resolve_kv_heads(
-        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
-    )
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
+    h, hd, kv = c.num_attention_heads, c.resolved_head_dim, c.resolved_kv_heads
     p = "model.layers.{i}"
     a = f"{p}.self_attn"
     layer = [
@@ -61,24 +44,8 @@ def describe(c: CohereConfig) -> Architecture:
             Tensor(f"{a}.q_norm.weight", (h, hd), "attn/q_norm"),
             Tensor(f"{a}.k_norm.weight", (kv, hd), "attn/k_norm"),
         ]
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *norm("model.norm", "final_norm", d, bias=False),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
-        tensors=tensors,
-        layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, kv, hd, hd)),
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+        layer_groups=uniform_layers(c.num_hidden_layers, layer, c.attention()),
     )

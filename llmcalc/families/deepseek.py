@@ -20,10 +20,9 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     check_top_k,
-    embedding,
     grouped_layers,
     linear,
-    lm_head,
+    llama_outer_tensors,
     norm,
     routed_experts,
     router,
@@ -148,12 +147,6 @@ def describe(c: DeepseekConfig) -> Architecture:
         if c.num_nextn_predict_layers
         else ()
     )
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *norm("model.norm", "final_norm", d, bias=False),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
     return Architecture(
         shape=Shape(
             num_layers=L,
@@ -166,7 +159,7 @@ def describe(c: DeepseekConfig) -> Architecture:
             tied_embeddings=c.tie_word_embeddings,
             max_position_embeddings=c.max_position_embeddings,
         ),
-        tensors=tensors,
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=c.n_shared_experts),
         notes=notes,

@@ -59,9 +59,7 @@ class FalconConfig(FamilyConfig):
 def _kv_heads(c: FalconConfig) -> int:
     h = c.num_attention_heads
     if c.new_decoder_architecture:
-        return resolve_kv_heads(
-            h, c.num_kv_heads, heads_field="num_attention_heads", kv_field="num_kv_heads"
-        )
+        return resolve_kv_heads(h, c.num_kv_heads, kv_field="num_kv_heads")
     return 1 if c.multi_query else h
 
 
@@ -85,7 +83,7 @@ def _layer_norms(c: FalconConfig, p: str, d: int) -> list[Tensor]:
 
 def describe(c: FalconConfig) -> Architecture:
     d, v, h = c.hidden_size, c.vocab_size, c.num_attention_heads
-    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_attention_heads")
+    hd = resolve_head_dim(d, h)
     kv = _kv_heads(c)
     ff = c.ffn_hidden_size if c.ffn_hidden_size is not None else 4 * d
     p = "transformer.h.{i}"

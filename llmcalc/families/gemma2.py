@@ -14,35 +14,26 @@ from __future__ import annotations
 from typing import ClassVar
 
 from llmcalc.families._base import (
-    FULL,
-    SLIDING,
     Architecture,
-    FamilyConfig,
+    DecoderConfig,
     Size,
-    embedding,
     gqa_projections,
-    grouped_layers,
     layer_kinds,
-    lm_head,
+    llama_outer_tensors,
     norm,
-    resolve_kv_heads,
+    qk_norms,
+    sliding_full_layers,
     swiglu,
 )
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.spec import Tensor
 
 
-class Gemma2Config(FamilyConfig):
+class Gemma2Config(DecoderConfig):
     transformers_class = "Gemma2Config"
     qk_norm: ClassVar[bool] = False
 
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
     num_key_value_heads: Size = 4
     head_dim: Size = 256
-    intermediate_size: Size
-    vocab_size: Size
-    max_position_embeddings: Size | None = None
     tie_word_embeddings: bool = True
     attention_bias: bool = False
     sliding_window: Size | None = 4096
@@ -69,53 +60,22 @@ class Gemma3TextConfig(Gemma2Config):
 
 
 def describe(c: Gemma2Config) -> Architecture:
-    d, v, ff, hd = c.hidden_size, c.vocab_size, c.intermediate_size, c.head_dim
-    h = c.num_attention_heads
-    kv = resolve_kv_heads(
-        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
-    )
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
+    h, hd, kv = c.num_attention_heads, c.resolved_head_dim, c.resolved_kv_heads
     p = "model.layers.{i}"
-    qk_norm = (
-        [
-            *norm(f"{p}.self_attn.q_norm", "attn/q_norm", hd, bias=False),
-            *norm(f"{p}.self_attn.k_norm", "attn/k_norm", hd, bias=False),
-        ]
-        if c.qk_norm
-        else []
-    )
     # Four RMSNorms: before and after attention, before and after the MLP ("sandwich" norms).
     layer: list[Tensor] = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
         *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.attention_bias),
-        *qk_norm,
+        *(qk_norms(f"{p}.self_attn", hd, hd) if c.qk_norm else []),
         *norm(f"{p}.post_attention_layernorm", "attn/post_norm", d, bias=False),
         *norm(f"{p}.pre_feedforward_layernorm", "mlp/norm", d, bias=False),
         *swiglu(f"{p}.mlp", "mlp", d, ff),  # GeGLU: same shapes as SwiGLU
         *norm(f"{p}.post_feedforward_layernorm", "mlp/post_norm", d, bias=False),
     ]
-    windows = {SLIDING: c.sliding_window, FULL: None}
-    groups = grouped_layers(
-        layer_kinds(c.layer_types, c.num_hidden_layers, pattern=c.pattern),
-        lambda kind: (layer, Attention(h, kv, hd, hd, window=windows[kind])),
-    )
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *norm("model.norm", "final_norm", d, bias=False),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
+    kinds = layer_kinds(c.layer_types, c.num_hidden_layers, pattern=c.pattern)
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
-        tensors=tensors,
-        layer_groups=groups,
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+        layer_groups=sliding_full_layers(kinds, layer, c, window=c.sliding_window),
     )

@@ -9,30 +9,23 @@ from pydantic import AliasChoices, Field
 
 from llmcalc.families._base import (
     Architecture,
-    FamilyConfig,
+    GPT2StyleConfig,
     Size,
     conv1d,
-    embedding,
-    lm_head,
+    gpt2_outer_tensors,
     norm,
     require,
-    resolve_head_dim,
     uniform_layers,
 )
 from llmcalc.spec import Attention, Shape
 
 
-class GPT2Config(FamilyConfig):
+class GPT2Config(GPT2StyleConfig):
     transformers_class = "GPT2Config"
 
-    n_embd: Size = Field(validation_alias=AliasChoices("n_embd", "hidden_size"))
-    n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
-    n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
-    vocab_size: Size
     n_positions: Size = Field(
         1024, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
-    n_inner: Size | None = None  # null means 4 · n_embd
     tie_word_embeddings: bool = True
     add_cross_attention: bool = False
 
@@ -40,8 +33,7 @@ class GPT2Config(FamilyConfig):
 def describe(c: GPT2Config) -> Architecture:
     require(not c.add_cross_attention, "add_cross_attention", "cross-attention is not supported")
     d, v = c.n_embd, c.vocab_size
-    hd = resolve_head_dim(d, c.n_head, None, hidden_field="n_embd", heads_field="n_head")
-    ff = c.n_inner if c.n_inner is not None else 4 * d
+    hd, ff = c.resolved_head_dim, c.d_ff
     p = "transformer.h.{i}"
     layer = [
         *norm(f"{p}.ln_1", "attn/norm", d, bias=True),
@@ -51,14 +43,6 @@ def describe(c: GPT2Config) -> Architecture:
         *conv1d(f"{p}.mlp.c_fc", "mlp/fc_in", d, ff),
         *conv1d(f"{p}.mlp.c_proj", "mlp/fc_out", ff, d),
     ]
-    wte = "transformer.wte.weight"
-    tensors = (
-        embedding("transformer.wte", "embed/tokens", v, d),
-        embedding("transformer.wpe", "embed/positions", c.n_positions, d),
-        *norm("transformer.ln_f", "final_norm", d, bias=True),
-        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None),
-    )
-    notes = ("n_inner=null: d_ff = 4 · n_embd",) if c.n_inner is None else ()
     return Architecture(
         shape=Shape(
             num_layers=c.n_layer,
@@ -71,7 +55,7 @@ def describe(c: GPT2Config) -> Architecture:
             tied_embeddings=c.tie_word_embeddings,
             max_position_embeddings=c.n_positions,
         ),
-        tensors=tensors,
+        tensors=gpt2_outer_tensors(v, d, c.n_positions, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(c.n_layer, layer, Attention(c.n_head, c.n_head, hd, hd)),
-        notes=notes,
+        notes=c.d_ff_notes(),
     )

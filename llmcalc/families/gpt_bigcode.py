@@ -10,30 +10,23 @@ from pydantic import AliasChoices, Field
 
 from llmcalc.families._base import (
     Architecture,
-    FamilyConfig,
+    GPT2StyleConfig,
     Size,
-    embedding,
+    gpt2_outer_tensors,
     linear,
-    lm_head,
     norm,
     require,
-    resolve_head_dim,
     uniform_layers,
 )
 from llmcalc.spec import Attention, Shape
 
 
-class GPTBigCodeConfig(FamilyConfig):
+class GPTBigCodeConfig(GPT2StyleConfig):
     transformers_class = "GPTBigCodeConfig"
 
-    n_embd: Size = Field(validation_alias=AliasChoices("n_embd", "hidden_size"))
-    n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
-    n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
-    vocab_size: Size
     n_positions: Size = Field(
         validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
-    n_inner: Size | None = None  # null means 4 · n_embd
     multi_query: bool = True
     add_cross_attention: bool = False
     tie_word_embeddings: bool = True
@@ -42,9 +35,8 @@ class GPTBigCodeConfig(FamilyConfig):
 def describe(c: GPTBigCodeConfig) -> Architecture:
     require(not c.add_cross_attention, "add_cross_attention", "cross-attention is not supported")
     d, v, h = c.n_embd, c.vocab_size, c.n_head
-    hd = resolve_head_dim(d, h, None, hidden_field="n_embd", heads_field="n_head")
+    hd, ff = c.resolved_head_dim, c.d_ff
     kv = 1 if c.multi_query else h
-    ff = c.n_inner if c.n_inner is not None else 4 * d
     p = "transformer.h.{i}"
     # c_attn: (d + 2·kv·hd) × d  (MQA: kv = 1);  c_proj: d × d;  c_fc: ff × d;  mlp c_proj: d × ff
     layer = [
@@ -55,14 +47,6 @@ def describe(c: GPTBigCodeConfig) -> Architecture:
         *linear(f"{p}.mlp.c_fc", "mlp/fc_in", ff, d, bias=True),
         *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=True),
     ]
-    wte = "transformer.wte.weight"
-    tensors = (
-        embedding("transformer.wte", "embed/tokens", v, d),
-        embedding("transformer.wpe", "embed/positions", c.n_positions, d),
-        *norm("transformer.ln_f", "final_norm", d, bias=True),
-        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None),
-    )
-    notes = ("n_inner=null: d_ff = 4 · n_embd",) if c.n_inner is None else ()
     return Architecture(
         shape=Shape(
             num_layers=c.n_layer,
@@ -75,7 +59,7 @@ def describe(c: GPTBigCodeConfig) -> Architecture:
             tied_embeddings=c.tie_word_embeddings,
             max_position_embeddings=c.n_positions,
         ),
-        tensors=tensors,
+        tensors=gpt2_outer_tensors(v, d, c.n_positions, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(c.n_layer, layer, Attention(h, kv, hd, hd)),
-        notes=notes,
+        notes=c.d_ff_notes(),
     )

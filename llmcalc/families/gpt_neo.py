@@ -16,10 +16,9 @@ from llmcalc.families._base import (
     FamilyConfig,
     FieldError,
     Size,
-    embedding,
+    gpt2_outer_tensors,
     grouped_layers,
     linear,
-    lm_head,
     norm,
     require,
     resolve_head_dim,
@@ -68,7 +67,7 @@ def expand_attention_types(attention_types: list[Any] | None) -> list[str]:
 
 def describe(c: GPTNeoConfig) -> Architecture:
     d, v, h = c.hidden_size, c.vocab_size, c.num_heads
-    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_heads")
+    hd = resolve_head_dim(d, h, heads_field="num_heads")
     ff = c.intermediate_size if c.intermediate_size is not None else 4 * d
     kinds = expand_attention_types(c.attention_types)
     require(
@@ -93,13 +92,6 @@ def describe(c: GPTNeoConfig) -> Architecture:
     def build(kind: str) -> tuple[list[Tensor], Attention]:
         return layer, Attention(h, h, hd, hd, window=windows[kind])
 
-    wte = "transformer.wte.weight"
-    tensors = (
-        embedding("transformer.wte", "embed/tokens", v, d),
-        embedding("transformer.wpe", "embed/positions", c.max_position_embeddings, d),
-        *norm("transformer.ln_f", "final_norm", d, bias=True),
-        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None),
-    )
     notes = (
         ("intermediate_size=null: d_ff = 4 · hidden_size",) if c.intermediate_size is None else ()
     )
@@ -115,7 +107,7 @@ def describe(c: GPTNeoConfig) -> Architecture:
             tied_embeddings=c.tie_word_embeddings,
             max_position_embeddings=c.max_position_embeddings,
         ),
-        tensors=tensors,
+        tensors=gpt2_outer_tensors(v, d, c.max_position_embeddings, tied=c.tie_word_embeddings),
         layer_groups=grouped_layers(kinds, build),
         notes=notes,
     )

@@ -37,7 +37,7 @@ class GPTNeoXConfig(FamilyConfig):
 
 def describe(c: GPTNeoXConfig) -> Architecture:
     d, v, ff, h = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_attention_heads
-    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_attention_heads")
+    hd = resolve_head_dim(d, h)
     p = "gpt_neox.layers.{i}"
     # query_key_value: 3d × d (q, k, v fused);  dense: d × d;  MLP: ff × d and d × ff, all biased
     layer = [

@@ -10,36 +10,28 @@ down_proj [E, ff, d] + [E, d].
 from __future__ import annotations
 
 from llmcalc.families._base import (
-    FULL,
-    SLIDING,
     Architecture,
-    FamilyConfig,
+    DecoderConfig,
     Size,
     check_top_k,
-    embedding,
     gqa_projections,
-    grouped_layers,
     layer_kinds,
-    lm_head,
+    llama_outer_tensors,
     norm,
-    resolve_kv_heads,
     router,
+    sliding_full_layers,
     stacked_experts,
 )
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.spec import MoE, Tensor
 
 
-class GptOssConfig(FamilyConfig):
+class GptOssConfig(DecoderConfig):
+    """``intermediate_size`` is one expert's d_ff."""
+
     transformers_class = "GptOssConfig"
 
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
     num_key_value_heads: Size = 8
     head_dim: Size = 64
-    intermediate_size: Size  # one expert's d_ff
-    vocab_size: Size
-    max_position_embeddings: Size | None = None
     num_local_experts: Size = 128
     num_experts_per_tok: Size = 4
     sliding_window: Size | None = 128
@@ -67,13 +59,10 @@ def experts(p: str, d: int, ff: int, num_experts: int) -> list[Tensor]:
 
 
 def describe(c: GptOssConfig) -> Architecture:
-    d, v, ff, hd = c.hidden_size, c.vocab_size, c.intermediate_size, c.head_dim
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     E, k = c.num_local_experts, c.num_experts_per_tok
     check_top_k(k, E, k_field="num_experts_per_tok", e_field="num_local_experts")
-    h = c.num_attention_heads
-    kv = resolve_kv_heads(
-        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
-    )
+    h, hd, kv = c.num_attention_heads, c.resolved_head_dim, c.resolved_kv_heads
     p = "model.layers.{i}"
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
@@ -83,30 +72,10 @@ def describe(c: GptOssConfig) -> Architecture:
         *router(f"{p}.mlp.router", d, E, bias=True),
         *experts(f"{p}.mlp.experts", d, ff, E),
     ]
-    windows = {SLIDING: c.sliding_window, FULL: None}
-    groups = grouped_layers(
-        layer_kinds(c.layer_types, c.num_hidden_layers, pattern=2),
-        lambda kind: (layer, Attention(h, kv, hd, hd, window=windows[kind])),
-    )
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *norm("model.norm", "final_norm", d, bias=False),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
+    kinds = layer_kinds(c.layer_types, c.num_hidden_layers, pattern=2)
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
-        tensors=tensors,
-        layer_groups=groups,
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+        layer_groups=sliding_full_layers(kinds, layer, c, window=c.sliding_window),
         moe=MoE(num_experts=E, experts_per_tok=k),
     )

@@ -15,10 +15,10 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     check_top_k,
-    embedding,
     gqa_projections,
-    lm_head,
+    llama_outer_tensors,
     norm,
+    qk_norms,
     resolve_head_dim,
     resolve_kv_heads,
     routed_experts,
@@ -51,7 +51,8 @@ class SparseMoEConfig(FamilyConfig):
 
     @property
     def routed(self) -> int:
-        return getattr(self, self.experts_field)
+        experts: int = getattr(self, self.experts_field)
+        return experts
 
     @property
     def qkvo_bias(self) -> bool:
@@ -108,10 +109,7 @@ class OlmoeConfig(SparseMoEConfig):
 
     def qk_norms(self, p: str, h: int, kv: int, hd: int) -> list[Tensor]:
         # OLMoE normalises the whole q and k projections: RMSNorm over h·hd and kv·hd.
-        return [
-            *norm(f"{p}.q_norm", "attn/q_norm", h * hd, bias=False),
-            *norm(f"{p}.k_norm", "attn/k_norm", kv * hd, bias=False),
-        ]
+        return qk_norms(p, h * hd, kv * hd)
 
 
 def describe(c: SparseMoEConfig) -> Architecture:
@@ -119,12 +117,8 @@ def describe(c: SparseMoEConfig) -> Architecture:
     k = c.num_experts_per_tok
     check_top_k(k, E, k_field="num_experts_per_tok", e_field=c.experts_field)
     h = c.num_attention_heads
-    hd = resolve_head_dim(
-        d, h, c.head_dim_field(), hidden_field="hidden_size", heads_field="num_attention_heads"
-    )
-    kv = resolve_kv_heads(
-        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
-    )
+    hd = resolve_head_dim(d, h, c.head_dim_field())
+    kv = resolve_kv_heads(h, c.num_key_value_heads)
     nb = c.layer_norm_bias
     p, moe = "model.layers.{i}", f"model.layers.{{i}}.{c.moe_module}"
     layer = [
@@ -135,17 +129,12 @@ def describe(c: SparseMoEConfig) -> Architecture:
         *router(f"{moe}.{c.router_name}", d, E),
         *routed_experts(f"{moe}.experts", d, ff, E),
     ]
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *norm("model.norm", "final_norm", d, bias=nb),
-        *lm_head(
-            "lm_head",
-            v,
-            d,
-            tied_to=embed if c.tie_word_embeddings else None,
-            bias=getattr(c, "lm_head_bias", False),
-        ),
+    tensors = llama_outer_tensors(
+        v,
+        d,
+        tied=c.tie_word_embeddings,
+        norm_bias=nb,
+        head_bias=getattr(c, "lm_head_bias", False),
     )
     window = getattr(c, "sliding_window", None)
     return Architecture(

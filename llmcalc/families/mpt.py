@@ -56,7 +56,7 @@ def describe(c: MptConfig) -> Architecture:
         f"transformers' MPT builds only multihead_attention, got {attn_type!r}",
     )
     d, v, h = c.d_model, c.vocab_size, c.n_heads
-    hd = resolve_head_dim(d, h, None, hidden_field="d_model", heads_field="n_heads")
+    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field="n_heads")
     ff = EXPANSION_RATIO * d
     p = "transformer.blocks.{i}"
     # Wqkv: 3d × d;  out_proj: d × d;  up_proj: 4d × d;  down_proj: d × 4d;  LayerNorms weight only

@@ -12,9 +12,8 @@ from llmcalc.families._base import (
     Architecture,
     FamilyConfig,
     Size,
-    embedding,
     gqa_projections,
-    lm_head,
+    llama_outer_tensors,
     resolve_head_dim,
     resolve_kv_heads,
     swiglu,
@@ -40,20 +39,13 @@ class OlmoConfig(FamilyConfig):
 def describe(c: OlmoConfig) -> Architecture:
     d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     h = c.num_attention_heads
-    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_attention_heads")
-    kv = resolve_kv_heads(
-        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
-    )
+    hd = resolve_head_dim(d, h)
+    kv = resolve_kv_heads(h, c.num_key_value_heads)
     p = "model.layers.{i}"
     layer = [
         *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.attention_bias),
         *swiglu(f"{p}.mlp", "mlp", d, ff),
     ]
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
     return Architecture(
         shape=Shape(
             num_layers=c.num_hidden_layers,
@@ -66,6 +58,7 @@ def describe(c: OlmoConfig) -> Architecture:
             tied_embeddings=c.tie_word_embeddings,
             max_position_embeddings=c.max_position_embeddings,
         ),
-        tensors=tensors,
+        # the final LayerNorm holds no parameters
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, final_norm=None),
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, kv, hd, hd)),
     )

@@ -45,7 +45,7 @@ class OPTConfig(FamilyConfig):
 
 def describe(c: OPTConfig) -> Architecture:
     d, v, ff, h = c.hidden_size, c.vocab_size, c.ffn_dim, c.num_attention_heads
-    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_attention_heads")
+    hd = resolve_head_dim(d, h)
     wd = c.word_embed_proj_dim if c.word_embed_proj_dim is not None else d
     affine = c.layer_norm_elementwise_affine
 

@@ -13,37 +13,27 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from llmcalc.families._base import (
+    FULL,
+    SLIDING,
     Architecture,
     Count,
-    FamilyConfig,
+    DecoderConfig,
     Size,
-    embedding,
     gqa_projections,
-    grouped_layers,
     layer_kinds,
-    lm_head,
+    llama_outer_tensors,
     norm,
-    resolve_head_dim,
-    resolve_kv_heads,
+    qk_norms,
+    sliding_full_layers,
     swiglu,
     uniform_layers,
 )
-from llmcalc.spec import Attention, LayerGroup, Shape, Tensor
-
-FULL, SLIDING = "full_attention", "sliding_attention"
+from llmcalc.spec import LayerGroup, Tensor
 
 
-class Qwen2Config(FamilyConfig):
+class Qwen2Config(DecoderConfig):
     transformers_class = "Qwen2Config"
 
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None = None  # absent: equal to the heads (MHA)
-    head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
-    intermediate_size: Size
-    vocab_size: Size
-    max_position_embeddings: Size | None = None
     use_sliding_window: bool = False
     sliding_window: Size | None = 4096  # read only with use_sliding_window
     max_window_layers: Count = 28
@@ -69,17 +59,13 @@ def qwen_layer_kinds(c: Qwen2Config) -> list[str]:
     ]
 
 
-def _groups(
-    c: Qwen2Config, layer: Sequence[Tensor], h: int, kv: int, hd: int
-) -> tuple[LayerGroup, ...]:
+def _groups(c: Qwen2Config, layer: Sequence[Tensor]) -> tuple[LayerGroup, ...]:
     kinds = qwen_layer_kinds(c)
     window = c.sliding_window if c.use_sliding_window else None
-    windows = {FULL: None, SLIDING: window}
     if len(set(kinds)) == 1:
-        return uniform_layers(len(kinds), layer, Attention(h, kv, hd, hd, window=windows[kinds[0]]))
-    return grouped_layers(
-        kinds, lambda kind: (layer, Attention(h, kv, hd, hd, window=windows[kind]))
-    )
+        only = window if kinds[0] == SLIDING else None
+        return uniform_layers(len(kinds), layer, c.attention(window=only))
+    return sliding_full_layers(kinds, layer, c, window=window)
 
 
 def describe(c: Qwen2Config) -> Architecture:
@@ -95,8 +81,7 @@ def describe_qwen3(c: Qwen3Config) -> Architecture:
         c,
         lambda a, d, h, kv, hd: [
             *gqa_projections(a, d, h, kv, hd, bias=c.attention_bias),
-            *norm(f"{a}.q_norm", "attn/q_norm", hd, bias=False),
-            *norm(f"{a}.k_norm", "attn/k_norm", hd, bias=False),
+            *qk_norms(a, hd, hd),
         ],
     )
 
@@ -105,13 +90,8 @@ def _decoder(
     c: Qwen2Config, attention: Callable[[str, int, int, int, int], list[Tensor]]
 ) -> Architecture:
     """The shared decoder around ``attention(prefix, d, h, kv, hd)``: RMSNorms, SwiGLU MLP."""
-    d, v, ff, h = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_attention_heads
-    hd = resolve_head_dim(
-        d, h, c.head_dim, hidden_field="hidden_size", heads_field="num_attention_heads"
-    )
-    kv = resolve_kv_heads(
-        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
-    )
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
+    h, hd, kv = c.num_attention_heads, c.resolved_head_dim, c.resolved_kv_heads
     p = "model.layers.{i}"
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
@@ -119,24 +99,8 @@ def _decoder(
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
         *swiglu(f"{p}.mlp", "mlp", d, ff),
     ]
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *norm("model.norm", "final_norm", d, bias=False),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
-        tensors=tensors,
-        layer_groups=_groups(c, layer, h, kv, hd),
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+        layer_groups=_groups(c, layer),
     )

@@ -21,12 +21,12 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     check_top_k,
-    embedding,
     gqa_projections,
     grouped_layers,
     linear,
-    lm_head,
+    llama_outer_tensors,
     norm,
+    qk_norms,
     resolve_head_dim,
     resolve_kv_heads,
     routed_experts,
@@ -93,13 +93,8 @@ def describe(c: QwenMoeConfig) -> Architecture:
     d, v, E, k = c.hidden_size, c.vocab_size, c.num_experts, c.num_experts_per_tok
     check_top_k(k, E, k_field="num_experts_per_tok", e_field="num_experts")
     h = c.num_attention_heads
-    head_dim = getattr(c, "head_dim", None)
-    hd = resolve_head_dim(
-        d, h, head_dim, hidden_field="hidden_size", heads_field="num_attention_heads"
-    )
-    kv = resolve_kv_heads(
-        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
-    )
+    hd = resolve_head_dim(d, h, getattr(c, "head_dim", None))
+    kv = resolve_kv_heads(h, c.num_key_value_heads)
     shared_ff = getattr(c, "shared_expert_intermediate_size", 0)
     bias = getattr(c, "qkv_bias", False) or getattr(c, "attention_bias", False)
     o_bias = getattr(c, "attention_bias", False)
@@ -109,10 +104,7 @@ def describe(c: QwenMoeConfig) -> Architecture:
         *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=bias, o_bias=o_bias),
     ]
     if c.qk_norm:
-        attn += [
-            *norm(f"{p}.self_attn.q_norm", "attn/q_norm", hd, bias=False),
-            *norm(f"{p}.self_attn.k_norm", "attn/k_norm", hd, bias=False),
-        ]
+        attn += qk_norms(f"{p}.self_attn", hd, hd)
     attn += norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False)
     dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size)
     # router E × d;  experts [E, 2·ff, d] and [E, d, ff];  shared expert (Qwen2-MoE): a SwiGLU of
@@ -129,12 +121,6 @@ def describe(c: QwenMoeConfig) -> Architecture:
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
     attention = Attention(h, kv, hd, hd)
     groups = grouped_layers(layer_kinds(c), lambda kind: ([*attn, *blocks[kind]], attention))
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *norm("model.norm", "final_norm", d, bias=False),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
     return Architecture(
         shape=Shape(
             num_layers=c.num_hidden_layers,
@@ -147,7 +133,7 @@ def describe(c: QwenMoeConfig) -> Architecture:
             tied_embeddings=c.tie_word_embeddings,
             max_position_embeddings=c.max_position_embeddings,
         ),
-        tensors=tensors,
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=1 if shared_ff else 0),
     )

@@ -13,9 +13,8 @@ from llmcalc.families._base import (
     Architecture,
     FamilyConfig,
     Size,
-    embedding,
     linear,
-    lm_head,
+    llama_outer_tensors,
     norm,
     resolve_head_dim,
     resolve_kv_heads,
@@ -48,10 +47,8 @@ def _per_head_norms(name: str, component: str, heads: int, hd: int) -> list[Tens
 
 def describe(c: StableLmConfig) -> Architecture:
     d, v, ff, h = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_attention_heads
-    hd = resolve_head_dim(d, h, None, hidden_field="hidden_size", heads_field="num_attention_heads")
-    kv = resolve_kv_heads(
-        h, c.num_key_value_heads, heads_field="num_attention_heads", kv_field="num_key_value_heads"
-    )
+    hd = resolve_head_dim(d, h)
+    kv = resolve_kv_heads(h, c.num_key_value_heads)
     p = "model.layers.{i}"
     a = f"{p}.self_attn"
     # q: (h·hd) × d, k, v: (kv·hd) × d (bias with use_qkv_bias);  o: d × d, never biased
@@ -70,12 +67,6 @@ def describe(c: StableLmConfig) -> Architecture:
     if not c.use_parallel_residual:
         layer += norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True)
     layer += swiglu(f"{p}.mlp", "mlp", d, ff)
-    embed = "model.embed_tokens.weight"
-    tensors = (
-        embedding("model.embed_tokens", "embed/tokens", v, d),
-        *norm("model.norm", "final_norm", d, bias=True),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
     return Architecture(
         shape=Shape(
             num_layers=c.num_hidden_layers,
@@ -88,6 +79,6 @@ def describe(c: StableLmConfig) -> Architecture:
             tied_embeddings=c.tie_word_embeddings,
             max_position_embeddings=c.max_position_embeddings,
         ),
-        tensors=tensors,
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, norm_bias=True),
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, kv, hd, hd)),
     )
