@@ -534,8 +534,9 @@ def build_random_model(
 ) -> Any:
     """The causal-LM model of ``spec`` cut to ``num_layers``, on the CPU, weights uniform ±0.02.
 
-    Every parameter is a view of one seeded random pool the size of the largest tensor: the figures
-    measured depend on shapes only, and filling gigabytes of weights would dominate the run time.
+    Every parameter is a view of one pool the size of the largest tensor, tiled from 2²⁰ seeded
+    uniform values: the figures measured depend on shapes only, and drawing or storing gigabytes of
+    distinct weights would dominate the run time.
     """
     torch, transformers = _import()
     from transformers.initialization import no_init_weights
@@ -551,8 +552,11 @@ def build_random_model(
         )
     model.tie_weights()
     gen = torch.Generator().manual_seed(seed)
-    biggest = max(p.numel() for p in model.parameters())
-    pool = torch.empty(biggest, dtype=torch_dtype).uniform_(-0.02, 0.02, generator=gen)
+    chunk = torch.empty(1 << 20).uniform_(-0.02, 0.02, generator=gen)  # drawn once, then tiled
+    pool = torch.empty(max(p.numel() for p in model.parameters()), dtype=torch_dtype)
+    for start in range(0, pool.numel(), chunk.numel()):
+        stop = min(start + chunk.numel(), pool.numel())
+        pool[start:stop].copy_(chunk[: stop - start])
     with torch.no_grad():
         for p in model.parameters():
             p.data = pool[: p.numel()].view(p.shape)

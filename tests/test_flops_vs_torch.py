@@ -30,6 +30,7 @@ MODELS = [
     ("llama-3.2-1b", [], "GQA (32 heads, 8 kv heads), tied lm_head"),
     ("qwen2.5-0.5b", [], "GQA with q/k/v biases, tied lm_head"),
     ("falcon-7b", [], "multi-query attention, parallel attention and MLP"),
+    ("pythia-1.4b", [], "GPT-NeoX: fused qkv, parallel residual, rotary on a quarter of each head"),
     ("mistral-7b", ["sliding_window=4"], "sliding window (4 < 8 tokens): counted over all n² pairs"),
     ("bloom-560m", [], "ALiBi: the scores come from one baddbmm"),
     # layer 0 is dense, the other 26 MoE: 1 layer measures the dense one, 2 layers add one MoE layer

@@ -59,8 +59,7 @@ def flops(
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
-    """FLOPs of a forward pass per token at a context, per sequence (full and causal attention),
-    decoding with a cache, and training (3 × forward).
+    """FLOPs per token at a context, per prefill (full and causal), per decode step, for training.
 
     Weight FLOPs are 2 × the elements of every matrix a token is multiplied by (lm_head included,
     tied or not; for MoE only the active experts); attention adds 2·n·h·(d_qk + d_v) per layer.
