@@ -4,6 +4,8 @@
     >>> spec = llmcalc.load_spec("gpt2-medium")        # a bundled name, a config.json, a folder, YAML
     >>> llmcalc.count(spec).total
     354823168
+    >>> llmcalc.kv_cache_bytes_per_token(llmcalc.load_spec("llama-2-7b"), dtype=llmcalc.DType.bf16)
+    524288
 """
 
 from llmcalc.config import load_spec, spec_from_dict
@@ -15,13 +17,23 @@ from llmcalc.errors import (
     UnknownModelError,
     UsageError,
 )
+from llmcalc.flops import (
+    attention_flops_per_token,
+    forward_flops_per_sequence,
+    forward_flops_per_token,
+    training_flops_per_token,
+    weight_flops_per_token,
+)
+from llmcalc.memory import kv_cache_bytes, kv_cache_bytes_per_token, weight_bytes
 from llmcalc.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
+from llmcalc.units import DType, parse_context, parse_count, parse_dtype
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Attention",
     "ConfigError",
+    "DType",
     "GroupCount",
     "LLMCalcError",
     "LayerGroup",
@@ -33,7 +45,18 @@ __all__ = [
     "Tensor",
     "UnknownModelError",
     "UsageError",
+    "attention_flops_per_token",
     "count",
+    "forward_flops_per_sequence",
+    "forward_flops_per_token",
+    "kv_cache_bytes",
+    "kv_cache_bytes_per_token",
     "load_spec",
+    "parse_context",
+    "parse_count",
+    "parse_dtype",
     "spec_from_dict",
+    "training_flops_per_token",
+    "weight_bytes",
+    "weight_flops_per_token",
 ]

@@ -467,7 +467,7 @@ def verify_flops(spec: ModelSpec, *, seq_len: int = FLOPS_SEQ_LEN) -> FlopsCheck
     start = time.perf_counter()
     ours, measured = [], []
     for depth in FLOPS_DEPTHS:
-        cut = spec_from_dict(_cut_fields(spec, depth), name=spec.name)
+        cut = spec_from_dict({**spec.config, **cut_fields(spec, num_layers=depth)}, name=spec.name)
         ours.append(forward_flops_per_sequence(cut, ctx=seq_len, causal=False))
         measured.append(measure_forward_flops(spec, num_layers=depth, seq_len=seq_len))
     one, two = measured[0], measured[1]
@@ -478,19 +478,9 @@ def verify_flops(spec: ModelSpec, *, seq_len: int = FLOPS_SEQ_LEN) -> FlopsCheck
         ours=tuple(ours),
         measured=tuple(measured),
         full=forward_flops_per_sequence(spec, ctx=seq_len, causal=False),
-        extrapolated=one + (spec.num_layers - 1) * (two - one) if uniform else None,
+        extrapolated=extrapolate_layers(one, two, num_layers=spec.num_layers) if uniform else None,
         seconds=time.perf_counter() - start,
     )
-
-
-def _cut_fields(spec: ModelSpec, depth: int) -> dict[str, Any]:
-    """``spec``'s config fields cut to ``depth`` layers, as :func:`cut_config` cuts the model's."""
-    fields = dict(spec.config)
-    field = next((f for f in LAYER_COUNT_FIELDS if f in fields), LAYER_COUNT_FIELDS[0])
-    fields[field] = depth
-    if isinstance(fields.get("layer_types"), list):
-        fields["layer_types"] = fields["layer_types"][:depth]
-    return fields
 
 
 # ---- FLOPs and KV cache measured on a real forward pass ----
@@ -515,8 +505,8 @@ class ForwardMeasurement:
     cache_layers: tuple[str, ...]  # the cache's layer classes, e.g. DynamicSlidingWindowLayer
 
 
-def cut_config(spec: ModelSpec, *, num_layers: int, **changes: Any) -> Any:
-    """``spec``'s transformers config with ``num_layers`` decoder layers (``layer_types`` cut too)."""
+def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
+    """The config fields that cut ``spec`` to ``num_layers`` decoder layers (per-layer lists too)."""
     field = next((f for f in LAYER_COUNT_FIELDS if f in spec.config), LAYER_COUNT_FIELDS[0])
     cut: dict[str, Any] = {field: num_layers}
     for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
@@ -526,7 +516,12 @@ def cut_config(spec: ModelSpec, *, num_layers: int, **changes: Any) -> Any:
     if isinstance(runs, list):
         kinds = [kind for pattern, times in runs for _ in range(times) for kind in pattern]
         cut["attention_types"] = [[[kind], 1] for kind in kinds[:num_layers]]
-    return hf_config(spec, **cut, **changes)
+    return cut
+
+
+def cut_config(spec: ModelSpec, *, num_layers: int, **changes: Any) -> Any:
+    """``spec``'s transformers config cut to ``num_layers`` decoder layers (plus ``changes``)."""
+    return hf_config(spec, **cut_fields(spec, num_layers=num_layers), **changes)
 
 
 def build_random_model(

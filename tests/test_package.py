@@ -11,13 +11,14 @@ from llmcalc.cli import app
 
 
 def test_public_api_is_pinned() -> None:
-    assert sorted(llmcalc.__all__) == sorted(
-        [
-            "Attention", "ConfigError", "GroupCount", "LLMCalcError", "LayerGroup",
-            "MissingExtraError", "ModelSpec", "MoE", "ParamCount", "Shape", "Tensor",
-            "UnknownModelError", "UsageError", "count", "load_spec", "spec_from_dict",
-        ]
-    )
+    assert llmcalc.__all__ == [
+        "Attention", "ConfigError", "DType", "GroupCount", "LLMCalcError", "LayerGroup",
+        "MissingExtraError", "ModelSpec", "MoE", "ParamCount", "Shape", "Tensor",
+        "UnknownModelError", "UsageError", "attention_flops_per_token", "count",
+        "forward_flops_per_sequence", "forward_flops_per_token", "kv_cache_bytes",
+        "kv_cache_bytes_per_token", "load_spec", "parse_context", "parse_count", "parse_dtype",
+        "spec_from_dict", "training_flops_per_token", "weight_bytes", "weight_flops_per_token",
+    ]
     for name in llmcalc.__all__:
         assert hasattr(llmcalc, name), name
 
@@ -58,3 +59,9 @@ def test_count_works_without_the_verify_extra(tmp_path: Any) -> None:
     )
     assert out.returncode == 0, out.stderr
     assert '"total_params": 8030261248' in out.stdout
+
+
+def test_docstring_example_runs() -> None:
+    import doctest
+
+    assert doctest.testmod(llmcalc).failed == 0

@@ -1,30 +1,67 @@
-"""The command line: one module per command, joined on one Typer app here."""
+"""The command line: one module per command, listed in ``COMMANDS`` and joined on one Typer app.
+
+A command's module is imported only when that command runs (``main`` builds an app holding just
+it), so ``llmcalc count`` never pays for ``verify``'s or ``train``'s imports. ``app`` is the whole
+app, for tests and for ``llmcalc --help``.
+"""
 
 from __future__ import annotations
 
+import importlib
+import sys
+from collections.abc import Iterable
+from functools import cache
+from typing import Any
+
 import typer
 
-from llmcalc.cli import check, count, list, verify
-from llmcalc.cli import fit, mfu, train
-from llmcalc.cli import flops, memory
+# command name → (module under llmcalc/cli/, function)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "count": ("count", "count"),
+    "list": ("list", "list_models"),
+    "flops": ("flops", "flops"),
+    "memory": ("memory", "memory"),
+    "verify": ("verify", "verify"),
+    "check": ("check", "check"),
+    "train": ("train", "train"),
+    "fit": ("fit", "fit"),
+    "mfu": ("mfu", "mfu"),
+}
 
-app = typer.Typer(
-    name="llmcalc",
-    help="Exact parameter counts, FLOPs and memory of LLMs from their configs.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-app.command("count")(count.count)
-app.command("list")(list.list_models)
-app.command("verify")(verify.verify)
-app.command("check")(check.check)
-app.command("train")(train.train)
-app.command("fit")(fit.fit)
-app.command("mfu")(mfu.mfu)
-app.command("flops")(flops.flops)
-app.command("memory")(memory.memory)
+HELP = "Exact parameter counts, FLOPs and memory of LLMs from their configs."
+
+
+def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
+    """A Typer app with the named commands (all of them by default)."""
+    app = typer.Typer(
+        name="llmcalc",
+        help=HELP,
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+
+    @app.callback()
+    def root() -> None:
+        pass
+
+    for name in names:
+        module, function = COMMANDS[name]
+        app.command(name)(getattr(importlib.import_module(f"llmcalc.cli.{module}"), function))
+    return app
+
+
+@cache
+def _full_app() -> typer.Typer:
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":
+        return _full_app()
+    raise AttributeError(name)
 
 
 def main() -> None:
-    app()
+    first = sys.argv[1] if len(sys.argv) > 1 else ""
+    build_app([first] if first in COMMANDS else COMMANDS)()
