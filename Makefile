@@ -24,6 +24,8 @@ test: $(VENV)/.test
 
 bench: $(VENV)/.test
 	$(PY) bench/count_vs_transformers.py
+	$(PY) bench/check_all.py
+	$(PY) bench/verify_largest.py
 
 lint: $(VENV)/.test
 	$(PY) -m pip install -q ruff mypy types-PyYAML
