@@ -115,7 +115,9 @@ def parse_file(path: Path, label: str) -> dict[str, Any]:
         kind = "YAML"
     else:
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=_unique_keys)
+        except _DuplicateKey as e:
+            raise ConfigError(label, f"duplicate key {e.key!r} in JSON (which value is meant?)") from None
         except json.JSONDecodeError as e:
             raise ConfigError(
                 label, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
@@ -128,10 +130,42 @@ def parse_file(path: Path, label: str) -> dict[str, Any]:
     return data
 
 
+class _DuplicateKey(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are all different (json keeps the last of two silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """The safe YAML loader (no Python objects), refusing a key given twice in one mapping."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if key in seen:
+                raise _DuplicateYAMLKey(key, key_node.start_mark)
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+class _DuplicateYAMLKey(yaml.MarkedYAMLError):
+    def __init__(self, key: Any, mark: Any) -> None:
+        super().__init__(problem=f"duplicate key {key!r}", problem_mark=mark)
+
+
 def _parse_yaml(text: str, label: str) -> Any:
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a safe loader, never constructs objects
+        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader, never constructs objects
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -171,9 +205,10 @@ def spec_from_raw(
         tensors=arch.tensors,
         layer_groups=arch.layer_groups,
         moe=arch.moe,
-        source=raw.source,
+        # A config changed with --set is no longer the published one its source and expected describe.
+        source=f"{raw.source} (before --set)" if overrides and raw.source else raw.source,
         notes=(*notes, *arch.notes),
-        expected=raw.expected,
+        expected={} if overrides else raw.expected,
         config=fields,
     )
 
@@ -195,7 +230,7 @@ def _pick_family(
             raise UsageError(f"--family {family}: unknown family; supported: {_supported()}")
         if model_type != family:
             notes.append(f"counted as {family} (--family); model_type is {model_type!r}")
-        return MODEL_TYPES[family], model_type or family, fields
+        return MODEL_TYPES[family], family, fields
     if model_type is None:
         raise ConfigError(label, f"missing required field model_type (one of: {_supported()})")
     if model_type not in MODEL_TYPES:
@@ -249,28 +284,30 @@ def _field_names(fam: Family) -> set[str]:
     return names
 
 
+# pydantic error type → the message a person reads ({field}, {value} filled in)
+VALIDATION_MESSAGES = {
+    "missing": "missing required field {field}",
+    "int_type": "{field} must be an integer, got {value}",
+    "int_from_float": "{field} must be an integer, got {value}",
+    "int_parsing": "{field} must be an integer, got {value}",
+    "greater_than": "{field} must be a positive integer, got {value}",
+    "greater_than_equal": "{field} must be zero or more, got {value}",
+    "bool_type": "{field} must be true or false, got {value}",
+    "bool_parsing": "{field} must be true or false, got {value}",
+    "float_type": "{field} must be a number, got {value}",
+    "float_parsing": "{field} must be a number, got {value}",
+    "string_type": "{field} must be a string, got {value}",
+    "list_type": "{field} must be a list, got {value}",
+    "dict_type": "{field} must be a mapping, got {value}",
+}
+
+
 def _validation_message(e: ValidationError) -> str:
     errors = e.errors()
     first = errors[0]
     field = ".".join(str(p) for p in first["loc"]) or "config"
-    value = first.get("input")
-    kind = first["type"]
-    if kind == "missing":
-        msg = f"missing required field {field}"
-    elif kind in ("int_type", "int_from_float", "int_parsing"):
-        msg = f"{field} must be an integer, got {_json(value)}"
-    elif kind == "greater_than":
-        msg = f"{field} must be a positive integer, got {_json(value)}"
-    elif kind == "greater_than_equal":
-        msg = f"{field} must be zero or more, got {_json(value)}"
-    elif kind in ("bool_type", "bool_parsing"):
-        msg = f"{field} must be true or false, got {_json(value)}"
-    elif kind in ("float_type", "float_parsing"):
-        msg = f"{field} must be a number, got {_json(value)}"
-    elif kind in ("string_type",):
-        msg = f"{field} must be a string, got {_json(value)}"
-    else:
-        msg = f"{field}: {first['msg']}"
+    template = VALIDATION_MESSAGES.get(first["type"], "{field}: " + first["msg"])
+    msg = template.format(field=field, value=_json(first.get("input")))
     if len(errors) > 1:
         msg += f" (and {len(errors) - 1} more)"
     return msg

@@ -413,6 +413,7 @@ def verify_transformers(spec: ModelSpec, *, trust_remote_code: bool = False) -> 
     except (ValueError, KeyError, TypeError, AttributeError, OSError, NotImplementedError) as e:
         # transformers rejected the config: say so in one line instead of its traceback.
         detail = (str(e).strip().splitlines() or [""])[0]
+        detail = detail if len(detail) <= 200 else detail[:200] + " …"
         raise ConfigError(
             spec.name, f"transformers cannot build this model: {type(e).__name__}: {detail}"
         ) from None

@@ -80,6 +80,7 @@ def test_set_explores_a_variant(cli: Any) -> None:
     assert data["num_layers"] == 48
     assert data["total_params"] == 354_823_168 + 24 * 12_596_224
     assert "changed with --set: n_layer=48" in data["notes"]
+    assert data["source"].endswith("(before --set)")
 
 
 def test_set_is_repeatable(cli: Any) -> None:

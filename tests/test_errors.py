@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import subprocess
+import sys
+
 import pytest
 
 from llmcalc.families import MODEL_TYPES
@@ -44,6 +47,16 @@ CASES = [
         "invalid YAML at line 2, column 14: tags that construct Python objects are not allowed",
     ),
     ("list.json", "[1, 2]", "expected a JSON mapping of config fields, got a list"),
+    (
+        "twice.json",
+        '{"model_type": "llama", "hidden_size": 768, "hidden_size": 1024}',
+        "duplicate key 'hidden_size' in JSON (which value is meant?)",
+    ),
+    (
+        "twice.yaml",
+        "model_type: llama\nhidden_size: 768\nhidden_size: 1024\n",
+        "invalid YAML at line 3, column 1: duplicate key 'hidden_size'",
+    ),
     ("scalar.yaml", "just text", "expected a YAML mapping of config fields, got a string"),
     ("float.json", with_(hidden_size=768.0), "hidden_size must be an integer, got 768.0"),
     ("string.json", with_(vocab_size="1000"), 'vocab_size must be an integer, got "1000"'),
@@ -136,3 +149,18 @@ def test_error_with_json_flag_prints_no_json(cli: Any, write: Any) -> None:
     run = cli("count", path, "--json")
     assert (run.code, run.stdout) == (2, "")
     assert run.stderr == f"error: {path}: num_hidden_layers must be a positive integer, got 0\n"
+
+
+USAGE_ERRORS = [
+    (["count"], "error: Missing argument 'model'."),
+    (["count", "gpt2", "--bogus"], "error: No such option: --bogus"),
+    (["cnt", "gpt2"], "error: No such command 'cnt'. Did you mean 'count'?"),
+]
+
+
+@pytest.mark.parametrize("args,line", USAGE_ERRORS, ids=[" ".join(a) for a, _ in USAGE_ERRORS])
+def test_usage_errors_are_one_line(args: list[str], line: str) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "llmcalc", *args], capture_output=True, text=True
+    )
+    assert (out.returncode, out.stdout, out.stderr) == (2, "", line + "\n")

@@ -331,10 +331,13 @@ def test_family_llama_counts_an_unknown_model_type(cli: Any, write: Any) -> None
     d, ff, V = 256, 512, 1000
     layer = 4 * d * d + 3 * d * ff + 2 * d
     assert data["total_params"] == 2 * layer + 2 * V * d + d
-    assert data["family"] == "llama"
+    assert (data["family"], data["model_type"]) == ("llama", "llama")  # counted as, and verified as
     assert "counted as llama (--family); model_type is 'my_llama'" in data["notes"]
     out = cli("count", path, "--family", "llama").stdout
     assert "note: counted as llama (--family); model_type is 'my_llama'" in out
+    verified = cli("verify", path, "--family", "llama")
+    assert verified.code == 0, verified.stderr
+    assert "match: all 21 tensors equal in name and shape" in verified.stdout
 
 
 def test_unknown_family_flag(cli: Any, write: Any) -> None:

@@ -63,5 +63,16 @@ def __getattr__(name: str) -> Any:
 
 
 def main() -> None:
+    """The ``llmcalc`` entry point: usage errors too are one line on stderr, exit code 2."""
     first = sys.argv[1] if len(sys.argv) > 1 else ""
-    build_app([first] if first in COMMANDS else COMMANDS)()
+    app = build_app([first] if first in COMMANDS else COMMANDS)
+    try:
+        code = app(standalone_mode=False)
+    except typer.TyperException as e:  # click's usage errors: missing argument, bad option …
+        message = e.format_message()
+        if message:  # empty when the help was shown for a bare `llmcalc`
+            typer.echo(f"error: {message}", err=True)
+        sys.exit(getattr(e, "exit_code", 2))
+    except typer.Abort:
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
