@@ -4,12 +4,16 @@
     ├── ConfigError         a config file or a field in it is wrong (exit 2)
     ├── UnknownModelError   a name matches no bundled config (exit 2)
     ├── UsageError          an option value makes no sense (exit 2)
+    │   └── ParameterError  an argument to a core function; names the parameter, the CLI the flag
     └── MissingExtraError   an optional dependency is not installed (exit 2)
 
 Only the CLI prints them; the core raises them with the file and field named.
 """
 
 from __future__ import annotations
+
+import string
+from collections.abc import Callable
 
 
 class LLMCalcError(Exception):
@@ -33,6 +37,33 @@ class UnknownModelError(LLMCalcError):
 
 class UsageError(LLMCalcError):
     """An option value that cannot be used (``--set``, ``--ctx``, ``--dtype`` …)."""
+
+
+class ParameterError(UsageError):
+    """A bad argument to a core function, worded with its parameter names.
+
+    ``template`` holds a ``{name}`` field for each parameter it names and a field for each value
+    given as a keyword: ``ParameterError("{gpus} {value}: must be 1 or more", value=0)`` reads
+    "gpus 0: must be 1 or more" to a caller of the function; the CLI, through :meth:`spelled`,
+    says "--gpus 0: must be 1 or more".
+    """
+
+    def __init__(self, template: str, **values: object) -> None:
+        self.template = template
+        self.values = values
+        super().__init__(self.spelled(lambda name: name))
+
+    @property
+    def parameters(self) -> tuple[str, ...]:
+        """The parameter names the message mentions, in order."""
+        fields = (f for _, f, _, _ in string.Formatter().parse(self.template) if f)
+        return tuple(dict.fromkeys(f for f in fields if f not in self.values))
+
+    def spelled(self, spell: Callable[[str], str]) -> str:
+        """The message with each parameter name passed through ``spell`` (e.g. to a flag)."""
+        return self.template.format_map(
+            {**{name: spell(name) for name in self.parameters}, **self.values}
+        )
 
 
 class MissingExtraError(LLMCalcError):

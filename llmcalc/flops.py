@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import Attention, LayerGroup, ModelSpec, Tensor
+from llmcalc.spec import Attention, LayerGroup, ModelSpec, Tensor, context_notes
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
@@ -49,19 +49,55 @@ def matmul_elements(t: Tensor, spec: ModelSpec) -> int:
     return t.active_numel(_experts_per_tok(spec)) if t.matmul else 0
 
 
+@dataclass(frozen=True)
+class WeightTerm:
+    """One weight matrix's FLOPs per token: 2 × the elements used × the layers it repeats in."""
+
+    name: str
+    key: str  # breakdown key: its component, ``layers/…`` inside the decoder layers
+    shape: tuple[int, ...]
+    num_layers: int | None  # None outside the decoder layers
+    experts: int  # routed experts it holds (0: not routed)
+    experts_per_tok: int  # k of those a token uses
+    stacked: bool  # experts on the first dimension of one tensor, not one tensor per expert
+    tied_to: str | None  # shares storage, but a token is still multiplied by it
+    flops: int
+
+
+def weight_terms(spec: ModelSpec) -> tuple[WeightTerm, ...]:
+    """Every matrix a token is multiplied by, in spec order (lookups, norms, biases left out)."""
+    terms = []
+    for t, group in spec.all_tensors():
+        elements = matmul_elements(t, spec)
+        if not elements:
+            continue
+        layers = None if group is None else len(group.layers)
+        terms.append(WeightTerm(
+            name=t.name,
+            key=t.component if group is None else f"layers/{t.component}",
+            shape=t.shape,
+            num_layers=layers,
+            experts=(spec.moe.num_experts if spec.moe else t.experts) if t.experts else 0,
+            experts_per_tok=_experts_per_tok(spec) if t.experts else 0,
+            stacked=t.copies == 1,
+            tied_to=t.tied_to,
+            flops=FLOPS_PER_MAC * elements * (layers or 1),
+        ))
+    return tuple(terms)
+
+
 def weight_flops_breakdown(spec: ModelSpec) -> dict[str, int]:
     """Weight FLOPs per token by slash-separated component (``layers/…`` summed over all layers).
 
     Only components with matmuls appear; the values add up to :func:`weight_flops_per_token`.
     """
+    return _by_key(weight_terms(spec))
+
+
+def _by_key(terms: tuple[WeightTerm, ...]) -> dict[str, int]:
     out: dict[str, int] = {}
-    for t, group in spec.all_tensors():
-        elements = matmul_elements(t, spec)
-        if not elements:
-            continue
-        key = t.component if group is None else f"layers/{t.component}"
-        layers = 1 if group is None else len(group.layers)
-        out[key] = out.get(key, 0) + FLOPS_PER_MAC * elements * layers
+    for term in terms:
+        out[term.key] = out.get(term.key, 0) + term.flops
     return out
 
 
@@ -76,11 +112,6 @@ def weight_flops_per_token(spec: ModelSpec) -> int:
 def pair_flops(attention: Attention) -> int:
     """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v."""
     return FLOPS_PER_MAC * attention.heads * (attention.qk_head_dim + attention.v_head_dim)
-
-
-def keys_seen(attention: Attention, *, ctx: int) -> int:
-    """Keys one query attends to at context ``ctx``: all of them, or the last ``window``."""
-    return ctx if attention.window is None else min(ctx, attention.window)
 
 
 def causal_pairs(*, ctx: int, window: int | None) -> int:
@@ -100,7 +131,7 @@ def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
     """One token attending to ``ctx`` tokens, all layers: Σ layers · keys · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
     return sum(
-        len(g.layers) * keys_seen(g.attention, ctx=ctx) * pair_flops(g.attention)
+        len(g.layers) * g.attention.tokens_seen(ctx) * pair_flops(g.attention)
         for g in spec.layer_groups
     )
 
@@ -199,7 +230,8 @@ class FlopsResult:
     batch: int
     tokens: int | None  # a training token budget, when asked
     weight_flops_per_token: int
-    weight_breakdown: dict[str, int]
+    weight_terms: tuple[WeightTerm, ...]  # per matrix, for ``--explain``
+    weight_breakdown: dict[str, int]  # the terms summed per component
     attention_flops_per_token: int
     attention_terms: tuple[AttentionTerm, ...]
     forward_flops_per_token: int
@@ -212,12 +244,14 @@ class FlopsResult:
     seed_rule_percent_off: float  # of the seed rule against the exact forward figure
     attention_crossover_ctx: int | None
     active_params: int
+    notes: tuple[str, ...] = ()  # e.g. ctx beyond the model's max_position_embeddings
 
 
 def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = None) -> FlopsResult:
     """All of ``llmcalc flops``'s figures for ``spec`` at context ``ctx``."""
     _check_ctx(ctx)
-    weight = weight_flops_per_token(spec)
+    w_terms = weight_terms(spec)
+    weight = sum(term.flops for term in w_terms)
     attention = attention_flops_per_token(spec, ctx=ctx)
     forward = weight + attention
     training = TRAINING_MULTIPLIER * forward
@@ -230,8 +264,8 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
             qk_head_dim=g.attention.qk_head_dim,
             v_head_dim=g.attention.v_head_dim,
             window=g.attention.window,
-            keys=keys_seen(g.attention, ctx=ctx),
-            per_layer=keys_seen(g.attention, ctx=ctx) * pair_flops(g.attention),
+            keys=g.attention.tokens_seen(ctx),
+            per_layer=g.attention.tokens_seen(ctx) * pair_flops(g.attention),
             causal_pairs=causal_pairs(ctx=ctx, window=g.attention.window),
         )
         for g in spec.layer_groups
@@ -242,7 +276,8 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
         batch=batch,
         tokens=tokens,
         weight_flops_per_token=weight,
-        weight_breakdown=weight_flops_breakdown(spec),
+        weight_terms=w_terms,
+        weight_breakdown=_by_key(w_terms),
         attention_flops_per_token=attention,
         attention_terms=terms,
         forward_flops_per_token=forward,
@@ -257,4 +292,5 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
         seed_rule_percent_off=percent_off(seed, forward),
         attention_crossover_ctx=attention_crossover_ctx(spec),
         active_params=count(spec).active,
+        notes=context_notes(spec, ctx=ctx),
     )

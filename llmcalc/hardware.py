@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
-from llmcalc.errors import UsageError
+from llmcalc.errors import ParameterError, UsageError
 
 GiB = 1024**3
 TB = 10**12
@@ -98,15 +98,34 @@ _RATE = re.compile(rf"^{_NUMBER}\s*([kmgtpe]?)\s*(?:flop/?s|flops)?$", re.IGNORE
 _BANDWIDTH = re.compile(rf"^{_NUMBER}\s*([kmgt]?)b?\s*(?:/s|ps)?$", re.IGNORECASE)
 
 
+# Share of a card's memory a plan leaves free: the runtime (CUDA context, communication buffers),
+# allocator fragmentation and, for serving, activations. ``fit`` and ``train`` both use it.
+DEFAULT_HEADROOM = 0.10
+
+
+def check_headroom(headroom: float) -> None:
+    if not 0 <= headroom < 1:
+        raise ParameterError(
+            "{headroom} {value:g}: must be a fraction in [0, 1), e.g. 0.1", value=headroom
+        )
+
+
+def usable_memory(memory_bytes: int, *, headroom: float) -> int:
+    """memory × (1 − headroom), rounded down; exact (0.1 is taken as 1/10, not as a float)."""
+    check_headroom(headroom)
+    return int(memory_bytes * (1 - Fraction(repr(headroom))))
+
+
 def lookup(name: str) -> Accelerator:
     """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one)."""
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     key = ALIASES.get(key, key)
     if key not in ACCELERATORS:
         known = ", ".join(ACCELERATORS)
-        raise UsageError(
-            f"--gpu {name}: unknown accelerator; known: {known} "
-            "(or describe one with --gpu-mem and --gpu-flops)"
+        raise ParameterError(
+            "{gpu} {name}: unknown accelerator; known: {known} "
+            "(or describe one with {memory} and {flops})",
+            name=name, known=known,
         )
     return ACCELERATORS[key]
 

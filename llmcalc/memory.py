@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmcalc.errors import UsageError
-from llmcalc.spec import Attention, LayerGroup, ModelSpec
+from llmcalc.spec import Attention, LayerGroup, ModelSpec, context_notes
 from llmcalc.units import DType, nbytes
 
 
@@ -61,11 +61,6 @@ def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -
     return attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
 
 
-def cached_tokens(attention: Attention, *, ctx: int) -> int:
-    """Tokens one layer keeps for a context of ``ctx``: all, or at most its window."""
-    return ctx if attention.window is None else min(ctx, attention.window)
-
-
 def is_mla(spec: ModelSpec) -> bool:
     return any(g.attention.kv_latent_dim is not None for g in spec.layer_groups)
 
@@ -88,7 +83,7 @@ def kv_cache_bytes_per_token(
 def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool) -> int:
     return (
         len(g.layers)
-        * cached_tokens(g.attention, ctx=ctx)
+        * g.attention.tokens_seen(ctx)
         * kv_elements_per_layer(g.attention, decompressed=decompressed)
     )
 
@@ -141,6 +136,7 @@ class MemoryResult:
     # MLA only: the decompressed per-head K and V older implementations cache
     kv_cache_bytes_per_token_decompressed: int | None
     kv_cache_bytes_decompressed: int | None
+    notes: tuple[str, ...] = ()  # e.g. ctx beyond the model's max_position_embeddings
 
 
 def memory(
@@ -162,7 +158,7 @@ def memory(
             window=g.attention.window,
             latent_dim=g.attention.kv_latent_dim,
             elements_per_token=kv_elements_per_layer(g.attention),
-            tokens=cached_tokens(g.attention, ctx=ctx),
+            tokens=g.attention.tokens_seen(ctx),
         )
         for g in spec.layer_groups
     )
@@ -189,4 +185,5 @@ def memory(
         )
         if mla
         else None,
+        notes=context_notes(spec, ctx=ctx),
     )

@@ -3,7 +3,7 @@ and the model FLOPs utilisation (MFU) a training throughput means.
 
 Pure functions; nothing here prints. Sources, each used once below:
 
-- serving memory: weights at ``--dtype`` plus the KV cache at ``--kv-dtype`` (llmcalc.memory),
+- serving memory: weights at ``dtype`` plus the KV cache at ``kv_dtype`` (llmcalc.memory),
   against the cards' memory less a stated headroom for activations and the runtime;
 - decode speed: a memory-bandwidth roofline — every decode step reads all weights and the whole
   KV cache once, so a step takes at least (bytes read) / (bandwidth);
@@ -14,16 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from fractions import Fraction
 
 from llmcalc import flops, memory
-from llmcalc.errors import UsageError
-from llmcalc.hardware import Accelerator
+from llmcalc.errors import ParameterError
+from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.spec import ModelSpec
 from llmcalc.training import training_flops
 from llmcalc.units import DType
 
-DEFAULT_HEADROOM = 0.10  # share of memory left for activations, allocator slack and the runtime
 # Largest context searched when a config states no max_position_embeddings.
 UNSTATED_CONTEXT_LIMIT = 2**24
 
@@ -50,18 +48,13 @@ class ServingFit:
     weights: int
     kv_bytes_per_token: int
     solve_for: str  # "ctx" or "batch"
-    batch: int
-    ctx: int  # 0 when nothing fits
+    batch: int | None  # None when solving for the batch and not one sequence fits
+    ctx: int | None  # None when solving for the context and not one token fits
     context_limit: int  # max_position_embeddings, or UNSTATED_CONTEXT_LIMIT
     limited_by_context_limit: bool
-    kv_bytes: int  # the cache at (batch, ctx)
+    kv_bytes: int | None  # the cache at (batch, ctx); None when nothing fits
     fits: bool  # weights plus at least one token of cache fit
     decode: DecodeBound | None  # None when nothing fits
-
-
-def check_headroom(headroom: float) -> None:
-    if not 0 <= headroom < 1:
-        raise UsageError(f"--headroom {headroom:g}: must be a fraction in [0, 1), e.g. 0.1")
 
 
 def decode_bound(
@@ -95,17 +88,16 @@ def fit(
     The weights and the cache are taken as split evenly over ``gpus`` (tensor parallelism), so the
     budget is the memory of all of them, less ``headroom`` of it.
     """
-    check_headroom(headroom)
     if gpus < 1:
-        raise UsageError(f"--gpus {gpus}: must be 1 or more")
+        raise ParameterError("{gpus} {value}: must be 1 or more", value=gpus)
     if batch is not None and ctx is not None:
-        raise UsageError("--batch and --ctx: give one; fit finds the largest value of the other")
+        raise ParameterError("{batch} and {ctx}: give one; fit finds the largest value of the other")
     if batch is not None and batch < 1:
-        raise UsageError(f"--batch {batch}: must be 1 or more")
+        raise ParameterError("{batch} {value}: must be 1 or more", value=batch)
     if ctx is not None and ctx < 1:
-        raise UsageError(f"--ctx {ctx}: must be 1 or more")
+        raise ParameterError("{ctx} {value}: must be 1 or more", value=ctx)
     capacity = gpus * accelerator.memory_bytes
-    usable = int(capacity * (1 - Fraction(repr(headroom))))  # exact: 0.1 is 1/10, not a float
+    usable = usable_memory(capacity, headroom=headroom)
     weights = memory.weight_bytes(spec, dtype=dtype)
     budget = usable - weights
     limit = spec.shape.max_position_embeddings or UNSTATED_CONTEXT_LIMIT
@@ -113,23 +105,23 @@ def fit(
     def cache(b: int, c: int) -> int:
         return memory.kv_cache_bytes(spec, batch=b, ctx=c, dtype=kv_dtype)
 
+    best_batch: int | None
+    best_ctx: int | None
     if ctx is not None:
         solve_for = "batch"
-        per_sequence = cache(1, ctx)
-        best_batch = max(budget, 0) // per_sequence if per_sequence else 0
+        best_batch = _largest_batch(cache(1, ctx), budget)
         best_ctx = ctx
         limited = False
     else:
         solve_for = "ctx"
-        best_batch = batch or 1
-        best_ctx = _largest(lambda c: cache(best_batch, c) <= budget, limit)
+        b = best_batch = batch or 1
+        best_ctx = _largest(lambda c: cache(b, c) <= budget, limit) if budget > 0 else None
         limited = best_ctx == limit
-    fits = budget > 0 and best_batch > 0 and best_ctx > 0
-    kv = cache(best_batch, best_ctx) if fits else 0
+    kv = cache(best_batch, best_ctx) if best_batch and best_ctx else None
     decode = (
         decode_bound(spec, batch=best_batch, ctx=best_ctx, dtype=dtype, kv_dtype=kv_dtype,
                      bandwidth=gpus * accelerator.bandwidth)
-        if fits and accelerator.bandwidth
+        if best_batch and best_ctx and accelerator.bandwidth
         else None
     )
     return ServingFit(
@@ -140,20 +132,25 @@ def fit(
         weights=weights,
         kv_bytes_per_token=memory.kv_cache_bytes_per_token(spec, dtype=kv_dtype),
         solve_for=solve_for,
-        batch=best_batch if fits else 0,
-        ctx=best_ctx if fits else 0,
+        batch=best_batch,
+        ctx=best_ctx,
         context_limit=limit,
         limited_by_context_limit=limited,
         kv_bytes=kv,
-        fits=fits,
+        fits=kv is not None,
         decode=decode,
     )
 
 
-def _largest(ok: Callable[[int], bool], limit: int) -> int:
-    """The largest n in [1, limit] with ok(n) (ok is monotone: true, then false), or 0."""
+def _largest_batch(per_sequence: int, budget: int) -> int | None:
+    """How many sequences of ``per_sequence`` cache bytes fit in ``budget``; None if not one."""
+    return budget // per_sequence if budget >= per_sequence else None
+
+
+def _largest(ok: Callable[[int], bool], limit: int) -> int | None:
+    """The largest n in [1, limit] with ok(n) (ok is monotone: true, then false), or None."""
     if not ok(1):
-        return 0
+        return None
     lo, hi = 1, limit
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -190,9 +187,10 @@ def model_flops_utilisation(
     Counting only the causal pairs (what ``train`` uses) gives the lower ``mfu_causal``.
     """
     if tokens_per_sec <= 0:
-        raise UsageError(f"--tokens-per-sec {tokens_per_sec:g}: must be more than zero")
+        raise ParameterError("{tokens_per_sec} {value:g}: must be more than zero",
+                             value=tokens_per_sec)
     if gpus < 1:
-        raise UsageError(f"--gpus {gpus}: must be 1 or more")
+        raise ParameterError("{gpus} {value}: must be 1 or more", value=gpus)
     per_token = flops.training_flops_per_token(spec, ctx=ctx)
     per_token_causal = training_flops(spec, tokens=ctx, ctx=ctx).total / ctx
     capacity = gpus * accelerator.peak_flops

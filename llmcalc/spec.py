@@ -65,6 +65,11 @@ class Attention:
     window: int | None = None
     kv_latent_dim: int | None = None
 
+    def tokens_seen(self, ctx: int) -> int:
+        """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of
+        them, or at most the last ``window`` (sliding-window attention)."""
+        return ctx if self.window is None else min(ctx, self.window)
+
 
 @dataclass(frozen=True)
 class LayerGroup:
@@ -147,3 +152,14 @@ class ModelSpec:
                         yield name.replace(EXPERT, str(e)), t.shape
                 else:
                     yield name, t.shape
+
+
+def context_notes(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
+    """What a figure at ``ctx`` should be read with: a context past max_position_embeddings."""
+    limit = spec.shape.max_position_embeddings
+    if limit is None or ctx <= limit:
+        return ()
+    return (
+        f"context {ctx:,} is above the model's max_position_embeddings ({limit:,}); "
+        "the figures assume it runs there anyway",
+    )

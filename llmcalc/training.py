@@ -8,6 +8,8 @@ nothing here prints. Sources, each used once below:
 - compute-optimal tokens: Hoffmann et al. 2022 ("Chinchilla"), ≈ 20 tokens per parameter;
 - model-state bytes: mixed-precision AdamW, 2 + 2 + 12 bytes per parameter, and the ZeRO stages
   (Rajbhandari et al. 2020, §3.1 and §5);
+- the verdict: model states + activations against the card's memory less the same headroom
+  ``fit`` leaves (llmcalc.hardware.DEFAULT_HEADROOM, 10%) for the runtime and allocator slack;
 - activation bytes: Korthikanti et al. 2022, §4 and Table 2 — derived for a GPT-3 layer (4h MLP,
   multi-head attention, dropout); for other layers (SwiGLU, GQA, MoE) it is the stated estimate.
 """
@@ -19,8 +21,8 @@ from enum import Enum
 
 from llmcalc import flops
 from llmcalc.counting import count
-from llmcalc.errors import UsageError
-from llmcalc.hardware import Accelerator
+from llmcalc.errors import ParameterError
+from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.spec import ModelSpec
 
 # ---- compute -------------------------------------------------------------------------------------
@@ -57,7 +59,7 @@ def training_flops(spec: ModelSpec, *, tokens: int, ctx: int) -> TrainingFlops:
     sequence over the ctx(ctx+1)/2 query–key pairs a causal mask keeps (sliding windows fewer).
     """
     if tokens < 1:
-        raise UsageError(f"--tokens {tokens}: must be 1 or more")
+        raise ParameterError("{tokens} {value}: must be 1 or more", value=tokens)
     per_sequence = flops.attention_flops_per_sequence(spec, ctx=ctx, causal=True)
     return TrainingFlops(
         weights=flops.TRAINING_MULTIPLIER * tokens * flops.weight_flops_per_token(spec),
@@ -66,7 +68,11 @@ def training_flops(spec: ModelSpec, *, tokens: int, ctx: int) -> TrainingFlops:
 
 
 def six_n_d(params: int, tokens: int) -> int:
-    """The headline rule: 6 · N · D training FLOPs (weights only, no attention term)."""
+    """The headline rule: 6 · N · D training FLOPs (weights only, no attention term).
+
+    N is the parameters a token uses: for mixture-of-experts models the active ones (shared
+    weights plus k of the E routed experts), as MoE papers quote 6·N·D; for dense models all.
+    """
     return flops.FLOPS_PER_MAC * flops.TRAINING_MULTIPLIER * params * tokens
 
 
@@ -90,7 +96,7 @@ def compute_time(flops: int, *, gpus: int, peak_flops: int, mfu: float) -> Compu
 
 def check_mfu(mfu: float) -> None:
     if not 0 < mfu <= 1:
-        raise UsageError(f"--mfu {mfu:g}: must be a fraction in (0, 1], e.g. 0.4")
+        raise ParameterError("{mfu} {value:g}: must be a fraction in (0, 1], e.g. 0.4", value=mfu)
 
 
 # ---- model states: weights, gradients, optimizer -------------------------------------------------
@@ -137,14 +143,15 @@ class Parallelism:
 
 def parallelism(*, gpus: int, tp: int = 1, pp: int = 1, zero: int = 0) -> Parallelism:
     """Check the degrees: tp·pp must divide the GPU count, ZeRO is a stage 0–3."""
-    for option, value in (("--gpus", gpus), ("--tp", tp), ("--pp", pp)):
+    for name, value in (("gpus", gpus), ("tp", tp), ("pp", pp)):
         if value < 1:
-            raise UsageError(f"{option} {value}: must be 1 or more")
+            raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)
     if zero not in ZERO_PARTITIONED:
-        raise UsageError(f"--zero {zero}: must be a ZeRO stage 0, 1, 2 or 3")
+        raise ParameterError("{zero} {value}: must be a ZeRO stage 0, 1, 2 or 3", value=zero)
     if gpus % (tp * pp):
-        raise UsageError(
-            f"--gpus {gpus}: must be a multiple of --tp × --pp = {tp} × {pp} = {tp * pp}"
+        raise ParameterError(
+            "{gpus} {value}: must be a multiple of {tp} × {pp} = {t} × {p} = {product}",
+            value=gpus, t=tp, p=pp, product=tp * pp,
         )
     return Parallelism(gpus=gpus, tp=tp, pp=pp, zero=zero)
 
@@ -251,7 +258,8 @@ class TrainingPlan:
     weight_flops: int  # the weights' share over all tokens (≈ 6·N·D)
     attention_flops: int  # the causal attention's share over all tokens
     training_flops: int  # weight_flops + attention_flops
-    six_n_d: int  # 6 · N · D with N = all parameters, beside the exact figure
+    active_params: int  # parameters one token uses: all of them, or k of E routed experts (MoE)
+    six_n_d: int  # 6 · N · D with N = active_params (the MoE convention), beside the exact figure
     compute_optimal_tokens: int
     accelerator: Accelerator
     mfu: float
@@ -263,7 +271,9 @@ class TrainingPlan:
     states: dict[str, int]  # ADAMW_BYTES keys → bytes per GPU
     activations: int  # bytes per GPU
     memory_per_gpu: int
-    fits: bool
+    headroom: float  # share of each GPU's memory left for the runtime
+    usable_memory: int  # memory per GPU × (1 − headroom)
+    fits: bool  # memory_per_gpu ≤ usable_memory
 
     @property
     def states_total(self) -> int:
@@ -281,11 +291,16 @@ def plan_training(
     micro_batch: int = 1,
     recompute: Recompute = Recompute.none,
     flash_attention: bool = False,
+    headroom: float = DEFAULT_HEADROOM,
 ) -> TrainingPlan:
-    """Compute, time and memory per GPU of a run; ``tokens`` None means the compute-optimal count."""
+    """Compute, time and memory per GPU of a run; ``tokens`` None means the compute-optimal count.
+
+    The run fits when model states + activations stay within each GPU's memory less ``headroom``.
+    """
     if micro_batch < 1:
-        raise UsageError(f"--micro-batch {micro_batch}: must be 1 or more")
+        raise ParameterError("{micro_batch} {value}: must be 1 or more", value=micro_batch)
     check_mfu(mfu)
+    usable = usable_memory(accelerator.memory_bytes, headroom=headroom)
     pc = count(spec)
     optimal = compute_optimal_tokens(pc.total)
     tokens = optimal if tokens is None else tokens
@@ -305,6 +320,7 @@ def plan_training(
         weight_flops=compute.weights,
         attention_flops=compute.attention,
         training_flops=compute.total,
+        active_params=pc.active,
         six_n_d=six_n_d(pc.active, tokens),
         compute_optimal_tokens=optimal,
         accelerator=accelerator,
@@ -319,5 +335,7 @@ def plan_training(
         states=states,
         activations=activations,
         memory_per_gpu=per_gpu,
-        fits=per_gpu <= accelerator.memory_bytes,
+        headroom=headroom,
+        usable_memory=usable,
+        fits=per_gpu <= usable,
     )

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 

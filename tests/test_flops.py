@@ -210,3 +210,39 @@ def test_flops_and_memory_do_not_import_torch() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_cli_ctx_beyond_max_position_embeddings_is_noted_not_refused(cli) -> None:
+    note = (
+        "context 16,384 is above the model's max_position_embeddings (8,192); "
+        "the figures assume it runs there anyway"
+    )
+    r = cli("flops", "llama-3-8b", "--ctx", "16k", "--json")
+    assert r.code == 0, r.stderr
+    assert r.json()["notes"] == [note]
+    assert f"note: {note}" in cli("flops", "llama-3-8b", "--ctx", "16k").stdout.replace("\n", " ")
+    assert cli("flops", "llama-3-8b", "--ctx", "8k", "--json").json()["notes"] == []
+    assert flops(load_spec("llama-3-8b"), ctx=8193).notes == (
+        "context 8,193 is above the model's max_position_embeddings (8,192); "
+        "the figures assume it runs there anyway",
+    )
+
+
+def test_weight_terms_are_the_explained_figures() -> None:
+    # The per-matrix terms --explain prints come from the result, and add up to its total.
+    spec = load_spec("mixtral-8x7b")
+    r = flops(spec, ctx=4096)
+    assert sum(w.flops for w in r.weight_terms) == r.weight_flops_per_token
+    assert r.weight_breakdown == weight_flops_breakdown(spec)
+    experts = {w.name: w for w in r.weight_terms}["model.layers.{i}.mlp.experts.gate_up_proj"]
+    assert (experts.num_layers, experts.experts, experts.experts_per_tok, experts.stacked) == (
+        32, 8, 2, True)
+    # 2 × 32 layers × 8 experts × 28,672 × 4,096 × 2/8
+    assert experts.flops == 2 * 32 * 2 * 28_672 * 4096 == 15_032_385_536
+
+
+def test_one_rule_for_keys_seen_and_tokens_cached() -> None:
+    windowed = Attention(heads=8, kv_heads=2, qk_head_dim=64, v_head_dim=64, window=4096)
+    assert [windowed.tokens_seen(c) for c in (1, 4096, 32_768)] == [1, 4096, 4096]
+    full = Attention(heads=8, kv_heads=2, qk_head_dim=64, v_head_dim=64)
+    assert full.tokens_seen(32_768) == 32_768

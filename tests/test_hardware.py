@@ -54,9 +54,10 @@ def test_lookup_names(name: str, key: str) -> None:
 def test_unknown_gpu_lists_the_known_ones() -> None:
     with pytest.raises(UsageError) as e:
         lookup("v100")
+    # the core names resolve()'s parameters; the CLI says --gpu, --gpu-mem, --gpu-flops
     assert str(e.value) == (
-        "--gpu v100: unknown accelerator; known: a100-40gb, a100-80gb, h100, h200, b200, mi300x, "
-        "rtx4090, l4, t4 (or describe one with --gpu-mem and --gpu-flops)"
+        "gpu v100: unknown accelerator; known: a100-40gb, a100-80gb, h100, h200, b200, mi300x, "
+        "rtx4090, l4, t4 (or describe one with memory and flops)"
     )
 
 

@@ -129,3 +129,22 @@ def test_cli_table_and_explain(cli) -> None:
     assert "13.49 GiB" in r.stdout and "2.00 GiB" in r.stdout and "15.49 GiB" in r.stdout
     assert "decoder: 32 layers × 8 kv heads × (128 + 128) (K and V) = 65,536 elements" in r.stdout
     assert "KV cache = 8 × (32 × min(32,768, window 4,096) × 2,048) elements × 8 bits / 8" in r.stdout
+
+
+NOTE_8B_16K = (
+    "context 16,384 is above the model's max_position_embeddings (8,192); "
+    "the figures assume it runs there anyway"
+)
+
+
+def test_cli_ctx_beyond_max_position_embeddings_is_noted_not_refused(cli) -> None:
+    # Llama 3 8B states max_position_embeddings 8192; 16k still computes, with a note.
+    r = cli("memory", "llama-3-8b", "--ctx", "16k", "--json")
+    assert r.code == 0, r.stderr
+    data = r.json()
+    assert data["notes"] == [NOTE_8B_16K]
+    assert data["kv_cache_bytes"] == 16_384 * 131_072
+    table = cli("memory", "llama-3-8b", "--ctx", "16k").stdout
+    assert f"note: {NOTE_8B_16K}" in table.replace("\n", " ")
+    assert "note:" not in cli("memory", "llama-3-8b", "--ctx", "8k").stdout
+    assert cli("memory", "llama-3-8b", "--ctx", "8k", "--json").json()["notes"] == []

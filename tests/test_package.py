@@ -65,3 +65,22 @@ def test_docstring_example_runs() -> None:
     import doctest
 
     assert doctest.testmod(llmcalc).failed == 0
+
+
+def test_readme_mentions_every_command_and_option() -> None:
+    """The README documents what the CLI offers; a new command or option without a word there fails."""
+    from pathlib import Path
+
+    import typer.main
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    group = typer.main.get_command(app)
+    missing = []
+    for name, command in group.commands.items():  # type: ignore[attr-defined]
+        if f"llmcalc {name}" not in readme:
+            missing.append(f"llmcalc {name}")
+        for param in command.params:
+            for opt in param.opts:
+                if opt.startswith("--") and opt != "--help" and opt not in readme:
+                    missing.append(f"llmcalc {name} {opt}")
+    assert missing == []

@@ -82,7 +82,11 @@ def test_train_json_keys_and_figures(cli: Any) -> None:
     assert d["memory_per_gpu"]["optimizer/momentum"] == 4 * shard // 128
     assert d["memory_per_gpu"]["activations"] == 126 * 34 * 8192 * 16384 // 8 == 71_873_593_344
     assert d["memory_per_gpu_bytes"] == 84_853_767_644
-    assert d["fits"] is True
+    # 79.0 GiB per GPU is within the H100's 80 GiB but not within the 72 GiB left after the
+    # 10% headroom ``fit`` also keeps: 80 GiB × 0.9 = 77,309,411,328 B
+    assert d["headroom"] == 0.1
+    assert d["usable_memory_bytes"] == 80 * GiB * 9 // 10 == 77_309_411_328
+    assert d["fits"] is False
     assert d["parallelism"] == {"gpus": 16384, "tp": 8, "pp": 16, "dp": 128, "zero": 1}
     assert d["gpu_hours"] == pytest.approx(d["training_flops"] / (989e12 * 0.4) / 3600)
 
@@ -105,6 +109,48 @@ def test_train_defaults_state_ctx_and_tokens(cli: Any) -> None:
     table = cli("train", "gpt2", "--gpu", "a100-40gb")
     assert "training sequence length 4,096 (--ctx)" in table.stdout
     assert "fits" in table.stdout
+
+
+def test_train_headroom_decides_the_verdict(cli: Any) -> None:
+    args = ("train", "llama-3.1-405b", "--tokens", "15.6T", "--gpus", "16384", "--gpu", "h100",
+            "--ctx", "8k", "--tp", "8", "--pp", "16", "--zero", "1", "--flash-attention")
+    # 84,853,767,644 B per GPU: over 80 GiB × 0.9, within 80 GiB × 0.99 = 85,040,352,460
+    none = cli(*args, "--headroom", "0.01", "--json").json()
+    assert none["usable_memory_bytes"] == 85_040_352_460 and none["fits"] is True
+    table = cli(*args)
+    assert table.code == 0, table.stderr
+    assert "usable after 10% headroom for the runtime" in table.stdout
+    assert "72.00 GiB" in table.stdout
+    assert "does not fit" in table.stdout
+    explain = cli(*args, "--explain")
+    assert ("usable per GPU = memory × (1 − headroom) = 85,899,345,920 × (1 − 0.1) = "
+            "77,309,411,328") in explain.stdout
+    assert ("total per GPU = 12,980,174,300 + 71,873,593,344 = 84,853,767,644 > 77,309,411,328: "
+            "does not fit") in explain.stdout
+    bad = cli("train", "gpt2", "--gpu", "h100", "--headroom", "1")
+    assert bad.code == 2
+    assert bad.stderr == "error: --headroom 1: must be a fraction in [0, 1), e.g. 0.1\n"
+
+
+def test_train_and_fit_share_the_headroom() -> None:
+    from llmcalc import hardware, planning, training
+
+    assert planning.DEFAULT_HEADROOM is hardware.DEFAULT_HEADROOM
+    assert training.DEFAULT_HEADROOM is hardware.DEFAULT_HEADROOM
+    assert hardware.usable_memory(80 * GiB, headroom=0.1) == 77_309_411_328
+
+
+def test_train_six_n_d_counts_active_parameters_of_moe(cli: Any) -> None:
+    # Mixtral 8x7B: 46,702,792,704 parameters, 12,879,925,248 of them used per token (2 of 8
+    # experts); 6·N·D for MoE takes the active N. Memory still holds all of them.
+    args = ("train", "mixtral-8x7b", "--gpu", "h100", "--gpus", "64", "--tokens", "1T")
+    d = cli(*args, "--json").json()
+    assert d["params"] == 46_702_792_704 and d["active_params"] == 12_879_925_248
+    assert d["six_n_d"] == 6 * 12_879_925_248 * 10**12
+    assert d["memory_per_gpu"]["weights"] == 2 * 46_702_792_704
+    out = cli(*args, "--explain").stdout
+    assert "6·N·D (rule of thumb, N = 12.9B active parameters)" in out
+    assert "6·N·D = 6 × N_active × D = 6 × 12,879,925,248 × 1,000,000,000,000 = 7.7280e+22" in out
 
 
 def test_train_zero3_over_64_gpus(cli: Any) -> None:
@@ -172,9 +218,34 @@ def test_fit_nothing_fits(cli: Any) -> None:
     run = cli("fit", "llama-2-70b", "--gpu", "rtx4090", "--json")
     assert run.code == 0, run.stderr
     d = run.json()
-    assert d["fits"] is False and d["ctx"] == 0 and d["decode"] is None
+    assert d["fits"] is False and d["decode"] is None
+    # no context fits: null, not a 0 that reads like an answer; the batch asked for stays
+    assert d["solved_for"] == "ctx"
+    assert d["ctx"] is None and d["max_ctx"] is None and d["kv_cache_bytes"] is None
+    assert d["batch"] == 1
     table = cli("fit", "llama-2-70b", "--gpu", "rtx4090")
     assert "the weights leave no room for a KV cache" in table.stdout
+    assert "KV cache at batch" not in table.stdout
+
+
+def test_fit_no_sequence_fits_beside_the_weights(cli: Any) -> None:
+    # Llama 2 7B on one 24 GiB card: bf16 weights 13,476,831,232 B leave 21.6 GiB − 12.55 GiB;
+    # one sequence of 1M tokens needs 32 × 2 × 32 × 128 × 2 B × 2^20 = 512 GiB.
+    run = cli("fit", "llama-2-7b", "--gpu", "rtx4090", "--ctx", "1M", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    assert d["solved_for"] == "batch" and d["fits"] is False
+    assert d["ctx"] == 1_048_576 and d["batch"] is None and d["max_batch"] is None
+    assert d["kv_cache_bytes"] is None and d["decode"] is None
+    table = cli("fit", "llama-2-7b", "--gpu", "rtx4090", "--ctx", "1M")
+    assert "not one sequence of 1,048,576 tokens fits beside the weights" in table.stdout
+    assert "KV cache at batch" not in table.stdout
+
+
+def test_fit_core_returns_none_not_zero() -> None:
+    f = fit(load_spec("llama-2-70b"), accelerator=lookup("rtx4090"), dtype=DType.bf16,
+            kv_dtype=DType.bf16)
+    assert (f.fits, f.batch, f.ctx, f.kv_bytes, f.decode) == (False, 1, None, None, None)
 
 
 # ---- errors --------------------------------------------------------------------------------------
@@ -217,7 +288,64 @@ def test_errors_one_line_exit_2(cli: Any, args: tuple[str, ...], message: str) -
         assert run.stderr == f"error: {message}\n"
 
 
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("flops", "--ctx", "128k", "--explain"), "--explain needs a MODEL"),
+        (("flops", "--json", "--explain"), "--explain needs a MODEL"),
+        (("flops", "gpt2", "--json", "--explain"), "--explain and --json cannot be combined"),
+        (("memory", "gpt2", "--json", "--explain"), "--explain and --json cannot be combined"),
+        (("train", "gpt2", "--gpu", "h100", "--json", "--explain"),
+         "--explain and --json cannot be combined"),
+        (("fit", "gpt2", "--gpu", "h100", "--json", "--explain"),
+         "--explain and --json cannot be combined"),
+        (("mfu", "gpt2", "--gpu", "h100", "--tokens-per-sec", "50k", "--json", "--explain"),
+         "--explain and --json cannot be combined"),
+    ],
+)
+def test_explain_is_never_silently_dropped(cli: Any, args: tuple[str, ...], message: str) -> None:
+    run = cli(*args)
+    assert (run.code, run.stdout, run.stderr) == (2, "", f"error: {message}\n")
+
+
 def test_fit_usage_error_from_core() -> None:
-    with pytest.raises(UsageError):
+    # An API caller reads its own parameter names; the CLI rewords the same error in flags.
+    with pytest.raises(UsageError) as e:
         fit(load_spec("gpt2"), accelerator=lookup("h100"), gpus=0, dtype=DType.bf16,
             kv_dtype=DType.bf16)
+    assert str(e.value) == "gpus 0: must be 1 or more"
+    with pytest.raises(UsageError) as e:
+        fit(load_spec("gpt2"), accelerator=lookup("h100"), batch=2, ctx=1024, dtype=DType.bf16,
+            kv_dtype=DType.bf16)
+    assert str(e.value) == "batch and ctx: give one; fit finds the largest value of the other"
+    with pytest.raises(UsageError) as e:
+        model_flops_utilisation(load_spec("gpt2"), tokens_per_sec=0, ctx=1024, gpus=1,
+                                accelerator=lookup("h100"))
+    assert str(e.value) == "tokens_per_sec 0: must be more than zero"
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("fit", "gpt2", "--gpu", "h100", "--gpus", "0"), "--gpus 0: must be 1 or more"),
+        (("fit", "gpt2", "--gpu", "h100", "--batch", "0"), "--batch 0: must be 1 or more"),
+        (("mfu", "gpt2", "--gpu", "h100", "--tokens-per-sec", "50k", "--gpus", "0"),
+         "--gpus 0: must be 1 or more"),
+        (("train", "gpt2", "--gpu", "h100", "--pp", "0"), "--pp 0: must be 1 or more"),
+        (("train", "gpt2", "--gpu", "h100", "--headroom", "-0.5"),
+         "--headroom -0.5: must be a fraction in [0, 1), e.g. 0.1"),
+    ],
+)
+def test_cli_spells_core_parameters_as_flags(cli: Any, args: tuple[str, ...], message: str) -> None:
+    run = cli(*args)
+    assert (run.code, run.stderr) == (2, f"error: {message}\n")
+
+
+def test_parameter_error_spelling() -> None:
+    from llmcalc.cli._options import flag
+    from llmcalc.errors import ParameterError
+
+    e = ParameterError("{gpu} {name}: unknown; try {memory} and {micro_batch}", name="{x}")
+    assert str(e) == "gpu {x}: unknown; try memory and micro_batch"
+    assert e.parameters == ("gpu", "memory", "micro_batch")
+    assert e.spelled(flag) == "--gpu {x}: unknown; try --gpu-mem and --micro-batch"

@@ -72,7 +72,7 @@ def test_compute_time_by_hand() -> None:
 def test_mfu_out_of_range(mfu: float) -> None:
     with pytest.raises(UsageError) as e:
         compute_time(10**20, gpus=1, peak_flops=10**15, mfu=mfu)
-    assert str(e.value) == f"--mfu {mfu:g}: must be a fraction in (0, 1], e.g. 0.4"
+    assert str(e.value) == f"mfu {mfu:g}: must be a fraction in (0, 1], e.g. 0.4"
 
 
 # ---- model states --------------------------------------------------------------------------------
@@ -123,9 +123,9 @@ def test_zero_divides_by_data_parallel_degree_not_all_gpus() -> None:
 @pytest.mark.parametrize(
     "kwargs,message",
     [
-        ({"gpus": 12, "tp": 8}, "--gpus 12: must be a multiple of --tp × --pp = 8 × 1 = 8"),
-        ({"gpus": 8, "zero": 4}, "--zero 4: must be a ZeRO stage 0, 1, 2 or 3"),
-        ({"gpus": 0}, "--gpus 0: must be 1 or more"),
+        ({"gpus": 12, "tp": 8}, "gpus 12: must be a multiple of tp × pp = 8 × 1 = 8"),
+        ({"gpus": 8, "zero": 4}, "zero 4: must be a ZeRO stage 0, 1, 2 or 3"),
+        ({"gpus": 0}, "gpus 0: must be 1 or more"),
     ],
 )
 def test_parallelism_errors(kwargs: dict[str, int], message: str) -> None:

@@ -1,4 +1,4 @@
-"""Options that pick an accelerator, shared by ``train``, ``fit`` and ``mfu``."""
+"""Options that pick an accelerator and its memory headroom, shared by ``train``, ``fit``, ``mfu``."""
 
 from __future__ import annotations
 
@@ -6,12 +6,13 @@ from typing import Annotated, Optional
 
 import typer
 
+from llmcalc.hardware import ACCELERATORS
+
 GpuOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option(
         "--gpu",
-        help="Accelerator from the built-in table: a100-40gb, a100-80gb, h100, h200, b200, "
-        "mi300x, rtx4090, l4, t4.",
+        help=f"Accelerator from the built-in table: {', '.join(ACCELERATORS)}.",
         show_default=False,
     ),
 ]
@@ -40,3 +41,11 @@ GpuBandwidthOpt = Annotated[
     ),
 ]
 GpusOpt = Annotated[int, typer.Option("--gpus", help="Number of GPUs.")]
+HeadroomOpt = Annotated[
+    float,
+    typer.Option(
+        "--headroom",
+        help="Share of each GPU's memory left free for the runtime and allocator slack "
+        "(fit: activations too), e.g. 0.1.",
+    ),
+]

@@ -18,48 +18,42 @@ from llmcalc.cli._common import (
     show,
     spec_for,
 )
-from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt
-from llmcalc.hardware import require, resolve
-from llmcalc.planning import DEFAULT_HEADROOM
+from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
+from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.planning import fit as fit_plan
 from llmcalc.render.fit import explain_lines, fit_json, fit_view
 from llmcalc.units import parse_context, parse_dtype
 
 
 @handles_errors
+@speaks_flags
 def fit(
     model: ModelArg,
     gpu: GpuOpt = None,
     gpus: GpusOpt = 1,
     gpu_mem: GpuMemOpt = None,
     gpu_bandwidth: GpuBandwidthOpt = None,
-    dtype: Annotated[
-        str, typer.Option("--dtype", help="Weight dtype: fp32, fp16, bf16, fp8, int8, int4.")
-    ] = "bf16",
-    kv_dtype: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Option("--kv-dtype", help="KV-cache dtype (default: --dtype).", show_default=False),
-    ] = None,
+    dtype: DTypeOpt = "bf16",
+    kv_dtype: KvDTypeOpt = None,
     batch: Annotated[
-        Optional[int],  # noqa: UP045
+        Optional[int],  # noqa: UP045 - typer reads this annotation at run time
         typer.Option("--batch", help="Sequences served at once; finds the largest context "
                      "(default 1).", show_default=False),
     ] = None,
     ctx: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--ctx", help="Context length, e.g. 8k; finds the largest batch instead.",
-                     show_default=False),
+        typer.Option("--ctx", help=f"Context length; finds the largest batch instead; "
+                     f"{CONTEXT_SUFFIXES}.", show_default=False),
     ] = None,
-    headroom: Annotated[
-        float,
-        typer.Option("--headroom", help="Share of GPU memory kept for activations and the runtime."),
-    ] = DEFAULT_HEADROOM,
+    headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound."""
+    check_explain(explain=explain, as_json=as_json)
     spec = spec_for(model, set_, family)
     acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth)
     require(acc, "memory_bytes")

@@ -18,27 +18,16 @@ from llmcalc.cli._common import (
     show,
     spec_for,
 )
+from llmcalc.cli._options import BatchOpt, CtxOpt, TokensOpt, check_explain, speaks_flags
 from llmcalc.config import load_spec
 from llmcalc.errors import UsageError
 from llmcalc.flops import flops as compute_flops
 from llmcalc.render.flops import catalog_view, explain_lines, flops_json, flops_view
 from llmcalc.units import parse_context, parse_count
 
-CTX_HELP = (
-    "Context length in tokens. Binary suffixes, as context windows are quoted: "
-    "4k = 4,096, 128k = 131,072, 1M = 1,048,576; plain integers work too."
-)
-BATCH_HELP = "Sequences per forward pass; scales the per-sequence figures (plain integer or 1k …)."
-TOKENS_HELP = (
-    "A training token budget. Decimal suffixes, as token counts are quoted: "
-    "3.2M = 3,200,000, 70B = 7·10¹⁰, 2T = 2·10¹²."
-)
-
-CtxOpt = Annotated[str, typer.Option("--ctx", help=CTX_HELP)]
-BatchOpt = Annotated[str, typer.Option("--batch", help=BATCH_HELP)]
-
 
 @handles_errors
+@speaks_flags
 def flops(
     model: Annotated[
         Optional[str],  # noqa: UP045 - typer reads this annotation at run time
@@ -50,10 +39,7 @@ def flops(
     ] = None,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
-    tokens: Annotated[
-        Optional[str],  # noqa: UP045
-        typer.Option("--tokens", help=TOKENS_HELP, show_default=False),
-    ] = None,
+    tokens: TokensOpt = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
@@ -64,6 +50,9 @@ def flops(
     Weight FLOPs are 2 × the elements of every matrix a token is multiplied by (lm_head included,
     tied or not; for MoE only the active experts); attention adds 2·n·h·(d_qk + d_v) per layer.
     """
+    if model is None and explain:
+        raise UsageError("--explain needs a MODEL")
+    check_explain(explain=explain, as_json=as_json)
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
     n_tokens = None if tokens is None else parse_count(tokens, option="--tokens")

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
-import typer
 from rich.text import Text
 
 from llmcalc.cli._common import (
@@ -18,27 +15,20 @@ from llmcalc.cli._common import (
     show,
     spec_for,
 )
-from llmcalc.cli.flops import BatchOpt, CtxOpt
+from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
 from llmcalc.memory import memory as compute_memory
 from llmcalc.render.memory import explain_lines, memory_json, memory_view
-from llmcalc.units import DType, parse_context, parse_count, parse_dtype
-
-DTYPES = ", ".join(d.value for d in DType)
+from llmcalc.units import parse_context, parse_count, parse_dtype
 
 
 @handles_errors
+@speaks_flags
 def memory(
     model: ModelArg,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
-    dtype: Annotated[
-        str, typer.Option("--dtype", help=f"Weight dtype: {DTYPES} (int4 packs two per byte).")
-    ] = "bf16",
-    kv_dtype: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Option("--kv-dtype", help=f"KV-cache dtype: {DTYPES}; default: --dtype.",
-                     show_default=False),
-    ] = None,
+    dtype: DTypeOpt = "bf16",
+    kv_dtype: KvDTypeOpt = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
@@ -50,6 +40,7 @@ def memory(
     capped at their window; for MLA models the compressed latent, with the decompressed per-head
     K and V beside it. GiB in the table, exact bytes in --json.
     """
+    check_explain(explain=explain, as_json=as_json)
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
     w_dtype = parse_dtype(dtype, option="--dtype")

@@ -19,6 +19,7 @@ from llmcalc.cli._common import (
     spec_for,
 )
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuOpt, GpusOpt
+from llmcalc.cli._options import TrainCtxOpt, check_explain, speaks_flags
 from llmcalc.hardware import require, resolve
 from llmcalc.planning import model_flops_utilisation
 from llmcalc.render.mfu import explain_lines, mfu_json, mfu_view
@@ -27,6 +28,7 @@ from llmcalc.units import parse_context, parse_count
 
 
 @handles_errors
+@speaks_flags
 def mfu(
     model: ModelArg,
     tokens_per_sec: Annotated[
@@ -37,15 +39,14 @@ def mfu(
     gpus: GpusOpt = 1,
     gpu: GpuOpt = None,
     gpu_flops: GpuFlopsOpt = None,
-    ctx: Annotated[
-        str, typer.Option("--ctx", help="Training sequence length, e.g. 4096 or 8k.")
-    ] = str(DEFAULT_CTX),
+    ctx: TrainCtxOpt = str(DEFAULT_CTX),
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
     """Model FLOPs utilisation of a training run: FLOPs per token × tokens/s over the peak."""
+    check_explain(explain=explain, as_json=as_json)
     spec = spec_for(model, set_, family)
     acc = resolve(gpu, flops=gpu_flops)
     require(acc, "peak_flops")

@@ -18,21 +18,31 @@ from llmcalc.cli._common import (
     show,
     spec_for,
 )
-from llmcalc.cli._hardware import GpuFlopsOpt, GpuMemOpt, GpuOpt, GpusOpt
-from llmcalc.hardware import require, resolve
+from llmcalc.cli._hardware import GpuFlopsOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
+from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, check_explain, speaks_flags
+from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.render.train import explain_lines, train_json, train_view
-from llmcalc.training import DEFAULT_CTX, DEFAULT_MFU, Recompute, parallelism, plan_training
+from llmcalc.training import (
+    CHINCHILLA_TOKENS_PER_PARAM,
+    DEFAULT_CTX,
+    DEFAULT_MFU,
+    Recompute,
+    parallelism,
+    plan_training,
+)
 from llmcalc.units import parse_context, parse_count
 
 
 @handles_errors
+@speaks_flags
 def train(
     model: ModelArg,
     tokens: Annotated[
         Optional[str],  # noqa: UP045 - typer reads this annotation at run time
         typer.Option(
             "--tokens",
-            help="Training tokens, e.g. 15T or 2.5e12 (default: the compute-optimal 20 per parameter).",
+            help=f"Training tokens; {COUNT_SUFFIXES} (default: the compute-optimal "
+            f"{CHINCHILLA_TOKENS_PER_PARAM} per parameter).",
             show_default=False,
         ),
     ] = None,
@@ -43,9 +53,7 @@ def train(
     mfu: Annotated[
         float, typer.Option("--mfu", help="Model FLOPs utilisation to assume (0–1).")
     ] = DEFAULT_MFU,
-    ctx: Annotated[
-        str, typer.Option("--ctx", help="Training sequence length, e.g. 4096 or 8k.")
-    ] = str(DEFAULT_CTX),
+    ctx: TrainCtxOpt = str(DEFAULT_CTX),
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel degree.")] = 1,
     pp: Annotated[int, typer.Option("--pp", help="Pipeline-parallel degree.")] = 1,
     zero: Annotated[
@@ -64,12 +72,14 @@ def train(
             help="FlashAttention: the s × s attention scores are never stored.",
         ),
     ] = False,
+    headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
     """Plan a training run: FLOPs (6·N·D plus causal attention), GPU-hours, memory per GPU, fit."""
+    check_explain(explain=explain, as_json=as_json)
     spec = spec_for(model, set_, family)
     acc = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
     require(acc, "memory_bytes", "peak_flops")
@@ -83,6 +93,7 @@ def train(
         micro_batch=micro_batch,
         recompute=recompute,
         flash_attention=flash_attention,
+        headroom=headroom,
     )
     if as_json:
         print_json(train_json(spec, plan))

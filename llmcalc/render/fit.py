@@ -32,11 +32,12 @@ def fit_view(
     t.add_row(f"headroom for activations and runtime ({f.headroom:.0%})", gib(f.capacity - f.usable))
     t.add_row(f"weights ({dtype.value})", gib(f.weights))
     t.add_row(f"KV cache per token ({kv_dtype.value})", f"{n(f.kv_bytes_per_token)} B")
+    if f.batch is None or f.ctx is None or f.kv_bytes is None:
+        t.add_section()
+        t.add_row("largest fit", verdict(False))
+        return Group(head, t, Text(_nothing_fits(f), style="bold red"))
     t.add_row(f"KV cache at batch {f.batch} × ctx {n(f.ctx)}", gib(f.kv_bytes))
     t.add_section()
-    if not f.fits:
-        t.add_row("largest fit", verdict(False))
-        return Group(head, t, Text("the weights leave no room for a KV cache", style="bold red"))
     answer = (
         f"largest context at batch {f.batch}" if f.solve_for == "ctx"
         else f"largest batch at context {n(f.ctx)}"
@@ -64,18 +65,27 @@ def fit_view(
     return Group(*parts)
 
 
+def _nothing_fits(f: ServingFit) -> str:
+    if f.usable <= f.weights:
+        return "the weights leave no room for a KV cache"
+    if f.ctx is not None:
+        return f"not one sequence of {n(f.ctx)} tokens fits beside the weights"
+    return f"not one token of cache at batch {f.batch} fits beside the weights"
+
+
 def explain_lines(f: ServingFit, *, accelerator: Accelerator) -> list[str]:
     lines = [
         f"usable = GPUs × memory × (1 − headroom) = {f.gpus} × {n(accelerator.memory_bytes)} × "
         f"(1 − {f.headroom:g}) = {n(f.usable)}",
         f"KV budget = usable − weights = {n(f.usable)} − {n(f.weights)} = {n(f.usable - f.weights)}",
     ]
-    if f.fits:
-        what = "ctx" if f.solve_for == "ctx" else "batch"
-        lines.append(
-            f"largest {what} with KV(batch, ctx) ≤ budget: KV({f.batch}, {n(f.ctx)}) = "
-            f"{n(f.kv_bytes)} (about {n(f.kv_bytes_per_token)} B per token)"
-        )
+    if f.kv_bytes is None or f.ctx is None:
+        return lines
+    what = "ctx" if f.solve_for == "ctx" else "batch"
+    lines.append(
+        f"largest {what} with KV(batch, ctx) ≤ budget: KV({f.batch}, {n(f.ctx)}) = "
+        f"{n(f.kv_bytes)} (about {n(f.kv_bytes_per_token)} B per token)"
+    )
     if f.decode is not None:
         d = f.decode
         lines.append(

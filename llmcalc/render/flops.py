@@ -6,8 +6,9 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
-from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult, matmul_elements
+from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult
 from llmcalc.render import n, pct
 from llmcalc.render.count import header
 from llmcalc.spec import ModelSpec
@@ -72,7 +73,11 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
     if r.tokens is not None and r.training_flops is not None:
         train.add_row(f"for {n(r.tokens)} tokens", n(r.training_flops), flop(r.training_flops),
                       style="bold")
-    return Group(header(spec), per_token, per_seq, train)
+    return Group(header(spec), per_token, per_seq, train, *note_lines(r.notes))
+
+
+def note_lines(notes: tuple[str, ...]) -> list[Text]:
+    return [Text(f"note: {note}", style="yellow") for note in notes]
 
 
 def flops_json(r: FlopsResult) -> dict[str, Any]:
@@ -96,6 +101,7 @@ def flops_json(r: FlopsResult) -> dict[str, Any]:
             "percent_off": round(r.seed_rule_percent_off, 4),
         },
         "weight_breakdown": r.weight_breakdown,
+        "notes": list(r.notes),
     }
 
 
@@ -119,21 +125,17 @@ def catalog_view(rows: list[tuple[str, FlopsResult]], *, ctx: int) -> Table:
 
 def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     """Each formula with this model's numbers put in."""
-    k = spec.moe.experts_per_tok if spec.moe else 0
     lines = ["weight FLOPs per token = 2 × elements of every matrix a token is multiplied by:"]
-    for t, g in spec.all_tensors():
-        if not t.matmul:
-            continue
-        dims = " × ".join(n(d) for d in t.shape)
-        if t.experts:
-            e = spec.moe.num_experts if spec.moe else t.experts
+    for w in r.weight_terms:
+        dims = " × ".join(n(d) for d in w.shape)
+        if w.experts:
+            k, e = w.experts_per_tok, w.experts
             # stacked [E, …]: k/E of it is used; one tensor per expert ({e}): k of the E copies
-            dims = f"{dims} × {k}/{e} (active experts)" if t.copies == 1 else (
+            dims = f"{dims} × {k}/{e} (active experts)" if w.stacked else (
                 f"{dims} × {k} of {e} experts")
-        layers = f"{plural(len(g.layers), 'layer')} × " if g is not None else ""
-        tied = f" (tied to {t.tied_to}: still multiplied by)" if t.tied_to else ""
-        value = FLOPS_PER_MAC * matmul_elements(t, spec) * (len(g.layers) if g else 1)
-        lines.append(f"  {t.name}: 2 × {layers}{dims} = {n(value)}{tied}")
+        layers = f"{plural(w.num_layers, 'layer')} × " if w.num_layers is not None else ""
+        tied = f" (tied to {w.tied_to}: still multiplied by)" if w.tied_to else ""
+        lines.append(f"  {w.name}: {FLOPS_PER_MAC} × {layers}{dims} = {n(w.flops)}{tied}")
     lines.append(f"  sum = {n(r.weight_flops_per_token)}")
     lines.append(f"attention FLOPs per token at n = {n(r.ctx)}: per layer 2·keys·h·d_qk + 2·keys·h·d_v")
     for a in r.attention_terms:

@@ -10,7 +10,7 @@ from rich.table import Table
 from llmcalc.memory import MemoryResult
 from llmcalc.render import gib, n
 from llmcalc.render.count import header
-from llmcalc.render.flops import ctx_label, plural
+from llmcalc.render.flops import ctx_label, note_lines, plural
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DTYPE_BITS
 
@@ -39,7 +39,7 @@ def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
         t.add_row(f"KV cache decompressed per head ({r.batch} × {n(r.ctx)} tokens)",
                   r.kv_dtype.value, n(r.kv_cache_bytes_decompressed),
                   gib(r.kv_cache_bytes_decompressed))
-    return Group(header(spec), t)
+    return Group(header(spec), t, *note_lines(r.notes))
 
 
 def memory_json(r: MemoryResult) -> dict[str, Any]:
@@ -56,6 +56,7 @@ def memory_json(r: MemoryResult) -> dict[str, Any]:
         "kv_cache": "mla_latent" if r.mla else "per_head",
         "kv_cache_bytes_per_token_decompressed": r.kv_cache_bytes_per_token_decompressed,
         "kv_cache_bytes_decompressed": r.kv_cache_bytes_decompressed,
+        "notes": list(r.notes),
     }
 
 

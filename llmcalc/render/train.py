@@ -67,7 +67,8 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
         f"FLOPs: causal attention at {n(p.ctx)}", f"{p.attention_flops:.4e}", short(p.attention_flops)
     )
     compute.add_row("training FLOPs", f"{p.training_flops:.4e}", short(p.training_flops), style="bold")
-    compute.add_row("6·N·D (rule of thumb)", f"{p.six_n_d:.4e}", short(p.six_n_d))
+    compute.add_row(f"6·N·D (rule of thumb, N = {short(p.active_params)} active parameters)",
+                    f"{p.six_n_d:.4e}", short(p.six_n_d))
     compute.add_section()
     compute.add_row(f"GPU-hours at MFU {p.mfu:.0%}", f"{p.time.gpu_hours:,.0f}", "")
     compute.add_row(
@@ -95,6 +96,8 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
     mem.add_section()
     mem.add_row("total", "", gib(p.memory_per_gpu), style="bold")
     mem.add_row(f"{p.accelerator.name} memory", "", gib(p.accelerator.memory_bytes))
+    mem.add_row(f"usable after {p.headroom:.0%} headroom for the runtime", "",
+                gib(p.usable_memory))
     mem.add_row("", "", verdict(p.fits))
     notes = [
         Text(f"accelerator: {p.accelerator.source}", style="dim"),
@@ -117,7 +120,7 @@ def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
         f"  W = weight FLOPs per token (2 × matrix elements); A_causal = attention of one sequence "
         f"of {n(p.ctx)} tokens over the ctx·(ctx+1)/2 pairs a causal mask keeps; "
         f"on average {n(p.flops_per_token)} per token",
-        f"6·N·D = 6 × {n(p.params)} × {n(p.tokens)} = {p.six_n_d:.4e}",
+        f"6·N·D = 6 × N_active × D = 6 × {n(p.active_params)} × {n(p.tokens)} = {p.six_n_d:.4e}",
         f"compute-optimal tokens = {CHINCHILLA_TOKENS_PER_PARAM} × N = "
         f"{CHINCHILLA_TOKENS_PER_PARAM} × {n(p.params)} = {n(p.compute_optimal_tokens)}",
         f"GPU-hours = FLOPs / (peak × MFU) / 3600 = {p.training_flops:.4e} / "
@@ -139,8 +142,12 @@ def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
         f"= {n(p.activations)}"
     )
     lines.append(
+        f"usable per GPU = memory × (1 − headroom) = {n(p.accelerator.memory_bytes)} × "
+        f"(1 − {p.headroom:g}) = {n(p.usable_memory)}"
+    )
+    lines.append(
         f"total per GPU = {n(p.states_total)} + {n(p.activations)} = {n(p.memory_per_gpu)} "
-        f"{'≤' if p.fits else '>'} {n(p.accelerator.memory_bytes)}: "
+        f"{'≤' if p.fits else '>'} {n(p.usable_memory)}: "
         f"{'fits' if p.fits else 'does not fit'}"
     )
     return lines
@@ -152,6 +159,7 @@ def train_json(spec: ModelSpec, plan: TrainingPlan) -> dict[str, Any]:
     return {
         "model": spec.name,
         "params": p.params,
+        "active_params": p.active_params,
         "tokens": p.tokens,
         "ctx": p.ctx,
         "training_flops": p.training_flops,
@@ -178,5 +186,7 @@ def train_json(spec: ModelSpec, plan: TrainingPlan) -> dict[str, Any]:
         "memory_per_gpu": {**p.states, "activations": p.activations},
         "memory_per_gpu_bytes": p.memory_per_gpu,
         "gpu_memory_bytes": acc.memory_bytes,
+        "headroom": p.headroom,
+        "usable_memory_bytes": p.usable_memory,
         "fits": p.fits,
     }

@@ -1,0 +1,100 @@
+"""Options that several commands share, declared once; help texts are built from the tables
+(:class:`~llmcalc.units.DType`) and the parsers (:mod:`llmcalc.units`), not typed out by hand."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Optional, ParamSpec, TypeVar
+
+import typer
+
+from llmcalc.errors import ParameterError, UsageError
+from llmcalc.units import DType, parse_context, parse_count
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _decimal(value: int) -> str:
+    """3,200,000; from 10⁹ on, a round count as a power of ten: 70B → 7·10¹⁰."""
+    digits = str(value)
+    zeros = len(digits) - len(digits.rstrip("0"))
+    if value < 10**9 or not zeros:
+        return f"{value:,}"
+    return f"{value // 10**zeros}·10{str(zeros).translate(SUPERSCRIPT)}"
+
+
+def _worked(examples: tuple[str, ...], parse: Callable[[str], int]) -> str:
+    """'4k = 4,096, 128k = 131,072' — each example read by the parser the option uses."""
+    return ", ".join(f"{ex} = {_decimal(parse(ex))}" for ex in examples)
+
+
+DTYPES = ", ".join(d.value for d in DType)
+CONTEXT_SUFFIXES = (
+    "binary suffixes, as context windows are quoted: "
+    + _worked(("4k", "128k", "1M"), parse_context)
+)
+COUNT_SUFFIXES = (
+    "decimal suffixes, as token counts are quoted: "
+    + _worked(("3.2M", "70B", "2T"), lambda ex: parse_count(ex, option="--tokens"))
+)
+
+DTypeOpt = Annotated[
+    str,
+    typer.Option(
+        "--dtype",
+        help=f"Weight dtype: {DTYPES} (or bfloat16, float16 …; int4 packs two per byte).",
+    ),
+]
+KvDTypeOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads this annotation at run time
+    typer.Option("--kv-dtype", help=f"KV-cache dtype: {DTYPES}; default: --dtype.",
+                 show_default=False),
+]
+CtxOpt = Annotated[
+    str, typer.Option("--ctx", help=f"Context length in tokens; {CONTEXT_SUFFIXES}.")
+]
+TrainCtxOpt = Annotated[
+    str, typer.Option("--ctx", help=f"Training sequence length in tokens; {CONTEXT_SUFFIXES}.")
+]
+BatchOpt = Annotated[
+    str,
+    typer.Option("--batch", help="Sequences per forward pass; scales the per-sequence figures "
+                 "(plain integer or 1k …)."),
+]
+TokensOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--tokens", help=f"A training token budget; {COUNT_SUFFIXES}.",
+                 show_default=False),
+]
+
+
+def check_explain(*, explain: bool, as_json: bool) -> None:
+    """``--explain`` prints lines beside the table; JSON has no place for them, so refuse both."""
+    if explain and as_json:
+        raise UsageError("--explain and --json cannot be combined")
+
+
+# Core parameters whose flag is not simply --name-with-dashes.
+FLAGS = {"memory": "--gpu-mem", "flops": "--gpu-flops", "bandwidth": "--gpu-bandwidth"}
+
+
+def flag(parameter: str) -> str:
+    """The command-line spelling of a core function's parameter: micro_batch → --micro-batch."""
+    return FLAGS.get(parameter, "--" + parameter.replace("_", "-"))
+
+
+def speaks_flags(func: Callable[P, R]) -> Callable[P, R]:
+    """Reword a core :class:`ParameterError` in the flags the person typed (--gpus, not gpus)."""
+
+    @functools.wraps(func)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return func(*args, **kwargs)
+        except ParameterError as e:
+            raise UsageError(e.spelled(flag)) from None
+
+    return wrapper

@@ -1,0 +1,66 @@
+"""Options shared by the commands are declared once, with help built from the tables."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import typer
+
+from llmcalc.cli import app
+from llmcalc.hardware import ACCELERATORS
+from llmcalc.units import DType
+
+
+def _options(command: str) -> dict[str, Any]:
+    group: Any = typer.main.get_command(app)
+    cmd = group.get_command(None, command)
+    return {opt: p for p in cmd.params for opt in p.opts}
+
+
+DTYPES = "fp32, fp16, bf16, fp8, int8, int4"
+
+
+def test_dtype_list_comes_from_the_enum() -> None:
+    assert ", ".join(d.value for d in DType) == DTYPES
+
+
+@pytest.mark.parametrize("command", ["memory", "fit"])
+def test_dtype_options_are_the_shared_ones(command: str) -> None:
+    opts = _options(command)
+    assert opts["--dtype"].help == (
+        f"Weight dtype: {DTYPES} (or bfloat16, float16 …; int4 packs two per byte)."
+    )
+    assert opts["--kv-dtype"].help == f"KV-cache dtype: {DTYPES}; default: --dtype."
+
+
+@pytest.mark.parametrize("command", ["train", "fit", "mfu"])
+def test_gpu_help_lists_the_accelerator_table(command: str) -> None:
+    assert _options(command)["--gpu"].help == (
+        f"Accelerator from the built-in table: {', '.join(ACCELERATORS)}."
+    )
+    assert ", ".join(ACCELERATORS) == "a100-40gb, a100-80gb, h100, h200, b200, mi300x, rtx4090, l4, t4"
+
+
+@pytest.mark.parametrize("command,default", [("flops", "4k"), ("memory", "4k"),
+                                             ("train", "4096"), ("mfu", "4096")])
+def test_ctx_help_states_the_binary_suffixes(command: str, default: str) -> None:
+    ctx = _options(command)["--ctx"]
+    assert ctx.default == default
+    assert ctx.help.endswith(
+        "in tokens; binary suffixes, as context windows are quoted: "
+        "4k = 4,096, 128k = 131,072, 1M = 1,048,576."
+    )
+
+
+def test_headroom_is_one_option_for_train_and_fit() -> None:
+    train, fit = _options("train")["--headroom"], _options("fit")["--headroom"]
+    assert (train.help, train.default) == (fit.help, fit.default)
+    assert train.default == 0.1
+
+
+def test_token_help_worked_examples() -> None:
+    assert _options("flops")["--tokens"].help == (
+        "A training token budget; decimal suffixes, as token counts are quoted: "
+        "3.2M = 3,200,000, 70B = 7·10¹⁰, 2T = 2·10¹²."
+    )
