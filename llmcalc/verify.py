@@ -37,7 +37,7 @@ def _import() -> tuple[Any, Any]:
         import transformers
     except ImportError:
         raise MissingExtraError("building the transformers model") from None
-    transformers.logging.set_verbosity_error()
+    transformers.logging.set_verbosity_error()  # type: ignore[no-untyped-call]
     return torch, transformers
 
 

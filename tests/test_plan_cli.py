@@ -293,6 +293,7 @@ def test_errors_one_line_exit_2(cli: Any, args: tuple[str, ...], message: str) -
     [
         (("flops", "--ctx", "128k", "--explain"), "--explain needs a MODEL"),
         (("flops", "--json", "--explain"), "--explain needs a MODEL"),
+        (("count", "gpt2", "--json", "--explain"), "--explain and --json cannot be combined"),
         (("flops", "gpt2", "--json", "--explain"), "--explain and --json cannot be combined"),
         (("memory", "gpt2", "--json", "--explain"), "--explain and --json cannot be combined"),
         (("train", "gpt2", "--gpu", "h100", "--json", "--explain"),

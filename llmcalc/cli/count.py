@@ -18,6 +18,7 @@ from llmcalc.cli._common import (
     show,
     spec_for,
 )
+from llmcalc.cli._options import check_explain
 from llmcalc.counting import count as count_params
 from llmcalc.render.count import count_json, count_view, explain_lines, tensors_view
 
@@ -34,6 +35,7 @@ def count(
     explain: ExplainOpt = False,
 ) -> None:
     """Count a model's parameters exactly: per tensor group, per layer, embeddings, lm_head, total."""
+    check_explain(explain=explain, as_json=as_json)
     spec = spec_for(model, set_, family)
     pc = count_params(spec)
     if as_json:
