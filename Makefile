@@ -9,6 +9,7 @@ PYTHON ?= python3
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e .
+	$(PY) -m compileall -q llmcalc  # start fast even where PYTHONDONTWRITEBYTECODE is set
 	touch $@
 
 $(VENV)/.test: $(VENV)/.core requirements-test.txt
