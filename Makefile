@@ -8,12 +8,12 @@ PYTHON ?= python3
 
 $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --disable-pip-version-check -e .
+	$(PY) -m pip install -q --disable-pip-version-check -e . --config-settings editable_mode=compat
 	$(PY) -m compileall -q llmcalc  # start fast even where PYTHONDONTWRITEBYTECODE is set
 	touch $@
 
 $(VENV)/.test: $(VENV)/.core requirements-test.txt
-	$(PY) -m pip install -q --disable-pip-version-check -e . -r requirements-test.txt
+	$(PY) -m pip install -q --disable-pip-version-check -e . --config-settings editable_mode=compat -r requirements-test.txt
 	touch $@
 
 run: $(VENV)/.core

@@ -6,7 +6,6 @@ A bundled model answers to its file name (``llama-2-7b``), its Hugging Face repo
 
 from __future__ import annotations
 
-import difflib
 import functools
 import re
 from pathlib import Path
@@ -54,6 +53,7 @@ def label(path: Path) -> str:
 def raise_unknown(name: str) -> NoReturn:
     """Say that ``name`` is not bundled and suggest the closest names."""
     stems = [p.stem for p in paths()]
+    import difflib  # only to suggest a name: not on the path of a good call
     close = difflib.get_close_matches(name.lower(), [s.lower() for s in stems], n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else "; see `llmcalc list`"
     raise UnknownModelError(f"unknown model {name!r}: not a file, folder or bundled config{hint}")

@@ -7,7 +7,6 @@ is a :class:`ConfigError` naming the file and the field.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -259,6 +258,7 @@ def apply_overrides(
             raise UsageError(f"--set {item}: cannot read the value {text!r}") from None
         head, *rest = key.split(".")
         if head not in known:
+            import difflib  # only to suggest a name: not on the path of a good call
             close = difflib.get_close_matches(head, sorted(known), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise UsageError(f"--set {key}: not a field of this {fam.module} config{hint}")

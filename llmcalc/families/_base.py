@@ -35,7 +35,10 @@ class FamilyConfig(BaseModel):
     A field with a default is a stated default: the notes list every default that was used.
     """
 
-    model_config = ConfigDict(extra="ignore", frozen=True, strict=True, populate_by_name=True)
+    # defer_build: a schema is built for the one family config a run validates, not for the bases
+    model_config = ConfigDict(
+        extra="ignore", frozen=True, strict=True, populate_by_name=True, defer_build=True
+    )
 
     # The transformers config class this mirrors, for messages and notes.
     transformers_class: ClassVar[str] = ""
