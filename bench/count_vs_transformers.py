@@ -42,7 +42,7 @@ def timed(cmd: list[str]) -> tuple[float, str]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("model", nargs="?", default="gpt2-medium")
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=11)
     args = parser.parse_args()
     compileall.compile_dir(Path(llmcalc.__file__).parent, quiet=1)
     spec = load_spec(args.model)
