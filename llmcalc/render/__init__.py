@@ -15,7 +15,10 @@ def console(*, stderr: bool = False) -> Console:
     """A console at the terminal's width, or 120 columns when output is not a terminal."""
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else 120
-    return Console(file=stream, width=width, highlight=False, soft_wrap=False)
+    # markup and emoji off: names and shapes such as "[4096, 4096]" are printed as they are
+    return Console(
+        file=stream, width=width, highlight=False, soft_wrap=False, markup=False, emoji=False
+    )
 
 
 def n(value: int) -> str:
