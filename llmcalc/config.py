@@ -187,7 +187,7 @@ def spec_from_raw(
     if overrides:
         notes.append("changed with --set: " + ", ".join(overrides))
     try:
-        cfg = fam.config.model_validate(fields)
+        cfg = fam.config.read(fields)
         arch = fam.describe(cfg)
     except ValidationError as e:
         raise ConfigError(raw.label, _validation_message(e)) from None

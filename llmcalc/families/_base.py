@@ -6,9 +6,10 @@ transformers' GPT-2 ``Conv1D(out, in)`` holds weight [in, out]; ``nn.Embedding(n
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, ClassVar
+from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
@@ -29,6 +30,9 @@ class FieldError(Exception):
         super().__init__(message if field in message else f"{field}: {message}")
 
 
+C = TypeVar("C", bound="FamilyConfig")
+
+
 class FamilyConfig(BaseModel):
     """Base for the fields one family reads; unknown keys are ignored, types are strict.
 
@@ -42,6 +46,20 @@ class FamilyConfig(BaseModel):
 
     # The transformers config class this mirrors, for messages and notes.
     transformers_class: ClassVar[str] = ""
+
+    @classmethod
+    def read(cls: type[C], fields: Mapping[str, Any]) -> C:
+        """Validate ``fields``. Pydantic plugins are left out (as typer does for its options):
+        looking for them scans every installed package's metadata, a good part of a CLI start."""
+        previous = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
+        os.environ["PYDANTIC_DISABLE_PLUGINS"] = "1"
+        try:
+            return cls.model_validate(fields)
+        finally:
+            if previous is None:
+                del os.environ["PYDANTIC_DISABLE_PLUGINS"]
+            else:
+                os.environ["PYDANTIC_DISABLE_PLUGINS"] = previous
 
     def defaulted(self) -> list[str]:
         """``field=value`` for every field that took its default, in declaration order."""
