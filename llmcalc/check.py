@@ -20,7 +20,7 @@ from llmcalc import bundled
 from llmcalc.config import load_spec
 from llmcalc.counting import count
 from llmcalc.errors import ConfigError
-from llmcalc.limits import shown
+from llmcalc.limits import escape, shown
 from llmcalc.safetensors_index import has_safetensors
 from llmcalc.spec import ModelSpec
 from llmcalc.verify import Comparison, verify_checkpoint, verify_transformers
@@ -141,7 +141,7 @@ def parse_expected(label: str, expected: Mapping[str, Any]) -> list[Expectation]
         if figure not in FIGURES:
             close = difflib.get_close_matches(str(figure), FIGURES, n=1)
             hint = f" (did you mean {close[0]}?)" if close else f"; known: {', '.join(FIGURES)}"
-            raise ConfigError(label, f"expected.{shown(figure)}: unknown figure{hint}")
+            raise ConfigError(label, f"expected.{escape(str(figure))}: unknown figure{hint}")
         out.append(_expectation(label, str(figure), raw))
     return out
 
