@@ -1,0 +1,78 @@
+"""`llmcalc serve`: the calculator as a page in the browser, served from this machine."""
+
+from __future__ import annotations
+
+import socket
+import sys
+from typing import Annotated, Optional
+
+import typer
+
+from llmcalc.cli._common import handles_errors
+from llmcalc.errors import MissingExtraError, UsageError
+
+LOCAL = "127.0.0.1"
+
+
+def free_port(host: str) -> int:
+    """A port nothing listens on now (the OS picks it)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@handles_errors
+def serve(
+    port: Annotated[
+        Optional[int],  # noqa: UP045 - typer reads this annotation at run time
+        typer.Option("--port", help="Port to listen on (default: a free one).",
+                     show_default=False),
+    ] = None,
+    host: Annotated[
+        str,
+        typer.Option("--host", help="Address to bind; anything but 127.0.0.1 exposes the page "
+                     "to other machines."),
+    ] = LOCAL,
+    no_browser: Annotated[
+        bool, typer.Option("--no-browser", help="Print the URL without opening a browser.")
+    ] = False,
+) -> None:
+    """Serve the interactive calculator on this machine and open it in the browser (Ctrl-C stops).
+
+    Every figure on the page comes from the functions the CLI uses, so it equals --json's.
+    """
+    try:
+        import uvicorn
+
+        from llmcalc.web.app import create_app
+    except ImportError:
+        raise MissingExtraError("llmcalc serve", extra="serve") from None
+    if port is not None and not 0 < port < 65536:
+        raise UsageError(f"--port {port}: must be from 1 to 65535")
+    chosen = free_port(host) if port is None else port
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{chosen}/"
+    allowed = ["127.0.0.1", "localhost", "[::1]"]
+    if host not in (LOCAL, "localhost", "::1"):
+        typer.echo(f"warning: --host {host} exposes the page (and its API) to every machine that "
+                   "can reach this address", err=True)
+        allowed = ["*"] if host in ("0.0.0.0", "::") else [*allowed, shown]
+    typer.echo(f"llmcalc serving on {url}  (Ctrl-C stops)")
+    sys.stdout.flush()
+    config = uvicorn.Config(create_app(allowed_hosts=allowed), host=host, port=chosen,
+                            log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    if not no_browser:
+        import threading
+        import webbrowser
+
+        threading.Timer(0.5, webbrowser.open, args=(url,)).start()
+    try:
+        server.run()
+    except KeyboardInterrupt:
+        pass
+    except OSError as e:
+        raise UsageError(f"cannot listen on {shown}:{chosen} ({e.strerror})") from None
+    typer.echo("stopped")
