@@ -41,6 +41,10 @@ class FlopsSeries:
     attention_flops_per_token: tuple[int, ...]
     crossover_ctx: int | None  # where attention overtakes the weights; None: never
 
+    @property
+    def forward_flops_per_token(self) -> tuple[int, ...]:
+        return tuple(self.weight_flops_per_token + a for a in self.attention_flops_per_token)
+
 
 def flops_series(spec: ModelSpec, ctxs: tuple[int, ...]) -> FlopsSeries:
     return FlopsSeries(
@@ -61,6 +65,10 @@ class MemorySeries:
     kv_dtype: DType
     weights_bytes: int
     kv_cache_bytes: tuple[int, ...]
+
+    @property
+    def total_bytes(self) -> tuple[int, ...]:
+        return tuple(self.weights_bytes + kv for kv in self.kv_cache_bytes)
 
 
 def memory_series(

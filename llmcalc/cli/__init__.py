@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fit": ("fit", "fit"),
     "mfu": ("mfu", "mfu"),
     "serve": ("serve", "serve"),
+    "plot": ("plot", "plot"),
 }
 
 HELP = "Exact parameter counts, FLOPs and memory of LLMs from their configs."

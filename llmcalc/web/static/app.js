@@ -33,6 +33,12 @@ function short(v) {
     if (Math.abs(x) >= s) return (x / s).toPrecision(3) + u;
   return String(x);
 }
+function shortAxis(v) {
+  const x = Number(v);
+  for (const [u, s] of [["E", 1e18], ["P", 1e15], ["T", 1e12], ["B", 1e9], ["M", 1e6], ["K", 1e3]])
+    if (Math.abs(x) >= s) return Number((x / s).toPrecision(3)) + u;
+  return String(x);
+}
 const gib = (b) => (Number(b) / 2 ** 30).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " GiB";
 const gibAxis = (b) => (Number(b) / 2 ** 30).toLocaleString("en-US", {maximumFractionDigits: 1}) + " GiB";
 const GIB_STEPS = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384].map((g) => g * 2 ** 30);
@@ -330,7 +336,7 @@ function drawFlops() {
     if (s.crossover_ctx) lines.push({x: s.crossover_ctx, color: COLORS[i], label: "attention > weights at " + num(s.crossover_ctx)});
   }
   $("flops-summary").innerHTML = models.map(([r, i]) => `<div style="color:${COLORS[i]}">${esc(r.label)}: <b><span class="flops-token" data-model="${i}">${num(r.flops.forward_flops_per_token)}</span></b> FLOPs per token at context ${num(r.flops.ctx)} (weights ${num(r.flops.weight_flops_per_token)}, attention ${num(r.flops.attention_flops_per_token)}); attention overtakes the weights at <span class="crossover" data-model="${i}">${r.flops.attention_crossover_ctx === null ? "no context (every layer is windowed)" : num(r.flops.attention_crossover_ctx)}</span></div>`).join("");
-  lineChart("flops-chart", "forward FLOPs per token (log–log)", true, short, series, [xs, ...columns], lines);
+  lineChart("flops-chart", "forward FLOPs per token (log–log)", true, shortAxis, series, [xs, ...columns], lines);
   const rows = [["model", "ctx", "weight_flops_per_token", "attention_flops_per_token", "forward_flops_per_token"]];
   for (const [r] of models) r.series.ctx.forEach((x, j) => rows.push([r.label, x, String(r.series.weight_flops_per_token), String(r.series.attention_flops_per_token[j]), String(BigInt(r.series.weight_flops_per_token) + BigInt(r.series.attention_flops_per_token[j]))]));
   exportBar("flops", "flops", toJSON(models.map(([r]) => ({...r.flops, series: r.series}))), csv(rows), models.map(([r]) => r.commands.flops));
