@@ -204,3 +204,17 @@ def test_without_the_extra_serve_names_it() -> None:
     assert run.stderr == ("error: llmcalc serve needs the 'serve' extra: "
                           "pip install 'llmcalc[serve]'\n")
     assert run.stdout == ""
+
+
+def test_a_busy_port_is_one_line() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        run = subprocess.run([sys.executable, "-m", "llmcalc", "serve", "--no-browser", "--port",
+                              str(port)], capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2
+    assert run.stderr == (f"error: --port {port}: cannot listen on 127.0.0.1:{port} "
+                          "(Address already in use)\n")

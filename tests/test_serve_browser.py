@@ -6,6 +6,7 @@ Every number read off the page must equal the CLI's --json for the same model; s
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -63,7 +64,7 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def page(browser: Any) -> Iterator[Any]:
-    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     pg = context.new_page()
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
@@ -208,3 +209,25 @@ VIEW = ("%7B%22models%22%3A%5B%7B%22name%22%3A%22llama-2-7b%22%2C%22set%22%3A%5B
         "%22%3A%7B%22ctx%22%3A%224k%22%2C%22batch%22%3A%228%22%2C%22dtype%22%3A%22bf16%22%2C%22"
         "kv_dtype%22%3A%22bf16%22%2C%22gpu%22%3A%22h100%22%2C%22gpus%22%3A1%2C%22tokens%22%3A%22"
         "2T%22%2C%22ctx_max%22%3A%22128k%22%7D%7D")
+
+
+def test_exports_are_the_cli_json_exactly(server: str, page: Any, cli: Any) -> None:
+    page.goto(server)
+    settled(page)
+    edit(page, "#name", "llama-3.1-405b")
+    edit(page, "#tokens", "15T")
+
+    def download(panel: str, kind: str) -> str:
+        with page.expect_download() as got:
+            page.locator(f"#panel-{panel} .export a", has_text=kind).click()
+        assert got.value.suggested_filename == f"llmcalc-{panel}.{kind.lower()}"
+        return Path(got.value.path()).read_text(encoding="utf-8")
+
+    train = json.loads(download("train", "JSON"))
+    want = cli("train", "llama-3.1-405b", "--gpu", "h100", "--gpus", "1", "--ctx", "4k",
+               "--tokens", "15T", "--json").json()
+    assert train == [want]  # integers past 2^53 (training FLOPs) survive the page exactly
+    assert want["training_flops"] > 2**53
+    rows = download("params", "CSV").splitlines()
+    assert rows[0] == "model,key,params"
+    assert rows[-1] == "meta-llama/Llama-3.1-405B,total,405853388800"

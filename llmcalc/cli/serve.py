@@ -14,12 +14,26 @@ from llmcalc.errors import MissingExtraError, UsageError
 LOCAL = "127.0.0.1"
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (port 0: a free one the OS picks), handed to uvicorn."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        where = f"--port {port}" if port else f"--host {host}"
+        raise UsageError(f"{where}: cannot listen on {host}:{port or 'a free port'} "
+                         f"({e.strerror})") from None
+    sock.listen(128)
+    return sock
+
+
 def free_port(host: str) -> int:
     """A port nothing listens on now (the OS picks it)."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        port: int = s.getsockname()[1]
+    with listen(host, 0) as sock:
+        port: int = sock.getsockname()[1]
         return port
 
 
@@ -51,7 +65,8 @@ def serve(
         raise MissingExtraError("llmcalc serve", extra="serve") from None
     if port is not None and not 0 < port < 65536:
         raise UsageError(f"--port {port}: must be from 1 to 65535")
-    chosen = free_port(host) if port is None else port
+    sock = listen(host, port or 0)
+    chosen = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     url = f"http://{shown}:{chosen}/"
     allowed = ["127.0.0.1", "localhost", "[::1]"]
@@ -61,8 +76,8 @@ def serve(
         allowed = ["*"] if host in ("0.0.0.0", "::") else [*allowed, shown]
     typer.echo(f"llmcalc serving on {url}  (Ctrl-C stops)")
     sys.stdout.flush()
-    config = uvicorn.Config(create_app(allowed_hosts=allowed), host=host, port=chosen,
-                            log_level="warning", lifespan="off")
+    config = uvicorn.Config(create_app(allowed_hosts=allowed), log_level="warning",
+                            lifespan="off")
     server = uvicorn.Server(config)
     if not no_browser:
         import threading
@@ -70,9 +85,9 @@ def serve(
 
         threading.Timer(0.5, webbrowser.open, args=(url,)).start()
     try:
-        server.run()
+        server.run(sockets=[sock])
     except KeyboardInterrupt:
         pass
-    except OSError as e:
-        raise UsageError(f"cannot listen on {shown}:{chosen} ({e.strerror})") from None
+    finally:
+        sock.close()
     typer.echo("stopped")

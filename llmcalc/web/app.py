@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
@@ -98,7 +99,7 @@ async def calc(request: Request) -> Response:
     if not isinstance(data, dict):
         return _json({"error": "request body must be a JSON object"}, 400)
     try:
-        return _json(api.calculate(data))
+        return _json(await run_in_threadpool(api.calculate, data))
     except LLMCalcError as e:
         return _json({"error": str(e)}, 400)
 
