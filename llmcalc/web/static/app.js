@@ -289,14 +289,16 @@ function markers(lines) {
   // vertical lines at x values (crossover, largest fitting context), drawn after the series
   return {hooks: {draw: [(u) => {
     const g = u.ctx;
-    for (const {x, color, label} of lines) {
-      if (!x || x < u.scales.x.min || x > u.scales.x.max) continue;
+    lines.forEach(({x, color, label}, i) => {
+      if (!x || x < u.scales.x.min || x > u.scales.x.max) return;
       const px = u.valToPos(x, "x", true);
       g.save(); g.strokeStyle = color; g.setLineDash([4, 4]); g.lineWidth = 1.5 * devicePixelRatio;
       g.beginPath(); g.moveTo(px, u.bbox.top); g.lineTo(px, u.bbox.top + u.bbox.height); g.stroke();
       g.fillStyle = color; g.font = `${11 * devicePixelRatio}px sans-serif`;
-      g.fillText(label, px + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio); g.restore();
-    }
+      const right = px > u.bbox.left + u.bbox.width * 0.6;
+      g.textAlign = right ? "right" : "left";
+      g.fillText(label, px + (right ? -4 : 4) * devicePixelRatio, u.bbox.top + (12 + 14 * i) * devicePixelRatio); g.restore();
+    });
   }]}};
 }
 const isPow = (v, b) => v > 0 && Math.abs(Math.log(v) / Math.log(b) - Math.round(Math.log(v) / Math.log(b))) < 1e-9;
