@@ -69,6 +69,8 @@ def test_params_html_holds_the_chart_and_exact_numbers(cli: Any, tmp_path: Path)
     assert text.startswith("<!doctype html>") and "<svg" in text and "<script" not in text
     assert "<td>layers/mlp/fc_in</td><td>28,348,416</td>" in text
     assert "openai-community/gpt2: 124,439,808 parameters" in text
+    assert ("<code>llmcalc plot params gpt2 --ctx-max 128k --batch 1 --dtype bf16 -o params.html"
+            "</code>") in text
 
 
 def test_terminal_charts(cli: Any) -> None:

@@ -218,3 +218,12 @@ def test_a_busy_port_is_one_line() -> None:
     assert run.returncode == 2
     assert run.stderr == (f"error: --port {port}: cannot listen on 127.0.0.1:{port} "
                           "(Address already in use)\n")
+
+
+def test_core_commands_do_not_import_the_server_or_pillow() -> None:
+    code = ("import sys\nsys.argv = ['llmcalc', 'count', 'gpt2']\nfrom llmcalc.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print([m for m in ('starlette', 'uvicorn', 'PIL', 'llmcalc.web') if m in sys.modules],"
+            " file=sys.stderr)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.stderr == "[]\n"

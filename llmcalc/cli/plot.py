@@ -7,7 +7,6 @@ except PNG, which draws with Pillow (the ``[serve]`` extra).
 from __future__ import annotations
 
 import shlex
-import sys
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Any, Optional
@@ -103,7 +102,13 @@ def plot(
         elif suffix == ".svg":
             output.write_text(charts.to_svg(chart), encoding="utf-8")
         else:
-            output.write_text(charts.to_html(chart, command=shlex.join(["llmcalc", *sys.argv[1:]])),
+            words = ["llmcalc", "plot", kind.value, *models, "--ctx-max", ctx_max, "--batch", batch,
+                     "--dtype", dtype]
+            words += [] if kv_dtype is None else ["--kv-dtype", kv_dtype]
+            words += [] if gpu is None else ["--gpu", gpu, "--gpus", str(gpus)]
+            words += [w for s in set_ or () for w in ("--set", s)]
+            words += [] if family is None else ["--family", family]
+            output.write_text(charts.to_html(chart, command=shlex.join([*words, "-o", output.name])),
                               encoding="utf-8")
     except OSError as e:
         raise UsageError(f"-o {output}: cannot write ({e.strerror})") from None
