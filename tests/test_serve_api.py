@@ -183,13 +183,24 @@ def test_ctrl_c_stops_cleanly(served: Any) -> None:
 
 def test_host_warns_that_it_exposes_the_page() -> None:
     proc = subprocess.Popen([sys.executable, "-m", "llmcalc", "serve", "--no-browser",
-                             "--host", "0.0.0.0"], stdout=subprocess.PIPE,
+                             "--host", "127.0.0.2"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stderr is not None
-        assert proc.stderr.readline() == ("warning: --host 0.0.0.0 exposes the page (and its "
+        assert proc.stderr.readline() == ("warning: --host 127.0.0.2 exposes the page (and its "
                                           "API) to every machine that can reach this address\n")
-        assert proc.stdout.readline().startswith("llmcalc serving on http://0.0.0.0:")
+        line = proc.stdout.readline()
+        assert line.startswith("llmcalc serving on http://127.0.0.2:")
+        url = line.split()[3]
+        deadline = time.monotonic() + 20
+        while True:  # the address it was asked to serve is an allowed Host
+            try:
+                assert urllib.request.urlopen(url, timeout=2).status == 200
+                break
+            except urllib.error.URLError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
     finally:
         proc.send_signal(signal.SIGINT)
         proc.communicate(timeout=20)

@@ -231,3 +231,20 @@ def test_exports_are_the_cli_json_exactly(server: str, page: Any, cli: Any) -> N
     rows = download("params", "CSV").splitlines()
     assert rows[0] == "model,key,params"
     assert rows[-1] == "meta-llama/Llama-3.1-405B,total,405853388800"
+
+
+def test_a_dropped_yaml_file_becomes_the_model(server: str, page: Any) -> None:
+    page.goto(server)
+    settled(page)
+    text = ("name: my-model\nmodel_type: llama\nhidden_size: 2048\nnum_hidden_layers: 16\n"
+            "num_attention_heads: 32\nnum_key_value_heads: 8\nintermediate_size: 8192\n"
+            "vocab_size: 128256\ntie_word_embeddings: true\n")
+    dropped = page.evaluate_handle(
+        "t => { const d = new DataTransfer(); d.items.add(new File([t], 'config.yaml')); "
+        "return d; }", text)
+    page.dispatch_event("body", "drop", {"dataTransfer": dropped})
+    settled(page)
+    assert page.input_value("#format") == "yaml"
+    assert page.input_value("#text") == text
+    assert page.inner_text("#total") == "1,235,814,400"  # Llama-3.2-1B's shape
+    assert page.locator(".tab.active").inner_text().startswith("my-model")

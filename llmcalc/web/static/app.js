@@ -419,15 +419,15 @@ async function main() {
     m.scratch = {...catalog.scratch[$("start").value]}; m.from = $("start").value;
     fillEditor(); update();
   });
-  const text = $("text");
-  text.addEventListener("dragover", (e) => e.preventDefault());
-  text.addEventListener("drop", async (e) => {
+  // a config.json / YAML dropped anywhere on the page becomes the active model's pasted config
+  document.addEventListener("dragover", (e) => e.preventDefault());
+  document.addEventListener("drop", async (e) => {
     e.preventDefault();
-    const file = e.dataTransfer.files[0];
+    const file = e.dataTransfer && e.dataTransfer.files[0];
     if (!file) return;
-    text.value = await file.text();
-    $("format").value = /\.ya?ml$/i.test(file.name) ? "yaml" : "json";
-    readEditor("text"); update();
+    const text = await file.text();
+    state.models[state.active] = {text, format: /\.ya?ml$/i.test(file.name) ? "yaml" : "json", set: []};
+    fillEditor(); update();
   });
   let width = innerWidth;
   addEventListener("resize", () => { if (innerWidth !== width) { width = innerWidth; render(); } });
