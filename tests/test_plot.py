@@ -99,3 +99,11 @@ def test_terminal_charts(cli: Any) -> None:
 def test_plot_errors_are_one_line(cli: Any, args: list[str], message: str) -> None:
     run = cli("plot", *args)
     assert (run.code, run.stderr) == (2, message)
+
+
+def test_terminal_chart_escapes_names_from_input(cli: Any, write: Any) -> None:
+    path = write("evil.yaml", "name: \"x\\e[31mred\"\nmodel_type: gpt2\nn_embd: 64\nn_layer: 2\n"
+                 "n_head: 4\nvocab_size: 100\n")
+    run = cli("plot", "params", path)
+    assert run.code == 0
+    assert "\x1b" not in run.stdout and "x\\x1b[31mred" in run.stdout

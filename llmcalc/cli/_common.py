@@ -10,6 +10,7 @@ import typer
 
 from llmcalc.config import load_spec
 from llmcalc.errors import LLMCalcError
+from llmcalc.limits import one_line
 from llmcalc.render import console, dumps
 from llmcalc.spec import ModelSpec
 
@@ -54,7 +55,7 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except LLMCalcError as e:
-            typer.echo(f"error: {e}", err=True)
+            typer.echo(f"error: {one_line(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper

@@ -17,6 +17,7 @@ from llmcalc.cli._common import FamilyOpt, SetOpt, handles_errors, spec_for
 from llmcalc.cli._hardware import GpuOpt, GpusOpt
 from llmcalc.cli._options import BatchOpt, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.errors import MissingExtraError, UsageError
+from llmcalc.limits import escape_output
 from llmcalc.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -93,7 +94,7 @@ def plot(
             chart = _memory(charts, names, specs, grid, batch=batch, dtype=dtype,
                             kv_dtype=kv_dtype, gpu=gpu, gpus=gpus)
     if output is None:
-        typer.echo(charts.to_text(chart), nl=False)
+        typer.echo(escape_output(charts.to_text(chart)), nl=False)  # names come from input
         return
     suffix = output.suffix.lower()
     try:
