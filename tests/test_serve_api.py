@@ -92,6 +92,15 @@ def test_pasted_json_and_yaml_go_through_the_file_loader() -> None:
     assert str(e.value).startswith("pasted config: invalid YAML at line 1")
 
 
+def test_odd_names_get_the_loaders_messages() -> None:
+    with pytest.raises(UsageError, match=r"^model 'a\\x00b': contains a NUL character$"):
+        api.calculate({"model": {"name": "a\x00b"}})
+    with pytest.raises(UsageError, match=r"characters; names and paths are read up to 1,024$"):
+        api.calculate({"model": {"name": "a" * 5000}})
+    with pytest.raises(UsageError, match=r"^name: expected text$"):
+        api.calculate({"model": {"name": 5}})
+
+
 def test_paths_on_the_server_are_refused(tmp_path: Any) -> None:
     (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
     for name in ("/etc/passwd", str(tmp_path), "../configs/gpt2.yaml", "~/x.json"):

@@ -89,8 +89,12 @@ def resolve_model(model: Mapping[str, Any], sets: list[str]) -> Resolved:
 
 
 def _is_path(name: str) -> bool:
-    return (name.startswith((".", "/", "~", "\\")) or ".." in name or "\\" in name
-            or Path(name).expanduser().exists())
+    if name.startswith((".", "/", "~", "\\")) or ".." in name or "\\" in name:
+        return True
+    try:
+        return Path(name).expanduser().exists()
+    except (OSError, ValueError):  # too long, a NUL …: load_spec says what is wrong with it
+        return False
 
 
 def _pasted(text: str, fmt: str, sets: list[str]) -> ModelSpec:

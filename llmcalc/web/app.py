@@ -22,6 +22,7 @@ from starlette.responses import FileResponse, Response
 from starlette.routing import Route
 
 from llmcalc.errors import LLMCalcError
+from llmcalc.limits import one_line
 from llmcalc.web import api
 
 STATIC = Path(__file__).parent / "static"
@@ -101,7 +102,9 @@ async def calc(request: Request) -> Response:
     try:
         return _json(await run_in_threadpool(api.calculate, data))
     except LLMCalcError as e:
-        return _json({"error": str(e)}, 400)
+        return _json({"error": one_line(str(e))}, 400)
+    except Exception as e:  # a bug: say so on the page rather than answer with a blank 500
+        return _json({"error": one_line(f"internal error ({type(e).__name__}: {e})")}, 500)
 
 
 def create_app(*, allowed_hosts: Sequence[str] = ("127.0.0.1", "localhost", "[::1]")) -> Starlette:
