@@ -1,8 +1,9 @@
 """A model built from scratch: a few architecture knobs → a model type and ``--set`` fields.
 
-The result is a supported model type's transformers defaults (:mod:`llmcalc.family_defaults`)
-with the knobs applied as ``--set`` overrides, so ``llmcalc count llama --set hidden_size=…``
-reproduces it exactly and every figure comes from the family's own description.
+The result is what ``llmcalc count MODEL_TYPE`` reads (the type's transformers defaults, see
+:mod:`llmcalc.family_defaults`, or the bundled config of that name: ``gpt2``) with the knobs that
+differ applied as ``--set`` overrides, so ``llmcalc count llama --set hidden_size=…`` reproduces it
+exactly and every figure comes from the family's own description.
 
     positions  FFN     norm       experts  →  model type
     learned    GELU    LayerNorm  –           gpt2
@@ -77,11 +78,15 @@ def model_type_for(k: Knobs) -> str:
 
 
 def knobs_of(model_type: str) -> Knobs:
-    """The knobs of a model type's transformers defaults (where the form starts)."""
-    cfg = family_defaults.defaults(model_type)
-    if cfg is None or model_type not in KEYS:
+    """The knobs of the config ``llmcalc count MODEL_TYPE`` starts from (where the form starts):
+    the transformers defaults, or the bundled config of that name (``gpt2``)."""
+    defaults = family_defaults.defaults(model_type)
+    if defaults is None or model_type not in KEYS:
         raise UsageError(f"cannot build {model_type!r} from scratch; "
                          f"choose one of: {', '.join(sorted(KEYS))}")
+    from llmcalc.config import read_config
+
+    cfg = {**defaults, **read_config(model_type).fields}  # a field left out takes the default
     keys = KEYS[model_type]
     pos, ffn, norm, _ = next(a for a, mt in ARCHITECTURES.items() if mt == model_type)
     d = cfg[keys["d_model"]]

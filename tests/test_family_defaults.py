@@ -59,3 +59,23 @@ def test_stored_defaults_match_installed_transformers() -> None:
     fresh = json.loads(json.dumps(family_defaults.generate()))
     stored = json.loads(family_defaults.DATA.read_text(encoding="utf-8"))
     assert fresh == stored, "regenerate with: python -m llmcalc.family_defaults"
+
+
+@pytest.mark.parametrize("model_type", ["gpt2", "llama", "mixtral", "gpt_neox"])
+def test_scratch_knobs_round_trip_through_the_cli(model_type: str, cli: Any) -> None:
+    from dataclasses import replace
+
+    from llmcalc import scratch
+
+    start = scratch.knobs_of(model_type)
+    assert scratch.build(start) == (model_type, [])  # the defaults need no --set
+    changed = replace(start, layers=start.layers + 1, vocab=1000, tied=not start.tied)
+    mt, sets = scratch.build(changed)
+    keys = scratch.KEYS[model_type]
+    assert sets == [f"{keys['layers']}={start.layers + 1}", f"{keys['vocab']}=1000",
+                    f"{keys['tied']}={'false' if start.tied else 'true'}"]
+    args = [w for s in sets for w in ("--set", s)]
+    want = cli("count", mt, *args, "--json").json()
+    got = count(load_spec(mt, overrides=sets))
+    assert got.total == want["total_params"]
+    assert want["num_layers"] == start.layers + 1 and want["vocab_size"] == 1000

@@ -65,6 +65,7 @@ class Resolved:
     spec: ModelSpec
     model_arg: str  # MODEL on the command line
     sets: tuple[str, ...]  # --set fields
+    label: str = ""  # how the page names it (default: the spec's name)
 
 
 def resolve_model(model: Mapping[str, Any], sets: list[str]) -> Resolved:
@@ -75,7 +76,8 @@ def resolve_model(model: Mapping[str, Any], sets: list[str]) -> Resolved:
         knobs = _knobs(model["scratch"])
         model_type, built = scratch.build(knobs)
         all_sets = (*built, *sets)
-        return Resolved(load_spec(model_type, overrides=all_sets), model_type, all_sets)
+        return Resolved(load_spec(model_type, overrides=all_sets), model_type, all_sets,
+                        f"from scratch ({model_type})")
     if "text" in model:
         return Resolved(_pasted(_str(model, "text"), _str(model, "format", "json"), sets),
                         "config.json" if model.get("format", "json") == "json" else "config.yaml",
@@ -203,7 +205,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     dt = ["--dtype", dtype.value, "--kv-dtype", kv_dtype.value]
     tok = [] if tokens_text is None else ["--tokens", str(tokens_text)]
     return {
-        "label": spec.name,
+        "label": r.label or spec.name,
         "count": count_json(spec, pc),
         "flops": flops_json(f),
         "memory": memory_json(m),
