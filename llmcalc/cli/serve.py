@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 from typing import Annotated, Optional
@@ -35,6 +36,13 @@ def free_port(host: str) -> int:
     with listen(host, 0) as sock:
         port: int = sock.getsockname()[1]
         return port
+
+
+def has_display() -> bool:
+    """Whether a graphical browser can open (without one, Python's webbrowser would start a text
+    browser such as lynx in this terminal)."""
+    return sys.platform in ("darwin", "win32") or bool(
+        os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
 
 
 @handles_errors
@@ -79,7 +87,7 @@ def serve(
     config = uvicorn.Config(create_app(allowed_hosts=allowed), log_level="warning",
                             lifespan="off")
     server = uvicorn.Server(config)
-    if not no_browser:
+    if not no_browser and has_display():
         import threading
         import webbrowser
 
