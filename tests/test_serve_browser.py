@@ -132,6 +132,7 @@ def test_from_scratch_gpt2_small_and_llama_2_7b(server: str, page: Any) -> None:
             {"ffn": "gelu", "norm": "layernorm", "positions": "learned"}, tied=True)
     assert page.inner_text("#total") == "124,439,808"
     assert page.is_hidden("#error")
+    SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "scratch-gpt2.png"))
     for key, value in {"d_model": "4096", "layers": "32", "heads": "32", "kv_heads": "32",
                        "head_dim": "128", "d_ff": "11008", "vocab": "32000",
@@ -181,6 +182,8 @@ def test_bad_pasted_config_shows_the_one_line_error(server: str, page: Any, cli:
     page.fill("#text", bad)
     settled(page)
     shown = page.inner_text("#error")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "bad-config.png"))
     run = cli("count", write("config.json", bad))
     assert run.code == 2
     detail = run.stderr.strip().split(": ", 2)[2]  # error: <path>: <detail>

@@ -226,6 +226,7 @@ function render() {
     }
   }
   drawTabs();
+  for (const box of document.querySelectorAll(".export")) box.innerHTML = "";
   drawParams(); drawFlops(); drawMemory(); drawTrain();
   if (!dirty) document.body.dataset.idle = "1";
 }
@@ -233,6 +234,7 @@ function render() {
 function exportBar(panel, name, json, csv, commands) {
   const box = document.querySelector(`#panel-${panel} .export`);
   box.innerHTML = "";
+  if (!commands.length) return;  // nothing computed: nothing to export
   const dl = (label, type, text, ext) => {
     const a = document.createElement("a");
     a.textContent = label; a.className = "button"; a.download = `llmcalc-${name}.${ext}`;
