@@ -184,6 +184,8 @@ def test_bad_pasted_config_shows_the_one_line_error(server: str, page: Any, cli:
     shown = page.inner_text("#error")
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SHOTS / "bad-config.png"))
+    assert page.locator("#total").count() == 0  # nothing left over from the model before
+    assert page.locator(".export code.cli").count() == 0
     run = cli("count", write("config.json", bad))
     assert run.code == 2
     detail = run.stderr.strip().split(": ", 2)[2]  # error: <path>: <detail>
