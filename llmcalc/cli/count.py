@@ -20,6 +20,8 @@ from llmcalc.cli._common import (
 )
 from llmcalc.cli._options import check_explain
 from llmcalc.counting import count as count_params
+from llmcalc.errors import UsageError
+from llmcalc.limits import MAX_LISTED_TENSORS
 from llmcalc.render.count import count_json, count_view, explain_lines, tensors_view
 
 
@@ -41,6 +43,12 @@ def count(
     if as_json:
         data = count_json(spec, pc)
         if tensors:
+            if spec.num_named_tensors > MAX_LISTED_TENSORS:
+                raise UsageError(
+                    f"--tensors --json lists at most {MAX_LISTED_TENSORS:,} tensors, one per layer; "
+                    f"this model has {spec.num_named_tensors:,} (without --json the table lists "
+                    "each tensor once with the layers it repeats in)"
+                )
             data["tensors"] = [
                 {"name": name, "shape": list(shape)} for name, shape in spec.named_shapes()
             ]
