@@ -98,6 +98,8 @@ def read_config(model: str) -> RawConfig:
         label = model
     else:
         found = bundled.find(model)
+        if found is None and (raw := _family_default(model)) is not None:
+            return raw
         if found is None:
             if path.suffix in (".json", *YAML_SUFFIXES) or model.startswith((".", "/", "~")):
                 raise ConfigError(model, "no such file")
@@ -118,6 +120,17 @@ def read_config(model: str) -> RawConfig:
         raise ConfigError(label, "expected must be a mapping of figure names to values")
     name = meta_name or data.get("_name_or_path") or _default_name(path)
     return RawConfig(path, label, data, str(name), source, expected)
+
+
+def _family_default(model: str) -> RawConfig | None:
+    """A supported model_type given as MODEL: its transformers class's default config."""
+    from llmcalc import family_defaults
+
+    fields = family_defaults.defaults(model.strip())
+    if fields is None:
+        return None
+    name = f"{model.strip()} (transformers defaults)"
+    return RawConfig(Path(name), name, fields, name, family_defaults.source(model.strip()), {})
 
 
 def _is_dir(path: Path) -> bool:

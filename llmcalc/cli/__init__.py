@@ -26,6 +26,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train"),
     "fit": ("fit", "fit"),
     "mfu": ("mfu", "mfu"),
+    "serve": ("serve", "serve"),
+    "plot": ("plot", "plot"),
 }
 
 HELP = "Exact parameter counts, FLOPs and memory of LLMs from their configs."
