@@ -22,6 +22,7 @@ from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, H
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.planning import fit as fit_plan
+from llmcalc.quant import kv_dtype_for, resolve_format
 from llmcalc.render.fit import explain_lines, fit_json, fit_view
 from llmcalc.units import parse_context, parse_dtype
 
@@ -34,7 +35,7 @@ def fit(
     gpus: GpusOpt = 1,
     gpu_mem: GpuMemOpt = None,
     gpu_bandwidth: GpuBandwidthOpt = None,
-    dtype: DTypeOpt = "bf16",
+    dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     batch: Annotated[
         Optional[int],  # noqa: UP045 - typer reads this annotation at run time
@@ -57,8 +58,8 @@ def fit(
     spec = spec_for(model, set_, family)
     acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth)
     require(acc, "memory_bytes")
-    weights = parse_dtype(dtype, option="--dtype")
-    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else weights
+    weights = resolve_format(spec, dtype)
+    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     f = fit_plan(
         spec,
         accelerator=acc,
