@@ -44,7 +44,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -326,9 +326,11 @@ class LayoutBytes:
     bytes: int
 
 
-def breakdown(spec: ModelSpec, fmt: WeightFormat) -> tuple[LayoutBytes, ...]:
-    """Bytes of every stored tensor (tied ones once) grouped by the layout each is stored in; the
-    parts add up to :func:`weight_bytes`."""
+def breakdown(
+    spec: ModelSpec, fmt: WeightFormat, *, select: Callable[[Tensor], bool] | None = None
+) -> tuple[LayoutBytes, ...]:
+    """Bytes of every stored tensor (tied ones once; only those ``select`` keeps) grouped by the
+    layout each is stored in; the parts add up to :func:`weight_bytes`."""
     totals: dict[str, list[int]] = {}
 
     def add(lay: Layout, t: Tensor, times: int) -> None:
@@ -337,7 +339,7 @@ def breakdown(spec: ModelSpec, fmt: WeightFormat) -> tuple[LayoutBytes, ...]:
         row[1] += lay.nbytes(t.shape) * t.copies * times
 
     for t, g in spec.all_tensors():
-        if t.tied_to is not None:
+        if t.tied_to is not None or (select is not None and not select(t)):
             continue
         if isinstance(fmt, DType):
             row = totals.setdefault(fmt.value, [0, 0])
@@ -356,10 +358,12 @@ def breakdown(spec: ModelSpec, fmt: WeightFormat) -> tuple[LayoutBytes, ...]:
     return tuple(LayoutBytes(k, e, b) for k, (e, b) in totals.items())
 
 
-def weight_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
+def weight_bytes(
+    spec: ModelSpec, fmt: WeightFormat, *, select: Callable[[Tensor], bool] | None = None
+) -> int:
     """Bytes a checkpoint of ``spec`` stores in ``fmt``: quantized codes, their scales and zero
-    points, and the tensors kept in higher precision."""
-    return sum(p.bytes for p in breakdown(spec, fmt))
+    points, and the tensors kept in higher precision (only those ``select`` keeps)."""
+    return sum(p.bytes for p in breakdown(spec, fmt, select=select))
 
 
 def resolve_format(spec: ModelSpec, text: str | None, *, option: str = "--dtype") -> WeightFormat:

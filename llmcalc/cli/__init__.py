@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "train": ("train", "train"),
     "fit": ("fit", "fit"),
     "mfu": ("mfu", "mfu"),
+    "latency": ("latency", "latency"),
 }
 
 HELP = "Exact parameter counts, FLOPs and memory of LLMs from their configs."
