@@ -17,8 +17,9 @@ the tensors such checkpoints hold):
   (``nf4-nodq``) an fp32 absmax per block: 4.5 bits. Per tensor: the 16-entry fp32 code (64 B) and,
   with double quantization, the 256-entry fp32 nested code (1,024 B). The packed JSON quant state
   (~100–200 B per tensor) is metadata and not counted. Embeddings, lm_head, norms and biases stay
-  in the compute dtype (transformers' bitsandbytes quantizer converts ``nn.Linear`` only and keeps
-  lm_head).
+  in the compute dtype: transformers' bitsandbytes quantizer converts ``nn.Linear`` only and keeps
+  lm_head — so under transformers v5 a MoE model's fused expert tensors and its router stay bf16
+  too (they are parameters, not ``nn.Linear``s).
 - **GPTQ** (Frantar et al. 2023; the AutoGPTQ/GPTQModel ``QuantLinear`` layout): for a linear
   [out N, in K] at 4 bits and group size g: qweight int32 [K/8, N], qzeros int32 [K/g, N/8],
   scales fp16 [K/g, N], g_idx int32 [K]. **AWQ** (Lin et al. 2024; AutoAWQ ``WQLinear_GEMM``):
@@ -216,11 +217,11 @@ def _fmt(name: str, description: str, source: str, rest: Layout = BF16, **roles:
 BNB_SOURCE = "Dettmers et al. 2023 (QLoRA) §3; bitsandbytes quantize_4bit, blocksize 64"
 FORMATS: dict[str, QuantFormat] = {
     "nf4": _fmt("nf4", "bitsandbytes NF4, double quantization", BNB_SOURCE,
-                linear=BNB4_DQ, experts=BNB4_DQ),
+                linear=BNB4_DQ),
     "fp4": _fmt("fp4", "bitsandbytes FP4, double quantization", BNB_SOURCE,
-                linear=BNB4_DQ, experts=BNB4_DQ),
+                linear=BNB4_DQ),
     "nf4-nodq": _fmt("nf4-nodq", "bitsandbytes NF4, fp32 absmax", BNB_SOURCE,
-                     linear=BNB4, experts=BNB4),
+                     linear=BNB4),
     "mxfp4": _fmt("mxfp4", "MXFP4 experts (gpt-oss layout)",
                   "OCP Microscaling Formats v1.0; gpt-oss checkpoints", experts=MXFP4),
     "q8_0": _fmt("q8_0", "GGUF Q8_0", "ggml block_q8_0", rest=F32, linear=Q8_0, experts=Q8_0,

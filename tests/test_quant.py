@@ -132,3 +132,30 @@ def test_cli_reads_quantization_config_and_refuses_block_kv(cli) -> None:
     )
     r = cli("memory", "llama-2-70b", "--dtype", "nf4", "--explain")
     assert "(4.127 bits each)" in " ".join(r.stdout.split())
+
+
+@pytest.mark.parametrize("fields", [
+    TINY_LLAMA,
+    {**TINY_LLAMA, "model_type": "mixtral", "intermediate_size": 512, "num_local_experts": 4,
+     "num_experts_per_tok": 2},
+], ids=["llama", "mixtral"])
+def test_transformers_bitsandbytes_quantizer(tmp_path, fields) -> None:  # type: ignore[no-untyped-def]
+    """The state dict ``from_pretrained(..., BitsAndBytesConfig(nf4, double quant))`` loads on the
+    CPU: quantized linears, and what it keeps in bf16 (embeddings, lm_head, norms, and under
+    transformers v5 a MoE model's router and fused experts)."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("bitsandbytes")
+    import transformers
+
+    cls = {"llama": "LlamaConfig", "mixtral": "MixtralConfig"}[fields["model_type"]]
+    config = getattr(transformers, cls)(**{k: v for k, v in fields.items() if k != "model_type"})
+    model = transformers.AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
+    model.save_pretrained(tmp_path)
+    quantized = transformers.AutoModelForCausalLM.from_pretrained(
+        tmp_path, device_map="cpu", dtype=torch.bfloat16,
+        quantization_config=transformers.BitsAndBytesConfig(
+            load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+            bnb_4bit_compute_dtype=torch.bfloat16),
+    )
+    stored = sum(v.nbytes for k, v in quantized.state_dict().items() if "quant_state." not in k)
+    assert weight_bytes(spec_from_dict(fields), parse_weight_format("nf4")) == stored
