@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from llmcalc.lora import LoraConfig, lora_config, resolve_targets
 from llmcalc.spec import ModelSpec
+
+if TYPE_CHECKING:
+    from llmcalc.lora import LoraConfig
 
 LoraROpt = Annotated[
     Optional[int],  # noqa: UP045 - typer reads this annotation at run time
@@ -46,6 +48,8 @@ def config_from_options(
     spec: ModelSpec, *, r: int, alpha: int, targets: str, embeddings: bool, experts: bool,
     modules_to_save: str | None, dora: bool, rslora: bool,
 ) -> LoraConfig:
+    from llmcalc.lora import lora_config, resolve_targets  # only when adapters are asked for
+
     names = [t.strip() for t in targets.split(",") if t.strip()]
     return lora_config(
         r=r, alpha=alpha, targets=resolve_targets(spec, names), embeddings=embeddings,

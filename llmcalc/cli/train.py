@@ -90,7 +90,8 @@ def train(
     ] = None,
     method: Annotated[
         Method, typer.Option("--method", help="full: pre-training plan (all weights trained); "
-                             "lora: frozen bf16 base + adapters; qlora: frozen NF4 base + adapters.")
+                             "lora: frozen bf16 base + adapters; qlora: frozen NF4 base + adapters "
+                             "(adapters: --lora-r, default 16, on --lora-targets).")
     ] = Method.full,
     optimizer: Annotated[
         Optimizer, typer.Option("--optimizer", help="Fine-tuning optimizer (lora/qlora): AdamW "
