@@ -73,12 +73,12 @@ def _module(t: Tensor) -> str:
     return t.name.rsplit(".", 1)[0]
 
 
-def _is_linear(t: Tensor) -> bool:
+def _is_linear(t: Tensor, *, linear_router: bool = False) -> bool:
     """An ``nn.Linear``/``Conv1D`` weight: a 2-D matrix a token is multiplied by, not an expert
-    stack, not the router (a bare parameter in transformers v5's MoE routers)."""
+    stack, not the router unless ``linear_router`` (see :data:`LINEAR_ROUTERS`)."""
     return (
         t.matmul and len(t.shape) == 2 and not t.component.startswith("embed")
-        and t.component != "moe/router" and t.name.endswith(".weight")
+        and (linear_router or t.component != "moe/router") and t.name.endswith(".weight")
     )
 
 
@@ -131,10 +131,15 @@ MOE_V4_NAMES: dict[str, dict[str, str]] = {
     "qwen2_moe": {"gate": "gate", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj",
                   "down_proj": "down_proj"},
 }
+# model type → its pattern (transformers' _MODEL_TO_CONVERSION_PATTERN, plus mixtral, which peft
+# adds); qwen2_moe itself is not bridged: its shared expert's linears keep their adapters
 MOE_V4_PATTERN = {
-    "mixtral": "mixtral", "qwen2_moe": "qwen2_moe", "qwen3_moe": "qwen2_moe",
-    "deepseek_v2": "qwen2_moe", "deepseek_v3": "qwen2_moe", "olmoe": "qwen2_moe",
+    "mixtral": "mixtral", "qwen3_moe": "qwen2_moe", "deepseek_v2": "qwen2_moe",
+    "deepseek_v3": "qwen2_moe", "olmoe": "qwen2_moe",
 }
+# model types whose router is an ``nn.Linear`` (PhimoeTopKRouter subclasses it); the others'
+# routers are bare parameters in transformers v5 and no module target reaches them
+LINEAR_ROUTERS = frozenset({"phimoe"})
 
 
 def _v4_bridge(model_type: str, c: LoraConfig) -> tuple[LoraConfig, dict[str, int]]:
@@ -163,7 +168,7 @@ CONV1D_MODELS = frozenset({"gpt2"})
 
 
 def _adapter(
-    t: Tensor, c: LoraConfig, *, conv1d: bool, params: dict[str, int]
+    t: Tensor, c: LoraConfig, *, conv1d: bool, params: dict[str, int], linear_router: bool
 ) -> int | None:
     """Parameters of the adapter on one tensor (one layer, all its experts), or None."""
     r = c.r
@@ -173,7 +178,7 @@ def _adapter(
     if t.matmul and len(t.shape) == 3 and t.experts and last in params:
         e, a, b = t.shape
         return params[last] * e * (a + b)
-    if _is_linear(t):
+    if _is_linear(t, linear_router=linear_router):
         if not _matches(_module(t), c.targets):
             return None
         out_f = t.shape[1 if conv1d and t.component != "lm_head" else 0]
@@ -193,12 +198,18 @@ def lora_count(spec: ModelSpec, config: LoraConfig) -> LoraCount:
     """Trainable and total parameters once peft has added ``config``'s adapters to ``spec``."""
     c = config
     c, params = _v4_bridge(spec.model_type, c)
+    if c.dora and (params or c.experts):
+        raise ParameterError(
+            "{dora}: peft cannot put DoRA on fused expert tensors or routers reached as "
+            "parameters (target_parameters); target the attention only, e.g. q_proj,v_proj"
+        )
     kinds: dict[str, list[int]] = {}
     saved = 0
     names = {t.name for t, _ in spec.all_tensors()}
     for t, g in spec.all_tensors():
         times = len(g.layers) if isinstance(g, LayerGroup) else 1
-        n = _adapter(t, c, conv1d=spec.model_type in CONV1D_MODELS, params=params)
+        n = _adapter(t, c, conv1d=spec.model_type in CONV1D_MODELS, params=params,
+                     linear_router=spec.model_type in LINEAR_ROUTERS)
         if n is not None:
             row = kinds.setdefault(t.component, [0, 0])
             row[0] += times * t.copies
@@ -226,7 +237,9 @@ def resolve_targets(spec: ModelSpec, targets: Sequence[str]) -> tuple[str, ...]:
         return tuple(targets)
     found: dict[str, None] = {}
     for t, _ in spec.all_tensors():
-        if _is_linear(t) and t.component != "lm_head":
+        if _is_linear(t, linear_router=spec.model_type in LINEAR_ROUTERS) and (
+            t.component != "lm_head"
+        ):
             found[_module(t).rsplit(".", 1)[-1]] = None
     bridged = MOE_V4_NAMES.get(MOE_V4_PATTERN.get(spec.model_type, ""), {})
     found.update(dict.fromkeys(bridged))  # peft adds the v4 expert and router names

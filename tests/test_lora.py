@@ -42,7 +42,10 @@ def _ours(spec: ModelSpec, **kw: Any) -> tuple[int, int]:
 
 
 def _cut(name: str, layers: int = 2) -> ModelSpec:
-    field = "n_layer" if name.startswith("gpt2") else "num_hidden_layers"
+    field = {"gpt2": "n_layer", "gpt-j": "n_layer", "bloom": "n_layer", "mpt-": "n_layers",
+             "starcoder": "n_layer"}.get(next((k for k in ("gpt2", "gpt-j", "bloom", "mpt-",
+                                                            "starcoder") if name.startswith(k)), ""),
+                                         "num_hidden_layers")
     return load_spec(name, overrides=[f"{field}={layers}"])
 
 
@@ -56,6 +59,9 @@ CASES = [
     ("mixtral-8x7b", {"r": 8, "target_modules": list(ATTN),
                       "target_parameters": ["experts.gate_up_proj", "experts.down_proj"]}),
     ("deepseek-v2-lite", {"r": 16, "target_modules": "all-linear"}),  # MLA
+    ("qwen1.5-moe-a2.7b", {"r": 8, "target_modules": "all-linear"}),  # shared expert, no bridge
+    ("phi-3.5-moe", {"r": 8, "target_modules": "all-linear"}),  # an nn.Linear router
+    ("olmoe-1b-7b", {"r": 8, "target_modules": "all-linear"}),
     ("gpt2", {"r": 4, "target_modules": ["c_attn"], "use_dora": True}),  # Conv1D
     ("gemma-2-2b", {"r": 16, "target_modules": "all-linear", "use_rslora": True}),
 ]
@@ -98,4 +104,9 @@ def test_cli_count_lora(cli) -> None:
     r = cli("count", "mixtral-8x7b", "--lora-r", "8", "--lora-targets", "w1")
     assert (r.code, r.stderr) == (
         2, "error: --lora-targets: w1 is fused with w3 in this model; target both\n"
+    )
+    r = cli("count", "olmoe-1b-7b", "--lora-r", "8", "--lora-targets", "all-linear", "--dora")
+    assert (r.code, r.stderr) == (
+        2, "error: --dora: peft cannot put DoRA on fused expert tensors or routers reached as "
+        "parameters (target_parameters); target the attention only, e.g. q_proj,v_proj\n"
     )
