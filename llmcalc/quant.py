@@ -30,6 +30,9 @@ the tensors such checkpoints hold):
   bits per weight): as gpt-oss stores it (``*_blocks`` uint8 [..., in/32, 16] + ``*_scales`` uint8
   [..., in/32]), the fused expert weights only; attention, router, embeddings and lm_head stay bf16
   (gpt-oss's ``quantization_config.modules_to_not_convert``).
+- **FP8 with block scales** (DeepSeek-V3 §3.3.2; transformers' FineGrainedFP8): e4m3 weights, one
+  fp32 ``weight_scale_inv`` per 128 × 128 tile (8.002 bits per weight); read from a config's
+  ``quantization_config`` (``quant_method: fp8``, ``weight_block_size``) or ``--dtype fp8-block``.
 - **GGUF** (ggml ``ggml-common.h`` block structs): q8_0 = 34 B per 32 (fp16 scale + 32 int8),
   q4_0 = 18 B per 32, Q4_K = 144 B per 256, Q5_K = 176 B per 256, Q6_K = 210 B per 256; 1-D tensors
   are f32. **q4_k_m** is llama.cpp's mix (``llama_tensor_get_type``): Q4_K everywhere, Q6_K for
@@ -77,10 +80,15 @@ class Layout:
     super_blocks: int = 0
     super_bits: int = 0
     tensor_bytes: int = 0
+    tile: int = 0  # square tiles of tile × tile elements share one scale of block_bits (FP8)
 
     def nbytes(self, shape: tuple[int, ...]) -> int:
         """Exact bytes of one tensor of ``shape`` ([..., out, in]: rows are the last dimension)."""
         numel = math.prod(shape)
+        if self.tile and len(shape) >= 2:  # weight_scale_inv [⌈out/t⌉, ⌈in/t⌉] per matrix
+            *lead, n_out, k_in = shape
+            tiles = -(-n_out // self.tile) * -(-k_in // self.tile)
+            return math.prod(lead) * (n_out * k_in * self.bits + tiles * self.block_bits) // 8
         if len(shape) < 2 or not self.block:
             return -(-numel * self.bits // 8) + self.tensor_bytes
         if self.flat:  # bitsandbytes: the tensor flattened, blocks of `block`
@@ -134,6 +142,10 @@ def gptq_layout(group: int) -> Layout:
 def awq_layout(group: int) -> Layout:
     return Layout(f"int4, group {group}, fp16 scale + int4 zero", 4, block=group, block_bits=16,
                   pack="cols")
+
+
+def fp8_block_layout(tile: int) -> Layout:
+    return Layout(f"fp8 e4m3, {tile}×{tile} tiles, fp32 scale", 8, block_bits=32, tile=tile)
 
 
 MXFP4 = Layout("fp4 e2m1, 32-blocks, e8m0 scale", 4, block=32, block_bits=8)
@@ -235,6 +247,11 @@ FORMATS["q4_k_m"] = QuantFormat(
     "ggml block_q4_K / block_q6_K; llama.cpp llama_tensor_get_type", rest=F32,
     more_bits={"v_proj": Q6_K, "down_proj": Q6_K, "fc_out": Q6_K, "qkv": Q5_K},
 )
+FORMATS["fp8-block"] = QuantFormat(
+    "fp8-block", "FP8 e4m3 with 128×128 block scales", {"linear": fp8_block_layout(128),
+                                                        "experts": fp8_block_layout(128)},
+    "DeepSeek-V3 §3.3.2 (fine-grained quantization); transformers FineGrainedFP8",
+)
 DEFAULT_GROUP = 128
 _GROUPED = re.compile(r"^(gptq|awq)(?:[-_:]?g(?:roup)?(\d+))?$")
 
@@ -293,6 +310,16 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
     fmt: QuantFormat
     if method == "mxfp4":
         fmt = FORMATS["mxfp4"]
+    elif method == "fp8" and q.get("weight_block_size"):
+        size = q["weight_block_size"]
+        tile = int(size[0]) if isinstance(size, list) and size and size[0] == size[-1] else 0
+        if tile < 1:
+            raise UsageError(f"quantization_config: fp8 weight_block_size {size!r} is not a "
+                             "square tile; pass --dtype")
+        base = FORMATS["fp8-block"]
+        lay = fp8_block_layout(tile)
+        fmt = QuantFormat(base.name if tile == 128 else f"fp8-block{tile}", base.description,
+                          {"linear": lay, "experts": lay}, base.source)
     elif method in ("gptq", "awq"):
         if int(q.get("bits", 4)) != 4:
             raise UsageError(f"quantization_config: {method} with bits {q.get('bits')} is not "

@@ -159,3 +159,24 @@ def test_transformers_bitsandbytes_quantizer(tmp_path, fields) -> None:  # type:
     )
     stored = sum(v.nbytes for k, v in quantized.state_dict().items() if "quant_state." not in k)
     assert weight_bytes(spec_from_dict(fields), parse_weight_format("nf4")) == stored
+
+
+def test_fp8_block_scales_from_quantization_config() -> None:
+    fields = {**TINY_LLAMA, "quantization_config": {
+        "quant_method": "fp8", "fmt": "e4m3", "weight_block_size": [128, 128]}}
+    spec = spec_from_dict(fields)
+    fmt = from_config(spec.config)
+    assert fmt is not None and fmt.name == "fp8-block"
+    expected = 0
+    for t, g in spec.all_tensors():
+        times = len(g.layers) if g is not None else 1
+        if role(t) == "linear":  # e4m3 weight + fp32 weight_scale_inv [⌈out/128⌉, ⌈in/128⌉]
+            out_f, in_f = t.shape
+            expected += times * (out_f * in_f + 4 * math.ceil(out_f / 128) * math.ceil(in_f / 128))
+        elif t.tied_to is None:
+            expected += times * 2 * t.numel
+    assert weight_bytes(spec, fmt) == expected
+    odd = spec_from_dict({**TINY_LLAMA, "quantization_config": {"quant_method": "hqq"}})
+    with pytest.raises(UsageError, match=r"^quantization_config: quant_method 'hqq' is not "
+                       r"supported; pass --dtype \(one of nf4, fp4"):
+        from_config(odd.config)
