@@ -43,7 +43,15 @@ from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.lora import LoraConfig, LoraCount, lora_count
 from llmcalc.quant import FORMATS, WeightFormat
 from llmcalc.spec import ModelSpec
-from llmcalc.training import ADAMW_BYTES, Recompute, activation_bytes, ceil_div
+from llmcalc.training import (
+    ADAMW_BYTES,
+    DEFAULT_MFU,
+    Recompute,
+    activation_bytes,
+    ceil_div,
+    check_mfu,
+    compute_time,
+)
 from llmcalc.units import DType
 
 
@@ -109,6 +117,8 @@ class FinetunePlan:
     attention_flops_per_token: int
     tokens: int | None
     training_flops: int | None
+    mfu: float
+    gpu_hours: float | None  # training_flops / (peak × mfu) / 3600, with --tokens
 
     @property
     def states_total(self) -> int:
@@ -144,6 +154,7 @@ def plan_finetune(
     tp: int = 1,
     tokens: int | None = None,
     headroom: float = DEFAULT_HEADROOM,
+    mfu: float = DEFAULT_MFU,
 ) -> FinetunePlan:
     """Memory per GPU and FLOPs of one fine-tuning setup; tp splits every part evenly."""
     if micro_batch < 1:
@@ -178,6 +189,8 @@ def plan_finetune(
         spec, ctx=ctx, trainable_adapters=lc.trainable if lc else 0,
         base_trained=method is Method.full, checkpointing=checkpointing,
     )
+    check_mfu(mfu)
+    work = None if tokens is None else tokens * (w + a)
     return FinetunePlan(
         method=method, optimizer=optimizer, lora=lc, params=params, trainable=trainable,
         base_format=fmt, frozen_bytes=frozen, states=states, activations=acts, logits=logits, ctx=ctx,
@@ -185,7 +198,9 @@ def plan_finetune(
         tp=tp, memory_per_gpu=total, headroom=headroom, usable_memory=usable,
         fits=total <= usable, flops_per_token=w + a, weight_flops_per_token=w,
         attention_flops_per_token=a, tokens=tokens,
-        training_flops=None if tokens is None else tokens * (w + a),
+        training_flops=work, mfu=mfu,
+        gpu_hours=None if work is None else compute_time(
+            work, gpus=1, peak_flops=accelerator.peak_flops, mfu=mfu).gpu_hours,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from llmcalc import load_spec
 from llmcalc.finetune import Method, Optimizer, plan_finetune
 from llmcalc.flops import weight_flops_per_token
@@ -55,6 +57,7 @@ def test_cli_train_and_fit(cli) -> None:
         16_777_216, "bf16", 2048)
     assert d["memory_per_gpu"]["frozen_base"] == 2 * 6_738_415_616
     assert d["training_flops"] == 10**7 * d["flops_per_token"]["total"]
+    assert d["gpu_hours"] == pytest.approx(d["training_flops"] / (312e12 * 0.4) / 3600)
     r = cli("fit", "llama-3-8b", "--method", "qlora", "--gpu", "rtx4090", "--json")
     assert (r.json()["solve_for"], r.json()["ctx"]) == ("ctx", 8192)
     r = cli("fit", "llama-2-70b", "--method", "qlora", "--gpu", "rtx4090", "--json")

@@ -131,7 +131,7 @@ def train(
             checkpointing=(recompute or Recompute.full) is not Recompute.none,
             flash_attention=True if flash_attention is None else flash_attention, tp=tp,
             tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
-            headroom=headroom,
+            headroom=headroom, mfu=mfu,
         )
         if as_json:
             print_json(finetune_json(spec, fp, acc))

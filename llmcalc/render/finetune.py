@@ -64,6 +64,8 @@ def finetune_view(spec: ModelSpec, p: FinetunePlan, acc: Accelerator) -> Rendera
     comp.add_row("FLOPs per token", n(p.flops_per_token), style="bold")
     if p.training_flops is not None and p.tokens is not None:
         comp.add_row(f"FLOPs for {short(p.tokens)} tokens", f"{p.training_flops:.4e}")
+    if p.gpu_hours is not None:
+        comp.add_row(f"GPU-hours at MFU {p.mfu:.0%}", f"{p.gpu_hours:,.1f}")
     return Group(head, mem, comp)
 
 
@@ -75,7 +77,7 @@ def finetune_json(spec: ModelSpec, p: FinetunePlan, acc: Accelerator) -> dict[st
         "inputs": {
             "ctx": p.ctx, "micro_batch": p.micro_batch, "optimizer": p.optimizer.value,
             "checkpointing": p.checkpointing, "flash_attention": p.flash_attention, "tp": p.tp,
-            "tokens": p.tokens, "headroom": p.headroom,
+            "tokens": p.tokens, "headroom": p.headroom, "mfu": p.mfu,
             "base_format": None if p.base_format is None else p.base_format.value,
             "lora": None if c is None else {
                 "r": c.r, "alpha": c.alpha, "targets": list(c.targets),
@@ -96,6 +98,7 @@ def finetune_json(spec: ModelSpec, p: FinetunePlan, acc: Accelerator) -> dict[st
                             "attention": p.attention_flops_per_token,
                             "total": p.flops_per_token},
         "training_flops": p.training_flops,
+        "gpu_hours": p.gpu_hours,
     }
 
 
@@ -135,6 +138,9 @@ def finetune_explain(spec: ModelSpec, p: FinetunePlan) -> list[str]:
         f"{n(p.attention_flops_per_token)} = {n(p.flops_per_token)} "
         "(backward = 2 × forward, half of it weight gradients: Kaplan et al. 2020 §2.1)"
     )
+    if p.gpu_hours is not None and p.training_flops is not None:
+        lines.append(f"GPU-hours = {p.training_flops:.4e} / (peak × MFU {p.mfu:g}) / 3600 = "
+                     f"{p.gpu_hours:,.2f}")
     return lines
 
 
