@@ -14,7 +14,7 @@ here prints. Sources, each used once below:
   under uniform routing) and the whole KV cache, at the mean context ctx + (gen − 1)/2 of the
   generation; the FLOPs are the batch's per-token forward FLOPs at that context;
 - tensor parallelism (Shoeybi et al. 2019, "Megatron-LM" §3): weights, FLOPs and KV heads split over
-  tp GPUs; two all-reduces per layer (after attention and after the MLP) of tokens × d_model
+  tp GPUs (engines replicate KV heads when there are fewer than tp; that is not modelled); two all-reduces per layer (after attention and after the MLP) of tokens × d_model
   activations at 2 bytes; a ring all-reduce sends 2·(tp − 1)/tp of the buffer from each GPU
   (Patarasuk & Yuan 2009), over one direction of the link (llmcalc.hardware.INTERCONNECTS); the
   communication is added to the step, not overlapped;

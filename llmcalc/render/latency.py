@@ -46,7 +46,8 @@ def latency_view(r: Latency) -> RenderableType:
     t.add_row("decode tokens/s, whole batch", f"{r.tokens_per_s:,.1f}", "")
     t.add_row("decode tokens/s per GPU", f"{r.tokens_per_s_per_gpu:,.1f}", "")
     t.add_row("output tokens/s per GPU over the request", f"{r.throughput_per_gpu:,.1f}", "")
-    ridge = "never (the KV cache grows as fast)" if r.ridge_batch is None else n(r.ridge_batch)
+    ridge = ("never (reading a sequence's cache outlasts its FLOPs)" if r.ridge_batch is None
+             else n(r.ridge_batch))
     t.add_row("decode turns compute bound at batch", ridge, "")
     parts: list[RenderableType] = [head, t]
     if r.speculation:
