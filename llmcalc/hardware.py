@@ -84,6 +84,57 @@ ALIASES = {
     "rtx-4090": "rtx4090",
 }
 
+@dataclass(frozen=True)
+class Interconnect:
+    """A GPU-to-GPU link: bytes/s in each direction (datasheets quote both directions together)."""
+
+    key: str
+    name: str
+    bandwidth: int  # bytes/s one way, decimal
+    source: str
+
+
+def _link(key: str, name: str, *, gb_s_total: int, source: str) -> Interconnect:
+    return Interconnect(key, name, gb_s_total * 10**9 // 2, source)
+
+
+INTERCONNECTS: dict[str, Interconnect] = {
+    i.key: i
+    for i in (
+        _link("nvlink3", "NVLink 3 (A100 SXM)", gb_s_total=600,
+              source="NVIDIA A100 datasheet: NVLink 600GB/s (both directions)"),
+        _link("nvlink4", "NVLink 4 (H100/H200 SXM)", gb_s_total=900,
+              source="NVIDIA H100 datasheet: NVLink 900GB/s (both directions)"),
+        _link("nvlink5", "NVLink 5 (B200)", gb_s_total=1800,
+              source="NVIDIA HGX B200 datasheet: NVLink 1.8TB/s per GPU (both directions)"),
+        _link("infinity-fabric", "AMD Infinity Fabric (MI300X)", gb_s_total=896,
+              source="AMD Instinct MI300X datasheet: 896 GB/s peak Infinity Fabric bandwidth"),
+        _link("pcie5", "PCIe 5.0 x16", gb_s_total=128,
+              source="NVIDIA H100 PCIe datasheet: PCIe Gen5 128GB/s (both directions)"),
+        _link("pcie4", "PCIe 4.0 x16", gb_s_total=64,
+              source="NVIDIA A100 datasheet: PCIe Gen4 64GB/s (both directions)"),
+        _link("pcie3", "PCIe 3.0 x16", gb_s_total=32,
+              source="NVIDIA T4 datasheet: PCIe Gen3 x16, 32GB/s (both directions)"),
+    )
+}
+
+# the link a card's table row uses between GPUs of one node unless --interconnect says otherwise
+DEFAULT_INTERCONNECT = {
+    "a100-40gb": "nvlink3", "a100-80gb": "nvlink3", "h100": "nvlink4", "h200": "nvlink4",
+    "b200": "nvlink5", "mi300x": "infinity-fabric", "rtx4090": "pcie4", "l4": "pcie4",
+    "t4": "pcie3",
+}
+
+
+def interconnect(name: str | None, acc: Accelerator) -> Interconnect:
+    """``--interconnect NAME``, or the card's own link (PCIe 4.0 for a custom card)."""
+    key = (name or DEFAULT_INTERCONNECT.get(acc.key, "pcie4")).strip().lower()
+    if key not in INTERCONNECTS:
+        raise ParameterError("{interconnect} {name}: unknown link; known: {known}",
+                             name=name, known=", ".join(INTERCONNECTS))
+    return INTERCONNECTS[key]
+
+
 # Unit suffixes: decimal (kB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB) bytes; decimal prefixes
 # for FLOP/s and bandwidth.
 BYTE_UNITS = {

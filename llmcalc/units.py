@@ -89,6 +89,11 @@ DTYPE_ALIASES: dict[str, DType] = {
     "float8": DType.fp8,
     "float8_e4m3fn": DType.fp8,
     "float8_e5m2": DType.fp8,
+    "fp8_e4m3fn": DType.fp8,
+    "fp8_e4m3": DType.fp8,
+    "fp8_e5m2": DType.fp8,
+    "e4m3": DType.fp8,
+    "e5m2": DType.fp8,
 }
 
 

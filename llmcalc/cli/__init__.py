@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mfu": ("mfu", "mfu"),
     "serve": ("serve", "serve"),
     "plot": ("plot", "plot"),
+    "latency": ("latency", "latency"),
 }
 
 HELP = "Exact parameter counts, FLOPs and memory of LLMs from their configs."

@@ -18,7 +18,18 @@ from llmcalc.cli._common import (
     show,
     spec_for,
 )
-from llmcalc.cli._options import check_explain
+from llmcalc.cli._lora import (
+    DoraOpt,
+    LoraAlphaOpt,
+    LoraEmbeddingsOpt,
+    LoraExpertsOpt,
+    LoraROpt,
+    LoraTargetsOpt,
+    ModulesToSaveOpt,
+    RsloraOpt,
+    config_from_options,
+)
+from llmcalc.cli._options import check_explain, speaks_flags
 from llmcalc.counting import count as count_params
 from llmcalc.errors import UsageError
 from llmcalc.limits import MAX_LISTED_TENSORS
@@ -26,6 +37,7 @@ from llmcalc.render.count import count_json, count_view, explain_lines, tensors_
 
 
 @handles_errors
+@speaks_flags
 def count(
     model: ModelArg,
     set_: SetOpt = None,
@@ -35,10 +47,35 @@ def count(
         bool, typer.Option("--tensors", help="List every named tensor with its shape.")
     ] = False,
     explain: ExplainOpt = False,
+    lora_r: LoraROpt = None,
+    lora_alpha: LoraAlphaOpt = 32,
+    lora_targets: LoraTargetsOpt = "q_proj,k_proj,v_proj,o_proj",
+    lora_embeddings: LoraEmbeddingsOpt = False,
+    lora_experts: LoraExpertsOpt = False,
+    modules_to_save: ModulesToSaveOpt = None,
+    dora: DoraOpt = False,
+    rslora: RsloraOpt = False,
 ) -> None:
-    """Count a model's parameters exactly: per tensor group, per layer, embeddings, lm_head, total."""
+    """Count a model's parameters exactly: per tensor group, per layer, embeddings, lm_head, total.
+
+    With --lora-r: trainable and total parameters once peft adds LoRA adapters.
+    """
     check_explain(explain=explain, as_json=as_json)
     spec = spec_for(model, set_, family)
+    if lora_r is not None:
+        from llmcalc.lora import lora_count
+        from llmcalc.render.lora import lora_explain, lora_json, lora_view
+
+        lc = lora_count(spec, config_from_options(
+            spec, r=lora_r, alpha=lora_alpha, targets=lora_targets, embeddings=lora_embeddings,
+            experts=lora_experts, modules_to_save=modules_to_save, dora=dora, rslora=rslora))
+        if as_json:
+            print_json(lora_json(spec, lc))
+            return
+        show(lora_view(spec, lc))
+        if explain:
+            show(*(Text(line) for line in lora_explain(lc)))
+        return
     pc = count_params(spec)
     if as_json:
         data = count_json(spec, pc)

@@ -19,9 +19,12 @@ from llmcalc.cli._common import (
     spec_for,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
+from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.planning import fit as fit_plan
+from llmcalc.quant import kv_dtype_for, resolve_format
 from llmcalc.render.fit import explain_lines, fit_json, fit_view
 from llmcalc.units import parse_context, parse_dtype
 
@@ -34,7 +37,7 @@ def fit(
     gpus: GpusOpt = 1,
     gpu_mem: GpuMemOpt = None,
     gpu_bandwidth: GpuBandwidthOpt = None,
-    dtype: DTypeOpt = "bf16",
+    dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     batch: Annotated[
         Optional[int],  # noqa: UP045 - typer reads this annotation at run time
@@ -51,14 +54,45 @@ def fit(
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
+    method: Annotated[
+        Optional[Method],  # noqa: UP045
+        typer.Option("--method", help="Fit a fine-tune instead of serving: lora or qlora "
+                     "(gradient checkpointing, FlashAttention, AdamW on the adapters) or full; "
+                     "--batch is then the micro-batch.", show_default=False),
+    ] = None,
+    lora_r: LoraROpt = None,
+    lora_targets: LoraTargetsOpt = "q_proj,k_proj,v_proj,o_proj",
+    optimizer: Annotated[
+        Optimizer, typer.Option("--optimizer", help="Fine-tuning optimizer (with --method).")
+    ] = Optimizer.adamw,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound."""
     check_explain(explain=explain, as_json=as_json)
     spec = spec_for(model, set_, family)
     acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth)
     require(acc, "memory_bytes")
-    weights = parse_dtype(dtype, option="--dtype")
-    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else weights
+    if method is not None:
+        from llmcalc.finetune import fit_finetune
+        from llmcalc.render.finetune import finetune_explain, fit_finetune_json, fit_finetune_view
+
+        n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
+        ff = fit_finetune(
+            spec, ctx=n_ctx, micro_batch=batch,
+            limit=(spec.shape.max_position_embeddings or 1 << 20) if n_ctx is None else 1 << 16,
+            method=method, accelerator=acc, optimizer=optimizer, headroom=headroom, tp=gpus,
+            lora=None if method is Method.full else config_from_options(
+                spec, r=16 if lora_r is None else lora_r, alpha=32, targets=lora_targets,
+                embeddings=False, experts=False, modules_to_save=None, dora=False, rslora=False),
+        )
+        if as_json:
+            print_json(fit_finetune_json(spec, ff, acc))
+            return
+        show(fit_finetune_view(spec, ff, acc))
+        if explain and ff.plan is not None:
+            show(*(Text(line) for line in finetune_explain(spec, ff.plan)))
+        return
+    weights = resolve_format(spec, dtype)
+    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     f = fit_plan(
         spec,
         accelerator=acc,

@@ -17,6 +17,7 @@ from llmcalc.cli._common import (
 )
 from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
 from llmcalc.memory import memory as compute_memory
+from llmcalc.quant import kv_dtype_for, resolve_format
 from llmcalc.render.memory import explain_lines, memory_json, memory_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -27,7 +28,7 @@ def memory(
     model: ModelArg,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
-    dtype: DTypeOpt = "bf16",
+    dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
@@ -43,9 +44,9 @@ def memory(
     check_explain(explain=explain, as_json=as_json)
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
-    w_dtype = parse_dtype(dtype, option="--dtype")
-    c_dtype = w_dtype if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
     spec = spec_for(model, set_, family)
+    w_dtype = resolve_format(spec, dtype)
+    c_dtype = kv_dtype_for(w_dtype) if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
     result = compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
     if as_json:
         print_json(memory_json(result))

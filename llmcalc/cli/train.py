@@ -19,7 +19,19 @@ from llmcalc.cli._common import (
     spec_for,
 )
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
+from llmcalc.cli._lora import (
+    DoraOpt,
+    LoraAlphaOpt,
+    LoraEmbeddingsOpt,
+    LoraExpertsOpt,
+    LoraROpt,
+    LoraTargetsOpt,
+    ModulesToSaveOpt,
+    RsloraOpt,
+    config_from_options,
+)
 from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, check_explain, speaks_flags
+from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.render.train import explain_lines, train_json, train_view
 from llmcalc.training import (
@@ -63,15 +75,37 @@ def train(
         int, typer.Option("--micro-batch", help="Sequences per GPU per step (activation memory).")
     ] = 1,
     recompute: Annotated[
-        Recompute, typer.Option("--recompute", help="Activation recomputation.")
-    ] = Recompute.none,
+        Optional[Recompute],  # noqa: UP045
+        typer.Option("--recompute", help="Activation recomputation (default: none; for "
+                     "lora/qlora full, i.e. gradient checkpointing).", show_default=False),
+    ] = None,
     flash_attention: Annotated[
-        bool,
+        Optional[bool],  # noqa: UP045
         typer.Option(
             "--flash-attention/--no-flash-attention",
-            help="FlashAttention: the s × s attention scores are never stored.",
+            help="FlashAttention: the s × s attention scores are never stored (default: off; "
+            "on for lora/qlora, as transformers' SDPA attention).",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
+    method: Annotated[
+        Method, typer.Option("--method", help="full: pre-training plan (all weights trained); "
+                             "lora: frozen bf16 base + adapters; qlora: frozen NF4 base + adapters "
+                             "(adapters: --lora-r, default 16, on --lora-targets).")
+    ] = Method.full,
+    optimizer: Annotated[
+        Optimizer, typer.Option("--optimizer", help="Fine-tuning optimizer (lora/qlora): AdamW "
+                                "16 B per trainable parameter, 8-bit Adam 10 B; paged variants "
+                                "hold the same GPU bytes.")
+    ] = Optimizer.adamw,
+    lora_r: LoraROpt = None,
+    lora_alpha: LoraAlphaOpt = 32,
+    lora_targets: LoraTargetsOpt = "q_proj,k_proj,v_proj,o_proj",
+    lora_embeddings: LoraEmbeddingsOpt = False,
+    lora_experts: LoraExpertsOpt = False,
+    modules_to_save: ModulesToSaveOpt = None,
+    dora: DoraOpt = False,
+    rslora: RsloraOpt = False,
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
@@ -83,6 +117,29 @@ def train(
     spec = spec_for(model, set_, family)
     acc = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
     require(acc, "memory_bytes", "peak_flops")
+    if method is not Method.full:
+        from llmcalc.finetune import plan_finetune
+        from llmcalc.render.finetune import finetune_explain, finetune_json, finetune_view
+
+        lora = config_from_options(
+            spec, r=16 if lora_r is None else lora_r, alpha=lora_alpha, targets=lora_targets,
+            embeddings=lora_embeddings, experts=lora_experts, modules_to_save=modules_to_save,
+            dora=dora, rslora=rslora)
+        fp = plan_finetune(
+            spec, method=method, lora=lora, accelerator=acc,
+            ctx=parse_context(ctx, option="--ctx"), micro_batch=micro_batch, optimizer=optimizer,
+            checkpointing=(recompute or Recompute.full) is not Recompute.none,
+            flash_attention=True if flash_attention is None else flash_attention, tp=tp,
+            tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
+            headroom=headroom, mfu=mfu,
+        )
+        if as_json:
+            print_json(finetune_json(spec, fp, acc))
+            return
+        show(finetune_view(spec, fp, acc))
+        if explain:
+            show(*(Text(line) for line in finetune_explain(spec, fp)))
+        return
     plan = plan_training(
         spec,
         tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
@@ -91,8 +148,8 @@ def train(
         mfu=mfu,
         par=parallelism(gpus=gpus, tp=tp, pp=pp, zero=zero),
         micro_batch=micro_batch,
-        recompute=recompute,
-        flash_attention=flash_attention,
+        recompute=recompute or Recompute.none,
+        flash_attention=bool(flash_attention),
         headroom=headroom,
     )
     if as_json:

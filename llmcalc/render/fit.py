@@ -10,6 +10,7 @@ from rich.text import Text
 
 from llmcalc.hardware import Accelerator
 from llmcalc.planning import ServingFit
+from llmcalc.quant import WeightFormat
 from llmcalc.render import gib, n
 from llmcalc.render.train import accelerator_line, verdict
 from llmcalc.spec import ModelSpec
@@ -17,7 +18,7 @@ from llmcalc.units import DType
 
 
 def fit_view(
-    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: DType, kv_dtype: DType
+    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: WeightFormat, kv_dtype: DType
 ) -> RenderableType:
     head = Text()
     head.append(spec.name, style="bold")
@@ -97,7 +98,7 @@ def explain_lines(f: ServingFit, *, accelerator: Accelerator) -> list[str]:
 
 
 def fit_json(
-    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: DType, kv_dtype: DType
+    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: WeightFormat, kv_dtype: DType
 ) -> dict[str, Any]:
     d = f.decode
     return {

@@ -12,7 +12,7 @@ from llmcalc.render import gib, n
 from llmcalc.render.count import header
 from llmcalc.render.flops import ctx_label, note_lines, plural
 from llmcalc.spec import ModelSpec
-from llmcalc.units import DTYPE_BITS
+from llmcalc.units import DTYPE_BITS, DType
 
 
 def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
@@ -62,13 +62,23 @@ def memory_json(r: MemoryResult) -> dict[str, Any]:
 
 def explain_lines(r: MemoryResult) -> list[str]:
     """Each formula with this model's numbers put in."""
-    wb, kb = DTYPE_BITS[r.dtype], DTYPE_BITS[r.kv_dtype]
-    rounding = ", rounded up to whole bytes per tensor" if wb % 8 else ""
-    lines = [
-        f"weights = {n(r.weight_elements)} parameters × {wb} bits / 8{rounding} "
-        f"= {n(r.weights_bytes)} bytes ({gib(r.weights_bytes)})",
-        "KV cache per token = Σ layers × elements per layer × bits / 8:",
-    ]
+    kb = DTYPE_BITS[r.kv_dtype]
+    if isinstance(r.dtype, DType):
+        wb = DTYPE_BITS[r.dtype]
+        rounding = ", rounded up to whole bytes per tensor" if wb % 8 else ""
+        lines = [
+            f"weights = {n(r.weight_elements)} parameters × {wb} bits / 8{rounding} "
+            f"= {n(r.weights_bytes)} bytes ({gib(r.weights_bytes)})",
+        ]
+    else:
+        lines = [f"weights in {r.dtype.description} ({r.dtype.source}), by storage layout:"]
+        for p in r.weight_parts:
+            lines.append(
+                f"  {p.layout}: {n(p.elements)} parameters → {n(p.bytes)} bytes "
+                f"({p.bytes * 8 / p.elements:.3f} bits each)"
+            )
+        lines.append(f"  = {n(r.weights_bytes)} bytes ({gib(r.weights_bytes)})")
+    lines.append("KV cache per token = Σ layers × elements per layer × bits / 8:")
     for a in r.kv_terms:
         if a.latent_dim is not None:
             what = f"latent {a.latent_dim} (kv_lora_rank + rope head dim)"
