@@ -220,6 +220,22 @@ def write_corpus(folder: Path) -> list[Case]:
         Case("gpus digits", ("fit", "gpt2", "--gpu", "h100", "--gpus", "9" * 5000), 2),
         Case("headroom nan", ("fit", "gpt2", "--gpu", "h100", "--headroom", "nan"), 2),
         Case("check missing", ("check", str(f / "nope\x1b.yaml")), 2),
+        # later commands: serving, fine-tuning, charts
+        Case("latency 1e12 layers", ("latency", str(f / "layers-1e12.json"), "--gpu", "h100"), 0),
+        Case("latency tp digits", ("latency", "gpt2", "--gpu", "h100", "--tp", "9" * 5000), 2),
+        Case("latency tp huge", ("latency", "gpt2", "--gpu", "h100", "--tp", "9" * 18), 0),
+        Case("latency gen digits", ("latency", "gpt2", "--gpu", "h100", "--gen", "9" * 400), 2),
+        Case("latency draft escapes", ("latency", "gpt2", "--gpu", "h100", "--draft",
+                                       "x\x1b[2J"), 2),
+        Case("lora r huge", ("count", "gpt2", "--lora-r", "9" * 18), 2),
+        Case("lora targets escapes", ("count", "gpt2", "--lora-r", "8", "--lora-targets",
+                                      "\x1b[2J,q"), 2),
+        Case("qlora huge layers", ("train", str(f / "layers-1e12.json"), "--method", "qlora",
+                                   "--gpu", "h100", "--lora-r", "8"), 0),
+        Case("plot escapes", ("plot", "params", str(f / "escapes.yaml")), 0),
+        Case("plot ctx digits", ("plot", "flops", "gpt2", "--ctx-max", "9" * 400), 2),
+        Case("plot huge ctx", ("plot", "flops", "gpt2", "--ctx-max", "9" * 15), 2, "must be from 128"),
+        Case("serve bad port", ("serve", "--port", "99999999", "--no-browser"), 2),
     ]
 
     # -- checkpoints: nothing read outside the folder, nothing echoed, headers capped --
