@@ -1,54 +1,86 @@
-"""`llmcalc count MODEL`: exact parameters by tensor group, per layer and in total."""
+"""`llmcalc count MODEL...`: exact parameters by tensor group, per layer and in total; several
+models side by side."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
-from rich.text import Text
 
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    FormatOpt,
     JsonOpt,
-    ModelArg,
+    Format,
+    ModelsArg,
     SetOpt,
+    emit,
     handles_errors,
-    print_json,
+    one_model,
+    output_format,
+    refuse_explain,
     show,
-    spec_for,
+    specs_for,
 )
-from llmcalc.cli._options import check_explain
 from llmcalc.counting import count as count_params
-from llmcalc.render.count import count_json, count_view, explain_lines, tensors_view
 
 
 @handles_errors
 def count(
-    model: ModelArg,
+    models: ModelsArg,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     tensors: Annotated[
         bool, typer.Option("--tensors", help="List every named tensor with its shape.")
     ] = False,
     explain: ExplainOpt = False,
 ) -> None:
-    """Count a model's parameters exactly: per tensor group, per layer, embeddings, lm_head, total."""
-    check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family)
-    pc = count_params(spec)
-    if as_json:
-        data = count_json(spec, pc)
-        if tensors:
-            data["tensors"] = [
-                {"name": name, "shape": list(shape)} for name, shape in spec.named_shapes()
-            ]
-        print_json(data)
-        return
+    """Count parameters exactly: per tensor group, per layer, embeddings, lm_head, total.
+
+    Several models print side by side, one column each (--json: an array).
+    """
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
     if tensors:
-        show(tensors_view(spec))
-        return
-    show(count_view(spec, pc))
+        one_model(models, "--tensors")
     if explain:
-        show(*(Text(line) for line in explain_lines(spec, pc)))
+        one_model(models, "--explain")
+    from llmcalc.render import count as r
+
+    items = [(m, spec, count_params(spec)) for m, spec in specs_for(models, set_, family)]
+
+    def data() -> object:
+        out = []
+        for _, spec, pc in items:
+            d = r.count_json(spec, pc)
+            if tensors:
+                d["tensors"] = [{"name": k, "shape": list(v)} for k, v in spec.named_shapes()]
+            out.append(d)
+        return out if len(out) > 1 else out[0]
+
+    def grids() -> list[r.Grid]:
+        if tensors:
+            return [r.tensors_grid(items[0][1])]
+        return [r.count_grid(items)]
+
+    def view() -> object:
+        _, spec, pc = items[0]
+        if tensors:
+            return r.tensors_grid(spec)
+        return r.count_view(spec, pc)
+
+    if len(items) > 1:
+        emit(how, data=data, grids=grids)
+        return
+    if tensors and how is Format.table:
+        emit(how, data=data, grids=grids)
+        return
+    emit(how, data=data, grids=grids, view=view)
+    if explain:
+        from rich.text import Text
+
+        _, spec, pc = items[0]
+        show(*(Text(line) for line in r.explain_lines(spec, pc)))

@@ -48,7 +48,7 @@ def mfu(
     """Model FLOPs utilisation of a training run: FLOPs per token × tokens/s over the peak."""
     check_explain(explain=explain, as_json=as_json)
     spec = spec_for(model, set_, family)
-    acc = resolve(gpu, flops=gpu_flops)
+    acc = resolve(gpu, flops=gpu_flops, needs=("flops",))
     require(acc, "peak_flops")
     seq = parse_context(ctx, option="--ctx")
     u = model_flops_utilisation(

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.check import CheckRun, FileCheck
+from llmcalc.render.grid import Col, Grid
 from llmcalc.render.verify import verify_json
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red"}
@@ -35,6 +36,16 @@ def check_view(run: CheckRun) -> RenderableType:
         )
     style = "bold green" if run.exit_code == 0 else "bold red"
     return Group(t, Text(summary(run), style=style))
+
+
+def check_grid(run: CheckRun) -> Grid:
+    """One row per file: pass / fail / error and why; the summary as a note."""
+    g = Grid("llmcalc check", [Col("file"), Col("model", drop=1), Col("status"),
+                               Col("why", wrap=True)])
+    for f in run.files:
+        g.add(f.label, f.model or "", f.status, f.why)
+    g.notes.append(summary(run))
+    return g
 
 
 def file_json(f: FileCheck) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.hardware import Accelerator
-from llmcalc.render import gib, n, short
+from llmcalc.render import gib, n, sci, short
 from llmcalc.spec import ModelSpec
 from llmcalc.training import (
     ADAMW_BYTES,
@@ -31,6 +31,11 @@ RECOMPUTE_LABELS = {
     Recompute.selective: "selective recomputation",
     Recompute.full: "full recomputation",
 }
+
+
+def flops_sci(value: int) -> str:
+    """A FLOP total as it is quoted: 3.78e25 FLOPs (SI prefixes past P mean nothing to readers)."""
+    return f"{sci(value)} FLOPs"
 
 
 def verdict(fits: bool) -> Text:
@@ -62,13 +67,13 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
         n(p.compute_optimal_tokens), short(p.compute_optimal_tokens),
     )
     compute.add_section()
-    compute.add_row("FLOPs: weights (3 × forward)", f"{p.weight_flops:.4e}", short(p.weight_flops))
+    compute.add_row("FLOPs: weights (3 × forward)", f"{p.weight_flops:.4e}", flops_sci(p.weight_flops))
     compute.add_row(
-        f"FLOPs: causal attention at {n(p.ctx)}", f"{p.attention_flops:.4e}", short(p.attention_flops)
+        f"FLOPs: causal attention at {n(p.ctx)}", f"{p.attention_flops:.4e}", flops_sci(p.attention_flops)
     )
-    compute.add_row("training FLOPs", f"{p.training_flops:.4e}", short(p.training_flops), style="bold")
+    compute.add_row("training FLOPs", f"{p.training_flops:.4e}", flops_sci(p.training_flops), style="bold")
     compute.add_row(f"6·N·D (rule of thumb, N = {short(p.active_params)} active parameters)",
-                    f"{p.six_n_d:.4e}", short(p.six_n_d))
+                    f"{p.six_n_d:.4e}", flops_sci(p.six_n_d))
     compute.add_section()
     compute.add_row(f"GPU-hours at MFU {p.mfu:.0%}", f"{p.time.gpu_hours:,.0f}", "")
     compute.add_row(
