@@ -31,6 +31,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 HELP = "Exact parameter counts, FLOPs and memory of LLMs from their configs."
 
 
+def _argument_type_as_typed() -> None:
+    """Help shows an argument as its metavar (MODEL), not with typer's type label (MODEL <str>)."""
+    from typer.core import TyperArgument
+
+    if getattr(TyperArgument, "_llmcalc_plain", False):
+        return
+    shown = TyperArgument.display_type_rich
+
+    def display_type_rich(self: TyperArgument, ctx: Any) -> str | None:
+        return "" if self.metavar else shown(self, ctx)
+
+    TyperArgument.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+    TyperArgument._llmcalc_plain = True  # type: ignore[attr-defined]
+
+
 def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     """A Typer app with the named commands (all of them by default)."""
     app = typer.Typer(
@@ -39,7 +54,10 @@ def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
         no_args_is_help=True,
         pretty_exceptions_enable=False,
         add_completion=False,
+        rich_markup_mode=None,  # plain help: readable at 80 columns, metavars as typed
     )
+
+    _argument_type_as_typed()
 
     @app.callback()
     def root() -> None:

@@ -24,6 +24,7 @@ ModelArg = Annotated[
         help="A bundled model name (gpt2-medium, meta-llama/Llama-2-7b-hf), a config.json, "
         "a checkpoint folder holding one, or a YAML file.",
         show_default=False,
+        metavar="MODEL",
     ),
 ]
 ModelsArg = Annotated[
@@ -32,21 +33,19 @@ ModelsArg = Annotated[
         help="One or more models to compare: bundled names (gpt2-medium, "
         "meta-llama/Llama-2-7b-hf), config.json files, checkpoint folders or YAML files.",
         show_default=False,
-        metavar="MODEL...",
+        metavar="MODEL",
     ),
 ]
 SetOpt = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Option(
-        "--set",
+    typer.Option("--set", metavar="KEY=VALUE",
         help="Change a config field before counting, e.g. --set num_hidden_layers=48 (repeatable).",
         show_default=False,
     ),
 ]
 FamilyOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option(
-        "--family",
+    typer.Option("--family", metavar="FAMILY",
         help="Count a config of an unsupported model_type as this known family (e.g. llama).",
         show_default=False,
     ),
@@ -95,7 +94,25 @@ def print_json(obj: object) -> None:
 def show(*renderables: object) -> None:
     out = console()
     for r in renderables:
-        out.print(r)
+        out.print(never_cut(r))
+
+
+def never_cut(renderable: object) -> object:
+    """A rich table's numbers (right-aligned columns) never break and text wraps instead of
+    ending in '…': nothing a table shows is cut, whatever the terminal's width."""
+    from rich.console import Group
+    from rich.table import Table
+
+    if isinstance(renderable, Group):
+        for r in renderable.renderables:
+            never_cut(r)
+    elif isinstance(renderable, Table):
+        for column in renderable.columns:
+            if column.justify == "right":
+                column.no_wrap = True
+            else:
+                column.overflow = "fold"
+    return renderable
 
 
 class Format(str, Enum):

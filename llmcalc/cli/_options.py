@@ -44,38 +44,31 @@ COUNT_SUFFIXES = (
 
 DTypeOpt = Annotated[
     str,
-    typer.Option(
-        "--dtype",
+    typer.Option("--dtype", metavar="DTYPE",
         help=f"Weight dtype: {DTYPES} (or bfloat16, float16 …; int4 packs two per byte).",
     ),
 ]
 KvDTypeOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Option("--kv-dtype", help=f"KV-cache dtype: {DTYPES}; default: --dtype.",
+    typer.Option("--kv-dtype", metavar="DTYPE", help=f"KV-cache dtype: {DTYPES}; default: --dtype.",
                  show_default=False),
 ]
 CtxOpt = Annotated[
-    str, typer.Option("--ctx", help=f"Context length in tokens; {CONTEXT_SUFFIXES}.")
+    str, typer.Option("--ctx", metavar="CTX", help=f"Context length in tokens; {CONTEXT_SUFFIXES}.")
 ]
 TrainCtxOpt = Annotated[
-    str, typer.Option("--ctx", help=f"Training sequence length in tokens; {CONTEXT_SUFFIXES}.")
+    str, typer.Option("--ctx", metavar="CTX", help=f"Training sequence length in tokens; {CONTEXT_SUFFIXES}.")
 ]
 BatchOpt = Annotated[
     str,
-    typer.Option("--batch", help="Sequences per forward pass; scales the per-sequence figures "
+    typer.Option("--batch", metavar="N", help="Sequences per forward pass; scales the per-sequence figures "
                  "(plain integer or 1k …)."),
 ]
 TokensOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--tokens", help=f"A training token budget; {COUNT_SUFFIXES}.",
+    typer.Option("--tokens", metavar="TOKENS", help=f"A training token budget; {COUNT_SUFFIXES}.",
                  show_default=False),
 ]
-
-
-def check_explain(*, explain: bool, as_json: bool) -> None:
-    """``--explain`` prints lines beside the table; JSON has no place for them, so refuse both."""
-    if explain and as_json:
-        raise UsageError("--explain and --json cannot be combined")
 
 
 # Core parameters whose flag is not simply --name-with-dashes.

@@ -20,6 +20,7 @@ def check(
             help="Config files or folders (walked for *.yaml, *.yml and config.json); "
             "default: the bundled configs.",
             show_default=False,
+            metavar="PATH",
         ),
     ] = None,
     verify: Annotated[

@@ -10,9 +10,9 @@ import typer
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    Format,
     FormatOpt,
     JsonOpt,
-    Format,
     ModelsArg,
     SetOpt,
     emit,
@@ -24,6 +24,7 @@ from llmcalc.cli._common import (
     specs_for,
 )
 from llmcalc.counting import count as count_params
+from llmcalc.render.grid import Grid
 
 
 @handles_errors
@@ -61,7 +62,7 @@ def count(
             out.append(d)
         return out if len(out) > 1 else out[0]
 
-    def grids() -> list[r.Grid]:
+    def grids() -> list[Grid]:
         if tensors:
             return [r.tensors_grid(items[0][1])]
         return [r.count_grid(items)]

@@ -38,7 +38,7 @@ def flops(
             help="Models to compare: bundled names, config.json files, checkpoint folders or "
             "YAML files. Without one: one row per bundled model.",
             show_default=False,
-            metavar="[MODEL]...",
+            metavar="MODEL",
         ),
     ] = None,
     ctx: CtxOpt = "4k",

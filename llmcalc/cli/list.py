@@ -8,8 +8,8 @@ from llmcalc import bundled
 from llmcalc.cli._common import FormatOpt, JsonOpt, emit, handles_errors, output_format
 from llmcalc.config import load_spec
 from llmcalc.counting import ParamCount, count
-from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.render import short
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 
 

@@ -4,10 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
-
 from llmcalc.check import CheckRun, FileCheck
 from llmcalc.render.grid import Col, Grid
 from llmcalc.render.verify import verify_json
@@ -22,20 +18,6 @@ def summary(run: CheckRun) -> str:
     counts = ", ".join(f"{v} {k}" for k, v in tally.items())
     files = len(run.files)
     return f"{files} file{'s' if files != 1 else ''}: {counts} ({run.seconds:.2f} s)"
-
-
-def check_view(run: CheckRun) -> RenderableType:
-    t = Table(title="llmcalc check", title_justify="left")
-    t.add_column("file", no_wrap=True)
-    t.add_column("model")
-    t.add_column("status")
-    t.add_column("why")
-    for f in run.files:
-        t.add_row(
-            f.label, f.model or "", Text(f.status, style=STATUS_STYLE[f.status]), Text(f.why)
-        )
-    style = "bold green" if run.exit_code == 0 else "bold red"
-    return Group(t, Text(summary(run), style=style))
 
 
 def check_grid(run: CheckRun) -> Grid:

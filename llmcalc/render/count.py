@@ -132,7 +132,8 @@ def count_view(spec: ModelSpec, pc: ParamCount) -> RenderableType:
 def tensors_grid(spec: ModelSpec) -> Grid:
     """Every named tensor with its shape, as in the transformers module tree."""
     g = Grid(f"{spec.name}: named tensors",
-             [Col("name"), Col("shape"), Col("numel", right=True), Col("repeats", wrap=True)])
+             [Col("name"), Col("shape", wrap=True), Col("numel", right=True, drop=1),
+              Col("repeats", wrap=True)])
     for x, grp in spec.all_tensors():
         shape = "[" + ", ".join(str(d) for d in x.shape) + "]"
         where = ""
@@ -233,7 +234,7 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
 
 def count_grid(items: list[tuple[str, ModelSpec, ParamCount]]) -> Grid:
     """One column per model: shape, parameters by part, total, active and the rule of thumb."""
-    g = Grid("parameters", [Col("figure"), *(Col(label, right=True) for label, _, _ in items)],
+    g = Grid("parameters", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)],
              keep=1)
     specs = [s for _, s, _ in items]
     counts = [pc for _, _, pc in items]

@@ -150,7 +150,7 @@ def fit_grid(
     f0 = items[0][2]
     g = Grid(f"fit on {accelerator_line(accelerator, f0.gpus)} · weights {dtype.value} · "
              f"KV cache {kv_dtype.value}",
-             [Col("figure"), *(Col(label, right=True) for label, _, _ in items)], keep=1)
+             [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)], keep=1)
     fs = [f for _, _, f in items]
     g.add("usable memory", *(Fig(gib(f.usable), f.usable) for f in fs))
     g.add("weights", *(Fig(gib(f.weights), f.weights) for f in fs))

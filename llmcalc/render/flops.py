@@ -10,8 +10,8 @@ from rich.text import Text
 
 from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult
 from llmcalc.render import n, pct, sci
-from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.render.count import header
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 
 SI_FLOPS = (("Z", 10**21), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
@@ -106,24 +106,6 @@ def flops_json(r: FlopsResult) -> dict[str, Any]:
     }
 
 
-def catalog_view(rows: list[tuple[str, FlopsResult]], *, ctx: int) -> Table:
-    t = Table(title=f"forward FLOPs per token at context {ctx_label(ctx)}", title_justify="left")
-    for col, right in (("model", False), ("weights", True), ("attention", True),
-                       ("forward", True), ("attention share", True), ("overtakes at", True)):
-        t.add_column(col, justify="right" if right else "left")
-    for name, r in rows:
-        cross = r.attention_crossover_ctx
-        t.add_row(
-            name,
-            flop(r.weight_flops_per_token),
-            flop(r.attention_flops_per_token),
-            flop(r.forward_flops_per_token),
-            f"{r.attention_flops_per_token / r.forward_flops_per_token:.1%}",
-            "never" if cross is None else n(cross),
-        )
-    return t
-
-
 def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     """Each formula with this model's numbers put in."""
     lines = ["weight FLOPs per token = 2 × elements of every matrix a token is multiplied by:"]
@@ -204,7 +186,7 @@ def past_limit(spec: ModelSpec, ctx: int) -> bool:
 
 def flops_grid(items: list[tuple[str, ModelSpec, FlopsResult]]) -> Grid:
     """One column per model: per token, per sequence, decode and training FLOPs."""
-    g = Grid("FLOPs", [Col("figure"), *(Col(label, right=True) for label, _, _ in items)], keep=1)
+    g = Grid("FLOPs", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)], keep=1)
     rs = [r for _, _, r in items]
     g.add("context", *(Fig(ctx_label(r.ctx), r.ctx) for r in rs))
     g.add("max_position_embeddings", *(s.shape.max_position_embeddings for _, s, _ in items))
@@ -236,7 +218,7 @@ def flops_grid(items: list[tuple[str, ModelSpec, FlopsResult]]) -> Grid:
 def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int) -> Grid:
     """One row per bundled model; * marks a context past the model's max_position_embeddings."""
     g = Grid(f"forward FLOPs per token at context {ctx_label(ctx)}", [
-        Col("model"), Col("weights", right=True), Col("attention", right=True),
+        Col("model"), Col("weights", right=True, drop=3), Col("attention", right=True),
         Col("forward", right=True), Col("attn share", right=True),
         Col("overtakes at", right=True, drop=2), Col("max ctx", right=True, drop=1),
     ])

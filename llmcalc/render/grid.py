@@ -83,7 +83,7 @@ def written(cell: Cell) -> object:
 
 # ---- terminal ------------------------------------------------------------------------------------
 
-MIN_WRAP = 12  # a wrapping column keeps at least this many characters
+MIN_WRAP = 8  # a wrapping column keeps at least this many characters
 
 
 def _natural(grid: Grid, i: int) -> int:
@@ -92,15 +92,21 @@ def _natural(grid: Grid, i: int) -> int:
     return max(longest, len(grid.columns[i].header))
 
 
+def _least(grid: Grid, i: int) -> int:
+    """The narrowest a column may get: its natural width, or for a wrapping column the longest
+    number or word in it (never broken) and at least MIN_WRAP."""
+    if not grid.columns[i].wrap:
+        return _natural(grid, i)
+    natural = _natural(grid, i)
+    unbroken = [len(shown(r[i])) for r in grid.rows if isinstance(r[i], (int, Fig))]
+    words = [len(w) for r in grid.rows for w in shown(r[i]).split()]
+    least = max([*unbroken, MIN_WRAP, *(w for w in words if w <= MIN_WRAP)])
+    return min(natural, least)
+
+
 def _needed(grid: Grid, keep: list[int]) -> int:
     """Terminal columns a rich table with these columns needs (box edges, padding 1 each side)."""
-    total = 1
-    for i in keep:
-        w = _natural(grid, i)
-        if grid.columns[i].wrap:
-            w = min(w, MIN_WRAP)
-        total += w + 3
-    return total
+    return 1 + sum(_least(grid, i) + 3 for i in keep)
 
 
 def fitting_columns(grid: Grid, width: int) -> list[int]:
@@ -146,7 +152,7 @@ def _table(grid: Grid, keep: list[int]) -> Table:
         c = grid.columns[i]
         if c.wrap:
             t.add_column(c.header, justify="right" if c.right else "left", overflow="fold",
-                         min_width=min(_natural(grid, i), MIN_WRAP))
+                         min_width=_least(grid, i))
         else:
             t.add_column(c.header, justify="right" if c.right else "left", no_wrap=True,
                          min_width=_natural(grid, i))

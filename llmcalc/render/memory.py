@@ -10,9 +10,9 @@ from rich.text import Text
 
 from llmcalc.memory import MemoryResult
 from llmcalc.render import GiB, gib, n
-from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.render.count import header
 from llmcalc.render.flops import ctx_label, note_lines, plural
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DTYPE_BITS
 
@@ -111,7 +111,7 @@ def window_cap(spec: ModelSpec, ctx: int) -> str | None:
 
 def memory_grid(items: list[tuple[str, ModelSpec, MemoryResult]]) -> Grid:
     """One column per model: weights, KV cache and total, in bytes and GiB."""
-    g = Grid("memory", [Col("figure"), *(Col(label, right=True) for label, _, _ in items)], keep=1)
+    g = Grid("memory", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)], keep=1)
     rs = [r for _, _, r in items]
     g.add("context × batch", *(f"{n(r.ctx)} × {r.batch}" for r in rs))
     g.add("dtype / KV dtype", *(f"{r.dtype.value} / {r.kv_dtype.value}" for r in rs))
