@@ -240,5 +240,5 @@ def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int) ->
         )
     if marked:
         g.notes.append(f"* {marked} of {len(rows)} models computed past their "
-                       f"max_position_embeddings (max ctx): they were not trained that long")
+                       f"max_position_embeddings (max ctx); the figures assume they run there anyway")
     return g
