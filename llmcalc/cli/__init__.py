@@ -94,3 +94,23 @@ def main() -> None:
     except typer.Abort:
         sys.exit(1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# Commands that a plain `llmcalc COMMAND MODEL...` (no option at all) runs without typer's parsing.
+PLAIN = ("count", "flops", "memory")
+
+
+def run() -> None:
+    """The ``llmcalc`` entry point. A plain ``llmcalc count|flops|memory MODEL...`` (models only,
+    no option) calls its command with the models and every option at its default, skipping what
+    typer's parsing builds for options that were not given; anything else goes to :func:`main`."""
+    args = sys.argv[1:]
+    if len(args) >= 2 and args[0] in PLAIN and not any(a.startswith("-") for a in args[1:]):
+        module, function = COMMANDS[args[0]]
+        command = getattr(importlib.import_module(f"llmcalc.cli.{module}"), function)
+        try:
+            command(args[1:])
+        except typer.Exit as e:  # an LLMCalcError, already printed as one line
+            sys.exit(e.exit_code)
+        sys.exit(0)
+    main()

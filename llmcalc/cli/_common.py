@@ -5,11 +5,11 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from enum import Enum
+from pathlib import Path
 from typing import Annotated, Optional, ParamSpec, TypeVar
 
 import typer
 
-from llmcalc.config import load_spec
 from llmcalc.errors import LLMCalcError, UsageError
 from llmcalc.render import console, dumps
 from llmcalc.render.grid import Grid, to_csv, to_markdown, to_rich
@@ -71,7 +71,34 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
 
 
 def spec_for(model: str, overrides: list[str] | None, family: str | None = None) -> ModelSpec:
-    return load_spec(model, overrides=overrides or (), family=family)
+    """The validated spec; a bundled model as it is (no --set, no --family) from the spec cache,
+    so that pydantic's validators load only when a spec is built."""
+
+    def validate() -> ModelSpec:
+        from llmcalc.config import load_spec
+
+        return load_spec(model, overrides=overrides or (), family=family)
+
+    if overrides or family is not None:
+        return validate()
+    from llmcalc import speccache
+
+    return speccache.load(model, validate)
+
+
+def bundled_specs() -> list[tuple[str, ModelSpec]]:
+    """Every bundled config (file name, spec), from the spec cache where it can."""
+    from llmcalc import bundled, speccache
+
+    def validate(path: Path) -> Callable[[], ModelSpec]:
+        def run() -> ModelSpec:
+            from llmcalc.config import load_spec
+
+            return load_spec(str(path))
+
+        return run
+
+    return [(p.stem, speccache.load_file(p, validate(p))) for p in bundled.paths()]
 
 
 def specs_for(

@@ -7,13 +7,13 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
-from llmcalc import bundled
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
     FormatOpt,
     JsonOpt,
     SetOpt,
+    bundled_specs,
     emit,
     handles_errors,
     one_model,
@@ -23,7 +23,6 @@ from llmcalc.cli._common import (
     specs_for,
 )
 from llmcalc.cli._options import BatchOpt, CtxOpt, TokensOpt, speaks_flags
-from llmcalc.config import load_spec
 from llmcalc.errors import UsageError
 from llmcalc.flops import flops as compute_flops
 from llmcalc.units import parse_context, parse_count
@@ -70,11 +69,8 @@ def flops(
     if not models:
         if set_ or family:
             raise UsageError("--set and --family need a MODEL")
-        rows = []
-        for path in bundled.paths():
-            spec = load_spec(str(path))
-            rows.append((path.stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch,
-                                                         tokens=n_tokens)))
+        rows = [(stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
+                for stem, spec in bundled_specs()]
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return

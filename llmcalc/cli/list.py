@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmcalc import bundled
-from llmcalc.cli._common import FormatOpt, JsonOpt, emit, handles_errors, output_format
-from llmcalc.config import load_spec
+from llmcalc.cli._common import (
+    FormatOpt,
+    JsonOpt,
+    bundled_specs,
+    emit,
+    handles_errors,
+    output_format,
+)
 from llmcalc.counting import ParamCount, count
 from llmcalc.render import short
 from llmcalc.render.grid import Col, Fig, Grid
@@ -17,10 +22,7 @@ from llmcalc.spec import ModelSpec
 def list_models(as_json: JsonOpt = False, fmt: FormatOpt = None) -> None:
     """List the bundled models: name, family, layers, d_model, heads/kv heads, total parameters."""
     how = output_format(fmt, as_json)
-    rows = []
-    for path in bundled.paths():
-        spec = load_spec(str(path))
-        rows.append((path.stem, spec, count(spec)))
+    rows = [(stem, spec, count(spec)) for stem, spec in bundled_specs()]
     emit(how, data=lambda: [_json(*r) for r in rows], grids=lambda: [_grid(rows)])
 
 
