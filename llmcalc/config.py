@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from llmcalc import bundled
+from llmcalc import bundled, hfcache
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
 from llmcalc.spec import ModelSpec
@@ -80,6 +80,8 @@ def read_config(model: str) -> RawConfig:
         label = model
     else:
         found = bundled.find(model)
+        if found is None and (cached := hfcache.find(model)) is not None:
+            return read_config(str(cached))  # a repo id in the local Hugging Face cache
         if found is None:
             if path.suffix in (".json", *YAML_SUFFIXES) or model.startswith((".", "/", "~")):
                 raise ConfigError(model, "no such file")

@@ -53,7 +53,7 @@ def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
         help=HELP,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion, as typer offers
         rich_markup_mode=None,  # plain help: readable at 80 columns, metavars as typed
     )
 

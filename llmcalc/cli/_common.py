@@ -10,6 +10,7 @@ from typing import Annotated, Optional, ParamSpec, TypeVar
 
 import typer
 
+from llmcalc.cli._complete import complete_model
 from llmcalc.errors import LLMCalcError, UsageError
 from llmcalc.render import console, dumps
 from llmcalc.render.grid import Grid, to_csv, to_markdown, to_rich
@@ -25,6 +26,7 @@ ModelArg = Annotated[
         "a checkpoint folder holding one, or a YAML file.",
         show_default=False,
         metavar="MODEL",
+        autocompletion=complete_model,
     ),
 ]
 ModelsArg = Annotated[
@@ -34,6 +36,7 @@ ModelsArg = Annotated[
         "meta-llama/Llama-2-7b-hf), config.json files, checkpoint folders or YAML files.",
         show_default=False,
         metavar="MODEL",
+        autocompletion=complete_model,
     ),
 ]
 SetOpt = Annotated[

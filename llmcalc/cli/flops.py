@@ -22,6 +22,7 @@ from llmcalc.cli._common import (
     show,
     specs_for,
 )
+from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import BatchOpt, CtxOpt, TokensOpt, speaks_flags
 from llmcalc.errors import UsageError
 from llmcalc.flops import flops as compute_flops
@@ -38,6 +39,7 @@ def flops(
             "YAML files. Without one: one row per bundled model.",
             show_default=False,
             metavar="MODEL",
+            autocompletion=complete_model,
         ),
     ] = None,
     ctx: CtxOpt = "4k",
