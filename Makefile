@@ -27,6 +27,7 @@ bench: $(VENV)/.test
 	$(PY) bench/count_vs_transformers.py
 	$(PY) bench/check_all.py
 	$(PY) bench/verify_largest.py
+	$(PY) bench/startup.py
 
 lint: $(VENV)/.test
 	$(PY) -m pip install -q ruff mypy types-PyYAML
