@@ -53,7 +53,9 @@ FamilyOpt = Annotated[
         show_default=False,
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print JSON for scripts (short for --format json).")
+]
 ExplainOpt = Annotated[
     bool, typer.Option("--explain", help="Print each formula with this model's numbers put in.")
 ]

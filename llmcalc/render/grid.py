@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Union
@@ -84,6 +85,7 @@ def written(cell: Cell) -> object:
 # ---- terminal ------------------------------------------------------------------------------------
 
 MIN_WRAP = 8  # a wrapping column keeps at least this many characters
+NUMBER = re.compile(r"[+-]?[\d,.]*\d[%]?")
 
 
 def _natural(grid: Grid, i: int) -> int:
@@ -99,8 +101,9 @@ def _least(grid: Grid, i: int) -> int:
         return _natural(grid, i)
     natural = _natural(grid, i)
     unbroken = [len(shown(r[i])) for r in grid.rows if isinstance(r[i], (int, Fig))]
-    words = [len(w) for r in grid.rows for w in shown(r[i]).split()]
-    least = max([*unbroken, MIN_WRAP, *(w for w in words if w <= MIN_WRAP)])
+    words = [w for r in grid.rows for w in shown(r[i]).split()]
+    numbers = [len(w) for w in words if NUMBER.fullmatch(w.rstrip(",;"))]  # never broken
+    least = max([*unbroken, *numbers, MIN_WRAP])
     return min(natural, least)
 
 
