@@ -142,6 +142,9 @@ def test_memory_and_fit_say_when_a_window_caps_the_cache(cli: Any) -> None:
     table = rows(cli("memory", "gemma-2-2b", "llama-3-8b", "--ctx", "32k", "--format",
                      "csv").stdout)
     assert ["KV cache capped by a sliding window", "true", "false"] in table
+    data = cli("memory", "gemma-2-2b", "llama-3-8b", "--ctx", "32k", "--json").json()
+    assert [d["kv_cache_window_caps"] for d in data] == [
+        [{"group": "sliding_attention", "num_layers": 13, "window": 4096}], []]
 
 
 def test_catalog_marks_models_past_their_context(cli: Any) -> None:

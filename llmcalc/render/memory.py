@@ -60,6 +60,10 @@ def memory_json(r: MemoryResult) -> dict[str, Any]:
         "kv_cache": "mla_latent" if r.mla else "per_head",
         "kv_cache_bytes_per_token_decompressed": r.kv_cache_bytes_per_token_decompressed,
         "kv_cache_bytes_decompressed": r.kv_cache_bytes_decompressed,
+        "kv_cache_window_caps": [  # layer groups whose sliding window holds fewer than ctx tokens
+            {"group": a.group, "num_layers": a.num_layers, "window": a.window}
+            for a in r.kv_terms if a.window is not None and a.window < r.ctx
+        ],
         "notes": list(r.notes),
     }
 
