@@ -111,3 +111,29 @@ def test_readme_example_runs(cli: Any, workdir: Path, command: str) -> None:
     if "--json" in args or "--format" in args and "json" in args:
         json.loads(run.stdout)
     _sane(command, run.stdout)
+
+
+def test_install_hints_name_the_distribution() -> None:
+    """`llmcalc` on PyPI is another project: every hint installs `llmcalc-exact`."""
+    from llmcalc.errors import MissingExtraError
+
+    pyproject = (REPO / "pyproject.toml").read_text()
+    assert re.search(r'^name = "llmcalc-exact"$', pyproject, flags=re.M)
+    assert re.search(r'^llmcalc = "llmcalc.cli:run"$', pyproject, flags=re.M)
+    assert "pip install 'llmcalc-exact[verify]'" in str(MissingExtraError("verify"))
+    assert not re.search(r"pip install '?llmcalc[\[' ]", README)
+    assert '["llmcalc"]' not in README
+
+
+def test_pre_commit_hook_is_shipped() -> None:
+    import yaml
+
+    hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
+    (hook,) = hooks
+    assert {"id", "name", "entry", "language"} <= set(hook)
+    assert (hook["id"], hook["entry"], hook["language"]) == ("llmcalc-check", "llmcalc check",
+                                                             "python")
+    assert re.search(hook["files"], "configs/llama-2-7b.yaml")
+    assert re.search(hook["files"], "models/mine/config.json")
+    assert not re.search(hook["files"], ".pre-commit-config.yaml")
+    assert "id: llmcalc-check" in README
