@@ -229,7 +229,7 @@ def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int) ->
         cross = r.attention_crossover_ctx
         limit = spec.shape.max_position_embeddings
         g.add(
-            name + (" *" if past else ""),
+            Fig(name + " *", name) if past else name,
             Fig(flop(r.weight_flops_per_token), r.weight_flops_per_token),
             Fig(flop(r.attention_flops_per_token), r.attention_flops_per_token),
             Fig(flop(r.forward_flops_per_token), r.forward_flops_per_token),
