@@ -154,3 +154,12 @@ def test_catalog_marks_models_past_their_context(cli: Any) -> None:
     table = rows(cli("flops", "--ctx", "128k", "--format", "csv").stdout)
     row = next(r for r in table if r[0] == "llama-2-7b")  # CSV: the plain name and its max ctx
     assert row[-1] == "4096" and table[0][-1] == "max ctx"
+
+
+def test_verify_takes_every_format(cli: Any) -> None:
+    pytest.importorskip("transformers")
+    table = rows(cli("verify", "gpt2", "--format", "csv").stdout)
+    assert table[0] == ["part", "llmcalc", "model", "difference (model − llmcalc)"]
+    assert table[-1] == ["total", "124439808", "124439808", "0"]
+    md = cli("verify", "gpt2", "--format", "markdown").stdout
+    assert "| **total** | **124,439,808** | **124,439,808** | **0** |" in md
