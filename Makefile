@@ -29,6 +29,7 @@ bench: $(VENV)/.test
 	$(PY) bench/check_all.py
 	$(PY) bench/verify_largest.py
 	$(PY) bench/startup.py
+	$(PY) bench/hostile_input.py
 
 lint: $(VENV)/.test
 	$(PY) -m pip install -q ruff mypy types-PyYAML

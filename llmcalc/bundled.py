@@ -47,12 +47,9 @@ def repo_ids() -> list[str]:
 
 
 def find(name: str) -> Path | None:
-    """The bundled file a name refers to, or None."""
-    key = name.strip().lower()
-    direct = CONFIG_DIR / f"{key}.yaml"
-    if direct.is_file():
-        return direct
-    return _index().get(key)
+    """The bundled file a name refers to, or None. A name is looked up in the index of the
+    bundled files, never joined onto the folder: ``../../etc/x`` is no bundled name."""
+    return _index().get(name.strip().lower())
 
 
 def label(path: Path) -> str:

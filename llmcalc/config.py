@@ -19,6 +19,17 @@ from pydantic import ValidationError
 from llmcalc import bundled, hfcache
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
+from llmcalc.limits import (
+    MAX_CONFIG_BYTES,
+    MAX_EXPANDED,
+    MAX_META_CHARS,
+    MAX_MODEL_ARG,
+    MAX_NESTING,
+    MAX_SHOWN,
+    MiB,
+    nesting_and_size,
+    shown,
+)
 from llmcalc.spec import ModelSpec
 
 META_KEYS = ("name", "source", "expected")
@@ -69,14 +80,21 @@ def spec_from_dict(
 
 def read_config(model: str) -> RawConfig:
     """Find and parse the config behind ``model`` (no validation of its fields yet)."""
+    if len(model) > MAX_MODEL_ARG:
+        raise UsageError(
+            f"model {shown(model[:40])}: {len(model):,} characters; names and paths are read up "
+            f"to {MAX_MODEL_ARG:,}"
+        )
+    if "\x00" in model:
+        raise UsageError(f"model {shown(model)}: contains a NUL character")
     path = Path(model).expanduser()
-    if path.is_dir():
+    if _is_dir(path):
         folder = path
         path = folder / "config.json"
-        if not path.is_file():
+        if not _is_file(path):
             raise ConfigError(str(folder), "folder has no config.json")
         label = str(path)
-    elif path.is_file():
+    elif _is_file(path):
         label = model
     else:
         found = bundled.find(model)
@@ -91,38 +109,90 @@ def read_config(model: str) -> RawConfig:
     meta_name = data.pop("name", None)
     source = data.pop("source", None)
     expected = data.pop("expected", None) or {}
-    if meta_name is not None and not isinstance(meta_name, str):
-        raise ConfigError(label, f"name must be a string, got {_json(meta_name)}")
-    if source is not None and not isinstance(source, str):
-        raise ConfigError(label, f"source must be a string, got {_json(source)}")
+    for key, value in (("name", meta_name), ("source", source)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(label, f"{key} must be a string, got {_json(value)}")
+        if isinstance(value, str) and len(value) > MAX_META_CHARS:
+            raise ConfigError(
+                label, f"{key} is {len(value):,} characters long; at most {MAX_META_CHARS:,}"
+            )
     if not isinstance(expected, dict):
         raise ConfigError(label, "expected must be a mapping of figure names to values")
     name = meta_name or data.get("_name_or_path") or _default_name(path)
     return RawConfig(path, label, data, str(name), source, expected)
 
 
-def parse_file(path: Path, label: str) -> dict[str, Any]:
-    """JSON or YAML (by suffix) into a mapping; safe YAML only."""
+def _is_dir(path: Path) -> bool:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.is_dir()
+    except OSError:  # a name too long for the file system, a loop of links …
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def read_text(path: Path, label: str, *, limit: int = MAX_CONFIG_BYTES) -> str:
+    """A text file of at most ``limit`` bytes (the cap is checked before it is read whole)."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(limit + 1)
     except OSError as e:
         raise ConfigError(label, f"cannot read file ({e.strerror})") from None
+    if len(raw) > limit:
+        raise ConfigError(label, f"file is larger than {limit // MiB} MiB, the most llmcalc reads")
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(label, "file is not UTF-8 text") from None
+
+
+def parse_json(text: str, label: str) -> Any:
+    """JSON with unique keys, integers of up to 4,300 digits and bounded nesting."""
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise ConfigError(
+            label, f"duplicate key {shown(e.key)} in JSON (which value is meant?)"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            label, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
+        ) from None
+    except RecursionError:
+        raise ConfigError(label, f"JSON nests more than {MAX_NESTING} levels deep") from None
+    except ValueError:  # int() of more than 4,300 digits (sys.get_int_max_str_digits)
+        raise ConfigError(label, "invalid JSON: a number has more than 4,300 digits") from None
+    _check_shape(data, label, "JSON")
+    return data
+
+
+def _check_shape(data: Any, label: str, kind: str) -> None:
+    depth, size = nesting_and_size(data)
+    if depth > MAX_NESTING:
+        raise ConfigError(label, f"{kind} nests more than {MAX_NESTING} levels deep")
+    if size > MAX_EXPANDED:
+        raise ConfigError(
+            label,
+            f"{kind} expands to more than {MAX_EXPANDED:,} values and characters "
+            "(aliases repeating aliases?)",
+        )
+
+
+def parse_file(path: Path, label: str) -> dict[str, Any]:
+    """JSON or YAML (by suffix) into a mapping; safe YAML only."""
+    text = read_text(path, label)
     if not text.strip():
         raise ConfigError(label, "file is empty")
     if path.suffix in YAML_SUFFIXES:
         data = _parse_yaml(text, label)
         kind = "YAML"
     else:
-        try:
-            data = json.loads(text, object_pairs_hook=_unique_keys)
-        except _DuplicateKey as e:
-            raise ConfigError(label, f"duplicate key {e.key!r} in JSON (which value is meant?)") from None
-        except json.JSONDecodeError as e:
-            raise ConfigError(
-                label, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
-            ) from None
+        data = parse_json(text, label)
         kind = "JSON"
     if not isinstance(data, dict):
         raise ConfigError(
@@ -147,35 +217,50 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The safe YAML loader (no Python objects), refusing a key given twice in one mapping."""
+    """The safe YAML loader (no Python objects), refusing a key given twice in one mapping and a
+    key that is a list or mapping. Merge keys (``<<: *base``) are YAML and work: a key given in the
+    mapping itself overrides a merged one, as the merge-key spec says."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise _BadYAMLKey("a mapping key must be a string or number, not a list or mapping",
+                                  key_node.start_mark) from None
             if key in seen:
-                raise _DuplicateYAMLKey(key, key_node.start_mark)
+                raise _BadYAMLKey(f"duplicate key {shown(key)}", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep)
 
 
-class _DuplicateYAMLKey(yaml.MarkedYAMLError):
-    def __init__(self, key: Any, mark: Any) -> None:
-        super().__init__(problem=f"duplicate key {key!r}", problem_mark=mark)
+class _BadYAMLKey(yaml.MarkedYAMLError):
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
 
 
 def _parse_yaml(text: str, label: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader, never constructs objects
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader, never constructs objects
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = (e.problem or e.context or "parse error").strip()
-        if isinstance(e, yaml.constructor.ConstructorError):
+        if isinstance(e, yaml.constructor.ConstructorError) and not isinstance(e, _BadYAMLKey):
             problem = "tags that construct Python objects are not allowed"
         raise ConfigError(label, f"invalid YAML{where}: {problem}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(label, f"invalid YAML: {e}") from None
+    except yaml.YAMLError as e:  # the reader's errors span two lines: keep them to one
+        raise ConfigError(label, "invalid YAML: " + " ".join(str(e).split())) from None
+    except RecursionError:
+        raise ConfigError(label, f"YAML nests more than {MAX_NESTING} levels deep") from None
+    except ValueError:  # int() of more than 4,300 digits (sys.get_int_max_str_digits)
+        raise ConfigError(label, "invalid YAML: a number has more than 4,300 digits") from None
+    _check_shape(data, label, "YAML")
+    return data
 
 
 def spec_from_raw(
@@ -256,8 +341,11 @@ def apply_overrides(
             raise UsageError(f"--set {item}: expected key=value, e.g. --set num_hidden_layers=48")
         try:
             value = yaml.safe_load(text) if text.strip() else None
-        except yaml.YAMLError:
-            raise UsageError(f"--set {item}: cannot read the value {text!r}") from None
+            _check_shape(value, f"--set {key}", "the value")
+        except (yaml.YAMLError, RecursionError, ValueError):
+            raise UsageError(f"--set {item}: cannot read the value {shown(text)}") from None
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
         head, *rest = key.split(".")
         if head not in known:
             import difflib  # only to suggest a name: not on the path of a good call
@@ -294,6 +382,7 @@ VALIDATION_MESSAGES = {
     "int_parsing": "{field} must be an integer, got {value}",
     "greater_than": "{field} must be a positive integer, got {value}",
     "greater_than_equal": "{field} must be zero or more, got {value}",
+    "less_than_equal": "{field} must be at most 2^53 - 1 (9,007,199,254,740,991), got {value}",
     "bool_type": "{field} must be true or false, got {value}",
     "bool_parsing": "{field} must be true or false, got {value}",
     "float_type": "{field} must be a number, got {value}",
@@ -320,10 +409,13 @@ def _supported() -> str:
 
 
 def _json(value: Any) -> str:
-    try:
+    """A value from a config as a message quotes it: JSON-like, escaped, cut short."""
+    if isinstance(value, str):
+        text = json.dumps(value[:MAX_SHOWN])  # control characters come out as \u001b
+        return text if len(value) <= MAX_SHOWN else text[:-1] + '…"'
+    if isinstance(value, bool) or value is None or isinstance(value, float):
         return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
+    return shown(value)
 
 
 def _kind_of(value: Any) -> str:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from llmcalc.errors import ParameterError, UsageError
+from llmcalc.limits import check_option_length
 
 GiB = 1024**3
 TB = 10**12
@@ -131,10 +132,16 @@ def lookup(name: str, *, needs: tuple[str, ...] = ("memory", "flops")) -> Accele
     return ACCELERATORS[key]
 
 
+MAX_EXPONENT = 30  # 1e30 bytes or FLOP/s is far past any card; a larger exponent is a typo
+
+
 def _number(mantissa: str, exponent: str | None) -> Fraction:
     value = Fraction(mantissa)
     if exponent:
-        value *= Fraction(10) ** int(exponent)
+        e = int(exponent)
+        if abs(e) > MAX_EXPONENT:
+            raise UsageError(f"exponent e{exponent} is out of range (at most ±{MAX_EXPONENT})")
+        value *= Fraction(10) ** e
     return value
 
 
@@ -146,6 +153,7 @@ def _whole(value: Fraction, text: str, option: str) -> int:
 
 def parse_bytes(text: str, *, option: str = "--gpu-mem") -> int:
     """``80GiB`` → 85,899,345,920; ``80GB`` → 80·10⁹ (GB is decimal, GiB binary)."""
+    check_option_length(option, text)
     m = _BYTES.match(text.strip())
     if not m:
         raise UsageError(f"{option} {text}: expected a size such as 80GiB or 24GB")
@@ -155,6 +163,7 @@ def parse_bytes(text: str, *, option: str = "--gpu-mem") -> int:
 
 def parse_flops(text: str, *, option: str = "--gpu-flops") -> int:
     """``989T`` or ``989TFLOPS`` → 989·10¹² FLOP/s; ``2.25P`` → 2.25·10¹⁵."""
+    check_option_length(option, text)
     m = _RATE.match(text.strip())
     if not m:
         raise UsageError(f"{option} {text}: expected a rate such as 989T or 2.25PFLOPS")
@@ -163,6 +172,7 @@ def parse_flops(text: str, *, option: str = "--gpu-flops") -> int:
 
 def parse_bandwidth(text: str, *, option: str = "--gpu-bandwidth") -> int:
     """``3.35TB/s`` → 3.35·10¹² bytes/s (decimal, as vendors quote bandwidth)."""
+    check_option_length(option, text)
     m = _BANDWIDTH.match(text.strip())
     if not m:
         raise UsageError(f"{option} {text}: expected a bandwidth such as 3.35TB/s or 900GB/s")

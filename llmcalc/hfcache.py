@@ -35,7 +35,10 @@ def find(repo_id: str) -> Path | None:
     """The cached snapshot folder (holding config.json) of ``org/name``, or None."""
     if repo_id.count("/") != 1 or ".." in repo_id or repo_id.startswith("/"):
         return None
-    return _snapshot(hub() / (PREFIX + repo_id.replace("/", "--")))
+    try:
+        return _snapshot(hub() / (PREFIX + repo_id.replace("/", "--")))
+    except (OSError, ValueError):  # a name the file system cannot hold
+        return None
 
 
 def _snapshot(repo: Path) -> Path | None:

@@ -50,9 +50,12 @@ def _fingerprint() -> bytes:
 
 def bundled_file(model: str) -> Path | None:
     """The bundled config ``model`` names, unless a local file or folder of that name wins."""
-    if Path(model).expanduser().exists():
+    try:
+        if Path(model).expanduser().exists():
+            return None
+        return bundled.find(model)
+    except (OSError, ValueError):  # a name the file system cannot hold: validation will say so
         return None
-    return bundled.find(model)
 
 
 def load(model: str, validate: Callable[[], ModelSpec]) -> ModelSpec:

@@ -163,3 +163,15 @@ def test_verify_takes_every_format(cli: Any) -> None:
     assert table[-1] == ["total", "124439808", "124439808", "0"]
     md = cli("verify", "gpt2", "--format", "markdown").stdout
     assert "| **total** | **124,439,808** | **124,439,808** | **0** |" in md
+
+
+@pytest.mark.parametrize("fmt", ["csv", "markdown", "table"])
+def test_control_characters_from_input_are_escaped(cli: Any, write: Any, fmt: str) -> None:
+    from llmcalc import load_spec
+
+    spec = load_spec("gpt2")
+    path = write("evil.json", {**spec.config, "model_type": "gpt2",
+                               "_name_or_path": "evil\x1b[2Jname"})
+    out = cli("count", path, "gpt2", "--format", fmt).stdout
+    assert "\x1b" not in out
+    assert "\\x1b" in out and ("evil\\x1b[2Jname" in out or fmt == "table")  # a table may wrap it

@@ -60,6 +60,7 @@ def test_off_local_files_and_unknown_names_bypass_it(
     (tmp_path / "gpt2").mkdir()  # a local folder of that name wins over the bundled config
     assert speccache.bundled_file("gpt2") is None
     assert speccache.bundled_file("no-such-model") is None
+    assert speccache.bundled_file("x" * 5000) is None  # too long for a file name: no OSError
 
 
 def run_plain(*args: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:

@@ -82,17 +82,38 @@ def __getattr__(name: str) -> Any:
 
 def main() -> None:
     """The ``llmcalc`` entry point: usage errors too are one line on stderr, exit code 2."""
+    from llmcalc.limits import EscapingStream, one_line
+
+    # Whatever any command prints goes through one filter: no raw control character from input
+    # reaches the terminal, even from a code path that forgot to escape it.
+    sys.stdout = EscapingStream(sys.stdout)
+    sys.stderr = EscapingStream(sys.stderr)
     first = sys.argv[1] if len(sys.argv) > 1 else ""
-    app = build_app([first] if first in COMMANDS else COMMANDS)
     try:
+        app = build_app([first] if first in COMMANDS else COMMANDS)
         code = app(standalone_mode=False)
     except typer.TyperException as e:  # click's usage errors: missing argument, bad option …
         message = e.format_message()
         if message:  # empty when the help was shown for a bare `llmcalc`
-            typer.echo(f"error: {message}", err=True)
+            typer.echo(f"error: {one_line(message)}", err=True)
         sys.exit(getattr(e, "exit_code", 2))
     except typer.Abort:
         sys.exit(1)
+    except KeyboardInterrupt:
+        typer.echo("error: interrupted", err=True)
+        sys.exit(130)
+    except (RecursionError, MemoryError) as e:
+        # input that slipped past a cap: still one line, and the input's fault (exit 2)
+        kind = "nested too deeply" if isinstance(e, RecursionError) else "too large to hold in memory"
+        typer.echo(f"error: input {kind} for llmcalc", err=True)
+        sys.exit(2)
+    except Exception as e:  # a bug: one line that says so, never a traceback
+        typer.echo(
+            f"error: internal error ({type(e).__name__}: {one_line(str(e))[:300]}); "
+            "please report it with the command line",
+            err=True,
+        )
+        sys.exit(70)
     sys.exit(code if isinstance(code, int) else 0)
 
 

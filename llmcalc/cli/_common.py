@@ -12,6 +12,7 @@ import typer
 
 from llmcalc.cli._complete import complete_model
 from llmcalc.errors import LLMCalcError, UsageError
+from llmcalc.limits import escape_output, one_line
 from llmcalc.render import console, dumps
 from llmcalc.render.grid import Grid, to_csv, to_markdown, to_rich
 from llmcalc.spec import ModelSpec
@@ -69,7 +70,7 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except LLMCalcError as e:
-            typer.echo(f"error: {e}", err=True)
+            typer.echo(f"error: {one_line(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper
@@ -197,9 +198,9 @@ def emit(
         tables = grids()
         if len(tables) != 1:
             raise UsageError("--format csv: this output has several tables; use --format markdown")
-        typer.echo(to_csv(tables[0]), nl=False)
+        typer.echo(escape_output(to_csv(tables[0])), nl=False)
     elif fmt is Format.markdown:
-        typer.echo(to_markdown(grids()), nl=False)
+        typer.echo(escape_output(to_markdown(grids())), nl=False)
     elif view is not None:
         show(view())
     else:

@@ -24,6 +24,8 @@ from llmcalc.cli._common import (
     specs_for,
 )
 from llmcalc.counting import count as count_params
+from llmcalc.errors import UsageError
+from llmcalc.limits import MAX_LISTED_TENSORS
 from llmcalc.render.grid import Grid
 
 
@@ -58,6 +60,12 @@ def count(
         for _, spec, pc in items:
             d = r.count_json(spec, pc)
             if tensors:
+                if spec.num_named_tensors > MAX_LISTED_TENSORS:
+                    raise UsageError(
+                        f"--tensors --json lists at most {MAX_LISTED_TENSORS:,} tensors, one per "
+                        f"layer; this model has {spec.num_named_tensors:,} (without --json the "
+                        "table lists each tensor once with the layers it repeats in)"
+                    )
                 d["tensors"] = [{"name": k, "shape": list(v)} for k, v in spec.named_shapes()]
             out.append(d)
         return out if len(out) > 1 else out[0]

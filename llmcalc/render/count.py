@@ -138,20 +138,13 @@ def tensors_grid(spec: ModelSpec) -> Grid:
         shape = "[" + ", ".join(str(d) for d in x.shape) + "]"
         where = ""
         if grp is not None:
-            where = f"{LAYER} in {_ranges(grp.layers)}"
+            where = f"{LAYER} in {grp.layers.describe()}"
         if x.copies > 1:
             where += f" × {x.copies} experts"
         if x.tied_to:
             where = f"tied to {x.tied_to}"
         g.add(x.name, shape, x.numel // x.copies, where.strip())
     return g
-
-
-def _ranges(layers: tuple[int, ...]) -> str:
-    """0..31 or 0,2,4..: compact layer index sets."""
-    if layers == tuple(range(layers[0], layers[-1] + 1)):
-        return f"{layers[0]}..{layers[-1]}" if len(layers) > 1 else str(layers[0])
-    return ",".join(str(i) for i in layers)
 
 
 def explain_lines(spec: ModelSpec, pc: ParamCount) -> list[str]:
