@@ -137,6 +137,8 @@ def test_memory_and_fit_say_when_a_window_caps_the_cache(cli: Any) -> None:
     cap = "sliding window caps the KV cache: 13 of 26 layers hold at most 4,096 tokens"
     assert cap in cli("memory", "gemma-2-2b", "--ctx", "32k").stdout
     assert cap in cli("fit", "gemma-2-2b", "--gpu", "h100").stdout
+    assert cli("fit", "gemma-2-2b", "--gpu", "h100", "--json").json()["kv_cache_window_cap"] == cap
+    assert cli("fit", "llama-3-8b", "--gpu", "h100", "--json").json()["kv_cache_window_cap"] is None
     assert "sliding window" not in cli("memory", "gemma-2-2b", "--ctx", "4k").stdout
     assert "sliding window" not in cli("memory", "llama-3-8b", "--ctx", "32k").stdout
     table = rows(cli("memory", "gemma-2-2b", "llama-3-8b", "--ctx", "32k", "--format",

@@ -129,6 +129,7 @@ def fit_json(
         "context_limit": f.context_limit,
         "limited_by_context_limit": f.limited_by_context_limit,
         "kv_cache_bytes": f.kv_bytes,
+        "kv_cache_window_cap": window_cap(spec, f.ctx) if f.ctx is not None else None,
         "fits": f.fits,
         "decode": None
         if d is None
