@@ -168,15 +168,16 @@ def usable_memory(memory_bytes: int, *, headroom: float) -> int:
     return int(memory_bytes * (1 - Fraction(repr(headroom))))
 
 
-def lookup(name: str) -> Accelerator:
-    """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one)."""
+def lookup(name: str, *, needs: tuple[str, ...] = ("memory", "flops")) -> Accelerator:
+    """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one); ``needs``
+    names the figures a custom card must then be given (the options the command has)."""
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     key = ALIASES.get(key, key)
     if key not in ACCELERATORS:
         known = ", ".join(ACCELERATORS)
         raise ParameterError(
             "{gpu} {name}: unknown accelerator; known: {known} "
-            "(or describe one with {memory} and {flops})",
+            f"(or describe one with {_given(needs)})",
             name=name, known=known,
         )
     return ACCELERATORS[key]
@@ -235,13 +236,15 @@ def resolve(
     memory: str | None = None,
     flops: str | None = None,
     bandwidth: str | None = None,
+    needs: tuple[str, ...] = ("memory", "flops"),
 ) -> Accelerator:
     """``--gpu`` from the table, with any of ``--gpu-mem/--gpu-flops/--gpu-bandwidth`` replacing
     its figure; without ``--gpu`` the explicit figures describe a custom card (missing ones are 0
     and :func:`require` names the option a command needs)."""
     if gpu is None and memory is None and flops is None and bandwidth is None:
-        raise UsageError("--gpu is required (e.g. --gpu h100), or give --gpu-mem and --gpu-flops")
-    base = lookup(gpu) if gpu is not None else Accelerator("custom", "custom", 0, 0, 0, "")
+        options = " and ".join(f"--gpu-{'mem' if x == 'memory' else x}" for x in needs)
+        raise UsageError(f"--gpu is required (e.g. --gpu h100), or give {options}")
+    base = lookup(gpu, needs=needs) if gpu is not None else Accelerator("custom", "custom", 0, 0, 0, "")
     given = [
         f"{option} {text}"
         for option, text in (("--gpu-mem", memory), ("--gpu-flops", flops),
@@ -258,6 +261,11 @@ def resolve(
         peak_flops=parse_flops(flops) if flops is not None else base.peak_flops,
         bandwidth=parse_bandwidth(bandwidth) if bandwidth is not None else base.bandwidth,
     )
+
+
+def _given(needs: tuple[str, ...]) -> str:
+    """'{memory} and {flops}': the parameters a custom card needs, as template fields."""
+    return " and ".join("{" + x + "}" for x in needs)
 
 
 REQUIRED_OPTION = {"memory_bytes": "--gpu-mem", "peak_flops": "--gpu-flops",

@@ -263,5 +263,5 @@ def test_without_torch(tmp_path: Path, write: Any) -> None:
     assert (verify.returncode, verify.stdout) == (2, "")
     assert verify.stderr == (
         "error: building the transformers model needs the 'verify' extra: "
-        "pip install 'llmcalc[verify]'\n"
+        "pip install 'llmcalc-exact[verify]'\n"
     )

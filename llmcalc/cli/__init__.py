@@ -34,6 +34,21 @@ COMMANDS: dict[str, tuple[str, str]] = {
 HELP = "Exact parameter counts, FLOPs and memory of LLMs from their configs."
 
 
+def _argument_type_as_typed() -> None:
+    """Help shows an argument as its metavar (MODEL), not with typer's type label (MODEL <str>)."""
+    from typer.core import TyperArgument
+
+    if getattr(TyperArgument, "_llmcalc_plain", False):
+        return
+    shown = TyperArgument.display_type_rich
+
+    def display_type_rich(self: TyperArgument, ctx: Any) -> str | None:
+        return "" if self.metavar else shown(self, ctx)
+
+    TyperArgument.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+    TyperArgument._llmcalc_plain = True  # type: ignore[attr-defined]
+
+
 def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     """A Typer app with the named commands (all of them by default)."""
     app = typer.Typer(
@@ -41,8 +56,11 @@ def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
         help=HELP,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
-        add_completion=False,
+        add_completion=True,  # --install-completion / --show-completion, as typer offers
+        rich_markup_mode=None,  # plain help: readable at 80 columns, metavars as typed
     )
+
+    _argument_type_as_typed()
 
     @app.callback()
     def root() -> None:
@@ -100,3 +118,23 @@ def main() -> None:
         )
         sys.exit(70)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+# Commands that a plain `llmcalc COMMAND MODEL...` (no option at all) runs without typer's parsing.
+PLAIN = ("count", "flops", "memory")
+
+
+def run() -> None:
+    """The ``llmcalc`` entry point. A plain ``llmcalc count|flops|memory MODEL...`` (models only,
+    no option) calls its command with the models and every option at its default, skipping what
+    typer's parsing builds for options that were not given; anything else goes to :func:`main`."""
+    args = sys.argv[1:]
+    if len(args) >= 2 and args[0] in PLAIN and not any(a.startswith("-") for a in args[1:]):
+        module, function = COMMANDS[args[0]]
+        command = getattr(importlib.import_module(f"llmcalc.cli.{module}"), function)
+        try:
+            command(args[1:])
+        except typer.Exit as e:  # an LLMCalcError, already printed as one line
+            sys.exit(e.exit_code)
+        sys.exit(0)
+    main()

@@ -48,6 +48,7 @@ DTypeOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option(
         "--dtype",
+        metavar="DTYPE",
         help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4 packs two per byte, "
         f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (gptq/awq "
         "group 128, or gptq-g64 …). Default: the config's quantization_config, else bf16.",
@@ -56,32 +57,27 @@ DTypeOpt = Annotated[
 ]
 KvDTypeOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Option("--kv-dtype", help=f"KV-cache dtype: {DTYPES}; default: --dtype (bf16 or fp16 "
+    typer.Option("--kv-dtype", metavar="DTYPE",
+                 help=f"KV-cache dtype: {DTYPES}; default: --dtype (bf16 or fp16 "
                  "beside a quantized format).",
                  show_default=False),
 ]
 CtxOpt = Annotated[
-    str, typer.Option("--ctx", help=f"Context length in tokens; {CONTEXT_SUFFIXES}.")
+    str, typer.Option("--ctx", metavar="CTX", help=f"Context length in tokens; {CONTEXT_SUFFIXES}.")
 ]
 TrainCtxOpt = Annotated[
-    str, typer.Option("--ctx", help=f"Training sequence length in tokens; {CONTEXT_SUFFIXES}.")
+    str, typer.Option("--ctx", metavar="CTX", help=f"Training sequence length in tokens; {CONTEXT_SUFFIXES}.")
 ]
 BatchOpt = Annotated[
     str,
-    typer.Option("--batch", help="Sequences per forward pass; scales the per-sequence figures "
+    typer.Option("--batch", metavar="N", help="Sequences per forward pass; scales the per-sequence figures "
                  "(plain integer or 1k …)."),
 ]
 TokensOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--tokens", help=f"A training token budget; {COUNT_SUFFIXES}.",
+    typer.Option("--tokens", metavar="TOKENS", help=f"A training token budget; {COUNT_SUFFIXES}.",
                  show_default=False),
 ]
-
-
-def check_explain(*, explain: bool, as_json: bool) -> None:
-    """``--explain`` prints lines beside the table; JSON has no place for them, so refuse both."""
-    if explain and as_json:
-        raise UsageError("--explain and --json cannot be combined")
 
 
 # Core parameters whose flag is not simply --name-with-dashes.

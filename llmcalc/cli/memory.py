@@ -1,31 +1,37 @@
-"""`llmcalc memory MODEL --ctx 32k --batch 8 --dtype bf16 --kv-dtype fp8`: weights + KV cache."""
+"""`llmcalc memory MODEL... --ctx 32k --batch 8 --dtype bf16 --kv-dtype fp8`: weights + KV cache."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from rich.text import Text
 
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    FormatOpt,
     JsonOpt,
-    ModelArg,
+    ModelsArg,
     SetOpt,
+    emit,
     handles_errors,
-    print_json,
+    one_model,
+    output_format,
+    refuse_explain,
     show,
-    spec_for,
+    specs_for,
 )
-from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.memory import memory as compute_memory
 from llmcalc.quant import kv_dtype_for, resolve_format
-from llmcalc.render.memory import explain_lines, memory_json, memory_view
+from llmcalc.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
 
 @handles_errors
 @speaks_flags
 def memory(
-    model: ModelArg,
+    models: ModelsArg,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
     dtype: DTypeOpt = None,
@@ -33,24 +39,34 @@ def memory(
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """Bytes of the weights and of the KV cache for a batch of sequences at a context.
 
     KV cache: 2 (K and V) × layers × kv heads × head dim × bytes per token, sliding-window layers
     capped at their window; for MLA models the compressed latent, with the decompressed per-head
-    K and V beside it. GiB in the table, exact bytes in --json.
+    K and V beside it. GiB in the table, exact bytes in --json. Several models print side by side.
     """
-    check_explain(explain=explain, as_json=as_json)
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
+    if explain:
+        one_model(models, "--explain")
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
-    spec = spec_for(model, set_, family)
-    w_dtype = resolve_format(spec, dtype)
-    c_dtype = kv_dtype_for(w_dtype) if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
-    result = compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
-    if as_json:
-        print_json(memory_json(result))
-        return
-    show(memory_view(spec, result))
+    from llmcalc.render import memory as r
+
+    def measure(spec: ModelSpec) -> Any:
+        # the weight format is each model's own (its quantization_config) unless --dtype names one
+        w_dtype = resolve_format(spec, dtype)
+        c_dtype = (kv_dtype_for(w_dtype) if kv_dtype is None
+                   else parse_dtype(kv_dtype, option="--kv-dtype"))
+        return compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
+
+    items = [(m, spec, measure(spec)) for m, spec in specs_for(models, set_, family)]
+    data = [r.memory_json(x) for _, _, x in items]
+    emit(how, data=lambda: data if len(data) > 1 else data[0],
+         grids=lambda: [r.memory_grid(items)],
+         view=(lambda: r.memory_view(items[0][1], items[0][2])) if len(items) == 1 else None)
     if explain:
-        show(*(Text(line) for line in explain_lines(result)))
+        show(*(Text(line) for line in r.explain_lines(items[0][2])))

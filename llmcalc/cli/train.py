@@ -10,11 +10,16 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    Format,
+    FormatOpt,
     JsonOpt,
     ModelArg,
     SetOpt,
+    emit,
     handles_errors,
+    output_format,
     print_json,
+    refuse_explain,
     show,
     spec_for,
 )
@@ -30,10 +35,11 @@ from llmcalc.cli._lora import (
     RsloraOpt,
     config_from_options,
 )
-from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, check_explain, speaks_flags
+from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, speaks_flags
+from llmcalc.errors import UsageError
 from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
-from llmcalc.render.train import explain_lines, train_json, train_view
+from llmcalc.render.train import explain_lines, train_grid, train_json, train_view
 from llmcalc.training import (
     CHINCHILLA_TOKENS_PER_PARAM,
     DEFAULT_CTX,
@@ -51,8 +57,7 @@ def train(
     model: ModelArg,
     tokens: Annotated[
         Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Option(
-            "--tokens",
+        typer.Option("--tokens", metavar="TOKENS",
             help=f"Training tokens; {COUNT_SUFFIXES} (default: the compute-optimal "
             f"{CHINCHILLA_TOKENS_PER_PARAM} per parameter).",
             show_default=False,
@@ -63,20 +68,21 @@ def train(
     gpu_mem: GpuMemOpt = None,
     gpu_flops: GpuFlopsOpt = None,
     mfu: Annotated[
-        float, typer.Option("--mfu", help="Model FLOPs utilisation to assume (0–1).")
+        float, typer.Option("--mfu", metavar="FRACTION", help="Model FLOPs utilisation to assume (0–1).")
     ] = DEFAULT_MFU,
     ctx: TrainCtxOpt = str(DEFAULT_CTX),
-    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel degree.")] = 1,
-    pp: Annotated[int, typer.Option("--pp", help="Pipeline-parallel degree.")] = 1,
+    tp: Annotated[int, typer.Option("--tp", metavar="N", help="Tensor-parallel degree.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", metavar="N", help="Pipeline-parallel degree.")] = 1,
     zero: Annotated[
-        int, typer.Option("--zero", help="ZeRO stage 0–3, sharding over the data-parallel GPUs.")
+        int, typer.Option("--zero", metavar="STAGE", help="ZeRO stage 0–3, sharding over the data-parallel GPUs.")
     ] = 0,
     micro_batch: Annotated[
-        int, typer.Option("--micro-batch", help="Sequences per GPU per step (activation memory).")
+        int, typer.Option("--micro-batch", metavar="N", help="Sequences per GPU per step (activation memory).")
     ] = 1,
     recompute: Annotated[
         Optional[Recompute],  # noqa: UP045
-        typer.Option("--recompute", help="Activation recomputation (default: none; for "
+        typer.Option("--recompute", metavar="none|selective|full",
+                     help="Activation recomputation (default: none; for "
                      "lora/qlora full, i.e. gradient checkpointing).", show_default=False),
     ] = None,
     flash_attention: Annotated[
@@ -110,10 +116,12 @@ def train(
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """Plan a training run: FLOPs (6·N·D plus causal attention), GPU-hours, memory per GPU, fit."""
-    check_explain(explain=explain, as_json=as_json)
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
     spec = spec_for(model, set_, family)
     acc = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
     require(acc, "memory_bytes", "peak_flops")
@@ -133,7 +141,9 @@ def train(
             tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
             headroom=headroom, mfu=mfu,
         )
-        if as_json:
+        if how is not Format.table:
+            if how is not Format.json:
+                raise UsageError(f"--format {how.value}: a fine-tuning plan prints as a table or JSON")
             print_json(finetune_json(spec, fp, acc))
             return
         show(finetune_view(spec, fp, acc))
@@ -152,9 +162,7 @@ def train(
         flash_attention=bool(flash_attention),
         headroom=headroom,
     )
-    if as_json:
-        print_json(train_json(spec, plan))
-        return
-    show(train_view(spec, plan))
+    emit(how, data=lambda: train_json(spec, plan), grids=lambda: [train_grid(spec, plan)],
+         view=lambda: train_view(spec, plan))
     if explain:
         show(*(Text(line) for line in explain_lines(spec, plan)))

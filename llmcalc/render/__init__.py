@@ -52,12 +52,25 @@ def n(value: int) -> str:
 
 
 def short(value: float) -> str:
-    """A compact decimal figure: 124.4M, 6.74B, 1.52T."""
-    for unit, size in (("Q", 1e30), ("R", 1e27), ("Y", 1e24), ("Z", 1e21), ("E", 1e18),
-                       ("P", 1e15), ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.3g}{unit}"
-    return f"{value:.3g}"
+    """A compact decimal figure: 124.4M, 6.74B, 1.52T; 999,885,952 is 1.00B, never 1e+03M."""
+    for i, (unit, size) in enumerate(SHORT_UNITS):
+        if abs(value) >= size or not unit:
+            text = f"{value / size:.3g}"
+            if abs(float(text)) >= 1000 and i > 0:  # rounds up into the next unit: 1.00B
+                unit, size = SHORT_UNITS[i - 1]
+                text = f"{value / size:#.3g}"
+            return text + unit
+    raise AssertionError("unreachable: the last unit takes any value")
+
+
+SHORT_UNITS = (("Q", 1e30), ("R", 1e27), ("Y", 1e24), ("Z", 1e21), ("E", 1e18), ("P", 1e15),
+               ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3), ("", 1.0))
+
+
+def sci(value: float, digits: int = 3) -> str:
+    """Scientific notation as people write it for FLOP totals: 3.78e25 (no '+', no leading 0)."""
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def gib(nbytes: int) -> str:

@@ -6,11 +6,13 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from llmcalc.memory import MemoryResult
-from llmcalc.render import gib, n
+from llmcalc.render import GiB, gib, n
 from llmcalc.render.count import header
 from llmcalc.render.flops import ctx_label, note_lines, plural
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DTYPE_BITS, DType
 
@@ -39,7 +41,9 @@ def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
         t.add_row(f"KV cache decompressed per head ({r.batch} × {n(r.ctx)} tokens)",
                   r.kv_dtype.value, n(r.kv_cache_bytes_decompressed),
                   gib(r.kv_cache_bytes_decompressed))
-    return Group(header(spec), t, *note_lines(r.notes))
+    cap = window_cap(spec, r.ctx)
+    capped = [Text(cap, style="yellow")] if cap else []
+    return Group(header(spec), t, *capped, *note_lines(r.notes))
 
 
 def memory_json(r: MemoryResult) -> dict[str, Any]:
@@ -56,6 +60,10 @@ def memory_json(r: MemoryResult) -> dict[str, Any]:
         "kv_cache": "mla_latent" if r.mla else "per_head",
         "kv_cache_bytes_per_token_decompressed": r.kv_cache_bytes_per_token_decompressed,
         "kv_cache_bytes_decompressed": r.kv_cache_bytes_decompressed,
+        "kv_cache_window_caps": [  # layer groups whose sliding window holds fewer than ctx tokens
+            {"group": a.group, "num_layers": a.num_layers, "window": a.window}
+            for a in r.kv_terms if a.window is not None and a.window < r.ctx
+        ],
         "notes": list(r.notes),
     }
 
@@ -102,3 +110,37 @@ def explain_lines(r: MemoryResult) -> list[str]:
         f"({gib(r.total_bytes)})"
     )
     return lines
+
+
+def window_cap(spec: ModelSpec, ctx: int) -> str | None:
+    """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None."""
+    capped = [(len(g.layers), g.attention.window) for g in spec.layer_groups
+              if g.attention.window is not None and g.attention.window < ctx]
+    if not capped:
+        return None
+    parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"
+                      for k, w in capped)
+    return f"sliding window caps the KV cache: {parts}"
+
+
+def memory_grid(items: list[tuple[str, ModelSpec, MemoryResult]]) -> Grid:
+    """One column per model: weights, KV cache and total, in bytes and GiB."""
+    g = Grid("memory", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)], keep=1)
+    rs = [r for _, _, r in items]
+    g.add("context × batch", *(f"{n(r.ctx)} × {r.batch}" for r in rs))
+    g.add("dtype / KV dtype", *(f"{r.dtype.value} / {r.kv_dtype.value}" for r in rs))
+    g.add("weights (bytes)", *(r.weights_bytes for r in rs), section=True)
+    g.add("weights", *(Fig(gib(r.weights_bytes), round(r.weights_bytes / GiB, 3)) for r in rs))
+    g.add("KV cache per token (bytes)", *(r.kv_cache_bytes_per_token for r in rs))
+    g.add("KV cache (bytes)", *(r.kv_cache_bytes for r in rs))
+    g.add("KV cache", *(Fig(gib(r.kv_cache_bytes), round(r.kv_cache_bytes / GiB, 3)) for r in rs))
+    g.add("KV cache capped by a sliding window", *(
+        window_cap(s, r.ctx) is not None for _, s, r in items))
+    g.add("total (bytes)", *(r.total_bytes for r in rs), section=True, bold=True)
+    g.add("total", *(Fig(gib(r.total_bytes), round(r.total_bytes / GiB, 3)) for r in rs),
+          bold=True)
+    for label, spec, r in items:
+        cap = window_cap(spec, r.ctx)
+        if cap:
+            g.notes.append(f"{label}: {cap}")
+    return g
