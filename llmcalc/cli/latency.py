@@ -10,16 +10,21 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    Format,
+    FormatOpt,
     JsonOpt,
     ModelArg,
     SetOpt,
     handles_errors,
+    output_format,
     print_json,
+    refuse_explain,
     show,
     spec_for,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
-from llmcalc.cli._options import DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.cli._options import DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.errors import UsageError
 from llmcalc.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.latency import latency as compute_latency
 from llmcalc.quant import kv_dtype_for, resolve_format
@@ -66,10 +71,14 @@ def latency(
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """Prefill time (compute bound), time per output token (memory bound), throughput, TTFT."""
-    check_explain(explain=explain, as_json=as_json)
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
+    if how in (Format.csv, Format.markdown):
+        raise UsageError(f"--format {how.value}: latency prints as a table or JSON")
     spec = spec_for(model, set_, family)
     acc = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bandwidth)
     require(acc, "peak_flops", "bandwidth")
@@ -83,7 +92,7 @@ def latency(
         draft=spec_for(draft, None) if draft is not None else None, accept_rate=accept_rate,
         draft_tokens=draft_tokens,
     )
-    if as_json:
+    if how is Format.json:
         print_json(latency_json(r))
         return
     show(latency_view(r))
