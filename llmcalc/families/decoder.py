@@ -1,0 +1,465 @@
+"""Llama-style decoders that differ from Llama in a few switches: one description, a row per type.
+
+The structure: token embedding, L layers of (norm, GQA attention, norm, MLP), a final norm and an
+output head tied to the embedding or not. Every model type here is a config class below that names
+its transformers config, the defaults that differ, and a :class:`Layout` — the handful of switches
+that change tensors (which norms a layer holds and what they are called, the MLP form, q/k norms,
+attention sinks …). Sliding-window layers hold the same tensors as full ones; their pattern is the
+config class's ``layer_plan``. Source: tensor names and shapes as in each transformers
+``<Type>ForCausalLM`` (modeling_<type>.py, transformers 5.24), which cites its paper.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from pydantic import AliasChoices, Field
+
+from llmcalc.families._base import (
+    FULL,
+    SLIDING,
+    Architecture,
+    DecoderConfig,
+    LayerPlan,
+    Size,
+    gqa_projections,
+    layer_kinds,
+    linear,
+    llama_outer_tensors,
+    norm,
+    periodic_plan,
+    planned_layers,
+    require,
+    swiglu,
+)
+from llmcalc.spec import LayerSet, Run, Tensor
+
+PRE_NORMS = ("input_layernorm", "post_attention_layernorm")  # Llama: before attention, before MLP
+
+
+@dataclass(frozen=True)
+class Layout:
+    """What a type's layer holds beyond the GQA projections.
+
+    ``norms``: the layer's norms over d (RMSNorm, or LayerNorm with bias when ``norm_bias``), by name;
+    ``mlp``: ``gated`` (gate, up: ff × d; down: d × ff), ``fused`` (gate_up_proj: 2ff × d; down),
+    ``plain`` (``mlp_names``: ff × d and d × ff, no gate); ``qk_norm``: RMSNorm on queries and keys
+    over ``head`` (hd) or ``full`` (h·hd and kv·hd) named ``qk_norm_names``; ``sinks``: one learned
+    logit per head; ``final_norm``: none when the model's norms hold no weight.
+    """
+
+    norms: tuple[str, ...] = PRE_NORMS
+    norm_bias: bool = False
+    final_norm: bool = True
+    mlp: Literal["gated", "fused", "plain"] = "gated"
+    mlp_names: tuple[str, str] = ("up_proj", "down_proj")
+    qk_norm: Literal["head", "full"] | None = None
+    qk_norm_names: tuple[str, str] = ("q_norm", "k_norm")
+    sinks: bool = False  # self_attn.sinks: [h]  (gpt-oss style attention sinks)
+    o_from_hidden: bool = False  # o_proj: d × d whatever h·hd is (Helium)
+    act_params: tuple[str, ...] = ()  # learned scalars of the activation, mlp.act_fn.<name>: [1]
+    sub_norms: bool = False  # BitNet: attn_sub_norm [d] before o_proj, ffn_sub_norm [ff] before down
+    diff_lambdas: bool = False  # Differential attention: lambda_q1, k1, q2, k2: [hd] each
+
+
+class DenseConfig(DecoderConfig):
+    """The fields every type here reads; a type overrides defaults and ``layout``."""
+
+    transformers_class = "LlamaConfig"
+    layout: ClassVar[Layout] = Layout()
+
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    sliding_window: Size | None = None
+    layer_types: list[str] | None = None
+
+    def layer_layout(self) -> Layout:
+        return self.layout
+
+    @property
+    def qkv_bias(self) -> bool:
+        return self.attention_bias
+
+    @property
+    def o_bias(self) -> bool:
+        return self.attention_bias
+
+    @property
+    def ffn_bias(self) -> bool:
+        return self.mlp_bias
+
+    def layer_plan(self) -> LayerPlan:
+        """Full or sliding attention per layer: as ``layer_types`` lists, else all full."""
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=1)
+        return self.default_plan()
+
+    def default_plan(self) -> LayerPlan:
+        return {FULL: LayerSet.span(0, self.num_hidden_layers)}
+
+
+def first_of_plan(num_layers: int, period: int) -> LayerPlan:
+    """Layer i full when i is a multiple of ``period``, else sliding (CWM, Granite SWA)."""
+    if period == 1:
+        return {FULL: LayerSet.span(0, num_layers)}
+    plan = {
+        FULL: LayerSet((Run(0, num_layers, 0, period, 1),)),
+        SLIDING: LayerSet((Run(0, num_layers, 1, period, period - 1),)),
+    }
+    return {k: v for k, v in plan.items() if v}
+
+
+class SlidingAllConfig(DenseConfig):
+    """Mistral's rule: every layer slides when ``sliding_window`` is set."""
+
+    def default_plan(self) -> LayerPlan:
+        kind = SLIDING if self.sliding_window is not None else FULL
+        return {kind: LayerSet.span(0, self.num_hidden_layers)}
+
+
+# ---- the model types --------------------------------------------------------------------------
+# Each: its transformers config, the defaults of that config class where they differ from the
+# fields above, and its layout. Sizes left required are read from the file (all real configs state
+# them); the test that enumerates transformers' types fills them from the config class defaults.
+
+
+class ArceeConfig(DenseConfig):
+    """Arcee AFM: ReLU² MLP without a gate (up, down)."""
+
+    transformers_class = "ArceeConfig"
+    layout = Layout(mlp="plain")
+
+
+class NemotronConfig(DenseConfig):
+    """Nemotron-4 / Minitron: LayerNorm1P (weight and bias) everywhere, ReLU² MLP without a gate;
+    partial rotary (no parameters)."""
+
+    transformers_class = "NemotronConfig"
+    layout = Layout(mlp="plain", norm_bias=True)
+
+
+class ApertusConfig(DenseConfig):
+    """Apertus: xIELU activation with two learned scalars, no gate; q/k RMSNorm per head; the
+    layer's norms are attention_layernorm and feedforward_layernorm."""
+
+    transformers_class = "ApertusConfig"
+    layout = Layout(
+        norms=("attention_layernorm", "feedforward_layernorm"),
+        mlp="plain",
+        qk_norm="head",
+        act_params=("alpha_p", "alpha_n"),
+    )
+
+
+class Apertus1p5TextConfig(ApertusConfig):
+    transformers_class = "Apertus1p5TextConfig"
+
+
+class BitNetConfig(DenseConfig):
+    """BitNet b1.58: Llama plus a sub-norm before o_proj ([d]) and before down_proj ([ff])."""
+
+    transformers_class = "BitNetConfig"
+    layout = Layout(sub_norms=True)
+
+
+class DiffLlamaConfig(DenseConfig):
+    """Differential Transformer on Llama: four learned λ vectors of head_dim per layer."""
+
+    transformers_class = "DiffLlamaConfig"
+    layout = Layout(diff_lambdas=True)
+
+
+class Ernie45Config(DenseConfig):
+    """ERNIE 4.5 dense: one ``use_bias`` for every projection; tied head by default."""
+
+    transformers_class = "Ernie4_5Config"
+
+    head_dim: Size | None = 128
+    tie_word_embeddings: bool = True
+    use_bias: bool = False
+
+    @property
+    def qkv_bias(self) -> bool:
+        return self.use_bias
+
+    @property
+    def o_bias(self) -> bool:
+        return self.use_bias
+
+    @property
+    def ffn_bias(self) -> bool:
+        return self.use_bias
+
+
+class ExaoneConfig(DenseConfig):
+    transformers_class = "ExaoneConfig"
+
+
+class Exaone4Config(DenseConfig):
+    """EXAONE 4.0: norms after attention and after the MLP (OLMo 2), q/k RMSNorm per head, three
+    local layers for every global one (``sliding_window_pattern``)."""
+
+    transformers_class = "Exaone4Config"
+    layout = Layout(norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="head")
+
+    sliding_window: Size | None = 4096
+    sliding_window_pattern: Size | str | None = 4
+
+    def default_plan(self) -> LayerPlan:
+        pattern = self.sliding_window_pattern
+        if self.sliding_window is None or pattern is None:
+            return super().default_plan()
+        if isinstance(pattern, int):
+            return periodic_plan(self.num_hidden_layers, period=pattern, every=FULL, others=SLIDING)
+        require(
+            set(pattern) <= {"L", "G"} and len(pattern) > 0,
+            "sliding_window_pattern",
+            f"expected a count or a string of L and G, got {pattern!r}",
+        )
+        n, runs = len(pattern), {FULL: [], SLIDING: []}  # type: dict[str, list[Run]]
+        for j, ch in enumerate(pattern):
+            runs[FULL if ch == "G" else SLIDING].append(Run(0, self.num_hidden_layers, j, n, 1))
+        plan = {k: LayerSet(tuple(rs)) for k, rs in runs.items()}
+        order = sorted((k for k in plan if plan[k]), key=lambda k: next(iter(plan[k])))
+        return {k: plan[k] for k in order}
+
+
+class GlmConfig(DenseConfig):
+    """GLM-4 (first release, ``glm``): q/k/v biased (attention_bias), fused gate_up_proj."""
+
+    transformers_class = "GlmConfig"
+    layout = Layout(mlp="fused")
+
+    head_dim: Size | None = 128
+    attention_bias: bool = True
+
+    @property
+    def o_bias(self) -> bool:
+        return False
+
+
+class Glm4Config(GlmConfig):
+    """GLM-4-0414: GLM plus norms after attention and after the MLP (four per layer)."""
+
+    transformers_class = "Glm4Config"
+    layout = Layout(
+        mlp="fused", norms=(*PRE_NORMS, "post_self_attn_layernorm", "post_mlp_layernorm")
+    )
+
+
+class GraniteSWAConfig(DenseConfig):
+    """Granite with sliding-window layers (three of every four) and attention sinks."""
+
+    transformers_class = "GraniteSWAConfig"
+    layout = Layout(sinks=True)
+
+    tie_word_embeddings: bool = True
+    sliding_window: Size | None = 128
+
+    def default_plan(self) -> LayerPlan:
+        return first_of_plan(self.num_hidden_layers, 4)
+
+
+class HeliumConfig(DenseConfig):
+    transformers_class = "HeliumConfig"
+    layout = Layout(o_from_hidden=True)
+
+    head_dim: Size | None = 128
+
+
+class HunYuanDenseV1Config(DenseConfig):
+    """Hunyuan dense: q/k RMSNorm per head, named query_layernorm and key_layernorm."""
+
+    transformers_class = "HunYuanDenseV1Config"
+    layout = Layout(qk_norm="head", qk_norm_names=("query_layernorm", "key_layernorm"))
+
+
+class HyperCLOVAXConfig(DenseConfig):
+    """HyperCLOVA X: Llama plus norms after attention and after the MLP (``use_post_norm``)."""
+
+    transformers_class = "HyperCLOVAXConfig"
+    use_post_norm: bool = True
+
+    def layer_layout(self) -> Layout:
+        extra = ("post_norm1", "post_norm2") if self.use_post_norm else ()
+        return Layout(norms=(*PRE_NORMS, *extra))
+
+
+class InternLM3Config(DenseConfig):
+    transformers_class = "InternLM3Config"
+
+    head_dim: Size | None = 128
+    attention_bias: bool = Field(False, validation_alias=AliasChoices("attention_bias", "qkv_bias"))
+    mlp_bias: bool = Field(False, validation_alias=AliasChoices("mlp_bias", "bias"))
+
+
+class IQuestCoderConfig(DenseConfig):
+    transformers_class = "IQuestCoderConfig"
+
+    head_dim: Size | None = 128
+
+
+class Jais2Config(DenseConfig):
+    """Jais 2: LayerNorms with bias, biased projections, a plain up/down MLP."""
+
+    transformers_class = "Jais2Config"
+    layout = Layout(norm_bias=True, mlp="plain")
+
+    attention_bias: bool = True
+    mlp_bias: bool = True
+
+
+class MinistralConfig(SlidingAllConfig):
+    transformers_class = "MinistralConfig"
+
+    sliding_window: Size | None = 4096
+
+
+class Ministral3Config(SlidingAllConfig):
+    transformers_class = "Ministral3Config"
+
+    head_dim: Size | None = 128
+
+
+class NanoChatConfig(DenseConfig):
+    """nanochat: RMSNorms without weights (none listed), a plain fc1/fc2 MLP."""
+
+    transformers_class = "NanoChatConfig"
+    layout = Layout(norms=(), final_norm=False, mlp="plain", mlp_names=("fc1", "fc2"))
+
+
+class Olmo3Config(DenseConfig):
+    """OLMo 3: OLMo 2's layer (norms after the blocks, q/k RMSNorm over all heads) with three
+    sliding-window layers for every full one."""
+
+    transformers_class = "Olmo3Config"
+    layout = Layout(norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="full")
+
+    sliding_window: Size | None = 4096
+
+    def default_plan(self) -> LayerPlan:
+        return periodic_plan(self.num_hidden_layers, period=4, every=FULL, others=SLIDING)
+
+
+class SeedOssConfig(DenseConfig):
+    """Seed-OSS: q/k/v biased (attention_bias), o_proj by its own ``attention_out_bias``."""
+
+    transformers_class = "SeedOssConfig"
+
+    head_dim: Size | None = 128
+    attention_bias: bool = True
+    attention_out_bias: bool = False
+
+    @property
+    def o_bias(self) -> bool:
+        return self.attention_out_bias
+
+
+class SmolLM3Config(DenseConfig):
+    """SmolLM3: Llama tensors; every ``no_rope_layer_interval``-th layer has no rotary (no
+    parameters), and with ``use_sliding_window`` those layers slide."""
+
+    transformers_class = "SmolLM3Config"
+
+    tie_word_embeddings: bool = True
+    use_sliding_window: bool = False
+    no_rope_layer_interval: Size = 4
+
+    def default_plan(self) -> LayerPlan:
+        if not (self.use_sliding_window and self.sliding_window is not None):
+            return super().default_plan()
+        return periodic_plan(
+            self.num_hidden_layers, period=self.no_rope_layer_interval, every=SLIDING, others=FULL
+        )
+
+
+class VaultGemmaConfig(DenseConfig):
+    """VaultGemma: Gemma's layer with two norms (before attention, before the MLP); local and
+    global layers alternate."""
+
+    transformers_class = "VaultGemmaConfig"
+    layout = Layout(norms=("input_layernorm", "pre_feedforward_layernorm"))
+
+    head_dim: Size | None = 256
+    num_key_value_heads: Size | None = 4
+    tie_word_embeddings: bool = True
+    sliding_window: Size | None = 4096
+
+    def default_plan(self) -> LayerPlan:
+        return periodic_plan(self.num_hidden_layers, period=2, every=FULL, others=SLIDING)
+
+
+class CwmConfig(DenseConfig):
+    """Code World Model: Llama tensors, one full-attention layer then three sliding ones."""
+
+    transformers_class = "CwmConfig"
+
+    head_dim: Size | None = 128
+    num_key_value_heads: Size | None = 8
+    sliding_window: Size | None = 8192
+
+    def default_plan(self) -> LayerPlan:
+        return first_of_plan(self.num_hidden_layers, 4)
+
+
+# ---- the description ------------------------------------------------------------------------------
+
+
+def layer_tensors(c: DenseConfig) -> list[Tensor]:
+    """One layer: the layout's norms, GQA attention (+ its extras), the MLP (+ its extras)."""
+    lay = c.layer_layout()
+    d, ff = c.hidden_size, c.intermediate_size
+    h, hd, kv = c.num_attention_heads, c.resolved_head_dim, c.resolved_kv_heads
+    p = "model.layers.{i}"
+    a, m = f"{p}.self_attn", f"{p}.mlp"
+    ts: list[Tensor] = []
+    for name in lay.norms:
+        ts += norm(f"{p}.{name}", f"norm/{name}", d, bias=lay.norm_bias)
+    # q, o: (h·hd) × d;  k, v: (kv·hd) × d
+    ts += gqa_projections(a, d, h, kv, hd, bias=c.qkv_bias, o_bias=c.o_bias)
+    if lay.o_from_hidden:
+        ts = [*ts[:-2 if c.o_bias else -1], *linear(f"{a}.o_proj", "attn/o_proj", d, d, bias=c.o_bias)]
+    if lay.qk_norm is not None:
+        q_dim, k_dim = (hd, hd) if lay.qk_norm == "head" else (h * hd, kv * hd)
+        qn, kn = lay.qk_norm_names
+        ts += norm(f"{a}.{qn}", "attn/q_norm", q_dim, bias=False)
+        ts += norm(f"{a}.{kn}", "attn/k_norm", k_dim, bias=False)
+    if lay.sinks:
+        ts.append(Tensor(f"{a}.sinks", (h,), "attn/sinks"))
+    if lay.diff_lambdas:
+        ts += [Tensor(f"{a}.lambda_{x}", (hd,), "attn/lambda") for x in ("q1", "k1", "q2", "k2")]
+    if lay.sub_norms:
+        ts += norm(f"{a}.attn_sub_norm", "attn/sub_norm", d, bias=False)
+        ts += norm(f"{m}.ffn_sub_norm", "mlp/sub_norm", ff, bias=False)
+    if lay.mlp == "gated":
+        ts += swiglu(m, "mlp", d, ff, bias=c.ffn_bias)
+    elif lay.mlp == "fused":  # gate_up_proj: 2ff × d;  down_proj: d × ff
+        ts += linear(f"{m}.gate_up_proj", "mlp/gate_up_proj", 2 * ff, d, bias=c.ffn_bias)
+        ts += linear(f"{m}.down_proj", "mlp/down_proj", d, ff, bias=c.ffn_bias)
+    else:  # up: ff × d;  down: d × ff
+        up, down = lay.mlp_names
+        ts += linear(f"{m}.{up}", "mlp/up_proj", ff, d, bias=c.ffn_bias)
+        ts += linear(f"{m}.{down}", "mlp/down_proj", d, ff, bias=c.ffn_bias)
+    ts += [Tensor(f"{m}.act_fn.{x}", (1,), "mlp/act") for x in lay.act_params]
+    return ts
+
+
+def describe(c: DenseConfig) -> Architecture:
+    lay = c.layer_layout()
+    layer = layer_tensors(c)
+    windows = {SLIDING: c.sliding_window, FULL: None}
+    return Architecture(
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(
+            c.vocab_size,
+            c.hidden_size,
+            tied=c.tie_word_embeddings,
+            norm_bias=lay.norm_bias,
+            final_norm="model.norm" if lay.final_norm else None,
+        ),
+        layer_groups=planned_layers(
+            c.layer_plan(), lambda kind: (layer, c.attention(window=windows[kind]))
+        ),
+    )
