@@ -51,7 +51,13 @@ SHRINK: dict[str, int] = {
     "ffn_dim": 96,
     "vocab_size": 512,
 }
-PER_LAYER = ("layer_types", "no_rope_layers", "mlp_only_layers", "attention_types", "attention_layers")
+PER_LAYER = (
+    "layer_types",
+    "no_rope_layers",
+    "mlp_only_layers",
+    "attention_types",
+    "attention_layers",
+)
 
 # Fields a type's default config lacks for transformers to build it (stated, per type).
 ROPE = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}

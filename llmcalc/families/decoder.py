@@ -30,7 +30,6 @@ from llmcalc.families._base import (
     norm,
     periodic_plan,
     planned_layers,
-    require,
     swiglu,
 )
 from llmcalc.spec import LayerSet, Run, Tensor
@@ -59,7 +58,7 @@ class Layout:
     sinks: bool = False  # self_attn.sinks: [h]  (gpt-oss style attention sinks)
     o_from_hidden: bool = False  # o_proj: d × d whatever h·hd is (Helium)
     act_params: tuple[str, ...] = ()  # learned scalars of the activation, mlp.act_fn.<name>: [1]
-    sub_norms: bool = False  # BitNet: attn_sub_norm [d] before o_proj, ffn_sub_norm [ff] before down
+    sub_norms: bool = False  # BitNet: attn_sub_norm [d] before o, ffn_sub_norm [ff] before down
     diff_lambdas: bool = False  # Differential attention: lambda_q1, k1, q2, k2: [hd] each
 
 
@@ -202,28 +201,20 @@ class Exaone4Config(DenseConfig):
     local layers for every global one (``sliding_window_pattern``)."""
 
     transformers_class = "Exaone4Config"
-    layout = Layout(norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="head")
+    layout = Layout(
+        norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="head"
+    )
 
     sliding_window: Size | None = 4096
-    sliding_window_pattern: Size | str | None = 4
+    sliding_window_pattern: Size | None = 4
 
     def default_plan(self) -> LayerPlan:
+        """Every ``sliding_window_pattern``-th layer full, the rest sliding (transformers 5.24
+        builds only a count here, though its docstring also names strings such as "LLLG")."""
         pattern = self.sliding_window_pattern
         if self.sliding_window is None or pattern is None:
             return super().default_plan()
-        if isinstance(pattern, int):
-            return periodic_plan(self.num_hidden_layers, period=pattern, every=FULL, others=SLIDING)
-        require(
-            set(pattern) <= {"L", "G"} and len(pattern) > 0,
-            "sliding_window_pattern",
-            f"expected a count or a string of L and G, got {pattern!r}",
-        )
-        n, runs = len(pattern), {FULL: [], SLIDING: []}  # type: dict[str, list[Run]]
-        for j, ch in enumerate(pattern):
-            runs[FULL if ch == "G" else SLIDING].append(Run(0, self.num_hidden_layers, j, n, 1))
-        plan = {k: LayerSet(tuple(rs)) for k, rs in runs.items()}
-        order = sorted((k for k in plan if plan[k]), key=lambda k: next(iter(plan[k])))
-        return {k: plan[k] for k in order}
+        return periodic_plan(self.num_hidden_layers, period=pattern, every=FULL, others=SLIDING)
 
 
 class GlmConfig(DenseConfig):
@@ -335,7 +326,9 @@ class Olmo3Config(DenseConfig):
     sliding-window layers for every full one."""
 
     transformers_class = "Olmo3Config"
-    layout = Layout(norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="full")
+    layout = Layout(
+        norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="full"
+    )
 
     sliding_window: Size | None = 4096
 
@@ -418,9 +411,11 @@ def layer_tensors(c: DenseConfig) -> list[Tensor]:
     for name in lay.norms:
         ts += norm(f"{p}.{name}", f"norm/{name}", d, bias=lay.norm_bias)
     # q, o: (h·hd) × d;  k, v: (kv·hd) × d
-    ts += gqa_projections(a, d, h, kv, hd, bias=c.qkv_bias, o_bias=c.o_bias)
-    if lay.o_from_hidden:
-        ts = [*ts[:-2 if c.o_bias else -1], *linear(f"{a}.o_proj", "attn/o_proj", d, d, bias=c.o_bias)]
+    proj = gqa_projections(a, d, h, kv, hd, bias=c.qkv_bias, o_bias=c.o_bias)
+    if lay.o_from_hidden:  # o: d × d
+        proj = [t for t in proj if ".o_proj." not in t.name]
+        proj += linear(f"{a}.o_proj", "attn/o_proj", d, d, bias=c.o_bias)
+    ts += proj
     if lay.qk_norm is not None:
         q_dim, k_dim = (hd, hd) if lay.qk_norm == "head" else (h * hd, kv * hd)
         qn, kn = lay.qk_norm_names

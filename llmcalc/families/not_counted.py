@@ -62,7 +62,8 @@ NOT_COUNTED: dict[str, str] = {
     "gemma4_text": NO_DEFAULT + " (layer types producing a cache differ from those using one)",
     "gemma4_unified": MULTIMODAL,
     "gemma4_unified_assistant": MULTIMODAL,
-    "gemma4_unified_text": NO_DEFAULT + " (layer types producing a cache differ from those using one)",
+    "gemma4_unified_text": NO_DEFAULT
+    + " (layer types producing a cache differ from those using one)",
     "git": MULTIMODAL,
     "glm4_moe": MOE,
     "glm4_moe_lite": MOE,
