@@ -1,4 +1,4 @@
-"""The Llama-style dense decoders of ``families/decoder.py``: each switch by hand, and each type on
+"""The Llama-style dense decoders of ``families/decoder.py`` and the older ones of ``classic.py``: each switch by hand, and each type on
 varied configs (layers, widths, heads and kv heads, tied or not, biases, layer patterns) held
 against transformers on the meta device."""
 
@@ -32,6 +32,7 @@ def tiny(model_type: str, **fields: Any) -> dict[str, Any]:
     return {**base, **fields}
 
 
+GPT = dict(vocab_size=1000, n_layer=3, n_embd=64, n_head=4, n_positions=128)
 ROPE = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
 
 VARIANTS: dict[str, dict[str, Any]] = {
@@ -80,6 +81,54 @@ VARIANTS: dict[str, dict[str, Any]] = {
         pad_token_id=0,
     ),
     "vaultgemma-5-layers": tiny("vaultgemma", num_hidden_layers=5, head_dim=16),
+    # classic.py
+    "openai-gpt-untied": dict(GPT, model_type="openai-gpt", tie_word_embeddings=False),
+    "codegen-n-inner-tied": dict(
+        GPT, model_type="codegen", n_inner=100, rotary_dim=4, tie_word_embeddings=True
+    ),
+    "ctrl-untied": dict(GPT, model_type="ctrl", dff=100, tie_word_embeddings=False),
+    "gpt-sw3-untied": dict(GPT, model_type="gpt-sw3", n_inner=100, tie_word_embeddings=False),
+    "xglm-untied": dict(
+        model_type="xglm",
+        vocab_size=1000,
+        num_layers=3,
+        d_model=64,
+        attention_heads=4,
+        ffn_dim=100,
+        max_position_embeddings=128,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+    ),
+    "biogpt-untied": tiny(
+        "biogpt",
+        num_key_value_heads=None,
+        max_position_embeddings=100,
+        tie_word_embeddings=False,
+        pad_token_id=0,
+    ),
+    "gpt_neox_japanese-untied-1-layer": dict(
+        model_type="gpt_neox_japanese",
+        vocab_size=1000,
+        num_hidden_layers=1,
+        hidden_size=64,
+        num_attention_heads=4,
+        intermediate_multiple_size=2,
+        tie_word_embeddings=False,
+        bos_token_id=0,
+        eos_token_id=1,
+    ),
+    "gpt_neox_japanese-tied": dict(
+        model_type="gpt_neox_japanese",
+        vocab_size=1000,
+        num_hidden_layers=3,
+        hidden_size=64,
+        num_attention_heads=4,
+        bos_token_id=0,
+        eos_token_id=1,
+    ),
+    "persimmon-no-qk-norm-tied": tiny(
+        "persimmon", num_key_value_heads=None, qk_layernorm=False, tie_word_embeddings=True, **ROPE
+    ),
 }
 
 
@@ -175,3 +224,17 @@ def test_exaone4_pattern_must_be_a_count(cli: Any, write: Any) -> None:
     run = cli("count", path)
     assert run.code == 2
     assert run.stderr == f'error: {path}: sliding_window_pattern must be an integer, got "LLLG"\n'
+
+
+def test_gpt_neox_japanese_output_bias_on_the_last_layer_only(write: Any) -> None:
+    spec = load_spec(write("c.json", VARIANTS["gpt_neox_japanese-tied"]))
+    groups = {g.name: tuple(g.layers) for g in spec.layer_groups}
+    assert groups == {"decoder": (0, 1), "last": (2,)}
+    names = dict(spec.named_shapes())
+    assert names["gpt_neox_japanese.layers.2.attention.dense_bias"] == (64,)
+    assert "gpt_neox_japanese.layers.1.attention.dense_bias" not in names
+
+
+def test_biogpt_positions_have_two_offset_rows(write: Any) -> None:
+    spec = load_spec(write("c.json", VARIANTS["biogpt-untied"]))
+    assert dict(spec.named_shapes())["biogpt.embed_positions.weight"] == (102, 64)

@@ -104,6 +104,15 @@ MODEL_TYPES: dict[str, Family] = {
     "seed_oss": Family("decoder", "SeedOssConfig"),
     "smollm3": Family("decoder", "SmolLM3Config"),
     "vaultgemma": Family("decoder", "VaultGemmaConfig"),
+    # -- older dense decoders (issue 12): LayerNorm, plain MLP, each in its own names --
+    "gpt-sw3": Family("gpt2", "GPT2Config"),
+    "openai-gpt": Family("classic", "OpenAIGPTConfig", "describe_openai_gpt"),
+    "codegen": Family("classic", "CodeGenConfig", "describe_codegen"),
+    "ctrl": Family("classic", "CTRLConfig", "describe_ctrl"),
+    "xglm": Family("classic", "XGLMConfig", "describe_xglm"),
+    "biogpt": Family("classic", "BioGptConfig", "describe_biogpt"),
+    "gpt_neox_japanese": Family("classic", "GPTNeoXJapaneseConfig", "describe_gpt_neox_japanese"),
+    "persimmon": Family("classic", "PersimmonConfig", "describe_persimmon"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

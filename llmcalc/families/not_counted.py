@@ -143,15 +143,7 @@ NOT_COUNTED: dict[str, str] = {
     "zamba2": SSM,
     "zaya": MOE,
     # dense decoders still to come (issue 12, dense part)
-    "biogpt": DENSE_TODO,
-    "codegen": DENSE_TODO,
-    "ctrl": DENSE_TODO,
-    "gpt-sw3": DENSE_TODO,
-    "gpt_neox_japanese": DENSE_TODO,
     "minicpm3": DENSE_TODO,
     "modernbert-decoder": DENSE_TODO,
-    "openai-gpt": DENSE_TODO,
-    "persimmon": DENSE_TODO,
-    "xglm": DENSE_TODO,
     "youtu": DENSE_TODO,
 }
