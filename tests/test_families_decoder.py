@@ -81,6 +81,29 @@ VARIANTS: dict[str, dict[str, Any]] = {
         pad_token_id=0,
     ),
     "vaultgemma-5-layers": tiny("vaultgemma", num_hidden_layers=5, head_dim=16),
+    "minicpm3-v-head-dim-null-untied": tiny(
+        "minicpm3",
+        num_key_value_heads=None,
+        head_dim=4,
+        q_lora_rank=32,
+        kv_lora_rank=16,
+        qk_nope_head_dim=8,
+        qk_rope_head_dim=4,
+        v_head_dim=None,
+        tie_word_embeddings=False,
+        **ROPE,
+    ),
+    "youtu-no-q-lora-bias": tiny(
+        "youtu",
+        num_key_value_heads=8,
+        q_lora_rank=None,
+        kv_lora_rank=16,
+        qk_nope_head_dim=8,
+        qk_rope_head_dim=4,
+        v_head_dim=12,
+        attention_bias=True,
+        **ROPE,
+    ),
     # classic.py
     "openai-gpt-untied": dict(GPT, model_type="openai-gpt", tie_word_embeddings=False),
     "codegen-n-inner-tied": dict(
@@ -238,3 +261,12 @@ def test_gpt_neox_japanese_output_bias_on_the_last_layer_only(write: Any) -> Non
 def test_biogpt_positions_have_two_offset_rows(write: Any) -> None:
     spec = load_spec(write("c.json", VARIANTS["biogpt-untied"]))
     assert dict(spec.named_shapes())["biogpt.embed_positions.weight"] == (102, 64)
+
+
+def test_minicpm3_mla_latent_and_value_width(write: Any) -> None:
+    spec = load_spec(write("c.json", VARIANTS["minicpm3-v-head-dim-null-untied"]))
+    l0 = layer0(spec)
+    assert l0["self_attn.kv_a_proj_with_mqa.weight"] == (16 + 4, 64)  # latent + rotary key
+    assert l0["self_attn.kv_b_proj.weight"] == (8 * (8 + 8), 16)  # v_head_dim null: 64 / 8
+    attention = spec.layer_groups[0].attention
+    assert (attention.kv_latent_dim, attention.v_head_dim) == (20, 8)

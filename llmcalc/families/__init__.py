@@ -104,6 +104,8 @@ MODEL_TYPES: dict[str, Family] = {
     "seed_oss": Family("decoder", "SeedOssConfig"),
     "smollm3": Family("decoder", "SmolLM3Config"),
     "vaultgemma": Family("decoder", "VaultGemmaConfig"),
+    "minicpm3": Family("decoder", "MiniCPM3Config", "describe_mla"),
+    "youtu": Family("decoder", "YoutuConfig", "describe_mla"),
     # -- older dense decoders (issue 12): LayerNorm, plain MLP, each in its own names --
     "gpt-sw3": Family("gpt2", "GPT2Config"),
     "openai-gpt": Family("classic", "OpenAIGPTConfig", "describe_openai_gpt"),

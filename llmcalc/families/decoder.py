@@ -12,7 +12,7 @@ config class's ``layer_plan``. Source: tensor names and shapes as in each transf
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 from pydantic import AliasChoices, Field
 
@@ -30,9 +30,12 @@ from llmcalc.families._base import (
     norm,
     periodic_plan,
     planned_layers,
+    resolve_head_dim,
     swiglu,
+    uniform_layers,
 )
-from llmcalc.spec import LayerSet, Run, Tensor
+from llmcalc.families.deepseek import mla
+from llmcalc.spec import Attention, LayerSet, Run, Shape, Tensor
 
 PRE_NORMS = ("input_layernorm", "post_attention_layernorm")  # Llama: before attention, before MLP
 
@@ -395,6 +398,74 @@ class CwmConfig(DenseConfig):
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
+
+
+# ---- dense decoders with multi-head latent attention ----------------------------------------------
+
+
+class DenseMLAConfig(DenseConfig):
+    """A Llama layer whose attention is DeepSeek's MLA (``deepseek.mla``: q and kv through low-rank
+    latents, a shared rotary key); the KV cache holds the latent. Fields named as DeepSeek's."""
+
+    num_key_value_heads: Size | None = None  # read by transformers, not by MLA
+    q_lora_rank: Size | None = 1536
+    kv_lora_rank: Size = 512
+    qk_nope_head_dim: Size = 128
+    qk_rope_head_dim: Size = 64
+    v_head_dim: Size | None = 128
+    tie_word_embeddings: bool = True
+
+    @property
+    def resolved_v_head_dim(self) -> int:
+        if self.v_head_dim is not None:
+            return self.v_head_dim
+        return resolve_head_dim(self.hidden_size, self.num_attention_heads)
+
+
+class MiniCPM3Config(DenseMLAConfig):
+    """MiniCPM3: v_head_dim null means hidden_size / heads; its scale_emb / scale_depth are scalars."""
+
+    transformers_class = "MiniCPM3Config"
+
+    q_lora_rank: Size | None = 768
+    kv_lora_rank: Size = 256
+    qk_nope_head_dim: Size = 64
+    qk_rope_head_dim: Size = 32
+    v_head_dim: Size | None = None
+
+
+class YoutuConfig(DenseMLAConfig):
+    transformers_class = "YoutuConfig"
+
+
+def describe_mla(c: DenseMLAConfig) -> Architecture:
+    d, h, L = c.hidden_size, c.num_attention_heads, c.num_hidden_layers
+    vd, qk = c.resolved_v_head_dim, c.qk_nope_head_dim + c.qk_rope_head_dim
+    p = "model.layers.{i}"
+    # mla reads DeepSeek's field names, which this config shares (v_head_dim resolved here)
+    fields = cast(Any, c.model_copy(update={"v_head_dim": vd}))
+    layer = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
+        *mla(f"{p}.self_attn", fields),
+        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
+        *swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size, bias=c.mlp_bias),
+    ]
+    attention = Attention(h, h, qk, vd, kv_latent_dim=c.kv_lora_rank + c.qk_rope_head_dim)
+    return Architecture(
+        shape=Shape(
+            num_layers=L,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=h,
+            head_dim=qk,
+            intermediate_size=c.intermediate_size,
+            vocab_size=c.vocab_size,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=llama_outer_tensors(c.vocab_size, d, tied=c.tie_word_embeddings),
+        layer_groups=uniform_layers(L, layer, attention),
+    )
 
 
 # ---- the description ------------------------------------------------------------------------------

@@ -143,7 +143,5 @@ NOT_COUNTED: dict[str, str] = {
     "zamba2": SSM,
     "zaya": MOE,
     # dense decoders still to come (issue 12, dense part)
-    "minicpm3": DENSE_TODO,
     "modernbert-decoder": DENSE_TODO,
-    "youtu": DENSE_TODO,
 }
