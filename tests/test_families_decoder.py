@@ -149,6 +149,37 @@ VARIANTS: dict[str, dict[str, Any]] = {
         bos_token_id=0,
         eos_token_id=1,
     ),
+    "modernbert-decoder-biases-untied": tiny(
+        "modernbert-decoder",
+        num_key_value_heads=None,
+        norm_bias=True,
+        attention_bias=True,
+        mlp_bias=True,
+        classifier_bias=True,
+        tie_word_embeddings=False,
+        global_attn_every_n_layers=2,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        cls_token_id=1,
+        sep_token_id=2,
+    ),
+    "modernbert-decoder-sliding-first": tiny(
+        "modernbert-decoder",
+        num_key_value_heads=None,
+        decoder_bias=False,
+        layer_types=[
+            "sliding_attention",
+            "full_attention",
+            "sliding_attention",
+            "sliding_attention",
+        ],
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        cls_token_id=1,
+        sep_token_id=2,
+    ),
     "persimmon-no-qk-norm-tied": tiny(
         "persimmon", num_key_value_heads=None, qk_layernorm=False, tie_word_embeddings=True, **ROPE
     ),
@@ -171,7 +202,8 @@ def test_variant_matches_transformers(write: Any, fields: dict[str, Any]) -> Non
     if kinds is not None:
         for group in spec.layer_groups:
             for i in group.layers:
-                assert kinds[i] == group.name, (i, group.name)
+                if group.name in ("full_attention", "sliding_attention"):
+                    assert kinds[i] == group.name, (i, group.name)
                 window = group.attention.window
                 assert (window is not None) == (kinds[i] == "sliding_attention")
 
@@ -270,3 +302,16 @@ def test_minicpm3_mla_latent_and_value_width(write: Any) -> None:
     assert l0["self_attn.kv_b_proj.weight"] == (8 * (8 + 8), 16)  # v_head_dim null: 64 / 8
     attention = spec.layer_groups[0].attention
     assert (attention.kv_latent_dim, attention.v_head_dim) == (20, 8)
+
+
+def test_modernbert_decoder_layer_zero_has_no_attention_norm(write: Any) -> None:
+    spec = load_spec(write("c.json", VARIANTS["modernbert-decoder-sliding-first"]))
+    names = dict(spec.named_shapes())
+    assert "model.layers.0.attn_norm.weight" not in names
+    assert names["model.layers.1.attn_norm.weight"] == (64,)
+    groups = {g.name: (tuple(g.layers), g.attention.window) for g in spec.layer_groups}
+    assert groups == {
+        "first_layer": ((0,), 64),  # local_attention 128 / 2
+        "full_attention": ((1,), None),
+        "sliding_attention": ((2, 3), 64),
+    }

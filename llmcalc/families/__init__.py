@@ -115,6 +115,9 @@ MODEL_TYPES: dict[str, Family] = {
     "biogpt": Family("classic", "BioGptConfig", "describe_biogpt"),
     "gpt_neox_japanese": Family("classic", "GPTNeoXJapaneseConfig", "describe_gpt_neox_japanese"),
     "persimmon": Family("classic", "PersimmonConfig", "describe_persimmon"),
+    "modernbert-decoder": Family(
+        "classic", "ModernBertDecoderConfig", "describe_modernbert_decoder"
+    ),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

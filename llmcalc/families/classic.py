@@ -1,4 +1,4 @@
-"""Older decoders with LayerNorm (weight and bias) and a plain two-matrix MLP, each in its own names.
+"""Decoders with LayerNorm and an ungated (or one-matrix GeGLU) MLP, each in its own tensor names.
 
 Covers ``openai-gpt`` (Radford et al. 2018: learned positions, Conv1D layers, post-norm),
 ``codegen`` (Nijkamp et al. 2022: GPT-J's parallel block, fused q/k/v without bias, biased head),
@@ -6,7 +6,8 @@ Covers ``openai-gpt`` (Radford et al. 2018: learned positions, Conv1D layers, po
 2021: fairseq layer, sinusoidal positions), ``biogpt`` (Luo et al. 2022: fairseq layer, learned
 positions with 2 offset rows), ``gpt_neox_japanese`` (abeja: fused q/k/v without bias, the output
 bias on the last layer only) and ``persimmon`` (Adept 2023: fused q/k/v with bias, LayerNorm on
-queries and keys per head). Tensor names and shapes as in each transformers ``…ForCausalLM`` /
+queries and keys per head) and ``modernbert-decoder`` (Warner et al. 2024, ModernBERT's layer made
+causal: no norm before attention in layer 0, a dense + norm head). Tensor names and shapes as in each transformers ``…ForCausalLM`` /
 ``…LMHeadModel`` (transformers 5.24).
 """
 
@@ -15,20 +16,26 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field
 
 from llmcalc.families._base import (
+    FULL,
+    SLIDING,
     Architecture,
     DecoderConfig,
     FamilyConfig,
     Size,
     conv1d,
     embedding,
+    layer_kinds,
     linear,
     lm_head,
     norm,
+    override_plan,
+    planned_layers,
     require,
     resolve_head_dim,
     split_plan,
     uniform_layers,
 )
+from llmcalc.families.decoder import first_of_plan
 from llmcalc.spec import Attention, LayerGroup, Shape, Tensor
 
 
@@ -370,4 +377,72 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
             *_head("lm_head", v, d, embed, tied=c.tie_word_embeddings),
         ),
         layer_groups=uniform_layers(L, layer, c.attention()),
+    )
+
+
+# ---- ModernBERT-decoder ---------------------------------------------------------------------------
+
+
+class ModernBertDecoderConfig(DecoderConfig):
+    transformers_class = "ModernBertDecoderConfig"
+
+    tie_word_embeddings: bool = True
+    norm_bias: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    classifier_bias: bool = False
+    decoder_bias: bool = True
+    local_attention: Size | None = 128
+    global_attn_every_n_layers: Size = 3
+    layer_types: list[str] | None = None
+
+
+def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:
+    """ModernBERT-decoder: q, k, v, Wo d × d; GeGLU Wi 2ff × d, Wo d × ff; LayerNorms (bias with
+    ``norm_bias``), none before attention in layer 0; a norm after the embedding; the head is
+    lm_head.dense d × d, lm_head.norm, then decoder V × d (tied) with a bias [V]. Every
+    ``global_attn_every_n_layers``-th layer from 0 is global; the others see local_attention / 2."""
+    d, v, ff, L = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_hidden_layers
+    nb, ab, mb = c.norm_bias, c.attention_bias, c.mlp_bias
+    p = "model.layers.{i}"
+    body = [
+        *linear(f"{p}.attn.q_proj", "attn/q_proj", d, d, bias=ab),
+        *linear(f"{p}.attn.k_proj", "attn/k_proj", d, d, bias=ab),
+        *linear(f"{p}.attn.v_proj", "attn/v_proj", d, d, bias=ab),
+        *linear(f"{p}.attn.Wo", "attn/o_proj", d, d, bias=ab),
+        *norm(f"{p}.mlp_norm", "mlp/norm", d, bias=nb),
+        *linear(f"{p}.mlp.Wi", "mlp/gate_up_proj", 2 * ff, d, bias=mb),
+        *linear(f"{p}.mlp.Wo", "mlp/down_proj", d, ff, bias=mb),
+    ]
+    layer = [*norm(f"{p}.attn_norm", "attn/norm", d, bias=nb), *body]
+    if c.layer_types is not None:
+        plan = layer_kinds(c.layer_types, L, pattern=1)
+    else:
+        plan = first_of_plan(L, c.global_attn_every_n_layers)
+    first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
+    plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
+    window = c.local_attention // 2 if c.local_attention else None
+    windows = {
+        SLIDING: window,
+        FULL: None,
+        "first_layer": window if first_kind == SLIDING else None,
+    }
+    embed = "model.embeddings.tok_embeddings"
+    return Architecture(
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=(
+            embedding(embed, "embed/tokens", v, d),
+            *norm("model.embeddings.norm", "embed/norm", d, bias=nb),
+            *norm("model.final_norm", "final_norm", d, bias=nb),
+            *linear("lm_head.dense", "lm_head/dense", d, d, bias=c.classifier_bias),
+            *norm("lm_head.norm", "lm_head/norm", d, bias=nb),
+            *_head("decoder", v, d, embed, tied=c.tie_word_embeddings, bias=c.decoder_bias),
+        ),
+        layer_groups=planned_layers(
+            plan,
+            lambda kind: (
+                body if kind == "first_layer" else layer,
+                c.attention(window=windows[kind]),
+            ),
+        ),
     )

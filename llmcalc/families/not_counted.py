@@ -143,5 +143,4 @@ NOT_COUNTED: dict[str, str] = {
     "zamba2": SSM,
     "zaya": MOE,
     # dense decoders still to come (issue 12, dense part)
-    "modernbert-decoder": DENSE_TODO,
 }
