@@ -14,6 +14,7 @@ ENCODER = "encoder (masked-LM) model with a causal-LM head: issue 13"
 MULTIMODAL = "multimodal or composite model: issue 13"
 NO_DEFAULT = "transformers 5.24 cannot build its default config"
 DENSE_TODO = "dense decoder with its own structure: not yet counted (issue 12)"
+GEMMA4 = DENSE_TODO + " (per-layer embeddings and head dims, KV-shared layers, optional MoE block)"
 
 NOT_COUNTED: dict[str, str] = {
     "afmoe": MOE,
@@ -40,7 +41,7 @@ NOT_COUNTED: dict[str, str] = {
     "deepseek_v32": MOE,
     "deepseek_v4": MOE,
     "doge": DENSE_TODO + " (dynamic mask attention, residual scales)",
-    "dory": DENSE_TODO + " (normalized transformer: per-channel scales)",
+    "dory": DENSE_TODO + " (normalized transformer with looped layers, per-channel scales)",
     "dots1": MOE,
     "dots3_note": MULTIMODAL,
     "dots3_note_text": MOE,
@@ -56,14 +57,13 @@ NOT_COUNTED: dict[str, str] = {
     "fuyu": MULTIMODAL,
     "gemma3": MULTIMODAL + " (its text model, gemma3_text, is counted)",
     "gemma3n": MULTIMODAL,
-    "gemma3n_text": NO_DEFAULT + " (IndexError); per-layer embeddings, AltUp, LAuReL: issue 12",
+    "gemma3n_text": DENSE_TODO + " (per-layer embeddings, AltUp, LAuReL, KV shared across layers)",
     "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
-    "gemma4_text": NO_DEFAULT + " (layer types producing a cache differ from those using one)",
+    "gemma4_text": GEMMA4,
     "gemma4_unified": MULTIMODAL,
     "gemma4_unified_assistant": MULTIMODAL,
-    "gemma4_unified_text": NO_DEFAULT
-    + " (layer types producing a cache differ from those using one)",
+    "gemma4_unified_text": GEMMA4,
     "git": MULTIMODAL,
     "glm4_moe": MOE,
     "glm4_moe_lite": MOE,
