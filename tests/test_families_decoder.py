@@ -48,6 +48,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     ),
     "cwm-pattern-6-layers": tiny("cwm", num_hidden_layers=6, head_dim=8, sliding_window=32),
     "diffllama-head-dim": tiny("diffllama", head_dim=16, attention_bias=True),
+    "doge-gqa-bias-window": tiny("doge", attention_bias=True, mlp_bias=True, sliding_window=16),
+    "doge-tied-mha": tiny("doge", num_key_value_heads=8, tie_word_embeddings=True),
     "ernie4_5-bias-untied": tiny("ernie4_5", head_dim=16, use_bias=True, tie_word_embeddings=False),
     "exaone-biases": tiny("exaone", attention_bias=True, mlp_bias=True),
     "exaone4-pattern-3": tiny("exaone4", num_hidden_layers=6, sliding_window_pattern=3),
@@ -315,3 +317,17 @@ def test_modernbert_decoder_layer_zero_has_no_attention_norm(write: Any) -> None
         "full_attention": ((1,), None),
         "sliding_attention": ((2, 3), 64),
     }
+
+
+def test_doge_dynamic_mask_and_residual_scales(write: Any) -> None:
+    l0 = layer0(load_spec(write("c.json", tiny("doge"))))
+    assert l0["self_attn.A"] == (2,)  # one per kv head
+    assert l0["self_attn.dt_proj.weight"] == (2, 2 * 8)
+    assert l0["input_residual"] == l0["post_attention_residual"] == (64,)
+
+
+def test_doge_moe_is_refused(cli: Any, write: Any) -> None:
+    path = write("bad.json", tiny("doge", is_moe=True))
+    run = cli("count", path)
+    assert run.code == 2
+    assert run.stderr == f"error: {path}: is_moe: Doge's CDMoE layers are not counted yet\n"

@@ -84,6 +84,7 @@ MODEL_TYPES: dict[str, Family] = {
     "bitnet": Family("decoder", "BitNetConfig"),
     "cwm": Family("decoder", "CwmConfig"),
     "diffllama": Family("decoder", "DiffLlamaConfig"),
+    "doge": Family("decoder", "DogeConfig"),
     "ernie4_5": Family("decoder", "Ernie45Config"),
     "exaone": Family("decoder", "ExaoneConfig"),
     "exaone4": Family("decoder", "Exaone4Config"),

@@ -30,6 +30,7 @@ from llmcalc.families._base import (
     norm,
     periodic_plan,
     planned_layers,
+    require,
     resolve_head_dim,
     swiglu,
     uniform_layers,
@@ -63,6 +64,8 @@ class Layout:
     act_params: tuple[str, ...] = ()  # learned scalars of the activation, mlp.act_fn.<name>: [1]
     sub_norms: bool = False  # BitNet: attn_sub_norm [d] before o, ffn_sub_norm [ff] before down
     diff_lambdas: bool = False  # Differential attention: lambda_q1, k1, q2, k2: [hd] each
+    dynamic_mask: bool = False  # Doge: A [kv] and dt_proj kv × (kv·hd) that mask the scores
+    residual_scales: bool = False  # Doge: input_residual, post_attention_residual: [d] each
 
 
 class DenseConfig(DecoderConfig):
@@ -171,6 +174,20 @@ class DiffLlamaConfig(DenseConfig):
 
     transformers_class = "DiffLlamaConfig"
     layout = Layout(diff_lambdas=True)
+
+
+class DogeConfig(SlidingAllConfig):
+    """Doge (dense, ``is_moe`` false): q/k RMSNorm per head, a dynamic mask (A, dt_proj) on the
+    attention scores and two learned residual scales per layer. The CDMoE variant is not counted."""
+
+    transformers_class = "DogeConfig"
+    layout = Layout(qk_norm="head", dynamic_mask=True, residual_scales=True)
+
+    is_moe: bool = False
+
+    def layer_plan(self) -> LayerPlan:
+        require(not self.is_moe, "is_moe", "Doge's CDMoE layers are not counted yet")
+        return super().layer_plan()
 
 
 class Ernie45Config(DenseConfig):
@@ -496,6 +513,14 @@ def layer_tensors(c: DenseConfig) -> list[Tensor]:
         ts.append(Tensor(f"{a}.sinks", (h,), "attn/sinks"))
     if lay.diff_lambdas:
         ts += [Tensor(f"{a}.lambda_{x}", (hd,), "attn/lambda") for x in ("q1", "k1", "q2", "k2")]
+    if lay.dynamic_mask:
+        ts.append(Tensor(f"{a}.A", (kv,), "attn/dynamic_mask"))
+        ts += linear(f"{a}.dt_proj", "attn/dynamic_mask", kv, kv * hd, bias=c.qkv_bias)
+    if lay.residual_scales:
+        ts += [
+            Tensor(f"{p}.{x}", (d,), "residual")
+            for x in ("input_residual", "post_attention_residual")
+        ]
     if lay.sub_norms:
         ts += norm(f"{a}.attn_sub_norm", "attn/sub_norm", d, bias=False)
         ts += norm(f"{m}.ffn_sub_norm", "mlp/sub_norm", ff, bias=False)

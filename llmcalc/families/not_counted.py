@@ -40,7 +40,6 @@ NOT_COUNTED: dict[str, str] = {
     "dbrx": MOE,
     "deepseek_v32": MOE,
     "deepseek_v4": MOE,
-    "doge": DENSE_TODO + " (dynamic mask attention, residual scales)",
     "dory": DENSE_TODO + " (normalized transformer with looped layers, per-channel scales)",
     "dots1": MOE,
     "dots3_note": MULTIMODAL,
