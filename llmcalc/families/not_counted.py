@@ -71,7 +71,8 @@ NOT_COUNTED: dict[str, str] = {
     "granitemoe_swa": MOE,
     "granitemoehybrid": SSM,
     "granitemoeshared": MOE,
-    "hrm_text": DENSE_TODO + " (hierarchical reasoning model: two recurrent stacks)",
+    "hrm_text": DENSE_TODO
+    + " (two looped stacks: each layer runs H_cycles·(L_cycles + 1) times, which FLOPs and KV need)",
     "hunyuan_v1_moe": MOE,
     "hy_v3": MOE,
     "hy_v4": MOE,
