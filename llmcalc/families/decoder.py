@@ -38,21 +38,29 @@ from llmcalc.families._base import (
 from llmcalc.families.deepseek import mla
 from llmcalc.spec import Attention, LayerSet, Run, Shape, Tensor
 
-PRE_NORMS = ("input_layernorm", "post_attention_layernorm")  # Llama: before attention, before MLP
+# A layer's norms over d: (module name, breakdown key). Llama: before attention, before the MLP;
+# OLMo 2 style: after attention, after the MLP.
+Norms = tuple[tuple[str, str], ...]
+PRE_NORMS: Norms = (("input_layernorm", "attn/norm"), ("post_attention_layernorm", "mlp/norm"))
+POST_NORMS: Norms = (
+    ("post_attention_layernorm", "attn/post_norm"),
+    ("post_feedforward_layernorm", "mlp/post_norm"),
+)
 
 
 @dataclass(frozen=True)
 class Layout:
     """What a type's layer holds beyond the GQA projections.
 
-    ``norms``: the layer's norms over d (RMSNorm, or LayerNorm with bias when ``norm_bias``), by name;
+    ``norms``: the layer's norms over d (RMSNorm, or LayerNorm with bias when ``norm_bias``), each
+    a (module name, breakdown key) pair;
     ``mlp``: ``gated`` (gate, up: ff × d; down: d × ff), ``fused`` (gate_up_proj: 2ff × d; down),
     ``plain`` (``mlp_names``: ff × d and d × ff, no gate); ``qk_norm``: RMSNorm on queries and keys
     over ``head`` (hd) or ``full`` (h·hd and kv·hd) named ``qk_norm_names``; ``sinks``: one learned
     logit per head; ``final_norm``: none when the model's norms hold no weight.
     """
 
-    norms: tuple[str, ...] = PRE_NORMS
+    norms: Norms = PRE_NORMS
     norm_bias: bool = False
     final_norm: bool = True
     mlp: Literal["gated", "fused", "plain"] = "gated"
@@ -151,7 +159,7 @@ class ApertusConfig(DenseConfig):
 
     transformers_class = "ApertusConfig"
     layout = Layout(
-        norms=("attention_layernorm", "feedforward_layernorm"),
+        norms=(("attention_layernorm", "attn/norm"), ("feedforward_layernorm", "mlp/norm")),
         mlp="plain",
         qk_norm="head",
         act_params=("alpha_p", "alpha_n"),
@@ -221,9 +229,7 @@ class Exaone4Config(DenseConfig):
     local layers for every global one (``sliding_window_pattern``)."""
 
     transformers_class = "Exaone4Config"
-    layout = Layout(
-        norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="head"
-    )
+    layout = Layout(norms=POST_NORMS, qk_norm="head")
 
     sliding_window: Size | None = 4096
     sliding_window_pattern: Size | None = 4
@@ -256,7 +262,12 @@ class Glm4Config(GlmConfig):
 
     transformers_class = "Glm4Config"
     layout = Layout(
-        mlp="fused", norms=(*PRE_NORMS, "post_self_attn_layernorm", "post_mlp_layernorm")
+        mlp="fused",
+        norms=(
+            *PRE_NORMS,
+            ("post_self_attn_layernorm", "attn/post_norm"),
+            ("post_mlp_layernorm", "mlp/post_norm"),
+        ),
     )
 
 
@@ -294,7 +305,8 @@ class HyperCLOVAXConfig(DenseConfig):
     use_post_norm: bool = True
 
     def layer_layout(self) -> Layout:
-        extra = ("post_norm1", "post_norm2") if self.use_post_norm else ()
+        post: Norms = (("post_norm1", "attn/post_norm"), ("post_norm2", "mlp/post_norm"))
+        extra = post if self.use_post_norm else ()
         return Layout(norms=(*PRE_NORMS, *extra))
 
 
@@ -346,9 +358,7 @@ class Olmo3Config(DenseConfig):
     sliding-window layers for every full one."""
 
     transformers_class = "Olmo3Config"
-    layout = Layout(
-        norms=("post_attention_layernorm", "post_feedforward_layernorm"), qk_norm="full"
-    )
+    layout = Layout(norms=POST_NORMS, qk_norm="full")
 
     sliding_window: Size | None = 4096
 
@@ -393,7 +403,9 @@ class VaultGemmaConfig(DenseConfig):
     global layers alternate."""
 
     transformers_class = "VaultGemmaConfig"
-    layout = Layout(norms=("input_layernorm", "pre_feedforward_layernorm"))
+    layout = Layout(
+        norms=(("input_layernorm", "attn/norm"), ("pre_feedforward_layernorm", "mlp/norm"))
+    )
 
     head_dim: Size | None = 256
     num_key_value_heads: Size | None = 4
@@ -496,8 +508,8 @@ def layer_tensors(c: DenseConfig) -> list[Tensor]:
     p = "model.layers.{i}"
     a, m = f"{p}.self_attn", f"{p}.mlp"
     ts: list[Tensor] = []
-    for name in lay.norms:
-        ts += norm(f"{p}.{name}", f"norm/{name}", d, bias=lay.norm_bias)
+    for name, component in lay.norms:
+        ts += norm(f"{p}.{name}", component, d, bias=lay.norm_bias)
     # q, o: (h·hd) × d;  k, v: (kv·hd) × d
     proj = gqa_projections(a, d, h, kv, hd, bias=c.qkv_bias, o_bias=c.o_bias)
     if lay.o_from_hidden:  # o: d × d
