@@ -52,6 +52,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "doge-tied-mha": tiny("doge", num_key_value_heads=8, tie_word_embeddings=True),
     "ernie4_5-bias-untied": tiny("ernie4_5", head_dim=16, use_bias=True, tie_word_embeddings=False),
     "exaone-biases": tiny("exaone", attention_bias=True, mlp_bias=True),
+    "exaone-num-layers": {
+        **{k: v for k, v in tiny("exaone").items() if k != "num_hidden_layers"},
+        "num_layers": 3,
+    },
     "exaone4-pattern-3": tiny("exaone4", num_hidden_layers=6, sliding_window_pattern=3),
     "exaone4-pattern-2-tied": tiny("exaone4", sliding_window_pattern=2, tie_word_embeddings=True),
     "glm-no-bias-mha": tiny(

@@ -221,7 +221,14 @@ class Ernie45Config(DenseConfig):
 
 
 class ExaoneConfig(DenseConfig):
+    """EXAONE 3.x: Llama tensors (transformers builds LlamaForCausalLM); its config.json names the
+    layer count ``num_layers``."""
+
     transformers_class = "ExaoneConfig"
+
+    num_hidden_layers: Size = Field(
+        validation_alias=AliasChoices("num_hidden_layers", "num_layers")
+    )
 
 
 class Exaone4Config(DenseConfig):
