@@ -33,7 +33,7 @@ MODELS = [
         "full and sliding layers, sinks",
     ),
     # EXAONE 4: sliding, then full (every 2nd)
-    ("exaone4-default", [*SMALL, "sliding_window=4", "sliding_window_pattern=2"], "pattern"),
+    ("exaone-4.0-32b", [*SMALL, "sliding_window=4", "sliding_window_pattern=2"], "pattern"),
     (
         "minicpm3-default",
         [*SMALL, "num_attention_heads=4", "num_key_value_heads=4"],
