@@ -67,6 +67,13 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     "ministral": {"head_dim": 16, **ROPE},
     # num_key_value_heads None: NemotronAttention divides by it
     "nemotron": {"num_key_value_heads": 2, "head_dim": 16, **ROPE},
+    # rope_parameters must be keyed by layer type, the default's is empty
+    "cohere_compass_text": {
+        "rope_parameters": {
+            kind: {"rope_type": "default", "rope_theta": 10000.0}
+            for kind in ("full_attention", "sliding_attention")
+        }
+    },
     # the default's attention_types spell out 24 layers
     "gpt_neo": {"attention_types": [[["global", "local"], 1], [["global"], 1]]},
     # top-k unset (transformers reads it only when routing); llmcalc needs it for the active count

@@ -41,6 +41,18 @@ VARIANTS: dict[str, dict[str, Any]] = {
     ),
     "apertus-gqa-5-layers": tiny("apertus", num_hidden_layers=5, num_key_value_heads=4),
     "bitnet-mha-tied": tiny("bitnet", num_key_value_heads=8, tie_word_embeddings=True),
+    "cohere_compass_text-sliding-untied": tiny(
+        "cohere_compass_text",
+        head_dim=32,
+        tie_word_embeddings=False,
+        attention_bias=True,
+        layer_types=["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+        rope_parameters={
+            kind: {"rope_type": "default", "rope_theta": 10000.0}
+            for kind in ("full_attention", "sliding_attention")
+        },
+        pad_token_id=0,
+    ),
     "cwm-layer-types": tiny(
         "cwm",
         head_dim=16,

@@ -82,6 +82,7 @@ MODEL_TYPES: dict[str, Family] = {
     "apertus": Family("decoder", "ApertusConfig"),
     "apertus1p5_text": Family("decoder", "Apertus1p5TextConfig"),
     "bitnet": Family("decoder", "BitNetConfig"),
+    "cohere_compass_text": Family("decoder", "CohereCompassTextConfig"),
     "cwm": Family("decoder", "CwmConfig"),
     "diffllama": Family("decoder", "DiffLlamaConfig"),
     "doge": Family("decoder", "DogeConfig"),

@@ -423,6 +423,17 @@ class VaultGemmaConfig(DenseConfig):
         return periodic_plan(self.num_hidden_layers, period=2, every=FULL, others=SLIDING)
 
 
+class CohereCompassTextConfig(DenseConfig):
+    """Cohere Compass text model: Cohere's parallel block (one bias-free LayerNorm before attention
+    and MLP), tied head."""
+
+    transformers_class = "CohereCompassTextConfig"
+    layout = Layout(norms=(("input_layernorm", "attn/norm"),))
+
+    tie_word_embeddings: bool = True
+    sliding_window: Size | None = 4096
+
+
 class CwmConfig(DenseConfig):
     """Code World Model: Llama tensors, one full-attention layer then three sliding ones."""
 

@@ -34,7 +34,6 @@ NOT_COUNTED: dict[str, str] = {
     "blt": MULTIMODAL + " (byte latent transformer: local encoder, global model, local decoder)",
     "camembert": ENCODER,
     "cohere2_moe": MOE,
-    "cohere_compass_text": NO_DEFAULT + " (KeyError 'full_attention')",
     "cpmant": ENCODER,
     "data2vec-text": ENCODER,
     "dbrx": MOE,
