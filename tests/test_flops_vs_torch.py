@@ -23,6 +23,7 @@ from llmcalc.flops import forward_flops_per_sequence
 from llmcalc.verify import extrapolate_layers, measure_forward
 
 SEQ = 8
+SMALL = ["hidden_size=256", "intermediate_size=512", "vocab_size=1000"]
 
 # name, --set overrides, what it covers
 MODELS = [
@@ -31,10 +32,41 @@ MODELS = [
     ("qwen2.5-0.5b", [], "GQA with q/k/v biases, tied lm_head"),
     ("falcon-7b", [], "multi-query attention, parallel attention and MLP"),
     ("pythia-1.4b", [], "GPT-NeoX: fused qkv, parallel residual, rotary on a quarter of each head"),
-    ("mistral-7b", ["sliding_window=4"], "sliding window (4 < 8 tokens): counted over all n² pairs"),
+    (
+        "mistral-7b",
+        ["sliding_window=4"],
+        "sliding window (4 < 8 tokens): counted over all n² pairs",
+    ),
     ("bloom-560m", [], "ALiBi: the scores come from one baddbmm"),
     # layer 0 is dense, the other 26 MoE: 1 layer measures the dense one, 2 layers add one MoE layer
     ("deepseek-v2-lite", [], "MLA head dims; MoE: router, shared and 6 of 64 routed experts"),
+    # issue 12 dense decoders, narrowed (d 256, vocab 1000) to stay light on the CPU
+    (
+        "olmo3-default",
+        [*SMALL, "num_attention_heads=4", "num_key_value_heads=4"],
+        "post-norms, q/k norm over all heads",
+    ),
+    (
+        "glm4-default",
+        ["hidden_size=256", "intermediate_size=512", "head_dim=64"],
+        "fused gate_up_proj, q/k/v biases, 4 norms",
+    ),
+    (
+        "nanochat-default",
+        [*SMALL, "num_attention_heads=4", "num_key_value_heads=4"],
+        "plain fc1/fc2 MLP, weightless norms",
+    ),
+    (
+        "codegen-default",
+        ["n_embd=256", "n_head=4", "vocab_size=1000"],
+        "CodeGen: fused qkv without bias, parallel block, lm_head bias",
+    ),
+    ("persimmon-default", [*SMALL, "num_attention_heads=4"], "per-head q/k LayerNorm"),
+    (
+        "minicpm3-default",
+        [*SMALL, "num_attention_heads=4", "num_key_value_heads=4"],
+        "dense layers with MLA",
+    ),
 ]
 
 

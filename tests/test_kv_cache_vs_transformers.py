@@ -18,6 +18,7 @@ from llmcalc.units import DType
 from llmcalc.verify import LAYER_COUNT_FIELDS, measure_forward
 
 BATCH, SEQ, LAYERS = 2, 8, 2
+SMALL = ["hidden_size=256", "intermediate_size=512", "vocab_size=1000"]
 
 MODELS = [
     ("gpt2", [], "multi-head attention: 12 kv heads of 64"),
@@ -25,6 +26,19 @@ MODELS = [
     ("falcon-7b", [], "multi-query attention: 1 kv head of 64"),
     ("mistral-7b", ["sliding_window=4"], "sliding window of 4 over 8 tokens"),
     ("deepseek-v2-lite", [], "MLA: the latent, kv_lora_rank 512 + rope head dim 64 per layer"),
+    # issue 12: layer 0 full, layer 1 sliding (Granite SWA: full every 4th from 0), with sinks
+    (
+        "granite-swa-default",
+        [*SMALL, "num_attention_heads=4", "sliding_window=4"],
+        "full and sliding layers, sinks",
+    ),
+    # EXAONE 4: sliding, then full (every 2nd)
+    ("exaone-4.0-32b", [*SMALL, "sliding_window=4", "sliding_window_pattern=2"], "pattern"),
+    (
+        "minicpm3-default",
+        [*SMALL, "num_attention_heads=4", "num_key_value_heads=4"],
+        "MLA in a dense model: kv_lora_rank 256 + rope head dim 32",
+    ),
 ]
 
 

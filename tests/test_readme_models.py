@@ -39,7 +39,7 @@ def _cell(text: str) -> str:
 def readme_rows(text: str) -> list[Row]:
     """The rows of the table that follows the "Supported model types" heading."""
     assert HEADING in text, f"README.md has no '{HEADING}' section"
-    section = text.split(HEADING, 1)[1].split("\n## ", 1)[0]
+    section = re.split(r"\n##+ ", text.split(HEADING, 1)[1], maxsplit=1)[0]
     lines = [ln for ln in section.splitlines() if ln.startswith("|")]
     assert lines, "the section has no table"
     header = [c.strip() for c in lines[0].strip("|").split("|")]
