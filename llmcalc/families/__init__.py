@@ -77,6 +77,10 @@ MODEL_TYPES: dict[str, Family] = {
     "deepseek_v2": Family("deepseek", "DeepseekV2Config"),
     "deepseek_v3": Family("deepseek", "DeepseekV3Config"),
     "gpt_oss": Family("gpt_oss", "GptOssConfig"),
+    # -- state-space, recurrent and hybrid families --
+    "mamba": Family("mamba", "MambaConfig"),
+    "falcon_mamba": Family("mamba", "FalconMambaConfig"),
+    "mamba2": Family("mamba", "Mamba2Config", "describe_mamba2"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

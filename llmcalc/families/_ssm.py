@@ -1,0 +1,119 @@
+"""Blocks of state-space layers, shared by every family that has them: the Mamba and Mamba-2 mixers
+(their tensors and the :class:`Mixer` that says what state they keep) and layer groups whose kinds
+mix attention, SSM mixers and MLPs.
+
+Shapes as transformers builds them (``MambaMixer``, ``Mamba2Mixer`` and their copies in the hybrid
+models): ``nn.Conv1d(C, C, k, groups=C)`` is a depthwise causal convolution, weight [C, 1, k] (+ bias
+[C]); A_log, D, dt_bias are per channel (Mamba) or per head (Mamba-2). Sources: Gu & Dao 2023
+(Mamba, Alg. 2), Dao & Gu 2024 (Mamba-2, §7 "Mamba-2 architecture").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from llmcalc.families._base import LayerPlan, linear, norm, require
+from llmcalc.spec import MAMBA, MAMBA2, Attention, LayerGroup, Mixer, Tensor
+
+COMPONENT = "mamba"
+
+
+def depthwise_conv(name: str, component: str, channels: int, kernel: int, *, bias: bool) -> list[Tensor]:
+    """nn.Conv1d(C, C, k, groups=C): weight [C, 1, k] (+ bias [C]); a convolution, not a matmul:
+    its FLOPs are the mixer's (flops.conv_flops_per_token)."""
+    ts = [Tensor(f"{name}.weight", (channels, 1, kernel), component)]
+    if bias:
+        ts.append(Tensor(f"{name}.bias", (channels,), component))
+    return ts
+
+
+def mamba_mixer(
+    p: str,
+    d: int,
+    *,
+    d_inner: int,
+    state: int,
+    conv_kernel: int,
+    dt_rank: int,
+    bias: bool,
+    conv_bias: bool,
+    component: str = COMPONENT,
+) -> tuple[list[Tensor], Mixer]:
+    """Mamba (selective scan): in_proj 2·d_inner × d (x and the gate z), depthwise conv over d_inner,
+    x_proj (dt_rank + 2N) × d_inner (Δ, B, C), dt_proj d_inner × dt_rank (+ bias), A_log d_inner × N,
+    D [d_inner], out_proj d × d_inner. State: d_inner channels × N; conv: d_inner × k."""
+    c = component
+    tensors = [
+        Tensor(f"{p}.A_log", (d_inner, state), f"{c}/A_log"),
+        Tensor(f"{p}.D", (d_inner,), f"{c}/D"),
+        *depthwise_conv(f"{p}.conv1d", f"{c}/conv1d", d_inner, conv_kernel, bias=conv_bias),
+        *linear(f"{p}.in_proj", f"{c}/in_proj", 2 * d_inner, d, bias=bias),
+        *linear(f"{p}.x_proj", f"{c}/x_proj", dt_rank + 2 * state, d_inner, bias=False),
+        *linear(f"{p}.dt_proj", f"{c}/dt_proj", d_inner, dt_rank, bias=True),
+        *linear(f"{p}.out_proj", f"{c}/out_proj", d, d_inner, bias=bias),
+    ]
+    mixer = Mixer(MAMBA, conv_dim=d_inner, conv_kernel=conv_kernel, heads=d_inner, head_dim=1,
+                  state_size=state)
+    return tensors, mixer
+
+
+def check_mamba2(
+    *, d_inner: int, heads: int, head_dim: int, groups: int, inner_field: str, heads_field: str,
+    groups_field: str,
+) -> None:
+    """Mamba-2's heads tile the inner width, and the B/C groups divide the heads."""
+    require(
+        heads * head_dim == d_inner,
+        heads_field,
+        f"{heads_field} × head_dim ({heads} × {head_dim}) must equal the inner width "
+        f"{inner_field} ({d_inner})",
+    )
+    require(heads % groups == 0, groups_field, f"{groups_field} ({groups}) must divide {heads_field} ({heads})")
+
+
+def mamba2_mixer(
+    p: str,
+    d: int,
+    *,
+    d_inner: int,
+    heads: int,
+    head_dim: int,
+    groups: int,
+    state: int,
+    conv_kernel: int,
+    chunk: int,
+    bias: bool,
+    conv_bias: bool,
+    gated_norm: bool = True,
+    component: str = COMPONENT,
+) -> tuple[list[Tensor], Mixer]:
+    """Mamba-2 (SSD): in_proj (2·d_inner + 2·G·N + h) × d (z, x, B, C, dt), depthwise conv over
+    conv_dim = d_inner + 2·G·N, dt_bias, A_log, D per head, a gated RMSNorm [d_inner], out_proj
+    d × d_inner. State: h heads × p × N; conv: conv_dim × k."""
+    c = component
+    conv_dim = d_inner + 2 * groups * state
+    tensors = [
+        Tensor(f"{p}.dt_bias", (heads,), f"{c}/dt_bias"),
+        Tensor(f"{p}.A_log", (heads,), f"{c}/A_log"),
+        Tensor(f"{p}.D", (heads,), f"{c}/D"),
+        *depthwise_conv(f"{p}.conv1d", f"{c}/conv1d", conv_dim, conv_kernel, bias=conv_bias),
+        *linear(f"{p}.in_proj", f"{c}/in_proj", d_inner + conv_dim + heads, d, bias=bias),
+        *(norm(f"{p}.norm", f"{c}/norm", d_inner, bias=False) if gated_norm else []),
+        *linear(f"{p}.out_proj", f"{c}/out_proj", d, d_inner, bias=bias),
+    ]
+    mixer = Mixer(MAMBA2, conv_dim=conv_dim, conv_kernel=conv_kernel, heads=heads,
+                  head_dim=head_dim, state_size=state, chunk=chunk)
+    return tensors, mixer
+
+
+LayerBuild = tuple[Sequence[Tensor], Attention | None, Mixer | None]
+
+
+def mixed_layers(plan: LayerPlan, build: Callable[[str], LayerBuild]) -> tuple[LayerGroup, ...]:
+    """One group per kind of ``plan`` (attention, Mamba, MoE or dense MLP …), built by
+    ``build(kind)`` → (tensors, attention or None, mixer or None)."""
+    groups = []
+    for kind, layers in plan.items():
+        tensors, attention, mixer = build(kind)
+        groups.append(LayerGroup(kind, layers, tuple(tensors), attention, mixer))
+    return tuple(groups)

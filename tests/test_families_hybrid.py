@@ -1,0 +1,163 @@
+"""State-space and hybrid families: published totals, tensors held against transformers on the
+meta device (bundled and varied configs), the recurrent state against the bytes of transformers'
+cache after a real forward pass, and the CLI figures."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmcalc import count, load_spec
+from llmcalc.flops import forward_flops_per_token, mixer_flops_per_token
+from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.spec import ModelSpec
+from llmcalc.units import DType
+from llmcalc.verify import build_meta_model, figures, measure_forward
+
+# Bundled configs → total parameters (each file's ``source:`` says where its numbers come from).
+TOTALS = {
+    "state-spaces/mamba-130m-hf": 129_135_360,
+    "falcon-mamba-7b": 7_272_665_088,
+    "mamba-codestral-7b": 7_285_403_648,  # the model card's 7,285,403,648
+}
+
+
+def matches_transformers(spec: ModelSpec) -> None:
+    pc = count(spec)
+    real = figures(build_meta_model(spec), spec.num_layers)
+    assert dict(spec.named_shapes()) == real.named_shapes
+    assert (pc.total, pc.embedding, pc.lm_head) == (real.total, real.embedding, real.lm_head)
+    ours = [0] * spec.num_layers
+    for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
+        for i in group.layers:
+            ours[i] = gc.per_layer
+    assert tuple(ours) == real.per_layer
+
+
+@pytest.mark.parametrize("name,total", TOTALS.items())
+def test_bundled_total(name: str, total: int) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    assert pc.total == pc.active == total
+    assert sum(pc.breakdown.values()) == total
+    assert spec.expected["total_params"] == total
+
+
+def test_mamba_130m_by_hand() -> None:
+    # d=768, d_inner=2d=1536, N=16, k=4, dt_rank=48, V=50280, tied head, 24 layers.
+    d, di, n, k, r, V, L = 768, 1536, 16, 4, 48, 50280, 24
+    layer = (
+        d  # norm
+        + 2 * di * d  # in_proj (x and gate z)
+        + di * k + di  # depthwise conv1d, with bias
+        + (r + 2 * n) * di  # x_proj → Δ, B, C
+        + di * r + di  # dt_proj, with bias
+        + di * n + di  # A_log, D
+        + d * di  # out_proj
+    )
+    pc = count(load_spec("mamba-130m"))
+    assert pc.groups[0].per_layer == layer == 3_771_648
+    assert pc.total == V * d + L * layer + d == 129_135_360
+
+
+def tiny(model_type: str, **fields: Any) -> dict[str, Any]:
+    return {"model_type": model_type, "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 3,
+            **fields}
+
+
+VARIANTS = {
+    "mamba-defaults": tiny("mamba"),
+    "mamba-biases-untied-rank": tiny("mamba", state_size=8, expand=3, conv_kernel=3,
+                                     time_step_rank=5, use_bias=True, use_conv_bias=False,
+                                     tie_word_embeddings=False),
+    "falcon_mamba": tiny("falcon_mamba", state_size=4, time_step_rank=7),
+    "mamba2": tiny("mamba2", num_heads=8, head_dim=8, n_groups=2, state_size=16),
+    "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
+                               state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
+                               tie_word_embeddings=True),
+}
+
+
+@pytest.mark.parametrize("name", TOTALS)
+def test_bundled_matches_transformers(name: str) -> None:
+    matches_transformers(load_spec(name))
+
+
+@pytest.mark.parametrize("fields", VARIANTS.values(), ids=VARIANTS.keys())
+def test_variant_matches_transformers(write: Any, fields: dict[str, Any]) -> None:
+    matches_transformers(load_spec(write("config.json", fields)))
+
+
+# ---- state --------------------------------------------------------------------------------------
+
+STATE_MODELS = ["mamba-130m", "falcon-mamba-7b", "mamba-codestral-7b"]
+BATCH, SEQ, LAYERS = 2, 8, 2
+
+
+@pytest.mark.parametrize("name", STATE_MODELS)
+def test_state_bytes_equal_transformers_cache(name: str) -> None:
+    """conv states (bf16) and SSM states (float32) of a real forward pass, 2 layers, 2 sequences."""
+    spec = load_spec(name, overrides=[f"num_hidden_layers={LAYERS}"])
+    m = measure_forward(spec, num_layers=LAYERS, seq_len=SEQ, batch=BATCH, use_cache=True)
+    assert m.cache_layers == ("LinearAttentionLayer",) * LAYERS
+    assert m.kv_cache_bytes == BATCH * state_bytes_per_sequence(spec, dtype=DType.bf16)
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
+
+
+def test_mamba_state_by_hand_and_constant_in_context() -> None:
+    spec = load_spec("mamba-130m")  # 24 layers, d_inner 1536, N 16, kernel 4
+    per_layer = 1536 * 4 * 2 + 1536 * 16 * 4  # conv state at bf16 + SSM state in float32
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == 24 * per_layer == 2_654_208
+    assert kv_cache_bytes(spec, batch=3, ctx=1, dtype=DType.bf16) == 3 * 2_654_208
+    assert kv_cache_bytes(spec, batch=3, ctx=1 << 20, dtype=DType.bf16) == 3 * 2_654_208
+
+
+def test_mamba2_state_by_hand() -> None:
+    spec = load_spec("mamba-codestral-7b")  # 64 layers, 128 heads × 64 × N 128, G 8
+    conv = (8192 + 2 * 8 * 128) * 4  # conv_dim × kernel
+    ssm = 128 * 64 * 128
+    assert state_bytes_per_sequence(spec, dtype=DType.fp8) == 64 * (conv + 4 * ssm) == 271_056_896
+
+
+def test_ssm_flops_per_token_are_constant_in_context() -> None:
+    spec = load_spec("mamba-130m")
+    mixer = spec.layer_groups[0].mixer
+    assert mixer is not None
+    assert mixer_flops_per_token(mixer) == 2 * 1536 * 4 + 2 * 1536 * 16
+    assert forward_flops_per_token(spec, ctx=1) == forward_flops_per_token(spec, ctx=1 << 17)
+
+
+# ---- CLI --------------------------------------------------------------------------------------------
+
+
+def test_memory_json_state(cli: Any) -> None:
+    data = cli("memory", "mamba-130m", "--ctx", "128k", "--batch", "4", "--json").json()
+    weights = 2 * 129_135_360
+    assert data["state_bytes_per_sequence"] == 2_654_208
+    assert data["kv_cache_bytes_per_token"] == 0
+    assert data["kv_cache_bytes"] == 4 * 2_654_208
+    assert data["total_bytes"] == weights + 4 * 2_654_208
+
+
+def test_dense_memory_json_has_zero_state(cli: Any) -> None:
+    data = cli("memory", "llama-3-8b", "--ctx", "4k", "--json").json()
+    assert data["state_bytes_per_sequence"] == 0
+    assert data["kv_cache_bytes"] == 4096 * 131_072
+
+
+ERRORS = [
+    (tiny("mamba2", num_heads=8, head_dim=16), "num_heads × head_dim (8 × 16) must equal the inner "
+     "width expand × hidden_size (64)"),
+    (tiny("mamba2", num_heads=8, head_dim=8, n_groups=3), "n_groups (3) must divide num_heads (8)"),
+    (tiny("mamba", time_step_rank="big"), "time_step_rank: expected a positive integer or "
+     "'auto', got 'big'"),
+]
+
+
+@pytest.mark.parametrize("fields,message", ERRORS, ids=["mamba2-heads", "mamba2-groups", "rank"])
+def test_config_errors(cli: Any, write: Any, fields: dict[str, Any], message: str) -> None:
+    path = write("bad.json", fields)
+    run = cli("count", path)
+    assert run.code == 2
+    assert run.stderr == f"error: {path}: {message}\n"
