@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from llmcalc import count, load_spec
-from llmcalc.flops import forward_flops_per_token, mixer_flops_per_token
+from llmcalc.flops import (
+    forward_flops_per_sequence,
+    forward_flops_per_token,
+    mixer_flops_per_token,
+)
 from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
@@ -20,7 +24,9 @@ TOTALS = {
     "state-spaces/mamba-130m-hf": 129_135_360,
     "falcon-mamba-7b": 7_272_665_088,
     "mamba-codestral-7b": 7_285_403_648,  # the model card's 7,285,403,648
+    "ai21labs/Jamba-v0.1": 51_570_323_328,  # published as 52B total, 12B active
 }
+ACTIVE = {"ai21labs/Jamba-v0.1": 12_110_311_296}
 
 
 def matches_transformers(spec: ModelSpec) -> None:
@@ -39,7 +45,8 @@ def matches_transformers(spec: ModelSpec) -> None:
 def test_bundled_total(name: str, total: int) -> None:
     spec = load_spec(name)
     pc = count(spec)
-    assert pc.total == pc.active == total
+    assert pc.total == total
+    assert pc.active == ACTIVE.get(name, total)
     assert sum(pc.breakdown.values()) == total
     assert spec.expected["total_params"] == total
 
@@ -73,6 +80,17 @@ VARIANTS = {
                                      tie_word_embeddings=False),
     "falcon_mamba": tiny("falcon_mamba", state_size=4, time_step_rank=7),
     "mamba2": tiny("mamba2", num_heads=8, head_dim=8, n_groups=2, state_size=16),
+    "jamba-1-in-2-attention-moe-odd": tiny(
+        "jamba", num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=48, num_experts=4, num_experts_per_tok=2, attn_layer_period=2,
+        attn_layer_offset=1, expert_layer_period=2, expert_layer_offset=0, mamba_d_state=8),
+    "jamba-periods-3-and-4-tied": tiny(
+        "jamba", num_hidden_layers=13, num_attention_heads=16, intermediate_size=48, num_experts=3,
+        num_experts_per_tok=1, attn_layer_period=3, attn_layer_offset=2, expert_layer_period=4,
+        expert_layer_offset=1, mamba_dt_rank=3, mamba_expand=1, mamba_conv_bias=False,
+        mamba_proj_bias=True, tie_word_embeddings=True),
+    "jamba-dense": tiny("jamba", num_attention_heads=4, num_key_value_heads=1, intermediate_size=48, num_experts=1,
+                        attn_layer_period=3, attn_layer_offset=0),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -92,6 +110,13 @@ def test_variant_matches_transformers(write: Any, fields: dict[str, Any]) -> Non
 # ---- state --------------------------------------------------------------------------------------
 
 STATE_MODELS = ["mamba-130m", "falcon-mamba-7b", "mamba-codestral-7b"]
+# hybrids cut to 2 layers with one layer of each kind: name, overrides, the cache layers
+HYBRID_CUTS = [
+    # narrowed (d 512, 4 experts of 1024) so that the CPU run stays small; layer 1: attention + MoE
+    ("jamba-v0.1", ["attn_layer_period=2", "attn_layer_offset=1", "hidden_size=512",
+                    "intermediate_size=1024", "num_experts=4", "mamba_dt_rank=32"],
+     ("LinearAttentionLayer", "DynamicLayer")),
+]
 BATCH, SEQ, LAYERS = 2, 8, 2
 
 
@@ -103,6 +128,39 @@ def test_state_bytes_equal_transformers_cache(name: str) -> None:
     assert m.cache_layers == ("LinearAttentionLayer",) * LAYERS
     assert m.kv_cache_bytes == BATCH * state_bytes_per_sequence(spec, dtype=DType.bf16)
     assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
+
+
+@pytest.mark.parametrize(("name", "overrides", "layers"), HYBRID_CUTS, ids=[h[0] for h in HYBRID_CUTS])
+def test_hybrid_cache_bytes_equal_transformers(name: str, overrides: list[str], layers: Any) -> None:
+    """Keys and values of the attention layer (SEQ tokens) + the Mamba layer's states."""
+    spec = load_spec(name, overrides=[*overrides, f"num_hidden_layers={LAYERS}"])
+    m = measure_forward(spec, num_layers=LAYERS, seq_len=SEQ, batch=BATCH, use_cache=True)
+    assert m.cache_layers == layers
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
+    assert 0 < BATCH * state_bytes_per_sequence(spec, dtype=DType.bf16) < m.kv_cache_bytes
+
+
+@pytest.mark.parametrize(("name", "overrides", "layers"), HYBRID_CUTS, ids=[h[0] for h in HYBRID_CUTS])
+def test_hybrid_prefill_flops_equal_flop_counter(name: str, overrides: list[str], layers: Any) -> None:
+    """One attention and one SSM layer: weights, QKᵀ and AV, the conv and the state readout."""
+    spec = load_spec(name, overrides=[*overrides, f"num_hidden_layers={LAYERS}"])
+    m = measure_forward(spec, num_layers=LAYERS, seq_len=SEQ)
+    assert m.flops == forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+    assert "aten.convolution" in m.flops_by_op and "aten.bmm" in m.flops_by_op
+
+
+def test_jamba_layer_kinds() -> None:
+    spec = load_spec("jamba-v0.1")  # attention at i ≡ 4 (mod 8), MoE at odd i
+    kinds = {g.name: (len(g.layers), g.layers.describe()) for g in spec.layer_groups}
+    assert kinds == {
+        "mamba, mlp": (12, "0..24 every 8th,2..26 every 8th,6..30 every 8th"),
+        "mamba, moe": (16, "1..25 every 8th,3..27 every 8th,5..29 every 8th,7..31 every 8th"),
+        "attention, mlp": (4, "4..28 every 8th"),
+    }
+    # 4 attention layers keep K and V; 28 Mamba layers keep a fixed state
+    assert kv_cache_bytes(spec, batch=1, ctx=1, dtype=DType.bf16) == (
+        2 * 4 * 8 * 128 * 2 + 28 * (8192 * 4 * 2 + 8192 * 16 * 4)
+    )
 
 
 def test_mamba_state_by_hand_and_constant_in_context() -> None:

@@ -81,6 +81,7 @@ MODEL_TYPES: dict[str, Family] = {
     "mamba": Family("mamba", "MambaConfig"),
     "falcon_mamba": Family("mamba", "FalconMambaConfig"),
     "mamba2": Family("mamba", "Mamba2Config", "describe_mamba2"),
+    "jamba": Family("jamba", "JambaConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from llmcalc.families._base import LayerPlan, linear, norm, require
-from llmcalc.spec import MAMBA, MAMBA2, Attention, LayerGroup, Mixer, Tensor
+from llmcalc.spec import MAMBA, MAMBA2, Attention, LayerGroup, LayerSet, Mixer, Run, Tensor
 
 COMPONENT = "mamba"
 
@@ -117,3 +117,30 @@ def mixed_layers(plan: LayerPlan, build: Callable[[str], LayerBuild]) -> tuple[L
         tensors, attention, mixer = build(kind)
         groups.append(LayerGroup(kind, layers, tuple(tensors), attention, mixer))
     return tuple(groups)
+
+
+# A layer pattern that repeats every ``period`` layers is described by one run per residue; a period
+# longer than this (from hostile or mistaken input) is refused rather than walked.
+MAX_PERIOD = 1 << 16
+
+
+def residue_plan(
+    num_layers: int, period: int, kind_of: Callable[[int], str], *, field: str
+) -> LayerPlan:
+    """Layer i's kind is ``kind_of(i mod period)`` (Jamba's attention and expert periods): one run per
+    stretch of residues of one kind, repeating every ``period`` layers."""
+    require(
+        period <= MAX_PERIOD,
+        field,
+        f"the layer pattern repeats every {period:,} layers; llmcalc describes at most "
+        f"{MAX_PERIOD:,}",
+    )
+    runs: dict[str, list[Run]] = {}
+    r, last = 0, min(period, num_layers)
+    while r < last:
+        kind, width = kind_of(r), 1
+        while r + width < last and kind_of(r + width) == kind:
+            width += 1
+        runs.setdefault(kind, []).append(Run(r, num_layers, r, period, width))
+        r += width
+    return {kind: LayerSet(tuple(rs)) for kind, rs in runs.items()}
