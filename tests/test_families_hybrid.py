@@ -26,6 +26,7 @@ TOTALS = {
     "mamba-codestral-7b": 7_285_403_648,  # the model card's 7,285,403,648
     "ai21labs/Jamba-v0.1": 51_570_323_328,  # published as 52B total, 12B active
 }
+TOTALS["bamba-9b"] = 9_780_235_392  # published as 9.78B
 ACTIVE = {"ai21labs/Jamba-v0.1": 12_110_311_296}
 
 
@@ -91,6 +92,13 @@ VARIANTS = {
         mamba_proj_bias=True, tie_word_embeddings=True),
     "jamba-dense": tiny("jamba", num_attention_heads=4, num_key_value_heads=1, intermediate_size=48, num_experts=1,
                         attn_layer_period=3, attn_layer_offset=0),
+    "bamba": tiny("bamba", num_attention_heads=4, num_key_value_heads=2, intermediate_size=48,
+                  attn_layer_indices=[0, 2], mamba_n_heads=8, mamba_n_groups=2, mamba_d_state=8),
+    "bamba-no-attention-head-given": tiny(
+        "bamba", num_attention_heads=4, num_key_value_heads=4, head_dim=16, intermediate_size=48,
+        mamba_n_heads=4, mamba_d_head=16, mamba_expand=2, mamba_d_state=4, mamba_d_conv=3,
+        mamba_conv_bias=False, mamba_proj_bias=True, attention_bias=True, mlp_bias=True,
+        tie_word_embeddings=True),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -116,6 +124,9 @@ HYBRID_CUTS = [
     ("jamba-v0.1", ["attn_layer_period=2", "attn_layer_offset=1", "hidden_size=512",
                     "intermediate_size=1024", "num_experts=4", "mamba_dt_rank=32"],
      ("LinearAttentionLayer", "DynamicLayer")),
+    ("bamba-9b", ["attn_layer_indices=[0]", "hidden_size=512", "intermediate_size=1024",
+                  "mamba_n_heads=16", "mamba_d_head=64", "mamba_chunk_size=4"],
+     ("DynamicLayer", "LinearAttentionLayer")),
 ]
 BATCH, SEQ, LAYERS = 2, 8, 2
 

@@ -82,6 +82,7 @@ MODEL_TYPES: dict[str, Family] = {
     "falcon_mamba": Family("mamba", "FalconMambaConfig"),
     "mamba2": Family("mamba", "Mamba2Config", "describe_mamba2"),
     "jamba": Family("jamba", "JambaConfig"),
+    "bamba": Family("bamba", "BambaConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
