@@ -230,3 +230,25 @@ def test_config_errors(cli: Any, write: Any, fields: dict[str, Any], message: st
     run = cli("count", path)
     assert run.code == 2
     assert run.stderr == f"error: {path}: {message}\n"
+
+
+def test_train_counts_the_ssm_flops(cli: Any) -> None:
+    data = cli("train", "mamba-130m", "--tokens", "1B", "--gpus", "8", "--gpu", "h100",
+               "--json").json()
+    per_token = 24 * (2 * 1536 * 4 + 2 * 1536 * 16)  # conv + readout, 24 layers
+    assert data["training_flops_breakdown"]["attention"] == 0
+    assert data["training_flops_breakdown"]["mixers"] == 3 * 10**9 * per_token
+    assert data["training_flops"] == sum(data["training_flops_breakdown"].values())
+
+
+def test_fit_counts_the_state_once_per_sequence(cli: Any) -> None:
+    # Jamba: 4 attention layers × 8 kv heads × 128 × 2 (K, V) × 2 bytes = 16,384 bytes per token,
+    # and 28 Mamba layers' state per sequence, whatever the context
+    data = cli("fit", "jamba-v0.1", "--gpu", "h100", "--gpus", "2", "--ctx", "128k",
+               "--json").json()
+    spec = load_spec("jamba-v0.1")
+    state = state_bytes_per_sequence(spec, dtype=DType.bf16)
+    assert state == 28 * (8192 * 4 * 2 + 8192 * 16 * 4)
+    batch = data["batch"]
+    assert data["kv_cache_bytes"] == batch * (131_072 * 16_384 + state)
+    assert (batch + 1) * (131_072 * 16_384 + state) > data["usable_bytes"] - data["weight_bytes"]
