@@ -252,3 +252,17 @@ def test_fit_counts_the_state_once_per_sequence(cli: Any) -> None:
     batch = data["batch"]
     assert data["kv_cache_bytes"] == batch * (131_072 * 16_384 + state)
     assert (batch + 1) * (131_072 * 16_384 + state) > data["usable_bytes"] - data["weight_bytes"]
+
+
+def test_memory_catalog_shows_hybrids_beside_dense_models(cli: Any) -> None:
+    rows = {row["name"]: row for row in cli("memory", "--ctx", "128k", "--json").json()}
+    jamba, llama = rows["jamba-v0.1"], rows["llama-3-8b"]
+    # Jamba: 4 of 32 layers keep K and V (16,384 bytes per token), 28 keep a fixed state
+    assert (jamba["kv_cache_bytes_per_token"], jamba["state_bytes_per_sequence"]) == (
+        16_384, 16_515_072)
+    assert jamba["kv_cache_bytes"] == 131_072 * 16_384 + 16_515_072
+    assert llama["kv_cache_bytes"] == 131_072 * 131_072
+    table = cli("memory", "--ctx", "128k").stdout
+    assert "state per sequence" in table and "jamba-v0.1" in table and "llama-3-8b" in table
+    run = cli("memory", "--explain")
+    assert (run.code, run.stderr) == (2, "error: --explain needs a MODEL\n")

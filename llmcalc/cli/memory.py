@@ -1,14 +1,18 @@
-"""`llmcalc memory MODEL --ctx 32k --batch 8 --dtype bf16 --kv-dtype fp8`: weights + KV cache."""
+"""`llmcalc memory [MODEL] --ctx 32k --batch 8 --dtype bf16 --kv-dtype fp8`: weights + KV cache
+(+ recurrent state), or a catalog."""
 
 from __future__ import annotations
 
+from typing import Annotated, Optional
+
+import typer
 from rich.text import Text
 
+from llmcalc import bundled
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
     JsonOpt,
-    ModelArg,
     SetOpt,
     handles_errors,
     print_json,
@@ -16,15 +20,24 @@ from llmcalc.cli._common import (
     spec_for,
 )
 from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.config import load_spec
+from llmcalc.errors import UsageError
 from llmcalc.memory import memory as compute_memory
-from llmcalc.render.memory import explain_lines, memory_json, memory_view
-from llmcalc.units import parse_context, parse_count, parse_dtype
+from llmcalc.render.memory import catalog_view, explain_lines, memory_json, memory_view
+from llmcalc.units import DType, parse_context, parse_count, parse_dtype
 
 
 @handles_errors
 @speaks_flags
 def memory(
-    model: ModelArg,
+    model: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads this annotation at run time
+        typer.Argument(
+            help="A bundled model name, a config.json, a checkpoint folder or a YAML file. "
+            "Without it: one row per bundled model.",
+            show_default=False,
+        ),
+    ] = None,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
     dtype: DTypeOpt = "bf16",
@@ -40,11 +53,18 @@ def memory(
     capped at their window; for MLA models the compressed latent, with the decompressed per-head
     K and V beside it. GiB in the table, exact bytes in --json.
     """
+    if model is None and explain:
+        raise UsageError("--explain needs a MODEL")
     check_explain(explain=explain, as_json=as_json)
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
     w_dtype = parse_dtype(dtype, option="--dtype")
     c_dtype = w_dtype if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
+    if model is None:
+        if set_ or family:
+            raise UsageError("--set and --family need a MODEL")
+        _catalog(n_ctx, n_batch, w_dtype, c_dtype, as_json=as_json)
+        return
     spec = spec_for(model, set_, family)
     result = compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
     if as_json:
@@ -53,3 +73,15 @@ def memory(
     show(memory_view(spec, result))
     if explain:
         show(*(Text(line) for line in explain_lines(result)))
+
+
+def _catalog(ctx: int, batch: int, dtype: DType, kv_dtype: DType, *, as_json: bool) -> None:
+    rows = []
+    for path in bundled.paths():
+        spec = load_spec(str(path))
+        rows.append((path.stem, compute_memory(spec, ctx=ctx, batch=batch, dtype=dtype,
+                                               kv_dtype=kv_dtype)))
+    if as_json:
+        print_json([{"name": stem, **memory_json(r)} for stem, r in rows])
+        return
+    show(catalog_view(rows, ctx=ctx))

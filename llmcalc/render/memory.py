@@ -48,6 +48,25 @@ def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
     return Group(header(spec), t, *note_lines(r.notes))
 
 
+def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int) -> Table:
+    batch = rows[0][1].batch if rows else 1
+    seqs = f"{batch} sequences" if batch > 1 else "one sequence"
+    t = Table(title=f"memory for {seqs} at context {ctx_label(ctx)}", title_justify="left")
+    for col in ("model", "weights", "KV per token", "state per sequence", "KV cache + state",
+                "total"):
+        t.add_column(col, justify="left" if col == "model" else "right")
+    for name, r in rows:
+        t.add_row(
+            name,
+            gib(r.weights_bytes),
+            n(r.kv_cache_bytes_per_token),
+            n(r.state_bytes_per_sequence) if r.state_terms else "-",
+            gib(r.kv_cache_bytes),
+            gib(r.total_bytes),
+        )
+    return t
+
+
 def memory_json(r: MemoryResult) -> dict[str, Any]:
     return {
         "model": r.model,
