@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
-import typer
 from rich.text import Text
 
 from llmcalc import bundled
@@ -18,7 +15,14 @@ from llmcalc.cli._common import (
     show,
     spec_for,
 )
-from llmcalc.cli._options import BatchOpt, CtxOpt, TokensOpt, check_explain, speaks_flags
+from llmcalc.cli._options import (
+    BatchOpt,
+    CatalogModelArg,
+    CtxOpt,
+    TokensOpt,
+    check_explain,
+    speaks_flags,
+)
 from llmcalc.config import load_spec
 from llmcalc.errors import UsageError
 from llmcalc.flops import flops as compute_flops
@@ -29,14 +33,7 @@ from llmcalc.units import parse_context, parse_count
 @handles_errors
 @speaks_flags
 def flops(
-    model: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Argument(
-            help="A bundled model name, a config.json, a checkpoint folder or a YAML file. "
-            "Without it: one row per bundled model.",
-            show_default=False,
-        ),
-    ] = None,
+    model: CatalogModelArg = None,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
     tokens: TokensOpt = None,

@@ -3,9 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
-import typer
 from rich.text import Text
 
 from llmcalc import bundled
@@ -19,7 +16,15 @@ from llmcalc.cli._common import (
     show,
     spec_for,
 )
-from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.cli._options import (
+    BatchOpt,
+    CatalogModelArg,
+    CtxOpt,
+    DTypeOpt,
+    KvDTypeOpt,
+    check_explain,
+    speaks_flags,
+)
 from llmcalc.config import load_spec
 from llmcalc.errors import UsageError
 from llmcalc.memory import memory as compute_memory
@@ -30,14 +35,7 @@ from llmcalc.units import DType, parse_context, parse_count, parse_dtype
 @handles_errors
 @speaks_flags
 def memory(
-    model: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Argument(
-            help="A bundled model name, a config.json, a checkpoint folder or a YAML file. "
-            "Without it: one row per bundled model.",
-            show_default=False,
-        ),
-    ] = None,
+    model: CatalogModelArg = None,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
     dtype: DTypeOpt = "bf16",
