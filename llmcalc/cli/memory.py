@@ -49,7 +49,8 @@ def memory(
 
     KV cache: 2 (K and V) × layers × kv heads × head dim × bytes per token, sliding-window layers
     capped at their window; for MLA models the compressed latent, with the decompressed per-head
-    K and V beside it. GiB in the table, exact bytes in --json.
+    K and V beside it; SSM layers (Mamba, hybrids) keep a fixed state per sequence beside it.
+    GiB in the table, exact bytes in --json. Without MODEL: one row per bundled model.
     """
     if model is None and explain:
         raise UsageError("--explain needs a MODEL")
