@@ -27,7 +27,8 @@ TOTALS = {
     "ai21labs/Jamba-v0.1": 51_570_323_328,  # published as 52B total, 12B active
 }
 TOTALS["bamba-9b"] = 9_780_235_392  # published as 9.78B
-ACTIVE = {"ai21labs/Jamba-v0.1": 12_110_311_296}
+TOTALS["granite-4.0-h-small"] = 32_207_337_984  # published as 32B total, 9B active
+ACTIVE = {"ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664}
 
 
 def matches_transformers(spec: ModelSpec) -> None:
@@ -99,6 +100,17 @@ VARIANTS = {
         mamba_n_heads=4, mamba_d_head=16, mamba_expand=2, mamba_d_state=4, mamba_d_conv=3,
         mamba_conv_bias=False, mamba_proj_bias=True, attention_bias=True, mlp_bias=True,
         tie_word_embeddings=True),
+    "granitemoehybrid-moe": tiny(
+        "granitemoehybrid", num_attention_heads=4, num_key_value_heads=2, intermediate_size=24,
+        shared_intermediate_size=40, num_local_experts=4, num_experts_per_tok=2,
+        layer_types=["mamba", "attention", "mamba"], mamba_n_heads=8, mamba_n_groups=2,
+        mamba_d_state=8, position_embedding_type="rope", tie_word_embeddings=True),
+    "granitemoehybrid-dense-new-names": tiny(
+        "granitemoehybrid", num_attention_heads=4, intermediate_size=24, num_local_experts=0,
+        layer_types=["full_attention", "linear_attention", "full_attention"], mamba_n_heads=4,
+        mamba_d_head=16, mamba_d_state=4, attention_bias=True, mamba_proj_bias=True),
+    "granitemoehybrid-all-mamba": tiny("granitemoehybrid", num_attention_heads=4,
+                                       intermediate_size=24, mamba_n_heads=4, mamba_d_state=4),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -127,6 +139,10 @@ HYBRID_CUTS = [
     ("bamba-9b", ["attn_layer_indices=[0]", "hidden_size=512", "intermediate_size=1024",
                   "mamba_n_heads=16", "mamba_d_head=64", "mamba_chunk_size=4"],
      ("DynamicLayer", "LinearAttentionLayer")),
+    ("granite-4.0-h-small", ['layer_types=["mamba","attention"]', "hidden_size=512",
+                             "num_local_experts=4", "num_experts_per_tok=2", "mamba_n_heads=16",
+                             "mamba_chunk_size=4"],
+     ("LinearAttentionLayer", "DynamicLayer")),
 ]
 BATCH, SEQ, LAYERS = 2, 8, 2
 

@@ -83,6 +83,7 @@ MODEL_TYPES: dict[str, Family] = {
     "mamba2": Family("mamba", "Mamba2Config", "describe_mamba2"),
     "jamba": Family("jamba", "JambaConfig"),
     "bamba": Family("bamba", "BambaConfig"),
+    "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
