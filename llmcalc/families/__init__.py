@@ -84,6 +84,7 @@ MODEL_TYPES: dict[str, Family] = {
     "jamba": Family("jamba", "JambaConfig"),
     "bamba": Family("bamba", "BambaConfig"),
     "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridConfig"),
+    "nemotron_h": Family("nemotron_h", "NemotronHConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
