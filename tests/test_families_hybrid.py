@@ -29,6 +29,7 @@ TOTALS = {
 TOTALS["bamba-9b"] = 9_780_235_392  # published as 9.78B
 TOTALS["granite-4.0-h-small"] = 32_207_337_984  # published as 32B total, 9B active
 TOTALS["nemotron-h-4-block"] = 1_968_355_712  # transformers' NemotronHConfig defaults
+TOTALS["lfm2-1.2b"] = 1_170_340_608  # published as 1.2B
 ACTIVE = {"ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
           "nemotron-h-4-block": 1_590_475_136}
 
@@ -128,6 +129,15 @@ VARIANTS = {
         "num_experts_per_tok": 1, "moe_intermediate_size": 16,
         "moe_shared_expert_intermediate_size": 24, "moe_latent_size": 32,
         "tie_word_embeddings": True},
+    "lfm2-layer-types": tiny("lfm2", num_attention_heads=4, num_key_value_heads=2,
+                             intermediate_size=120, block_multiple_of=16,
+                             layer_types=["conv", "full_attention", "conv"]),
+    "lfm2-indices-old-names-no-adjust": tiny(
+        "lfm2", num_attention_heads=8, block_ff_dim=72, block_auto_adjust_ff_dim=False,
+        full_attn_idxs=[1], conv_L_cache=4, conv_bias=True, tie_embedding=False),
+    "lfm2-all-attention-multiplier": tiny("lfm2", num_attention_heads=2, num_key_value_heads=1,
+                                          intermediate_size=96,
+                                          block_ffn_dim_multiplier=1.5, block_multiple_of=32),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -162,6 +172,8 @@ HYBRID_CUTS = [
      ("LinearAttentionLayer", "DynamicLayer")),
     ("nemotron-h-4-block", ["layers_block_type=[\"mamba\",\"attention\"]", "hidden_size=512",
                             "mamba_num_heads=16", "chunk_size=4"],
+     ("LinearAttentionLayer", "DynamicLayer")),
+    ("lfm2-1.2b", ['layer_types=["conv","full_attention"]', "hidden_size=512"],
      ("LinearAttentionLayer", "DynamicLayer")),
     # experts (squared-ReLU, no gate), router, shared expert: a layer with no cache at all
     ("nemotron-h-4-block", ["layers_block_type=[\"moe\",\"attention\"]", "hidden_size=512",

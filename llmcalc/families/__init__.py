@@ -85,6 +85,7 @@ MODEL_TYPES: dict[str, Family] = {
     "bamba": Family("bamba", "BambaConfig"),
     "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridConfig"),
     "nemotron_h": Family("nemotron_h", "NemotronHConfig"),
+    "lfm2": Family("lfm2", "Lfm2Config"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

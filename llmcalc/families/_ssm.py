@@ -13,7 +13,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from llmcalc.families._base import LayerPlan, linear, norm, require
-from llmcalc.spec import MAMBA, MAMBA2, Attention, LayerGroup, LayerSet, Mixer, Run, Tensor
+from llmcalc.spec import (
+    MAMBA,
+    MAMBA2,
+    SHORT_CONV,
+    Attention,
+    LayerGroup,
+    LayerSet,
+    Mixer,
+    Run,
+    Tensor,
+)
 
 COMPONENT = "mamba"
 
@@ -104,6 +114,21 @@ def mamba2_mixer(
     mixer = Mixer(MAMBA2, conv_dim=conv_dim, conv_kernel=conv_kernel, heads=heads,
                   head_dim=head_dim, state_size=state, chunk=chunk)
     return tensors, mixer
+
+
+def short_conv(
+    p: str, d: int, *, kernel: int, bias: bool, component: str = "conv"
+) -> tuple[list[Tensor], Mixer]:
+    """LFM2's gated short convolution: in_proj 3d × d (B, C, x), depthwise conv over d with
+    ``kernel`` taps, out_proj d × d. State: the conv's last ``kernel`` inputs per channel, nothing
+    else (no SSM)."""
+    tensors = [
+        *depthwise_conv(f"{p}.conv", f"{component}/conv", d, kernel, bias=bias),
+        *linear(f"{p}.in_proj", f"{component}/in_proj", 3 * d, d, bias=bias),
+        *linear(f"{p}.out_proj", f"{component}/out_proj", d, d, bias=bias),
+    ]
+    return tensors, Mixer(SHORT_CONV, conv_dim=d, conv_kernel=kernel, heads=0, head_dim=0,
+                          state_size=0)
 
 
 LayerBuild = tuple[Sequence[Tensor], Attention | None, Mixer | None]
