@@ -30,6 +30,7 @@ TOTALS["bamba-9b"] = 9_780_235_392  # published as 9.78B
 TOTALS["granite-4.0-h-small"] = 32_207_337_984  # published as 32B total, 9B active
 TOTALS["nemotron-h-4-block"] = 1_968_355_712  # transformers' NemotronHConfig defaults
 TOTALS["lfm2-1.2b"] = 1_170_340_608  # published as 1.2B
+TOTALS["falcon-h1-config-defaults"] = 8_514_961_408  # transformers' FalconH1Config defaults
 ACTIVE = {"ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
           "nemotron-h-4-block": 1_590_475_136}
 
@@ -138,6 +139,14 @@ VARIANTS = {
     "lfm2-all-attention-multiplier": tiny("lfm2", num_attention_heads=2, num_key_value_heads=1,
                                           intermediate_size=96,
                                           block_ffn_dim_multiplier=1.5, block_multiple_of=32),
+    "falcon_h1": tiny("falcon_h1", num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+                      intermediate_size=96, mamba_d_ssm=128, mamba_n_heads=8, mamba_n_groups=2,
+                      mamba_d_state=16),
+    "falcon_h1-norm-biases-expand-tied": tiny(
+        "falcon_h1", num_attention_heads=4, num_key_value_heads=4, intermediate_size=48,
+        mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8,
+        mamba_rms_norm=True, mamba_proj_bias=True, projectors_bias=False, attention_bias=True,
+        mlp_bias=True, mamba_conv_bias=False, tie_word_embeddings=True),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -175,6 +184,10 @@ HYBRID_CUTS = [
      ("LinearAttentionLayer", "DynamicLayer")),
     ("lfm2-1.2b", ['layer_types=["conv","full_attention"]', "hidden_size=512"],
      ("LinearAttentionLayer", "DynamicLayer")),
+    # attention and Mamba-2 side by side in each layer: K, V and the state in one cache layer
+    ("falcon-h1-config-defaults", ["hidden_size=512", "mamba_d_ssm=512", "mamba_n_heads=16",
+                                   "mamba_chunk_size=4", "mamba_d_state=32"],
+     ("LinearAttentionAndFullAttentionLayer",) * 2),
     # experts (squared-ReLU, no gate), router, shared expert: a layer with no cache at all
     ("nemotron-h-4-block", ["layers_block_type=[\"moe\",\"attention\"]", "hidden_size=512",
                             "intermediate_size=1024", "moe_intermediate_size=256",

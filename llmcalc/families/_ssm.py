@@ -95,11 +95,13 @@ def mamba2_mixer(
     bias: bool,
     conv_bias: bool,
     gated_norm: bool = True,
+    out_bias: bool | None = None,
     component: str = COMPONENT,
 ) -> tuple[list[Tensor], Mixer]:
     """Mamba-2 (SSD): in_proj (2·d_inner + 2·G·N + h) × d (z, x, B, C, dt), depthwise conv over
     conv_dim = d_inner + 2·G·N, dt_bias, A_log, D per head, a gated RMSNorm [d_inner], out_proj
-    d × d_inner. State: h heads × p × N; conv: conv_dim × k."""
+    d × d_inner (``out_bias``: its bias where it differs from in_proj's, as in Falcon-H1). State:
+    h heads × p × N; conv: conv_dim × k."""
     c = component
     conv_dim = d_inner + 2 * groups * state
     tensors = [
@@ -109,7 +111,8 @@ def mamba2_mixer(
         *depthwise_conv(f"{p}.conv1d", f"{c}/conv1d", conv_dim, conv_kernel, bias=conv_bias),
         *linear(f"{p}.in_proj", f"{c}/in_proj", d_inner + conv_dim + heads, d, bias=bias),
         *(norm(f"{p}.norm", f"{c}/norm", d_inner, bias=False) if gated_norm else []),
-        *linear(f"{p}.out_proj", f"{c}/out_proj", d, d_inner, bias=bias),
+        *linear(f"{p}.out_proj", f"{c}/out_proj", d, d_inner,
+                bias=bias if out_bias is None else out_bias),
     ]
     mixer = Mixer(MAMBA2, conv_dim=conv_dim, conv_kernel=conv_kernel, heads=heads,
                   head_dim=head_dim, state_size=state, chunk=chunk)
