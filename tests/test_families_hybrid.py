@@ -31,7 +31,8 @@ TOTALS["granite-4.0-h-small"] = 32_207_337_984  # published as 32B total, 9B act
 TOTALS["nemotron-h-4-block"] = 1_968_355_712  # transformers' NemotronHConfig defaults
 TOTALS["lfm2-1.2b"] = 1_170_340_608  # published as 1.2B
 TOTALS["falcon-h1-config-defaults"] = 8_514_961_408  # transformers' FalconH1Config defaults
-ACTIVE = {"ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
+TOTALS["lfm2-8b-a1b"] = 8_339_929_856  # published as 8.3B total, 1.5B active
+ACTIVE = {"lfm2-8b-a1b": 1_557_740_288, "ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
           "nemotron-h-4-block": 1_590_475_136}
 
 
@@ -147,6 +148,14 @@ VARIANTS = {
         mamba_d_ssm=None, mamba_expand=2, mamba_n_heads=4, mamba_d_head=16, mamba_d_state=8,
         mamba_rms_norm=True, mamba_proj_bias=True, projectors_bias=False, attention_bias=True,
         mlp_bias=True, mamba_conv_bias=False, tie_word_embeddings=True),
+    "lfm2_moe": tiny("lfm2_moe", num_hidden_layers=4, num_attention_heads=4,
+                     num_key_value_heads=2, intermediate_size=96, moe_intermediate_size=32,
+                     num_experts=4, num_experts_per_tok=2, num_dense_layers=1,
+                     layer_types=["conv", "full_attention", "conv", "full_attention"]),
+    "lfm2_moe-all-dense-untied": tiny("lfm2_moe", num_attention_heads=4, num_key_value_heads=4,
+                                      intermediate_size=40, num_dense_layers=5, num_experts=2,
+                                      num_experts_per_tok=1, tie_embedding=False,
+                                      layer_types=["conv", "conv", "full_attention"]),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -183,6 +192,10 @@ HYBRID_CUTS = [
                             "mamba_num_heads=16", "chunk_size=4"],
      ("LinearAttentionLayer", "DynamicLayer")),
     ("lfm2-1.2b", ['layer_types=["conv","full_attention"]', "hidden_size=512"],
+     ("LinearAttentionLayer", "DynamicLayer")),
+    ("lfm2-8b-a1b", ['layer_types=["conv","full_attention"]', "num_dense_layers=1",
+                     "hidden_size=512", "intermediate_size=1024", "moe_intermediate_size=256",
+                     "num_experts=4", "num_experts_per_tok=2"],
      ("LinearAttentionLayer", "DynamicLayer")),
     # attention and Mamba-2 side by side in each layer: K, V and the state in one cache layer
     ("falcon-h1-config-defaults", ["hidden_size=512", "mamba_d_ssm=512", "mamba_n_heads=16",

@@ -86,6 +86,7 @@ MODEL_TYPES: dict[str, Family] = {
     "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridConfig"),
     "nemotron_h": Family("nemotron_h", "NemotronHConfig"),
     "lfm2": Family("lfm2", "Lfm2Config"),
+    "lfm2_moe": Family("lfm2", "Lfm2MoeConfig", "describe_moe"),
     "falcon_h1": Family("falcon_h1", "FalconH1Config"),
 }
 
