@@ -45,11 +45,10 @@ class BambaConfig(DecoderConfig):
     mamba_proj_bias: bool = False
 
 
-def attention_at(indices: list[int] | None, num_layers: int, *, field: str) -> LayerPlan:
-    """Attention on the listed layers, Mamba on the others."""
-    listed = indices or []
-    for i in listed:
-        require(i < num_layers, field, f"layer {i} is past num_hidden_layers ({num_layers})")
+def attention_at(indices: list[int] | None, num_layers: int) -> LayerPlan:
+    """Attention on the listed layers, Mamba on the others; an index past the last layer names
+    no layer (transformers asks ``i in attn_layer_indices`` of each layer i)."""
+    listed = [i for i in indices or [] if i < num_layers]
     return override_plan({"mamba": LayerSet.span(0, num_layers)}, listed, "attention")
 
 
@@ -65,7 +64,7 @@ def describe(c: BambaConfig) -> Architecture:
                  groups=c.mamba_n_groups, inner_field="mamba_expand × hidden_size",
                  heads_field="mamba_n_heads", groups_field="mamba_n_groups")
     p = "model.layers.{i}"
-    plan = attention_at(c.attn_layer_indices, c.num_hidden_layers, field="attn_layer_indices")
+    plan = attention_at(c.attn_layer_indices, c.num_hidden_layers)
 
     def build(kind: str) -> LayerBuild:
         common = [
