@@ -304,7 +304,29 @@ ERRORS = [
 ]
 
 
-@pytest.mark.parametrize("fields,message", ERRORS, ids=["mamba2-heads", "mamba2-groups", "rank"])
+ERRORS += [
+    (tiny("bamba", num_attention_heads=4, intermediate_size=48, mamba_n_heads=8, mamba_d_head=4),
+     "mamba_n_heads × head_dim (8 × 4) must equal the inner width mamba_expand × hidden_size (64)"),
+    (tiny("jamba", num_attention_heads=8, intermediate_size=48, attn_layer_period=2,
+          attn_layer_offset=2),
+     "attn_layer_offset: must be at least 0 and smaller than attn_layer_period (2), got 2"),
+    (tiny("granitemoehybrid", num_attention_heads=4, intermediate_size=24, mamba_n_heads=4,
+          layer_types=["mamba", "sliding_attention", "mamba"]),
+     "layer_types.1: unknown layer type 'sliding_attention' (one of: mamba, linear_attention, "
+     "attention, full_attention)"),
+    ({"model_type": "nemotron_h", "vocab_size": 100, "hidden_size": 64,
+      "hybrid_override_pattern": "M*X"},
+     "hybrid_override_pattern.2: unknown layer kind 'X' (M, *, -, E or mamba, attention, mlp, moe)"),
+    (tiny("jamba", num_attention_heads=8, intermediate_size=48, attn_layer_period=100_000,
+          attn_layer_offset=1, expert_layer_period=3),
+     "attn_layer_period: the layer pattern repeats every 300,000 layers; llmcalc describes at "
+     "most 65,536"),
+]
+
+
+@pytest.mark.parametrize("fields,message", ERRORS, ids=[
+    "mamba2-heads", "mamba2-groups", "rank", "bamba-head", "jamba-offset", "granite-type",
+    "nemotron-pattern", "jamba-period"])
 def test_config_errors(cli: Any, write: Any, fields: dict[str, Any], message: str) -> None:
     path = write("bad.json", fields)
     run = cli("count", path)

@@ -67,6 +67,22 @@ def mamba_mixer(
     return tensors, mixer
 
 
+def mamba2_head_dim(
+    head_dim: int | str, *, d_inner: int, heads: int, groups: int, inner_field: str,
+    prefix: str = "mamba_",
+) -> int:
+    """The IBM/TII hybrids' ``{prefix}d_head``: as given, or "auto" = d_inner / heads; then checked
+    as :func:`check_mamba2` checks it (field names ``{prefix}n_heads``, ``{prefix}n_groups``)."""
+    if not isinstance(head_dim, int):
+        require(head_dim == "auto", f"{prefix}d_head",
+                f"expected a positive integer or 'auto', got {head_dim!r}")
+        head_dim = d_inner // heads
+    check_mamba2(d_inner=d_inner, heads=heads, head_dim=head_dim, groups=groups,
+                 inner_field=inner_field, heads_field=f"{prefix}n_heads",
+                 groups_field=f"{prefix}n_groups")
+    return head_dim
+
+
 def check_mamba2(
     *, d_inner: int, heads: int, head_dim: int, groups: int, inner_field: str, heads_field: str,
     groups_field: str,

@@ -19,10 +19,9 @@ from llmcalc.families._base import (
     llama_outer_tensors,
     norm,
     override_plan,
-    require,
     swiglu,
 )
-from llmcalc.families._ssm import LayerBuild, check_mamba2, mamba2_mixer, mixed_layers
+from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
 from llmcalc.spec import LayerSet
 
 
@@ -55,14 +54,8 @@ def attention_at(indices: list[int] | None, num_layers: int) -> LayerPlan:
 def describe(c: BambaConfig) -> Architecture:
     d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     d_inner = c.mamba_expand * d
-    head_dim = c.mamba_d_head
-    if not isinstance(head_dim, int):
-        require(head_dim == "auto", "mamba_d_head",
-                f"expected a positive integer or 'auto', got {head_dim!r}")
-        head_dim = d_inner // c.mamba_n_heads
-    check_mamba2(d_inner=d_inner, heads=c.mamba_n_heads, head_dim=head_dim,
-                 groups=c.mamba_n_groups, inner_field="mamba_expand × hidden_size",
-                 heads_field="mamba_n_heads", groups_field="mamba_n_groups")
+    head_dim = mamba2_head_dim(c.mamba_d_head, d_inner=d_inner, heads=c.mamba_n_heads,
+                               groups=c.mamba_n_groups, inner_field="mamba_expand × hidden_size")
     p = "model.layers.{i}"
     plan = attention_at(c.attn_layer_indices, c.num_hidden_layers)
 

@@ -18,11 +18,10 @@ from llmcalc.families._base import (
     gqa_projections,
     llama_outer_tensors,
     norm,
-    require,
     swiglu,
     uniform_layers,
 )
-from llmcalc.families._ssm import check_mamba2, mamba2_mixer
+from llmcalc.families._ssm import mamba2_head_dim, mamba2_mixer
 from llmcalc.spec import LayerGroup
 
 
@@ -50,14 +49,8 @@ class FalconH1Config(DecoderConfig):
 def describe(c: FalconH1Config) -> Architecture:
     d, v = c.hidden_size, c.vocab_size
     d_inner = c.mamba_d_ssm if c.mamba_d_ssm is not None else c.mamba_expand * d
-    head_dim = c.mamba_d_head
-    if not isinstance(head_dim, int):
-        require(head_dim == "auto", "mamba_d_head",
-                f"expected a positive integer or 'auto', got {head_dim!r}")
-        head_dim = d_inner // c.mamba_n_heads
-    check_mamba2(d_inner=d_inner, heads=c.mamba_n_heads, head_dim=head_dim,
-                 groups=c.mamba_n_groups, inner_field="mamba_d_ssm",
-                 heads_field="mamba_n_heads", groups_field="mamba_n_groups")
+    head_dim = mamba2_head_dim(c.mamba_d_head, d_inner=d_inner, heads=c.mamba_n_heads,
+                               groups=c.mamba_n_groups, inner_field="mamba_d_ssm")
     p = "model.layers.{i}"
     h, kv, hd = c.num_attention_heads, c.resolved_kv_heads, c.resolved_head_dim
     mamba, mixer = mamba2_mixer(

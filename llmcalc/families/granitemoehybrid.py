@@ -26,7 +26,7 @@ from llmcalc.families._base import (
     routed_experts,
     router,
 )
-from llmcalc.families._ssm import LayerBuild, check_mamba2, mamba2_mixer, mixed_layers
+from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
 from llmcalc.spec import MoE
 
 # a config's layer type → the kind of its sequence mixer
@@ -57,14 +57,8 @@ class GraniteMoeHybridConfig(DecoderConfig):
 def describe(c: GraniteMoeHybridConfig) -> Architecture:
     d, v, ff, E = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_local_experts
     d_inner = c.mamba_expand * d
-    head_dim = c.mamba_d_head
-    if not isinstance(head_dim, int):
-        require(head_dim == "auto", "mamba_d_head",
-                f"expected a positive integer or 'auto', got {head_dim!r}")
-        head_dim = d_inner // c.mamba_n_heads
-    check_mamba2(d_inner=d_inner, heads=c.mamba_n_heads, head_dim=head_dim,
-                 groups=c.mamba_n_groups, inner_field="mamba_expand × hidden_size",
-                 heads_field="mamba_n_heads", groups_field="mamba_n_groups")
+    head_dim = mamba2_head_dim(c.mamba_d_head, d_inner=d_inner, heads=c.mamba_n_heads,
+                               groups=c.mamba_n_groups, inner_field="mamba_expand × hidden_size")
     if E:
         check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok",
                     e_field="num_local_experts")
