@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
+from llmcalc.spec import GATED_DELTA, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
@@ -159,8 +159,23 @@ def readout_flops_per_token(m: Mixer) -> int:
 
 
 def mixer_flops_per_token(m: Mixer) -> int:
-    """One decoding step of one layer's mixer: convolution + readout, whatever the context."""
-    return conv_flops_per_token(m) + readout_flops_per_token(m)
+    """One decoding step of one layer's mixer: convolution + readout, whatever the context; the
+    gated delta rule also reads the state with the key (S·k) before its rank-1 update."""
+    reads = 2 if m.kind == GATED_DELTA else 1
+    return conv_flops_per_token(m) + reads * readout_flops_per_token(m)
+
+
+def gated_delta_chunked_flops(m: Mixer, *, ctx: int) -> int:
+    """The gated delta rule over ``ctx`` tokens as transformers' torch path runs it (chunks of
+    Q = 64, Yang et al. 2024 §3): per head, within chunks K_β·Kᵀ and Q·Kᵀ (2·n'·Q·dk each), then per
+    chunk the state read with K and Q (2·Q·dk·dv each), the intra-chunk product with the values
+    (2·Q·Q·dv) and the state update Kᵀ·V (2·Q·dk·dv); the triangular solves are not matmuls
+    FlopCounterMode counts. n' = ctx padded to whole chunks; h value heads, dk = state_size,
+    dv = head_dim."""
+    q = m.chunk or ctx
+    padded = -(-ctx // q) * q
+    dk, dv = m.state_size, m.head_dim
+    return FLOPS_PER_MAC * m.heads * padded * (2 * q * dk + q * dv + 3 * dk * dv)
 
 
 def ssd_chunked_flops(m: Mixer, *, ctx: int) -> int:
@@ -186,6 +201,8 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
     conv = conv_flops_per_token(m) * (ctx + m.conv_kernel - 1)
     if m.kind == MAMBA2:
         return conv + ssd_chunked_flops(m, ctx=ctx)
+    if m.kind == GATED_DELTA:
+        return conv + gated_delta_chunked_flops(m, ctx=ctx)
     return conv + ctx * readout_flops_per_token(m)
 
 

@@ -75,6 +75,7 @@ class Attention:
 # Sequence mixers other than softmax attention, by ``Mixer.kind``.
 MAMBA = "mamba"  # selective scan (Gu & Dao 2023): one N-state per channel
 MAMBA2 = "mamba2"  # state-space duality, chunked scan (Dao & Gu 2024): one p × N state per head
+GATED_DELTA = "gated_delta"  # gated delta rule (Yang et al. 2024), chunked: a dk × dv state per head
 SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv state, no SSM state
 
 

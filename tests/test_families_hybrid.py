@@ -32,7 +32,8 @@ TOTALS["nemotron-h-4-block"] = 1_968_355_712  # transformers' NemotronHConfig de
 TOTALS["lfm2-1.2b"] = 1_170_340_608  # published as 1.2B
 TOTALS["falcon-h1-config-defaults"] = 8_514_961_408  # transformers' FalconH1Config defaults
 TOTALS["lfm2-8b-a1b"] = 8_339_929_856  # published as 8.3B total, 1.5B active
-ACTIVE = {"lfm2-8b-a1b": 1_557_740_288, "ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
+TOTALS["qwen3-next-80b-a3b"] = 79_674_391_296  # published as 80B total, 3B active
+ACTIVE = {"qwen3-next-80b-a3b": 3_874_929_408, "lfm2-8b-a1b": 1_557_740_288, "ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
           "nemotron-h-4-block": 1_590_475_136}
 
 
@@ -156,6 +157,19 @@ VARIANTS = {
                                       intermediate_size=40, num_dense_layers=5, num_experts=2,
                                       num_experts_per_tok=1, tie_embedding=False,
                                       layer_types=["conv", "conv", "full_attention"]),
+    "qwen3_next-interval-sparse-step": tiny(
+        "qwen3_next", num_hidden_layers=7, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=96, moe_intermediate_size=32,
+        shared_expert_intermediate_size=48, num_experts=4, num_experts_per_tok=2,
+        full_attention_interval=3, decoder_sparse_step=2, mlp_only_layers=[1, 2],
+        linear_num_key_heads=2, linear_num_value_heads=4, linear_key_head_dim=16,
+        linear_value_head_dim=8, linear_conv_kernel_dim=3),
+    "qwen3_next-layer-types-dense-tied": tiny(
+        "qwen3_next", num_attention_heads=4, num_key_value_heads=4, head_dim=8,
+        intermediate_size=40, num_experts=0,
+        layer_types=["full_attention", "linear_attention", "linear_attention"],
+        linear_num_key_heads=1, linear_num_value_heads=2, linear_key_head_dim=8,
+        linear_value_head_dim=16, tie_word_embeddings=True),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -196,6 +210,10 @@ HYBRID_CUTS = [
     ("lfm2-8b-a1b", ['layer_types=["conv","full_attention"]', "num_dense_layers=1",
                      "hidden_size=512", "intermediate_size=1024", "moe_intermediate_size=256",
                      "num_experts=4", "num_experts_per_tok=2"],
+     ("LinearAttentionLayer", "DynamicLayer")),
+    # gated DeltaNet: chunks of 64 (8 tokens padded to one chunk), then gated attention + MoE
+    ("qwen3-next-80b-a3b", ['layer_types=["linear_attention","full_attention"]',
+                            "hidden_size=512", "num_experts=4", "num_experts_per_tok=2"],
      ("LinearAttentionLayer", "DynamicLayer")),
     # attention and Mamba-2 side by side in each layer: K, V and the state in one cache layer
     ("falcon-h1-config-defaults", ["hidden_size=512", "mamba_d_ssm=512", "mamba_n_heads=16",

@@ -88,6 +88,7 @@ MODEL_TYPES: dict[str, Family] = {
     "lfm2": Family("lfm2", "Lfm2Config"),
     "lfm2_moe": Family("lfm2", "Lfm2MoeConfig", "describe_moe"),
     "falcon_h1": Family("falcon_h1", "FalconH1Config"),
+    "qwen3_next": Family("qwen3_next", "Qwen3NextConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from llmcalc.families._base import LayerPlan, linear, norm, require
 from llmcalc.spec import (
+    GATED_DELTA,
     MAMBA,
     MAMBA2,
     SHORT_CONV,
@@ -132,6 +133,31 @@ def mamba2_mixer(
     ]
     mixer = Mixer(MAMBA2, conv_dim=conv_dim, conv_kernel=conv_kernel, heads=heads,
                   head_dim=head_dim, state_size=state, chunk=chunk)
+    return tensors, mixer
+
+
+def gated_delta_net(
+    p: str, d: int, *, key_heads: int, value_heads: int, key_dim: int, value_dim: int,
+    kernel: int, chunk: int = 64,
+) -> tuple[list[Tensor], Mixer]:
+    """Qwen3-Next's gated DeltaNet: in_proj_qkvz (2·hk·dk + 2·hv·dv) × d (q, k, v, gate z),
+    in_proj_ba 2·hv × d (β, decay), depthwise conv (no bias) over q, k, v = 2·hk·dk + hv·dv
+    channels, dt_bias and A_log [hv], a gated RMSNorm over dv, out_proj d × hv·dv. State: hv heads
+    × dk × dv (float32); conv: its channels × kernel."""
+    kd, vd = key_heads * key_dim, value_heads * value_dim
+    conv_dim = 2 * kd + vd
+    c = "linear_attn"
+    tensors = [
+        Tensor(f"{p}.dt_bias", (value_heads,), f"{c}/dt_bias"),
+        Tensor(f"{p}.A_log", (value_heads,), f"{c}/A_log"),
+        *depthwise_conv(f"{p}.conv1d", f"{c}/conv1d", conv_dim, kernel, bias=False),
+        *linear(f"{p}.in_proj_qkvz", f"{c}/in_proj_qkvz", 2 * kd + 2 * vd, d, bias=False),
+        *linear(f"{p}.in_proj_ba", f"{c}/in_proj_ba", 2 * value_heads, d, bias=False),
+        *norm(f"{p}.norm", f"{c}/norm", value_dim, bias=False),
+        *linear(f"{p}.out_proj", f"{c}/out_proj", d, vd, bias=False),
+    ]
+    mixer = Mixer(GATED_DELTA, conv_dim=conv_dim, conv_kernel=kernel, heads=value_heads,
+                  head_dim=value_dim, state_size=key_dim, chunk=chunk)
     return tensors, mixer
 
 
