@@ -33,7 +33,9 @@ TOTALS["lfm2-1.2b"] = 1_170_340_608  # published as 1.2B
 TOTALS["falcon-h1-config-defaults"] = 8_514_961_408  # transformers' FalconH1Config defaults
 TOTALS["lfm2-8b-a1b"] = 8_339_929_856  # published as 8.3B total, 1.5B active
 TOTALS["qwen3-next-80b-a3b"] = 79_674_391_296  # published as 80B total, 3B active
-ACTIVE = {"qwen3-next-80b-a3b": 3_874_929_408, "lfm2-8b-a1b": 1_557_740_288, "ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
+TOTALS["qwen3.5-35b-a3b"] = 34_660_610_688  # text model of the published 35B (with vision)
+TOTALS["qwen3.5-text-config-defaults"] = 8_953_803_264
+ACTIVE = {"qwen3.5-35b-a3b": 3_454_988_928, "qwen3-next-80b-a3b": 3_874_929_408, "lfm2-8b-a1b": 1_557_740_288, "ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
           "nemotron-h-4-block": 1_590_475_136}
 
 
@@ -170,6 +172,16 @@ VARIANTS = {
         layer_types=["full_attention", "linear_attention", "linear_attention"],
         linear_num_key_heads=1, linear_num_value_heads=2, linear_key_head_dim=8,
         linear_value_head_dim=16, tie_word_embeddings=True),
+    "qwen3_5_text-interval": tiny(
+        "qwen3_5_text", num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=16, intermediate_size=96, full_attention_interval=2, linear_num_key_heads=2,
+        linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=8),
+    "qwen3_5_moe_text-layer-types-tied": tiny(
+        "qwen3_5_moe_text", num_attention_heads=4, num_key_value_heads=2, head_dim=16,
+        moe_intermediate_size=32, shared_expert_intermediate_size=24, num_experts=4,
+        num_experts_per_tok=2, layer_types=["linear_attention", "full_attention", "full_attention"],
+        linear_num_key_heads=2, linear_num_value_heads=2, linear_key_head_dim=8,
+        linear_value_head_dim=8, tie_word_embeddings=True),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -214,6 +226,9 @@ HYBRID_CUTS = [
     # gated DeltaNet: chunks of 64 (8 tokens padded to one chunk), then gated attention + MoE
     ("qwen3-next-80b-a3b", ['layer_types=["linear_attention","full_attention"]',
                             "hidden_size=512", "num_experts=4", "num_experts_per_tok=2"],
+     ("LinearAttentionLayer", "DynamicLayer")),
+    ("qwen3.5-35b-a3b", ['layer_types=["linear_attention","full_attention"]',
+                         "hidden_size=512", "num_experts=4", "num_experts_per_tok=2"],
      ("LinearAttentionLayer", "DynamicLayer")),
     # attention and Mamba-2 side by side in each layer: K, V and the state in one cache layer
     ("falcon-h1-config-defaults", ["hidden_size=512", "mamba_d_ssm=512", "mamba_n_heads=16",

@@ -89,6 +89,8 @@ MODEL_TYPES: dict[str, Family] = {
     "lfm2_moe": Family("lfm2", "Lfm2MoeConfig", "describe_moe"),
     "falcon_h1": Family("falcon_h1", "FalconH1Config"),
     "qwen3_next": Family("qwen3_next", "Qwen3NextConfig"),
+    "qwen3_5_text": Family("qwen3_next", "Qwen3_5TextConfig"),
+    "qwen3_5_moe_text": Family("qwen3_next", "Qwen3_5MoeTextConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -138,12 +138,13 @@ def mamba2_mixer(
 
 def gated_delta_net(
     p: str, d: int, *, key_heads: int, value_heads: int, key_dim: int, value_dim: int,
-    kernel: int, chunk: int = 64,
+    kernel: int, chunk: int = 64, split: bool = False,
 ) -> tuple[list[Tensor], Mixer]:
     """Qwen3-Next's gated DeltaNet: in_proj_qkvz (2·hk·dk + 2·hv·dv) × d (q, k, v, gate z),
     in_proj_ba 2·hv × d (β, decay), depthwise conv (no bias) over q, k, v = 2·hk·dk + hv·dv
     channels, dt_bias and A_log [hv], a gated RMSNorm over dv, out_proj d × hv·dv. State: hv heads
-    × dk × dv (float32); conv: its channels × kernel."""
+    × dk × dv (float32); conv: its channels × kernel. ``split`` (Qwen3.5): the same projections
+    as in_proj_qkv, in_proj_z, in_proj_b and in_proj_a."""
     kd, vd = key_heads * key_dim, value_heads * value_dim
     conv_dim = 2 * kd + vd
     c = "linear_attn"
@@ -151,8 +152,15 @@ def gated_delta_net(
         Tensor(f"{p}.dt_bias", (value_heads,), f"{c}/dt_bias"),
         Tensor(f"{p}.A_log", (value_heads,), f"{c}/A_log"),
         *depthwise_conv(f"{p}.conv1d", f"{c}/conv1d", conv_dim, kernel, bias=False),
-        *linear(f"{p}.in_proj_qkvz", f"{c}/in_proj_qkvz", 2 * kd + 2 * vd, d, bias=False),
-        *linear(f"{p}.in_proj_ba", f"{c}/in_proj_ba", 2 * value_heads, d, bias=False),
+        *(
+            [*linear(f"{p}.in_proj_qkv", f"{c}/in_proj_qkv", 2 * kd + vd, d, bias=False),
+             *linear(f"{p}.in_proj_z", f"{c}/in_proj_z", vd, d, bias=False),
+             *linear(f"{p}.in_proj_b", f"{c}/in_proj_b", value_heads, d, bias=False),
+             *linear(f"{p}.in_proj_a", f"{c}/in_proj_a", value_heads, d, bias=False)]
+            if split
+            else [*linear(f"{p}.in_proj_qkvz", f"{c}/in_proj_qkvz", 2 * kd + 2 * vd, d, bias=False),
+                  *linear(f"{p}.in_proj_ba", f"{c}/in_proj_ba", 2 * value_heads, d, bias=False)]
+        ),
         *norm(f"{p}.norm", f"{c}/norm", value_dim, bias=False),
         *linear(f"{p}.out_proj", f"{c}/out_proj", d, vd, bias=False),
     ]

@@ -13,6 +13,8 @@ else full attention where (i + 1) mod full_attention_interval = 0. Tensor names 
 from __future__ import annotations
 
 import math
+from dataclasses import replace
+from typing import ClassVar
 
 from llmcalc.families._base import (
     Architecture,
@@ -60,11 +62,35 @@ class Qwen3NextConfig(DecoderConfig):
     layer_types: list[str] | None = None
     full_attention_interval: Size = 4
 
+    # Qwen3.5: the DeltaNet's projections split; its MLP always dense or always routed
+    split_projections: ClassVar[bool] = False
+    every_layer: ClassVar[str | None] = None  # "mlp" or "moe"; None: decoder_sparse_step decides
+
+
+class Qwen3_5TextConfig(Qwen3NextConfig):
+    transformers_class = "Qwen3_5TextConfig"
+
+    num_key_value_heads: Size | None = 4
+    split_projections = True
+    every_layer = "mlp"
+
+
+class Qwen3_5MoeTextConfig(Qwen3NextConfig):
+    transformers_class = "Qwen3_5MoeTextConfig"
+
+    intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
+    num_experts_per_tok: Size = 8
+    num_experts: Count = 256
+    split_projections = True
+    every_layer = "moe"
+
 
 def _plan(c: Qwen3NextConfig) -> LayerPlan:
     L, step, E = c.num_hidden_layers, c.decoder_sparse_step, c.num_experts
 
     def ffn(i: int) -> str:
+        if c.every_layer is not None:
+            return c.every_layer
         return "moe" if E > 0 and (i + 1) % step == 0 else "mlp"
 
     if c.layer_types is not None:
@@ -87,7 +113,7 @@ def _plan(c: Qwen3NextConfig) -> LayerPlan:
         period = k * step // math.gcd(k, step)
         plan = residue_plan(L, period, lambda i: f"{mixer_of(i)}, {ffn(i)}",
                             field="full_attention_interval")
-    dense = sorted({i for i in c.mlp_only_layers or [] if i < L})
+    dense = sorted({i for i in c.mlp_only_layers or [] if i < L}) if c.every_layer is None else []
     for mixer in ("linear_attention", "attention"):
         moved = [i for i in dense if mixer_of(i) == mixer]
         plan = override_plan(plan, moved, f"{mixer}, mlp")
@@ -96,7 +122,8 @@ def _plan(c: Qwen3NextConfig) -> LayerPlan:
 
 def describe(c: Qwen3NextConfig) -> Architecture:
     d, v, E = c.hidden_size, c.vocab_size, c.num_experts
-    if E:
+    require(c.every_layer != "moe" or E > 0, "num_experts", "must be at least 1")
+    if E and c.every_layer != "mlp":
         check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok",
                     e_field="num_experts")
     require(c.linear_num_value_heads % c.linear_num_key_heads == 0, "linear_num_key_heads",
@@ -118,7 +145,8 @@ def describe(c: Qwen3NextConfig) -> Architecture:
                 *linear(f"{m}.shared_expert_gate", "moe/shared_expert_gate", 1, d, bias=False),
             ]
         else:
-            ffn = swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size)
+            require(c.intermediate_size is not None, "intermediate_size", "missing required field")
+            ffn = swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size or 0)
         norms = [*norm(f"{p}.input_layernorm", f"{mixer_kind}/norm", d, bias=False),
                  *norm(f"{p}.post_attention_layernorm", f"{ffn_kind}/norm", d, bias=False)]
         if mixer_kind == "attention":
@@ -131,12 +159,16 @@ def describe(c: Qwen3NextConfig) -> Architecture:
             f"{p}.linear_attn", d, key_heads=c.linear_num_key_heads,
             value_heads=c.linear_num_value_heads, key_dim=c.linear_key_head_dim,
             value_dim=c.linear_value_head_dim, kernel=c.linear_conv_kernel_dim,
+            split=c.split_projections,
         )
         return [*tensors, *ffn, *norms], None, mixer
 
     has_moe = any(kind.endswith("moe") for kind in plan)
+    # the headline d_ff: the dense MLP's, or the experts' where there is none (Qwen3.5-MoE)
+    shape = replace(c.shape(tied=c.tie_word_embeddings),
+                    intermediate_size=c.intermediate_size or c.moe_intermediate_size)
     return Architecture(
-        shape=c.shape(tied=c.tie_word_embeddings),
+        shape=shape,
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=mixed_layers(plan, build),
         moe=MoE(E, c.num_experts_per_tok, shared_experts=1) if has_moe else None,
