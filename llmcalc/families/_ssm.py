@@ -136,35 +136,45 @@ def mamba2_mixer(
     return tensors, mixer
 
 
+# The gated DeltaNet's input projections as each family names them: (name, rows) with kd = hk·dk,
+# vd = hv·dv, hv the value heads; then its norm's and output projection's names.
+GDN_LAYOUTS: dict[str, tuple[tuple[tuple[str, str], ...], str, str]] = {
+    # Qwen3-Next: q, k, v and the gate z fused; β and the decay a fused
+    "qwen3_next": ((("in_proj_qkvz", "2kd+2vd"), ("in_proj_ba", "2hv")), "norm", "out_proj"),
+    # Qwen3.5: the same, split
+    "qwen3_5": ((("in_proj_qkv", "2kd+vd"), ("in_proj_z", "vd"), ("in_proj_b", "hv"),
+                 ("in_proj_a", "hv")), "norm", "out_proj"),
+    # OLMo-Hybrid: one projection each
+    "olmo_hybrid": ((("q_proj", "kd"), ("k_proj", "kd"), ("v_proj", "vd"), ("a_proj", "hv"),
+                     ("b_proj", "hv"), ("g_proj", "vd")), "o_norm", "o_proj"),
+}
+
+
 def gated_delta_net(
     p: str, d: int, *, key_heads: int, value_heads: int, key_dim: int, value_dim: int,
-    kernel: int, chunk: int = 64, split: bool = False,
+    kernel: int, chunk: int = 64, layout: str = "qwen3_next",
 ) -> tuple[list[Tensor], Mixer]:
-    """Qwen3-Next's gated DeltaNet: in_proj_qkvz (2·hk·dk + 2·hv·dv) × d (q, k, v, gate z),
-    in_proj_ba 2·hv × d (β, decay), depthwise conv (no bias) over q, k, v = 2·hk·dk + hv·dv
-    channels, dt_bias and A_log [hv], a gated RMSNorm over dv, out_proj d × hv·dv. State: hv heads
-    × dk × dv (float32); conv: its channels × kernel. ``split`` (Qwen3.5): the same projections
-    as in_proj_qkv, in_proj_z, in_proj_b and in_proj_a."""
-    kd, vd = key_heads * key_dim, value_heads * value_dim
+    """The gated DeltaNet (Yang et al. 2024) as Qwen3-Next, Qwen3.5 and OLMo-Hybrid build it:
+    projections of q, k (hk·dk each), v and the output gate (hv·dv each), β and the decay (hv
+    each), named per ``GDN_LAYOUTS``; a depthwise conv (no bias) over q, k, v = 2·hk·dk + hv·dv
+    channels; dt_bias and A_log [hv]; a gated RMSNorm over dv; the output projection d × hv·dv.
+    State: hv heads × dk × dv (float32); conv: its channels × kernel."""
+    kd, vd, hv = key_heads * key_dim, value_heads * value_dim, value_heads
+    rows = {"2kd+2vd": 2 * kd + 2 * vd, "2hv": 2 * hv, "2kd+vd": 2 * kd + vd, "vd": vd,
+            "hv": hv, "kd": kd}
+    projections, norm_name, out_name = GDN_LAYOUTS[layout]
     conv_dim = 2 * kd + vd
     c = "linear_attn"
     tensors = [
-        Tensor(f"{p}.dt_bias", (value_heads,), f"{c}/dt_bias"),
-        Tensor(f"{p}.A_log", (value_heads,), f"{c}/A_log"),
+        Tensor(f"{p}.dt_bias", (hv,), f"{c}/dt_bias"),
+        Tensor(f"{p}.A_log", (hv,), f"{c}/A_log"),
         *depthwise_conv(f"{p}.conv1d", f"{c}/conv1d", conv_dim, kernel, bias=False),
-        *(
-            [*linear(f"{p}.in_proj_qkv", f"{c}/in_proj_qkv", 2 * kd + vd, d, bias=False),
-             *linear(f"{p}.in_proj_z", f"{c}/in_proj_z", vd, d, bias=False),
-             *linear(f"{p}.in_proj_b", f"{c}/in_proj_b", value_heads, d, bias=False),
-             *linear(f"{p}.in_proj_a", f"{c}/in_proj_a", value_heads, d, bias=False)]
-            if split
-            else [*linear(f"{p}.in_proj_qkvz", f"{c}/in_proj_qkvz", 2 * kd + 2 * vd, d, bias=False),
-                  *linear(f"{p}.in_proj_ba", f"{c}/in_proj_ba", 2 * value_heads, d, bias=False)]
-        ),
-        *norm(f"{p}.norm", f"{c}/norm", value_dim, bias=False),
-        *linear(f"{p}.out_proj", f"{c}/out_proj", d, vd, bias=False),
+        *(t for name, n in projections
+          for t in linear(f"{p}.{name}", f"{c}/{name}", rows[n], d, bias=False)),
+        *norm(f"{p}.{norm_name}", f"{c}/{norm_name}", value_dim, bias=False),
+        *linear(f"{p}.{out_name}", f"{c}/{out_name}", d, vd, bias=False),
     ]
-    mixer = Mixer(GATED_DELTA, conv_dim=conv_dim, conv_kernel=kernel, heads=value_heads,
+    mixer = Mixer(GATED_DELTA, conv_dim=conv_dim, conv_kernel=kernel, heads=hv,
                   head_dim=value_dim, state_size=key_dim, chunk=chunk)
     return tensors, mixer
 

@@ -159,7 +159,7 @@ def describe(c: Qwen3NextConfig) -> Architecture:
             f"{p}.linear_attn", d, key_heads=c.linear_num_key_heads,
             value_heads=c.linear_num_value_heads, key_dim=c.linear_key_head_dim,
             value_dim=c.linear_value_head_dim, kernel=c.linear_conv_kernel_dim,
-            split=c.split_projections,
+            layout="qwen3_5" if c.split_projections else "qwen3_next",
         )
         return [*tensors, *ffn, *norms], None, mixer
 
