@@ -35,6 +35,7 @@ TOTALS["lfm2-8b-a1b"] = 8_339_929_856  # published as 8.3B total, 1.5B active
 TOTALS["qwen3-next-80b-a3b"] = 79_674_391_296  # published as 80B total, 3B active
 TOTALS["qwen3.5-35b-a3b"] = 34_660_610_688  # text model of the published 35B (with vision)
 TOTALS["qwen3.5-text-config-defaults"] = 8_953_803_264
+TOTALS["olmo-hybrid-7b"] = 7_430_870_688  # transformers' OlmoHybridConfig defaults
 ACTIVE = {"qwen3.5-35b-a3b": 3_454_988_928, "qwen3-next-80b-a3b": 3_874_929_408, "lfm2-8b-a1b": 1_557_740_288, "ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
           "nemotron-h-4-block": 1_590_475_136}
 
@@ -182,6 +183,17 @@ VARIANTS = {
         num_experts_per_tok=2, layer_types=["linear_attention", "full_attention", "full_attention"],
         linear_num_key_heads=2, linear_num_value_heads=2, linear_key_head_dim=8,
         linear_value_head_dim=8, tie_word_embeddings=True),
+    "olmo_hybrid-default-pattern": tiny(
+        "olmo_hybrid", num_hidden_layers=9, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=96, pad_token_id=0, eos_token_id=1),
+    "olmo_hybrid-short-listed-heads-bias-tied": tiny(
+        "olmo_hybrid", num_hidden_layers=2, num_attention_heads=4, intermediate_size=96,
+        pad_token_id=0, eos_token_id=1, linear_num_key_heads=2, linear_num_value_heads=4,
+        linear_key_head_dim=16, linear_value_head_dim=8, attention_bias=True,
+        tie_word_embeddings=True),
+    "olmo_hybrid-listed": tiny(
+        "olmo_hybrid", num_attention_heads=4, intermediate_size=96, pad_token_id=0,
+        eos_token_id=1, layer_types=["full_attention", "linear_attention", "full_attention"]),
     "mamba2-biases-tied": tiny("mamba2", num_heads=4, head_dim=24, expand=3, n_groups=4,
                                state_size=8, conv_kernel=2, use_bias=True, use_conv_bias=False,
                                tie_word_embeddings=True),
@@ -229,6 +241,9 @@ HYBRID_CUTS = [
      ("LinearAttentionLayer", "DynamicLayer")),
     ("qwen3.5-35b-a3b", ['layer_types=["linear_attention","full_attention"]',
                          "hidden_size=512", "num_experts=4", "num_experts_per_tok=2"],
+     ("LinearAttentionLayer", "DynamicLayer")),
+    ("olmo-hybrid-7b", ['layer_types=["linear_attention","full_attention"]', "hidden_size=480",
+                        "num_attention_heads=8", "intermediate_size=1024"],
      ("LinearAttentionLayer", "DynamicLayer")),
     # attention and Mamba-2 side by side in each layer: K, V and the state in one cache layer
     ("falcon-h1-config-defaults", ["hidden_size=512", "mamba_d_ssm=512", "mamba_n_heads=16",

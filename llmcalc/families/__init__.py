@@ -91,6 +91,7 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen3_next": Family("qwen3_next", "Qwen3NextConfig"),
     "qwen3_5_text": Family("qwen3_next", "Qwen3_5TextConfig"),
     "qwen3_5_moe_text": Family("qwen3_next", "Qwen3_5MoeTextConfig"),
+    "olmo_hybrid": Family("olmo_hybrid", "OlmoHybridConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
