@@ -17,6 +17,14 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   query–key pairs times 2·h·(d_qk + d_v). *Full* counts all n² pairs, as FlopCounterMode counts
   attention (the mask zeroes scores but the matmuls are full); *causal* counts the pairs a causal
   or sliding-window mask keeps: Σᵢ min(i, window) for i = 1..n.
+- **sequence mixers other than attention** (Mamba, Mamba-2: ``Mixer``): per token and layer, the
+  causal depthwise convolution 2·conv_dim·kernel plus the state readout y = C·h, 2·h·p·N (h state
+  heads of p × N; Mamba: d_inner channels of 1 × N). The state update h ← Ā·h + B̄·x is elementwise
+  and not counted (nor does FlopCounterMode count it). Constant in the context: a decoding step
+  costs the same at token 10 as at token 100k. *Full* per sequence is what transformers' torch path
+  runs, as FlopCounterMode counts it: the convolution over n + kernel − 1 padded positions, and for
+  Mamba-2 the chunked SSD scan (Dao & Gu 2024, §6: 2·h·(n'·Q·(N + p) + 2·n'·p·N + (c+1)²·p·N), n'
+  = n rounded up to c chunks of Q); *causal* is n × the per-token figure.
 - **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
   matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
   the "6N" rule plus attention).
@@ -31,7 +39,7 @@ from dataclasses import dataclass
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import Attention, LayerGroup, ModelSpec, Tensor, context_notes
+from llmcalc.spec import GATED_DELTA, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
@@ -133,35 +141,123 @@ def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
     return sum(
         len(g.layers) * g.attention.tokens_seen(ctx) * pair_flops(g.attention)
         for g in spec.layer_groups
+        if g.attention is not None
+    )
+
+
+# ---- sequence mixers other than attention (SSM) ---------------------------------------------------
+
+
+def conv_flops_per_token(m: Mixer) -> int:
+    """The causal depthwise convolution: 2 · conv_dim · kernel per token."""
+    return FLOPS_PER_MAC * m.conv_dim * m.conv_kernel
+
+
+def readout_flops_per_token(m: Mixer) -> int:
+    """The state readout y = C·h: 2 · h · p · N per token (Gu & Dao 2023 Alg. 2; Dao & Gu 2024)."""
+    return FLOPS_PER_MAC * m.heads * m.head_dim * m.state_size
+
+
+def mixer_flops_per_token(m: Mixer) -> int:
+    """One decoding step of one layer's mixer: convolution + readout, whatever the context; the
+    gated delta rule also reads the state with the key (S·k) before its rank-1 update."""
+    reads = 2 if m.kind == GATED_DELTA else 1
+    return conv_flops_per_token(m) + reads * readout_flops_per_token(m)
+
+
+def gated_delta_chunked_flops(m: Mixer, *, ctx: int) -> int:
+    """The gated delta rule over ``ctx`` tokens as transformers' torch path runs it (chunks of
+    Q = 64, Yang et al. 2024 §3): per head, within chunks K_β·Kᵀ and Q·Kᵀ (2·n'·Q·dk each), then per
+    chunk the state read with K and Q (2·Q·dk·dv each), the intra-chunk product with the values
+    (2·Q·Q·dv) and the state update Kᵀ·V (2·Q·dk·dv); the triangular solves are not matmuls
+    FlopCounterMode counts. n' = ctx padded to whole chunks; h value heads, dk = state_size,
+    dv = head_dim."""
+    q = m.chunk or ctx
+    padded = -(-ctx // q) * q
+    dk, dv = m.state_size, m.head_dim
+    return FLOPS_PER_MAC * m.heads * padded * (2 * q * dk + q * dv + 3 * dk * dv)
+
+
+def ssd_chunked_flops(m: Mixer, *, ctx: int) -> int:
+    """Mamba-2's chunked scan over ``ctx`` tokens as its torch path runs it (Dao & Gu 2024, §6).
+
+    n' = ctx padded to c chunks of Q: C·Bᵀ within chunks 2·h·n'·Q·N, its product with x 2·h·n'·Q·p,
+    the chunk states 2·h·n'·p·N, the inter-chunk recurrence 2·h·(c+1)²·p·N (an einsum over all
+    chunk pairs), the states read out 2·h·n'·p·N.
+    """
+    q = m.chunk or ctx
+    chunks = -(-ctx // q)
+    padded = chunks * q
+    h, p, n = m.heads, m.head_dim, m.state_size
+    return FLOPS_PER_MAC * h * (padded * q * (n + p) + 2 * padded * p * n + (chunks + 1) ** 2 * p * n)
+
+
+def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
+    """One layer's mixer over a prefill of ``ctx`` tokens: n × the per-token figure (causal), or
+    what the torch path runs (full): the convolution over ctx + kernel − 1 padded positions and, for
+    Mamba-2, the chunked scan."""
+    if causal:
+        return ctx * mixer_flops_per_token(m)
+    conv = conv_flops_per_token(m) * (ctx + m.conv_kernel - 1)
+    if m.kind == MAMBA2:
+        return conv + ssd_chunked_flops(m, ctx=ctx)
+    if m.kind == GATED_DELTA:
+        return conv + gated_delta_chunked_flops(m, ctx=ctx)
+    return conv + ctx * readout_flops_per_token(m)
+
+
+def mixer_flops_per_token_all(spec: ModelSpec) -> int:
+    """Σ over layers with a mixer of its per-token FLOPs (0 for attention-only models)."""
+    return sum(
+        len(g.layers) * mixer_flops_per_token(g.mixer)
+        for g in spec.layer_groups
+        if g.mixer is not None
+    )
+
+
+def _mixer_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
+    return sum(
+        len(g.layers) * mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=causal)
+        for g in spec.layer_groups
+        if g.mixer is not None
     )
 
 
 def forward_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
-    """Weight plus attention FLOPs of one token at context ``ctx`` (decoding with a KV cache)."""
-    return weight_flops_per_token(spec) + attention_flops_per_token(spec, ctx=ctx)
+    """Weight, attention and mixer FLOPs of one token at context ``ctx`` (decoding with a cache)."""
+    return (
+        weight_flops_per_token(spec)
+        + attention_flops_per_token(spec, ctx=ctx)
+        + mixer_flops_per_token_all(spec)
+    )
 
 
 def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
     """Attention FLOPs of a prefill of ``ctx`` tokens: pairs (n² full, or causal) · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
     return sum(
-        len(g.layers) * _pairs(g, ctx=ctx, causal=causal) * pair_flops(g.attention)
+        len(g.layers) * _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
         for g in spec.layer_groups
+        if g.attention is not None
     )
 
 
-def _pairs(group: LayerGroup, *, ctx: int, causal: bool) -> int:
-    return causal_pairs(ctx=ctx, window=group.attention.window) if causal else ctx * ctx
+def _pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
+    return causal_pairs(ctx=ctx, window=attention.window) if causal else ctx * ctx
 
 
 def forward_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
-    """A forward pass over ``ctx`` tokens: ctx × weight FLOPs + attention over full or causal pairs.
+    """A forward pass over ``ctx`` tokens: ctx × weight FLOPs + attention over full or causal pairs
+    + the mixers' scans.
 
     ``causal=False`` is what FlopCounterMode counts for a real forward pass (the full n × n score
-    and value matmuls); ``causal=True`` counts only the pairs the mask keeps.
+    and value matmuls, the padded convolution, the chunked scan); ``causal=True`` counts only the
+    pairs the mask keeps and n recurrent steps.
     """
-    return ctx * weight_flops_per_token(spec) + attention_flops_per_sequence(
-        spec, ctx=ctx, causal=causal
+    return (
+        ctx * weight_flops_per_token(spec)
+        + attention_flops_per_sequence(spec, ctx=ctx, causal=causal)
+        + _mixer_flops_per_sequence(spec, ctx=ctx, causal=causal)
     )
 
 
@@ -176,9 +272,9 @@ def attention_crossover_ctx(spec: ModelSpec) -> int | None:
     None when that never happens: every layer is sliding-window and even a full window stays below.
     """
     weight = weight_flops_per_token(spec)
-    windows = [g.attention.window for g in spec.layer_groups]
-    if not spec.layer_groups:
-        return None
+    windows = [g.attention.window for g in spec.layer_groups if g.attention is not None]
+    if not windows:
+        return None  # no attention layer
     if all(w is not None for w in windows):
         cap = max(w for w in windows if w is not None)
         if attention_flops_per_token(spec, ctx=cap) <= weight:
@@ -222,6 +318,18 @@ class AttentionTerm:
 
 
 @dataclass(frozen=True)
+class MixerTerm:
+    """One layer group's non-attention sequence mixer at the context asked for (for ``--explain``)."""
+
+    group: str
+    num_layers: int
+    mixer: Mixer
+    per_layer: int  # per token: 2·conv_dim·kernel + 2·h·p·N
+    full_per_layer: int  # one sequence's prefill as the torch path runs it
+    causal_per_layer: int  # one sequence's prefill as n recurrent steps
+
+
+@dataclass(frozen=True)
 class FlopsResult:
     """Everything ``llmcalc flops`` shows; per-sequence figures are for ``batch`` sequences."""
 
@@ -245,6 +353,8 @@ class FlopsResult:
     attention_crossover_ctx: int | None
     active_params: int
     notes: tuple[str, ...] = ()  # e.g. ctx beyond the model's max_position_embeddings
+    mixer_flops_per_token: int = 0  # SSM layers' convolution + state readout, constant in ctx
+    mixer_terms: tuple[MixerTerm, ...] = ()
 
 
 def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = None) -> FlopsResult:
@@ -253,7 +363,8 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
     w_terms = weight_terms(spec)
     weight = sum(term.flops for term in w_terms)
     attention = attention_flops_per_token(spec, ctx=ctx)
-    forward = weight + attention
+    mixer = mixer_flops_per_token_all(spec)
+    forward = weight + attention + mixer
     training = TRAINING_MULTIPLIER * forward
     seed = seed_rule_per_token(spec, ctx=ctx)
     terms = tuple(
@@ -269,6 +380,19 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
             causal_pairs=causal_pairs(ctx=ctx, window=g.attention.window),
         )
         for g in spec.layer_groups
+        if g.attention is not None
+    )
+    mixer_terms = tuple(
+        MixerTerm(
+            group=g.name,
+            num_layers=len(g.layers),
+            mixer=g.mixer,
+            per_layer=mixer_flops_per_token(g.mixer),
+            full_per_layer=mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=False),
+            causal_per_layer=mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=True),
+        )
+        for g in spec.layer_groups
+        if g.mixer is not None
     )
     return FlopsResult(
         model=spec.name,
@@ -293,4 +417,6 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
         attention_crossover_ctx=attention_crossover_ctx(spec),
         active_params=count(spec).active,
         notes=context_notes(spec, ctx=ctx),
+        mixer_flops_per_token=mixer,
+        mixer_terms=mixer_terms,
     )

@@ -12,6 +12,11 @@ Conventions:
 - **MLA** (DeepSeek-V2 §2.1): the cache holds the compressed latent, kv_lora_rank + rope head dim
   elements per token and layer (current transformers and serving engines); the decompressed per-head
   K and V that older implementations keep, heads × (d_qk + d_v), is given beside it.
+- **recurrent state** (layers with a ``Mixer``: Mamba, Mamba-2): per sequence and layer, whatever
+  the context, the convolution state (conv_dim × kernel, at the cache dtype) and the SSM state
+  (heads × head_dim × state_size, in float32 where transformers keeps it so, else at the cache
+  dtype), as transformers' cache allocates them. ``kv_cache_bytes`` holds the attention layers'
+  keys and values for batch × ctx tokens plus batch × this state.
 """
 
 from __future__ import annotations
@@ -21,8 +26,10 @@ from dataclasses import dataclass
 from llmcalc import quant
 from llmcalc.errors import UsageError
 from llmcalc.quant import QuantFormat
-from llmcalc.spec import Attention, LayerGroup, ModelSpec, context_notes
+from llmcalc.spec import Attention, LayerGroup, Mixer, ModelSpec, context_notes
 from llmcalc.units import DType, nbytes
+
+STATE_FP32 = DType.fp32  # the dtype transformers keeps an SSM state in (MambaMixer, Mamba2Mixer)
 
 
 def _check(**values: int) -> None:
@@ -67,7 +74,9 @@ def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -
 
 
 def is_mla(spec: ModelSpec) -> bool:
-    return any(g.attention.kv_latent_dim is not None for g in spec.layer_groups)
+    return any(
+        g.attention is not None and g.attention.kv_latent_dim is not None for g in spec.layer_groups
+    )
 
 
 def kv_elements_per_token(spec: ModelSpec, *, decompressed: bool = False) -> int:
@@ -75,6 +84,29 @@ def kv_elements_per_token(spec: ModelSpec, *, decompressed: bool = False) -> int
     return sum(
         len(g.layers) * kv_elements_per_layer(g.attention, decompressed=decompressed)
         for g in spec.layer_groups
+        if g.attention is not None
+    )
+
+
+# ---- recurrent state (SSM layers) -------------------------------------------------------------------
+
+
+def state_dtype(m: Mixer, dtype: DType) -> DType:
+    """The SSM state's dtype: float32 where transformers keeps it so, else the cache dtype."""
+    return STATE_FP32 if m.state_fp32 else dtype
+
+
+def state_bytes_per_layer(m: Mixer, *, dtype: DType) -> int:
+    """One sequence's state in one layer: conv_dim × kernel at ``dtype`` + h × p × N (fp32)."""
+    return nbytes(m.conv_elements, dtype) + nbytes(m.state_elements, state_dtype(m, dtype))
+
+
+def state_bytes_per_sequence(spec: ModelSpec, *, dtype: DType) -> int:
+    """The recurrent state one sequence keeps across all layers, whatever its length (0: none)."""
+    return sum(
+        len(g.layers) * state_bytes_per_layer(g.mixer, dtype=dtype)
+        for g in spec.layer_groups
+        if g.mixer is not None
     )
 
 
@@ -86,6 +118,8 @@ def kv_cache_bytes_per_token(
 
 
 def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool) -> int:
+    if g.attention is None:
+        return 0
     return (
         len(g.layers)
         * g.attention.tokens_seen(ctx)
@@ -96,12 +130,13 @@ def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool) -> int:
 def kv_cache_bytes(
     spec: ModelSpec, *, batch: int, ctx: int, dtype: DType, decompressed: bool = False
 ) -> int:
-    """The whole cache for ``batch`` sequences of ``ctx`` tokens; sliding layers capped at their window."""
+    """The whole cache for ``batch`` sequences of ``ctx`` tokens: keys and values (sliding layers
+    capped at their window) plus each sequence's recurrent state."""
     _check(batch=batch, ctx=ctx)
     elements = sum(
         _group_kv_elements(g, ctx=ctx, decompressed=decompressed) for g in spec.layer_groups
     )
-    return nbytes(batch * elements, dtype)
+    return nbytes(batch * elements, dtype) + batch * state_bytes_per_sequence(spec, dtype=dtype)
 
 
 # ---- the command's figures -------------------------------------------------------------------------
@@ -120,6 +155,19 @@ class KVTerm:
     latent_dim: int | None
     elements_per_token: int  # per layer
     tokens: int  # cached per sequence at this context
+
+
+@dataclass(frozen=True)
+class StateTerm:
+    """One layer group's recurrent state per sequence, for ``--explain``."""
+
+    group: str
+    num_layers: int
+    kind: str
+    conv_elements: int  # per layer
+    state_elements: int  # per layer
+    state_dtype: DType
+    bytes_per_layer: int
 
 
 @dataclass(frozen=True)
@@ -143,6 +191,8 @@ class MemoryResult:
     kv_cache_bytes_decompressed: int | None
     notes: tuple[str, ...] = ()  # e.g. ctx beyond the model's max_position_embeddings
     weight_parts: tuple[quant.LayoutBytes, ...] = ()  # bytes by storage layout (sums to weights)
+    state_bytes_per_sequence: int = 0  # SSM layers' conv + recurrent state, whatever the context
+    state_terms: tuple[StateTerm, ...] = ()
 
 
 def memory(
@@ -173,6 +223,20 @@ def memory(
             tokens=g.attention.tokens_seen(ctx),
         )
         for g in spec.layer_groups
+        if g.attention is not None
+    )
+    state_terms = tuple(
+        StateTerm(
+            group=g.name,
+            num_layers=len(g.layers),
+            kind=g.mixer.kind,
+            conv_elements=g.mixer.conv_elements,
+            state_elements=g.mixer.state_elements,
+            state_dtype=state_dtype(g.mixer, kv_dtype),
+            bytes_per_layer=state_bytes_per_layer(g.mixer, dtype=kv_dtype),
+        )
+        for g in spec.layer_groups
+        if g.mixer is not None
     )
     return MemoryResult(
         model=spec.name,
@@ -199,4 +263,6 @@ def memory(
         else None,
         notes=context_notes(spec, ctx=ctx),
         weight_parts=quant.breakdown(spec, dtype),
+        state_bytes_per_sequence=state_bytes_per_sequence(spec, dtype=kv_dtype),
+        state_terms=state_terms,
     )

@@ -72,6 +72,45 @@ class Attention:
         return ctx if self.window is None else min(ctx, self.window)
 
 
+# Sequence mixers other than softmax attention, by ``Mixer.kind``.
+MAMBA = "mamba"  # selective scan (Gu & Dao 2023): one N-state per channel
+MAMBA2 = "mamba2"  # state-space duality, chunked scan (Dao & Gu 2024): one p × N state per head
+GATED_DELTA = "gated_delta"  # gated delta rule (Yang et al. 2024), chunked: a dk × dv state per head
+SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv state, no SSM state
+
+
+@dataclass(frozen=True)
+class Mixer:
+    """A layer's sequence mixer when it is not softmax attention: what it keeps per sequence.
+
+    Per sequence and layer, whatever the context, the cache holds a convolution state (the last
+    ``conv_kernel`` inputs of each of ``conv_dim`` channels of a causal depthwise convolution) and a
+    recurrent state of ``heads`` × ``head_dim`` × ``state_size`` elements (Mamba: d_inner channels
+    of head_dim 1, each with an N-state; Mamba-2: h heads of p × N). ``state_fp32``: transformers
+    keeps the recurrent state in float32 whatever the model's dtype. ``chunk``: the chunk length of
+    a chunked scan (Mamba-2 SSD), which sets the FLOPs its torch path spends on a prefill.
+    """
+
+    kind: str
+    conv_dim: int
+    conv_kernel: int
+    heads: int
+    head_dim: int
+    state_size: int
+    chunk: int | None = None
+    state_fp32: bool = True
+
+    @property
+    def conv_elements(self) -> int:
+        """Convolution state per sequence: conv_dim channels × conv_kernel columns."""
+        return self.conv_dim * self.conv_kernel
+
+    @property
+    def state_elements(self) -> int:
+        """Recurrent state per sequence: heads × head_dim × state_size."""
+        return self.heads * self.head_dim * self.state_size
+
+
 @dataclass(frozen=True)
 class Run:
     """Layer indices i with ``start <= i < stop`` and ``(i - origin) % period < width``.
@@ -205,12 +244,17 @@ class LayerSet:
 
 @dataclass(frozen=True)
 class LayerGroup:
-    """Decoder layers that share one structure; tensor names carry ``{i}`` for the layer index."""
+    """Decoder layers that share one structure; tensor names carry ``{i}`` for the layer index.
+
+    ``attention`` is None for a layer without softmax attention (a Mamba layer); ``mixer`` describes
+    a sequence mixer other than attention, with the state it keeps (None: attention only).
+    """
 
     name: str
     layers: LayerSet
     tensors: tuple[Tensor, ...]
-    attention: Attention
+    attention: Attention | None
+    mixer: Mixer | None = None
 
 
 @dataclass(frozen=True)

@@ -46,17 +46,19 @@ class TrainingFlops:
 
     weights: int
     attention: int
+    mixers: int = 0  # SSM layers' convolution + state readout, n steps per sequence
 
     @property
     def total(self) -> int:
-        return self.weights + self.attention
+        return self.weights + self.attention + self.mixers
 
 
 def training_flops(spec: ModelSpec, *, tokens: int, ctx: int) -> TrainingFlops:
     """3 × the forward pass over D tokens: 3 · (D · W + (D / ctx) · A_causal(ctx)).
 
     W: weight FLOPs per token (2 × matrix elements, ≈ 2·N); A_causal(ctx): attention FLOPs of one
-    sequence over the ctx(ctx+1)/2 query–key pairs a causal mask keeps (sliding windows fewer).
+    sequence over the ctx(ctx+1)/2 query–key pairs a causal mask keeps (sliding windows fewer);
+    plus, for SSM layers, D × their per-token convolution and state readout (flops.py).
     """
     if tokens < 1:
         raise ParameterError("{tokens} {value}: must be 1 or more", value=tokens)
@@ -64,6 +66,7 @@ def training_flops(spec: ModelSpec, *, tokens: int, ctx: int) -> TrainingFlops:
     return TrainingFlops(
         weights=flops.TRAINING_MULTIPLIER * tokens * flops.weight_flops_per_token(spec),
         attention=flops.TRAINING_MULTIPLIER * tokens * per_sequence // ctx,
+        mixers=flops.TRAINING_MULTIPLIER * tokens * flops.mixer_flops_per_token_all(spec),
     )
 
 
@@ -257,7 +260,7 @@ class TrainingPlan:
     flops_per_token: int  # 3 × forward at ctx: weights plus causal attention
     weight_flops: int  # the weights' share over all tokens (≈ 6·N·D)
     attention_flops: int  # the causal attention's share over all tokens
-    training_flops: int  # weight_flops + attention_flops
+    training_flops: int  # weight_flops + attention_flops + mixer_flops
     active_params: int  # parameters one token uses: all of them, or k of E routed experts (MoE)
     six_n_d: int  # 6 · N · D with N = active_params (the MoE convention), beside the exact figure
     compute_optimal_tokens: int
@@ -274,6 +277,7 @@ class TrainingPlan:
     headroom: float  # share of each GPU's memory left for the runtime
     usable_memory: int  # memory per GPU × (1 − headroom)
     fits: bool  # memory_per_gpu ≤ usable_memory
+    mixer_flops: int = 0  # SSM layers' convolution + state readout over all tokens
 
     @property
     def states_total(self) -> int:
@@ -319,6 +323,7 @@ def plan_training(
         flops_per_token=compute.total // tokens,
         weight_flops=compute.weights,
         attention_flops=compute.attention,
+        mixer_flops=compute.mixers,
         training_flops=compute.total,
         active_params=pc.active,
         six_n_d=six_n_d(pc.active, tokens),

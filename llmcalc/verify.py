@@ -549,7 +549,7 @@ class ForwardMeasurement:
 
     flops: int
     flops_by_op: dict[str, int]  # aten op → FLOPs (mm, addmm, bmm …)
-    kv_cache_bytes: int | None  # nbytes of every key and value tensor in the cache (None: no cache)
+    kv_cache_bytes: int | None  # nbytes of every key, value and SSM state in the cache (None: none)
     cache_layers: tuple[str, ...]  # the cache's layer classes, e.g. DynamicSlidingWindowLayer
 
 
@@ -640,11 +640,17 @@ def measure_forward(
     kv_bytes = None
     layers: tuple[str, ...] = ()
     if cache is not None:
-        kv_bytes = sum(
-            t.nbytes for layer in cache.layers for t in (layer.keys, layer.values) if t is not None
-        )
+        kv_bytes = sum(t.nbytes for layer in cache.layers for t in _cached_tensors(layer))
         layers = tuple(type(layer).__name__ for layer in cache.layers)
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
+
+
+def _cached_tensors(layer: Any) -> list[Any]:
+    """A cache layer's keys and values, and an SSM layer's convolution and recurrent states."""
+    found = [getattr(layer, name, None) for name in ("keys", "values")]
+    for name in ("conv_states", "recurrent_states"):
+        found += list((getattr(layer, name, None) or {}).values())
+    return [t for t in found if t is not None and hasattr(t, "nbytes")]
 
 
 def measure_forward_flops(

@@ -78,6 +78,14 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     "gpt_neo": {"attention_types": [[["global", "local"], 1], [["global"], 1]]},
     # top-k unset (transformers reads it only when routing); llmcalc needs it for the active count
     "deepseek_v2": {"num_experts_per_tok": 6},
+    # Mamba's inner width is expand · d: the shrunk intermediate_size must follow it
+    "mamba": {"intermediate_size": 128},
+    "falcon_mamba": {"intermediate_size": 128},
+    # Mamba-2 heads × head dim must equal expand · d (2 · 64)
+    "bamba": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
+    "granitemoehybrid": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
+    # its layers read layer_types by index: keep a 3-layer list (conv, attention, conv)
+    "lfm2_moe": {"layer_types": ["conv", "full_attention", "conv"]},
 }
 
 

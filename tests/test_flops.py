@@ -126,7 +126,9 @@ def test_parts_add_up_and_grow(name: str, ctx: int) -> None:
     spec = load_spec(name)
     assert sum(weight_flops_breakdown(spec).values()) == weight_flops_per_token(spec)
     r = flops(spec, ctx=ctx, batch=3)
-    assert r.forward_flops_per_token == r.weight_flops_per_token + r.attention_flops_per_token
+    assert r.forward_flops_per_token == (
+        r.weight_flops_per_token + r.attention_flops_per_token + r.mixer_flops_per_token
+    )
     assert r.forward_flops_per_sequence >= r.forward_flops_per_sequence_causal
     assert r.forward_flops_per_sequence == 3 * forward_flops_per_sequence(spec, ctx=ctx, causal=False)
     assert attention_flops_per_token(spec, ctx=ctx + 1) >= attention_flops_per_token(spec, ctx=ctx)

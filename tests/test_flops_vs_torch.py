@@ -67,10 +67,17 @@ MODELS = [
         [*SMALL, "num_attention_heads=4", "num_key_value_heads=4"],
         "dense layers with MLA",
     ),
+    # state-space layers: the depthwise conv (aten.convolution over n + k − 1 padded positions) and
+    # the state readout y = C·h (bmm); the state update is elementwise
+    ("mamba-130m", [], "Mamba selective scan: conv over d_inner, readout 2·d_inner·N per token"),
+    ("mamba-codestral-7b", ["chunk_size=4"], "Mamba-2 SSD: 2 chunks of 4, inter-chunk einsum"),
+    ("mamba-codestral-7b", ["chunk_size=3"], "Mamba-2 SSD: 8 tokens padded to 3 chunks of 3"),
 ]
 
 
-@pytest.mark.parametrize(("name", "overrides", "covers"), MODELS, ids=[m[0] for m in MODELS])
+@pytest.mark.parametrize(
+    ("name", "overrides", "covers"), MODELS, ids=[" ".join([m[0], *m[1]]) for m in MODELS]
+)
 def test_full_prefill_equals_flop_counter(name: str, overrides: list[str], covers: str) -> None:
     spec = load_spec(name, overrides=overrides)
     one = measure_forward(spec, num_layers=1, seq_len=SEQ)
@@ -78,7 +85,9 @@ def test_full_prefill_equals_flop_counter(name: str, overrides: list[str], cover
     measured = extrapolate_layers(one.flops, two.flops, num_layers=spec.num_layers)
     assert measured == forward_flops_per_sequence(spec, ctx=SEQ, causal=False), covers
     # nothing but matmuls was counted
-    assert set(two.flops_by_op) <= {"aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm"}
+    assert set(two.flops_by_op) <= {
+        "aten.mm", "aten.addmm", "aten.bmm", "aten.baddbmm", "aten.convolution"
+    }
 
 
 def test_batch_scales_the_count() -> None:

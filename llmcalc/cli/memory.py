@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Optional
 
+import typer
 from rich.text import Text
 
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    Format,
     FormatOpt,
     JsonOpt,
-    ModelsArg,
     SetOpt,
     emit,
     handles_errors,
     one_model,
     output_format,
+    print_json,
     refuse_explain,
     show,
     specs_for,
 )
+from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.errors import UsageError
 from llmcalc.memory import memory as compute_memory
 from llmcalc.quant import kv_dtype_for, resolve_format
 from llmcalc.spec import ModelSpec
@@ -31,7 +35,16 @@ from llmcalc.units import parse_context, parse_count, parse_dtype
 @handles_errors
 @speaks_flags
 def memory(
-    models: ModelsArg,
+    models: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
+        typer.Argument(
+            help="Models to compare: bundled names, config.json files, checkpoint folders or "
+            "YAML files. Without one: one row per bundled model.",
+            show_default=False,
+            metavar="MODEL",
+            autocompletion=complete_model,
+        ),
+    ] = None,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
     dtype: DTypeOpt = None,
@@ -46,10 +59,18 @@ def memory(
 
     KV cache: 2 (K and V) × layers × kv heads × head dim × bytes per token, sliding-window layers
     capped at their window; for MLA models the compressed latent, with the decompressed per-head
-    K and V beside it. GiB in the table, exact bytes in --json. Several models print side by side.
+    K and V beside it; SSM layers (Mamba, hybrids) keep a fixed state per sequence beside it. GiB
+    in the table, exact bytes in --json. Several models print side by side; without MODEL, one row
+    per bundled model.
     """
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
+    if not models:
+        if explain or set_ or family:
+            raise UsageError("--explain, --set and --family need a MODEL")
+        _catalog(parse_context(ctx, option="--ctx"), parse_count(batch, option="--batch"),
+                 dtype, kv_dtype, how)
+        return
     if explain:
         one_model(models, "--explain")
     n_ctx = parse_context(ctx, option="--ctx")
@@ -70,3 +91,23 @@ def memory(
          view=(lambda: r.memory_view(items[0][1], items[0][2])) if len(items) == 1 else None)
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2])))
+
+
+def _catalog(ctx: int, batch: int, dtype: str | None, kv_dtype: str | None, how: Format) -> None:
+    """One row per bundled model: weights, KV per token, state per sequence, total at ctx × batch."""
+    from llmcalc.cli._common import bundled_specs
+    from llmcalc.render.memory import catalog_view, memory_json
+
+    rows = []
+    for stem, spec in bundled_specs():
+        w_dtype = resolve_format(spec, dtype)
+        c_dtype = kv_dtype_for(w_dtype) if kv_dtype is None else parse_dtype(kv_dtype,
+                                                                              option="--kv-dtype")
+        rows.append((stem, compute_memory(spec, ctx=ctx, batch=batch, dtype=w_dtype,
+                                          kv_dtype=c_dtype)))
+    if how is Format.json:
+        print_json([{"name": stem, **memory_json(r)} for stem, r in rows])
+    elif how is Format.table:
+        show(catalog_view(rows, ctx=ctx))
+    else:
+        raise UsageError(f"--format {how.value}: the catalog prints as a table or JSON")

@@ -120,6 +120,21 @@ MODEL_TYPES: dict[str, Family] = {
     "modernbert-decoder": Family(
         "classic", "ModernBertDecoderConfig", "describe_modernbert_decoder"
     ),
+    # -- state-space, recurrent and hybrid families --
+    "mamba": Family("mamba", "MambaConfig"),
+    "falcon_mamba": Family("mamba", "FalconMambaConfig"),
+    "mamba2": Family("mamba", "Mamba2Config", "describe_mamba2"),
+    "jamba": Family("jamba", "JambaConfig"),
+    "bamba": Family("bamba", "BambaConfig"),
+    "granitemoehybrid": Family("granitemoehybrid", "GraniteMoeHybridConfig"),
+    "nemotron_h": Family("nemotron_h", "NemotronHConfig"),
+    "lfm2": Family("lfm2", "Lfm2Config"),
+    "lfm2_moe": Family("lfm2", "Lfm2MoeConfig", "describe_moe"),
+    "falcon_h1": Family("falcon_h1", "FalconH1Config"),
+    "qwen3_next": Family("qwen3_next", "Qwen3NextConfig"),
+    "qwen3_5_text": Family("qwen3_next", "Qwen3_5TextConfig"),
+    "qwen3_5_moe_text": Family("qwen3_next", "Qwen3_5MoeTextConfig"),
+    "olmo_hybrid": Family("olmo_hybrid", "OlmoHybridConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -26,16 +26,37 @@ def header(spec: ModelSpec) -> Text:
     text = Text()
     text.append(spec.name, style="bold")
     text.append(f"  ({spec.model_type}, family {spec.family})\n")
+    heads = (
+        f"heads {s.num_heads} · kv heads {s.num_kv_heads} · head_dim {s.head_dim} · "
+        if s.num_heads else ""
+    )
     text.append(
-        f"layers {s.num_layers} · d_model {n(s.hidden_size)} · heads {s.num_heads} · "
-        f"kv heads {s.num_kv_heads} · head_dim {s.head_dim} · d_ff {n(s.intermediate_size)} · "
+        f"layers {s.num_layers} · d_model {n(s.hidden_size)} · {heads}"
+        f"d_ff {n(s.intermediate_size)} · "
         f"vocab {n(s.vocab_size)} · tied {'yes' if s.tied_embeddings else 'no'}"
     )
+    text.append(layer_kinds(spec))
     if spec.moe:
         m = spec.moe
         text.append(f" · experts {m.num_experts} (top-{m.experts_per_tok}")
         text.append(f", {m.shared_experts} shared)" if m.shared_experts else ")")
     return text
+
+
+def layer_kinds(spec: ModelSpec) -> str:
+    """`` · attention 4 · mamba 28`` for models with layers that are not softmax attention."""
+    if all(g.mixer is None for g in spec.layer_groups):
+        return ""
+    kinds: dict[str, int] = {}
+    for g in spec.layer_groups:
+        for kind in (
+            *(["attention"] if g.attention is not None else []),
+            *([g.mixer.kind] if g.mixer is not None else []),
+        ):
+            kinds[kind] = kinds.get(kind, 0) + len(g.layers)
+    mixer = next(g.mixer for g in spec.layer_groups if g.mixer is not None)
+    parts = " · ".join(f"{kind} layers {count}" for kind, count in kinds.items())
+    return f"\n{parts} · state {mixer.state_size} · conv {mixer.conv_kernel}"
 
 
 def _split(tensors: tuple[Tensor, ...], component: str) -> tuple[int, int]:
@@ -52,7 +73,8 @@ def _split(tensors: tuple[Tensor, ...], component: str) -> tuple[int, int]:
 def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Table]:
     tables = []
     for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
-        window = f", window {n(group.attention.window)}" if group.attention.window else ""
+        a = group.attention
+        window = f", window {n(a.window)}" if a is not None and a.window else ""
         title = (
             f"one layer ({group.name}{window}: {gc.num_layers} of {spec.num_layers} layers)"
             if len(pc.groups) > 1

@@ -48,6 +48,9 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
                       flop(r.weight_flops_per_token))
     per_token.add_row("attention: QKᵀ and weighted sum of V", n(r.attention_flops_per_token),
                       flop(r.attention_flops_per_token))
+    if r.mixer_terms:
+        per_token.add_row("SSM mixers: convolution + state readout (any context)",
+                          n(r.mixer_flops_per_token), flop(r.mixer_flops_per_token))
     per_token.add_section()
     per_token.add_row("forward per token", n(r.forward_flops_per_token),
                       flop(r.forward_flops_per_token), style="bold")
@@ -56,7 +59,7 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
     share = r.attention_flops_per_token / r.forward_flops_per_token
     per_token.add_row("attention share", "", f"{share:.1%}")
     per_token.add_row("attention overtakes weights at context",
-                      "never (every layer is windowed)" if r.attention_crossover_ctx is None
+                      never(r) if r.attention_crossover_ctx is None
                       else n(r.attention_crossover_ctx), "")
 
     seqs = f"{r.batch} sequences" if r.batch > 1 else "one sequence"
@@ -77,6 +80,11 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
     return Group(header(spec), per_token, per_seq, train, *note_lines(r.notes))
 
 
+def never(r: FlopsResult) -> str:
+    """Why attention never overtakes the weights."""
+    return "never (every layer is windowed)" if r.attention_terms else "never (no attention layer)"
+
+
 def note_lines(notes: tuple[str, ...]) -> list[Text]:
     return [Text(f"note: {note}", style="yellow") for note in notes]
 
@@ -89,6 +97,7 @@ def flops_json(r: FlopsResult) -> dict[str, Any]:
         "tokens": r.tokens,
         "weight_flops_per_token": r.weight_flops_per_token,
         "attention_flops_per_token": r.attention_flops_per_token,
+        "mixer_flops_per_token": r.mixer_flops_per_token,
         "forward_flops_per_token": r.forward_flops_per_token,
         "forward_flops_per_sequence": r.forward_flops_per_sequence,
         "forward_flops_per_sequence_causal": r.forward_flops_per_sequence_causal,
@@ -128,9 +137,22 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
             f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
         )
     lines.append(f"  sum = {n(r.attention_flops_per_token)}")
+    mixer = ""
+    if r.mixer_terms:
+        lines.append("SSM mixer FLOPs per token (any context): per layer 2·conv_dim·kernel "
+                     "+ 2·h·p·N (state readout y = C·h; the state update is elementwise)")
+        for t in r.mixer_terms:
+            m = t.mixer
+            lines.append(
+                f"  {t.group} ({m.kind}): {plural(t.num_layers, 'layer')} × (2 × {n(m.conv_dim)} × "
+                f"{m.conv_kernel} + 2 × {n(m.heads)} × {m.head_dim} × {m.state_size}) "
+                f"= {n(t.num_layers * t.per_layer)}"
+            )
+        lines.append(f"  sum = {n(r.mixer_flops_per_token)}")
+        mixer = f" + {n(r.mixer_flops_per_token)}"
     lines.append(
-        f"forward per token = {n(r.weight_flops_per_token)} + {n(r.attention_flops_per_token)} "
-        f"= {n(r.forward_flops_per_token)}"
+        f"forward per token = {n(r.weight_flops_per_token)} + {n(r.attention_flops_per_token)}"
+        f"{mixer} = {n(r.forward_flops_per_token)}"
     )
     s = spec.shape
     lines.append(
@@ -138,24 +160,28 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         f"{s.num_layers} = {n(r.seed_rule_per_token)} ({pct(r.seed_rule_percent_off)})"
     )
     full = " + ".join(
-        f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
-        for a in r.attention_terms
+        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
+         for a in r.attention_terms]
+        + [f"{t.num_layers} × {n(t.full_per_layer)} ({t.mixer.kind} scan"
+           + (f" in chunks of {t.mixer.chunk}" if t.mixer.chunk else "")
+           + f", conv over {n(r.ctx)} + {t.mixer.conv_kernel - 1} padded positions)"
+           for t in r.mixer_terms]
     )
     causal = " + ".join(
-        f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
-        f"({a.qk_head_dim} + {a.v_head_dim})"
-        for a in r.attention_terms
+        [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
+         f"({a.qk_head_dim} + {a.v_head_dim})" for a in r.attention_terms]
+        + [f"{m.num_layers} × {n(r.ctx)} steps × {n(m.per_layer)}" for m in r.mixer_terms]
     )
     def times_batch(expr: str) -> str:
         return f"{r.batch} × ({expr})" if r.batch > 1 else expr
 
     lines.append(
-        f"prefill, full = {times_batch(f'{n(r.ctx)} × {n(r.weight_flops_per_token)} + {full}')} "
+        f"prefill, full = {times_batch(f'{n(r.ctx)} × {n(r.weight_flops_per_token)}' + plus(full))} "
         f"= {n(r.forward_flops_per_sequence)}"
     )
     pairs = "n(n+1)/2 pairs" + (", window w: w(w+1)/2 + (n−w)·w" if any(
         a.window for a in r.attention_terms) else "")
-    causal_sum = f"{n(r.ctx)} × {n(r.weight_flops_per_token)} + {causal}"
+    causal_sum = f"{n(r.ctx)} × {n(r.weight_flops_per_token)}" + plus(causal)
     lines.append(
         f"prefill, causal ({pairs}) = {times_batch(causal_sum)} "
         f"= {n(r.forward_flops_per_sequence_causal)}"
@@ -171,6 +197,10 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         )
     return lines
 
+
+
+def plus(expr: str) -> str:
+    return f" + {expr}" if expr else ""
 
 
 def plural(count: int, word: str) -> str:
@@ -219,7 +249,7 @@ def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int) ->
     """One row per bundled model; * marks a context past the model's max_position_embeddings."""
     g = Grid(f"forward FLOPs per token at context {ctx_label(ctx)}", [
         Col("model"), Col("weights", right=True, drop=3), Col("attention", right=True),
-        Col("forward", right=True), Col("attn share", right=True),
+        Col("SSM", right=True, drop=4), Col("forward", right=True), Col("attn share", right=True),
         Col("overtakes at", right=True, drop=2), Col("max ctx", right=True, drop=1),
     ])
     marked = 0
@@ -232,6 +262,7 @@ def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int) ->
             Fig(name + " *", name) if past else name,
             Fig(flop(r.weight_flops_per_token), r.weight_flops_per_token),
             Fig(flop(r.attention_flops_per_token), r.attention_flops_per_token),
+            Fig(flop(r.mixer_flops_per_token), r.mixer_flops_per_token) if r.mixer_terms else "-",
             Fig(flop(r.forward_flops_per_token), r.forward_flops_per_token),
             Fig(f"{r.attention_flops_per_token / r.forward_flops_per_token:.1%}",
                 round(r.attention_flops_per_token / r.forward_flops_per_token, 6)),

@@ -30,8 +30,14 @@ def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
               gib(r.weights_bytes))
     kv = "KV cache, MLA latent" if r.mla else "KV cache"
     t.add_row(f"{kv} per token", r.kv_dtype.value, n(r.kv_cache_bytes_per_token), "")
-    t.add_row(f"{kv} ({r.batch} × {n(r.ctx)} tokens)", r.kv_dtype.value, n(r.kv_cache_bytes),
-              gib(r.kv_cache_bytes))
+    if r.state_bytes_per_sequence:
+        states = sorted({term.state_dtype.value for term in r.state_terms} | {r.kv_dtype.value})
+        t.add_row("recurrent state per sequence (any context)", "/".join(states),
+                  n(r.state_bytes_per_sequence), "")
+        cache = f"{kv} + state ({r.batch} × {n(r.ctx)} tokens)"
+    else:
+        cache = f"{kv} ({r.batch} × {n(r.ctx)} tokens)"
+    t.add_row(cache, r.kv_dtype.value, n(r.kv_cache_bytes), gib(r.kv_cache_bytes))
     t.add_section()
     t.add_row("total", "", n(r.total_bytes), gib(r.total_bytes), style="bold")
     if r.kv_cache_bytes_decompressed is not None and r.kv_cache_bytes_per_token_decompressed:
@@ -46,6 +52,25 @@ def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
     return Group(header(spec), t, *capped, *note_lines(r.notes))
 
 
+def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int) -> Table:
+    batch = rows[0][1].batch if rows else 1
+    seqs = f"{batch} sequences" if batch > 1 else "one sequence"
+    t = Table(title=f"memory for {seqs} at context {ctx_label(ctx)}", title_justify="left")
+    for col in ("model", "weights", "KV per token", "state per sequence", "KV cache + state",
+                "total"):
+        t.add_column(col, justify="left" if col == "model" else "right")
+    for name, r in rows:
+        t.add_row(
+            name,
+            gib(r.weights_bytes),
+            n(r.kv_cache_bytes_per_token),
+            n(r.state_bytes_per_sequence) if r.state_terms else "-",
+            gib(r.kv_cache_bytes),
+            gib(r.total_bytes),
+        )
+    return t
+
+
 def memory_json(r: MemoryResult) -> dict[str, Any]:
     return {
         "model": r.model,
@@ -55,6 +80,7 @@ def memory_json(r: MemoryResult) -> dict[str, Any]:
         "kv_dtype": r.kv_dtype.value,
         "weights_bytes": r.weights_bytes,
         "kv_cache_bytes_per_token": r.kv_cache_bytes_per_token,
+        "state_bytes_per_sequence": r.state_bytes_per_sequence,
         "kv_cache_bytes": r.kv_cache_bytes,
         "total_bytes": r.total_bytes,
         "kv_cache": "mla_latent" if r.mla else "per_head",
@@ -101,8 +127,17 @@ def explain_lines(r: MemoryResult) -> list[str]:
     for a in r.kv_terms:
         tokens = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
         parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}")
+    for s in r.state_terms:
+        lines.append(
+            f"state per sequence, {s.group}: {plural(s.num_layers, 'layer')} × "
+            f"({n(s.conv_elements)} conv elements × {kb} bits / 8 + {n(s.state_elements)} "
+            f"{s.kind} state elements × {DTYPE_BITS[s.state_dtype]} bits / 8) "
+            f"= {n(s.num_layers * s.bytes_per_layer)} bytes"
+        )
+    plus = f" + {r.batch} × {n(r.state_bytes_per_sequence)} state" if r.state_terms else ""
+    kv_part = f"({' + '.join(parts)}) elements × {kb} bits / 8" if parts else "0"
     lines.append(
-        f"KV cache = {r.batch} × ({' + '.join(parts)}) elements × {kb} bits / 8 "
+        f"KV cache = {r.batch} × {kv_part}{plus} "
         f"= {n(r.kv_cache_bytes)} bytes ({gib(r.kv_cache_bytes)})"
     )
     lines.append(

@@ -72,6 +72,9 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
     compute.add_row(
         f"FLOPs: causal attention at {n(p.ctx)}", f"{p.attention_flops:.4e}", flops_sci(p.attention_flops)
     )
+    if p.mixer_flops:
+        compute.add_row("FLOPs: SSM convolution + state readout", f"{p.mixer_flops:.4e}",
+                        flops_sci(p.mixer_flops))
     compute.add_row("training FLOPs", f"{p.training_flops:.4e}", flops_sci(p.training_flops), style="bold")
     compute.add_row(f"6·N·D (rule of thumb, N = {short(p.active_params)} active parameters)",
                     f"{p.six_n_d:.4e}", flops_sci(p.six_n_d))
@@ -148,11 +151,11 @@ def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
     p, s = plan, spec.shape
     par = p.par
     lines = [
-        f"training FLOPs = 3 × (D · W + D / ctx · A_causal(ctx)) = {p.weight_flops:.4e} + "
-        f"{p.attention_flops:.4e} = {p.training_flops:.4e}",
+        f"training FLOPs = 3 × (D · W + D / ctx · A_causal(ctx) + D · S) = {p.weight_flops:.4e} + "
+        f"{p.attention_flops:.4e} + {p.mixer_flops:.4e} = {p.training_flops:.4e}",
         f"  W = weight FLOPs per token (2 × matrix elements); A_causal = attention of one sequence "
-        f"of {n(p.ctx)} tokens over the ctx·(ctx+1)/2 pairs a causal mask keeps; "
-        f"on average {n(p.flops_per_token)} per token",
+        f"of {n(p.ctx)} tokens over the ctx·(ctx+1)/2 pairs a causal mask keeps; S = SSM "
+        f"convolution + state readout per token (0 without SSM layers); on average {n(p.flops_per_token)} per token",
         f"6·N·D = 6 × N_active × D = 6 × {n(p.active_params)} × {n(p.tokens)} = {p.six_n_d:.4e}",
         f"compute-optimal tokens = {CHINCHILLA_TOKENS_PER_PARAM} × N = "
         f"{CHINCHILLA_TOKENS_PER_PARAM} × {n(p.params)} = {n(p.compute_optimal_tokens)}",
@@ -196,7 +199,8 @@ def train_json(spec: ModelSpec, plan: TrainingPlan) -> dict[str, Any]:
         "tokens": p.tokens,
         "ctx": p.ctx,
         "training_flops": p.training_flops,
-        "training_flops_breakdown": {"weights": p.weight_flops, "attention": p.attention_flops},
+        "training_flops_breakdown": {"weights": p.weight_flops, "attention": p.attention_flops,
+                                     "mixers": p.mixer_flops},
         "flops_per_token": p.flops_per_token,
         "six_n_d": p.six_n_d,
         "compute_optimal_tokens": p.compute_optimal_tokens,

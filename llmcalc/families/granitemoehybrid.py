@@ -1,0 +1,100 @@
+"""Granite 4.0 hybrid (IBM, 2025): Mamba-2 and attention layers as ``layer_types`` lists them, each
+followed by routed experts (when num_local_experts > 0) and a shared MLP.
+
+Per layer: input_layernorm and post_attention_layernorm [d]; ``mamba`` (``_ssm.mamba2_mixer``) or
+``self_attn`` (q, k, v, o; rotary only when position_embedding_type is "rope", which has no
+parameters); ``block_sparse_moe`` router [E, d] and fused experts gate_up [E, 2·ff, d], down [E, d,
+ff]; ``shared_mlp`` input_linear [2·ff_shared, d], output_linear [d, ff_shared]. Layer types
+"mamba"/"linear_attention" and "attention"/"full_attention" (transformers renames the old names).
+The embedding, attention, residual and logit multipliers are scalars, not parameters.
+"""
+
+from __future__ import annotations
+
+from llmcalc.families._base import (
+    Architecture,
+    Count,
+    DecoderConfig,
+    Size,
+    check_top_k,
+    gqa_projections,
+    linear,
+    llama_outer_tensors,
+    norm,
+    plan_from_kinds,
+    require,
+    routed_experts,
+    router,
+)
+from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
+from llmcalc.spec import MoE
+
+# a config's layer type → the kind of its sequence mixer
+MIXER_OF = {"mamba": "mamba", "linear_attention": "mamba",
+            "attention": "attention", "full_attention": "attention"}
+
+
+class GraniteMoeHybridConfig(DecoderConfig):
+    transformers_class = "GraniteMoeHybridConfig"
+
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    num_local_experts: Count = 8
+    num_experts_per_tok: Size = 2
+    shared_intermediate_size: Size = 1024
+    layer_types: list[str] | None = None  # absent: every layer Mamba
+    mamba_n_heads: Size = 128
+    mamba_n_groups: Size = 1
+    mamba_d_state: Size = 256
+    mamba_d_head: Size | str = "auto"
+    mamba_d_conv: Size = 4
+    mamba_expand: Size = 2
+    mamba_chunk_size: Size = 256
+    mamba_conv_bias: bool = True
+    mamba_proj_bias: bool = False
+
+
+def describe(c: GraniteMoeHybridConfig) -> Architecture:
+    d, v, ff, E = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_local_experts
+    d_inner = c.mamba_expand * d
+    head_dim = mamba2_head_dim(c.mamba_d_head, d_inner=d_inner, heads=c.mamba_n_heads,
+                               groups=c.mamba_n_groups, inner_field="mamba_expand × hidden_size")
+    if E:
+        check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok",
+                    e_field="num_local_experts")
+    types = c.layer_types if c.layer_types is not None else ["mamba"] * c.num_hidden_layers
+    require(len(types) == c.num_hidden_layers, "layer_types",
+            f"has {len(types)} entries, num_hidden_layers is {c.num_hidden_layers}")
+    for i, kind in enumerate(types):
+        require(kind in MIXER_OF, f"layer_types.{i}",
+                f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
+    plan = plan_from_kinds([MIXER_OF[kind] for kind in types])
+    p = "model.layers.{i}"
+    fs = c.shared_intermediate_size
+    ffn = [
+        *(router(f"{p}.block_sparse_moe.router", d, E) if E else []),
+        *(routed_experts(f"{p}.block_sparse_moe.experts", d, ff, E) if E else []),
+        *linear(f"{p}.shared_mlp.input_linear", "mlp/shared/input_linear", 2 * fs, d, bias=False),
+        *linear(f"{p}.shared_mlp.output_linear", "mlp/shared/output_linear", d, fs, bias=False),
+        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
+    ]
+
+    def build(kind: str) -> LayerBuild:
+        first = norm(f"{p}.input_layernorm", f"{kind}/norm", d, bias=False)
+        if kind == "attention":
+            h, kv, hd = c.num_attention_heads, c.resolved_kv_heads, c.resolved_head_dim
+            attn = gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.attention_bias)
+            return [*first, *attn, *ffn], c.attention(), None
+        tensors, mixer = mamba2_mixer(
+            f"{p}.mamba", d, d_inner=d_inner, heads=c.mamba_n_heads, head_dim=head_dim,
+            groups=c.mamba_n_groups, state=c.mamba_d_state, conv_kernel=c.mamba_d_conv,
+            chunk=c.mamba_chunk_size, bias=c.mamba_proj_bias, conv_bias=c.mamba_conv_bias,
+        )
+        return [*first, *tensors, *ffn], None, mixer
+
+    return Architecture(
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+        layer_groups=mixed_layers(plan, build),
+        moe=MoE(E, c.num_experts_per_tok) if E else None,
+    )

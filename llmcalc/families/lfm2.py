@@ -1,0 +1,181 @@
+"""LFM2 (Liquid AI, 2025): gated short-convolution layers and attention layers (``layer_types`` or
+``full_attn_idxs``), each followed by a SwiGLU MLP.
+
+Per layer: operator_norm and ffn_norm [d]; ``conv`` (``_ssm.short_conv``: in_proj 3d × d, depthwise
+conv of conv_L_cache taps, out_proj) or ``self_attn`` (q, k, v, out_proj without biases, RMSNorm on
+q and k over head_dim); ``feed_forward`` w1, w3 [ff', d], w2 [d, ff'] with ff' = intermediate_size,
+or, with block_auto_adjust_ff_dim, ⌈multiplier · ⌊2·ff/3⌋ / block_multiple_of⌉ · block_multiple_of
+(Lfm2MLP). Outer: model.embed_tokens, model.embedding_norm (the final norm), lm_head (tied by
+default). Tensor names as in transformers ``Lfm2ForCausalLM``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from pydantic import AliasChoices, Field
+
+from llmcalc.families._base import (
+    Architecture,
+    Count,
+    DecoderConfig,
+    Size,
+    check_top_k,
+    linear,
+    llama_outer_tensors,
+    norm,
+    plan_from_kinds,
+    qk_norms,
+    require,
+    routed_experts,
+    router,
+    swiglu,
+)
+from llmcalc.families._ssm import LayerBuild, mixed_layers, short_conv
+from llmcalc.spec import MoE, Tensor
+
+KINDS = {"conv": "conv", "full_attention": "attention", "attention": "attention"}
+
+
+class Lfm2Config(DecoderConfig):
+    transformers_class = "Lfm2Config"
+
+    num_key_value_heads: Size | None = 8  # transformers' Lfm2Config default, not the heads
+    # LFM2's own names win over the standard ones, as transformers reads them
+    intermediate_size: Size = Field(
+        validation_alias=AliasChoices("block_ff_dim", "intermediate_size")
+    )
+    tie_word_embeddings: bool = Field(
+        True, validation_alias=AliasChoices("tie_embedding", "tie_word_embeddings")
+    )
+    conv_bias: bool = False
+    conv_L_cache: Size = 3
+    block_multiple_of: Size = 256
+    block_ffn_dim_multiplier: float | int | None = 1.0
+    block_auto_adjust_ff_dim: bool = True
+    full_attn_idxs: list[Count] | None = None
+    layer_types: list[str] | None = None
+
+    @property
+    def ff(self) -> int:
+        """The MLP width transformers' Lfm2MLP builds."""
+        ff = self.intermediate_size
+        if not self.block_auto_adjust_ff_dim:
+            return ff
+        ff = int(2 * ff / 3)
+        if self.block_ffn_dim_multiplier is not None:
+            ff = int(self.block_ffn_dim_multiplier * ff)
+            m = self.block_multiple_of
+            ff = m * ((ff + m - 1) // m)
+        return ff
+
+
+def _mixer_kinds(c: Lfm2Config) -> list[str]:
+    """Each layer's mixer, "conv" or "attention", from layer_types or full_attn_idxs."""
+    L = c.num_hidden_layers
+    if c.layer_types is not None:
+        require(len(c.layer_types) == L, "layer_types",
+                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
+        for i, kind in enumerate(c.layer_types):
+            require(kind in KINDS, f"layer_types.{i}",
+                    f"unknown layer type {kind!r} (one of: conv, full_attention)")
+        return [KINDS[kind] for kind in c.layer_types]
+    full = set(c.full_attn_idxs) if c.full_attn_idxs is not None else None
+    return ["attention" if full is None or i in full else "conv" for i in range(L)]
+
+
+def _mixer(c: Lfm2Config, kind: str) -> LayerBuild:
+    """A layer's two norms and its mixer: attention, or the gated short convolution."""
+    d, p = c.hidden_size, "model.layers.{i}"
+    norms = [
+        *norm(f"{p}.operator_norm", f"{kind}/norm", d, bias=False),
+        *norm(f"{p}.ffn_norm", "mlp/norm", d, bias=False),
+    ]
+    if kind == "attention":
+        h, kv, hd = c.num_attention_heads, c.resolved_kv_heads, c.resolved_head_dim
+        a = f"{p}.self_attn"
+        attn = [
+            *linear(f"{a}.q_proj", "attn/q_proj", h * hd, d, bias=False),
+            *linear(f"{a}.k_proj", "attn/k_proj", kv * hd, d, bias=False),
+            *linear(f"{a}.v_proj", "attn/v_proj", kv * hd, d, bias=False),
+            *linear(f"{a}.out_proj", "attn/out_proj", d, h * hd, bias=False),
+            *rename(qk_norms(a, hd, hd), {"q_norm": "q_layernorm", "k_norm": "k_layernorm"}),
+        ]
+        return [*attn, *norms], c.attention(), None
+    tensors, mixer = short_conv(f"{p}.conv", d, kernel=c.conv_L_cache, bias=c.conv_bias)
+    return [*tensors, *norms], None, mixer
+
+
+def describe(c: Lfm2Config) -> Architecture:
+    d, v = c.hidden_size, c.vocab_size
+    require(c.ff > 0, "intermediate_size", f"gives an MLP width of {c.ff}")
+
+    def build(kind: str) -> LayerBuild:
+        tensors, attention, mixer = _mixer(c, kind)
+        return [*tensors, *swiglu_w("model.layers.{i}.feed_forward", d, c.ff)], attention, mixer
+
+    return Architecture(
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings,
+                                    final_norm="model.embedding_norm"),
+        layer_groups=mixed_layers(plan_from_kinds(_mixer_kinds(c)), build),
+    )
+
+
+class Lfm2MoeConfig(Lfm2Config):
+    transformers_class = "Lfm2MoeConfig"
+
+    intermediate_size: Size = 7168  # the dense layers' MLP, as given (no auto-adjust)
+    layer_types: list[str]  # required here: transformers indexes it for every layer
+    moe_intermediate_size: Size = 1792
+    num_dense_layers: Count = 2
+    num_experts: Size = 32
+    num_experts_per_tok: Size = 4
+
+
+def describe_moe(c: Lfm2MoeConfig) -> Architecture:
+    """LFM2-MoE: LFM2's layers with a SwiGLU MLP in the first num_dense_layers, routed experts
+    after them (router ``gate`` [E, d], its expert_bias a buffer; experts gate_up [E, 2·ff, d],
+    down [E, d, ff])."""
+    d, v, L, E = c.hidden_size, c.vocab_size, c.num_hidden_layers, c.num_experts
+    check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok", e_field="num_experts")
+    mixers = _mixer_kinds(c)
+    kinds = [f"{m}, {'mlp' if i < c.num_dense_layers else 'moe'}" for i, m in enumerate(mixers)]
+    p = "model.layers.{i}"
+
+    def build(kind: str) -> LayerBuild:
+        mixer_kind, ffn_kind = kind.split(", ")
+        f = f"{p}.feed_forward"
+        ffn = (
+            swiglu_w(f, d, c.intermediate_size)
+            if ffn_kind == "mlp"
+            else [*router(f"{f}.gate", d, E),
+                  *routed_experts(f"{f}.experts", d, c.moe_intermediate_size, E)]
+        )
+        tensors, attention, mixer = _mixer(c, mixer_kind)
+        return [*tensors, *ffn], attention, mixer
+
+    return Architecture(
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings,
+                                    final_norm="model.embedding_norm"),
+        layer_groups=mixed_layers(plan_from_kinds(kinds), build),
+        moe=MoE(E, c.num_experts_per_tok) if L > c.num_dense_layers else None,
+    )
+
+
+def swiglu_w(p: str, d: int, ff: int) -> list[Tensor]:
+    """LFM2's names for the SwiGLU MLP: w1 (gate), w3 (up) [ff, d], w2 (down) [d, ff]."""
+    names = {"gate_proj": "w1", "up_proj": "w3", "down_proj": "w2"}
+    return rename(swiglu(p, "mlp", d, ff), names)
+
+
+def rename(tensors: list[Tensor], names: dict[str, str]) -> list[Tensor]:
+    """The same tensors with module names replaced (``q_norm`` → ``q_layernorm``)."""
+    out = []
+    for t in tensors:
+        name = t.name
+        for old, new in names.items():
+            name = name.replace(f".{old}.", f".{new}.")
+        out.append(replace(t, name=name))
+    return out

@@ -1,0 +1,175 @@
+"""Qwen3-Next (Qwen team, 2025): gated DeltaNet linear attention in three of every four layers,
+gated softmax attention in the fourth, routed experts with a gated shared expert.
+
+Per layer: input_layernorm, post_attention_layernorm [d]; ``linear_attn`` (``_ssm.gated_delta_net``)
+or ``self_attn`` (q_proj 2·h·hd × d: the query and its output gate; k, v, o; q_norm, k_norm over
+head_dim); ``mlp``: router ``gate`` [E, d], fused experts, ``shared_expert`` (SwiGLU) and
+``shared_expert_gate`` [1, d] when the layer is sparse ((i + 1) mod decoder_sparse_step = 0, not in
+mlp_only_layers, num_experts > 0), else a SwiGLU MLP of intermediate_size. Layer types as listed,
+else full attention where (i + 1) mod full_attention_interval = 0. Tensor names as in transformers
+``Qwen3NextForCausalLM``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import ClassVar
+
+from llmcalc.families._base import (
+    Architecture,
+    Count,
+    DecoderConfig,
+    LayerPlan,
+    Size,
+    check_top_k,
+    gqa_projections,
+    linear,
+    llama_outer_tensors,
+    norm,
+    override_plan,
+    plan_from_kinds,
+    qk_norms,
+    require,
+    routed_experts,
+    router,
+    swiglu,
+)
+from llmcalc.families._ssm import LayerBuild, gated_delta_net, mixed_layers, residue_plan
+from llmcalc.spec import MoE
+
+MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention"}
+
+
+class Qwen3NextConfig(DecoderConfig):
+    transformers_class = "Qwen3NextConfig"
+
+    num_key_value_heads: Size | None = 2
+    head_dim: Size | None = 256
+    tie_word_embeddings: bool = False
+    attention_bias: bool = False
+    linear_conv_kernel_dim: Size = 4
+    linear_key_head_dim: Size = 128
+    linear_value_head_dim: Size = 128
+    linear_num_key_heads: Size = 16
+    linear_num_value_heads: Size = 32
+    decoder_sparse_step: Size = 1
+    moe_intermediate_size: Size = 512
+    shared_expert_intermediate_size: Size = 512
+    num_experts_per_tok: Size = 10
+    num_experts: Count = 512
+    mlp_only_layers: list[Count] | None = None
+    layer_types: list[str] | None = None
+    full_attention_interval: Size = 4
+
+    # Qwen3.5: the DeltaNet's projections split; its MLP always dense or always routed
+    split_projections: ClassVar[bool] = False
+    every_layer: ClassVar[str | None] = None  # "mlp" or "moe"; None: decoder_sparse_step decides
+
+
+class Qwen3_5TextConfig(Qwen3NextConfig):
+    transformers_class = "Qwen3_5TextConfig"
+
+    num_key_value_heads: Size | None = 4
+    split_projections = True
+    every_layer = "mlp"
+
+
+class Qwen3_5MoeTextConfig(Qwen3NextConfig):
+    transformers_class = "Qwen3_5MoeTextConfig"
+
+    intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
+    num_experts_per_tok: Size = 8
+    num_experts: Count = 256
+    split_projections = True
+    every_layer = "moe"
+
+
+def _plan(c: Qwen3NextConfig) -> LayerPlan:
+    L, step, E = c.num_hidden_layers, c.decoder_sparse_step, c.num_experts
+
+    def ffn(i: int) -> str:
+        if c.every_layer is not None:
+            return c.every_layer
+        return "moe" if E > 0 and (i + 1) % step == 0 else "mlp"
+
+    if c.layer_types is not None:
+        require(len(c.layer_types) == L, "layer_types",
+                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
+        for i, kind in enumerate(c.layer_types):
+            require(kind in MIXER_OF, f"layer_types.{i}",
+                    f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
+        mixers = [MIXER_OF[kind] for kind in c.layer_types]
+        plan = plan_from_kinds([f"{m}, {ffn(i)}" for i, m in enumerate(mixers)])
+
+        def mixer_of(i: int) -> str:
+            return mixers[i]
+    else:
+        k = c.full_attention_interval
+
+        def mixer_of(i: int) -> str:
+            return "attention" if (i + 1) % k == 0 else "linear_attention"
+
+        period = k * step // math.gcd(k, step)
+        plan = residue_plan(L, period, lambda i: f"{mixer_of(i)}, {ffn(i)}",
+                            field="full_attention_interval")
+    dense = sorted({i for i in c.mlp_only_layers or [] if i < L}) if c.every_layer is None else []
+    for mixer in ("linear_attention", "attention"):
+        moved = [i for i in dense if mixer_of(i) == mixer]
+        plan = override_plan(plan, moved, f"{mixer}, mlp")
+    return plan
+
+
+def describe(c: Qwen3NextConfig) -> Architecture:
+    d, v, E = c.hidden_size, c.vocab_size, c.num_experts
+    require(c.every_layer != "moe" or E > 0, "num_experts", "must be at least 1")
+    if E and c.every_layer != "mlp":
+        check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok",
+                    e_field="num_experts")
+    require(c.linear_num_value_heads % c.linear_num_key_heads == 0, "linear_num_key_heads",
+            f"linear_num_key_heads ({c.linear_num_key_heads}) must divide "
+            f"linear_num_value_heads ({c.linear_num_value_heads})")
+    plan = _plan(c)
+    p = "model.layers.{i}"
+    h, kv, hd = c.num_attention_heads, c.resolved_kv_heads, c.resolved_head_dim
+
+    def build(kind: str) -> LayerBuild:
+        mixer_kind, ffn_kind = kind.split(", ")
+        if ffn_kind == "moe":
+            m = f"{p}.mlp"
+            ffn = [
+                *router(f"{m}.gate", d, E),
+                *routed_experts(f"{m}.experts", d, c.moe_intermediate_size, E),
+                *swiglu(f"{m}.shared_expert", "moe/shared_expert", d,
+                        c.shared_expert_intermediate_size),
+                *linear(f"{m}.shared_expert_gate", "moe/shared_expert_gate", 1, d, bias=False),
+            ]
+        else:
+            require(c.intermediate_size is not None, "intermediate_size", "missing required field")
+            ffn = swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size or 0)
+        norms = [*norm(f"{p}.input_layernorm", f"{mixer_kind}/norm", d, bias=False),
+                 *norm(f"{p}.post_attention_layernorm", f"{ffn_kind}/norm", d, bias=False)]
+        if mixer_kind == "attention":
+            a = f"{p}.self_attn"
+            _, k_, v_, o = gqa_projections(a, d, h, kv, hd, bias=False)  # q is twice as wide
+            attn = [linear(f"{a}.q_proj", "attn/q_proj", 2 * h * hd, d, bias=False)[0], k_, v_, o,
+                    *qk_norms(a, hd, hd)]
+            return [*attn, *ffn, *norms], c.attention(), None
+        tensors, mixer = gated_delta_net(
+            f"{p}.linear_attn", d, key_heads=c.linear_num_key_heads,
+            value_heads=c.linear_num_value_heads, key_dim=c.linear_key_head_dim,
+            value_dim=c.linear_value_head_dim, kernel=c.linear_conv_kernel_dim,
+            layout="qwen3_5" if c.split_projections else "qwen3_next",
+        )
+        return [*tensors, *ffn, *norms], None, mixer
+
+    has_moe = any(kind.endswith("moe") for kind in plan)
+    # the headline d_ff: the dense MLP's, or the experts' where there is none (Qwen3.5-MoE)
+    shape = replace(c.shape(tied=c.tie_word_embeddings),
+                    intermediate_size=c.intermediate_size or c.moe_intermediate_size)
+    return Architecture(
+        shape=shape,
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+        layer_groups=mixed_layers(plan, build),
+        moe=MoE(E, c.num_experts_per_tok, shared_experts=1) if has_moe else None,
+    )
