@@ -207,8 +207,11 @@ def _number(value: Any) -> int | float | None:
 def find_configs(paths: Iterable[Path]) -> list[Path]:
     """The config files under ``paths``: a file as given, a folder walked for YAML and config.json.
 
-    A path that does not exist is kept, so that it is reported as an error.
+    A path that does not exist is kept, so that it is reported as an error. A walk does not follow
+    a link out of the folder it walks: such a file is left out, as hidden folders are.
     """
+    from llmcalc.safetensors_index import within
+
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
@@ -218,6 +221,7 @@ def find_configs(paths: Iterable[Path]) -> list[Path]:
                 if p.is_file()
                 and (p.suffix in CONFIG_SUFFIXES or p.name == CONFIG_JSON)
                 and not any(part.startswith(".") for part in p.relative_to(path).parts)
+                and within(p, path)
             )
         else:
             found.append(path)

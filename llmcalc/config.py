@@ -22,11 +22,13 @@ from llmcalc.families import MODEL_TYPES, Family, FieldError
 from llmcalc.limits import (
     MAX_CONFIG_BYTES,
     MAX_EXPANDED,
+    MAX_LIST_ITEMS,
     MAX_META_CHARS,
     MAX_MODEL_ARG,
     MAX_NESTING,
     MAX_SHOWN,
     MiB,
+    longest_list,
     nesting_and_size,
     shown,
 )
@@ -93,6 +95,10 @@ def read_config(model: str) -> RawConfig:
         path = folder / "config.json"
         if not _is_file(path):
             raise ConfigError(str(folder), "folder has no config.json")
+        from llmcalc.safetensors_index import within
+
+        if not within(path, folder):
+            raise ConfigError(str(path), "links to a file outside the folder")
         label = str(path)
     elif _is_file(path):
         label = model
@@ -192,6 +198,8 @@ def _check_shape(data: Any, label: str, kind: str) -> None:
             f"{kind} expands to more than {MAX_EXPANDED:,} values and characters "
             "(aliases repeating aliases?)",
         )
+    if longest_list(data) > MAX_LIST_ITEMS:
+        raise ConfigError(label, f"{kind} has a list of more than {MAX_LIST_ITEMS:,} entries")
 
 
 def parse_file(path: Path, label: str) -> dict[str, Any]:

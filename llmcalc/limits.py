@@ -22,6 +22,7 @@ MAX_INDEX_BYTES = 64 * MiB  # model.safetensors.index.json (DeepSeek-V3's is abo
 MAX_HEADER_BYTES = 16 * MiB  # one safetensors JSON header (the format allows 100 MB)
 MAX_CHECKPOINT_TENSORS = 2_000_000  # tensors in one checkpoint, all shards together
 MAX_NESTING = 64  # levels of lists and mappings in a config or header
+MAX_LIST_ITEMS = 65_536  # entries of one list in a config (per-layer lists: real models have < 300)
 MAX_EXPANDED = 8_000_000  # values + characters a YAML file expands to with its aliases
 MAX_MODEL_ARG = 1024  # characters of a model name or path on the command line
 MAX_META_CHARS = 1000  # characters of a config's name: or source:
@@ -32,9 +33,9 @@ MAX_MESSAGE = 2000  # characters of one error line
 
 # C0 controls (newline and tab included: every message is one line), DEL, C1 controls, and the
 # invisible bidirectional overrides and marks that reorder what a terminal shows (CVE-2021-42574).
-_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _CONTROL_BUT_NEWLINE = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]"
 )
 
 
@@ -165,6 +166,23 @@ def nesting_and_size(data: Any) -> tuple[int, int]:
             return max(f[1] for f in frames) if frames else 1, size
     height, _ = cost[id(data)]
     return height, size
+
+
+def longest_list(data: Any) -> int:
+    """The most entries any list in ``data`` has (walked once per object; call after the caps of
+    :func:`nesting_and_size` hold, so the walk is bounded)."""
+    longest, seen, stack = 0, set(), [data]
+    while stack:
+        obj = stack.pop()
+        if not isinstance(obj, (dict, list)) or id(obj) in seen:
+            continue
+        seen.add(id(obj))
+        if isinstance(obj, list):
+            longest = max(longest, len(obj))
+            stack.extend(obj)
+        else:
+            stack.extend(obj.values())
+    return longest
 
 
 def _children(obj: dict[Any, Any] | list[Any]) -> Iterator[Any]:

@@ -144,7 +144,7 @@ def read_checkpoint(folder: Path) -> Checkpoint:
     """
     index = folder / INDEX_FILE
     if index.is_file():
-        if not any(index.resolve().is_relative_to(root) for root in _roots(folder)):
+        if not within(index, folder):
             raise ConfigError(str(index), "links to a file outside the checkpoint folder")
         weight_map = _weight_map(index)
         files = sorted(set(weight_map.values()))
@@ -182,7 +182,8 @@ def _inside(folder: Path, file: str, index: Path) -> Path:
     """``folder/file`` for a shard name from the index: a plain file name in that folder, never a
     path that leads elsewhere (``../x``, ``/etc/passwd``, a link out of the folder)."""
     label = str(index)
-    if not file.endswith(".safetensors") or "/" in file or "\\" in file or file in ("", ".", ".."):
+    if (not file.endswith(".safetensors") or "/" in file or "\\" in file or "\x00" in file
+            or file in ("", ".", "..")):
         raise ConfigError(
             label, f"weight_map names {shown(file)}, which is not a .safetensors file in the folder"
         )
@@ -190,13 +191,23 @@ def _inside(folder: Path, file: str, index: Path) -> Path:
     try:
         target = path.resolve()
         inside = path.is_file() and any(target.is_relative_to(root) for root in _roots(folder))
-    except OSError:
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
         inside = False
     if not inside:
         if index.is_dir():  # found by listing the folder: a link that leads out of it
             raise ConfigError(str(path), "links to a file outside the checkpoint folder")
         raise ConfigError(label, f"weight_map names {shown(file)}, which is not in the folder")
     return path
+
+
+def within(path: Path, folder: Path) -> bool:
+    """Whether ``path`` (a file of ``folder``) really lies in it: a link may lead only to the
+    folder itself or, in a Hugging Face cache snapshot, to that repo's blobs."""
+    try:
+        target = path.resolve()
+        return any(target.is_relative_to(root) for root in _roots(folder))
+    except (OSError, RuntimeError):  # RuntimeError: a loop of links (Python 3.11)
+        return False
 
 
 def _roots(folder: Path) -> list[Path]:

@@ -8,6 +8,7 @@ reads the config again.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 from collections.abc import Iterable, Iterator, Mapping
@@ -211,6 +212,12 @@ class LayerSet:
         return cls(tuple(runs))
 
     def __len__(self) -> int:
+        return self._size
+
+    @functools.cached_property
+    def _size(self) -> int:
+        """Computed once: formulas ask a group's size many times, and a config's list of layer
+        kinds can make thousands of runs."""
         return sum(len(r) for r in self.runs)
 
     def __eq__(self, other: object) -> bool:

@@ -23,7 +23,7 @@ VERIFY_MEMORY_CAP = 12 * 1024**3  # torch and transformers map large regions at 
 TIMEOUT = 120  # generous: a hang, not a slow run, is what this catches (benchmarks time it)
 
 # raw control characters (newline allowed between lines), DEL, C1, bidi controls
-CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 SMALL_LLAMA = {
     "model_type": "llama",
@@ -167,6 +167,20 @@ def write_corpus(folder: Path) -> list[Case]:
          json.dumps({"model_type": "gpt_neo", "hidden_size": 64, "num_layers": 2 * 10**12,
                      "num_heads": 4, "vocab_size": 100, "max_position_embeddings": 128,
                      "attention_types": [[["global", "local"], 10**12]]}), code=0)
+    # -- per-layer lists: within the caps they are runs; past 65,536 entries they are refused --
+    text("gemma-alt-65536.json",
+         json.dumps({**SMALL_LLAMA, "model_type": "gemma2", "head_dim": 16, "sliding_window": 8,
+                     "num_hidden_layers": 65_536,
+                     "layer_types": ["sliding_attention", "full_attention"] * 32_768}), code=0)
+    text("qwen-holes-65536.json",
+         json.dumps({**SMALL_LLAMA, "model_type": "qwen2_moe", "num_hidden_layers": 10**12,
+                     "num_experts": 8, "num_experts_per_tok": 2, "moe_intermediate_size": 32,
+                     "num_key_value_heads": 4, "mlp_only_layers": list(range(0, 131_072, 2))}),
+         code=0)
+    text("long-list.json", json.dumps({**SMALL_LLAMA, "x": [0] * 70_000}),
+         fragment="a list of more than 65,536 entries")
+    text("alias-list.yaml", small_yaml + "s: &s sliding_attention\nlayer_types: ["
+         + ", ".join(["*s"] * 70_000) + "]\n", fragment="a list of more than 65,536 entries")
     # -- check: expected values --
     for tag, value in (("inf", "{value: .inf, rel: 0.1}"), ("nan", "{value: .nan, rel: 0.1}"),
                        ("nan-exact", ".nan"), ("1e999", "{value: '1e999', rel: 0.1}"),

@@ -83,6 +83,24 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
+def cap_integer_options(command: Any) -> None:
+    """Every whole-number option (--gpus, --tp, --micro-batch …) at most 2^53 − 1, as the numbers
+    typed with suffixes are: refused as a usage error before any work, never an overflow later."""
+    from typing import Optional
+
+    from llmcalc.units import MAX_NUMBER
+
+    for sub in [command, *getattr(command, "commands", {}).values()]:
+        for param in sub.params:
+            desc = getattr(param, "type_descriptor", None)
+            info = getattr(desc, "parameter_info", None)
+            if desc is None or info is None or desc.annotation not in (int, Optional[int]):  # noqa: UP045
+                continue
+            if getattr(info, "max", 0) is None:  # typer checks it when it converts the value
+                info.max = MAX_NUMBER
+                param.max = MAX_NUMBER
+
+
 def main() -> None:
     """The ``llmcalc`` entry point: usage errors too are one line on stderr, exit code 2."""
     from llmcalc.limits import EscapingStream, one_line
@@ -94,7 +112,9 @@ def main() -> None:
     first = sys.argv[1] if len(sys.argv) > 1 else ""
     try:
         app = build_app([first] if first in COMMANDS else COMMANDS)
-        code = app(standalone_mode=False)
+        command = typer.main.get_command(app)
+        cap_integer_options(command)
+        code = command.main(args=sys.argv[1:], prog_name="llmcalc", standalone_mode=False)
     except typer.TyperException as e:  # click's usage errors: missing argument, bad option …
         message = e.format_message()
         if message:  # empty when the help was shown for a bare `llmcalc`

@@ -372,8 +372,20 @@ def uniform_layers(
     return (LayerGroup(name, LayerSet.span(0, num_layers), tuple(tensors), attention),)
 
 
+MAX_PATTERN = 64  # the longest repeating pattern a per-layer list is searched for
+
+
 def plan_from_kinds(kinds: Sequence[str]) -> LayerPlan:
-    """A per-layer list (as a config spells it) → the runs of each kind."""
+    """A per-layer list (as a config spells it) → the runs of each kind: one strided run per
+    position when the list repeats a pattern of up to ``MAX_PATTERN`` layers (sliding, sliding,
+    full, …), else a run per stretch of equal kinds."""
+    kinds = list(kinds)
+    for p in range(1, min(MAX_PATTERN, len(kinds) // 2) + 1):
+        if kinds[p:] == kinds[:-p]:  # period p (compared in C: cheap even for long lists)
+            periodic: dict[str, list[Run]] = {}
+            for j in range(p):
+                periodic.setdefault(kinds[j], []).append(Run(j, len(kinds), j, p, 1))
+            return {kind: LayerSet(tuple(rs)) for kind, rs in periodic.items()}
     runs: dict[str, list[Run]] = {}
     start = 0
     for i in range(1, len(kinds) + 1):

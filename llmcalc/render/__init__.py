@@ -90,7 +90,7 @@ def dumps(obj: Any) -> str:
 
 
 # outside strings JSON is ASCII without controls, so these can only be inside strings
-_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 def _u_escape(m: re.Match[str]) -> str:

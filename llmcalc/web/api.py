@@ -21,6 +21,7 @@ from llmcalc.counting import count
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.flops import flops
 from llmcalc.hardware import ACCELERATORS, resolve
+from llmcalc.limits import shown
 from llmcalc.memory import memory
 from llmcalc.planning import fit
 from llmcalc.render.count import count_json
@@ -31,7 +32,7 @@ from llmcalc.render.train import train_json
 from llmcalc.series import context_grid, flops_series, memory_series
 from llmcalc.spec import ModelSpec
 from llmcalc.training import DEFAULT_MFU, parallelism, plan_training
-from llmcalc.units import DType, parse_context, parse_count, parse_dtype
+from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
 
 PASTED = "pasted config"
 MAX_SETS = 64
@@ -133,12 +134,12 @@ def _knobs(data: Any) -> scratch.Knobs:
         elif f.name == "head_dim" and v in (None, "", 0):
             values[f.name] = None
         else:
-            if isinstance(v, bool) or not isinstance(v, int | str):
-                raise UsageError(f"{f.name}: expected a whole number, got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, int | str) or len(str(v)) > 20:
+                raise UsageError(f"{f.name}: expected a whole number, got {shown(v)}")
             try:
                 number = int(v)
             except ValueError:
-                raise UsageError(f"{f.name}: expected a whole number, got {v!r}") from None
+                raise UsageError(f"{f.name}: expected a whole number, got {shown(v)}") from None
             if not 0 <= number <= 2**40:
                 raise UsageError(f"{f.name} {number}: out of range")
             values[f.name] = number
@@ -178,8 +179,8 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     kv_dtype = parse_dtype(str(_opt(request, "kv_dtype")), option="--kv-dtype")
     gpu = str(_opt(request, "gpu"))
     gpus = _opt(request, "gpus")
-    if isinstance(gpus, bool) or not isinstance(gpus, int):
-        raise UsageError(f"--gpus {gpus!r}: expected a whole number")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
+        raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
     tokens_text = request.get("tokens") or None
     tokens = None if tokens_text is None else parse_count(str(tokens_text), option="--tokens")
     ctx_max_text = str(_opt(request, "ctx_max"))

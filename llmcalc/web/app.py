@@ -93,10 +93,14 @@ async def calc(request: Request) -> Response:
         body = await _body(request)
     except BodyTooLarge:
         return _json({"error": f"request body over {MAX_BODY // 1024} KiB"}, 413)
-    try:
-        data = json.loads(body)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    from llmcalc.config import parse_json
+
+    try:  # the file loader's caps: nesting, digits, duplicate keys
+        data = parse_json(body.decode("utf-8"), "request body")
+    except UnicodeDecodeError:
         return _json({"error": "request body is not JSON"}, 400)
+    except LLMCalcError as e:
+        return _json({"error": one_line(str(e))}, 400)
     if not isinstance(data, dict):
         return _json({"error": "request body must be a JSON object"}, 400)
     try:
