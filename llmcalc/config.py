@@ -1,8 +1,10 @@
 """From what a user types to a :class:`ModelSpec`: find the file, parse it, validate it, describe it.
 
-Accepted sources: a ``config.json``, a checkpoint folder holding one, a YAML file with the same keys
-(plus optional ``name``, ``source`` and ``expected``), or the name of a bundled config. Every failure
-is a :class:`ConfigError` naming the file and the field.
+Accepted sources, tried in this order: a ``config.json``, a checkpoint folder holding one, or a YAML
+file with the same keys (plus optional ``name``, ``source`` and ``expected``); the name of a bundled
+config; a Hugging Face repo id (``org/name``), from the local cache or the Hub (:mod:`llmcalc.hub`,
+imported only then). Every failure is a :class:`ConfigError` naming the file and the field, or a
+:class:`HubError`.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pydantic import ValidationError
 from llmcalc import bundled
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
-from llmcalc.spec import ModelSpec
+from llmcalc.spec import ModelSpec, Origin
 
 META_KEYS = ("name", "source", "expected")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -35,6 +37,7 @@ class RawConfig:
     name: str
     source: str | None
     expected: Mapping[str, Any]
+    origin: Origin | None = None
 
 
 def load_spec(
@@ -42,9 +45,11 @@ def load_spec(
     *,
     overrides: Sequence[str] = (),
     family: str | None = None,
+    revision: str | None = None,
 ) -> ModelSpec:
-    """Resolve ``model`` (path, folder or bundled name), apply ``--set`` overrides, describe it."""
-    return spec_from_raw(read_config(model), overrides=overrides, family=family)
+    """Resolve ``model`` (path, folder, bundled name or Hugging Face repo id at ``revision``), apply
+    ``--set`` overrides, describe it."""
+    return spec_from_raw(read_config(model, revision=revision), overrides=overrides, family=family)
 
 
 def spec_from_dict(
@@ -67,24 +72,44 @@ def spec_from_dict(
     return spec_from_raw(raw, overrides=overrides, family=family)
 
 
-def read_config(model: str) -> RawConfig:
-    """Find and parse the config behind ``model`` (no validation of its fields yet)."""
+def read_config(model: str, *, revision: str | None = None) -> RawConfig:
+    """Find and parse the config behind ``model`` (no validation of its fields yet).
+
+    A path first, then a bundled name, then a repo id in the local Hugging Face cache or on the Hub.
+    ``revision`` (a branch, tag or commit) asks for a repo id at that revision, skipping bundled names.
+    """
     path = Path(model).expanduser()
+    hub_name: str | None = None
+    if path.is_dir() or path.is_file():
+        if revision is not None:
+            raise UsageError(f"--revision {revision}: only for a Hugging Face repo id, not a path")
     if path.is_dir():
         folder = path
         path = folder / "config.json"
         if not path.is_file():
             raise ConfigError(str(folder), "folder has no config.json")
         label = str(path)
+        origin = Origin("path", str(path))
     elif path.is_file():
         label = model
+        origin = Origin("path", str(path))
     else:
-        found = bundled.find(model)
+        found = bundled.find(model) if revision is None else None
         if found is None:
             if path.suffix in (".json", *YAML_SUFFIXES) or model.startswith((".", "/", "~")):
                 raise ConfigError(model, "no such file")
-            bundled.raise_unknown(model)
-        path, label = found, bundled.label(found)
+            from llmcalc import hub  # huggingface_hub only for names that need it
+
+            if not hub.looks_like_repo_id(model):
+                if revision is not None:
+                    raise UsageError(f"--revision {revision}: only for a Hugging Face repo id (org/name)")
+                bundled.raise_unknown(model)
+            where = hub.find_config(model, revision)
+            path, label, hub_name = where.path, where.name, where.name
+            origin = Origin(where.kind, str(path), where.repo_id, where.revision)
+        else:
+            path, label = found, bundled.label(found)
+            origin = Origin("bundled", label)
     data = parse_file(path, label)
     meta_name = data.pop("name", None)
     source = data.pop("source", None)
@@ -95,8 +120,8 @@ def read_config(model: str) -> RawConfig:
         raise ConfigError(label, f"source must be a string, got {_json(source)}")
     if not isinstance(expected, dict):
         raise ConfigError(label, "expected must be a mapping of figure names to values")
-    name = meta_name or data.get("_name_or_path") or _default_name(path)
-    return RawConfig(path, label, data, str(name), source, expected)
+    name = hub_name or meta_name or data.get("_name_or_path") or _default_name(path)
+    return RawConfig(path, label, data, str(name), source, expected, origin)
 
 
 def parse_file(path: Path, label: str) -> dict[str, Any]:
@@ -209,6 +234,7 @@ def spec_from_raw(
         notes=(*notes, *arch.notes),
         expected={} if overrides else raw.expected,
         config=fields,
+        origin=raw.origin,
     )
 
 

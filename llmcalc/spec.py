@@ -106,6 +106,17 @@ class Shape:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a config was read: ``source`` is path, bundled, cache (the local Hugging Face cache)
+    or hub (downloaded now); ``repo_id`` and ``revision`` for the last two."""
+
+    source: str
+    path: str
+    repo_id: str | None = None
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A model as llmcalc sees it: its shape, its named tensors and where they came from.
 
@@ -124,6 +135,10 @@ class ModelSpec:
     notes: tuple[str, ...] = ()
     expected: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
+    origin: Origin | None = None
+    # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
+    method: str = "formula"
+    measured_seconds: float = 0.0
 
     @property
     def num_layers(self) -> int:

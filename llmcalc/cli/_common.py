@@ -19,8 +19,9 @@ R = TypeVar("R")
 ModelArg = Annotated[
     str,
     typer.Argument(
-        help="A bundled model name (gpt2-medium, meta-llama/Llama-2-7b-hf), a config.json, "
-        "a checkpoint folder holding one, or a YAML file.",
+        help="A config.json, a checkpoint folder holding one, a YAML file, a bundled model name "
+        "(gpt2-medium, meta-llama/Llama-2-7b-hf), or a Hugging Face repo id (org/name), read from "
+        "the local Hugging Face cache or, config.json only, from the Hub.",
         show_default=False,
     ),
 ]
@@ -37,6 +38,14 @@ FamilyOpt = Annotated[
     typer.Option(
         "--family",
         help="Count a config of an unsupported model_type as this known family (e.g. llama).",
+        show_default=False,
+    ),
+]
+RevisionOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--revision",
+        help="For a Hugging Face repo id: the branch, tag or commit to read (default main).",
         show_default=False,
     ),
 ]
@@ -60,8 +69,13 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def spec_for(model: str, overrides: list[str] | None, family: str | None = None) -> ModelSpec:
-    return load_spec(model, overrides=overrides or (), family=family)
+def spec_for(
+    model: str,
+    overrides: list[str] | None,
+    family: str | None = None,
+    revision: str | None = None,
+) -> ModelSpec:
+    return load_spec(model, overrides=overrides or (), family=family, revision=revision)
 
 
 def print_json(obj: object) -> None:

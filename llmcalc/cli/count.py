@@ -12,6 +12,7 @@ from llmcalc.cli._common import (
     FamilyOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
     handles_errors,
     print_json,
@@ -28,6 +29,7 @@ def count(
     model: ModelArg,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
     tensors: Annotated[
         bool, typer.Option("--tensors", help="List every named tensor with its shape.")
@@ -36,7 +38,7 @@ def count(
 ) -> None:
     """Count a model's parameters exactly: per tensor group, per layer, embeddings, lm_head, total."""
     check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision)
     pc = count_params(spec)
     if as_json:
         data = count_json(spec, pc)

@@ -12,6 +12,7 @@ from llmcalc.cli._common import (
     FamilyOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
     handles_errors,
     print_json,
@@ -49,12 +50,13 @@ def fit(
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound."""
     check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision)
     acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth)
     require(acc, "memory_bytes")
     weights = parse_dtype(dtype, option="--dtype")

@@ -12,6 +12,7 @@ from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
     JsonOpt,
+    RevisionOpt,
     SetOpt,
     handles_errors,
     print_json,
@@ -42,6 +43,7 @@ def flops(
     tokens: TokensOpt = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
@@ -61,7 +63,7 @@ def flops(
             raise UsageError("--set and --family need a MODEL")
         _catalog(n_ctx, n_batch, n_tokens, as_json=as_json)
         return
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision)
     result = compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens)
     if as_json:
         print_json(flops_json(result))

@@ -9,6 +9,7 @@ from llmcalc.cli._common import (
     FamilyOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
     handles_errors,
     print_json,
@@ -31,6 +32,7 @@ def memory(
     kv_dtype: KvDTypeOpt = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
@@ -45,7 +47,7 @@ def memory(
     n_batch = parse_count(batch, option="--batch")
     w_dtype = parse_dtype(dtype, option="--dtype")
     c_dtype = w_dtype if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision)
     result = compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
     if as_json:
         print_json(memory_json(result))

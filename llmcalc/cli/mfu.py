@@ -12,6 +12,7 @@ from llmcalc.cli._common import (
     FamilyOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
     handles_errors,
     print_json,
@@ -42,12 +43,13 @@ def mfu(
     ctx: TrainCtxOpt = str(DEFAULT_CTX),
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
     """Model FLOPs utilisation of a training run: FLOPs per token × tokens/s over the peak."""
     check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision)
     acc = resolve(gpu, flops=gpu_flops)
     require(acc, "peak_flops")
     seq = parse_context(ctx, option="--ctx")

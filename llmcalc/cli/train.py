@@ -12,6 +12,7 @@ from llmcalc.cli._common import (
     FamilyOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
     handles_errors,
     print_json,
@@ -75,12 +76,13 @@ def train(
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
     """Plan a training run: FLOPs (6·N·D plus causal attention), GPU-hours, memory per GPU, fit."""
     check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision)
     acc = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
     require(acc, "memory_bytes", "peak_flops")
     plan = plan_training(

@@ -12,6 +12,7 @@ from llmcalc.cli._common import (
     FamilyOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
     handles_errors,
     print_json,
@@ -35,6 +36,7 @@ def verify(
     model: ModelArg,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
     against: Annotated[
         Against,
         typer.Option(
@@ -72,7 +74,7 @@ def verify(
     stored = has_safetensors(folder)
     if against is Against.checkpoint and not stored:
         raise UsageError(f"--against checkpoint: {model} is not a folder with *.safetensors files")
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision)
     if against is Against.checkpoint or (against is Against.auto and stored):
         comparison = verify_checkpoint(spec, folder)
     else:
