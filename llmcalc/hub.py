@@ -20,9 +20,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from llmcalc.errors import HubError
+
+if TYPE_CHECKING:
+    from llmcalc.safetensors_index import Checkpoint
 
 CONFIG = "config.json"
 DEFAULT_REVISION = "main"
@@ -204,3 +207,49 @@ def _status(e: Exception) -> int | None:
 
 def _named(repo_id: str, rev: str) -> str:
     return repo_id if rev == DEFAULT_REVISION else f"{repo_id}@{rev}"
+
+
+def read_checkpoint(repo_id: str, revision: str | None = None) -> Checkpoint:
+    """The safetensors tensors of a Hub checkpoint, from its file headers alone (range requests:
+    ``get_safetensors_metadata``), checked as a local folder's headers are."""
+    from llmcalc.safetensors_index import Checkpoint, TensorInfo, tensors_of_header
+
+    check_repo_id(repo_id)
+    rev = revision or DEFAULT_REVISION
+    who = _named(repo_id, rev)
+    hf = _import()
+    from huggingface_hub import constants, errors
+
+    if constants.is_offline_mode():
+        raise HubError(
+            f"{who}: reading the checkpoint's safetensors headers needs the Hub (HF_HUB_OFFLINE is "
+            "set); compare with --against transformers, or pass a folder holding the checkpoint"
+        )
+    limit = timeout_s()
+    try:
+        meta = hf.HfApi().get_safetensors_metadata(repo_id, revision=rev, timeout=limit)
+    except errors.NotASafetensorsRepoError:
+        raise HubError(
+            f"{who}: the repo has neither model.safetensors nor model.safetensors.index.json; "
+            "compare with --against transformers"
+        ) from None
+    except errors.SafetensorsParsingError as e:
+        detail = (str(e).strip().splitlines() or [""])[0][:200]
+        raise HubError(f"{who}: a safetensors header cannot be read ({detail})") from None
+    except Exception as e:  # noqa: BLE001 - every library error becomes one line
+        raise _explain(hf, e, repo_id, rev, limit, constants.ENDPOINT) from None
+    tensors: dict[str, TensorInfo] = {}
+    for file, fm in sorted(meta.files_metadata.items()):
+        label = f"{who}: {file}"
+        header = {
+            name: {"dtype": t.dtype, "shape": list(t.shape), "data_offsets": list(t.data_offsets)}
+            for name, t in fm.tensors.items()
+        }
+        for name, info in tensors_of_header(header, label=label, file=file).items():
+            if name in tensors:
+                raise HubError(f"{label}: tensor {name!r} is also stored in {tensors[name].file}")
+            tensors[name] = info
+    for name, file in meta.weight_map.items():
+        if name not in tensors or tensors[name].file != file:
+            raise HubError(f"{who}: the weight_map puts {name!r} in {file}, which lacks it")
+    return Checkpoint(Path(repo_id), tuple(sorted(meta.files_metadata)), tensors)

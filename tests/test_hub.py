@@ -243,3 +243,99 @@ def test_bundled_names_do_not_import_huggingface_hub() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": str(REPO)})
     assert out.stderr.strip().splitlines()[-1] == "OK"
+
+
+# ---- checkpoints on the Hub: safetensors headers only, by range requests ----------------------------
+
+
+def tiny_shapes() -> dict[str, tuple[int, ...]]:
+    return dict(spec_from_dict(TINY).named_shapes())
+
+
+def fp8_int4_tensors() -> dict[str, tuple[str, tuple[int, ...]]]:
+    """attention projections in FP8 with a scale each; MLP packed int4 in I32 (8 per element) with
+    BF16 group scales (compressed-tensors layout); the rest BF16."""
+    out: dict[str, tuple[str, tuple[int, ...]]] = {}
+    for name, shape in tiny_shapes().items():
+        if ".self_attn." in name:
+            out[name] = ("F8_E4M3", shape)
+            out[name.replace(".weight", ".weight_scale_inv")] = ("F32", (1, 1))
+        elif ".mlp." in name:
+            rows, cols = shape
+            out[name.replace(".weight", ".weight_packed")] = ("I32", (rows, cols // 8))
+            out[name.replace(".weight", ".weight_scale")] = ("BF16", (rows, cols // 32))
+        else:
+            out[name] = ("BF16", shape)
+    return out
+
+
+@pytest.fixture
+def ckpt_hub(hub: FakeHub) -> FakeHub:
+    from fake_hub import safetensors_bytes
+
+    bf16 = {name: ("BF16", shape) for name, shape in tiny_shapes().items()}
+    hub.add("org/tiny-bf16", {"config.json": TINY, "model.safetensors": safetensors_bytes(bf16)})
+    hub.add("org/tiny-fp8", {"config.json": TINY, "model.safetensors": safetensors_bytes(fp8_int4_tensors())})
+    return hub
+
+
+def test_verify_repo_id_reads_the_hub_headers_by_range(llmcalc: Any, ckpt_hub: FakeHub) -> None:
+    r = llmcalc("verify", "org/tiny-bf16", "--json", endpoint=ckpt_hub.url)
+    assert r.code == 0, r.stderr + r.stdout
+    data = r.json()
+    assert data["against"] == "checkpoint org/tiny-bf16 on the Hub (safetensors headers) (1 safetensors file)"
+    assert data["match"] is True
+    assert data["matched_tensors"] == len(tiny_shapes()) == 21
+    weights = [e for e in ckpt_hub.requested("org/tiny-bf16") if e[1].endswith(".safetensors")]
+    gets = [e for e in weights if e[0] == "GET"]
+    assert gets and all(rng is not None and rng.startswith("bytes=") for _, _, rng in gets)
+
+
+def test_verify_names_what_an_fp8_int4_checkpoint_stores_differently(llmcalc: Any, ckpt_hub: FakeHub) -> None:
+    r = llmcalc("verify", "org/tiny-fp8", "--json", endpoint=ckpt_hub.url)
+    assert r.code == 1, r.stderr
+    data = r.json()
+    missing = {d["name"] for d in data["differences"] if d["kind"] == "missing"}
+    assert "model.layers.0.mlp.down_proj.weight" in missing
+
+
+def test_memory_shows_stored_bytes_by_dtype(llmcalc: Any, ckpt_hub: FakeHub) -> None:
+    import math
+
+    r = llmcalc("memory", "org/tiny-fp8", "--json", endpoint=ckpt_hub.url)
+    assert r.code == 0, r.stderr
+    stored = r.json()["checkpoint"]
+    sizes = {"F8_E4M3": 1, "F32": 4, "I32": 4, "BF16": 2}
+    expect: dict[str, list[int]] = {}
+    for dtype, shape in fp8_int4_tensors().values():
+        row = expect.setdefault(dtype, [0, 0, 0])
+        row[0] += 1
+        row[1] += math.prod(shape)
+        row[2] += math.prod(shape) * sizes[dtype]
+    assert stored["by_dtype"] == {
+        d: {"tensors": t, "elements": e, "bytes": b} for d, (t, e, b) in expect.items()
+    }
+    assert stored["by_dtype"]["I32"] == {"tensors": 6, "elements": 6144, "bytes": 24576}
+    assert stored["bytes"] == sum(b for _, _, b in expect.values()) == 118_432
+    assert stored["other_dtypes"] == ["F8_E4M3", "I32", "F32"]
+    assert r.json()["weights_bytes"] == 2 * total(TINY) == 213_632
+    assert stored["note"] == (
+        "the checkpoint stores F8_E4M3 (fp8), I32 (packed quantized values), F32 (fp32), not only "
+        "bf16: 118,432 bytes (0.00 GiB) stored against 213,632 (0.00 GiB) computed at --dtype bf16"
+    )
+    table = llmcalc("memory", "org/tiny-fp8", endpoint=ckpt_hub.url)
+    assert "stored in checkpoint org/tiny-fp8 (Hub, safetensors headers)" in table.stdout
+    assert "note: the checkpoint stores F8_E4M3 (fp8)" in table.stdout
+    plain = llmcalc("memory", "org/tiny-bf16", "--json", endpoint=ckpt_hub.url).json()["checkpoint"]
+    assert (plain["bytes"], plain["other_dtypes"], plain["note"]) == (2 * total(TINY), [], None)
+
+
+def test_memory_offline_says_why_the_stored_bytes_are_missing(llmcalc: Any, ckpt_hub: FakeHub) -> None:
+    assert llmcalc("count", "org/tiny-bf16", endpoint=ckpt_hub.url).code == 0
+    r = llmcalc("memory", "org/tiny-bf16", "--json", HF_HUB_OFFLINE="1")
+    assert r.code == 0, r.stderr
+    assert r.json()["checkpoint"]["note"] == (
+        "checkpoint bytes not shown: org/tiny-bf16: reading the checkpoint's safetensors headers "
+        "needs the Hub (HF_HUB_OFFLINE is set); compare with --against transformers, or pass a "
+        "folder holding the checkpoint"
+    )

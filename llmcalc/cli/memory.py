@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 
+from llmcalc import hub
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -17,9 +20,30 @@ from llmcalc.cli._common import (
     spec_for,
 )
 from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.errors import LLMCalcError
 from llmcalc.memory import memory as compute_memory
 from llmcalc.render.memory import explain_lines, memory_json, memory_view
+from llmcalc.safetensors_index import StoredWeights, bytes_by_dtype, has_safetensors, read_checkpoint
+from llmcalc.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
+
+
+def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
+    """What the checkpoint behind MODEL stores, by dtype: a Hub repo's safetensors headers (range
+    requests) or a local folder's; None when there is no checkpoint to read."""
+    origin = spec.origin
+    where = spec.name
+    try:
+        if origin is not None and origin.repo_id is not None:
+            where = f"{spec.name} (Hub, safetensors headers)"
+            return StoredWeights(where, bytes_by_dtype(hub.read_checkpoint(origin.repo_id, origin.revision)))
+        folder = Path(model)
+        if has_safetensors(folder):
+            where = str(folder)
+            return StoredWeights(where, bytes_by_dtype(read_checkpoint(folder)))
+    except LLMCalcError as e:
+        return StoredWeights(where, error=str(e))
+    return None
 
 
 @handles_errors
@@ -49,9 +73,10 @@ def memory(
     c_dtype = w_dtype if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
     spec = spec_for(model, set_, family, revision)
     result = compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
+    stored = None if set_ else stored_weights(spec, model)
     if as_json:
-        print_json(memory_json(result))
+        print_json(memory_json(result, stored))
         return
-    show(memory_view(spec, result))
+    show(memory_view(spec, result, stored))
     if explain:
         show(*(Text(line) for line in explain_lines(result)))
