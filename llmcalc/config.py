@@ -318,6 +318,7 @@ VALIDATION_MESSAGES = {
     "int_parsing": "{field} must be an integer, got {value}",
     "greater_than": "{field} must be a positive integer, got {value}",
     "greater_than_equal": "{field} must be zero or more, got {value}",
+    "less_than_equal": "{field} must be at most 2^53 - 1 (9,007,199,254,740,991), got {value}",
     "bool_type": "{field} must be true or false, got {value}",
     "bool_parsing": "{field} must be true or false, got {value}",
     "float_type": "{field} must be a number, got {value}",

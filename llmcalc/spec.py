@@ -8,8 +8,9 @@ reads the config again.
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,11 +73,142 @@ class Attention:
 
 
 @dataclass(frozen=True)
+class Run:
+    """Layer indices i with ``start <= i < stop`` and ``(i - origin) % period < width``.
+
+    One run stands for a contiguous span (``width == period``), every k-th layer (``width == 1``) or
+    a repeating block ("5 of every 6"), however many layers it holds: sizes are computed, never
+    enumerated, so a config's layer count costs nothing.
+    """
+
+    start: int
+    stop: int
+    origin: int = 0
+    period: int = 1
+    width: int = 1
+
+    def _upto(self, x: int) -> int:
+        """Members of the unbounded pattern below ``x`` (relative to a fixed point; differences only)."""
+        q, r = divmod(x - self.origin, self.period)
+        return q * self.width + min(r, self.width)
+
+    def __len__(self) -> int:
+        return max(0, self._upto(self.stop) - self._upto(self.start)) if self.stop > self.start else 0
+
+    def __contains__(self, i: object) -> bool:
+        return (
+            isinstance(i, int)
+            and self.start <= i < self.stop
+            and (i - self.origin) % self.period < self.width
+        )
+
+    def __iter__(self) -> Iterator[int]:
+        i = self.start
+        while i < self.stop:
+            offset = (i - self.origin) % self.period
+            if offset < self.width:
+                yield i
+                i += 1
+            else:
+                i += self.period - offset
+
+    @property
+    def first(self) -> int:
+        return next(iter(self))
+
+    @property
+    def last(self) -> int:
+        """The largest member (the run must not be empty)."""
+        x = self.stop - 1
+        offset = (x - self.origin) % self.period
+        return x if offset < self.width else x - (offset - self.width + 1)
+
+    def describe(self) -> str:
+        """0..31, 5..47 every 6th, 0..46 (5 of every 6), or the index alone."""
+        first, last = self.first, self.last
+        if first == last:
+            return str(first)
+        if self.width >= self.period or len(self) == last - first + 1:
+            return f"{first}..{last}"
+        if self.width == 1:
+            return f"{first}..{last} every {_ordinal(self.period)}"
+        return f"{first}..{last} ({self.width} of every {self.period})"
+
+
+def _ordinal(k: int) -> str:
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
+
+
+@dataclass(frozen=True, eq=False)
+class LayerSet:
+    """A set of layer indices as disjoint :class:`Run` s: its size and description cost O(runs).
+
+    ``len``, ``in`` and iteration (ascending) work as on a tuple of indices; only iteration is
+    proportional to the number of layers, and only output that lists every layer iterates.
+    """
+
+    runs: tuple[Run, ...]
+
+    @classmethod
+    def span(cls, start: int, stop: int) -> LayerSet:
+        """Layers start..stop-1."""
+        return cls((Run(start, stop, start, 1, 1),) if stop > start else ())
+
+    @classmethod
+    def of(cls, indices: Iterable[int]) -> LayerSet:
+        """Explicit indices (from a config's list: bounded by the input), merged into spans."""
+        runs: list[Run] = []
+        begin = prev = None
+        for i in sorted(set(indices)):
+            if prev is not None and i == prev + 1:
+                prev = i
+                continue
+            if begin is not None and prev is not None:
+                runs.append(Run(begin, prev + 1, begin, 1, 1))
+            begin = prev = i
+        if begin is not None and prev is not None:
+            runs.append(Run(begin, prev + 1, begin, 1, 1))
+        return cls(tuple(runs))
+
+    def __len__(self) -> int:
+        return sum(len(r) for r in self.runs)
+
+    def __eq__(self, other: object) -> bool:
+        """The same layers, however the runs spell them (compared index by index: for tests)."""
+        if not isinstance(other, LayerSet):
+            return NotImplemented
+        if self.runs == other.runs:
+            return True
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __hash__(self) -> int:
+        return hash((len(self), next(iter(self), None)))
+
+    def __bool__(self) -> bool:
+        return any(len(r) for r in self.runs)
+
+    def __contains__(self, i: object) -> bool:
+        return any(i in r for r in self.runs)
+
+    def __iter__(self) -> Iterator[int]:
+        return heapq.merge(*(iter(r) for r in self.runs))
+
+    def describe(self, *, most: int = 6) -> str:
+        """A compact description: ``0..31``, ``5..47 every 6th``, ``0,3,7``; long lists elided."""
+        runs = [r for r in self.runs if len(r)]
+        parts = [r.describe() for r in sorted(runs, key=lambda r: r.first)]
+        if len(parts) > most:
+            parts = [*parts[: most - 1], f"… ({len(parts) - most + 1} more)"]
+        return ",".join(parts)
+
+
+@dataclass(frozen=True)
 class LayerGroup:
     """Decoder layers that share one structure; tensor names carry ``{i}`` for the layer index."""
 
     name: str
-    layers: tuple[int, ...]
+    layers: LayerSet
     tensors: tuple[Tensor, ...]
     attention: Attention
 
@@ -151,6 +283,15 @@ class ModelSpec:
         for g in self.layer_groups:
             for t in g.tensors:
                 yield t, g
+
+    @property
+    def num_named_tensors(self) -> int:
+        """How many entries :meth:`named_shapes` yields, computed without listing them."""
+        return sum(
+            t.copies * (len(g.layers) if g is not None else 1)
+            for t, g in self.all_tensors()
+            if t.tied_to is None
+        )
 
     def named_shapes(self) -> Iterator[tuple[str, tuple[int, ...]]]:
         """Concrete (name, shape) of every parameter, tied ones once, as ``named_parameters`` gives.

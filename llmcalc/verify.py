@@ -6,6 +6,7 @@ are imported here alone, lazily; without them the functions raise :class:`Missin
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 import time
@@ -366,7 +367,7 @@ def _rows(
     for t in spec.tensors:
         kind = "embedding" if t.component.startswith("embed") else t.component
         where[t.name] = {"embedding": "embedding", LM_HEAD: head}.get(kind, OTHER)
-    layer_of = {i: _group_label(g) for g in spec.layer_groups for i in g.layers}
+    labels_of = [(g.layers, _group_label(g)) for g in spec.layer_groups]
     heads = sorted({t.name.split(LAYER, 1)[0] for g in spec.layer_groups for t in g.tensors})
 
     def part(name: str) -> str:
@@ -375,8 +376,10 @@ def _rows(
         for head in heads:
             if name.startswith(head):
                 index = name[len(head) :].split(".", 1)[0]
-                if index.isdigit() and int(index) in layer_of:
-                    return layer_of[int(index)]
+                if index.isdigit() and len(index) <= 18:
+                    found = next((lab for layers, lab in labels_of if int(index) in layers), None)
+                    if found is not None:
+                        return found
         return OTHER
 
     sums = {label: [0, 0] for label in labels}
@@ -389,14 +392,7 @@ def _rows(
 
 
 def _group_label(g: LayerGroup) -> str:
-    return f"layers {_ranges(g.layers)} ({g.name})"
-
-
-def _ranges(layers: tuple[int, ...]) -> str:
-    """0..31, or 0,2,4 when the indices are not contiguous."""
-    if len(layers) > 1 and layers == tuple(range(layers[0], layers[-1] + 1)):
-        return f"{layers[0]}..{layers[-1]}"
-    return ",".join(str(i) for i in layers)
+    return f"layers {g.layers.describe()} ({g.name})"
 
 
 def _natural(name: str) -> tuple[object, ...]:
@@ -519,8 +515,8 @@ def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
             cut[key] = value[:num_layers]
     runs = spec.config.get("attention_types")  # GPT-Neo: [[["global", "local"], 12]] repeats a pattern
     if isinstance(runs, list):
-        kinds = [kind for pattern, times in runs for _ in range(times) for kind in pattern]
-        cut["attention_types"] = [[[kind], 1] for kind in kinds[:num_layers]]
+        kinds = (kind for pattern, times in runs for _ in range(times) for kind in pattern)
+        cut["attention_types"] = [[[kind], 1] for kind in itertools.islice(kinds, num_layers)]
     return cut
 
 

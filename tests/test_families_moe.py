@@ -124,7 +124,7 @@ def test_deepseek_v2_lite_has_a_plain_q_proj_and_one_dense_layer() -> None:
     # 2 shared experts of 1408 → one SwiGLU of 2816
     assert names["model.layers.1.mlp.shared_experts.gate_proj.weight"] == (2 * 1408, 2048)
     assert names["model.layers.1.mlp.experts.gate_up_proj"] == (64, 2 * 1408, 2048)
-    assert [g.layers for g in spec.layer_groups] == [(0,), tuple(range(1, 27))]
+    assert [tuple(g.layers) for g in spec.layer_groups] == [(0,), tuple(range(1, 27))]
 
 
 def test_qwen2_moe_shared_expert_and_gate() -> None:
@@ -155,7 +155,7 @@ def test_qwen_mlp_only_layers_and_sparse_step_make_dense_groups(write: Any) -> N
         "num_experts_per_tok": 2,
     }
     spec = load_spec(write("a.json", {**base, "decoder_sparse_step": 2, "mlp_only_layers": [3]}))
-    assert [(g.name, g.layers) for g in spec.layer_groups] == [
+    assert [(g.name, tuple(g.layers)) for g in spec.layer_groups] == [
         ("dense", (0, 2, 3, 4)),
         ("moe", (1, 5)),
     ]
@@ -168,12 +168,12 @@ def test_qwen_mlp_only_layers_and_sparse_step_make_dense_groups(write: Any) -> N
 def test_gpt_oss_layer_types_sinks_and_biased_experts() -> None:
     spec = load_spec("openai/gpt-oss-20b")
     sliding, full = spec.layer_groups
-    assert (sliding.name, sliding.layers, sliding.attention.window) == (
+    assert (sliding.name, tuple(sliding.layers), sliding.attention.window) == (
         "sliding_attention",
         tuple(range(0, 24, 2)),
         128,
     )
-    assert (full.name, full.layers, full.attention.window) == (
+    assert (full.name, tuple(full.layers), full.attention.window) == (
         "full_attention",
         tuple(range(1, 24, 2)),
         None,
@@ -202,7 +202,7 @@ def test_layer_types_from_the_pattern(
     name: str, sliding: tuple[int, ...], full: tuple[int, ...]
 ) -> None:
     spec = load_spec(name)
-    assert [(g.name, g.layers) for g in spec.layer_groups] == [
+    assert [(g.name, tuple(g.layers)) for g in spec.layer_groups] == [
         ("sliding_attention", sliding),
         ("full_attention", full),
     ]
@@ -242,7 +242,7 @@ def test_explicit_layer_types_are_checked(write: Any) -> None:
         "(one of: sliding_attention, full_attention)"
     )
     spec = load_spec(write("i.json", {**cfg, "layer_types": ["full_attention"] * 3}))
-    assert [(g.name, g.layers) for g in spec.layer_groups] == [("full_attention", (0, 1, 2))]
+    assert [(g.name, tuple(g.layers)) for g in spec.layer_groups] == [("full_attention", (0, 1, 2))]
 
 
 def test_more_experts_per_token_than_experts_is_an_error(cli: Any, write: Any) -> None:

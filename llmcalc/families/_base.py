@@ -13,12 +13,16 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from llmcalc.spec import EXPERT, Attention, LayerGroup, MoE, Shape, Tensor
+from llmcalc.spec import EXPERT, Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
+# The largest size or count a config may give: 2⁵³ − 1, the largest integer a JSON reader in any
+# language keeps exact. Every product llmcalc forms from such numbers stays well inside a float's
+# range, and no figure is computed by walking that many layers (layer sets are runs, see spec.py).
+MAX_SIZE = 2**53 - 1
 # A size: a strictly positive integer (no floats, no strings, no booleans).
-Size = Annotated[int, Field(strict=True, gt=0)]
+Size = Annotated[int, Field(strict=True, gt=0, le=MAX_SIZE)]
 # A count that may be zero (e.g. number of shared experts, dense layers before the MoE ones).
-Count = Annotated[int, Field(strict=True, ge=0)]
+Count = Annotated[int, Field(strict=True, ge=0, le=MAX_SIZE)]
 # A probability-like float field (dropout etc.) is never needed for counting and is not read.
 
 
@@ -355,27 +359,88 @@ def check_top_k(k: int, num_experts: int, *, k_field: str, e_field: str) -> None
 
 
 # ---- layer groups ---------------------------------------------------------------------------------
+# Layer indices are LayerSets of runs, never lists as long as the model is deep: a config's layer
+# count (up to MAX_SIZE) costs O(1), a per-layer list in a config costs O(its length).
+
+LayerPlan = dict[str, LayerSet]  # layer kind → the layers of that kind, in order of first use
 
 
 def uniform_layers(
     num_layers: int, tensors: Sequence[Tensor], attention: Attention, name: str = "decoder"
 ) -> tuple[LayerGroup, ...]:
     """All layers alike: one group."""
-    return (LayerGroup(name, tuple(range(num_layers)), tuple(tensors), attention),)
+    return (LayerGroup(name, LayerSet.span(0, num_layers), tuple(tensors), attention),)
+
+
+def plan_from_kinds(kinds: Sequence[str]) -> LayerPlan:
+    """A per-layer list (as a config spells it) → the runs of each kind."""
+    runs: dict[str, list[Run]] = {}
+    start = 0
+    for i in range(1, len(kinds) + 1):
+        if i == len(kinds) or kinds[i] != kinds[start]:
+            runs.setdefault(kinds[start], []).append(Run(start, i, start, 1, 1))
+            start = i
+    return {kind: LayerSet(tuple(rs)) for kind, rs in runs.items()}
+
+
+def periodic_plan(num_layers: int, *, period: int, every: str, others: str) -> LayerPlan:
+    """Layer i is ``every`` when (i + 1) is a multiple of ``period``, else ``others``
+    (Gemma's "every 6th layer global", Qwen-MoE's decoder_sparse_step)."""
+    marked = LayerSet((Run(period - 1, num_layers, period - 1, period, 1),))
+    rest = LayerSet((Run(0, num_layers, 0, period, period - 1),)) if period > 1 else LayerSet(())
+    plan = {others: rest, every: marked} if period > 1 else {every: marked}
+    order = sorted(plan, key=lambda kind: next(iter(plan[kind]), num_layers))
+    return {kind: plan[kind] for kind in order if plan[kind]}
+
+
+def split_plan(num_layers: int, *, at: int, before: str, after: str) -> LayerPlan:
+    """Layers below ``at`` are ``before``, the rest ``after`` (DeepSeek's first_k_dense_replace)."""
+    plan = {before: LayerSet.span(0, min(at, num_layers)), after: LayerSet.span(at, num_layers)}
+    return {kind: layers for kind, layers in plan.items() if layers}
+
+
+def override_plan(plan: LayerPlan, indices: Sequence[int], kind: str) -> LayerPlan:
+    """``plan`` with the listed layers (a config's list) moved to ``kind`` (Qwen's mlp_only_layers)."""
+    moved = {i for i in indices}
+    if not moved:
+        return plan
+    out: dict[str, list[Run]] = {}
+    for k, layers in plan.items():
+        for r in layers.runs:
+            for piece in _cut(r, sorted(i for i in moved if i in r)):
+                out.setdefault(k, []).append(piece)
+    out.setdefault(kind, []).extend(LayerSet.of(moved).runs)
+    result = {k: LayerSet(tuple(rs)) for k, rs in out.items()}
+    order = sorted(result, key=lambda k: next(iter(result[k]), 0))
+    return {k: result[k] for k in order if result[k]}
+
+
+def _cut(run: Run, holes: Sequence[int]) -> list[Run]:
+    """``run`` without the (sorted) indices ``holes``, keeping its pattern."""
+    pieces, start = [], run.start
+    for i in holes:
+        pieces.append(Run(start, i, run.origin, run.period, run.width))
+        start = i + 1
+    pieces.append(Run(start, run.stop, run.origin, run.period, run.width))
+    return [p for p in pieces if len(p)]
+
+
+def planned_layers(
+    plan: LayerPlan, build: Callable[[str], tuple[Sequence[Tensor], Attention]]
+) -> tuple[LayerGroup, ...]:
+    """One group per kind of ``plan``, built by ``build(kind)``."""
+    groups = []
+    for kind, layers in plan.items():
+        tensors, attention = build(kind)
+        groups.append(LayerGroup(kind, layers, tuple(tensors), attention))
+    return tuple(groups)
 
 
 def grouped_layers(
     kinds: Sequence[str], build: Callable[[str], tuple[Sequence[Tensor], Attention]]
 ) -> tuple[LayerGroup, ...]:
-    """Layers of several kinds (dense/MoE, sliding/full …): one group per kind, in order of first use."""
-    order: dict[str, list[int]] = {}
-    for i, kind in enumerate(kinds):
-        order.setdefault(kind, []).append(i)
-    groups = []
-    for kind, layers in order.items():
-        tensors, attention = build(kind)
-        groups.append(LayerGroup(kind, tuple(layers), tuple(tensors), attention))
-    return tuple(groups)
+    """Layers of several kinds listed one per layer (a config's list): one group per kind."""
+    return planned_layers(plan_from_kinds(kinds), build)
 
 
 # ---- attention layer types (Gemma 2/3, Cohere 2, gpt-oss) -------------------------------------
@@ -384,10 +449,10 @@ SLIDING, FULL = "sliding_attention", "full_attention"
 LAYER_TYPES = (SLIDING, FULL)
 
 
-def layer_kinds(layer_types: Sequence[str] | None, num_layers: int, *, pattern: int) -> list[str]:
+def layer_kinds(layer_types: Sequence[str] | None, num_layers: int, *, pattern: int) -> LayerPlan:
     """Each layer's attention type: as listed, else every ``pattern``-th layer full, the rest sliding."""
     if layer_types is None:
-        return [FULL if (i + 1) % pattern == 0 else SLIDING for i in range(num_layers)]
+        return periodic_plan(num_layers, period=pattern, every=FULL, others=SLIDING)
     require(
         len(layer_types) == num_layers,
         "layer_types",
@@ -399,12 +464,12 @@ def layer_kinds(layer_types: Sequence[str] | None, num_layers: int, *, pattern: 
             f"layer_types.{i}",
             f"unknown layer type {kind!r} (one of: {', '.join(LAYER_TYPES)})",
         )
-    return list(layer_types)
+    return plan_from_kinds(layer_types)
 
 
 def sliding_full_layers(
-    kinds: Sequence[str], tensors: Sequence[Tensor], c: DecoderConfig, *, window: int | None
+    plan: LayerPlan, tensors: Sequence[Tensor], c: DecoderConfig, *, window: int | None
 ) -> tuple[LayerGroup, ...]:
     """One group per attention type, alike in tensors; the sliding layers attend within ``window``."""
     windows = {SLIDING: window, FULL: None}
-    return grouped_layers(kinds, lambda kind: (tensors, c.attention(window=windows[kind])))
+    return planned_layers(plan, lambda kind: (tensors, c.attention(window=windows[kind])))

@@ -20,12 +20,13 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     check_top_k,
-    grouped_layers,
     linear,
     llama_outer_tensors,
     norm,
+    planned_layers,
     routed_experts,
     router,
+    split_plan,
     swiglu,
 )
 from llmcalc.spec import Attention, MoE, Shape, Tensor
@@ -137,8 +138,8 @@ def describe(c: DeepseekConfig) -> Architecture:
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
     # The cache holds the kv latent and the shared rotary key: kv_lora_rank + qk_rope_head_dim.
     attention = Attention(h, h, qk, c.v_head_dim, kv_latent_dim=c.kv_lora_rank + c.qk_rope_head_dim)
-    kinds = [DENSE if i < c.first_k_dense_replace else SPARSE for i in range(L)]
-    groups = grouped_layers(kinds, lambda kind: ([*attn, *blocks[kind]], attention))
+    plan = split_plan(L, at=c.first_k_dense_replace, before=DENSE, after=SPARSE)
+    groups = planned_layers(plan, lambda kind: ([*attn, *blocks[kind]], attention))
     notes = (
         (
             f"num_nextn_predict_layers={c.num_nextn_predict_layers}: the multi-token-prediction "

@@ -15,15 +15,16 @@ from llmcalc.families._base import (
     Architecture,
     FamilyConfig,
     FieldError,
+    LayerPlan,
     Size,
     gpt2_outer_tensors,
-    grouped_layers,
     linear,
     norm,
+    planned_layers,
     require,
     resolve_head_dim,
 )
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.spec import Attention, LayerSet, Run, Shape, Tensor
 
 ATTENTION_KINDS = ("global", "local")
 
@@ -42,11 +43,13 @@ class GPTNeoConfig(FamilyConfig):
     tie_word_embeddings: bool = True
 
 
-def expand_attention_types(attention_types: list[Any] | None) -> list[str]:
-    """``[[kinds, repeat], …]`` → one kind per layer, as transformers expands it."""
+def expand_attention_types(attention_types: list[Any] | None) -> tuple[LayerPlan, int]:
+    """``[[kinds, repeat], …]`` → the layers of each kind, as transformers expands it (each item
+    repeats its pattern: a run per pattern position, never a list per layer), and the layer count."""
     if attention_types is None:
         attention_types = [[list(ATTENTION_KINDS), 12]]
-    kinds: list[str] = []
+    runs: dict[str, list[Run]] = {}
+    start = 0
     for item in attention_types:
         if not (
             isinstance(item, list | tuple)
@@ -61,19 +64,24 @@ def expand_attention_types(attention_types: list[Any] | None) -> list[str]:
                 "attention_types",
                 f'expected [[kinds, repeat], …] with kinds from "global", "local", got {item!r}',
             )
-        kinds.extend(list(item[0]) * item[1])
-    return kinds
+        pattern, times = list(item[0]), item[1]
+        stop = start + len(pattern) * times
+        for j, kind in enumerate(pattern):
+            if times:
+                runs.setdefault(kind, []).append(Run(start + j, stop, start + j, len(pattern), 1))
+        start = stop
+    return {kind: LayerSet(tuple(rs)) for kind, rs in runs.items()}, start
 
 
 def describe(c: GPTNeoConfig) -> Architecture:
     d, v, h = c.hidden_size, c.vocab_size, c.num_heads
     hd = resolve_head_dim(d, h, heads_field="num_heads")
     ff = c.intermediate_size if c.intermediate_size is not None else 4 * d
-    kinds = expand_attention_types(c.attention_types)
+    plan, expanded = expand_attention_types(c.attention_types)
     require(
-        len(kinds) == c.num_layers,
+        expanded == c.num_layers,
         "attention_types",
-        f"expands to {len(kinds)} layers but num_layers is {c.num_layers}",
+        f"expands to {expanded} layers but num_layers is {c.num_layers}",
     )
     p = "transformer.h.{i}"
     # q, k, v: d × d without bias;  out_proj: d × d with bias;  c_fc: ff × d, c_proj: d × ff
@@ -108,6 +116,6 @@ def describe(c: GPTNeoConfig) -> Architecture:
             max_position_embeddings=c.max_position_embeddings,
         ),
         tensors=gpt2_outer_tensors(v, d, c.max_position_embeddings, tied=c.tie_word_embeddings),
-        layer_groups=grouped_layers(kinds, build),
+        layer_groups=planned_layers(plan, build),
         notes=notes,
     )

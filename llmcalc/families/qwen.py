@@ -18,6 +18,7 @@ from llmcalc.families._base import (
     Architecture,
     Count,
     DecoderConfig,
+    LayerPlan,
     Size,
     gqa_projections,
     layer_kinds,
@@ -25,10 +26,11 @@ from llmcalc.families._base import (
     norm,
     qk_norms,
     sliding_full_layers,
+    split_plan,
     swiglu,
     uniform_layers,
 )
-from llmcalc.spec import LayerGroup, Tensor
+from llmcalc.spec import LayerGroup, LayerSet, Tensor
 
 
 class Qwen2Config(DecoderConfig):
@@ -48,24 +50,23 @@ class Qwen3Config(Qwen2Config):
     attention_bias: bool = False
 
 
-def qwen_layer_kinds(c: Qwen2Config) -> list[str]:
+def qwen_layer_kinds(c: Qwen2Config) -> LayerPlan:
     """Full or sliding attention per layer, as transformers' Qwen2/Qwen3 configs derive it."""
     if c.layer_types is not None:  # validated against the layer count and the known types
         return layer_kinds(c.layer_types, c.num_hidden_layers, pattern=1)
     sliding = c.use_sliding_window and c.sliding_window is not None
-    return [
-        SLIDING if sliding and i >= c.max_window_layers else FULL
-        for i in range(c.num_hidden_layers)
-    ]
+    if not sliding:
+        return {FULL: LayerSet.span(0, c.num_hidden_layers)}
+    return split_plan(c.num_hidden_layers, at=c.max_window_layers, before=FULL, after=SLIDING)
 
 
 def _groups(c: Qwen2Config, layer: Sequence[Tensor]) -> tuple[LayerGroup, ...]:
-    kinds = qwen_layer_kinds(c)
+    plan = qwen_layer_kinds(c)
     window = c.sliding_window if c.use_sliding_window else None
-    if len(set(kinds)) == 1:
-        only = window if kinds[0] == SLIDING else None
-        return uniform_layers(len(kinds), layer, c.attention(window=only))
-    return sliding_full_layers(kinds, layer, c, window=window)
+    if len(plan) == 1:
+        only = window if SLIDING in plan else None
+        return uniform_layers(c.num_hidden_layers, layer, c.attention(window=only))
+    return sliding_full_layers(plan, layer, c, window=window)
 
 
 def describe(c: Qwen2Config) -> Architecture:

@@ -19,13 +19,16 @@ from llmcalc.families._base import (
     Architecture,
     Count,
     FamilyConfig,
+    LayerPlan,
     Size,
     check_top_k,
     gqa_projections,
-    grouped_layers,
     linear,
     llama_outer_tensors,
     norm,
+    override_plan,
+    periodic_plan,
+    planned_layers,
     qk_norms,
     resolve_head_dim,
     resolve_kv_heads,
@@ -80,13 +83,11 @@ class Qwen3MoeConfig(QwenMoeConfig):
     attention_bias: bool = False  # q, k, v and o biases
 
 
-def layer_kinds(c: QwenMoeConfig) -> list[str]:
+def layer_kinds(c: QwenMoeConfig) -> LayerPlan:
     """MoE where (i + 1) is a multiple of decoder_sparse_step and i is not in mlp_only_layers."""
-    dense = set(c.mlp_only_layers or ())
-    return [
-        SPARSE if i not in dense and (i + 1) % c.decoder_sparse_step == 0 else DENSE
-        for i in range(c.num_hidden_layers)
-    ]
+    plan = periodic_plan(c.num_hidden_layers, period=c.decoder_sparse_step, every=SPARSE, others=DENSE)
+    dense = [i for i in c.mlp_only_layers or () if i < c.num_hidden_layers]
+    return override_plan(plan, dense, DENSE)
 
 
 def describe(c: QwenMoeConfig) -> Architecture:
@@ -120,7 +121,7 @@ def describe(c: QwenMoeConfig) -> Architecture:
         ]
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
     attention = Attention(h, kv, hd, hd)
-    groups = grouped_layers(layer_kinds(c), lambda kind: ([*attn, *blocks[kind]], attention))
+    groups = planned_layers(layer_kinds(c), lambda kind: ([*attn, *blocks[kind]], attention))
     return Architecture(
         shape=Shape(
             num_layers=c.num_hidden_layers,

@@ -170,19 +170,12 @@ def tensors_view(spec: ModelSpec) -> Table:
         shape = "[" + ", ".join(str(d) for d in x.shape) + "]"
         where = ""
         if g is not None:
-            where = f"{LAYER} in {_ranges(g.layers)}"
+            where = f"{LAYER} in {g.layers.describe()}"
         if x.copies > 1:
             where += f" × {x.copies} experts"
         name = x.name + (f"  (tied to {x.tied_to})" if x.tied_to else "")
         t.add_row(Text(name), Text(shape), n(x.numel // x.copies), Text(where.strip()))
     return t
-
-
-def _ranges(layers: tuple[int, ...]) -> str:
-    """0..31 or 0,2,4..: compact layer index sets."""
-    if layers == tuple(range(layers[0], layers[-1] + 1)):
-        return f"{layers[0]}..{layers[-1]}" if len(layers) > 1 else str(layers[0])
-    return ",".join(str(i) for i in layers)
 
 
 def explain_lines(spec: ModelSpec, pc: ParamCount) -> list[str]:
