@@ -10,6 +10,7 @@ imported only then). Every failure is a :class:`ConfigError` naming the file and
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,10 +47,16 @@ def load_spec(
     overrides: Sequence[str] = (),
     family: str | None = None,
     revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> ModelSpec:
     """Resolve ``model`` (path, folder, bundled name or Hugging Face repo id at ``revision``), apply
-    ``--set`` overrides, describe it."""
-    return spec_from_raw(read_config(model, revision=revision), overrides=overrides, family=family)
+    ``--set`` overrides, describe it (by its family's formula, else measured: :mod:`llmcalc.measured`)."""
+    return spec_from_raw(
+        read_config(model, revision=revision),
+        overrides=overrides,
+        family=family,
+        trust_remote_code=trust_remote_code,
+    )
 
 
 def spec_from_dict(
@@ -202,15 +209,33 @@ def _parse_yaml(text: str, label: str) -> Any:
 
 
 def spec_from_raw(
-    raw: RawConfig, *, overrides: Sequence[str] = (), family: str | None = None
+    raw: RawConfig,
+    *,
+    overrides: Sequence[str] = (),
+    family: str | None = None,
+    trust_remote_code: bool = False,
 ) -> ModelSpec:
-    """Validate ``raw`` for its family and describe it as named tensors."""
+    """Validate ``raw`` for its family and describe it as named tensors; a model_type without a
+    family is measured on transformers' model instead (:mod:`llmcalc.measured`)."""
     fields = dict(raw.fields)
     notes: list[str] = []
     fam, model_type, fields = _pick_family(raw.label, fields, family, notes)
     fields = apply_overrides(fields, overrides, fam)
     if overrides:
         notes.append("changed with --set: " + ", ".join(overrides))
+    if fam is None:
+        from llmcalc import measured  # torch/transformers only for a model without a formula
+
+        return measured.measure(
+            label=raw.label,
+            name=raw.name,
+            model_type=model_type,
+            fields=fields,
+            notes=notes,
+            source=f"{raw.source} (before --set)" if overrides and raw.source else raw.source,
+            origin=raw.origin,
+            trust_remote_code=trust_remote_code,
+        )
     try:
         cfg = fam.config.read(fields)
         arch = fam.describe(cfg)
@@ -240,7 +265,8 @@ def spec_from_raw(
 
 def _pick_family(
     label: str, fields: dict[str, Any], family: str | None, notes: list[str]
-) -> tuple[Family, str, dict[str, Any]]:
+) -> tuple[Family | None, str, dict[str, Any]]:
+    """The family that describes ``fields``; None for a model_type without one (to be measured)."""
     model_type = fields.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
         raise ConfigError(label, f"model_type must be a string, got {_json(model_type)}")
@@ -255,24 +281,55 @@ def _pick_family(
             raise UsageError(f"--family {family}: unknown family; supported: {_supported()}")
         if model_type != family:
             notes.append(f"counted as {family} (--family); model_type is {model_type!r}")
+            _check_family_fits(fields, family, MODEL_TYPES[family], notes)
         return MODEL_TYPES[family], family, fields
     if model_type is None:
         raise ConfigError(label, f"missing required field model_type (one of: {_supported()})")
     if model_type not in MODEL_TYPES:
-        raise ConfigError(
-            label,
-            f"unknown model_type {model_type!r}; supported: {_supported()} "
-            "(to count it as a known family, pass --family)",
-        )
+        return None, model_type, fields
     return MODEL_TYPES[model_type], model_type, fields
 
 
+# Fields that change the tensors when a family does not read them: --family refuses for these …
+COUNT_CHANGING = re.compile(
+    r"^(num_(local_|routed_)?experts|n_routed_experts|moe_num_experts|num_experts_per_tok|"
+    r"layers_block_type|hybrid_override_pattern|block_types|attn_layer_(period|offset)|"
+    r"expert_layer_(period|offset)|mamba_.*|ssm_.*|linear_.*heads?)$"
+)
+# … and layer types that are not attention (Mamba, linear attention, convolution …).
+ATTENTION_LAYER_TYPES = ("full_attention", "sliding_attention", "attention", "global", "local")
+# … and warns, naming them, for these size-like ones.
+SIZE_LIKE = re.compile(r"(^num_|^n_|_size$|_dim$|_dims$|_layers$|_heads$|_rank$|experts|_types$)")
+
+
+def _check_family_fits(fields: Mapping[str, Any], family: str, fam: Family, notes: list[str]) -> None:
+    """``--family`` must not give a silently wrong total: refuse when an unread field clearly
+    changes the count (experts, hybrid layer types), name the other unread size-like fields."""
+    read = _field_names(fam)
+    unread = [k for k in fields if k not in read and k not in META_KEYS]
+    changing = [k for k in unread if COUNT_CHANGING.match(k) and fields[k] not in (None, 0, 1, [], "")]
+    kinds = fields.get("layer_types")
+    if "layer_types" not in read and isinstance(kinds, list):
+        other = sorted({str(t) for t in kinds if t not in ATTENTION_LAYER_TYPES})
+        if other:
+            changing.append(f"layer_types ({', '.join(other)})")
+    if changing:
+        raise UsageError(
+            f"--family {family}: the config has {', '.join(changing)}, which {family} does not "
+            f"read and which change the count; leave out --family to measure it with transformers"
+        )
+    sized = [k for k in unread if SIZE_LIKE.search(k) or isinstance(fields[k], dict)]
+    if sized:
+        notes.append(f"--family {family} does not read: {', '.join(sized)} (check the total)")
+
+
 def apply_overrides(
-    fields: dict[str, Any], overrides: Sequence[str], fam: Family
+    fields: dict[str, Any], overrides: Sequence[str], fam: Family | None
 ) -> dict[str, Any]:
-    """``--set key=value`` (value read as YAML: 48, true, null); dotted keys reach nested mappings."""
+    """``--set key=value`` (value read as YAML: 48, true, null); dotted keys reach nested mappings.
+    Without a family (a measured model) only the config's own fields can be set."""
     out = dict(fields)
-    known = set(fields) | _field_names(fam)
+    known = set(fields) | (_field_names(fam) if fam is not None else set())
     for item in overrides:
         key, sep, text = item.partition("=")
         key = key.strip()
@@ -287,7 +344,8 @@ def apply_overrides(
             import difflib  # only to suggest a name: not on the path of a good call
             close = difflib.get_close_matches(head, sorted(known), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise UsageError(f"--set {key}: not a field of this {fam.module} config{hint}")
+            kind = fam.module if fam is not None else str(fields.get("model_type"))
+            raise UsageError(f"--set {key}: not a field of this {kind} config{hint}")
         target = out
         for part in [head, *rest][:-1]:
             nested = target.get(part)

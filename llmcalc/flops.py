@@ -173,11 +173,12 @@ def training_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
 def attention_crossover_ctx(spec: ModelSpec) -> int | None:
     """The smallest context at which attention FLOPs per token exceed weight FLOPs per token.
 
-    None when that never happens: every layer is sliding-window and even a full window stays below.
+    None when that never happens: every layer is sliding-window and even a full window stays below,
+    or no layer has attention (a measured recurrent model).
     """
     weight = weight_flops_per_token(spec)
     windows = [g.attention.window for g in spec.layer_groups]
-    if not spec.layer_groups:
+    if not any(pair_flops(g.attention) for g in spec.layer_groups):
         return None
     if all(w is not None for w in windows):
         cap = max(w for w in windows if w is not None)

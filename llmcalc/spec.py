@@ -312,10 +312,13 @@ class ModelSpec:
 
 def context_notes(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
     """What a figure at ``ctx`` should be read with: a context past max_position_embeddings."""
+    # a measured model: say what was measured and what was left out (attention, KV cache)
+    measured = tuple(spec.notes) if spec.method == "measured" else ()
     limit = spec.shape.max_position_embeddings
     if limit is None or ctx <= limit:
-        return ()
+        return measured
     return (
+        *measured,
         f"context {ctx:,} is above the model's max_position_embeddings ({limit:,}); "
         "the figures assume it runs there anyway",
     )

@@ -13,24 +13,14 @@ from typing import Any
 
 import pytest
 from fake_hub import GOOD_TOKEN, FakeHub, serve, sha_of
+from tiny_configs import TINY_LLAMA
 
 from llmcalc.config import spec_from_dict
 from llmcalc.counting import count
 
 REPO = Path(__file__).resolve().parent.parent
 
-TINY = {
-    "model_type": "llama",
-    "hidden_size": 64,
-    "intermediate_size": 128,
-    "num_hidden_layers": 2,
-    "num_attention_heads": 4,
-    "num_key_value_heads": 2,
-    "vocab_size": 256,
-    "max_position_embeddings": 512,
-    "rms_norm_eps": 1e-5,
-    "tie_word_embeddings": False,
-}
+TINY = {**TINY_LLAMA, "rms_norm_eps": 1e-5}
 TINY_V2 = {**TINY, "num_hidden_layers": 3}
 
 

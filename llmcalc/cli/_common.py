@@ -49,6 +49,13 @@ RevisionOpt = Annotated[
         show_default=False,
     ),
 ]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="Let transformers run code from the model's repository (off by default).",
+    ),
+]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
 ExplainOpt = Annotated[
     bool, typer.Option("--explain", help="Print each formula with this model's numbers put in.")
@@ -74,8 +81,19 @@ def spec_for(
     overrides: list[str] | None,
     family: str | None = None,
     revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> ModelSpec:
-    return load_spec(model, overrides=overrides or (), family=family, revision=revision)
+    spec = load_spec(
+        model,
+        overrides=overrides or (),
+        family=family,
+        revision=revision,
+        trust_remote_code=trust_remote_code,
+    )
+    for note in spec.notes:  # fields --family leaves unread: a warning, not only a note
+        if note.startswith("--family "):
+            typer.echo(f"warning: {note}", err=True)
+    return spec
 
 
 def print_json(obj: object) -> None:

@@ -14,6 +14,7 @@ from llmcalc.cli._common import (
     ModelArg,
     RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     handles_errors,
     print_json,
     show,
@@ -30,6 +31,7 @@ def count(
     set_: SetOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     tensors: Annotated[
         bool, typer.Option("--tensors", help="List every named tensor with its shape.")
@@ -38,7 +40,7 @@ def count(
 ) -> None:
     """Count a model's parameters exactly: per tensor group, per layer, embeddings, lm_head, total."""
     check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family, revision)
+    spec = spec_for(model, set_, family, revision, trust_remote_code)
     pc = count_params(spec)
     if as_json:
         data = count_json(spec, pc)

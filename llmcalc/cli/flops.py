@@ -14,6 +14,7 @@ from llmcalc.cli._common import (
     JsonOpt,
     RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     handles_errors,
     print_json,
     show,
@@ -44,6 +45,7 @@ def flops(
     set_: SetOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
@@ -63,7 +65,7 @@ def flops(
             raise UsageError("--set and --family need a MODEL")
         _catalog(n_ctx, n_batch, n_tokens, as_json=as_json)
         return
-    spec = spec_for(model, set_, family, revision)
+    spec = spec_for(model, set_, family, revision, trust_remote_code)
     result = compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens)
     if as_json:
         print_json(flops_json(result))

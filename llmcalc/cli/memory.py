@@ -14,6 +14,7 @@ from llmcalc.cli._common import (
     ModelArg,
     RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     handles_errors,
     print_json,
     show,
@@ -57,6 +58,7 @@ def memory(
     set_: SetOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     explain: ExplainOpt = False,
 ) -> None:
@@ -71,7 +73,7 @@ def memory(
     n_batch = parse_count(batch, option="--batch")
     w_dtype = parse_dtype(dtype, option="--dtype")
     c_dtype = w_dtype if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
-    spec = spec_for(model, set_, family, revision)
+    spec = spec_for(model, set_, family, revision, trust_remote_code)
     result = compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
     stored = None if set_ else stored_weights(spec, model)
     if as_json:
