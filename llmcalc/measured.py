@@ -74,7 +74,10 @@ def measure(
         raise ConfigError(
             label, f"transformers cannot build a causal-LM model of this config: {_first_line(e)}"
         ) from None
-    shape, tensors, groups, moe, more = describe_model(model, config, torch, transformers)
+    try:
+        shape, tensors, groups, moe, more = describe_model(model, config, torch, transformers)
+    except Exception as e:  # noqa: BLE001 - a model llmcalc cannot read: one line, no traceback
+        raise ConfigError(label, f"cannot read the built model's parameters: {_first_line(e)}") from None
     seconds = time.perf_counter() - start
     return ModelSpec(
         name=name,
@@ -146,7 +149,7 @@ def describe_model(
     head_name = next((f"{k}.weight" for k, m in modules.items() if m is out), None) if out is not None else None
 
     layer_list = _layer_list(params)
-    top_k = next((getattr(text, f) for f in TOP_K_FIELDS if isinstance(getattr(text, f, None), int)), None)
+    top_k = next((_get(text, f) for f in TOP_K_FIELDS if isinstance(_get(text, f), int)), None)
 
     def tensor(name: str, p: Any, component: str, real: str | None = None) -> Tensor:
         """``real``: the concrete name (layer index filled in) whose module says what it is."""
@@ -179,7 +182,7 @@ def describe_model(
     attention, attn_note = _attention(text)
     if attn_note:
         notes.append(attn_note)
-    kinds = getattr(text, "layer_types", None)
+    kinds = _get(text, "layer_types")
     groups: list[LayerGroup] = []
     without: list[int] = []  # layers without attention tensors
     for k, (sig, indices) in enumerate(signatures.items()):
@@ -192,7 +195,7 @@ def describe_model(
         if any(g.name == group_name for g in groups):
             group_name = f"{group_name}, kind {k + 1}"
         has_attention = any(ATTENTION_PART.search(rest) for rest, _ in sig)
-        window = getattr(text, "sliding_window", None)
+        window = _get(text, "sliding_window")
         att = attention
         if has_attention and group_name == "sliding_attention" and isinstance(window, int):
             att = Attention(attention.heads, attention.kv_heads, attention.qk_head_dim,
@@ -303,9 +306,17 @@ def _param_name(params: Mapping[str, Any], module: Any) -> str | None:
     return next((k for k, p in params.items() if p is module.weight), None)
 
 
+def _get(obj: Any, name: str) -> Any:
+    """A config attribute, or None; per-layer configs (transformers 5) raise on global reads."""
+    try:
+        return getattr(obj, name, None)
+    except Exception:  # noqa: BLE001 - e.g. AmbiguousGlobalPerLayerAttributeError
+        return None
+
+
 def _int(obj: Any, *names: str) -> int | None:
     for n in names:
-        value = getattr(obj, n, None)
+        value = _get(obj, n)
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value
     return None

@@ -23,9 +23,12 @@ CUT = 2
 
 
 def small_config(model_type: str) -> Any:
-    """The default config, cut to CUT layers (in its text config too) through the constructor, so
-    lists derived from the depth (layer_types …) follow."""
-    default = transformers.AutoConfig.for_model(model_type)
+    """The default config, cut to CUT layers through the constructor, so lists derived from the
+    depth (layer_types …) follow; None when transformers rejects its own default config."""
+    try:
+        default = transformers.AutoConfig.for_model(model_type)
+    except Exception:  # noqa: BLE001
+        return None
     changes = {f: CUT for f in LAYER_FIELDS if isinstance(getattr(default, f, None), int)}
     try:
         return transformers.AutoConfig.for_model(model_type, **changes)
@@ -43,7 +46,12 @@ def numel_total(config: Any) -> int | None:
 
 
 def outcome(model_type: str) -> tuple[str, str]:
+    """("formula" | "measured", total), ("error", message), or ("unbuildable", why) when
+    transformers cannot build the model from its own default config."""
     config = small_config(model_type)
+    theirs = None if config is None else numel_total(config)
+    if config is None or theirs is None:
+        return "unbuildable", "transformers cannot build it from its default config"
     fields = config.to_dict()
     fields["model_type"] = model_type
     try:
@@ -53,8 +61,8 @@ def outcome(model_type: str) -> tuple[str, str]:
         assert "\n" not in message, f"{model_type}: a multi-line error: {message!r}"
         return "error", message
     ours = count(spec).total
-    theirs = numel_total(config)
-    assert theirs is not None, f"{model_type}: counted ({spec.method}) what transformers cannot build"
+    if any("counted its text model" in note for note in spec.notes):  # as documented, and said
+        theirs = numel_total(config.get_text_config())
     assert ours == theirs, f"{model_type} ({spec.method}): llmcalc {ours:,}, transformers {theirs:,}"
     return spec.method, f"{ours:,}"
 
@@ -66,8 +74,9 @@ def test_every_causal_lm_model_type() -> None:
     results = {mt: outcome(mt) for mt in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)}
     methods = [m for m, _ in results.values()]
     assert len(results) == len(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES) >= 190
-    # most types have an exact answer; the rest are one-line errors (transformers cannot build
-    # them from their default config, or they need remote code)
-    assert methods.count("formula") + methods.count("measured") >= 0.8 * len(results), {
+    # every type transformers can build has an exact answer or a one-line error (on 5.24: all but
+    # deepseek_v2, whose default has num_experts_per_tok null, of 181 buildable)
+    buildable = len(results) - methods.count("unbuildable")
+    assert methods.count("formula") + methods.count("measured") >= 0.95 * buildable, {
         mt: msg for mt, (m, msg) in results.items() if m == "error"
     }
