@@ -26,7 +26,17 @@ from pathlib import Path
 from typing import Any
 
 from llmcalc.errors import ConfigError, MissingExtraError
-from llmcalc.spec import LAYER, Attention, LayerGroup, LayerSet, ModelSpec, MoE, Origin, Shape, Tensor
+from llmcalc.spec import (
+    LAYER,
+    Attention,
+    LayerGroup,
+    LayerSet,
+    ModelSpec,
+    MoE,
+    Origin,
+    Shape,
+    Tensor,
+)
 
 METHOD = "measured"
 LAYER_NAME = re.compile(r"^(?P<head>.+?)\.(?P<i>\d+)\.(?P<rest>.+)$")

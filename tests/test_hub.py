@@ -329,3 +329,13 @@ def test_memory_offline_says_why_the_stored_bytes_are_missing(llmcalc: Any, ckpt
         "needs the Hub (HF_HUB_OFFLINE is set); compare with --against transformers, or pass a "
         "folder holding the checkpoint"
     )
+
+
+def test_hostile_hub_header_is_one_line(llmcalc: Any, hub: FakeHub) -> None:
+    import struct
+
+    hub.add("org/bad-header", {"config.json": TINY, "model.safetensors": struct.pack("<Q", 10**12) + b"{}"})
+    r = llmcalc("verify", "org/bad-header", endpoint=hub.url)
+    assert r.code == 2
+    assert r.stderr.startswith("error: org/bad-header: a safetensors header cannot be read (")
+    assert r.stderr.count("\n") == 1

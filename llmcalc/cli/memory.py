@@ -24,7 +24,12 @@ from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_e
 from llmcalc.errors import LLMCalcError
 from llmcalc.memory import memory as compute_memory
 from llmcalc.render.memory import explain_lines, memory_json, memory_view
-from llmcalc.safetensors_index import StoredWeights, bytes_by_dtype, has_safetensors, read_checkpoint
+from llmcalc.safetensors_index import (
+    StoredWeights,
+    bytes_by_dtype,
+    has_safetensors,
+    read_checkpoint,
+)
 from llmcalc.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
