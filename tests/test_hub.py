@@ -309,6 +309,7 @@ def test_memory_shows_stored_bytes_by_dtype(llmcalc: Any, ckpt_hub: FakeHub) -> 
     assert stored["bytes"] == sum(b for _, _, b in expect.values()) == 118_432
     assert stored["other_dtypes"] == ["F8_E4M3", "I32", "F32"]
     assert r.json()["weights_bytes"] == 2 * total(TINY) == 213_632
+    assert r.json()["origin"]["source"] == "hub" and r.json()["method"] == "formula"
     assert stored["note"] == (
         "the checkpoint stores F8_E4M3 (fp8), I32 (packed quantized values), F32 (fp32), not only "
         "bf16: 118,432 bytes (0.00 GiB) stored against 213,632 (0.00 GiB) computed at --dtype bf16"

@@ -23,6 +23,7 @@ from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, H
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.planning import fit as fit_plan
+from llmcalc.render.count import provenance
 from llmcalc.render.fit import explain_lines, fit_json, fit_view
 from llmcalc.units import parse_context, parse_dtype
 
@@ -72,7 +73,7 @@ def fit(
         headroom=headroom,
     )
     if as_json:
-        print_json(fit_json(spec, f, accelerator=acc, dtype=weights, kv_dtype=kv))
+        print_json({**fit_json(spec, f, accelerator=acc, dtype=weights, kv_dtype=kv), **provenance(spec)})
         return
     show(fit_view(spec, f, accelerator=acc, dtype=weights, kv_dtype=kv))
     if explain:

@@ -24,6 +24,7 @@ from llmcalc.cli._options import BatchOpt, CtxOpt, TokensOpt, check_explain, spe
 from llmcalc.config import load_spec
 from llmcalc.errors import UsageError
 from llmcalc.flops import flops as compute_flops
+from llmcalc.render.count import provenance
 from llmcalc.render.flops import catalog_view, explain_lines, flops_json, flops_view
 from llmcalc.units import parse_context, parse_count
 
@@ -68,7 +69,7 @@ def flops(
     spec = spec_for(model, set_, family, revision, trust_remote_code)
     result = compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens)
     if as_json:
-        print_json(flops_json(result))
+        print_json({**flops_json(result), **provenance(spec)})
         return
     show(flops_view(spec, result))
     if explain:

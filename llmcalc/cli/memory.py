@@ -23,6 +23,7 @@ from llmcalc.cli._common import (
 from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
 from llmcalc.errors import LLMCalcError
 from llmcalc.memory import memory as compute_memory
+from llmcalc.render.count import provenance
 from llmcalc.render.memory import explain_lines, memory_json, memory_view
 from llmcalc.safetensors_index import (
     StoredWeights,
@@ -82,7 +83,7 @@ def memory(
     result = compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
     stored = None if set_ else stored_weights(spec, model)
     if as_json:
-        print_json(memory_json(result, stored))
+        print_json({**memory_json(result, stored), **provenance(spec)})
         return
     show(memory_view(spec, result, stored))
     if explain:

@@ -23,6 +23,7 @@ from llmcalc.cli._hardware import GpuFlopsOpt, GpuOpt, GpusOpt
 from llmcalc.cli._options import TrainCtxOpt, check_explain, speaks_flags
 from llmcalc.hardware import require, resolve
 from llmcalc.planning import model_flops_utilisation
+from llmcalc.render.count import provenance
 from llmcalc.render.mfu import explain_lines, mfu_json, mfu_view
 from llmcalc.training import DEFAULT_CTX
 from llmcalc.units import parse_context, parse_count
@@ -61,7 +62,7 @@ def mfu(
         accelerator=acc,
     )
     if as_json:
-        print_json(mfu_json(spec, u, accelerator=acc, gpus=gpus, ctx=seq))
+        print_json({**mfu_json(spec, u, accelerator=acc, gpus=gpus, ctx=seq), **provenance(spec)})
         return
     show(mfu_view(spec, u, accelerator=acc, gpus=gpus, ctx=seq))
     if explain:

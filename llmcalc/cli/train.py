@@ -22,6 +22,7 @@ from llmcalc.cli._common import (
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, check_explain, speaks_flags
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
+from llmcalc.render.count import provenance
 from llmcalc.render.train import explain_lines, train_json, train_view
 from llmcalc.training import (
     CHINCHILLA_TOKENS_PER_PARAM,
@@ -98,7 +99,7 @@ def train(
         headroom=headroom,
     )
     if as_json:
-        print_json(train_json(spec, plan))
+        print_json({**train_json(spec, plan), **provenance(spec)})
         return
     show(train_view(spec, plan))
     if explain:

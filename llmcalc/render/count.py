@@ -48,6 +48,15 @@ def origin_json(spec: ModelSpec) -> dict[str, Any] | None:
     return {"source": o.source, "path": o.path, "repo_id": o.repo_id, "revision": o.revision}
 
 
+def provenance(spec: ModelSpec) -> dict[str, Any]:
+    """Where the config came from and how the figures were found, for every command's --json."""
+    return {
+        "origin": origin_json(spec),
+        "method": spec.method,
+        "measured_seconds": round(spec.measured_seconds, 3) if spec.method == "measured" else None,
+    }
+
+
 def header(spec: ModelSpec) -> Text:
     s = spec.shape
     text = Text()
@@ -215,9 +224,7 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
         "model": spec.name,
         "model_type": spec.model_type,
         "family": spec.family,
-        "origin": origin_json(spec),
-        "method": spec.method,
-        "measured_seconds": round(spec.measured_seconds, 3) if spec.method == "measured" else None,
+        **provenance(spec),
         "total_params": pc.total,
         "active_params": pc.active,
         "embedding_params": pc.embedding,
