@@ -10,6 +10,7 @@ $(VENV)/.core: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --disable-pip-version-check -e . --config-settings editable_mode=compat
 	$(PY) -m compileall -q llmcalc  # start fast even where PYTHONDONTWRITEBYTECODE is set
+	$(VENV)/bin/llmcalc list --format csv >/dev/null  # validate the bundled configs once (spec cache)
 	touch $@
 
 $(VENV)/.test: $(VENV)/.core requirements-test.txt
@@ -27,6 +28,8 @@ bench: $(VENV)/.test
 	$(PY) bench/count_vs_transformers.py
 	$(PY) bench/check_all.py
 	$(PY) bench/verify_largest.py
+	$(PY) bench/startup.py
+	$(PY) bench/hostile_input.py
 
 lint: $(VENV)/.test
 	$(PY) -m pip install -q ruff mypy types-PyYAML

@@ -8,25 +8,58 @@
     524288
 """
 
-from llmcalc.config import load_spec, spec_from_dict
-from llmcalc.counting import GroupCount, ParamCount, count
-from llmcalc.errors import (
-    ConfigError,
-    LLMCalcError,
-    MissingExtraError,
-    UnknownModelError,
-    UsageError,
-)
-from llmcalc.flops import (
-    attention_flops_per_token,
-    forward_flops_per_sequence,
-    forward_flops_per_token,
-    training_flops_per_token,
-    weight_flops_per_token,
-)
-from llmcalc.memory import kv_cache_bytes, kv_cache_bytes_per_token, weight_bytes
-from llmcalc.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
-from llmcalc.units import DType, parse_context, parse_count, parse_dtype
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from llmcalc.config import load_spec, spec_from_dict
+    from llmcalc.counting import GroupCount, ParamCount, count
+    from llmcalc.errors import (
+        ConfigError,
+        LLMCalcError,
+        MissingExtraError,
+        UnknownModelError,
+        UsageError,
+    )
+    from llmcalc.flops import (
+        attention_flops_per_token,
+        forward_flops_per_sequence,
+        forward_flops_per_token,
+        training_flops_per_token,
+        weight_flops_per_token,
+    )
+    from llmcalc.memory import kv_cache_bytes, kv_cache_bytes_per_token, weight_bytes
+    from llmcalc.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
+    from llmcalc.units import DType, parse_context, parse_count, parse_dtype
+
+# public name → the module that defines it; imported on first use, so that the command line
+# (llmcalc.cli) loads only what a command needs
+_HOME = {
+    **dict.fromkeys(("load_spec", "spec_from_dict"), "config"),
+    **dict.fromkeys(("GroupCount", "ParamCount", "count"), "counting"),
+    **dict.fromkeys(("ConfigError", "LLMCalcError", "MissingExtraError", "UnknownModelError",
+                     "UsageError"), "errors"),
+    **dict.fromkeys(("attention_flops_per_token", "forward_flops_per_sequence",
+                     "forward_flops_per_token", "training_flops_per_token",
+                     "weight_flops_per_token"), "flops"),
+    **dict.fromkeys(("kv_cache_bytes", "kv_cache_bytes_per_token", "weight_bytes"), "memory"),
+    **dict.fromkeys(("Attention", "LayerGroup", "ModelSpec", "MoE", "Shape", "Tensor"), "spec"),
+    **dict.fromkeys(("DType", "parse_context", "parse_count", "parse_dtype"), "units"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOME:
+        import importlib
+
+        value = getattr(importlib.import_module(f"llmcalc.{_HOME[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'llmcalc' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
+
 
 __version__ = "0.1.0"
 

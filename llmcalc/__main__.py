@@ -1,3 +1,3 @@
-from llmcalc.cli import main
+from llmcalc.cli import run
 
-main()
+run()

@@ -36,13 +36,20 @@ def _index() -> dict[str, Path]:
     return index
 
 
+def repo_ids() -> list[str]:
+    """The repo ids of the bundled configs (their ``name:``), as written, in file order."""
+    ids = []
+    for path in paths():
+        m = _NAME_LINE.search(path.read_text(encoding="utf-8"))
+        if m:
+            ids.append(m.group(1).strip())
+    return ids
+
+
 def find(name: str) -> Path | None:
-    """The bundled file a name refers to, or None."""
-    key = name.strip().lower()
-    direct = CONFIG_DIR / f"{key}.yaml"
-    if direct.is_file():
-        return direct
-    return _index().get(key)
+    """The bundled file a name refers to, or None. A name is looked up in the index of the
+    bundled files, never joined onto the folder: ``../../etc/x`` is no bundled name."""
+    return _index().get(name.strip().lower())
 
 
 def label(path: Path) -> str:

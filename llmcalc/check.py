@@ -9,6 +9,7 @@ figure with a relative tolerance, ``{value: 671e9, rel: 0.005}``. :func:`check_p
 from __future__ import annotations
 
 import difflib
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -19,6 +20,7 @@ from llmcalc import bundled
 from llmcalc.config import load_spec
 from llmcalc.counting import count
 from llmcalc.errors import ConfigError
+from llmcalc.limits import escape, shown
 from llmcalc.safetensors_index import has_safetensors
 from llmcalc.spec import ModelSpec
 from llmcalc.verify import Comparison, verify_checkpoint, verify_transformers
@@ -139,35 +141,44 @@ def parse_expected(label: str, expected: Mapping[str, Any]) -> list[Expectation]
         if figure not in FIGURES:
             close = difflib.get_close_matches(str(figure), FIGURES, n=1)
             hint = f" (did you mean {close[0]}?)" if close else f"; known: {', '.join(FIGURES)}"
-            raise ConfigError(label, f"expected.{figure}: unknown figure{hint}")
+            raise ConfigError(label, f"expected.{escape(str(figure))}: unknown figure{hint}")
         out.append(_expectation(label, str(figure), raw))
     return out
 
 
 def _expectation(label: str, figure: str, raw: Any) -> Expectation:
     where = f"expected.{figure}"
+    if _is_int(raw) and abs(raw) >= MAX_EXPECTED:
+        raise ConfigError(label, f"{where}: more than 40 digits; no figure is that large")
     if _is_int(raw):
         return Expectation(figure, raw)
     if not isinstance(raw, dict):
         raise ConfigError(
             label,
             f"{where}: give an exact integer or {{value: …, rel: …}} for a published figure, "
-            f"got {raw!r}",
+            f"got {shown(raw)}",
         )
     unknown = set(raw) - {"value", "rel"}
     if unknown:
-        raise ConfigError(label, f"{where}: unknown key {sorted(unknown)[0]!r} (use value and rel)")
+        raise ConfigError(
+            label, f"{where}: unknown key {shown(sorted(map(str, unknown))[0])} (use value and rel)"
+        )
     value = _number(raw.get("value"))
+    if value is not None and abs(value) >= MAX_EXPECTED:
+        raise ConfigError(label, f"{where}.value: more than 40 digits; no figure is that large")
     if value is None:
-        raise ConfigError(label, f"{where}.value: must be a number, got {raw.get('value')!r}")
+        raise ConfigError(label, f"{where}.value: must be a finite number, got {shown(raw.get('value'))}")
     if "rel" not in raw:
         if not _is_int(value):
-            raise ConfigError(label, f"{where}: {value!r} is not an integer; add a tolerance rel")
+            raise ConfigError(label, f"{where}: {shown(value)} is not an integer; add a tolerance rel")
         return Expectation(figure, value)
     rel = _number(raw["rel"])
     if rel is None or not 0 <= rel < 1:
-        raise ConfigError(label, f"{where}.rel: must be a number from 0 to 1, got {raw['rel']!r}")
+        raise ConfigError(label, f"{where}.rel: must be a number from 0 to 1, got {shown(raw['rel'])}")
     return Expectation(figure, value, float(rel))
+
+
+MAX_EXPECTED = 10**40  # an expected figure this large is a typo (and would overflow a float ratio)
 
 
 def _is_int(value: Any) -> bool:
@@ -178,12 +189,16 @@ def _number(value: Any) -> int | float | None:
     """An int or float; a string such as ``671e9`` too (YAML 1.1 reads that as a string)."""
     if isinstance(value, bool):
         return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
         return value
-    if isinstance(value, str):
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None  # .inf and .nan hold no figure
+    if isinstance(value, str) and len(value) <= 40:
         try:
             number = float(value)
         except ValueError:
+            return None
+        if not math.isfinite(number):  # "inf", "nan", "1e999"
             return None
         return int(number) if number.is_integer() else number
     return None

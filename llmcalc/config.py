@@ -22,6 +22,17 @@ from pydantic import ValidationError
 from llmcalc import bundled
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
+from llmcalc.limits import (
+    MAX_CONFIG_BYTES,
+    MAX_EXPANDED,
+    MAX_META_CHARS,
+    MAX_MODEL_ARG,
+    MAX_NESTING,
+    MAX_SHOWN,
+    MiB,
+    nesting_and_size,
+    shown,
+)
 from llmcalc.spec import ModelSpec, Origin
 
 META_KEYS = ("name", "source", "expected")
@@ -85,23 +96,31 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
     A path first, then a bundled name, then a repo id in the local Hugging Face cache or on the Hub.
     ``revision`` (a branch, tag or commit) asks for a repo id at that revision, skipping bundled names.
     """
+    if len(model) > MAX_MODEL_ARG:
+        raise UsageError(
+            f"model {shown(model[:40])}: {len(model):,} characters; names and paths are read up "
+            f"to {MAX_MODEL_ARG:,}"
+        )
+    if "\x00" in model:
+        raise UsageError(f"model {shown(model)}: contains a NUL character")
     path = Path(model).expanduser()
     hub_name: str | None = None
-    if path.is_dir() or path.is_file():
-        if revision is not None:
-            raise UsageError(f"--revision {revision}: only for a Hugging Face repo id, not a path")
-    if path.is_dir():
+    if revision is not None and (_is_dir(path) or _is_file(path)):
+        raise UsageError(f"--revision {revision}: only for a Hugging Face repo id, not a path")
+    if _is_dir(path):
         folder = path
         path = folder / "config.json"
-        if not path.is_file():
+        if not _is_file(path):
             raise ConfigError(str(folder), "folder has no config.json")
         label = str(path)
         origin = Origin("path", str(path))
-    elif path.is_file():
+    elif _is_file(path):
         label = model
         origin = Origin("path", str(path))
     else:
         found = bundled.find(model) if revision is None else None
+        if found is None and revision is None and (raw := _family_default(model)) is not None:
+            return raw
         if found is None:
             if path.suffix in (".json", *YAML_SUFFIXES) or model.startswith((".", "/", "~")):
                 raise ConfigError(model, "no such file")
@@ -121,38 +140,101 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
     meta_name = data.pop("name", None)
     source = data.pop("source", None)
     expected = data.pop("expected", None) or {}
-    if meta_name is not None and not isinstance(meta_name, str):
-        raise ConfigError(label, f"name must be a string, got {_json(meta_name)}")
-    if source is not None and not isinstance(source, str):
-        raise ConfigError(label, f"source must be a string, got {_json(source)}")
+    for key, value in (("name", meta_name), ("source", source)):
+        if value is not None and not isinstance(value, str):
+            raise ConfigError(label, f"{key} must be a string, got {_json(value)}")
+        if isinstance(value, str) and len(value) > MAX_META_CHARS:
+            raise ConfigError(
+                label, f"{key} is {len(value):,} characters long; at most {MAX_META_CHARS:,}"
+            )
     if not isinstance(expected, dict):
         raise ConfigError(label, "expected must be a mapping of figure names to values")
     name = hub_name or meta_name or data.get("_name_or_path") or _default_name(path)
     return RawConfig(path, label, data, str(name), source, expected, origin)
 
 
-def parse_file(path: Path, label: str) -> dict[str, Any]:
-    """JSON or YAML (by suffix) into a mapping; safe YAML only."""
+def _family_default(model: str) -> RawConfig | None:
+    """A supported model_type given as MODEL: its transformers class's default config."""
+    from llmcalc import family_defaults
+
+    fields = family_defaults.defaults(model.strip())
+    if fields is None:
+        return None
+    name = f"{model.strip()} (transformers defaults)"
+    return RawConfig(Path(name), name, fields, name, family_defaults.source(model.strip()), {})
+
+
+def _is_dir(path: Path) -> bool:
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.is_dir()
+    except OSError:  # a name too long for the file system, a loop of links …
+        return False
+
+
+def _is_file(path: Path) -> bool:
+    try:
+        return path.is_file()
+    except OSError:
+        return False
+
+
+def read_text(path: Path, label: str, *, limit: int = MAX_CONFIG_BYTES) -> str:
+    """A text file of at most ``limit`` bytes (the cap is checked before it is read whole)."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(limit + 1)
     except OSError as e:
         raise ConfigError(label, f"cannot read file ({e.strerror})") from None
+    if len(raw) > limit:
+        raise ConfigError(label, f"file is larger than {limit // MiB} MiB, the most llmcalc reads")
+    try:
+        return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise ConfigError(label, "file is not UTF-8 text") from None
+
+
+def parse_json(text: str, label: str) -> Any:
+    """JSON with unique keys, integers of up to 4,300 digits and bounded nesting."""
+    try:
+        data = json.loads(text, object_pairs_hook=_unique_keys)
+    except _DuplicateKey as e:
+        raise ConfigError(
+            label, f"duplicate key {shown(e.key)} in JSON (which value is meant?)"
+        ) from None
+    except json.JSONDecodeError as e:
+        raise ConfigError(
+            label, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
+        ) from None
+    except RecursionError:
+        raise ConfigError(label, f"JSON nests more than {MAX_NESTING} levels deep") from None
+    except ValueError:  # int() of more than 4,300 digits (sys.get_int_max_str_digits)
+        raise ConfigError(label, "invalid JSON: a number has more than 4,300 digits") from None
+    _check_shape(data, label, "JSON")
+    return data
+
+
+def _check_shape(data: Any, label: str, kind: str) -> None:
+    depth, size = nesting_and_size(data)
+    if depth > MAX_NESTING:
+        raise ConfigError(label, f"{kind} nests more than {MAX_NESTING} levels deep")
+    if size > MAX_EXPANDED:
+        raise ConfigError(
+            label,
+            f"{kind} expands to more than {MAX_EXPANDED:,} values and characters "
+            "(aliases repeating aliases?)",
+        )
+
+
+def parse_file(path: Path, label: str) -> dict[str, Any]:
+    """JSON or YAML (by suffix) into a mapping; safe YAML only."""
+    text = read_text(path, label)
     if not text.strip():
         raise ConfigError(label, "file is empty")
     if path.suffix in YAML_SUFFIXES:
         data = _parse_yaml(text, label)
         kind = "YAML"
     else:
-        try:
-            data = json.loads(text, object_pairs_hook=_unique_keys)
-        except _DuplicateKey as e:
-            raise ConfigError(label, f"duplicate key {e.key!r} in JSON (which value is meant?)") from None
-        except json.JSONDecodeError as e:
-            raise ConfigError(
-                label, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
-            ) from None
+        data = parse_json(text, label)
         kind = "JSON"
     if not isinstance(data, dict):
         raise ConfigError(
@@ -177,35 +259,50 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The safe YAML loader (no Python objects), refusing a key given twice in one mapping."""
+    """The safe YAML loader (no Python objects), refusing a key given twice in one mapping and a
+    key that is a list or mapping. Merge keys (``<<: *base``) are YAML and work: a key given in the
+    mapping itself overrides a merged one, as the merge-key spec says."""
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen = set()
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
             key = self.construct_object(key_node, deep=deep)
+            try:
+                hash(key)
+            except TypeError:
+                raise _BadYAMLKey("a mapping key must be a string or number, not a list or mapping",
+                                  key_node.start_mark) from None
             if key in seen:
-                raise _DuplicateYAMLKey(key, key_node.start_mark)
+                raise _BadYAMLKey(f"duplicate key {shown(key)}", key_node.start_mark)
             seen.add(key)
         return super().construct_mapping(node, deep)
 
 
-class _DuplicateYAMLKey(yaml.MarkedYAMLError):
-    def __init__(self, key: Any, mark: Any) -> None:
-        super().__init__(problem=f"duplicate key {key!r}", problem_mark=mark)
+class _BadYAMLKey(yaml.MarkedYAMLError):
+    def __init__(self, problem: str, mark: Any) -> None:
+        super().__init__(problem=problem, problem_mark=mark)
 
 
 def _parse_yaml(text: str, label: str) -> Any:
     try:
-        return yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader, never constructs objects
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader, never constructs objects
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = (e.problem or e.context or "parse error").strip()
-        if isinstance(e, yaml.constructor.ConstructorError):
+        if isinstance(e, yaml.constructor.ConstructorError) and not isinstance(e, _BadYAMLKey):
             problem = "tags that construct Python objects are not allowed"
         raise ConfigError(label, f"invalid YAML{where}: {problem}") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(label, f"invalid YAML: {e}") from None
+    except yaml.YAMLError as e:  # the reader's errors span two lines: keep them to one
+        raise ConfigError(label, "invalid YAML: " + " ".join(str(e).split())) from None
+    except RecursionError:
+        raise ConfigError(label, f"YAML nests more than {MAX_NESTING} levels deep") from None
+    except ValueError:  # int() of more than 4,300 digits (sys.get_int_max_str_digits)
+        raise ConfigError(label, "invalid YAML: a number has more than 4,300 digits") from None
+    _check_shape(data, label, "YAML")
+    return data
 
 
 def spec_from_raw(
@@ -337,8 +434,11 @@ def apply_overrides(
             raise UsageError(f"--set {item}: expected key=value, e.g. --set num_hidden_layers=48")
         try:
             value = yaml.safe_load(text) if text.strip() else None
-        except yaml.YAMLError:
-            raise UsageError(f"--set {item}: cannot read the value {text!r}") from None
+            _check_shape(value, f"--set {key}", "the value")
+        except (yaml.YAMLError, RecursionError, ValueError):
+            raise UsageError(f"--set {item}: cannot read the value {shown(text)}") from None
+        except ConfigError as e:
+            raise UsageError(str(e)) from None
         head, *rest = key.split(".")
         if head not in known:
             import difflib  # only to suggest a name: not on the path of a good call
@@ -403,10 +503,13 @@ def _supported() -> str:
 
 
 def _json(value: Any) -> str:
-    try:
+    """A value from a config as a message quotes it: JSON-like, escaped, cut short."""
+    if isinstance(value, str):
+        text = json.dumps(value[:MAX_SHOWN])  # control characters come out as \u001b
+        return text if len(value) <= MAX_SHOWN else text[:-1] + '…"'
+    if isinstance(value, bool) or value is None or isinstance(value, float):
         return json.dumps(value)
-    except (TypeError, ValueError):
-        return repr(value)
+    return shown(value)
 
 
 def _kind_of(value: Any) -> str:

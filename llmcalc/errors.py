@@ -75,4 +75,4 @@ class MissingExtraError(LLMCalcError):
     """An optional dependency is missing; the message says how to install it."""
 
     def __init__(self, what: str, extra: str = "verify") -> None:
-        super().__init__(f"{what} needs the '{extra}' extra: pip install 'llmcalc[{extra}]'")
+        super().__init__(f"{what} needs the '{extra}' extra: pip install 'llmcalc-exact[{extra}]'")

@@ -18,6 +18,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from llmcalc.errors import ParameterError, UsageError
+from llmcalc.limits import check_option_length
 
 GiB = 1024**3
 TB = 10**12
@@ -83,6 +84,57 @@ ALIASES = {
     "rtx-4090": "rtx4090",
 }
 
+@dataclass(frozen=True)
+class Interconnect:
+    """A GPU-to-GPU link: bytes/s in each direction (datasheets quote both directions together)."""
+
+    key: str
+    name: str
+    bandwidth: int  # bytes/s one way, decimal
+    source: str
+
+
+def _link(key: str, name: str, *, gb_s_total: int, source: str) -> Interconnect:
+    return Interconnect(key, name, gb_s_total * 10**9 // 2, source)
+
+
+INTERCONNECTS: dict[str, Interconnect] = {
+    i.key: i
+    for i in (
+        _link("nvlink3", "NVLink 3 (A100 SXM)", gb_s_total=600,
+              source="NVIDIA A100 datasheet: NVLink 600GB/s (both directions)"),
+        _link("nvlink4", "NVLink 4 (H100/H200 SXM)", gb_s_total=900,
+              source="NVIDIA H100 datasheet: NVLink 900GB/s (both directions)"),
+        _link("nvlink5", "NVLink 5 (B200)", gb_s_total=1800,
+              source="NVIDIA HGX B200 datasheet: NVLink 1.8TB/s per GPU (both directions)"),
+        _link("infinity-fabric", "AMD Infinity Fabric (MI300X)", gb_s_total=896,
+              source="AMD Instinct MI300X datasheet: 896 GB/s peak Infinity Fabric bandwidth"),
+        _link("pcie5", "PCIe 5.0 x16", gb_s_total=128,
+              source="NVIDIA H100 PCIe datasheet: PCIe Gen5 128GB/s (both directions)"),
+        _link("pcie4", "PCIe 4.0 x16", gb_s_total=64,
+              source="NVIDIA A100 datasheet: PCIe Gen4 64GB/s (both directions)"),
+        _link("pcie3", "PCIe 3.0 x16", gb_s_total=32,
+              source="NVIDIA T4 datasheet: PCIe Gen3 x16, 32GB/s (both directions)"),
+    )
+}
+
+# the link a card's table row uses between GPUs of one node unless --interconnect says otherwise
+DEFAULT_INTERCONNECT = {
+    "a100-40gb": "nvlink3", "a100-80gb": "nvlink3", "h100": "nvlink4", "h200": "nvlink4",
+    "b200": "nvlink5", "mi300x": "infinity-fabric", "rtx4090": "pcie4", "l4": "pcie4",
+    "t4": "pcie3",
+}
+
+
+def interconnect(name: str | None, acc: Accelerator) -> Interconnect:
+    """``--interconnect NAME``, or the card's own link (PCIe 4.0 for a custom card)."""
+    key = (name or DEFAULT_INTERCONNECT.get(acc.key, "pcie4")).strip().lower()
+    if key not in INTERCONNECTS:
+        raise ParameterError("{interconnect} {name}: unknown link; known: {known}",
+                             name=name, known=", ".join(INTERCONNECTS))
+    return INTERCONNECTS[key]
+
+
 # Unit suffixes: decimal (kB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB) bytes; decimal prefixes
 # for FLOP/s and bandwidth.
 BYTE_UNITS = {
@@ -116,24 +168,31 @@ def usable_memory(memory_bytes: int, *, headroom: float) -> int:
     return int(memory_bytes * (1 - Fraction(repr(headroom))))
 
 
-def lookup(name: str) -> Accelerator:
-    """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one)."""
+def lookup(name: str, *, needs: tuple[str, ...] = ("memory", "flops")) -> Accelerator:
+    """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one); ``needs``
+    names the figures a custom card must then be given (the options the command has)."""
     key = name.strip().lower().replace("_", "-").replace(" ", "-")
     key = ALIASES.get(key, key)
     if key not in ACCELERATORS:
         known = ", ".join(ACCELERATORS)
         raise ParameterError(
             "{gpu} {name}: unknown accelerator; known: {known} "
-            "(or describe one with {memory} and {flops})",
+            f"(or describe one with {_given(needs)})",
             name=name, known=known,
         )
     return ACCELERATORS[key]
 
 
+MAX_EXPONENT = 30  # 1e30 bytes or FLOP/s is far past any card; a larger exponent is a typo
+
+
 def _number(mantissa: str, exponent: str | None) -> Fraction:
     value = Fraction(mantissa)
     if exponent:
-        value *= Fraction(10) ** int(exponent)
+        e = int(exponent)
+        if abs(e) > MAX_EXPONENT:
+            raise UsageError(f"exponent e{exponent} is out of range (at most ±{MAX_EXPONENT})")
+        value *= Fraction(10) ** e
     return value
 
 
@@ -145,6 +204,7 @@ def _whole(value: Fraction, text: str, option: str) -> int:
 
 def parse_bytes(text: str, *, option: str = "--gpu-mem") -> int:
     """``80GiB`` → 85,899,345,920; ``80GB`` → 80·10⁹ (GB is decimal, GiB binary)."""
+    check_option_length(option, text)
     m = _BYTES.match(text.strip())
     if not m:
         raise UsageError(f"{option} {text}: expected a size such as 80GiB or 24GB")
@@ -154,6 +214,7 @@ def parse_bytes(text: str, *, option: str = "--gpu-mem") -> int:
 
 def parse_flops(text: str, *, option: str = "--gpu-flops") -> int:
     """``989T`` or ``989TFLOPS`` → 989·10¹² FLOP/s; ``2.25P`` → 2.25·10¹⁵."""
+    check_option_length(option, text)
     m = _RATE.match(text.strip())
     if not m:
         raise UsageError(f"{option} {text}: expected a rate such as 989T or 2.25PFLOPS")
@@ -162,6 +223,7 @@ def parse_flops(text: str, *, option: str = "--gpu-flops") -> int:
 
 def parse_bandwidth(text: str, *, option: str = "--gpu-bandwidth") -> int:
     """``3.35TB/s`` → 3.35·10¹² bytes/s (decimal, as vendors quote bandwidth)."""
+    check_option_length(option, text)
     m = _BANDWIDTH.match(text.strip())
     if not m:
         raise UsageError(f"{option} {text}: expected a bandwidth such as 3.35TB/s or 900GB/s")
@@ -174,13 +236,15 @@ def resolve(
     memory: str | None = None,
     flops: str | None = None,
     bandwidth: str | None = None,
+    needs: tuple[str, ...] = ("memory", "flops"),
 ) -> Accelerator:
     """``--gpu`` from the table, with any of ``--gpu-mem/--gpu-flops/--gpu-bandwidth`` replacing
     its figure; without ``--gpu`` the explicit figures describe a custom card (missing ones are 0
     and :func:`require` names the option a command needs)."""
     if gpu is None and memory is None and flops is None and bandwidth is None:
-        raise UsageError("--gpu is required (e.g. --gpu h100), or give --gpu-mem and --gpu-flops")
-    base = lookup(gpu) if gpu is not None else Accelerator("custom", "custom", 0, 0, 0, "")
+        options = " and ".join(f"--gpu-{'mem' if x == 'memory' else x}" for x in needs)
+        raise UsageError(f"--gpu is required (e.g. --gpu h100), or give {options}")
+    base = lookup(gpu, needs=needs) if gpu is not None else Accelerator("custom", "custom", 0, 0, 0, "")
     given = [
         f"{option} {text}"
         for option, text in (("--gpu-mem", memory), ("--gpu-flops", flops),
@@ -197,6 +261,11 @@ def resolve(
         peak_flops=parse_flops(flops) if flops is not None else base.peak_flops,
         bandwidth=parse_bandwidth(bandwidth) if bandwidth is not None else base.bandwidth,
     )
+
+
+def _given(needs: tuple[str, ...]) -> str:
+    """'{memory} and {flops}': the parameters a custom card needs, as template fields."""
+    return " and ".join("{" + x + "}" for x in needs)
 
 
 REQUIRED_OPTION = {"memory_bytes": "--gpu-mem", "peak_flops": "--gpu-flops",

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from llmcalc import quant
 from llmcalc.errors import UsageError
+from llmcalc.quant import QuantFormat
 from llmcalc.spec import Attention, LayerGroup, ModelSpec, context_notes
 from llmcalc.units import DType, nbytes
 
@@ -41,8 +43,11 @@ def weight_elements(spec: ModelSpec) -> int:
     )
 
 
-def weight_bytes(spec: ModelSpec, *, dtype: DType) -> int:
-    """All parameters at ``dtype``: Σ over tensors of ceil(elements · bits / 8)."""
+def weight_bytes(spec: ModelSpec, *, dtype: DType | QuantFormat) -> int:
+    """All parameters at ``dtype``: Σ over tensors of ceil(elements · bits / 8); a quantized
+    format's codes, scales and zero points and the tensors it keeps wider (llmcalc.quant)."""
+    if isinstance(dtype, QuantFormat):
+        return quant.weight_bytes(spec, dtype)
     total = 0
     for t, g in spec.all_tensors():
         if t.tied_to is None:
@@ -124,7 +129,7 @@ class MemoryResult:
     model: str
     ctx: int
     batch: int
-    dtype: DType
+    dtype: DType | QuantFormat
     kv_dtype: DType
     weight_elements: int
     weights_bytes: int
@@ -137,14 +142,21 @@ class MemoryResult:
     kv_cache_bytes_per_token_decompressed: int | None
     kv_cache_bytes_decompressed: int | None
     notes: tuple[str, ...] = ()  # e.g. ctx beyond the model's max_position_embeddings
+    weight_parts: tuple[quant.LayoutBytes, ...] = ()  # bytes by storage layout (sums to weights)
 
 
 def memory(
-    spec: ModelSpec, *, ctx: int, batch: int = 1, dtype: DType, kv_dtype: DType | None = None
+    spec: ModelSpec,
+    *,
+    ctx: int,
+    batch: int = 1,
+    dtype: DType | QuantFormat,
+    kv_dtype: DType | None = None,
 ) -> MemoryResult:
-    """All of ``llmcalc memory``'s figures; the cache uses ``kv_dtype`` (default: ``dtype``)."""
+    """All of ``llmcalc memory``'s figures; the cache uses ``kv_dtype`` (default: ``dtype``, or
+    for a quantized format the dtype it computes in)."""
     _check(batch=batch, ctx=ctx)
-    kv_dtype = dtype if kv_dtype is None else kv_dtype
+    kv_dtype = quant.kv_dtype_for(dtype) if kv_dtype is None else kv_dtype
     weights = weight_bytes(spec, dtype=dtype)
     kv = kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype)
     mla = is_mla(spec)
@@ -186,4 +198,5 @@ def memory(
         if mla
         else None,
         notes=context_notes(spec, ctx=ctx),
+        weight_parts=quant.breakdown(spec, dtype),
     )

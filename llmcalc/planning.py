@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from llmcalc import flops, memory
 from llmcalc.errors import ParameterError
 from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
+from llmcalc.quant import WeightFormat
 from llmcalc.spec import ModelSpec
 from llmcalc.training import training_flops
 from llmcalc.units import DType
@@ -58,7 +59,7 @@ class ServingFit:
 
 
 def decode_bound(
-    spec: ModelSpec, *, batch: int, ctx: int, dtype: DType, kv_dtype: DType, bandwidth: int
+    spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: DType, bandwidth: int
 ) -> DecodeBound:
     """step time ≥ (weight bytes + KV bytes) / bandwidth; one new token per sequence per step.
 
@@ -77,7 +78,7 @@ def fit(
     *,
     accelerator: Accelerator,
     gpus: int = 1,
-    dtype: DType,
+    dtype: WeightFormat,
     kv_dtype: DType,
     batch: int | None = None,
     ctx: int | None = None,

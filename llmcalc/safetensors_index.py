@@ -17,11 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmcalc.errors import ConfigError
+from llmcalc.limits import (
+    MAX_CHECKPOINT_TENSORS,
+    MAX_HEADER_BYTES,
+    MAX_INDEX_BYTES,
+    MAX_NESTING,
+    MiB,
+    nesting_and_size,
+    shown,
+)
 
 INDEX_FILE = "model.safetensors.index.json"
-# A header larger than this is not a real one (the format caps it at 100 MB).
-MAX_HEADER_BYTES = 100_000_000
 _LENGTH = struct.Struct("<Q")
+# A dimension or offset past this is not a real one (and would overflow the byte counts torch keeps).
+MAX_DIM = 2**53 - 1
 
 
 @dataclass(frozen=True)
@@ -75,19 +84,26 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
                 raise ConfigError(label, "not a safetensors file (shorter than its 8-byte header length)")
             (length,) = _LENGTH.unpack(head)
             size = path.stat().st_size
-            if length > MAX_HEADER_BYTES or _LENGTH.size + length > size:
+            # the length is not echoed: in a file that is not safetensors it is 8 bytes of its text
+            if _LENGTH.size + length > size:
+                raise ConfigError(label, "not a safetensors file (its header length is past the end)")
+            if length > MAX_HEADER_BYTES:
                 raise ConfigError(
-                    label, f"not a safetensors file (header length {length} in a {size}-byte file)"
+                    label,
+                    f"safetensors header larger than {MAX_HEADER_BYTES // MiB} MiB, the most "
+                    "llmcalc reads",
                 )
             raw = f.read(length)
     except OSError as e:
         raise ConfigError(label, f"cannot read file ({e.strerror})") from None
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # JSONDecodeError is a ValueError
         raise ConfigError(label, "not a safetensors file (its header is not JSON)") from None
     if not isinstance(header, dict):
         raise ConfigError(label, "not a safetensors file (its header is not a JSON mapping)")
+    if nesting_and_size(header)[0] > MAX_NESTING:
+        raise ConfigError(label, f"safetensors header nests more than {MAX_NESTING} levels deep")
     return tensors_of_header(header, label=label, file=path.name)
 
 
@@ -106,14 +122,23 @@ def _tensor_info(entry: object, *, name: str, label: str, file: str) -> TensorIn
         shape, offsets, dtype = entry.get("shape"), entry.get("data_offsets"), entry.get("dtype")
         if (
             isinstance(shape, list)
-            and all(isinstance(d, int) and d >= 0 for d in shape)
+            and len(shape) <= MAX_NESTING
+            and all(_whole(d) for d in shape)
             and isinstance(offsets, list)
             and len(offsets) == 2
-            and all(isinstance(o, int) for o in offsets)
+            and all(_whole(o) for o in offsets)
+            and offsets[0] <= offsets[1]
             and isinstance(dtype, str)
+            and len(dtype) <= 16
         ):
             return TensorInfo(tuple(shape), dtype, offsets[1] - offsets[0], file)
-    raise ConfigError(label, f"tensor {name!r}: header entry lacks dtype, shape or data_offsets")
+    raise ConfigError(
+        label, f"tensor {shown(name)}: header entry lacks a valid dtype, shape or data_offsets"
+    )
+
+
+def _whole(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_DIM
 
 
 def read_checkpoint(folder: Path) -> Checkpoint:
@@ -124,6 +149,8 @@ def read_checkpoint(folder: Path) -> Checkpoint:
     """
     index = folder / INDEX_FILE
     if index.is_file():
+        if not any(index.resolve().is_relative_to(root) for root in _roots(folder)):
+            raise ConfigError(str(index), "links to a file outside the checkpoint folder")
         weight_map = _weight_map(index)
         files = sorted(set(weight_map.values()))
     else:
@@ -136,20 +163,55 @@ def read_checkpoint(folder: Path) -> Checkpoint:
         files = found
     tensors: dict[str, TensorInfo] = {}
     for file in files:
-        path = folder / file
-        if not path.is_file():
-            raise ConfigError(str(index), f"weight_map names {file}, which is not in the folder")
+        path = _inside(folder, file, index if weight_map is not None else folder)
         for name, info in read_header(path).items():
             if name in tensors:
                 raise ConfigError(
-                    str(path), f"tensor {name!r} is also stored in {tensors[name].file}"
+                    str(path), f"tensor {shown(name)} is also stored in {tensors[name].file}"
                 )
             tensors[name] = info
+        if len(tensors) > MAX_CHECKPOINT_TENSORS:
+            raise ConfigError(
+                str(folder), f"more than {MAX_CHECKPOINT_TENSORS:,} tensors, the most llmcalc reads"
+            )
     if weight_map is not None:
         for name, file in weight_map.items():
             if name not in tensors or tensors[name].file != file:
-                raise ConfigError(str(index), f"weight_map puts {name!r} in {file}, which lacks it")
+                raise ConfigError(
+                    str(index), f"weight_map puts {shown(name)} in {shown(file)}, which lacks it"
+                )
     return Checkpoint(folder, tuple(files), tensors)
+
+
+def _inside(folder: Path, file: str, index: Path) -> Path:
+    """``folder/file`` for a shard name from the index: a plain file name in that folder, never a
+    path that leads elsewhere (``../x``, ``/etc/passwd``, a link out of the folder)."""
+    label = str(index)
+    if not file.endswith(".safetensors") or "/" in file or "\\" in file or file in ("", ".", ".."):
+        raise ConfigError(
+            label, f"weight_map names {shown(file)}, which is not a .safetensors file in the folder"
+        )
+    path = folder / file
+    try:
+        target = path.resolve()
+        inside = path.is_file() and any(target.is_relative_to(root) for root in _roots(folder))
+    except OSError:
+        inside = False
+    if not inside:
+        if index.is_dir():  # found by listing the folder: a link that leads out of it
+            raise ConfigError(str(path), "links to a file outside the checkpoint folder")
+        raise ConfigError(label, f"weight_map names {shown(file)}, which is not in the folder")
+    return path
+
+
+def _roots(folder: Path) -> list[Path]:
+    """Where a checkpoint's files may lie: the folder itself, and for a snapshot in the Hugging Face
+    cache (``models--org--name/snapshots/<commit>/``, whose files are links) that repo's ``blobs/``."""
+    real = folder.resolve()
+    roots = [real]
+    if real.parent.name == "snapshots":
+        roots.append(real.parent.parent / "blobs")
+    return roots
 
 
 # safetensors dtype → the --dtype it is stored as; the others (I32, U8 …) hold packed quantized
@@ -207,12 +269,9 @@ def other_dtypes(rows: tuple[DTypeBytes, ...], dtype: str) -> tuple[str, ...]:
 
 def _weight_map(index: Path) -> dict[str, str]:
     label = str(index)
-    try:
-        data = json.loads(index.read_text(encoding="utf-8"))
-    except OSError as e:
-        raise ConfigError(label, f"cannot read file ({e.strerror})") from None
-    except (UnicodeDecodeError, json.JSONDecodeError):
-        raise ConfigError(label, "invalid JSON") from None
+    from llmcalc.config import parse_json, read_text
+
+    data = parse_json(read_text(index, label, limit=MAX_INDEX_BYTES), label)
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(weight_map, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in weight_map.items()

@@ -13,6 +13,9 @@ from decimal import Decimal, InvalidOperation
 from enum import Enum
 
 from llmcalc.errors import UsageError
+from llmcalc.limits import check_option_length
+
+MAX_NUMBER = 2**53 - 1  # as for sizes in a config: every product stays exact and inside a float
 
 # suffix (matched in any case) → multiplier; context lengths are powers of two, counts powers of ten
 BINARY_SUFFIXES: dict[str, int] = {"k": 2**10, "M": 2**20}
@@ -22,6 +25,7 @@ _NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d+)?|\.\d+))\s*([a-z]?)\s*$", re.IG
 
 
 def _parse(text: str, *, option: str, suffixes: dict[str, int], example: str) -> int:
+    check_option_length(option, text)
     m = _NUMBER.match(text)
     by_letter = {"": 1, **{s.lower(): v for s, v in suffixes.items()}}
     multiplier = by_letter.get(m.group(2).lower()) if m else None
@@ -39,6 +43,8 @@ def _parse(text: str, *, option: str, suffixes: dict[str, int], example: str) ->
         raise UsageError(f"{option} {text!r}: must come to a whole number, got {value.normalize():f}")
     if value <= 0:
         raise UsageError(f"{option} {text!r}: must be a positive number")
+    if value > MAX_NUMBER:
+        raise UsageError(f"{option} {text!r}: must be at most 2^53 - 1 (9,007,199,254,740,991)")
     return int(value)
 
 
@@ -83,6 +89,11 @@ DTYPE_ALIASES: dict[str, DType] = {
     "float8": DType.fp8,
     "float8_e4m3fn": DType.fp8,
     "float8_e5m2": DType.fp8,
+    "fp8_e4m3fn": DType.fp8,
+    "fp8_e4m3": DType.fp8,
+    "fp8_e5m2": DType.fp8,
+    "e4m3": DType.fp8,
+    "e5m2": DType.fp8,
 }
 
 

@@ -10,13 +10,14 @@ import itertools
 import math
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from llmcalc.counting import LM_HEAD
-from llmcalc.errors import ConfigError, MissingExtraError
+from llmcalc.errors import ConfigError, LLMCalcError, MissingExtraError
 from llmcalc.safetensors_index import Checkpoint, read_checkpoint
 from llmcalc.spec import LAYER, LayerGroup, ModelSpec
 
@@ -42,19 +43,76 @@ def _import() -> tuple[Any, Any]:
     return torch, transformers
 
 
+# What verify builds, at most: transformers makes a Python object per parameter and module, so a
+# model is refused before the build when it is larger than these (DeepSeek-V3 has about 1,200
+# parameter tensors; the --flops and cache checks hold real weights of the cut model on the CPU).
+MAX_VERIFY_TENSORS = 50_000
+MAX_TENSOR_ELEMENTS = 2**60  # torch's storage size is a signed 64-bit count of bytes
+MAX_CPU_BYTES = 4 * 1024**3  # weights of the 1–2-layer copies that --flops runs
+
+
+@contextmanager
+def transformers_errors(spec: ModelSpec, what: str = "build") -> Iterator[None]:
+    """Whatever transformers or torch raise for a config they cannot take, as one ConfigError."""
+    try:
+        yield
+    except LLMCalcError:
+        raise
+    except (RecursionError, MemoryError) as e:
+        raise ConfigError(spec.name, f"transformers cannot {what} this model: "
+                          f"{type(e).__name__}") from None
+    except Exception as e:  # its own exception types vary by model and version
+        detail = (str(e).strip().splitlines() or [""])[0]
+        detail = detail if len(detail) <= 200 else detail[:200] + " …"
+        raise ConfigError(
+            spec.name, f"transformers cannot {what} this model: {type(e).__name__}: {detail}"
+        ) from None
+
+
+def check_buildable(spec: ModelSpec, *, cpu_layers: int | None = None) -> None:
+    """Refuse, before any work, a model too large to build within verify's stated limits."""
+    tensors = spec.num_named_tensors
+    if tensors > MAX_VERIFY_TENSORS:
+        raise ConfigError(
+            spec.name,
+            f"verify builds models of at most {MAX_VERIFY_TENSORS:,} parameter tensors; "
+            f"this one has {tensors:,}",
+        )
+    for t, _ in spec.all_tensors():
+        if t.numel > MAX_TENSOR_ELEMENTS:
+            raise ConfigError(
+                spec.name, f"tensor {t.name} has {t.numel:,} elements, more than torch can hold"
+            )
+    if cpu_layers is not None:
+        from llmcalc.config import spec_from_dict
+        from llmcalc.counting import count
+
+        cut = spec_from_dict({**spec.config, **cut_fields(spec, num_layers=cpu_layers)},
+                             name=spec.name)
+        nbytes = count(cut).total * 4  # fp32 at most
+        if nbytes > MAX_CPU_BYTES:
+            raise ConfigError(
+                spec.name,
+                f"the {cpu_layers}-layer copy that --flops runs needs {nbytes / 1024**3:,.1f} GiB "
+                f"of weights; verify runs copies of at most {MAX_CPU_BYTES // 1024**3} GiB",
+            )
+
+
 def hf_config(spec: ModelSpec, **changes: Any) -> Any:
     """The transformers config object for ``spec``'s config fields (plus ``changes``)."""
     _, transformers = _import()
     fields = {k: v for k, v in spec.config.items() if k != "model_type"}
     fields.update(changes)
-    return transformers.AutoConfig.for_model(spec.model_type, **fields)
+    with transformers_errors(spec, "configure"):
+        return transformers.AutoConfig.for_model(spec.model_type, **fields)
 
 
 def build_meta_model(spec: ModelSpec, *, trust_remote_code: bool = False) -> Any:
     """The causal-LM model for ``spec`` on the meta device: every parameter, no storage."""
     torch, transformers = _import()
+    check_buildable(spec)
     config = hf_config(spec)
-    with torch.device("meta"):
+    with transformers_errors(spec), torch.device("meta"):
         return transformers.AutoModelForCausalLM.from_config(
             config, trust_remote_code=trust_remote_code
         )
@@ -404,15 +462,7 @@ def verify_transformers(spec: ModelSpec, *, trust_remote_code: bool = False) -> 
     """Build ``spec``'s transformers model on the meta device and compare every parameter."""
     start = time.perf_counter()
     _, transformers = _import()
-    try:
-        model = build_meta_model(spec, trust_remote_code=trust_remote_code)
-    except (ValueError, KeyError, TypeError, AttributeError, OSError, NotImplementedError) as e:
-        # transformers rejected the config: say so in one line instead of its traceback.
-        detail = (str(e).strip().splitlines() or [""])[0]
-        detail = detail if len(detail) <= 200 else detail[:200] + " …"
-        raise ConfigError(
-            spec.name, f"transformers cannot build this model: {type(e).__name__}: {detail}"
-        ) from None
+    model = build_meta_model(spec, trust_remote_code=trust_remote_code)
     theirs = {name: tuple(p.shape) for name, p in model.named_parameters()}
     against = f"transformers {transformers.__version__} {type(model).__name__} (meta device)"
     return compare(
@@ -466,6 +516,7 @@ def verify_flops(spec: ModelSpec, *, seq_len: int = FLOPS_SEQ_LEN) -> FlopsCheck
     from llmcalc.flops import forward_flops_per_sequence
 
     start = time.perf_counter()
+    check_buildable(spec, cpu_layers=max(FLOPS_DEPTHS))
     ours, measured = [], []
     for depth in FLOPS_DEPTHS:
         cut = spec_from_dict({**spec.config, **cut_fields(spec, num_layers=depth)}, name=spec.name)
@@ -577,16 +628,17 @@ def measure_forward(
     torch, transformers = _import()
     from torch.utils.flop_counter import FlopCounterMode
 
-    model = build_random_model(spec, num_layers=num_layers, dtype=dtype)
-    gen = torch.Generator().manual_seed(1)
-    vocab = model.get_input_embeddings().weight.shape[0]
-    ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
-    kwargs: dict[str, Any] = {"use_cache": use_cache or static_cache}
-    if static_cache:
-        kwargs["cache"] = transformers.StaticCache(config=model.config, max_cache_len=seq_len)
-    counter = FlopCounterMode(display=False)
-    with torch.no_grad(), counter:
-        out = model(ids, **kwargs)
+    with transformers_errors(spec, "run"):
+        model = build_random_model(spec, num_layers=num_layers, dtype=dtype)
+        gen = torch.Generator().manual_seed(1)
+        vocab = model.get_input_embeddings().weight.shape[0]
+        ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
+        kwargs: dict[str, Any] = {"use_cache": use_cache or static_cache}
+        if static_cache:
+            kwargs["cache"] = transformers.StaticCache(config=model.config, max_cache_len=seq_len)
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter:
+            out = model(ids, **kwargs)
     by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
     cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     kv_bytes = None

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import json
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +12,9 @@ from typer.testing import CliRunner
 from llmcalc.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
+
+# The spec cache of CLI runs (llmcalc/speccache.py) goes to a fresh folder, never ~/.cache.
+os.environ.setdefault("LLMCALC_CACHE_DIR", tempfile.mkdtemp(prefix="llmcalc-test-cache-"))
 
 
 class Run:

@@ -119,7 +119,7 @@ def test_tolerance_message(cli: Any, write: Any) -> None:
                                   "rel: …} for a published figure, got 20000.0"),
         ("  total_params: {value: 2.0e+4}", "expected.total_params: 20000.0 is not an integer; "
                                            "add a tolerance rel"),
-        ("  total_params: {value: x, rel: 0.1}", "expected.total_params.value: must be a number, "
+        ("  total_params: {value: x, rel: 0.1}", "expected.total_params.value: must be a finite number, "
                                                  "got 'x'"),
         ("  total_params: {value: 30720, rel: 2}", "expected.total_params.rel: must be a number "
                                                    "from 0 to 1, got 2"),
@@ -263,5 +263,5 @@ def test_without_torch(tmp_path: Path, write: Any) -> None:
     assert (verify.returncode, verify.stdout) == (2, "")
     assert verify.stderr == (
         "error: building the transformers model needs the 'verify' extra: "
-        "pip install 'llmcalc[verify]'\n"
+        "pip install 'llmcalc-exact[verify]'\n"
     )

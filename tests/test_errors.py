@@ -151,7 +151,7 @@ def test_error_with_json_flag_prints_no_json(cli: Any, write: Any) -> None:
 
 
 USAGE_ERRORS = [
-    (["count"], "error: Missing argument 'model'."),
+    (["count"], "error: Missing argument 'MODEL'."),
     (["count", "gpt2", "--bogus"], "error: No such option: --bogus"),
     (["cnt", "gpt2"], "error: No such command 'cnt'. Did you mean 'count'?"),
 ]

@@ -275,7 +275,11 @@ def test_fit_core_returns_none_not_zero() -> None:
         (("fit", "gpt2", "--gpu-mem", "24GB", "--gpu-flops", "1P"),
          "No such option: --gpu-flops"),
         (("mfu", "gpt2", "--tokens-per-sec", "50k"),
-         "--gpu is required (e.g. --gpu h100), or give --gpu-mem and --gpu-flops"),
+         "--gpu is required (e.g. --gpu h100), or give --gpu-flops"),
+        (("fit", "gpt2"), "--gpu is required (e.g. --gpu h100), or give --gpu-mem"),
+        (("fit", "gpt2", "--gpu", "v100"),
+         "--gpu v100: unknown accelerator; known: a100-40gb, a100-80gb, h100, h200, b200, mi300x, "
+         "rtx4090, l4, t4 (or describe one with --gpu-mem)"),
         (("mfu", "gpt2", "--tokens-per-sec", "50k", "--gpu-flops", "fast"),
          "--gpu-flops fast: expected a rate such as 989T or 2.25PFLOPS"),
     ],

@@ -97,7 +97,8 @@ def test_nbytes_rounds_up_to_whole_bytes() -> None:
         (["flops", "--batch", "0"], "error: --batch '0': must be a positive number\n"),
         (["memory", "gpt2", "--ctx", "12q"], f"error: --ctx '12q': {CTX_HINT}\n"),
         (["memory", "gpt2", "--dtype", "fp7"],
-         "error: --dtype 'fp7': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4\n"),
+         "error: --dtype 'fp7': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4, or a "
+         "quantized format: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, q4_k_m, fp8-block, gptq, awq\n"),
         (["memory", "gpt2", "--kv-dtype", "int3"],
          "error: --kv-dtype 'int3': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4\n"),
     ],

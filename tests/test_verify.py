@@ -350,7 +350,7 @@ def test_header_longer_than_file(tmp_path: Path) -> None:
     path.write_bytes(struct.pack("<Q", 1000) + b"{}")
     with pytest.raises(ConfigError) as e:
         read_header(path)
-    assert str(e.value) == f"{path}: not a safetensors file (header length 1000 in a 10-byte file)"
+    assert str(e.value) == f"{path}: not a safetensors file (its header length is past the end)"
 
 
 def test_header_not_json(tmp_path: Path) -> None:
@@ -371,7 +371,7 @@ def test_index_names_a_missing_shard(cli: Any, llama_ckpt: Path, tmp_path: Path)
     assert r.code == 2
     assert r.stderr == (
         f"error: {folder / 'model.safetensors.index.json'}: weight_map names "
-        "model-00002-of-00002.safetensors, which is not in the folder\n"
+        "'model-00002-of-00002.safetensors', which is not in the folder\n"
     )
 
 
@@ -401,7 +401,7 @@ def test_without_torch(tmp_path: Path, llama_ckpt: Path) -> None:
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == (
         "error: building the transformers model needs the 'verify' extra: "
-        "pip install 'llmcalc[verify]'\n"
+        "pip install 'llmcalc-exact[verify]'\n"
     )
     r = _run_without_torch(tmp_path, "verify", str(llama_ckpt), "--json")
     assert r.returncode == 0, r.stderr
@@ -507,4 +507,4 @@ def test_header_entry_without_shape(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError) as e:
         read_header(path)
-    assert str(e.value) == f"{path}: tensor 'a.weight': header entry lacks dtype, shape or data_offsets"
+    assert str(e.value) == f"{path}: tensor 'a.weight': header entry lacks a valid dtype, shape or data_offsets"

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from enum import Enum
+from pathlib import Path
 from typing import Annotated, Optional, ParamSpec, TypeVar
 
 import typer
 
-from llmcalc.config import load_spec
-from llmcalc.errors import LLMCalcError
+from llmcalc.cli._complete import complete_model
+from llmcalc.errors import LLMCalcError, UsageError
+from llmcalc.limits import escape_output, one_line
 from llmcalc.render import console, dumps
+from llmcalc.render.grid import Grid, to_csv, to_markdown, to_rich
 from llmcalc.spec import ModelSpec
 
 P = ParamSpec("P")
@@ -23,20 +27,30 @@ ModelArg = Annotated[
         "(gpt2-medium, meta-llama/Llama-2-7b-hf), or a Hugging Face repo id (org/name), read from "
         "the local Hugging Face cache or, config.json only, from the Hub.",
         show_default=False,
+        metavar="MODEL",
+        autocompletion=complete_model,
+    ),
+]
+ModelsArg = Annotated[
+    list[str],
+    typer.Argument(
+        help="One or more models to compare: bundled names (gpt2-medium, "
+        "meta-llama/Llama-2-7b-hf), config.json files, checkpoint folders or YAML files.",
+        show_default=False,
+        metavar="MODEL",
+        autocompletion=complete_model,
     ),
 ]
 SetOpt = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Option(
-        "--set",
+    typer.Option("--set", metavar="KEY=VALUE",
         help="Change a config field before counting, e.g. --set num_hidden_layers=48 (repeatable).",
         show_default=False,
     ),
 ]
 FamilyOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option(
-        "--family",
+    typer.Option("--family", metavar="FAMILY",
         help="Count a config of an unsupported model_type as this known family (e.g. llama).",
         show_default=False,
     ),
@@ -56,7 +70,9 @@ TrustRemoteCodeOpt = Annotated[
         help="Let transformers run code from the model's repository (off by default).",
     ),
 ]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object for scripts.")]
+JsonOpt = Annotated[
+    bool, typer.Option("--json", help="Print JSON for scripts (short for --format json).")
+]
 ExplainOpt = Annotated[
     bool, typer.Option("--explain", help="Print each formula with this model's numbers put in.")
 ]
@@ -70,7 +86,7 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
         try:
             return func(*args, **kwargs)
         except LLMCalcError as e:
-            typer.echo(f"error: {e}", err=True)
+            typer.echo(f"error: {one_line(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None
 
     return wrapper
@@ -83,17 +99,62 @@ def spec_for(
     revision: str | None = None,
     trust_remote_code: bool = False,
 ) -> ModelSpec:
-    spec = load_spec(
-        model,
-        overrides=overrides or (),
-        family=family,
-        revision=revision,
-        trust_remote_code=trust_remote_code,
-    )
-    for note in spec.notes:  # fields --family leaves unread: a warning, not only a note
-        if note.startswith("--family "):
-            typer.echo(f"warning: {note}", err=True)
-    return spec
+    """The validated spec; a bundled model as it is (no --set, no --family, no --revision) from the
+    spec cache, so that pydantic's validators load only when a spec is built. Fields that
+    ``--family`` leaves unread are also warned about on stderr."""
+
+    def validate() -> ModelSpec:
+        from llmcalc.config import load_spec
+
+        spec = load_spec(
+            model,
+            overrides=overrides or (),
+            family=family,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+        )
+        for note in spec.notes:
+            if note.startswith("--family "):
+                typer.echo(f"warning: {note}", err=True)
+        return spec
+
+    if overrides or family is not None or revision is not None:
+        return validate()
+    from llmcalc import speccache
+
+    return speccache.load(model, validate)
+
+
+def bundled_specs() -> list[tuple[str, ModelSpec]]:
+    """Every bundled config (file name, spec), from the spec cache where it can."""
+    from llmcalc import bundled, speccache
+
+    def validate(path: Path) -> Callable[[], ModelSpec]:
+        def run() -> ModelSpec:
+            from llmcalc.config import load_spec
+
+            return load_spec(str(path))
+
+        return run
+
+    return [(p.stem, speccache.load_file(p, validate(p))) for p in bundled.paths()]
+
+
+def specs_for(
+    models: list[str],
+    overrides: list[str] | None,
+    family: str | None = None,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+) -> list[tuple[str, ModelSpec]]:
+    """Each model as typed, with its validated spec (--set, --family, --revision apply to every one)."""
+    return [(m, spec_for(m, overrides, family, revision, trust_remote_code)) for m in models]
+
+
+def one_model(models: list[str], option: str) -> None:
+    """Options that show one model in detail refuse a comparison."""
+    if len(models) > 1:
+        raise UsageError(f"{option} shows one model; give one MODEL, not {len(models)}")
 
 
 def print_json(obj: object) -> None:
@@ -103,4 +164,87 @@ def print_json(obj: object) -> None:
 def show(*renderables: object) -> None:
     out = console()
     for r in renderables:
-        out.print(r)
+        out.print(never_cut(r))
+
+
+def never_cut(renderable: object) -> object:
+    """A rich table's numbers (right-aligned columns) never break and text wraps instead of
+    ending in '…': nothing a table shows is cut, whatever the terminal's width."""
+    from rich.console import Group
+    from rich.table import Table
+
+    if isinstance(renderable, Group):
+        for r in renderable.renderables:
+            never_cut(r)
+    elif isinstance(renderable, Table):
+        for column in renderable.columns:
+            if column.justify == "right":
+                column.no_wrap = True
+            else:
+                column.overflow = "fold"
+    return renderable
+
+
+class Format(str, Enum):
+    """What a command prints: a table for people, or JSON, CSV or Markdown to paste or parse."""
+
+    table = "table"
+    json = "json"
+    csv = "csv"
+    markdown = "markdown"
+
+
+FormatOpt = Annotated[
+    Optional[Format],  # noqa: UP045
+    typer.Option(
+        "--format",
+        help="table (default), json (as --json), csv (one header row) or markdown "
+        "(a table to paste into an issue or model card).",
+        show_default=False,
+        metavar="FORMAT",
+    ),
+]
+
+
+def output_format(fmt: Format | None, as_json: bool) -> Format:
+    """--format, with --json as its short form; the two must not disagree."""
+    if as_json and fmt not in (None, Format.json):
+        raise UsageError(f"--json and --format {fmt.value if fmt else ''} cannot be combined")
+    return Format.json if as_json else (fmt or Format.table)
+
+
+def refuse_explain(explain: bool, fmt: Format) -> None:
+    """``--explain`` prints lines beside the table; other formats have no place for them."""
+    if explain and fmt is not Format.table:
+        what = "--json" if fmt is Format.json else f"--format {fmt.value}"
+        raise UsageError(f"--explain and {what} cannot be combined")
+
+
+def emit(
+    fmt: Format,
+    *,
+    data: Callable[[], object],
+    grids: Callable[[], list[Grid]],
+    view: Callable[[], object] | None = None,
+) -> None:
+    """Print in the chosen format: JSON from ``data``, CSV/Markdown from ``grids``, the table from
+    ``view`` (or the grids themselves, fitted to the terminal's width)."""
+    if fmt is Format.json:
+        print_json(data())
+    elif fmt is Format.csv:
+        tables = grids()
+        if len(tables) != 1:
+            raise UsageError("--format csv: this output has several tables; use --format markdown")
+        typer.echo(escape_output(to_csv(tables[0])), nl=False)
+    elif fmt is Format.markdown:
+        typer.echo(escape_output(to_markdown(grids())), nl=False)
+    elif view is not None:
+        show(view())
+    else:
+        show_grids(grids())
+
+
+def show_grids(grids: list[Grid]) -> None:
+    out = console()
+    for g in grids:
+        out.print(to_rich(g, out.width))

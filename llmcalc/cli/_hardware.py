@@ -10,41 +10,36 @@ from llmcalc.hardware import ACCELERATORS
 
 GpuOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Option(
-        "--gpu",
+    typer.Option("--gpu", metavar="GPU",
         help=f"Accelerator from the built-in table: {', '.join(ACCELERATORS)}.",
         show_default=False,
     ),
 ]
 GpuMemOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option(
-        "--gpu-mem",
+    typer.Option("--gpu-mem", metavar="SIZE",
         help="Memory per GPU, e.g. 80GiB (binary) or 80GB (decimal); replaces --gpu's.",
         show_default=False,
     ),
 ]
 GpuFlopsOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option(
-        "--gpu-flops",
+    typer.Option("--gpu-flops", metavar="FLOPS",
         help="Dense bf16 peak per GPU, e.g. 989T; replaces --gpu's.",
         show_default=False,
     ),
 ]
 GpuBandwidthOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option(
-        "--gpu-bandwidth",
+    typer.Option("--gpu-bandwidth", metavar="RATE",
         help="Memory bandwidth per GPU, e.g. 3.35TB/s; replaces --gpu's.",
         show_default=False,
     ),
 ]
-GpusOpt = Annotated[int, typer.Option("--gpus", help="Number of GPUs.")]
+GpusOpt = Annotated[int, typer.Option("--gpus", metavar="N", help="Number of GPUs.")]
 HeadroomOpt = Annotated[
     float,
-    typer.Option(
-        "--headroom",
+    typer.Option("--headroom", metavar="FRACTION",
         help="Share of each GPU's memory left free for the runtime and allocator slack "
         "(fit: activations too), e.g. 0.1.",
     ),

@@ -10,6 +10,7 @@ from typing import Annotated, Optional, ParamSpec, TypeVar
 import typer
 
 from llmcalc.errors import ParameterError, UsageError
+from llmcalc.quant import FORMAT_NAMES
 from llmcalc.units import DType, parse_context, parse_count
 
 P = ParamSpec("P")
@@ -33,6 +34,7 @@ def _worked(examples: tuple[str, ...], parse: Callable[[str], int]) -> str:
 
 
 DTYPES = ", ".join(d.value for d in DType)
+QUANT_FORMATS = ", ".join(FORMAT_NAMES)
 CONTEXT_SUFFIXES = (
     "binary suffixes, as context windows are quoted: "
     + _worked(("4k", "128k", "1M"), parse_context)
@@ -43,39 +45,39 @@ COUNT_SUFFIXES = (
 )
 
 DTypeOpt = Annotated[
-    str,
+    Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option(
         "--dtype",
-        help=f"Weight dtype: {DTYPES} (or bfloat16, float16 …; int4 packs two per byte).",
+        metavar="DTYPE",
+        help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4 packs two per byte, "
+        f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (gptq/awq "
+        "group 128, or gptq-g64 …). Default: the config's quantization_config, else bf16.",
+        show_default=False,
     ),
 ]
 KvDTypeOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Option("--kv-dtype", help=f"KV-cache dtype: {DTYPES}; default: --dtype.",
+    typer.Option("--kv-dtype", metavar="DTYPE",
+                 help=f"KV-cache dtype: {DTYPES}; default: --dtype (bf16 or fp16 "
+                 "beside a quantized format).",
                  show_default=False),
 ]
 CtxOpt = Annotated[
-    str, typer.Option("--ctx", help=f"Context length in tokens; {CONTEXT_SUFFIXES}.")
+    str, typer.Option("--ctx", metavar="CTX", help=f"Context length in tokens; {CONTEXT_SUFFIXES}.")
 ]
 TrainCtxOpt = Annotated[
-    str, typer.Option("--ctx", help=f"Training sequence length in tokens; {CONTEXT_SUFFIXES}.")
+    str, typer.Option("--ctx", metavar="CTX", help=f"Training sequence length in tokens; {CONTEXT_SUFFIXES}.")
 ]
 BatchOpt = Annotated[
     str,
-    typer.Option("--batch", help="Sequences per forward pass; scales the per-sequence figures "
+    typer.Option("--batch", metavar="N", help="Sequences per forward pass; scales the per-sequence figures "
                  "(plain integer or 1k …)."),
 ]
 TokensOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--tokens", help=f"A training token budget; {COUNT_SUFFIXES}.",
+    typer.Option("--tokens", metavar="TOKENS", help=f"A training token budget; {COUNT_SUFFIXES}.",
                  show_default=False),
 ]
-
-
-def check_explain(*, explain: bool, as_json: bool) -> None:
-    """``--explain`` prints lines beside the table; JSON has no place for them, so refuse both."""
-    if explain and as_json:
-        raise UsageError("--explain and --json cannot be combined")
 
 
 # Core parameters whose flag is not simply --name-with-dashes.
@@ -98,3 +100,10 @@ def speaks_flags(func: Callable[P, R]) -> Callable[P, R]:
             raise UsageError(e.spelled(flag)) from None
 
     return wrapper
+
+
+def check_explain(*, explain: bool, as_json: bool) -> None:
+    """``--explain`` prints lines beside the table; JSON has no place for them, so refuse both.
+    (Kept for cli/latency.py, which main imports it in.)"""
+    if explain and as_json:
+        raise UsageError("--explain and --json cannot be combined")

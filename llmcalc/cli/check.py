@@ -8,8 +8,8 @@ from typing import Annotated, Optional
 import typer
 
 from llmcalc.check import check_paths
-from llmcalc.cli._common import JsonOpt, handles_errors, print_json, show
-from llmcalc.render.check import check_json, check_view
+from llmcalc.cli._common import FormatOpt, JsonOpt, emit, handles_errors, output_format
+from llmcalc.render.check import check_grid, check_json
 
 
 @handles_errors
@@ -20,6 +20,7 @@ def check(
             help="Config files or folders (walked for *.yaml, *.yml and config.json); "
             "default: the bundled configs.",
             show_default=False,
+            metavar="PATH",
         ),
     ] = None,
     verify: Annotated[
@@ -31,16 +32,15 @@ def check(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Validate config files and hold them to their expected: figures; exit 1 if any fails.
 
     Exit 0 when all pass, 1 when any fails, 2 when a file cannot be read or its expected: block
     is wrong.
     """
+    how = output_format(fmt, as_json)
     run = check_paths(paths or (), verify=verify)
-    if as_json:
-        print_json(check_json(run))
-    else:
-        show(check_view(run))
+    emit(how, data=lambda: check_json(run), grids=lambda: [check_grid(run)])
     if run.exit_code:
         raise typer.Exit(run.exit_code)

@@ -1,58 +1,142 @@
-"""`llmcalc count MODEL`: exact parameters by tensor group, per layer and in total."""
+"""`llmcalc count MODEL...`: exact parameters by tensor group, per layer and in total; several
+models side by side."""
 
 from __future__ import annotations
 
 from typing import Annotated
 
 import typer
-from rich.text import Text
 
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    Format,
+    FormatOpt,
     JsonOpt,
-    ModelArg,
+    ModelsArg,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,
+    emit,
     handles_errors,
+    one_model,
+    output_format,
     print_json,
+    refuse_explain,
     show,
-    spec_for,
+    specs_for,
 )
-from llmcalc.cli._options import check_explain
+from llmcalc.cli._lora import (
+    DoraOpt,
+    LoraAlphaOpt,
+    LoraEmbeddingsOpt,
+    LoraExpertsOpt,
+    LoraROpt,
+    LoraTargetsOpt,
+    ModulesToSaveOpt,
+    RsloraOpt,
+    config_from_options,
+)
+from llmcalc.cli._options import speaks_flags
 from llmcalc.counting import count as count_params
-from llmcalc.render.count import count_json, count_view, explain_lines, tensors_view
+from llmcalc.errors import UsageError
+from llmcalc.limits import MAX_LISTED_TENSORS
+from llmcalc.render.grid import Grid
 
 
 @handles_errors
+@speaks_flags
 def count(
-    model: ModelArg,
+    models: ModelsArg,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     tensors: Annotated[
         bool, typer.Option("--tensors", help="List every named tensor with its shape.")
     ] = False,
     explain: ExplainOpt = False,
+    lora_r: LoraROpt = None,
+    lora_alpha: LoraAlphaOpt = 32,
+    lora_targets: LoraTargetsOpt = "q_proj,k_proj,v_proj,o_proj",
+    lora_embeddings: LoraEmbeddingsOpt = False,
+    lora_experts: LoraExpertsOpt = False,
+    modules_to_save: ModulesToSaveOpt = None,
+    dora: DoraOpt = False,
+    rslora: RsloraOpt = False,
 ) -> None:
-    """Count a model's parameters exactly: per tensor group, per layer, embeddings, lm_head, total."""
-    check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family, revision, trust_remote_code)
-    pc = count_params(spec)
-    if as_json:
-        data = count_json(spec, pc)
-        if tensors:
-            data["tensors"] = [
-                {"name": name, "shape": list(shape)} for name, shape in spec.named_shapes()
-            ]
-        print_json(data)
+    """Count parameters exactly: per tensor group, per layer, embeddings, lm_head, total.
+
+    Several models print side by side, one column each (--json: an array). With --lora-r:
+    trainable and total parameters once peft adds LoRA adapters.
+    """
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
+    if lora_r is not None:
+        one_model(models, "--lora-r")
+        from llmcalc.lora import lora_count
+        from llmcalc.render.lora import lora_explain, lora_json, lora_view
+
+        [(_, spec)] = specs_for(models, set_, family, revision, trust_remote_code)
+        lc = lora_count(spec, config_from_options(
+            spec, r=lora_r, alpha=lora_alpha, targets=lora_targets, embeddings=lora_embeddings,
+            experts=lora_experts, modules_to_save=modules_to_save, dora=dora, rslora=rslora))
+        if how is not Format.table:
+            if how is not Format.json:
+                raise UsageError(f"--format {how.value}: LoRA counts print as a table or JSON")
+            print_json(lora_json(spec, lc))
+            return
+        show(lora_view(spec, lc))
+        if explain:
+            from rich.text import Text
+
+            show(*(Text(line) for line in lora_explain(lc)))
         return
     if tensors:
-        show(tensors_view(spec))
-        return
-    show(count_view(spec, pc))
+        one_model(models, "--tensors")
     if explain:
-        show(*(Text(line) for line in explain_lines(spec, pc)))
+        one_model(models, "--explain")
+    from llmcalc.render import count as r
+
+    items = [(m, spec, count_params(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
+
+    def data() -> object:
+        out = []
+        for _, spec, pc in items:
+            d = r.count_json(spec, pc)
+            if tensors:
+                if spec.num_named_tensors > MAX_LISTED_TENSORS:
+                    raise UsageError(
+                        f"--tensors --json lists at most {MAX_LISTED_TENSORS:,} tensors, one per "
+                        f"layer; this model has {spec.num_named_tensors:,} (without --json the "
+                        "table lists each tensor once with the layers it repeats in)"
+                    )
+                d["tensors"] = [{"name": k, "shape": list(v)} for k, v in spec.named_shapes()]
+            out.append(d)
+        return out if len(out) > 1 else out[0]
+
+    def grids() -> list[Grid]:
+        if tensors:
+            return [r.tensors_grid(items[0][1])]
+        return [r.count_grid(items)]
+
+    def view() -> object:
+        _, spec, pc = items[0]
+        if tensors:
+            return r.tensors_grid(spec)
+        return r.count_view(spec, pc)
+
+    if len(items) > 1:
+        emit(how, data=data, grids=grids)
+        return
+    if tensors and how is Format.table:
+        emit(how, data=data, grids=grids)
+        return
+    emit(how, data=data, grids=grids, view=view)
+    if explain:
+        from rich.text import Text
+
+        _, spec, pc = items[0]
+        show(*(Text(line) for line in r.explain_lines(spec, pc)))

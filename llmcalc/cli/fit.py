@@ -10,71 +10,127 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    Format,
+    FormatOpt,
     JsonOpt,
-    ModelArg,
+    ModelsArg,
     RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
+    emit,
     handles_errors,
+    one_model,
+    output_format,
     print_json,
+    refuse_explain,
     show,
-    spec_for,
+    specs_for,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
-from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
+from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.errors import UsageError
+from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.planning import fit as fit_plan
-from llmcalc.render.count import provenance
-from llmcalc.render.fit import explain_lines, fit_json, fit_view
+from llmcalc.quant import kv_dtype_for, resolve_format
 from llmcalc.units import parse_context, parse_dtype
 
 
 @handles_errors
 @speaks_flags
 def fit(
-    model: ModelArg,
+    models: ModelsArg,
     gpu: GpuOpt = None,
     gpus: GpusOpt = 1,
     gpu_mem: GpuMemOpt = None,
     gpu_bandwidth: GpuBandwidthOpt = None,
-    dtype: DTypeOpt = "bf16",
+    dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     batch: Annotated[
         Optional[int],  # noqa: UP045 - typer reads this annotation at run time
         typer.Option("--batch", help="Sequences served at once; finds the largest context "
-                     "(default 1).", show_default=False),
+                     "(default 1).", show_default=False, metavar="N"),
     ] = None,
     ctx: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--ctx", help=f"Context length; finds the largest batch instead; "
-                     f"{CONTEXT_SUFFIXES}.", show_default=False),
+                     f"{CONTEXT_SUFFIXES}.", show_default=False, metavar="CTX"),
     ] = None,
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     explain: ExplainOpt = False,
+    method: Annotated[
+        Optional[Method],  # noqa: UP045
+        typer.Option("--method", help="Fit a fine-tune instead of serving: lora or qlora "
+                     "(gradient checkpointing, FlashAttention, AdamW on the adapters) or full; "
+                     "--batch is then the micro-batch.", show_default=False),
+    ] = None,
+    lora_r: LoraROpt = None,
+    lora_targets: LoraTargetsOpt = "q_proj,k_proj,v_proj,o_proj",
+    optimizer: Annotated[
+        Optimizer, typer.Option("--optimizer", help="Fine-tuning optimizer (with --method).")
+    ] = Optimizer.adamw,
 ) -> None:
-    """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound."""
-    check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family, revision)
-    acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth)
-    require(acc, "memory_bytes")
-    weights = parse_dtype(dtype, option="--dtype")
-    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else weights
-    f = fit_plan(
-        spec,
-        accelerator=acc,
-        gpus=gpus,
-        dtype=weights,
-        kv_dtype=kv,
-        batch=batch,
-        ctx=parse_context(ctx, option="--ctx") if ctx is not None else None,
-        headroom=headroom,
-    )
-    if as_json:
-        print_json({**fit_json(spec, f, accelerator=acc, dtype=weights, kv_dtype=kv), **provenance(spec)})
-        return
-    show(fit_view(spec, f, accelerator=acc, dtype=weights, kv_dtype=kv))
+    """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
+
+    Several models print side by side, on the same GPUs (--json: an array).
+    """
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
     if explain:
-        show(*(Text(line) for line in explain_lines(f, accelerator=acc)))
+        one_model(models, "--explain")
+    specs = specs_for(models, set_, family, revision, trust_remote_code)
+    acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth, needs=("memory",))
+    require(acc, "memory_bytes")
+    if method is not None:
+        one_model(models, "--method")
+        [(_, spec)] = specs
+        from llmcalc.finetune import fit_finetune
+        from llmcalc.render.finetune import finetune_explain, fit_finetune_json, fit_finetune_view
+
+        n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
+        ff = fit_finetune(
+            spec, ctx=n_ctx, micro_batch=batch,
+            limit=(spec.shape.max_position_embeddings or 1 << 20) if n_ctx is None else 1 << 16,
+            method=method, accelerator=acc, optimizer=optimizer, headroom=headroom, tp=gpus,
+            lora=None if method is Method.full else config_from_options(
+                spec, r=16 if lora_r is None else lora_r, alpha=32, targets=lora_targets,
+                embeddings=False, experts=False, modules_to_save=None, dora=False, rslora=False),
+        )
+        if how is not Format.table:
+            if how is not Format.json:
+                raise UsageError(f"--format {how.value}: a fine-tuning fit prints as a table or JSON")
+            print_json(fit_finetune_json(spec, ff, acc))
+            return
+        show(fit_finetune_view(spec, ff, acc))
+        if explain and ff.plan is not None:
+            show(*(Text(line) for line in finetune_explain(spec, ff.plan)))
+        return
+    # each model's stored format (its quantization_config) unless --dtype names one for all
+    formats = {resolve_format(spec, dtype) for _, spec in specs}
+    if len(formats) > 1:
+        raise UsageError("the models store different formats (quantization_config): pass --dtype "
+                         "to compare them at one")
+    [weights] = formats
+    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
+    n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
+    from llmcalc.render import fit as r
+
+    items = [
+        (m, spec, fit_plan(spec, accelerator=acc, gpus=gpus, dtype=weights, kv_dtype=kv,
+                           batch=batch, ctx=n_ctx, headroom=headroom))
+        for m, spec in specs
+    ]
+    data = [r.fit_json(s, f, accelerator=acc, dtype=weights, kv_dtype=kv) for _, s, f in items]
+    emit(how, data=lambda: data if len(data) > 1 else data[0],
+         grids=lambda: [r.fit_grid(items, accelerator=acc, dtype=weights, kv_dtype=kv)],
+         view=(lambda: r.fit_view(items[0][1], items[0][2], accelerator=acc, dtype=weights,
+                                  kv_dtype=kv)) if len(items) == 1 else None)
+    if explain:
+        show(*(Text(line) for line in r.explain_lines(items[0][2], accelerator=acc)))

@@ -1,4 +1,4 @@
-"""`llmcalc flops [MODEL] --ctx 128k`: forward, prefill, decode and training FLOPs, or a catalog."""
+"""`llmcalc flops [MODEL]... --ctx 128k`: forward, prefill, decode and training FLOPs, or a catalog."""
 
 from __future__ import annotations
 
@@ -7,37 +7,41 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
-from llmcalc import bundled
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    FormatOpt,
     JsonOpt,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,
+    bundled_specs,
+    emit,
     handles_errors,
-    print_json,
+    one_model,
+    output_format,
+    refuse_explain,
     show,
-    spec_for,
+    specs_for,
 )
-from llmcalc.cli._options import BatchOpt, CtxOpt, TokensOpt, check_explain, speaks_flags
-from llmcalc.config import load_spec
+from llmcalc.cli._complete import complete_model
+from llmcalc.cli._options import BatchOpt, CtxOpt, TokensOpt, speaks_flags
 from llmcalc.errors import UsageError
 from llmcalc.flops import flops as compute_flops
-from llmcalc.render.count import provenance
-from llmcalc.render.flops import catalog_view, explain_lines, flops_json, flops_view
 from llmcalc.units import parse_context, parse_count
 
 
 @handles_errors
 @speaks_flags
 def flops(
-    model: Annotated[
-        Optional[str],  # noqa: UP045 - typer reads this annotation at run time
+    models: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
         typer.Argument(
-            help="A bundled model name, a config.json, a checkpoint folder or a YAML file. "
-            "Without it: one row per bundled model.",
+            help="Models to compare: bundled names, config.json files, checkpoint folders or "
+            "YAML files. Without one: one row per bundled model.",
             show_default=False,
+            metavar="MODEL",
+            autocompletion=complete_model,
         ),
     ] = None,
     ctx: CtxOpt = "4k",
@@ -48,40 +52,41 @@ def flops(
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """FLOPs per token at a context, per prefill (full and causal), per decode step, for training.
 
     Weight FLOPs are 2 × the elements of every matrix a token is multiplied by (lm_head included,
     tied or not; for MoE only the active experts); attention adds 2·n·h·(d_qk + d_v) per layer.
+    Several models print side by side (--json: an array).
     """
-    if model is None and explain:
+    how = output_format(fmt, as_json)
+    if not models and explain:
         raise UsageError("--explain needs a MODEL")
-    check_explain(explain=explain, as_json=as_json)
+    refuse_explain(explain, how)
+    if explain:
+        one_model(models or [], "--explain")
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
     n_tokens = None if tokens is None else parse_count(tokens, option="--tokens")
-    if model is None:
+    from llmcalc.render import flops as r
+
+    if not models:
         if set_ or family:
             raise UsageError("--set and --family need a MODEL")
-        _catalog(n_ctx, n_batch, n_tokens, as_json=as_json)
+        rows = [(stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
+                for stem, spec in bundled_specs()]
+        emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
+             grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
-    spec = spec_for(model, set_, family, revision, trust_remote_code)
-    result = compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens)
-    if as_json:
-        print_json({**flops_json(result), **provenance(spec)})
-        return
-    show(flops_view(spec, result))
+    items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
+             for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
+    from llmcalc.render.count import provenance
+
+    data = [{**r.flops_json(x), **provenance(spec)} for _, spec, x in items]
+    emit(how, data=lambda: data if len(data) > 1 else data[0],
+         grids=lambda: [r.flops_grid(items)],
+         view=(lambda: r.flops_view(items[0][1], items[0][2])) if len(items) == 1 else None)
     if explain:
-        show(*(Text(line) for line in explain_lines(spec, result)))
-
-
-def _catalog(ctx: int, batch: int, tokens: int | None, *, as_json: bool) -> None:
-    rows = []
-    for path in bundled.paths():
-        spec = load_spec(str(path))
-        rows.append((path.stem, compute_flops(spec, ctx=ctx, batch=batch, tokens=tokens)))
-    if as_json:
-        print_json([{"name": stem, **flops_json(r)} for stem, r in rows])
-        return
-    show(catalog_view(rows, ctx=ctx))
+        show(*(Text(line) for line in r.explain_lines(items[0][1], items[0][2])))

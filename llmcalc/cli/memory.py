@@ -1,36 +1,33 @@
-"""`llmcalc memory MODEL --ctx 32k --batch 8 --dtype bf16 --kv-dtype fp8`: weights + KV cache."""
+"""`llmcalc memory MODEL... --ctx 32k --batch 8 --dtype bf16 --kv-dtype fp8`: weights + KV cache."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rich.text import Text
 
-from llmcalc import hub
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    FormatOpt,
     JsonOpt,
-    ModelArg,
+    ModelsArg,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,
+    emit,
     handles_errors,
-    print_json,
+    one_model,
+    output_format,
+    refuse_explain,
     show,
-    spec_for,
+    specs_for,
 )
-from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
-from llmcalc.errors import LLMCalcError
+from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.memory import memory as compute_memory
-from llmcalc.render.count import provenance
-from llmcalc.render.memory import explain_lines, memory_json, memory_view
-from llmcalc.safetensors_index import (
-    StoredWeights,
-    bytes_by_dtype,
-    has_safetensors,
-    read_checkpoint,
-)
+from llmcalc.quant import kv_dtype_for, resolve_format
+from llmcalc.safetensors_index import StoredWeights
 from llmcalc.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -38,6 +35,10 @@ from llmcalc.units import parse_context, parse_count, parse_dtype
 def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
     """What the checkpoint behind MODEL stores, by dtype: a Hub repo's safetensors headers (range
     requests) or a local folder's; None when there is no checkpoint to read."""
+    from llmcalc import hub
+    from llmcalc.errors import LLMCalcError
+    from llmcalc.safetensors_index import bytes_by_dtype, has_safetensors, read_checkpoint
+
     origin = spec.origin
     where = spec.name
     try:
@@ -56,35 +57,48 @@ def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
 @handles_errors
 @speaks_flags
 def memory(
-    model: ModelArg,
+    models: ModelsArg,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
-    dtype: DTypeOpt = "bf16",
+    dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """Bytes of the weights and of the KV cache for a batch of sequences at a context.
 
     KV cache: 2 (K and V) × layers × kv heads × head dim × bytes per token, sliding-window layers
     capped at their window; for MLA models the compressed latent, with the decompressed per-head
-    K and V beside it. GiB in the table, exact bytes in --json.
+    K and V beside it. GiB in the table, exact bytes in --json. Several models print side by side.
     """
-    check_explain(explain=explain, as_json=as_json)
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
+    if explain:
+        one_model(models, "--explain")
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
-    w_dtype = parse_dtype(dtype, option="--dtype")
-    c_dtype = w_dtype if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
-    spec = spec_for(model, set_, family, revision, trust_remote_code)
-    result = compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
-    stored = None if set_ else stored_weights(spec, model)
-    if as_json:
-        print_json({**memory_json(result, stored), **provenance(spec)})
-        return
-    show(memory_view(spec, result, stored))
+    from llmcalc.render import memory as r
+
+    def measure(spec: ModelSpec) -> Any:
+        # the weight format is each model's own (its quantization_config) unless --dtype names one
+        w_dtype = resolve_format(spec, dtype)
+        c_dtype = (kv_dtype_for(w_dtype) if kv_dtype is None
+                   else parse_dtype(kv_dtype, option="--kv-dtype"))
+        return compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
+
+    from llmcalc.render.count import provenance
+
+    items = [(m, spec, measure(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
+    # one model: what its checkpoint stores, by dtype, beside the computed weight bytes
+    stored = stored_weights(items[0][1], items[0][0]) if len(items) == 1 and not set_ else None
+    data = [{**r.memory_json(x, stored), **provenance(spec)} for _, spec, x in items]
+    emit(how, data=lambda: data if len(data) > 1 else data[0],
+         grids=lambda: [r.memory_grid(items)],
+         view=(lambda: r.memory_view(items[0][1], items[0][2], stored)) if len(items) == 1 else None)
     if explain:
-        show(*(Text(line) for line in explain_lines(result)))
+        show(*(Text(line) for line in r.explain_lines(items[0][2])))

@@ -10,21 +10,24 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    FormatOpt,
     JsonOpt,
     ModelArg,
     RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
+    emit,
     handles_errors,
-    print_json,
+    output_format,
+    refuse_explain,
     show,
     spec_for,
 )
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuOpt, GpusOpt
-from llmcalc.cli._options import TrainCtxOpt, check_explain, speaks_flags
+from llmcalc.cli._options import TrainCtxOpt, speaks_flags
 from llmcalc.hardware import require, resolve
 from llmcalc.planning import model_flops_utilisation
-from llmcalc.render.count import provenance
-from llmcalc.render.mfu import explain_lines, mfu_json, mfu_view
+from llmcalc.render.mfu import explain_lines, mfu_grid, mfu_json, mfu_view
 from llmcalc.training import DEFAULT_CTX
 from llmcalc.units import parse_context, parse_count
 
@@ -35,7 +38,7 @@ def mfu(
     model: ModelArg,
     tokens_per_sec: Annotated[
         str,
-        typer.Option("--tokens-per-sec", help="Measured training throughput of all GPUs together, "
+        typer.Option("--tokens-per-sec", metavar="RATE", help="Measured training throughput of all GPUs together, "
                      "e.g. 3.2M.", show_default=False),
     ],
     gpus: GpusOpt = 1,
@@ -45,13 +48,16 @@ def mfu(
     set_: SetOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """Model FLOPs utilisation of a training run: FLOPs per token × tokens/s over the peak."""
-    check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family, revision)
-    acc = resolve(gpu, flops=gpu_flops)
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
+    spec = spec_for(model, set_, family, revision, trust_remote_code)
+    acc = resolve(gpu, flops=gpu_flops, needs=("flops",))
     require(acc, "peak_flops")
     seq = parse_context(ctx, option="--ctx")
     u = model_flops_utilisation(
@@ -61,9 +67,8 @@ def mfu(
         gpus=gpus,
         accelerator=acc,
     )
-    if as_json:
-        print_json({**mfu_json(spec, u, accelerator=acc, gpus=gpus, ctx=seq), **provenance(spec)})
-        return
-    show(mfu_view(spec, u, accelerator=acc, gpus=gpus, ctx=seq))
+    emit(how, data=lambda: mfu_json(spec, u, accelerator=acc, gpus=gpus, ctx=seq),
+         grids=lambda: [mfu_grid(spec, u, accelerator=acc, gpus=gpus, ctx=seq)],
+         view=lambda: mfu_view(spec, u, accelerator=acc, gpus=gpus, ctx=seq))
     if explain:
         show(*(Text(line) for line in explain_lines(u, gpus=gpus)))

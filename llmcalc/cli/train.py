@@ -10,20 +10,38 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    Format,
+    FormatOpt,
     JsonOpt,
     ModelArg,
     RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
+    emit,
     handles_errors,
+    output_format,
     print_json,
+    refuse_explain,
     show,
     spec_for,
 )
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
-from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, check_explain, speaks_flags
+from llmcalc.cli._lora import (
+    DoraOpt,
+    LoraAlphaOpt,
+    LoraEmbeddingsOpt,
+    LoraExpertsOpt,
+    LoraROpt,
+    LoraTargetsOpt,
+    ModulesToSaveOpt,
+    RsloraOpt,
+    config_from_options,
+)
+from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, speaks_flags
+from llmcalc.errors import UsageError
+from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
-from llmcalc.render.count import provenance
-from llmcalc.render.train import explain_lines, train_json, train_view
+from llmcalc.render.train import explain_lines, train_grid, train_json, train_view
 from llmcalc.training import (
     CHINCHILLA_TOKENS_PER_PARAM,
     DEFAULT_CTX,
@@ -41,8 +59,7 @@ def train(
     model: ModelArg,
     tokens: Annotated[
         Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Option(
-            "--tokens",
+        typer.Option("--tokens", metavar="TOKENS",
             help=f"Training tokens; {COUNT_SUFFIXES} (default: the compute-optimal "
             f"{CHINCHILLA_TOKENS_PER_PARAM} per parameter).",
             show_default=False,
@@ -53,39 +70,90 @@ def train(
     gpu_mem: GpuMemOpt = None,
     gpu_flops: GpuFlopsOpt = None,
     mfu: Annotated[
-        float, typer.Option("--mfu", help="Model FLOPs utilisation to assume (0–1).")
+        float, typer.Option("--mfu", metavar="FRACTION", help="Model FLOPs utilisation to assume (0–1).")
     ] = DEFAULT_MFU,
     ctx: TrainCtxOpt = str(DEFAULT_CTX),
-    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel degree.")] = 1,
-    pp: Annotated[int, typer.Option("--pp", help="Pipeline-parallel degree.")] = 1,
+    tp: Annotated[int, typer.Option("--tp", metavar="N", help="Tensor-parallel degree.")] = 1,
+    pp: Annotated[int, typer.Option("--pp", metavar="N", help="Pipeline-parallel degree.")] = 1,
     zero: Annotated[
-        int, typer.Option("--zero", help="ZeRO stage 0–3, sharding over the data-parallel GPUs.")
+        int, typer.Option("--zero", metavar="STAGE", help="ZeRO stage 0–3, sharding over the data-parallel GPUs.")
     ] = 0,
     micro_batch: Annotated[
-        int, typer.Option("--micro-batch", help="Sequences per GPU per step (activation memory).")
+        int, typer.Option("--micro-batch", metavar="N", help="Sequences per GPU per step (activation memory).")
     ] = 1,
     recompute: Annotated[
-        Recompute, typer.Option("--recompute", help="Activation recomputation.")
-    ] = Recompute.none,
+        Optional[Recompute],  # noqa: UP045
+        typer.Option("--recompute", metavar="none|selective|full",
+                     help="Activation recomputation (default: none; for "
+                     "lora/qlora full, i.e. gradient checkpointing).", show_default=False),
+    ] = None,
     flash_attention: Annotated[
-        bool,
+        Optional[bool],  # noqa: UP045
         typer.Option(
             "--flash-attention/--no-flash-attention",
-            help="FlashAttention: the s × s attention scores are never stored.",
+            help="FlashAttention: the s × s attention scores are never stored (default: off; "
+            "on for lora/qlora, as transformers' SDPA attention).",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
+    method: Annotated[
+        Method, typer.Option("--method", help="full: pre-training plan (all weights trained); "
+                             "lora: frozen bf16 base + adapters; qlora: frozen NF4 base + adapters "
+                             "(adapters: --lora-r, default 16, on --lora-targets).")
+    ] = Method.full,
+    optimizer: Annotated[
+        Optimizer, typer.Option("--optimizer", help="Fine-tuning optimizer (lora/qlora): AdamW "
+                                "16 B per trainable parameter, 8-bit Adam 10 B; paged variants "
+                                "hold the same GPU bytes.")
+    ] = Optimizer.adamw,
+    lora_r: LoraROpt = None,
+    lora_alpha: LoraAlphaOpt = 32,
+    lora_targets: LoraTargetsOpt = "q_proj,k_proj,v_proj,o_proj",
+    lora_embeddings: LoraEmbeddingsOpt = False,
+    lora_experts: LoraExpertsOpt = False,
+    modules_to_save: ModulesToSaveOpt = None,
+    dora: DoraOpt = False,
+    rslora: RsloraOpt = False,
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """Plan a training run: FLOPs (6·N·D plus causal attention), GPU-hours, memory per GPU, fit."""
-    check_explain(explain=explain, as_json=as_json)
-    spec = spec_for(model, set_, family, revision)
+    how = output_format(fmt, as_json)
+    refuse_explain(explain, how)
+    spec = spec_for(model, set_, family, revision, trust_remote_code)
     acc = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
     require(acc, "memory_bytes", "peak_flops")
+    if method is not Method.full:
+        from llmcalc.finetune import plan_finetune
+        from llmcalc.render.finetune import finetune_explain, finetune_json, finetune_view
+
+        lora = config_from_options(
+            spec, r=16 if lora_r is None else lora_r, alpha=lora_alpha, targets=lora_targets,
+            embeddings=lora_embeddings, experts=lora_experts, modules_to_save=modules_to_save,
+            dora=dora, rslora=rslora)
+        fp = plan_finetune(
+            spec, method=method, lora=lora, accelerator=acc,
+            ctx=parse_context(ctx, option="--ctx"), micro_batch=micro_batch, optimizer=optimizer,
+            checkpointing=(recompute or Recompute.full) is not Recompute.none,
+            flash_attention=True if flash_attention is None else flash_attention, tp=tp,
+            tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
+            headroom=headroom, mfu=mfu,
+        )
+        if how is not Format.table:
+            if how is not Format.json:
+                raise UsageError(f"--format {how.value}: a fine-tuning plan prints as a table or JSON")
+            print_json(finetune_json(spec, fp, acc))
+            return
+        show(finetune_view(spec, fp, acc))
+        if explain:
+            show(*(Text(line) for line in finetune_explain(spec, fp)))
+        return
     plan = plan_training(
         spec,
         tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
@@ -94,13 +162,11 @@ def train(
         mfu=mfu,
         par=parallelism(gpus=gpus, tp=tp, pp=pp, zero=zero),
         micro_batch=micro_batch,
-        recompute=recompute,
-        flash_attention=flash_attention,
+        recompute=recompute or Recompute.none,
+        flash_attention=bool(flash_attention),
         headroom=headroom,
     )
-    if as_json:
-        print_json({**train_json(spec, plan), **provenance(spec)})
-        return
-    show(train_view(spec, plan))
+    emit(how, data=lambda: train_json(spec, plan), grids=lambda: [train_grid(spec, plan)],
+         view=lambda: train_view(spec, plan))
     if explain:
         show(*(Text(line) for line in explain_lines(spec, plan)))

@@ -8,21 +8,23 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.console import Group
 
 from llmcalc import hub
 from llmcalc.cli._common import (
     FamilyOpt,
+    FormatOpt,
     JsonOpt,
     ModelArg,
     RevisionOpt,
     SetOpt,
+    emit,
     handles_errors,
-    print_json,
-    show,
+    output_format,
     spec_for,
 )
 from llmcalc.errors import UsageError
-from llmcalc.render.verify import flops_json, flops_view, verify_json, verify_view
+from llmcalc.render.verify import flops_json, flops_view, parts_grid, verify_json, verify_view
 from llmcalc.safetensors_index import has_safetensors
 from llmcalc.verify import (
     FLOPS_SEQ_LEN,
@@ -47,8 +49,7 @@ def verify(
     revision: RevisionOpt = None,
     against: Annotated[
         Against,
-        typer.Option(
-            "--against",
+        typer.Option("--against", metavar="auto|transformers|checkpoint",
             help="What to compare with: the transformers model built on the meta device, the "
             "checkpoint's safetensors headers (a folder's, or a Hub repo's read with range "
             "requests), or auto (the checkpoint when MODEL is a folder with *.safetensors files "
@@ -72,6 +73,7 @@ def verify(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    fmt: FormatOpt = None,
 ) -> None:
     """Compare llmcalc's named tensors with the real model, tensor by tensor; exit 1 on a difference.
 
@@ -79,6 +81,7 @@ def verify(
     or, for a checkpoint folder, reads the tensor names and shapes from its safetensors headers
     (no weights loaded, no torch needed).
     """
+    how = output_format(fmt, as_json)
     folder = Path(model)
     stored = has_safetensors(folder)
     if against is Against.checkpoint and not stored and not hub.looks_like_repo_id(model):
@@ -99,14 +102,17 @@ def verify(
     else:
         comparison = verify_transformers(spec, trust_remote_code=trust_remote_code)
     flops_check = verify_flops(spec) if flops else None
-    if as_json:
-        data = verify_json(comparison)
+    def data() -> object:
+        d = verify_json(comparison)
         if flops_check is not None:
-            data["flops"] = flops_json(flops_check)
-        print_json(data)
-    else:
-        show(verify_view(comparison))
-        if flops_check is not None:
-            show(flops_view(flops_check))
+            d["flops"] = flops_json(flops_check)
+        return d
+
+    def view() -> object:
+        if flops_check is None:
+            return verify_view(comparison)
+        return Group(verify_view(comparison), flops_view(flops_check))
+
+    emit(how, data=data, grids=lambda: [parts_grid(comparison)], view=view)
     if not comparison.ok or (flops_check is not None and not flops_check.ok):
         raise typer.Exit(1)

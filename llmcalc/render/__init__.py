@@ -3,12 +3,31 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from typing import Any
 
 from rich.console import Console
 
+from llmcalc.limits import escape_output
+
 GiB = 1024**3
+
+
+class SafeConsole(Console):
+    """A console that writes every control character of what it renders escaped (``\\x1b``).
+
+    Tables show names, paths and tensor names from input; none of them may move the cursor or
+    talk to the terminal. The console itself emits no escape codes (``color_system=None``), so
+    nothing it writes is a raw control character other than the line ends.
+    """
+
+    def render(self, renderable: Any, options: Any = None) -> Any:
+        from rich.segment import Segment
+
+        for segment in super().render(renderable, options):
+            text = escape_output(segment.text)
+            yield segment if text == segment.text else Segment(text, segment.style)
 
 
 def console(*, stderr: bool = False) -> Console:
@@ -16,8 +35,14 @@ def console(*, stderr: bool = False) -> Console:
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else 120
     # markup and emoji off: names and shapes such as "[4096, 4096]" are printed as they are
-    return Console(
-        file=stream, width=width, highlight=False, soft_wrap=False, markup=False, emoji=False
+    return SafeConsole(
+        file=stream,
+        width=width,
+        highlight=False,
+        soft_wrap=False,
+        markup=False,
+        emoji=False,
+        color_system=None,
     )
 
 
@@ -27,12 +52,25 @@ def n(value: int) -> str:
 
 
 def short(value: float) -> str:
-    """A compact decimal figure: 124.4M, 6.74B, 1.52T."""
-    for unit, size in (("Q", 1e30), ("R", 1e27), ("Y", 1e24), ("Z", 1e21), ("E", 1e18),
-                       ("P", 1e15), ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.3g}{unit}"
-    return f"{value:.3g}"
+    """A compact decimal figure: 124.4M, 6.74B, 1.52T; 999,885,952 is 1.00B, never 1e+03M."""
+    for i, (unit, size) in enumerate(SHORT_UNITS):
+        if abs(value) >= size or not unit:
+            text = f"{value / size:.3g}"
+            if abs(float(text)) >= 1000 and i > 0:  # rounds up into the next unit: 1.00B
+                unit, size = SHORT_UNITS[i - 1]
+                text = f"{value / size:#.3g}"
+            return text + unit
+    raise AssertionError("unreachable: the last unit takes any value")
+
+
+SHORT_UNITS = (("Q", 1e30), ("R", 1e27), ("Y", 1e24), ("Z", 1e21), ("E", 1e18), ("P", 1e15),
+               ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3), ("", 1.0))
+
+
+def sci(value: float, digits: int = 3) -> str:
+    """Scientific notation as people write it for FLOP totals: 3.78e25 (no '+', no leading 0)."""
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def gib(nbytes: int) -> str:
@@ -46,5 +84,14 @@ def pct(value: float) -> str:
 
 
 def dumps(obj: Any) -> str:
-    """JSON for scripts: exact integers, stable key order as built."""
-    return json.dumps(obj, indent=2, ensure_ascii=False)
+    """JSON for scripts: exact integers, stable key order as built. Control characters in strings
+    are \\u escapes (json writes C0 ones so; DEL, C1 and bidi controls are escaped here too)."""
+    return _JSON_UNSAFE.sub(_u_escape, json.dumps(obj, indent=2, ensure_ascii=False))
+
+
+# outside strings JSON is ASCII without controls, so these can only be inside strings
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _u_escape(m: re.Match[str]) -> str:
+    return f"\\u{ord(m.group()):04x}"

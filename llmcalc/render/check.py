@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from rich.console import Group, RenderableType
-from rich.table import Table
-from rich.text import Text
-
 from llmcalc.check import CheckRun, FileCheck
+from llmcalc.render.grid import Col, Grid
 from llmcalc.render.verify import verify_json
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red"}
@@ -23,18 +20,14 @@ def summary(run: CheckRun) -> str:
     return f"{files} file{'s' if files != 1 else ''}: {counts} ({run.seconds:.2f} s)"
 
 
-def check_view(run: CheckRun) -> RenderableType:
-    t = Table(title="llmcalc check", title_justify="left")
-    t.add_column("file", no_wrap=True)
-    t.add_column("model")
-    t.add_column("status")
-    t.add_column("why")
+def check_grid(run: CheckRun) -> Grid:
+    """One row per file: pass / fail / error and why; the summary as a note."""
+    g = Grid("llmcalc check", [Col("file"), Col("model", drop=1), Col("status"),
+                               Col("why", wrap=True)])
     for f in run.files:
-        t.add_row(
-            f.label, f.model or "", Text(f.status, style=STATUS_STYLE[f.status]), Text(f.why)
-        )
-    style = "bold green" if run.exit_code == 0 else "bold red"
-    return Group(t, Text(summary(run), style=style))
+        g.add(f.label, f.model or "", f.status, f.why)
+    g.notes.append(summary(run))
+    return g
 
 
 def file_json(f: FileCheck) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from llmcalc.counting import ParamCount, percent_off
 from llmcalc.render import n, pct, short
+from llmcalc.render.grid import Cell, Col, Fig, Grid
 from llmcalc.spec import LAYER, ModelSpec, Tensor
 
 OUTER_LABELS = {
@@ -168,23 +169,22 @@ def count_view(spec: ModelSpec, pc: ParamCount) -> RenderableType:
     return Group(*parts)
 
 
-def tensors_view(spec: ModelSpec) -> Table:
+def tensors_grid(spec: ModelSpec) -> Grid:
     """Every named tensor with its shape, as in the transformers module tree."""
-    t = Table(title=f"{spec.name}: named tensors", title_justify="left")
-    t.add_column("name")
-    t.add_column("shape")
-    t.add_column("numel", justify="right")
-    t.add_column("repeats", justify="right")
-    for x, g in spec.all_tensors():
+    g = Grid(f"{spec.name}: named tensors",
+             [Col("name"), Col("shape", wrap=True), Col("numel", right=True, drop=1),
+              Col("repeats", wrap=True)])
+    for x, grp in spec.all_tensors():
         shape = "[" + ", ".join(str(d) for d in x.shape) + "]"
         where = ""
-        if g is not None:
-            where = f"{LAYER} in {g.layers.describe()}"
+        if grp is not None:
+            where = f"{LAYER} in {grp.layers.describe()}"
         if x.copies > 1:
             where += f" × {x.copies} experts"
-        name = x.name + (f"  (tied to {x.tied_to})" if x.tied_to else "")
-        t.add_row(Text(name), Text(shape), n(x.numel // x.copies), Text(where.strip()))
-    return t
+        if x.tied_to:
+            where = f"tied to {x.tied_to}"
+        g.add(x.name, shape, x.numel // x.copies, where.strip())
+    return g
 
 
 def explain_lines(spec: ModelSpec, pc: ParamCount) -> list[str]:
@@ -264,3 +264,43 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
         "notes": list(spec.notes),
         "source": spec.source,
     }
+
+
+def count_grid(items: list[tuple[str, ModelSpec, ParamCount]]) -> Grid:
+    """One column per model: shape, parameters by part, total, active and the rule of thumb."""
+    g = Grid("parameters", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)],
+             keep=1)
+    specs = [s for _, s, _ in items]
+    counts = [pc for _, _, pc in items]
+
+    def row(label: str, values: list[Cell], **kw: bool) -> None:
+        g.add(label, *values, **kw)
+
+    row("model", [s.name if s.name != label else None for label, s, _ in items])
+    row("model_type", [s.model_type for s in specs])
+    row("layers", [s.shape.num_layers for s in specs])
+    row("d_model", [s.shape.hidden_size for s in specs])
+    row("heads / kv heads", [f"{s.shape.num_heads}/{s.shape.num_kv_heads}" for s in specs])
+    row("head_dim", [s.shape.head_dim for s in specs])
+    row("d_ff", [s.shape.intermediate_size for s in specs])
+    row("vocab", [s.shape.vocab_size for s in specs])
+    row("tied embeddings", [s.shape.tied_embeddings for s in specs])
+    row("experts (top-k)", [
+        f"{s.moe.num_experts} (top-{s.moe.experts_per_tok})" if s.moe else "-" for s in specs
+    ])
+    row("embeddings", [pc.embedding for pc in counts], section=True)
+    row("layers (all)", [pc.layers for pc in counts])
+    row("lm_head", [pc.lm_head for pc in counts])
+    row("total", [pc.total for pc in counts], bold=True, section=True)
+    row("total (short)", [Fig(short(pc.total), short(pc.total)) for pc in counts])
+    row("active per token", [pc.active for pc in counts])
+    row("rule of thumb 12·L·d² + V·d", [pc.rule_of_thumb for pc in counts])
+    row("rule of thumb off by", [
+        Fig(pct(percent_off(pc.rule_of_thumb, pc.total)),
+            round(percent_off(pc.rule_of_thumb, pc.total), 4)) for pc in counts
+    ])
+    if all(r is None for r in g.rows[0][1:]):
+        g.rows.pop(0)
+        g.sections = {i - 1 for i in g.sections}
+        g.bold = {i - 1 for i in g.bold}
+    return g

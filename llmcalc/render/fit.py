@@ -10,14 +10,17 @@ from rich.text import Text
 
 from llmcalc.hardware import Accelerator
 from llmcalc.planning import ServingFit
+from llmcalc.quant import WeightFormat
 from llmcalc.render import gib, n
+from llmcalc.render.grid import Col, Fig, Grid
+from llmcalc.render.memory import window_cap
 from llmcalc.render.train import accelerator_line, verdict
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
 
 
 def fit_view(
-    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: DType, kv_dtype: DType
+    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: WeightFormat, kv_dtype: DType
 ) -> RenderableType:
     head = Text()
     head.append(spec.name, style="bold")
@@ -45,6 +48,9 @@ def fit_view(
     value = n(f.ctx) if f.solve_for == "ctx" else n(f.batch)
     t.add_row(answer, value, style="bold")
     parts: list[RenderableType] = [head, t]
+    cap = window_cap(spec, f.ctx)
+    if cap:
+        parts.append(Text(cap, style="yellow"))
     if f.limited_by_context_limit:
         parts.append(Text(
             f"capped at the model's max_position_embeddings ({n(f.context_limit)}); more would fit",
@@ -97,7 +103,7 @@ def explain_lines(f: ServingFit, *, accelerator: Accelerator) -> list[str]:
 
 
 def fit_json(
-    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: DType, kv_dtype: DType
+    spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: WeightFormat, kv_dtype: DType
 ) -> dict[str, Any]:
     d = f.decode
     return {
@@ -124,6 +130,7 @@ def fit_json(
         "context_limit": f.context_limit,
         "limited_by_context_limit": f.limited_by_context_limit,
         "kv_cache_bytes": f.kv_bytes,
+        "kv_cache_window_cap": window_cap(spec, f.ctx) if f.ctx is not None else None,
         "fits": f.fits,
         "decode": None
         if d is None
@@ -135,3 +142,38 @@ def fit_json(
             "tokens_per_sec": d.tokens_per_sec,
         },
     }
+
+
+def fit_grid(
+    items: list[tuple[str, ModelSpec, ServingFit]], *, accelerator: Accelerator, dtype: DType,
+    kv_dtype: DType,
+) -> Grid:
+    """One column per model: what fits on the same GPUs, and the decode bound."""
+    f0 = items[0][2]
+    g = Grid(f"fit on {accelerator_line(accelerator, f0.gpus)} · weights {dtype.value} · "
+             f"KV cache {kv_dtype.value}",
+             [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)], keep=1)
+    fs = [f for _, _, f in items]
+    g.add("usable memory", *(Fig(gib(f.usable), f.usable) for f in fs))
+    g.add("weights", *(Fig(gib(f.weights), f.weights) for f in fs))
+    g.add("KV cache per token (bytes)", *(f.kv_bytes_per_token for f in fs))
+    g.add("batch", *(f.batch for f in fs), section=True)
+    g.add("context", *(f.ctx for f in fs))
+    g.add("largest " + ("context" if f0.solve_for == "ctx" else "batch"),
+          *((f.ctx if f.solve_for == "ctx" else f.batch) if f.fits else "does not fit"
+            for f in fs), bold=True)
+    g.add("capped at max_position_embeddings", *(f.limited_by_context_limit for f in fs))
+    g.add("KV cache capped by a sliding window", *(
+        f.ctx is not None and window_cap(s, f.ctx) is not None for _, s, f in items))
+    g.add("KV cache", *(Fig(gib(f.kv_bytes), f.kv_bytes) if f.kv_bytes is not None else None
+                        for f in fs))
+    if any(f.decode for f in fs):
+        g.add("decode tokens/s per sequence ≤", *(
+            Fig(f"{f.decode.tokens_per_sec_per_sequence:,.1f}",
+                round(f.decode.tokens_per_sec_per_sequence, 3)) if f.decode else None
+            for f in fs), section=True)
+    for label, spec, f in items:
+        cap = window_cap(spec, f.ctx) if f.ctx is not None else None
+        if cap:
+            g.notes.append(f"{label}: {cap}")
+    return g

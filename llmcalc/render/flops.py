@@ -9,8 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult
-from llmcalc.render import n, pct
+from llmcalc.render import n, pct, sci
 from llmcalc.render.count import header
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 
 SI_FLOPS = (("Z", 10**21), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
@@ -105,24 +106,6 @@ def flops_json(r: FlopsResult) -> dict[str, Any]:
     }
 
 
-def catalog_view(rows: list[tuple[str, FlopsResult]], *, ctx: int) -> Table:
-    t = Table(title=f"forward FLOPs per token at context {ctx_label(ctx)}", title_justify="left")
-    for col, right in (("model", False), ("weights", True), ("attention", True),
-                       ("forward", True), ("attention share", True), ("overtakes at", True)):
-        t.add_column(col, justify="right" if right else "left")
-    for name, r in rows:
-        cross = r.attention_crossover_ctx
-        t.add_row(
-            name,
-            flop(r.weight_flops_per_token),
-            flop(r.attention_flops_per_token),
-            flop(r.forward_flops_per_token),
-            f"{r.attention_flops_per_token / r.forward_flops_per_token:.1%}",
-            "never" if cross is None else n(cross),
-        )
-    return t
-
-
 def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     """Each formula with this model's numbers put in."""
     lines = ["weight FLOPs per token = 2 × elements of every matrix a token is multiplied by:"]
@@ -193,3 +176,69 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
 def plural(count: int, word: str) -> str:
     """1 layer, 32 layers."""
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def past_limit(spec: ModelSpec, ctx: int) -> bool:
+    """The context is above the model's max_position_embeddings."""
+    limit = spec.shape.max_position_embeddings
+    return limit is not None and ctx > limit
+
+
+def flops_grid(items: list[tuple[str, ModelSpec, FlopsResult]]) -> Grid:
+    """One column per model: per token, per sequence, decode and training FLOPs."""
+    g = Grid("FLOPs", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)], keep=1)
+    rs = [r for _, _, r in items]
+    g.add("context", *(Fig(ctx_label(r.ctx), r.ctx) for r in rs))
+    g.add("max_position_embeddings", *(s.shape.max_position_embeddings for _, s, _ in items))
+    g.add("weights per token", *(r.weight_flops_per_token for r in rs), section=True)
+    g.add("attention per token", *(r.attention_flops_per_token for r in rs))
+    g.add("forward per token", *(r.forward_flops_per_token for r in rs), bold=True)
+    g.add("attention share", *(Fig(f"{r.attention_flops_per_token / r.forward_flops_per_token:.1%}",
+                                   round(r.attention_flops_per_token / r.forward_flops_per_token, 6))
+                               for r in rs))
+    g.add("seed rule 2N + 4·n·d·L", *(r.seed_rule_per_token for r in rs))
+    g.add("attention overtakes weights at", *(
+        "never" if r.attention_crossover_ctx is None else r.attention_crossover_ctx for r in rs))
+    g.add(f"prefill, full (batch {rs[0].batch})", *(r.forward_flops_per_sequence for r in rs),
+          section=True)
+    g.add("prefill, causal", *(r.forward_flops_per_sequence_causal for r in rs))
+    g.add("decode step", *(r.decode_flops_per_step for r in rs))
+    g.add("training per token", *(r.training_flops_per_token for r in rs), section=True)
+    if rs[0].tokens is not None:
+        g.add(f"training for {n(rs[0].tokens)} tokens", *(
+            Fig(f"{sci(r.training_flops)} FLOPs", r.training_flops) if r.training_flops else None
+            for r in rs), bold=True)
+    for label, spec, r in items:
+        if past_limit(spec, r.ctx):
+            g.notes.append(f"{label}: context {n(r.ctx)} is past its max_position_embeddings "
+                           f"({n(spec.shape.max_position_embeddings or 0)})")
+    return g
+
+
+def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int) -> Grid:
+    """One row per bundled model; * marks a context past the model's max_position_embeddings."""
+    g = Grid(f"forward FLOPs per token at context {ctx_label(ctx)}", [
+        Col("model"), Col("weights", right=True, drop=3), Col("attention", right=True),
+        Col("forward", right=True), Col("attn share", right=True),
+        Col("overtakes at", right=True, drop=2), Col("max ctx", right=True, drop=1),
+    ])
+    marked = 0
+    for name, spec, r in rows:
+        past = past_limit(spec, ctx)
+        marked += past
+        cross = r.attention_crossover_ctx
+        limit = spec.shape.max_position_embeddings
+        g.add(
+            Fig(name + " *", name) if past else name,
+            Fig(flop(r.weight_flops_per_token), r.weight_flops_per_token),
+            Fig(flop(r.attention_flops_per_token), r.attention_flops_per_token),
+            Fig(flop(r.forward_flops_per_token), r.forward_flops_per_token),
+            Fig(f"{r.attention_flops_per_token / r.forward_flops_per_token:.1%}",
+                round(r.attention_flops_per_token / r.forward_flops_per_token, 6)),
+            "never" if cross is None else cross,
+            limit,
+        )
+    if marked:
+        g.notes.append(f"* {marked} of {len(rows)} models computed past their "
+                       f"max_position_embeddings (max ctx); the figures assume they run there anyway")
+    return g

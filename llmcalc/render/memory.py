@@ -6,14 +6,16 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
+from rich.text import Text
 
 from llmcalc.memory import MemoryResult
-from llmcalc.render import gib, n
+from llmcalc.render import GiB, gib, n
 from llmcalc.render.count import header
 from llmcalc.render.flops import ctx_label, note_lines, plural
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.safetensors_index import STORED_AS, StoredWeights, other_dtypes
 from llmcalc.spec import ModelSpec
-from llmcalc.units import DTYPE_BITS
+from llmcalc.units import DTYPE_BITS, DType
 
 
 def stored_note(stored: StoredWeights, r: MemoryResult) -> str | None:
@@ -95,7 +97,8 @@ def memory_view(
         t.add_row(f"KV cache decompressed per head ({r.batch} × {n(r.ctx)} tokens)",
                   r.kv_dtype.value, n(r.kv_cache_bytes_decompressed),
                   gib(r.kv_cache_bytes_decompressed))
-    parts: list[RenderableType] = [header(spec), t]
+    cap = window_cap(spec, r.ctx)
+    parts: list[RenderableType] = [header(spec), t, *([Text(cap, style="yellow")] if cap else [])]
     notes = list(r.notes)
     if stored is not None:
         if stored.rows:
@@ -121,19 +124,33 @@ def memory_json(r: MemoryResult, stored: StoredWeights | None = None) -> dict[st
         "kv_cache": "mla_latent" if r.mla else "per_head",
         "kv_cache_bytes_per_token_decompressed": r.kv_cache_bytes_per_token_decompressed,
         "kv_cache_bytes_decompressed": r.kv_cache_bytes_decompressed,
+        "kv_cache_window_caps": [  # layer groups whose sliding window holds fewer than ctx tokens
+            {"group": a.group, "num_layers": a.num_layers, "window": a.window}
+            for a in r.kv_terms if a.window is not None and a.window < r.ctx
+        ],
         "notes": list(r.notes),
     }
 
 
 def explain_lines(r: MemoryResult) -> list[str]:
     """Each formula with this model's numbers put in."""
-    wb, kb = DTYPE_BITS[r.dtype], DTYPE_BITS[r.kv_dtype]
-    rounding = ", rounded up to whole bytes per tensor" if wb % 8 else ""
-    lines = [
-        f"weights = {n(r.weight_elements)} parameters × {wb} bits / 8{rounding} "
-        f"= {n(r.weights_bytes)} bytes ({gib(r.weights_bytes)})",
-        "KV cache per token = Σ layers × elements per layer × bits / 8:",
-    ]
+    kb = DTYPE_BITS[r.kv_dtype]
+    if isinstance(r.dtype, DType):
+        wb = DTYPE_BITS[r.dtype]
+        rounding = ", rounded up to whole bytes per tensor" if wb % 8 else ""
+        lines = [
+            f"weights = {n(r.weight_elements)} parameters × {wb} bits / 8{rounding} "
+            f"= {n(r.weights_bytes)} bytes ({gib(r.weights_bytes)})",
+        ]
+    else:
+        lines = [f"weights in {r.dtype.description} ({r.dtype.source}), by storage layout:"]
+        for p in r.weight_parts:
+            lines.append(
+                f"  {p.layout}: {n(p.elements)} parameters → {n(p.bytes)} bytes "
+                f"({p.bytes * 8 / p.elements:.3f} bits each)"
+            )
+        lines.append(f"  = {n(r.weights_bytes)} bytes ({gib(r.weights_bytes)})")
+    lines.append("KV cache per token = Σ layers × elements per layer × bits / 8:")
     for a in r.kv_terms:
         if a.latent_dim is not None:
             what = f"latent {a.latent_dim} (kv_lora_rank + rope head dim)"
@@ -157,3 +174,37 @@ def explain_lines(r: MemoryResult) -> list[str]:
         f"({gib(r.total_bytes)})"
     )
     return lines
+
+
+def window_cap(spec: ModelSpec, ctx: int) -> str | None:
+    """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None."""
+    capped = [(len(g.layers), g.attention.window) for g in spec.layer_groups
+              if g.attention.window is not None and g.attention.window < ctx]
+    if not capped:
+        return None
+    parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"
+                      for k, w in capped)
+    return f"sliding window caps the KV cache: {parts}"
+
+
+def memory_grid(items: list[tuple[str, ModelSpec, MemoryResult]]) -> Grid:
+    """One column per model: weights, KV cache and total, in bytes and GiB."""
+    g = Grid("memory", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)], keep=1)
+    rs = [r for _, _, r in items]
+    g.add("context × batch", *(f"{n(r.ctx)} × {r.batch}" for r in rs))
+    g.add("dtype / KV dtype", *(f"{r.dtype.value} / {r.kv_dtype.value}" for r in rs))
+    g.add("weights (bytes)", *(r.weights_bytes for r in rs), section=True)
+    g.add("weights", *(Fig(gib(r.weights_bytes), round(r.weights_bytes / GiB, 3)) for r in rs))
+    g.add("KV cache per token (bytes)", *(r.kv_cache_bytes_per_token for r in rs))
+    g.add("KV cache (bytes)", *(r.kv_cache_bytes for r in rs))
+    g.add("KV cache", *(Fig(gib(r.kv_cache_bytes), round(r.kv_cache_bytes / GiB, 3)) for r in rs))
+    g.add("KV cache capped by a sliding window", *(
+        window_cap(s, r.ctx) is not None for _, s, r in items))
+    g.add("total (bytes)", *(r.total_bytes for r in rs), section=True, bold=True)
+    g.add("total", *(Fig(gib(r.total_bytes), round(r.total_bytes / GiB, 3)) for r in rs),
+          bold=True)
+    for label, spec, r in items:
+        cap = window_cap(spec, r.ctx)
+        if cap:
+            g.notes.append(f"{label}: {cap}")
+    return g

@@ -11,6 +11,7 @@ from rich.text import Text
 from llmcalc.hardware import Accelerator
 from llmcalc.planning import Utilisation
 from llmcalc.render import n, short
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 
 
@@ -36,6 +37,22 @@ def mfu_view(
                           style="bold red"))
     parts.append(Text(f"accelerator: {accelerator.source}", style="dim"))
     return Group(*parts)
+
+
+def mfu_grid(
+    spec: ModelSpec, u: Utilisation, *, accelerator: Accelerator, gpus: int, ctx: int
+) -> Grid:
+    g = Grid(f"{spec.name}: model FLOPs utilisation on {gpus} × {accelerator.name}",
+             [Col("figure"), Col("value", right=True)])
+    g.add("sequence length", ctx)
+    g.add("tokens/s (all GPUs)", Fig(f"{u.tokens_per_sec:,.0f}", u.tokens_per_sec))
+    g.add("training FLOPs per token: 6N + 12·L·H·Q·T (PaLM)", u.flops_per_token)
+    g.add("achieved FLOP/s per GPU", Fig(f"{short(u.achieved_flops)}FLOP/s", round(u.achieved_flops)))
+    g.add("peak FLOP/s per GPU (dense bf16)", Fig(f"{short(u.peak_flops)}FLOP/s", u.peak_flops))
+    g.add("MFU", Fig(f"{u.mfu:.1%}", round(u.mfu, 6)), bold=True, section=True)
+    g.add("MFU counting causal attention pairs only", Fig(f"{u.mfu_causal:.1%}",
+                                                         round(u.mfu_causal, 6)))
+    return g
 
 
 def explain_lines(u: Utilisation, *, gpus: int) -> list[str]:

@@ -9,7 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.hardware import Accelerator
-from llmcalc.render import gib, n, short
+from llmcalc.render import gib, n, sci, short
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.training import (
     ADAMW_BYTES,
@@ -31,6 +32,11 @@ RECOMPUTE_LABELS = {
     Recompute.selective: "selective recomputation",
     Recompute.full: "full recomputation",
 }
+
+
+def flops_sci(value: int) -> str:
+    """A FLOP total as it is quoted: 3.78e25 FLOPs (SI prefixes past P mean nothing to readers)."""
+    return f"{sci(value)} FLOPs"
 
 
 def verdict(fits: bool) -> Text:
@@ -62,13 +68,13 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
         n(p.compute_optimal_tokens), short(p.compute_optimal_tokens),
     )
     compute.add_section()
-    compute.add_row("FLOPs: weights (3 × forward)", f"{p.weight_flops:.4e}", short(p.weight_flops))
+    compute.add_row("FLOPs: weights (3 × forward)", f"{p.weight_flops:.4e}", flops_sci(p.weight_flops))
     compute.add_row(
-        f"FLOPs: causal attention at {n(p.ctx)}", f"{p.attention_flops:.4e}", short(p.attention_flops)
+        f"FLOPs: causal attention at {n(p.ctx)}", f"{p.attention_flops:.4e}", flops_sci(p.attention_flops)
     )
-    compute.add_row("training FLOPs", f"{p.training_flops:.4e}", short(p.training_flops), style="bold")
+    compute.add_row("training FLOPs", f"{p.training_flops:.4e}", flops_sci(p.training_flops), style="bold")
     compute.add_row(f"6·N·D (rule of thumb, N = {short(p.active_params)} active parameters)",
-                    f"{p.six_n_d:.4e}", short(p.six_n_d))
+                    f"{p.six_n_d:.4e}", flops_sci(p.six_n_d))
     compute.add_section()
     compute.add_row(f"GPU-hours at MFU {p.mfu:.0%}", f"{p.time.gpu_hours:,.0f}", "")
     compute.add_row(
@@ -108,6 +114,33 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
         ),
     ]
     return Group(head, compute, mem, *notes)
+
+
+def train_grid(spec: ModelSpec, plan: TrainingPlan) -> Grid:
+    """Compute, time and memory per GPU as one figure / value table."""
+    p = plan
+    g = Grid(f"{spec.name}: training on {accelerator_line(p.accelerator, p.par.gpus)}",
+             [Col("figure"), Col("value", right=True)])
+    g.add("parameters", p.params)
+    g.add("active parameters", p.active_params)
+    g.add("tokens", p.tokens)
+    g.add("training sequence length", p.ctx)
+    g.add("compute-optimal tokens (20 per parameter)", p.compute_optimal_tokens)
+    g.add("training FLOPs", Fig(flops_sci(p.training_flops), p.training_flops), bold=True,
+          section=True)
+    g.add("6·N·D", Fig(flops_sci(p.six_n_d), p.six_n_d))
+    g.add(f"GPU-hours at MFU {p.mfu:.0%}", Fig(f"{p.time.gpu_hours:,.0f}",
+                                               round(p.time.gpu_hours, 1)))
+    g.add(f"wall-clock days on {p.par.gpus} GPUs", Fig(f"{p.time.wall_days:,.1f}",
+                                                      round(p.time.wall_days, 3)))
+    par = p.par
+    g.add(f"model states per GPU (tp {par.tp} × pp {par.pp} × dp {par.dp}, ZeRO-{par.zero})",
+          Fig(gib(p.states_total), p.states_total), section=True)
+    g.add("activations per GPU", Fig(gib(p.activations), p.activations))
+    g.add("memory per GPU", Fig(gib(p.memory_per_gpu), p.memory_per_gpu), bold=True)
+    g.add(f"usable after {p.headroom:.0%} headroom", Fig(gib(p.usable_memory), p.usable_memory))
+    g.add("fits", p.fits, bold=True)
+    return g
 
 
 def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:

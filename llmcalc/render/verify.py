@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.render import n
+from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.verify import FLOPS_DEPTHS, Comparison, DiffKind, FlopsCheck, TensorDiff
 
 # How many differing tensors of each kind the table view names (JSON lists them all).
@@ -48,6 +49,19 @@ def parts_table(c: Comparison) -> Table:
             style="bold" if row.label == "total" else None,
         )
     return t
+
+
+def parts_grid(c: Comparison) -> Grid:
+    """The parts side by side; each differing tensor as a note."""
+    side = SIDE[c.kind]
+    g = Grid(f"{c.model}: llmcalc vs {c.against}", [
+        Col("part"), Col("llmcalc", right=True), Col(side, right=True),
+        Col(f"difference ({side} − llmcalc)", right=True)])
+    for row in c.rows:
+        g.add(row.label, row.ours, row.theirs, Fig(_signed(row.difference), row.difference),
+              section=row.label == "total", bold=row.label == "total")
+    g.notes.extend(f"{d.kind}: {_diff_text(d)}" for d in c.differences)
+    return g
 
 
 def _diff_lines(c: Comparison) -> list[Text]:

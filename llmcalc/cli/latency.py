@@ -1,0 +1,91 @@
+"""`llmcalc latency MODEL --gpu h100`: prefill, decode and throughput bounds on an accelerator."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+from rich.text import Text
+
+from llmcalc.cli._common import (
+    ExplainOpt,
+    FamilyOpt,
+    JsonOpt,
+    ModelArg,
+    SetOpt,
+    handles_errors,
+    print_json,
+    show,
+    spec_for,
+)
+from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
+from llmcalc.cli._options import DTypeOpt, KvDTypeOpt, check_explain, speaks_flags
+from llmcalc.hardware import INTERCONNECTS, interconnect, require, resolve
+from llmcalc.latency import latency as compute_latency
+from llmcalc.quant import kv_dtype_for, resolve_format
+from llmcalc.render.latency import latency_explain, latency_json, latency_view
+from llmcalc.units import parse_context, parse_count, parse_dtype
+
+
+@handles_errors
+@speaks_flags
+def latency(
+    model: ModelArg,
+    gpu: GpuOpt = None,
+    gpu_flops: GpuFlopsOpt = None,
+    gpu_bandwidth: GpuBandwidthOpt = None,
+    tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs.")] = 1,
+    batch: Annotated[str, typer.Option("--batch", help="Sequences served together.")] = "1",
+    ctx: Annotated[str, typer.Option("--ctx", help="Prompt tokens (4k = 4,096).")] = "1k",
+    gen: Annotated[str, typer.Option("--gen", help="Generated tokens per sequence.")] = "256",
+    dtype: DTypeOpt = None,
+    kv_dtype: KvDTypeOpt = None,
+    link: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--interconnect", help=f"GPU link for --tp: {', '.join(INTERCONNECTS)} "
+                     "(default: the card's own).", show_default=False),
+    ] = None,
+    compute_efficiency: Annotated[
+        float, typer.Option("--compute-efficiency", help="Share of peak FLOP/s reached (1: the "
+                            "roofline bound).")
+    ] = 1.0,
+    bandwidth_efficiency: Annotated[
+        float, typer.Option("--bandwidth-efficiency", help="Share of memory bandwidth reached "
+                            "(1: the roofline bound).")
+    ] = 1.0,
+    draft: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--draft", help="Draft model for speculative decoding.", show_default=False),
+    ] = None,
+    accept_rate: Annotated[
+        float, typer.Option("--accept-rate", help="Speculative decoding: acceptance rate α.")
+    ] = 0.7,
+    draft_tokens: Annotated[
+        int, typer.Option("--draft-tokens", help="Speculative decoding: draft tokens γ per step.")
+    ] = 4,
+    set_: SetOpt = None,
+    family: FamilyOpt = None,
+    as_json: JsonOpt = False,
+    explain: ExplainOpt = False,
+) -> None:
+    """Prefill time (compute bound), time per output token (memory bound), throughput, TTFT."""
+    check_explain(explain=explain, as_json=as_json)
+    spec = spec_for(model, set_, family)
+    acc = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bandwidth)
+    require(acc, "peak_flops", "bandwidth")
+    weights = resolve_format(spec, dtype)
+    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
+    r = compute_latency(
+        spec, accelerator=acc, interconnect=interconnect(link, acc), tp=tp,
+        batch=parse_count(batch, option="--batch"), ctx=parse_context(ctx, option="--ctx"),
+        gen=parse_count(gen, option="--gen"), dtype=weights, kv_dtype=kv,
+        compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency,
+        draft=spec_for(draft, None) if draft is not None else None, accept_rate=accept_rate,
+        draft_tokens=draft_tokens,
+    )
+    if as_json:
+        print_json(latency_json(r))
+        return
+    show(latency_view(r))
+    if explain:
+        show(*(Text(line) for line in latency_explain(r)))

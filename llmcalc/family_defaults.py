@@ -1,0 +1,70 @@
+"""A supported ``model_type`` as a model: the config its transformers class builds with no arguments.
+
+``llmcalc count llama --set hidden_size=2048`` starts from ``LlamaConfig()`` (which mirrors
+Llama-2-7B), as ``AutoConfig.for_model("llama")`` would build it. The fields are stored in
+``family_defaults.json`` beside this module, so transformers is not imported at run time;
+``python -m llmcalc.family_defaults`` regenerates the file from the installed transformers, and a
+test checks that it has not drifted.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from pathlib import Path
+from typing import Any
+
+DATA = Path(__file__).with_name("family_defaults.json")
+
+
+@functools.cache
+def _table() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(DATA.read_text(encoding="utf-8"))
+    return data
+
+
+def transformers_version() -> str:
+    """The transformers version the stored defaults were taken from."""
+    return str(_table()["transformers_version"])
+
+
+def model_types() -> list[str]:
+    """The model types that have stored defaults."""
+    return sorted(_table()["defaults"])
+
+
+def defaults(model_type: str) -> dict[str, Any] | None:
+    """The default config fields of ``model_type`` (a fresh copy), or None if it has none."""
+    fields = _table()["defaults"].get(model_type)
+    return None if fields is None else json.loads(json.dumps(fields))
+
+
+def source(model_type: str) -> str:
+    """Where the defaults come from, as the output states it."""
+    cls = _table()["classes"][model_type]
+    return (f"{cls}() defaults of transformers {transformers_version()} "
+            f"(AutoConfig.for_model({model_type!r})), not a published checkpoint")
+
+
+def generate() -> dict[str, Any]:
+    """Build the table from the installed transformers (only for regenerating the data file)."""
+    from transformers import AutoConfig, PretrainedConfig, __version__
+
+    from llmcalc.families import MODEL_TYPES
+
+    base = PretrainedConfig().to_dict()
+    out: dict[str, Any] = {"transformers_version": __version__, "classes": {}, "defaults": {}}
+    for model_type in MODEL_TYPES:
+        cfg = AutoConfig.for_model(model_type)
+        fields = cfg.to_dict()
+        # keep what the class sets; PretrainedConfig's generic bookkeeping is left out
+        out["defaults"][model_type] = {
+            k: v for k, v in fields.items()
+            if k not in base or v != base[k] or k in ("model_type", "tie_word_embeddings")
+        }
+        out["classes"][model_type] = type(cfg).__name__
+    return out
+
+
+if __name__ == "__main__":
+    DATA.write_text(json.dumps(generate(), indent=1, sort_keys=True) + "\n", encoding="utf-8")

@@ -1,0 +1,228 @@
+"""Serving latency on an accelerator: prefill, decode, throughput — roofline bounds.
+
+Pure functions over a :class:`ModelSpec`, an :class:`Accelerator` and the serving options; nothing
+here prints. Sources, each used once below:
+
+- roofline (Williams et al. 2009): a step takes at least max(FLOPs / (peak × compute efficiency),
+  bytes / (bandwidth × bandwidth efficiency)); with both efficiencies 1 (the defaults) the figures
+  are bounds — no real engine is faster;
+- prefill of ``ctx`` prompt tokens: the forward FLOPs of the causal pairs (llmcalc.flops) against
+  the weights read once and the cache written once; the first token comes out of it, so the time
+  to first token (TTFT) is the prefill;
+- decode: each step makes one token per sequence, reading every weight once (for mixture-of-experts
+  models the experts the batch's tokens are routed to: E·(1 − (1 − k/E)^b) of E per layer, expected
+  under uniform routing) and the whole KV cache, at the mean context ctx + (gen − 1)/2 of the
+  generation; the FLOPs are the batch's per-token forward FLOPs at that context;
+- tensor parallelism (Shoeybi et al. 2019, "Megatron-LM" §3): weights, FLOPs and KV heads split over
+  tp GPUs (engines replicate KV heads when there are fewer than tp; that is not modelled); two all-reduces per layer (after attention and after the MLP) of tokens × d_model
+  activations at 2 bytes; a ring all-reduce sends 2·(tp − 1)/tp of the buffer from each GPU
+  (Patarasuk & Yuan 2009), over one direction of the link (llmcalc.hardware.INTERCONNECTS); the
+  communication is added to the step, not overlapped;
+- decode turns compute bound (the ridge) at the batch b where b·F/P = (W + b·KV)/B: b* = W/B ÷
+  (F/P − KV/B), F the FLOPs and KV the cache bytes of one sequence's step, W the weight bytes;
+- speculative decoding (Leviathan et al. 2023, §3.1 and Theorem 3.8): with acceptance rate α and γ
+  draft tokens a target step yields (1 − α^(γ+1)) / (1 − α) tokens on average, and the walltime
+  improves by (1 − α^(γ+1)) / ((1 − α)(γ·c + 1)), c the draft's step time over the target's (both
+  from this roofline).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llmcalc import flops, memory
+from llmcalc.errors import ParameterError
+from llmcalc.hardware import Accelerator, Interconnect
+from llmcalc.quant import WeightFormat, weight_bytes
+from llmcalc.spec import ModelSpec, Tensor
+from llmcalc.units import DType
+
+ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
+ALL_REDUCES_PER_LAYER = 2  # Megatron-LM §3: one after attention, one after the MLP
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage (the prefill, or one decode step): what it does and how long each bound takes."""
+
+    flops: int  # per GPU
+    bytes: int  # read or written per GPU
+    comm_bytes: int  # sent per GPU by the all-reduces
+    compute_s: float
+    memory_s: float
+    comm_s: float
+
+    @property
+    def bound(self) -> str:
+        return "compute" if self.compute_s >= self.memory_s else "memory"
+
+    @property
+    def seconds(self) -> float:
+        return max(self.compute_s, self.memory_s) + self.comm_s
+
+
+@dataclass(frozen=True)
+class Speculation:
+    draft: str
+    accept_rate: float
+    draft_tokens: int
+    draft_step_s: float
+    cost_ratio: float  # c = draft step / target step
+    tokens_per_step: float  # (1 − α^(γ+1)) / (1 − α)
+    speedup: float  # tokens_per_step / (γ·c + 1)
+
+
+@dataclass(frozen=True)
+class Latency:
+    """Everything ``llmcalc latency`` reports."""
+
+    model: str
+    accelerator: Accelerator
+    interconnect: Interconnect
+    tp: int
+    batch: int
+    ctx: int
+    gen: int
+    dtype: WeightFormat
+    kv_dtype: DType
+    compute_efficiency: float
+    bandwidth_efficiency: float
+    weight_bytes: int  # all of them, all GPUs
+    prefill: Stage
+    decode: Stage  # one step at the mean context
+    decode_ctx: int
+    ttft_s: float
+    tpot_s: float  # time per output token, per sequence
+    e2e_s: float  # TTFT + (gen − 1) × TPOT
+    tokens_per_s_per_request: float
+    tokens_per_s: float  # whole batch, decode
+    tokens_per_s_per_gpu: float
+    throughput_per_gpu: float  # batch·gen / e2e / tp: output tokens/s/GPU over the whole request
+    ridge_batch: int | None  # decode turns compute bound here (None: never)
+    speculation: Speculation | None
+
+
+def _check_fraction(name: str, value: float) -> None:
+    if not 0 < value <= 1:
+        raise ParameterError(f"{{{name}}} {{value:g}}: must be a fraction in (0, 1]", value=value)
+
+
+def _is_expert(t: Tensor) -> bool:
+    return t.experts > 0
+
+
+def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int) -> int:
+    """Weight bytes one decode step reads for ``tokens`` tokens: all shared weights, and the
+    routed experts those tokens reach — E·(1 − (1 − k/E)^tokens) of E, uniform routing."""
+    total = weight_bytes(spec, fmt)
+    if spec.moe is None:
+        return total
+    experts = weight_bytes(spec, fmt, select=_is_expert)
+    e, k = spec.moe.num_experts, spec.moe.experts_per_tok
+    touched = 1 - (1 - k / e) ** tokens
+    return total - experts + round(experts * touched)
+
+
+def _stage(
+    *, flops_: int, bytes_: int, comm: int, acc: Accelerator, link: Interconnect, tp: int,
+    ce: float, be: float,
+) -> Stage:
+    f, b = -(-flops_ // tp), -(-bytes_ // tp)
+    return Stage(f, b, comm, f / (acc.peak_flops * ce), b / (acc.bandwidth * be),
+                 comm / link.bandwidth if tp > 1 else 0.0)
+
+
+def all_reduce_bytes(spec: ModelSpec, *, tokens: int, tp: int) -> int:
+    """Bytes each GPU sends: 2 all-reduces per layer of tokens × d_model × 2 B, ring 2(tp−1)/tp."""
+    if tp == 1:
+        return 0
+    buffer = tokens * spec.shape.hidden_size * ACTIVATION_BYTES
+    return ALL_REDUCES_PER_LAYER * spec.num_layers * buffer * 2 * (tp - 1) // tp
+
+
+def decode_step(
+    spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: DType,
+    acc: Accelerator, link: Interconnect, tp: int, ce: float, be: float, tokens: int = 1,
+) -> Stage:
+    """One decode step: ``tokens`` new tokens per sequence (1, or γ + 1 when verifying drafts)."""
+    read = step_weight_bytes(spec, dtype, tokens=batch * tokens) + memory.kv_cache_bytes(
+        spec, batch=batch, ctx=ctx, dtype=kv_dtype)
+    work = batch * tokens * flops.forward_flops_per_token(spec, ctx=ctx)
+    return _stage(flops_=work, bytes_=read, comm=all_reduce_bytes(spec, tokens=batch * tokens, tp=tp),
+                  acc=acc, link=link, tp=tp, ce=ce, be=be)
+
+
+def ridge_batch(
+    spec: ModelSpec, *, ctx: int, dtype: WeightFormat, kv_dtype: DType, acc: Accelerator,
+    ce: float, be: float,
+) -> int | None:
+    """The smallest batch at which a decode step is compute bound (dense weights read once)."""
+    w = weight_bytes(spec, dtype) / (acc.bandwidth * be)
+    per_seq = (flops.forward_flops_per_token(spec, ctx=ctx) / (acc.peak_flops * ce)
+               - memory.kv_cache_bytes(spec, batch=1, ctx=ctx, dtype=kv_dtype)
+               / (acc.bandwidth * be))
+    if per_seq <= 0:
+        return None
+    b = w / per_seq
+    return max(1, -int(-b // 1))
+
+
+def latency(
+    spec: ModelSpec,
+    *,
+    accelerator: Accelerator,
+    interconnect: Interconnect,
+    tp: int = 1,
+    batch: int = 1,
+    ctx: int,
+    gen: int,
+    dtype: WeightFormat = DType.bf16,
+    kv_dtype: DType = DType.bf16,
+    compute_efficiency: float = 1.0,
+    bandwidth_efficiency: float = 1.0,
+    draft: ModelSpec | None = None,
+    accept_rate: float = 0.7,
+    draft_tokens: int = 4,
+) -> Latency:
+    for name, value in (("tp", tp), ("batch", batch), ("ctx", ctx), ("gen", gen)):
+        if value < 1:
+            raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)
+    _check_fraction("compute_efficiency", compute_efficiency)
+    _check_fraction("bandwidth_efficiency", bandwidth_efficiency)
+    acc, link, ce, be = accelerator, interconnect, compute_efficiency, bandwidth_efficiency
+    kw = dict(acc=acc, link=link, tp=tp, ce=ce, be=be)
+    prefill = _stage(
+        flops_=batch * flops.forward_flops_per_sequence(spec, ctx=ctx, causal=True),
+        bytes_=step_weight_bytes(spec, dtype, tokens=batch * ctx)
+        + memory.kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype),
+        comm=all_reduce_bytes(spec, tokens=batch * ctx, tp=tp), **kw,  # type: ignore[arg-type]
+    )
+    mean_ctx = ctx + (gen - 1) // 2
+    step = decode_step(spec, batch=batch, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype,
+                       **kw)  # type: ignore[arg-type]
+    tpot = step.seconds
+    e2e = prefill.seconds + (gen - 1) * tpot
+    spec_result = None
+    if draft is not None:
+        _check_fraction("accept_rate", accept_rate)
+        if accept_rate >= 1:
+            raise ParameterError("{accept_rate} {value:g}: must be below 1", value=accept_rate)
+        if draft_tokens < 1:
+            raise ParameterError("{draft_tokens} {value}: must be 1 or more", value=draft_tokens)
+        d_step = decode_step(draft, batch=batch, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype,
+                             **kw).seconds  # type: ignore[arg-type]
+        c = d_step / tpot
+        a, g = accept_rate, draft_tokens
+        per_step = (1 - a ** (g + 1)) / (1 - a)
+        spec_result = Speculation(draft.name, a, g, d_step, c, per_step, per_step / (g * c + 1))
+    return Latency(
+        model=spec.name, accelerator=acc, interconnect=link, tp=tp, batch=batch, ctx=ctx,
+        gen=gen, dtype=dtype, kv_dtype=kv_dtype, compute_efficiency=ce, bandwidth_efficiency=be,
+        weight_bytes=weight_bytes(spec, dtype), prefill=prefill, decode=step,
+        decode_ctx=mean_ctx, ttft_s=prefill.seconds, tpot_s=tpot, e2e_s=e2e,
+        tokens_per_s_per_request=1 / tpot, tokens_per_s=batch / tpot,
+        tokens_per_s_per_gpu=batch / tpot / tp, throughput_per_gpu=batch * gen / e2e / tp,
+        ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
+                                ce=ce, be=be),
+        speculation=spec_result,
+    )

@@ -1,0 +1,401 @@
+"""Quantized weight formats: the bytes a checkpoint really stores, scales and zero points included.
+
+A format is a row of :data:`FORMATS`: for each *role* a tensor plays (a decoder linear weight, a
+fused expert tensor, the token embedding, lm_head, a router, a vector such as a norm or a bias) the
+:class:`Layout` it is stored in. A layout stores ``bits`` per element plus, per block of ``block``
+consecutive elements of a row, ``block_bits`` of scale/zero point; some add bits per input column
+(GPTQ's ``g_idx``), per group of blocks (bitsandbytes' double quantization) or per tensor (code
+books). Byte counts are exact per tensor (packing rounded up as the format packs), then summed.
+
+Layouts, each from its format's source (the tests rebuild them from the real quantizers or from
+the tensors such checkpoints hold):
+
+- **bitsandbytes NF4 / FP4** (Dettmers et al. 2023, "QLoRA" §3; bitsandbytes ``quantize_4bit``):
+  the flattened weight in blocks of 64, two 4-bit codes per byte, one absmax per block. With
+  double quantization (QLoRA's default, ``nf4``/``fp4``) the absmax is itself quantized to 8 bits
+  with one fp32 absmax per 256 blocks: 4 + 8/64 + 32/(64·256) = 4.127 bits per weight; without
+  (``nf4-nodq``) an fp32 absmax per block: 4.5 bits. Per tensor: the 16-entry fp32 code (64 B) and,
+  with double quantization, the 256-entry fp32 nested code (1,024 B). The packed JSON quant state
+  (~100–200 B per tensor) is metadata and not counted. Embeddings, lm_head, norms and biases stay
+  in the compute dtype: transformers' bitsandbytes quantizer converts ``nn.Linear`` only and keeps
+  lm_head — so under transformers v5 a MoE model's fused expert tensors and its router stay bf16
+  too (they are parameters, not ``nn.Linear``s).
+- **GPTQ** (Frantar et al. 2023; the AutoGPTQ/GPTQModel ``QuantLinear`` layout): for a linear
+  [out N, in K] at 4 bits and group size g: qweight int32 [K/8, N], qzeros int32 [K/g, N/8],
+  scales fp16 [K/g, N], g_idx int32 [K]. **AWQ** (Lin et al. 2024; AutoAWQ ``WQLinear_GEMM``):
+  qweight int32 [K, N/8], qzeros int32 [K/g, N/8], scales fp16 [K/g, N]. Both ≈ 4 + 16/g + 4/g
+  bits per weight (4.156 at g = 128). Decoder linears (experts included) are quantized; embeddings,
+  lm_head, routers, norms and biases stay fp16.
+- **MXFP4** (OCP Microscaling Formats v1.0: 32 FP4 E2M1 elements share one 8-bit E8M0 scale, 4.25
+  bits per weight): as gpt-oss stores it (``*_blocks`` uint8 [..., in/32, 16] + ``*_scales`` uint8
+  [..., in/32]), the fused expert weights only; attention, router, embeddings and lm_head stay bf16
+  (gpt-oss's ``quantization_config.modules_to_not_convert``).
+- **FP8 with block scales** (DeepSeek-V3 §3.3.2; transformers' FineGrainedFP8): e4m3 weights, one
+  fp32 ``weight_scale_inv`` per 128 × 128 tile (8.002 bits per weight); read from a config's
+  ``quantization_config`` (``quant_method: fp8``, ``weight_block_size``) or ``--dtype fp8-block``.
+- **GGUF** (ggml ``ggml-common.h`` block structs): q8_0 = 34 B per 32 (fp16 scale + 32 int8),
+  q4_0 = 18 B per 32, Q4_K = 144 B per 256, Q5_K = 176 B per 256, Q6_K = 210 B per 256; 1-D tensors
+  are f32. **q4_k_m** is llama.cpp's mix (``llama_tensor_get_type``): Q4_K everywhere, Q6_K for
+  ``output.weight`` and, in the layers ``use_more_bits`` picks (the first and last eighth and every
+  third layer between), for attn_v and ffn_down; a fused attn_qkv is Q5_K.
+
+The plain element types (fp32 … int4, :class:`~llmcalc.units.DType`) store every tensor at that
+width with no scales; they stay what ``--dtype`` meant before.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from llmcalc.errors import UsageError
+from llmcalc.spec import LAYER, ModelSpec, Tensor
+from llmcalc.units import DType, nbytes, parse_dtype
+
+# ---- layouts -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one tensor is stored: ``bits`` per element, and per block of ``block`` elements of a row
+    ``block_bits`` of scales/zeros (``flat``: blocks run over the flattened tensor, as bitsandbytes
+    does, instead of along each row). ``pack_bits``: elements are packed into words of that many bits
+    along the packed axis (GPTQ/AWQ int32); ``column_bits``: bits per input column (GPTQ ``g_idx``);
+    ``super_blocks`` /
+    ``super_bits``: a second level of scale per that many blocks (double quantization);
+    ``tensor_bytes``: per tensor constants (code books). GPTQ/AWQ zero points take ``bits`` each,
+    packed like the weights."""
+
+    name: str
+    bits: int
+    block: int = 0
+    block_bits: int = 0
+    flat: bool = False
+    pack: str = ""  # "rows" (GPTQ: K/8 × N), "cols" (AWQ: K × N/8) or "" (plain bytes)
+    column_bits: int = 0
+    super_blocks: int = 0
+    super_bits: int = 0
+    tensor_bytes: int = 0
+    tile: int = 0  # square tiles of tile × tile elements share one scale of block_bits (FP8)
+
+    def nbytes(self, shape: tuple[int, ...]) -> int:
+        """Exact bytes of one tensor of ``shape`` ([..., out, in]: rows are the last dimension)."""
+        numel = math.prod(shape)
+        if self.tile and len(shape) >= 2:  # weight_scale_inv [⌈out/t⌉, ⌈in/t⌉] per matrix
+            *lead, n_out, k_in = shape
+            tiles = -(-n_out // self.tile) * -(-k_in // self.tile)
+            return math.prod(lead) * (n_out * k_in * self.bits + tiles * self.block_bits) // 8
+        if len(shape) < 2 or not self.block:
+            return -(-numel * self.bits // 8) + self.tensor_bytes
+        if self.flat:  # bitsandbytes: the tensor flattened, blocks of `block`
+            blocks = -(-numel // self.block)
+            supers = -(-blocks // self.super_blocks) if self.super_blocks else 0
+            return (
+                -(-numel * self.bits // 8)
+                + -(-blocks * self.block_bits // 8)
+                + supers * self.super_bits // 8
+                + self.tensor_bytes
+            )
+        *lead, n_out, k_in = shape
+        mats = math.prod(lead)
+        groups = -(-k_in // self.block)
+        if self.pack:  # GPTQ / AWQ: int32 words of 32 / bits elements
+            per_word = 32 // self.bits
+            if self.pack == "rows":
+                qweight = -(-k_in // per_word) * n_out * 4
+            else:
+                qweight = k_in * -(-n_out // per_word) * 4
+            qzeros = groups * -(-n_out // per_word) * 4
+            scales = groups * n_out * self.block_bits // 8
+            g_idx = k_in * self.column_bits // 8
+            return mats * (qweight + qzeros + scales + g_idx) + self.tensor_bytes
+        # block formats along each row (MXFP4, GGUF): bits per element + bits per block
+        per_row = -(-(k_in * self.bits + groups * self.block_bits) // 8)
+        return mats * n_out * per_row + self.tensor_bytes
+
+
+def _plain(bits: int, name: str) -> Layout:
+    return Layout(name, bits)
+
+
+BF16 = _plain(16, "bf16")
+FP16 = _plain(16, "fp16")
+F32 = _plain(32, "f32")
+
+# bitsandbytes 4-bit, blocksize 64 (Dettmers et al. 2023 §3)
+BNB4_DQ = Layout("4-bit, 64-blocks, 8-bit absmax + fp32 per 256 blocks", 4, block=64,
+                 block_bits=8, flat=True, super_blocks=256, super_bits=32,
+                 tensor_bytes=16 * 4 + 256 * 4)
+BNB4 = Layout("4-bit, 64-blocks, fp32 absmax", 4, block=64, block_bits=32, flat=True,
+              tensor_bytes=16 * 4)
+
+
+def gptq_layout(group: int) -> Layout:
+    return Layout(f"int4, group {group}, fp16 scale + int4 zero, g_idx", 4, block=group,
+                  block_bits=16, pack="rows", column_bits=32)
+
+
+def awq_layout(group: int) -> Layout:
+    return Layout(f"int4, group {group}, fp16 scale + int4 zero", 4, block=group, block_bits=16,
+                  pack="cols")
+
+
+def fp8_block_layout(tile: int) -> Layout:
+    return Layout(f"fp8 e4m3, {tile}×{tile} tiles, fp32 scale", 8, block_bits=32, tile=tile)
+
+
+MXFP4 = Layout("fp4 e2m1, 32-blocks, e8m0 scale", 4, block=32, block_bits=8)
+
+
+def _gguf(name: str, block_bytes: int, block: int, scale_bytes: int) -> Layout:
+    """A ggml block of ``block`` elements in ``block_bytes``: quants plus ``scale_bytes``."""
+    bits = (block_bytes - scale_bytes) * 8 // block
+    return Layout(name, bits, block=block, block_bits=scale_bytes * 8)
+
+
+Q8_0 = _gguf("Q8_0", 34, 32, 2)
+Q4_0 = _gguf("Q4_0", 18, 32, 2)
+Q4_K = _gguf("Q4_K", 144, 256, 16)
+Q5_K = _gguf("Q5_K", 176, 256, 16)
+Q6_K = _gguf("Q6_K", 210, 256, 18)
+
+
+# ---- roles ----------------------------------------------------------------------------------------
+
+ROLES = ("linear", "experts", "embedding", "lm_head", "router", "vector")
+
+
+def role(t: Tensor) -> str:
+    """What a tensor is, for choosing its layout."""
+    if len(t.shape) < 2 or (t.experts and len(t.shape) == 2 and not t.matmul):
+        return "vector"  # norms, biases (per-expert biases [E, d] too), sinks
+    if t.component.startswith("embed"):
+        return "embedding"
+    if t.component == "lm_head":
+        return "lm_head"
+    if t.component == "moe/router":
+        return "router"
+    if t.experts and not t.matmul:
+        return "vector"
+    return "experts" if t.experts else "linear"
+
+
+@dataclass(frozen=True)
+class QuantFormat:
+    """A weight format: the layout of each role; ``more_bits`` (GGUF k-quant mixes) overrides the
+    layout of some components in the layers llama.cpp's ``use_more_bits`` picks."""
+
+    name: str
+    description: str
+    layouts: Mapping[str, Layout]
+    source: str
+    kv_default: DType = DType.bf16
+    keep: tuple[str, ...] = ()  # name patterns (``{i}`` → any layer) kept at ``rest``
+    rest: Layout = BF16
+    more_bits: Mapping[str, Layout] | None = None  # component suffix → layout in those layers
+    bits_label: str = ""
+
+    @property
+    def value(self) -> str:  # spelled like DType.value where a dtype is printed
+        return self.name
+
+    def layout(self, t: Tensor, *, layer: int | None = None, num_layers: int = 0) -> Layout:
+        if any(fnmatch.fnmatchcase(t.name.replace(LAYER, "*"), p) or
+               fnmatch.fnmatchcase(t.name, p) for p in self.keep):
+            return self.rest
+        if self.more_bits and layer is not None:
+            for suffix, lay in self.more_bits.items():
+                if t.component.endswith(suffix) and (
+                    suffix == "qkv" or use_more_bits(layer, num_layers)
+                ):
+                    return lay
+        return self.layouts.get(role(t), self.rest)
+
+
+def use_more_bits(i: int, n: int) -> bool:
+    """llama.cpp ``use_more_bits``: the first and last eighth of the layers, every third between."""
+    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _fmt(name: str, description: str, source: str, rest: Layout = BF16, **roles: Layout
+         ) -> QuantFormat:
+    return QuantFormat(name, description, roles, source, rest=rest)
+
+
+BNB_SOURCE = "Dettmers et al. 2023 (QLoRA) §3; bitsandbytes quantize_4bit, blocksize 64"
+FORMATS: dict[str, QuantFormat] = {
+    "nf4": _fmt("nf4", "bitsandbytes NF4, double quantization", BNB_SOURCE,
+                linear=BNB4_DQ),
+    "fp4": _fmt("fp4", "bitsandbytes FP4, double quantization", BNB_SOURCE,
+                linear=BNB4_DQ),
+    "nf4-nodq": _fmt("nf4-nodq", "bitsandbytes NF4, fp32 absmax", BNB_SOURCE,
+                     linear=BNB4),
+    "mxfp4": _fmt("mxfp4", "MXFP4 experts (gpt-oss layout)",
+                  "OCP Microscaling Formats v1.0; gpt-oss checkpoints", experts=MXFP4),
+    "q8_0": _fmt("q8_0", "GGUF Q8_0", "ggml block_q8_0", rest=F32, linear=Q8_0, experts=Q8_0,
+                 embedding=Q8_0, lm_head=Q8_0, router=F32),
+    "q4_0": _fmt("q4_0", "GGUF Q4_0", "ggml block_q4_0", rest=F32, linear=Q4_0, experts=Q4_0,
+                 embedding=Q4_0, lm_head=Q6_K, router=F32),
+}
+FORMATS["q4_k_m"] = QuantFormat(
+    "q4_k_m", "GGUF Q4_K_M mix", {"linear": Q4_K, "experts": Q4_K, "embedding": Q4_K,
+                                  "lm_head": Q6_K, "router": F32},
+    "ggml block_q4_K / block_q6_K; llama.cpp llama_tensor_get_type", rest=F32,
+    more_bits={"v_proj": Q6_K, "down_proj": Q6_K, "fc_out": Q6_K, "qkv": Q5_K},
+)
+FORMATS["fp8-block"] = QuantFormat(
+    "fp8-block", "FP8 e4m3 with 128×128 block scales", {"linear": fp8_block_layout(128),
+                                                        "experts": fp8_block_layout(128)},
+    "DeepSeek-V3 §3.3.2 (fine-grained quantization); transformers FineGrainedFP8",
+)
+DEFAULT_GROUP = 128
+_GROUPED = re.compile(r"^(gptq|awq)(?:[-_:]?g(?:roup)?(\d+))?$")
+
+
+def grouped(kind: str, group: int) -> QuantFormat:
+    """GPTQ or AWQ at a group size (default 128); fp16 for what stays unquantized."""
+    if group < 1 or group & (group - 1):
+        raise UsageError(f"--dtype {kind}: group size {group} must be a power of two, e.g. 128")
+    lay = gptq_layout(group) if kind == "gptq" else awq_layout(group)
+    name = kind if group == DEFAULT_GROUP else f"{kind}-g{group}"
+    source = ("Frantar et al. 2023; AutoGPTQ QuantLinear" if kind == "gptq"
+              else "Lin et al. 2024; AutoAWQ WQLinear_GEMM")
+    return QuantFormat(name, f"{kind.upper()} int4, group {group}", {"linear": lay, "experts": lay},
+                       source, kv_default=DType.fp16, rest=FP16)
+
+
+WeightFormat = DType | QuantFormat
+FORMAT_NAMES = (*FORMATS, "gptq", "awq")
+
+
+def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
+    """A plain dtype (bf16, bfloat16, float8_e4m3fn, int4 …) or a quantized format (nf4, mxfp4,
+    gptq, gptq-g64, awq, q4_k_m, q8_0 …)."""
+    key = text.strip().lower()
+    if key in FORMATS:
+        return FORMATS[key]
+    m = _GROUPED.match(key)
+    if m:
+        return grouped(m.group(1), int(m.group(2) or DEFAULT_GROUP))
+    try:
+        return parse_dtype(text, option=option)
+    except UsageError:
+        plain = ", ".join(d.value for d in DType)
+        raise UsageError(
+            f"{option} {text!r}: unknown dtype; use one of {plain}, "
+            f"or a quantized format: {', '.join(FORMAT_NAMES)}"
+        ) from None
+
+
+def kv_dtype_for(fmt: WeightFormat) -> DType:
+    """The KV cache's dtype when only the weights' format is given."""
+    return fmt if isinstance(fmt, DType) else fmt.kv_default
+
+
+# ---- a config's quantization_config -----------------------------------------------------------
+
+
+def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
+    """The format a config's ``quantization_config`` names (None without one), with its
+    ``modules_to_not_convert`` kept at bf16: mxfp4 (gpt-oss), gptq/awq (bits 4, group_size),
+    bitsandbytes 4-bit (nf4/fp4, double quantization as configured)."""
+    q = config.get("quantization_config")
+    if not isinstance(q, Mapping):
+        return None
+    method = str(q.get("quant_method", "")).lower()
+    fmt: QuantFormat
+    if method == "mxfp4":
+        fmt = FORMATS["mxfp4"]
+    elif method == "fp8" and q.get("weight_block_size"):
+        size = q["weight_block_size"]
+        tile = int(size[0]) if isinstance(size, list) and size and size[0] == size[-1] else 0
+        if tile < 1:
+            raise UsageError(f"quantization_config: fp8 weight_block_size {size!r} is not a "
+                             "square tile; pass --dtype")
+        base = FORMATS["fp8-block"]
+        lay = fp8_block_layout(tile)
+        fmt = QuantFormat(base.name if tile == 128 else f"fp8-block{tile}", base.description,
+                          {"linear": lay, "experts": lay}, base.source)
+    elif method in ("gptq", "awq"):
+        if int(q.get("bits", 4)) != 4:
+            raise UsageError(f"quantization_config: {method} with bits {q.get('bits')} is not "
+                             "supported (4-bit only); pass --dtype")
+        fmt = grouped(method, int(q.get("group_size", DEFAULT_GROUP)))
+    elif method == "bitsandbytes" and q.get("load_in_4bit"):
+        kind = str(q.get("bnb_4bit_quant_type", "fp4")).lower()
+        dq = bool(q.get("bnb_4bit_use_double_quant", False))
+        fmt = FORMATS[kind if dq else "nf4-nodq"]
+        if not dq and kind == "fp4":
+            fmt = QuantFormat("fp4-nodq", "bitsandbytes FP4, fp32 absmax", fmt.layouts, fmt.source)
+    else:
+        raise UsageError(f"quantization_config: quant_method {method!r} is not supported; "
+                         f"pass --dtype (one of {', '.join(FORMAT_NAMES)})")
+    skip = q.get("modules_to_not_convert") or ()
+    if skip:
+        patterns = tuple(f"{m}.*" for m in skip if isinstance(m, str))
+        fmt = QuantFormat(fmt.name, fmt.description + " (quantization_config)", fmt.layouts,
+                          fmt.source, fmt.kv_default, patterns, fmt.rest, fmt.more_bits)
+    return fmt
+
+
+# ---- bytes of a whole model ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LayoutBytes:
+    """The tensors stored in one layout: how many elements, how many bytes."""
+
+    layout: str
+    elements: int
+    bytes: int
+
+
+def breakdown(
+    spec: ModelSpec, fmt: WeightFormat, *, select: Callable[[Tensor], bool] | None = None
+) -> tuple[LayoutBytes, ...]:
+    """Bytes of every stored tensor (tied ones once; only those ``select`` keeps) grouped by the
+    layout each is stored in; the parts add up to :func:`weight_bytes`."""
+    totals: dict[str, list[int]] = {}
+
+    def add(lay: Layout, t: Tensor, times: int) -> None:
+        row = totals.setdefault(lay.name, [0, 0])
+        row[0] += t.numel * times
+        row[1] += lay.nbytes(t.shape) * t.copies * times
+
+    for t, g in spec.all_tensors():
+        if t.tied_to is not None or (select is not None and not select(t)):
+            continue
+        if isinstance(fmt, DType):
+            row = totals.setdefault(fmt.value, [0, 0])
+            times = len(g.layers) if g is not None else 1
+            row[0] += t.numel * times
+            row[1] += nbytes(t.numel, fmt) * times
+            continue
+        if g is None:
+            add(fmt.layout(t), t, 1)
+        elif fmt.more_bits and any(t.component.endswith(s) for s in fmt.more_bits):
+            n = spec.num_layers
+            for i in g.layers:  # llama.cpp picks these layouts layer by layer
+                add(fmt.layout(t, layer=i, num_layers=n), t, 1)
+        else:
+            add(fmt.layout(t), t, len(g.layers))
+    return tuple(LayoutBytes(k, e, b) for k, (e, b) in totals.items())
+
+
+def weight_bytes(
+    spec: ModelSpec, fmt: WeightFormat, *, select: Callable[[Tensor], bool] | None = None
+) -> int:
+    """Bytes a checkpoint of ``spec`` stores in ``fmt``: quantized codes, their scales and zero
+    points, and the tensors kept in higher precision (only those ``select`` keeps)."""
+    return sum(p.bytes for p in breakdown(spec, fmt, select=select))
+
+
+def resolve_format(spec: ModelSpec, text: str | None, *, option: str = "--dtype") -> WeightFormat:
+    """``--dtype`` as given, or else the config's ``quantization_config``, or else bf16."""
+    if text is not None:
+        return parse_weight_format(text, option=option)
+    return from_config(spec.config) or DType.bf16

@@ -1,0 +1,204 @@
+"""One small table model, rendered to a terminal (rich), CSV or Markdown.
+
+A :class:`Grid` holds a title, columns and rows of cells; an ``int`` cell is shown as 1,234 in a
+table and written as 1234 in CSV, a :class:`Fig` shows one text and writes another value, anything
+else is shown as written. On a terminal, names and numbers are never broken or cut: a column marked
+``wrap`` (free text) wraps at spaces, and when even then the table is wider than the terminal the
+columns with the highest ``drop`` rank are left out (and the table says which); a compare grid
+(one column per model) is split into several tables of as many models as fit.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Union
+
+from rich import box
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+# A table cell: int (1,234 / 1234), Fig (shown / written), str, or None (empty).
+Cell = Union[int, "Fig", str, None]  # noqa: UP007 - a runtime alias
+
+
+@dataclass(frozen=True)
+class Fig:
+    """A figure shown one way in a table and written another in CSV: Fig("12.55 GiB", 13476…)."""
+
+    text: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Col:
+    header: str
+    right: bool = False  # numbers: right-aligned
+    drop: int = 0  # 0: always shown; on a narrow terminal the highest rank goes first
+    wrap: bool = False  # free text that may wrap at spaces; anything else is never broken
+
+
+@dataclass
+class Grid:
+    title: str
+    columns: list[Col]
+    rows: list[tuple[Cell, ...]] = field(default_factory=list)
+    bold: set[int] = field(default_factory=set)  # row indices shown in bold
+    sections: set[int] = field(default_factory=set)  # a rule above these rows
+    notes: list[str] = field(default_factory=list)  # lines after the table (not in CSV)
+    keep: int = 0  # a compare grid (one column per model): leading columns repeated in each part
+
+    def add(self, *cells: Cell, bold: bool = False, section: bool = False) -> None:
+        if section:
+            self.sections.add(len(self.rows))
+        if bold:
+            self.bold.add(len(self.rows))
+        self.rows.append(cells)
+
+
+def shown(cell: Cell) -> str:
+    if cell is None:
+        return ""
+    if isinstance(cell, bool):
+        return "yes" if cell else "no"
+    if isinstance(cell, int):
+        return f"{cell:,}"
+    if isinstance(cell, Fig):
+        return cell.text
+    return str(cell)
+
+
+def written(cell: Cell) -> object:
+    if cell is None:
+        return ""
+    if isinstance(cell, bool):
+        return "true" if cell else "false"
+    if isinstance(cell, Fig):
+        return cell.value
+    return cell
+
+
+# ---- terminal ------------------------------------------------------------------------------------
+
+MIN_WRAP = 8  # a wrapping column keeps at least this many characters
+NUMBER = re.compile(r"[+-]?[\d,.]*\d[%]?")
+
+
+def _natural(grid: Grid, i: int) -> int:
+    cells = [shown(r[i]) for r in grid.rows]
+    longest = max((len(line) for c in cells for line in c.splitlines() or [""]), default=0)
+    return max(longest, len(grid.columns[i].header))
+
+
+def _least(grid: Grid, i: int) -> int:
+    """The narrowest a column may get: its natural width, or for a wrapping column the longest
+    number or word in it (never broken) and at least MIN_WRAP."""
+    if not grid.columns[i].wrap:
+        return _natural(grid, i)
+    natural = _natural(grid, i)
+    unbroken = [len(shown(r[i])) for r in grid.rows if isinstance(r[i], (int, Fig))]
+    words = [w for r in grid.rows for w in shown(r[i]).split()]
+    numbers = [len(w) for w in words if NUMBER.fullmatch(w.rstrip(",;"))]  # never broken
+    least = max([*unbroken, *numbers, MIN_WRAP])
+    return min(natural, least)
+
+
+def _needed(grid: Grid, keep: list[int]) -> int:
+    """Terminal columns a rich table with these columns needs (box edges, padding 1 each side)."""
+    return 1 + sum(_least(grid, i) + 3 for i in keep)
+
+
+def fitting_columns(grid: Grid, width: int) -> list[int]:
+    """The columns to show at ``width``: all, less the highest ``drop`` ranks until it fits."""
+    keep = list(range(len(grid.columns)))
+    droppable = sorted((c.drop, i) for i, c in enumerate(grid.columns) if c.drop)
+    while _needed(grid, keep) > width and droppable:
+        keep.remove(droppable.pop()[1])
+    return keep
+
+
+def to_rich(grid: Grid, width: int) -> RenderableType:
+    """The grid as one or more rich tables no wider than ``width`` (never a cut name or number)."""
+    if grid.keep and _needed(grid, list(range(len(grid.columns)))) > width:
+        return _split(grid, width)
+    keep = fitting_columns(grid, width)
+    parts: list[RenderableType] = [_table(grid, keep)]
+    left_out = [grid.columns[i].header for i in range(len(grid.columns)) if i not in keep]
+    if left_out:
+        parts.append(Text(f"({', '.join(left_out)} left out at this width: "
+                          "use a wider terminal or --format)", style="dim"))
+    parts.extend(Text(note, style="dim") for note in grid.notes)
+    return Group(*parts) if len(parts) > 1 else parts[0]
+
+
+def _split(grid: Grid, width: int) -> RenderableType:
+    """A compare grid too wide for the terminal: the model columns in parts that fit."""
+    lead = list(range(grid.keep))
+    rest = list(range(grid.keep, len(grid.columns)))
+    parts: list[RenderableType] = []
+    while rest:
+        chunk = [rest.pop(0)]
+        while rest and _needed(grid, lead + chunk + rest[:1]) <= width:
+            chunk.append(rest.pop(0))
+        parts.append(_table(grid, lead + chunk))
+    parts.extend(Text(note, style="dim") for note in grid.notes)
+    return Group(*parts)
+
+
+def _table(grid: Grid, keep: list[int]) -> Table:
+    t = Table(title=grid.title or None, title_justify="left", box=box.HEAVY_HEAD)
+    for i in keep:
+        c = grid.columns[i]
+        if c.wrap:
+            t.add_column(c.header, justify="right" if c.right else "left", overflow="fold",
+                         min_width=_least(grid, i))
+        else:
+            t.add_column(c.header, justify="right" if c.right else "left", no_wrap=True,
+                         min_width=_natural(grid, i))
+    for r, row in enumerate(grid.rows):
+        if r in grid.sections:
+            t.add_section()
+        t.add_row(*(Text(shown(row[i])) for i in keep), style="bold" if r in grid.bold else None)
+    return t
+
+
+# ---- CSV and Markdown ----------------------------------------------------------------------------
+
+
+def to_csv(grid: Grid) -> str:
+    """One header row, then one line per row; numbers exact and without separators."""
+    out = io.StringIO()
+    w = csv.writer(out, lineterminator="\n")
+    w.writerow([c.header or f"column {i + 1}" for i, c in enumerate(grid.columns)])
+    for row in grid.rows:
+        w.writerow([written(cell) for cell in row])
+    return out.getvalue()
+
+
+def _md(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", "<br>")
+
+
+def to_markdown(grids: Sequence[Grid]) -> str:
+    """GitHub-flavoured Markdown: a bold title line, a pipe table, notes as a list."""
+    blocks = []
+    for grid in grids:
+        lines = []
+        if grid.title:
+            lines += [f"**{_md(grid.title)}**", ""]
+        lines.append("| " + " | ".join(_md(c.header) or " " for c in grid.columns) + " |")
+        lines.append("|" + "|".join("---:" if c.right else "---" for c in grid.columns) + "|")
+        for r, row in enumerate(grid.rows):
+            cells = [_md(shown(cell)) for cell in row]
+            if r in grid.bold:
+                cells = [f"**{c}**" if c else c for c in cells]
+            lines.append("| " + " | ".join(cells) + " |")
+        if grid.notes:
+            lines.append("")
+            lines += [f"- {_md(note)}" for note in grid.notes]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks) + "\n"

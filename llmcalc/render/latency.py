@@ -1,0 +1,135 @@
+"""`llmcalc latency` output: prefill, decode, throughput, ridge, speculative decoding; JSON, explain."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from llmcalc.latency import Latency, Stage
+from llmcalc.render import n
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.2f} ms"
+
+
+def _stage_rows(t: Table, label: str, s: Stage) -> None:
+    t.add_row(f"{label}: compute (FLOPs / peak)", _ms(s.compute_s), "bound" if s.bound == "compute" else "")
+    t.add_row(f"{label}: memory (bytes / bandwidth)", _ms(s.memory_s), "bound" if s.bound == "memory" else "")
+    if s.comm_s:
+        t.add_row(f"{label}: all-reduces ({n(s.comm_bytes)} B per GPU)", _ms(s.comm_s), "added")
+
+
+def latency_view(r: Latency) -> RenderableType:
+    head = Text()
+    head.append(r.model, style="bold")
+    head.append(f"  {r.tp} × {r.accelerator.name} (tp {r.tp}, {r.interconnect.name}) · batch "
+                f"{r.batch} · prompt {n(r.ctx)} · generate {n(r.gen)} · weights {r.dtype.value} · "
+                f"KV {r.kv_dtype.value} · efficiency compute {r.compute_efficiency:g}, bandwidth "
+                f"{r.bandwidth_efficiency:g}")
+    t = Table(title="roofline (a bound: no engine is faster at these efficiencies)",
+              title_justify="left")
+    t.add_column("")
+    t.add_column("time", justify="right")
+    t.add_column("", justify="right")
+    _stage_rows(t, "prefill", r.prefill)
+    t.add_row("time to first token (prefill)", _ms(r.ttft_s), "", style="bold")
+    t.add_section()
+    _stage_rows(t, f"decode step at context {n(r.decode_ctx)}", r.decode)
+    t.add_row("time per output token", _ms(r.tpot_s), "", style="bold")
+    t.add_row("end to end (TTFT + (gen − 1) × TPOT)", _ms(r.e2e_s), "")
+    t.add_section()
+    t.add_row("decode tokens/s per request", f"{r.tokens_per_s_per_request:,.1f}", "")
+    t.add_row("decode tokens/s, whole batch", f"{r.tokens_per_s:,.1f}", "")
+    t.add_row("decode tokens/s per GPU", f"{r.tokens_per_s_per_gpu:,.1f}", "")
+    t.add_row("output tokens/s per GPU over the request", f"{r.throughput_per_gpu:,.1f}", "")
+    ridge = ("never (reading a sequence's cache outlasts its FLOPs)" if r.ridge_batch is None
+             else n(r.ridge_batch))
+    t.add_row("decode turns compute bound at batch", ridge, "")
+    parts: list[RenderableType] = [head, t]
+    if r.speculation:
+        s = r.speculation
+        parts.append(Text(
+            f"speculative decoding with {s.draft}: γ = {s.draft_tokens}, α = {s.accept_rate:g}: "
+            f"{s.tokens_per_step:.3f} tokens per target step, draft/target step cost c = "
+            f"{s.cost_ratio:.3f}, expected speed-up {s.speedup:.2f}× (Leviathan et al. 2023)"
+        ))
+    return Group(*parts)
+
+
+def _stage_json(s: Stage) -> dict[str, Any]:
+    return {"flops_per_gpu": s.flops, "bytes_per_gpu": s.bytes, "all_reduce_bytes_per_gpu":
+            s.comm_bytes, "compute_s": s.compute_s, "memory_s": s.memory_s,
+            "all_reduce_s": s.comm_s, "bound": s.bound, "seconds": s.seconds}
+
+
+def latency_json(r: Latency) -> dict[str, Any]:
+    a, link = r.accelerator, r.interconnect
+    sp = r.speculation
+    return {
+        "model": r.model,
+        "inputs": {
+            "accelerator": {"name": a.name, "peak_flops": a.peak_flops, "bandwidth": a.bandwidth,
+                            "memory_bytes": a.memory_bytes, "source": a.source},
+            "interconnect": {"name": link.name, "bandwidth_one_way": link.bandwidth,
+                             "source": link.source},
+            "tp": r.tp, "batch": r.batch, "ctx": r.ctx, "gen": r.gen, "dtype": r.dtype.value,
+            "kv_dtype": r.kv_dtype.value, "compute_efficiency": r.compute_efficiency,
+            "bandwidth_efficiency": r.bandwidth_efficiency,
+            "draft": sp.draft if sp else None, "accept_rate": sp.accept_rate if sp else None,
+            "draft_tokens": sp.draft_tokens if sp else None,
+        },
+        "weight_bytes": r.weight_bytes,
+        "prefill": _stage_json(r.prefill),
+        "decode_step": {**_stage_json(r.decode), "ctx": r.decode_ctx},
+        "ttft_s": r.ttft_s,
+        "tpot_s": r.tpot_s,
+        "e2e_s": r.e2e_s,
+        "tokens_per_s_per_request": r.tokens_per_s_per_request,
+        "tokens_per_s": r.tokens_per_s,
+        "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
+        "throughput_per_gpu": r.throughput_per_gpu,
+        "ridge_batch": r.ridge_batch,
+        "speculative": None if sp is None else {
+            "tokens_per_step": sp.tokens_per_step, "cost_ratio": sp.cost_ratio,
+            "draft_step_s": sp.draft_step_s, "speedup": sp.speedup,
+        },
+    }
+
+
+def latency_explain(r: Latency) -> list[str]:
+    a, p, d = r.accelerator, r.prefill, r.decode
+    peak = a.peak_flops * r.compute_efficiency
+    bw = a.bandwidth * r.bandwidth_efficiency
+    lines = [
+        f"prefill compute = batch × causal forward FLOPs / tp / (peak × eff) = {n(p.flops)} / "
+        f"{peak:.4e} = {_ms(p.compute_s)}",
+        f"prefill memory = (weights + KV written) / tp / (bandwidth × eff) = {n(p.bytes)} / "
+        f"{bw:.4e} = {_ms(p.memory_s)}",
+        f"decode step at ctx {n(r.decode_ctx)} = ctx + (gen − 1)/2: compute {n(d.flops)} / "
+        f"{peak:.4e} = {_ms(d.compute_s)}; memory (weights + KV cache read) {n(d.bytes)} / "
+        f"{bw:.4e} = {_ms(d.memory_s)}; the larger is the bound (Williams et al. 2009)",
+    ]
+    if r.tp > 1:
+        lines.append(
+            f"all-reduces: 2 per layer × tokens × d_model × 2 B × 2(tp − 1)/tp per GPU = "
+            f"{n(p.comm_bytes)} B (prefill), {n(d.comm_bytes)} B (decode step) over "
+            f"{r.interconnect.bandwidth:.4e} B/s one way (Megatron-LM §3; ring all-reduce)"
+        )
+    lines += [
+        f"TTFT = {_ms(r.ttft_s)}; TPOT = {_ms(r.tpot_s)}; end to end = {_ms(r.ttft_s)} + "
+        f"{r.gen - 1} × {_ms(r.tpot_s)} = {_ms(r.e2e_s)}",
+        f"tokens/s per GPU over the request = batch × gen / end to end / tp = {r.batch} × "
+        f"{r.gen} / {r.e2e_s:.4f} s / {r.tp} = {r.throughput_per_gpu:,.1f}",
+    ]
+    if r.speculation:
+        s = r.speculation
+        lines.append(
+            f"speculative: (1 − α^(γ+1)) / ((1 − α)(γ·c + 1)) = (1 − {s.accept_rate:g}^"
+            f"{s.draft_tokens + 1}) / ((1 − {s.accept_rate:g})({s.draft_tokens}·{s.cost_ratio:.4f}"
+            f" + 1)) = {s.speedup:.3f} (Leviathan et al. 2023, Theorem 3.8)"
+        )
+    return lines

@@ -1,0 +1,242 @@
+"""The page's API as plain functions: a request mapping in, the CLI's ``--json`` figures out.
+
+Every figure comes from the functions the CLI calls (``load_spec``/``spec_from_raw``, ``count``,
+``flops``, ``memory``, ``fit``, ``plan_training``) rendered by the same ``*_json`` functions, with
+each panel's equivalent ``llmcalc …`` command line beside it, so the page and the CLI agree to the
+unit. Bad input raises the same :class:`LLMCalcError` the CLI prints as one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from llmcalc import bundled, family_defaults, scratch
+from llmcalc.config import load_spec, read_config, spec_from_raw
+from llmcalc.counting import count
+from llmcalc.errors import ConfigError, UsageError
+from llmcalc.flops import flops
+from llmcalc.hardware import ACCELERATORS, resolve
+from llmcalc.memory import memory
+from llmcalc.planning import fit
+from llmcalc.render.count import count_json
+from llmcalc.render.fit import fit_json
+from llmcalc.render.flops import flops_json
+from llmcalc.render.memory import memory_json
+from llmcalc.render.train import train_json
+from llmcalc.series import context_grid, flops_series, memory_series
+from llmcalc.spec import ModelSpec
+from llmcalc.training import DEFAULT_MFU, parallelism, plan_training
+from llmcalc.units import DType, parse_context, parse_count, parse_dtype
+
+PASTED = "pasted config"
+MAX_SETS = 64
+DEFAULTS = {"ctx": "4k", "batch": "1", "dtype": "bf16", "kv_dtype": "bf16", "gpu": "h100",
+            "gpus": 1, "tokens": None, "ctx_max": "128k"}
+SCRATCH_TYPES = ("gpt2", "llama", "mixtral", "gpt_neox")
+# a knob shown for a loaded model → the config keys that hold it, first match wins
+KNOB_KEYS = {
+    "d_model": ("hidden_size", "n_embd", "d_model"),
+    "layers": ("num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+}
+
+
+def catalog() -> dict[str, Any]:
+    """What the page offers: bundled models, accelerators, dtypes, from-scratch starting points."""
+    return {
+        "models": [p.stem for p in bundled.paths()],
+        "model_types": family_defaults.model_types(),
+        "gpus": [{"key": a.key, "name": a.name, "memory_bytes": a.memory_bytes}
+                 for a in ACCELERATORS.values()],
+        "dtypes": [d.value for d in DType],
+        "scratch": {mt: dataclasses.asdict(scratch.knobs_of(mt)) for mt in SCRATCH_TYPES},
+        "defaults": DEFAULTS,
+    }
+
+
+@dataclasses.dataclass(frozen=True)
+class Resolved:
+    """A model from the page, and how the CLI names the same one."""
+
+    spec: ModelSpec
+    model_arg: str  # MODEL on the command line
+    sets: tuple[str, ...]  # --set fields
+    label: str = ""  # how the page names it (default: the spec's name)
+
+
+def resolve_model(model: Mapping[str, Any], sets: list[str]) -> Resolved:
+    """``{"name": …}`` (bundled, model type or Hub id), ``{"text": …}`` or ``{"scratch": knobs}``."""
+    if len(sets) > MAX_SETS or not all(isinstance(s, str) for s in sets):
+        raise UsageError(f"set: at most {MAX_SETS} key=value strings")
+    if "scratch" in model:
+        knobs = _knobs(model["scratch"])
+        model_type, built = scratch.build(knobs)
+        all_sets = (*built, *sets)
+        return Resolved(load_spec(model_type, overrides=all_sets), model_type, all_sets,
+                        f"from scratch ({model_type})")
+    if "text" in model:
+        return Resolved(_pasted(_str(model, "text"), _str(model, "format", "json"), sets),
+                        "config.json" if model.get("format", "json") == "json" else "config.yaml",
+                        tuple(sets))
+    name = _str(model, "name").strip()
+    if not name:
+        raise UsageError("model: give a bundled name, a model type or a Hugging Face id")
+    if bundled.find(name) is None and _is_path(name):
+        raise UsageError(f"{name}: a path on the server; paste the config's text instead")
+    return Resolved(load_spec(name, overrides=sets), name, tuple(sets))
+
+
+def _is_path(name: str) -> bool:
+    if name.startswith((".", "/", "~", "\\")) or ".." in name or "\\" in name:
+        return True
+    try:
+        return Path(name).expanduser().exists()
+    except (OSError, ValueError):  # too long, a NUL …: load_spec says what is wrong with it
+        return False
+
+
+def _pasted(text: str, fmt: str, sets: list[str]) -> ModelSpec:
+    """Pasted text through the file loader (its caps and messages), named "pasted config"."""
+    if fmt not in ("json", "yaml"):
+        raise UsageError(f"format {fmt!r}: must be json or yaml")
+    with tempfile.TemporaryDirectory(prefix="llmcalc-") as folder:
+        path = Path(folder) / f"config.{fmt}"
+        path.write_text(text, encoding="utf-8")
+        try:
+            raw = read_config(str(path))
+        except ConfigError as e:
+            raise ConfigError(PASTED, e.detail) from None
+    named = raw.name not in ("config", path.name, Path(folder).name)
+    raw = dataclasses.replace(raw, path=Path(PASTED), label=PASTED,
+                              name=raw.name if named else PASTED)
+    return spec_from_raw(raw, overrides=sets)
+
+
+def _knobs(data: Any) -> scratch.Knobs:
+    if not isinstance(data, Mapping):
+        raise UsageError("scratch: expected a mapping of knobs")
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(scratch.Knobs):
+        if f.name not in data:
+            continue
+        v = data[f.name]
+        if f.name in ("ffn", "norm", "positions"):
+            if not isinstance(v, str):
+                raise UsageError(f"{f.name}: expected text")
+            values[f.name] = v.lower()
+        elif f.name == "tied":
+            values[f.name] = bool(v)
+        elif f.name == "head_dim" and v in (None, "", 0):
+            values[f.name] = None
+        else:
+            if isinstance(v, bool) or not isinstance(v, int | str):
+                raise UsageError(f"{f.name}: expected a whole number, got {v!r}")
+            try:
+                number = int(v)
+            except ValueError:
+                raise UsageError(f"{f.name}: expected a whole number, got {v!r}") from None
+            if not 0 <= number <= 2**40:
+                raise UsageError(f"{f.name} {number}: out of range")
+            values[f.name] = number
+    missing = [f.name for f in dataclasses.fields(scratch.Knobs)
+               if f.name not in values and f.default is dataclasses.MISSING]
+    if missing:
+        raise UsageError(f"scratch: missing {', '.join(missing)}")
+    return scratch.Knobs(**values)
+
+
+def _str(data: Mapping[str, Any], key: str, default: str | None = None) -> str:
+    value = data.get(key, default)
+    if not isinstance(value, str):
+        raise UsageError(f"{key}: expected text")
+    return value
+
+
+def _opt(request: Mapping[str, Any], key: str) -> Any:
+    value = request.get(key, DEFAULTS[key])
+    return DEFAULTS[key] if value in (None, "") and DEFAULTS[key] is not None else value
+
+
+def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
+    """Every panel's figures for one model, as the CLI's --json prints them."""
+    model = request.get("model")
+    if not isinstance(model, Mapping):
+        raise UsageError("model: expected {name}, {text} or {scratch}")
+    sets = request.get("set") or []
+    if not isinstance(sets, list):
+        raise UsageError("set: expected a list of key=value strings")
+    r = resolve_model(model, sets)
+    spec = r.spec
+    ctx_text, batch_text = str(_opt(request, "ctx")), str(_opt(request, "batch"))
+    ctx = parse_context(ctx_text, option="--ctx")
+    batch = parse_count(batch_text, option="--batch")
+    dtype = parse_dtype(str(_opt(request, "dtype")), option="--dtype")
+    kv_dtype = parse_dtype(str(_opt(request, "kv_dtype")), option="--kv-dtype")
+    gpu = str(_opt(request, "gpu"))
+    gpus = _opt(request, "gpus")
+    if isinstance(gpus, bool) or not isinstance(gpus, int):
+        raise UsageError(f"--gpus {gpus!r}: expected a whole number")
+    tokens_text = request.get("tokens") or None
+    tokens = None if tokens_text is None else parse_count(str(tokens_text), option="--tokens")
+    ctx_max_text = str(_opt(request, "ctx_max"))
+    ctx_max = parse_context(ctx_max_text, option="--ctx-max")
+    acc = resolve(gpu)
+
+    pc = count(spec)
+    f = flops(spec, ctx=ctx, batch=batch, tokens=tokens)
+    m = memory(spec, ctx=ctx, batch=batch, dtype=dtype, kv_dtype=kv_dtype)
+    sf = fit(spec, accelerator=acc, gpus=gpus, dtype=dtype, kv_dtype=kv_dtype, batch=batch)
+    plan = plan_training(spec, tokens=tokens, ctx=ctx, accelerator=acc, mfu=DEFAULT_MFU,
+                         par=parallelism(gpus=gpus))
+    grid = context_grid(ctx_max)
+    fs = flops_series(spec, grid)
+    ms = memory_series(spec, grid, batch=batch, dtype=dtype, kv_dtype=kv_dtype)
+
+    def cli(command: str, *options: str) -> str:
+        words = ["llmcalc", *command.split(), r.model_arg]
+        for s in r.sets:
+            words += ["--set", s]
+        return shlex.join([*words, *options])
+
+    dt = ["--dtype", dtype.value, "--kv-dtype", kv_dtype.value]
+    tok = [] if tokens_text is None else ["--tokens", str(tokens_text)]
+    return {
+        "label": r.label or spec.name,
+        "count": count_json(spec, pc),
+        "flops": flops_json(f),
+        "memory": memory_json(m),
+        "fit": fit_json(spec, sf, accelerator=acc, dtype=dtype, kv_dtype=kv_dtype),
+        "train": train_json(spec, plan),
+        "series": {
+            "ctx": list(fs.ctx),
+            "weight_flops_per_token": fs.weight_flops_per_token,
+            "attention_flops_per_token": list(fs.attention_flops_per_token),
+            "crossover_ctx": fs.crossover_ctx,
+            "weights_bytes": ms.weights_bytes,
+            "kv_cache_bytes": list(ms.kv_cache_bytes),
+        },
+        "commands": {
+            "count": cli("count", "--json"),
+            "flops": cli("flops", "--ctx", ctx_text, "--batch", str(batch), *tok, "--json"),
+            "memory": cli("memory", "--ctx", ctx_text, "--batch", str(batch), *dt, "--json"),
+            "fit": cli("fit", "--gpu", gpu, "--gpus", str(gpus), "--batch", str(batch), *dt,
+                       "--json"),
+            "train": cli("train", "--gpu", gpu, "--gpus", str(gpus), "--ctx", ctx_text, *tok,
+                         "--json"),
+            "plot": cli("plot flops", "--ctx-max", ctx_max_text, "-o", "chart.svg"),
+        },
+        "knobs": _knob_keys(spec),
+    }
+
+
+def _knob_keys(spec: ModelSpec) -> dict[str, dict[str, Any]]:
+    out = {}
+    for knob, keys in KNOB_KEYS.items():
+        key = next((k for k in keys if k in spec.config), None)
+        if key is not None:
+            out[knob] = {"key": key, "value": spec.config[key]}
+    return out

@@ -1,0 +1,438 @@
+// llmcalc serve: the page. Every figure comes from /api/calc (the CLI's functions); this file only
+// keeps the state (in the URL), sends it, and draws what comes back. No formula lives here.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const COLORS = ["#2563eb", "#dc2626", "#059669", "#9333ea"];
+const MAX_MODELS = 4;
+const SETTINGS = ["ctx", "batch", "dtype", "kv_dtype", "gpu", "gpus", "tokens", "ctx_max"];
+const KNOBS = ["d_model", "layers", "heads", "kv_heads", "head_dim", "d_ff", "ffn", "norm", "vocab",
+  "positions", "max_positions", "experts", "top_k", "tied"];
+
+let catalog = null;
+let state = null;          // {models: [{name}|{text, format}|{scratch}, with set: [...]], active, settings}
+let results = [];          // per model: the /api/calc answer or {error}
+let charts = {};
+let timer = null;
+let seq = 0;
+let dirty = false;         // an edit not yet sent; body[data-idle="1"] when all is drawn
+
+// ---- exact integers: JSON numbers past 2^53 become BigInt, read from their source text ----
+function parseExact(text) {
+  return JSON.parse(text, (k, v, ctx) =>
+    (typeof v === "number" && !Number.isSafeInteger(v) && ctx && /^-?\d+$/.test(ctx.source))
+      ? BigInt(ctx.source) : v);
+}
+function toJSON(obj) {
+  return JSON.stringify(obj, (k, v) => typeof v === "bigint" ? JSON.rawJSON(v.toString()) : v, 2);
+}
+const num = (v) => (v === null || v === undefined) ? "—" : v.toLocaleString("en-US");
+function short(v) {
+  const x = Number(v);
+  for (const [u, s] of [["Y", 1e24], ["Z", 1e21], ["E", 1e18], ["P", 1e15], ["T", 1e12], ["B", 1e9], ["M", 1e6], ["K", 1e3]])
+    if (Math.abs(x) >= s) return (x / s).toPrecision(3) + u;
+  return String(x);
+}
+function shortAxis(v) {
+  const x = Number(v);
+  for (const [u, s] of [["E", 1e18], ["P", 1e15], ["T", 1e12], ["B", 1e9], ["M", 1e6], ["K", 1e3]])
+    if (Math.abs(x) >= s) return Number((x / s).toPrecision(3)) + u;
+  return String(x);
+}
+const gib = (b) => (Number(b) / 2 ** 30).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " GiB";
+const gibAxis = (b) => (Number(b) / 2 ** 30).toLocaleString("en-US", {maximumFractionDigits: 1}) + " GiB";
+const GIB_STEPS = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384].map((g) => g * 2 ** 30);
+function ctxLabel(c) {
+  for (const [u, s] of [["M", 2 ** 20], ["k", 2 ** 10]]) if (c >= s && c % s === 0) return c / s + u;
+  return String(c);
+}
+function esc(s) {
+  return String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})[c]);
+}
+
+// ---- state <-> URL (the whole view is in the fragment, so a link reproduces it) ----
+function defaultState() {
+  const settings = {};
+  for (const k of SETTINGS) settings[k] = catalog.defaults[k] ?? "";
+  return {models: [{name: "gpt2", set: []}], active: 0, settings};
+}
+function readURL() {
+  const h = location.hash.slice(1);
+  if (!h) return defaultState();
+  try {
+    const s = JSON.parse(decodeURIComponent(h));
+    if (!Array.isArray(s.models) || !s.models.length) return defaultState();
+    s.models = s.models.slice(0, MAX_MODELS);
+    s.active = Math.min(Math.max(0, s.active | 0), s.models.length - 1);
+    s.settings = Object.assign(defaultState().settings, s.settings || {});
+    return s;
+  } catch (e) { return defaultState(); }
+}
+function writeURL() {
+  history.replaceState(null, "", "#" + encodeURIComponent(JSON.stringify(state)));
+}
+
+// ---- the editor shows the active model; edits go back into state ----
+function mode(m) { return "scratch" in m ? "scratch" : "text" in m ? "text" : "name"; }
+function showMode(md) {
+  for (const x of ["name", "text", "scratch"]) $("mode-" + x).hidden = x !== md;
+  document.querySelector(`input[name=mode][value=${md}]`).checked = true;
+}
+function fillEditor() {
+  const m = state.models[state.active];
+  showMode(mode(m));
+  $("sets").value = (m.set || []).join("\n");
+  if (mode(m) === "name") {
+    $("name").value = m.name;
+    const r = results[state.active];
+    for (const k of ["d_model", "layers"]) {
+      const knob = r && r.knobs && r.knobs[k];
+      $("knob-" + k).value = knob ? knob.value : "";
+      $("knob-" + k).disabled = !knob;
+    }
+  } else if (mode(m) === "text") {
+    $("text").value = m.text; $("format").value = m.format || "json";
+  } else {
+    $("start").value = m.from || "llama";
+    for (const k of KNOBS) {
+      const el = $("s-" + k), v = m.scratch[k];
+      if (el.type === "checkbox") el.checked = !!v; else el.value = v ?? "";
+    }
+  }
+}
+function scratchFromForm() {
+  const out = {};
+  for (const k of KNOBS) {
+    const el = $("s-" + k);
+    out[k] = el.type === "checkbox" ? el.checked : el.tagName === "SELECT" ? el.value
+      : el.value === "" ? null : Number(el.value);
+  }
+  return out;
+}
+function readEditor(changed) {
+  const m = state.models[state.active];
+  const md = document.querySelector("input[name=mode]:checked").value;
+  const set = $("sets").value.split("\n").map((s) => s.trim()).filter(Boolean);
+  let next;
+  if (md === "name") {
+    next = {name: $("name").value.trim(), set};
+    // d_model / layers are --set on the config key this model uses
+    const r = results[state.active];
+    for (const k of ["d_model", "layers"]) {
+      const knob = r && r.knobs && r.knobs[k];
+      if (changed === "knob-" + k && knob && $("knob-" + k).value) {
+        next.set = next.set.filter((s) => !s.startsWith(knob.key + "="));
+        next.set.push(`${knob.key}=${$("knob-" + k).value}`);
+        $("sets").value = next.set.join("\n");
+      }
+    }
+  } else if (md === "text") {
+    next = {text: $("text").value, format: $("format").value, set};
+  } else {
+    next = {scratch: scratchFromForm(), from: $("start").value, set};
+  }
+  state.models[state.active] = next;
+}
+function switchMode(md) {
+  const m = state.models[state.active];
+  if (md === mode(m)) return;
+  if (md === "name") state.models[state.active] = {name: "gpt2", set: []};
+  if (md === "text") state.models[state.active] = {text: "", format: "json", set: []};
+  if (md === "scratch") state.models[state.active] = {scratch: {...catalog.scratch.llama}, from: "llama", set: []};
+  fillEditor();
+  update();
+}
+
+// ---- tabs: up to four models compared ----
+function modelLabel(i) {
+  const r = results[i], m = state.models[i];
+  if (r && r.label) return r.label;
+  return "name" in m ? m.name || "model" : "text" in m ? "pasted config" : "from scratch";
+}
+function drawTabs() {
+  const tabs = $("tabs");
+  tabs.innerHTML = "";
+  state.models.forEach((m, i) => {
+    const b = document.createElement("button");
+    b.className = "tab" + (i === state.active ? " active" : "");
+    b.setAttribute("role", "tab");
+    b.style.borderColor = COLORS[i];
+    b.innerHTML = `<span class="dot" style="background:${COLORS[i]}"></span>${esc(modelLabel(i))}`;
+    b.onclick = () => { state.active = i; fillEditor(); drawTabs(); writeURL(); };
+    if (state.models.length > 1) {
+      const x = document.createElement("span");
+      x.className = "close"; x.textContent = "×"; x.title = "remove";
+      x.onclick = (e) => {
+        e.stopPropagation();
+        state.models.splice(i, 1); results.splice(i, 1);
+        state.active = Math.min(state.active, state.models.length - 1);
+        fillEditor(); update();
+      };
+      b.appendChild(x);
+    }
+    tabs.appendChild(b);
+  });
+  if (state.models.length < MAX_MODELS) {
+    const add = document.createElement("button");
+    add.className = "tab add"; add.id = "add-model"; add.textContent = "+ compare";
+    add.onclick = () => {
+      state.models.push({name: "llama-2-7b", set: []});
+      state.active = state.models.length - 1;
+      fillEditor(); update();
+    };
+    tabs.appendChild(add);
+  }
+}
+
+// ---- talking to the server ----
+async function calc(m) {
+  const body = {model: "scratch" in m ? {scratch: m.scratch} : "text" in m ? {text: m.text, format: m.format || "json"} : {name: m.name},
+    set: m.set || [], ...state.settings};
+  body.gpus = Number(body.gpus) || 1;
+  const resp = await fetch("/api/calc", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  const data = parseExact(await resp.text());
+  return resp.ok ? data : {error: data.error || `HTTP ${resp.status}`};
+}
+function update() {
+  dirty = true;
+  document.body.dataset.idle = "0";
+  writeURL();
+  clearTimeout(timer);
+  timer = setTimeout(run, 200);
+}
+async function run() {
+  const mine = ++seq;
+  dirty = false;
+  document.body.classList.add("busy");
+  const answers = await Promise.all(state.models.map((m) => calc(m).catch((e) => ({error: String(e)}))));
+  if (mine !== seq) return;  // a newer edit is on its way
+  results = answers;
+  document.body.classList.remove("busy");
+  render();
+}
+
+// ---- drawing ----
+function ok() { return results.map((r, i) => [r, i]).filter(([r]) => r && !r.error); }
+function render() {
+  const r = results[state.active];
+  const err = $("error");
+  err.hidden = !(r && r.error);
+  err.textContent = r && r.error ? "error: " + r.error : "";
+  if (r && !r.error && mode(state.models[state.active]) === "name") {
+    for (const k of ["d_model", "layers"]) {
+      const knob = r.knobs[k];
+      if (document.activeElement !== $("knob-" + k)) $("knob-" + k).value = knob ? knob.value : "";
+      $("knob-" + k).disabled = !knob;
+    }
+  }
+  drawTabs();
+  for (const box of document.querySelectorAll(".export")) box.innerHTML = "";
+  drawParams(); drawFlops(); drawMemory(); drawTrain();
+  if (!dirty) document.body.dataset.idle = "1";
+}
+
+function exportBar(panel, name, json, csv, commands) {
+  const box = document.querySelector(`#panel-${panel} .export`);
+  box.innerHTML = "";
+  if (!commands.length) return;  // nothing computed: nothing to export
+  const dl = (label, type, text, ext) => {
+    const a = document.createElement("a");
+    a.textContent = label; a.className = "button"; a.download = `llmcalc-${name}.${ext}`;
+    a.href = URL.createObjectURL(new Blob([text], {type}));
+    box.appendChild(a);
+  };
+  dl("JSON", "application/json", json, "json");
+  dl("CSV", "text/csv", csv, "csv");
+  for (const c of commands) {
+    const code = document.createElement("code");
+    code.className = "cli"; code.textContent = c;
+    box.appendChild(code);
+  }
+}
+const csv = (rows) => rows.map((r) => r.map((c) => /[",\n]/.test(String(c)) ? `"${String(c).replace(/"/g, '""')}"` : String(c)).join(",")).join("\n") + "\n";
+
+function drawParams() {
+  const models = ok();
+  const sum = $("params-summary"), table = $("params-table"), layers = $("layers-table"), bars = $("params-chart");
+  if (!models.length) { sum.innerHTML = ""; table.innerHTML = ""; layers.innerHTML = ""; bars.innerHTML = ""; return; }
+  const a = results[state.active] && !results[state.active].error ? results[state.active] : models[0][0];
+  const c = a.count;
+  const rule = c.rule_of_thumb;
+  sum.innerHTML = `<div class="big"><span id="total" data-value="${c.total_params}">${num(c.total_params)}</span> parameters</div>` +
+    (c.active_params !== c.total_params ? `<div><span id="active">${num(c.active_params)}</span> active per token</div>` : "") +
+    `<div class="rule">rule of thumb 12·L·d² + V·d = <span id="rule">${num(rule.params)}</span> (${rule.percent_off >= 0 ? "+" : ""}${rule.percent_off.toFixed(2)}% off the exact total)</div>` +
+    `<div class="shape">layers ${c.num_layers} · d_model ${num(c.hidden_size)} · heads ${c.num_heads} · kv heads ${c.num_kv_heads} · head_dim ${c.head_dim} · d_ff ${num(c.intermediate_size)} · vocab ${num(c.vocab_size)} · tied ${c.tied_embeddings ? "yes" : "no"}</div>` +
+    (c.notes || []).map((n) => `<div class="note">note: ${esc(n)}</div>`).join("");
+  // chart: one bar per breakdown key, as a share of the total
+  const total = Number(c.total_params);
+  bars.innerHTML = Object.entries(c.breakdown).filter(([, v]) => Number(v) > 0).map(([k, v]) =>
+    `<div class="bar"><span class="k">${esc(k)}</span><span class="track"><span class="fill" style="width:${(100 * Number(v) / total).toFixed(2)}%"></span></span><span class="v">${short(v)}</span></div>`).join("");
+  // the exact table, one column per compared model
+  const keys = [...new Set(models.flatMap(([r]) => Object.keys(r.count.breakdown)))];
+  let html = `<thead><tr><th>tensor group</th>${models.map(([r, i]) => `<th style="color:${COLORS[i]}">${esc(r.label)}</th>`).join("")}</tr></thead><tbody>`;
+  for (const k of keys) html += `<tr><td>${esc(k)}</td>${models.map(([r, i]) => `<td class="n" data-model="${i}" data-key="${esc(k)}">${num(r.count.breakdown[k] ?? 0)}</td>`).join("")}</tr>`;
+  html += `<tr class="total"><td>total</td>${models.map(([r, i]) => `<td class="n" data-model="${i}" data-key="total">${num(r.count.total_params)}</td>`).join("")}</tr>`;
+  html += `<tr><td>12·L·d² + V·d</td>${models.map(([r]) => `<td class="n">${num(r.count.rule_of_thumb.params)}</td>`).join("")}</tr></tbody>`;
+  table.innerHTML = html;
+  let lh = `<thead><tr><th>model</th><th>layer group</th><th>layers</th><th>per layer</th><th>all layers</th></tr></thead><tbody>`;
+  for (const [r, i] of models) for (const g of r.count.groups)
+    lh += `<tr><td style="color:${COLORS[i]}">${esc(r.label)}</td><td>${esc(g.name)}</td><td class="n">${g.num_layers}</td><td class="n">${num(g.params_per_layer)}</td><td class="n">${num(BigInt(g.params_per_layer) * BigInt(g.num_layers))}</td></tr>`;
+  layers.innerHTML = lh + "</tbody>";
+  const rows = [["model", "key", "params"]];
+  for (const [r] of models) {
+    for (const [k, v] of Object.entries(r.count.breakdown)) rows.push([r.label, k, String(v)]);
+    rows.push([r.label, "total", String(r.count.total_params)]);
+  }
+  exportBar("params", "params", toJSON(models.map(([r]) => r.count)), csv(rows), models.map(([r]) => r.commands.count));
+}
+
+function chartWidth(el) { return Math.max(280, Math.min(el.clientWidth || 600, 900)); }
+function markers(lines) {
+  // vertical lines at x values (crossover, largest fitting context), drawn after the series
+  return {hooks: {draw: [(u) => {
+    const g = u.ctx;
+    lines.forEach(({x, color, label}, i) => {
+      if (!x || x < u.scales.x.min || x > u.scales.x.max) return;
+      const px = u.valToPos(x, "x", true);
+      g.save(); g.strokeStyle = color; g.setLineDash([4, 4]); g.lineWidth = 1.5 * devicePixelRatio;
+      g.beginPath(); g.moveTo(px, u.bbox.top); g.lineTo(px, u.bbox.top + u.bbox.height); g.stroke();
+      g.fillStyle = color; g.font = `${11 * devicePixelRatio}px sans-serif`;
+      const right = px > u.bbox.left + u.bbox.width * 0.6;
+      g.textAlign = right ? "right" : "left";
+      g.fillText(label, px + (right ? -4 : 4) * devicePixelRatio, u.bbox.top + (12 + 14 * i) * devicePixelRatio); g.restore();
+    });
+  }]}};
+}
+const isPow = (v, b) => v > 0 && Math.abs(Math.log(v) / Math.log(b) - Math.round(Math.log(v) / Math.log(b))) < 1e-9;
+function lineChart(id, title, yLog, yFormat, series, data, lines) {
+  const el = $(id);
+  if (charts[id]) { charts[id].destroy(); delete charts[id]; }
+  el.innerHTML = "";
+  if (!series.length) return;
+  const opts = {
+    title, width: chartWidth(el), height: 300,
+    scales: {x: {time: false, distr: 3, log: 2}, y: yLog ? {distr: 3, log: 10} : {range: (u, lo, hi) => [0, hi * 1.05]}},
+    axes: [{values: (u, vs) => vs.map((v) => isPow(v, 2) ? ctxLabel(v) : ""), label: "context (tokens)", space: 34},
+      {values: (u, vs) => vs.map((v) => !yLog || isPow(v, 10) ? yFormat(v) : ""), size: 72, ...(yLog ? {} : {incrs: GIB_STEPS})}],
+    series: [{label: "context", value: (u, v) => v == null ? "" : ctxLabel(v)}, ...series],
+    legend: {live: false},
+    plugins: [markers(lines)],
+  };
+  charts[id] = new uPlot(opts, data, el);
+}
+
+function drawFlops() {
+  const models = ok();
+  const series = [], columns = [], lines = [];
+  let xs = models.length ? models[0][0].series.ctx : [];
+  for (const [r] of models) if (r.series.ctx.length > xs.length) xs = r.series.ctx;
+  for (const [r, i] of models) {
+    const s = r.series;
+    const at = (x) => { const j = s.ctx.indexOf(x); return j < 0 ? null : j; };
+    const w = Number(s.weight_flops_per_token);
+    columns.push(xs.map((x) => at(x) === null ? null : w));
+    columns.push(xs.map((x) => at(x) === null ? null : Number(s.attention_flops_per_token[at(x)])));
+    columns.push(xs.map((x) => at(x) === null ? null : w + Number(s.attention_flops_per_token[at(x)])));
+    const name = models.length > 1 ? r.label + " " : "";
+    series.push({label: name + "weights", stroke: COLORS[i], dash: [6, 4], value: (u, v) => v == null ? "" : short(v)});
+    series.push({label: name + "attention", stroke: COLORS[i], width: 1, value: (u, v) => v == null ? "" : short(v)});
+    series.push({label: name + "total", stroke: COLORS[i], width: 2.5, value: (u, v) => v == null ? "" : short(v)});
+    if (s.crossover_ctx) lines.push({x: s.crossover_ctx, color: COLORS[i], label: "attention > weights at " + num(s.crossover_ctx)});
+  }
+  $("flops-summary").innerHTML = models.map(([r, i]) => `<div style="color:${COLORS[i]}">${esc(r.label)}: <b><span class="flops-token" data-model="${i}">${num(r.flops.forward_flops_per_token)}</span></b> FLOPs per token at context ${num(r.flops.ctx)} (weights ${num(r.flops.weight_flops_per_token)}, attention ${num(r.flops.attention_flops_per_token)}); attention overtakes the weights at <span class="crossover" data-model="${i}">${r.flops.attention_crossover_ctx === null ? "no context (every layer is windowed)" : num(r.flops.attention_crossover_ctx)}</span></div>`).join("");
+  lineChart("flops-chart", "forward FLOPs per token (log–log)", true, shortAxis, series, [xs, ...columns], lines);
+  const rows = [["model", "ctx", "weight_flops_per_token", "attention_flops_per_token", "forward_flops_per_token"]];
+  for (const [r] of models) r.series.ctx.forEach((x, j) => rows.push([r.label, x, String(r.series.weight_flops_per_token), String(r.series.attention_flops_per_token[j]), String(BigInt(r.series.weight_flops_per_token) + BigInt(r.series.attention_flops_per_token[j]))]));
+  exportBar("flops", "flops", toJSON(models.map(([r]) => ({...r.flops, series: r.series}))), csv(rows), models.map(([r]) => r.commands.flops));
+}
+
+function drawMemory() {
+  const models = ok();
+  const series = [], columns = [], lines = [];
+  let xs = models.length ? models[0][0].series.ctx : [];
+  for (const [r] of models) if (r.series.ctx.length > xs.length) xs = r.series.ctx;
+  for (const [r, i] of models) {
+    const s = r.series;
+    const at = (x) => s.ctx.indexOf(x);
+    const w = Number(s.weights_bytes);
+    columns.push(xs.map((x) => at(x) < 0 ? null : w));
+    columns.push(xs.map((x) => at(x) < 0 ? null : w + Number(s.kv_cache_bytes[at(x)])));
+    const name = models.length > 1 ? r.label + " " : "";
+    series.push({label: name + "weights", stroke: COLORS[i], dash: [6, 4], value: (u, v) => v == null ? "" : gib(v)});
+    series.push({label: name + "weights + KV cache", stroke: COLORS[i], width: 2.5, value: (u, v) => v == null ? "" : gib(v)});
+    if (r.fit.max_ctx) lines.push({x: r.fit.max_ctx, color: COLORS[i], label: "fits up to " + ctxLabel(r.fit.max_ctx)});
+  }
+  if (models.length) {
+    const f = models[0][0].fit;
+    const cap = Number(f.memory_bytes);
+    columns.push(xs.map(() => cap));
+    series.push({label: `${f.gpus} × ${f.accelerator.name}`, stroke: "#111", width: 1.5, value: (u, v) => v == null ? "" : gib(v)});
+  }
+  $("memory-summary").innerHTML = models.map(([r, i]) => `<div style="color:${COLORS[i]}">${esc(r.label)}: weights ${gib(r.memory.weights_bytes)} (${r.memory.dtype}) + KV cache ${gib(r.memory.kv_cache_bytes)} at batch ${r.memory.batch} × ${num(r.memory.ctx)} = <b><span class="memory-total" data-model="${i}" data-value="${r.memory.total_bytes}">${num(r.memory.total_bytes)}</span> bytes</b>; largest context that fits on ${r.fit.gpus} × ${esc(r.fit.accelerator.name)} (less ${Math.round(r.fit.headroom * 100)}% headroom): <b><span class="max-ctx" data-model="${i}">${r.fit.max_ctx === null ? "none" : num(r.fit.max_ctx)}</span></b>${r.fit.limited_by_context_limit ? " (the model's context limit)" : ""}</div>`).join("");
+  lineChart("memory-chart", `memory at batch ${models.length ? models[0][0].memory.batch : ""}`, false, gibAxis, series, [xs, ...columns], lines);
+  const rows = [["model", "ctx", "batch", "weights_bytes", "kv_cache_bytes", "total_bytes"]];
+  for (const [r] of models) r.series.ctx.forEach((x, j) => rows.push([r.label, x, r.memory.batch, String(r.series.weights_bytes), String(r.series.kv_cache_bytes[j]), String(BigInt(r.series.weights_bytes) + BigInt(r.series.kv_cache_bytes[j]))]));
+  exportBar("memory", "memory", toJSON(models.map(([r]) => ({memory: r.memory, fit: r.fit, series: r.series}))), csv(rows), models.flatMap(([r]) => [r.commands.memory, r.commands.fit]));
+}
+
+const exactShort = (v) => `<span title="${num(v)}" data-value="${v}">${short(v)}</span>`;
+function drawTrain() {
+  const models = ok();
+  const rows = [
+    ["tokens", (t) => exactShort(t.tokens)],
+    ["compute-optimal tokens (20 per parameter)", (t) => exactShort(t.compute_optimal_tokens)],
+    ["training FLOPs (6·N·D + attention)", (t) => exactShort(t.training_flops)],
+    ["6·N·D", (t) => exactShort(t.six_n_d)],
+    ["GPU-hours at " + (models.length ? Math.round(models[0][0].train.mfu * 100) : 40) + "% MFU", (t) => num(Math.round(t.gpu_hours))],
+    ["GPU-days", (t) => (t.gpu_hours / 24).toLocaleString("en-US", {maximumFractionDigits: 1})],
+    ["wall-clock days on the GPUs", (t) => t.wall_clock_days.toLocaleString("en-US", {maximumFractionDigits: 1})],
+    ["memory per GPU (AdamW, no sharding)", (t) => gib(t.memory_per_gpu_bytes)],
+    ["fits", (t) => t.fits ? "yes" : "no"],
+  ];
+  let html = `<thead><tr><th></th>${models.map(([r, i]) => `<th style="color:${COLORS[i]}">${esc(r.label)}</th>`).join("")}</tr></thead><tbody>`;
+  for (const [label, f] of rows) html += `<tr><td>${label}</td>${models.map(([r, i]) => `<td class="n" data-model="${i}">${f(r.train)}</td>`).join("")}</tr>`;
+  $("train-table").innerHTML = html + "</tbody>";
+  const csvRows = [["model", "figure", "value"]];
+  for (const [r] of models) for (const k of ["tokens", "compute_optimal_tokens", "training_flops", "six_n_d", "gpu_hours", "wall_clock_days", "memory_per_gpu_bytes", "fits"]) csvRows.push([r.label, k, String(r.train[k])]);
+  exportBar("train", "train", toJSON(models.map(([r]) => r.train)), csv(csvRows), models.map(([r]) => r.commands.train));
+}
+
+// ---- wiring ----
+function fillSelect(id, options) {
+  $(id).innerHTML = options.map(([v, l]) => `<option value="${esc(v)}">${esc(l)}</option>`).join("");
+}
+async function main() {
+  catalog = parseExact(await (await fetch("/api/catalog")).text());
+  $("model-names").innerHTML = [...catalog.models, ...catalog.model_types].map((n) => `<option value="${esc(n)}">`).join("");
+  fillSelect("dtype", catalog.dtypes.map((d) => [d, d]));
+  fillSelect("kv_dtype", catalog.dtypes.map((d) => [d, d]));
+  fillSelect("gpu", catalog.gpus.map((g) => [g.key, `${g.name} (${gib(g.memory_bytes).replace(".00", "")})`]));
+  fillSelect("start", Object.keys(catalog.scratch).map((k) => [k, `${k} defaults`]));
+  state = readURL();
+  for (const k of SETTINGS) $(k).value = state.settings[k] ?? "";
+  fillEditor();
+  drawTabs();
+  for (const k of SETTINGS) $(k).addEventListener("input", () => { state.settings[k] = $(k).value; update(); });
+  for (const el of document.querySelectorAll("input[name=mode]")) el.addEventListener("change", () => switchMode(el.value));
+  for (const el of document.querySelectorAll("#editor input:not([name=mode]), #editor textarea, #editor select:not(#start)"))
+    el.addEventListener("input", () => { readEditor(el.id); update(); });
+  $("start").addEventListener("change", () => {
+    const m = state.models[state.active];
+    m.scratch = {...catalog.scratch[$("start").value]}; m.from = $("start").value;
+    fillEditor(); update();
+  });
+  // a config.json / YAML dropped anywhere on the page becomes the active model's pasted config
+  document.addEventListener("dragover", (e) => e.preventDefault());
+  document.addEventListener("drop", async (e) => {
+    e.preventDefault();
+    const file = e.dataTransfer && e.dataTransfer.files[0];
+    if (!file) return;
+    const text = await file.text();
+    state.models[state.active] = {text, format: /\.ya?ml$/i.test(file.name) ? "yaml" : "json", set: []};
+    fillEditor(); update();
+  });
+  let width = innerWidth;
+  addEventListener("resize", () => { if (innerWidth !== width) { width = innerWidth; render(); } });
+  run();
+}
+main();

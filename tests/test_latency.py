@@ -1,0 +1,95 @@
+"""Serving latency bounds: published TensorRT-LLM measurements are never faster than the roofline."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcalc import load_spec
+from llmcalc.hardware import INTERCONNECTS, interconnect, lookup
+from llmcalc.latency import all_reduce_bytes, latency, step_weight_bytes
+from llmcalc.units import DType
+
+A100 = lookup("a100-80gb")
+NVLINK3 = interconnect(None, A100)
+FP16 = {"dtype": DType.fp16, "kv_dtype": DType.fp16}
+
+# NVIDIA TensorRT-LLM docs/source/performance.md (v0.6.1 peak throughput; v0.5 low latency),
+# A100 GPUs, FP16, "LLaMA 7B" = Llama-2-7b per its methodology section.
+
+
+def test_published_throughput_llama_7b_a100() -> None:
+    # batch 384, TP 1, input 128, output 128: 5,586 output tokens/s
+    r = latency(load_spec("llama-2-7b"), accelerator=A100, interconnect=NVLINK3, batch=384,
+                ctx=128, gen=128, **FP16)
+    assert r.throughput_per_gpu >= 5_586
+    assert round(5_586 / r.throughput_per_gpu, 2) == 0.60  # measured: 60% of the bound
+    assert (r.prefill.bound, r.decode.bound) == ("compute", "memory")
+
+
+def test_published_first_token_latency_a100() -> None:
+    # batch 1, input 2,048: LLaMA 7B TP 1 133 ms, LLaMA 70B TP 4 377 ms
+    small = latency(load_spec("llama-2-7b"), accelerator=A100, interconnect=NVLINK3, ctx=2048,
+                    gen=1, **FP16)
+    assert small.ttft_s <= 0.133
+    assert round(small.ttft_s / 0.133, 2) == 0.68
+    big = latency(load_spec("llama-2-70b"), accelerator=A100, interconnect=NVLINK3, tp=4,
+                  ctx=2048, gen=1, **FP16)
+    assert big.ttft_s <= 0.377
+    assert round(big.ttft_s / 0.377, 2) == 0.68
+    # 2 all-reduces × 80 layers × 2,048 tokens × 8,192 × 2 B × 2·3/4 per GPU
+    assert big.prefill.comm_bytes == 2 * 80 * 2048 * 8192 * 2 * 3 // 2
+    assert big.prefill.comm_s == pytest.approx(big.prefill.comm_bytes / 300e9)
+
+
+def test_decode_reads_weights_and_cache_and_ridge() -> None:
+    spec = load_spec("llama-3-8b")
+    h100 = lookup("h100")
+    r = latency(spec, accelerator=h100, interconnect=interconnect(None, h100), batch=8,
+                ctx=128, gen=1)
+    assert r.decode_ctx == 128
+    assert r.decode.bytes == 16_060_522_496 + 8 * 128 * 131_072
+    assert r.tpot_s == pytest.approx(r.decode.bytes / 3.35e12)
+    ridge = r.ridge_batch
+    assert ridge is not None
+    at = latency(spec, accelerator=h100, interconnect=interconnect(None, h100), batch=ridge,
+                 ctx=128, gen=1)
+    below = latency(spec, accelerator=h100, interconnect=interconnect(None, h100),
+                    batch=ridge - 1, ctx=128, gen=1)
+    # at 1,024 tokens a sequence's cache costs more to read than its FLOPs: never compute bound
+    assert latency(spec, accelerator=h100, interconnect=interconnect(None, h100), ctx=1024,
+                   gen=1).ridge_batch is None
+    assert (at.decode.bound, below.decode.bound) == ("compute", "memory")
+
+
+def test_moe_reads_only_the_experts_reached() -> None:
+    spec = load_spec("mixtral-8x7b")
+    one, many = (step_weight_bytes(spec, DType.bf16, tokens=t) for t in (1, 10_000))
+    assert one < many == 2 * 46_702_792_704
+    assert all_reduce_bytes(spec, tokens=1, tp=1) == 0
+
+
+def test_speculative_decoding_formula() -> None:
+    r = latency(load_spec("llama-2-70b"), accelerator=A100, interconnect=NVLINK3, tp=4, ctx=512,
+                gen=128, draft=load_spec("llama-3.2-1b"), accept_rate=0.8, draft_tokens=5)
+    s = r.speculation
+    assert s is not None
+    assert s.tokens_per_step == pytest.approx((1 - 0.8**6) / 0.2)
+    assert s.speedup == pytest.approx(s.tokens_per_step / (5 * s.cost_ratio + 1))
+    assert set(INTERCONNECTS) >= {"nvlink3", "nvlink4", "pcie4", "pcie5"}
+
+
+def test_cli_latency(cli) -> None:
+    r = cli("latency", "llama-2-7b", "--gpu", "a100", "--batch", "384", "--ctx", "128", "--gen",
+            "128", "--dtype", "fp16", "--json")
+    assert r.code == 0
+    d = r.json()
+    assert d["inputs"]["batch"] == 384 and d["inputs"]["dtype"] == "fp16"
+    assert d["inputs"]["interconnect"]["name"] == "NVLink 3 (A100 SXM)"
+    assert d["throughput_per_gpu"] >= 5_586
+    r = cli("latency", "llama-2-7b", "--gpu", "a100", "--compute-efficiency", "1.5")
+    assert (r.code, r.stderr) == (
+        2, "error: --compute-efficiency 1.5: must be a fraction in (0, 1]\n")
+    r = cli("latency", "llama-2-7b", "--gpu", "a100", "--tp", "2", "--interconnect", "token-ring")
+    assert r.code == 2 and r.stderr.startswith("error: --interconnect token-ring: unknown link")
+    r = cli("latency", "llama-2-7b", "--gpu", "h100", "--dtype", "nf4", "--explain")
+    assert r.code == 0 and "Williams et al. 2009" in " ".join(r.stdout.split())

@@ -1,0 +1,260 @@
+"""`llmcalc serve`'s API and server: the CLI's --json figures, the loaders' errors, the limits."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+import pytest
+
+from llmcalc.errors import ConfigError, UsageError
+from llmcalc.web import api
+
+SETS = ["num_hidden_layers=20", "hidden_size=3072"]
+
+
+def test_every_panel_equals_the_cli_json(cli: Any) -> None:
+    got = api.calculate({"model": {"name": "llama-3.2-1b"}, "set": SETS, "ctx": "32k",
+                         "batch": "4", "dtype": "bf16", "kv_dtype": "fp8", "gpu": "h100",
+                         "gpus": 2, "tokens": "1T"})
+    for panel, command in got["commands"].items():
+        if panel == "plot":
+            continue
+        args = command.split()[1:]
+        run = cli(*args)
+        assert run.code == 0, (command, run.stderr)
+        assert run.json() == got[panel], panel
+    assert got["commands"]["count"] == ("llmcalc count llama-3.2-1b --set num_hidden_layers=20 "
+                                        "--set hidden_size=3072 --json")
+    assert got["knobs"] == {"d_model": {"key": "hidden_size", "value": 3072},
+                            "layers": {"key": "num_hidden_layers", "value": 20}}
+
+
+def test_series_points_equal_the_single_context_figures(cli: Any) -> None:
+    got = api.calculate({"model": {"name": "mistral-7b"}, "ctx_max": "64k", "batch": "2"})
+    s = got["series"]
+    assert s["ctx"] == [128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768, 65536]
+    i = s["ctx"].index(32768)
+    f = cli("flops", "mistral-7b", "--ctx", "32k", "--json").json()
+    m = cli("memory", "mistral-7b", "--ctx", "32k", "--batch", "2", "--json").json()
+    assert s["attention_flops_per_token"][i] == f["attention_flops_per_token"]
+    assert s["weight_flops_per_token"] == f["weight_flops_per_token"]
+    assert s["kv_cache_bytes"][i] == m["kv_cache_bytes"]
+    assert s["weights_bytes"] == m["weights_bytes"]
+    assert s["crossover_ctx"] == f["attention_crossover_ctx"]
+
+
+def test_scratch_gpt2_small_and_llama_2_7b() -> None:
+    gpt2 = {"d_model": 768, "layers": 12, "heads": 12, "kv_heads": 12, "head_dim": None,
+            "d_ff": 3072, "vocab": 50257, "tied": True, "max_positions": 1024, "ffn": "gelu",
+            "norm": "layernorm", "positions": "learned", "experts": 1, "top_k": 1}
+    got = api.calculate({"model": {"scratch": gpt2}})
+    assert got["count"]["total_params"] == 124_439_808
+    assert got["commands"]["count"] == "llmcalc count gpt2 --json"
+    llama = api.catalog()["scratch"]["llama"]
+    assert api.calculate({"model": {"scratch": llama}})["count"]["total_params"] == 6_738_415_616
+    moe = {**llama, "experts": 8, "top_k": 2, "kv_heads": 8, "d_ff": 14336,
+           "max_positions": 32768}
+    got = api.calculate({"model": {"scratch": moe}})
+    assert got["count"]["total_params"] == 46_702_792_704  # Mixtral-8x7B
+    assert got["commands"]["count"] == ("llmcalc count mixtral --set max_position_embeddings="
+                                        "32768 --json")
+
+
+def test_scratch_errors_are_one_line() -> None:
+    knobs = {**api.catalog()["scratch"]["llama"], "positions": "learned"}
+    with pytest.raises(UsageError, match=r"^no supported family has learned positions, a swiglu "
+                       r"MLP and rmsnorm; supported: learned \+ gelu \+ layernorm \(gpt2\); "):
+        api.calculate({"model": {"scratch": knobs}})
+    gqa = {**api.catalog()["scratch"]["gpt2"], "kv_heads": 4}
+    with pytest.raises(UsageError, match=r"^gpt2 has no grouped-query attention: KV heads \(4\) "
+                       r"must equal heads \(12\)$"):
+        api.calculate({"model": {"scratch": gqa}})
+
+
+def test_pasted_json_and_yaml_go_through_the_file_loader() -> None:
+    text = "model_type: gpt2\nn_embd: 768\nn_layer: 12\nn_head: 12\nvocab_size: 50257\n"
+    got = api.calculate({"model": {"text": text, "format": "yaml"}})
+    assert got["count"]["total_params"] == 124_439_808
+    assert got["label"] == "pasted config"
+    with pytest.raises(ConfigError) as e:
+        api.calculate({"model": {"text": '{"model_type": "gpt2", "n_embd": 1, "n_embd": 2}'}})
+    assert str(e.value) == "pasted config: duplicate key 'n_embd' in JSON (which value is meant?)"
+    with pytest.raises(ConfigError) as e:
+        api.calculate({"model": {"text": "a: !!python/object:os.system x", "format": "yaml"}})
+    assert str(e.value).startswith("pasted config: invalid YAML at line 1")
+
+
+def test_odd_names_get_the_loaders_messages() -> None:
+    with pytest.raises(UsageError, match=r"^model 'a\\x00b': contains a NUL character$"):
+        api.calculate({"model": {"name": "a\x00b"}})
+    with pytest.raises(UsageError, match=r"characters; names and paths are read up to 1,024$"):
+        api.calculate({"model": {"name": "a" * 5000}})
+    with pytest.raises(UsageError, match=r"^name: expected text$"):
+        api.calculate({"model": {"name": 5}})
+
+
+def test_paths_on_the_server_are_refused(tmp_path: Any) -> None:
+    (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
+    for name in ("/etc/passwd", str(tmp_path), "../configs/gpt2.yaml", "~/x.json"):
+        with pytest.raises(UsageError, match="a path on the server; paste the config's text"):
+            api.calculate({"model": {"name": name}})
+
+
+# ---- the server, as `llmcalc serve` starts it ----
+
+pytest.importorskip("uvicorn")
+
+
+@pytest.fixture(scope="module")
+def served() -> Any:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "llmcalc", "serve", "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("llmcalc serving on http://127.0.0.1:"), line
+    url = line.split()[3]
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=2).read()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    yield proc, url
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
+def post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, Any]:
+    req = urllib.request.Request(url + "api/calc", data=body, method="POST",
+                                 headers={"Content-Type": "application/json", **(headers or {})})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_api_answers_and_errors(served: Any) -> None:
+    _, url = served
+    status, data = post(url, json.dumps({"model": {"name": "gpt2"}}).encode())
+    assert status == 200 and data["count"]["total_params"] == 124_439_808
+    status, data = post(url, json.dumps({"model": {"name": "nope-7b"}}).encode())
+    assert status == 400
+    assert data["error"].startswith("unknown model 'nope-7b': not a file, folder or bundled")
+    status, data = post(url, b"{not json")
+    assert (status, data) == (400, {"error": "request body is not JSON"})
+    # a body over the cap is refused from its Content-Length, before it is read
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=10)
+    conn.putrequest("POST", "/api/calc")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(1024 * 1024 + 1))
+    conn.endheaders()
+    resp = conn.getresponse()
+    assert (resp.status, json.loads(resp.read())) == (413, {"error": "request body over 1024 KiB"})
+    conn.close()
+
+
+def test_only_its_own_assets_are_served(served: Any) -> None:
+    _, url = served
+    page = urllib.request.urlopen(url, timeout=10)
+    assert page.headers["Content-Security-Policy"].startswith("default-src 'self'")
+    assert b"uplot-1.6.32.min.js" in page.read()
+    assert urllib.request.urlopen(url + "static/app.js", timeout=10).status == 200
+    for path in ("static/..%2F__init__.py", "static/../app.py", "static/%2E%2E/api.py",
+                 "configs/gpt2.yaml", "static/index.html.bak"):
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url + path, timeout=10)
+        assert e.value.code == 404, path
+
+
+def test_other_host_headers_are_refused(served: Any) -> None:
+    _, url = served
+    req = urllib.request.Request(url, headers={"Host": "attacker.example"})
+    with pytest.raises(urllib.error.HTTPError) as e:
+        urllib.request.urlopen(req, timeout=10)
+    assert e.value.code == 400
+
+
+def test_ctrl_c_stops_cleanly(served: Any) -> None:
+    proc, _ = served
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    assert out == "stopped\n"
+    assert "Traceback" not in err
+
+
+def test_host_warns_that_it_exposes_the_page() -> None:
+    proc = subprocess.Popen([sys.executable, "-m", "llmcalc", "serve", "--no-browser",
+                             "--host", "127.0.0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stderr is not None
+        assert proc.stderr.readline() == ("warning: --host 127.0.0.2 exposes the page (and its "
+                                          "API) to every machine that can reach this address\n")
+        line = proc.stdout.readline()
+        assert line.startswith("llmcalc serving on http://127.0.0.2:")
+        url = line.split()[3]
+        deadline = time.monotonic() + 20
+        while True:  # the address it was asked to serve is an allowed Host
+            try:
+                assert urllib.request.urlopen(url, timeout=2).status == 200
+                break
+            except urllib.error.URLError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.communicate(timeout=20)
+
+
+def test_without_the_extra_serve_names_it() -> None:
+    code = ("import sys\nfor m in ('uvicorn', 'starlette'):\n    sys.modules[m] = None\n"
+            "sys.argv = ['llmcalc', 'serve', '--no-browser']\n"
+            "from llmcalc.cli import main\nmain()\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.returncode == 2
+    assert run.stderr == ("error: llmcalc serve needs the 'serve' extra: "
+                          "pip install 'llmcalc[serve]'\n")
+    assert run.stdout == ""
+
+
+def test_a_busy_port_is_one_line() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen(1)
+        port = busy.getsockname()[1]
+        run = subprocess.run([sys.executable, "-m", "llmcalc", "serve", "--no-browser", "--port",
+                              str(port)], capture_output=True, text=True, timeout=30)
+    assert run.returncode == 2
+    assert run.stderr == (f"error: --port {port}: cannot listen on 127.0.0.1:{port} "
+                          "(Address already in use)\n")
+
+
+def test_core_commands_do_not_import_the_server_or_pillow() -> None:
+    code = ("import sys\nsys.argv = ['llmcalc', 'count', 'gpt2']\nfrom llmcalc.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print([m for m in ('starlette', 'uvicorn', 'PIL', 'llmcalc.web') if m in sys.modules],"
+            " file=sys.stderr)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.stderr == "[]\n"

@@ -1,0 +1,104 @@
+"""At 80 and 120 columns no table cuts a name or a number, and `--help` reads well at 80."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from rich.console import Console
+from typer.testing import CliRunner
+
+import llmcalc.cli._common as common
+from llmcalc import bundled, count, load_spec
+from llmcalc.cli import COMMANDS, app
+
+WIDTHS = (80, 120)
+COMMAND_LINES = [
+    "list",
+    "flops --ctx 128k",
+    "check",
+    "count deepseek-v3 --tensors",
+    "count deepseek-v3",
+    "count gpt-oss-20b",
+    "count llama-2-7b mistral-7b qwen2.5-7b gemma-7b tinyllama-1.1b",
+    "flops llama-2-7b --tokens 2T",
+    "flops llama-2-7b llama-3-8b gemma-2-9b --ctx 128k",
+    "memory deepseek-v3 --ctx 32k",
+    "memory gemma-2-9b llama-3-8b mistral-7b --ctx 32k",
+    "fit gemma-2-2b mistral-7b --gpu h100",
+    "fit llama-2-70b --gpu h100 --gpus 2 --ctx 4k",
+    "train llama-3.1-405b --tokens 15.6T --gpus 16384 --gpu h100 --ctx 8k --tp 8 --pp 16",
+    "mfu llama-3.1-405b --tokens-per-sec 1.34M --gpus 8192 --gpu h100 --ctx 8k",
+]
+
+
+def run_at(width: int, monkeypatch: pytest.MonkeyPatch, *args: str) -> str:
+    monkeypatch.setattr(common, "console", lambda **_: Console(
+        width=width, markup=False, highlight=False, emoji=False, soft_wrap=False))
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.stderr
+    return result.stdout
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+@pytest.mark.parametrize("line", COMMAND_LINES)
+def test_nothing_is_cut(monkeypatch: pytest.MonkeyPatch, width: int, line: str) -> None:
+    out = run_at(width, monkeypatch, *line.split())
+    too_long = [ln for ln in out.splitlines() if len(ln) > width]
+    assert too_long == [], "\n".join(too_long)
+    assert "…" not in out, out
+    cropped = [ln for ln in out.splitlines() if ln[:1] in "│┃┏┡├└" and ln[-1:] not in "│┃┓┩┤┘"]
+    assert cropped == [], out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_list_shows_every_name_and_total(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    out = run_at(width, monkeypatch, "list")
+    cells = set(re.findall(r"[^\s│┃]+", out))
+    for path in bundled.paths():
+        assert path.stem in cells
+        assert f"{count(load_spec(str(path))).total:,}" in cells
+    if width == 80:
+        assert "(repo id, model_type left out at this width" in out
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_catalog_and_tensors_whole(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    cells = set(re.findall(r"[^\s│┃]+", run_at(width, monkeypatch, "flops", "--ctx", "128k")))
+    assert {"deepseek-v2-lite", "deepseek-v3", "qwen1.5-moe-a2.7b", "llama-3.1-405b"} <= cells
+    spec = load_spec("deepseek-v3")
+    cells = set(re.findall(r"[^\s│┃]+", run_at(width, monkeypatch, "count", "deepseek-v3",
+                                                  "--tensors")))
+    assert {x.name for x, _ in spec.all_tensors()} <= cells
+
+
+def test_compare_splits_rather_than_cuts(monkeypatch: pytest.MonkeyPatch) -> None:
+    models = ["llama-2-7b", "mistral-7b", "qwen2.5-7b", "gemma-7b", "tinyllama-1.1b"]
+    out = run_at(80, monkeypatch, "count", *models)
+    assert out.count("parameters") >= 2  # more than one part
+    for m in models:
+        assert m in out
+    for total in (6_738_415_616, 7_241_732_096, 7_615_616_512, 8_537_680_896, 1_100_048_384):
+        assert f"{total:,}" in out
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_help_reads_at_80_columns(command: str) -> None:
+    result = CliRunner().invoke(app, [command, "--help"], terminal_width=80,
+                                env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert max(len(ln) for ln in lines) <= 80
+    assert not re.search(r"<(bool|str|int|float|list\[str\]|path)>", result.stdout), result.stdout
+    assert len(lines) <= 60, f"{command} --help is {len(lines)} lines"
+
+
+def test_metavars_say_what_to_type() -> None:
+    out = CliRunner().invoke(app, ["memory", "--help"], env={"COLUMNS": "80"}).stdout
+    for shown in ("--ctx CTX", "--dtype DTYPE", "--kv-dtype DTYPE", "--set KEY=VALUE",
+                  "--batch N", "--format FORMAT", "[OPTIONS] {MODEL}..."):
+        assert shown in out
+    out = CliRunner().invoke(app, ["train", "--help"], env={"COLUMNS": "80"}).stdout
+    for shown in ("--tokens TOKENS", "--gpu GPU", "--gpu-mem SIZE", "--mfu FRACTION",
+                  "--recompute none|selective|full", "--zero STAGE"):
+        assert shown in out
