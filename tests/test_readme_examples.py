@@ -27,6 +27,8 @@ README = (REPO / "README.md").read_text(encoding="utf-8")
 SKIP = {
     "llmcalc verify path/to/checkpoint/": "needs safetensors files: tests/test_verify.py",
     "llmcalc check configs/ my-model.yaml --verify": "make test runs check configs/ --verify",
+    "llmcalc count Qwen/Qwen2.5-72B": "needs the Hub: tests/test_hub.py, against a fake one",
+    "llmcalc count org/name --revision v1.0 --json": "needs the Hub: tests/test_hub.py",
 }
 
 
