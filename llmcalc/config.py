@@ -1,13 +1,16 @@
 """From what a user types to a :class:`ModelSpec`: find the file, parse it, validate it, describe it.
 
-Accepted sources: a ``config.json``, a checkpoint folder holding one, a YAML file with the same keys
-(plus optional ``name``, ``source`` and ``expected``), or the name of a bundled config. Every failure
-is a :class:`ConfigError` naming the file and the field.
+Accepted sources, tried in this order: a ``config.json``, a checkpoint folder holding one, or a YAML
+file with the same keys (plus optional ``name``, ``source`` and ``expected``); the name of a bundled
+config; a Hugging Face repo id (``org/name``), from the local cache or the Hub (:mod:`llmcalc.hub`,
+imported only then). Every failure is a :class:`ConfigError` naming the file and the field, or a
+:class:`HubError`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +35,7 @@ from llmcalc.limits import (
     nesting_and_size,
     shown,
 )
-from llmcalc.spec import ModelSpec
+from llmcalc.spec import ModelSpec, Origin
 
 META_KEYS = ("name", "source", "expected")
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -48,6 +51,7 @@ class RawConfig:
     name: str
     source: str | None
     expected: Mapping[str, Any]
+    origin: Origin | None = None
 
 
 def load_spec(
@@ -55,9 +59,17 @@ def load_spec(
     *,
     overrides: Sequence[str] = (),
     family: str | None = None,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> ModelSpec:
-    """Resolve ``model`` (path, folder or bundled name), apply ``--set`` overrides, describe it."""
-    return spec_from_raw(read_config(model), overrides=overrides, family=family)
+    """Resolve ``model`` (path, folder, bundled name or Hugging Face repo id at ``revision``), apply
+    ``--set`` overrides, describe it (by its family's formula, else measured: :mod:`llmcalc.measured`)."""
+    return spec_from_raw(
+        read_config(model, revision=revision),
+        overrides=overrides,
+        family=family,
+        trust_remote_code=trust_remote_code,
+    )
 
 
 def spec_from_dict(
@@ -80,8 +92,12 @@ def spec_from_dict(
     return spec_from_raw(raw, overrides=overrides, family=family)
 
 
-def read_config(model: str) -> RawConfig:
-    """Find and parse the config behind ``model`` (no validation of its fields yet)."""
+def read_config(model: str, *, revision: str | None = None) -> RawConfig:
+    """Find and parse the config behind ``model`` (no validation of its fields yet).
+
+    A path first, then a bundled name, then a repo id in the local Hugging Face cache or on the Hub.
+    ``revision`` (a branch, tag or commit) asks for a repo id at that revision, skipping bundled names.
+    """
     if len(model) > MAX_MODEL_ARG:
         raise UsageError(
             f"model {shown(model[:40])}: {len(model):,} characters; names and paths are read up "
@@ -90,6 +106,9 @@ def read_config(model: str) -> RawConfig:
     if "\x00" in model:
         raise UsageError(f"model {shown(model)}: contains a NUL character")
     path = Path(model).expanduser()
+    hub_name: str | None = None
+    if revision is not None and (_is_dir(path) or _is_file(path)):
+        raise UsageError(f"--revision {revision}: only for a Hugging Face repo id, not a path")
     if _is_dir(path):
         folder = path
         path = folder / "config.json"
@@ -100,17 +119,29 @@ def read_config(model: str) -> RawConfig:
         if not within(path, folder):
             raise ConfigError(str(path), "links to a file outside the folder")
         label = str(path)
+        origin = Origin("path", str(path))
     elif _is_file(path):
         label = model
+        origin = Origin("path", str(path))
     else:
-        found = bundled.find(model)
-        if found is None and (raw := _family_default(model)) is not None:
+        found = bundled.find(model) if revision is None else None
+        if found is None and revision is None and (raw := _family_default(model)) is not None:
             return raw
         if found is None:
             if path.suffix in (".json", *YAML_SUFFIXES) or model.startswith((".", "/", "~")):
                 raise ConfigError(model, "no such file")
-            bundled.raise_unknown(model)
-        path, label = found, bundled.label(found)
+            from llmcalc import hub  # huggingface_hub only for names that need it
+
+            if not hub.looks_like_repo_id(model):
+                if revision is not None:
+                    raise UsageError(f"--revision {revision}: only for a Hugging Face repo id (org/name)")
+                bundled.raise_unknown(model)
+            where = hub.find_config(model, revision)
+            path, label, hub_name = where.path, where.name, where.name
+            origin = Origin(where.kind, str(path), where.repo_id, where.revision)
+        else:
+            path, label = found, bundled.label(found)
+            origin = Origin("bundled", label)
     data = parse_file(path, label)
     meta_name = data.pop("name", None)
     source = data.pop("source", None)
@@ -124,8 +155,8 @@ def read_config(model: str) -> RawConfig:
             )
     if not isinstance(expected, dict):
         raise ConfigError(label, "expected must be a mapping of figure names to values")
-    name = meta_name or data.get("_name_or_path") or _default_name(path)
-    return RawConfig(path, label, data, str(name), source, expected)
+    name = hub_name or meta_name or data.get("_name_or_path") or _default_name(path)
+    return RawConfig(path, label, data, str(name), source, expected, origin)
 
 
 def _family_default(model: str) -> RawConfig | None:
@@ -283,15 +314,33 @@ def _parse_yaml(text: str, label: str) -> Any:
 
 
 def spec_from_raw(
-    raw: RawConfig, *, overrides: Sequence[str] = (), family: str | None = None
+    raw: RawConfig,
+    *,
+    overrides: Sequence[str] = (),
+    family: str | None = None,
+    trust_remote_code: bool = False,
 ) -> ModelSpec:
-    """Validate ``raw`` for its family and describe it as named tensors."""
+    """Validate ``raw`` for its family and describe it as named tensors; a model_type without a
+    family is measured on transformers' model instead (:mod:`llmcalc.measured`)."""
     fields = dict(raw.fields)
     notes: list[str] = []
     fam, model_type, fields = _pick_family(raw.label, fields, family, notes)
     fields = apply_overrides(fields, overrides, fam)
     if overrides:
         notes.append("changed with --set: " + ", ".join(overrides))
+    if fam is None:
+        from llmcalc import measured  # torch/transformers only for a model without a formula
+
+        return measured.measure(
+            label=raw.label,
+            name=raw.name,
+            model_type=model_type,
+            fields=fields,
+            notes=notes,
+            source=f"{raw.source} (before --set)" if overrides and raw.source else raw.source,
+            origin=raw.origin,
+            trust_remote_code=trust_remote_code,
+        )
     try:
         cfg = fam.config.read(fields)
         arch = fam.describe(cfg)
@@ -315,12 +364,14 @@ def spec_from_raw(
         notes=(*notes, *arch.notes),
         expected={} if overrides else raw.expected,
         config=fields,
+        origin=raw.origin,
     )
 
 
 def _pick_family(
     label: str, fields: dict[str, Any], family: str | None, notes: list[str]
-) -> tuple[Family, str, dict[str, Any]]:
+) -> tuple[Family | None, str, dict[str, Any]]:
+    """The family that describes ``fields``; None for a model_type without one (to be measured)."""
     model_type = fields.get("model_type")
     if model_type is not None and not isinstance(model_type, str):
         raise ConfigError(label, f"model_type must be a string, got {_json(model_type)}")
@@ -335,24 +386,55 @@ def _pick_family(
             raise UsageError(f"--family {family}: unknown family; supported: {_supported()}")
         if model_type != family:
             notes.append(f"counted as {family} (--family); model_type is {model_type!r}")
+            _check_family_fits(fields, family, MODEL_TYPES[family], notes)
         return MODEL_TYPES[family], family, fields
     if model_type is None:
         raise ConfigError(label, f"missing required field model_type (one of: {_supported()})")
     if model_type not in MODEL_TYPES:
-        raise ConfigError(
-            label,
-            f"unknown model_type {model_type!r}; supported: {_supported()} "
-            "(to count it as a known family, pass --family)",
-        )
+        return None, model_type, fields
     return MODEL_TYPES[model_type], model_type, fields
 
 
+# Fields that change the tensors when a family does not read them: --family refuses for these …
+COUNT_CHANGING = re.compile(
+    r"^(num_(local_|routed_)?experts|n_routed_experts|moe_num_experts|num_experts_per_tok|"
+    r"layers_block_type|hybrid_override_pattern|block_types|attn_layer_(period|offset)|"
+    r"expert_layer_(period|offset)|mamba_.*|ssm_.*|linear_.*heads?)$"
+)
+# … and layer types that are not attention (Mamba, linear attention, convolution …).
+ATTENTION_LAYER_TYPES = ("full_attention", "sliding_attention", "attention", "global", "local")
+# … and warns, naming them, for these size-like ones.
+SIZE_LIKE = re.compile(r"(^num_|^n_|_size$|_dim$|_dims$|_layers$|_heads$|_rank$|experts|_types$)")
+
+
+def _check_family_fits(fields: Mapping[str, Any], family: str, fam: Family, notes: list[str]) -> None:
+    """``--family`` must not give a silently wrong total: refuse when an unread field clearly
+    changes the count (experts, hybrid layer types), name the other unread size-like fields."""
+    read = _field_names(fam)
+    unread = [k for k in fields if k not in read and k not in META_KEYS]
+    changing = [k for k in unread if COUNT_CHANGING.match(k) and fields[k] not in (None, 0, 1, [], "")]
+    kinds = fields.get("layer_types")
+    if "layer_types" not in read and isinstance(kinds, list):
+        other = sorted({str(t) for t in kinds if t not in ATTENTION_LAYER_TYPES})
+        if other:
+            changing.append(f"layer_types ({', '.join(other)})")
+    if changing:
+        raise UsageError(
+            f"--family {family}: the config has {', '.join(changing)}, which {family} does not "
+            f"read and which change the count; leave out --family to measure it with transformers"
+        )
+    sized = [k for k in unread if SIZE_LIKE.search(k) or isinstance(fields[k], dict)]
+    if sized:
+        notes.append(f"--family {family} does not read: {', '.join(sized)} (check the total)")
+
+
 def apply_overrides(
-    fields: dict[str, Any], overrides: Sequence[str], fam: Family
+    fields: dict[str, Any], overrides: Sequence[str], fam: Family | None
 ) -> dict[str, Any]:
-    """``--set key=value`` (value read as YAML: 48, true, null); dotted keys reach nested mappings."""
+    """``--set key=value`` (value read as YAML: 48, true, null); dotted keys reach nested mappings.
+    Without a family (a measured model) only the config's own fields can be set."""
     out = dict(fields)
-    known = set(fields) | _field_names(fam)
+    known = set(fields) | (_field_names(fam) if fam is not None else set())
     for item in overrides:
         key, sep, text = item.partition("=")
         key = key.strip()
@@ -370,7 +452,8 @@ def apply_overrides(
             import difflib  # only to suggest a name: not on the path of a good call
             close = difflib.get_close_matches(head, sorted(known), n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
-            raise UsageError(f"--set {key}: not a field of this {fam.module} config{hint}")
+            kind = fam.module if fam is not None else str(fields.get("model_type"))
+            raise UsageError(f"--set {key}: not a field of this {kind} config{hint}")
         target = out
         for part in [head, *rest][:-1]:
             nested = target.get(part)

@@ -3,6 +3,7 @@
     LLMCalcError            base; ``exit_code`` is what the CLI exits with
     ├── ConfigError         a config file or a field in it is wrong (exit 2)
     ├── UnknownModelError   a name matches no bundled config (exit 2)
+    ├── HubError            a Hugging Face repo id cannot be read from the cache or the Hub (exit 2)
     ├── UsageError          an option value makes no sense (exit 2)
     │   └── ParameterError  an argument to a core function; names the parameter, the CLI the flag
     └── MissingExtraError   an optional dependency is not installed (exit 2)
@@ -33,6 +34,10 @@ class ConfigError(LLMCalcError):
 
 class UnknownModelError(LLMCalcError):
     """A model name that is neither a path nor a bundled config."""
+
+
+class HubError(LLMCalcError):
+    """A repo id that is malformed, gated, missing, has no config.json, or cannot be reached."""
 
 
 class UsageError(LLMCalcError):

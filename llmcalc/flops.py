@@ -269,12 +269,14 @@ def training_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
 def attention_crossover_ctx(spec: ModelSpec) -> int | None:
     """The smallest context at which attention FLOPs per token exceed weight FLOPs per token.
 
-    None when that never happens: every layer is sliding-window and even a full window stays below.
+    None when that never happens: every layer is sliding-window and even a full window stays below,
+    or no layer has attention (a measured recurrent model).
     """
     weight = weight_flops_per_token(spec)
     windows = [g.attention.window for g in spec.layer_groups if g.attention is not None]
-    if not windows:
-        return None  # no attention layer
+    if not windows or not any(pair_flops(g.attention) for g in spec.layer_groups
+                              if g.attention is not None):
+        return None  # no attention layer (a recurrent model, or one measured without attention)
     if all(w is not None for w in windows):
         cap = max(w for w in windows if w is not None)
         if attention_flops_per_token(spec, ctx=cap) <= weight:

@@ -104,11 +104,16 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
         raise ConfigError(label, "not a safetensors file (its header is not a JSON mapping)")
     if nesting_and_size(header)[0] > MAX_NESTING:
         raise ConfigError(label, f"safetensors header nests more than {MAX_NESTING} levels deep")
+    return tensors_of_header(header, label=label, file=path.name)
+
+
+def tensors_of_header(header: Mapping[str, object], *, label: str, file: str) -> dict[str, TensorInfo]:
+    """The entries of one parsed header (a local file's, or one read from the Hub), checked alike."""
     out: dict[str, TensorInfo] = {}
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        out[name] = _tensor_info(entry, name=name, label=label, file=path.name)
+        out[name] = _tensor_info(entry, name=name, label=label, file=file)
     return out
 
 
@@ -218,6 +223,59 @@ def _roots(folder: Path) -> list[Path]:
     if real.parent.name == "snapshots":
         roots.append(real.parent.parent / "blobs")
     return roots
+
+
+# safetensors dtype → the --dtype it is stored as; the others (I32, U8 …) hold packed quantized
+# values (GPTQ/AWQ qweight, compressed-tensors weight_packed, MXFP4 blocks) or integer metadata.
+STORED_AS = {
+    "F64": None, "F32": "fp32", "F16": "fp16", "BF16": "bf16",
+    "F8_E4M3": "fp8", "F8_E5M2": "fp8", "I8": "int8",
+}
+
+
+@dataclass(frozen=True)
+class DTypeBytes:
+    """What a checkpoint stores in one dtype."""
+
+    dtype: str
+    tensors: int
+    numel: int
+    nbytes: int
+
+    @property
+    def packed(self) -> bool:
+        """Integer containers of packed low-bit values (I32 holds eight int4, U8 two fp4)."""
+        return self.dtype in ("I32", "U8", "I16", "U16", "U32", "I64", "U64")
+
+
+def bytes_by_dtype(ckpt: Checkpoint) -> tuple[DTypeBytes, ...]:
+    """Stored tensors, elements and bytes per safetensors dtype, most bytes first."""
+    acc: dict[str, list[int]] = {}
+    for t in ckpt.tensors.values():
+        row = acc.setdefault(t.dtype, [0, 0, 0])
+        row[0] += 1
+        row[1] += t.numel
+        row[2] += t.nbytes
+    rows = [DTypeBytes(d, *v) for d, v in acc.items()]
+    return tuple(sorted(rows, key=lambda r: (-r.nbytes, r.dtype)))
+
+
+@dataclass(frozen=True)
+class StoredWeights:
+    """A checkpoint's bytes by dtype, or why they could not be read (``rows`` empty, ``error`` set)."""
+
+    where: str
+    rows: tuple[DTypeBytes, ...] = ()
+    error: str | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(r.nbytes for r in self.rows)
+
+
+def other_dtypes(rows: tuple[DTypeBytes, ...], dtype: str) -> tuple[str, ...]:
+    """Stored dtypes that are not ``dtype`` (a --dtype value such as bf16)."""
+    return tuple(r.dtype for r in rows if STORED_AS.get(r.dtype) != dtype)
 
 
 def _weight_map(index: Path) -> dict[str, str]:

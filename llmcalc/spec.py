@@ -289,6 +289,17 @@ class Shape:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Where a config was read: ``source`` is path, bundled, cache (the local Hugging Face cache)
+    or hub (downloaded now); ``repo_id`` and ``revision`` for the last two."""
+
+    source: str
+    path: str
+    repo_id: str | None = None
+    revision: str | None = None
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """A model as llmcalc sees it: its shape, its named tensors and where they came from.
 
@@ -307,6 +318,10 @@ class ModelSpec:
     notes: tuple[str, ...] = ()
     expected: Mapping[str, Any] = field(default_factory=dict)
     config: Mapping[str, Any] = field(default_factory=dict)
+    origin: Origin | None = None
+    # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
+    method: str = "formula"
+    measured_seconds: float = 0.0
 
     @property
     def num_layers(self) -> int:
@@ -348,10 +363,13 @@ class ModelSpec:
 
 def context_notes(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
     """What a figure at ``ctx`` should be read with: a context past max_position_embeddings."""
+    # a measured model: say what was measured and what was left out (attention, KV cache)
+    measured = tuple(spec.notes) if spec.method == "measured" else ()
     limit = spec.shape.max_position_embeddings
     if limit is None or ctx <= limit:
-        return ()
+        return measured
     return (
+        *measured,
         f"context {ctx:,} is above the model's max_position_embeddings ({limit:,}); "
         "the figures assume it runs there anyway",
     )

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from llmcalc.counting import LM_HEAD
 from llmcalc.errors import ConfigError, LLMCalcError, MissingExtraError
-from llmcalc.safetensors_index import read_checkpoint
+from llmcalc.safetensors_index import Checkpoint, read_checkpoint
 from llmcalc.spec import LAYER, LayerGroup, ModelSpec
 
 
@@ -473,9 +473,13 @@ def verify_transformers(spec: ModelSpec, *, trust_remote_code: bool = False) -> 
 def verify_checkpoint(spec: ModelSpec, folder: Path) -> Comparison:
     """Compare ``spec`` with the tensors stored in the safetensors checkpoint in ``folder``."""
     start = time.perf_counter()
-    ckpt = read_checkpoint(folder)
+    return compare_checkpoint(spec, read_checkpoint(folder), where=str(folder), start=start)
+
+
+def compare_checkpoint(spec: ModelSpec, ckpt: Checkpoint, *, where: str, start: float) -> Comparison:
+    """Compare ``spec`` with checkpoint tensors already read (a folder's, or the Hub's headers)."""
     files = len(ckpt.files)
-    against = f"checkpoint {folder} ({files} safetensors file{'s' if files != 1 else ''})"
+    against = f"checkpoint {where} ({files} safetensors file{'s' if files != 1 else ''})"
     return compare(
         spec, ckpt.shapes(), against=against, kind="checkpoint",
         seconds=time.perf_counter() - start,

@@ -23,8 +23,9 @@ R = TypeVar("R")
 ModelArg = Annotated[
     str,
     typer.Argument(
-        help="A bundled model name (gpt2-medium, meta-llama/Llama-2-7b-hf), a config.json, "
-        "a checkpoint folder holding one, or a YAML file.",
+        help="A config.json, a checkpoint folder holding one, a YAML file, a bundled model name "
+        "(gpt2-medium, meta-llama/Llama-2-7b-hf), or a Hugging Face repo id (org/name), read from "
+        "the local Hugging Face cache or, config.json only, from the Hub.",
         show_default=False,
         metavar="MODEL",
         autocompletion=complete_model,
@@ -54,6 +55,21 @@ FamilyOpt = Annotated[
         show_default=False,
     ),
 ]
+RevisionOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option(
+        "--revision",
+        help="For a Hugging Face repo id: the branch, tag or commit to read (default main).",
+        show_default=False,
+    ),
+]
+TrustRemoteCodeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--trust-remote-code",
+        help="Let transformers run code from the model's repository (off by default).",
+    ),
+]
 JsonOpt = Annotated[
     bool, typer.Option("--json", help="Print JSON for scripts (short for --format json).")
 ]
@@ -76,16 +92,33 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
-def spec_for(model: str, overrides: list[str] | None, family: str | None = None) -> ModelSpec:
-    """The validated spec; a bundled model as it is (no --set, no --family) from the spec cache,
-    so that pydantic's validators load only when a spec is built."""
+def spec_for(
+    model: str,
+    overrides: list[str] | None,
+    family: str | None = None,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+) -> ModelSpec:
+    """The validated spec; a bundled model as it is (no --set, no --family, no --revision) from the
+    spec cache, so that pydantic's validators load only when a spec is built. Fields that
+    ``--family`` leaves unread are also warned about on stderr."""
 
     def validate() -> ModelSpec:
         from llmcalc.config import load_spec
 
-        return load_spec(model, overrides=overrides or (), family=family)
+        spec = load_spec(
+            model,
+            overrides=overrides or (),
+            family=family,
+            revision=revision,
+            trust_remote_code=trust_remote_code,
+        )
+        for note in spec.notes:
+            if note.startswith("--family "):
+                typer.echo(f"warning: {note}", err=True)
+        return spec
 
-    if overrides or family is not None:
+    if overrides or family is not None or revision is not None:
         return validate()
     from llmcalc import speccache
 
@@ -108,10 +141,14 @@ def bundled_specs() -> list[tuple[str, ModelSpec]]:
 
 
 def specs_for(
-    models: list[str], overrides: list[str] | None, family: str | None = None
+    models: list[str],
+    overrides: list[str] | None,
+    family: str | None = None,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
 ) -> list[tuple[str, ModelSpec]]:
-    """Each model as typed, with its validated spec (--set and --family apply to every one)."""
-    return [(m, spec_for(m, overrides, family)) for m in models]
+    """Each model as typed, with its validated spec (--set, --family, --revision apply to every one)."""
+    return [(m, spec_for(m, overrides, family, revision, trust_remote_code)) for m in models]
 
 
 def one_model(models: list[str], option: str) -> None:

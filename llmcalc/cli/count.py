@@ -14,7 +14,9 @@ from llmcalc.cli._common import (
     FormatOpt,
     JsonOpt,
     ModelsArg,
+    RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     emit,
     handles_errors,
     one_model,
@@ -48,6 +50,8 @@ def count(
     models: ModelsArg,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     tensors: Annotated[
@@ -75,7 +79,7 @@ def count(
         from llmcalc.lora import lora_count
         from llmcalc.render.lora import lora_explain, lora_json, lora_view
 
-        [(_, spec)] = specs_for(models, set_, family)
+        [(_, spec)] = specs_for(models, set_, family, revision, trust_remote_code)
         lc = lora_count(spec, config_from_options(
             spec, r=lora_r, alpha=lora_alpha, targets=lora_targets, embeddings=lora_embeddings,
             experts=lora_experts, modules_to_save=modules_to_save, dora=dora, rslora=rslora))
@@ -96,7 +100,7 @@ def count(
         one_model(models, "--explain")
     from llmcalc.render import count as r
 
-    items = [(m, spec, count_params(spec)) for m, spec in specs_for(models, set_, family)]
+    items = [(m, spec, count_params(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
 
     def data() -> object:
         out = []

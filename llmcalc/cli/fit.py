@@ -14,7 +14,9 @@ from llmcalc.cli._common import (
     FormatOpt,
     JsonOpt,
     ModelsArg,
+    RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     emit,
     handles_errors,
     one_model,
@@ -58,6 +60,8 @@ def fit(
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
@@ -81,7 +85,7 @@ def fit(
     refuse_explain(explain, how)
     if explain:
         one_model(models, "--explain")
-    specs = specs_for(models, set_, family)
+    specs = specs_for(models, set_, family, revision, trust_remote_code)
     acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth, needs=("memory",))
     require(acc, "memory_bytes")
     if method is not None:

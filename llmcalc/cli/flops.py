@@ -12,7 +12,9 @@ from llmcalc.cli._common import (
     FamilyOpt,
     FormatOpt,
     JsonOpt,
+    RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     bundled_specs,
     emit,
     handles_errors,
@@ -47,6 +49,8 @@ def flops(
     tokens: TokensOpt = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
@@ -77,8 +81,10 @@ def flops(
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
     items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
-             for m, spec in specs_for(models, set_, family)]
-    data = [r.flops_json(x) for _, _, x in items]
+             for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
+    from llmcalc.render.count import provenance
+
+    data = [{**r.flops_json(x), **provenance(spec)} for _, spec, x in items]
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.flops_grid(items)],
          view=(lambda: r.flops_view(items[0][1], items[0][2])) if len(items) == 1 else None)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -13,7 +14,9 @@ from llmcalc.cli._common import (
     Format,
     FormatOpt,
     JsonOpt,
+    RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     emit,
     handles_errors,
     one_model,
@@ -28,8 +31,31 @@ from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, speaks_
 from llmcalc.errors import UsageError
 from llmcalc.memory import memory as compute_memory
 from llmcalc.quant import kv_dtype_for, resolve_format
+from llmcalc.safetensors_index import StoredWeights
 from llmcalc.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
+
+
+def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
+    """What the checkpoint behind MODEL stores, by dtype: a Hub repo's safetensors headers (range
+    requests) or a local folder's; None when there is no checkpoint to read."""
+    from llmcalc import hub
+    from llmcalc.errors import LLMCalcError
+    from llmcalc.safetensors_index import bytes_by_dtype, has_safetensors, read_checkpoint
+
+    origin = spec.origin
+    where = spec.name
+    try:
+        if origin is not None and origin.repo_id is not None:
+            where = f"{spec.name} (Hub, safetensors headers)"
+            return StoredWeights(where, bytes_by_dtype(hub.read_checkpoint(origin.repo_id, origin.revision)))
+        folder = Path(model)
+        if has_safetensors(folder):
+            where = str(folder)
+            return StoredWeights(where, bytes_by_dtype(read_checkpoint(folder)))
+    except LLMCalcError as e:
+        return StoredWeights(where, error=str(e))
+    return None
 
 
 @handles_errors
@@ -51,6 +77,8 @@ def memory(
     kv_dtype: KvDTypeOpt = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
@@ -84,11 +112,15 @@ def memory(
                    else parse_dtype(kv_dtype, option="--kv-dtype"))
         return compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
 
-    items = [(m, spec, measure(spec)) for m, spec in specs_for(models, set_, family)]
-    data = [r.memory_json(x) for _, _, x in items]
+    from llmcalc.render.count import provenance
+
+    items = [(m, spec, measure(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
+    # one model: what its checkpoint stores, by dtype, beside the computed weight bytes
+    stored = stored_weights(items[0][1], items[0][0]) if len(items) == 1 and not set_ else None
+    data = [{**r.memory_json(x, stored), **provenance(spec)} for _, spec, x in items]
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.memory_grid(items)],
-         view=(lambda: r.memory_view(items[0][1], items[0][2])) if len(items) == 1 else None)
+         view=(lambda: r.memory_view(items[0][1], items[0][2], stored)) if len(items) == 1 else None)
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2])))
 

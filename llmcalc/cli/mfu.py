@@ -13,7 +13,9 @@ from llmcalc.cli._common import (
     FormatOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     emit,
     handles_errors,
     output_format,
@@ -45,6 +47,8 @@ def mfu(
     ctx: TrainCtxOpt = str(DEFAULT_CTX),
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
@@ -52,7 +56,7 @@ def mfu(
     """Model FLOPs utilisation of a training run: FLOPs per token × tokens/s over the peak."""
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision, trust_remote_code)
     acc = resolve(gpu, flops=gpu_flops, needs=("flops",))
     require(acc, "peak_flops")
     seq = parse_context(ctx, option="--ctx")

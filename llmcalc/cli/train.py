@@ -14,7 +14,9 @@ from llmcalc.cli._common import (
     FormatOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
+    TrustRemoteCodeOpt,
     emit,
     handles_errors,
     output_format,
@@ -115,6 +117,8 @@ def train(
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
+    trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
@@ -122,7 +126,7 @@ def train(
     """Plan a training run: FLOPs (6·N·D plus causal attention), GPU-hours, memory per GPU, fit."""
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
-    spec = spec_for(model, set_, family)
+    spec = spec_for(model, set_, family, revision, trust_remote_code)
     acc = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
     require(acc, "memory_bytes", "peak_flops")
     if method is not Method.full:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Annotated
@@ -9,11 +10,13 @@ from typing import Annotated
 import typer
 from rich.console import Group
 
+from llmcalc import hub
 from llmcalc.cli._common import (
     FamilyOpt,
     FormatOpt,
     JsonOpt,
     ModelArg,
+    RevisionOpt,
     SetOpt,
     emit,
     handles_errors,
@@ -23,7 +26,13 @@ from llmcalc.cli._common import (
 from llmcalc.errors import UsageError
 from llmcalc.render.verify import flops_json, flops_view, parts_grid, verify_json, verify_view
 from llmcalc.safetensors_index import has_safetensors
-from llmcalc.verify import FLOPS_SEQ_LEN, verify_checkpoint, verify_flops, verify_transformers
+from llmcalc.verify import (
+    FLOPS_SEQ_LEN,
+    compare_checkpoint,
+    verify_checkpoint,
+    verify_flops,
+    verify_transformers,
+)
 
 
 class Against(str, Enum):
@@ -37,12 +46,14 @@ def verify(
     model: ModelArg,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    revision: RevisionOpt = None,
     against: Annotated[
         Against,
         typer.Option("--against", metavar="auto|transformers|checkpoint",
             help="What to compare with: the transformers model built on the meta device, the "
-            "folder's safetensors headers, or auto (the checkpoint when MODEL is a folder with "
-            "*.safetensors files, else transformers).",
+            "checkpoint's safetensors headers (a folder's, or a Hub repo's read with range "
+            "requests), or auto (the checkpoint when MODEL is a folder with *.safetensors files "
+            "or a Hugging Face repo id, else transformers).",
         ),
     ] = Against.auto,
     trust_remote_code: Annotated[
@@ -73,10 +84,20 @@ def verify(
     how = output_format(fmt, as_json)
     folder = Path(model)
     stored = has_safetensors(folder)
-    if against is Against.checkpoint and not stored:
+    if against is Against.checkpoint and not stored and not hub.looks_like_repo_id(model):
         raise UsageError(f"--against checkpoint: {model} is not a folder with *.safetensors files")
-    spec = spec_for(model, set_, family)
-    if against is Against.checkpoint or (against is Against.auto and stored):
+    spec = spec_for(model, set_, family, revision, trust_remote_code)
+    origin = spec.origin
+    remote = origin is not None and origin.source in ("cache", "hub") and origin.repo_id is not None
+    if remote and against is not Against.transformers:
+        assert origin is not None and origin.repo_id is not None
+        start = time.perf_counter()
+        ckpt = hub.read_checkpoint(origin.repo_id, origin.revision)
+        where = f"{spec.name} on the Hub (safetensors headers)"
+        comparison = compare_checkpoint(spec, ckpt, where=where, start=start)
+    elif against is Against.checkpoint and not stored:
+        raise UsageError(f"--against checkpoint: {model} is not a folder with *.safetensors files")
+    elif against is Against.checkpoint or (against is Against.auto and stored):
         comparison = verify_checkpoint(spec, folder)
     else:
         comparison = verify_transformers(spec, trust_remote_code=trust_remote_code)

@@ -21,11 +21,51 @@ OUTER_LABELS = {
 }
 
 
+ORIGIN_WORDS = {
+    "path": "read from {path}",
+    "bundled": "bundled config {path}",
+    "cache": "config.json from the local Hugging Face cache",
+    "hub": "config.json downloaded from the Hub (cached for next time)",
+}
+
+
+def origin_line(spec: ModelSpec) -> str | None:
+    """Where the config came from, and whether a formula or a measurement gave the figures."""
+    parts = []
+    if spec.origin is not None:
+        parts.append(ORIGIN_WORDS[spec.origin.source].format(path=spec.origin.path))
+    if spec.method == "measured":
+        parts.append(
+            f"measured: transformers' model built on the meta device in {spec.measured_seconds:.1f} s "
+            f"(llmcalc has no formula for {spec.model_type})"
+        )
+    return " · ".join(parts) or None
+
+
+def origin_json(spec: ModelSpec) -> dict[str, Any] | None:
+    o = spec.origin
+    if o is None:
+        return None
+    return {"source": o.source, "path": o.path, "repo_id": o.repo_id, "revision": o.revision}
+
+
+def provenance(spec: ModelSpec) -> dict[str, Any]:
+    """Where the config came from and how the figures were found, for every command's --json."""
+    return {
+        "origin": origin_json(spec),
+        "method": spec.method,
+        "measured_seconds": round(spec.measured_seconds, 3) if spec.method == "measured" else None,
+    }
+
+
 def header(spec: ModelSpec) -> Text:
     s = spec.shape
     text = Text()
     text.append(spec.name, style="bold")
     text.append(f"  ({spec.model_type}, family {spec.family})\n")
+    line = origin_line(spec)
+    if line:
+        text.append(line + "\n", style="dim")
     heads = (
         f"heads {s.num_heads} · kv heads {s.num_kv_heads} · head_dim {s.head_dim} · "
         if s.num_heads else ""
@@ -206,6 +246,7 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
         "model": spec.name,
         "model_type": spec.model_type,
         "family": spec.family,
+        **provenance(spec),
         "total_params": pc.total,
         "active_params": pc.active,
         "embedding_params": pc.embedding,

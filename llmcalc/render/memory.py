@@ -13,11 +13,67 @@ from llmcalc.render import GiB, gib, n
 from llmcalc.render.count import header
 from llmcalc.render.flops import ctx_label, note_lines, plural
 from llmcalc.render.grid import Col, Fig, Grid
+from llmcalc.safetensors_index import STORED_AS, StoredWeights, other_dtypes
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DTYPE_BITS, DType
 
 
-def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
+def stored_note(stored: StoredWeights, r: MemoryResult) -> str | None:
+    """Say when the checkpoint stores other dtypes than --dtype (FP8, packed int4 …), or why its
+    bytes are not shown."""
+    if stored.error is not None:
+        return f"checkpoint bytes not shown: {stored.error}"
+    others = other_dtypes(stored.rows, r.dtype.value)
+    if not others:
+        return None
+    kinds = ", ".join(_dtype_label(d) for d in others)
+    return (
+        f"the checkpoint stores {kinds}, not only {r.dtype.value}: {n(stored.nbytes)} bytes "
+        f"({gib(stored.nbytes)}) stored against {n(r.weights_bytes)} ({gib(r.weights_bytes)}) "
+        f"computed at --dtype {r.dtype.value}"
+    )
+
+
+def _dtype_label(dtype: str) -> str:
+    as_dtype = STORED_AS.get(dtype)
+    if as_dtype is not None:
+        return f"{dtype} ({as_dtype})"
+    if dtype in ("I32", "U8"):
+        return f"{dtype} (packed quantized values)"
+    return dtype
+
+
+def stored_table(stored: StoredWeights) -> Table:
+    t = Table(title=f"stored in checkpoint {stored.where}", title_justify="left")
+    t.add_column("dtype")
+    t.add_column("tensors", justify="right")
+    t.add_column("elements", justify="right")
+    t.add_column("bytes", justify="right")
+    t.add_column("", justify="right")
+    for row in stored.rows:
+        t.add_row(_dtype_label(row.dtype), n(row.tensors), n(row.numel), n(row.nbytes), gib(row.nbytes))
+    t.add_section()
+    t.add_row("total", "", "", n(stored.nbytes), gib(stored.nbytes), style="bold")
+    return t
+
+
+def stored_json(stored: StoredWeights, r: MemoryResult) -> dict[str, Any]:
+    return {
+        "where": stored.where,
+        "error": stored.error,
+        "bytes": stored.nbytes if stored.error is None else None,
+        "by_dtype": {
+            row.dtype: {"tensors": row.tensors, "elements": row.numel, "bytes": row.nbytes}
+            for row in stored.rows
+        },
+        "other_dtypes": list(other_dtypes(stored.rows, r.dtype.value)),
+        "note": stored_note(stored, r),
+    }
+
+
+def memory_view(
+    spec: ModelSpec, r: MemoryResult, stored: StoredWeights | None = None
+) -> RenderableType:
     seqs = f"{r.batch} sequences" if r.batch > 1 else "one sequence"
     t = Table(
         title=f"memory for {seqs} of {ctx_label(r.ctx)} tokens", title_justify="left"
@@ -48,8 +104,15 @@ def memory_view(spec: ModelSpec, r: MemoryResult) -> RenderableType:
                   r.kv_dtype.value, n(r.kv_cache_bytes_decompressed),
                   gib(r.kv_cache_bytes_decompressed))
     cap = window_cap(spec, r.ctx)
-    capped = [Text(cap, style="yellow")] if cap else []
-    return Group(header(spec), t, *capped, *note_lines(r.notes))
+    parts: list[RenderableType] = [header(spec), t, *([Text(cap, style="yellow")] if cap else [])]
+    notes = list(r.notes)
+    if stored is not None:
+        if stored.rows:
+            parts.append(stored_table(stored))
+        note = stored_note(stored, r)
+        if note:
+            notes.append(note)
+    return Group(*parts, *note_lines(tuple(notes)))
 
 
 def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int) -> Table:
@@ -71,8 +134,9 @@ def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int) -> Table:
     return t
 
 
-def memory_json(r: MemoryResult) -> dict[str, Any]:
+def memory_json(r: MemoryResult, stored: StoredWeights | None = None) -> dict[str, Any]:
     return {
+        "checkpoint": None if stored is None else stored_json(stored, r),
         "model": r.model,
         "ctx": r.ctx,
         "batch": r.batch,
