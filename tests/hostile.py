@@ -237,7 +237,14 @@ def write_corpus(folder: Path) -> list[Case]:
         # later commands: serving, fine-tuning, charts
         Case("latency 1e12 layers", ("latency", str(f / "layers-1e12.json"), "--gpu", "h100"), 0),
         Case("latency tp digits", ("latency", "gpt2", "--gpu", "h100", "--tp", "9" * 5000), 2),
-        Case("latency tp huge", ("latency", "gpt2", "--gpu", "h100", "--tp", "9" * 18), 0),
+        Case("latency tp huge", ("latency", "gpt2", "--gpu", "h100", "--tp", "9" * 18), 2,
+             "less than or equal to 9007199254740991"),
+        Case("gpus 400 digits", ("fit", "gpt2", "--gpu", "h100", "--gpus", "9" * 400), 2,
+             "less than or equal to 9007199254740991"),
+        Case("micro-batch huge", ("train", "gpt2", "--gpu", "h100", "--tokens", "1B",
+                                  "--micro-batch", "9" * 18), 2),
+        Case("line separator in an option", ("count", "gpt2", "--family", "gpt2\u2028x"), 2,
+             "\\u2028"),
         Case("latency gen digits", ("latency", "gpt2", "--gpu", "h100", "--gen", "9" * 400), 2),
         Case("latency draft escapes", ("latency", "gpt2", "--gpu", "h100", "--draft",
                                        "x\x1b[2J"), 2),
@@ -270,7 +277,16 @@ def write_corpus(folder: Path) -> list[Case]:
         "ck-bigint": _checkpoint(f, "ck-bigint", {"model.safetensors": (
             b'{"w": {"dtype": "F32", "shape": [' + b"9" * 5000 + b'], "data_offsets": [0, 4]}}')}),
         "ck-deep": _checkpoint(f, "ck-deep", {"model.safetensors": b"[" * 50_000 + b"]" * 50_000}),
+        "ck-nul": _checkpoint(f, "ck-nul", {"model.safetensors.index.json":
+                                            {"weight_map": {"w": "a\u0000.safetensors"}}}),
+        "ck-loop": _checkpoint(f, "ck-loop", {}, links={"model.safetensors": "model.safetensors"}),
     }
+    # a config.json that links out of its folder is not read
+    (f / "cfg-link").mkdir()
+    (f / "secret.json").write_text(json.dumps({**SMALL_LLAMA, "model_type": "SECRET-abc"}))
+    os.symlink(f / "secret.json", f / "cfg-link" / "config.json")
+    cases.append(Case("config.json links out", ("count", str(f / "cfg-link")), 2,
+                      "links to a file outside the folder"))
     (f / "ck-long-header" / "model.safetensors").write_bytes(
         struct.pack("<Q", 17 * 1024**2) + b" " * (17 * 1024**2 + 8))
     for name in ("ck-bigint", "ck-deep"):  # raw bytes: give them a length prefix

@@ -415,4 +415,4 @@ def test_memory_catalog_shows_hybrids_beside_dense_models(cli: Any) -> None:
     table = cli("memory", "--ctx", "128k").stdout
     assert "state per sequence" in table and "jamba-v0.1" in table and "llama-3-8b" in table
     run = cli("memory", "--explain")
-    assert (run.code, run.stderr) == (2, "error: --explain needs a MODEL\n")
+    assert (run.code, run.stderr) == (2, "error: --explain, --set and --family need a MODEL\n")

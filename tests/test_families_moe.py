@@ -317,10 +317,9 @@ def test_unknown_model_type_lists_the_supported_ones(cli: Any, write: Any) -> No
     run = cli("count", path)
     assert run.code == 2
     assert run.stderr == (
-        f"error: {path}: unknown model_type 'my_llama'; supported: "
-        f"{', '.join(sorted(MODEL_TYPES))} (to count it as a known family, pass --family)\n"
+        f"error: {path}: unknown model_type 'my_llama': llmcalc has no formula for it and "
+        "transformers 5.24.0 does not know it; to count it as a known family, pass --family\n"
     )
-    assert "deepseek_v3" in run.stderr and "gpt_oss" in run.stderr
 
 
 def test_family_llama_counts_an_unknown_model_type(cli: Any, write: Any) -> None:

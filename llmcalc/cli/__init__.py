@@ -35,17 +35,36 @@ HELP = "Exact parameter counts, FLOPs and memory of LLMs from their configs."
 
 
 def _argument_type_as_typed() -> None:
-    """Help shows an argument as its metavar (MODEL), not with typer's type label (MODEL <str>)."""
-    from typer.core import TyperArgument
+    """Help shows what a user types: an argument as its name (MODEL), not with typer's type label
+    (MODEL <str>); an option without a metavar as N, X, PATH, a|b|c or its name (--revision
+    REVISION), never <int> or <str>."""
+    from typer.core import TyperArgument, TyperOption
 
     if getattr(TyperArgument, "_llmcalc_plain", False):
         return
-    shown = TyperArgument.display_type_rich
 
-    def display_type_rich(self: TyperArgument, ctx: Any) -> str | None:
-        return "" if self.metavar else shown(self, ctx)
+    def argument_type(self: TyperArgument, ctx: Any) -> str | None:
+        return ""
 
-    TyperArgument.display_type_rich = display_type_rich  # type: ignore[method-assign,assignment]
+    shown = TyperOption.display_type_rich
+
+    def option_type(self: TyperOption, ctx: Any) -> str | None:
+        if self.metavar is not None or self.is_flag:
+            return shown(self, ctx)
+        desc = self.type_descriptor
+        label = shown(self, ctx) or ""
+        if desc.is_choice:
+            return label.strip("<>")
+        by_type = {int: "N", float: "X"}
+        if desc.is_path:
+            return "PATH"
+        base = by_type.get(desc.annotation) or by_type.get(
+            next((a for a in getattr(desc.annotation, "__args__", ()) if a is not type(None)), None)
+        )
+        return base or (self.name or "value").upper()
+
+    TyperArgument.display_type_rich = argument_type  # type: ignore[method-assign,assignment]
+    TyperOption.display_type_rich = option_type  # type: ignore[method-assign,assignment]
     TyperArgument._llmcalc_plain = True  # type: ignore[attr-defined]
 
 

@@ -133,7 +133,7 @@ def bundled_specs() -> list[tuple[str, ModelSpec]]:
         def run() -> ModelSpec:
             from llmcalc.config import load_spec
 
-            return load_spec(str(path))
+            return load_spec(path.stem)  # by its bundled name, as a user types it
 
         return run
 

@@ -214,7 +214,8 @@ def explain_lines(r: MemoryResult) -> list[str]:
 def window_cap(spec: ModelSpec, ctx: int) -> str | None:
     """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None."""
     capped = [(len(g.layers), g.attention.window) for g in spec.layer_groups
-              if g.attention.window is not None and g.attention.window < ctx]
+              if g.attention is not None and g.attention.window is not None
+              and g.attention.window < ctx]
     if not capped:
         return None
     parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"

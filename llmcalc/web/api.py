@@ -24,7 +24,7 @@ from llmcalc.hardware import ACCELERATORS, resolve
 from llmcalc.limits import shown
 from llmcalc.memory import memory
 from llmcalc.planning import fit
-from llmcalc.render.count import count_json
+from llmcalc.render.count import count_json, provenance
 from llmcalc.render.fit import fit_json
 from llmcalc.render.flops import flops_json
 from llmcalc.render.memory import memory_json
@@ -208,8 +208,8 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "label": r.label or spec.name,
         "count": count_json(spec, pc),
-        "flops": flops_json(f),
-        "memory": memory_json(m),
+        "flops": {**flops_json(f), **provenance(spec)},  # as the CLI's flops/memory --json
+        "memory": {**memory_json(m), **provenance(spec)},
         "fit": fit_json(spec, sf, accelerator=acc, dtype=dtype, kv_dtype=kv_dtype),
         "train": train_json(spec, plan),
         "series": {
