@@ -83,6 +83,18 @@ def timeout_s() -> float:
     return value if value > 0 else DEFAULT_TIMEOUT_S
 
 
+def cache_dir() -> str:
+    """The cache folder as the environment names it now (the library reads it once, at import):
+    ``HF_HUB_CACHE``, else ``HF_HOME/hub``, else the library's default."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return os.environ["HF_HUB_CACHE"]
+    if os.environ.get("HF_HOME"):
+        return os.path.join(os.environ["HF_HOME"], "hub")
+    from huggingface_hub import constants
+
+    return str(constants.HF_HUB_CACHE)
+
+
 def _import() -> Any:
     try:
         import huggingface_hub
@@ -100,7 +112,7 @@ def find_config(repo_id: str, revision: str | None = None) -> HubConfig:
     hf = _import()
     from huggingface_hub import constants
 
-    cached = hf.try_to_load_from_cache(repo_id, CONFIG, revision=rev)
+    cached = hf.try_to_load_from_cache(repo_id, CONFIG, revision=rev, cache_dir=cache_dir())
     if isinstance(cached, str):
         return HubConfig(Path(cached), repo_id, rev, "cache")
     if constants.is_offline_mode():
@@ -120,7 +132,8 @@ def _download(hf: Any, repo_id: str, rev: str) -> HubConfig:
     url = hf.hf_hub_url(repo_id, CONFIG, revision=rev)
     try:
         hf.get_hf_file_metadata(url, timeout=limit)
-        path = hf.hf_hub_download(repo_id, CONFIG, revision=rev, etag_timeout=limit)
+        path = hf.hf_hub_download(repo_id, CONFIG, revision=rev, etag_timeout=limit,
+                                  cache_dir=cache_dir())
     except Exception as e:  # noqa: BLE001 - every library error becomes one line below
         raise _explain(hf, e, repo_id, rev, limit, constants.ENDPOINT) from None
     return HubConfig(Path(path), repo_id, rev, "hub")
