@@ -26,6 +26,8 @@ def hf_active(model: Any) -> int:
     ``num_experts_per_tok``. Shared experts and routers live outside ``experts`` and count whole.
     """
     k = model.config.num_experts_per_tok
+    if isinstance(k, list):  # per layer (Hunyuan); llmcalc requires them equal
+        k = k[0]
     total = sum(p.numel() for p in model.parameters())
     routed = active_routed = 0
     for name, module in model.named_modules():
@@ -360,7 +362,9 @@ def test_moe_breakdown_adds_up_and_more_experts_mean_more_total_not_more_active(
     assert sum(pc.breakdown.values()) == pc.total
     assert pc.embedding + pc.lm_head + pc.layers + pc.breakdown["final_norm"] == pc.total
     field = next(
-        f for f in ("num_local_experts", "num_experts", "n_routed_experts") if f in spec.config
+        f
+        for f in ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
+        if f in spec.config
     )
     more = count(load_spec(name, overrides=[f"{field}={spec.config[field] * 2}"]))
     assert more.total > pc.total

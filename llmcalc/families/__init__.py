@@ -77,6 +77,18 @@ MODEL_TYPES: dict[str, Family] = {
     "deepseek_v2": Family("deepseek", "DeepseekV2Config"),
     "deepseek_v3": Family("deepseek", "DeepseekV3Config"),
     "gpt_oss": Family("gpt_oss", "GptOssConfig"),
+    # -- mixture-of-experts decoders (issue 12) --
+    "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
+    "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),
+    "dots1": Family("gqa_moe", "Dots1Config"),
+    "exaone_moe": Family("gqa_moe", "ExaoneMoeConfig"),
+    "ernie4_5_moe": Family("gqa_moe", "Ernie45MoeConfig"),
+    "hunyuan_v1_moe": Family("gqa_moe", "HunYuanMoeV1Config"),
+    "minimax_m2": Family("gqa_moe", "MiniMaxM2Config"),
+    "afmoe": Family("gqa_moe", "AfmoeConfig"),
+    "flex_olmo": Family("gqa_moe", "FlexOlmoConfig"),
+    "granitemoeshared": Family("gqa_moe", "GraniteMoeSharedConfig"),
+    "cohere2_moe": Family("gqa_moe", "Cohere2MoeConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
