@@ -56,7 +56,8 @@ class Attention:
     """What one layer's attention costs per token; shapes of its weights live in the tensors.
 
     ``kv_latent_dim`` is set for multi-head latent attention (MLA): the per-token cache is that latent
-    instead of per-head K and V.
+    instead of per-head K and V. ``chunked`` (Llama 4): ``window`` is a chunk size; a query attends
+    to the earlier tokens of its own chunk, and the cache holds at most one chunk, as a window's.
     """
 
     heads: int
@@ -65,6 +66,7 @@ class Attention:
     v_head_dim: int
     window: int | None = None
     kv_latent_dim: int | None = None
+    chunked: bool = False
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of

@@ -89,6 +89,7 @@ MODEL_TYPES: dict[str, Family] = {
     "flex_olmo": Family("gqa_moe", "FlexOlmoConfig"),
     "granitemoeshared": Family("gqa_moe", "GraniteMoeSharedConfig"),
     "cohere2_moe": Family("gqa_moe", "Cohere2MoeConfig"),
+    "llama4_text": Family("llama4", "Llama4TextConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

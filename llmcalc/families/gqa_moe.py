@@ -31,9 +31,7 @@ from llmcalc.families._base import (
     linear,
     llama_outer_tensors,
     norm,
-    periodic_plan,
     plan_from_kinds,
-    qk_norms,
     require,
     resolve_kv_heads,
     routed_experts,
@@ -130,7 +128,9 @@ class GqaMoeConfig(FamilyConfig):
             "num_attention_heads",
             f"num_attention_heads ({h}) must divide hidden_size ({d}) when head_dim is not given",
         )
-        require(d >= h, "num_attention_heads", f"num_attention_heads ({h}) exceeds hidden_size ({d})")
+        require(
+            d >= h, "num_attention_heads", f"num_attention_heads ({h}) exceeds hidden_size ({d})"
+        )
         return d // h
 
     def mlp_plan(self) -> LayerPlan:
@@ -141,9 +141,12 @@ class GqaMoeConfig(FamilyConfig):
         """Which layers attend within the sliding window (default: none)."""
         return {FULL: LayerSet.span(0, self.num_hidden_layers)}
 
+    # transformers builds the shared experts even when their count is 0 (then with no elements)
+    always_shared: ClassVar[bool] = False
+
     @property
     def has_shared(self) -> bool:
-        return self.shared_ff > 0
+        return self.always_shared or self.shared_ff > 0
 
     def attn_extra(self, p: str) -> list[Tensor]:
         return []
@@ -183,6 +186,7 @@ class Glm4MoeConfig(GqaMoeConfig):
     """GLM-4.5 / GLM-4.6 (Zhipu AI 2025): q/k/v biases (o_proj none), optional q/k norms."""
 
     transformers_class = "Glm4MoeConfig"
+    always_shared: ClassVar[bool] = True
 
     num_key_value_heads: Size | None = 8
     intermediate_size: Size = 10944
@@ -232,6 +236,7 @@ class Dots1Config(GqaMoeConfig):
     """dots.llm1 (rednote 2025): q/k RMSNorm over head_dim, biases on q/k/v/o with attention_bias."""
 
     transformers_class = "Dots1Config"
+    always_shared: ClassVar[bool] = True
 
     moe_intermediate_size: Size = 1408
     n_routed_experts: Size
@@ -259,7 +264,9 @@ class Dots1Config(GqaMoeConfig):
             return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=1)
         if self.sliding_window is None:
             return super().attention_plan()
-        plan = split_plan(self.num_hidden_layers, at=self.max_window_layers, before=FULL, after=SLIDING)
+        plan = split_plan(
+            self.num_hidden_layers, at=self.max_window_layers, before=FULL, after=SLIDING
+        )
         return plan
 
 
@@ -267,6 +274,7 @@ class ExaoneMoeConfig(GqaMoeConfig):
     """EXAONE MoE (LG AI Research): q/k norms over head_dim, sliding layers (3 of every 4)."""
 
     transformers_class = "ExaoneMoeConfig"
+    always_shared: ClassVar[bool] = True
     experts_field: ClassVar[str] = "num_experts"
 
     num_key_value_heads: Size | None = None
@@ -349,7 +357,9 @@ class Ernie45MoeConfig(GqaMoeConfig):
             dense_runs.append(Run(start, end + 1, 0, P, P - 1))
         dense = LayerSet(tuple(r for r in dense_runs if len(r)))
         plan = {DENSE: dense, SPARSE: sparse}
-        return dict(sorted(((k, v) for k, v in plan.items() if v), key=lambda kv: next(iter(kv[1]))))
+        return dict(
+            sorted(((k, v) for k, v in plan.items() if v), key=lambda kv: next(iter(kv[1])))
+        )
 
     def router_tensors(self, p: str) -> list[Tensor]:
         # the router [E, d] and its score-correction bias, stored [1, E] as a parameter
@@ -436,6 +446,7 @@ class AfmoeConfig(GqaMoeConfig):
     head_dim, four norms a layer, num_dense_layers dense layers first, 3 of every 4 layers sliding."""
 
     transformers_class = "AfmoeConfig"
+    always_shared: ClassVar[bool] = True
     router_name: ClassVar[str] = "router.gate"
     experts_field: ClassVar[str] = "num_experts"
     layer_norms: ClassVar[tuple[str, ...]] = (
@@ -464,10 +475,6 @@ class AfmoeConfig(GqaMoeConfig):
     @property
     def shared_ff(self) -> int:
         return self.moe_intermediate_size * self.num_shared_experts
-
-    @property
-    def has_shared(self) -> bool:
-        return True  # built even when num_shared_experts is 0 (then with no elements)
 
     @property
     def qk_norm(self) -> QkNorm:
@@ -499,7 +506,10 @@ class FlexOlmoConfig(GqaMoeConfig):
 
     transformers_class = "FlexOlmoConfig"
     experts_field: ClassVar[str] = "num_experts"
-    layer_norms: ClassVar[tuple[str, ...]] = ("post_attention_layernorm", "post_feedforward_layernorm")
+    layer_norms: ClassVar[tuple[str, ...]] = (
+        "post_attention_layernorm",
+        "post_feedforward_layernorm",
+    )
 
     vocab_size: Size = 100352
     hidden_size: Size = 4096
@@ -605,7 +615,7 @@ class Cohere2MoeConfig(GqaMoeConfig):
             return layer_kinds(self.layer_types, L, pattern=1)
         prefix = layer_kinds(None, k, pattern=self.prefix_dense_sliding_window_pattern) if k else {}
         rest = layer_kinds(None, L - k, pattern=self.sliding_window_pattern)
-        out: dict[str, list] = {}
+        out: dict[str, list[Run]] = {}
         for kind, layers in prefix.items():
             out.setdefault(kind, []).extend(layers.runs)
         for kind, layers in rest.items():
@@ -636,7 +646,9 @@ def describe(c: GqaMoeConfig) -> Architecture:
             *norm(f"{a}.{kn}", "attn/k_norm", k_dim, bias=False),
         ]
     attn += c.attn_extra(a)
-    attn += [t for name in c.layer_norms for t in norm(f"{p}.{name}", f"norm/{name}", d, bias=False)]
+    attn += [
+        t for name in c.layer_norms for t in norm(f"{p}.{name}", f"norm/{name}", d, bias=False)
+    ]
     m = f"{p}.{c.moe_module}"
     has_dense = DENSE in c.mlp_plan()
     dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.dense_ff, bias=c.mlp_bias) if has_dense else []

@@ -1,0 +1,293 @@
+"""The mixture-of-experts decoders of issue 12, held against transformers on varied configs.
+
+Each bundled config is checked by test_against_transformers.py and test_families_moe.py; here each
+model type is built again on small configs that move what its description branches on: layer
+counts, widths, head and kv-head counts, expert counts and top-k, tied and untied heads, dense and
+MoE layer patterns, attention-type patterns. Every tensor name and shape must match the transformers
+model on the meta device. The new structural ideas (Llama 4's chunked attention) are checked for
+FLOPs against FlopCounterMode and for KV against the bytes of a real cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmcalc import count, load_spec
+from llmcalc.flops import chunked_causal_pairs, forward_flops_per_sequence
+from llmcalc.memory import kv_cache_bytes
+from llmcalc.units import DType
+from llmcalc.verify import build_meta_model, extrapolate_layers, figures, measure_forward
+
+SMALL = {
+    "hidden_size": 128,
+    "num_hidden_layers": 5,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "intermediate_size": 96,
+    "vocab_size": 512,
+}
+
+# model_type, fields beside SMALL, what the case moves
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "glm4_moe",
+        {"moe_intermediate_size": 32, "n_routed_experts": 8},
+        "one dense layer, shared expert",
+    ),
+    (
+        "glm4_moe",
+        {
+            "n_routed_experts": 6,
+            "num_experts_per_tok": 3,
+            "first_k_dense_replace": 2,
+            "n_shared_experts": 2,
+            "use_qk_norm": True,
+            "attention_bias": True,
+            "head_dim": 24,
+            "tie_word_embeddings": True,
+        },
+        "q/k norms, qkv biases, head_dim given, two shared experts, tied",
+    ),
+    (
+        "glm4_moe",
+        {"num_attention_heads": 12, "num_key_value_heads": 4},
+        "head_dim = hidden // heads, floored",
+    ),
+    (
+        "sarvam_moe",
+        {"n_routed_experts": 8, "num_shared_experts": 2},
+        "GLM-4.5's model, other defaults",
+    ),
+    (
+        "dots1",
+        {
+            "n_routed_experts": 8,
+            "n_shared_experts": 2,
+            "num_experts_per_tok": 2,
+            "first_k_dense_replace": 2,
+            "attention_bias": True,
+            "max_window_layers": 3,
+        },
+        "sliding layers from max_window_layers, biased o_proj",
+    ),
+    (
+        "exaone_moe",
+        {"num_experts": 8, "first_k_dense_replace": 2, "sliding_window_pattern": 2},
+        "sliding 1 of 2",
+    ),
+    (
+        "exaone_moe",
+        {
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "num_shared_experts": 0,
+            "mlp_layer_types": ["sparse", "dense", "sparse", "dense", "sparse"],
+            "layer_types": [
+                "full_attention",
+                "sliding_attention",
+                "sliding_attention",
+                "full_attention",
+                "full_attention",
+            ],
+        },
+        "explicit per-layer MLP and attention types, no shared expert",
+    ),
+    ("ernie4_5_moe", {"moe_num_experts": 8, "moe_k": 2}, "MoE from layer 1 to the end, tied"),
+    (
+        "ernie4_5_moe",
+        {
+            "moe_num_experts": 8,
+            "moe_k": 2,
+            "moe_layer_interval": 2,
+            "moe_layer_start_index": 0,
+            "moe_layer_end_index": 3,
+            "use_bias": True,
+            "moe_num_shared_experts": 0,
+            "tie_word_embeddings": False,
+        },
+        "every 2nd layer within a window, biases everywhere, untied",
+    ),
+    (
+        "hunyuan_v1_moe",
+        {"head_dim": 16, "num_experts": 4, "moe_topk": 2},
+        "shared MLP, q/k layernorms",
+    ),
+    (
+        "hunyuan_v1_moe",
+        {
+            "head_dim": 32,
+            "num_experts": 4,
+            "moe_topk": [2] * 5,
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "top-k listed per layer, biases, tied",
+    ),
+    (
+        "minimax_m2",
+        {"head_dim": 16, "num_local_experts": 8},
+        "q/k norms over the whole projections",
+    ),
+    (
+        "afmoe",
+        {
+            "head_dim": 16,
+            "moe_intermediate_size": 32,
+            "num_experts": 8,
+            "num_dense_layers": 2,
+            "global_attn_every_n_layers": 2,
+            "sliding_window": 4,
+        },
+        "gated attention, four norms, dense prefix, sliding 1 of 2",
+    ),
+    (
+        "afmoe",
+        {"head_dim": 16, "num_experts": 4, "num_experts_per_tok": 2, "num_shared_experts": 0},
+        "no shared experts (built empty)",
+    ),
+    (
+        "flex_olmo",
+        {"num_experts": 4, "num_experts_per_tok": 2, "vocab_size": 100352},
+        "OLMo 2 norms",
+    ),
+    ("granitemoeshared", {"num_local_experts": 4, "shared_intermediate_size": 48}, "shared MLP"),
+    (
+        "granitemoeshared",
+        {"num_local_experts": 4, "tie_word_embeddings": True},
+        "no shared MLP, tied",
+    ),
+    ("cohere2_moe", {"head_dim": 16, "num_experts": 4}, "parallel block, sliding 3 of 4, tied"),
+    (
+        "cohere2_moe",
+        {
+            "head_dim": 16,
+            "num_experts": 4,
+            "first_k_dense_replace": 2,
+            "prefix_dense_intermediate_size": 160,
+            "num_shared_experts": 2,
+            "prefix_dense_sliding_window_pattern": 2,
+            "tie_word_embeddings": False,
+        },
+        "dense prefix with its own window pattern, shared experts",
+    ),
+    (
+        "llama4_text",
+        {
+            "head_dim": 16,
+            "intermediate_size_mlp": 160,
+            "num_local_experts": 4,
+            "num_hidden_layers": 8,
+        },
+        "every layer MoE, chunked 3 of 4",
+    ),
+    (
+        "llama4_text",
+        {
+            "head_dim": 16,
+            "intermediate_size_mlp": 160,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 2,
+            "interleave_moe_layer_step": 2,
+            "no_rope_layer_interval": 3,
+            "tie_word_embeddings": True,
+        },
+        "MoE every 2nd layer, no-RoPE every 3rd, tied",
+    ),
+    (
+        "llama4_text",
+        {
+            "head_dim": 16,
+            "intermediate_size_mlp": 160,
+            "num_local_experts": 4,
+            "moe_layers": [1, 4],
+            "attention_chunk_size": None,
+            "attention_bias": True,
+        },
+        "listed MoE layers, no chunking, biases",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_varied_configs_match_transformers(
+    write: Any, model_type: str, fields: dict[str, Any], covers: str
+) -> None:
+    path = write("config.json", {"model_type": model_type, **SMALL, **fields})
+    spec = load_spec(path)
+    model = build_meta_model(spec)
+    real = figures(model, spec.num_layers)
+    assert dict(spec.named_shapes()) == real.named_shapes, covers
+    pc = count(spec)
+    assert (pc.total, pc.embedding, pc.lm_head) == (real.total, real.embedding, real.lm_head), (
+        covers
+    )
+    assert sum(pc.breakdown.values()) == pc.total
+
+
+# ---- Llama 4: chunked attention ------------------------------------------------------------------
+
+LLAMA4_SMALL = [
+    "hidden_size=64",
+    "intermediate_size=32",
+    "intermediate_size_mlp=96",
+    "num_attention_heads=4",
+    "num_key_value_heads=2",
+    "head_dim=16",
+    "vocab_size=256",
+    "num_local_experts=4",
+    "attention_chunk_size=4",
+]
+
+
+def test_llama4_layer_kinds_and_chunk_windows() -> None:
+    spec = load_spec("llama-4-maverick")
+    assert [(g.name, g.layers.describe()) for g in spec.layer_groups] == [
+        ("chunked_attention/dense", "0..44 every 4th,2..46 every 4th"),
+        ("chunked_attention/moe", "1..45 every 4th"),
+        ("full_attention/moe", "3..47 every 4th"),
+    ]
+    chunked, _, full = spec.layer_groups
+    assert (chunked.attention.window, chunked.attention.chunked) == (8192, True)
+    assert (full.attention.window, full.attention.chunked) == (None, False)
+    names = dict(spec.named_shapes())
+    assert names["model.layers.1.feed_forward.experts.gate_up_proj"] == (128, 5120, 2 * 8192)
+    assert names["model.layers.1.feed_forward.experts.down_proj"] == (128, 8192, 5120)
+    assert names["model.layers.0.feed_forward.gate_proj.weight"] == (16384, 5120)
+
+
+def test_chunked_causal_pairs_by_hand() -> None:
+    # 10 tokens in chunks of 4: 1+2+3+4, 1+2+3+4, 1+2 query-key pairs
+    assert chunked_causal_pairs(ctx=10, chunk=4) == 10 + 10 + 3
+    spec = load_spec("llama-4-scout", overrides=[*LLAMA4_SMALL, "num_hidden_layers=4"])
+    chunked, full = spec.layer_groups
+    pair = 2 * 4 * (16 + 16)  # 2 · h · (d_qk + d_v)
+    causal = forward_flops_per_sequence(spec, ctx=10, causal=True)
+    dense = forward_flops_per_sequence(spec, ctx=10, causal=False)
+    # 3 chunked layers keep 23 of 100 pairs, the full layer 55
+    assert dense - causal == (3 * (100 - 23) + (100 - 55)) * pair
+
+
+def test_llama4_prefill_equals_flop_counter() -> None:
+    """transformers' Llama 4 runs every expert on every token (unrouted ones scaled by 0), so the
+    measured model uses k = E; chunked layers still compute all n × n scores."""
+    spec = load_spec("llama-4-scout", overrides=[*LLAMA4_SMALL, "num_experts_per_tok=4"])
+    one = measure_forward(spec, num_layers=1, seq_len=8)
+    two = measure_forward(spec, num_layers=2, seq_len=8)
+    measured = extrapolate_layers(one.flops, two.flops, num_layers=spec.num_layers)
+    assert measured == forward_flops_per_sequence(spec, ctx=8, causal=False)
+
+
+def test_llama4_chunked_cache_holds_one_chunk() -> None:
+    # layer 0 chunked (4 tokens kept of 8), layer 1 full (8): 2 kv heads × 16 × K and V × 2 bytes
+    spec = load_spec(
+        "llama-4-scout",
+        overrides=[*LLAMA4_SMALL, "num_hidden_layers=2", "no_rope_layer_interval=2"],
+    )
+    assert [g.name for g in spec.layer_groups] == ["chunked_attention", "full_attention"]
+    m = measure_forward(spec, num_layers=2, seq_len=8, batch=2, static_cache=True)
+    ours = kv_cache_bytes(spec, batch=2, ctx=8, dtype=DType.bf16)
+    assert m.kv_cache_bytes == ours == 2 * (4 + 8) * 2 * 2 * 16 * 2
