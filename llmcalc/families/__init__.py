@@ -90,6 +90,10 @@ MODEL_TYPES: dict[str, Family] = {
     "granitemoeshared": Family("gqa_moe", "GraniteMoeSharedConfig"),
     "cohere2_moe": Family("gqa_moe", "Cohere2MoeConfig"),
     "llama4_text": Family("llama4", "Llama4TextConfig"),
+    "deepseek_v32": Family("deepseek", "DeepseekV32Config"),
+    "glm_moe_dsa": Family("deepseek", "GlmMoeDsaConfig"),
+    "glm4_moe_lite": Family("deepseek", "Glm4MoeLiteConfig"),
+    "sarvam_mla": Family("deepseek", "SarvamMlaConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
