@@ -210,6 +210,62 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
 ]
 
 
+MLA = {
+    "moe_intermediate_size": 32,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 2,
+    "q_lora_rank": 48,
+    "kv_lora_rank": 32,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 16,
+}
+INDEX = {"index_n_heads": 4, "index_head_dim": 16}
+CASES += [
+    ("deepseek_v32", {**MLA, **INDEX, "first_k_dense_replace": 2}, "indexer in every layer"),
+    (
+        "deepseek_v32",
+        {**MLA, **INDEX, "mlp_layer_types": ["sparse", "dense", "sparse", "sparse", "dense"]},
+        "listed MLP types",
+    ),
+    (
+        "glm_moe_dsa",
+        {**MLA, **INDEX, "index_topk_freq": 2, "index_skip_topk_offset": 1},
+        "indexer shared by every 2nd layer",
+    ),
+    (
+        "glm_moe_dsa",
+        {
+            **MLA,
+            **INDEX,
+            "indexer_types": ["full", "shared", "shared", "full", "shared"],
+            "tie_word_embeddings": True,
+        },
+        "listed indexer types, tied",
+    ),
+    ("glm4_moe_lite", MLA, "MLA, first layer dense"),
+    (
+        "glm4_moe_lite",
+        {**MLA, "mlp_layer_types": ["sparse", "dense", "sparse", "sparse", "dense"]},
+        "listed MLP types",
+    ),
+    ("sarvam_mla", {**MLA, "q_lora_rank": None}, "DeepSeek-V3's model, plain q_proj"),
+]
+
+
+def test_deepseek_v32_indexer_tensors() -> None:
+    spec = load_spec("deepseek-v3.2-exp")
+    names = dict(spec.named_shapes())
+    p = "model.layers.0.self_attn.indexer"
+    # wq_b: q_lora 1536 → 64 heads × 128;  wk: d → 128 with a LayerNorm (weight, bias);  weights: d → 64
+    assert names[f"{p}.wq_b.weight"] == (64 * 128, 1536)
+    assert names[f"{p}.wk.weight"] == (128, 7168)
+    assert names[f"{p}.k_norm.bias"] == (128,)
+    assert names[f"{p}.weights_proj.weight"] == (64, 7168)
+    indexer = 64 * 128 * 1536 + 128 * 7168 + 2 * 128 + 64 * 7168
+    assert count(spec).total - count(load_spec("deepseek-v3")).total == 61 * indexer
+
+
 @pytest.mark.parametrize(
     ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
 )

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import math
 
-from llmcalc.families._base import LayerPlan, linear, norm, stacked_experts
+from llmcalc.families._base import (
+    LayerPlan,
+    linear,
+    norm,
+    plan_from_kinds,
+    require,
+    stacked_experts,
+)
 from llmcalc.spec import LayerSet, Run, Tensor
 
 # ---- layer plans ------------------------------------------------------------------------------------
@@ -52,6 +59,31 @@ def crossed_name(kinds: tuple[str, str], plan: dict[tuple[str, str], LayerSet]) 
     if len(outer) > 1 and len(inner) > 1:
         return f"{kinds[0]}/{kinds[1]}"
     return kinds[0] if len(outer) > 1 else kinds[1]
+
+
+def listed_plan(
+    kinds: list[str], num_layers: int, *, field: str, names: dict[str, str]
+) -> LayerPlan:
+    """A config's per-layer list of kinds (``mlp_layer_types``, ``indexer_types`` …), each one of
+    ``names`` (config spelling → group name), one entry per layer → the plan."""
+    require(
+        len(kinds) == num_layers,
+        field,
+        f"has {len(kinds)} entries, num_hidden_layers is {num_layers}",
+    )
+    for i, kind in enumerate(kinds):
+        require(
+            kind in names,
+            f"{field}.{i}",
+            f"unknown type {kind!r} (one of: {', '.join(names)})",
+        )
+    return plan_from_kinds([names[k] for k in kinds])
+
+
+def mlp_kinds_plan(kinds: list[str], num_layers: int, *, dense: str, sparse: str) -> LayerPlan:
+    """A config's mlp_layer_types ("dense" / "sparse", one per layer) → the plan."""
+    names = {"dense": dense, "sparse": sparse}
+    return listed_plan(kinds, num_layers, field="mlp_layer_types", names=names)
 
 
 # ---- expert layouts -----------------------------------------------------------------------------

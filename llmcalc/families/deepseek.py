@@ -26,7 +26,6 @@ from llmcalc.families._base import (
     linear,
     llama_outer_tensors,
     norm,
-    plan_from_kinds,
     planned_layers,
     require,
     routed_experts,
@@ -34,7 +33,13 @@ from llmcalc.families._base import (
     split_plan,
     swiglu,
 )
-from llmcalc.families._moe import cross_plans, crossed_name, indexer
+from llmcalc.families._moe import (
+    cross_plans,
+    crossed_name,
+    indexer,
+    listed_plan,
+    mlp_kinds_plan,
+)
 from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
@@ -139,16 +144,7 @@ def mlp_plan(c: DeepseekConfig) -> LayerPlan:
     kinds = getattr(c, "mlp_layer_types", None)
     if kinds is None:
         return split_plan(L, at=c.first_k_dense_replace, before=DENSE, after=SPARSE)
-    require(
-        len(kinds) == L, "mlp_layer_types", f"has {len(kinds)} entries, num_hidden_layers is {L}"
-    )
-    for i, kind in enumerate(kinds):
-        require(
-            kind in ("dense", "sparse"),
-            f"mlp_layer_types.{i}",
-            f"unknown MLP type {kind!r} (one of: dense, sparse)",
-        )
-    return plan_from_kinds([DENSE if k == "dense" else SPARSE for k in kinds])
+    return mlp_kinds_plan(kinds, L, dense=DENSE, sparse=SPARSE)
 
 
 FULL_INDEX, SHARED_INDEX = "indexer", "shared_indexer"
@@ -164,16 +160,8 @@ def indexer_plan(c: DeepseekConfig) -> LayerPlan:
         pattern = c.index_topk_pattern
         kinds = [{"F": "full", "S": "shared"}.get(ch, ch) for ch in pattern]
     if kinds is not None:
-        require(
-            len(kinds) == L, "indexer_types", f"has {len(kinds)} entries, num_hidden_layers is {L}"
-        )
-        for i, kind in enumerate(kinds):
-            require(
-                kind in ("full", "shared"),
-                f"indexer_types.{i}",
-                f"unknown indexer type {kind!r} (one of: full, shared)",
-            )
-        return plan_from_kinds([FULL_INDEX if k == "full" else SHARED_INDEX for k in kinds])
+        names = {"full": FULL_INDEX, "shared": SHARED_INDEX}
+        return listed_plan(kinds, L, field="indexer_types", names=names)
     # full when max(i − offset + 1, 0) is a multiple of index_topk_freq
     f, o = c.index_topk_freq, c.index_skip_topk_offset
     full = LayerSet((Run(0, min(o, L), 0, 1, 1), Run(max(o, 0), L, o - 1, f, 1)))

@@ -31,7 +31,6 @@ from llmcalc.families._base import (
     linear,
     llama_outer_tensors,
     norm,
-    plan_from_kinds,
     require,
     resolve_kv_heads,
     routed_experts,
@@ -39,7 +38,7 @@ from llmcalc.families._base import (
     split_plan,
     swiglu,
 )
-from llmcalc.families._moe import cross_plans, crossed_name
+from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan
 from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
@@ -164,19 +163,7 @@ def _first_k(c: GqaMoeConfig, k: int) -> LayerPlan:
 
 
 def _mlp_kinds(kinds: list[str], c: GqaMoeConfig) -> LayerPlan:
-    """A config's mlp_layer_types ("dense" / "sparse") → the plan."""
-    require(
-        len(kinds) == c.num_hidden_layers,
-        "mlp_layer_types",
-        f"has {len(kinds)} entries, num_hidden_layers is {c.num_hidden_layers}",
-    )
-    for i, kind in enumerate(kinds):
-        require(
-            kind in ("dense", "sparse"),
-            f"mlp_layer_types.{i}",
-            f"unknown MLP type {kind!r} (one of: dense, sparse)",
-        )
-    return plan_from_kinds([DENSE if k == "dense" else SPARSE for k in kinds])
+    return mlp_kinds_plan(kinds, c.num_hidden_layers, dense=DENSE, sparse=SPARSE)
 
 
 # ---- the rows -------------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from llmcalc.families._base import (
     router,
     swiglu,
 )
-from llmcalc.families._moe import cross_plans, crossed_name, experts_transposed
+from llmcalc.families._moe import cross_plans, crossed_name, experts_transposed, listed_plan
 from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Tensor
 
 CHUNKED = "chunked_attention"
@@ -73,15 +73,8 @@ def mlp_plan(c: Llama4TextConfig) -> LayerPlan:
 def attention_plan(c: Llama4TextConfig) -> LayerPlan:
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        n = len(c.layer_types)
-        require(n == L, "layer_types", f"has {n} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(
-                kind in (CHUNKED, FULL),
-                f"layer_types.{i}",
-                f"unknown layer type {kind!r} (one of: {CHUNKED}, {FULL})",
-            )
-        return plan_from_kinds(c.layer_types)
+        names = {CHUNKED: CHUNKED, FULL: FULL}
+        return listed_plan(c.layer_types, L, field="layer_types", names=names)
     if c.attention_chunk_size is None:
         return {FULL: LayerSet.span(0, L)}
     if c.no_rope_layers:
