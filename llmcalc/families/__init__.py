@@ -94,6 +94,8 @@ MODEL_TYPES: dict[str, Family] = {
     "glm_moe_dsa": Family("deepseek", "GlmMoeDsaConfig"),
     "glm4_moe_lite": Family("deepseek", "Glm4MoeLiteConfig"),
     "sarvam_mla": Family("deepseek", "SarvamMlaConfig"),
+    "dbrx": Family("dbrx", "DbrxConfig"),
+    "jetmoe": Family("jetmoe", "JetMoeConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -85,9 +85,7 @@ class Qwen3MoeConfig(QwenMoeConfig):
 
 def layer_kinds(c: QwenMoeConfig) -> LayerPlan:
     """MoE where (i + 1) is a multiple of decoder_sparse_step and i is not in mlp_only_layers."""
-    plan = periodic_plan(
-        c.num_hidden_layers, period=c.decoder_sparse_step, every=SPARSE, others=DENSE
-    )
+    plan = periodic_plan(c.num_hidden_layers, period=c.decoder_sparse_step, every=SPARSE, others=DENSE)
     dense = [i for i in c.mlp_only_layers or () if i < c.num_hidden_layers]
     return override_plan(plan, dense, DENSE)
 
