@@ -302,6 +302,38 @@ CASES += [
 ]
 
 
+CASES += [
+    (
+        "longcat_flash",
+        {
+            "num_layers": 3,
+            "ffn_hidden_size": 96,
+            "q_lora_rank": 48,
+            "kv_lora_rank": 32,
+            "qk_nope_head_dim": 16,
+            "qk_rope_head_dim": 8,
+            "v_head_dim": 16,
+            "head_dim": 8,
+            "n_routed_experts": 6,
+            "zero_expert_num": 2,
+            "moe_topk": 3,
+            "expert_ffn_hidden_size": 32,
+        },
+        "two MLA sublayers and two MLPs a layer, zero-computation experts",
+    ),
+]
+
+
+def test_longcat_zero_experts_are_routed_to_but_hold_no_down_proj() -> None:
+    spec = load_spec("longcat-flash-chat")
+    names = dict(spec.named_shapes())
+    assert names["model.layers.0.mlp.router.classifier.weight"] == (512 + 256, 6144)
+    assert names["model.layers.0.mlp.experts.gate_up_proj"] == (512 + 256, 2 * 2048, 6144)
+    assert names["model.layers.0.mlp.experts.down_proj"] == (512, 6144, 2048)
+    assert spec.layer_groups[0].attention.kv_latent_dim == 2 * (512 + 64)
+    assert any("zero-computation experts" in n for n in spec.notes)
+
+
 @pytest.mark.parametrize(
     ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
 )
@@ -309,7 +341,11 @@ def test_varied_configs_match_transformers(
     write: Any, model_type: str, fields: dict[str, Any], covers: str
 ) -> None:
     # DBRX spells every size its own way (d_model, n_layers …): the standard names are not its own
-    base = {"vocab_size": 512} if model_type == "dbrx" else SMALL
+    # LongCat-Flash counts num_layers (each with two attention sublayers) as transformers maps it
+    base = {
+        "dbrx": {"vocab_size": 512},
+        "longcat_flash": {k: v for k, v in SMALL.items() if k != "num_hidden_layers"},
+    }.get(model_type, SMALL)
     path = write("config.json", {"model_type": model_type, **base, **fields})
     spec = load_spec(path)
     model = build_meta_model(spec)

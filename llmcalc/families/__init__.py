@@ -96,6 +96,7 @@ MODEL_TYPES: dict[str, Family] = {
     "sarvam_mla": Family("deepseek", "SarvamMlaConfig"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
+    "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
