@@ -257,6 +257,8 @@ class ModelSpec:
     source: str | None = None
     notes: tuple[str, ...] = ()
     expected: Mapping[str, Any] = field(default_factory=dict)
+    # parameters a checkpoint holds that transformers does not build, not in any count (mtp_params)
+    unbuilt: tuple[tuple[str, int], ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -421,3 +421,29 @@ def test_llama4_chunked_cache_holds_one_chunk() -> None:
     m = measure_forward(spec, num_layers=2, seq_len=8, batch=2, static_cache=True)
     ours = kv_cache_bytes(spec, batch=2, ctx=8, dtype=DType.bf16)
     assert m.kv_cache_bytes == ours == 2 * (4 + 8) * 2 * 2 * 16 * 2
+
+
+# ---- multi-token prediction: in checkpoints, not in the transformers model -----------------------
+
+
+def test_mtp_params_are_reported_beside_the_count(cli: Any) -> None:
+    # DeepSeek-V3: one MTP module = one MoE layer + enorm, hnorm [d] + eh_proj [d, 2d]
+    # + its own embedding and head [V, d] + the head's norm [d]
+    spec = load_spec("deepseek-v3")
+    pc = count(spec)
+    moe_layer = next(g for g in pc.groups if g.name == "moe").per_layer
+    d, V = 7168, 129280
+    mtp = moe_layer + 2 * V * d + 2 * d * d + 3 * d
+    assert dict(spec.unbuilt) == {"mtp_params": mtp} == {"mtp_params": 13_463_426_048}
+    # with it, the checkpoint's 684.5B (its FP8 block scales aside)
+    assert pc.total + mtp == 684_489_830_400
+    data = cli("count", "deepseek-v3", "--json").json()
+    assert data["mtp_params"] == mtp
+    assert data["total_params"] == pc.total
+    # the indexer is part of V3.2's MTP layer too; GLM-4.5 declares one as well
+    v32 = load_spec("deepseek-v3.2-exp")
+    assert (
+        dict(v32.unbuilt)["mtp_params"] - mtp == 64 * 128 * 1536 + 128 * 7168 + 2 * 128 + 64 * 7168
+    )
+    assert "mtp_params" in dict(load_spec("glm-4.5-air").unbuilt)
+    assert "mtp_params" not in cli("count", "qwen3-30b-a3b", "--json").json()

@@ -110,3 +110,22 @@ def indexer(p: str, d: int, q_lora_rank: int, heads: int, head_dim: int) -> list
         *norm(f"{p}.k_norm", "attn/indexer/k_norm", head_dim, bias=True),
         *linear(f"{p}.weights_proj", "attn/indexer/weights_proj", heads, d, bias=False),
     ]
+
+
+# ---- multi-token prediction (DeepSeek-V3 §2.2, GLM-4.5) -----------------------------------------
+
+
+def mtp_params(layer: list[Tensor], *, d: int, vocab: int, modules: int) -> int:
+    """Parameters of ``modules`` multi-token-prediction modules as a checkpoint stores them, each:
+    one more decoder layer (``layer``, an MoE one), enorm and hnorm [d], eh_proj [d, 2·d], and its
+    own copies of the embedding and of the output head with their norm (embed [V, d], shared_head
+    norm [d] and head [V, d])."""
+    one = sum(t.numel for t in layer) + 2 * vocab * d + 2 * d * d + 3 * d
+    return modules * one
+
+
+def mtp_note(n: int, params: int) -> str:
+    return (
+        f"num_nextn_predict_layers={n}: the multi-token-prediction module is not counted "
+        f"(transformers does not build it); a checkpoint holds {params:,} more (mtp_params)"
+    )

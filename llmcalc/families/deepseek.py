@@ -39,6 +39,8 @@ from llmcalc.families._moe import (
     indexer,
     listed_plan,
     mlp_kinds_plan,
+    mtp_note,
+    mtp_params,
 )
 from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
@@ -238,14 +240,9 @@ def describe(c: DeepseekConfig) -> Architecture:
         groups = _indexed_groups(c, attn, blocks, attention)
     else:
         groups = planned_layers(mlp_plan(c), lambda kind: ([*attn, *blocks[kind]], attention))
-    notes = (
-        (
-            f"num_nextn_predict_layers={c.num_nextn_predict_layers}: the multi-token-prediction "
-            "module is not counted (transformers does not build it)",
-        )
-        if c.num_nextn_predict_layers
-        else ()
-    )
+    n_mtp = c.num_nextn_predict_layers or 0
+    mtp = mtp_params([*attn, *indexer_tensors(c), *blocks[SPARSE]], d=d, vocab=v, modules=n_mtp)
+    notes = (mtp_note(n_mtp, mtp),) if n_mtp else ()
     return Architecture(
         shape=Shape(
             num_layers=L,
@@ -262,24 +259,30 @@ def describe(c: DeepseekConfig) -> Architecture:
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=c.n_shared_experts),
         notes=notes,
+        unbuilt=(("mtp_params", mtp),) if n_mtp else (),
     )
 
 
-def _indexed_groups(
-    c: DeepseekConfig, attn: list[Tensor], blocks: dict[str, list[Tensor]], attention: Attention
-) -> tuple[LayerGroup, ...]:
-    """Layers with the sparse-attention indexer (wq_b from the query latent, wk, k_norm, weights)."""
+def indexer_tensors(c: DeepseekConfig) -> list[Tensor]:
+    """A layer's own indexer (none unless the config has DeepSeek sparse attention)."""
+    if not c.indexed:
+        return []
     require(
         c.q_lora_rank is not None,
         "q_lora_rank",
         "the indexer reads the query latent: set q_lora_rank",
     )
     assert c.q_lora_rank is not None
-    index_heads: int = getattr(c, "index_n_heads")  # noqa: B009 - only the indexed configs have it
-    index_dim: int = getattr(c, "index_head_dim")  # noqa: B009
-    own = indexer(
-        "model.layers.{i}.self_attn.indexer", c.hidden_size, c.q_lora_rank, index_heads, index_dim
-    )
+    heads: int = getattr(c, "index_n_heads")  # noqa: B009 - only the indexed configs have it
+    dim: int = getattr(c, "index_head_dim")  # noqa: B009
+    return indexer("model.layers.{i}.self_attn.indexer", c.hidden_size, c.q_lora_rank, heads, dim)
+
+
+def _indexed_groups(
+    c: DeepseekConfig, attn: list[Tensor], blocks: dict[str, list[Tensor]], attention: Attention
+) -> tuple[LayerGroup, ...]:
+    """Layers with the sparse-attention indexer (wq_b from the query latent, wk, k_norm, weights)."""
+    own = indexer_tensors(c)
     parts = {FULL_INDEX: own, SHARED_INDEX: []}
     plan = cross_plans(indexer_plan(c), mlp_plan(c))
     return tuple(

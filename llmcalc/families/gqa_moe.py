@@ -38,7 +38,7 @@ from llmcalc.families._base import (
     split_plan,
     swiglu,
 )
-from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan
+from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan, mtp_note, mtp_params
 from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
@@ -658,6 +658,8 @@ def describe(c: GqaMoeConfig) -> Architecture:
         for kinds, layers in plan.items()
     )
 
+    n_mtp = getattr(c, "num_nextn_predict_layers", None) or 0
+    mtp = mtp_params([*attn, *moe_mlp], d=d, vocab=v, modules=n_mtp)
     return Architecture(
         shape=Shape(
             num_layers=L,
@@ -673,6 +675,8 @@ def describe(c: GqaMoeConfig) -> Architecture:
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, head_bias=c.head_bias),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=_shared_count(c)),
+        notes=(mtp_note(n_mtp, mtp),) if n_mtp else (),
+        unbuilt=(("mtp_params", mtp),) if n_mtp else (),
     )
 
 
