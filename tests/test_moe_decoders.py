@@ -334,6 +334,21 @@ def test_longcat_zero_experts_are_routed_to_but_hold_no_down_proj() -> None:
     assert any("zero-computation experts" in n for n in spec.notes)
 
 
+CASES += [
+    ("granitemoe_swa", {"num_local_experts": 4}, "sinks, full attention where i % 4 == 0"),
+    (
+        "granitemoe_swa",
+        {
+            "num_local_experts": 4,
+            "shared_intermediate_size": 48,
+            "attention_bias": True,
+            "layer_types": ["sliding_attention"] * 3 + ["full_attention"] * 2,
+        },
+        "listed layer types, shared MLP, biases",
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
 )

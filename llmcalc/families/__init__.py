@@ -89,6 +89,7 @@ MODEL_TYPES: dict[str, Family] = {
     "flex_olmo": Family("gqa_moe", "FlexOlmoConfig"),
     "granitemoeshared": Family("gqa_moe", "GraniteMoeSharedConfig"),
     "cohere2_moe": Family("gqa_moe", "Cohere2MoeConfig"),
+    "granitemoe_swa": Family("gqa_moe", "GraniteMoeSwaConfig"),
     "llama4_text": Family("llama4", "Llama4TextConfig"),
     "deepseek_v32": Family("deepseek", "DeepseekV32Config"),
     "glm_moe_dsa": Family("deepseek", "GlmMoeDsaConfig"),

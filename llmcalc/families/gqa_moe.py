@@ -545,6 +545,30 @@ class GraniteMoeSharedConfig(GqaMoeConfig):
         ]
 
 
+class GraniteMoeSwaConfig(GraniteMoeSharedConfig):
+    """Granite MoE with sliding-window layers: Granite-MoE-shared's block, a learned attention sink
+    per head (``sinks`` [h]), full attention where i % 4 == 0 unless layer_types says otherwise."""
+
+    transformers_class = "GraniteMoeSWAConfig"
+
+    sliding_window: Size | None = 128
+    layer_types: list[str] | None = None
+
+    def attention_plan(self) -> LayerPlan:
+        L = self.num_hidden_layers
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, L, pattern=1)
+        plan = {
+            FULL: LayerSet((Run(0, L, 0, 4, 1),)),
+            SLIDING: LayerSet((Run(0, L, 1, 4, 3),)),
+        }
+        return {kind: layers for kind, layers in plan.items() if layers}
+
+    def attn_extra(self, p: str) -> list[Tensor]:
+        # one learned sink logit per head (gpt-oss's attention sinks)
+        return [Tensor(f"{p}.sinks", (self.num_attention_heads,), "attn/sinks")]
+
+
 class Cohere2MoeConfig(GqaMoeConfig):
     """Cohere 2 MoE: Cohere's parallel block (one norm a layer), sliding layers (3 of every 4 after
     any dense prefix), dense prefix layers of prefix_dense_intermediate_size, a bare router."""
