@@ -349,6 +349,27 @@ CASES += [
 ]
 
 
+MIMO = {"n_routed_experts": 4, "num_experts_per_tok": 2, "head_dim": 24, "v_head_dim": 16}
+CASES += [
+    (
+        "mimo_v2_flash",
+        {**MIMO, "num_hidden_layers": 8},
+        "full at 0 and every 6th, doubled kv and sinks",
+    ),
+    (
+        "mimo_v2_flash",
+        {
+            **MIMO,
+            "layer_types": ["sliding_attention"] * 2 + ["full_attention"] * 3,
+            "mlp_layer_types": ["sparse", "dense", "sparse", "dense", "sparse"],
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "listed layer and MLP types, biases, tied",
+    ),
+]
+
+
 @pytest.mark.parametrize(
     ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
 )

@@ -98,6 +98,7 @@ MODEL_TYPES: dict[str, Family] = {
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
+    "mimo_v2_flash": Family("mimo_v2_flash", "MiMoV2FlashConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
