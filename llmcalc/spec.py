@@ -58,6 +58,7 @@ class Attention:
     ``kv_latent_dim`` is set for multi-head latent attention (MLA): the per-token cache is that latent
     instead of per-head K and V. ``chunked`` (Llama 4): ``window`` is a chunk size; a query attends
     to the earlier tokens of its own chunk, and the cache holds at most one chunk, as a window's.
+    ``kv_shared`` (Gemma 3n): the layer attends with another layer's keys and values and caches none.
     """
 
     heads: int
@@ -67,6 +68,7 @@ class Attention:
     window: int | None = None
     kv_latent_dim: int | None = None
     chunked: bool = False
+    kv_shared: bool = False
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of

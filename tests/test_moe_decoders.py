@@ -370,6 +370,64 @@ CASES += [
 ]
 
 
+GEMMA3N = {
+    "num_hidden_layers": 10,
+    "head_dim": 16,
+    "vocab_size_per_layer_input": 300,
+    "hidden_size_per_layer_input": 8,
+    "laurel_rank": 4,
+}
+CASES += [
+    (
+        "gemma3n_text",
+        {**GEMMA3N, "num_kv_shared_layers": 3},
+        "per-layer embeddings, AltUp, LAuReL, KV sharing",
+    ),
+    (
+        "gemma3n_text",
+        {
+            **GEMMA3N,
+            "num_kv_shared_layers": 0,
+            "altup_num_inputs": 2,
+            "intermediate_size": [64] * 10,
+            "num_key_value_heads": 1,
+            "tie_word_embeddings": False,
+        },
+        "no sharing, 2 AltUp streams, per-layer width listed, MQA, untied",
+    ),
+]
+
+
+def test_gemma3n_shared_kv_layers_cache_nothing() -> None:
+    """Layers reading an earlier layer's cache hold no k/v projections and add no KV bytes."""
+    fields = [
+        "hidden_size=64",
+        "num_hidden_layers=10",
+        "num_attention_heads=4",
+        "num_key_value_heads=2",
+        "head_dim=16",
+        "intermediate_size=96",
+        "vocab_size=256",
+        "vocab_size_per_layer_input=256",
+        "hidden_size_per_layer_input=8",
+        "num_kv_shared_layers=3",
+        "laurel_rank=4",
+        "sliding_window=4",
+    ]
+    spec = load_spec("gemma-3n-text-defaults", overrides=fields)
+    assert [(g.name, g.layers.describe(), g.attention.kv_shared) for g in spec.layer_groups] == [
+        ("sliding_attention/own_kv", "0..6 (4 of every 5)", False),
+        ("full_attention/own_kv", "4", False),
+        ("sliding_attention/shared_kv", "7..8", True),
+        ("full_attention/shared_kv", "9", True),
+    ]
+    m = measure_forward(spec, num_layers=10, seq_len=8, batch=2, static_cache=True)
+    # own layers only: 6 sliding × 4 tokens + 1 full × 8, × K and V × 2 kv heads × 16 × 2 bytes × 2
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=2, ctx=8, dtype=DType.bf16)
+    assert m.kv_cache_bytes == (6 * 4 + 8) * 2 * 2 * 16 * 2 * 2
+    assert m.cache_layers[-3:] == ("DummyLayer",) * 3
+
+
 @pytest.mark.parametrize(
     ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
 )
@@ -381,6 +439,8 @@ def test_varied_configs_match_transformers(
     base = {
         "dbrx": {"vocab_size": 512},
         "longcat_flash": {k: v for k, v in SMALL.items() if k != "num_hidden_layers"},
+        "gemma3n_text": {k: v for k, v in SMALL.items() if k != "intermediate_size"}
+        | {"intermediate_size": 96},
     }.get(model_type, SMALL)
     path = write("config.json", {"model_type": model_type, **base, **fields})
     spec = load_spec(path)

@@ -99,6 +99,7 @@ MODEL_TYPES: dict[str, Family] = {
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
     "mimo_v2_flash": Family("mimo_v2_flash", "MiMoV2FlashConfig"),
+    "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]
