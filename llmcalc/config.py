@@ -362,6 +362,7 @@ def spec_from_raw(
         # A config changed with --set is no longer the published one its source and expected describe.
         source=f"{raw.source} (before --set)" if overrides and raw.source else raw.source,
         notes=(*notes, *arch.notes),
+        unbuilt=arch.unbuilt,
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from llmcalc.spec import LayerGroup, ModelSpec, Tensor
 
-EMBEDDING_COMPONENTS = ("embed/tokens", "embed/positions")
+EMBEDDING_COMPONENTS = ("embed/tokens", "embed/positions", "embed/per_layer")  # every lookup table
 LM_HEAD = "lm_head"
 
 

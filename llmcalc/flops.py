@@ -130,6 +130,19 @@ def causal_pairs(*, ctx: int, window: int | None) -> int:
     return window * (window + 1) // 2 + (ctx - window) * window
 
 
+def chunked_causal_pairs(*, ctx: int, chunk: int) -> int:
+    """Pairs a chunked causal mask keeps (Llama 4): each full chunk c(c+1)/2, the last r(r+1)/2."""
+    full, rest = divmod(ctx, chunk)
+    return full * (chunk * (chunk + 1) // 2) + rest * (rest + 1) // 2
+
+
+def attention_causal_pairs(attention: Attention, *, ctx: int) -> int:
+    """Causal pairs of one layer: chunked, windowed or full."""
+    if attention.chunked and attention.window is not None:
+        return chunked_causal_pairs(ctx=ctx, chunk=attention.window)
+    return causal_pairs(ctx=ctx, window=attention.window)
+
+
 def _check_ctx(ctx: int) -> None:
     if ctx <= 0:
         raise UsageError(f"ctx must be a positive number of tokens, got {ctx}")
@@ -243,7 +256,7 @@ def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> 
 
 
 def _pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
-    return causal_pairs(ctx=ctx, window=attention.window) if causal else ctx * ctx
+    return attention_causal_pairs(attention, ctx=ctx) if causal else ctx * ctx
 
 
 def forward_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
@@ -379,7 +392,7 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
             window=g.attention.window,
             keys=g.attention.tokens_seen(ctx),
             per_layer=g.attention.tokens_seen(ctx) * pair_flops(g.attention),
-            causal_pairs=causal_pairs(ctx=ctx, window=g.attention.window),
+            causal_pairs=attention_causal_pairs(g.attention, ctx=ctx),
         )
         for g in spec.layer_groups
         if g.attention is not None

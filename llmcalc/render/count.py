@@ -283,6 +283,7 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
             "params": pc.rule_of_thumb,
             "percent_off": round(percent_off(pc.rule_of_thumb, pc.total), 4),
         },
+        **dict(spec.unbuilt),  # e.g. mtp_params: in the checkpoint, not in the model transformers builds
         "notes": list(spec.notes),
         "source": spec.source,
     }

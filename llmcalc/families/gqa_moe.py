@@ -1,0 +1,714 @@
+"""GQA decoders whose MLPs are fine-grained routed experts, often beside shared experts and after a
+few dense layers (the DeepSeekMoE layout with ordinary grouped-query attention).
+
+One structure, many rows: ``glm4_moe`` (GLM-4.5), ``sarvam_moe``, ``dots1`` (rednote dots.llm1),
+``exaone_moe`` (EXAONE MoE), ``ernie4_5_moe`` (Baidu ERNIE 4.5), ``hunyuan_v1_moe`` (Tencent
+Hunyuan-A13B), ``minimax_m2`` (MiniMax-M2), ``afmoe`` (Arcee AFMoE), ``flex_olmo`` (FlexOlmo),
+``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE). A row names
+the fields its transformers config reads and the few switches that change tensors: where the router
+and shared experts live, which norms a layer holds, q/k norms (over head_dim or the whole
+projection), biases. Tensor names and shapes as in the transformers 5.24 ``*ForCausalLM`` classes,
+which fuse the routed experts into gate_up_proj [E, 2·ff, d] and down_proj [E, d, ff].
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import AliasChoices, Field
+
+from llmcalc.families._base import (
+    FULL,
+    SLIDING,
+    Architecture,
+    Count,
+    FamilyConfig,
+    LayerPlan,
+    Size,
+    check_top_k,
+    gqa_projections,
+    layer_kinds,
+    linear,
+    llama_outer_tensors,
+    norm,
+    require,
+    resolve_kv_heads,
+    routed_experts,
+    router,
+    split_plan,
+    swiglu,
+)
+from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan, mtp_note, mtp_params
+from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+
+DENSE, SPARSE = "dense", "moe"
+QkNorm = Literal["head", "all"] | None
+
+
+class GqaMoeConfig(FamilyConfig):
+    """The fields every row reads; a row adds its own and maps them onto the properties below."""
+
+    moe_module: ClassVar[str] = "mlp"
+    router_name: ClassVar[str] = "gate"  # router module under the MoE block (its .weight)
+    shared_name: ClassVar[str] = "shared_experts"
+    qk_norm_names: ClassVar[tuple[str, str]] = ("q_norm", "k_norm")
+    layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm", "post_attention_layernorm")
+    experts_field: ClassVar[str] = "n_routed_experts"
+    top_k_field: ClassVar[str] = "num_experts_per_tok"
+    floor_head_dim: ClassVar[bool] = True  # head_dim absent: hidden_size // heads, as transformers
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None = None  # absent: equal to the heads (MHA)
+    head_dim: Size | None = None
+    intermediate_size: Size
+    vocab_size: Size
+    max_position_embeddings: Size | None = None
+    tie_word_embeddings: bool = False
+
+    # ---- what a row maps its fields onto --------------------------------------------------------
+    @property
+    def routed(self) -> int:
+        value: int = getattr(self, self.experts_field)
+        return value
+
+    @property
+    def top_k(self) -> int:
+        value: int = getattr(self, self.top_k_field)
+        return value
+
+    @property
+    def expert_ff(self) -> int:
+        value: int = getattr(self, "moe_intermediate_size", self.intermediate_size)
+        return value
+
+    @property
+    def dense_ff(self) -> int:
+        return self.intermediate_size
+
+    @property
+    def shared_ff(self) -> int:
+        """The shared experts as one SwiGLU of this width (0: none)."""
+        return 0
+
+    @property
+    def qk_norm(self) -> QkNorm:
+        return None
+
+    @property
+    def qkv_bias(self) -> bool:
+        return bool(getattr(self, "attention_bias", False))
+
+    @property
+    def o_bias(self) -> bool:
+        return self.qkv_bias
+
+    @property
+    def mlp_bias(self) -> bool:
+        return False
+
+    @property
+    def head_bias(self) -> bool:
+        return False
+
+    @property
+    def window(self) -> int | None:
+        value: int | None = getattr(self, "sliding_window", None)
+        return value
+
+    @property
+    def resolved_head_dim(self) -> int:
+        if self.head_dim is not None:
+            return self.head_dim
+        d, h = self.hidden_size, self.num_attention_heads
+        require(
+            self.floor_head_dim or d % h == 0,
+            "num_attention_heads",
+            f"num_attention_heads ({h}) must divide hidden_size ({d}) when head_dim is not given",
+        )
+        require(
+            d >= h, "num_attention_heads", f"num_attention_heads ({h}) exceeds hidden_size ({d})"
+        )
+        return d // h
+
+    def mlp_plan(self) -> LayerPlan:
+        """Which layers are dense and which MoE (default: all MoE)."""
+        return {SPARSE: LayerSet.span(0, self.num_hidden_layers)}
+
+    def attention_plan(self) -> LayerPlan:
+        """Which layers attend within the sliding window (default: none)."""
+        return {FULL: LayerSet.span(0, self.num_hidden_layers)}
+
+    # transformers builds the shared experts even when their count is 0 (then with no elements)
+    always_shared: ClassVar[bool] = False
+
+    @property
+    def has_shared(self) -> bool:
+        return self.always_shared or self.shared_ff > 0
+
+    def attn_extra(self, p: str) -> list[Tensor]:
+        return []
+
+    def router_tensors(self, p: str) -> list[Tensor]:
+        return router(f"{p}.{self.router_name}", self.hidden_size, self.routed)
+
+    def shared_tensors(self, p: str) -> list[Tensor]:
+        d, s = self.hidden_size, self.shared_ff
+        return swiglu(f"{p}.{self.shared_name}", "moe/shared_experts", d, s, bias=self.mlp_bias)
+
+
+def _first_k(c: GqaMoeConfig, k: int) -> LayerPlan:
+    return split_plan(c.num_hidden_layers, at=k, before=DENSE, after=SPARSE)
+
+
+def _mlp_kinds(kinds: list[str], c: GqaMoeConfig) -> LayerPlan:
+    return mlp_kinds_plan(kinds, c.num_hidden_layers, dense=DENSE, sparse=SPARSE)
+
+
+# ---- the rows -------------------------------------------------------------------------------------
+
+
+class Glm4MoeConfig(GqaMoeConfig):
+    """GLM-4.5 / GLM-4.6 (Zhipu AI 2025): q/k/v biases (o_proj none), optional q/k norms."""
+
+    transformers_class = "Glm4MoeConfig"
+    always_shared: ClassVar[bool] = True
+
+    num_key_value_heads: Size | None = 8
+    intermediate_size: Size = 10944
+    moe_intermediate_size: Size = 1408
+    n_routed_experts: Size = 128
+    n_shared_experts: Count = 1
+    num_experts_per_tok: Size = 8
+    first_k_dense_replace: Count = 1
+    use_qk_norm: bool = False
+    attention_bias: bool = False
+    # GLM's multi-token-prediction layers: transformers does not build them (see mtp_params)
+    num_nextn_predict_layers: Count | None = None
+
+    @property
+    def o_bias(self) -> bool:
+        return False
+
+    @property
+    def shared_ff(self) -> int:
+        return self.moe_intermediate_size * self.n_shared_experts
+
+    @property
+    def qk_norm(self) -> QkNorm:
+        return "head" if self.use_qk_norm else None
+
+    def mlp_plan(self) -> LayerPlan:
+        return _first_k(self, self.first_k_dense_replace)
+
+
+class SarvamMoeConfig(Glm4MoeConfig):
+    """Sarvam MoE: GLM-4.5's model (transformers builds Glm4MoeForCausalLM) with its own defaults."""
+
+    transformers_class = "SarvamMoeConfig"
+
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 64
+    intermediate_size: Size = 8192
+    moe_intermediate_size: Size = 1024
+    n_shared_experts: Count = Field(
+        1, validation_alias=AliasChoices("n_shared_experts", "num_shared_experts")
+    )
+    num_experts_per_tok: Size = 6
+    use_qk_norm: bool = True
+
+
+class Dots1Config(GqaMoeConfig):
+    """dots.llm1 (rednote 2025): q/k RMSNorm over head_dim, biases on q/k/v/o with attention_bias."""
+
+    transformers_class = "Dots1Config"
+    always_shared: ClassVar[bool] = True
+
+    moe_intermediate_size: Size = 1408
+    n_routed_experts: Size
+    n_shared_experts: Count
+    num_experts_per_tok: Size
+    first_k_dense_replace: Count = 0
+    attention_bias: bool = False
+    sliding_window: Size | None = 4096
+    max_window_layers: Count = 62
+    layer_types: list[str] | None = None
+
+    @property
+    def shared_ff(self) -> int:
+        return self.moe_intermediate_size * self.n_shared_experts
+
+    @property
+    def qk_norm(self) -> QkNorm:
+        return "head"
+
+    def mlp_plan(self) -> LayerPlan:
+        return _first_k(self, self.first_k_dense_replace)
+
+    def attention_plan(self) -> LayerPlan:
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=1)
+        if self.sliding_window is None:
+            return super().attention_plan()
+        plan = split_plan(
+            self.num_hidden_layers, at=self.max_window_layers, before=FULL, after=SLIDING
+        )
+        return plan
+
+
+class ExaoneMoeConfig(GqaMoeConfig):
+    """EXAONE MoE (LG AI Research): q/k norms over head_dim, sliding layers (3 of every 4)."""
+
+    transformers_class = "ExaoneMoeConfig"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_experts"
+
+    num_key_value_heads: Size | None = None
+    moe_intermediate_size: Size = 1024
+    num_experts: Size = 64
+    num_experts_per_tok: Size = 8
+    num_shared_experts: Count = 1
+    first_k_dense_replace: Count = 1
+    mlp_layer_types: list[str] | None = None
+    sliding_window: Size | None = 4096
+    sliding_window_pattern: Count | None = 4
+    layer_types: list[str] | None = None
+
+    @property
+    def shared_ff(self) -> int:
+        return self.moe_intermediate_size * self.num_shared_experts
+
+    @property
+    def qk_norm(self) -> QkNorm:
+        return "head"
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return _first_k(self, self.first_k_dense_replace)
+
+    def attention_plan(self) -> LayerPlan:
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=1)
+        if self.sliding_window is None or not self.sliding_window_pattern:
+            return super().attention_plan()
+        return layer_kinds(None, self.num_hidden_layers, pattern=self.sliding_window_pattern)
+
+
+class Ernie45MoeConfig(GqaMoeConfig):
+    """ERNIE 4.5 MoE (Baidu 2025): MoE layers from moe_layer_start_index to moe_layer_end_index every
+    moe_layer_interval-th; use_bias on every linear and the lm_head; a learned router score bias."""
+
+    transformers_class = "Ernie4_5_MoeConfig"
+    experts_field: ClassVar[str] = "moe_num_experts"
+    top_k_field: ClassVar[str] = "moe_k"
+
+    num_key_value_heads: Size | None = None
+    tie_word_embeddings: bool = True
+    use_bias: bool = False
+    moe_intermediate_size: Size = 1536
+    moe_k: Size = 6
+    moe_num_experts: Size = 64
+    moe_num_shared_experts: Count = 2
+    moe_layer_start_index: Count = 1
+    moe_layer_end_index: int = -1  # -1: the last layer
+    moe_layer_interval: Size = 1
+
+    @property
+    def qkv_bias(self) -> bool:
+        return self.use_bias
+
+    @property
+    def mlp_bias(self) -> bool:
+        return self.use_bias
+
+    @property
+    def head_bias(self) -> bool:
+        return self.use_bias
+
+    @property
+    def shared_ff(self) -> int:
+        return self.moe_intermediate_size * self.moe_num_shared_experts
+
+    def mlp_plan(self) -> LayerPlan:
+        # MoE where start <= i <= end and (i + 1) % interval == 0; dense elsewhere
+        L, P = self.num_hidden_layers, self.moe_layer_interval
+        end = L - 1 if self.moe_layer_end_index == -1 else min(self.moe_layer_end_index, L - 1)
+        start = self.moe_layer_start_index
+        sparse = LayerSet((Run(start, end + 1, P - 1, P, 1),))
+        if not sparse:
+            return {DENSE: LayerSet.span(0, L)}
+        dense_runs = [Run(0, min(start, L), 0, 1, 1), Run(end + 1, L, 0, 1, 1)]
+        if P > 1:
+            dense_runs.append(Run(start, end + 1, 0, P, P - 1))
+        dense = LayerSet(tuple(r for r in dense_runs if len(r)))
+        plan = {DENSE: dense, SPARSE: sparse}
+        return dict(
+            sorted(((k, v) for k, v in plan.items() if v), key=lambda kv: next(iter(kv[1])))
+        )
+
+    def router_tensors(self, p: str) -> list[Tensor]:
+        # the router [E, d] and its score-correction bias, stored [1, E] as a parameter
+        return [
+            *router(f"{p}.gate", self.hidden_size, self.routed),
+            Tensor(f"{p}.gate.moe_statics.e_score_correction_bias", (1, self.routed), "moe/router"),
+        ]
+
+
+class HunYuanMoeV1Config(GqaMoeConfig):
+    """Hunyuan-A13B (Tencent 2025): q/k RMSNorm over head_dim (query_layernorm, key_layernorm), a
+    shared MLP of intermediate_size beside experts of intermediate_size, router ``gate.wg``."""
+
+    transformers_class = "HunYuanMoEV1Config"
+    router_name: ClassVar[str] = "gate.wg"
+    shared_name: ClassVar[str] = "shared_mlp"
+    qk_norm_names: ClassVar[tuple[str, str]] = ("query_layernorm", "key_layernorm")
+    experts_field: ClassVar[str] = "num_experts"
+    top_k_field: ClassVar[str] = "moe_topk"
+    floor_head_dim: ClassVar[bool] = False
+
+    vocab_size: Size = 290943
+    hidden_size: Size = 4096
+    intermediate_size: Size = 11008
+    num_hidden_layers: Size = 32
+    num_attention_heads: Size = 32
+    num_experts: Size = 1
+    moe_topk: Size | list[Size] = 1  # released configs list it per layer
+    attention_bias: bool = False
+
+    @property
+    def top_k(self) -> int:
+        k = self.moe_topk
+        if isinstance(k, int):
+            return k
+        require(
+            len(k) == self.num_hidden_layers,
+            "moe_topk",
+            f"has {len(k)} entries, num_hidden_layers is {self.num_hidden_layers}",
+        )
+        require(len(set(k)) == 1, "moe_topk", "per-layer values that differ are not supported")
+        return k[0]
+
+    @property
+    def expert_ff(self) -> int:
+        return self.intermediate_size
+
+    @property
+    def shared_ff(self) -> int:
+        return self.intermediate_size
+
+    @property
+    def qk_norm(self) -> QkNorm:
+        return "head"
+
+
+class MiniMaxM2Config(GqaMoeConfig):
+    """MiniMax-M2 (2025): 256 experts, no shared expert, q/k RMSNorm over the whole projections."""
+
+    transformers_class = "MiniMaxM2Config"
+    experts_field: ClassVar[str] = "num_local_experts"
+
+    vocab_size: Size = 200064
+    hidden_size: Size = 3072
+    intermediate_size: Size = 1536  # one expert
+    num_hidden_layers: Size = 62
+    num_attention_heads: Size = 48
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    num_experts_per_tok: Size = 8
+    num_local_experts: Size = 256
+
+    @property
+    def qkv_bias(self) -> bool:
+        return False
+
+    @property
+    def qk_norm(self) -> QkNorm:
+        return "all"
+
+
+class AfmoeConfig(GqaMoeConfig):
+    """Arcee AFMoE (Trinity): a sigmoid output gate on attention (gate_proj h·hd × d), q/k norms over
+    head_dim, four norms a layer, num_dense_layers dense layers first, 3 of every 4 layers sliding."""
+
+    transformers_class = "AfmoeConfig"
+    always_shared: ClassVar[bool] = True
+    router_name: ClassVar[str] = "router.gate"
+    experts_field: ClassVar[str] = "num_experts"
+    layer_norms: ClassVar[tuple[str, ...]] = (
+        "input_layernorm",
+        "post_attention_layernorm",
+        "pre_mlp_layernorm",
+        "post_mlp_layernorm",
+    )
+
+    vocab_size: Size = 200192
+    hidden_size: Size = 2048
+    intermediate_size: Size = 6144
+    moe_intermediate_size: Size = 1408
+    num_hidden_layers: Size = 32
+    num_dense_layers: Count = 1
+    num_attention_heads: Size = 16
+    head_dim: Size | None = 128
+    num_experts: Size = 64
+    num_experts_per_tok: Size = 6
+    num_shared_experts: Count = 2
+    global_attn_every_n_layers: Size = 4
+    sliding_window: Size | None = 1024
+    layer_types: list[str] | None = None
+    attention_bias: bool = False
+
+    @property
+    def shared_ff(self) -> int:
+        return self.moe_intermediate_size * self.num_shared_experts
+
+    @property
+    def qk_norm(self) -> QkNorm:
+        return "head"
+
+    def mlp_plan(self) -> LayerPlan:
+        return _first_k(self, self.num_dense_layers)
+
+    def attention_plan(self) -> LayerPlan:
+        return layer_kinds(
+            self.layer_types, self.num_hidden_layers, pattern=self.global_attn_every_n_layers
+        )
+
+    def attn_extra(self, p: str) -> list[Tensor]:
+        h, hd = self.num_attention_heads, self.resolved_head_dim
+        return linear(f"{p}.gate_proj", "attn/gate_proj", h * hd, self.hidden_size, bias=False)
+
+    def router_tensors(self, p: str) -> list[Tensor]:
+        # router [E, d]; expert_bias [E]: a load-balancing score bias (a parameter, not trained)
+        return [
+            *router(f"{p}.router.gate", self.hidden_size, self.routed),
+            Tensor(f"{p}.expert_bias", (self.routed,), "moe/router"),
+        ]
+
+
+class FlexOlmoConfig(GqaMoeConfig):
+    """FlexOlmo (AI2 2025): OLMo 2's block (norms after attention and after the MLP, q/k norms over
+    the whole projections) with OLMoE's experts; the router is a bare [E, d] parameter."""
+
+    transformers_class = "FlexOlmoConfig"
+    experts_field: ClassVar[str] = "num_experts"
+    layer_norms: ClassVar[tuple[str, ...]] = (
+        "post_attention_layernorm",
+        "post_feedforward_layernorm",
+    )
+
+    vocab_size: Size = 100352
+    hidden_size: Size = 4096
+    intermediate_size: Size = 11008
+    num_hidden_layers: Size = 32
+    num_attention_heads: Size = 32
+    num_experts_per_tok: Size = 5
+    num_experts: Size = 7
+    attention_bias: bool = False
+
+    @property
+    def qk_norm(self) -> QkNorm:
+        return "all"
+
+
+class GraniteMoeSharedConfig(GqaMoeConfig):
+    """Granite MoE with a shared MLP (IBM): GraniteMoe's block plus shared_mlp.input_linear
+    [2·s, d] and output_linear [d, s] when shared_intermediate_size s > 0."""
+
+    transformers_class = "GraniteMoeSharedConfig"
+    moe_module: ClassVar[str] = "block_sparse_moe"
+    router_name: ClassVar[str] = "router"
+    experts_field: ClassVar[str] = "num_local_experts"
+
+    vocab_size: Size = 32000
+    hidden_size: Size = 4096
+    intermediate_size: Size = 11008  # one expert
+    num_hidden_layers: Size = 32
+    num_attention_heads: Size = 32
+    num_local_experts: Size = 8
+    num_experts_per_tok: Size = 2
+    shared_intermediate_size: Count = 0
+    attention_bias: bool = False
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_intermediate_size
+
+    def shared_tensors(self, p: str) -> list[Tensor]:
+        # the shared MLP sits beside the MoE block, at the layer: layers.{i}.shared_mlp
+        s, d = self.shared_intermediate_size, self.hidden_size
+        q = p.rsplit(".", 1)[0] + ".shared_mlp"
+        return [
+            *linear(f"{q}.input_linear", "moe/shared_experts/input_linear", 2 * s, d, bias=False),
+            *linear(f"{q}.output_linear", "moe/shared_experts/output_linear", d, s, bias=False),
+        ]
+
+
+class GraniteMoeSwaConfig(GraniteMoeSharedConfig):
+    """Granite MoE with sliding-window layers: Granite-MoE-shared's block, a learned attention sink
+    per head (``sinks`` [h]), full attention where i % 4 == 0 unless layer_types says otherwise."""
+
+    transformers_class = "GraniteMoeSWAConfig"
+
+    sliding_window: Size | None = 128
+    layer_types: list[str] | None = None
+
+    def attention_plan(self) -> LayerPlan:
+        L = self.num_hidden_layers
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, L, pattern=1)
+        plan = {
+            FULL: LayerSet((Run(0, L, 0, 4, 1),)),
+            SLIDING: LayerSet((Run(0, L, 1, 4, 3),)),
+        }
+        return {kind: layers for kind, layers in plan.items() if layers}
+
+    def attn_extra(self, p: str) -> list[Tensor]:
+        # one learned sink logit per head (gpt-oss's attention sinks)
+        return [Tensor(f"{p}.sinks", (self.num_attention_heads,), "attn/sinks")]
+
+
+class Cohere2MoeConfig(GqaMoeConfig):
+    """Cohere 2 MoE: Cohere's parallel block (one norm a layer), sliding layers (3 of every 4 after
+    any dense prefix), dense prefix layers of prefix_dense_intermediate_size, a bare router."""
+
+    transformers_class = "Cohere2MoeConfig"
+    experts_field: ClassVar[str] = "num_experts"
+    layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm",)
+    floor_head_dim: ClassVar[bool] = True
+
+    vocab_size: Size = 256000
+    hidden_size: Size = 8192
+    intermediate_size: Size = 22528  # one expert
+    num_hidden_layers: Size = 40
+    num_attention_heads: Size = 64
+    head_dim: Size | None = 128
+    tie_word_embeddings: bool = True
+    attention_bias: bool = False
+    sliding_window: Size | None = 4096
+    num_experts: Size = 8
+    num_experts_per_tok: Size = 2
+    num_shared_experts: Count = 0
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+    first_k_dense_replace: Count = 0
+    prefix_dense_intermediate_size: Size | None = None
+    sliding_window_pattern: Size = 4
+    prefix_dense_sliding_window_pattern: Size = 1
+
+    @property
+    def expert_ff(self) -> int:
+        return self.intermediate_size
+
+    @property
+    def dense_ff(self) -> int:
+        require(
+            self.prefix_dense_intermediate_size is not None,
+            "prefix_dense_intermediate_size",
+            "is needed when some layers are dense",
+        )
+        assert self.prefix_dense_intermediate_size is not None
+        return self.prefix_dense_intermediate_size
+
+    @property
+    def shared_ff(self) -> int:
+        return self.intermediate_size * self.num_shared_experts
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return _first_k(self, self.first_k_dense_replace)
+
+    def attention_plan(self) -> LayerPlan:
+        L, k = self.num_hidden_layers, min(self.first_k_dense_replace, self.num_hidden_layers)
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, L, pattern=1)
+        prefix = layer_kinds(None, k, pattern=self.prefix_dense_sliding_window_pattern) if k else {}
+        rest = layer_kinds(None, L - k, pattern=self.sliding_window_pattern)
+        out: dict[str, list[Run]] = {}
+        for kind, layers in prefix.items():
+            out.setdefault(kind, []).extend(layers.runs)
+        for kind, layers in rest.items():
+            out.setdefault(kind, []).extend(
+                Run(r.start + k, r.stop + k, r.origin + k, r.period, r.width) for r in layers.runs
+            )
+        plan = {kind: LayerSet(tuple(rs)) for kind, rs in out.items()}
+        return dict(sorted(plan.items(), key=lambda kv: next(iter(kv[1]))))
+
+
+# ---- the structure --------------------------------------------------------------------------------
+
+
+def describe(c: GqaMoeConfig) -> Architecture:
+    d, v, E, k = c.hidden_size, c.vocab_size, c.routed, c.top_k
+    check_top_k(k, E, k_field=c.top_k_field, e_field=c.experts_field)
+    h, L = c.num_attention_heads, c.num_hidden_layers
+    hd = c.resolved_head_dim
+    kv = resolve_kv_heads(h, c.num_key_value_heads)
+    p = "model.layers.{i}"
+    a = f"{p}.self_attn"
+    attn: list[Tensor] = [*gqa_projections(a, d, h, kv, hd, bias=c.qkv_bias, o_bias=c.o_bias)]
+    qn, kn = c.qk_norm_names
+    if c.qk_norm is not None:
+        q_dim, k_dim = (hd, hd) if c.qk_norm == "head" else (h * hd, kv * hd)
+        attn += [
+            *norm(f"{a}.{qn}", "attn/q_norm", q_dim, bias=False),
+            *norm(f"{a}.{kn}", "attn/k_norm", k_dim, bias=False),
+        ]
+    attn += c.attn_extra(a)
+    attn += [
+        t for name in c.layer_norms for t in norm(f"{p}.{name}", f"norm/{name}", d, bias=False)
+    ]
+    m = f"{p}.{c.moe_module}"
+    has_dense = DENSE in c.mlp_plan()
+    dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.dense_ff, bias=c.mlp_bias) if has_dense else []
+    # router E × d;  routed experts [E, 2·ff, d], [E, d, ff];  shared experts: one SwiGLU of s
+    moe_mlp = [
+        *c.router_tensors(m),
+        *routed_experts(f"{m}.experts", d, c.expert_ff, E),
+        *(c.shared_tensors(m) if c.has_shared else []),
+    ]
+    blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
+    windows = {FULL: None, SLIDING: c.window}
+    plan = cross_plans(c.attention_plan(), c.mlp_plan())
+    groups = tuple(
+        LayerGroup(
+            crossed_name(kinds, plan),
+            layers,
+            (*attn, *blocks[kinds[1]]),
+            Attention(h, kv, hd, hd, window=windows[kinds[0]]),
+        )
+        for kinds, layers in plan.items()
+    )
+
+    n_mtp = getattr(c, "num_nextn_predict_layers", None) or 0
+    mtp = mtp_params([*attn, *moe_mlp], d=d, vocab=v, modules=n_mtp)
+    return Architecture(
+        shape=Shape(
+            num_layers=L,
+            hidden_size=d,
+            num_heads=h,
+            num_kv_heads=kv,
+            head_dim=hd,
+            intermediate_size=c.expert_ff,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, head_bias=c.head_bias),
+        layer_groups=groups,
+        moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=_shared_count(c)),
+        notes=(mtp_note(n_mtp, mtp),) if n_mtp else (),
+        unbuilt=(("mtp_params", mtp),) if n_mtp else (),
+    )
+
+
+def _shared_count(c: GqaMoeConfig) -> int:
+    if not c.shared_ff:
+        return 0
+    for field in ("n_shared_experts", "num_shared_experts", "moe_num_shared_experts"):
+        if hasattr(c, field):
+            value: int = getattr(c, field)
+            return value
+    return 1

@@ -1,0 +1,89 @@
+"""JetMoE (Shen et al. 2024, "JetMoE: Reaching Llama2 Performance with 0.1M Dollars"): experts in
+the attention as well as in the MLP.
+
+Tensor names and shapes as in transformers ``JetMoeForCausalLM``. Attention is a mixture of
+attention heads (MoA): one shared kv_proj d → 2·kv·hd (kv = num_key_value_heads, hd = kv_channels),
+and E query/output experts, input_linear [E, kv·hd, d] and output_linear [E, d, kv·hd], of which
+k answer each token, so a token has k·kv query heads; a router [E, d] and an output bias [d]. The
+MLP: E SwiGLU experts, input_linear [E, 2·ff, d] and output_linear [E, d, ff], a router and a bias.
+"""
+
+from __future__ import annotations
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    Size,
+    check_top_k,
+    linear,
+    llama_outer_tensors,
+    norm,
+    router,
+    stacked_experts,
+    uniform_layers,
+)
+from llmcalc.spec import Attention, MoE, Shape, Tensor
+
+
+class JetMoeConfig(FamilyConfig):
+    transformers_class = "JetMoeConfig"
+
+    vocab_size: Size = 32000
+    hidden_size: Size = 2048
+    num_hidden_layers: Size = 12
+    num_key_value_heads: Size = 16
+    kv_channels: Size = 128
+    intermediate_size: Size = 5632
+    max_position_embeddings: Size | None = 4096
+    num_local_experts: Size = 8
+    num_experts_per_tok: Size = 2
+    tie_word_embeddings: bool = True
+
+
+def _moe(p: str, component: str, d: int, inner: int, E: int, *, gated: bool) -> list[Tensor]:
+    """JetMoE's expert block: router [E, d], input_linear [E, (2·)inner, d], output_linear
+    [E, d, inner] and an output bias [d]."""
+    width = 2 * inner if gated else inner
+    return [
+        Tensor(f"{p}.bias", (d,), f"{component}/bias"),
+        stacked_experts(f"{p}.input_linear.weight", f"{component}/input_linear", E, width, d),
+        stacked_experts(f"{p}.output_linear.weight", f"{component}/output_linear", E, d, inner),
+        *router(f"{p}.router.layer", d, E),
+    ]
+
+
+def describe(c: JetMoeConfig) -> Architecture:
+    d, v, L, E, k = (
+        c.hidden_size,
+        c.vocab_size,
+        c.num_hidden_layers,
+        c.num_local_experts,
+        c.num_experts_per_tok,
+    )
+    check_top_k(k, E, k_field="num_experts_per_tok", e_field="num_local_experts")
+    kv, hd = c.num_key_value_heads, c.kv_channels
+    p = "model.layers.{i}"
+    a = f"{p}.self_attention"
+    layer = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
+        *linear(f"{a}.kv_proj", "attn/kv_proj", 2 * kv * hd, d, bias=False),
+        *_moe(f"{a}.experts", "attn/experts", d, kv * hd, E, gated=False),
+        *norm(f"{p}.post_attention_layernorm", "moe/norm", d, bias=False),
+        *_moe(f"{p}.mlp", "moe/experts", d, c.intermediate_size, E, gated=True),
+    ]
+    return Architecture(
+        shape=Shape(
+            num_layers=L,
+            hidden_size=d,
+            num_heads=k * kv,
+            num_kv_heads=kv,
+            head_dim=hd,
+            intermediate_size=c.intermediate_size,
+            vocab_size=v,
+            tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+        layer_groups=uniform_layers(L, layer, Attention(k * kv, kv, hd, hd), name="moe"),
+        moe=MoE(num_experts=E, experts_per_tok=k),
+    )
