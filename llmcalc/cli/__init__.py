@@ -55,16 +55,16 @@ def _argument_type_as_typed() -> None:
         label = shown(self, ctx) or ""
         if desc.is_choice:
             return label.strip("<>")
-        by_type = {int: "N", float: "X"}
+        by_type: dict[Any, str] = {int: "N", float: "X"}
         if desc.is_path:
             return "PATH"
-        base = by_type.get(desc.annotation) or by_type.get(
-            next((a for a in getattr(desc.annotation, "__args__", ()) if a is not type(None)), None)
-        )
+        inner = next((a for a in getattr(desc.annotation, "__args__", ()) if a is not type(None)),
+                     None)
+        base = by_type.get(desc.annotation) or by_type.get(inner)
         return base or (self.name or "value").upper()
 
     TyperArgument.display_type_rich = argument_type  # type: ignore[method-assign,assignment]
-    TyperOption.display_type_rich = option_type  # type: ignore[method-assign,assignment]
+    TyperOption.display_type_rich = option_type  # type: ignore[method-assign]
     TyperArgument._llmcalc_plain = True  # type: ignore[attr-defined]
 
 

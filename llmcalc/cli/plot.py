@@ -91,7 +91,7 @@ def plot(
             chart = charts.flops_chart([(nm, flops_series(s, grid))
                                         for nm, s in zip(names, specs, strict=True)])
         else:
-            chart = _memory(charts, names, specs, grid, batch=batch, dtype=dtype,
+            chart = _memory(charts, names, specs, grid, batch=batch, dtype=dtype or "bf16",
                             kv_dtype=kv_dtype, gpu=gpu, gpus=gpus)
     if output is None:
         typer.echo(escape_output(charts.to_text(chart)), nl=False)  # names come from input
@@ -104,7 +104,7 @@ def plot(
             output.write_text(charts.to_svg(chart), encoding="utf-8")
         else:
             words = ["llmcalc", "plot", kind.value, *models, "--ctx-max", ctx_max, "--batch", batch,
-                     "--dtype", dtype]
+                     "--dtype", dtype or "bf16"]
             words += [] if kv_dtype is None else ["--kv-dtype", kv_dtype]
             words += [] if gpu is None else ["--gpu", gpu, "--gpus", str(gpus)]
             words += [w for s in set_ or () for w in ("--set", s)]

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from llmcalc.hardware import Accelerator
 from llmcalc.planning import ServingFit
-from llmcalc.quant import WeightFormat
+from llmcalc.quant import QuantFormat, WeightFormat
 from llmcalc.render import gib, n
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.render.memory import window_cap
@@ -145,8 +145,8 @@ def fit_json(
 
 
 def fit_grid(
-    items: list[tuple[str, ModelSpec, ServingFit]], *, accelerator: Accelerator, dtype: DType,
-    kv_dtype: DType,
+    items: list[tuple[str, ModelSpec, ServingFit]], *, accelerator: Accelerator,
+    dtype: DType | QuantFormat, kv_dtype: DType,
 ) -> Grid:
     """One column per model: what fits on the same GPUs, and the decode bound."""
     f0 = items[0][2]
