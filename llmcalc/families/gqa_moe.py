@@ -55,6 +55,9 @@ class GqaMoeConfig(FamilyConfig):
     layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm", "post_attention_layernorm")
     experts_field: ClassVar[str] = "n_routed_experts"
     top_k_field: ClassVar[str] = "num_experts_per_tok"
+    shared_experts_field: ClassVar[str | None] = None  # how many shared experts (None: none)
+    dense_layers_field: ClassVar[str | None] = None  # the leading dense layers (None: none)
+    qk_norm_kind: ClassVar[QkNorm] = None  # RMSNorm on q and k: per head, over all, or none
     floor_head_dim: ClassVar[bool] = True  # head_dim absent: hidden_size // heads, as transformers
 
     hidden_size: Size
@@ -89,12 +92,16 @@ class GqaMoeConfig(FamilyConfig):
 
     @property
     def shared_ff(self) -> int:
-        """The shared experts as one SwiGLU of this width (0: none)."""
-        return 0
+        """The shared experts as one SwiGLU of this width (0: none): ``shared_experts_field``
+        experts, each as wide as a routed one."""
+        if self.shared_experts_field is None:
+            return 0
+        count: int = getattr(self, self.shared_experts_field)
+        return self.expert_ff * count
 
     @property
     def qk_norm(self) -> QkNorm:
-        return None
+        return self.qk_norm_kind
 
     @property
     def qkv_bias(self) -> bool:
@@ -133,8 +140,11 @@ class GqaMoeConfig(FamilyConfig):
         return d // h
 
     def mlp_plan(self) -> LayerPlan:
-        """Which layers are dense and which MoE (default: all MoE)."""
-        return {SPARSE: LayerSet.span(0, self.num_hidden_layers)}
+        """Which layers are dense and which MoE: the first ``dense_layers_field`` dense, the rest MoE
+        (default: all MoE)."""
+        if self.dense_layers_field is None:
+            return {SPARSE: LayerSet.span(0, self.num_hidden_layers)}
+        return _first_k(self, getattr(self, self.dense_layers_field))
 
     def attention_plan(self) -> LayerPlan:
         """Which layers attend within the sliding window (default: none)."""
@@ -174,6 +184,8 @@ class Glm4MoeConfig(GqaMoeConfig):
 
     transformers_class = "Glm4MoeConfig"
     always_shared: ClassVar[bool] = True
+    shared_experts_field: ClassVar[str | None] = "n_shared_experts"
+    dense_layers_field: ClassVar[str | None] = "first_k_dense_replace"
 
     num_key_value_heads: Size | None = 8
     intermediate_size: Size = 10944
@@ -192,15 +204,8 @@ class Glm4MoeConfig(GqaMoeConfig):
         return False
 
     @property
-    def shared_ff(self) -> int:
-        return self.moe_intermediate_size * self.n_shared_experts
-
-    @property
     def qk_norm(self) -> QkNorm:
         return "head" if self.use_qk_norm else None
-
-    def mlp_plan(self) -> LayerPlan:
-        return _first_k(self, self.first_k_dense_replace)
 
 
 class SarvamMoeConfig(Glm4MoeConfig):
@@ -224,6 +229,9 @@ class Dots1Config(GqaMoeConfig):
 
     transformers_class = "Dots1Config"
     always_shared: ClassVar[bool] = True
+    shared_experts_field: ClassVar[str | None] = "n_shared_experts"
+    dense_layers_field: ClassVar[str | None] = "first_k_dense_replace"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
 
     moe_intermediate_size: Size = 1408
     n_routed_experts: Size
@@ -234,17 +242,6 @@ class Dots1Config(GqaMoeConfig):
     sliding_window: Size | None = 4096
     max_window_layers: Count = 62
     layer_types: list[str] | None = None
-
-    @property
-    def shared_ff(self) -> int:
-        return self.moe_intermediate_size * self.n_shared_experts
-
-    @property
-    def qk_norm(self) -> QkNorm:
-        return "head"
-
-    def mlp_plan(self) -> LayerPlan:
-        return _first_k(self, self.first_k_dense_replace)
 
     def attention_plan(self) -> LayerPlan:
         if self.layer_types is not None:
@@ -263,6 +260,8 @@ class ExaoneMoeConfig(GqaMoeConfig):
     transformers_class = "ExaoneMoeConfig"
     always_shared: ClassVar[bool] = True
     experts_field: ClassVar[str] = "num_experts"
+    shared_experts_field: ClassVar[str | None] = "num_shared_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
 
     num_key_value_heads: Size | None = None
     moe_intermediate_size: Size = 1024
@@ -274,14 +273,6 @@ class ExaoneMoeConfig(GqaMoeConfig):
     sliding_window: Size | None = 4096
     sliding_window_pattern: Count | None = 4
     layer_types: list[str] | None = None
-
-    @property
-    def shared_ff(self) -> int:
-        return self.moe_intermediate_size * self.num_shared_experts
-
-    @property
-    def qk_norm(self) -> QkNorm:
-        return "head"
 
     def mlp_plan(self) -> LayerPlan:
         if self.mlp_layer_types is not None:
@@ -303,6 +294,7 @@ class Ernie45MoeConfig(GqaMoeConfig):
     transformers_class = "Ernie4_5_MoeConfig"
     experts_field: ClassVar[str] = "moe_num_experts"
     top_k_field: ClassVar[str] = "moe_k"
+    shared_experts_field: ClassVar[str | None] = "moe_num_shared_experts"
 
     num_key_value_heads: Size | None = None
     tie_word_embeddings: bool = True
@@ -326,10 +318,6 @@ class Ernie45MoeConfig(GqaMoeConfig):
     @property
     def head_bias(self) -> bool:
         return self.use_bias
-
-    @property
-    def shared_ff(self) -> int:
-        return self.moe_intermediate_size * self.moe_num_shared_experts
 
     def mlp_plan(self) -> LayerPlan:
         # MoE where start <= i <= end and (i + 1) % interval == 0; dense elsewhere
@@ -367,6 +355,7 @@ class HunYuanMoeV1Config(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_experts"
     top_k_field: ClassVar[str] = "moe_topk"
     floor_head_dim: ClassVar[bool] = False
+    qk_norm_kind: ClassVar[QkNorm] = "head"
 
     vocab_size: Size = 290943
     hidden_size: Size = 4096
@@ -397,10 +386,6 @@ class HunYuanMoeV1Config(GqaMoeConfig):
     @property
     def shared_ff(self) -> int:
         return self.intermediate_size
-
-    @property
-    def qk_norm(self) -> QkNorm:
-        return "head"
 
 
 class MiniMaxM2Config(GqaMoeConfig):
@@ -436,6 +421,9 @@ class AfmoeConfig(GqaMoeConfig):
     always_shared: ClassVar[bool] = True
     router_name: ClassVar[str] = "router.gate"
     experts_field: ClassVar[str] = "num_experts"
+    shared_experts_field: ClassVar[str | None] = "num_shared_experts"
+    dense_layers_field: ClassVar[str | None] = "num_dense_layers"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
     layer_norms: ClassVar[tuple[str, ...]] = (
         "input_layernorm",
         "post_attention_layernorm",
@@ -458,17 +446,6 @@ class AfmoeConfig(GqaMoeConfig):
     sliding_window: Size | None = 1024
     layer_types: list[str] | None = None
     attention_bias: bool = False
-
-    @property
-    def shared_ff(self) -> int:
-        return self.moe_intermediate_size * self.num_shared_experts
-
-    @property
-    def qk_norm(self) -> QkNorm:
-        return "head"
-
-    def mlp_plan(self) -> LayerPlan:
-        return _first_k(self, self.num_dense_layers)
 
     def attention_plan(self) -> LayerPlan:
         return layer_kinds(
