@@ -248,6 +248,9 @@ def test_a_dropped_yaml_file_becomes_the_model(server: str, page: Any) -> None:
         "t => { const d = new DataTransfer(); d.items.add(new File([t], 'config.yaml')); "
         "return d; }", text)
     page.dispatch_event("body", "drop", {"dataTransfer": dropped})
+    # the page reads the file asynchronously: wait until it is in the editor, then for its answer
+    page.wait_for_function("t => document.querySelector('#text').value === t", arg=text,
+                           timeout=20000)
     settled(page)
     assert page.input_value("#format") == "yaml"
     assert page.input_value("#text") == text
