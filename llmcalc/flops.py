@@ -17,6 +17,10 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   query–key pairs times 2·h·(d_qk + d_v). *Full* counts all n² pairs, as FlopCounterMode counts
   attention (the mask zeroes scores but the matmuls are full); *causal* counts the pairs a causal
   or sliding-window mask keeps: Σᵢ min(i, window) for i = 1..n.
+- **encoders** (BERT, ModernBERT: ``Attention.causal`` False): attention is bidirectional, every
+  token attends to every token of its sequence, so a sequence of n tokens costs n² pairs in both
+  figures (ModernBERT's local layers: the pairs within the window either side in the masked one);
+  "per token at context n" is one token attending to all n. An encoder caches nothing.
 - **sequence mixers other than attention** (Mamba, Mamba-2: ``Mixer``): per token and layer, the
   causal depthwise convolution 2·conv_dim·kernel plus the state readout y = C·h, 2·h·p·N (h state
   heads of p × N; Mamba: d_inner channels of 1 × N). The state update h ← Ā·h + B̄·x is elementwise
@@ -136,8 +140,19 @@ def chunked_causal_pairs(*, ctx: int, chunk: int) -> int:
     return full * (chunk * (chunk + 1) // 2) + rest * (rest + 1) // 2
 
 
+def bidirectional_pairs(*, ctx: int, window: int | None) -> int:
+    """Query–key pairs of bidirectional attention over ``ctx`` tokens: all n², or with a window of
+    w either side (|i − j| ≤ w) n + 2·Σ_{d=1..m} (n − d), m = min(w, n − 1)."""
+    if window is None or window >= ctx - 1:
+        return ctx * ctx
+    return ctx + 2 * (window * ctx - window * (window + 1) // 2)
+
+
 def attention_causal_pairs(attention: Attention, *, ctx: int) -> int:
-    """Causal pairs of one layer: chunked, windowed or full."""
+    """Pairs one layer's mask keeps: causal (chunked, windowed or full) or, for an encoder's
+    bidirectional attention, every pair (within the window either side)."""
+    if not attention.causal:
+        return bidirectional_pairs(ctx=ctx, window=attention.window)
     if attention.chunked and attention.window is not None:
         return chunked_causal_pairs(ctx=ctx, chunk=attention.window)
     return causal_pairs(ctx=ctx, window=attention.window)

@@ -68,7 +68,7 @@ def weight_bytes(spec: ModelSpec, *, dtype: DType | QuantFormat) -> int:
 def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -> int:
     """Cached elements per token in one layer: K and V of each kv head, or the MLA latent; none in a
     layer that reads another layer's cache (Gemma 3n's KV sharing)."""
-    if attention.kv_shared:
+    if attention.kv_shared or not attention.causal:  # an encoder's attention caches nothing
         return 0
     if attention.kv_latent_dim is not None and not decompressed:
         return attention.kv_latent_dim  # kv_lora_rank + qk_rope_head_dim (MLA)

@@ -60,6 +60,9 @@ class Attention:
     instead of per-head K and V. ``chunked`` (Llama 4): ``window`` is a chunk size; a query attends
     to the earlier tokens of its own chunk, and the cache holds at most one chunk, as a window's.
     ``kv_shared`` (Gemma 3n): the layer attends with another layer's keys and values and caches none.
+    ``causal`` False (an encoder: BERT, ModernBERT): every token attends to every token of its
+    sequence, both ways (within ``window`` tokens either side, ModernBERT's local layers), and
+    nothing is cached: the whole sequence is encoded at once.
     """
 
     heads: int
@@ -70,11 +73,15 @@ class Attention:
     kv_latent_dim: int | None = None
     chunked: bool = False
     kv_shared: bool = False
+    causal: bool = True
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of
-        them, or at most the last ``window`` (sliding-window attention)."""
-        return ctx if self.window is None else min(ctx, self.window)
+        them, or at most the last ``window`` (sliding-window attention); bidirectional, at most
+        ``window`` either side and itself (2·window + 1)."""
+        if self.window is None:
+            return ctx
+        return min(ctx, self.window if self.causal else 2 * self.window + 1)
 
 
 # Sequence mixers other than softmax attention, by ``Mixer.kind``.

@@ -107,13 +107,29 @@ def hf_config(spec: ModelSpec, **changes: Any) -> Any:
         return transformers.AutoConfig.for_model(spec.model_type, **fields)
 
 
+def model_class(transformers: Any, model_type: str) -> Any:
+    """The auto class whose model llmcalc counts for ``model_type``: the whole model of an
+    encoder–decoder (…ForConditionalGeneration) or of an encoder LM (…ForMaskedLM), else the
+    causal LM."""
+    from transformers.models.auto import modeling_auto as auto
+
+    if model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
+        return transformers.AutoModelForSeq2SeqLM
+    if model_type in auto.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES:
+        return transformers.AutoModelForSpeechSeq2Seq
+    if model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        return transformers.AutoModelForMaskedLM
+    return transformers.AutoModelForCausalLM
+
+
 def build_meta_model(spec: ModelSpec, *, trust_remote_code: bool = False) -> Any:
-    """The causal-LM model for ``spec`` on the meta device: every parameter, no storage."""
+    """The model llmcalc counts for ``spec`` (:func:`model_class`) on the meta device: every
+    parameter, no storage."""
     torch, transformers = _import()
     check_buildable(spec)
     config = hf_config(spec)
     with transformers_errors(spec), torch.device("meta"):
-        return transformers.AutoModelForCausalLM.from_config(
+        return model_class(transformers, spec.model_type).from_config(
             config, trust_remote_code=trust_remote_code
         )
 
@@ -591,7 +607,7 @@ def build_random_model(
     config = cut_config(spec, num_layers=num_layers)
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
     with no_init_weights():  # skip the (slow) init: every parameter is replaced below
-        model = transformers.AutoModelForCausalLM.from_config(
+        model = model_class(transformers, spec.model_type).from_config(
             config,
             attn_implementation="eager",  # two matmuls FlopCounterMode counts (no CPU SDPA formula)
             experts_implementation="eager",  # one linear per expert hit (no grouped_mm formula)

@@ -158,6 +158,11 @@ MODEL_TYPES: dict[str, Family] = {
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
     "mimo_v2_flash": Family("mimo_v2_flash", "MiMoV2FlashConfig"),
     "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
+    # -- whole models (issue 13): encoder LMs (…ForMaskedLM), encoder–decoders --
+    "bert": Family("encoder", "BertConfig", "describe_bert"),
+    "roberta": Family("encoder", "RobertaConfig", "describe_roberta"),
+    "deberta-v2": Family("encoder", "DebertaV2Config", "describe_deberta_v2"),
+    "modernbert": Family("encoder", "ModernBertConfig", "describe_modernbert"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

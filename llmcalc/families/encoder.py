@@ -1,0 +1,362 @@
+"""Encoder language models: a masked-LM head on a bidirectional transformer encoder.
+
+Covers ``bert`` (Devlin et al. 2018), ``roberta`` (Liu et al. 2019: BERT's layer, positions offset
+by the padding id), ``deberta-v2`` (He et al. 2021, DeBERTa-v2/v3: disentangled relative-position
+attention, no absolute positions in v3) and ``modernbert`` (Warner et al. 2024: fused Wqkv, GeGLU,
+every third layer global, the others a local window). Tensor names and shapes as in each
+transformers ``…ForMaskedLM`` (transformers 5.24 ``models/<type>/modeling_<type>.py``); the bare
+encoder is the same without the masked-LM head. Attention is bidirectional (``causal=False``):
+every token attends to every token of its sequence, and nothing is cached.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from llmcalc.families._base import (
+    FULL,
+    SLIDING,
+    Architecture,
+    Count,
+    FamilyConfig,
+    Size,
+    embedding,
+    layer_kinds,
+    linear,
+    lm_head,
+    norm,
+    override_plan,
+    planned_layers,
+    require,
+    resolve_head_dim,
+    uniform_layers,
+)
+from llmcalc.families.decoder import first_of_plan
+from llmcalc.spec import Attention, Shape, Tensor
+
+# ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
+
+
+class _BertFields(FamilyConfig):
+    """The fields BERT, RoBERTa and DeBERTa-v2 name alike."""
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    vocab_size: Size
+    max_position_embeddings: Size = 512
+    tie_word_embeddings: bool = True
+
+    @property
+    def head_dim(self) -> int:
+        return resolve_head_dim(self.hidden_size, self.num_attention_heads)
+
+    def shape(self, *, intermediate: int | None = None) -> Shape:
+        h = self.num_attention_heads
+        return Shape(
+            num_layers=self.num_hidden_layers,
+            hidden_size=self.hidden_size,
+            num_heads=h,
+            num_kv_heads=h,
+            head_dim=self.head_dim,
+            intermediate_size=intermediate or self.intermediate_size,
+            vocab_size=self.vocab_size,
+            tied_embeddings=self.tie_word_embeddings,
+            max_position_embeddings=self.max_position_embeddings,
+        )
+
+
+class BertConfig(_BertFields):
+    transformers_class = "BertConfig"
+
+    type_vocab_size: Count = 2
+    is_decoder: bool = False
+    add_cross_attention: bool = False
+
+
+class RobertaConfig(BertConfig):
+    transformers_class = "RobertaConfig"
+
+
+def bert_layer(p: str, d: int, ff: int, *, q: str = "query", k: str = "key", v: str = "value") -> list[Tensor]:
+    """BertLayer (post-norm): self-attention query, key, value, output.dense d × d with biases, a
+    LayerNorm after it; intermediate.dense ff × d, output.dense d × ff, a LayerNorm after it."""
+    return [
+        *linear(f"{p}.attention.self.{q}", "attn/q_proj", d, d, bias=True),
+        *linear(f"{p}.attention.self.{k}", "attn/k_proj", d, d, bias=True),
+        *linear(f"{p}.attention.self.{v}", "attn/v_proj", d, d, bias=True),
+        *linear(f"{p}.attention.output.dense", "attn/o_proj", d, d, bias=True),
+        *norm(f"{p}.attention.output.LayerNorm", "attn/norm", d, bias=True),
+        *linear(f"{p}.intermediate.dense", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.output.dense", "mlp/fc_out", d, ff, bias=True),
+        *norm(f"{p}.output.LayerNorm", "mlp/norm", d, bias=True),
+    ]
+
+
+def mlm_head(
+    p: str, d: int, v: int, embed: str, *, tied: bool, width: int | None = None
+) -> list[Tensor]:
+    """BertLMPredictionHead: transform.dense (width × d, bias), a LayerNorm over width, then the
+    decoder V × width (tied to the word embeddings, or its own) with a bias [V] (the decoder's bias
+    is the head's ``bias``, one tensor, when tied; two when not)."""
+    w = width or d
+    return [
+        Tensor(f"{p}.bias", (v,), "mlm_head/bias"),
+        *linear(f"{p}.transform.dense", "mlm_head/dense", w, d, bias=True),
+        *norm(f"{p}.transform.LayerNorm", "mlm_head/norm", w, bias=True),
+        *lm_head(f"{p}.decoder", v, w, tied_to=None if not tied else f"{embed}.weight", bias=not tied),
+    ]
+
+
+def _bidirectional(c: _BertFields, *, causal: bool = False) -> Attention:
+    h, hd = c.num_attention_heads, c.head_dim
+    return Attention(h, h, hd, hd, causal=causal)
+
+
+def _no_cross_attention(c: BertConfig) -> None:
+    require(
+        not c.add_cross_attention,
+        "add_cross_attention",
+        "cross-attention (an encoder–decoder's decoder) is not supported",
+    )
+
+
+def describe_bert(c: BertConfig) -> Architecture:
+    """BertForMaskedLM: word [V, d], position [P, d] and token-type [T, d] embeddings, a LayerNorm;
+    BERT layers; the masked-LM head (cls.predictions). No pooler (add_pooling_layer=False)."""
+    _no_cross_attention(c)
+    d, v = c.hidden_size, c.vocab_size
+    embed = "bert.embeddings.word_embeddings"
+    tensors = (
+        embedding(embed, "embed/tokens", v, d),
+        embedding("bert.embeddings.position_embeddings", "embed/positions", c.max_position_embeddings, d),
+        embedding("bert.embeddings.token_type_embeddings", "embed/token_types", c.type_vocab_size, d),
+        *norm("bert.embeddings.LayerNorm", "embed/norm", d, bias=True),
+        *mlm_head("cls.predictions", d, v, embed, tied=c.tie_word_embeddings),
+    )
+    layer = bert_layer("bert.encoder.layer.{i}", d, c.intermediate_size)
+    return Architecture(
+        shape=c.shape(),
+        tensors=tensors,
+        layer_groups=uniform_layers(
+            c.num_hidden_layers, layer, _bidirectional(c, causal=c.is_decoder), name="encoder"
+        ),
+        notes=_direction_note(c.is_decoder),
+    )
+
+
+def _direction_note(is_decoder: bool) -> tuple[str, ...]:
+    if is_decoder:
+        return ("is_decoder=true: causal self-attention (the model used as a decoder)",)
+    return ("encoder: bidirectional attention, every token attends to every token; no KV cache",)
+
+
+def describe_roberta(c: RobertaConfig) -> Architecture:
+    """RobertaForMaskedLM: BERT's embeddings and layers under ``roberta.``; the head is lm_head
+    (dense d × d, layer_norm, decoder V × d tied or not, bias [V])."""
+    _no_cross_attention(c)
+    d, v = c.hidden_size, c.vocab_size
+    embed = "roberta.embeddings.word_embeddings"
+    tied = c.tie_word_embeddings
+    tensors = (
+        embedding(embed, "embed/tokens", v, d),
+        embedding("roberta.embeddings.token_type_embeddings", "embed/token_types", c.type_vocab_size, d),
+        *norm("roberta.embeddings.LayerNorm", "embed/norm", d, bias=True),
+        embedding("roberta.embeddings.position_embeddings", "embed/positions", c.max_position_embeddings, d),
+        Tensor("lm_head.bias", (v,), "mlm_head/bias"),
+        *linear("lm_head.dense", "mlm_head/dense", d, d, bias=True),
+        *norm("lm_head.layer_norm", "mlm_head/norm", d, bias=True),
+        *lm_head("lm_head.decoder", v, d, tied_to=f"{embed}.weight" if tied else None, bias=not tied),
+    )
+    layer = bert_layer("roberta.encoder.layer.{i}", d, c.intermediate_size)
+    return Architecture(
+        shape=c.shape(),
+        tensors=tensors,
+        layer_groups=uniform_layers(
+            c.num_hidden_layers, layer, _bidirectional(c, causal=c.is_decoder), name="encoder"
+        ),
+        notes=_direction_note(c.is_decoder),
+    )
+
+
+# ---- DeBERTa-v2 / v3 ---------------------------------------------------------------------------
+
+
+class DebertaV2Config(_BertFields):
+    transformers_class = "DebertaV2Config"
+
+    hidden_size: Size = 1536
+    num_hidden_layers: Size = 24
+    num_attention_heads: Size = 24
+    intermediate_size: Size = 6144
+    vocab_size: Size = 128100
+    type_vocab_size: Count = 0
+    relative_attention: bool = False
+    max_relative_positions: int = Field(-1, strict=True, le=2**53 - 1)
+    position_buckets: int = Field(-1, strict=True, le=2**53 - 1)
+    position_biased_input: bool = True
+    pos_att_type: str | list[str] | None = None
+    share_att_key: bool = False
+    norm_rel_ebd: str = "none"
+    conv_kernel_size: Count = 0
+    conv_groups: Size = 1
+    embedding_size: Size | None = None  # null means hidden_size
+    legacy: bool = True
+
+    @property
+    def att_types(self) -> list[str]:
+        t = self.pos_att_type
+        if t is None:
+            return []
+        return [x.strip() for x in t.lower().split("|")] if isinstance(t, str) else list(t)
+
+
+def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
+    """DebertaV2ForMaskedLM (modeling_deberta_v2.py): word embeddings [V, E] (E = embedding_size),
+    absolute positions [P, E] only with position_biased_input, token types [T, E] when T > 0,
+    embed_proj d × E when E ≠ d, a LayerNorm; BERT layers with query_proj/key_proj/value_proj and,
+    for relative attention without share_att_key, pos_key_proj (c2p) and pos_query_proj (p2c)
+    d × d; the encoder's rel_embeddings [2·span, d] (span = position_buckets, else
+    max_relative_positions, else max_position_embeddings), its LayerNorm with norm_rel_ebd
+    "layer_norm", a ConvLayer (Conv1d d → d, kernel k, groups g, + LayerNorm) when
+    conv_kernel_size > 0; the legacy head cls.predictions (E wide) or lm_predictions.lm_head."""
+    _ = c.att_types  # validated by its type above
+    d, v, h = c.hidden_size, c.vocab_size, c.num_attention_heads
+    e = c.embedding_size or d
+    embed = "deberta.embeddings.word_embeddings"
+    outer: list[Tensor] = [embedding(embed, "embed/tokens", v, e)]
+    if c.position_biased_input:
+        outer.append(
+            embedding("deberta.embeddings.position_embeddings", "embed/positions", c.max_position_embeddings, e)
+        )
+    if c.type_vocab_size > 0:
+        outer.append(embedding("deberta.embeddings.token_type_embeddings", "embed/token_types", c.type_vocab_size, e))
+    if e != d:
+        outer += linear("deberta.embeddings.embed_proj", "embed/proj", d, e, bias=False)
+    outer += norm("deberta.embeddings.LayerNorm", "embed/norm", d, bias=True)
+    p = "deberta.encoder.layer.{i}"
+    layer = bert_layer(p, d, c.intermediate_size, q="query_proj", k="key_proj", v="value_proj")
+    notes = list(_direction_note(False))
+    if c.relative_attention:
+        span = c.max_relative_positions if c.max_relative_positions >= 1 else c.max_position_embeddings
+        if c.position_buckets > 0:
+            span = c.position_buckets
+        if not c.share_att_key:
+            att = c.att_types
+            pos = []
+            if "c2p" in att:
+                pos += linear(f"{p}.attention.self.pos_key_proj", "attn/pos_k_proj", d, d, bias=True)
+            if "p2c" in att:
+                pos += linear(f"{p}.attention.self.pos_query_proj", "attn/pos_q_proj", d, d, bias=True)
+            layer = [*layer[:6], *pos, *layer[6:]]
+        outer.append(embedding("deberta.encoder.rel_embeddings", "embed/rel_positions", 2 * span, d))
+        if "layer_norm" in [x.strip() for x in c.norm_rel_ebd.lower().split("|")]:
+            outer += norm("deberta.encoder.LayerNorm", "embed/rel_norm", d, bias=True)
+        notes.append(
+            "FLOPs leave out the disentangled position terms (projections of the relative "
+            "embeddings and the c2p/p2c scores): weights and content attention only"
+        )
+    if c.conv_kernel_size > 0:
+        require(d % c.conv_groups == 0, "conv_groups", f"conv_groups ({c.conv_groups}) must divide hidden_size ({d})")
+        outer += [
+            # nn.Conv1d(d, d, k, groups=g): weight [d, d/g, k] (a matmul of d·d/g·k per token), bias [d]
+            Tensor("deberta.encoder.conv.conv.weight", (d, d // c.conv_groups, c.conv_kernel_size), "conv", matmul=True),
+            Tensor("deberta.encoder.conv.conv.bias", (d,), "conv"),
+            *norm("deberta.encoder.conv.LayerNorm", "conv/norm", d, bias=True),
+        ]
+    tied = c.tie_word_embeddings
+    if c.legacy:
+        outer += mlm_head("cls.predictions", d, v, embed, tied=tied, width=e)
+    else:
+        require(e == d, "embedding_size", f"the non-legacy head needs embedding_size = hidden_size ({d})")
+        q = "lm_predictions.lm_head"
+        outer += [
+            *linear(f"{q}.dense", "mlm_head/dense", d, d, bias=True),
+            *norm(f"{q}.LayerNorm", "mlm_head/norm", d, bias=True),
+            Tensor(f"{q}.bias", (v,), "mlm_head/bias"),
+            # scores = hidden · word_embeddingsᵀ: always the embedding table, never a tensor of its own
+            *lm_head(f"{q}.decoder", v, d, tied_to=f"{embed}.weight"),
+        ]
+    return Architecture(
+        shape=c.shape(),
+        tensors=tuple(outer),
+        layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, c.head_dim, c.head_dim, causal=False), name="encoder"),
+        notes=tuple(notes),
+    )
+
+
+# ---- ModernBERT ----------------------------------------------------------------------------------
+
+
+class ModernBertConfig(_BertFields):
+    transformers_class = "ModernBertConfig"
+
+    hidden_size: Size = 768
+    num_hidden_layers: Size = 22
+    num_attention_heads: Size = 12
+    intermediate_size: Size = 1152
+    vocab_size: Size = 50368
+    max_position_embeddings: Size = 8192
+    norm_bias: bool = False
+    attention_bias: bool = False
+    mlp_bias: bool = False
+    classifier_bias: bool = False
+    decoder_bias: bool = True
+    local_attention: Size = 128
+    global_attn_every_n_layers: Size = 3
+    layer_types: list[str] | None = None
+
+
+def describe_modernbert(c: ModernBertConfig) -> Architecture:
+    """ModernBertForMaskedLM: tok_embeddings [V, d] and a norm; layers with attn_norm (none in layer
+    0), attn.Wqkv 3d × d, attn.Wo d × d, mlp_norm, GeGLU mlp.Wi 2ff × d, mlp.Wo d × ff; final_norm;
+    head.dense d × d and head.norm; decoder V × d (tied) with a bias [V]. LayerNorms carry a bias
+    with norm_bias. Layer i is global when i is a multiple of global_attn_every_n_layers, else it
+    attends within local_attention / 2 tokens either side."""
+    d, v, ff, L = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_hidden_layers
+    nb, ab, mb = c.norm_bias, c.attention_bias, c.mlp_bias
+    h, hd = c.num_attention_heads, c.head_dim
+    p = "model.layers.{i}"
+    body = [
+        *linear(f"{p}.attn.Wqkv", "attn/qkv", 3 * d, d, bias=ab),
+        *linear(f"{p}.attn.Wo", "attn/o_proj", d, d, bias=ab),
+        *norm(f"{p}.mlp_norm", "mlp/norm", d, bias=nb),
+        *linear(f"{p}.mlp.Wi", "mlp/gate_up_proj", 2 * ff, d, bias=mb),
+        *linear(f"{p}.mlp.Wo", "mlp/down_proj", d, ff, bias=mb),
+    ]
+    layer = [*norm(f"{p}.attn_norm", "attn/norm", d, bias=nb), *body]
+    if c.layer_types is not None:
+        plan = layer_kinds(c.layer_types, L, pattern=1)
+    else:
+        plan = first_of_plan(L, c.global_attn_every_n_layers)
+    first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
+    plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
+    window = c.local_attention // 2  # ModernBertConfig.sliding_window: |i − j| ≤ window
+    windows = {SLIDING: window, FULL: None, "first_layer": window if first_kind == SLIDING else None}
+    embed = "model.embeddings.tok_embeddings"
+    return Architecture(
+        shape=c.shape(),
+        tensors=(
+            embedding(embed, "embed/tokens", v, d),
+            *norm("model.embeddings.norm", "embed/norm", d, bias=nb),
+            *norm("model.final_norm", "final_norm", d, bias=nb),
+            *linear("head.dense", "mlm_head/dense", d, d, bias=c.classifier_bias),
+            *norm("head.norm", "mlm_head/norm", d, bias=nb),
+            *lm_head(
+                "decoder",
+                v,
+                d,
+                tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,
+                bias=c.decoder_bias,
+            ),
+        ),
+        layer_groups=planned_layers(
+            plan,
+            lambda kind: (
+                body if kind == "first_layer" else layer,
+                Attention(h, h, hd, hd, window=windows[kind], causal=False),
+            ),
+        ),
+        notes=_direction_note(False),
+    )
