@@ -366,6 +366,8 @@ def spec_from_raw(
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,
+        parts=arch.parts,
+        main_part=arch.main_part,
     )
 
 

@@ -8,9 +8,9 @@ token embedding.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from llmcalc.spec import LayerGroup, ModelSpec, Tensor
+from llmcalc.spec import LayerGroup, ModelSpec, Part, Tensor
 
 EMBEDDING_COMPONENTS = ("embed/tokens", "embed/positions", "embed/per_layer")  # every lookup table
 LM_HEAD = "lm_head"
@@ -47,6 +47,9 @@ class ParamCount:
     groups: tuple[GroupCount, ...]
     breakdown: dict[str, int]  # slash-separated key → parameters
     rule_of_thumb: int  # 12·L·d² + V·d, shown beside the exact total
+    # a whole model: parameters by part ({"language": …, "vision": …}), adding up to total; empty
+    # for a model of one part. embedding, lm_head, layers and groups are the main part's.
+    parts: dict[str, int] = field(default_factory=dict)
 
 
 def tensor_params(t: Tensor) -> int:
@@ -80,8 +83,25 @@ def rule_of_thumb(spec: ModelSpec) -> int:
     return 12 * s.num_layers * s.hidden_size**2 + s.vocab_size * s.hidden_size
 
 
+def part_breakdown(part: Part, spec: ModelSpec) -> dict[str, int]:
+    """A part's parameters by component, keys prefixed ``<part>/`` (``vision/layers/attn/q_proj``)."""
+    out: dict[str, int] = {}
+    for t in part.tensors:
+        key = f"{part.name}/{t.component}"
+        out[key] = out.get(key, 0) + tensor_params(t)
+    for g in part.layer_groups:
+        for component, n in group_count(g, spec).components.items():
+            key = f"{part.name}/layers/{component}"
+            out[key] = out.get(key, 0) + n * len(g.layers)
+    return out
+
+
 def count(spec: ModelSpec) -> ParamCount:
-    """Exact parameter figures of ``spec``: total, active (MoE), embedding, lm_head, breakdown."""
+    """Exact parameter figures of ``spec``: total, active (MoE), embedding, lm_head, breakdown.
+
+    A whole model adds its parts (vision tower, projector …): their breakdown keys are prefixed
+    with the part's name, ``parts`` gives each part's total, and all of a part is active.
+    """
     breakdown: dict[str, int] = {}
     outer_active = 0
     for t in spec.tensors:
@@ -92,16 +112,24 @@ def count(spec: ModelSpec) -> ParamCount:
         for component, n in g.components.items():
             key = f"layers/{component}"
             breakdown[key] = breakdown.get(key, 0) + n * g.num_layers
+    main = sum(breakdown.values())
+    parts: dict[str, int] = {spec.main_part: main} if spec.parts else {}
+    for p in spec.parts:
+        keys = part_breakdown(p, spec)
+        parts[p.name] = parts.get(p.name, 0) + sum(keys.values())
+        for key, n in keys.items():
+            breakdown[key] = breakdown.get(key, 0) + n
     total = sum(breakdown.values())
     return ParamCount(
         total=total,
-        active=outer_active + sum(g.active for g in groups),
+        active=outer_active + sum(g.active for g in groups) + total - main,
         embedding=sum(breakdown.get(c, 0) for c in EMBEDDING_COMPONENTS),
         lm_head=breakdown.get(LM_HEAD, 0),
         layers=sum(g.total for g in groups),
         groups=groups,
         breakdown=breakdown,
         rule_of_thumb=rule_of_thumb(spec),
+        parts=parts,
     )
 
 

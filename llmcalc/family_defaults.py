@@ -39,6 +39,19 @@ def defaults(model_type: str) -> dict[str, Any] | None:
     return None if fields is None else json.loads(json.dumps(fields))
 
 
+# Sub-configs of whole models that are no model of their own here (vision towers); their class
+# defaults are stored with those of every supported type, for a composite config whose
+# text_config / vision_config names only some fields.
+SUB_CONFIG_TYPES = ("clip_vision_model", "siglip_vision_model", "pixtral")
+
+
+def sub_defaults(model_type: str) -> dict[str, Any] | None:
+    """The declared class defaults of a sub-config's ``model_type`` (a vision tower's, a text
+    model's; a composite's own sub-configs under text_config / vision_config), or None."""
+    fields = _table()["sub_configs"].get(model_type)
+    return None if fields is None else dict(json.loads(json.dumps(fields)))
+
+
 def source(model_type: str) -> str:
     """Where the defaults come from, as the output states it."""
     cls = _table()["classes"][model_type]
@@ -63,6 +76,15 @@ def generate() -> dict[str, Any]:
             if k not in base or v != base[k] or k in ("model_type", "tie_word_embeddings")
         }
         out["classes"][model_type] = type(cfg).__name__
+    # a sub-config is built from its class's declared defaults (derived fields such as head_dim
+    # are left unset, to follow the sub-config's own sizes), so these are stored apart
+    out["sub_configs"] = {}
+    for model_type in (*MODEL_TYPES, *SUB_CONFIG_TYPES):
+        cls = type(AutoConfig.for_model(model_type))
+        fields = json.loads(json.dumps(cls.default_config_fields(), default=str))
+        out["sub_configs"][model_type] = {
+            k: v for k, v in fields.items() if k not in base or v != base[k]
+        }
     return out
 
 

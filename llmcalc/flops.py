@@ -43,7 +43,16 @@ from dataclasses import dataclass
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import GATED_DELTA, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
+from llmcalc.spec import (
+    GATED_DELTA,
+    MAMBA2,
+    Attention,
+    Mixer,
+    ModelSpec,
+    Part,
+    Tensor,
+    context_notes,
+)
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
@@ -79,14 +88,18 @@ class WeightTerm:
 def weight_terms(spec: ModelSpec) -> tuple[WeightTerm, ...]:
     """Every matrix a token is multiplied by, in spec order (lookups, norms, biases left out)."""
     terms = []
-    for t, group in spec.all_tensors():
+    # the language model; a whole model's parts are per input, but for a part every token goes
+    # through (per_token: an encoder LM's head), with its breakdown key prefixed by its name
+    entries = [(t, g, "") for t, g in spec.main_tensors()]
+    entries += [(t, g, f"{p.name}/") for p in spec.parts if p.per_token for t, g in p.all_tensors()]
+    for t, group, prefix in entries:
         elements = matmul_elements(t, spec)
         if not elements:
             continue
         layers = None if group is None else len(group.layers)
         terms.append(WeightTerm(
             name=t.name,
-            key=t.component if group is None else f"layers/{t.component}",
+            key=prefix + (t.component if group is None else f"layers/{t.component}"),
             shape=t.shape,
             num_layers=layers,
             experts=(spec.moe.num_experts if spec.moe else t.experts) if t.experts else 0,
@@ -323,10 +336,62 @@ def attention_crossover_ctx(spec: ModelSpec) -> int | None:
     return hi
 
 
+def main_active(spec: ModelSpec) -> int:
+    """Active parameters of the main part (the language model of a whole model)."""
+    pc = count(spec)
+    return pc.active - sum(n for name, n in pc.parts.items() if name != spec.main_part)
+
+
 def seed_rule_per_token(spec: ModelSpec, *, ctx: int) -> int:
-    """The rule of thumb 2N + 4·n·d·L, N the (active) parameter count (Kaplan et al. 2020)."""
+    """The rule of thumb 2N + 4·n·d·L, N the (active) parameter count of the language model
+    (Kaplan et al. 2020)."""
     s = spec.shape
-    return 2 * count(spec).active + 4 * ctx * s.hidden_size * s.num_layers
+    return 2 * main_active(spec) + 4 * ctx * s.hidden_size * s.num_layers
+
+
+# ---- a whole model's other parts, per input (one image) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartFlops:
+    """One part's forward FLOPs for one input (an image at ``input_size``): every matmul times the
+    tokens it meets, plus bidirectional attention over all n² pairs of its layers' tokens (what
+    FlopCounterMode counts for an encoder). ``context_tokens``: tokens the input adds to the
+    language model's context."""
+
+    part: str
+    input_size: int | None
+    tokens: int  # tokens its layers see
+    weight: int
+    attention: int
+    context_tokens: int
+
+    @property
+    def total(self) -> int:
+        return self.weight + self.attention
+
+
+def part_flops(part: Part) -> PartFlops:
+    """FLOPs one input costs in ``part``: Σ 2 · matrix elements · tokens through it, plus per layer
+    n² · 2·h·(d_qk + d_v) (a Conv2d patch embedding with stride = kernel is one matmul per patch)."""
+    weight = 0
+    for t, g in part.all_tensors():
+        if not t.matmul or t.tied_to is not None:
+            continue
+        key = t.component if g is None else f"layers/{t.component}"
+        weight += FLOPS_PER_MAC * t.numel * (len(g.layers) if g is not None else 1) * part.tokens_for(key)
+    n = part.tokens_for("layers")
+    attention = sum(
+        len(g.layers) * n * n * pair_flops(g.attention)
+        for g in part.layer_groups
+        if g.attention is not None
+    )
+    return PartFlops(part.name, part.input_size, n, weight, attention, part.context_tokens)
+
+
+def image_tokens(spec: ModelSpec) -> int:
+    """Tokens one image adds to the language model's context (0: no image input)."""
+    return sum(p.context_tokens for p in spec.parts)
 
 
 # ---- the command's figures -------------------------------------------------------------------------
@@ -385,11 +450,34 @@ class FlopsResult:
     notes: tuple[str, ...] = ()  # e.g. ctx beyond the model's max_position_embeddings
     mixer_flops_per_token: int = 0  # SSM layers' convolution + state readout, constant in ctx
     mixer_terms: tuple[MixerTerm, ...] = ()
+    # a whole model: each part's FLOPs per input (one image), the image tokens one image adds to
+    # the context, and the images a sequence holds (their parts' FLOPs are in the per-sequence
+    # figures, their tokens in ``ctx`` = text tokens + images × image_tokens)
+    parts: tuple[PartFlops, ...] = ()
+    image_tokens: int = 0
+    images: int = 0
+    text_tokens: int | None = None
 
 
-def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = None) -> FlopsResult:
-    """All of ``llmcalc flops``'s figures for ``spec`` at context ``ctx``."""
+def flops(
+    spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = None, images: int = 0
+) -> FlopsResult:
+    """All of ``llmcalc flops``'s figures for ``spec`` at context ``ctx``.
+
+    With ``images`` (a whole model that takes images), ``ctx`` counts the text tokens; each image
+    adds :func:`image_tokens` to the language model's context and its parts' FLOPs to every
+    per-sequence figure.
+    """
     _check_ctx(ctx)
+    if images < 0:
+        raise UsageError(f"--images must be zero or more, got {images}")
+    per_image = image_tokens(spec)
+    if images and not per_image:
+        raise UsageError(f"--images {images}: {spec.name} takes no images")
+    text_tokens = ctx
+    ctx = ctx + images * per_image
+    part_figures = tuple(part_flops(p) for p in spec.parts if not p.per_token)
+    image_flops = images * sum(p.total for p in part_figures)
     w_terms = weight_terms(spec)
     weight = sum(term.flops for term in w_terms)
     attention = attention_flops_per_token(spec, ctx=ctx)
@@ -436,17 +524,21 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
         attention_terms=terms,
         forward_flops_per_token=forward,
         forward_flops_per_sequence=batch
-        * forward_flops_per_sequence(spec, ctx=ctx, causal=False),
+        * (forward_flops_per_sequence(spec, ctx=ctx, causal=False) + image_flops),
         forward_flops_per_sequence_causal=batch
-        * forward_flops_per_sequence(spec, ctx=ctx, causal=True),
+        * (forward_flops_per_sequence(spec, ctx=ctx, causal=True) + image_flops),
         decode_flops_per_step=batch * forward,
         training_flops_per_token=training,
         training_flops=None if tokens is None else training * tokens,
         seed_rule_per_token=seed,
         seed_rule_percent_off=percent_off(seed, forward),
         attention_crossover_ctx=attention_crossover_ctx(spec),
-        active_params=count(spec).active,
+        active_params=main_active(spec),
         notes=context_notes(spec, ctx=ctx),
         mixer_flops_per_token=mixer,
         mixer_terms=mixer_terms,
+        parts=part_figures,
+        image_tokens=per_image,
+        images=images,
+        text_tokens=text_tokens if images else None,
     )

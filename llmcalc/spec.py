@@ -300,6 +300,48 @@ class Shape:
 
 
 @dataclass(frozen=True)
+class Part:
+    """A part of a whole model besides its main one (the language model): a vision or audio encoder,
+    a projector, the encoder of an encoder–decoder. Tensors are named as in the whole model's
+    ``named_parameters``; ``tensors`` are those outside its repeated layers.
+
+    Per input (one image): ``input_tokens`` is how many tokens each of its matmuls meets, by
+    component prefix (the longest prefix of a tensor's component that is listed; ``""`` for the
+    rest): a ViT's patch embedding meets the patches, its layers the patches and a class token.
+    Its layer groups attend bidirectionally over ``input_tokens`` of ``"layers"``.
+    ``context_tokens`` is how many tokens one input adds to the language model's context (after
+    merging or pooling); ``input_size`` what the figures assume (an image's side in pixels).
+    ``per_token``: every token of the main part goes on through this part (an encoder LM's
+    masked-LM head after its encoder), so its matmuls are in the per-token figures, not per input.
+    """
+
+    name: str  # "vision", "projector", "audio", "encoder"
+    tensors: tuple[Tensor, ...]
+    layer_groups: tuple[LayerGroup, ...] = ()
+    shape: Shape | None = None
+    input_tokens: tuple[tuple[str, int], ...] = ()
+    context_tokens: int = 0
+    input_size: int | None = None
+    per_token: bool = False
+
+    def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
+        for t in self.tensors:
+            yield t, None
+        for g in self.layer_groups:
+            for t in g.tensors:
+                yield t, g
+
+    def tokens_for(self, key: str) -> int:
+        """Tokens one input sends through the tensors of breakdown key ``key`` (``layers/…`` inside
+        the layers): the longest listed prefix, else the ``""`` entry, else 0."""
+        best, tokens = -1, 0
+        for prefix, n in self.input_tokens:
+            if (key == prefix or key.startswith(prefix + "/") or prefix == "") and len(prefix) > best:
+                best, tokens = len(prefix), n
+        return tokens
+
+
+@dataclass(frozen=True)
 class Origin:
     """Where a config was read: ``source`` is path, bundled, cache (the local Hugging Face cache)
     or hub (downloaded now); ``repo_id`` and ``revision`` for the last two."""
@@ -335,18 +377,37 @@ class ModelSpec:
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
     method: str = "formula"
     measured_seconds: float = 0.0
+    # a whole model: its other parts (vision tower, projector …); tensors and layer_groups above are
+    # its main part, named main_part, which everything per token (FLOPs, KV cache) reads
+    parts: tuple[Part, ...] = ()
+    main_part: str = "language"
 
     @property
     def num_layers(self) -> int:
         return self.shape.num_layers
 
-    def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
-        """Every tensor entry once, with the layer group it repeats in (None outside the layers)."""
+    def main_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
+        """The main part's tensor entries (the language model of a whole model), with their group."""
         for t in self.tensors:
             yield t, None
         for g in self.layer_groups:
             for t in g.tensors:
                 yield t, g
+
+    def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
+        """Every tensor entry of the whole model once (main part, then the other parts), with the
+        layer group it repeats in (None outside the layers)."""
+        yield from self.main_tensors()
+        for p in self.parts:
+            yield from p.all_tensors()
+
+    def part(self, name: str) -> Part | None:
+        return next((p for p in self.parts if p.name == name), None)
+
+    @property
+    def part_names(self) -> tuple[str, ...]:
+        """The main part first, then the others, as ``--part`` takes them."""
+        return (self.main_part, *(p.name for p in self.parts)) if self.parts else ()
 
     @property
     def num_named_tensors(self) -> int:
@@ -385,4 +446,43 @@ def context_notes(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
         *measured,
         f"context {ctx:,} is above the model's max_position_embeddings ({limit:,}); "
         "the figures assume it runs there anyway",
+    )
+
+
+def spec_part(spec: ModelSpec, name: str) -> ModelSpec:
+    """One part of a whole model alone, as a spec of its own (``--part``): the main part without the
+    others, or another part's tensors and layers as the main ones. Raises ``KeyError`` for a name
+    the model has no part of (the caller says which names it has)."""
+    import dataclasses
+
+    if name == spec.main_part:
+        return dataclasses.replace(
+            spec,
+            parts=(),
+            notes=(*spec.notes, f"--part {name}: the {name} model alone, without "
+                   + ", ".join(p.name for p in spec.parts)),
+        )
+    part = spec.part(name)
+    if part is None:
+        raise KeyError(name)
+    shape = part.shape or Shape(0, 0, 0, 0, 0, 0, 0, False)
+    # an encoder's layers attend to their input and cache nothing: kv_shared (caches none) keeps
+    # their attention FLOPs and gives no KV cache
+    groups = tuple(
+        g if g.attention is None
+        else dataclasses.replace(g, attention=dataclasses.replace(g.attention, kv_shared=True))
+        for g in part.layer_groups
+    )
+    return dataclasses.replace(
+        spec,
+        shape=shape,
+        tensors=part.tensors,
+        layer_groups=groups,
+        moe=None,
+        parts=(),
+        main_part=name,
+        unbuilt=(),
+        expected={},
+        notes=(*spec.notes, f"--part {name}: the {name} part alone; per-token figures treat its "
+               "tokens as a sequence; it keeps no KV cache"),
     )

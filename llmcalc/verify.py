@@ -107,31 +107,36 @@ def hf_config(spec: ModelSpec, **changes: Any) -> Any:
         return transformers.AutoConfig.for_model(spec.model_type, **fields)
 
 
-def model_class(transformers: Any, model_type: str) -> Any:
-    """The auto class whose model llmcalc counts for ``model_type``: the whole model of an
-    encoder–decoder (…ForConditionalGeneration) or of an encoder LM (…ForMaskedLM), else the
-    causal LM."""
-    from transformers.models.auto import modeling_auto as auto
+# The auto classes of whole models, tried in this order for a spec with parts (a vision–language
+# model, an encoder–decoder): the first whose mapping holds the model_type builds it.
+WHOLE_MODEL_AUTO = (
+    "AutoModelForImageTextToText",
+    "AutoModelForSeq2SeqLM",
+    "AutoModelForSpeechSeq2Seq",
+    "AutoModelForMaskedLM",
+)
 
-    if model_type in auto.MODEL_FOR_SEQ_TO_SEQ_CAUSAL_LM_MAPPING_NAMES:
-        return transformers.AutoModelForSeq2SeqLM
-    if model_type in auto.MODEL_FOR_SPEECH_SEQ_2_SEQ_MAPPING_NAMES:
-        return transformers.AutoModelForSpeechSeq2Seq
-    if model_type in auto.MODEL_FOR_MASKED_LM_MAPPING_NAMES:
-        return transformers.AutoModelForMaskedLM
+
+def model_class(spec: ModelSpec) -> Any:
+    """The auto class that builds ``spec``'s model: a whole model's (parts and all), else the
+    causal LM."""
+    _, transformers = _import()
+    if spec.parts:
+        for name in WHOLE_MODEL_AUTO:
+            auto = getattr(transformers, name)
+            if spec.model_type in auto._model_mapping._model_mapping:
+                return auto
     return transformers.AutoModelForCausalLM
 
 
 def build_meta_model(spec: ModelSpec, *, trust_remote_code: bool = False) -> Any:
-    """The model llmcalc counts for ``spec`` (:func:`model_class`) on the meta device: every
-    parameter, no storage."""
-    torch, transformers = _import()
+    """The model for ``spec`` on the meta device: every parameter, no storage. A whole model (with
+    parts) is built with its own class (:data:`WHOLE_MODEL_AUTO`), else the causal LM."""
+    torch, _ = _import()
     check_buildable(spec)
     config = hf_config(spec)
     with transformers_errors(spec), torch.device("meta"):
-        return model_class(transformers, spec.model_type).from_config(
-            config, trust_remote_code=trust_remote_code
-        )
+        return model_class(spec).from_config(config, trust_remote_code=trust_remote_code)
 
 
 def figures(model: Any, num_layers: int) -> ModelFigures:
@@ -443,10 +448,22 @@ def _rows(
         where[t.name] = {"embedding": "embedding", LM_HEAD: head}.get(kind, OTHER)
     labels_of = [(g.layers, _group_label(g)) for g in spec.layer_groups]
     heads = sorted({t.name.split(LAYER, 1)[0] for g in spec.layer_groups for t in g.tensors})
+    # a whole model's other parts: one row each (its tensors by name, its layers by their prefix)
+    labels[1:1] = [f"{p.name} (whole part)" for p in spec.parts]
+    part_heads: list[tuple[str, str]] = []
+    for p in spec.parts:
+        for t, g in p.all_tensors():
+            if g is None:
+                where[t.name] = f"{p.name} (whole part)"
+            else:
+                part_heads.append((t.name.split(LAYER, 1)[0], f"{p.name} (whole part)"))
 
     def part(name: str) -> str:
         if name in where:
             return where[name]
+        for head, label in part_heads:
+            if name.startswith(head):
+                return label
         for head in heads:
             if name.startswith(head):
                 index = name[len(head) :].split(".", 1)[0]
@@ -607,7 +624,7 @@ def build_random_model(
     config = cut_config(spec, num_layers=num_layers)
     torch_dtype = getattr(torch, TORCH_DTYPES[dtype])
     with no_init_weights():  # skip the (slow) init: every parameter is replaced below
-        model = model_class(transformers, spec.model_type).from_config(
+        model = model_class(spec).from_config(
             config,
             attn_implementation="eager",  # two matmuls FlopCounterMode counts (no CPU SDPA formula)
             experts_implementation="eager",  # one linear per expert hit (no grouped_mm formula)

@@ -131,13 +131,31 @@ def test_bert_causal_lm_class_has_the_masked_lm_tensors() -> None:
 
 
 def test_encoder_breakdown_names_the_head() -> None:
-    pc = count(load_spec("bert-base-uncased"))
+    spec = load_spec("bert-base-uncased")
+    pc = count(spec)
     # transform dense 768² + bias, LayerNorm 2·768, the decoder's bias [V]; the decoder is tied
     assert pc.breakdown["mlm_head/dense"] == 768 * 768 + 768
     assert pc.breakdown["mlm_head/norm"] == 2 * 768
     assert pc.breakdown["mlm_head/bias"] == 30522
-    assert pc.breakdown.get("lm_head", 0) == 0
+    assert pc.breakdown.get("mlm_head/lm_head", 0) == 0
     assert pc.breakdown["embed/token_types"] == 2 * 768
+    assert pc.parts == {"encoder": 109_514_298 - 622_650, "mlm_head": 622_650}
+    assert pc.parts["mlm_head"] == 768 * 768 + 768 + 2 * 768 + 30522
+
+
+def test_part_encoder_is_the_bare_encoder() -> None:
+    """--part encoder: transformers' BertModel without its pooler (add_pooling_layer=False)."""
+    from llmcalc.spec import spec_part
+
+    spec = load_spec("bert-base-uncased")
+    fields = {k: v for k, v in spec.config.items() if k != "model_type"}
+    config = transformers.AutoConfig.for_model("bert", **fields)
+    with torch.device("meta"):
+        bare = transformers.BertModel(config, add_pooling_layer=False)
+    real = {f"bert.{n}": tuple(p.shape) for n, p in bare.named_parameters()}
+    encoder = spec_part(spec, "encoder")
+    assert dict(encoder.named_shapes()) == real
+    assert count(encoder).total == numel(real) == 108_891_648
 
 
 # ---- encoder LMs: attention is bidirectional ----------------------------------------------------

@@ -48,6 +48,14 @@ SetOpt = Annotated[
         show_default=False,
     ),
 ]
+PartOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads this annotation at run time
+    typer.Option("--part", metavar="PART",
+        help="Of a whole model, one part alone: language, vision or projector (a vision–language "
+        "model), encoder or decoder (an encoder–decoder); count --json lists them under parts.",
+        show_default=False,
+    ),
+]
 FamilyOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--family", metavar="FAMILY",
@@ -146,9 +154,26 @@ def specs_for(
     family: str | None = None,
     revision: str | None = None,
     trust_remote_code: bool = False,
+    part: str | None = None,
 ) -> list[tuple[str, ModelSpec]]:
-    """Each model as typed, with its validated spec (--set, --family, --revision apply to every one)."""
-    return [(m, spec_for(m, overrides, family, revision, trust_remote_code)) for m in models]
+    """Each model as typed, with its validated spec (--set, --family, --revision, --part apply to
+    every one)."""
+    specs = [(m, spec_for(m, overrides, family, revision, trust_remote_code)) for m in models]
+    return specs if part is None else [(m, of_part(spec, part)) for m, spec in specs]
+
+
+def of_part(spec: ModelSpec, part: str) -> ModelSpec:
+    """``--part NAME``: one part of a whole model, or a usage error naming the parts it has."""
+    from llmcalc.spec import spec_part
+
+    if not spec.parts:
+        raise UsageError(f"--part {part}: {spec.name} is one model, without parts")
+    try:
+        return spec_part(spec, part)
+    except KeyError:
+        raise UsageError(
+            f"--part {part}: {spec.name} has the parts {', '.join(spec.part_names)}"
+        ) from None
 
 
 def one_model(models: list[str], option: str) -> None:

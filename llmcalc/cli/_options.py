@@ -88,6 +88,25 @@ TokensOpt = Annotated[
     typer.Option("--tokens", metavar="TOKENS", help=f"A training token budget; {COUNT_SUFFIXES}.",
                  show_default=False),
 ]
+ImagesOpt = Annotated[
+    int,
+    typer.Option("--images", metavar="N", min=0,
+                 help="Images per sequence (a vision–language model): each adds its image tokens "
+                 "to the context (--ctx counts the text) and its vision encoder's FLOPs."),
+]
+ImageSizeOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--image-size", metavar="PIXELS", min=1,
+                 help="Image side in pixels for a vision–language model's figures; default: the "
+                 "config's vision_config.image_size.", show_default=False),
+]
+
+
+def image_size_override(image_size: int | None, overrides: list[str] | None) -> list[str] | None:
+    """--image-size as the config change it stands for: vision_config.image_size."""
+    if image_size is None:
+        return overrides
+    return [*(overrides or []), f"vision_config.image_size={image_size}"]
 
 
 # Core parameters whose flag is not simply --name-with-dashes.

@@ -10,6 +10,7 @@ import typer
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    PartOpt,
     Format,
     FormatOpt,
     JsonOpt,
@@ -49,6 +50,7 @@ from llmcalc.render.grid import Grid
 def count(
     models: ModelsArg,
     set_: SetOpt = None,
+    part: PartOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
@@ -79,7 +81,7 @@ def count(
         from llmcalc.lora import lora_count
         from llmcalc.render.lora import lora_explain, lora_json, lora_view
 
-        [(_, spec)] = specs_for(models, set_, family, revision, trust_remote_code)
+        [(_, spec)] = specs_for(models, set_, family, revision, trust_remote_code, part)
         lc = lora_count(spec, config_from_options(
             spec, r=lora_r, alpha=lora_alpha, targets=lora_targets, embeddings=lora_embeddings,
             experts=lora_experts, modules_to_save=modules_to_save, dora=dora, rslora=rslora))
@@ -100,7 +102,7 @@ def count(
         one_model(models, "--explain")
     from llmcalc.render import count as r
 
-    items = [(m, spec, count_params(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
+    items = [(m, spec, count_params(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code, part)]
 
     def data() -> object:
         out = []

@@ -10,6 +10,7 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    PartOpt,
     FormatOpt,
     JsonOpt,
     RevisionOpt,
@@ -25,7 +26,15 @@ from llmcalc.cli._common import (
     specs_for,
 )
 from llmcalc.cli._complete import complete_model
-from llmcalc.cli._options import BatchOpt, CtxOpt, TokensOpt, speaks_flags
+from llmcalc.cli._options import (
+    BatchOpt,
+    CtxOpt,
+    ImageSizeOpt,
+    ImagesOpt,
+    TokensOpt,
+    image_size_override,
+    speaks_flags,
+)
 from llmcalc.errors import UsageError
 from llmcalc.flops import flops as compute_flops
 from llmcalc.units import parse_context, parse_count
@@ -47,7 +56,10 @@ def flops(
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
     tokens: TokensOpt = None,
+    images: ImagesOpt = 0,
+    image_size: ImageSizeOpt = None,
     set_: SetOpt = None,
+    part: PartOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
@@ -73,15 +85,16 @@ def flops(
     from llmcalc.render import flops as r
 
     if not models:
-        if set_ or family:
-            raise UsageError("--set and --family need a MODEL")
+        if set_ or family or part or images or image_size:
+            raise UsageError("--set, --family, --part, --images and --image-size need a MODEL")
         rows = [(stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
                 for stem, spec in bundled_specs()]
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
-    items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
-             for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
+    set_ = image_size_override(image_size, set_)
+    items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens, images=images))
+             for m, spec in specs_for(models, set_, family, revision, trust_remote_code, part)]
     from llmcalc.render.count import provenance
 
     data = [{**r.flops_json(x), **provenance(spec)} for _, spec, x in items]

@@ -11,6 +11,7 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    PartOpt,
     Format,
     FormatOpt,
     JsonOpt,
@@ -27,7 +28,16 @@ from llmcalc.cli._common import (
     specs_for,
 )
 from llmcalc.cli._complete import complete_model
-from llmcalc.cli._options import BatchOpt, CtxOpt, DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import (
+    BatchOpt,
+    CtxOpt,
+    DTypeOpt,
+    ImageSizeOpt,
+    ImagesOpt,
+    KvDTypeOpt,
+    image_size_override,
+    speaks_flags,
+)
 from llmcalc.errors import UsageError
 from llmcalc.memory import memory as compute_memory
 from llmcalc.quant import kv_dtype_for, resolve_format
@@ -72,10 +82,13 @@ def memory(
         ),
     ] = None,
     ctx: CtxOpt = "4k",
+    images: ImagesOpt = 0,
+    image_size: ImageSizeOpt = None,
     batch: BatchOpt = "1",
     dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     set_: SetOpt = None,
+    part: PartOpt = None,
     family: FamilyOpt = None,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
@@ -94,8 +107,8 @@ def memory(
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     if not models:
-        if explain or set_ or family:
-            raise UsageError("--explain, --set and --family need a MODEL")
+        if explain or set_ or family or part or images or image_size:
+            raise UsageError("--explain, --set, --family, --part, --images and --image-size need a MODEL")
         _catalog(parse_context(ctx, option="--ctx"), parse_count(batch, option="--batch"),
                  dtype, kv_dtype, how)
         return
@@ -110,11 +123,13 @@ def memory(
         w_dtype = resolve_format(spec, dtype)
         c_dtype = (kv_dtype_for(w_dtype) if kv_dtype is None
                    else parse_dtype(kv_dtype, option="--kv-dtype"))
-        return compute_memory(spec, ctx=n_ctx, batch=n_batch, dtype=w_dtype, kv_dtype=c_dtype)
+        return compute_memory(spec, ctx=n_ctx + with_images(spec, images), batch=n_batch,
+                              dtype=w_dtype, kv_dtype=c_dtype)
 
     from llmcalc.render.count import provenance
 
-    items = [(m, spec, measure(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
+    set_ = image_size_override(image_size, set_)
+    items = [(m, spec, measure(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code, part)]
     # one model: what its checkpoint stores, by dtype, beside the computed weight bytes
     stored = stored_weights(items[0][1], items[0][0]) if len(items) == 1 and not set_ else None
     data = [{**r.memory_json(x, stored), **provenance(spec)} for _, spec, x in items]
@@ -143,3 +158,15 @@ def _catalog(ctx: int, batch: int, dtype: str | None, kv_dtype: str | None, how:
         show(catalog_view(rows, ctx=ctx))
     else:
         raise UsageError(f"--format {how.value}: the catalog prints as a table or JSON")
+
+
+def with_images(spec: ModelSpec, images: int) -> int:
+    """Tokens ``images`` images add to the language model's context (--images)."""
+    if not images:
+        return 0
+    from llmcalc.flops import image_tokens
+
+    per_image = image_tokens(spec)
+    if not per_image:
+        raise UsageError(f"--images {images}: {spec.name} takes no images")
+    return images * per_image

@@ -163,6 +163,8 @@ MODEL_TYPES: dict[str, Family] = {
     "roberta": Family("encoder", "RobertaConfig", "describe_roberta"),
     "deberta-v2": Family("encoder", "DebertaV2Config", "describe_deberta_v2"),
     "modernbert": Family("encoder", "ModernBertConfig", "describe_modernbert"),
+    # -- whole models (issue 13): vision tower + projector + language model --
+    "llava": Family("vlm", "LlavaConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

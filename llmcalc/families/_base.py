@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from llmcalc.spec import EXPERT, Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.spec import EXPERT, Attention, LayerGroup, LayerSet, MoE, Part, Run, Shape, Tensor
 
 # The largest size or count a config may give: 2⁵³ − 1, the largest integer a JSON reader in any
 # language keeps exact. Every product llmcalc forms from such numbers stays well inside a float's
@@ -91,6 +91,10 @@ class Architecture:
     notes: tuple[str, ...] = ()
     # parameters a checkpoint holds that transformers does not build, by name (mtp_params)
     unbuilt: tuple[tuple[str, int], ...] = ()
+    # a whole model: its parts besides the main one (vision tower, projector …); the fields above
+    # are the main part, named main_part
+    parts: tuple[Part, ...] = ()
+    main_part: str = "language"
 
 
 # ---- checks shared by families ------------------------------------------------------------------

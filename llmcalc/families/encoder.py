@@ -7,6 +7,10 @@ every third layer global, the others a local window). Tensor names and shapes as
 transformers ``…ForMaskedLM`` (transformers 5.24 ``models/<type>/modeling_<type>.py``); the bare
 encoder is the same without the masked-LM head. Attention is bidirectional (``causal=False``):
 every token attends to every token of its sequence, and nothing is cached.
+
+Parts: the main part is the bare encoder (``--part encoder``: transformers' ``…Model`` without
+its pooler), the other the masked-LM head (``mlm_head``), which every token goes through
+(``Part.per_token``): its dense transform and the V × d decoder are in the per-token FLOPs.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from llmcalc.families._base import (
     uniform_layers,
 )
 from llmcalc.families.decoder import first_of_plan
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.spec import Attention, Part, Shape, Tensor
 
 # ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
 
@@ -102,11 +106,20 @@ def mlm_head(
     is the head's ``bias``, one tensor, when tied; two when not)."""
     w = width or d
     return [
-        Tensor(f"{p}.bias", (v,), "mlm_head/bias"),
-        *linear(f"{p}.transform.dense", "mlm_head/dense", w, d, bias=True),
-        *norm(f"{p}.transform.LayerNorm", "mlm_head/norm", w, bias=True),
+        Tensor(f"{p}.bias", (v,), "bias"),
+        *linear(f"{p}.transform.dense", "dense", w, d, bias=True),
+        *norm(f"{p}.transform.LayerNorm", "norm", w, bias=True),
         *lm_head(f"{p}.decoder", v, w, tied_to=None if not tied else f"{embed}.weight", bias=not tied),
     ]
+
+
+def _with_head(arch: Architecture, head: list[Tensor]) -> Architecture:
+    """The encoder as the main part, the masked-LM head as a part every token goes through."""
+    from dataclasses import replace
+
+    return replace(
+        arch, parts=(Part("mlm_head", tuple(head), per_token=True),), main_part="encoder"
+    )
 
 
 def _bidirectional(c: _BertFields, *, causal: bool = False) -> Attention:
@@ -133,17 +146,17 @@ def describe_bert(c: BertConfig) -> Architecture:
         embedding("bert.embeddings.position_embeddings", "embed/positions", c.max_position_embeddings, d),
         embedding("bert.embeddings.token_type_embeddings", "embed/token_types", c.type_vocab_size, d),
         *norm("bert.embeddings.LayerNorm", "embed/norm", d, bias=True),
-        *mlm_head("cls.predictions", d, v, embed, tied=c.tie_word_embeddings),
     )
+    head = mlm_head("cls.predictions", d, v, embed, tied=c.tie_word_embeddings)
     layer = bert_layer("bert.encoder.layer.{i}", d, c.intermediate_size)
-    return Architecture(
+    return _with_head(Architecture(
         shape=c.shape(),
         tensors=tensors,
         layer_groups=uniform_layers(
             c.num_hidden_layers, layer, _bidirectional(c, causal=c.is_decoder), name="encoder"
         ),
         notes=_direction_note(c.is_decoder),
-    )
+    ), head)
 
 
 def _direction_note(is_decoder: bool) -> tuple[str, ...]:
@@ -164,20 +177,22 @@ def describe_roberta(c: RobertaConfig) -> Architecture:
         embedding("roberta.embeddings.token_type_embeddings", "embed/token_types", c.type_vocab_size, d),
         *norm("roberta.embeddings.LayerNorm", "embed/norm", d, bias=True),
         embedding("roberta.embeddings.position_embeddings", "embed/positions", c.max_position_embeddings, d),
-        Tensor("lm_head.bias", (v,), "mlm_head/bias"),
-        *linear("lm_head.dense", "mlm_head/dense", d, d, bias=True),
-        *norm("lm_head.layer_norm", "mlm_head/norm", d, bias=True),
-        *lm_head("lm_head.decoder", v, d, tied_to=f"{embed}.weight" if tied else None, bias=not tied),
     )
+    head = [
+        Tensor("lm_head.bias", (v,), "bias"),
+        *linear("lm_head.dense", "dense", d, d, bias=True),
+        *norm("lm_head.layer_norm", "norm", d, bias=True),
+        *lm_head("lm_head.decoder", v, d, tied_to=f"{embed}.weight" if tied else None, bias=not tied),
+    ]
     layer = bert_layer("roberta.encoder.layer.{i}", d, c.intermediate_size)
-    return Architecture(
+    return _with_head(Architecture(
         shape=c.shape(),
         tensors=tensors,
         layer_groups=uniform_layers(
             c.num_hidden_layers, layer, _bidirectional(c, causal=c.is_decoder), name="encoder"
         ),
         notes=_direction_note(c.is_decoder),
-    )
+    ), head)
 
 
 # ---- DeBERTa-v2 / v3 ---------------------------------------------------------------------------
@@ -266,24 +281,25 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
             *norm("deberta.encoder.conv.LayerNorm", "conv/norm", d, bias=True),
         ]
     tied = c.tie_word_embeddings
+    head: list[Tensor] = []
     if c.legacy:
-        outer += mlm_head("cls.predictions", d, v, embed, tied=tied, width=e)
+        head += mlm_head("cls.predictions", d, v, embed, tied=tied, width=e)
     else:
         require(e == d, "embedding_size", f"the non-legacy head needs embedding_size = hidden_size ({d})")
         q = "lm_predictions.lm_head"
-        outer += [
-            *linear(f"{q}.dense", "mlm_head/dense", d, d, bias=True),
-            *norm(f"{q}.LayerNorm", "mlm_head/norm", d, bias=True),
-            Tensor(f"{q}.bias", (v,), "mlm_head/bias"),
+        head += [
+            *linear(f"{q}.dense", "dense", d, d, bias=True),
+            *norm(f"{q}.LayerNorm", "norm", d, bias=True),
+            Tensor(f"{q}.bias", (v,), "bias"),
             # scores = hidden · word_embeddingsᵀ: always the embedding table, never a tensor of its own
             *lm_head(f"{q}.decoder", v, d, tied_to=f"{embed}.weight"),
         ]
-    return Architecture(
+    return _with_head(Architecture(
         shape=c.shape(),
         tensors=tuple(outer),
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, c.head_dim, c.head_dim, causal=False), name="encoder"),
         notes=tuple(notes),
-    )
+    ), head)
 
 
 # ---- ModernBERT ----------------------------------------------------------------------------------
@@ -335,21 +351,23 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
     window = c.local_attention // 2  # ModernBertConfig.sliding_window: |i − j| ≤ window
     windows = {SLIDING: window, FULL: None, "first_layer": window if first_kind == SLIDING else None}
     embed = "model.embeddings.tok_embeddings"
-    return Architecture(
+    head = [
+        *linear("head.dense", "dense", d, d, bias=c.classifier_bias),
+        *norm("head.norm", "norm", d, bias=nb),
+        *lm_head(
+            "decoder",
+            v,
+            d,
+            tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,
+            bias=c.decoder_bias,
+        ),
+    ]
+    return _with_head(Architecture(
         shape=c.shape(),
         tensors=(
             embedding(embed, "embed/tokens", v, d),
             *norm("model.embeddings.norm", "embed/norm", d, bias=nb),
             *norm("model.final_norm", "final_norm", d, bias=nb),
-            *linear("head.dense", "mlm_head/dense", d, d, bias=c.classifier_bias),
-            *norm("head.norm", "mlm_head/norm", d, bias=nb),
-            *lm_head(
-                "decoder",
-                v,
-                d,
-                tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,
-                bias=c.decoder_bias,
-            ),
         ),
         layer_groups=planned_layers(
             plan,
@@ -359,4 +377,4 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
             ),
         ),
         notes=_direction_note(False),
-    )
+    ), head)

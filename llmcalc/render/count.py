@@ -163,6 +163,8 @@ def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:
         else:
             rows.append((label, pc.breakdown[x.component]))
     rows.insert(min(len(rows), _layers_position(spec)), (f"all {spec.num_layers} layers", pc.layers))
+    rows.extend((f"{name} (whole part)", params) for name, params in pc.parts.items()
+                if name != spec.main_part)
     for label, params in rows:
         if params is None:
             t.add_row(label, "0", "")
@@ -183,8 +185,23 @@ def _layers_position(spec: ModelSpec) -> int:
     return sum(1 for c in comps if c.startswith("embed"))
 
 
+def parts_table(spec: ModelSpec, pc: ParamCount) -> Table:
+    """A whole model's parts: the main one (language model) and each other part, adding up to total."""
+    t = Table(title="parts (whole model)", title_justify="left")
+    t.add_column("part")
+    t.add_column("parameters", justify="right")
+    t.add_column("share", justify="right")
+    for name, params in pc.parts.items():
+        t.add_row(name, n(params), f"{params / pc.total:.1%}")
+    t.add_section()
+    t.add_row("total", n(pc.total), short(pc.total), style="bold")
+    return t
+
+
 def count_view(spec: ModelSpec, pc: ParamCount) -> RenderableType:
     parts: list[RenderableType] = [header(spec), *layer_tables(spec, pc), totals_table(spec, pc)]
+    if pc.parts:
+        parts.append(parts_table(spec, pc))
     parts.extend(Text(f"note: {note}", style="dim") for note in spec.notes)
     if spec.source:
         parts.append(Text(f"source: {spec.source}", style="dim"))
@@ -229,8 +246,11 @@ def explain_lines(spec: ModelSpec, pc: ParamCount) -> list[str]:
             lines.append(f"{x.name} = {dims}, tied to {x.tied_to}: counted there, adds 0")
         else:
             lines.append(f"{x.name} = {dims} = {n(x.numel)}")
-    parts = [f"{k} {n(v)}" for k, v in pc.breakdown.items() if not k.startswith("layers/")]
+    others = {p.name for p in spec.parts}
+    parts = [f"{k} {n(v)}" for k, v in pc.breakdown.items()
+             if not k.startswith("layers/") and k.split("/", 1)[0] not in others]
     parts.insert(_layers_position(spec), f"layers {n(pc.layers)}")
+    parts.extend(f"{name} {n(v)}" for name, v in pc.parts.items() if name in others)
     lines.append(f"total = {' + '.join(parts)} = {n(pc.total)}")
     s = spec.shape
     lines.append(
@@ -278,6 +298,7 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
             for g in pc.groups
         ],
         "breakdown": pc.breakdown,
+        **({"parts": pc.parts} if pc.parts else {}),
         "rule_of_thumb": {
             "formula": "12*L*d^2 + V*d",
             "params": pc.rule_of_thumb,

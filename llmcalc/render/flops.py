@@ -77,7 +77,25 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
     if r.tokens is not None and r.training_flops is not None:
         train.add_row(f"for {n(r.tokens)} tokens", n(r.training_flops), flop(r.training_flops),
                       style="bold")
-    return Group(header(spec), per_token, per_seq, train, *note_lines(r.notes))
+    tables: list[RenderableType] = [per_token, per_seq, train]
+    if r.parts:
+        tables.insert(0, image_table(r))
+    return Group(header(spec), *tables, *note_lines(r.notes))
+
+
+def image_table(r: FlopsResult) -> Table:
+    """A whole model's parts, per image, and the tokens one image adds to the context."""
+    size = next((p.input_size for p in r.parts if p.input_size), None)
+    at = f" at {size}×{size} pixels" if size else ""
+    t = _table(f"per image{at} (the language model's figures below; its tokens are in the context)")
+    for p in r.parts:
+        t.add_row(f"{p.part}: weights ({n(p.tokens)} tokens) + attention", n(p.total), flop(p.total))
+    t.add_section()
+    t.add_row("image tokens added to the context", n(r.image_tokens), "")
+    if r.images:
+        t.add_row(f"this sequence: {n(r.images)} × {n(r.image_tokens)} image + "
+                  f"{n(r.text_tokens or 0)} text tokens", n(r.ctx), "")
+    return t
 
 
 def never(r: FlopsResult) -> str:
@@ -111,6 +129,11 @@ def flops_json(r: FlopsResult) -> dict[str, Any]:
             "percent_off": round(r.seed_rule_percent_off, 4),
         },
         "weight_breakdown": r.weight_breakdown,
+        **({"per_image": {p.part: {"flops": p.total, "weight_flops": p.weight,
+                                   "attention_flops": p.attention, "tokens": p.tokens,
+                                   "image_size": p.input_size} for p in r.parts},
+            "image_tokens": r.image_tokens, "images": r.images, "text_tokens": r.text_tokens}
+           if r.parts else {}),
         "notes": list(r.notes),
     }
 

@@ -1,0 +1,246 @@
+"""Vision towers and projectors of vision–language models, as :class:`Part` s of a whole model.
+
+One ViT description (Dosovitskiy et al. 2021) serves the towers transformers builds for its VLMs;
+a tower is a row of switches in :class:`ViT`: its module names, LayerNorm or RMSNorm, biases, a
+class token, learned position embeddings (or rotary ones: none stored). Shapes as in transformers
+``CLIPVisionTransformer`` (clip/modeling_clip.py), ``SiglipVisionTransformer``
+(siglip/modeling_siglip.py) and ``PixtralVisionModel`` (pixtral/modeling_pixtral.py):
+
+- patch embedding: Conv2d(channels, d, kernel = stride = patch) → weight [d, channels, p, p]
+  (+ bias [d]); a matmul per patch, 2·d·channels·p² FLOPs each;
+- per layer: q, k, v, o [d, d] (+ biases), two norms [d], an MLP fc1 [ff, d], fc2 [d, ff] (or a
+  gated one: gate, up [ff, d], down [d, ff]); bidirectional attention over all its tokens.
+
+Also here: how a VLM's text model is described by its own family and renamed into the whole
+model (:func:`text_model`), and the config fields composite configs share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from pydantic import ValidationError
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    FieldError,
+    Size,
+    linear,
+    norm,
+    require,
+    resolve_head_dim,
+)
+from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+
+# ---- sub-configs: a composite config's text_config / vision_config --------------------------------
+
+
+def sub_fields(
+    fields: Mapping[str, Any] | None, key: str, default_type: str, absent: Mapping[str, Any]
+) -> dict[str, Any]:
+    """A sub-config's fields as transformers builds them (configuration_utils.SubConfigSpec): a
+    mapping given in the config on its model_type's class defaults (``default_type`` when it names
+    none); absent, the composite class's own defaults ``absent`` (its init_kwargs)."""
+    from llmcalc import family_defaults
+
+    if fields is None:
+        fields = dict(absent)
+        fields.setdefault("model_type", default_type)
+        base = family_defaults.sub_defaults(str(fields["model_type"])) or {}
+        return {**base, **fields}
+    if not isinstance(fields, Mapping):
+        raise FieldError(key, f"{key} must be a mapping")
+    model_type = fields.get("model_type", default_type)
+    if not isinstance(model_type, str):
+        raise FieldError(f"{key}.model_type", f"{key}.model_type must be a string")
+    base = family_defaults.sub_defaults(model_type)
+    if base is None:
+        raise FieldError(f"{key}.model_type", f"{key}.model_type {model_type!r} is not supported here")
+    return {**base, **dict(fields), "model_type": model_type}
+
+
+def read_sub(cls: type[FamilyConfig], fields: Mapping[str, Any], key: str) -> Any:
+    """Validate a sub-config; a bad field is named with its path (``vision_config.hidden_size``)."""
+    try:
+        return cls.read(fields)
+    except ValidationError as e:
+        from llmcalc.config import _validation_message
+
+        message = _validation_message(e)
+        raise FieldError(f"{key}.", f"{key}.{message}") from None
+
+
+def text_model(
+    fields: Mapping[str, Any], *, rename: Callable[[str], str], tied: bool
+) -> Architecture:
+    """The language model of a VLM: ``fields`` (its text_config) described by the text family of
+    its model_type, tensors renamed into the whole model (``model.layers`` →
+    ``model.language_model.layers``), the head tied to the embedding when the whole model ties."""
+    from llmcalc.families import MODEL_TYPES
+
+    model_type = str(fields.get("model_type"))
+    fam = MODEL_TYPES.get(model_type)
+    if fam is None:
+        raise FieldError("text_config.model_type", f"text_config.model_type {model_type!r} is not supported")
+    cfg = read_sub(fam.config, {**fields, "tie_word_embeddings": tied}, "text_config")
+    arch = fam.describe(cfg)
+    names = {t.name: rename(t.name) for t in arch.tensors}
+
+    def moved(t: Tensor) -> Tensor:
+        return replace(t, name=rename(t.name), tied_to=None if t.tied_to is None else names.get(
+            t.tied_to, rename(t.tied_to)))
+
+    return replace(
+        arch,
+        tensors=tuple(moved(t) for t in arch.tensors),
+        layer_groups=tuple(
+            replace(g, tensors=tuple(moved(t) for t in g.tensors)) for g in arch.layer_groups
+        ),
+    )
+
+
+def prefixer(old: str, new: str) -> Callable[[str], str]:
+    """``model.x`` → ``model.language_model.x`` (names starting with ``old``; others unchanged)."""
+    return lambda name: new + name[len(old):] if name.startswith(old) else name
+
+
+# ---- the ViT --------------------------------------------------------------------------------------
+
+
+class VisionConfig(FamilyConfig):
+    """The fields a ViT tower's config names alike (CLIPVisionConfig, SiglipVisionConfig …)."""
+
+    transformers_class = "CLIPVisionConfig"
+
+    hidden_size: Size
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    image_size: Size
+    patch_size: Size
+    num_channels: Size = 3
+    head_dim: Size | None = None
+
+    @property
+    def patches(self) -> int:
+        """Patches of one image: (image_size / patch_size)², as Conv2d with stride = kernel makes."""
+        side = self.image_size // self.patch_size
+        return side * side
+
+    def check(self) -> None:
+        require(
+            self.patch_size <= self.image_size,
+            "vision_config.patch_size",
+            f"vision_config.patch_size ({self.patch_size}) must not exceed image_size ({self.image_size})",
+        )
+
+
+@dataclass(frozen=True)
+class ViT:
+    """How one tower names and shapes its tensors; the switches that tell towers apart."""
+
+    embeddings: str = "embeddings"  # module holding the patch (and position) embedding
+    patch: str = "patch_embedding"
+    patch_bias: bool = False
+    class_token: bool = False  # CLIP: embeddings.class_embedding [d], one more position
+    positions: str | None = "position_embedding"  # learned [positions, d]; None: rotary
+    pre_norm: str | None = None  # CLIP "pre_layrnorm", Pixtral "ln_pre"
+    post_norm: str | None = "post_layernorm"
+    layers: str = "encoder.layers"
+    attn: str = "self_attn"
+    o_proj: str = "out_proj"
+    qkv_bias: bool = True
+    o_bias: bool = True
+    norm1: str = "layer_norm1"
+    norm2: str = "layer_norm2"
+    norm_bias: bool = True  # LayerNorm; False: RMSNorm
+    mlp: str = "mlp"
+    gated: bool = False  # gate/up/down instead of fc1/fc2
+    mlp_bias: bool = True
+
+
+CLIP = ViT(patch_bias=False, class_token=True, pre_norm="pre_layrnorm")
+SIGLIP = ViT(patch_bias=True)
+PIXTRAL = ViT(
+    embeddings="", patch="patch_conv", positions=None, pre_norm="ln_pre", post_norm=None,
+    layers="transformer.layers", attn="attention", o_proj="o_proj", qkv_bias=False, o_bias=False,
+    norm1="attention_norm", norm2="ffn_norm", norm_bias=False, mlp="feed_forward", gated=True,
+    mlp_bias=False,
+)
+
+
+def _join(*names: str) -> str:
+    return ".".join(n for n in names if n)
+
+
+def vit(prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: str = "vision") -> Part:
+    """A ViT tower under ``prefix`` as a part; one image makes ``c.patches`` patches (+ a class
+    token) that every layer sees; ``context_tokens`` of them reach the language model."""
+    c.check()
+    d, ff, h = c.hidden_size, c.intermediate_size, c.num_attention_heads
+    hd = resolve_head_dim(d, h, c.head_dim, hidden_field="vision_config.hidden_size",
+                          heads_field="vision_config.num_attention_heads")
+    emb = _join(prefix, style.embeddings)
+    tokens = c.patches + (1 if style.class_token else 0)
+    outer: list[Tensor] = []
+    if style.class_token:
+        outer.append(Tensor(f"{emb}.class_embedding", (d,), "embed/class"))
+    # Conv2d(channels, d, kernel=stride=patch): [d, channels, p, p]
+    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, c.patch_size, c.patch_size),
+                   "embed/patch", matmul=True)
+    outer.append(patch)
+    if style.patch_bias:
+        outer.append(Tensor(f"{emb}.{style.patch}.bias", (d,), "embed/patch"))
+    if style.positions is not None:
+        outer.append(Tensor(f"{emb}.{style.positions}.weight", (tokens, d), "embed/positions"))
+    if style.pre_norm:
+        outer += norm(_join(prefix, style.pre_norm), "pre_norm", d, bias=style.norm_bias)
+    p = _join(prefix, style.layers, "{i}")
+    a = f"{p}.{style.attn}"
+    m = f"{p}.{style.mlp}"
+    layer = [
+        *linear(f"{a}.q_proj", "attn/q_proj", h * hd, d, bias=style.qkv_bias),
+        *linear(f"{a}.k_proj", "attn/k_proj", h * hd, d, bias=style.qkv_bias),
+        *linear(f"{a}.v_proj", "attn/v_proj", h * hd, d, bias=style.qkv_bias),
+        *linear(f"{a}.{style.o_proj}", "attn/o_proj", d, h * hd, bias=style.o_bias),
+        *norm(f"{p}.{style.norm1}", "attn/norm", d, bias=style.norm_bias),
+        *norm(f"{p}.{style.norm2}", "mlp/norm", d, bias=style.norm_bias),
+    ]
+    if style.gated:
+        layer += [
+            *linear(f"{m}.gate_proj", "mlp/gate_proj", ff, d, bias=style.mlp_bias),
+            *linear(f"{m}.up_proj", "mlp/up_proj", ff, d, bias=style.mlp_bias),
+            *linear(f"{m}.down_proj", "mlp/down_proj", d, ff, bias=style.mlp_bias),
+        ]
+    else:
+        layer += [
+            *linear(f"{m}.fc1", "mlp/fc1", ff, d, bias=style.mlp_bias),
+            *linear(f"{m}.fc2", "mlp/fc2", d, ff, bias=style.mlp_bias),
+        ]
+    if style.post_norm:
+        outer += norm(_join(prefix, style.post_norm), "post_norm", d, bias=style.norm_bias)
+    group = LayerGroup("vision", LayerSet.span(0, c.num_hidden_layers), tuple(layer),
+                       Attention(h, h, hd, hd))
+    return Part(
+        name=name,
+        tensors=tuple(outer),
+        layer_groups=(group,),
+        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, 0, False, tokens),
+        input_tokens=(("embed/patch", c.patches), ("layers", tokens)),
+        context_tokens=context_tokens,
+        input_size=c.image_size,
+    )
+
+
+def projector(tensors: list[Tensor], *, tokens: int, d_in: int, d_out: int) -> Part:
+    """A projector from the tower's width ``d_in`` to the language model's ``d_out``, meeting
+    ``tokens`` tokens per image."""
+    return Part(
+        name="projector",
+        tensors=tuple(tensors),
+        shape=Shape(0, d_out, 0, 0, 0, d_in, 0, False),
+        input_tokens=(("", tokens),),
+    )

@@ -1,0 +1,130 @@
+"""Vision–language models as whole models: a vision tower, a projector and a language model.
+
+The language model is its text_config described by its own text family (:func:`_vision.text_model`)
+and renamed under ``model.language_model``; the tower is the shared ViT (:mod:`_vision`); a model
+type is a row: its tower's names, its projector, how many image tokens reach the context.
+
+- ``llava`` (Liu et al. 2023, "Improved Baselines with Visual Instruction Tuning"): CLIP ViT tower,
+  two-layer MLP projector (linear_1 [d_t, d_v·k], linear_2 [d_t, d_t], with biases; k feature
+  layers), language model; transformers llava/modeling_llava.py, configuration_llava.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from llmcalc.families._base import Architecture, FamilyConfig, FieldError, linear, require
+from llmcalc.families._vision import (
+    CLIP,
+    SIGLIP,
+    VisionConfig,
+    ViT,
+    prefixer,
+    projector,
+    read_sub,
+    sub_fields,
+    text_model,
+    vit,
+)
+
+# The towers a composite config's vision_config may name, by its model_type.
+TOWERS: dict[str, ViT] = {"clip_vision_model": CLIP, "siglip_vision_model": SIGLIP}
+
+
+class SiglipVisionConfig(VisionConfig):
+    transformers_class = "SiglipVisionConfig"
+
+    vision_use_head: bool = True
+
+
+class CompositeConfig(FamilyConfig):
+    """What every VLM config holds: its two sub-configs (absent: the class's defaults) and a
+    top-level tie_word_embeddings (absent: the class default)."""
+
+    text_config: dict[str, Any] | None = None
+    vision_config: dict[str, Any] | None = None
+    tie_word_embeddings: bool | None = None
+
+    # model_type of the composite config, its sub-configs' default model types
+    composite_type: ClassVar[str] = ""
+    default_text: ClassVar[str] = "llama"
+    default_vision: ClassVar[str] = "clip_vision_model"
+
+    def sub(self, key: str, default_type: str) -> dict[str, Any]:
+        from llmcalc import family_defaults
+
+        absent = (family_defaults.sub_defaults(self.composite_type) or {}).get(key) or {}
+        return sub_fields(getattr(self, key), key, default_type, absent)
+
+    def text(self) -> dict[str, Any]:
+        return self.sub("text_config", self.default_text)
+
+    def vision(self) -> tuple[VisionConfig, ViT]:
+        fields = self.sub("vision_config", self.default_vision)
+        kind = str(fields["model_type"])
+        style = TOWERS.get(kind)
+        if style is None:
+            raise FieldError(
+                "vision_config.model_type",
+                f"vision_config.model_type {kind!r} is not supported (one of: {', '.join(TOWERS)})",
+            )
+        cls = SiglipVisionConfig if kind == "siglip_vision_model" else VisionConfig
+        return read_sub(cls, fields, "vision_config"), style
+
+    def tied(self, text: dict[str, Any]) -> bool:
+        """The whole model ties its head when its top-level tie_word_embeddings says so, or (when
+        that is false) its text_config's does (LlavaConfig.__post_init__ and its copies)."""
+        top = bool(self.tie_word_embeddings)
+        return top or bool(text.get("tie_word_embeddings"))
+
+
+LANGUAGE = prefixer("model.", "model.language_model.")
+
+
+class LlavaConfig(CompositeConfig):
+    transformers_class = "LlavaConfig"
+    composite_type: ClassVar[str] = "llava"
+
+    vision_feature_layer: int | list[int] = -2
+    vision_feature_select_strategy: str = "default"
+    multimodal_projector_bias: bool = True
+
+
+def _feature_layers(c: LlavaConfig) -> int:
+    layers = c.vision_feature_layer
+    n = 1 if isinstance(layers, int) else len(layers)
+    require(n > 0, "vision_feature_layer", "vision_feature_layer must name at least one layer")
+    return n
+
+
+def _select(c: LlavaConfig, patches: int, class_token: bool) -> int:
+    """Image tokens the projector sees: "default" drops the class token, "full" keeps it."""
+    strategy = c.vision_feature_select_strategy
+    require(strategy in ("default", "full"), "vision_feature_select_strategy",
+            f"vision_feature_select_strategy must be default or full, got {strategy!r}")
+    return patches + (1 if class_token and strategy == "full" else 0)
+
+
+def describe(c: LlavaConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, style = c.vision()
+    tokens = _select(c, v.patches, style.class_token)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    bias = c.multimodal_projector_bias
+    p = "model.multi_modal_projector"
+    proj = [
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
+    ]
+    return Architecture(
+        shape=lm.shape,
+        tensors=lm.tensors,
+        layer_groups=lm.layer_groups,
+        moe=lm.moe,
+        notes=lm.notes,
+        parts=(
+            vit("model.vision_tower", v, style, context_tokens=tokens),
+            projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+        ),
+    )

@@ -1,0 +1,192 @@
+"""Whole vision–language models (issue 13): parts, the core's API, and exactness against the whole
+transformers model (AutoModelForImageTextToText on the meta device), tensor by tensor and part by
+part (parts split by module prefix on transformers' side, independently of llmcalc's names)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pytest
+
+from llmcalc.config import load_spec, spec_from_dict
+from llmcalc.counting import count
+from llmcalc.flops import flops, part_flops
+from llmcalc.memory import memory
+from llmcalc.spec import ModelSpec, spec_part
+from llmcalc.units import DType
+
+transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch")
+
+# module prefixes of each part in the whole model, by model_type (the rest is the language model)
+PART_PREFIXES = {
+    "llava": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+}
+
+
+def theirs(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
+    from llmcalc.verify import build_meta_model
+
+    transformers.logging.set_verbosity_error()
+    model = build_meta_model(spec)
+    assert type(model).__name__.endswith("ForConditionalGeneration")
+    return {name: tuple(p.shape) for name, p in model.named_parameters()}
+
+
+def matches_transformers(spec: ModelSpec) -> None:
+    """Names and shapes equal, total equal, and each part equal to transformers' modules under its
+    prefix."""
+    real = theirs(spec)
+    ours = dict(spec.named_shapes())
+    assert sorted(ours.items()) == sorted(real.items())
+    pc = count(spec)
+    assert pc.total == sum(math.prod(s) for s in real.values())
+    prefixes = PART_PREFIXES[spec.model_type]
+    by_part = {spec.main_part: 0, **{name: 0 for name in prefixes}}
+    for name, shape in real.items():
+        part = next((p for p, pre in prefixes.items() if name.startswith(pre)), spec.main_part)
+        by_part[part] += math.prod(shape)
+    assert pc.parts == by_part
+    assert sum(pc.breakdown.values()) == pc.total
+    for name, n in by_part.items():
+        assert count(spec_part(spec, name)).total == n
+
+
+def llava(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 300}
+    vision = {"model_type": "clip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 56, "patch_size": 14}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "llava", "text_config": text, "vision_config": vision, **changes}
+
+
+# ---- llava ----------------------------------------------------------------------------------------
+
+
+def test_llava_bundled_whole_model() -> None:
+    spec = load_spec("llava-1.5-7b")
+    pc = count(spec)
+    # Llama-2-7B with a 32,064-token vocabulary + CLIP ViT-L/14-336 + the 2-layer MLP projector
+    vision = (1024 + 1024 * 3 * 14 * 14 + 577 * 1024 + 2 * 1024
+              + 24 * (4 * (1024 * 1024 + 1024) + 4 * 1024 + 2 * 4096 * 1024 + 4096 + 1024)
+              + 2 * 1024)
+    projector = 4096 * 1024 + 4096 + 4096 * 4096 + 4096
+    assert pc.parts == {"language": 6_738_939_904, "vision": vision, "projector": projector}
+    assert vision == 303_507_456 and projector == 20_979_712
+    assert pc.total == 7_063_427_072
+    matches_transformers(spec)
+
+
+@pytest.mark.parametrize("fields", [
+    llava(),
+    llava(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}),
+    llava(vision={"patch_size": 8, "image_size": 64}),
+    llava(vision_feature_layer=[-2, -5], vision_feature_select_strategy="full"),
+    llava(multimodal_projector_bias=False, tie_word_embeddings=True),
+    llava(text={"tie_word_embeddings": True}),
+    llava(text={"model_type": "mistral", "sliding_window": 16, "num_hidden_layers": 3}),
+    llava(text={"model_type": "qwen2", "hidden_size": 96, "num_attention_heads": 6}),
+    llava(vision={"model_type": "siglip_vision_model", "vision_use_head": False}),
+], ids=lambda f: "-".join(f"{k}" for k in f if k not in ("model_type",)) or "base")
+def test_llava_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="llava-variant"))
+
+
+def test_llava_image_tokens_and_flops() -> None:
+    spec = load_spec("llava-1.5-7b")
+    r = flops(spec, ctx=1000, images=2)
+    assert r.image_tokens == 576  # 24×24 patches; "default" drops the class token
+    assert r.ctx == 1000 + 2 * 576
+    vision = next(p for p in r.parts if p.part == "vision")
+    assert vision.tokens == 577 and vision.input_size == 336
+    # patches through the conv, 577 tokens through each layer's matrices, 577² pairs per layer
+    d, ff, L = 1024, 4096, 24
+    weight = 2 * 576 * d * 3 * 14 * 14 + 2 * 577 * L * (4 * d * d + 2 * d * ff)
+    assert vision.weight == weight
+    assert vision.attention == L * 577 * 577 * 2 * 16 * (64 + 64)
+    proj = next(p for p in r.parts if p.part == "projector")
+    assert proj.total == 2 * 576 * (4096 * 1024 + 4096 * 4096)
+    text_only = flops(spec, ctx=1000 + 2 * 576)
+    assert r.forward_flops_per_sequence == (
+        text_only.forward_flops_per_sequence + 2 * (vision.total + proj.total))
+    # the language model's per-token figures are those of the language model alone
+    assert r.weight_flops_per_token == flops(spec_part(spec, "language"), ctx=1).weight_flops_per_token
+    mem = memory(spec, ctx=1000 + 2 * 576, dtype=DType.bf16)
+    assert mem.weights_bytes == 2 * count(spec).total  # every part's weights
+
+
+def test_part_of_a_vision_tower_keeps_no_cache() -> None:
+    spec = spec_part(load_spec("llava-1.5-7b"), "vision")
+    assert count(spec).total == 303_507_456
+    assert memory(spec, ctx=577, dtype=DType.bf16).kv_cache_bytes == 0
+    assert spec.parts == () and spec.main_part == "vision"
+
+
+def test_vision_flops_equal_flop_counter() -> None:
+    """One image through a 1- and 2-layer CLIP tower: FlopCounterMode (eager attention) equals the
+    vision part's figure."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    for layers in (1, 2):
+        fields = llava(vision={"num_hidden_layers": layers})
+        spec = spec_from_dict(fields, name="llava-flops")
+        part = spec.part("vision")
+        assert part is not None
+        config = transformers.AutoConfig.for_model("llava", **{k: v for k, v in fields.items()
+                                                               if k != "model_type"})
+        config.vision_config._attn_implementation = "eager"
+        tower = transformers.AutoModel.from_config(config.vision_config, attn_implementation="eager")
+        pixels = torch.zeros(1, 3, 56, 56)
+        with FlopCounterMode(display=False) as counter, torch.no_grad():
+            tower(pixels)
+        assert counter.get_total_flops() == part_flops(part).total
+
+
+def test_count_json_parts_and_part_option(cli: Any) -> None:
+    data = cli("count", "llava-1.5-7b", "--json").json()
+    assert data["parts"] == {"language": 6_738_939_904, "vision": 303_507_456,
+                             "projector": 20_979_712}
+    assert sum(data["breakdown"].values()) == data["total_params"] == 7_063_427_072
+    assert data["breakdown"]["projector/linear_1"] == 4096 * 1024 + 4096
+    part = cli("count", "llava-1.5-7b", "--part", "vision", "--json").json()
+    assert part["total_params"] == 303_507_456
+    out = cli("count", "llava-1.5-7b").stdout
+    assert "parts (whole model)" in out and "vision (whole part)" in out
+    bad = cli("count", "llava-1.5-7b", "--part", "audio")
+    assert bad.code == 2
+    assert "--part audio: llava-hf/llava-1.5-7b-hf has the parts language, vision, projector" in bad.stderr
+    one = cli("count", "llama-2-7b", "--part", "vision")
+    assert one.code == 2
+    assert "is one model, without parts" in one.stderr
+
+
+def test_flops_and_memory_images_option(cli: Any) -> None:
+    data = cli("flops", "llava-1.5-7b", "--ctx", "1000", "--images", "1", "--json").json()
+    assert data["image_tokens"] == 576 and data["ctx"] == 1576 and data["text_tokens"] == 1000
+    assert data["per_image"]["vision"]["image_size"] == 336
+    big = cli("flops", "llava-1.5-7b", "--image-size", "672", "--json").json()
+    assert big["image_tokens"] == 48 * 48
+    mem = cli("memory", "llava-1.5-7b", "--ctx", "1000", "--images", "2", "--json").json()
+    plain = cli("memory", "llava-1.5-7b", "--ctx", str(1000 + 2 * 576), "--json").json()
+    assert mem["kv_cache_bytes"] == plain["kv_cache_bytes"]
+    no = cli("flops", "llama-2-7b", "--images", "1")
+    assert no.code == 2
+    assert "--images 1: meta-llama/Llama-2-7b-hf takes no images" in no.stderr
+
+
+def test_llava_hostile_fields() -> None:
+    from llmcalc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="vision_config.patch_size"):
+        spec_from_dict(llava(vision={"patch_size": 100}), name="bad")
+    with pytest.raises(ConfigError, match="vision_config.hidden_size must be a positive integer"):
+        spec_from_dict(llava(vision={"hidden_size": 0}), name="bad")
+    with pytest.raises(ConfigError, match="text_config.num_hidden_layers must be"):
+        spec_from_dict(llava(text={"num_hidden_layers": -1}), name="bad")
+    huge = spec_from_dict(llava(vision={"num_hidden_layers": 10**12},
+                                text={"num_hidden_layers": 10**12}), name="huge")
+    assert count(huge).parts["vision"] > 10**12
