@@ -26,7 +26,9 @@ class Tensor:
     ``component`` is the breakdown key (``attn/q_proj``); ``matmul`` marks weight matrices a token is
     multiplied by (2 FLOPs per element); ``experts`` is the number of routed experts it holds, stacked
     on the first dimension or expanded over ``{e}``; ``tied_to`` names the tensor it shares storage
-    with (counted once, there, but still multiplied by in the forward pass).
+    with (counted once, there, but still multiplied by in the forward pass). ``per_source``: a matmul
+    an encoder–decoder's decoder applies to the encoder's output (cross-attention K and V), once per
+    source token and sequence, not per generated token.
     """
 
     name: str
@@ -35,6 +37,7 @@ class Tensor:
     matmul: bool = False
     experts: int = 0
     tied_to: str | None = None
+    per_source: bool = False
 
     @property
     def copies(self) -> int:
@@ -266,6 +269,8 @@ class LayerGroup:
 
     ``attention`` is None for a layer without softmax attention (a Mamba layer); ``mixer`` describes
     a sequence mixer other than attention, with the state it keeps (None: attention only).
+    ``cross_attention``: an encoder–decoder's decoder layer also attends to the encoder's output
+    (all source tokens, K and V computed once per source token and cached).
     """
 
     name: str
@@ -273,6 +278,7 @@ class LayerGroup:
     tensors: tuple[Tensor, ...]
     attention: Attention | None
     mixer: Mixer | None = None
+    cross_attention: Attention | None = None
 
 
 @dataclass(frozen=True)

@@ -163,6 +163,9 @@ MODEL_TYPES: dict[str, Family] = {
     "roberta": Family("encoder", "RobertaConfig", "describe_roberta"),
     "deberta-v2": Family("encoder", "DebertaV2Config", "describe_deberta_v2"),
     "modernbert": Family("encoder", "ModernBertConfig", "describe_modernbert"),
+    "t5": Family("t5", "T5Config"),
+    "mt5": Family("t5", "MT5Config"),
+    "umt5": Family("t5", "UMT5Config", "describe_umt5"),
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
 }
