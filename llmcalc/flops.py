@@ -39,7 +39,7 @@ Source of the seed rule shown beside the exact figure: Kaplan et al. 2020, Table
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
@@ -94,7 +94,7 @@ def weight_terms(spec: ModelSpec) -> tuple[WeightTerm, ...]:
     entries += [(t, g, f"{p.name}/") for p in spec.parts if p.per_token for t, g in p.all_tensors()]
     for t, group, prefix in entries:
         elements = matmul_elements(t, spec)
-        if not elements:
+        if not elements or t.per_source:  # cross-attention K, V: per source token, not per token
             continue
         layers = None if group is None else len(group.layers)
         terms.append(WeightTerm(
@@ -287,18 +287,83 @@ def _pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
     return attention_causal_pairs(attention, ctx=ctx) if causal else ctx * ctx
 
 
-def forward_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
+def forward_flops_per_sequence(
+    spec: ModelSpec, *, ctx: int, causal: bool, source_len: int | None = None
+) -> int:
     """A forward pass over ``ctx`` tokens: ctx × weight FLOPs + attention over full or causal pairs
-    + the mixers' scans.
+    + the mixers' scans; an encoder–decoder (``ctx`` decoder tokens) adds its encoder over
+    ``source_len`` tokens (default: ``ctx``), the cross-attention K/V projections of those tokens
+    (once) and ctx × source_len cross-attention pairs.
 
     ``causal=False`` is what FlopCounterMode counts for a real forward pass (the full n × n score
     and value matmuls, the padded convolution, the chunked scan); ``causal=True`` counts only the
     pairs the mask keeps and n recurrent steps.
     """
+    encdec = 0
+    if has_cross_attention(spec):
+        n = source_len_of(spec, ctx if source_len is None else source_len)
+        encdec = (
+            encoder_flops(spec, source_len=n).total
+            + cross_kv_flops(spec, source_len=n)
+            + ctx * cross_attention_flops_per_token(spec, source_len=n)
+        )
     return (
         ctx * weight_flops_per_token(spec)
         + attention_flops_per_sequence(spec, ctx=ctx, causal=causal)
         + _mixer_flops_per_sequence(spec, ctx=ctx, causal=causal)
+        + encdec
+    )
+
+
+# ---- encoder–decoders: the encoder and the decoder's cross-attention -------------------------------
+# The encoder runs once per source sequence of n tokens (bidirectional: n² pairs per layer); each
+# decoder layer projects the encoder's n outputs to K and V once (per_source tensors; cached for
+# the whole generation) and every generated token attends to all n of them: n · 2·h·(d_qk + d_v)
+# per layer and token, besides its causal self-attention over the generated tokens.
+
+
+def has_cross_attention(spec: ModelSpec) -> bool:
+    return any(g.cross_attention is not None for g in spec.layer_groups)
+
+
+def source_len_of(spec: ModelSpec, source_len: int) -> int:
+    """The encoder tokens: as asked, or the fixed number an encoder part states (Whisper: the
+    1,500 positions of 30 s of audio, whatever is asked)."""
+    _check_ctx(source_len)
+    part = spec.part("encoder")
+    fixed = part.tokens_for("layers") if part is not None and part.input_tokens else 0
+    return fixed or source_len
+
+
+def encoder_flops(spec: ModelSpec, *, source_len: int) -> PartFlops:
+    """The encoder part over one source sequence of ``source_len`` tokens (every matmul meets each
+    token, unless the part states its own tokens), bidirectional n² attention per layer."""
+    part = spec.part("encoder")
+    if part is None:
+        return PartFlops("encoder", None, 0, 0, 0, 0)
+    if not part.input_tokens:
+        part = replace(part, input_tokens=(("", source_len),))
+    return part_flops(part)
+
+
+def cross_kv_flops(spec: ModelSpec, *, source_len: int) -> int:
+    """Cross-attention K and V projections of ``source_len`` encoder tokens in every decoder
+    layer: 2 · matrix elements · layers · source_len, once per source sequence."""
+    return sum(
+        FLOPS_PER_MAC * t.numel * len(g.layers) * source_len
+        for g in spec.layer_groups
+        for t in g.tensors
+        if t.per_source and t.matmul
+    )
+
+
+def cross_attention_flops_per_token(spec: ModelSpec, *, source_len: int) -> int:
+    """One generated token attending to ``source_len`` encoder tokens in every decoder layer:
+    Σ layers · source_len · 2·h·(d_qk + d_v)."""
+    return sum(
+        len(g.layers) * source_len * pair_flops(g.cross_attention)
+        for g in spec.layer_groups
+        if g.cross_attention is not None
     )
 
 
@@ -457,16 +522,30 @@ class FlopsResult:
     image_tokens: int = 0
     images: int = 0
     text_tokens: int | None = None
+    # an encoder–decoder: ``ctx`` is the decoder's tokens; the encoder reads ``source_len`` tokens
+    # once per sequence (its FLOPs, and the cross-attention K/V projections of its output, are in
+    # the per-sequence figures); the per-token attention includes the cross-attention
+    source_len: int | None = None
+    cross_attention_flops_per_token: int = 0
+    encoder_flops_per_sequence: int = 0
+    cross_kv_flops_per_sequence: int = 0
 
 
 def flops(
-    spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = None, images: int = 0
+    spec: ModelSpec,
+    *,
+    ctx: int,
+    batch: int = 1,
+    tokens: int | None = None,
+    images: int = 0,
+    source_len: int | None = None,
 ) -> FlopsResult:
     """All of ``llmcalc flops``'s figures for ``spec`` at context ``ctx``.
 
     With ``images`` (a whole model that takes images), ``ctx`` counts the text tokens; each image
     adds :func:`image_tokens` to the language model's context and its parts' FLOPs to every
-    per-sequence figure.
+    per-sequence figure. An encoder–decoder's ``ctx`` is its decoder's tokens, attending to
+    ``source_len`` encoder tokens (default: ``ctx``; Whisper: its fixed 1,500).
     """
     _check_ctx(ctx)
     if images < 0:
@@ -476,11 +555,16 @@ def flops(
         raise UsageError(f"--images {images}: {spec.name} takes no images")
     text_tokens = ctx
     ctx = ctx + images * per_image
-    part_figures = tuple(part_flops(p) for p in spec.parts if not p.per_token)
+    encdec = has_cross_attention(spec)
+    source = source_len_of(spec, ctx if source_len is None else source_len) if encdec else None
+    part_figures = tuple(
+        part_flops(p) for p in spec.parts if not p.per_token and not (encdec and p.name == "encoder")
+    )
     image_flops = images * sum(p.total for p in part_figures)
     w_terms = weight_terms(spec)
     weight = sum(term.flops for term in w_terms)
-    attention = attention_flops_per_token(spec, ctx=ctx)
+    cross = cross_attention_flops_per_token(spec, source_len=source) if source else 0
+    attention = attention_flops_per_token(spec, ctx=ctx) + cross
     mixer = mixer_flops_per_token_all(spec)
     forward = weight + attention + mixer
     training = TRAINING_MULTIPLIER * forward
@@ -524,9 +608,9 @@ def flops(
         attention_terms=terms,
         forward_flops_per_token=forward,
         forward_flops_per_sequence=batch
-        * (forward_flops_per_sequence(spec, ctx=ctx, causal=False) + image_flops),
+        * (forward_flops_per_sequence(spec, ctx=ctx, causal=False, source_len=source) + image_flops),
         forward_flops_per_sequence_causal=batch
-        * (forward_flops_per_sequence(spec, ctx=ctx, causal=True) + image_flops),
+        * (forward_flops_per_sequence(spec, ctx=ctx, causal=True, source_len=source) + image_flops),
         decode_flops_per_step=batch * forward,
         training_flops_per_token=training,
         training_flops=None if tokens is None else training * tokens,
@@ -541,4 +625,8 @@ def flops(
         image_tokens=per_image,
         images=images,
         text_tokens=text_tokens if images else None,
+        source_len=source,
+        cross_attention_flops_per_token=cross,
+        encoder_flops_per_sequence=encoder_flops(spec, source_len=source).total if source else 0,
+        cross_kv_flops_per_sequence=cross_kv_flops(spec, source_len=source) if source else 0,
     )

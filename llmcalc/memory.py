@@ -67,7 +67,8 @@ def weight_bytes(spec: ModelSpec, *, dtype: DType | QuantFormat) -> int:
 
 def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -> int:
     """Cached elements per token in one layer: K and V of each kv head, or the MLA latent; none in a
-    layer that reads another layer's cache (Gemma 3n's KV sharing)."""
+    layer that reads another layer's cache (Gemma 3n's KV sharing) or in an encoder's
+    bidirectional attention (the whole sequence is encoded at once)."""
     if attention.kv_shared or not attention.causal:  # an encoder's attention caches nothing
         return 0
     if attention.kv_latent_dim is not None and not decompressed:
@@ -130,16 +131,54 @@ def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool) -> int:
     )
 
 
+def has_cross_attention(spec: ModelSpec) -> bool:
+    """An encoder–decoder: its decoder layers attend to the encoder's output."""
+    return any(g.cross_attention is not None for g in spec.layer_groups)
+
+
+def cross_kv_cache_bytes(spec: ModelSpec, *, batch: int, source_len: int, dtype: DType) -> int:
+    """An encoder–decoder's cross-attention cache (transformers' EncoderDecoderCache
+    cross_attention_cache): per decoder layer the keys and values of all ``source_len`` encoder
+    tokens, computed once and kept for the whole generation; 0 for a model without."""
+    _check(source_len=source_len)
+    elements = sum(
+        len(g.layers) * source_len * cross_kv_elements(g.cross_attention)
+        for g in spec.layer_groups
+        if g.cross_attention is not None
+    )
+    return nbytes(batch * elements, dtype)
+
+
+def cross_kv_elements(attention: Attention) -> int:
+    """Cross-attention K and V per source token and layer: kv heads × (d_qk + d_v)."""
+    return attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
+
+
 def kv_cache_bytes(
-    spec: ModelSpec, *, batch: int, ctx: int, dtype: DType, decompressed: bool = False
+    spec: ModelSpec,
+    *,
+    batch: int,
+    ctx: int,
+    dtype: DType,
+    decompressed: bool = False,
+    source_len: int | None = None,
 ) -> int:
     """The whole cache for ``batch`` sequences of ``ctx`` tokens: keys and values (sliding layers
-    capped at their window) plus each sequence's recurrent state."""
+    capped at their window) plus each sequence's recurrent state; an encoder–decoder adds the
+    cross-attention keys and values of ``source_len`` encoder tokens (default: ``ctx``)."""
     _check(batch=batch, ctx=ctx)
     elements = sum(
         _group_kv_elements(g, ctx=ctx, decompressed=decompressed) for g in spec.layer_groups
     )
-    return nbytes(batch * elements, dtype) + batch * state_bytes_per_sequence(spec, dtype=dtype)
+    cross = 0
+    if has_cross_attention(spec):
+        n = ctx if source_len is None else source_len
+        cross = cross_kv_cache_bytes(spec, batch=batch, source_len=n, dtype=dtype)
+    return (
+        nbytes(batch * elements, dtype)
+        + cross
+        + batch * state_bytes_per_sequence(spec, dtype=dtype)
+    )
 
 
 # ---- the command's figures -------------------------------------------------------------------------
@@ -196,6 +235,10 @@ class MemoryResult:
     weight_parts: tuple[quant.LayoutBytes, ...] = ()  # bytes by storage layout (sums to weights)
     state_bytes_per_sequence: int = 0  # SSM layers' conv + recurrent state, whatever the context
     state_terms: tuple[StateTerm, ...] = ()
+    # an encoder–decoder: the encoder tokens the cross-attention cache holds, and its bytes (in
+    # kv_cache_bytes); None / 0 for a model without cross-attention
+    source_len: int | None = None
+    cross_kv_cache_bytes: int = 0
 
 
 def memory(
@@ -205,13 +248,23 @@ def memory(
     batch: int = 1,
     dtype: DType | QuantFormat,
     kv_dtype: DType | None = None,
+    source_len: int | None = None,
 ) -> MemoryResult:
     """All of ``llmcalc memory``'s figures; the cache uses ``kv_dtype`` (default: ``dtype``, or
-    for a quantized format the dtype it computes in)."""
+    for a quantized format the dtype it computes in). An encoder–decoder caches, besides its
+    decoder's ``ctx`` tokens, the cross-attention K and V of ``source_len`` encoder tokens
+    (default: ``ctx``)."""
     _check(batch=batch, ctx=ctx)
     kv_dtype = quant.kv_dtype_for(dtype) if kv_dtype is None else kv_dtype
     weights = weight_bytes(spec, dtype=dtype)
-    kv = kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype)
+    cross_model = has_cross_attention(spec)
+    source = (ctx if source_len is None else source_len) if cross_model else None
+    kv = kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype, source_len=source)
+    cross_bytes = (
+        cross_kv_cache_bytes(spec, batch=batch, source_len=source, dtype=kv_dtype)
+        if source is not None
+        else 0
+    )
     mla = is_mla(spec)
     terms = tuple(
         KVTerm(
@@ -227,6 +280,20 @@ def memory(
         )
         for g in spec.layer_groups
         if g.attention is not None
+    ) + tuple(
+        KVTerm(
+            group=f"{g.name} cross-attention",
+            num_layers=len(g.layers),
+            kv_heads=g.cross_attention.kv_heads,
+            qk_head_dim=g.cross_attention.qk_head_dim,
+            v_head_dim=g.cross_attention.v_head_dim,
+            window=None,
+            latent_dim=None,
+            elements_per_token=cross_kv_elements(g.cross_attention),
+            tokens=source,
+        )
+        for g in spec.layer_groups
+        if g.cross_attention is not None and source is not None
     )
     state_terms = tuple(
         StateTerm(
@@ -268,4 +335,6 @@ def memory(
         weight_parts=quant.breakdown(spec, dtype),
         state_bytes_per_sequence=state_bytes_per_sequence(spec, dtype=kv_dtype),
         state_terms=state_terms,
+        source_len=source,
+        cross_kv_cache_bytes=cross_bytes,
     )

@@ -22,6 +22,7 @@ from llmcalc.flops import (
     forward_flops_per_sequence,
 )
 from llmcalc.memory import kv_cache_bytes_per_token
+from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -178,7 +179,7 @@ def test_encoder_attention_is_every_pair_and_caches_nothing() -> None:
     weights = full - 12 * n * n * 4 * 768
     assert weights == n * 2 * (12 * (4 * 768 * 768 + 2 * 768 * 3072) + 768 * 768 + 30522 * 768)
     assert attention_flops_per_token(spec, ctx=n) == 12 * n * 4 * 768
-    assert kv_cache_bytes_per_token(spec, dtype="bf16") == 0
+    assert kv_cache_bytes_per_token(spec, dtype=DType.bf16) == 0
 
 
 def test_modernbert_local_layers_mask_to_their_window() -> None:
@@ -249,3 +250,137 @@ def test_encoder_flops_equal_flop_counter(name: str, overrides: list[str]) -> No
     two = measure_forward(spec, num_layers=2, seq_len=SEQ, dtype="fp32")
     measured = extrapolate_layers(one.flops, two.flops, num_layers=spec.num_layers)
     assert forward_flops_per_sequence(spec, ctx=SEQ, causal=False) == measured
+
+
+# ---- encoder–decoders: T5, mT5, UMT5 ------------------------------------------------------------
+
+T5_SMALL = {"num_layers": 2, "d_model": 64, "d_kv": 16, "num_heads": 4, "d_ff": 96,
+            "vocab_size": 500}
+
+ENC_DEC_CASES = [
+    ("t5", "T5ForConditionalGeneration", T5_SMALL),
+    ("t5", "T5ForConditionalGeneration", {**T5_SMALL, "num_decoder_layers": 3, "num_layers": 1}),
+    ("t5", "T5ForConditionalGeneration",
+     {**T5_SMALL, "feed_forward_proj": "gated-gelu", "tie_word_embeddings": False,
+      "relative_attention_num_buckets": 8, "d_kv": 32}),
+    ("mt5", "MT5ForConditionalGeneration", {**T5_SMALL, "num_decoder_layers": 1}),
+    ("umt5", "UMT5ForConditionalGeneration", {**T5_SMALL, "num_layers": 3, "num_decoder_layers": 2}),
+    ("umt5", "UMT5ForConditionalGeneration", {**T5_SMALL, "feed_forward_proj": "relu"}),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "cls", "fields"), ENC_DEC_CASES,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(ENC_DEC_CASES)],
+)
+def test_encoder_decoder_is_exact_on_varied_configs(
+    model_type: str, cls: str, fields: dict[str, Any]
+) -> None:
+    real = build(model_type, cls, fields)
+    spec = spec_from_dict({**fields, "model_type": model_type}, name=model_type)
+    assert dict(spec.named_shapes()) == real
+    pc = count(spec)
+    assert pc.total == numel(real)
+    # part by part: the encoder's tensors are those named encoder.*, the rest is the decoder's
+    encoder = {k: v for k, v in real.items() if k.startswith("encoder.")}
+    assert pc.parts == {"decoder": numel(real) - numel(encoder), "encoder": numel(encoder)}
+
+
+ENC_DEC_BUNDLED = [
+    ("t5-small", "T5ForConditionalGeneration", 60_506_624),
+    ("flan-t5-base", "T5ForConditionalGeneration", 222_903_552),
+    ("byt5-small", "T5ForConditionalGeneration", 299_072_512),
+    ("mt5-small", "MT5ForConditionalGeneration", 172_119_424),
+    ("umt5-small", "UMT5ForConditionalGeneration", 175_333_376),
+]
+
+
+@pytest.mark.parametrize(("config", "cls", "total"), ENC_DEC_BUNDLED)
+def test_encoder_decoder_bundled_config_is_exact(config: str, cls: str, total: int) -> None:
+    spec = load_spec(config)
+    fields = {k: v for k, v in spec.config.items() if k != "model_type"}
+    real = build(spec.model_type, cls, fields)
+    assert dict(spec.named_shapes()) == real
+    assert count(spec).total == numel(real) == total
+
+
+def test_t5_lm_head_is_tied_whatever_the_config_says() -> None:
+    """transformers 5.24's T5Config forces tie_word_embeddings; flan-t5's own lm_head.weight is a
+    tensor its checkpoint holds that the model does not build: stated, in no count."""
+    spec = load_spec("flan-t5-base")
+    assert spec.unbuilt == (("lm_head.weight", 32128 * 768),)
+    assert any("ties lm_head to shared anyway" in note for note in spec.notes)
+    assert count(spec).breakdown.get("lm_head", 0) == 0
+
+
+def test_t5_per_part_breakdown() -> None:
+    pc = count(load_spec("t5-small"))
+    assert pc.breakdown["embed/tokens"] == 32128 * 512  # shared, once, in the decoder part
+    assert pc.parts["encoder"] == 6 * (4 * 512 * 512 + 2 * 512 * 2048 + 2 * 512) + 32 * 8 + 512
+    assert pc.parts["decoder"] == (
+        32128 * 512 + 6 * (8 * 512 * 512 + 2 * 512 * 2048 + 3 * 512) + 32 * 8 + 512
+    )
+
+
+def test_t5_cross_attention_figures() -> None:
+    """Per generated token: self-attention over ctx, cross-attention over source_len; the cross
+    K/V projections run once per source token, not per generated token."""
+    from llmcalc.flops import flops
+    from llmcalc.memory import memory
+
+    spec = load_spec("t5-small")
+    r = flops(spec, ctx=100, source_len=400)
+    pair = 2 * 8 * (64 + 64)
+    assert r.cross_attention_flops_per_token == 6 * 400 * pair
+    assert r.attention_flops_per_token == 6 * 100 * pair + 6 * 400 * pair
+    # weights per token: self q, k, v, o + cross q, o + MLP, per layer; lm_head (tied) — no cross k, v
+    assert r.weight_flops_per_token == 2 * (6 * (6 * 512 * 512 + 2 * 512 * 2048) + 32128 * 512)
+    assert r.cross_kv_flops_per_sequence == 2 * 6 * 2 * 512 * 512 * 400
+    assert r.encoder_flops_per_sequence == (
+        400 * 2 * 6 * (4 * 512 * 512 + 2 * 512 * 2048) + 6 * 400 * 400 * pair
+    )
+    m = memory(spec, ctx=100, source_len=400, dtype=DType.bf16)
+    # self: 6 layers × 2·512 × 100 tokens; cross: 6 × 2·512 × 400; 2 bytes each
+    assert m.cross_kv_cache_bytes == 6 * 2 * 512 * 400 * 2
+    assert m.kv_cache_bytes == 6 * 2 * 512 * (100 + 400) * 2
+
+
+def _run_seq2seq(spec: Any, layers: int, *, source: int, target: int) -> tuple[int, int]:
+    """FlopCounterMode's total and the EncoderDecoderCache's bytes (self + cross) of one forward
+    pass of a ``layers``-layer copy over ``source`` encoder and ``target`` decoder tokens."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from llmcalc.verify import build_random_model
+
+    model = build_random_model(spec, num_layers=layers, dtype="fp32")
+    gen = torch.Generator().manual_seed(1)
+    src = torch.randint(0, 100, (1, source), generator=gen)
+    tgt = torch.randint(0, 100, (1, target), generator=gen)
+    counter = FlopCounterMode(display=False)
+    with torch.no_grad(), counter:
+        out = model(input_ids=src, decoder_input_ids=tgt, use_cache=True)
+    cache = out.past_key_values
+    assert type(cache).__name__ == "EncoderDecoderCache"
+    nbytes = sum(
+        layer.keys.nbytes + layer.values.nbytes
+        for sub in (cache.self_attention_cache, cache.cross_attention_cache)
+        for layer in sub.layers
+    )
+    return int(counter.get_total_flops()), nbytes
+
+
+def test_t5_flops_and_cache_equal_transformers() -> None:
+    """FlopCounterMode at 1 and 2 layers per stack, carried to 6: encoder over 12 source tokens,
+    cross K/V once, decoder over 5 tokens (full self-attention pairs, 5 × 12 cross pairs); the
+    EncoderDecoderCache holds 5 self and 12 cross tokens per decoder layer."""
+    from llmcalc.memory import kv_cache_bytes
+    from llmcalc.verify import extrapolate_layers
+
+    spec = load_spec("t5-small", overrides=["vocab_size=1000"])
+    (f1, b1), (f2, b2) = (_run_seq2seq(spec, k, source=12, target=5) for k in (1, 2))
+    assert forward_flops_per_sequence(spec, ctx=5, causal=False, source_len=12) == (
+        extrapolate_layers(f1, f2, num_layers=6)
+    )
+    assert kv_cache_bytes(spec, batch=1, ctx=5, dtype=DType.fp32, source_len=12) == (
+        extrapolate_layers(b1, b2, num_layers=6)
+    )

@@ -94,6 +94,12 @@ ImagesOpt = Annotated[
                  help="Images per sequence (a vision–language model): each adds its image tokens "
                  "to the context (--ctx counts the text) and its vision encoder's FLOPs."),
 ]
+SourceLenOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--source-len", metavar="TOKENS",
+                 help="An encoder–decoder's encoder tokens (the source sequence; --ctx counts the "
+                 "decoder's); default: --ctx.", show_default=False),
+]
 ImageSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option("--image-size", metavar="PIXELS", min=1,

@@ -31,6 +31,7 @@ from llmcalc.cli._options import (
     CtxOpt,
     ImageSizeOpt,
     ImagesOpt,
+    SourceLenOpt,
     TokensOpt,
     image_size_override,
     speaks_flags,
@@ -57,6 +58,7 @@ def flops(
     batch: BatchOpt = "1",
     tokens: TokensOpt = None,
     images: ImagesOpt = 0,
+    source_len: SourceLenOpt = None,
     image_size: ImageSizeOpt = None,
     set_: SetOpt = None,
     part: PartOpt = None,
@@ -82,6 +84,7 @@ def flops(
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
     n_tokens = None if tokens is None else parse_count(tokens, option="--tokens")
+    n_source = None if source_len is None else parse_context(source_len, option="--source-len")
     from llmcalc.render import flops as r
 
     if not models:
@@ -93,7 +96,8 @@ def flops(
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
     set_ = image_size_override(image_size, set_)
-    items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens, images=images))
+    items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens, images=images,
+                                           source_len=n_source))
              for m, spec in specs_for(models, set_, family, revision, trust_remote_code, part)]
     from llmcalc.render.count import provenance
 

@@ -34,6 +34,7 @@ from llmcalc.cli._options import (
     DTypeOpt,
     ImageSizeOpt,
     ImagesOpt,
+    SourceLenOpt,
     KvDTypeOpt,
     image_size_override,
     speaks_flags,
@@ -83,6 +84,7 @@ def memory(
     ] = None,
     ctx: CtxOpt = "4k",
     images: ImagesOpt = 0,
+    source_len: SourceLenOpt = None,
     image_size: ImageSizeOpt = None,
     batch: BatchOpt = "1",
     dtype: DTypeOpt = None,
@@ -116,6 +118,7 @@ def memory(
         one_model(models, "--explain")
     n_ctx = parse_context(ctx, option="--ctx")
     n_batch = parse_count(batch, option="--batch")
+    n_source = None if source_len is None else parse_context(source_len, option="--source-len")
     from llmcalc.render import memory as r
 
     def measure(spec: ModelSpec) -> Any:
@@ -124,7 +127,7 @@ def memory(
         c_dtype = (kv_dtype_for(w_dtype) if kv_dtype is None
                    else parse_dtype(kv_dtype, option="--kv-dtype"))
         return compute_memory(spec, ctx=n_ctx + with_images(spec, images), batch=n_batch,
-                              dtype=w_dtype, kv_dtype=c_dtype)
+                              dtype=w_dtype, kv_dtype=c_dtype, source_len=n_source)
 
     from llmcalc.render.count import provenance
 

@@ -48,6 +48,10 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
                       flop(r.weight_flops_per_token))
     per_token.add_row("attention: QKᵀ and weighted sum of V", n(r.attention_flops_per_token),
                       flop(r.attention_flops_per_token))
+    if r.source_len is not None:
+        per_token.add_row(f"  of which cross-attention over {n(r.source_len)} encoder tokens",
+                          n(r.cross_attention_flops_per_token),
+                          flop(r.cross_attention_flops_per_token))
     if r.mixer_terms:
         per_token.add_row("SSM mixers: convolution + state readout (any context)",
                           n(r.mixer_flops_per_token), flop(r.mixer_flops_per_token))
@@ -78,9 +82,22 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
         train.add_row(f"for {n(r.tokens)} tokens", n(r.training_flops), flop(r.training_flops),
                       style="bold")
     tables: list[RenderableType] = [per_token, per_seq, train]
+    if r.source_len is not None:
+        tables.insert(0, encoder_table(r))
     if r.parts:
         tables.insert(0, image_table(r))
     return Group(header(spec), *tables, *note_lines(r.notes))
+
+
+def encoder_table(r: FlopsResult) -> Table:
+    """An encoder–decoder: what one source sequence costs before the decoder's tokens."""
+    t = _table(f"per source sequence of {n(r.source_len or 0)} encoder tokens (once; in the "
+               "per-sequence figures below)")
+    t.add_row("encoder: weights + bidirectional attention", n(r.encoder_flops_per_sequence),
+              flop(r.encoder_flops_per_sequence))
+    t.add_row("cross-attention K and V projections (once per source token, cached)",
+              n(r.cross_kv_flops_per_sequence), flop(r.cross_kv_flops_per_sequence))
+    return t
 
 
 def image_table(r: FlopsResult) -> Table:
@@ -116,6 +133,11 @@ def flops_json(r: FlopsResult) -> dict[str, Any]:
         "weight_flops_per_token": r.weight_flops_per_token,
         "attention_flops_per_token": r.attention_flops_per_token,
         "mixer_flops_per_token": r.mixer_flops_per_token,
+        **({"source_len": r.source_len,
+            "cross_attention_flops_per_token": r.cross_attention_flops_per_token,
+            "encoder_flops_per_sequence": r.encoder_flops_per_sequence,
+            "cross_kv_flops_per_sequence": r.cross_kv_flops_per_sequence}
+           if r.source_len is not None else {}),
         "forward_flops_per_token": r.forward_flops_per_token,
         "forward_flops_per_sequence": r.forward_flops_per_sequence,
         "forward_flops_per_sequence_causal": r.forward_flops_per_sequence_causal,

@@ -94,6 +94,9 @@ def memory_view(
     else:
         cache = f"{kv} ({r.batch} × {n(r.ctx)} tokens)"
     t.add_row(cache, r.kv_dtype.value, n(r.kv_cache_bytes), gib(r.kv_cache_bytes))
+    if r.source_len is not None:
+        t.add_row(f"  of which cross-attention K, V of {n(r.source_len)} encoder tokens",
+                  r.kv_dtype.value, n(r.cross_kv_cache_bytes), gib(r.cross_kv_cache_bytes))
     t.add_section()
     t.add_row("total", "", n(r.total_bytes), gib(r.total_bytes), style="bold")
     if r.kv_cache_bytes_decompressed is not None and r.kv_cache_bytes_per_token_decompressed:
@@ -146,6 +149,8 @@ def memory_json(r: MemoryResult, stored: StoredWeights | None = None) -> dict[st
         "kv_cache_bytes_per_token": r.kv_cache_bytes_per_token,
         "state_bytes_per_sequence": r.state_bytes_per_sequence,
         "kv_cache_bytes": r.kv_cache_bytes,
+        **({"source_len": r.source_len, "cross_kv_cache_bytes": r.cross_kv_cache_bytes}
+           if r.source_len is not None else {}),
         "total_bytes": r.total_bytes,
         "kv_cache": "mla_latent" if r.mla else "per_head",
         "kv_cache_bytes_per_token_decompressed": r.kv_cache_bytes_per_token_decompressed,
