@@ -4,7 +4,10 @@ Walks ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``: a type in ``MODEL_TYPES`` is built 
 own default config for it, shrunk (few layers, small widths, so a model builds in milliseconds on the
 meta device), and llmcalc's formula must give every tensor name and shape and the total; a type
 llmcalc does not count must be in ``NOT_COUNTED`` (llmcalc/families/not_counted.py) with a reason,
-and that table must be the one the README shows.
+and that table must be the one the README shows. A whole model llmcalc counts with its parts (the
+…ForConditionalGeneration of BART and Whisper, whose …ForCausalLM is their decoder alone; the
+…ForMaskedLM of BERT and RoBERTa, whose causal-LM class has the same tensors) is built with the
+class llmcalc counts (``llmcalc.verify.model_class``).
 """
 
 from __future__ import annotations
@@ -107,12 +110,12 @@ def shrunk_default(model_type: str) -> dict[str, Any]:
     return fields
 
 
-def _build(fields: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+def _build(fields: dict[str, Any], auto: Any = None) -> dict[str, tuple[int, ...]]:
     transformers.logging.set_verbosity_error()
     kwargs = {k: v for k, v in fields.items() if k != "model_type"}
     config = transformers.AutoConfig.for_model(fields["model_type"], **kwargs)
     with torch.device("meta"):
-        model = transformers.AutoModelForCausalLM.from_config(config)
+        model = (auto or transformers.AutoModelForCausalLM).from_config(config)
     return {name: tuple(p.shape) for name, p in model.named_parameters()}
 
 
@@ -143,9 +146,11 @@ NOT_SHRINKABLE = {
 def test_default_config_counts_exactly(model_type: str) -> None:
     if model_type in NOT_SHRINKABLE:
         pytest.skip(f"exact on its bundled config; {NOT_SHRINKABLE[model_type]}")
+    from llmcalc.verify import model_class
+
     fields = shrunk_default(model_type)
-    real = _build(fields)
     spec = spec_from_dict(fields, name=model_type)
+    real = _build(fields, model_class(spec))
     assert dict(spec.named_shapes()) == real
     assert count(spec).total == sum(_numel(s) for s in real.values())
 

@@ -257,6 +257,10 @@ def test_encoder_flops_equal_flop_counter(name: str, overrides: list[str]) -> No
 T5_SMALL = {"num_layers": 2, "d_model": 64, "d_kv": 16, "num_heads": 4, "d_ff": 96,
             "vocab_size": 500}
 
+BART_SMALL = {"encoder_layers": 2, "decoder_layers": 2, "d_model": 64, "encoder_attention_heads": 4,
+              "decoder_attention_heads": 4, "encoder_ffn_dim": 96, "decoder_ffn_dim": 96,
+              "vocab_size": 500}
+
 ENC_DEC_CASES = [
     ("t5", "T5ForConditionalGeneration", T5_SMALL),
     ("t5", "T5ForConditionalGeneration", {**T5_SMALL, "num_decoder_layers": 3, "num_layers": 1}),
@@ -266,6 +270,13 @@ ENC_DEC_CASES = [
     ("mt5", "MT5ForConditionalGeneration", {**T5_SMALL, "num_decoder_layers": 1}),
     ("umt5", "UMT5ForConditionalGeneration", {**T5_SMALL, "num_layers": 3, "num_decoder_layers": 2}),
     ("umt5", "UMT5ForConditionalGeneration", {**T5_SMALL, "feed_forward_proj": "relu"}),
+    ("bart", "BartForConditionalGeneration", BART_SMALL),
+    ("bart", "BartForConditionalGeneration",
+     {**BART_SMALL, "tie_word_embeddings": False, "max_position_embeddings": 64,
+      "decoder_layers": 1, "decoder_ffn_dim": 128, "decoder_attention_heads": 8}),
+    ("mbart", "MBartForConditionalGeneration", BART_SMALL),
+    ("mbart", "MBartForConditionalGeneration",
+     {**BART_SMALL, "tie_word_embeddings": False, "encoder_layers": 3}),
 ]
 
 
@@ -282,7 +293,7 @@ def test_encoder_decoder_is_exact_on_varied_configs(
     pc = count(spec)
     assert pc.total == numel(real)
     # part by part: the encoder's tensors are those named encoder.*, the rest is the decoder's
-    encoder = {k: v for k, v in real.items() if k.startswith("encoder.")}
+    encoder = {k: v for k, v in real.items() if k.startswith(("encoder.", "model.encoder."))}
     assert pc.parts == {"decoder": numel(real) - numel(encoder), "encoder": numel(encoder)}
 
 
@@ -292,6 +303,8 @@ ENC_DEC_BUNDLED = [
     ("byt5-small", "T5ForConditionalGeneration", 299_072_512),
     ("mt5-small", "MT5ForConditionalGeneration", 172_119_424),
     ("umt5-small", "UMT5ForConditionalGeneration", 175_333_376),
+    ("bart-base", "BartForConditionalGeneration", 139_420_416),
+    ("mbart-large-50", "MBartForConditionalGeneration", 610_879_488),
 ]
 
 

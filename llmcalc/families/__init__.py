@@ -166,6 +166,8 @@ MODEL_TYPES: dict[str, Family] = {
     "t5": Family("t5", "T5Config"),
     "mt5": Family("t5", "MT5Config"),
     "umt5": Family("t5", "UMT5Config", "describe_umt5"),
+    "bart": Family("bart", "BartConfig"),
+    "mbart": Family("bart", "MBartConfig", "describe_mbart"),
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
 }

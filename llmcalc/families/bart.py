@@ -1,0 +1,155 @@
+"""BART and mBART (``bart``, ``mbart``): the whole ``…ForConditionalGeneration``.
+
+Source: Lewis et al. 2019 (BART), Liu et al. 2020 (mBART); tensor names and shapes as in
+transformers 5.24 ``models/bart/modeling_bart.py`` and ``models/mbart/modeling_mbart.py``. A token
+embedding ``model.shared`` [V, d]; each stack's embed_tokens and the lm_head are tied to it (with
+``tie_word_embeddings``; untied, each is a tensor of its own); learned positions
+[max_position_embeddings + 2, d] per stack (BART's offset of 2); a LayerNorm after the embeddings;
+post-norm layers (mBART: pre-norm, with a final LayerNorm per stack) whose attention projections
+q, k, v, out_proj are d × d with biases; fc1 ffn × d, fc2 d × ffn. ``final_logits_bias`` is a
+buffer, not a parameter.
+
+Parts as in :mod:`llmcalc.families.t5`: the decoder (with the shared embedding and the lm_head)
+is the main part, the encoder the other; decoder layers cross-attend to the encoder's output.
+"""
+
+from __future__ import annotations
+
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    Size,
+    embedding,
+    linear,
+    lm_head,
+    norm,
+    resolve_head_dim,
+)
+from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+
+POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding.offset
+
+
+class BartConfig(FamilyConfig):
+    transformers_class = "BartConfig"
+
+    vocab_size: Size = 50265
+    max_position_embeddings: Size = 1024
+    d_model: Size = 1024
+    encoder_layers: Size = 12
+    encoder_ffn_dim: Size = 4096
+    encoder_attention_heads: Size = 16
+    decoder_layers: Size = 12
+    decoder_ffn_dim: Size = 4096
+    decoder_attention_heads: Size = 16
+    tie_word_embeddings: bool = True
+
+
+class MBartConfig(BartConfig):
+    transformers_class = "MBartConfig"
+
+
+def attention(p: str, d: int, *, cross: bool = False) -> list[Tensor]:
+    """BartAttention: k, v, q, out_proj d × d with biases; in cross-attention k and v project the
+    encoder's output, once per source token (per_source)."""
+    a = "cross_attn" if cross else "attn"
+    kv = [
+        *linear(f"{p}.k_proj", f"{a}/k_proj", d, d, bias=True),
+        *linear(f"{p}.v_proj", f"{a}/v_proj", d, d, bias=True),
+    ]
+    return [
+        *[Tensor(t.name, t.shape, t.component, matmul=t.matmul, per_source=cross) for t in kv],
+        *linear(f"{p}.q_proj", f"{a}/q_proj", d, d, bias=True),
+        *linear(f"{p}.out_proj", f"{a}/o_proj", d, d, bias=True),
+    ]
+
+
+def _stack(c: BartConfig, stack: str, *, final_norm: bool) -> tuple[tuple[Tensor, ...], LayerGroup]:
+    """One stack's tensors outside its layers (embed_tokens when untied, positions, the norm after
+    the embeddings, mBART's final norm) and its layers."""
+    d, v = c.d_model, c.vocab_size
+    decoder = stack == "decoder"
+    layers = c.decoder_layers if decoder else c.encoder_layers
+    ff = c.decoder_ffn_dim if decoder else c.encoder_ffn_dim
+    h = c.decoder_attention_heads if decoder else c.encoder_attention_heads
+    heads_field = f"{stack}_attention_heads"
+    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field=heads_field)
+    m = f"model.{stack}"
+    outer = [
+        *([] if c.tie_word_embeddings else [embedding(f"{m}.embed_tokens", "embed/tokens", v, d)]),
+        # positions: (max_position_embeddings + 2) × d
+        embedding(f"{m}.embed_positions", "embed/positions", c.max_position_embeddings + POSITION_OFFSET, d),
+        *norm(f"{m}.layernorm_embedding", "embed/norm", d, bias=True),
+        *(norm(f"{m}.layer_norm", "final_norm", d, bias=True) if final_norm else []),
+    ]
+    p = f"{m}.layers.{{i}}"
+    layer = [
+        *attention(f"{p}.self_attn", d),
+        *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
+    ]
+    if decoder:
+        layer += [
+            *attention(f"{p}.encoder_attn", d, cross=True),
+            *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
+        ]
+    layer += [
+        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
+    ]
+    group = LayerGroup(
+        stack,
+        LayerSet.span(0, layers),
+        tuple(layer),
+        Attention(h, h, hd, hd, causal=decoder),
+        cross_attention=Attention(h, h, hd, hd, causal=False) if decoder else None,
+    )
+    return tuple(outer), group
+
+
+def describe(c: BartConfig) -> Architecture:
+    return _describe(c, final_norm=False)
+
+
+def describe_mbart(c: MBartConfig) -> Architecture:
+    return _describe(c, final_norm=True)
+
+
+def _describe(c: BartConfig, *, final_norm: bool) -> Architecture:
+    d, v = c.d_model, c.vocab_size
+    enc_outer, enc_layers = _stack(c, "encoder", final_norm=final_norm)
+    dec_outer, dec_layers = _stack(c, "decoder", final_norm=final_norm)
+    shared = "model.shared"
+    tied = c.tie_word_embeddings
+    encoder = Part(
+        "encoder", enc_outer, (enc_layers,), shape=_shape(c, c.encoder_layers, c.encoder_ffn_dim,
+                                                          c.encoder_attention_heads),
+    )
+    return Architecture(
+        shape=_shape(c, c.decoder_layers, c.decoder_ffn_dim, c.decoder_attention_heads),
+        tensors=(
+            embedding(shared, "embed/tokens", v, d),
+            *dec_outer,
+            *lm_head("lm_head", v, d, tied_to=f"{shared}.weight" if tied else None),
+        ),
+        layer_groups=(dec_layers,),
+        parts=(encoder,),
+        main_part="decoder",
+        notes=(
+            f"position tables: max_position_embeddings + {POSITION_OFFSET} rows (BART offset)",
+        ),
+    )
+
+
+def _shape(c: BartConfig, layers: int, ff: int, heads: int) -> Shape:
+    return Shape(
+        num_layers=layers,
+        hidden_size=c.d_model,
+        num_heads=heads,
+        num_kv_heads=heads,
+        head_dim=c.d_model // heads,
+        intermediate_size=ff,
+        vocab_size=c.vocab_size,
+        tied_embeddings=c.tie_word_embeddings,
+        max_position_embeddings=c.max_position_embeddings,
+    )
