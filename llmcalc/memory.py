@@ -172,7 +172,9 @@ def kv_cache_bytes(
     )
     cross = 0
     if has_cross_attention(spec):
-        n = ctx if source_len is None else source_len
+        from llmcalc.flops import source_len_of  # Whisper's encoder: a fixed number of tokens
+
+        n = source_len_of(spec, ctx if source_len is None else source_len)
         cross = cross_kv_cache_bytes(spec, batch=batch, source_len=n, dtype=dtype)
     return (
         nbytes(batch * elements, dtype)
@@ -258,7 +260,11 @@ def memory(
     kv_dtype = quant.kv_dtype_for(dtype) if kv_dtype is None else kv_dtype
     weights = weight_bytes(spec, dtype=dtype)
     cross_model = has_cross_attention(spec)
-    source = (ctx if source_len is None else source_len) if cross_model else None
+    source = None
+    if cross_model:
+        from llmcalc.flops import source_len_of  # Whisper's encoder: a fixed number of tokens
+
+        source = source_len_of(spec, ctx if source_len is None else source_len)
     kv = kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype, source_len=source)
     cross_bytes = (
         cross_kv_cache_bytes(spec, batch=batch, source_len=source, dtype=kv_dtype)

@@ -89,6 +89,8 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     # Mamba-2 heads × head dim must equal expand · d (2 · 64)
     "bamba": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
     "granitemoehybrid": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
+    # 6 heads (its default) do not divide the shrunk d_model of 64
+    "whisper": {"encoder_attention_heads": 8, "decoder_attention_heads": 8},
     # its layers read layer_types by index: keep a 3-layer list (conv, attention, conv)
     "lfm2_moe": {"layer_types": ["conv", "full_attention", "conv"]},
 }

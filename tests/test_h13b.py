@@ -277,6 +277,11 @@ ENC_DEC_CASES = [
     ("mbart", "MBartForConditionalGeneration", BART_SMALL),
     ("mbart", "MBartForConditionalGeneration",
      {**BART_SMALL, "tie_word_embeddings": False, "encoder_layers": 3}),
+    ("whisper", "WhisperForConditionalGeneration", {"encoder_layers": 2, "decoder_layers": 3}),
+    ("whisper", "WhisperForConditionalGeneration",
+     {**BART_SMALL, "decoder_attention_heads": 8, "decoder_ffn_dim": 128, "num_mel_bins": 128,
+      "tie_word_embeddings": False, "max_source_positions": 100, "max_target_positions": 64,
+      "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, "decoder_start_token_id": 3}),
 ]
 
 
@@ -305,6 +310,7 @@ ENC_DEC_BUNDLED = [
     ("umt5-small", "UMT5ForConditionalGeneration", 175_333_376),
     ("bart-base", "BartForConditionalGeneration", 139_420_416),
     ("mbart-large-50", "MBartForConditionalGeneration", 610_879_488),
+    ("whisper-tiny", "WhisperForConditionalGeneration", 37_760_640),
 ]
 
 
@@ -397,3 +403,42 @@ def test_t5_flops_and_cache_equal_transformers() -> None:
     assert kv_cache_bytes(spec, batch=1, ctx=5, dtype=DType.fp32, source_len=12) == (
         extrapolate_layers(b1, b2, num_layers=6)
     )
+
+
+WHISPER_SMALL_VOCAB = ["vocab_size=1000", "pad_token_id=0", "bos_token_id=1", "eos_token_id=2",
+                       "decoder_start_token_id=3"]
+
+
+def test_whisper_flops_and_cache_equal_transformers() -> None:
+    """Whisper's encoder reads 30 s (3,000 mel frames: conv1 over 3,000, conv2 down to 1,500) and
+    its decoder cross-attends to 1,500 positions whatever --source-len says; FlopCounterMode (the
+    convolutions included) and the EncoderDecoderCache's bytes at 1 and 2 layers per stack."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from llmcalc.memory import kv_cache_bytes
+    from llmcalc.verify import build_random_model, extrapolate_layers
+
+    def run(layers: int) -> tuple[int, int]:
+        cut = load_spec("whisper-tiny", overrides=[
+            *WHISPER_SMALL_VOCAB, f"encoder_layers={layers}", f"decoder_layers={layers}"])
+        model = build_random_model(cut, num_layers=layers, dtype="fp32")
+        gen = torch.Generator().manual_seed(1)
+        features = torch.randn(1, 80, 3000, generator=gen)
+        tgt = torch.randint(0, 100, (1, 5), generator=gen)
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter:
+            out = model(input_features=features, decoder_input_ids=tgt, use_cache=True)
+        cache = out.past_key_values
+        nbytes = sum(layer.keys.nbytes + layer.values.nbytes
+                     for sub in (cache.self_attention_cache, cache.cross_attention_cache)
+                     for layer in sub.layers)
+        return int(counter.get_total_flops()), nbytes
+
+    spec = load_spec("whisper-tiny", overrides=WHISPER_SMALL_VOCAB)
+    (f1, b1), (f2, b2) = run(1), run(2)
+    measured = extrapolate_layers(f1, f2, num_layers=4)
+    assert forward_flops_per_sequence(spec, ctx=5, causal=False) == measured == 40_609_320_960
+    assert forward_flops_per_sequence(spec, ctx=5, causal=False, source_len=7) == measured
+    cache = extrapolate_layers(b1, b2, num_layers=4)
+    assert kv_cache_bytes(spec, batch=1, ctx=5, dtype=DType.fp32, source_len=7) == cache
+    assert cache == 4 * 2 * 384 * (5 + 1500) * 4  # fp32: self 5 tokens, cross 1,500

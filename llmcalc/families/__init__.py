@@ -168,6 +168,7 @@ MODEL_TYPES: dict[str, Family] = {
     "umt5": Family("t5", "UMT5Config", "describe_umt5"),
     "bart": Family("bart", "BartConfig"),
     "mbart": Family("bart", "MBartConfig", "describe_mbart"),
+    "whisper": Family("bart", "WhisperConfig", "describe_whisper"),
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
 }

@@ -1,4 +1,4 @@
-"""BART and mBART (``bart``, ``mbart``): the whole ``…ForConditionalGeneration``.
+"""BART, mBART and Whisper (``bart``, ``mbart``, ``whisper``): the whole ``…ForConditionalGeneration``.
 
 Source: Lewis et al. 2019 (BART), Liu et al. 2020 (mBART); tensor names and shapes as in
 transformers 5.24 ``models/bart/modeling_bart.py`` and ``models/mbart/modeling_mbart.py``. A token
@@ -8,6 +8,13 @@ embedding ``model.shared`` [V, d]; each stack's embed_tokens and the lm_head are
 post-norm layers (mBART: pre-norm, with a final LayerNorm per stack) whose attention projections
 q, k, v, out_proj are d × d with biases; fc1 ffn × d, fc2 d × ffn. ``final_logits_bias`` is a
 buffer, not a parameter.
+
+Whisper (Radford et al. 2022; ``models/whisper/modeling_whisper.py``) has BART's layers pre-norm,
+no bias on k_proj, no norm after the embeddings, a final LayerNorm per stack; its encoder reads
+num_mel_bins × 2·max_source_positions log-mel frames through conv1 (d × mels × 3) and conv2
+(d × d × 3, stride 2) into max_source_positions positions (sinusoidal, stored [P_src, d]); the
+decoder has its own embed_tokens [V, d] and learned positions [max_target_positions, d];
+proj_out is tied to embed_tokens.
 
 Parts as in :mod:`llmcalc.families.t5`: the decoder (with the shared embedding and the lm_head)
 is the main part, the encoder the other; decoder layers cross-attend to the encoder's output.
@@ -49,12 +56,12 @@ class MBartConfig(BartConfig):
     transformers_class = "MBartConfig"
 
 
-def attention(p: str, d: int, *, cross: bool = False) -> list[Tensor]:
-    """BartAttention: k, v, q, out_proj d × d with biases; in cross-attention k and v project the
-    encoder's output, once per source token (per_source)."""
+def attention(p: str, d: int, *, cross: bool = False, k_bias: bool = True) -> list[Tensor]:
+    """BartAttention: k, v, q, out_proj d × d with biases (Whisper: none on k); in cross-attention
+    k and v project the encoder's output, once per source token (per_source)."""
     a = "cross_attn" if cross else "attn"
     kv = [
-        *linear(f"{p}.k_proj", f"{a}/k_proj", d, d, bias=True),
+        *linear(f"{p}.k_proj", f"{a}/k_proj", d, d, bias=k_bias),
         *linear(f"{p}.v_proj", f"{a}/v_proj", d, d, bias=True),
     ]
     return [
@@ -152,4 +159,109 @@ def _shape(c: BartConfig, layers: int, ff: int, heads: int) -> Shape:
         vocab_size=c.vocab_size,
         tied_embeddings=c.tie_word_embeddings,
         max_position_embeddings=c.max_position_embeddings,
+    )
+
+
+# ---- Whisper ------------------------------------------------------------------------------------
+
+
+class WhisperConfig(FamilyConfig):
+    transformers_class = "WhisperConfig"
+
+    vocab_size: Size = 51865
+    num_mel_bins: Size = 80
+    encoder_layers: Size = 4
+    encoder_attention_heads: Size = 6
+    decoder_layers: Size = 4
+    decoder_attention_heads: Size = 6
+    decoder_ffn_dim: Size = 1536
+    encoder_ffn_dim: Size = 1536
+    d_model: Size = 384
+    max_source_positions: Size = 1500
+    max_target_positions: Size = 448
+    tie_word_embeddings: bool = True
+
+
+def _whisper_layers(
+    c: WhisperConfig, stack: str, layers: int, ff: int, h: int
+) -> LayerGroup:
+    d = c.d_model
+    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field=f"{stack}_attention_heads")
+    decoder = stack == "decoder"
+    p = f"model.{stack}.layers.{{i}}"
+    layer = [
+        *attention(f"{p}.self_attn", d, k_bias=False),
+        *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
+    ]
+    if decoder:
+        layer += [
+            *attention(f"{p}.encoder_attn", d, cross=True, k_bias=False),
+            *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
+        ]
+    layer += [
+        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
+    ]
+    return LayerGroup(
+        stack,
+        LayerSet.span(0, layers),
+        tuple(layer),
+        Attention(h, h, hd, hd, causal=decoder),
+        cross_attention=Attention(h, h, hd, hd, causal=False) if decoder else None,
+    )
+
+
+def describe_whisper(c: WhisperConfig) -> Architecture:
+    d, v, mels, src = c.d_model, c.vocab_size, c.num_mel_bins, c.max_source_positions
+    e = "model.encoder"
+    encoder = Part(
+        "encoder",
+        (
+            # nn.Conv1d(mels, d, 3, padding=1) over 2·P_src frames; nn.Conv1d(d, d, 3, stride=2)
+            # down to P_src: weights [d, in, 3], each a matmul of its elements per output position
+            Tensor(f"{e}.conv1.weight", (d, mels, 3), "conv/conv1", matmul=True),
+            Tensor(f"{e}.conv1.bias", (d,), "conv/conv1"),
+            Tensor(f"{e}.conv2.weight", (d, d, 3), "conv/conv2", matmul=True),
+            Tensor(f"{e}.conv2.bias", (d,), "conv/conv2"),
+            embedding(f"{e}.embed_positions", "embed/positions", src, d),
+            *norm(f"{e}.layer_norm", "final_norm", d, bias=True),
+        ),
+        (_whisper_layers(c, "encoder", c.encoder_layers, c.encoder_ffn_dim,
+                         c.encoder_attention_heads),),
+        shape=_whisper_shape(c, c.encoder_layers, c.encoder_ffn_dim, c.encoder_attention_heads),
+        # 30 s of audio: 2·P_src mel frames through conv1, P_src positions after conv2
+        input_tokens=(("conv/conv1", 2 * src), ("", src)),
+    )
+    embed = "model.decoder.embed_tokens"
+    return Architecture(
+        shape=_whisper_shape(c, c.decoder_layers, c.decoder_ffn_dim, c.decoder_attention_heads),
+        tensors=(
+            embedding(embed, "embed/tokens", v, d),
+            embedding("model.decoder.embed_positions", "embed/positions", c.max_target_positions, d),
+            *norm("model.decoder.layer_norm", "final_norm", d, bias=True),
+            *lm_head("proj_out", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None),
+        ),
+        layer_groups=(_whisper_layers(c, "decoder", c.decoder_layers, c.decoder_ffn_dim,
+                                      c.decoder_attention_heads),),
+        parts=(encoder,),
+        main_part="decoder",
+        notes=(
+            f"the encoder reads 30 s of audio: {2 * src:,} mel frames, {src:,} positions "
+            "(its FLOPs and the cross-attention over them, whatever --source-len)",
+        ),
+    )
+
+
+def _whisper_shape(c: WhisperConfig, layers: int, ff: int, heads: int) -> Shape:
+    return Shape(
+        num_layers=layers,
+        hidden_size=c.d_model,
+        num_heads=heads,
+        num_kv_heads=heads,
+        head_dim=c.d_model // heads,
+        intermediate_size=ff,
+        vocab_size=c.vocab_size,
+        tied_embeddings=c.tie_word_embeddings,
+        max_position_embeddings=c.max_target_positions,
     )

@@ -91,7 +91,6 @@ NOT_COUNTED: dict[str, str] = {
     "rwkv": SSM,
     "solar_open": MOE,
     "trocr": ENC_DEC,
-    "whisper": ENC_DEC,
     "xlm": ENCODER,
     "xlm-roberta": ENCODER,
     "xlm-roberta-xl": ENCODER,
