@@ -442,3 +442,87 @@ def test_whisper_flops_and_cache_equal_transformers() -> None:
     cache = extrapolate_layers(b1, b2, num_layers=4)
     assert kv_cache_bytes(spec, batch=1, ctx=5, dtype=DType.fp32, source_len=7) == cache
     assert cache == 4 * 2 * 384 * (5 + 1500) * 4  # fp32: self 5 tokens, cross 1,500
+
+
+# ---- the command line -----------------------------------------------------------------------------
+
+
+def test_cli_part_encoder_counts_the_bare_encoder(cli: Any) -> None:
+    import json
+
+    r = cli("count", "bert-base-uncased", "--json")
+    assert r.code == 0
+    data = json.loads(r.stdout)
+    assert data["total_params"] == 109_514_298
+    assert data["parts"] == {"encoder": 108_891_648, "mlm_head": 622_650}
+    r = cli("count", "bert-base-uncased", "--part", "encoder", "--json")
+    assert r.code == 0
+    assert json.loads(r.stdout)["total_params"] == 108_891_648
+    r = cli("count", "t5-small", "--part", "encoder", "--json")
+    assert json.loads(r.stdout)["total_params"] == 18_881_280
+    r = cli("count", "t5-small", "--part", "vision")
+    assert (r.code, r.stderr) == (
+        2, "error: --part vision: google-t5/t5-small has the parts decoder, encoder\n"
+    )
+
+
+def test_cli_source_len(cli: Any) -> None:
+    import json
+
+    r = cli("flops", "t5-small", "--ctx", "100", "--source-len", "400", "--json")
+    assert r.code == 0, r.stderr
+    data = json.loads(r.stdout)
+    pair = 2 * 8 * (64 + 64)
+    assert data["source_len"] == 400
+    assert data["cross_attention_flops_per_token"] == 6 * 400 * pair
+    assert data["cross_kv_flops_per_sequence"] == 2 * 6 * 2 * 512 * 512 * 400
+    r = cli("memory", "t5-small", "--ctx", "100", "--source-len", "400", "--json")
+    assert r.code == 0, r.stderr
+    data = json.loads(r.stdout)
+    assert data["cross_kv_cache_bytes"] == 6 * 2 * 512 * 400 * 2
+    assert data["kv_cache_bytes"] == 6 * 2 * 512 * 500 * 2
+    r = cli("flops", "t5-small", "--source-len", "0")
+    assert r.code == 2
+    assert r.stderr.startswith("error: --source-len")
+    # a decoder-only model has no encoder: the option changes nothing there
+    r = cli("flops", "gpt2", "--ctx", "64", "--source-len", "400", "--json")
+    assert "source_len" not in json.loads(r.stdout)
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"model_type": "t5", "num_layers": 10**12, "num_decoder_layers": 10**12},
+        {"model_type": "umt5", "num_layers": 10**12},
+        {"model_type": "bart", "encoder_layers": 10**12, "decoder_layers": 10**12},
+        {"model_type": "whisper", "encoder_layers": 10**12, "decoder_layers": 10**12},
+    ],
+    ids=["t5", "umt5", "bart", "whisper"],
+)
+def test_encoder_decoder_with_a_huge_depth_answers_at_once(fields: dict[str, Any]) -> None:
+    from llmcalc.flops import flops
+    from llmcalc.memory import memory
+
+    start = time.perf_counter()
+    spec = spec_from_dict(fields, name="deep")
+    assert count(spec).total > 10**12
+    assert flops(spec, ctx=4096, source_len=4096).forward_flops_per_sequence > 0
+    assert memory(spec, ctx=4096, dtype=DType.bf16).cross_kv_cache_bytes > 0
+    assert time.perf_counter() - start < 2
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"model_type": "t5", "feed_forward_proj": "gated-gelu-x"},
+         "feed_forward_proj: must be gated-ACT or ACT (e.g. gated-gelu, relu), got 'gated-gelu-x'"),
+        ({"model_type": "bart", "d_model": 64, "decoder_attention_heads": 5},
+         "decoder_attention_heads (5) must divide d_model (64) when head_dim is not given"),
+        ({"model_type": "whisper", "d_model": 64, "encoder_attention_heads": 6},
+         "encoder_attention_heads (6) must divide d_model (64) when head_dim is not given"),
+    ],
+)
+def test_encoder_decoder_bad_input_names_the_field(fields: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        spec_from_dict(fields, name="bad")
+    assert str(e.value) == f"bad: {message}"
