@@ -576,6 +576,8 @@ def verify_flops(spec: ModelSpec, *, seq_len: int = FLOPS_SEQ_LEN) -> FlopsCheck
 
 # The field a family spells its layer count with, in the order tried.
 LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+# An encoder–decoder's layer counts per stack (T5: num_layers and num_decoder_layers).
+STACK_LAYER_FIELDS = ("encoder_layers", "decoder_layers", "num_decoder_layers")
 # Floating dtypes a model can run in on the CPU (DType value → torch dtype name).
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -597,6 +599,9 @@ def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
     for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
             cut[key] = value[:num_layers]
+    for key in STACK_LAYER_FIELDS:  # an encoder–decoder: both stacks
+        if key in spec.config:
+            cut[key] = num_layers
     runs = spec.config.get("attention_types")  # GPT-Neo: [[["global", "local"], 12]] repeats a pattern
     if isinstance(runs, list):
         kinds = (kind for pattern, times in runs for _ in range(times) for kind in pattern)
@@ -669,16 +674,31 @@ def measure_forward(
         kwargs: dict[str, Any] = {"use_cache": use_cache or static_cache}
         if static_cache:
             kwargs["cache"] = transformers.StaticCache(config=model.config, max_cache_len=seq_len)
+        inputs: dict[str, Any] = {"input_ids": ids}
+        if getattr(model.config, "is_encoder_decoder", False):
+            # an encoder–decoder: seq_len source tokens and seq_len decoder tokens (Whisper: 30 s
+            # of log-mel frames, as its encoder requires)
+            inputs["decoder_input_ids"] = ids
+            if model.main_input_name == "input_features":
+                c = model.config
+                frames = 2 * c.max_source_positions
+                inputs.pop("input_ids")
+                inputs["input_features"] = torch.randn(
+                    batch, c.num_mel_bins, frames, generator=gen, dtype=model.dtype
+                )
         counter = FlopCounterMode(display=False)
         with torch.no_grad(), counter:
-            out = model(ids, **kwargs)
+            out = model(**inputs, **kwargs)
     by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
     cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     kv_bytes = None
     layers: tuple[str, ...] = ()
     if cache is not None:
-        kv_bytes = sum(t.nbytes for layer in cache.layers for t in _cached_tensors(layer))
-        layers = tuple(type(layer).__name__ for layer in cache.layers)
+        # an EncoderDecoderCache: the decoder's self-attention cache and the cross-attention one
+        parts = [getattr(cache, n) for n in ("self_attention_cache", "cross_attention_cache")
+                 if hasattr(cache, n)] or [cache]
+        kv_bytes = sum(t.nbytes for c in parts for layer in c.layers for t in _cached_tensors(layer))
+        layers = tuple(type(layer).__name__ for c in parts for layer in c.layers)
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
 
 

@@ -526,3 +526,15 @@ def test_encoder_decoder_bad_input_names_the_field(fields: dict[str, Any], messa
     with pytest.raises(ConfigError) as e:
         spec_from_dict(fields, name="bad")
     assert str(e.value) == f"bad: {message}"
+
+
+@pytest.mark.parametrize("name", ["bart-base", "mbart-large-50"])
+def test_verify_flops_runs_an_encoder_decoder(name: str) -> None:
+    """``llmcalc verify --flops``: source and decoder sequences of seq_len tokens, both stacks cut
+    to 1 and 2 layers, FlopCounterMode against the formula (encoder, cross K/V, decoder)."""
+    from llmcalc.verify import verify_flops
+
+    spec = load_spec(name, overrides=["vocab_size=1000", "d_model=192", "encoder_ffn_dim=256",
+                                      "decoder_ffn_dim=256"])
+    check = verify_flops(spec, seq_len=8)
+    assert check.ok, check
