@@ -367,7 +367,8 @@ def part_flops(part: Part) -> PartFlops:
         for g in part.layer_groups
         if g.attention is not None
     )
-    return PartFlops(part.name, part.input_size, n, weight, attention, part.context_tokens)
+    return PartFlops(part.name, part.input_size, n, weight + part.extra_flops, attention,
+                     part.context_tokens)
 
 
 def image_tokens(spec: ModelSpec) -> int:

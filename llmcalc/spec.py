@@ -313,6 +313,9 @@ class Part:
     input_tokens: tuple[tuple[str, int], ...] = ()
     context_tokens: int = 0
     input_size: int | None = None
+    # FLOPs per input that tensors × tokens do not give (SigLIP's attention-pooling head: one
+    # query over all tokens)
+    extra_flops: int = 0
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:

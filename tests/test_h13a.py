@@ -22,6 +22,7 @@ torch = pytest.importorskip("torch")
 # module prefixes of each part in the whole model, by model_type (the rest is the language model)
 PART_PREFIXES = {
     "llava": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+    "gemma3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
 }
 
 
@@ -126,24 +127,27 @@ def test_part_of_a_vision_tower_keeps_no_cache() -> None:
     assert spec.parts == () and spec.main_part == "vision"
 
 
-def test_vision_flops_equal_flop_counter() -> None:
-    """One image through a 1- and 2-layer CLIP tower: FlopCounterMode (eager attention) equals the
-    vision part's figure."""
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("make", ["llava", "gemma3-head"])
+def test_vision_flops_equal_flop_counter(make: str, layers: int) -> None:
+    """One image through a 1- and 2-layer tower (CLIP; SigLIP with its pooling head):
+    FlopCounterMode (eager attention) equals the vision part's figure."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    for layers in (1, 2):
+    if make == "llava":
         fields = llava(vision={"num_hidden_layers": layers})
-        spec = spec_from_dict(fields, name="llava-flops")
-        part = spec.part("vision")
-        assert part is not None
-        config = transformers.AutoConfig.for_model("llava", **{k: v for k, v in fields.items()
-                                                               if k != "model_type"})
-        config.vision_config._attn_implementation = "eager"
-        tower = transformers.AutoModel.from_config(config.vision_config, attn_implementation="eager")
-        pixels = torch.zeros(1, 3, 56, 56)
-        with FlopCounterMode(display=False) as counter, torch.no_grad():
-            tower(pixels)
-        assert counter.get_total_flops() == part_flops(part).total
+    else:
+        fields = gemma3(vision={"num_hidden_layers": layers, "vision_use_head": True})
+    spec = spec_from_dict(fields, name="flops")
+    part = spec.part("vision")
+    assert part is not None
+    config = transformers.AutoConfig.for_model(
+        fields["model_type"], **{k: v for k, v in fields.items() if k != "model_type"})
+    tower = transformers.AutoModel.from_config(config.vision_config, attn_implementation="eager")
+    pixels = torch.zeros(1, 3, 56, 56)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        tower(pixels)
+    assert counter.get_total_flops() == part_flops(part).total
 
 
 def test_count_json_parts_and_part_option(cli: Any) -> None:
@@ -190,3 +194,44 @@ def test_llava_hostile_fields() -> None:
     huge = spec_from_dict(llava(vision={"num_hidden_layers": 10**12},
                                 text={"num_hidden_layers": 10**12}), name="huge")
     assert count(huge).parts["vision"] > 10**12
+
+
+# ---- gemma3 ---------------------------------------------------------------------------------------
+
+
+def gemma3(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 96,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "vocab_size": 300, "sliding_window": 8}
+    vision = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 56, "patch_size": 14,
+              "vision_use_head": False}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "gemma3", "mm_tokens_per_image": 4, "text_config": text,
+            "vision_config": vision, **changes}
+
+
+def test_gemma3_4b_whole_model() -> None:
+    spec = load_spec("gemma-3-4b")
+    pc = count(spec)
+    d, ff, L, n = 1152, 4304, 27, 64 * 64
+    vision = (d * 3 * 14 * 14 + d + n * d
+              + L * (4 * (d * d + d) + 4 * d + 2 * ff * d + ff + d) + 2 * d)
+    assert pc.parts == {"language": 3_880_263_168, "vision": vision, "projector": d * 2560 + d}
+    assert pc.total == 4_300_079_472  # "4.3B": the text model is 3.88B
+    matches_transformers(spec)
+    r = flops(spec, ctx=1000, images=1)
+    assert r.image_tokens == 256 and r.ctx == 1256
+
+
+@pytest.mark.parametrize("fields", [
+    gemma3(),
+    gemma3(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}),
+    gemma3(vision={"patch_size": 8, "image_size": 64}, mm_tokens_per_image=16),
+    gemma3(vision={"vision_use_head": True}),
+    gemma3(tie_word_embeddings=False),
+    gemma3(text={"hidden_size": 96, "num_hidden_layers": 3, "intermediate_size": 128}),
+], ids=["base", "vision-size", "patch-tokens", "head", "untied", "text-size"])
+def test_gemma3_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="gemma3-variant"))

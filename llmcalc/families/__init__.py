@@ -160,6 +160,7 @@ MODEL_TYPES: dict[str, Family] = {
     "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
+    "gemma3": Family("vlm", "Gemma3Config", "describe_gemma3"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -176,9 +176,35 @@ def _join(*names: str) -> str:
     return ".".join(n for n in names if n)
 
 
-def vit(prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: str = "vision") -> Part:
+def pooling_head(prefix: str, d: int, ff: int) -> list[Tensor]:
+    """SigLIP's attention-pooling head (siglip/modeling_siglip.py SiglipMultiheadAttentionPoolingHead):
+    a probe [1, 1, d]; nn.MultiheadAttention
+    in_proj [3d, d] + [3d], out_proj [d, d] + [d]; a LayerNorm; an MLP fc1 [ff, d], fc2 [d, ff]."""
+    h = f"{prefix}.head"
+    return [
+        Tensor(f"{h}.probe", (1, 1, d), "head/probe"),
+        Tensor(f"{h}.attention.in_proj_weight", (3 * d, d), "head/attention"),
+        Tensor(f"{h}.attention.in_proj_bias", (3 * d,), "head/attention"),
+        *linear(f"{h}.attention.out_proj", "head/attention", d, d, bias=True),
+        *norm(f"{h}.layernorm", "head/norm", d, bias=True),
+        *linear(f"{h}.mlp.fc1", "head/mlp", ff, d, bias=True),
+        *linear(f"{h}.mlp.fc2", "head/mlp", d, ff, bias=True),
+    ]
+
+
+def pooling_head_flops(d: int, ff: int, n: int) -> int:
+    """One probe query over n tokens: q 2·d² and out 2·d² for the probe, k and v 2·2d²·n for the
+    tokens, scores and weighted sum 2·2·n·d, the MLP 2·2·d·ff on the probe."""
+    return 2 * d * d + 2 * 2 * d * d * n + 2 * 2 * n * d + 2 * d * d + 2 * 2 * d * ff
+
+
+def vit(
+    prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: str = "vision",
+    head: bool = False,
+) -> Part:
     """A ViT tower under ``prefix`` as a part; one image makes ``c.patches`` patches (+ a class
-    token) that every layer sees; ``context_tokens`` of them reach the language model."""
+    token) that every layer sees; ``context_tokens`` of them reach the language model; ``head``:
+    SigLIP's attention-pooling head after the last norm (vision_use_head)."""
     c.check()
     d, ff, h = c.hidden_size, c.intermediate_size, c.num_attention_heads
     hd = resolve_head_dim(d, h, c.head_dim, hidden_field="vision_config.hidden_size",
@@ -222,6 +248,10 @@ def vit(prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: 
         ]
     if style.post_norm:
         outer += norm(_join(prefix, style.post_norm), "post_norm", d, bias=style.norm_bias)
+    extra = 0
+    if head:
+        outer += pooling_head(prefix, d, ff)
+        extra = pooling_head_flops(d, ff, tokens)
     group = LayerGroup("vision", LayerSet.span(0, c.num_hidden_layers), tuple(layer),
                        Attention(h, h, hd, hd))
     return Part(
@@ -232,6 +262,7 @@ def vit(prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: 
         input_tokens=(("embed/patch", c.patches), ("layers", tokens)),
         context_tokens=context_tokens,
         input_size=c.image_size,
+        extra_flops=extra,
     )
 
 

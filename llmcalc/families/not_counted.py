@@ -42,7 +42,6 @@ NOT_COUNTED: dict[str, str] = {
     "ernie": ENCODER,
     "flint": MOE,
     "fuyu": MULTIMODAL,
-    "gemma3": MULTIMODAL + " (its text model, gemma3_text, is counted)",
     "gemma3n": MULTIMODAL,
     "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",

@@ -13,7 +13,15 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from llmcalc.families._base import Architecture, FamilyConfig, FieldError, linear, require
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    FieldError,
+    Size,
+    linear,
+    norm,
+    require,
+)
 from llmcalc.families._vision import (
     CLIP,
     SIGLIP,
@@ -26,6 +34,7 @@ from llmcalc.families._vision import (
     text_model,
     vit,
 )
+from llmcalc.spec import Part, Tensor
 
 # The towers a composite config's vision_config may name, by its model_type.
 TOWERS: dict[str, ViT] = {"clip_vision_model": CLIP, "siglip_vision_model": SIGLIP}
@@ -49,6 +58,10 @@ class CompositeConfig(FamilyConfig):
     composite_type: ClassVar[str] = ""
     default_text: ClassVar[str] = "llama"
     default_vision: ClassVar[str] = "clip_vision_model"
+    # the class default of the top-level tie_word_embeddings, and whether __post_init__ turns it on
+    # when text_config ties (a pre-v5 config saved it there)
+    default_tie: ClassVar[bool] = False
+    tie_from_text: ClassVar[bool] = True
 
     def sub(self, key: str, default_type: str) -> dict[str, Any]:
         from llmcalc import family_defaults
@@ -58,6 +71,12 @@ class CompositeConfig(FamilyConfig):
 
     def text(self) -> dict[str, Any]:
         return self.sub("text_config", self.default_text)
+
+    def tower(self, prefix: str, *, context_tokens: int) -> tuple[Part, VisionConfig]:
+        """The vision tower as a part (a SigLIP tower with its pooling head when it uses one)."""
+        v, style = self.vision()
+        head = bool(getattr(v, "vision_use_head", False))
+        return vit(prefix, v, style, context_tokens=context_tokens, head=head), v
 
     def vision(self) -> tuple[VisionConfig, ViT]:
         fields = self.sub("vision_config", self.default_vision)
@@ -72,10 +91,11 @@ class CompositeConfig(FamilyConfig):
         return read_sub(cls, fields, "vision_config"), style
 
     def tied(self, text: dict[str, Any]) -> bool:
-        """The whole model ties its head when its top-level tie_word_embeddings says so, or (when
-        that is false) its text_config's does (LlavaConfig.__post_init__ and its copies)."""
-        top = bool(self.tie_word_embeddings)
-        return top or bool(text.get("tie_word_embeddings"))
+        """The whole model ties its head as its top-level tie_word_embeddings says (modeling_utils
+        reads the top-level config); some classes also tie when only text_config does
+        (LlavaConfig.__post_init__ and its copies). A text_config's own false does not untie it."""
+        top = self.default_tie if self.tie_word_embeddings is None else self.tie_word_embeddings
+        return top or (self.tie_from_text and bool(text.get("tie_word_embeddings")))
 
 
 LANGUAGE = prefixer("model.", "model.language_model.")
@@ -110,6 +130,7 @@ def describe(c: LlavaConfig) -> Architecture:
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, style = c.vision()
     tokens = _select(c, v.patches, style.class_token)
+    tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
     d_v, d_t = v.hidden_size, lm.shape.hidden_size
     bias = c.multimodal_projector_bias
     p = "model.multi_modal_projector"
@@ -123,8 +144,45 @@ def describe(c: LlavaConfig) -> Architecture:
         layer_groups=lm.layer_groups,
         moe=lm.moe,
         notes=lm.notes,
-        parts=(
-            vit("model.vision_tower", v, style, context_tokens=tokens),
-            projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
-        ),
+        parts=(tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t)),
     )
+
+
+def _whole(lm: Architecture, *parts: Part) -> Architecture:
+    """The language model's architecture with the other parts beside it."""
+    return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups, moe=lm.moe,
+                        notes=lm.notes, unbuilt=lm.unbuilt, parts=parts)
+
+
+# ---- gemma3 ----------------------------------------------------------------------------------------
+
+
+class Gemma3Config(CompositeConfig):
+    """Gemma 3 (Gemma Team 2025): SigLIP tower, average-pooled to mm_tokens_per_image tokens, an
+    RMSNorm and one projection matrix, the Gemma 3 text model; gemma3/modeling_gemma3.py."""
+
+    transformers_class = "Gemma3Config"
+    composite_type: ClassVar[str] = "gemma3"
+    default_text: ClassVar[str] = "gemma3_text"
+    default_vision: ClassVar[str] = "siglip_vision_model"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    mm_tokens_per_image: Size = 256
+
+
+def describe_gemma3(c: Gemma3Config) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    tower, v = c.tower("model.vision_tower", context_tokens=c.mm_tokens_per_image)
+    # the patch grid is average-pooled to mm_tokens_per_image tokens (AvgPool2d), the number the
+    # processor puts in the context for one image
+    tokens = c.mm_tokens_per_image
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    p = "model.multi_modal_projector"
+    proj = [
+        # a Parameter [d_v, d_t] the pooled tokens are multiplied by (torch.matmul)
+        Tensor(f"{p}.mm_input_projection_weight", (d_v, d_t), "mm_input_projection", matmul=True),
+        *norm(f"{p}.mm_soft_emb_norm", "mm_soft_emb_norm", d_v, bias=False),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t))
