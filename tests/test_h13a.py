@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 PART_PREFIXES = {
     "llava": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
     "gemma3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+    "mistral3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
 }
 
 
@@ -235,3 +236,48 @@ def test_gemma3_4b_whole_model() -> None:
 ], ids=["base", "vision-size", "patch-tokens", "head", "untied", "text-size"])
 def test_gemma3_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="gemma3-variant"))
+
+
+# ---- mistral3 -------------------------------------------------------------------------------------
+
+
+def mistral3(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "mistral", "hidden_size": 64, "intermediate_size": 96, "head_dim": 16,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 300, "tie_word_embeddings": False}
+    vision = {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 48, "head_dim": 8,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 64, "patch_size": 8}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "mistral3", "text_config": text, "vision_config": vision, **changes}
+
+
+def test_mistral_small_3_1_whole_model_ties_as_transformers_does() -> None:
+    spec = load_spec("mistral-small-3.1-24b")
+    pc = count(spec)
+    # no top-level tie_word_embeddings: Mistral3Config's default (true) ties the head, although
+    # text_config alone would not (issue 13: 22.90B, not 23.57B, for the language model)
+    assert spec.shape.tied_embeddings
+    assert pc.parts["language"] == 22_901_314_560
+    d, ff, L = 1024, 4096, 24
+    assert pc.parts["vision"] == d * 3 * 14 * 14 + d + L * (4 * d * d + 2 * d + 3 * ff * d)
+    assert pc.parts["projector"] == d + 4 * d * d + 5120 * d + 5120 * 5120
+    assert pc.total == 23_340_272_640
+    matches_transformers(spec)
+    r = flops(spec, ctx=100, images=1)
+    assert r.image_tokens == 55 * 56  # 110 × 110 patches merged 2 × 2, a break token per row
+    vision = next(p for p in r.parts if p.part == "vision")
+    assert vision.tokens == 110 * 110
+
+
+@pytest.mark.parametrize("fields", [
+    mistral3(),
+    mistral3(tie_word_embeddings=False),
+    mistral3(text={"tie_word_embeddings": True}, tie_word_embeddings=False),
+    mistral3(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 4}),
+    mistral3(vision={"patch_size": 4, "image_size": 32}, spatial_merge_size=4),
+    mistral3(vision_feature_layer=[-1, -2], multimodal_projector_bias=True),
+    mistral3(text={"model_type": "ministral3", "hidden_size": 96, "num_attention_heads": 6}),
+], ids=["base", "untied", "text-tied-top-untied", "vision-size", "merge-4", "two-layers", "ministral3"])
+def test_mistral3_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="mistral3-variant"))

@@ -161,6 +161,7 @@ MODEL_TYPES: dict[str, Family] = {
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
     "gemma3": Family("vlm", "Gemma3Config", "describe_gemma3"),
+    "mistral3": Family("vlm", "Mistral3Config", "describe_mistral3"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -160,6 +160,7 @@ class ViT:
     mlp: str = "mlp"
     gated: bool = False  # gate/up/down instead of fc1/fc2
     mlp_bias: bool = True
+    head_dim_field: bool = True  # False: head_dim = hidden / heads whatever the config says (Pixtral)
 
 
 CLIP = ViT(patch_bias=False, class_token=True, pre_norm="pre_layrnorm")
@@ -168,7 +169,7 @@ PIXTRAL = ViT(
     embeddings="", patch="patch_conv", positions=None, pre_norm="ln_pre", post_norm=None,
     layers="transformer.layers", attn="attention", o_proj="o_proj", qkv_bias=False, o_bias=False,
     norm1="attention_norm", norm2="ffn_norm", norm_bias=False, mlp="feed_forward", gated=True,
-    mlp_bias=False,
+    mlp_bias=False, head_dim_field=False,
 )
 
 
@@ -207,7 +208,7 @@ def vit(
     SigLIP's attention-pooling head after the last norm (vision_use_head)."""
     c.check()
     d, ff, h = c.hidden_size, c.intermediate_size, c.num_attention_heads
-    hd = resolve_head_dim(d, h, c.head_dim, hidden_field="vision_config.hidden_size",
+    hd = resolve_head_dim(d, h, c.head_dim if style.head_dim_field else None, hidden_field="vision_config.hidden_size",
                           heads_field="vision_config.num_attention_heads")
     emb = _join(prefix, style.embeddings)
     tokens = c.patches + (1 if style.class_token else 0)

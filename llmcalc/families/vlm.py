@@ -24,6 +24,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.families._vision import (
     CLIP,
+    PIXTRAL,
     SIGLIP,
     VisionConfig,
     ViT,
@@ -37,7 +38,7 @@ from llmcalc.families._vision import (
 from llmcalc.spec import Part, Tensor
 
 # The towers a composite config's vision_config may name, by its model_type.
-TOWERS: dict[str, ViT] = {"clip_vision_model": CLIP, "siglip_vision_model": SIGLIP}
+TOWERS: dict[str, ViT] = {"clip_vision_model": CLIP, "siglip_vision_model": SIGLIP, "pixtral": PIXTRAL}
 
 
 class SiglipVisionConfig(VisionConfig):
@@ -101,7 +102,14 @@ class CompositeConfig(FamilyConfig):
 LANGUAGE = prefixer("model.", "model.language_model.")
 
 
-class LlavaConfig(CompositeConfig):
+class FeatureLayersConfig(CompositeConfig):
+    """Which tower layers feed the projector (one, or a list concatenated along the width)."""
+
+    vision_feature_layer: int | list[int] = -2
+    multimodal_projector_bias: bool = True
+
+
+class LlavaConfig(FeatureLayersConfig):
     transformers_class = "LlavaConfig"
     composite_type: ClassVar[str] = "llava"
 
@@ -110,7 +118,7 @@ class LlavaConfig(CompositeConfig):
     multimodal_projector_bias: bool = True
 
 
-def _feature_layers(c: LlavaConfig) -> int:
+def _feature_layers(c: FeatureLayersConfig) -> int:
     layers = c.vision_feature_layer
     n = 1 if isinstance(layers, int) else len(layers)
     require(n > 0, "vision_feature_layer", "vision_feature_layer must name at least one layer")
@@ -186,3 +194,49 @@ def describe_gemma3(c: Gemma3Config) -> Architecture:
         *norm(f"{p}.mm_soft_emb_norm", "mm_soft_emb_norm", d_v, bias=False),
     ]
     return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t))
+
+
+
+# ---- mistral3 --------------------------------------------------------------------------------------
+
+
+class Mistral3Config(FeatureLayersConfig):
+    """Mistral 3 (Mistral Small 3.1): Pixtral tower (RMSNorm, gated MLP, rotary positions), a
+    projector of RMSNorm, a patch merger (merging_layer [d_v, d_v·s²] over s × s patches) and llava's
+    two linears; mistral3/modeling_mistral3.py. The top-level tie_word_embeddings (class default
+    true) decides, whatever text_config says."""
+
+    transformers_class = "Mistral3Config"
+    composite_type: ClassVar[str] = "mistral3"
+    default_text: ClassVar[str] = "mistral"
+    default_vision: ClassVar[str] = "pixtral"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    vision_feature_layer: int | list[int] = -1
+    multimodal_projector_bias: bool = False
+    spatial_merge_size: Size = 2
+
+
+def describe_mistral3(c: Mistral3Config) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, _ = c.vision()
+    s = c.spatial_merge_size
+    side = v.image_size // v.patch_size
+    require(s <= side, "spatial_merge_size",
+            f"spatial_merge_size ({s}) must not exceed the patches per side ({side})")
+    merged = (side // s) ** 2
+    # an image of rows × cols merged patches takes rows × (cols + 1) context tokens: an [IMG_BREAK]
+    # after each row, [IMG_END] after the last (PixtralProcessor)
+    tower, _ = c.tower("model.vision_tower", context_tokens=(side // s) * (side // s + 1))
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    bias = c.multimodal_projector_bias
+    p = "model.multi_modal_projector"
+    proj = [
+        *norm(f"{p}.norm", "norm", d_v, bias=False),
+        *linear(f"{p}.patch_merger.merging_layer", "patch_merger", d_v, d_v * s * s, bias=False),
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=merged, d_in=d_v, d_out=d_t))
