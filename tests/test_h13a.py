@@ -24,6 +24,7 @@ PART_PREFIXES = {
     "llava": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
     "gemma3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
     "mistral3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+    "paligemma": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
 }
 
 
@@ -281,3 +282,44 @@ def test_mistral_small_3_1_whole_model_ties_as_transformers_does() -> None:
 ], ids=["base", "untied", "text-tied-top-untied", "vision-size", "merge-4", "two-layers", "ministral3"])
 def test_mistral3_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="mistral3-variant"))
+
+
+# ---- paligemma ------------------------------------------------------------------------------------
+
+
+def paligemma(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "gemma", "hidden_size": 64, "intermediate_size": 96, "head_dim": 16,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1,
+            "vocab_size": 300}
+    vision = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 56, "patch_size": 14,
+              "vision_use_head": False}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "paligemma", "projection_dim": 64, "text_config": text,
+            "vision_config": vision, **changes}
+
+
+def test_paligemma_3b_whole_model() -> None:
+    spec = load_spec("paligemma-3b-224")
+    pc = count(spec)
+    d, ff, L = 1152, 4304, 27
+    vision = (d * 3 * 14 * 14 + d + 256 * d
+              + L * (4 * (d * d + d) + 4 * d + 2 * ff * d + ff + d) + 2 * d)
+    assert pc.parts == {"language": 2_508_662_784, "vision": vision,
+                        "projector": 2048 * 1152 + 2048}
+    assert pc.total == 2_923_466_480
+    matches_transformers(spec)
+    assert flops(spec, ctx=10).image_tokens == 256
+
+
+@pytest.mark.parametrize("fields", [
+    paligemma(),
+    paligemma(vision={"vision_use_head": True}),
+    paligemma(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3,
+                      "image_size": 64, "patch_size": 8}),
+    paligemma(tie_word_embeddings=False),
+    paligemma(text={"model_type": "gemma2", "sliding_window": 16, "num_hidden_layers": 3}),
+], ids=["base", "head", "vision-size", "untied", "gemma2"])
+def test_paligemma_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="paligemma-variant"))

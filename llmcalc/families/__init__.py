@@ -162,6 +162,7 @@ MODEL_TYPES: dict[str, Family] = {
     "llava": Family("vlm", "LlavaConfig"),
     "gemma3": Family("vlm", "Gemma3Config", "describe_gemma3"),
     "mistral3": Family("vlm", "Mistral3Config", "describe_mistral3"),
+    "paligemma": Family("vlm", "PaliGemmaConfig", "describe_paligemma"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

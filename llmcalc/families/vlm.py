@@ -240,3 +240,33 @@ def describe_mistral3(c: Mistral3Config) -> Architecture:
         *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
     ]
     return _whole(lm, tower, projector(proj, tokens=merged, d_in=d_v, d_out=d_t))
+
+
+
+# ---- paligemma -------------------------------------------------------------------------------------
+
+
+class PaliGemmaConfig(CompositeConfig):
+    """PaliGemma (Beyer et al. 2024): SigLIP tower, one linear [projection_dim, d_v] (+ bias), a
+    Gemma (PaliGemma 2: Gemma 2) language model; every patch is an image token.
+    paligemma/modeling_paligemma.py."""
+
+    transformers_class = "PaliGemmaConfig"
+    composite_type: ClassVar[str] = "paligemma"
+    default_text: ClassVar[str] = "gemma"
+    default_vision: ClassVar[str] = "siglip_vision_model"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    projection_dim: Size = 2048
+
+
+def describe_paligemma(c: PaliGemmaConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, _ = c.vision()
+    tower, _ = c.tower("model.vision_tower", context_tokens=v.patches)
+    p = "model.multi_modal_projector"
+    proj = linear(f"{p}.linear", "linear", c.projection_dim, v.hidden_size, bias=True)
+    return _whole(lm, tower, projector(proj, tokens=v.patches, d_in=v.hidden_size,
+                                       d_out=c.projection_dim))
