@@ -316,6 +316,8 @@ class Part:
     # FLOPs per input that tensors × tokens do not give (SigLIP's attention-pooling head: one
     # query over all tokens)
     extra_flops: int = 0
+    # times the part runs per input (LLaVA-NeXT's tower: the base image and each crop); FLOPs only
+    passes: int = 1
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:

@@ -174,8 +174,16 @@ def test_flops_and_memory_images_option(cli: Any) -> None:
     data = cli("flops", "llava-1.5-7b", "--ctx", "1000", "--images", "1", "--json").json()
     assert data["image_tokens"] == 576 and data["ctx"] == 1576 and data["text_tokens"] == 1000
     assert data["per_image"]["vision"]["image_size"] == 336
+    # LLaVA resizes every image to its tower's 336 px: the figures stay, and a note says why
     big = cli("flops", "llava-1.5-7b", "--image-size", "672", "--json").json()
-    assert big["image_tokens"] == 48 * 48
+    assert big["image_tokens"] == 576
+    assert ("image_size 672: the processor resizes every image to 336×336 pixels, so the "
+            "per-image figures are those") in big["notes"]
+    # Pixtral takes an image at its size: 448 px = 32 × 32 patches, merged 2 × 2, a break per row
+    pix = cli("flops", "mistral-small-3.1-24b", "--image-size", "448", "--json").json()
+    assert pix["image_tokens"] == 16 * 17
+    assert pix["per_image"]["vision"]["tokens"] == 32 * 32
+    assert pix["per_image"]["vision"]["image_size"] == 448
     mem = cli("memory", "llava-1.5-7b", "--ctx", "1000", "--images", "2", "--json").json()
     plain = cli("memory", "llava-1.5-7b", "--ctx", str(1000 + 2 * 576), "--json").json()
     assert mem["kv_cache_bytes"] == plain["kv_cache_bytes"]

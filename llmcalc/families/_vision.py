@@ -201,17 +201,22 @@ def pooling_head_flops(d: int, ff: int, n: int) -> int:
 
 def vit(
     prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: str = "vision",
-    head: bool = False,
+    head: bool = False, patches: int | None = None, image_side: int | None = None,
+    passes: int = 1,
 ) -> Part:
     """A ViT tower under ``prefix`` as a part; one image makes ``c.patches`` patches (+ a class
-    token) that every layer sees; ``context_tokens`` of them reach the language model; ``head``:
-    SigLIP's attention-pooling head after the last norm (vision_use_head)."""
+    token) that every layer sees, or ``patches`` of an ``image_side`` image (a tower that takes
+    images at their own size, Pixtral); ``passes``: tower runs per image (the crops of LLaVA-NeXT);
+    ``context_tokens`` reach the language model; ``head``: SigLIP's attention-pooling head after
+    the last norm (vision_use_head)."""
     c.check()
     d, ff, h = c.hidden_size, c.intermediate_size, c.num_attention_heads
     hd = resolve_head_dim(d, h, c.head_dim if style.head_dim_field else None, hidden_field="vision_config.hidden_size",
                           heads_field="vision_config.num_attention_heads")
     emb = _join(prefix, style.embeddings)
-    tokens = c.patches + (1 if style.class_token else 0)
+    positions = c.patches + (1 if style.class_token else 0)
+    seen = c.patches if patches is None else patches
+    tokens = seen + (1 if style.class_token else 0)
     outer: list[Tensor] = []
     if style.class_token:
         outer.append(Tensor(f"{emb}.class_embedding", (d,), "embed/class"))
@@ -222,7 +227,7 @@ def vit(
     if style.patch_bias:
         outer.append(Tensor(f"{emb}.{style.patch}.bias", (d,), "embed/patch"))
     if style.positions is not None:
-        outer.append(Tensor(f"{emb}.{style.positions}.weight", (tokens, d), "embed/positions"))
+        outer.append(Tensor(f"{emb}.{style.positions}.weight", (positions, d), "embed/positions"))
     if style.pre_norm:
         outer += norm(_join(prefix, style.pre_norm), "pre_norm", d, bias=style.norm_bias)
     p = _join(prefix, style.layers, "{i}")
@@ -259,11 +264,12 @@ def vit(
         name=name,
         tensors=tuple(outer),
         layer_groups=(group,),
-        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, 0, False, tokens),
-        input_tokens=(("embed/patch", c.patches), ("layers", tokens)),
+        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, 0, False, positions),
+        input_tokens=(("embed/patch", seen), ("layers", tokens)),
         context_tokens=context_tokens,
-        input_size=c.image_size,
+        input_size=c.image_size if image_side is None else image_side,
         extra_flops=extra,
+        passes=passes,
     )
 
 

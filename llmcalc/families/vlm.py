@@ -54,6 +54,8 @@ class CompositeConfig(FamilyConfig):
     text_config: dict[str, Any] | None = None
     vision_config: dict[str, Any] | None = None
     tie_word_embeddings: bool | None = None
+    # llmcalc's own (--image-size): the side of a square input image the per-image figures assume
+    image_size: Size | None = None
 
     # model_type of the composite config, its sub-configs' default model types
     composite_type: ClassVar[str] = ""
@@ -73,11 +75,18 @@ class CompositeConfig(FamilyConfig):
     def text(self) -> dict[str, Any]:
         return self.sub("text_config", self.default_text)
 
-    def tower(self, prefix: str, *, context_tokens: int) -> tuple[Part, VisionConfig]:
+    def tower(self, prefix: str, *, context_tokens: int, **kw: Any) -> tuple[Part, VisionConfig]:
         """The vision tower as a part (a SigLIP tower with its pooling head when it uses one)."""
         v, style = self.vision()
         head = bool(getattr(v, "vision_use_head", False))
-        return vit(prefix, v, style, context_tokens=context_tokens, head=head), v
+        return vit(prefix, v, style, context_tokens=context_tokens, head=head, **kw), v
+
+    def resized_note(self, v: VisionConfig) -> tuple[str, ...]:
+        """A tower that resizes every image to its own size: --image-size changes nothing."""
+        if self.image_size is None or self.image_size == v.image_size:
+            return ()
+        return (f"image_size {self.image_size}: the processor resizes every image to "
+                f"{v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
 
     def vision(self) -> tuple[VisionConfig, ViT]:
         fields = self.sub("vision_config", self.default_vision)
@@ -146,20 +155,14 @@ def describe(c: LlavaConfig) -> Architecture:
         *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
         *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
     ]
-    return Architecture(
-        shape=lm.shape,
-        tensors=lm.tensors,
-        layer_groups=lm.layer_groups,
-        moe=lm.moe,
-        notes=lm.notes,
-        parts=(tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t)),
-    )
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=c.resized_note(v))
 
 
-def _whole(lm: Architecture, *parts: Part) -> Architecture:
+def _whole(lm: Architecture, *parts: Part, notes: tuple[str, ...] = ()) -> Architecture:
     """The language model's architecture with the other parts beside it."""
     return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups, moe=lm.moe,
-                        notes=lm.notes, unbuilt=lm.unbuilt, parts=parts)
+                        notes=(*lm.notes, *notes), unbuilt=lm.unbuilt, parts=parts)
 
 
 # ---- gemma3 ----------------------------------------------------------------------------------------
@@ -193,7 +196,8 @@ def describe_gemma3(c: Gemma3Config) -> Architecture:
         Tensor(f"{p}.mm_input_projection_weight", (d_v, d_t), "mm_input_projection", matmul=True),
         *norm(f"{p}.mm_soft_emb_norm", "mm_soft_emb_norm", d_v, bias=False),
     ]
-    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t))
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=c.resized_note(v))
 
 
 
@@ -223,13 +227,16 @@ def describe_mistral3(c: Mistral3Config) -> Architecture:
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, _ = c.vision()
     s = c.spatial_merge_size
-    side = v.image_size // v.patch_size
+    # Pixtral takes an image at its own size up to image_size a side, in whole patches
+    pixels = min(c.image_size or v.image_size, v.image_size)
+    side = -(-pixels // v.patch_size)
     require(s <= side, "spatial_merge_size",
             f"spatial_merge_size ({s}) must not exceed the patches per side ({side})")
     merged = (side // s) ** 2
     # an image of rows × cols merged patches takes rows × (cols + 1) context tokens: an [IMG_BREAK]
     # after each row, [IMG_END] after the last (PixtralProcessor)
-    tower, _ = c.tower("model.vision_tower", context_tokens=(side // s) * (side // s + 1))
+    tower, _ = c.tower("model.vision_tower", context_tokens=(side // s) * (side // s + 1),
+                       patches=side * side, image_side=pixels)
     d_v, d_t = v.hidden_size, lm.shape.hidden_size
     bias = c.multimodal_projector_bias
     p = "model.multi_modal_projector"
@@ -269,4 +276,4 @@ def describe_paligemma(c: PaliGemmaConfig) -> Architecture:
     p = "model.multi_modal_projector"
     proj = linear(f"{p}.linear", "linear", c.projection_dim, v.hidden_size, bias=True)
     return _whole(lm, tower, projector(proj, tokens=v.patches, d_in=v.hidden_size,
-                                       d_out=c.projection_dim))
+                                       d_out=c.projection_dim), notes=c.resized_note(v))
