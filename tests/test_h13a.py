@@ -25,7 +25,11 @@ PART_PREFIXES = {
     "gemma3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
     "mistral3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
     "paligemma": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+    "llava_next": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector.",
+                   "_newline": "model.image_newline"},
 }
+# parameters outside a part's module that belong to it: (part, name prefix)
+MOVED = {"_newline": "projector"}
 
 
 def theirs(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
@@ -46,10 +50,10 @@ def matches_transformers(spec: ModelSpec) -> None:
     pc = count(spec)
     assert pc.total == sum(math.prod(s) for s in real.values())
     prefixes = PART_PREFIXES[spec.model_type]
-    by_part = {spec.main_part: 0, **{name: 0 for name in prefixes}}
+    by_part = {spec.main_part: 0, **{name: 0 for name in prefixes if name not in MOVED}}
     for name, shape in real.items():
         part = next((p for p, pre in prefixes.items() if name.startswith(pre)), spec.main_part)
-        by_part[part] += math.prod(shape)
+        by_part[MOVED.get(part, part)] += math.prod(shape)
     assert pc.parts == by_part
     assert sum(pc.breakdown.values()) == pc.total
     for name, n in by_part.items():
@@ -331,3 +335,57 @@ def test_paligemma_3b_whole_model() -> None:
 ], ids=["base", "head", "vision-size", "untied", "gemma2"])
 def test_paligemma_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="paligemma-variant"))
+
+
+# ---- llava_next -----------------------------------------------------------------------------------
+
+
+def test_llava_next_mistral_7b_whole_model() -> None:
+    spec = load_spec("llava-v1.6-mistral-7b")
+    pc = count(spec)
+    assert pc.parts == {"language": 7_242_256_384, "vision": 303_507_456,
+                        "projector": 20_979_712 + 4096}
+    assert pc.total == 7_566_747_648
+    matches_transformers(spec)
+    r = flops(spec, ctx=10)
+    # a 672 × 672 image: 2 × 2 tiles of 336 + the whole image, 48 × 48 grid tokens, 48 newlines,
+    # 576 base tokens
+    assert r.image_tokens == 2304 + 48 + 576 == 2928
+    vision = next(p for p in r.parts if p.part == "vision")
+    assert vision.tokens == 5 * 577
+
+
+@pytest.mark.parametrize("side", [336, 500, 672, 700, 1008, 2000])
+def test_llava_next_image_tokens_equal_the_processor(side: int) -> None:
+    from types import SimpleNamespace
+
+    from transformers.models.llava_next.processing_llava_next import LlavaNextProcessor
+
+    fields = {**load_spec("llava-v1.6-mistral-7b").config, "image_size": side}
+    spec = spec_from_dict(fields, name="llava-next")
+    pinpoints = fields["image_grid_pinpoints"]
+    processor = SimpleNamespace(image_processor=SimpleNamespace(image_grid_pinpoints=pinpoints),
+                                patch_size=14, num_additional_image_tokens=1,
+                                vision_feature_select_strategy="default")
+    processor._get_unpadded_features = lambda *a: LlavaNextProcessor._get_unpadded_features(
+        processor, *a)
+    theirs = LlavaNextProcessor._get_number_of_features(processor, side, side, 336, 336)
+    # the processor counts the class token, then drops it for the "default" strategy
+    assert flops(spec, ctx=1).image_tokens == theirs - 1
+
+
+def llava_next(**changes: Any) -> dict[str, Any]:
+    fields = llava(**changes)
+    return {**fields, "model_type": "llava_next",
+            "image_grid_pinpoints": fields.get("image_grid_pinpoints", [[56, 112], [112, 112]])}
+
+
+@pytest.mark.parametrize("fields", [
+    llava_next(),
+    llava_next(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}),
+    llava_next(vision_feature_select_strategy="full", multimodal_projector_bias=False),
+    llava_next(tie_word_embeddings=True),
+    llava_next(text={"model_type": "qwen2", "hidden_size": 96, "num_attention_heads": 6}),
+], ids=["base", "vision-size", "full", "tied", "qwen2"])
+def test_llava_next_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="llava-next-variant"))

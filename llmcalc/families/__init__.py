@@ -163,6 +163,7 @@ MODEL_TYPES: dict[str, Family] = {
     "gemma3": Family("vlm", "Gemma3Config", "describe_gemma3"),
     "mistral3": Family("vlm", "Mistral3Config", "describe_mistral3"),
     "paligemma": Family("vlm", "PaliGemmaConfig", "describe_paligemma"),
+    "llava_next": Family("vlm", "LlavaNextConfig", "describe_llava_next"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -277,3 +277,79 @@ def describe_paligemma(c: PaliGemmaConfig) -> Architecture:
     proj = linear(f"{p}.linear", "linear", c.projection_dim, v.hidden_size, bias=True)
     return _whole(lm, tower, projector(proj, tokens=v.patches, d_in=v.hidden_size,
                                        d_out=c.projection_dim), notes=c.resized_note(v))
+
+
+
+# ---- llava_next ------------------------------------------------------------------------------------
+
+
+DEFAULT_PINPOINTS = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]
+
+
+class LlavaNextConfig(LlavaConfig):
+    """LLaVA-NeXT (Liu et al. 2024, "LLaVA-NeXT: improved reasoning, OCR, and world knowledge"):
+    llava's parts plus image_newline [d_t] (counted with the projector), and "anyres" images: the
+    image is fitted to the best of image_grid_pinpoints, cut into tiles of the tower's size, and
+    the tower runs on each tile and on the whole image resized; llava_next/modeling_llava_next.py,
+    processing_llava_next.py (_get_number_of_features)."""
+
+    transformers_class = "LlavaNextConfig"
+    composite_type: ClassVar[str] = "llava_next"
+    tie_from_text: ClassVar[bool] = False
+
+    image_grid_pinpoints: list[list[Size]] | None = None
+
+
+def best_resolution(side: int, pinpoints: list[list[int]]) -> tuple[int, int]:
+    """image_processing_utils.select_best_resolution for a square image of ``side`` pixels: the
+    pinpoint that keeps the most of it, then wastes the least."""
+    best, most, least = (pinpoints[0][0], pinpoints[0][1]), 0, float("inf")
+    for height, width in pinpoints:
+        scale = min(width / side, height / side)
+        kept = min(int(side * scale) * int(side * scale), side * side)
+        wasted = width * height - kept
+        if kept > most or (kept == most and wasted < least):
+            best, most, least = (height, width), kept, wasted
+    return best
+
+
+def anyres(side: int, pinpoints: list[list[int]], tile: int, patch: int) -> tuple[int, int, int]:
+    """(tower runs, unpadded grid tokens, newline tokens) for a square image of ``side`` pixels
+    (LlavaNextProcessor._get_number_of_features / _get_unpadded_features)."""
+    best_h, best_w = best_resolution(side, pinpoints)
+    scale_h, scale_w = best_h // tile, best_w // tile
+    per_side = tile // patch
+    height, width = per_side * scale_h, per_side * scale_w
+    if 1 > width / height:  # the original is square: aspect ratio 1
+        padding = (height - int(round(side * (width / side), 7))) // 2
+        height -= 2 * padding
+    else:
+        padding = (width - int(round(side * (height / side), 7))) // 2
+        width -= 2 * padding
+    return 1 + scale_h * scale_w, height * width, height
+
+
+def describe_llava_next(c: LlavaNextConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, style = c.vision()
+    pinpoints = c.image_grid_pinpoints or DEFAULT_PINPOINTS
+    require(bool(pinpoints) and all(len(p) == 2 and min(p) >= v.image_size for p in pinpoints),
+            "image_grid_pinpoints",
+            f"image_grid_pinpoints must be [height, width] pairs of at least the tower's image size "
+            f"({v.image_size})")
+    # per-image figures for a square image: --image-size, else the largest square the grid fits
+    side = c.image_size or max(min(p) for p in pinpoints)
+    runs, grid, newlines = anyres(side, pinpoints, v.image_size, v.patch_size)
+    per_run = _select(c, v.patches, style.class_token)
+    tower, _ = c.tower("model.vision_tower", context_tokens=per_run + grid + newlines,
+                       image_side=side, passes=runs)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    bias = c.multimodal_projector_bias
+    p = "model.multi_modal_projector"
+    proj = [
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
+        Tensor("model.image_newline", (d_t,), "image_newline"),  # appended after each grid row
+    ]
+    return _whole(lm, tower, projector(proj, tokens=runs * per_run, d_in=d_v, d_out=d_t))
