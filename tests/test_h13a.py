@@ -28,6 +28,7 @@ PART_PREFIXES = {
     "llava_next": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector.",
                    "_newline": "model.image_newline"},
 }
+PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
 # parameters outside a part's module that belong to it: (part, name prefix)
 MOVED = {"_newline": "projector"}
 
@@ -389,3 +390,55 @@ def llava_next(**changes: Any) -> dict[str, Any]:
 ], ids=["base", "vision-size", "full", "tied", "qwen2"])
 def test_llava_next_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="llava-next-variant"))
+
+
+# ---- llava_onevision ------------------------------------------------------------------------------
+
+
+def test_llava_onevision_defaults_whole_model() -> None:
+    spec = load_spec("llava-onevision-default")
+    pc = count(spec)
+    assert pc.total == 12_469_102_112
+    assert pc.parts["projector"] == 4096 * 1152 + 4096 + 4096 * 4096 + 4096 + 4096
+    matches_transformers(spec)
+
+
+@pytest.mark.parametrize("side", [384, 500, 800, 1200, 2304])
+@pytest.mark.parametrize("strategy", ["full", "default"])
+def test_llava_onevision_image_tokens_equal_the_processor(side: int, strategy: str) -> None:
+    from types import SimpleNamespace
+
+    from transformers.models.llava_onevision.processing_llava_onevision import (
+        LlavaOnevisionProcessor,
+    )
+
+    from llmcalc.families.vlm import ONEVISION_PINPOINTS
+
+    config = transformers.AutoConfig.for_model("llava_onevision")
+    assert config.image_grid_pinpoints == ONEVISION_PINPOINTS
+    spec = spec_from_dict({"model_type": "llava_onevision", "image_size": side,
+                           "vision_feature_select_strategy": strategy}, name="ov")
+    processor = SimpleNamespace(
+        image_processor=SimpleNamespace(image_grid_pinpoints=ONEVISION_PINPOINTS),
+        num_image_tokens=729, vision_aspect_ratio="anyres_max_9")
+    processor._get_unpadded_features = lambda *a: LlavaOnevisionProcessor._get_unpadded_features(
+        processor, *a)
+    theirs = LlavaOnevisionProcessor._get_number_of_features(processor, side, side, 384, 384)
+    assert flops(spec, ctx=1).image_tokens == theirs - (strategy == "default")
+
+
+def llava_onevision(**changes: Any) -> dict[str, Any]:
+    fields = llava(vision={"model_type": "siglip_vision_model", "vision_use_head": False,
+                           **changes.pop("vision", {})}, **changes)
+    return {**fields, "model_type": "llava_onevision",
+            "image_grid_pinpoints": [[56, 56], [56, 112], [112, 112]]}
+
+
+@pytest.mark.parametrize("fields", [
+    llava_onevision(),
+    llava_onevision(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}),
+    llava_onevision(vision_feature_layer=[-1, -2], vision_feature_select_strategy="default"),
+    llava_onevision(text={"tie_word_embeddings": True}),
+], ids=["base", "vision-size", "two-layers", "text-tied"])
+def test_llava_onevision_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="ov-variant"))

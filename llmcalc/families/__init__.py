@@ -164,6 +164,7 @@ MODEL_TYPES: dict[str, Family] = {
     "mistral3": Family("vlm", "Mistral3Config", "describe_mistral3"),
     "paligemma": Family("vlm", "PaliGemmaConfig", "describe_paligemma"),
     "llava_next": Family("vlm", "LlavaNextConfig", "describe_llava_next"),
+    "llava_onevision": Family("vlm", "LlavaOnevisionConfig", "describe_llava_onevision"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

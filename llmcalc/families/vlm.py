@@ -11,6 +11,7 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 from llmcalc.families._base import (
@@ -135,11 +136,13 @@ def _feature_layers(c: FeatureLayersConfig) -> int:
 
 
 def _select(c: LlavaConfig, patches: int, class_token: bool) -> int:
-    """Image tokens the projector sees: "default" drops the class token, "full" keeps it."""
+    """Image tokens the projector sees: "default" drops the first token (the class token of a
+    CLIP tower, a patch of a tower without one), "full" keeps them all."""
     strategy = c.vision_feature_select_strategy
     require(strategy in ("default", "full"), "vision_feature_select_strategy",
             f"vision_feature_select_strategy must be default or full, got {strategy!r}")
-    return patches + (1 if class_token and strategy == "full" else 0)
+    tokens = patches + (1 if class_token else 0)
+    return tokens - 1 if strategy == "default" else tokens
 
 
 def describe(c: LlavaConfig) -> Architecture:
@@ -313,12 +316,15 @@ def best_resolution(side: int, pinpoints: list[list[int]]) -> tuple[int, int]:
     return best
 
 
-def anyres(side: int, pinpoints: list[list[int]], tile: int, patch: int) -> tuple[int, int, int]:
+def anyres(
+    side: int, pinpoints: list[list[int]], tile: int, per_side: int, max_tiles: int | None = None
+) -> tuple[int, int, int]:
     """(tower runs, unpadded grid tokens, newline tokens) for a square image of ``side`` pixels
-    (LlavaNextProcessor._get_number_of_features / _get_unpadded_features)."""
+    with ``per_side`` features a tile side (LlavaNextProcessor._get_number_of_features /
+    _get_unpadded_features); ``max_tiles``: LLaVA-OneVision's anyres_max_N, which shrinks a grid of
+    more than about N tiles' features (ratio > 1.1) by that ratio a side."""
     best_h, best_w = best_resolution(side, pinpoints)
     scale_h, scale_w = best_h // tile, best_w // tile
-    per_side = tile // patch
     height, width = per_side * scale_h, per_side * scale_w
     if 1 > width / height:  # the original is square: aspect ratio 1
         padding = (height - int(round(side * (width / side), 7))) // 2
@@ -326,6 +332,10 @@ def anyres(side: int, pinpoints: list[list[int]], tile: int, patch: int) -> tupl
     else:
         padding = (width - int(round(side * (height / side), 7))) // 2
         width -= 2 * padding
+    if max_tiles is not None:
+        ratio = math.sqrt(height * width / (max_tiles * per_side**2))
+        if ratio > 1.1:
+            return 1 + scale_h * scale_w, int(height // ratio) * int(width // ratio), int(height // ratio)
     return 1 + scale_h * scale_w, height * width, height
 
 
@@ -340,7 +350,7 @@ def describe_llava_next(c: LlavaNextConfig) -> Architecture:
             f"({v.image_size})")
     # per-image figures for a square image: --image-size, else the largest square the grid fits
     side = c.image_size or max(min(p) for p in pinpoints)
-    runs, grid, newlines = anyres(side, pinpoints, v.image_size, v.patch_size)
+    runs, grid, newlines = anyres(side, pinpoints, v.image_size, v.image_size // v.patch_size)
     per_run = _select(c, v.patches, style.class_token)
     tower, _ = c.tower("model.vision_tower", context_tokens=per_run + grid + newlines,
                        image_side=side, passes=runs)
@@ -351,5 +361,60 @@ def describe_llava_next(c: LlavaNextConfig) -> Architecture:
         *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
         *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
         Tensor("model.image_newline", (d_t,), "image_newline"),  # appended after each grid row
+    ]
+    return _whole(lm, tower, projector(proj, tokens=runs * per_run, d_in=d_v, d_out=d_t))
+
+
+
+# ---- llava_onevision -------------------------------------------------------------------------------
+
+
+class LlavaOnevisionConfig(LlavaNextConfig):
+    """LLaVA-OneVision (Li et al. 2024): llava_next's parts (a SigLIP tower, a Qwen2 language model by
+    default), its anyres grid capped at about N tiles' features (vision_aspect_ratio anyres_max_N);
+    llava_onevision/modeling_llava_onevision.py, processing_llava_onevision.py."""
+
+    transformers_class = "LlavaOnevisionConfig"
+    composite_type: ClassVar[str] = "llava_onevision"
+    default_text: ClassVar[str] = "qwen2"
+    default_vision: ClassVar[str] = "siglip_vision_model"
+    tie_from_text: ClassVar[bool] = True
+
+    vision_feature_select_strategy: str = "full"
+    vision_feature_layer: int | list[int] = -1
+    vision_aspect_ratio: str = "anyres_max_9"
+
+
+# LlavaOnevisionConfig.__post_init__: every [384·i, 384·j], i, j = 1..6
+ONEVISION_PINPOINTS = [[384 * i, 384 * j] for i in range(1, 7) for j in range(1, 7)]
+
+
+def describe_llava_onevision(c: LlavaOnevisionConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, style = c.vision()
+    pinpoints = c.image_grid_pinpoints or ONEVISION_PINPOINTS
+    require(bool(pinpoints) and all(len(p) == 2 and min(p) >= v.image_size for p in pinpoints),
+            "image_grid_pinpoints",
+            f"image_grid_pinpoints must be [height, width] pairs of at least the tower's image size "
+            f"({v.image_size})")
+    ratio = c.vision_aspect_ratio
+    digits = ratio.removeprefix("anyres_max_")
+    require(ratio.startswith("anyres_max_") and digits.isdigit() and 0 < int(digits) <= 10**6,
+            "vision_aspect_ratio", f"vision_aspect_ratio must be anyres_max_N, got {ratio!r}")
+    side = c.image_size or max(min(p) for p in pinpoints)
+    per_run = _select(c, v.patches, style.class_token)
+    runs, grid, newlines = anyres(side, pinpoints, v.image_size, math.isqrt(v.patches),
+                                  max_tiles=int(digits))
+    # the grid, a newline after each of its rows, then the whole image's features
+    tower, _ = c.tower("model.vision_tower", context_tokens=grid + newlines + per_run,
+                       image_side=side, passes=runs)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    bias = c.multimodal_projector_bias
+    p = "model.multi_modal_projector"
+    proj = [
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
+        Tensor("model.image_newline", (d_t,), "image_newline"),
     ]
     return _whole(lm, tower, projector(proj, tokens=runs * per_run, d_in=d_v, d_out=d_t))
