@@ -29,6 +29,7 @@ PART_PREFIXES = {
                    "_newline": "model.image_newline"},
 }
 PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
+PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
 # parameters outside a part's module that belong to it: (part, name prefix)
 MOVED = {"_newline": "projector"}
 
@@ -442,3 +443,39 @@ def llava_onevision(**changes: Any) -> dict[str, Any]:
 ], ids=["base", "vision-size", "two-layers", "text-tied"])
 def test_llava_onevision_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="ov-variant"))
+
+
+# ---- aya_vision -----------------------------------------------------------------------------------
+
+
+def test_aya_vision_8b_whole_model() -> None:
+    spec = load_spec("aya-vision-8b")
+    pc = count(spec)
+    d, a = 1152, 28672
+    assert pc.parts["language"] == 8_028_033_024  # the bundled command-r7b
+    assert pc.parts["projector"] == 2 * 4 * d + a * 4 * d + a + 4096 * (a // 2) + 4096
+    assert pc.total == 8_631_842_032
+    matches_transformers(spec)
+    r = flops(spec, ctx=1)
+    assert r.image_tokens == 13 * 13  # 26 × 26 patches of a 364 px tile, shuffled 2 × 2
+
+
+def aya(**changes: Any) -> dict[str, Any]:
+    fields = gemma3(**changes)
+    fields.pop("mm_tokens_per_image")
+    fields["text_config"] = {"model_type": "cohere2", "hidden_size": 64, "intermediate_size": 96,
+                             "num_hidden_layers": 2, "num_attention_heads": 4,
+                             "num_key_value_heads": 2, "vocab_size": 300, "sliding_window": 8,
+                             **changes.get("text", {})}
+    return {**fields, "model_type": "aya_vision"}
+
+
+@pytest.mark.parametrize("fields", [
+    aya(),
+    aya(downsample_factor=4, alignment_intermediate_size=40),
+    aya(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3,
+                "vision_use_head": True}),
+    aya(tie_word_embeddings=False),
+], ids=["base", "shuffle-4", "vision-size", "untied"])
+def test_aya_vision_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="aya-variant"))

@@ -165,6 +165,7 @@ MODEL_TYPES: dict[str, Family] = {
     "paligemma": Family("vlm", "PaliGemmaConfig", "describe_paligemma"),
     "llava_next": Family("vlm", "LlavaNextConfig", "describe_llava_next"),
     "llava_onevision": Family("vlm", "LlavaOnevisionConfig", "describe_llava_onevision"),
+    "aya_vision": Family("vlm", "AyaVisionConfig", "describe_aya_vision"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -418,3 +418,52 @@ def describe_llava_onevision(c: LlavaOnevisionConfig) -> Architecture:
         Tensor("model.image_newline", (d_t,), "image_newline"),
     ]
     return _whole(lm, tower, projector(proj, tokens=runs * per_run, d_in=d_v, d_out=d_t))
+
+
+
+# ---- aya_vision ------------------------------------------------------------------------------------
+
+PER_TILE = ("per-image figures are for one tile at the tower's size: the processor cuts a large "
+            "image into several tiles (and a thumbnail), each costing these, with a few marker "
+            "tokens around them")
+
+
+class AyaVisionConfig(CompositeConfig):
+    """Aya Vision (Cohere 2025): SigLIP tower, pixel shuffle by downsample_factor f (f² tokens into
+    one), LayerNorm [d_v·f²], a SwiGLU projector linear_1 [A, d_v·f²], linear_2 [d_t, A/2] (A =
+    alignment_intermediate_size, default d_t), a Cohere 2 language model;
+    aya_vision/modeling_aya_vision.py."""
+
+    transformers_class = "AyaVisionConfig"
+    composite_type: ClassVar[str] = "aya_vision"
+    default_text: ClassVar[str] = "cohere2"
+    default_vision: ClassVar[str] = "siglip_vision_model"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    vision_feature_layer: int | list[int] = -1
+    vision_feature_select_strategy: str = "full"
+    downsample_factor: Size = 2
+    alignment_intermediate_size: Size | None = None
+
+
+def describe_aya_vision(c: AyaVisionConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, _ = c.vision()
+    f = c.downsample_factor
+    side = v.image_size // v.patch_size
+    require(f <= side, "downsample_factor",
+            f"downsample_factor ({f}) must not exceed the patches per side ({side})")
+    tokens = (side // f) ** 2  # pixel shuffle: f × f patches into one token
+    tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    a = c.alignment_intermediate_size or d_t
+    p = "model.multi_modal_projector"
+    proj = [
+        *norm(f"{p}.layernorm", "layernorm", d_v * f * f, bias=True),
+        *linear(f"{p}.linear_1", "linear_1", a, d_v * f * f, bias=True),
+        *linear(f"{p}.linear_2", "linear_2", d_t, a // 2, bias=True),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=(PER_TILE,))
