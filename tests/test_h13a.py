@@ -30,6 +30,7 @@ PART_PREFIXES = {
 }
 PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
 PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
+PART_PREFIXES["internvl"] = PART_PREFIXES["llava"]
 # parameters outside a part's module that belong to it: (part, name prefix)
 MOVED = {"_newline": "projector"}
 
@@ -479,3 +480,43 @@ def aya(**changes: Any) -> dict[str, Any]:
 ], ids=["base", "shuffle-4", "vision-size", "untied"])
 def test_aya_vision_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="aya-variant"))
+
+
+# ---- internvl -------------------------------------------------------------------------------------
+
+
+def test_internvl_defaults_whole_model_ties_as_transformers_does() -> None:
+    spec = load_spec("internvl-default")
+    pc = count(spec)
+    assert spec.shape.tied_embeddings  # top-level true wins over text_config's false (issue 13)
+    d, L = 1024, 24
+    vision = (d + 1025 * d + d * 3 * 14 * 14 + d
+              + L * (3 * d * d + d * d + d + 2 * 4096 * d + 4096 + d + 4 * d + 2 * d))
+    assert pc.parts["vision"] == vision
+    assert pc.total == 11_765_025_792
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 256
+
+
+def internvl(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 96,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 300, "tie_word_embeddings": False}
+    vision = {"model_type": "internvl_vision", "hidden_size": 32, "intermediate_size": 48,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": [56, 56],
+              "patch_size": [14, 14]}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "internvl", "text_config": text, "vision_config": vision, **changes}
+
+
+@pytest.mark.parametrize("fields", [
+    internvl(),
+    internvl(vision={"use_qk_norm": True, "attention_bias": True, "norm_type": "rms_norm"}),
+    internvl(vision={"use_absolute_position_embeddings": False, "use_mean_pooling": False}),
+    internvl(vision={"image_size": [64, 32], "patch_size": [8, 8], "num_hidden_layers": 3}),
+    internvl(downsample_ratio=0.25, vision={"image_size": 112, "patch_size": 14}),
+    internvl(tie_word_embeddings=False),
+], ids=["base", "qk-norm-rms-bias", "no-positions-post-norm", "rect", "ratio-quarter", "untied"])
+def test_internvl_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="internvl-variant"))

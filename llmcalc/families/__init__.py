@@ -166,6 +166,7 @@ MODEL_TYPES: dict[str, Family] = {
     "llava_next": Family("vlm", "LlavaNextConfig", "describe_llava_next"),
     "llava_onevision": Family("vlm", "LlavaOnevisionConfig", "describe_llava_onevision"),
     "aya_vision": Family("vlm", "AyaVisionConfig", "describe_aya_vision"),
+    "internvl": Family("vlm", "InternVLConfig", "describe_internvl"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -124,18 +124,55 @@ class VisionConfig(FamilyConfig):
     num_channels: Size = 3
     head_dim: Size | None = None
 
+
+class InternVisionConfig(VisionConfig):
+    """InternViT (internvl_vision): sizes as [height, width] pairs, and its own switches."""
+
+    transformers_class = "InternVLVisionConfig"
+
+    image_size: Size | list[Size]  # type: ignore[assignment]
+    patch_size: Size | list[Size]  # type: ignore[assignment]
+    attention_bias: bool = False
+    use_qk_norm: bool = False
+    norm_type: str = "layer_norm"
+    use_absolute_position_embeddings: bool = True
+    use_mean_pooling: bool = True
+
+    @property
+    def image_hw(self) -> tuple[int, int]:
+        return _pair(self.image_size)
+
+    @property
+    def patch_hw(self) -> tuple[int, int]:
+        return _pair(self.patch_size)
+
     @property
     def patches(self) -> int:
         """Patches of one image: (image_size / patch_size)², as Conv2d with stride = kernel makes."""
-        side = self.image_size // self.patch_size
-        return side * side
+        (h, w), (ph, pw) = self.image_hw, self.patch_hw
+        return (h // ph) * (w // pw)
+
+    @property
+    def side(self) -> int:
+        """The image's height in pixels (a square image's side)."""
+        return self.image_hw[0]
 
     def check(self) -> None:
+        (h, w), (ph, pw) = self.image_hw, self.patch_hw
         require(
-            self.patch_size <= self.image_size,
+            ph <= h and pw <= w,
             "vision_config.patch_size",
             f"vision_config.patch_size ({self.patch_size}) must not exceed image_size ({self.image_size})",
         )
+
+
+def _pair(value: int | list[int]) -> tuple[int, int]:
+    """A size given as one number or as [height, width] (InternViT)."""
+    if isinstance(value, int):
+        return value, value
+    if len(value) != 2:
+        raise FieldError("vision_config", "vision_config sizes must be a number or [height, width]")
+    return value[0], value[1]
 
 
 @dataclass(frozen=True)
@@ -146,7 +183,9 @@ class ViT:
     patch: str = "patch_embedding"
     patch_bias: bool = False
     class_token: bool = False  # CLIP: embeddings.class_embedding [d], one more position
+    class_name: str = "class_embedding"
     positions: str | None = "position_embedding"  # learned [positions, d]; None: rotary
+    raw_params: bool = False  # class token and positions as Parameters [1, 1, d], [1, n, d] (InternViT)
     pre_norm: str | None = None  # CLIP "pre_layrnorm", Pixtral "ln_pre"
     post_norm: str | None = "post_layernorm"
     layers: str = "encoder.layers"
@@ -161,6 +200,9 @@ class ViT:
     gated: bool = False  # gate/up/down instead of fc1/fc2
     mlp_bias: bool = True
     head_dim_field: bool = True  # False: head_dim = hidden / heads whatever the config says (Pixtral)
+    qk_norm: bool = False  # RMSNorm [d] on all of q and on all of k (InternViT use_qk_norm)
+    post_norm_bias: bool | None = None  # None: as norm_bias
+    layer_scale: bool = False  # lambda_1, lambda_2 [d] scaling each branch (InternViT)
 
 
 CLIP = ViT(patch_bias=False, class_token=True, pre_norm="pre_layrnorm")
@@ -171,6 +213,29 @@ PIXTRAL = ViT(
     norm1="attention_norm", norm2="ffn_norm", norm_bias=False, mlp="feed_forward", gated=True,
     mlp_bias=False, head_dim_field=False,
 )
+INTERNVIT = ViT(
+    patch="patch_embeddings.projection", patch_bias=True, class_token=True, class_name="cls_token",
+    positions="position_embeddings", raw_params=True, post_norm=None, layers="encoder.layer",
+    attn="attention", o_proj="projection_layer", qkv_bias=False, norm1="layernorm_before",
+    norm2="layernorm_after", layer_scale=True,
+)
+
+
+def styled(style: ViT, c: VisionConfig) -> ViT:
+    """A tower's switches that its config sets (InternViT: biases, norms, positions, pooling)."""
+    if not isinstance(c, InternVisionConfig):
+        return style
+    require(c.norm_type in ("layer_norm", "rms_norm"), "vision_config.norm_type",
+            f"vision_config.norm_type must be layer_norm or rms_norm, got {c.norm_type!r}")
+    return replace(
+        style,
+        qkv_bias=c.attention_bias,
+        qk_norm=c.use_qk_norm,
+        norm_bias=c.norm_type == "layer_norm",
+        positions=style.positions if c.use_absolute_position_embeddings else None,
+        post_norm=None if c.use_mean_pooling else "layernorm",
+        post_norm_bias=True,
+    )
 
 
 def _join(*names: str) -> str:
@@ -219,14 +284,17 @@ def vit(
     tokens = seen + (1 if style.class_token else 0)
     outer: list[Tensor] = []
     if style.class_token:
-        outer.append(Tensor(f"{emb}.class_embedding", (d,), "embed/class"))
+        shape = (1, 1, d) if style.raw_params else (d,)
+        outer.append(Tensor(f"{emb}.{style.class_name}", shape, "embed/class"))
     # Conv2d(channels, d, kernel=stride=patch): [d, channels, p, p]
-    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, c.patch_size, c.patch_size),
+    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, *c.patch_hw),
                    "embed/patch", matmul=True)
     outer.append(patch)
     if style.patch_bias:
         outer.append(Tensor(f"{emb}.{style.patch}.bias", (d,), "embed/patch"))
-    if style.positions is not None:
+    if style.positions is not None and style.raw_params:
+        outer.append(Tensor(f"{emb}.{style.positions}", (1, positions, d), "embed/positions"))
+    elif style.positions is not None:
         outer.append(Tensor(f"{emb}.{style.positions}.weight", (positions, d), "embed/positions"))
     if style.pre_norm:
         outer += norm(_join(prefix, style.pre_norm), "pre_norm", d, bias=style.norm_bias)
@@ -241,6 +309,12 @@ def vit(
         *norm(f"{p}.{style.norm1}", "attn/norm", d, bias=style.norm_bias),
         *norm(f"{p}.{style.norm2}", "mlp/norm", d, bias=style.norm_bias),
     ]
+    if style.qk_norm:
+        layer += [*norm(f"{a}.q_norm", "attn/q_norm", d, bias=False),
+                  *norm(f"{a}.k_norm", "attn/k_norm", d, bias=False)]
+    if style.layer_scale:
+        layer += [Tensor(f"{p}.lambda_1", (d,), "attn/layer_scale"),
+                  Tensor(f"{p}.lambda_2", (d,), "mlp/layer_scale")]
     if style.gated:
         layer += [
             *linear(f"{m}.gate_proj", "mlp/gate_proj", ff, d, bias=style.mlp_bias),
@@ -253,7 +327,8 @@ def vit(
             *linear(f"{m}.fc2", "mlp/fc2", d, ff, bias=style.mlp_bias),
         ]
     if style.post_norm:
-        outer += norm(_join(prefix, style.post_norm), "post_norm", d, bias=style.norm_bias)
+        bias = style.norm_bias if style.post_norm_bias is None else style.post_norm_bias
+        outer += norm(_join(prefix, style.post_norm), "post_norm", d, bias=bias)
     extra = 0
     if head:
         outer += pooling_head(prefix, d, ff)
@@ -267,7 +342,7 @@ def vit(
         shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, 0, False, positions),
         input_tokens=(("embed/patch", seen), ("layers", tokens)),
         context_tokens=context_tokens,
-        input_size=c.image_size if image_side is None else image_side,
+        input_size=c.side if image_side is None else image_side,
         extra_flops=extra,
         passes=passes,
     )

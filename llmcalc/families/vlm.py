@@ -25,13 +25,16 @@ from llmcalc.families._base import (
 )
 from llmcalc.families._vision import (
     CLIP,
+    INTERNVIT,
     PIXTRAL,
     SIGLIP,
+    InternVisionConfig,
     VisionConfig,
     ViT,
     prefixer,
     projector,
     read_sub,
+    styled,
     sub_fields,
     text_model,
     vit,
@@ -39,7 +42,12 @@ from llmcalc.families._vision import (
 from llmcalc.spec import Part, Tensor
 
 # The towers a composite config's vision_config may name, by its model_type.
-TOWERS: dict[str, ViT] = {"clip_vision_model": CLIP, "siglip_vision_model": SIGLIP, "pixtral": PIXTRAL}
+TOWERS: dict[str, ViT] = {
+    "clip_vision_model": CLIP,
+    "siglip_vision_model": SIGLIP,
+    "pixtral": PIXTRAL,
+    "internvl_vision": INTERNVIT,
+}
 
 
 class SiglipVisionConfig(VisionConfig):
@@ -98,8 +106,10 @@ class CompositeConfig(FamilyConfig):
                 "vision_config.model_type",
                 f"vision_config.model_type {kind!r} is not supported (one of: {', '.join(TOWERS)})",
             )
-        cls = SiglipVisionConfig if kind == "siglip_vision_model" else VisionConfig
-        return read_sub(cls, fields, "vision_config"), style
+        cls = {"siglip_vision_model": SiglipVisionConfig,
+               "internvl_vision": InternVisionConfig}.get(kind, VisionConfig)
+        c = read_sub(cls, fields, "vision_config")
+        return c, styled(style, c)
 
     def tied(self, text: dict[str, Any]) -> bool:
         """The whole model ties its head as its top-level tie_word_embeddings says (modeling_utils
@@ -464,6 +474,49 @@ def describe_aya_vision(c: AyaVisionConfig) -> Architecture:
         *norm(f"{p}.layernorm", "layernorm", d_v * f * f, bias=True),
         *linear(f"{p}.linear_1", "linear_1", a, d_v * f * f, bias=True),
         *linear(f"{p}.linear_2", "linear_2", d_t, a // 2, bias=True),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=(PER_TILE,))
+
+
+
+# ---- internvl --------------------------------------------------------------------------------------
+
+
+class InternVLConfig(CompositeConfig):
+    """InternVL 3 (Zhu et al. 2025): InternViT tower (class token and positions as Parameters, layer
+    scale, optional q/k norms), its class token dropped, pixel shuffle by 1 / downsample_ratio, a
+    projector LayerNorm [d_v·s²], linear_1 [d_t, d_v·s²], linear_2 [d_t, d_t], a Qwen2 language
+    model; internvl/modeling_internvl.py."""
+
+    transformers_class = "InternVLConfig"
+    composite_type: ClassVar[str] = "internvl"
+    default_text: ClassVar[str] = "qwen2"
+    default_vision: ClassVar[str] = "internvl_vision"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    downsample_ratio: float = 0.5
+    vision_feature_layer: int | list[int] = -1
+    vision_feature_select_strategy: str = "default"
+
+
+def describe_internvl(c: InternVLConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, _ = c.vision()
+    ratio = c.downsample_ratio
+    require(0 < ratio <= 1, "downsample_ratio", f"downsample_ratio must be in (0, 1], got {ratio}")
+    s = int(1 / ratio)  # int(1 / downsample_ratio) as the projector's width has it
+    (h, w), (ph, pw) = v.image_hw, v.patch_hw
+    tokens = int(h // ph * ratio) * int(w // pw * ratio)  # pixel_shuffle's view sizes
+    tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    p = "model.multi_modal_projector"
+    proj = [
+        *norm(f"{p}.layer_norm", "layer_norm", d_v * s * s, bias=True),
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * s * s, bias=True),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=True),
     ]
     return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
                   notes=(PER_TILE,))
