@@ -124,20 +124,6 @@ class VisionConfig(FamilyConfig):
     num_channels: Size = 3
     head_dim: Size | None = None
 
-
-class InternVisionConfig(VisionConfig):
-    """InternViT (internvl_vision): sizes as [height, width] pairs, and its own switches."""
-
-    transformers_class = "InternVLVisionConfig"
-
-    image_size: Size | list[Size]  # type: ignore[assignment]
-    patch_size: Size | list[Size]  # type: ignore[assignment]
-    attention_bias: bool = False
-    use_qk_norm: bool = False
-    norm_type: str = "layer_norm"
-    use_absolute_position_embeddings: bool = True
-    use_mean_pooling: bool = True
-
     @property
     def image_hw(self) -> tuple[int, int]:
         return _pair(self.image_size)
@@ -173,6 +159,20 @@ def _pair(value: int | list[int]) -> tuple[int, int]:
     if len(value) != 2:
         raise FieldError("vision_config", "vision_config sizes must be a number or [height, width]")
     return value[0], value[1]
+
+
+class InternVisionConfig(VisionConfig):
+    """InternViT (internvl_vision): sizes as [height, width] pairs, and its own switches."""
+
+    transformers_class = "InternVLVisionConfig"
+
+    image_size: Size | list[Size]  # type: ignore[assignment]
+    patch_size: Size | list[Size]  # type: ignore[assignment]
+    attention_bias: bool = False
+    use_qk_norm: bool = False
+    norm_type: str = "layer_norm"
+    use_absolute_position_embeddings: bool = True
+    use_mean_pooling: bool = True
 
 
 @dataclass(frozen=True)
