@@ -31,6 +31,8 @@ PART_PREFIXES = {
 PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
 PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
 PART_PREFIXES["internvl"] = PART_PREFIXES["llava"]
+PART_PREFIXES["idefics3"] = PART_PREFIXES["smolvlm"] = {"vision": "model.vision_model.",
+                                                        "projector": "model.connector."}
 # parameters outside a part's module that belong to it: (part, name prefix)
 MOVED = {"_newline": "projector"}
 
@@ -520,3 +522,33 @@ def internvl(**changes: Any) -> dict[str, Any]:
 ], ids=["base", "qk-norm-rms-bias", "no-positions-post-norm", "rect", "ratio-quarter", "untied"])
 def test_internvl_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="internvl-variant"))
+
+
+# ---- idefics3 / smolvlm ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["idefics3-default", "smolvlm-default"])
+def test_idefics3_smolvlm_defaults_whole_model(name: str) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    d = 1152
+    assert pc.parts["projector"] == 4096 * d * 4
+    assert pc.total == 6_909_685_760
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 49 // 4  # 7 × 7 patches of 32 px, shuffled 2 × 2
+
+
+@pytest.mark.parametrize("model_type", ["idefics3", "smolvlm"])
+@pytest.mark.parametrize("changes", [
+    {},
+    {"scale_factor": 4, "vision": {"image_size": 64, "patch_size": 8}},
+    {"vision": {"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}},
+    {"tie_word_embeddings": True},
+    {"text": {"tie_word_embeddings": True}},
+], ids=["base", "scale-4", "vision-size", "tied", "text-tied"])
+def test_idefics3_smolvlm_varied_configs_match_transformers(
+    model_type: str, changes: dict[str, Any]
+) -> None:
+    fields = llava(**{k: v for k, v in changes.items() if k != "vision"},
+                   vision={"model_type": f"{model_type}_vision", **changes.get("vision", {})})
+    matches_transformers(spec_from_dict({**fields, "model_type": model_type}, name="idefics"))

@@ -167,6 +167,8 @@ MODEL_TYPES: dict[str, Family] = {
     "llava_onevision": Family("vlm", "LlavaOnevisionConfig", "describe_llava_onevision"),
     "aya_vision": Family("vlm", "AyaVisionConfig", "describe_aya_vision"),
     "internvl": Family("vlm", "InternVLConfig", "describe_internvl"),
+    "idefics3": Family("vlm", "Idefics3Config", "describe_idefics3"),
+    "smolvlm": Family("vlm", "SmolVLMConfig", "describe_idefics3"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -47,6 +47,8 @@ TOWERS: dict[str, ViT] = {
     "siglip_vision_model": SIGLIP,
     "pixtral": PIXTRAL,
     "internvl_vision": INTERNVIT,
+    "idefics3_vision": SIGLIP,
+    "smolvlm_vision": SIGLIP,
 }
 
 
@@ -518,5 +520,45 @@ def describe_internvl(c: InternVLConfig) -> Architecture:
         *linear(f"{p}.linear_1", "linear_1", d_t, d_v * s * s, bias=True),
         *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=True),
     ]
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=(PER_TILE,))
+
+
+
+# ---- idefics3 / smolvlm ----------------------------------------------------------------------------
+
+
+class Idefics3Config(CompositeConfig):
+    """Idefics3 (Laurençon et al. 2024) and SmolVLM (Marafioti et al. 2025): a SigLIP tower
+    (model.vision_model), pixel shuffle by scale_factor s, one linear [d_t, d_v·s²] without bias
+    (model.connector), a Llama language model under model.text_model;
+    idefics3/modeling_idefics3.py, smolvlm/modeling_smolvlm.py."""
+
+    transformers_class = "Idefics3Config"
+    composite_type: ClassVar[str] = "idefics3"
+    default_vision: ClassVar[str] = "idefics3_vision"
+    tie_from_text: ClassVar[bool] = False
+
+    scale_factor: Size = 2
+
+
+class SmolVLMConfig(Idefics3Config):
+    transformers_class = "SmolVLMConfig"
+    composite_type: ClassVar[str] = "smolvlm"
+    default_vision: ClassVar[str] = "smolvlm_vision"
+
+
+def describe_idefics3(c: Idefics3Config) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=prefixer("model.", "model.text_model."), tied=c.tied(text))
+    v, _ = c.vision()
+    f = c.scale_factor
+    side = v.image_size // v.patch_size
+    require(f <= side, "scale_factor", f"scale_factor ({f}) must not exceed the patches per side ({side})")
+    tokens = v.patches // (f * f)  # pixel shuffle: s × s patches into one token
+    tower, _ = c.tower("model.vision_model", context_tokens=tokens)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    proj = linear("model.connector.modality_projection.proj", "modality_projection", d_t,
+                  d_v * f * f, bias=False)
     return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
                   notes=(PER_TILE,))
