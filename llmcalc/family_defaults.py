@@ -44,7 +44,7 @@ def defaults(model_type: str) -> dict[str, Any] | None:
 # text_config / vision_config names only some fields.
 SUB_CONFIG_TYPES = (
     "clip_vision_model", "siglip_vision_model", "pixtral", "internvl_vision", "idefics3_vision",
-    "smolvlm_vision",
+    "smolvlm_vision", "got_ocr2_vision",
 )
 
 

@@ -368,6 +368,8 @@ def part_flops(part: Part) -> PartFlops:
         if g.attention is not None
     )
     runs = part.passes
+    if part.input_flops is not None:
+        weight, attention = part.input_flops
     return PartFlops(part.name, part.input_size, runs * n, runs * (weight + part.extra_flops),
                      runs * attention, part.context_tokens)
 

@@ -30,7 +30,7 @@ PART_PREFIXES = {
 }
 PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
 PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
-PART_PREFIXES["internvl"] = PART_PREFIXES["llava"]
+PART_PREFIXES["internvl"] = PART_PREFIXES["got_ocr2"] = PART_PREFIXES["llava"]
 PART_PREFIXES["idefics3"] = PART_PREFIXES["smolvlm"] = {"vision": "model.vision_model.",
                                                         "projector": "model.connector."}
 # parameters outside a part's module that belong to it: (part, name prefix)
@@ -552,3 +552,60 @@ def test_idefics3_smolvlm_varied_configs_match_transformers(
     fields = llava(**{k: v for k, v in changes.items() if k != "vision"},
                    vision={"model_type": f"{model_type}_vision", **changes.get("vision", {})})
     matches_transformers(spec_from_dict({**fields, "model_type": model_type}, name="idefics"))
+
+
+# ---- got_ocr2 -------------------------------------------------------------------------------------
+
+
+def got(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 96,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 300}
+    vision = {"hidden_size": 32, "output_channels": 16, "num_hidden_layers": 3,
+              "num_attention_heads": 2, "image_size": 80, "patch_size": 8, "window_size": 3,
+              "global_attn_indexes": [1], "mlp_dim": 48}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "got_ocr2", "text_config": text, "vision_config": vision, **changes}
+
+
+def test_got_ocr2_defaults_whole_model() -> None:
+    spec = load_spec("got-ocr2-default")
+    pc = count(spec)
+    assert pc.total == 560_528_640
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 256  # 64 × 64 patches, two stride-2 convolutions
+
+
+@pytest.mark.parametrize("fields", [
+    got(),
+    got(vision={"use_rel_pos": False, "use_abs_pos": False, "qkv_bias": False}),
+    got(vision={"global_attn_indexes": [0, 2, 7], "window_size": 5}),
+    got(tie_word_embeddings=False),
+], ids=["base", "no-rel-abs", "globals", "untied"])
+def test_got_ocr2_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="got-variant"))
+
+
+@pytest.mark.parametrize("vision", [{}, {"window_size": 4, "global_attn_indexes": [0]},
+                                    {"use_rel_pos": False, "num_hidden_layers": 1}])
+def test_sam_tower_and_projector_flops_equal_flop_counter(vision: dict[str, Any]) -> None:
+    """SAM's windowed (padded) and global attention with relative positions, the neck and the
+    stride-2 projector: FlopCounterMode equals the parts' figures."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fields = got(vision=vision)
+    spec = spec_from_dict(fields, name="got-flops")
+    config = transformers.AutoConfig.for_model(
+        "got_ocr2", **{k: v for k, v in fields.items() if k != "model_type"})
+    with torch.device("cpu"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    pixels = torch.zeros(1, 3, 80, 80)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        features = model.model.vision_tower(pixels).last_hidden_state
+    vision_part, proj = spec.part("vision"), spec.part("projector")
+    assert vision_part is not None and proj is not None
+    assert counter.get_total_flops() == part_flops(vision_part).total
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.model.multi_modal_projector(features)
+    assert counter.get_total_flops() == part_flops(proj).total

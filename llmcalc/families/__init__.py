@@ -169,6 +169,7 @@ MODEL_TYPES: dict[str, Family] = {
     "internvl": Family("vlm", "InternVLConfig", "describe_internvl"),
     "idefics3": Family("vlm", "Idefics3Config", "describe_idefics3"),
     "smolvlm": Family("vlm", "SmolVLMConfig", "describe_idefics3"),
+    "got_ocr2": Family("vlm", "GotOcr2Config", "describe_got_ocr2"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -30,6 +30,7 @@ from llmcalc.families._base import (
     Size,
     linear,
     norm,
+    override_plan,
     require,
     resolve_head_dim,
 )
@@ -357,3 +358,100 @@ def projector(tensors: list[Tensor], *, tokens: int, d_in: int, d_out: int) -> P
         shape=Shape(0, d_out, 0, 0, 0, d_in, 0, False),
         input_tokens=(("", tokens),),
     )
+
+
+
+# ---- SAM's ViTDet tower (GOT-OCR 2) ---------------------------------------------------------------
+
+
+class SamVisionConfig(FamilyConfig):
+    """GotOcr2VisionConfig: SAM ViT-B (Kirillov et al. 2023) sizes and switches."""
+
+    transformers_class = "GotOcr2VisionConfig"
+
+    hidden_size: Size
+    output_channels: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_channels: Size = 3
+    image_size: Size
+    patch_size: Size
+    qkv_bias: bool = True
+    use_abs_pos: bool = True
+    use_rel_pos: bool = True
+    window_size: Size
+    global_attn_indexes: list[int]
+    mlp_dim: Size
+
+
+def sam_tower(prefix: str, c: SamVisionConfig) -> tuple[Part, int]:
+    """SAM's image encoder (got_ocr2/modeling_got_ocr2.py GotOcr2VisionEncoder) as a part, and the
+    side of its output grid: patch conv [d, channels, p, p] (+ bias), absolute positions
+    [1, g, g, d] (g = image / patch), per layer LayerNorms, qkv [3d, d], proj [d, d], relative
+    positions [2s − 1, head_dim] (s = the window, or g in a global layer), MLP lin1 [mlp, d],
+    lin2 [d, mlp]; a neck of conv1 1 × 1 [c_out, d] and conv2 3 × 3 [c_out, c_out] with
+    LayerNorms. Windowed layers pad the grid to whole windows before attention."""
+    d, h, mlp, c_out = c.hidden_size, c.num_attention_heads, c.mlp_dim, c.output_channels
+    require(c.patch_size <= c.image_size, "vision_config.patch_size",
+            f"vision_config.patch_size ({c.patch_size}) must not exceed image_size ({c.image_size})")
+    hd = resolve_head_dim(d, h, hidden_field="vision_config.hidden_size",
+                          heads_field="vision_config.num_attention_heads")
+    g, w, L = c.image_size // c.patch_size, c.window_size, c.num_hidden_layers
+    outer = []
+    if c.use_abs_pos:
+        outer.append(Tensor(f"{prefix}.pos_embed", (1, g, g, d), "embed/positions"))
+    outer += [
+        Tensor(f"{prefix}.patch_embed.projection.weight", (d, c.num_channels, c.patch_size,
+                                                           c.patch_size), "embed/patch", matmul=True),
+        Tensor(f"{prefix}.patch_embed.projection.bias", (d,), "embed/patch"),
+        Tensor(f"{prefix}.neck.conv1.weight", (c_out, d, 1, 1), "neck/conv1", matmul=True),
+        *norm(f"{prefix}.neck.layer_norm1", "neck/norm", c_out, bias=True),
+        Tensor(f"{prefix}.neck.conv2.weight", (c_out, c_out, 3, 3), "neck/conv2", matmul=True),
+        *norm(f"{prefix}.neck.layer_norm2", "neck/norm", c_out, bias=True),
+    ]
+    p = f"{prefix}.layers.{{i}}"
+
+    def layer(side: int) -> tuple[Tensor, ...]:
+        rel = [Tensor(f"{p}.attn.rel_pos_h", (2 * side - 1, hd), "attn/rel_pos"),
+               Tensor(f"{p}.attn.rel_pos_w", (2 * side - 1, hd), "attn/rel_pos")] if c.use_rel_pos else []
+        return (
+            *norm(f"{p}.layer_norm1", "attn/norm", d, bias=True),
+            *rel,
+            *linear(f"{p}.attn.qkv", "attn/qkv", 3 * d, d, bias=c.qkv_bias),
+            *linear(f"{p}.attn.proj", "attn/proj", d, d, bias=True),
+            *norm(f"{p}.layer_norm2", "mlp/norm", d, bias=True),
+            *linear(f"{p}.mlp.lin1", "mlp/lin1", mlp, d, bias=True),
+            *linear(f"{p}.mlp.lin2", "mlp/lin2", d, mlp, bias=True),
+        )
+
+    # layer i is global when listed in global_attn_indexes (window 0), else windowed
+    plan = override_plan({"windowed": LayerSet.span(0, L)},
+                         [i for i in c.global_attn_indexes if 0 <= i < L], "global")
+    attention = Attention(h, h, hd, hd)
+    groups = tuple(LayerGroup(kind, layers, layer(g if kind == "global" else w), attention)
+                   for kind, layers in plan.items())
+    # FLOPs of one image: the patch conv, neck convs (padding 1 keeps the grid) and MLP on g² tokens;
+    # in a windowed layer qkv, proj and attention run on the padded grid, window by window
+    padded = -(-g // w) * w
+    windows = (padded // w) ** 2
+    weight = 2 * g * g * (d * c.num_channels * c.patch_size**2 + c_out * d + c_out * c_out * 9)
+    attn_flops = 0
+    for kind, layers in plan.items():
+        n_tok, side, calls = (g * g, g, 1) if kind == "global" else (padded * padded, w, windows)
+        per_layer_w = 2 * n_tok * (3 * d * d + d * d) + 2 * g * g * 2 * d * mlp
+        # scores and weighted sum over each window's (or the grid's) side² tokens, plus the
+        # decomposed relative positions: two einsums of 2 · heads · side³ · head_dim
+        pairs = calls * (side * side) ** 2 * 2 * h * (2 * hd)
+        rel = calls * 2 * 2 * h * side**3 * hd if c.use_rel_pos else 0
+        weight += len(layers) * per_layer_w
+        attn_flops += len(layers) * (pairs + rel)
+    part = Part(
+        name="vision",
+        tensors=tuple(outer),
+        layer_groups=groups,
+        shape=Shape(L, d, h, h, hd, mlp, 0, False, g * g),
+        input_tokens=(("layers", g * g),),
+        input_size=c.image_size,
+        input_flops=(weight, attn_flops),
+    )
+    return part, g

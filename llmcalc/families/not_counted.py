@@ -50,7 +50,6 @@ NOT_COUNTED: dict[str, str] = {
     "gemma4_unified_assistant": MULTIMODAL,
     "gemma4_unified_text": GEMMA4,
     "git": MULTIMODAL,
-    "got_ocr2": MULTIMODAL,
     "hrm_text": DENSE_TODO
     + " (two looped stacks: each layer runs H_cycles·(L_cycles + 1) times, which FLOPs and KV need)",
     "hy_v3": MOE,

@@ -12,6 +12,7 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from llmcalc.families._base import (
@@ -31,9 +32,11 @@ from llmcalc.families._vision import (
     InternVisionConfig,
     VisionConfig,
     ViT,
+    SamVisionConfig,
     prefixer,
     projector,
     read_sub,
+    sam_tower,
     styled,
     sub_fields,
     text_model,
@@ -94,6 +97,12 @@ class CompositeConfig(FamilyConfig):
 
     def resized_note(self, v: VisionConfig) -> tuple[str, ...]:
         """A tower that resizes every image to its own size: --image-size changes nothing."""
+        if self.image_size is None or self.image_size == v.image_size:
+            return ()
+        return (f"image_size {self.image_size}: the processor resizes every image to "
+                f"{v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
+
+    def resized_note_sam(self, v: Any) -> tuple[str, ...]:
         if self.image_size is None or self.image_size == v.image_size:
             return ()
         return (f"image_size {self.image_size}: the processor resizes every image to "
@@ -562,3 +571,42 @@ def describe_idefics3(c: Idefics3Config) -> Architecture:
                   d_v * f * f, bias=False)
     return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
                   notes=(PER_TILE,))
+
+
+
+# ---- got_ocr2 --------------------------------------------------------------------------------------
+
+
+class GotOcr2Config(CompositeConfig):
+    """GOT-OCR 2.0 (Wei et al. 2024): SAM ViT-B tower with its neck, a projector of two stride-2
+    3 × 3 convolutions (conv_upsampler1 [2c, c, 3, 3], conv_upsampler2 [d_t, 2c, 3, 3], no bias)
+    and a linear [d_t, d_t], a Qwen2 language model; got_ocr2/modeling_got_ocr2.py."""
+
+    transformers_class = "GotOcr2Config"
+    composite_type: ClassVar[str] = "got_ocr2"
+    default_text: ClassVar[str] = "qwen2"
+    default_vision: ClassVar[str] = "got_ocr2_vision"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+
+def describe_got_ocr2(c: GotOcr2Config) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    fields = c.sub("vision_config", "got_ocr2_vision")
+    v = read_sub(SamVisionConfig, fields, "vision_config")
+    tower, g = sam_tower("model.vision_tower", v)
+    c_out, d_t = v.output_channels, lm.shape.hidden_size
+    # each stride-2 convolution with padding 1 halves the grid (rounding up)
+    half = (g + 1) // 2
+    tokens = ((half + 1) // 2) ** 2
+    tower = replace(tower, context_tokens=tokens)
+    p = "model.multi_modal_projector"
+    proj = [
+        Tensor(f"{p}.conv_upsampler1.weight", (2 * c_out, c_out, 3, 3), "conv_upsampler1", matmul=True),
+        Tensor(f"{p}.conv_upsampler2.weight", (d_t, 2 * c_out, 3, 3), "conv_upsampler2", matmul=True),
+        *linear(f"{p}.multimodal_projector", "multimodal_projector", d_t, d_t, bias=True),
+    ]
+    part = projector(proj, tokens=tokens, d_in=c_out, d_out=d_t)
+    part = replace(part, input_tokens=(("conv_upsampler1", half * half), ("", tokens)))
+    return _whole(lm, tower, part, notes=c.resized_note_sam(v))
