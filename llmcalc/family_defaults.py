@@ -42,7 +42,10 @@ def defaults(model_type: str) -> dict[str, Any] | None:
 # Sub-configs of whole models that are no model of their own here (vision towers); their class
 # defaults are stored with those of every supported type, for a composite config whose
 # text_config / vision_config names only some fields.
-SUB_CONFIG_TYPES = ("clip_vision_model", "siglip_vision_model", "pixtral")
+SUB_CONFIG_TYPES = (
+    "clip_vision_model", "siglip_vision_model", "pixtral", "internvl_vision", "idefics3_vision",
+    "smolvlm_vision", "got_ocr2_vision",
+)
 
 
 def sub_defaults(model_type: str) -> dict[str, Any] | None:

@@ -451,7 +451,11 @@ def part_flops(part: Part) -> PartFlops:
         for g in part.layer_groups
         if g.attention is not None
     )
-    return PartFlops(part.name, part.input_size, n, weight, attention, part.context_tokens)
+    runs = part.passes
+    if part.input_flops is not None:
+        weight, attention = part.input_flops
+    return PartFlops(part.name, part.input_size, runs * n, runs * (weight + part.extra_flops),
+                     runs * attention, part.context_tokens)
 
 
 def image_tokens(spec: ModelSpec) -> int:
@@ -618,7 +622,9 @@ def flops(
         seed_rule_percent_off=percent_off(seed, forward),
         attention_crossover_ctx=attention_crossover_ctx(spec),
         active_params=main_active(spec),
-        notes=context_notes(spec, ctx=ctx),
+        # and what an --image-size came to (a tower that resizes every image ignores it)
+        notes=(*context_notes(spec, ctx=ctx),
+               *(note for note in spec.notes if spec.parts and note.startswith("image_size "))),
         mixer_flops_per_token=mixer,
         mixer_terms=mixer_terms,
         parts=part_figures,

@@ -329,6 +329,14 @@ class Part:
     context_tokens: int = 0
     input_size: int | None = None
     per_token: bool = False
+    # FLOPs per input that tensors × tokens do not give (SigLIP's attention-pooling head: one
+    # query over all tokens)
+    extra_flops: int = 0
+    # times the part runs per input (LLaVA-NeXT's tower: the base image and each crop); FLOPs only
+    passes: int = 1
+    # (weight, attention) FLOPs per input when the family computes them whole (SAM's windowed
+    # attention with padding and relative positions); None: from the tensors and input_tokens
+    input_flops: tuple[int, int] | None = None
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:

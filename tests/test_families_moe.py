@@ -304,17 +304,25 @@ def test_dense_and_moe_layers_are_separate_groups_in_the_table(cli: Any) -> None
     assert "experts 64 (top-6, 2 shared)" in " ".join(out.split())  # the header may wrap
 
 
-def test_multimodal_text_config_is_counted_and_said(cli: Any) -> None:
+def test_multimodal_text_config_is_counted_and_said(cli: Any, write: Any) -> None:
+    # gemma3 is a whole model now (issue 13): its language model is the text model counted before
     data = cli("count", "gemma-3-4b", "--json").json()
-    assert data["model_type"] == "gemma3_text"
-    assert data["family"] == "gemma2"
-    assert data["notes"][0] == "multimodal gemma3: counted its text model (gemma3_text) only"
+    assert data["model_type"] == "gemma3"
+    assert data["family"] == "vlm"
     # d=2560, 34 layers, 8 heads × 256, 4 kv heads, ff=10240, q/k norms over 256, tied head.
     d, L, V, hd, ff = 2560, 34, 262208, 256, 10240
     layer = 4 * d + 2 * d * 8 * hd + 2 * d * 4 * hd + 2 * hd + 3 * d * ff
-    assert data["total_params"] == L * layer + V * d + d == 3_880_263_168
-    out = cli("count", "gemma-3-4b").stdout
-    assert "note: multimodal gemma3: counted its text model (gemma3_text) only" in out
+    assert data["parts"]["language"] == L * layer + V * d + d == 3_880_263_168
+    # a multimodal type without a family, nesting a text_config of one: its text model, said so
+    path = write("vlm.json", {"model_type": "my_vlm", "text_config": {
+        "model_type": "gemma3_text", "hidden_size": 2560, "intermediate_size": 10240,
+        "num_hidden_layers": 34, "sliding_window": 1024}})
+    data = cli("count", path, "--json").json()
+    assert data["model_type"] == "gemma3_text"
+    assert data["notes"][0] == "multimodal my_vlm: counted its text model (gemma3_text) only"
+    assert data["total_params"] == 3_880_263_168
+    out = cli("count", path).stdout
+    assert "note: multimodal my_vlm: counted its text model (gemma3_text) only" in out
 
 
 LLAMA_LIKE = {

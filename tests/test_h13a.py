@@ -22,7 +22,19 @@ torch = pytest.importorskip("torch")
 # module prefixes of each part in the whole model, by model_type (the rest is the language model)
 PART_PREFIXES = {
     "llava": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+    "gemma3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+    "mistral3": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+    "paligemma": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector."},
+    "llava_next": {"vision": "model.vision_tower.", "projector": "model.multi_modal_projector.",
+                   "_newline": "model.image_newline"},
 }
+PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
+PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
+PART_PREFIXES["internvl"] = PART_PREFIXES["got_ocr2"] = PART_PREFIXES["llava"]
+PART_PREFIXES["idefics3"] = PART_PREFIXES["smolvlm"] = {"vision": "model.vision_model.",
+                                                        "projector": "model.connector."}
+# parameters outside a part's module that belong to it: (part, name prefix)
+MOVED = {"_newline": "projector"}
 
 
 def theirs(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
@@ -43,10 +55,10 @@ def matches_transformers(spec: ModelSpec) -> None:
     pc = count(spec)
     assert pc.total == sum(math.prod(s) for s in real.values())
     prefixes = PART_PREFIXES[spec.model_type]
-    by_part = {spec.main_part: 0, **{name: 0 for name in prefixes}}
+    by_part = {spec.main_part: 0, **{name: 0 for name in prefixes if name not in MOVED}}
     for name, shape in real.items():
         part = next((p for p, pre in prefixes.items() if name.startswith(pre)), spec.main_part)
-        by_part[part] += math.prod(shape)
+        by_part[MOVED.get(part, part)] += math.prod(shape)
     assert pc.parts == by_part
     assert sum(pc.breakdown.values()) == pc.total
     for name, n in by_part.items():
@@ -126,24 +138,27 @@ def test_part_of_a_vision_tower_keeps_no_cache() -> None:
     assert spec.parts == () and spec.main_part == "vision"
 
 
-def test_vision_flops_equal_flop_counter() -> None:
-    """One image through a 1- and 2-layer CLIP tower: FlopCounterMode (eager attention) equals the
-    vision part's figure."""
+@pytest.mark.parametrize("layers", [1, 2])
+@pytest.mark.parametrize("make", ["llava", "gemma3-head"])
+def test_vision_flops_equal_flop_counter(make: str, layers: int) -> None:
+    """One image through a 1- and 2-layer tower (CLIP; SigLIP with its pooling head):
+    FlopCounterMode (eager attention) equals the vision part's figure."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    for layers in (1, 2):
+    if make == "llava":
         fields = llava(vision={"num_hidden_layers": layers})
-        spec = spec_from_dict(fields, name="llava-flops")
-        part = spec.part("vision")
-        assert part is not None
-        config = transformers.AutoConfig.for_model("llava", **{k: v for k, v in fields.items()
-                                                               if k != "model_type"})
-        config.vision_config._attn_implementation = "eager"
-        tower = transformers.AutoModel.from_config(config.vision_config, attn_implementation="eager")
-        pixels = torch.zeros(1, 3, 56, 56)
-        with FlopCounterMode(display=False) as counter, torch.no_grad():
-            tower(pixels)
-        assert counter.get_total_flops() == part_flops(part).total
+    else:
+        fields = gemma3(vision={"num_hidden_layers": layers, "vision_use_head": True})
+    spec = spec_from_dict(fields, name="flops")
+    part = spec.part("vision")
+    assert part is not None
+    config = transformers.AutoConfig.for_model(
+        fields["model_type"], **{k: v for k, v in fields.items() if k != "model_type"})
+    tower = transformers.AutoModel.from_config(config.vision_config, attn_implementation="eager")
+    pixels = torch.zeros(1, 3, 56, 56)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        tower(pixels)
+    assert counter.get_total_flops() == part_flops(part).total
 
 
 def test_count_json_parts_and_part_option(cli: Any) -> None:
@@ -168,8 +183,16 @@ def test_flops_and_memory_images_option(cli: Any) -> None:
     data = cli("flops", "llava-1.5-7b", "--ctx", "1000", "--images", "1", "--json").json()
     assert data["image_tokens"] == 576 and data["ctx"] == 1576 and data["text_tokens"] == 1000
     assert data["per_image"]["vision"]["image_size"] == 336
+    # LLaVA resizes every image to its tower's 336 px: the figures stay, and a note says why
     big = cli("flops", "llava-1.5-7b", "--image-size", "672", "--json").json()
-    assert big["image_tokens"] == 48 * 48
+    assert big["image_tokens"] == 576
+    assert ("image_size 672: the processor resizes every image to 336×336 pixels, so the "
+            "per-image figures are those") in big["notes"]
+    # Pixtral takes an image at its size: 448 px = 32 × 32 patches, merged 2 × 2, a break per row
+    pix = cli("flops", "mistral-small-3.1-24b", "--image-size", "448", "--json").json()
+    assert pix["image_tokens"] == 16 * 17
+    assert pix["per_image"]["vision"]["tokens"] == 32 * 32
+    assert pix["per_image"]["vision"]["image_size"] == 448
     mem = cli("memory", "llava-1.5-7b", "--ctx", "1000", "--images", "2", "--json").json()
     plain = cli("memory", "llava-1.5-7b", "--ctx", str(1000 + 2 * 576), "--json").json()
     assert mem["kv_cache_bytes"] == plain["kv_cache_bytes"]
@@ -190,3 +213,399 @@ def test_llava_hostile_fields() -> None:
     huge = spec_from_dict(llava(vision={"num_hidden_layers": 10**12},
                                 text={"num_hidden_layers": 10**12}), name="huge")
     assert count(huge).parts["vision"] > 10**12
+
+
+# ---- gemma3 ---------------------------------------------------------------------------------------
+
+
+def gemma3(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "gemma3_text", "hidden_size": 64, "intermediate_size": 96,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "head_dim": 16, "vocab_size": 300, "sliding_window": 8}
+    vision = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 56, "patch_size": 14,
+              "vision_use_head": False}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "gemma3", "mm_tokens_per_image": 4, "text_config": text,
+            "vision_config": vision, **changes}
+
+
+def test_gemma3_4b_whole_model() -> None:
+    spec = load_spec("gemma-3-4b")
+    pc = count(spec)
+    d, ff, L, n = 1152, 4304, 27, 64 * 64
+    vision = (d * 3 * 14 * 14 + d + n * d
+              + L * (4 * (d * d + d) + 4 * d + 2 * ff * d + ff + d) + 2 * d)
+    assert pc.parts == {"language": 3_880_263_168, "vision": vision, "projector": d * 2560 + d}
+    assert pc.total == 4_300_079_472  # "4.3B": the text model is 3.88B
+    matches_transformers(spec)
+    r = flops(spec, ctx=1000, images=1)
+    assert r.image_tokens == 256 and r.ctx == 1256
+
+
+@pytest.mark.parametrize("fields", [
+    gemma3(),
+    gemma3(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}),
+    gemma3(vision={"patch_size": 8, "image_size": 64}, mm_tokens_per_image=16),
+    gemma3(vision={"vision_use_head": True}),
+    gemma3(tie_word_embeddings=False),
+    gemma3(text={"hidden_size": 96, "num_hidden_layers": 3, "intermediate_size": 128}),
+], ids=["base", "vision-size", "patch-tokens", "head", "untied", "text-size"])
+def test_gemma3_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="gemma3-variant"))
+
+
+# ---- mistral3 -------------------------------------------------------------------------------------
+
+
+def mistral3(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "mistral", "hidden_size": 64, "intermediate_size": 96, "head_dim": 16,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 300, "tie_word_embeddings": False}
+    vision = {"model_type": "pixtral", "hidden_size": 32, "intermediate_size": 48, "head_dim": 8,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 64, "patch_size": 8}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "mistral3", "text_config": text, "vision_config": vision, **changes}
+
+
+def test_mistral_small_3_1_whole_model_ties_as_transformers_does() -> None:
+    spec = load_spec("mistral-small-3.1-24b")
+    pc = count(spec)
+    # no top-level tie_word_embeddings: Mistral3Config's default (true) ties the head, although
+    # text_config alone would not (issue 13: 22.90B, not 23.57B, for the language model)
+    assert spec.shape.tied_embeddings
+    assert pc.parts["language"] == 22_901_314_560
+    d, ff, L = 1024, 4096, 24
+    assert pc.parts["vision"] == d * 3 * 14 * 14 + d + L * (4 * d * d + 2 * d + 3 * ff * d)
+    assert pc.parts["projector"] == d + 4 * d * d + 5120 * d + 5120 * 5120
+    assert pc.total == 23_340_272_640
+    matches_transformers(spec)
+    r = flops(spec, ctx=100, images=1)
+    assert r.image_tokens == 55 * 56  # 110 × 110 patches merged 2 × 2, a break token per row
+    vision = next(p for p in r.parts if p.part == "vision")
+    assert vision.tokens == 110 * 110
+
+
+@pytest.mark.parametrize("fields", [
+    mistral3(),
+    mistral3(tie_word_embeddings=False),
+    mistral3(text={"tie_word_embeddings": True}, tie_word_embeddings=False),
+    mistral3(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 4}),
+    mistral3(vision={"patch_size": 4, "image_size": 32}, spatial_merge_size=4),
+    mistral3(vision_feature_layer=[-1, -2], multimodal_projector_bias=True),
+    mistral3(text={"model_type": "ministral3", "hidden_size": 96, "num_attention_heads": 6}),
+], ids=["base", "untied", "text-tied-top-untied", "vision-size", "merge-4", "two-layers", "ministral3"])
+def test_mistral3_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="mistral3-variant"))
+
+
+# ---- paligemma ------------------------------------------------------------------------------------
+
+
+def paligemma(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "gemma", "hidden_size": 64, "intermediate_size": 96, "head_dim": 16,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 1,
+            "vocab_size": 300}
+    vision = {"model_type": "siglip_vision_model", "hidden_size": 32, "intermediate_size": 48,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": 56, "patch_size": 14,
+              "vision_use_head": False}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "paligemma", "projection_dim": 64, "text_config": text,
+            "vision_config": vision, **changes}
+
+
+def test_paligemma_3b_whole_model() -> None:
+    spec = load_spec("paligemma-3b-224")
+    pc = count(spec)
+    d, ff, L = 1152, 4304, 27
+    vision = (d * 3 * 14 * 14 + d + 256 * d
+              + L * (4 * (d * d + d) + 4 * d + 2 * ff * d + ff + d) + 2 * d)
+    assert pc.parts == {"language": 2_508_662_784, "vision": vision,
+                        "projector": 2048 * 1152 + 2048}
+    assert pc.total == 2_923_466_480
+    matches_transformers(spec)
+    assert flops(spec, ctx=10).image_tokens == 256
+
+
+@pytest.mark.parametrize("fields", [
+    paligemma(),
+    paligemma(vision={"vision_use_head": True}),
+    paligemma(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3,
+                      "image_size": 64, "patch_size": 8}),
+    paligemma(tie_word_embeddings=False),
+    paligemma(text={"model_type": "gemma2", "sliding_window": 16, "num_hidden_layers": 3}),
+], ids=["base", "head", "vision-size", "untied", "gemma2"])
+def test_paligemma_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="paligemma-variant"))
+
+
+# ---- llava_next -----------------------------------------------------------------------------------
+
+
+def test_llava_next_mistral_7b_whole_model() -> None:
+    spec = load_spec("llava-v1.6-mistral-7b")
+    pc = count(spec)
+    assert pc.parts == {"language": 7_242_256_384, "vision": 303_507_456,
+                        "projector": 20_979_712 + 4096}
+    assert pc.total == 7_566_747_648
+    matches_transformers(spec)
+    r = flops(spec, ctx=10)
+    # a 672 × 672 image: 2 × 2 tiles of 336 + the whole image, 48 × 48 grid tokens, 48 newlines,
+    # 576 base tokens
+    assert r.image_tokens == 2304 + 48 + 576 == 2928
+    vision = next(p for p in r.parts if p.part == "vision")
+    assert vision.tokens == 5 * 577
+
+
+@pytest.mark.parametrize("side", [336, 500, 672, 700, 1008, 2000])
+def test_llava_next_image_tokens_equal_the_processor(side: int) -> None:
+    from types import SimpleNamespace
+
+    from transformers.models.llava_next.processing_llava_next import LlavaNextProcessor
+
+    fields = {**load_spec("llava-v1.6-mistral-7b").config, "image_size": side}
+    spec = spec_from_dict(fields, name="llava-next")
+    pinpoints = fields["image_grid_pinpoints"]
+    processor = SimpleNamespace(image_processor=SimpleNamespace(image_grid_pinpoints=pinpoints),
+                                patch_size=14, num_additional_image_tokens=1,
+                                vision_feature_select_strategy="default")
+    processor._get_unpadded_features = lambda *a: LlavaNextProcessor._get_unpadded_features(
+        processor, *a)
+    theirs = LlavaNextProcessor._get_number_of_features(processor, side, side, 336, 336)
+    # the processor counts the class token, then drops it for the "default" strategy
+    assert flops(spec, ctx=1).image_tokens == theirs - 1
+
+
+def llava_next(**changes: Any) -> dict[str, Any]:
+    fields = llava(**changes)
+    return {**fields, "model_type": "llava_next",
+            "image_grid_pinpoints": fields.get("image_grid_pinpoints", [[56, 112], [112, 112]])}
+
+
+@pytest.mark.parametrize("fields", [
+    llava_next(),
+    llava_next(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}),
+    llava_next(vision_feature_select_strategy="full", multimodal_projector_bias=False),
+    llava_next(tie_word_embeddings=True),
+    llava_next(text={"model_type": "qwen2", "hidden_size": 96, "num_attention_heads": 6}),
+], ids=["base", "vision-size", "full", "tied", "qwen2"])
+def test_llava_next_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="llava-next-variant"))
+
+
+# ---- llava_onevision ------------------------------------------------------------------------------
+
+
+def test_llava_onevision_defaults_whole_model() -> None:
+    spec = load_spec("llava-onevision-default")
+    pc = count(spec)
+    assert pc.total == 12_469_102_112
+    assert pc.parts["projector"] == 4096 * 1152 + 4096 + 4096 * 4096 + 4096 + 4096
+    matches_transformers(spec)
+
+
+@pytest.mark.parametrize("side", [384, 500, 800, 1200, 2304])
+@pytest.mark.parametrize("strategy", ["full", "default"])
+def test_llava_onevision_image_tokens_equal_the_processor(side: int, strategy: str) -> None:
+    from types import SimpleNamespace
+
+    from transformers.models.llava_onevision.processing_llava_onevision import (
+        LlavaOnevisionProcessor,
+    )
+
+    from llmcalc.families.vlm import ONEVISION_PINPOINTS
+
+    config = transformers.AutoConfig.for_model("llava_onevision")
+    assert config.image_grid_pinpoints == ONEVISION_PINPOINTS
+    spec = spec_from_dict({"model_type": "llava_onevision", "image_size": side,
+                           "vision_feature_select_strategy": strategy}, name="ov")
+    processor = SimpleNamespace(
+        image_processor=SimpleNamespace(image_grid_pinpoints=ONEVISION_PINPOINTS),
+        num_image_tokens=729, vision_aspect_ratio="anyres_max_9")
+    processor._get_unpadded_features = lambda *a: LlavaOnevisionProcessor._get_unpadded_features(
+        processor, *a)
+    theirs = LlavaOnevisionProcessor._get_number_of_features(processor, side, side, 384, 384)
+    assert flops(spec, ctx=1).image_tokens == theirs - (strategy == "default")
+
+
+def llava_onevision(**changes: Any) -> dict[str, Any]:
+    fields = llava(vision={"model_type": "siglip_vision_model", "vision_use_head": False,
+                           **changes.pop("vision", {})}, **changes)
+    return {**fields, "model_type": "llava_onevision",
+            "image_grid_pinpoints": [[56, 56], [56, 112], [112, 112]]}
+
+
+@pytest.mark.parametrize("fields", [
+    llava_onevision(),
+    llava_onevision(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}),
+    llava_onevision(vision_feature_layer=[-1, -2], vision_feature_select_strategy="default"),
+    llava_onevision(text={"tie_word_embeddings": True}),
+], ids=["base", "vision-size", "two-layers", "text-tied"])
+def test_llava_onevision_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="ov-variant"))
+
+
+# ---- aya_vision -----------------------------------------------------------------------------------
+
+
+def test_aya_vision_8b_whole_model() -> None:
+    spec = load_spec("aya-vision-8b")
+    pc = count(spec)
+    d, a = 1152, 28672
+    assert pc.parts["language"] == 8_028_033_024  # the bundled command-r7b
+    assert pc.parts["projector"] == 2 * 4 * d + a * 4 * d + a + 4096 * (a // 2) + 4096
+    assert pc.total == 8_631_842_032
+    matches_transformers(spec)
+    r = flops(spec, ctx=1)
+    assert r.image_tokens == 13 * 13  # 26 × 26 patches of a 364 px tile, shuffled 2 × 2
+
+
+def aya(**changes: Any) -> dict[str, Any]:
+    fields = gemma3(**changes)
+    fields.pop("mm_tokens_per_image")
+    fields["text_config"] = {"model_type": "cohere2", "hidden_size": 64, "intermediate_size": 96,
+                             "num_hidden_layers": 2, "num_attention_heads": 4,
+                             "num_key_value_heads": 2, "vocab_size": 300, "sliding_window": 8,
+                             **changes.get("text", {})}
+    return {**fields, "model_type": "aya_vision"}
+
+
+@pytest.mark.parametrize("fields", [
+    aya(),
+    aya(downsample_factor=4, alignment_intermediate_size=40),
+    aya(vision={"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3,
+                "vision_use_head": True}),
+    aya(tie_word_embeddings=False),
+], ids=["base", "shuffle-4", "vision-size", "untied"])
+def test_aya_vision_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="aya-variant"))
+
+
+# ---- internvl -------------------------------------------------------------------------------------
+
+
+def test_internvl_defaults_whole_model_ties_as_transformers_does() -> None:
+    spec = load_spec("internvl-default")
+    pc = count(spec)
+    assert spec.shape.tied_embeddings  # top-level true wins over text_config's false (issue 13)
+    d, L = 1024, 24
+    vision = (d + 1025 * d + d * 3 * 14 * 14 + d
+              + L * (3 * d * d + d * d + d + 2 * 4096 * d + 4096 + d + 4 * d + 2 * d))
+    assert pc.parts["vision"] == vision
+    assert pc.total == 11_765_025_792
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 256
+
+
+def internvl(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 96,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 300, "tie_word_embeddings": False}
+    vision = {"model_type": "internvl_vision", "hidden_size": 32, "intermediate_size": 48,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": [56, 56],
+              "patch_size": [14, 14]}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "internvl", "text_config": text, "vision_config": vision, **changes}
+
+
+@pytest.mark.parametrize("fields", [
+    internvl(),
+    internvl(vision={"use_qk_norm": True, "attention_bias": True, "norm_type": "rms_norm"}),
+    internvl(vision={"use_absolute_position_embeddings": False, "use_mean_pooling": False}),
+    internvl(vision={"image_size": [64, 32], "patch_size": [8, 8], "num_hidden_layers": 3}),
+    internvl(downsample_ratio=0.25, vision={"image_size": 112, "patch_size": 14}),
+    internvl(tie_word_embeddings=False),
+], ids=["base", "qk-norm-rms-bias", "no-positions-post-norm", "rect", "ratio-quarter", "untied"])
+def test_internvl_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="internvl-variant"))
+
+
+# ---- idefics3 / smolvlm ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["idefics3-default", "smolvlm-default"])
+def test_idefics3_smolvlm_defaults_whole_model(name: str) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    d = 1152
+    assert pc.parts["projector"] == 4096 * d * 4
+    assert pc.total == 6_909_685_760
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 49 // 4  # 7 × 7 patches of 32 px, shuffled 2 × 2
+
+
+@pytest.mark.parametrize("model_type", ["idefics3", "smolvlm"])
+@pytest.mark.parametrize("changes", [
+    {},
+    {"scale_factor": 4, "vision": {"image_size": 64, "patch_size": 8}},
+    {"vision": {"num_hidden_layers": 3, "hidden_size": 48, "num_attention_heads": 3}},
+    {"tie_word_embeddings": True},
+    {"text": {"tie_word_embeddings": True}},
+], ids=["base", "scale-4", "vision-size", "tied", "text-tied"])
+def test_idefics3_smolvlm_varied_configs_match_transformers(
+    model_type: str, changes: dict[str, Any]
+) -> None:
+    fields = llava(**{k: v for k, v in changes.items() if k != "vision"},
+                   vision={"model_type": f"{model_type}_vision", **changes.get("vision", {})})
+    matches_transformers(spec_from_dict({**fields, "model_type": model_type}, name="idefics"))
+
+
+# ---- got_ocr2 -------------------------------------------------------------------------------------
+
+
+def got(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 96,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+            "vocab_size": 300}
+    vision = {"hidden_size": 32, "output_channels": 16, "num_hidden_layers": 3,
+              "num_attention_heads": 2, "image_size": 80, "patch_size": 8, "window_size": 3,
+              "global_attn_indexes": [1], "mlp_dim": 48}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "got_ocr2", "text_config": text, "vision_config": vision, **changes}
+
+
+def test_got_ocr2_defaults_whole_model() -> None:
+    spec = load_spec("got-ocr2-default")
+    pc = count(spec)
+    assert pc.total == 560_528_640
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 256  # 64 × 64 patches, two stride-2 convolutions
+
+
+@pytest.mark.parametrize("fields", [
+    got(),
+    got(vision={"use_rel_pos": False, "use_abs_pos": False, "qkv_bias": False}),
+    got(vision={"global_attn_indexes": [0, 2, 7], "window_size": 5}),
+    got(tie_word_embeddings=False),
+], ids=["base", "no-rel-abs", "globals", "untied"])
+def test_got_ocr2_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="got-variant"))
+
+
+@pytest.mark.parametrize("vision", [{}, {"window_size": 4, "global_attn_indexes": [0]},
+                                    {"use_rel_pos": False, "num_hidden_layers": 1}])
+def test_sam_tower_and_projector_flops_equal_flop_counter(vision: dict[str, Any]) -> None:
+    """SAM's windowed (padded) and global attention with relative positions, the neck and the
+    stride-2 projector: FlopCounterMode equals the parts' figures."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fields = got(vision=vision)
+    spec = spec_from_dict(fields, name="got-flops")
+    config = transformers.AutoConfig.for_model(
+        "got_ocr2", **{k: v for k, v in fields.items() if k != "model_type"})
+    with torch.device("cpu"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    pixels = torch.zeros(1, 3, 80, 80)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        features = model.model.vision_tower(pixels).last_hidden_state
+    vision_part, proj = spec.part("vision"), spec.part("projector")
+    assert vision_part is not None and proj is not None
+    assert counter.get_total_flops() == part_flops(vision_part).total
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.model.multi_modal_projector(features)
+    assert counter.get_total_flops() == part_flops(proj).total

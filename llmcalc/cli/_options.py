@@ -103,16 +103,17 @@ SourceLenOpt = Annotated[
 ImageSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option("--image-size", metavar="PIXELS", min=1,
-                 help="Image side in pixels for a vision–language model's figures; default: the "
-                 "config's vision_config.image_size.", show_default=False),
+                 help="Side in pixels of a square input image, for a vision–language model's "
+                 "per-image figures (a tower that resizes every image to its own size ignores it); "
+                 "default: the tower's image size.", show_default=False),
 ]
 
 
 def image_size_override(image_size: int | None, overrides: list[str] | None) -> list[str] | None:
-    """--image-size as the config change it stands for: vision_config.image_size."""
+    """--image-size as the field whole-model configs read for it (image_size, llmcalc's own)."""
     if image_size is None:
         return overrides
-    return [*(overrides or []), f"vision_config.image_size={image_size}"]
+    return [*(overrides or []), f"image_size={image_size}"]
 
 
 # Core parameters whose flag is not simply --name-with-dashes.

@@ -171,6 +171,16 @@ MODEL_TYPES: dict[str, Family] = {
     "whisper": Family("bart", "WhisperConfig", "describe_whisper"),
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
+    "gemma3": Family("vlm", "Gemma3Config", "describe_gemma3"),
+    "mistral3": Family("vlm", "Mistral3Config", "describe_mistral3"),
+    "paligemma": Family("vlm", "PaliGemmaConfig", "describe_paligemma"),
+    "llava_next": Family("vlm", "LlavaNextConfig", "describe_llava_next"),
+    "llava_onevision": Family("vlm", "LlavaOnevisionConfig", "describe_llava_onevision"),
+    "aya_vision": Family("vlm", "AyaVisionConfig", "describe_aya_vision"),
+    "internvl": Family("vlm", "InternVLConfig", "describe_internvl"),
+    "idefics3": Family("vlm", "Idefics3Config", "describe_idefics3"),
+    "smolvlm": Family("vlm", "SmolVLMConfig", "describe_idefics3"),
+    "got_ocr2": Family("vlm", "GotOcr2Config", "describe_got_ocr2"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -30,6 +30,7 @@ from llmcalc.families._base import (
     Size,
     linear,
     norm,
+    override_plan,
     require,
     resolve_head_dim,
 )
@@ -125,17 +126,54 @@ class VisionConfig(FamilyConfig):
     head_dim: Size | None = None
 
     @property
+    def image_hw(self) -> tuple[int, int]:
+        return _pair(self.image_size)
+
+    @property
+    def patch_hw(self) -> tuple[int, int]:
+        return _pair(self.patch_size)
+
+    @property
     def patches(self) -> int:
         """Patches of one image: (image_size / patch_size)², as Conv2d with stride = kernel makes."""
-        side = self.image_size // self.patch_size
-        return side * side
+        (h, w), (ph, pw) = self.image_hw, self.patch_hw
+        return (h // ph) * (w // pw)
+
+    @property
+    def side(self) -> int:
+        """The image's height in pixels (a square image's side)."""
+        return self.image_hw[0]
 
     def check(self) -> None:
+        (h, w), (ph, pw) = self.image_hw, self.patch_hw
         require(
-            self.patch_size <= self.image_size,
+            ph <= h and pw <= w,
             "vision_config.patch_size",
             f"vision_config.patch_size ({self.patch_size}) must not exceed image_size ({self.image_size})",
         )
+
+
+def _pair(value: int | list[int]) -> tuple[int, int]:
+    """A size given as one number or as [height, width] (InternViT)."""
+    if isinstance(value, int):
+        return value, value
+    if len(value) != 2:
+        raise FieldError("vision_config", "vision_config sizes must be a number or [height, width]")
+    return value[0], value[1]
+
+
+class InternVisionConfig(VisionConfig):
+    """InternViT (internvl_vision): sizes as [height, width] pairs, and its own switches."""
+
+    transformers_class = "InternVLVisionConfig"
+
+    image_size: Size | list[Size]  # type: ignore[assignment]
+    patch_size: Size | list[Size]  # type: ignore[assignment]
+    attention_bias: bool = False
+    use_qk_norm: bool = False
+    norm_type: str = "layer_norm"
+    use_absolute_position_embeddings: bool = True
+    use_mean_pooling: bool = True
 
 
 @dataclass(frozen=True)
@@ -146,7 +184,9 @@ class ViT:
     patch: str = "patch_embedding"
     patch_bias: bool = False
     class_token: bool = False  # CLIP: embeddings.class_embedding [d], one more position
+    class_name: str = "class_embedding"
     positions: str | None = "position_embedding"  # learned [positions, d]; None: rotary
+    raw_params: bool = False  # class token and positions as Parameters [1, 1, d], [1, n, d] (InternViT)
     pre_norm: str | None = None  # CLIP "pre_layrnorm", Pixtral "ln_pre"
     post_norm: str | None = "post_layernorm"
     layers: str = "encoder.layers"
@@ -160,6 +200,10 @@ class ViT:
     mlp: str = "mlp"
     gated: bool = False  # gate/up/down instead of fc1/fc2
     mlp_bias: bool = True
+    head_dim_field: bool = True  # False: head_dim = hidden / heads whatever the config says (Pixtral)
+    qk_norm: bool = False  # RMSNorm [d] on all of q and on all of k (InternViT use_qk_norm)
+    post_norm_bias: bool | None = None  # None: as norm_bias
+    layer_scale: bool = False  # lambda_1, lambda_2 [d] scaling each branch (InternViT)
 
 
 CLIP = ViT(patch_bias=False, class_token=True, pre_norm="pre_layrnorm")
@@ -168,34 +212,91 @@ PIXTRAL = ViT(
     embeddings="", patch="patch_conv", positions=None, pre_norm="ln_pre", post_norm=None,
     layers="transformer.layers", attn="attention", o_proj="o_proj", qkv_bias=False, o_bias=False,
     norm1="attention_norm", norm2="ffn_norm", norm_bias=False, mlp="feed_forward", gated=True,
-    mlp_bias=False,
+    mlp_bias=False, head_dim_field=False,
 )
+INTERNVIT = ViT(
+    patch="patch_embeddings.projection", patch_bias=True, class_token=True, class_name="cls_token",
+    positions="position_embeddings", raw_params=True, post_norm=None, layers="encoder.layer",
+    attn="attention", o_proj="projection_layer", qkv_bias=False, norm1="layernorm_before",
+    norm2="layernorm_after", layer_scale=True,
+)
+
+
+def styled(style: ViT, c: VisionConfig) -> ViT:
+    """A tower's switches that its config sets (InternViT: biases, norms, positions, pooling)."""
+    if not isinstance(c, InternVisionConfig):
+        return style
+    require(c.norm_type in ("layer_norm", "rms_norm"), "vision_config.norm_type",
+            f"vision_config.norm_type must be layer_norm or rms_norm, got {c.norm_type!r}")
+    return replace(
+        style,
+        qkv_bias=c.attention_bias,
+        qk_norm=c.use_qk_norm,
+        norm_bias=c.norm_type == "layer_norm",
+        positions=style.positions if c.use_absolute_position_embeddings else None,
+        post_norm=None if c.use_mean_pooling else "layernorm",
+        post_norm_bias=True,
+    )
 
 
 def _join(*names: str) -> str:
     return ".".join(n for n in names if n)
 
 
-def vit(prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: str = "vision") -> Part:
+def pooling_head(prefix: str, d: int, ff: int) -> list[Tensor]:
+    """SigLIP's attention-pooling head (siglip/modeling_siglip.py SiglipMultiheadAttentionPoolingHead):
+    a probe [1, 1, d]; nn.MultiheadAttention
+    in_proj [3d, d] + [3d], out_proj [d, d] + [d]; a LayerNorm; an MLP fc1 [ff, d], fc2 [d, ff]."""
+    h = f"{prefix}.head"
+    return [
+        Tensor(f"{h}.probe", (1, 1, d), "head/probe"),
+        Tensor(f"{h}.attention.in_proj_weight", (3 * d, d), "head/attention"),
+        Tensor(f"{h}.attention.in_proj_bias", (3 * d,), "head/attention"),
+        *linear(f"{h}.attention.out_proj", "head/attention", d, d, bias=True),
+        *norm(f"{h}.layernorm", "head/norm", d, bias=True),
+        *linear(f"{h}.mlp.fc1", "head/mlp", ff, d, bias=True),
+        *linear(f"{h}.mlp.fc2", "head/mlp", d, ff, bias=True),
+    ]
+
+
+def pooling_head_flops(d: int, ff: int, n: int) -> int:
+    """One probe query over n tokens: q 2·d² and out 2·d² for the probe, k and v 2·2d²·n for the
+    tokens, scores and weighted sum 2·2·n·d, the MLP 2·2·d·ff on the probe."""
+    return 2 * d * d + 2 * 2 * d * d * n + 2 * 2 * n * d + 2 * d * d + 2 * 2 * d * ff
+
+
+def vit(
+    prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: str = "vision",
+    head: bool = False, patches: int | None = None, image_side: int | None = None,
+    passes: int = 1,
+) -> Part:
     """A ViT tower under ``prefix`` as a part; one image makes ``c.patches`` patches (+ a class
-    token) that every layer sees; ``context_tokens`` of them reach the language model."""
+    token) that every layer sees, or ``patches`` of an ``image_side`` image (a tower that takes
+    images at their own size, Pixtral); ``passes``: tower runs per image (the crops of LLaVA-NeXT);
+    ``context_tokens`` reach the language model; ``head``: SigLIP's attention-pooling head after
+    the last norm (vision_use_head)."""
     c.check()
     d, ff, h = c.hidden_size, c.intermediate_size, c.num_attention_heads
-    hd = resolve_head_dim(d, h, c.head_dim, hidden_field="vision_config.hidden_size",
+    hd = resolve_head_dim(d, h, c.head_dim if style.head_dim_field else None, hidden_field="vision_config.hidden_size",
                           heads_field="vision_config.num_attention_heads")
     emb = _join(prefix, style.embeddings)
-    tokens = c.patches + (1 if style.class_token else 0)
+    positions = c.patches + (1 if style.class_token else 0)
+    seen = c.patches if patches is None else patches
+    tokens = seen + (1 if style.class_token else 0)
     outer: list[Tensor] = []
     if style.class_token:
-        outer.append(Tensor(f"{emb}.class_embedding", (d,), "embed/class"))
+        shape = (1, 1, d) if style.raw_params else (d,)
+        outer.append(Tensor(f"{emb}.{style.class_name}", shape, "embed/class"))
     # Conv2d(channels, d, kernel=stride=patch): [d, channels, p, p]
-    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, c.patch_size, c.patch_size),
+    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, *c.patch_hw),
                    "embed/patch", matmul=True)
     outer.append(patch)
     if style.patch_bias:
         outer.append(Tensor(f"{emb}.{style.patch}.bias", (d,), "embed/patch"))
-    if style.positions is not None:
-        outer.append(Tensor(f"{emb}.{style.positions}.weight", (tokens, d), "embed/positions"))
+    if style.positions is not None and style.raw_params:
+        outer.append(Tensor(f"{emb}.{style.positions}", (1, positions, d), "embed/positions"))
+    elif style.positions is not None:
+        outer.append(Tensor(f"{emb}.{style.positions}.weight", (positions, d), "embed/positions"))
     if style.pre_norm:
         outer += norm(_join(prefix, style.pre_norm), "pre_norm", d, bias=style.norm_bias)
     p = _join(prefix, style.layers, "{i}")
@@ -209,6 +310,12 @@ def vit(prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: 
         *norm(f"{p}.{style.norm1}", "attn/norm", d, bias=style.norm_bias),
         *norm(f"{p}.{style.norm2}", "mlp/norm", d, bias=style.norm_bias),
     ]
+    if style.qk_norm:
+        layer += [*norm(f"{a}.q_norm", "attn/q_norm", d, bias=False),
+                  *norm(f"{a}.k_norm", "attn/k_norm", d, bias=False)]
+    if style.layer_scale:
+        layer += [Tensor(f"{p}.lambda_1", (d,), "attn/layer_scale"),
+                  Tensor(f"{p}.lambda_2", (d,), "mlp/layer_scale")]
     if style.gated:
         layer += [
             *linear(f"{m}.gate_proj", "mlp/gate_proj", ff, d, bias=style.mlp_bias),
@@ -221,17 +328,24 @@ def vit(prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: 
             *linear(f"{m}.fc2", "mlp/fc2", d, ff, bias=style.mlp_bias),
         ]
     if style.post_norm:
-        outer += norm(_join(prefix, style.post_norm), "post_norm", d, bias=style.norm_bias)
+        bias = style.norm_bias if style.post_norm_bias is None else style.post_norm_bias
+        outer += norm(_join(prefix, style.post_norm), "post_norm", d, bias=bias)
+    extra = 0
+    if head:
+        outer += pooling_head(prefix, d, ff)
+        extra = pooling_head_flops(d, ff, tokens)
     group = LayerGroup("vision", LayerSet.span(0, c.num_hidden_layers), tuple(layer),
                        Attention(h, h, hd, hd))
     return Part(
         name=name,
         tensors=tuple(outer),
         layer_groups=(group,),
-        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, 0, False, tokens),
-        input_tokens=(("embed/patch", c.patches), ("layers", tokens)),
+        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, 0, False, positions),
+        input_tokens=(("embed/patch", seen), ("layers", tokens)),
         context_tokens=context_tokens,
-        input_size=c.image_size,
+        input_size=c.side if image_side is None else image_side,
+        extra_flops=extra,
+        passes=passes,
     )
 
 
@@ -244,3 +358,100 @@ def projector(tensors: list[Tensor], *, tokens: int, d_in: int, d_out: int) -> P
         shape=Shape(0, d_out, 0, 0, 0, d_in, 0, False),
         input_tokens=(("", tokens),),
     )
+
+
+
+# ---- SAM's ViTDet tower (GOT-OCR 2) ---------------------------------------------------------------
+
+
+class SamVisionConfig(FamilyConfig):
+    """GotOcr2VisionConfig: SAM ViT-B (Kirillov et al. 2023) sizes and switches."""
+
+    transformers_class = "GotOcr2VisionConfig"
+
+    hidden_size: Size
+    output_channels: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_channels: Size = 3
+    image_size: Size
+    patch_size: Size
+    qkv_bias: bool = True
+    use_abs_pos: bool = True
+    use_rel_pos: bool = True
+    window_size: Size
+    global_attn_indexes: list[int]
+    mlp_dim: Size
+
+
+def sam_tower(prefix: str, c: SamVisionConfig) -> tuple[Part, int]:
+    """SAM's image encoder (got_ocr2/modeling_got_ocr2.py GotOcr2VisionEncoder) as a part, and the
+    side of its output grid: patch conv [d, channels, p, p] (+ bias), absolute positions
+    [1, g, g, d] (g = image / patch), per layer LayerNorms, qkv [3d, d], proj [d, d], relative
+    positions [2s − 1, head_dim] (s = the window, or g in a global layer), MLP lin1 [mlp, d],
+    lin2 [d, mlp]; a neck of conv1 1 × 1 [c_out, d] and conv2 3 × 3 [c_out, c_out] with
+    LayerNorms. Windowed layers pad the grid to whole windows before attention."""
+    d, h, mlp, c_out = c.hidden_size, c.num_attention_heads, c.mlp_dim, c.output_channels
+    require(c.patch_size <= c.image_size, "vision_config.patch_size",
+            f"vision_config.patch_size ({c.patch_size}) must not exceed image_size ({c.image_size})")
+    hd = resolve_head_dim(d, h, hidden_field="vision_config.hidden_size",
+                          heads_field="vision_config.num_attention_heads")
+    g, w, L = c.image_size // c.patch_size, c.window_size, c.num_hidden_layers
+    outer = []
+    if c.use_abs_pos:
+        outer.append(Tensor(f"{prefix}.pos_embed", (1, g, g, d), "embed/positions"))
+    outer += [
+        Tensor(f"{prefix}.patch_embed.projection.weight", (d, c.num_channels, c.patch_size,
+                                                           c.patch_size), "embed/patch", matmul=True),
+        Tensor(f"{prefix}.patch_embed.projection.bias", (d,), "embed/patch"),
+        Tensor(f"{prefix}.neck.conv1.weight", (c_out, d, 1, 1), "neck/conv1", matmul=True),
+        *norm(f"{prefix}.neck.layer_norm1", "neck/norm", c_out, bias=True),
+        Tensor(f"{prefix}.neck.conv2.weight", (c_out, c_out, 3, 3), "neck/conv2", matmul=True),
+        *norm(f"{prefix}.neck.layer_norm2", "neck/norm", c_out, bias=True),
+    ]
+    p = f"{prefix}.layers.{{i}}"
+
+    def layer(side: int) -> tuple[Tensor, ...]:
+        rel = [Tensor(f"{p}.attn.rel_pos_h", (2 * side - 1, hd), "attn/rel_pos"),
+               Tensor(f"{p}.attn.rel_pos_w", (2 * side - 1, hd), "attn/rel_pos")] if c.use_rel_pos else []
+        return (
+            *norm(f"{p}.layer_norm1", "attn/norm", d, bias=True),
+            *rel,
+            *linear(f"{p}.attn.qkv", "attn/qkv", 3 * d, d, bias=c.qkv_bias),
+            *linear(f"{p}.attn.proj", "attn/proj", d, d, bias=True),
+            *norm(f"{p}.layer_norm2", "mlp/norm", d, bias=True),
+            *linear(f"{p}.mlp.lin1", "mlp/lin1", mlp, d, bias=True),
+            *linear(f"{p}.mlp.lin2", "mlp/lin2", d, mlp, bias=True),
+        )
+
+    # layer i is global when listed in global_attn_indexes (window 0), else windowed
+    plan = override_plan({"windowed": LayerSet.span(0, L)},
+                         [i for i in c.global_attn_indexes if 0 <= i < L], "global")
+    attention = Attention(h, h, hd, hd)
+    groups = tuple(LayerGroup(kind, layers, layer(g if kind == "global" else w), attention)
+                   for kind, layers in plan.items())
+    # FLOPs of one image: the patch conv, neck convs (padding 1 keeps the grid) and MLP on g² tokens;
+    # in a windowed layer qkv, proj and attention run on the padded grid, window by window
+    padded = -(-g // w) * w
+    windows = (padded // w) ** 2
+    weight = 2 * g * g * (d * c.num_channels * c.patch_size**2 + c_out * d + c_out * c_out * 9)
+    attn_flops = 0
+    for kind, layers in plan.items():
+        n_tok, side, calls = (g * g, g, 1) if kind == "global" else (padded * padded, w, windows)
+        per_layer_w = 2 * n_tok * (3 * d * d + d * d) + 2 * g * g * 2 * d * mlp
+        # scores and weighted sum over each window's (or the grid's) side² tokens, plus the
+        # decomposed relative positions: two einsums of 2 · heads · side³ · head_dim
+        pairs = calls * (side * side) ** 2 * 2 * h * (2 * hd)
+        rel = calls * 2 * 2 * h * side**3 * hd if c.use_rel_pos else 0
+        weight += len(layers) * per_layer_w
+        attn_flops += len(layers) * (pairs + rel)
+    part = Part(
+        name="vision",
+        tensors=tuple(outer),
+        layer_groups=groups,
+        shape=Shape(L, d, h, h, hd, mlp, 0, False, g * g),
+        input_tokens=(("layers", g * g),),
+        input_size=c.image_size,
+        input_flops=(weight, attn_flops),
+    )
+    return part, g

@@ -40,7 +40,6 @@ NOT_COUNTED: dict[str, str] = {
     "ernie": ENCODER,
     "flint": MOE,
     "fuyu": MULTIMODAL,
-    "gemma3": MULTIMODAL + " (its text model, gemma3_text, is counted)",
     "gemma3n": MULTIMODAL,
     "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
@@ -49,7 +48,6 @@ NOT_COUNTED: dict[str, str] = {
     "gemma4_unified_assistant": MULTIMODAL,
     "gemma4_unified_text": GEMMA4,
     "git": MULTIMODAL,
-    "got_ocr2": MULTIMODAL,
     "hrm_text": DENSE_TODO
     + " (two looped stacks: each layer runs H_cycles·(L_cycles + 1) times, which FLOPs and KV need)",
     "hy_v3": MOE,

@@ -11,24 +11,48 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
 from typing import Any, ClassVar
 
-from llmcalc.families._base import Architecture, FamilyConfig, FieldError, linear, require
+from llmcalc.families._base import (
+    Architecture,
+    FamilyConfig,
+    FieldError,
+    Size,
+    linear,
+    norm,
+    require,
+)
 from llmcalc.families._vision import (
     CLIP,
+    INTERNVIT,
+    PIXTRAL,
     SIGLIP,
+    InternVisionConfig,
     VisionConfig,
     ViT,
+    SamVisionConfig,
     prefixer,
     projector,
     read_sub,
+    sam_tower,
+    styled,
     sub_fields,
     text_model,
     vit,
 )
+from llmcalc.spec import Part, Tensor
 
 # The towers a composite config's vision_config may name, by its model_type.
-TOWERS: dict[str, ViT] = {"clip_vision_model": CLIP, "siglip_vision_model": SIGLIP}
+TOWERS: dict[str, ViT] = {
+    "clip_vision_model": CLIP,
+    "siglip_vision_model": SIGLIP,
+    "pixtral": PIXTRAL,
+    "internvl_vision": INTERNVIT,
+    "idefics3_vision": SIGLIP,
+    "smolvlm_vision": SIGLIP,
+}
 
 
 class SiglipVisionConfig(VisionConfig):
@@ -44,11 +68,17 @@ class CompositeConfig(FamilyConfig):
     text_config: dict[str, Any] | None = None
     vision_config: dict[str, Any] | None = None
     tie_word_embeddings: bool | None = None
+    # llmcalc's own (--image-size): the side of a square input image the per-image figures assume
+    image_size: Size | None = None
 
     # model_type of the composite config, its sub-configs' default model types
     composite_type: ClassVar[str] = ""
     default_text: ClassVar[str] = "llama"
     default_vision: ClassVar[str] = "clip_vision_model"
+    # the class default of the top-level tie_word_embeddings, and whether __post_init__ turns it on
+    # when text_config ties (a pre-v5 config saved it there)
+    default_tie: ClassVar[bool] = False
+    tie_from_text: ClassVar[bool] = True
 
     def sub(self, key: str, default_type: str) -> dict[str, Any]:
         from llmcalc import family_defaults
@@ -59,6 +89,25 @@ class CompositeConfig(FamilyConfig):
     def text(self) -> dict[str, Any]:
         return self.sub("text_config", self.default_text)
 
+    def tower(self, prefix: str, *, context_tokens: int, **kw: Any) -> tuple[Part, VisionConfig]:
+        """The vision tower as a part (a SigLIP tower with its pooling head when it uses one)."""
+        v, style = self.vision()
+        head = bool(getattr(v, "vision_use_head", False))
+        return vit(prefix, v, style, context_tokens=context_tokens, head=head, **kw), v
+
+    def resized_note(self, v: VisionConfig) -> tuple[str, ...]:
+        """A tower that resizes every image to its own size: --image-size changes nothing."""
+        if self.image_size is None or self.image_size == v.image_size:
+            return ()
+        return (f"image_size {self.image_size}: the processor resizes every image to "
+                f"{v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
+
+    def resized_note_sam(self, v: Any) -> tuple[str, ...]:
+        if self.image_size is None or self.image_size == v.image_size:
+            return ()
+        return (f"image_size {self.image_size}: the processor resizes every image to "
+                f"{v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
+
     def vision(self) -> tuple[VisionConfig, ViT]:
         fields = self.sub("vision_config", self.default_vision)
         kind = str(fields["model_type"])
@@ -68,20 +117,30 @@ class CompositeConfig(FamilyConfig):
                 "vision_config.model_type",
                 f"vision_config.model_type {kind!r} is not supported (one of: {', '.join(TOWERS)})",
             )
-        cls = SiglipVisionConfig if kind == "siglip_vision_model" else VisionConfig
-        return read_sub(cls, fields, "vision_config"), style
+        cls = {"siglip_vision_model": SiglipVisionConfig,
+               "internvl_vision": InternVisionConfig}.get(kind, VisionConfig)
+        c = read_sub(cls, fields, "vision_config")
+        return c, styled(style, c)
 
     def tied(self, text: dict[str, Any]) -> bool:
-        """The whole model ties its head when its top-level tie_word_embeddings says so, or (when
-        that is false) its text_config's does (LlavaConfig.__post_init__ and its copies)."""
-        top = bool(self.tie_word_embeddings)
-        return top or bool(text.get("tie_word_embeddings"))
+        """The whole model ties its head as its top-level tie_word_embeddings says (modeling_utils
+        reads the top-level config); some classes also tie when only text_config does
+        (LlavaConfig.__post_init__ and its copies). A text_config's own false does not untie it."""
+        top = self.default_tie if self.tie_word_embeddings is None else self.tie_word_embeddings
+        return top or (self.tie_from_text and bool(text.get("tie_word_embeddings")))
 
 
 LANGUAGE = prefixer("model.", "model.language_model.")
 
 
-class LlavaConfig(CompositeConfig):
+class FeatureLayersConfig(CompositeConfig):
+    """Which tower layers feed the projector (one, or a list concatenated along the width)."""
+
+    vision_feature_layer: int | list[int] = -2
+    multimodal_projector_bias: bool = True
+
+
+class LlavaConfig(FeatureLayersConfig):
     transformers_class = "LlavaConfig"
     composite_type: ClassVar[str] = "llava"
 
@@ -90,7 +149,7 @@ class LlavaConfig(CompositeConfig):
     multimodal_projector_bias: bool = True
 
 
-def _feature_layers(c: LlavaConfig) -> int:
+def _feature_layers(c: FeatureLayersConfig) -> int:
     layers = c.vision_feature_layer
     n = 1 if isinstance(layers, int) else len(layers)
     require(n > 0, "vision_feature_layer", "vision_feature_layer must name at least one layer")
@@ -98,11 +157,13 @@ def _feature_layers(c: LlavaConfig) -> int:
 
 
 def _select(c: LlavaConfig, patches: int, class_token: bool) -> int:
-    """Image tokens the projector sees: "default" drops the class token, "full" keeps it."""
+    """Image tokens the projector sees: "default" drops the first token (the class token of a
+    CLIP tower, a patch of a tower without one), "full" keeps them all."""
     strategy = c.vision_feature_select_strategy
     require(strategy in ("default", "full"), "vision_feature_select_strategy",
             f"vision_feature_select_strategy must be default or full, got {strategy!r}")
-    return patches + (1 if class_token and strategy == "full" else 0)
+    tokens = patches + (1 if class_token else 0)
+    return tokens - 1 if strategy == "default" else tokens
 
 
 def describe(c: LlavaConfig) -> Architecture:
@@ -110,6 +171,7 @@ def describe(c: LlavaConfig) -> Architecture:
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, style = c.vision()
     tokens = _select(c, v.patches, style.class_token)
+    tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
     d_v, d_t = v.hidden_size, lm.shape.hidden_size
     bias = c.multimodal_projector_bias
     p = "model.multi_modal_projector"
@@ -117,14 +179,434 @@ def describe(c: LlavaConfig) -> Architecture:
         *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
         *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
     ]
-    return Architecture(
-        shape=lm.shape,
-        tensors=lm.tensors,
-        layer_groups=lm.layer_groups,
-        moe=lm.moe,
-        notes=lm.notes,
-        parts=(
-            vit("model.vision_tower", v, style, context_tokens=tokens),
-            projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
-        ),
-    )
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=c.resized_note(v))
+
+
+def _whole(lm: Architecture, *parts: Part, notes: tuple[str, ...] = ()) -> Architecture:
+    """The language model's architecture with the other parts beside it."""
+    return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups, moe=lm.moe,
+                        notes=(*lm.notes, *notes), unbuilt=lm.unbuilt, parts=parts)
+
+
+# ---- gemma3 ----------------------------------------------------------------------------------------
+
+
+class Gemma3Config(CompositeConfig):
+    """Gemma 3 (Gemma Team 2025): SigLIP tower, average-pooled to mm_tokens_per_image tokens, an
+    RMSNorm and one projection matrix, the Gemma 3 text model; gemma3/modeling_gemma3.py."""
+
+    transformers_class = "Gemma3Config"
+    composite_type: ClassVar[str] = "gemma3"
+    default_text: ClassVar[str] = "gemma3_text"
+    default_vision: ClassVar[str] = "siglip_vision_model"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    mm_tokens_per_image: Size = 256
+
+
+def describe_gemma3(c: Gemma3Config) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    tower, v = c.tower("model.vision_tower", context_tokens=c.mm_tokens_per_image)
+    # the patch grid is average-pooled to mm_tokens_per_image tokens (AvgPool2d), the number the
+    # processor puts in the context for one image
+    tokens = c.mm_tokens_per_image
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    p = "model.multi_modal_projector"
+    proj = [
+        # a Parameter [d_v, d_t] the pooled tokens are multiplied by (torch.matmul)
+        Tensor(f"{p}.mm_input_projection_weight", (d_v, d_t), "mm_input_projection", matmul=True),
+        *norm(f"{p}.mm_soft_emb_norm", "mm_soft_emb_norm", d_v, bias=False),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=c.resized_note(v))
+
+
+
+# ---- mistral3 --------------------------------------------------------------------------------------
+
+
+class Mistral3Config(FeatureLayersConfig):
+    """Mistral 3 (Mistral Small 3.1): Pixtral tower (RMSNorm, gated MLP, rotary positions), a
+    projector of RMSNorm, a patch merger (merging_layer [d_v, d_v·s²] over s × s patches) and llava's
+    two linears; mistral3/modeling_mistral3.py. The top-level tie_word_embeddings (class default
+    true) decides, whatever text_config says."""
+
+    transformers_class = "Mistral3Config"
+    composite_type: ClassVar[str] = "mistral3"
+    default_text: ClassVar[str] = "mistral"
+    default_vision: ClassVar[str] = "pixtral"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    vision_feature_layer: int | list[int] = -1
+    multimodal_projector_bias: bool = False
+    spatial_merge_size: Size = 2
+
+
+def describe_mistral3(c: Mistral3Config) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, _ = c.vision()
+    s = c.spatial_merge_size
+    # Pixtral takes an image at its own size up to image_size a side, in whole patches
+    pixels = min(c.image_size or v.image_size, v.image_size)
+    side = -(-pixels // v.patch_size)
+    require(s <= side, "spatial_merge_size",
+            f"spatial_merge_size ({s}) must not exceed the patches per side ({side})")
+    merged = (side // s) ** 2
+    # an image of rows × cols merged patches takes rows × (cols + 1) context tokens: an [IMG_BREAK]
+    # after each row, [IMG_END] after the last (PixtralProcessor)
+    tower, _ = c.tower("model.vision_tower", context_tokens=(side // s) * (side // s + 1),
+                       patches=side * side, image_side=pixels)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    bias = c.multimodal_projector_bias
+    p = "model.multi_modal_projector"
+    proj = [
+        *norm(f"{p}.norm", "norm", d_v, bias=False),
+        *linear(f"{p}.patch_merger.merging_layer", "patch_merger", d_v, d_v * s * s, bias=False),
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=merged, d_in=d_v, d_out=d_t))
+
+
+
+# ---- paligemma -------------------------------------------------------------------------------------
+
+
+class PaliGemmaConfig(CompositeConfig):
+    """PaliGemma (Beyer et al. 2024): SigLIP tower, one linear [projection_dim, d_v] (+ bias), a
+    Gemma (PaliGemma 2: Gemma 2) language model; every patch is an image token.
+    paligemma/modeling_paligemma.py."""
+
+    transformers_class = "PaliGemmaConfig"
+    composite_type: ClassVar[str] = "paligemma"
+    default_text: ClassVar[str] = "gemma"
+    default_vision: ClassVar[str] = "siglip_vision_model"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    projection_dim: Size = 2048
+
+
+def describe_paligemma(c: PaliGemmaConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, _ = c.vision()
+    tower, _ = c.tower("model.vision_tower", context_tokens=v.patches)
+    p = "model.multi_modal_projector"
+    proj = linear(f"{p}.linear", "linear", c.projection_dim, v.hidden_size, bias=True)
+    return _whole(lm, tower, projector(proj, tokens=v.patches, d_in=v.hidden_size,
+                                       d_out=c.projection_dim), notes=c.resized_note(v))
+
+
+
+# ---- llava_next ------------------------------------------------------------------------------------
+
+
+DEFAULT_PINPOINTS = [[336, 672], [672, 336], [672, 672], [1008, 336], [336, 1008]]
+
+
+class LlavaNextConfig(LlavaConfig):
+    """LLaVA-NeXT (Liu et al. 2024, "LLaVA-NeXT: improved reasoning, OCR, and world knowledge"):
+    llava's parts plus image_newline [d_t] (counted with the projector), and "anyres" images: the
+    image is fitted to the best of image_grid_pinpoints, cut into tiles of the tower's size, and
+    the tower runs on each tile and on the whole image resized; llava_next/modeling_llava_next.py,
+    processing_llava_next.py (_get_number_of_features)."""
+
+    transformers_class = "LlavaNextConfig"
+    composite_type: ClassVar[str] = "llava_next"
+    tie_from_text: ClassVar[bool] = False
+
+    image_grid_pinpoints: list[list[Size]] | None = None
+
+
+def best_resolution(side: int, pinpoints: list[list[int]]) -> tuple[int, int]:
+    """image_processing_utils.select_best_resolution for a square image of ``side`` pixels: the
+    pinpoint that keeps the most of it, then wastes the least."""
+    best, most, least = (pinpoints[0][0], pinpoints[0][1]), 0, float("inf")
+    for height, width in pinpoints:
+        scale = min(width / side, height / side)
+        kept = min(int(side * scale) * int(side * scale), side * side)
+        wasted = width * height - kept
+        if kept > most or (kept == most and wasted < least):
+            best, most, least = (height, width), kept, wasted
+    return best
+
+
+def anyres(
+    side: int, pinpoints: list[list[int]], tile: int, per_side: int, max_tiles: int | None = None
+) -> tuple[int, int, int]:
+    """(tower runs, unpadded grid tokens, newline tokens) for a square image of ``side`` pixels
+    with ``per_side`` features a tile side (LlavaNextProcessor._get_number_of_features /
+    _get_unpadded_features); ``max_tiles``: LLaVA-OneVision's anyres_max_N, which shrinks a grid of
+    more than about N tiles' features (ratio > 1.1) by that ratio a side."""
+    best_h, best_w = best_resolution(side, pinpoints)
+    scale_h, scale_w = best_h // tile, best_w // tile
+    height, width = per_side * scale_h, per_side * scale_w
+    if 1 > width / height:  # the original is square: aspect ratio 1
+        padding = (height - int(round(side * (width / side), 7))) // 2
+        height -= 2 * padding
+    else:
+        padding = (width - int(round(side * (height / side), 7))) // 2
+        width -= 2 * padding
+    if max_tiles is not None:
+        ratio = math.sqrt(height * width / (max_tiles * per_side**2))
+        if ratio > 1.1:
+            return 1 + scale_h * scale_w, int(height // ratio) * int(width // ratio), int(height // ratio)
+    return 1 + scale_h * scale_w, height * width, height
+
+
+def describe_llava_next(c: LlavaNextConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, style = c.vision()
+    pinpoints = c.image_grid_pinpoints or DEFAULT_PINPOINTS
+    require(bool(pinpoints) and all(len(p) == 2 and min(p) >= v.image_size for p in pinpoints),
+            "image_grid_pinpoints",
+            f"image_grid_pinpoints must be [height, width] pairs of at least the tower's image size "
+            f"({v.image_size})")
+    # per-image figures for a square image: --image-size, else the largest square the grid fits
+    side = c.image_size or max(min(p) for p in pinpoints)
+    runs, grid, newlines = anyres(side, pinpoints, v.image_size, v.image_size // v.patch_size)
+    per_run = _select(c, v.patches, style.class_token)
+    tower, _ = c.tower("model.vision_tower", context_tokens=per_run + grid + newlines,
+                       image_side=side, passes=runs)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    bias = c.multimodal_projector_bias
+    p = "model.multi_modal_projector"
+    proj = [
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
+        Tensor("model.image_newline", (d_t,), "image_newline"),  # appended after each grid row
+    ]
+    return _whole(lm, tower, projector(proj, tokens=runs * per_run, d_in=d_v, d_out=d_t))
+
+
+
+# ---- llava_onevision -------------------------------------------------------------------------------
+
+
+class LlavaOnevisionConfig(LlavaNextConfig):
+    """LLaVA-OneVision (Li et al. 2024): llava_next's parts (a SigLIP tower, a Qwen2 language model by
+    default), its anyres grid capped at about N tiles' features (vision_aspect_ratio anyres_max_N);
+    llava_onevision/modeling_llava_onevision.py, processing_llava_onevision.py."""
+
+    transformers_class = "LlavaOnevisionConfig"
+    composite_type: ClassVar[str] = "llava_onevision"
+    default_text: ClassVar[str] = "qwen2"
+    default_vision: ClassVar[str] = "siglip_vision_model"
+    tie_from_text: ClassVar[bool] = True
+
+    vision_feature_select_strategy: str = "full"
+    vision_feature_layer: int | list[int] = -1
+    vision_aspect_ratio: str = "anyres_max_9"
+
+
+# LlavaOnevisionConfig.__post_init__: every [384·i, 384·j], i, j = 1..6
+ONEVISION_PINPOINTS = [[384 * i, 384 * j] for i in range(1, 7) for j in range(1, 7)]
+
+
+def describe_llava_onevision(c: LlavaOnevisionConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, style = c.vision()
+    pinpoints = c.image_grid_pinpoints or ONEVISION_PINPOINTS
+    require(bool(pinpoints) and all(len(p) == 2 and min(p) >= v.image_size for p in pinpoints),
+            "image_grid_pinpoints",
+            f"image_grid_pinpoints must be [height, width] pairs of at least the tower's image size "
+            f"({v.image_size})")
+    ratio = c.vision_aspect_ratio
+    digits = ratio.removeprefix("anyres_max_")
+    require(ratio.startswith("anyres_max_") and digits.isdigit() and 0 < int(digits) <= 10**6,
+            "vision_aspect_ratio", f"vision_aspect_ratio must be anyres_max_N, got {ratio!r}")
+    side = c.image_size or max(min(p) for p in pinpoints)
+    per_run = _select(c, v.patches, style.class_token)
+    runs, grid, newlines = anyres(side, pinpoints, v.image_size, math.isqrt(v.patches),
+                                  max_tiles=int(digits))
+    # the grid, a newline after each of its rows, then the whole image's features
+    tower, _ = c.tower("model.vision_tower", context_tokens=grid + newlines + per_run,
+                       image_side=side, passes=runs)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    bias = c.multimodal_projector_bias
+    p = "model.multi_modal_projector"
+    proj = [
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
+        Tensor("model.image_newline", (d_t,), "image_newline"),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=runs * per_run, d_in=d_v, d_out=d_t))
+
+
+
+# ---- aya_vision ------------------------------------------------------------------------------------
+
+PER_TILE = ("per-image figures are for one tile at the tower's size: the processor cuts a large "
+            "image into several tiles (and a thumbnail), each costing these, with a few marker "
+            "tokens around them")
+
+
+class AyaVisionConfig(CompositeConfig):
+    """Aya Vision (Cohere 2025): SigLIP tower, pixel shuffle by downsample_factor f (f² tokens into
+    one), LayerNorm [d_v·f²], a SwiGLU projector linear_1 [A, d_v·f²], linear_2 [d_t, A/2] (A =
+    alignment_intermediate_size, default d_t), a Cohere 2 language model;
+    aya_vision/modeling_aya_vision.py."""
+
+    transformers_class = "AyaVisionConfig"
+    composite_type: ClassVar[str] = "aya_vision"
+    default_text: ClassVar[str] = "cohere2"
+    default_vision: ClassVar[str] = "siglip_vision_model"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    vision_feature_layer: int | list[int] = -1
+    vision_feature_select_strategy: str = "full"
+    downsample_factor: Size = 2
+    alignment_intermediate_size: Size | None = None
+
+
+def describe_aya_vision(c: AyaVisionConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, _ = c.vision()
+    f = c.downsample_factor
+    side = v.image_size // v.patch_size
+    require(f <= side, "downsample_factor",
+            f"downsample_factor ({f}) must not exceed the patches per side ({side})")
+    tokens = (side // f) ** 2  # pixel shuffle: f × f patches into one token
+    tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    a = c.alignment_intermediate_size or d_t
+    p = "model.multi_modal_projector"
+    proj = [
+        *norm(f"{p}.layernorm", "layernorm", d_v * f * f, bias=True),
+        *linear(f"{p}.linear_1", "linear_1", a, d_v * f * f, bias=True),
+        *linear(f"{p}.linear_2", "linear_2", d_t, a // 2, bias=True),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=(PER_TILE,))
+
+
+
+# ---- internvl --------------------------------------------------------------------------------------
+
+
+class InternVLConfig(CompositeConfig):
+    """InternVL 3 (Zhu et al. 2025): InternViT tower (class token and positions as Parameters, layer
+    scale, optional q/k norms), its class token dropped, pixel shuffle by 1 / downsample_ratio, a
+    projector LayerNorm [d_v·s²], linear_1 [d_t, d_v·s²], linear_2 [d_t, d_t], a Qwen2 language
+    model; internvl/modeling_internvl.py."""
+
+    transformers_class = "InternVLConfig"
+    composite_type: ClassVar[str] = "internvl"
+    default_text: ClassVar[str] = "qwen2"
+    default_vision: ClassVar[str] = "internvl_vision"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+    downsample_ratio: float = 0.5
+    vision_feature_layer: int | list[int] = -1
+    vision_feature_select_strategy: str = "default"
+
+
+def describe_internvl(c: InternVLConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    v, _ = c.vision()
+    ratio = c.downsample_ratio
+    require(0 < ratio <= 1, "downsample_ratio", f"downsample_ratio must be in (0, 1], got {ratio}")
+    s = int(1 / ratio)  # int(1 / downsample_ratio) as the projector's width has it
+    (h, w), (ph, pw) = v.image_hw, v.patch_hw
+    tokens = int(h // ph * ratio) * int(w // pw * ratio)  # pixel_shuffle's view sizes
+    tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    p = "model.multi_modal_projector"
+    proj = [
+        *norm(f"{p}.layer_norm", "layer_norm", d_v * s * s, bias=True),
+        *linear(f"{p}.linear_1", "linear_1", d_t, d_v * s * s, bias=True),
+        *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=True),
+    ]
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=(PER_TILE,))
+
+
+
+# ---- idefics3 / smolvlm ----------------------------------------------------------------------------
+
+
+class Idefics3Config(CompositeConfig):
+    """Idefics3 (Laurençon et al. 2024) and SmolVLM (Marafioti et al. 2025): a SigLIP tower
+    (model.vision_model), pixel shuffle by scale_factor s, one linear [d_t, d_v·s²] without bias
+    (model.connector), a Llama language model under model.text_model;
+    idefics3/modeling_idefics3.py, smolvlm/modeling_smolvlm.py."""
+
+    transformers_class = "Idefics3Config"
+    composite_type: ClassVar[str] = "idefics3"
+    default_vision: ClassVar[str] = "idefics3_vision"
+    tie_from_text: ClassVar[bool] = False
+
+    scale_factor: Size = 2
+
+
+class SmolVLMConfig(Idefics3Config):
+    transformers_class = "SmolVLMConfig"
+    composite_type: ClassVar[str] = "smolvlm"
+    default_vision: ClassVar[str] = "smolvlm_vision"
+
+
+def describe_idefics3(c: Idefics3Config) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=prefixer("model.", "model.text_model."), tied=c.tied(text))
+    v, _ = c.vision()
+    f = c.scale_factor
+    side = v.image_size // v.patch_size
+    require(f <= side, "scale_factor", f"scale_factor ({f}) must not exceed the patches per side ({side})")
+    tokens = v.patches // (f * f)  # pixel shuffle: s × s patches into one token
+    tower, _ = c.tower("model.vision_model", context_tokens=tokens)
+    d_v, d_t = v.hidden_size, lm.shape.hidden_size
+    proj = linear("model.connector.modality_projection.proj", "modality_projection", d_t,
+                  d_v * f * f, bias=False)
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
+                  notes=(PER_TILE,))
+
+
+
+# ---- got_ocr2 --------------------------------------------------------------------------------------
+
+
+class GotOcr2Config(CompositeConfig):
+    """GOT-OCR 2.0 (Wei et al. 2024): SAM ViT-B tower with its neck, a projector of two stride-2
+    3 × 3 convolutions (conv_upsampler1 [2c, c, 3, 3], conv_upsampler2 [d_t, 2c, 3, 3], no bias)
+    and a linear [d_t, d_t], a Qwen2 language model; got_ocr2/modeling_got_ocr2.py."""
+
+    transformers_class = "GotOcr2Config"
+    composite_type: ClassVar[str] = "got_ocr2"
+    default_text: ClassVar[str] = "qwen2"
+    default_vision: ClassVar[str] = "got_ocr2_vision"
+    default_tie: ClassVar[bool] = True
+    tie_from_text: ClassVar[bool] = False
+
+
+def describe_got_ocr2(c: GotOcr2Config) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    fields = c.sub("vision_config", "got_ocr2_vision")
+    v = read_sub(SamVisionConfig, fields, "vision_config")
+    tower, g = sam_tower("model.vision_tower", v)
+    c_out, d_t = v.output_channels, lm.shape.hidden_size
+    # each stride-2 convolution with padding 1 halves the grid (rounding up)
+    half = (g + 1) // 2
+    tokens = ((half + 1) // 2) ** 2
+    tower = replace(tower, context_tokens=tokens)
+    p = "model.multi_modal_projector"
+    proj = [
+        Tensor(f"{p}.conv_upsampler1.weight", (2 * c_out, c_out, 3, 3), "conv_upsampler1", matmul=True),
+        Tensor(f"{p}.conv_upsampler2.weight", (d_t, 2 * c_out, 3, 3), "conv_upsampler2", matmul=True),
+        *linear(f"{p}.multimodal_projector", "multimodal_projector", d_t, d_t, bias=True),
+    ]
+    part = projector(proj, tokens=tokens, d_in=c_out, d_out=d_t)
+    part = replace(part, input_tokens=(("conv_upsampler1", half * half), ("", tokens)))
+    return _whole(lm, tower, part, notes=c.resized_note_sam(v))

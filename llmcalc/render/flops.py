@@ -106,7 +106,8 @@ def image_table(r: FlopsResult) -> Table:
     at = f" at {size}×{size} pixels" if size else ""
     t = _table(f"per image{at} (the language model's figures below; its tokens are in the context)")
     for p in r.parts:
-        t.add_row(f"{p.part}: weights ({n(p.tokens)} tokens) + attention", n(p.total), flop(p.total))
+        what = f"weights ({n(p.tokens)} tokens)" + (" + attention" if p.attention else "")
+        t.add_row(f"{p.part}: {what}", n(p.total), flop(p.total))
     t.add_section()
     t.add_row("image tokens added to the context", n(r.image_tokens), "")
     if r.images:
