@@ -70,11 +70,19 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
     per_seq = _table(f"per forward pass over {seqs} of {n(r.ctx)} tokens")
     per_seq.add_row("prefill, full attention (as FlopCounterMode counts)",
                     n(r.forward_flops_per_sequence), flop(r.forward_flops_per_sequence))
-    per_seq.add_row("prefill, causal (pairs the mask keeps)",
-                    n(r.forward_flops_per_sequence_causal),
-                    flop(r.forward_flops_per_sequence_causal))
-    per_seq.add_row(f"decode: one new token per sequence at position {n(r.ctx)}",
-                    n(r.decode_flops_per_step), flop(r.decode_flops_per_step))
+    encoder = bool(spec.layer_groups) and all(
+        g.attention is not None and not g.attention.causal for g in spec.layer_groups
+    )
+    if encoder:  # an encoder LM: bidirectional, every token attends to every token; no decoding
+        per_seq.add_row("bidirectional (pairs the mask keeps: all, or within local windows)",
+                        n(r.forward_flops_per_sequence_causal),
+                        flop(r.forward_flops_per_sequence_causal))
+    else:
+        per_seq.add_row("prefill, causal (pairs the mask keeps)",
+                        n(r.forward_flops_per_sequence_causal),
+                        flop(r.forward_flops_per_sequence_causal))
+        per_seq.add_row(f"decode: one new token per sequence at position {n(r.ctx)}",
+                        n(r.decode_flops_per_step), flop(r.decode_flops_per_step))
 
     train = _table("training (forward + backward = 3 × forward)")
     train.add_row("per token", n(r.training_flops_per_token), flop(r.training_flops_per_token))
