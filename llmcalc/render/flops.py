@@ -190,6 +190,10 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
             f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
             f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
         )
+    if r.source_len is not None:
+        lines.append(f"  cross-attention over {n(r.source_len)} encoder tokens, every decoder "
+                     f"layer: {n(r.cross_attention_flops_per_token)} (its K and V projections: "
+                     f"{n(r.cross_kv_flops_per_sequence)} once per source sequence)")
     lines.append(f"  sum = {n(r.attention_flops_per_token)}")
     mixer = ""
     if r.mixer_terms:
