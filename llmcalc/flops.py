@@ -176,11 +176,18 @@ def _check_ctx(ctx: int) -> None:
         raise UsageError(f"ctx must be a positive number of tokens, got {ctx}")
 
 
+def position_flops(attention: Attention) -> int:
+    """One query's scores against relative positions (DeBERTa c2p / p2c): 2·h·d_qk each."""
+    return FLOPS_PER_MAC * attention.heads * attention.qk_head_dim * attention.position_keys
+
+
 def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
-    """One token attending to ``ctx`` tokens, all layers: Σ layers · keys · 2·h·(d_qk + d_v)."""
+    """One token attending to ``ctx`` tokens, all layers: Σ layers · keys · 2·h·(d_qk + d_v)
+    (+ its relative-position scores, DeBERTa)."""
     _check_ctx(ctx)
     return sum(
-        len(g.layers) * g.attention.tokens_seen(ctx) * pair_flops(g.attention)
+        len(g.layers)
+        * (g.attention.tokens_seen(ctx) * pair_flops(g.attention) + position_flops(g.attention))
         for g in spec.layer_groups
         if g.attention is not None
     )
@@ -277,7 +284,13 @@ def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> 
     """Attention FLOPs of a prefill of ``ctx`` tokens: pairs (n² full, or causal) · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
     return sum(
-        len(g.layers) * _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
+        len(g.layers)
+        * (
+            _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
+            # DeBERTa: every query's (or key's) relative-position scores, the table's projections
+            + ctx * position_flops(g.attention)
+            + g.attention.sequence_flops
+        )
         for g in spec.layer_groups
         if g.attention is not None
     )

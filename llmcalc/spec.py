@@ -65,7 +65,10 @@ class Attention:
     ``kv_shared`` (Gemma 3n): the layer attends with another layer's keys and values and caches none.
     ``causal`` False (an encoder: BERT, ModernBERT): every token attends to every token of its
     sequence, both ways (within ``window`` tokens either side, ModernBERT's local layers), and
-    nothing is cached: the whole sequence is encoded at once.
+    nothing is cached: the whole sequence is encoded at once. DeBERTa's disentangled attention:
+    each query also scores against ``position_keys`` relative-position vectors (2·span per
+    c2p / p2c term, 2·h·d_qk FLOPs each), and the layer projects its relative-position table
+    once per sequence, whatever its length (``sequence_flops``).
     """
 
     heads: int
@@ -77,6 +80,8 @@ class Attention:
     chunked: bool = False
     kv_shared: bool = False
     causal: bool = True
+    position_keys: int = 0
+    sequence_flops: int = 0
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of

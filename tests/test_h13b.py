@@ -4,7 +4,9 @@ Encoder LMs (bert, roberta, deberta-v2, modernbert) are counted as their ``…Fo
 tensor name and shape and the total equal the model built on the meta device, on the bundled real
 config and on varied configs (depth, width, heads, tied/untied head, relative-position switches,
 layer patterns). Their attention is bidirectional: a sequence of n tokens costs n² query–key pairs
-(FlopCounterMode equality at 1–2 layers for BERT and ModernBERT) and nothing is cached.
+(FlopCounterMode equality at 1–2 layers for BERT, ModernBERT and DeBERTa-v3, whose disentangled
+attention adds relative-position scores per token and projections of its position table per
+sequence) and nothing is cached.
 """
 
 from __future__ import annotations
@@ -239,6 +241,15 @@ SEQ = 8
             "modernbert-base",
             ["hidden_size=128", "intermediate_size=192", "vocab_size=1000",
              "num_attention_heads=4", "pad_token_id=0"],
+        ),
+        # DeBERTa-v3: shared-key disentangled attention over 2·256 relative positions (c2p, p2c)
+        ("deberta-v3-base", ["hidden_size=192", "intermediate_size=256", "vocab_size=1000"]),
+        # separate position projections for c2p only, a table of 2·64, a convolution layer
+        (
+            "deberta-v3-base",
+            ["hidden_size=192", "intermediate_size=256", "vocab_size=1000",
+             "share_att_key=false", 'pos_att_type=["c2p"]', "position_buckets=-1",
+             "max_relative_positions=64", "conv_kernel_size=3"],
         ),
     ],
 )

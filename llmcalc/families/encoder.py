@@ -235,7 +235,11 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
     d × d; the encoder's rel_embeddings [2·span, d] (span = position_buckets, else
     max_relative_positions, else max_position_embeddings), its LayerNorm with norm_rel_ebd
     "layer_norm", a ConvLayer (Conv1d d → d, kernel k, groups g, + LayerNorm) when
-    conv_kernel_size > 0; the legacy head cls.predictions (E wide) or lm_predictions.lm_head."""
+    conv_kernel_size > 0; the legacy head cls.predictions (E wide) or lm_predictions.lm_head.
+
+    FLOPs of the disentangled attention (He et al. 2021 §3.1): per token and term (c2p, p2c) its
+    scores against 2·span relative positions; per sequence and layer the projections of the
+    2·span-row position table (FlopCounterMode equality in tests/test_h13b.py)."""
     _ = c.att_types  # validated by its type above
     d, v, h = c.hidden_size, c.vocab_size, c.num_attention_heads
     e = c.embedding_size or d
@@ -253,6 +257,7 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
     p = "deberta.encoder.layer.{i}"
     layer = bert_layer(p, d, c.intermediate_size, q="query_proj", k="key_proj", v="value_proj")
     notes = list(_direction_note(False))
+    attention = Attention(h, h, c.head_dim, c.head_dim, causal=False)
     if c.relative_attention:
         span = c.max_relative_positions if c.max_relative_positions >= 1 else c.max_position_embeddings
         if c.position_buckets > 0:
@@ -264,13 +269,23 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
                 pos += linear(f"{p}.attention.self.pos_key_proj", "attn/pos_k_proj", d, d, bias=True)
             if "p2c" in att:
                 pos += linear(f"{p}.attention.self.pos_query_proj", "attn/pos_q_proj", d, d, bias=True)
+            # they project the relative-position table, not the tokens: their FLOPs are the
+            # attention's sequence_flops, not per token
+            pos = [Tensor(t.name, t.shape, t.component) for t in pos]
             layer = [*layer[:6], *pos, *layer[6:]]
         outer.append(embedding("deberta.encoder.rel_embeddings", "embed/rel_positions", 2 * span, d))
         if "layer_norm" in [x.strip() for x in c.norm_rel_ebd.lower().split("|")]:
             outer += norm("deberta.encoder.LayerNorm", "embed/rel_norm", d, bias=True)
-        notes.append(
-            "FLOPs leave out the disentangled position terms (projections of the relative "
-            "embeddings and the c2p/p2c scores): weights and content attention only"
+        # DisentangledSelfAttention.disentangled_attention_bias: the 2·span rows of rel_embeddings
+        # through query_proj and key_proj (both with share_att_key, else pos_query_proj for p2c,
+        # pos_key_proj for c2p): 2·2span·d·d each, once per sequence; then per token and term
+        # (c2p: query · position keys, p2c: key · position queries) 2·h·d_head·2span
+        terms = [t for t in ("c2p", "p2c") if t in c.att_types]
+        projections = 2 if c.share_att_key else len(terms)
+        attention = Attention(
+            h, h, c.head_dim, c.head_dim, causal=False,
+            position_keys=2 * span * len(terms),
+            sequence_flops=projections * 2 * (2 * span) * d * d,
         )
     if c.conv_kernel_size > 0:
         require(d % c.conv_groups == 0, "conv_groups", f"conv_groups ({c.conv_groups}) must divide hidden_size ({d})")
@@ -297,7 +312,7 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
     return _with_head(Architecture(
         shape=c.shape(),
         tensors=tuple(outer),
-        layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, c.head_dim, c.head_dim, causal=False), name="encoder"),
+        layer_groups=uniform_layers(c.num_hidden_layers, layer, attention, name="encoder"),
         notes=tuple(notes),
     ), head)
 

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult
+from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult, position_flops
 from llmcalc.render import n, pct, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
@@ -190,6 +190,15 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
             f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
             f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
         )
+    for g in spec.layer_groups:
+        if g.attention is not None and g.attention.position_keys:
+            a = g.attention
+            lines.append(
+                f"  {g.name}, relative positions: {plural(len(g.layers), 'layer')} × 2 × "
+                f"{n(a.position_keys)} positions × {a.heads} heads × {a.qk_head_dim} = "
+                f"{n(len(g.layers) * position_flops(a))} (and {n(a.sequence_flops)} per layer and "
+                "sequence projecting the position table)"
+            )
     if r.source_len is not None:
         lines.append(f"  cross-attention over {n(r.source_len)} encoder tokens, every decoder "
                      f"layer: {n(r.cross_attention_flops_per_token)} (its K and V projections: "
