@@ -199,6 +199,7 @@ class KVTerm:
     latent_dim: int | None
     elements_per_token: int  # per layer
     tokens: int  # cached per sequence at this context
+    cross: bool = False  # an encoder–decoder's cross-attention cache: tokens are encoder tokens
 
 
 @dataclass(frozen=True)
@@ -297,6 +298,7 @@ def memory(
             latent_dim=None,
             elements_per_token=cross_kv_elements(g.cross_attention),
             tokens=source,
+            cross=True,
         )
         for g in spec.layer_groups
         if g.cross_attention is not None and source is not None

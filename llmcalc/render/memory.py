@@ -183,6 +183,8 @@ def explain_lines(r: MemoryResult) -> list[str]:
         lines.append(f"  = {n(r.weights_bytes)} bytes ({gib(r.weights_bytes)})")
     lines.append("KV cache per token = Σ layers × elements per layer × bits / 8:")
     for a in r.kv_terms:
+        if a.cross:
+            continue
         if a.latent_dim is not None:
             what = f"latent {a.latent_dim} (kv_lora_rank + rope head dim)"
         else:
@@ -192,9 +194,18 @@ def explain_lines(r: MemoryResult) -> list[str]:
             f"{n(a.num_layers * a.elements_per_token)} elements"
         )
     lines.append(f"  × {kb} bits / 8 = {n(r.kv_cache_bytes_per_token)} bytes")
+    for a in r.kv_terms:
+        if a.cross:
+            lines.append(
+                f"cross-attention cache per encoder token, {a.group.removesuffix(' cross-attention')}: "
+                f"{plural(a.num_layers, 'layer')} × {a.kv_heads} kv heads × ({a.qk_head_dim} + "
+                f"{a.v_head_dim}) (K and V) = {n(a.num_layers * a.elements_per_token)} elements"
+            )
     parts = []
     for a in r.kv_terms:
         tokens = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
+        if a.cross:
+            tokens = f"{n(a.tokens)} encoder tokens"
         parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}")
     for s in r.state_terms:
         lines.append(
