@@ -31,6 +31,8 @@ PART_PREFIXES = {
 PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
 PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
 PART_PREFIXES["internvl"] = PART_PREFIXES["got_ocr2"] = PART_PREFIXES["llava"]
+PART_PREFIXES["qwen2_vl"] = PART_PREFIXES["qwen2_5_vl"] = {"projector": "model.visual.merger.",
+                                                           "vision": "model.visual."}
 PART_PREFIXES["idefics3"] = PART_PREFIXES["smolvlm"] = {"vision": "model.vision_model.",
                                                         "projector": "model.connector."}
 # parameters outside a part's module that belong to it: (part, name prefix)
@@ -609,3 +611,94 @@ def test_sam_tower_and_projector_flops_equal_flop_counter(vision: dict[str, Any]
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model.model.multi_modal_projector(features)
     assert counter.get_total_flops() == part_flops(proj).total
+
+
+# ---- qwen2_vl / qwen2_5_vl ------------------------------------------------------------------------
+
+
+def qwen_vl(model_type: str, **changes: Any) -> dict[str, Any]:
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300}
+    if model_type == "qwen2_vl":
+        vision = {"embed_dim": 32, "depth": 2, "num_heads": 2, "mlp_ratio": 2, "hidden_size": 64}
+    else:
+        vision = {"hidden_size": 32, "depth": 3, "num_heads": 2, "intermediate_size": 40,
+                  "out_hidden_size": 64, "fullatt_block_indexes": [1], "window_size": 112}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": model_type, "text_config": text, "vision_config": vision, **changes}
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])
+def test_qwen_vl_defaults_whole_model(model_type: str) -> None:
+    spec = load_spec(model_type)  # the transformers class defaults
+    matches_transformers(spec)
+    r = flops(spec, ctx=1)
+    assert r.image_tokens == 32 * 32  # an 896 px image: 64 × 64 patches of 14, merged 2 × 2
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])
+@pytest.mark.parametrize("changes", [
+    {},
+    {"vision": {"spatial_merge_size": 4, "temporal_patch_size": 1, "patch_size": 7}},
+    {"tie_word_embeddings": True},
+    {"text": {"tie_word_embeddings": True}},
+], ids=["base", "merge-4", "tied", "text-tied"])
+def test_qwen_vl_varied_configs_match_transformers(model_type: str, changes: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(qwen_vl(model_type, **changes), name="qwen-vl"))
+
+
+def test_qwen2_vl_flat_config_reads_the_top_level_text_fields() -> None:
+    fields = qwen_vl("qwen2_vl")
+    text = fields.pop("text_config")
+    flat = {**fields, **text}
+    matches_transformers(spec_from_dict(flat, name="qwen-flat"))
+    assert count(spec_from_dict(flat, name="flat")).total == count(
+        spec_from_dict(qwen_vl("qwen2_vl"), name="nested")).total
+
+
+@pytest.mark.parametrize("side", [896, 1000, 1400, 100])
+def test_qwen_vl_image_tokens_follow_smart_resize(side: int) -> None:
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+
+    h, w = smart_resize(side, side)
+    spec = spec_from_dict({**qwen_vl("qwen2_vl"), "image_size": side}, name="q")
+    assert flops(spec, ctx=1).image_tokens == (h // 28) * (w // 28)
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])
+@pytest.mark.parametrize("side", [224, 252])
+def test_qwen_vl_tower_flops_equal_flop_counter(model_type: str, side: int) -> None:
+    """One image through a 2–3-layer Qwen-ViT (Qwen2.5: windows, one full layer) and its merger:
+    FlopCounterMode (eager attention) equals the parts' figures."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fields = {**qwen_vl(model_type), "image_size": side}
+    spec = spec_from_dict(fields, name="qwen-flops")
+    config = transformers.AutoConfig.for_model(
+        model_type, **{k: v for k, v in fields.items() if k not in ("model_type", "image_size")})
+    config.vision_config._attn_implementation = "eager"
+    model = transformers.AutoModelForImageTextToText.from_config(config, attn_implementation="eager")
+    grid = side // 14
+    pixels = torch.zeros(grid * grid, 3 * 2 * 14 * 14)
+    thw = torch.tensor([[1, grid, grid]])
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.model.visual(pixels, grid_thw=thw)
+    vision, proj = spec.part("vision"), spec.part("projector")
+    assert vision is not None and proj is not None
+    assert counter.get_total_flops() == part_flops(vision).total + part_flops(proj).total
+
+
+
+@pytest.mark.parametrize(("name", "total", "parts"), [
+    ("qwen2.5-vl-7b", 8_292_166_656,
+     {"language": 7_615_616_512, "vision": 631_975_680, "projector": 44_574_464}),
+    ("qwen2-vl-2b", 2_208_985_600,
+     {"language": 1_543_714_304, "vision": 631_183_360, "projector": 34_087_936}),
+])
+def test_qwen_vl_bundled_whole_models(name: str, total: int, parts: dict[str, int]) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    assert pc.total == total and pc.parts == parts  # Qwen2.5-VL-7B: "8.3B"
+    matches_transformers(spec)
+    assert spec.notes[-1].startswith("per-image figures for a 896×896 image")

@@ -21,7 +21,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import ValidationError
+import math
+
+from pydantic import AliasChoices, Field, ValidationError
 
 from llmcalc.families._base import (
     Architecture,
@@ -134,6 +136,16 @@ class VisionConfig(FamilyConfig):
         return _pair(self.patch_size)
 
     @property
+    def ff(self) -> int:
+        """The MLP's width."""
+        return self.intermediate_size
+
+    @property
+    def patch_kernel(self) -> tuple[int, ...]:
+        """The patch embedding's kernel: [p, p] (Conv2d), [t, p, p] for Qwen's Conv3d."""
+        return self.patch_hw
+
+    @property
     def patches(self) -> int:
         """Patches of one image: (image_size / patch_size)², as Conv2d with stride = kernel makes."""
         (h, w), (ph, pw) = self.image_hw, self.patch_hw
@@ -201,6 +213,7 @@ class ViT:
     gated: bool = False  # gate/up/down instead of fc1/fc2
     mlp_bias: bool = True
     head_dim_field: bool = True  # False: head_dim = hidden / heads whatever the config says (Pixtral)
+    qkv: str | None = None  # one fused q, k, v projection [3d, d] of this name (Qwen-ViT)
     qk_norm: bool = False  # RMSNorm [d] on all of q and on all of k (InternViT use_qk_norm)
     post_norm_bias: bool | None = None  # None: as norm_bias
     layer_scale: bool = False  # lambda_1, lambda_2 [d] scaling each branch (InternViT)
@@ -276,7 +289,7 @@ def vit(
     ``context_tokens`` reach the language model; ``head``: SigLIP's attention-pooling head after
     the last norm (vision_use_head)."""
     c.check()
-    d, ff, h = c.hidden_size, c.intermediate_size, c.num_attention_heads
+    d, ff, h = c.hidden_size, c.ff, c.num_attention_heads
     hd = resolve_head_dim(d, h, c.head_dim if style.head_dim_field else None, hidden_field="vision_config.hidden_size",
                           heads_field="vision_config.num_attention_heads")
     emb = _join(prefix, style.embeddings)
@@ -288,7 +301,7 @@ def vit(
         shape = (1, 1, d) if style.raw_params else (d,)
         outer.append(Tensor(f"{emb}.{style.class_name}", shape, "embed/class"))
     # Conv2d(channels, d, kernel=stride=patch): [d, channels, p, p]
-    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, *c.patch_hw),
+    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, *c.patch_kernel),
                    "embed/patch", matmul=True)
     outer.append(patch)
     if style.patch_bias:
@@ -302,10 +315,14 @@ def vit(
     p = _join(prefix, style.layers, "{i}")
     a = f"{p}.{style.attn}"
     m = f"{p}.{style.mlp}"
-    layer = [
+    qkv = [
         *linear(f"{a}.q_proj", "attn/q_proj", h * hd, d, bias=style.qkv_bias),
         *linear(f"{a}.k_proj", "attn/k_proj", h * hd, d, bias=style.qkv_bias),
         *linear(f"{a}.v_proj", "attn/v_proj", h * hd, d, bias=style.qkv_bias),
+    ] if style.qkv is None else linear(f"{a}.{style.qkv}", "attn/qkv", 3 * h * hd, d,
+                                       bias=style.qkv_bias)
+    layer = [
+        *qkv,
         *linear(f"{a}.{style.o_proj}", "attn/o_proj", d, h * hd, bias=style.o_bias),
         *norm(f"{p}.{style.norm1}", "attn/norm", d, bias=style.norm_bias),
         *norm(f"{p}.{style.norm2}", "mlp/norm", d, bias=style.norm_bias),
@@ -455,3 +472,58 @@ def sam_tower(prefix: str, c: SamVisionConfig) -> tuple[Part, int]:
         input_flops=(weight, attn_flops),
     )
     return part, g
+
+
+
+# ---- Qwen-ViT (Qwen2-VL, Qwen2.5-VL) ---------------------------------------------------------------
+
+
+class QwenVisionConfig(VisionConfig):
+    """Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig in the shared fields: embed_dim (Qwen2-VL) or
+    hidden_size (Qwen2.5-VL) wide, depth layers, num_heads; a Conv3d patch [d, c, t, p, p] over
+    temporal_patch_size frames (an image is repeated t times). It has no image size: the figures
+    assume a square image of image_size pixels (llmcalc's own, --image-size)."""
+
+    transformers_class = "Qwen2VLVisionConfig"
+
+    hidden_size: Size = Field(validation_alias=AliasChoices("embed_dim", "hidden_size"))
+    num_hidden_layers: Size = Field(validation_alias=AliasChoices("depth", "num_hidden_layers"))
+    num_attention_heads: Size = Field(validation_alias=AliasChoices("num_heads", "num_attention_heads"))
+    num_channels: Size = Field(3, validation_alias=AliasChoices("in_channels", "num_channels"))
+    intermediate_size: Size | None = None  # type: ignore[assignment]
+    mlp_ratio: Size = 4
+    image_size: Size = 896
+    patch_size: Size = 14
+    temporal_patch_size: Size = 2
+    spatial_merge_size: Size = 2
+    out_hidden_size: Size | None = None  # Qwen2.5-VL: the merger's output width
+    window_size: Size | None = None  # Qwen2.5-VL: windows of window_size pixels a side
+    fullatt_block_indexes: list[int] | None = None
+
+    @property
+    def ff(self) -> int:
+        return self.intermediate_size or self.hidden_size * self.mlp_ratio
+
+    @property
+    def patch_kernel(self) -> tuple[int, ...]:
+        return (self.temporal_patch_size, self.patch_size, self.patch_size)
+
+    def grid(self) -> int:
+        """Patches a side of a square image of image_size pixels after the processor's smart_resize
+        (qwen2_vl/image_processing_qwen2_vl.py: multiples of patch · merge, 56² to 28² · 1280 pixels
+        at the default min_pixels and max_pixels)."""
+        factor = self.patch_size * self.spatial_merge_size
+        side, lo, hi = self.image_size, 56 * 56, 28 * 28 * 1280
+        bar = round(side / factor) * factor
+        if bar * bar > hi:
+            bar = max(factor, math.floor(side / math.sqrt(side * side / hi) / factor) * factor)
+        elif bar * bar < lo:
+            bar = math.ceil(side * math.sqrt(lo / (side * side)) / factor) * factor
+        return bar // self.patch_size
+
+
+QWEN2_VIT = ViT(
+    embeddings="", patch="patch_embed.proj", positions=None, post_norm=None, layers="blocks",
+    attn="attn", qkv="qkv", o_proj="proj", norm1="norm1", norm2="norm2",
+)
+QWEN2_5_VIT = replace(QWEN2_VIT, norm_bias=False, gated=True)

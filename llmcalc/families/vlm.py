@@ -15,6 +15,8 @@ import math
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from pydantic import ConfigDict
+
 from llmcalc.families._base import (
     Architecture,
     FamilyConfig,
@@ -32,6 +34,9 @@ from llmcalc.families._vision import (
     InternVisionConfig,
     VisionConfig,
     ViT,
+    QWEN2_5_VIT,
+    QWEN2_VIT,
+    QwenVisionConfig,
     SamVisionConfig,
     prefixer,
     projector,
@@ -610,3 +615,105 @@ def describe_got_ocr2(c: GotOcr2Config) -> Architecture:
     part = projector(proj, tokens=tokens, d_in=c_out, d_out=d_t)
     part = replace(part, input_tokens=(("conv_upsampler1", half * half), ("", tokens)))
     return _whole(lm, tower, part, notes=c.resized_note_sam(v))
+
+
+
+# ---- qwen2_vl / qwen2_5_vl -------------------------------------------------------------------------
+
+# text_config model types whose language model is a text family's under another name
+TEXT_AS = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}
+
+
+class Qwen2VLConfig(CompositeConfig):
+    """Qwen2-VL (Wang et al. 2024) and Qwen2.5-VL (Bai et al. 2025): a Qwen-ViT tower (model.visual;
+    Qwen2.5-VL: RMSNorm, gated MLP, windowed attention but in fullatt_block_indexes), its patch
+    merger (LayerNorm, mlp.0 [d·s², d·s²], mlp.2 [d_out, d·s²]: the projector), a Qwen2 language
+    model (qwen2_vl/modeling_qwen2_vl.py, qwen2_5_vl/modeling_qwen2_5_vl.py). A config without
+    text_config keeps its text fields at the top level (Qwen2VLConfig.__post_init__)."""
+
+    # the top level's other fields are the text model's in a flat (pre-v5) config
+    model_config = ConfigDict(**{**FamilyConfig.model_config, "extra": "allow"})
+
+    transformers_class = "Qwen2VLConfig"
+    composite_type: ClassVar[str] = "qwen2_vl"
+    default_text: ClassVar[str] = "qwen2_vl_text"
+    default_vision: ClassVar[str] = "qwen2_vl_vision"
+    tie_from_text: ClassVar[bool] = True
+
+    def text(self) -> dict[str, Any]:
+        from llmcalc import family_defaults
+
+        if self.text_config is None:
+            flat = {k: v for k, v in (self.model_extra or {}).items()
+                    if k in (family_defaults.sub_defaults(self.default_text) or {}) or k in FLAT_TEXT}
+            fields = {**(family_defaults.sub_defaults(self.default_text) or {}), **flat,
+                      "model_type": self.default_text}
+        else:
+            fields = self.sub("text_config", self.default_text)
+        kind = str(fields.get("model_type"))
+        return {**fields, "model_type": TEXT_AS.get(kind, kind)}
+
+
+class Qwen2_5_VLConfig(Qwen2VLConfig):
+    transformers_class = "Qwen2_5_VLConfig"
+    composite_type: ClassVar[str] = "qwen2_5_vl"
+    default_text: ClassVar[str] = "qwen2_5_vl_text"
+    default_vision: ClassVar[str] = "qwen2_5_vl_vision"
+
+
+# text fields a flat config may give that have no default of their own (None by default)
+FLAT_TEXT = ("num_key_value_heads", "head_dim", "layer_types", "sliding_window")
+
+
+def describe_qwen2_vl(c: Qwen2VLConfig) -> Architecture:
+    from llmcalc.flops import part_flops
+
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    fields = c.sub("vision_config", c.default_vision)
+    if c.image_size is not None:
+        fields = {**fields, "image_size": c.image_size}
+    v = read_sub(QwenVisionConfig, fields, "vision_config")
+    qwen25 = c.composite_type == "qwen2_5_vl"
+    style = QWEN2_5_VIT if qwen25 else QWEN2_VIT
+    m, grid = v.spatial_merge_size, v.grid()
+    require(grid % m == 0, "vision_config.spatial_merge_size",
+            f"vision_config.spatial_merge_size ({m}) must divide the patch grid ({grid})")
+    merged = (grid // m) ** 2
+    tower = vit("model.visual", v, style, context_tokens=merged, patches=grid * grid,
+                image_side=v.image_size)
+    d = v.hidden_size
+    d_out = (v.out_hidden_size or d) if qwen25 else lm.shape.hidden_size
+    if not qwen25:
+        d_out = int(fields.get("hidden_size", d_out))  # Qwen2VLVisionConfig.hidden_size: the output
+    p = "model.visual.merger"
+    proj = [
+        *norm(f"{p}.ln_q", "ln_q", d, bias=not qwen25),
+        *linear(f"{p}.mlp.0", "mlp/0", d * m * m, d * m * m, bias=True),
+        *linear(f"{p}.mlp.2", "mlp/2", d_out, d * m * m, bias=True),
+    ]
+    if qwen25 and v.window_size is not None:
+        tower = _windowed(tower, v, grid, part_flops(tower))
+    side = v.image_size
+    note = (f"per-image figures for a {side}×{side} image, resized to {grid * v.patch_size} px "
+            "(--image-size for another; the tower takes images at their own size)")
+    return _whole(lm, tower, projector(proj, tokens=merged, d_in=d, d_out=d_out), notes=(note,))
+
+
+def _windowed(tower: Part, v: QwenVisionConfig, grid: int, base: Any) -> Part:
+    """Qwen2.5-VL's attention: windows of window_size pixels (in merged units: window_size // s //
+    p a side, smaller at the edge) in every layer but fullatt_block_indexes, which see the image."""
+    m = v.spatial_merge_size
+    units = grid // m
+    w = max(1, (v.window_size or 1) // m // v.patch_size)
+    q, r = divmod(units, w)
+    sides = q * w * w + r * r  # Σ over a side's windows of (units a side)²
+    window_pairs = (m**4) * sides * sides  # Σ over windows of (tokens in it)²
+    full = {i for i in (v.fullatt_block_indexes or []) if 0 <= i < v.num_hidden_layers}
+    group = tower.layer_groups[0]
+    attention = group.attention
+    assert attention is not None
+    per_pair = 2 * attention.heads * (attention.qk_head_dim + attention.v_head_dim)
+    n = grid * grid
+    pairs = len(full) * n * n + (v.num_hidden_layers - len(full)) * window_pairs
+    return replace(tower, input_flops=(base.weight, pairs * per_pair))
