@@ -702,3 +702,14 @@ def test_qwen_vl_bundled_whole_models(name: str, total: int, parts: dict[str, in
     assert pc.total == total and pc.parts == parts  # Qwen2.5-VL-7B: "8.3B"
     matches_transformers(spec)
     assert spec.notes[-1].startswith("per-image figures for a 896×896 image")
+
+
+
+def test_verify_whole_model_and_its_flops_refusal(cli: Any) -> None:
+    out = cli("verify", "llava-1.5-7b")
+    assert out.code == 0
+    assert "vision (whole part)" in out.stdout and "projector (whole part)" in out.stdout
+    assert "LlavaForConditionalGeneration" in out.stdout
+    refused = cli("verify", "llava-1.5-7b", "--flops")
+    assert refused.code != 0
+    assert "this is a whole model (language, vision, projector)" in " ".join(refused.stderr.split())
