@@ -191,7 +191,7 @@ def test_flops_and_memory_images_option(cli: Any) -> None:
     assert ("image_size 672: the processor resizes every image to 336×336 pixels, so the "
             "per-image figures are those") in big["notes"]
     # Pixtral takes an image at its size: 448 px = 32 × 32 patches, merged 2 × 2, a break per row
-    pix = cli("flops", "mistral-small-3.1-24b", "--image-size", "448", "--json").json()
+    pix = cli("flops", "mistral3-small-3.1-24b", "--image-size", "448", "--json").json()
     assert pix["image_tokens"] == 16 * 17
     assert pix["per_image"]["vision"]["tokens"] == 32 * 32
     assert pix["per_image"]["vision"]["image_size"] == 448
@@ -273,7 +273,7 @@ def mistral3(**changes: Any) -> dict[str, Any]:
 
 
 def test_mistral_small_3_1_whole_model_ties_as_transformers_does() -> None:
-    spec = load_spec("mistral-small-3.1-24b")
+    spec = load_spec("mistral3-small-3.1-24b")
     pc = count(spec)
     # no top-level tie_word_embeddings: Mistral3Config's default (true) ties the head, although
     # text_config alone would not (issue 13: 22.90B, not 23.57B, for the language model)
@@ -713,3 +713,10 @@ def test_verify_whole_model_and_its_flops_refusal(cli: Any) -> None:
     refused = cli("verify", "llava-1.5-7b", "--flops")
     assert refused.code != 0
     assert "this is a whole model (language, vision, projector)" in " ".join(refused.stderr.split())
+
+
+
+def test_part_and_images_need_a_model(cli: Any) -> None:
+    for command in ("flops", "memory"):
+        r = cli(command, "--images", "2")
+        assert (r.code, r.stderr) == (2, "error: --part, --images and --image-size need a MODEL\n")
