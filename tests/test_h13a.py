@@ -720,3 +720,43 @@ def test_part_and_images_need_a_model(cli: Any) -> None:
     for command in ("flops", "memory"):
         r = cli(command, "--images", "2")
         assert (r.code, r.stderr) == (2, "error: --part, --images and --image-size need a MODEL\n")
+
+
+
+HOSTILE_LAYERS = 10**12
+
+
+@pytest.mark.parametrize("name", [
+    "llava-1.5-7b", "gemma-3-4b", "mistral3-small-3.1-24b", "paligemma-3b-224",
+    "llava-v1.6-mistral-7b", "llava-onevision-default", "aya-vision-8b", "internvl-default",
+    "idefics3-default", "smolvlm-default", "got-ocr2-default", "qwen2-vl-2b", "qwen2.5-vl-7b",
+])
+def test_hostile_depths_answer_at_once(name: str) -> None:
+    """10^12 layers in the tower and in the language model: counted and priced without walking
+    them (layer sets are runs)."""
+    import time
+
+    fields = dict(load_spec(name).config)
+    text = fields.get("text_config")
+    if isinstance(text, dict):
+        fields["text_config"] = {**text, "num_hidden_layers": HOSTILE_LAYERS}
+    else:
+        fields["num_hidden_layers"] = HOSTILE_LAYERS
+    vision = dict(fields.get("vision_config") or {})
+    vision["depth" if name.startswith("qwen") else "num_hidden_layers"] = HOSTILE_LAYERS
+    fields["vision_config"] = vision
+    if "gemma-3" in name:
+        fields["text_config"].pop("layer_types", None)
+    start = time.perf_counter()
+    spec = spec_from_dict(fields, name="hostile")
+    pc = count(spec)
+    r = flops(spec, ctx=1000, images=1)
+    assert pc.parts["vision"] > HOSTILE_LAYERS and r.parts[0].total > HOSTILE_LAYERS
+    assert time.perf_counter() - start < 5
+
+
+def test_internvl_tiny_downsample_ratio_is_a_field_error() -> None:
+    from llmcalc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="downsample_ratio must be in"):
+        spec_from_dict(internvl(downsample_ratio=1e-300), name="bad")

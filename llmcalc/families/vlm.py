@@ -20,6 +20,7 @@ from pydantic import ConfigDict
 from llmcalc.families._base import (
     Architecture,
     FamilyConfig,
+    MAX_SIZE,
     FieldError,
     Size,
     linear,
@@ -522,7 +523,8 @@ def describe_internvl(c: InternVLConfig) -> Architecture:
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, _ = c.vision()
     ratio = c.downsample_ratio
-    require(0 < ratio <= 1, "downsample_ratio", f"downsample_ratio must be in (0, 1], got {ratio}")
+    require(0 < ratio <= 1 and 1 / ratio <= MAX_SIZE, "downsample_ratio",
+            f"downsample_ratio must be in (0, 1] and not below 1 / (2^53 - 1), got {ratio}")
     s = int(1 / ratio)  # int(1 / downsample_ratio) as the projector's width has it
     (h, w), (ph, pw) = v.image_hw, v.patch_hw
     tokens = int(h // ph * ratio) * int(w // pw * ratio)  # pixel_shuffle's view sizes
