@@ -101,14 +101,8 @@ class CompositeConfig(FamilyConfig):
         head = bool(getattr(v, "vision_use_head", False))
         return vit(prefix, v, style, context_tokens=context_tokens, head=head, **kw), v
 
-    def resized_note(self, v: VisionConfig) -> tuple[str, ...]:
+    def resized_note(self, v: VisionConfig | SamVisionConfig) -> tuple[str, ...]:
         """A tower that resizes every image to its own size: --image-size changes nothing."""
-        if self.image_size is None or self.image_size == v.image_size:
-            return ()
-        return (f"image_size {self.image_size}: the processor resizes every image to "
-                f"{v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
-
-    def resized_note_sam(self, v: Any) -> tuple[str, ...]:
         if self.image_size is None or self.image_size == v.image_size:
             return ()
         return (f"image_size {self.image_size}: the processor resizes every image to "
@@ -616,7 +610,7 @@ def describe_got_ocr2(c: GotOcr2Config) -> Architecture:
     ]
     part = projector(proj, tokens=tokens, d_in=c_out, d_out=d_t)
     part = replace(part, input_tokens=(("conv_upsampler1", half * half), ("", tokens)))
-    return _whole(lm, tower, part, notes=c.resized_note_sam(v))
+    return _whole(lm, tower, part, notes=c.resized_note(v))
 
 
 
