@@ -10,9 +10,9 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
-    PartOpt,
     FormatOpt,
     JsonOpt,
+    PartOpt,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,

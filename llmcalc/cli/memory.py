@@ -11,10 +11,10 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
-    PartOpt,
     Format,
     FormatOpt,
     JsonOpt,
+    PartOpt,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,

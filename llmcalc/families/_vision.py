@@ -17,11 +17,10 @@ model (:func:`text_model`), and the config fields composite configs share.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
-
-import math
 
 from pydantic import AliasChoices, Field, ValidationError
 
