@@ -105,6 +105,8 @@ def test_llava_bundled_whole_model() -> None:
     llava(text={"model_type": "mistral", "sliding_window": 16, "num_hidden_layers": 3}),
     llava(text={"model_type": "qwen2", "hidden_size": 96, "num_attention_heads": 6}),
     llava(vision={"model_type": "siglip_vision_model", "vision_use_head": False}),
+    llava(vision={"model_type": "pixtral", "head_dim": 8, "image_size": 64, "patch_size": 8},
+          vision_feature_select_strategy="full", vision_feature_layer=-1),
 ], ids=lambda f: "-".join(f"{k}" for k in f if k not in ("model_type",)) or "base")
 def test_llava_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="llava-variant"))
@@ -760,3 +762,13 @@ def test_internvl_tiny_downsample_ratio_is_a_field_error() -> None:
 
     with pytest.raises(ConfigError, match="downsample_ratio must be in"):
         spec_from_dict(internvl(downsample_ratio=1e-300), name="bad")
+
+
+
+def test_llava_with_a_pixtral_tower_counts_break_tokens() -> None:
+    fields = llava(vision={"model_type": "pixtral", "image_size": 64, "patch_size": 8},
+                   vision_feature_select_strategy="full", vision_feature_layer=-1)
+    spec = spec_from_dict({**fields, "image_size": 40}, name="pixtral-12b-like")
+    r = flops(spec, ctx=1)
+    assert r.image_tokens == 5 * 5 + 5  # 40 px: 5 × 5 patches of 8, a break (or end) per row
+    assert next(p for p in r.parts if p.part == "vision").tokens == 25

@@ -170,8 +170,19 @@ def describe(c: LlavaConfig) -> Architecture:
     text = c.text()
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, style = c.vision()
-    tokens = _select(c, v.patches, style.class_token)
-    tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
+    notes = c.resized_note(v)
+    if style is PIXTRAL:
+        # Pixtral-12B is a llava with a Pixtral tower: the image at its own size up to image_size,
+        # its patch rows each closed by an [IMG_BREAK] (the last by [IMG_END]) in the context
+        pixels = min(c.image_size or v.image_size, v.image_size)
+        side = -(-pixels // v.patch_size)
+        tokens = _select(c, side * side, False)
+        tower, _ = c.tower("model.vision_tower", context_tokens=tokens + side,
+                           patches=side * side, image_side=pixels)
+        notes = ()
+    else:
+        tokens = _select(c, v.patches, style.class_token)
+        tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
     d_v, d_t = v.hidden_size, lm.shape.hidden_size
     bias = c.multimodal_projector_bias
     p = "model.multi_modal_projector"
@@ -179,8 +190,7 @@ def describe(c: LlavaConfig) -> Architecture:
         *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
         *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
     ]
-    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
-                  notes=c.resized_note(v))
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t), notes=notes)
 
 
 def _whole(lm: Architecture, *parts: Part, notes: tuple[str, ...] = ()) -> Architecture:
