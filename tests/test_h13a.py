@@ -729,7 +729,7 @@ HOSTILE_LAYERS = 10**12
 
 
 @pytest.mark.parametrize("name", [
-    "llava-1.5-7b", "gemma-3-4b", "mistral3-small-3.1-24b", "paligemma-3b-224",
+    "llava-1.5-7b", "pixtral-12b", "gemma-3-4b", "mistral3-small-3.1-24b", "paligemma-3b-224",
     "llava-v1.6-mistral-7b", "llava-onevision-default", "aya-vision-8b", "internvl-default",
     "idefics3-default", "smolvlm-default", "got-ocr2-default", "qwen2-vl-2b", "qwen2.5-vl-7b",
 ])
@@ -772,3 +772,14 @@ def test_llava_with_a_pixtral_tower_counts_break_tokens() -> None:
     r = flops(spec, ctx=1)
     assert r.image_tokens == 5 * 5 + 5  # 40 px: 5 × 5 patches of 8, a break (or end) per row
     assert next(p for p in r.parts if p.part == "vision").tokens == 25
+
+
+
+def test_pixtral_12b_whole_model() -> None:
+    spec = load_spec("pixtral-12b")
+    pc = count(spec)
+    d, L = 1024, 24
+    assert pc.parts["vision"] == d * 3 * 16 * 16 + d + L * (4 * d * d + 2 * d + 3 * 4096 * d)
+    assert pc.total == 12_682_739_712
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 64 * 65  # 1024 px: 64 rows of 64 patches + a break
