@@ -36,10 +36,10 @@ def small_config(model_type: str) -> Any:
         return default
 
 
-def numel_total(config: Any) -> int | None:
+def numel_total(config: Any, auto: Any = None) -> int | None:
     try:
         with torch.device("meta"):
-            model = transformers.AutoModelForCausalLM.from_config(config)
+            model = (auto or transformers.AutoModelForCausalLM).from_config(config)
     except Exception:  # noqa: BLE001 - transformers cannot build it from its own default
         return None
     return sum(p.numel() for p in model.parameters())
@@ -63,6 +63,10 @@ def outcome(model_type: str) -> tuple[str, str]:
     ours = count(spec).total
     if any("counted its text model" in note for note in spec.notes):  # as documented, and said
         theirs = numel_total(config.get_text_config())
+    if spec.parts:  # a whole model, held against its whole-model class (issue 13)
+        from llmcalc.verify import model_class
+
+        theirs = numel_total(config, model_class(spec))
     assert ours == theirs, f"{model_type} ({spec.method}): llmcalc {ours:,}, transformers {theirs:,}"
     return spec.method, f"{ours:,}"
 

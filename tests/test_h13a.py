@@ -31,6 +31,7 @@ PART_PREFIXES = {
 PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
 PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
 PART_PREFIXES["internvl"] = PART_PREFIXES["got_ocr2"] = PART_PREFIXES["llava"]
+PART_PREFIXES["llama4"] = {"vision": "vision_model.", "projector": "multi_modal_projector."}
 PART_PREFIXES["qwen2_vl"] = PART_PREFIXES["qwen2_5_vl"] = {"projector": "model.visual.merger.",
                                                            "vision": "model.visual."}
 PART_PREFIXES["idefics3"] = PART_PREFIXES["smolvlm"] = {"vision": "model.vision_model.",
@@ -732,6 +733,7 @@ HOSTILE_LAYERS = 10**12
     "llava-1.5-7b", "pixtral-12b", "gemma-3-4b", "mistral3-small-3.1-24b", "paligemma-3b-224",
     "llava-v1.6-mistral-7b", "llava-onevision-default", "aya-vision-8b", "internvl-default",
     "idefics3-default", "smolvlm-default", "got-ocr2-default", "qwen2-vl-2b", "qwen2.5-vl-7b",
+    "llama-4-scout-whole",
 ])
 def test_hostile_depths_answer_at_once(name: str) -> None:
     """10^12 layers in the tower and in the language model: counted and priced without walking
@@ -783,3 +785,66 @@ def test_pixtral_12b_whole_model() -> None:
     assert pc.total == 12_682_739_712
     matches_transformers(spec)
     assert flops(spec, ctx=1).image_tokens == 64 * 65  # 1024 px: 64 rows of 64 patches + a break
+
+
+
+# ---- llama4 ---------------------------------------------------------------------------------------
+
+
+def llama4(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "llama4_text", "hidden_size": 64, "intermediate_size": 32,
+            "intermediate_size_mlp": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 300, "num_local_experts": 4,
+            "num_experts_per_tok": 1}
+    vision = {"hidden_size": 32, "intermediate_size": 128, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "image_size": 56, "patch_size": 14,
+              "vision_output_dim": 40, "projector_input_dim": 48, "projector_output_dim": 48}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "llama4", "text_config": text, "vision_config": vision, **changes}
+
+
+def test_llama4_scout_whole_model() -> None:
+    spec = load_spec("llama-4-scout-whole")
+    pc = count(spec)
+    # "109B total": the bundled text model (llama-4-scout) + the 34-layer tower + the projector
+    assert pc.parts["language"] == count(load_spec("llama-4-scout")).total == 107_769_861_120
+    assert pc.parts["projector"] == 5120 * 4096
+    assert pc.total == 108_641_793_536
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 144  # 24 × 24 patches of a 336 px tile, shuffled
+
+
+def test_llama4_defaults_whole_model() -> None:
+    spec = load_spec("llama4")
+    assert count(spec).total == 108_225_039_360
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 256  # 32 × 32 patches, shuffled by 0.5
+
+
+@pytest.mark.parametrize("fields", [
+    llama4(),
+    llama4(text={"tie_word_embeddings": True}),
+    llama4(tie_word_embeddings=True),
+    llama4(vision={"pixel_shuffle_ratio": 0.25, "image_size": 112, "num_hidden_layers": 3,
+                   "multi_modal_projector_bias": True}),
+], ids=["base", "text-tied", "top-tied", "shuffle-quarter"])
+def test_llama4_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="llama4-variant"))
+
+
+def test_llama4_vision_flops_equal_flop_counter() -> None:
+    """One tile through a 2-layer Llama 4 tower and its adapter (eager attention): FlopCounterMode
+    equals the vision part's figure."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fields = llama4(vision={"vision_output_dim": 48})
+    spec = spec_from_dict(fields, name="llama4-flops")
+    config = transformers.AutoConfig.for_model(
+        "llama4", **{k: v for k, v in fields.items() if k != "model_type"})
+    model = transformers.AutoModelForImageTextToText.from_config(config, attn_implementation="eager")
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.vision_model(torch.zeros(1, 3, 56, 56))
+    vision = spec.part("vision")
+    assert vision is not None
+    assert counter.get_total_flops() == part_flops(vision).total

@@ -172,6 +172,7 @@ MODEL_TYPES: dict[str, Family] = {
     "got_ocr2": Family("vlm", "GotOcr2Config", "describe_got_ocr2"),
     "qwen2_vl": Family("vlm", "Qwen2VLConfig", "describe_qwen2_vl"),
     "qwen2_5_vl": Family("vlm", "Qwen2_5_VLConfig", "describe_qwen2_vl"),
+    "llama4": Family("vlm", "Llama4Config", "describe_llama4"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -198,6 +198,8 @@ class ViT:
     class_name: str = "class_embedding"
     positions: str | None = "position_embedding"  # learned [positions, d]; None: rotary
     raw_params: bool = False  # class token and positions as Parameters [1, 1, d], [1, n, d] (InternViT)
+    positions_param: bool = False  # positions as a Parameter [n, d], not an nn.Embedding (Llama 4)
+    patch_linear: bool = False  # patches unfolded into a Linear [d, channels·p²] (Llama 4)
     pre_norm: str | None = None  # CLIP "pre_layrnorm", Pixtral "ln_pre"
     post_norm: str | None = "post_layernorm"
     layers: str = "encoder.layers"
@@ -299,14 +301,17 @@ def vit(
     if style.class_token:
         shape = (1, 1, d) if style.raw_params else (d,)
         outer.append(Tensor(f"{emb}.{style.class_name}", shape, "embed/class"))
-    # Conv2d(channels, d, kernel=stride=patch): [d, channels, p, p]
-    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, *c.patch_kernel),
-                   "embed/patch", matmul=True)
+    # Conv2d(channels, d, kernel=stride=patch): [d, channels, p, p]; or unfold + Linear
+    kernel = (c.num_channels * math.prod(c.patch_kernel),) if style.patch_linear else (
+        c.num_channels, *c.patch_kernel)
+    patch = Tensor(f"{emb}.{style.patch}.weight", (d, *kernel), "embed/patch", matmul=True)
     outer.append(patch)
     if style.patch_bias:
         outer.append(Tensor(f"{emb}.{style.patch}.bias", (d,), "embed/patch"))
     if style.positions is not None and style.raw_params:
         outer.append(Tensor(f"{emb}.{style.positions}", (1, positions, d), "embed/positions"))
+    elif style.positions is not None and style.positions_param:
+        outer.append(Tensor(f"{emb}.{style.positions}", (positions, d), "embed/positions"))
     elif style.positions is not None:
         outer.append(Tensor(f"{emb}.{style.positions}.weight", (positions, d), "embed/positions"))
     if style.pre_norm:
@@ -521,6 +526,12 @@ class QwenVisionConfig(VisionConfig):
         return bar // self.patch_size
 
 
+LLAMA4_VIT = ViT(
+    embeddings="", patch="patch_embedding.linear", patch_linear=True, class_token=True,
+    positions="positional_embedding_vlm", positions_param=True, pre_norm="layernorm_pre",
+    post_norm="layernorm_post", layers="model.layers", o_proj="o_proj", norm1="input_layernorm",
+    norm2="post_attention_layernorm",
+)
 QWEN2_VIT = ViT(
     embeddings="", patch="patch_embed.proj", positions=None, post_norm=None, layers="blocks",
     attn="attn", qkv="qkv", o_proj="proj", norm1="norm1", norm2="norm2",

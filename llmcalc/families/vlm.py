@@ -30,6 +30,7 @@ from llmcalc.families._base import (
 from llmcalc.families._vision import (
     CLIP,
     INTERNVIT,
+    LLAMA4_VIT,
     PIXTRAL,
     QWEN2_5_VIT,
     QWEN2_VIT,
@@ -58,6 +59,7 @@ TOWERS: dict[str, ViT] = {
     "internvl_vision": INTERNVIT,
     "idefics3_vision": SIGLIP,
     "smolvlm_vision": SIGLIP,
+    "llama4_vision_model": LLAMA4_VIT,
 }
 
 
@@ -723,3 +725,61 @@ def _windowed(tower: Part, v: QwenVisionConfig, grid: int, base: Any) -> Part:
     n = grid * grid
     pairs = len(full) * n * n + (v.num_hidden_layers - len(full)) * window_pairs
     return replace(tower, input_flops=(base.weight, pairs * per_pair))
+
+
+
+# ---- llama4 ----------------------------------------------------------------------------------------
+
+
+class Llama4Config(CompositeConfig):
+    """Llama 4 (Meta 2025): a ViT (unfolded patches into a Linear, class token, 2-D rotary
+    positions plus a learned table), pixel shuffle by pixel_shuffle_ratio and a two-layer adapter
+    (fc1 [projector_input_dim, intermediate_size], fc2 [projector_output_dim]², no biases), a
+    projector linear_1 [d_t, vision_output_dim] without bias, and the Llama 4 causal LM under language_model;
+    llama4/modeling_llama4.py. The head is tied as text_config says (the causal LM inside ties its
+    own)."""
+
+    transformers_class = "Llama4Config"
+    composite_type: ClassVar[str] = "llama4"
+    default_text: ClassVar[str] = "llama4_text"
+    default_vision: ClassVar[str] = "llama4_vision_model"
+    tie_from_text: ClassVar[bool] = True
+
+
+class Llama4VisionConfig(VisionConfig):
+    transformers_class = "Llama4VisionConfig"
+
+    image_size: Size | list[Size]  # type: ignore[assignment]
+    patch_size: Size | list[Size]  # type: ignore[assignment]
+    vision_output_dim: Size
+    pixel_shuffle_ratio: float = 0.5
+    projector_input_dim: Size
+    projector_output_dim: Size
+
+
+def describe_llama4(c: Llama4Config) -> Architecture:
+    text = c.text()
+    tied = bool(text.get("tie_word_embeddings"))
+    lm = text_model(text, tied=tied, rename=lambda name: "language_model." + name)
+    fields = c.sub("vision_config", c.default_vision)
+    v = read_sub(Llama4VisionConfig, fields, "vision_config")
+    ratio = v.pixel_shuffle_ratio
+    require(0 < ratio <= 1, "vision_config.pixel_shuffle_ratio",
+            f"vision_config.pixel_shuffle_ratio must be in (0, 1], got {ratio}")
+    (h, w), (ph, pw) = v.image_hw, v.patch_hw
+    tokens = int(h // ph * ratio) * int(w // pw * ratio)  # pixel_shuffle's reshapes
+    tower = vit("vision_model", v, LLAMA4_VIT, context_tokens=tokens)
+    a = "vision_model.vision_adapter.mlp"
+    adapter = [
+        *linear(f"{a}.fc1", "adapter/fc1", v.projector_input_dim, v.intermediate_size, bias=False),
+        *linear(f"{a}.fc2", "adapter/fc2", v.projector_output_dim, v.projector_output_dim,
+                bias=False),
+    ]
+    tower = replace(tower, tensors=(*tower.tensors, *adapter),
+                    input_tokens=(*tower.input_tokens, ("adapter", tokens)))
+    d_t = lm.shape.hidden_size
+    # Llama4MultiModalProjector: bias=False whatever multi_modal_projector_bias says
+    proj = linear("multi_modal_projector.linear_1", "linear_1", d_t, v.vision_output_dim,
+                  bias=False)
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=v.vision_output_dim, d_out=d_t),
+                  notes=(PER_TILE,))
