@@ -32,12 +32,16 @@ PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
 PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
 PART_PREFIXES["internvl"] = PART_PREFIXES["got_ocr2"] = PART_PREFIXES["llava"]
 PART_PREFIXES["llama4"] = {"vision": "vision_model.", "projector": "multi_modal_projector."}
+PART_PREFIXES["qwen3_vl"] = {"projector": "model.visual.merger.",
+                             "_deepstack": "model.visual.deepstack_merger_list.",
+                             "vision": "model.visual."}
+MOVED_QWEN3 = {"_deepstack": "projector"}
 PART_PREFIXES["qwen2_vl"] = PART_PREFIXES["qwen2_5_vl"] = {"projector": "model.visual.merger.",
                                                            "vision": "model.visual."}
 PART_PREFIXES["idefics3"] = PART_PREFIXES["smolvlm"] = {"vision": "model.vision_model.",
                                                         "projector": "model.connector."}
 # parameters outside a part's module that belong to it: (part, name prefix)
-MOVED = {"_newline": "projector"}
+MOVED = {"_newline": "projector", "_deepstack": "projector"}
 
 
 def theirs(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
@@ -733,7 +737,7 @@ HOSTILE_LAYERS = 10**12
     "llava-1.5-7b", "pixtral-12b", "gemma-3-4b", "mistral3-small-3.1-24b", "paligemma-3b-224",
     "llava-v1.6-mistral-7b", "llava-onevision-default", "aya-vision-8b", "internvl-default",
     "idefics3-default", "smolvlm-default", "got-ocr2-default", "qwen2-vl-2b", "qwen2.5-vl-7b",
-    "llama-4-scout-whole",
+    "llama-4-scout-whole", "qwen3-vl-default",
 ])
 def test_hostile_depths_answer_at_once(name: str) -> None:
     """10^12 layers in the tower and in the language model: counted and priced without walking
@@ -748,6 +752,8 @@ def test_hostile_depths_answer_at_once(name: str) -> None:
         fields["num_hidden_layers"] = HOSTILE_LAYERS
     vision = dict(fields.get("vision_config") or {})
     vision["depth" if name.startswith("qwen") else "num_hidden_layers"] = HOSTILE_LAYERS
+    if name == "qwen3-vl-default":
+        fields["text_config"] = {"num_hidden_layers": HOSTILE_LAYERS}
     fields["vision_config"] = vision
     if "gemma-3" in name:
         fields["text_config"].pop("layer_types", None)
@@ -848,3 +854,56 @@ def test_llama4_vision_flops_equal_flop_counter() -> None:
     vision = spec.part("vision")
     assert vision is not None
     assert counter.get_total_flops() == part_flops(vision).total
+
+
+
+# ---- qwen3_vl -------------------------------------------------------------------------------------
+
+
+def qwen3_vl(**changes: Any) -> dict[str, Any]:
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 300}
+    vision = {"hidden_size": 32, "depth": 3, "num_heads": 2, "intermediate_size": 40,
+              "out_hidden_size": 64, "num_position_embeddings": 64, "deepstack_visual_indexes": [0, 2]}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "qwen3_vl", "text_config": text, "vision_config": vision, **changes}
+
+
+def test_qwen3_vl_defaults_whole_model() -> None:
+    spec = load_spec("qwen3_vl")
+    matches_transformers(spec)
+    assert count(spec).total == 12_616_410_352
+    assert flops(spec, ctx=1).image_tokens == 28 * 28  # 896 px: 56 × 56 patches of 16, merged 2 × 2
+
+
+@pytest.mark.parametrize("fields", [
+    qwen3_vl(),
+    qwen3_vl(vision={"deepstack_visual_indexes": [], "spatial_merge_size": 1}),
+    qwen3_vl(tie_word_embeddings=True),
+    qwen3_vl(vision={"model_type": "qwen3_vl", "depth": 4}),
+], ids=["base", "no-deepstack", "tied", "old-vision-type"])
+def test_qwen3_vl_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="qwen3-vl"))
+
+
+@pytest.mark.parametrize("side", [224, 256])
+def test_qwen3_vl_tower_flops_equal_flop_counter(side: int) -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fields = {**qwen3_vl(), "image_size": side}
+    spec = spec_from_dict(fields, name="qwen3-flops")
+    config = transformers.AutoConfig.for_model(
+        "qwen3_vl", **{k: v for k, v in fields.items() if k not in ("model_type", "image_size")})
+    model = transformers.AutoModelForImageTextToText.from_config(config, attn_implementation="eager")
+    grid = spec.part("vision").input_tokens[0][1]  # type: ignore[union-attr]
+    side_patches = int(grid**0.5)
+    pixels = torch.zeros(grid, 3 * 2 * 16 * 16)
+    thw = torch.tensor([[1, side_patches, side_patches]])
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.model.visual(pixels, grid_thw=thw)
+    vision, proj = spec.part("vision"), spec.part("projector")
+    assert vision is not None and proj is not None
+    deepstack = 2 * 2 * (32 * 4) * (32 * 4 + 64) * (side_patches // 2) ** 2  # two more mergers
+    assert counter.get_total_flops() == part_flops(vision).total + part_flops(proj).total
+    assert part_flops(proj).total > deepstack

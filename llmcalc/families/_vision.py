@@ -212,6 +212,7 @@ class ViT:
     norm_bias: bool = True  # LayerNorm; False: RMSNorm
     mlp: str = "mlp"
     gated: bool = False  # gate/up/down instead of fc1/fc2
+    fc: tuple[str, str] = ("fc1", "fc2")  # the plain MLP's two linears (Qwen3-VL: linear_fc1, …)
     mlp_bias: bool = True
     head_dim_field: bool = True  # False: head_dim = hidden / heads whatever the config says (Pixtral)
     qkv: str | None = None  # one fused q, k, v projection [3d, d] of this name (Qwen-ViT)
@@ -282,7 +283,7 @@ def pooling_head_flops(d: int, ff: int, n: int) -> int:
 def vit(
     prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: str = "vision",
     head: bool = False, patches: int | None = None, image_side: int | None = None,
-    passes: int = 1,
+    passes: int = 1, positions: int | None = None,
 ) -> Part:
     """A ViT tower under ``prefix`` as a part; one image makes ``c.patches`` patches (+ a class
     token) that every layer sees, or ``patches`` of an ``image_side`` image (a tower that takes
@@ -294,7 +295,8 @@ def vit(
     hd = resolve_head_dim(d, h, c.head_dim if style.head_dim_field else None, hidden_field="vision_config.hidden_size",
                           heads_field="vision_config.num_attention_heads")
     emb = _join(prefix, style.embeddings)
-    positions = c.patches + (1 if style.class_token else 0)
+    if positions is None:  # a learned table of one image's patches (+ the class token)
+        positions = c.patches + (1 if style.class_token else 0)
     seen = c.patches if patches is None else patches
     tokens = seen + (1 if style.class_token else 0)
     outer: list[Tensor] = []
@@ -345,8 +347,8 @@ def vit(
         ]
     else:
         layer += [
-            *linear(f"{m}.fc1", "mlp/fc1", ff, d, bias=style.mlp_bias),
-            *linear(f"{m}.fc2", "mlp/fc2", d, ff, bias=style.mlp_bias),
+            *linear(f"{m}.{style.fc[0]}", "mlp/fc1", ff, d, bias=style.mlp_bias),
+            *linear(f"{m}.{style.fc[1]}", "mlp/fc2", d, ff, bias=style.mlp_bias),
         ]
     if style.post_norm:
         bias = style.norm_bias if style.post_norm_bias is None else style.post_norm_bias
@@ -503,6 +505,8 @@ class QwenVisionConfig(VisionConfig):
     out_hidden_size: Size | None = None  # Qwen2.5-VL: the merger's output width
     window_size: Size | None = None  # Qwen2.5-VL: windows of window_size pixels a side
     fullatt_block_indexes: list[int] | None = None
+    num_position_embeddings: Size | None = None  # Qwen3-VL's learned position table
+    deepstack_visual_indexes: list[int] | None = None  # Qwen3-VL: layers feeding extra mergers
 
     @property
     def ff(self) -> int:
@@ -537,3 +541,5 @@ QWEN2_VIT = ViT(
     attn="attn", qkv="qkv", o_proj="proj", norm1="norm1", norm2="norm2",
 )
 QWEN2_5_VIT = replace(QWEN2_VIT, norm_bias=False, gated=True)
+# Qwen3-VL: a biased patch conv, a learned position table (interpolated to the grid: no matmul)
+QWEN3_VIT = replace(QWEN2_VIT, patch_bias=True, positions="pos_embed", fc=("linear_fc1", "linear_fc2"))

@@ -34,6 +34,7 @@ from llmcalc.families._vision import (
     PIXTRAL,
     QWEN2_5_VIT,
     QWEN2_VIT,
+    QWEN3_VIT,
     SIGLIP,
     InternVisionConfig,
     QwenVisionConfig,
@@ -629,7 +630,7 @@ def describe_got_ocr2(c: GotOcr2Config) -> Architecture:
 # ---- qwen2_vl / qwen2_5_vl -------------------------------------------------------------------------
 
 # text_config model types whose language model is a text family's under another name
-TEXT_AS = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2"}
+TEXT_AS = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2", "qwen3_vl_text": "qwen3"}
 
 
 class Qwen2VLConfig(CompositeConfig):
@@ -674,11 +675,17 @@ FLAT_TEXT = ("num_key_value_heads", "head_dim", "layer_types", "sliding_window")
 
 
 def describe_qwen2_vl(c: Qwen2VLConfig) -> Architecture:
+    from llmcalc import family_defaults
     from llmcalc.flops import part_flops
 
     text = c.text()
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
-    fields = c.sub("vision_config", c.default_vision)
+    given = c.vision_config
+    if isinstance(given, dict) and given.get("model_type") == c.composite_type:
+        given = {**given, "model_type": c.default_vision}  # an old checkpoint's name (__post_init__)
+    fields = sub_fields(given, "vision_config", c.default_vision,
+                        (family_defaults.sub_defaults(c.composite_type) or {}).get("vision_config")
+                        or {})
     if c.image_size is not None:
         fields = {**fields, "image_size": c.image_size}
     v = read_sub(QwenVisionConfig, fields, "vision_config")
@@ -783,3 +790,68 @@ def describe_llama4(c: Llama4Config) -> Architecture:
                   bias=False)
     return _whole(lm, tower, projector(proj, tokens=tokens, d_in=v.vision_output_dim, d_out=d_t),
                   notes=(PER_TILE,))
+
+
+
+class Qwen3VLConfig(Qwen2VLConfig):
+    """Qwen3-VL (Qwen Team 2025): the Qwen-ViT with a biased patch conv and a learned position table
+    (num_position_embeddings, interpolated to the grid), the patch merger (LayerNorm [d], linear_fc1
+    [d·s², d·s²], linear_fc2 [d_out, d·s²]) and one deepstack merger per deepstack_visual_indexes
+    entry (LayerNorm [d·s²], the same two linears) whose tokens are added inside the language
+    model; a Qwen3 language model; qwen3_vl/modeling_qwen3_vl.py."""
+
+    transformers_class = "Qwen3VLConfig"
+    composite_type: ClassVar[str] = "qwen3_vl"
+    default_text: ClassVar[str] = "qwen3_vl_text"
+    default_vision: ClassVar[str] = "qwen3_vl_vision"
+    tie_from_text: ClassVar[bool] = False
+
+    def text(self) -> dict[str, Any]:
+        fields = self.sub("text_config", self.default_text)
+        kind = str(fields.get("model_type"))
+        return {**fields, "model_type": TEXT_AS.get(kind, kind)}
+
+
+def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
+    from llmcalc import family_defaults
+
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    given = c.vision_config
+    if isinstance(given, dict) and given.get("model_type") == c.composite_type:
+        given = {**given, "model_type": c.default_vision}
+    fields = sub_fields(given, "vision_config", c.default_vision,
+                        (family_defaults.sub_defaults(c.composite_type) or {}).get("vision_config")
+                        or {})
+    if c.image_size is not None:
+        fields = {**fields, "image_size": c.image_size}
+    v = read_sub(QwenVisionConfig, fields, "vision_config")
+    m, grid = v.spatial_merge_size, v.grid()
+    require(grid % m == 0, "vision_config.spatial_merge_size",
+            f"vision_config.spatial_merge_size ({m}) must divide the patch grid ({grid})")
+    merged = (grid // m) ** 2
+    positions = v.num_position_embeddings
+    require(positions is not None, "vision_config.num_position_embeddings",
+            "vision_config.num_position_embeddings is required for Qwen3-VL")
+    tower = vit("model.visual", v, QWEN3_VIT, context_tokens=merged, patches=grid * grid,
+                image_side=v.image_size, positions=positions)
+    d, d_out = v.hidden_size, v.out_hidden_size or lm.shape.hidden_size
+    wide = d * m * m
+
+    def merger(p: str, norm_width: int) -> list[Tensor]:
+        return [
+            *norm(f"{p}.norm", "norm", norm_width, bias=True),
+            *linear(f"{p}.linear_fc1", "linear_fc1", wide, wide, bias=True),
+            *linear(f"{p}.linear_fc2", "linear_fc2", d_out, wide, bias=True),
+        ]
+
+    deepstack = len(v.deepstack_visual_indexes or [])
+    proj = [
+        *merger("model.visual.merger", d),
+        *(t for k in range(deepstack)
+          for t in merger(f"model.visual.deepstack_merger_list.{k}", wide)),
+    ]
+    side = v.image_size
+    note = (f"per-image figures for a {side}×{side} image, resized to {grid * v.patch_size} px "
+            "(--image-size for another; the tower takes images at their own size)")
+    return _whole(lm, tower, projector(proj, tokens=merged, d_in=d, d_out=d_out), notes=(note,))
