@@ -35,7 +35,7 @@ PART_PREFIXES["llama4"] = {"vision": "vision_model.", "projector": "multi_modal_
 PART_PREFIXES["qwen3_vl"] = {"projector": "model.visual.merger.",
                              "_deepstack": "model.visual.deepstack_merger_list.",
                              "vision": "model.visual."}
-MOVED_QWEN3 = {"_deepstack": "projector"}
+PART_PREFIXES["qwen3_vl_moe"] = PART_PREFIXES["qwen3_vl"]
 PART_PREFIXES["qwen2_vl"] = PART_PREFIXES["qwen2_5_vl"] = {"projector": "model.visual.merger.",
                                                            "vision": "model.visual."}
 PART_PREFIXES["idefics3"] = PART_PREFIXES["smolvlm"] = {"vision": "model.vision_model.",
@@ -907,3 +907,23 @@ def test_qwen3_vl_tower_flops_equal_flop_counter(side: int) -> None:
     deepstack = 2 * 2 * (32 * 4) * (32 * 4 + 64) * (side_patches // 2) ** 2  # two more mergers
     assert counter.get_total_flops() == part_flops(vision).total + part_flops(proj).total
     assert part_flops(proj).total > deepstack
+
+
+
+def test_qwen3_vl_moe_defaults_whole_model() -> None:
+    spec = load_spec("qwen3-vl-moe-default")
+    pc = count(spec)
+    assert pc.total == 14_052_070_640
+    # all of the tower and mergers is active, and the top-k of the language model's experts
+    assert pc.active == pc.total - pc.parts["language"] + count(spec_part(spec, "language")).active
+    matches_transformers(spec)
+
+
+@pytest.mark.parametrize("text", [
+    {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24},
+    {"num_experts": 8, "num_experts_per_tok": 1, "moe_intermediate_size": 16,
+     "decoder_sparse_step": 2, "mlp_only_layers": [0]},
+], ids=["moe", "sparse-step"])
+def test_qwen3_vl_moe_varied_configs_match_transformers(text: dict[str, Any]) -> None:
+    fields = {**qwen3_vl(text=text), "model_type": "qwen3_vl_moe"}
+    matches_transformers(spec_from_dict(fields, name="qwen3-vl-moe"))

@@ -630,7 +630,12 @@ def describe_got_ocr2(c: GotOcr2Config) -> Architecture:
 # ---- qwen2_vl / qwen2_5_vl -------------------------------------------------------------------------
 
 # text_config model types whose language model is a text family's under another name
-TEXT_AS = {"qwen2_vl_text": "qwen2", "qwen2_5_vl_text": "qwen2", "qwen3_vl_text": "qwen3"}
+TEXT_AS = {
+    "qwen2_vl_text": "qwen2",
+    "qwen2_5_vl_text": "qwen2",
+    "qwen3_vl_text": "qwen3",
+    "qwen3_vl_moe_text": "qwen3_moe",
+}
 
 
 class Qwen2VLConfig(CompositeConfig):
@@ -810,6 +815,15 @@ class Qwen3VLConfig(Qwen2VLConfig):
         fields = self.sub("text_config", self.default_text)
         kind = str(fields.get("model_type"))
         return {**fields, "model_type": TEXT_AS.get(kind, kind)}
+
+
+class Qwen3VLMoeConfig(Qwen3VLConfig):
+    """Qwen3-VL-MoE: Qwen3-VL's tower and mergers, a Qwen3-MoE language model."""
+
+    transformers_class = "Qwen3VLMoeConfig"
+    composite_type: ClassVar[str] = "qwen3_vl_moe"
+    default_text: ClassVar[str] = "qwen3_vl_moe_text"
+    default_vision: ClassVar[str] = "qwen3_vl_moe_vision"
 
 
 def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
