@@ -7,6 +7,14 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 - ``llava`` (Liu et al. 2023, "Improved Baselines with Visual Instruction Tuning"): CLIP ViT tower,
   two-layer MLP projector (linear_1 [d_t, d_v·k], linear_2 [d_t, d_t], with biases; k feature
   layers), language model; transformers llava/modeling_llava.py, configuration_llava.py.
+- the others, each a config class and a short describe function below: ``llava_next``,
+  ``llava_onevision`` (anyres grids), ``gemma3``, ``paligemma``, ``mistral3``, ``aya_vision``,
+  ``internvl``, ``idefics3`` / ``smolvlm``, ``got_ocr2`` (SAM tower), ``qwen2_vl`` / ``qwen2_5_vl``
+  / ``qwen3_vl`` / ``qwen3_vl_moe`` (Qwen-ViT), ``llama4``.
+
+Per image, a part's FLOPs are its matrices times the tokens they meet plus bidirectional attention
+(flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language model's
+context, as the type's processor counts it.
 """
 
 from __future__ import annotations
