@@ -737,7 +737,7 @@ HOSTILE_LAYERS = 10**12
     "llava-1.5-7b", "pixtral-12b", "gemma-3-4b", "mistral3-small-3.1-24b", "paligemma-3b-224",
     "llava-v1.6-mistral-7b", "llava-onevision-default", "aya-vision-8b", "internvl-default",
     "idefics3-default", "smolvlm-default", "got-ocr2-default", "qwen2-vl-2b", "qwen2.5-vl-7b",
-    "llama-4-scout-whole", "qwen3-vl-default",
+    "llama-4-scout-whole", "qwen3vl-default",
 ])
 def test_hostile_depths_answer_at_once(name: str) -> None:
     """10^12 layers in the tower and in the language model: counted and priced without walking
@@ -752,7 +752,7 @@ def test_hostile_depths_answer_at_once(name: str) -> None:
         fields["num_hidden_layers"] = HOSTILE_LAYERS
     vision = dict(fields.get("vision_config") or {})
     vision["depth" if name.startswith("qwen") else "num_hidden_layers"] = HOSTILE_LAYERS
-    if name == "qwen3-vl-default":
+    if name == "qwen3vl-default":
         fields["text_config"] = {"num_hidden_layers": HOSTILE_LAYERS}
     fields["vision_config"] = vision
     if "gemma-3" in name:
@@ -911,7 +911,7 @@ def test_qwen3_vl_tower_flops_equal_flop_counter(side: int) -> None:
 
 
 def test_qwen3_vl_moe_defaults_whole_model() -> None:
-    spec = load_spec("qwen3-vl-moe-default")
+    spec = load_spec("qwen3vl-moe-default")
     pc = count(spec)
     assert pc.total == 14_052_070_640
     # all of the tower and mergers is active, and the top-k of the language model's experts
