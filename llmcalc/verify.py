@@ -83,6 +83,13 @@ def check_buildable(spec: ModelSpec, *, cpu_layers: int | None = None) -> None:
             raise ConfigError(
                 spec.name, f"tensor {t.name} has {t.numel:,} elements, more than torch can hold"
             )
+    if cpu_layers is not None and spec.parts:
+        raise ConfigError(
+            spec.name,
+            "--flops and --cache run a cut copy of a causal LM; this is a whole model ("
+            + ", ".join(spec.part_names) + "), which they do not cut yet (its names, shapes "
+            "and totals are verified without them)",
+        )
     if cpu_layers is not None:
         from llmcalc.config import spec_from_dict
         from llmcalc.counting import count

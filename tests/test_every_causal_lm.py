@@ -113,6 +113,7 @@ def shrunk_default(model_type: str) -> dict[str, Any]:
 
 
 def _build(fields: dict[str, Any], auto: Any = None) -> dict[str, tuple[int, ...]]:
+    """The model's named shapes: the causal LM, or the class ``auto`` (a whole model's)."""
     transformers.logging.set_verbosity_error()
     kwargs = {k: v for k, v in fields.items() if k != "model_type"}
     config = transformers.AutoConfig.for_model(fields["model_type"], **kwargs)

@@ -31,10 +31,17 @@ PART_PREFIXES = {
 PART_PREFIXES["llava_onevision"] = PART_PREFIXES["llava_next"]
 PART_PREFIXES["aya_vision"] = PART_PREFIXES["llava"]
 PART_PREFIXES["internvl"] = PART_PREFIXES["got_ocr2"] = PART_PREFIXES["llava"]
+PART_PREFIXES["llama4"] = {"vision": "vision_model.", "projector": "multi_modal_projector."}
+PART_PREFIXES["qwen3_vl"] = {"projector": "model.visual.merger.",
+                             "_deepstack": "model.visual.deepstack_merger_list.",
+                             "vision": "model.visual."}
+PART_PREFIXES["qwen3_vl_moe"] = PART_PREFIXES["qwen3_vl"]
+PART_PREFIXES["qwen2_vl"] = PART_PREFIXES["qwen2_5_vl"] = {"projector": "model.visual.merger.",
+                                                           "vision": "model.visual."}
 PART_PREFIXES["idefics3"] = PART_PREFIXES["smolvlm"] = {"vision": "model.vision_model.",
                                                         "projector": "model.connector."}
 # parameters outside a part's module that belong to it: (part, name prefix)
-MOVED = {"_newline": "projector"}
+MOVED = {"_newline": "projector", "_deepstack": "projector"}
 
 
 def theirs(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
@@ -103,6 +110,8 @@ def test_llava_bundled_whole_model() -> None:
     llava(text={"model_type": "mistral", "sliding_window": 16, "num_hidden_layers": 3}),
     llava(text={"model_type": "qwen2", "hidden_size": 96, "num_attention_heads": 6}),
     llava(vision={"model_type": "siglip_vision_model", "vision_use_head": False}),
+    llava(vision={"model_type": "pixtral", "head_dim": 8, "image_size": 64, "patch_size": 8},
+          vision_feature_select_strategy="full", vision_feature_layer=-1),
 ], ids=lambda f: "-".join(f"{k}" for k in f if k not in ("model_type",)) or "base")
 def test_llava_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
     matches_transformers(spec_from_dict(fields, name="llava-variant"))
@@ -189,7 +198,7 @@ def test_flops_and_memory_images_option(cli: Any) -> None:
     assert ("image_size 672: the processor resizes every image to 336×336 pixels, so the "
             "per-image figures are those") in big["notes"]
     # Pixtral takes an image at its size: 448 px = 32 × 32 patches, merged 2 × 2, a break per row
-    pix = cli("flops", "mistral-small-3.1-24b", "--image-size", "448", "--json").json()
+    pix = cli("flops", "mistral3-small-3.1-24b", "--image-size", "448", "--json").json()
     assert pix["image_tokens"] == 16 * 17
     assert pix["per_image"]["vision"]["tokens"] == 32 * 32
     assert pix["per_image"]["vision"]["image_size"] == 448
@@ -271,7 +280,7 @@ def mistral3(**changes: Any) -> dict[str, Any]:
 
 
 def test_mistral_small_3_1_whole_model_ties_as_transformers_does() -> None:
-    spec = load_spec("mistral-small-3.1-24b")
+    spec = load_spec("mistral3-small-3.1-24b")
     pc = count(spec)
     # no top-level tie_word_embeddings: Mistral3Config's default (true) ties the head, although
     # text_config alone would not (issue 13: 22.90B, not 23.57B, for the language model)
@@ -609,3 +618,312 @@ def test_sam_tower_and_projector_flops_equal_flop_counter(vision: dict[str, Any]
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model.model.multi_modal_projector(features)
     assert counter.get_total_flops() == part_flops(proj).total
+
+
+# ---- qwen2_vl / qwen2_5_vl ------------------------------------------------------------------------
+
+
+def qwen_vl(model_type: str, **changes: Any) -> dict[str, Any]:
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 300}
+    if model_type == "qwen2_vl":
+        vision = {"embed_dim": 32, "depth": 2, "num_heads": 2, "mlp_ratio": 2, "hidden_size": 64}
+    else:
+        vision = {"hidden_size": 32, "depth": 3, "num_heads": 2, "intermediate_size": 40,
+                  "out_hidden_size": 64, "fullatt_block_indexes": [1], "window_size": 112}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": model_type, "text_config": text, "vision_config": vision, **changes}
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])
+def test_qwen_vl_defaults_whole_model(model_type: str) -> None:
+    spec = load_spec(model_type)  # the transformers class defaults
+    matches_transformers(spec)
+    r = flops(spec, ctx=1)
+    assert r.image_tokens == 32 * 32  # an 896 px image: 64 × 64 patches of 14, merged 2 × 2
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])
+@pytest.mark.parametrize("changes", [
+    {},
+    {"vision": {"spatial_merge_size": 4, "temporal_patch_size": 1, "patch_size": 7}},
+    {"tie_word_embeddings": True},
+    {"text": {"tie_word_embeddings": True}},
+], ids=["base", "merge-4", "tied", "text-tied"])
+def test_qwen_vl_varied_configs_match_transformers(model_type: str, changes: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(qwen_vl(model_type, **changes), name="qwen-vl"))
+
+
+def test_qwen2_vl_flat_config_reads_the_top_level_text_fields() -> None:
+    fields = qwen_vl("qwen2_vl")
+    text = fields.pop("text_config")
+    flat = {**fields, **text}
+    matches_transformers(spec_from_dict(flat, name="qwen-flat"))
+    assert count(spec_from_dict(flat, name="flat")).total == count(
+        spec_from_dict(qwen_vl("qwen2_vl"), name="nested")).total
+
+
+@pytest.mark.parametrize("side", [896, 1000, 1400, 100])
+def test_qwen_vl_image_tokens_follow_smart_resize(side: int) -> None:
+    from transformers.models.qwen2_vl.image_processing_pil_qwen2_vl import smart_resize
+
+    h, w = smart_resize(side, side)
+    spec = spec_from_dict({**qwen_vl("qwen2_vl"), "image_size": side}, name="q")
+    assert flops(spec, ctx=1).image_tokens == (h // 28) * (w // 28)
+
+
+@pytest.mark.parametrize("model_type", ["qwen2_vl", "qwen2_5_vl"])
+@pytest.mark.parametrize("side", [224, 252])
+def test_qwen_vl_tower_flops_equal_flop_counter(model_type: str, side: int) -> None:
+    """One image through a 2–3-layer Qwen-ViT (Qwen2.5: windows, one full layer) and its merger:
+    FlopCounterMode (eager attention) equals the parts' figures."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fields = {**qwen_vl(model_type), "image_size": side}
+    spec = spec_from_dict(fields, name="qwen-flops")
+    config = transformers.AutoConfig.for_model(
+        model_type, **{k: v for k, v in fields.items() if k not in ("model_type", "image_size")})
+    config.vision_config._attn_implementation = "eager"
+    model = transformers.AutoModelForImageTextToText.from_config(config, attn_implementation="eager")
+    grid = side // 14
+    pixels = torch.zeros(grid * grid, 3 * 2 * 14 * 14)
+    thw = torch.tensor([[1, grid, grid]])
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.model.visual(pixels, grid_thw=thw)
+    vision, proj = spec.part("vision"), spec.part("projector")
+    assert vision is not None and proj is not None
+    assert counter.get_total_flops() == part_flops(vision).total + part_flops(proj).total
+
+
+
+@pytest.mark.parametrize(("name", "total", "parts"), [
+    ("qwen2.5-vl-7b", 8_292_166_656,
+     {"language": 7_615_616_512, "vision": 631_975_680, "projector": 44_574_464}),
+    ("qwen2-vl-2b", 2_208_985_600,
+     {"language": 1_543_714_304, "vision": 631_183_360, "projector": 34_087_936}),
+])
+def test_qwen_vl_bundled_whole_models(name: str, total: int, parts: dict[str, int]) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    assert pc.total == total and pc.parts == parts  # Qwen2.5-VL-7B: "8.3B"
+    matches_transformers(spec)
+    assert spec.notes[-1].startswith("per-image figures for a 896×896 image")
+
+
+
+def test_verify_whole_model_and_its_flops_refusal(cli: Any) -> None:
+    out = cli("verify", "llava-1.5-7b")
+    assert out.code == 0
+    assert "vision (whole part)" in out.stdout and "projector (whole part)" in out.stdout
+    assert "LlavaForConditionalGeneration" in out.stdout
+    refused = cli("verify", "llava-1.5-7b", "--flops")
+    assert refused.code != 0
+    assert "this is a whole model (language, vision, projector)" in " ".join(refused.stderr.split())
+
+
+
+def test_part_and_images_need_a_model(cli: Any) -> None:
+    for command in ("flops", "memory"):
+        r = cli(command, "--images", "2")
+        assert (r.code, r.stderr) == (2, "error: --part, --images and --image-size need a MODEL\n")
+
+
+
+HOSTILE_LAYERS = 10**12
+
+
+@pytest.mark.parametrize("name", [
+    "llava-1.5-7b", "pixtral-12b", "gemma-3-4b", "mistral3-small-3.1-24b", "paligemma-3b-224",
+    "llava-v1.6-mistral-7b", "llava-onevision-default", "aya-vision-8b", "internvl-default",
+    "idefics3-default", "smolvlm-default", "got-ocr2-default", "qwen2-vl-2b", "qwen2.5-vl-7b",
+    "llama-4-scout-whole", "qwen3vl-default",
+])
+def test_hostile_depths_answer_at_once(name: str) -> None:
+    """10^12 layers in the tower and in the language model: counted and priced without walking
+    them (layer sets are runs)."""
+    import time
+
+    fields = dict(load_spec(name).config)
+    text = fields.get("text_config")
+    if isinstance(text, dict):
+        fields["text_config"] = {**text, "num_hidden_layers": HOSTILE_LAYERS}
+    else:
+        fields["num_hidden_layers"] = HOSTILE_LAYERS
+    vision = dict(fields.get("vision_config") or {})
+    vision["depth" if name.startswith("qwen") else "num_hidden_layers"] = HOSTILE_LAYERS
+    if name == "qwen3vl-default":
+        fields["text_config"] = {"num_hidden_layers": HOSTILE_LAYERS}
+    fields["vision_config"] = vision
+    if "gemma-3" in name:
+        fields["text_config"].pop("layer_types", None)
+    start = time.perf_counter()
+    spec = spec_from_dict(fields, name="hostile")
+    pc = count(spec)
+    r = flops(spec, ctx=1000, images=1)
+    assert pc.parts["vision"] > HOSTILE_LAYERS and r.parts[0].total > HOSTILE_LAYERS
+    assert time.perf_counter() - start < 5
+
+
+def test_internvl_tiny_downsample_ratio_is_a_field_error() -> None:
+    from llmcalc.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="downsample_ratio must be in"):
+        spec_from_dict(internvl(downsample_ratio=1e-300), name="bad")
+
+
+
+def test_llava_with_a_pixtral_tower_counts_break_tokens() -> None:
+    fields = llava(vision={"model_type": "pixtral", "image_size": 64, "patch_size": 8},
+                   vision_feature_select_strategy="full", vision_feature_layer=-1)
+    spec = spec_from_dict({**fields, "image_size": 40}, name="pixtral-12b-like")
+    r = flops(spec, ctx=1)
+    assert r.image_tokens == 5 * 5 + 5  # 40 px: 5 × 5 patches of 8, a break (or end) per row
+    assert next(p for p in r.parts if p.part == "vision").tokens == 25
+
+
+
+def test_pixtral_12b_whole_model() -> None:
+    spec = load_spec("pixtral-12b")
+    pc = count(spec)
+    d, L = 1024, 24
+    assert pc.parts["vision"] == d * 3 * 16 * 16 + d + L * (4 * d * d + 2 * d + 3 * 4096 * d)
+    assert pc.total == 12_682_739_712
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 64 * 65  # 1024 px: 64 rows of 64 patches + a break
+
+
+
+# ---- llama4 ---------------------------------------------------------------------------------------
+
+
+def llama4(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "llama4_text", "hidden_size": 64, "intermediate_size": 32,
+            "intermediate_size_mlp": 96, "num_hidden_layers": 2, "num_attention_heads": 4,
+            "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 300, "num_local_experts": 4,
+            "num_experts_per_tok": 1}
+    vision = {"hidden_size": 32, "intermediate_size": 128, "num_hidden_layers": 2,
+              "num_attention_heads": 2, "image_size": 56, "patch_size": 14,
+              "vision_output_dim": 40, "projector_input_dim": 48, "projector_output_dim": 48}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "llama4", "text_config": text, "vision_config": vision, **changes}
+
+
+def test_llama4_scout_whole_model() -> None:
+    spec = load_spec("llama-4-scout-whole")
+    pc = count(spec)
+    # "109B total": the bundled text model (llama-4-scout) + the 34-layer tower + the projector
+    assert pc.parts["language"] == count(load_spec("llama-4-scout")).total == 107_769_861_120
+    assert pc.parts["projector"] == 5120 * 4096
+    assert pc.total == 108_641_793_536
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 144  # 24 × 24 patches of a 336 px tile, shuffled
+
+
+def test_llama4_defaults_whole_model() -> None:
+    spec = load_spec("llama4")
+    assert count(spec).total == 108_225_039_360
+    matches_transformers(spec)
+    assert flops(spec, ctx=1).image_tokens == 256  # 32 × 32 patches, shuffled by 0.5
+
+
+@pytest.mark.parametrize("fields", [
+    llama4(),
+    llama4(text={"tie_word_embeddings": True}),
+    llama4(tie_word_embeddings=True),
+    llama4(vision={"pixel_shuffle_ratio": 0.25, "image_size": 112, "num_hidden_layers": 3,
+                   "multi_modal_projector_bias": True}),
+], ids=["base", "text-tied", "top-tied", "shuffle-quarter"])
+def test_llama4_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="llama4-variant"))
+
+
+def test_llama4_vision_flops_equal_flop_counter() -> None:
+    """One tile through a 2-layer Llama 4 tower and its adapter (eager attention): FlopCounterMode
+    equals the vision part's figure."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fields = llama4(vision={"vision_output_dim": 48})
+    spec = spec_from_dict(fields, name="llama4-flops")
+    config = transformers.AutoConfig.for_model(
+        "llama4", **{k: v for k, v in fields.items() if k != "model_type"})
+    model = transformers.AutoModelForImageTextToText.from_config(config, attn_implementation="eager")
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.vision_model(torch.zeros(1, 3, 56, 56))
+    vision = spec.part("vision")
+    assert vision is not None
+    assert counter.get_total_flops() == part_flops(vision).total
+
+
+
+# ---- qwen3_vl -------------------------------------------------------------------------------------
+
+
+def qwen3_vl(**changes: Any) -> dict[str, Any]:
+    text = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 300}
+    vision = {"hidden_size": 32, "depth": 3, "num_heads": 2, "intermediate_size": 40,
+              "out_hidden_size": 64, "num_position_embeddings": 64, "deepstack_visual_indexes": [0, 2]}
+    text.update(changes.pop("text", {}))
+    vision.update(changes.pop("vision", {}))
+    return {"model_type": "qwen3_vl", "text_config": text, "vision_config": vision, **changes}
+
+
+def test_qwen3_vl_defaults_whole_model() -> None:
+    spec = load_spec("qwen3_vl")
+    matches_transformers(spec)
+    assert count(spec).total == 12_616_410_352
+    assert flops(spec, ctx=1).image_tokens == 28 * 28  # 896 px: 56 × 56 patches of 16, merged 2 × 2
+
+
+@pytest.mark.parametrize("fields", [
+    qwen3_vl(),
+    qwen3_vl(vision={"deepstack_visual_indexes": [], "spatial_merge_size": 1}),
+    qwen3_vl(tie_word_embeddings=True),
+    qwen3_vl(vision={"model_type": "qwen3_vl", "depth": 4}),
+], ids=["base", "no-deepstack", "tied", "old-vision-type"])
+def test_qwen3_vl_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    matches_transformers(spec_from_dict(fields, name="qwen3-vl"))
+
+
+@pytest.mark.parametrize("side", [224, 256])
+def test_qwen3_vl_tower_flops_equal_flop_counter(side: int) -> None:
+    from torch.utils.flop_counter import FlopCounterMode
+
+    fields = {**qwen3_vl(), "image_size": side}
+    spec = spec_from_dict(fields, name="qwen3-flops")
+    config = transformers.AutoConfig.for_model(
+        "qwen3_vl", **{k: v for k, v in fields.items() if k not in ("model_type", "image_size")})
+    model = transformers.AutoModelForImageTextToText.from_config(config, attn_implementation="eager")
+    grid = spec.part("vision").input_tokens[0][1]  # type: ignore[union-attr]
+    side_patches = int(grid**0.5)
+    pixels = torch.zeros(grid, 3 * 2 * 16 * 16)
+    thw = torch.tensor([[1, side_patches, side_patches]])
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.model.visual(pixels, grid_thw=thw)
+    vision, proj = spec.part("vision"), spec.part("projector")
+    assert vision is not None and proj is not None
+    deepstack = 2 * 2 * (32 * 4) * (32 * 4 + 64) * (side_patches // 2) ** 2  # two more mergers
+    assert counter.get_total_flops() == part_flops(vision).total + part_flops(proj).total
+    assert part_flops(proj).total > deepstack
+
+
+
+def test_qwen3_vl_moe_defaults_whole_model() -> None:
+    spec = load_spec("qwen3vl-moe-default")
+    pc = count(spec)
+    assert pc.total == 14_052_070_640
+    # all of the tower and mergers is active, and the top-k of the language model's experts
+    assert pc.active == pc.total - pc.parts["language"] + count(spec_part(spec, "language")).active
+    matches_transformers(spec)
+
+
+@pytest.mark.parametrize("text", [
+    {"num_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 24},
+    {"num_experts": 8, "num_experts_per_tok": 1, "moe_intermediate_size": 16,
+     "decoder_sparse_step": 2, "mlp_only_layers": [0]},
+], ids=["moe", "sparse-step"])
+def test_qwen3_vl_moe_varied_configs_match_transformers(text: dict[str, Any]) -> None:
+    fields = {**qwen3_vl(text=text), "model_type": "qwen3_vl_moe"}
+    matches_transformers(spec_from_dict(fields, name="qwen3-vl-moe"))

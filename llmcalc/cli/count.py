@@ -10,11 +10,11 @@ import typer
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
-    PartOpt,
     Format,
     FormatOpt,
     JsonOpt,
     ModelsArg,
+    PartOpt,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,

@@ -10,9 +10,9 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
-    PartOpt,
     FormatOpt,
     JsonOpt,
+    PartOpt,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,
@@ -88,8 +88,10 @@ def flops(
     from llmcalc.render import flops as r
 
     if not models:
-        if set_ or family or part or images or image_size:
-            raise UsageError("--set, --family, --part, --images and --image-size need a MODEL")
+        if set_ or family:
+            raise UsageError("--set and --family need a MODEL")
+        if part or images or image_size:
+            raise UsageError("--part, --images and --image-size need a MODEL")
         rows = [(stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
                 for stem, spec in bundled_specs()]
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],

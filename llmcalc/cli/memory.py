@@ -11,10 +11,10 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
-    PartOpt,
     Format,
     FormatOpt,
     JsonOpt,
+    PartOpt,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,
@@ -109,8 +109,10 @@ def memory(
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     if not models:
-        if explain or set_ or family or part or images or image_size:
-            raise UsageError("--explain, --set, --family, --part, --images and --image-size need a MODEL")
+        if explain or set_ or family:
+            raise UsageError("--explain, --set and --family need a MODEL")
+        if part or images or image_size:
+            raise UsageError("--part, --images and --image-size need a MODEL")
         _catalog(parse_context(ctx, option="--ctx"), parse_count(batch, option="--batch"),
                  dtype, kv_dtype, how)
         return

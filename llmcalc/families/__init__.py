@@ -181,6 +181,11 @@ MODEL_TYPES: dict[str, Family] = {
     "idefics3": Family("vlm", "Idefics3Config", "describe_idefics3"),
     "smolvlm": Family("vlm", "SmolVLMConfig", "describe_idefics3"),
     "got_ocr2": Family("vlm", "GotOcr2Config", "describe_got_ocr2"),
+    "qwen2_vl": Family("vlm", "Qwen2VLConfig", "describe_qwen2_vl"),
+    "qwen2_5_vl": Family("vlm", "Qwen2_5_VLConfig", "describe_qwen2_vl"),
+    "llama4": Family("vlm", "Llama4Config", "describe_llama4"),
+    "qwen3_vl": Family("vlm", "Qwen3VLConfig", "describe_qwen3_vl"),
+    "qwen3_vl_moe": Family("vlm", "Qwen3VLMoeConfig", "describe_qwen3_vl"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -17,11 +17,12 @@ model (:func:`text_model`), and the config fields composite configs share.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import AliasChoices, Field, ValidationError
 
 from llmcalc.families._base import (
     Architecture,
@@ -134,6 +135,16 @@ class VisionConfig(FamilyConfig):
         return _pair(self.patch_size)
 
     @property
+    def ff(self) -> int:
+        """The MLP's width."""
+        return self.intermediate_size
+
+    @property
+    def patch_kernel(self) -> tuple[int, ...]:
+        """The patch embedding's kernel: [p, p] (Conv2d), [t, p, p] for Qwen's Conv3d."""
+        return self.patch_hw
+
+    @property
     def patches(self) -> int:
         """Patches of one image: (image_size / patch_size)², as Conv2d with stride = kernel makes."""
         (h, w), (ph, pw) = self.image_hw, self.patch_hw
@@ -187,6 +198,8 @@ class ViT:
     class_name: str = "class_embedding"
     positions: str | None = "position_embedding"  # learned [positions, d]; None: rotary
     raw_params: bool = False  # class token and positions as Parameters [1, 1, d], [1, n, d] (InternViT)
+    positions_param: bool = False  # positions as a Parameter [n, d], not an nn.Embedding (Llama 4)
+    patch_linear: bool = False  # patches unfolded into a Linear [d, channels·p²] (Llama 4)
     pre_norm: str | None = None  # CLIP "pre_layrnorm", Pixtral "ln_pre"
     post_norm: str | None = "post_layernorm"
     layers: str = "encoder.layers"
@@ -199,8 +212,10 @@ class ViT:
     norm_bias: bool = True  # LayerNorm; False: RMSNorm
     mlp: str = "mlp"
     gated: bool = False  # gate/up/down instead of fc1/fc2
+    fc: tuple[str, str] = ("fc1", "fc2")  # the plain MLP's two linears (Qwen3-VL: linear_fc1, …)
     mlp_bias: bool = True
     head_dim_field: bool = True  # False: head_dim = hidden / heads whatever the config says (Pixtral)
+    qkv: str | None = None  # one fused q, k, v projection [3d, d] of this name (Qwen-ViT)
     qk_norm: bool = False  # RMSNorm [d] on all of q and on all of k (InternViT use_qk_norm)
     post_norm_bias: bool | None = None  # None: as norm_bias
     layer_scale: bool = False  # lambda_1, lambda_2 [d] scaling each branch (InternViT)
@@ -268,7 +283,7 @@ def pooling_head_flops(d: int, ff: int, n: int) -> int:
 def vit(
     prefix: str, c: VisionConfig, style: ViT, *, context_tokens: int, name: str = "vision",
     head: bool = False, patches: int | None = None, image_side: int | None = None,
-    passes: int = 1,
+    passes: int = 1, positions: int | None = None,
 ) -> Part:
     """A ViT tower under ``prefix`` as a part; one image makes ``c.patches`` patches (+ a class
     token) that every layer sees, or ``patches`` of an ``image_side`` image (a tower that takes
@@ -276,25 +291,29 @@ def vit(
     ``context_tokens`` reach the language model; ``head``: SigLIP's attention-pooling head after
     the last norm (vision_use_head)."""
     c.check()
-    d, ff, h = c.hidden_size, c.intermediate_size, c.num_attention_heads
+    d, ff, h = c.hidden_size, c.ff, c.num_attention_heads
     hd = resolve_head_dim(d, h, c.head_dim if style.head_dim_field else None, hidden_field="vision_config.hidden_size",
                           heads_field="vision_config.num_attention_heads")
     emb = _join(prefix, style.embeddings)
-    positions = c.patches + (1 if style.class_token else 0)
+    if positions is None:  # a learned table of one image's patches (+ the class token)
+        positions = c.patches + (1 if style.class_token else 0)
     seen = c.patches if patches is None else patches
     tokens = seen + (1 if style.class_token else 0)
     outer: list[Tensor] = []
     if style.class_token:
         shape = (1, 1, d) if style.raw_params else (d,)
         outer.append(Tensor(f"{emb}.{style.class_name}", shape, "embed/class"))
-    # Conv2d(channels, d, kernel=stride=patch): [d, channels, p, p]
-    patch = Tensor(f"{emb}.{style.patch}.weight", (d, c.num_channels, *c.patch_hw),
-                   "embed/patch", matmul=True)
+    # Conv2d(channels, d, kernel=stride=patch): [d, channels, p, p]; or unfold + Linear
+    kernel = (c.num_channels * math.prod(c.patch_kernel),) if style.patch_linear else (
+        c.num_channels, *c.patch_kernel)
+    patch = Tensor(f"{emb}.{style.patch}.weight", (d, *kernel), "embed/patch", matmul=True)
     outer.append(patch)
     if style.patch_bias:
         outer.append(Tensor(f"{emb}.{style.patch}.bias", (d,), "embed/patch"))
     if style.positions is not None and style.raw_params:
         outer.append(Tensor(f"{emb}.{style.positions}", (1, positions, d), "embed/positions"))
+    elif style.positions is not None and style.positions_param:
+        outer.append(Tensor(f"{emb}.{style.positions}", (positions, d), "embed/positions"))
     elif style.positions is not None:
         outer.append(Tensor(f"{emb}.{style.positions}.weight", (positions, d), "embed/positions"))
     if style.pre_norm:
@@ -302,10 +321,14 @@ def vit(
     p = _join(prefix, style.layers, "{i}")
     a = f"{p}.{style.attn}"
     m = f"{p}.{style.mlp}"
-    layer = [
+    qkv = [
         *linear(f"{a}.q_proj", "attn/q_proj", h * hd, d, bias=style.qkv_bias),
         *linear(f"{a}.k_proj", "attn/k_proj", h * hd, d, bias=style.qkv_bias),
         *linear(f"{a}.v_proj", "attn/v_proj", h * hd, d, bias=style.qkv_bias),
+    ] if style.qkv is None else linear(f"{a}.{style.qkv}", "attn/qkv", 3 * h * hd, d,
+                                       bias=style.qkv_bias)
+    layer = [
+        *qkv,
         *linear(f"{a}.{style.o_proj}", "attn/o_proj", d, h * hd, bias=style.o_bias),
         *norm(f"{p}.{style.norm1}", "attn/norm", d, bias=style.norm_bias),
         *norm(f"{p}.{style.norm2}", "mlp/norm", d, bias=style.norm_bias),
@@ -324,8 +347,8 @@ def vit(
         ]
     else:
         layer += [
-            *linear(f"{m}.fc1", "mlp/fc1", ff, d, bias=style.mlp_bias),
-            *linear(f"{m}.fc2", "mlp/fc2", d, ff, bias=style.mlp_bias),
+            *linear(f"{m}.{style.fc[0]}", "mlp/fc1", ff, d, bias=style.mlp_bias),
+            *linear(f"{m}.{style.fc[1]}", "mlp/fc2", d, ff, bias=style.mlp_bias),
         ]
     if style.post_norm:
         bias = style.norm_bias if style.post_norm_bias is None else style.post_norm_bias
@@ -455,3 +478,68 @@ def sam_tower(prefix: str, c: SamVisionConfig) -> tuple[Part, int]:
         input_flops=(weight, attn_flops),
     )
     return part, g
+
+
+
+# ---- Qwen-ViT (Qwen2-VL, Qwen2.5-VL) ---------------------------------------------------------------
+
+
+class QwenVisionConfig(VisionConfig):
+    """Qwen2VLVisionConfig / Qwen2_5_VLVisionConfig in the shared fields: embed_dim (Qwen2-VL) or
+    hidden_size (Qwen2.5-VL) wide, depth layers, num_heads; a Conv3d patch [d, c, t, p, p] over
+    temporal_patch_size frames (an image is repeated t times). It has no image size: the figures
+    assume a square image of image_size pixels (llmcalc's own, --image-size)."""
+
+    transformers_class = "Qwen2VLVisionConfig"
+
+    hidden_size: Size = Field(validation_alias=AliasChoices("embed_dim", "hidden_size"))
+    num_hidden_layers: Size = Field(validation_alias=AliasChoices("depth", "num_hidden_layers"))
+    num_attention_heads: Size = Field(validation_alias=AliasChoices("num_heads", "num_attention_heads"))
+    num_channels: Size = Field(3, validation_alias=AliasChoices("in_channels", "num_channels"))
+    intermediate_size: Size | None = None  # type: ignore[assignment]
+    mlp_ratio: Size = 4
+    image_size: Size = 896
+    patch_size: Size = 14
+    temporal_patch_size: Size = 2
+    spatial_merge_size: Size = 2
+    out_hidden_size: Size | None = None  # Qwen2.5-VL: the merger's output width
+    window_size: Size | None = None  # Qwen2.5-VL: windows of window_size pixels a side
+    fullatt_block_indexes: list[int] | None = None
+    num_position_embeddings: Size | None = None  # Qwen3-VL's learned position table
+    deepstack_visual_indexes: list[int] | None = None  # Qwen3-VL: layers feeding extra mergers
+
+    @property
+    def ff(self) -> int:
+        return self.intermediate_size or self.hidden_size * self.mlp_ratio
+
+    @property
+    def patch_kernel(self) -> tuple[int, ...]:
+        return (self.temporal_patch_size, self.patch_size, self.patch_size)
+
+    def grid(self) -> int:
+        """Patches a side of a square image of image_size pixels after the processor's smart_resize
+        (qwen2_vl/image_processing_qwen2_vl.py: multiples of patch · merge, 56² to 28² · 1280 pixels
+        at the default min_pixels and max_pixels)."""
+        factor = self.patch_size * self.spatial_merge_size
+        side, lo, hi = self.image_size, 56 * 56, 28 * 28 * 1280
+        bar = round(side / factor) * factor
+        if bar * bar > hi:
+            bar = max(factor, math.floor(side / math.sqrt(side * side / hi) / factor) * factor)
+        elif bar * bar < lo:
+            bar = math.ceil(side * math.sqrt(lo / (side * side)) / factor) * factor
+        return bar // self.patch_size
+
+
+LLAMA4_VIT = ViT(
+    embeddings="", patch="patch_embedding.linear", patch_linear=True, class_token=True,
+    positions="positional_embedding_vlm", positions_param=True, pre_norm="layernorm_pre",
+    post_norm="layernorm_post", layers="model.layers", o_proj="o_proj", norm1="input_layernorm",
+    norm2="post_attention_layernorm",
+)
+QWEN2_VIT = ViT(
+    embeddings="", patch="patch_embed.proj", positions=None, post_norm=None, layers="blocks",
+    attn="attn", qkv="qkv", o_proj="proj", norm1="norm1", norm2="norm2",
+)
+QWEN2_5_VIT = replace(QWEN2_VIT, norm_bias=False, gated=True)
+# Qwen3-VL: a biased patch conv, a learned position table (interpolated to the grid: no matmul)
+QWEN3_VIT = replace(QWEN2_VIT, patch_bias=True, positions="pos_embed", fc=("linear_fc1", "linear_fc2"))

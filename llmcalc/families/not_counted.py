@@ -60,7 +60,6 @@ NOT_COUNTED: dict[str, str] = {
     "laguna": MOE,
     "lara_mini": SSM,
     "lfm3": SSM,
-    "llama4": MULTIMODAL,
     "marian": ENC_DEC,
     "megatron-bert": ENCODER,
     "mellum": MOE,

@@ -7,6 +7,14 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 - ``llava`` (Liu et al. 2023, "Improved Baselines with Visual Instruction Tuning"): CLIP ViT tower,
   two-layer MLP projector (linear_1 [d_t, d_v·k], linear_2 [d_t, d_t], with biases; k feature
   layers), language model; transformers llava/modeling_llava.py, configuration_llava.py.
+- the others, each a config class and a short describe function below: ``llava_next``,
+  ``llava_onevision`` (anyres grids), ``gemma3``, ``paligemma``, ``mistral3``, ``aya_vision``,
+  ``internvl``, ``idefics3`` / ``smolvlm``, ``got_ocr2`` (SAM tower), ``qwen2_vl`` / ``qwen2_5_vl``
+  / ``qwen3_vl`` / ``qwen3_vl_moe`` (Qwen-ViT), ``llama4``.
+
+Per image, a part's FLOPs are its matrices times the tokens they meet plus bidirectional attention
+(flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language model's
+context, as the type's processor counts it.
 """
 
 from __future__ import annotations
@@ -15,7 +23,10 @@ import math
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from pydantic import ConfigDict
+
 from llmcalc.families._base import (
+    MAX_SIZE,
     Architecture,
     FamilyConfig,
     FieldError,
@@ -27,12 +38,17 @@ from llmcalc.families._base import (
 from llmcalc.families._vision import (
     CLIP,
     INTERNVIT,
+    LLAMA4_VIT,
     PIXTRAL,
+    QWEN2_5_VIT,
+    QWEN2_VIT,
+    QWEN3_VIT,
     SIGLIP,
     InternVisionConfig,
+    QwenVisionConfig,
+    SamVisionConfig,
     VisionConfig,
     ViT,
-    SamVisionConfig,
     prefixer,
     projector,
     read_sub,
@@ -52,6 +68,7 @@ TOWERS: dict[str, ViT] = {
     "internvl_vision": INTERNVIT,
     "idefics3_vision": SIGLIP,
     "smolvlm_vision": SIGLIP,
+    "llama4_vision_model": LLAMA4_VIT,
 }
 
 
@@ -95,14 +112,8 @@ class CompositeConfig(FamilyConfig):
         head = bool(getattr(v, "vision_use_head", False))
         return vit(prefix, v, style, context_tokens=context_tokens, head=head, **kw), v
 
-    def resized_note(self, v: VisionConfig) -> tuple[str, ...]:
+    def resized_note(self, v: VisionConfig | SamVisionConfig) -> tuple[str, ...]:
         """A tower that resizes every image to its own size: --image-size changes nothing."""
-        if self.image_size is None or self.image_size == v.image_size:
-            return ()
-        return (f"image_size {self.image_size}: the processor resizes every image to "
-                f"{v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
-
-    def resized_note_sam(self, v: Any) -> tuple[str, ...]:
         if self.image_size is None or self.image_size == v.image_size:
             return ()
         return (f"image_size {self.image_size}: the processor resizes every image to "
@@ -170,8 +181,19 @@ def describe(c: LlavaConfig) -> Architecture:
     text = c.text()
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, style = c.vision()
-    tokens = _select(c, v.patches, style.class_token)
-    tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
+    notes = c.resized_note(v)
+    if style is PIXTRAL:
+        # Pixtral-12B is a llava with a Pixtral tower: the image at its own size up to image_size,
+        # its patch rows each closed by an [IMG_BREAK] (the last by [IMG_END]) in the context
+        pixels = min(c.image_size or v.image_size, v.image_size)
+        side = -(-pixels // v.patch_size)
+        tokens = _select(c, side * side, False)
+        tower, _ = c.tower("model.vision_tower", context_tokens=tokens + side,
+                           patches=side * side, image_side=pixels)
+        notes = ()
+    else:
+        tokens = _select(c, v.patches, style.class_token)
+        tower, _ = c.tower("model.vision_tower", context_tokens=tokens)
     d_v, d_t = v.hidden_size, lm.shape.hidden_size
     bias = c.multimodal_projector_bias
     p = "model.multi_modal_projector"
@@ -179,8 +201,7 @@ def describe(c: LlavaConfig) -> Architecture:
         *linear(f"{p}.linear_1", "linear_1", d_t, d_v * _feature_layers(c), bias=bias),
         *linear(f"{p}.linear_2", "linear_2", d_t, d_t, bias=bias),
     ]
-    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t),
-                  notes=c.resized_note(v))
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=d_v, d_out=d_t), notes=notes)
 
 
 def _whole(lm: Architecture, *parts: Part, notes: tuple[str, ...] = ()) -> Architecture:
@@ -517,7 +538,8 @@ def describe_internvl(c: InternVLConfig) -> Architecture:
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, _ = c.vision()
     ratio = c.downsample_ratio
-    require(0 < ratio <= 1, "downsample_ratio", f"downsample_ratio must be in (0, 1], got {ratio}")
+    require(0 < ratio <= 1 and 1 / ratio <= MAX_SIZE, "downsample_ratio",
+            f"downsample_ratio must be in (0, 1] and not below 1 / (2^53 - 1), got {ratio}")
     s = int(1 / ratio)  # int(1 / downsample_ratio) as the projector's width has it
     (h, w), (ph, pw) = v.image_hw, v.patch_hw
     tokens = int(h // ph * ratio) * int(w // pw * ratio)  # pixel_shuffle's view sizes
@@ -609,4 +631,249 @@ def describe_got_ocr2(c: GotOcr2Config) -> Architecture:
     ]
     part = projector(proj, tokens=tokens, d_in=c_out, d_out=d_t)
     part = replace(part, input_tokens=(("conv_upsampler1", half * half), ("", tokens)))
-    return _whole(lm, tower, part, notes=c.resized_note_sam(v))
+    return _whole(lm, tower, part, notes=c.resized_note(v))
+
+
+
+# ---- qwen2_vl / qwen2_5_vl -------------------------------------------------------------------------
+
+# text_config model types whose language model is a text family's under another name
+TEXT_AS = {
+    "qwen2_vl_text": "qwen2",
+    "qwen2_5_vl_text": "qwen2",
+    "qwen3_vl_text": "qwen3",
+    "qwen3_vl_moe_text": "qwen3_moe",
+}
+
+
+class Qwen2VLConfig(CompositeConfig):
+    """Qwen2-VL (Wang et al. 2024) and Qwen2.5-VL (Bai et al. 2025): a Qwen-ViT tower (model.visual;
+    Qwen2.5-VL: RMSNorm, gated MLP, windowed attention but in fullatt_block_indexes), its patch
+    merger (LayerNorm, mlp.0 [d·s², d·s²], mlp.2 [d_out, d·s²]: the projector), a Qwen2 language
+    model (qwen2_vl/modeling_qwen2_vl.py, qwen2_5_vl/modeling_qwen2_5_vl.py). A config without
+    text_config keeps its text fields at the top level (Qwen2VLConfig.__post_init__)."""
+
+    # the top level's other fields are the text model's in a flat (pre-v5) config
+    model_config = ConfigDict(**{**FamilyConfig.model_config, "extra": "allow"})
+
+    transformers_class = "Qwen2VLConfig"
+    composite_type: ClassVar[str] = "qwen2_vl"
+    default_text: ClassVar[str] = "qwen2_vl_text"
+    default_vision: ClassVar[str] = "qwen2_vl_vision"
+    tie_from_text: ClassVar[bool] = True
+
+    def text(self) -> dict[str, Any]:
+        from llmcalc import family_defaults
+
+        if self.text_config is None:
+            flat = {k: v for k, v in (self.model_extra or {}).items()
+                    if k in (family_defaults.sub_defaults(self.default_text) or {}) or k in FLAT_TEXT}
+            fields = {**(family_defaults.sub_defaults(self.default_text) or {}), **flat,
+                      "model_type": self.default_text}
+        else:
+            fields = self.sub("text_config", self.default_text)
+        kind = str(fields.get("model_type"))
+        return {**fields, "model_type": TEXT_AS.get(kind, kind)}
+
+
+class Qwen2_5_VLConfig(Qwen2VLConfig):
+    transformers_class = "Qwen2_5_VLConfig"
+    composite_type: ClassVar[str] = "qwen2_5_vl"
+    default_text: ClassVar[str] = "qwen2_5_vl_text"
+    default_vision: ClassVar[str] = "qwen2_5_vl_vision"
+
+
+# text fields a flat config may give that have no default of their own (None by default)
+FLAT_TEXT = ("num_key_value_heads", "head_dim", "layer_types", "sliding_window")
+
+
+def describe_qwen2_vl(c: Qwen2VLConfig) -> Architecture:
+    from llmcalc import family_defaults
+    from llmcalc.flops import part_flops
+
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    given = c.vision_config
+    if isinstance(given, dict) and given.get("model_type") == c.composite_type:
+        given = {**given, "model_type": c.default_vision}  # an old checkpoint's name (__post_init__)
+    fields = sub_fields(given, "vision_config", c.default_vision,
+                        (family_defaults.sub_defaults(c.composite_type) or {}).get("vision_config")
+                        or {})
+    if c.image_size is not None:
+        fields = {**fields, "image_size": c.image_size}
+    v = read_sub(QwenVisionConfig, fields, "vision_config")
+    qwen25 = c.composite_type == "qwen2_5_vl"
+    style = QWEN2_5_VIT if qwen25 else QWEN2_VIT
+    m, grid = v.spatial_merge_size, v.grid()
+    require(grid % m == 0, "vision_config.spatial_merge_size",
+            f"vision_config.spatial_merge_size ({m}) must divide the patch grid ({grid})")
+    merged = (grid // m) ** 2
+    tower = vit("model.visual", v, style, context_tokens=merged, patches=grid * grid,
+                image_side=v.image_size)
+    d = v.hidden_size
+    d_out = (v.out_hidden_size or d) if qwen25 else lm.shape.hidden_size
+    if not qwen25:
+        d_out = int(fields.get("hidden_size", d_out))  # Qwen2VLVisionConfig.hidden_size: the output
+    p = "model.visual.merger"
+    proj = [
+        *norm(f"{p}.ln_q", "ln_q", d, bias=not qwen25),
+        *linear(f"{p}.mlp.0", "mlp/0", d * m * m, d * m * m, bias=True),
+        *linear(f"{p}.mlp.2", "mlp/2", d_out, d * m * m, bias=True),
+    ]
+    if qwen25 and v.window_size is not None:
+        tower = _windowed(tower, v, grid, part_flops(tower))
+    side = v.image_size
+    note = (f"per-image figures for a {side}×{side} image, resized to {grid * v.patch_size} px "
+            "(--image-size for another; the tower takes images at their own size)")
+    return _whole(lm, tower, projector(proj, tokens=merged, d_in=d, d_out=d_out), notes=(note,))
+
+
+def _windowed(tower: Part, v: QwenVisionConfig, grid: int, base: Any) -> Part:
+    """Qwen2.5-VL's attention: windows of window_size pixels (in merged units: window_size // s //
+    p a side, smaller at the edge) in every layer but fullatt_block_indexes, which see the image."""
+    m = v.spatial_merge_size
+    units = grid // m
+    w = max(1, (v.window_size or 1) // m // v.patch_size)
+    q, r = divmod(units, w)
+    sides = q * w * w + r * r  # Σ over a side's windows of (units a side)²
+    window_pairs = (m**4) * sides * sides  # Σ over windows of (tokens in it)²
+    full = {i for i in (v.fullatt_block_indexes or []) if 0 <= i < v.num_hidden_layers}
+    group = tower.layer_groups[0]
+    attention = group.attention
+    assert attention is not None
+    per_pair = 2 * attention.heads * (attention.qk_head_dim + attention.v_head_dim)
+    n = grid * grid
+    pairs = len(full) * n * n + (v.num_hidden_layers - len(full)) * window_pairs
+    return replace(tower, input_flops=(base.weight, pairs * per_pair))
+
+
+
+# ---- llama4 ----------------------------------------------------------------------------------------
+
+
+class Llama4Config(CompositeConfig):
+    """Llama 4 (Meta 2025): a ViT (unfolded patches into a Linear, class token, 2-D rotary
+    positions plus a learned table), pixel shuffle by pixel_shuffle_ratio and a two-layer adapter
+    (fc1 [projector_input_dim, intermediate_size], fc2 [projector_output_dim]², no biases), a
+    projector linear_1 [d_t, vision_output_dim] without bias, and the Llama 4 causal LM under language_model;
+    llama4/modeling_llama4.py. The head is tied as text_config says (the causal LM inside ties its
+    own)."""
+
+    transformers_class = "Llama4Config"
+    composite_type: ClassVar[str] = "llama4"
+    default_text: ClassVar[str] = "llama4_text"
+    default_vision: ClassVar[str] = "llama4_vision_model"
+    tie_from_text: ClassVar[bool] = True
+
+
+class Llama4VisionConfig(VisionConfig):
+    transformers_class = "Llama4VisionConfig"
+
+    image_size: Size | list[Size]  # type: ignore[assignment]
+    patch_size: Size | list[Size]  # type: ignore[assignment]
+    vision_output_dim: Size
+    pixel_shuffle_ratio: float = 0.5
+    projector_input_dim: Size
+    projector_output_dim: Size
+
+
+def describe_llama4(c: Llama4Config) -> Architecture:
+    text = c.text()
+    tied = bool(text.get("tie_word_embeddings"))
+    lm = text_model(text, tied=tied, rename=lambda name: "language_model." + name)
+    fields = c.sub("vision_config", c.default_vision)
+    v = read_sub(Llama4VisionConfig, fields, "vision_config")
+    ratio = v.pixel_shuffle_ratio
+    require(0 < ratio <= 1, "vision_config.pixel_shuffle_ratio",
+            f"vision_config.pixel_shuffle_ratio must be in (0, 1], got {ratio}")
+    (h, w), (ph, pw) = v.image_hw, v.patch_hw
+    tokens = int(h // ph * ratio) * int(w // pw * ratio)  # pixel_shuffle's reshapes
+    tower = vit("vision_model", v, LLAMA4_VIT, context_tokens=tokens)
+    a = "vision_model.vision_adapter.mlp"
+    adapter = [
+        *linear(f"{a}.fc1", "adapter/fc1", v.projector_input_dim, v.intermediate_size, bias=False),
+        *linear(f"{a}.fc2", "adapter/fc2", v.projector_output_dim, v.projector_output_dim,
+                bias=False),
+    ]
+    tower = replace(tower, tensors=(*tower.tensors, *adapter),
+                    input_tokens=(*tower.input_tokens, ("adapter", tokens)))
+    d_t = lm.shape.hidden_size
+    # Llama4MultiModalProjector: bias=False whatever multi_modal_projector_bias says
+    proj = linear("multi_modal_projector.linear_1", "linear_1", d_t, v.vision_output_dim,
+                  bias=False)
+    return _whole(lm, tower, projector(proj, tokens=tokens, d_in=v.vision_output_dim, d_out=d_t),
+                  notes=(PER_TILE,))
+
+
+
+class Qwen3VLConfig(Qwen2VLConfig):
+    """Qwen3-VL (Qwen Team 2025): the Qwen-ViT with a biased patch conv and a learned position table
+    (num_position_embeddings, interpolated to the grid), the patch merger (LayerNorm [d], linear_fc1
+    [d·s², d·s²], linear_fc2 [d_out, d·s²]) and one deepstack merger per deepstack_visual_indexes
+    entry (LayerNorm [d·s²], the same two linears) whose tokens are added inside the language
+    model; a Qwen3 language model; qwen3_vl/modeling_qwen3_vl.py."""
+
+    transformers_class = "Qwen3VLConfig"
+    composite_type: ClassVar[str] = "qwen3_vl"
+    default_text: ClassVar[str] = "qwen3_vl_text"
+    default_vision: ClassVar[str] = "qwen3_vl_vision"
+    tie_from_text: ClassVar[bool] = False
+
+    def text(self) -> dict[str, Any]:
+        fields = self.sub("text_config", self.default_text)
+        kind = str(fields.get("model_type"))
+        return {**fields, "model_type": TEXT_AS.get(kind, kind)}
+
+
+class Qwen3VLMoeConfig(Qwen3VLConfig):
+    """Qwen3-VL-MoE: Qwen3-VL's tower and mergers, a Qwen3-MoE language model."""
+
+    transformers_class = "Qwen3VLMoeConfig"
+    composite_type: ClassVar[str] = "qwen3_vl_moe"
+    default_text: ClassVar[str] = "qwen3_vl_moe_text"
+    default_vision: ClassVar[str] = "qwen3_vl_moe_vision"
+
+
+def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
+    from llmcalc import family_defaults
+
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    given = c.vision_config
+    if isinstance(given, dict) and given.get("model_type") == c.composite_type:
+        given = {**given, "model_type": c.default_vision}
+    fields = sub_fields(given, "vision_config", c.default_vision,
+                        (family_defaults.sub_defaults(c.composite_type) or {}).get("vision_config")
+                        or {})
+    if c.image_size is not None:
+        fields = {**fields, "image_size": c.image_size}
+    v = read_sub(QwenVisionConfig, fields, "vision_config")
+    m, grid = v.spatial_merge_size, v.grid()
+    require(grid % m == 0, "vision_config.spatial_merge_size",
+            f"vision_config.spatial_merge_size ({m}) must divide the patch grid ({grid})")
+    merged = (grid // m) ** 2
+    positions = v.num_position_embeddings
+    require(positions is not None, "vision_config.num_position_embeddings",
+            "vision_config.num_position_embeddings is required for Qwen3-VL")
+    tower = vit("model.visual", v, QWEN3_VIT, context_tokens=merged, patches=grid * grid,
+                image_side=v.image_size, positions=positions)
+    d, d_out = v.hidden_size, v.out_hidden_size or lm.shape.hidden_size
+    wide = d * m * m
+
+    def merger(p: str, norm_width: int) -> list[Tensor]:
+        return [
+            *norm(f"{p}.norm", "norm", norm_width, bias=True),
+            *linear(f"{p}.linear_fc1", "linear_fc1", wide, wide, bias=True),
+            *linear(f"{p}.linear_fc2", "linear_fc2", d_out, wide, bias=True),
+        ]
+
+    deepstack = len(v.deepstack_visual_indexes or [])
+    proj = [
+        *merger("model.visual.merger", d),
+        *(t for k in range(deepstack)
+          for t in merger(f"model.visual.deepstack_merger_list.{k}", wide)),
+    ]
+    side = v.image_size
+    note = (f"per-image figures for a {side}×{side} image, resized to {grid * v.patch_size} px "
+            "(--image-size for another; the tower takes images at their own size)")
+    return _whole(lm, tower, projector(proj, tokens=merged, d_in=d, d_out=d_out), notes=(note,))

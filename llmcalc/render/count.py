@@ -175,7 +175,12 @@ def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:
     if spec.moe:
         t.add_row("active per token", n(pc.active), short(pc.active), style="bold")
     rule = pc.rule_of_thumb
-    t.add_row("rule of thumb 12·L·d² + V·d", n(rule), pct(percent_off(rule, pc.total)))
+    if pc.parts:  # the rule describes the language model: held against that part
+        main = pc.parts[spec.main_part]
+        t.add_row(f"rule of thumb 12·L·d² + V·d (vs the {spec.main_part} model, {short(main)})",
+                  n(rule), pct(percent_off(rule, main)))
+    else:
+        t.add_row("rule of thumb 12·L·d² + V·d", n(rule), pct(percent_off(rule, pc.total)))
     return t
 
 
@@ -302,7 +307,9 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
         "rule_of_thumb": {
             "formula": "12*L*d^2 + V*d",
             "params": pc.rule_of_thumb,
-            "percent_off": round(percent_off(pc.rule_of_thumb, pc.total), 4),
+            # a whole model's rule describes its main part (the language model)
+            "percent_off": round(percent_off(pc.rule_of_thumb,
+                                             pc.parts.get(spec.main_part, pc.total)), 4),
         },
         **dict(spec.unbuilt),  # e.g. mtp_params: in the checkpoint, not in the model transformers builds
         "notes": list(spec.notes),
