@@ -1,0 +1,178 @@
+"""Shared-block and recurrent hybrids (issue 11): Zamba, Zamba2, RecurrentGemma.
+
+Tensors against transformers on the meta device (bundled and varied configs); per layer, where a
+shared block is stored once but applied at several layers; the cache after a real forward pass
+(keys and values at every position the shared block or local attention runs, plus each layer's
+recurrent state); forward FLOPs against FlopCounterMode on 2–3 layer cuts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmcalc import count, load_spec
+from llmcalc.flops import forward_flops_per_sequence, forward_flops_per_token, weight_flops_per_token
+from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.spec import ModelSpec
+from llmcalc.units import DType
+from llmcalc.verify import build_meta_model, figures, measure_forward
+
+
+def matches_transformers(spec: ModelSpec) -> None:
+    """Names, shapes and totals equal; per layer, transformers' layer modules hold the shared
+    block at every layer that applies it, llmcalc counts it once (where it is stored)."""
+    pc = count(spec)
+    real = figures(build_meta_model(spec), spec.num_layers)
+    assert dict(spec.named_shapes()) == real.named_shapes
+    assert (pc.total, pc.embedding, pc.lm_head) == (real.total, real.embedding, real.lm_head)
+    ours, shared = [0] * spec.num_layers, [0] * spec.num_layers
+    for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
+        tied = sum(t.numel for t in group.tensors if t.tied_to is not None)
+        for i in group.layers:
+            ours[i], shared[i] = gc.per_layer, tied
+    assert tuple(o + s for o, s in zip(ours, shared, strict=True)) == real.per_layer
+
+
+def tiny(model_type: str, **fields: Any) -> dict[str, Any]:
+    return {"model_type": model_type, "vocab_size": 100, "hidden_size": 32, **fields}
+
+
+TOTALS = {
+    "zamba-default": 7_232_490_496,  # transformers' ZambaConfig defaults (Zamba-7B-v1's shape)
+}
+
+
+@pytest.mark.parametrize("name,total", TOTALS.items())
+def test_bundled_total_and_tensors(name: str, total: int) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    assert pc.total == pc.active == total
+    assert sum(pc.breakdown.values()) == total
+    assert spec.expected["total_params"] == total
+    matches_transformers(spec)
+
+
+VARIANTS = {
+    # the default pattern: 0, 1 Mamba, 2 hybrid, then i ≥ 3 hybrid when (i − 3) mod 3 = 1
+    "zamba-default-pattern": tiny("zamba", num_hidden_layers=9, num_attention_heads=4,
+                                  num_key_value_heads=2, intermediate_size=48,
+                                  attn_layer_period=3, attn_layer_offset=1),
+    "zamba-listed-untied-biases": tiny(
+        "zamba", num_hidden_layers=5, num_attention_heads=8, num_key_value_heads=8,
+        intermediate_size=40, n_mamba_heads=4, mamba_d_state=8, mamba_d_conv=3, mamba_expand=3,
+        mamba_dt_rank=5, mamba_conv_bias=False, mamba_proj_bias=True, tie_word_embeddings=False,
+        layers_block_type=["hybrid", "mamba", "mamba", "hybrid", "hybrid"]),
+    "zamba-head-dim-attention-width": tiny(
+        "zamba", num_hidden_layers=4, num_attention_heads=4, num_key_value_heads=1,
+        attention_head_dim=8, attention_hidden_size=64, intermediate_size=48, n_mamba_heads=1,
+        layer_types=["linear_attention", "hybrid", "linear_attention", "hybrid"]),
+    # one hybrid layer only: untied, as transformers cannot tie a block to itself (its tie regex
+    # finds no other layer and raises)
+    "zamba-offset-past-period": tiny("zamba", num_hidden_layers=7, num_attention_heads=4,
+                                     num_key_value_heads=4, intermediate_size=48, attn_layer_period=2,
+                                     attn_layer_offset=2, tie_word_embeddings=False),
+}
+
+
+@pytest.mark.parametrize("fields", VARIANTS.values(), ids=VARIANTS.keys())
+def test_variant_matches_transformers(write: Any, fields: dict[str, Any]) -> None:
+    matches_transformers(load_spec(write("config.json", fields)))
+
+
+ERRORS = {
+    "zamba-short-default": (tiny("zamba", num_hidden_layers=2, num_attention_heads=4,
+                                 num_key_value_heads=4, intermediate_size=48),
+                            "num_hidden_layers: the default layer pattern (mamba, mamba, hybrid, "
+                            "…) needs at least 3 layers, got 2; list the layers in "
+                            "layers_block_type"),
+    "zamba-list-length": (tiny("zamba", num_hidden_layers=3, num_attention_heads=4,
+                               num_key_value_heads=4, intermediate_size=48,
+                               layers_block_type=["mamba", "hybrid"]),
+                          "layers_block_type: lists 2 layers; num_hidden_layers is 3"),
+    "zamba-kind": (tiny("zamba", num_hidden_layers=2, num_attention_heads=4,
+                        num_key_value_heads=4, intermediate_size=48,
+                        layers_block_type=["mamba", "attention"]),
+                   "layers_block_type.1: unknown layer kind 'attention' (mamba, linear_attention "
+                   "or hybrid)"),
+    "zamba-mamba-heads": (tiny("zamba", num_hidden_layers=3, num_attention_heads=4,
+                               num_key_value_heads=4, intermediate_size=48, n_mamba_heads=5),
+                          "n_mamba_heads (5) must divide mamba_expand × hidden_size "
+                          "(64)"),
+}
+
+
+@pytest.mark.parametrize("fields,message", ERRORS.values(), ids=ERRORS.keys())
+def test_config_errors(cli: Any, write: Any, fields: dict[str, Any], message: str) -> None:
+    path = write("bad.json", fields)
+    run = cli("count", path)
+    assert (run.code, run.stderr) == (2, f"error: {path}: {message}\n")
+
+
+def test_zamba_layer_kinds_and_shared_block() -> None:
+    spec = load_spec("zamba-default")
+    kinds = {g.name: (len(g.layers), g.layers.describe()) for g in spec.layer_groups}
+    assert kinds == {
+        "mamba": (63, "0..1,3..75 (4 of every 6),8..74 every 6th"),
+        "hybrid (shared block stored)": (1, "2"),
+        "hybrid (shared block reused)": (12, "7..73 every 6th"),
+    }
+    stored, reused = spec.layer_groups[1], spec.layer_groups[2]
+    assert {t.tied_to for t in reused.tensors if t.tied_to} == {
+        t.name.replace("{i}", "2") for t in stored.tensors if "shared_transf" in t.name}
+    # the block: 2d-wide input norm, q, k, v [16·464, 2·3712], o [3712, 16·464], gated MLP
+    d, d2, ff = 3712, 7424, 14848
+    block = d2 + 3 * 7424 * d2 + d * 7424 + d + 3 * ff * d
+    assert count(spec).groups[1].per_layer - count(spec).groups[2].per_layer == block
+    # 13 positions apply it: its matmuls 13 times per token, its keys and values 13 times
+    assert kv_cache_bytes(spec, batch=1, ctx=1, dtype=DType.bf16) == (
+        13 * 2 * 16 * 464 * 2 + 76 * (7424 * 4 * 2 + 7424 * 16 * 4))
+
+
+def test_zamba_hostile_layer_count_is_instant() -> None:
+    spec = load_spec("zamba-default", overrides=["num_hidden_layers=1000000000000"])
+    assert spec.num_layers == 10**12
+    hybrid = sum(len(g.layers) for g in spec.layer_groups if g.attention is not None)
+    assert hybrid == 1 + len(range(7, 10**12, 6))  # layer 2, then 7, 13, …
+
+
+# hybrids cut to a few layers: name, overrides, layers, the cache layers transformers makes
+CUTS = [
+    # one hybrid layer: untied (transformers cannot tie a block to no other layer)
+    ("zamba-default", ['layers_block_type=["mamba","hybrid"]', "hidden_size=256",
+                       "intermediate_size=512", "mamba_dt_rank=16", "tie_word_embeddings=false"],
+     2),
+    # the shared block applied twice: its weights and attention twice, stored once
+    ("zamba-default", ['layers_block_type=["hybrid","mamba","hybrid"]', "hidden_size=256",
+                       "intermediate_size=512", "num_key_value_heads=4", "mamba_dt_rank=16"], 3),
+]
+BATCH, SEQ = 2, 8
+
+
+@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS,
+                         ids=[f"{c[0]}-{c[2]}" for c in CUTS])
+def test_cache_and_flops_equal_transformers(name: str, overrides: list[str], layers: int) -> None:
+    spec = load_spec(name, overrides=[*overrides, f"num_hidden_layers={layers}"])
+    assert spec.num_layers == layers
+    m = measure_forward(spec, num_layers=layers, seq_len=SEQ, batch=BATCH, use_cache=True)
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
+    assert BATCH * state_bytes_per_sequence(spec, dtype=DType.bf16) < m.kv_cache_bytes
+    f = measure_forward(spec, num_layers=layers, seq_len=SEQ)
+    assert f.flops == forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+
+
+def test_zamba_weight_flops_count_the_shared_block_at_every_position() -> None:
+    spec = load_spec("zamba-default")
+    pc = count(spec)
+    reused = pc.groups[2]
+    shared = sum(t.numel for t in spec.layer_groups[2].tensors if t.tied_to and t.name.endswith(
+        "_proj.weight"))
+    # 2 × (non-embedding matrices + the tied lm_head + the shared block's 12 more applications)
+    matrices = sum(t.numel for t, _ in spec.all_tensors() if t.matmul and t.tied_to is None)
+    per_layer = {g.name: sum(t.numel for t in g.tensors if t.matmul and t.tied_to is None)
+                 for g in spec.layer_groups}
+    expected = 2 * (sum(per_layer[g.name] * len(g.layers) for g in spec.layer_groups)
+                    + 32000 * 3712 + reused.num_layers * shared)
+    assert matrices > 0 and weight_flops_per_token(spec) == expected
+    assert forward_flops_per_token(spec, ctx=4096) > forward_flops_per_token(spec, ctx=1)
