@@ -21,18 +21,22 @@ from llmcalc.verify import build_meta_model, figures, measure_forward
 
 
 def matches_transformers(spec: ModelSpec) -> None:
-    """Names, shapes and totals equal; per layer, transformers' layer modules hold the shared
-    block at every layer that applies it, llmcalc counts it once (where it is stored)."""
+    """Names, shapes and totals equal; per layer, llmcalc counts a shared block once, where it is
+    stored, while transformers' layer modules hold it (with all its adapters) at every layer that
+    applies it: such a layer's module has as many parameters as the storing layer's."""
     pc = count(spec)
     real = figures(build_meta_model(spec), spec.num_layers)
     assert dict(spec.named_shapes()) == real.named_shapes
     assert (pc.total, pc.embedding, pc.lm_head) == (real.total, real.embedding, real.lm_head)
-    ours, shared = [0] * spec.num_layers, [0] * spec.num_layers
+    ours, stored_at = [0] * spec.num_layers, {}
     for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
-        tied = sum(t.numel for t in group.tensors if t.tied_to is not None)
+        tied = {t.tied_to for t in group.tensors if t.tied_to is not None}
         for i in group.layers:
-            ours[i], shared[i] = gc.per_layer, tied
-    assert tuple(o + s for o, s in zip(ours, shared, strict=True)) == real.per_layer
+            ours[i] = gc.per_layer
+            if tied:
+                stored_at[i] = int(next(iter(tied)).split(".")[2])  # model.layers.<s>.…
+    assert all(ours[i] < ours[s] for i, s in stored_at.items())
+    assert tuple(ours[stored_at.get(i, i)] for i in range(spec.num_layers)) == real.per_layer
 
 
 def tiny(model_type: str, **fields: Any) -> dict[str, Any]:
@@ -41,6 +45,7 @@ def tiny(model_type: str, **fields: Any) -> dict[str, Any]:
 
 TOTALS = {
     "zamba-default": 7_232_490_496,  # transformers' ZambaConfig defaults (Zamba-7B-v1's shape)
+    "zamba2-default": 2_481_848_336,  # transformers' Zamba2Config defaults ("Zamba2-2.7B style")
 }
 
 
@@ -75,12 +80,47 @@ VARIANTS = {
                                      attn_layer_offset=2, tie_word_embeddings=False),
 }
 
+Z2_LAYERS = ["mamba", "hybrid", "mamba", "hybrid", "hybrid", "mamba", "hybrid", "hybrid"]
+VARIANTS |= {
+    # two blocks taken in turn by 5 hybrid layers (ABABA), q/k/v and MLP adapters in each
+    "zamba2-two-blocks-attention-adapters": tiny(
+        "zamba2", num_hidden_layers=8, layers_block_type=Z2_LAYERS, num_attention_heads=4,
+        num_key_value_heads=4, intermediate_size=48, n_mamba_heads=4, mamba_ngroups=2,
+        mamba_d_state=8, num_mem_blocks=2, use_shared_attention_adapter=True, adapter_rank=4),
+    # three blocks, biases, GQA, rotary (no parameters), default intermediate 4d
+    "zamba2-three-blocks-biases-gqa": tiny(
+        "zamba2", num_hidden_layers=8, layers_block_type=Z2_LAYERS, num_attention_heads=8,
+        num_key_value_heads=2, n_mamba_heads=8, mamba_expand=1, mamba_d_conv=3,
+        num_mem_blocks=3, add_bias_linear=True, use_mem_rope=True, adapter_rank=8),
+    # more blocks than hybrid layers: every block stored, none reused
+    "zamba2-more-blocks-than-layers": tiny(
+        "zamba2", num_hidden_layers=3,
+        layers_block_type=["hybrid", "linear_attention", "hybrid"],
+        num_attention_heads=4, intermediate_size=40, n_mamba_heads=2, num_mem_blocks=4,
+        adapter_rank=2),
+    # the derived fields as a saved config.json gives them (set after __post_init__: they win)
+    "zamba2-derived-fields-given": tiny(
+        "zamba2", num_hidden_layers=4, layers_block_type=["mamba", "hybrid", "mamba", "hybrid"],
+        hybrid_layer_ids=[1, 3], num_attention_heads=4, attention_hidden_size=48,
+        attention_head_dim=12, intermediate_size=40, n_mamba_heads=4, mamba_headdim=16,
+        num_mem_blocks=2, use_shared_attention_adapter=True, adapter_rank=4),
+    # untied: transformers ties no block either, each hybrid layer holds its own
+    "zamba2-untied": tiny(
+        "zamba2", num_hidden_layers=8, layers_block_type=Z2_LAYERS, num_attention_heads=4,
+        intermediate_size=48, n_mamba_heads=4, num_mem_blocks=2, adapter_rank=4,
+        use_shared_attention_adapter=True, tie_word_embeddings=False),
+}
+
 
 @pytest.mark.parametrize("fields", VARIANTS.values(), ids=VARIANTS.keys())
 def test_variant_matches_transformers(write: Any, fields: dict[str, Any]) -> None:
     matches_transformers(load_spec(write("config.json", fields)))
 
 
+ZAMBA2_SLOTS = (
+    "transformers' Zamba2 places the adapters by hybrid_layer_ids (derived from layers_block_type, "
+    "or from the default layers when the list is named layer_types), which must list the hybrid "
+    "layers, else the model cannot run")
 ERRORS = {
     "zamba-short-default": (tiny("zamba", num_hidden_layers=2, num_attention_heads=4,
                                  num_key_value_heads=4, intermediate_size=48),
@@ -100,6 +140,19 @@ ERRORS = {
                                num_key_value_heads=4, intermediate_size=48, n_mamba_heads=5),
                           "n_mamba_heads (5) must divide mamba_expand × hidden_size "
                           "(64)"),
+    "zamba2-layer-types": (tiny("zamba2", num_hidden_layers=3, num_attention_heads=4,
+                                layer_types=["hybrid", "mamba", "hybrid"]),
+                           ZAMBA2_SLOTS),
+    "zamba2-hybrid-layer-ids": (tiny("zamba2", num_hidden_layers=3, num_attention_heads=4,
+                                     layers_block_type=["hybrid", "mamba", "hybrid"],
+                                     hybrid_layer_ids=[0, 1]), ZAMBA2_SLOTS),
+    "zamba2-list-length": (tiny("zamba2", num_attention_heads=4,
+                                layers_block_type=["hybrid", "mamba", "hybrid"]),
+                           "layers_block_type: lists 3 layers; num_hidden_layers is 54"),
+    "zamba2-mamba-heads": (tiny("zamba2", num_hidden_layers=2, num_attention_heads=4,
+                                layers_block_type=["hybrid", "mamba"], n_mamba_heads=6),
+                           "n_mamba_heads × head_dim (6 × 10) must equal the inner "
+                           "width mamba_expand × hidden_size (64)"),
 }
 
 
@@ -146,6 +199,11 @@ CUTS = [
     # the shared block applied twice: its weights and attention twice, stored once
     ("zamba-default", ['layers_block_type=["hybrid","mamba","hybrid"]', "hidden_size=256",
                        "intermediate_size=512", "num_key_value_heads=4", "mamba_dt_rank=16"], 3),
+    # Mamba-2 (chunks of 4), two blocks in turn with adapters: A, B, A
+    ("zamba2-default", ['layers_block_type=["hybrid","mamba","hybrid","hybrid"]',
+                        "hidden_size=256", "intermediate_size=512", "num_attention_heads=8",
+                        "num_key_value_heads=8", "chunk_size=4", "num_mem_blocks=2",
+                        "use_shared_attention_adapter=true", "adapter_rank=16"], 4),
 ]
 BATCH, SEQ = 2, 8
 

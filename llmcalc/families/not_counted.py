@@ -102,7 +102,6 @@ NOT_COUNTED: dict[str, str] = {
     "xlnet": ENCODER + " (permutation LM)",
     "xlstm": SSM,
     "xmod": ENCODER,
-    "zamba2": SSM,
     "zaya": MOE,
     # dense decoders still to come (issue 12, dense part)
 }
