@@ -13,11 +13,16 @@ from typing import Any
 import pytest
 
 from llmcalc import count, load_spec
-from llmcalc.flops import forward_flops_per_sequence, forward_flops_per_token, weight_flops_per_token
+from llmcalc.flops import (
+    forward_flops_per_sequence,
+    forward_flops_per_token,
+    mixer_flops_per_token,
+    weight_flops_per_token,
+)
 from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
-from llmcalc.verify import build_meta_model, figures, measure_forward
+from llmcalc.verify import build_meta_model, build_random_model, figures, measure_forward
 
 
 def matches_transformers(spec: ModelSpec) -> None:
@@ -46,6 +51,7 @@ def tiny(model_type: str, **fields: Any) -> dict[str, Any]:
 TOTALS = {
     "zamba-default": 7_232_490_496,  # transformers' ZambaConfig defaults (Zamba-7B-v1's shape)
     "zamba2-default": 2_481_848_336,  # transformers' Zamba2Config defaults ("Zamba2-2.7B style")
+    "google/recurrentgemma-2b": 2_682_862_080,  # published as 2.7B
 }
 
 
@@ -104,6 +110,15 @@ VARIANTS |= {
         hybrid_layer_ids=[1, 3], num_attention_heads=4, attention_hidden_size=48,
         attention_head_dim=12, intermediate_size=40, n_mamba_heads=4, mamba_headdim=16,
         num_mem_blocks=2, use_shared_attention_adapter=True, adapter_rank=4),
+    # a 4-block pattern over 7 layers, GQA, wider recurrence, biases, untied
+    "recurrent_gemma-pattern-gqa-untied": tiny(
+        "recurrent_gemma", num_hidden_layers=7, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=96, lru_width=48, conv1d_width=3, attention_window_size=16,
+        block_types=["recurrent", "attention", "attention", "recurrent"], attention_bias=True,
+        tie_word_embeddings=False),
+    "recurrent_gemma-head-dim-given": tiny(
+        "recurrent_gemma", num_hidden_layers=3, num_attention_heads=2, head_dim=24,
+        intermediate_size=64, block_types=["attention", "recurrent"]),
     # untied: transformers ties no block either, each hybrid layer holds its own
     "zamba2-untied": tiny(
         "zamba2", num_hidden_layers=8, layers_block_type=Z2_LAYERS, num_attention_heads=4,
@@ -122,6 +137,17 @@ ZAMBA2_SLOTS = (
     "or from the default layers when the list is named layer_types), which must list the hybrid "
     "layers, else the model cannot run")
 ERRORS = {
+    "recurrent_gemma-block": (tiny("recurrent_gemma", num_hidden_layers=2, num_attention_heads=4,
+                                   block_types=["recurrent", "mlp"]),
+                              "block_types.1: unknown block type 'mlp' (recurrent or attention)"),
+    "recurrent_gemma-repeats": (tiny("recurrent_gemma", num_hidden_layers=201,
+                                     num_attention_heads=4, block_types=["recurrent", "attention"]),
+                                "num_hidden_layers: transformers repeats block_types 100 times: at "
+                                "most 200 layers, got 201"),
+    "recurrent_gemma-lru": (tiny("recurrent_gemma", num_hidden_layers=2, num_attention_heads=4,
+                                 lru_width=30),
+                            "num_attention_heads (4) must divide lru_width (30): the "
+                            "gates' blocks"),
     "zamba-short-default": (tiny("zamba", num_hidden_layers=2, num_attention_heads=4,
                                  num_key_value_heads=4, intermediate_size=48),
                             "num_hidden_layers: the default layer pattern (mamba, mamba, hybrid, "
@@ -234,3 +260,59 @@ def test_zamba_weight_flops_count_the_shared_block_at_every_position() -> None:
                     + 32000 * 3712 + reused.num_layers * shared)
     assert matrices > 0 and weight_flops_per_token(spec) == expected
     assert forward_flops_per_token(spec, ctx=4096) > forward_flops_per_token(spec, ctx=1)
+
+
+# ---- RecurrentGemma: the RG-LRU state lives in the blocks, not in transformers' cache object ----
+
+
+def recurrent_gemma_cache_bytes(spec: ModelSpec, *, layers: int, seq: int, batch: int) -> int:
+    """After a prefill with use_cache: keys and values in the DynamicCache (the attention layers)
+    plus each recurrent block's conv1d_state and rg_lru.recurrent_states, as nbytes."""
+    import torch
+    import transformers
+
+    model = build_random_model(spec, num_layers=layers)
+    cache = transformers.DynamicCache(config=model.config)
+    ids = torch.randint(0, 100, (batch, seq), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        model(ids, use_cache=True, cache=cache)
+    kv = sum(t.nbytes for layer in cache.layers for t in (getattr(layer, "keys", None),
+                                                         getattr(layer, "values", None))
+             if isinstance(t, torch.Tensor))
+    state = sum(b.conv1d_state.nbytes + b.rg_lru.recurrent_states.nbytes
+                for b in (layer.temporal_block for layer in model.model.layers)
+                if hasattr(b, "rg_lru"))
+    return kv + state
+
+
+RG_CUT = ["num_hidden_layers=3", "hidden_size=256", "intermediate_size=512", "lru_width=320",
+          "head_dim=32", "num_key_value_heads=2", "attention_window_size=16"]
+
+
+def test_recurrent_gemma_cache_and_flops_equal_transformers() -> None:
+    spec = load_spec("recurrentgemma-2b", overrides=RG_CUT)  # recurrent, recurrent, attention
+    # 8 tokens (inside the window of 16): K, V of 2 kv heads × 32; per recurrent layer a conv
+    # state of 320 channels × 3 (bf16) and 320 fp32 values
+    expected = BATCH * (SEQ * 2 * 2 * 32 * 2 + 2 * (320 * 3 * 2 + 320 * 4))
+    assert kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16) == expected
+    assert recurrent_gemma_cache_bytes(spec, layers=3, seq=SEQ, batch=BATCH) == expected
+    f = measure_forward(spec, num_layers=3, seq_len=SEQ)
+    assert f.flops == forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+    assert "aten.convolution" in f.flops_by_op and "aten.baddbmm" in f.flops_by_op
+
+
+def test_recurrent_gemma_window_and_state_by_hand() -> None:
+    spec = load_spec("recurrentgemma-2b")  # 18 recurrent, 8 attention layers (window 2048)
+    state = 18 * (2560 * 3 * 2 + 2560 * 4)
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == state
+    kv_per_token = 8 * 1 * 256 * 2 * 2
+    assert kv_cache_bytes(spec, batch=1, ctx=1000, dtype=DType.bf16) == 1000 * kv_per_token + state
+    assert kv_cache_bytes(spec, batch=1, ctx=1 << 20, dtype=DType.bf16) == (
+        2048 * kv_per_token + state)
+    # the RG-LRU per token: its convolution only (2 · 2560 · 4); the gates are weight FLOPs
+    recurrent = next(g for g in spec.layer_groups if g.mixer is not None)
+    assert recurrent.mixer is not None and mixer_flops_per_token(recurrent.mixer) == 2 * 2560 * 4
+    gates = sum(t.numel for t in recurrent.tensors if "gate_weight" in t.name)
+    assert gates == 2 * 10 * 256 * 256
+    # beyond the window, a token's FLOPs stop growing
+    assert forward_flops_per_token(spec, ctx=2048) == forward_flops_per_token(spec, ctx=1 << 20)

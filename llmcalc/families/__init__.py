@@ -138,6 +138,7 @@ MODEL_TYPES: dict[str, Family] = {
     # -- shared-block and recurrent hybrids (issue 11) --
     "zamba": Family("zamba", "ZambaConfig"),
     "zamba2": Family("zamba", "Zamba2Config", "describe_zamba2"),
+    "recurrent_gemma": Family("recurrent_gemma", "RecurrentGemmaConfig"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),

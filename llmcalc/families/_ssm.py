@@ -19,6 +19,7 @@ from llmcalc.spec import (
     LAYER,
     MAMBA,
     MAMBA2,
+    RG_LRU,
     SHORT_CONV,
     Attention,
     LayerGroup,
@@ -235,6 +236,28 @@ def short_conv(
     ]
     return tensors, Mixer(SHORT_CONV, conv_dim=d, conv_kernel=kernel, heads=0, head_dim=0,
                           state_size=0)
+
+
+def rg_lru_block(p: str, d: int, *, width: int, heads: int, kernel: int) -> tuple[list[Tensor], Mixer]:
+    """Griffin's recurrent block (De et al. 2024, §2.4; transformers RecurrentGemmaRecurrentBlock):
+    linear_y, linear_x [w, d] (+ bias), a depthwise conv over w (+ bias), the RG-LRU — a_param [w]
+    (``recurrent_param``), input and recurrence gates block-diagonal over H heads of w / H,
+    weights [H, w/H, w/H] (batched matmuls: weight FLOPs) + biases [H, w/H] — and linear_out
+    [d, w] (+ bias). State: w channels of one fp32 value; conv: w × (kernel − 1)."""
+    bw = width // heads
+    g = f"{p}.rg_lru"
+    tensors = [
+        *linear(f"{p}.linear_y", "recurrent/linear_y", width, d, bias=True),
+        *linear(f"{p}.linear_x", "recurrent/linear_x", width, d, bias=True),
+        *depthwise_conv(f"{p}.conv_1d", "recurrent/conv_1d", width, kernel, bias=True),
+        Tensor(f"{g}.recurrent_param", (width,), "recurrent/rg_lru"),
+        *(t for gate in ("input_gate", "recurrent_gate") for t in (
+            Tensor(f"{g}.{gate}_weight", (heads, bw, bw), f"recurrent/{gate}", matmul=True),
+            Tensor(f"{g}.{gate}_bias", (heads, bw), f"recurrent/{gate}"))),
+        *linear(f"{p}.linear_out", "recurrent/linear_out", d, width, bias=True),
+    ]
+    return tensors, Mixer(RG_LRU, conv_dim=width, conv_kernel=kernel, heads=width, head_dim=1,
+                          state_size=1)
 
 
 LayerBuild = tuple[Sequence[Tensor], Attention | None, Mixer | None]

@@ -85,7 +85,6 @@ NOT_COUNTED: dict[str, str] = {
     "qwen3_5_moe": MULTIMODAL,
     "qwen4_exp": MULTIMODAL,
     "qwen4_exp_text": SSM,
-    "recurrent_gemma": SSM,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
     "rembert": ENCODER,
     "roberta": ENCODER,
