@@ -238,7 +238,9 @@ def short_conv(
                           state_size=0)
 
 
-def rg_lru_block(p: str, d: int, *, width: int, heads: int, kernel: int) -> tuple[list[Tensor], Mixer]:
+def rg_lru_block(
+    p: str, d: int, *, width: int, heads: int, kernel: int
+) -> tuple[list[Tensor], Mixer]:
     """Griffin's recurrent block (De et al. 2024, §2.4; transformers RecurrentGemmaRecurrentBlock):
     linear_y, linear_x [w, d] (+ bias), a depthwise conv over w (+ bias), the RG-LRU — a_param [w]
     (``recurrent_param``), input and recurrence gates block-diagonal over H heads of w / H,

@@ -8,11 +8,11 @@ d, RMSNorm [d] and a gated MLP (gate, up [ff, d], down [d, ff]); then its own ``
 into the Mamba layer's input. The block's tensors are stored once, at the first hybrid layer
 (``model.layers.{first}.shared_transf``); its matmuls and its keys and values happen at every
 hybrid layer (``_ssm.shared_block``). transformers shares it only when tie_word_embeddings is set
-(with it untied, every hybrid layer holds a block of its own). Layer kinds: ``layers_block_type`` (``layer_types``) as
-given, else transformers' default: layers 0, 1 Mamba, 2 hybrid, then layer i ≥ 3 hybrid when
-(i − 3) mod attn_layer_period = attn_layer_offset (at least 3 layers; a list has one entry per
-layer, as transformers checks). Tensor names as in
-transformers ``ZambaForCausalLM`` (modeling_zamba.py).
+(with it untied, every hybrid layer holds a block of its own). Layer kinds: ``layers_block_type``
+(``layer_types``) as given, else transformers' default: layers 0, 1 Mamba, 2 hybrid, then layer
+i ≥ 3 hybrid when (i − 3) mod attn_layer_period = attn_layer_offset (at least 3 layers; a list has
+one entry per layer, as transformers checks). Tensor names as in transformers ``ZambaForCausalLM``
+(modeling_zamba.py).
 """
 
 from __future__ import annotations
@@ -187,8 +187,8 @@ def describe(c: ZambaConfig) -> Architecture:
 # hybrid layer k (counting hybrid layers only) runs block k mod M and its own LoRA-like adapter
 # (gate_up_proj_adapter_list.{k}: Linear(d, r), Linear(r, 2ff); with use_shared_attention_adapter
 # also q, k, v adapters Linear(2d, r), Linear(r, 2d)), held in that block's lists. The attention
-# width is 2d and head_dim 2d / heads unless a config.json gives them; the MLP is one
-# fused gate_up_proj [2ff, d] and down_proj [d, ff] (biases with add_bias_linear); rotary (use_mem_rope)
+# width is 2d and head_dim 2d / heads unless a config.json gives them; the MLP is one fused
+# gate_up_proj [2ff, d] and down_proj [d, ff] (biases with add_bias_linear); rotary (use_mem_rope)
 # has no parameters. The default layer list is transformers' 54-layer one.
 
 ZAMBA2_DEFAULT_LAYERS = (
