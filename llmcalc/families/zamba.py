@@ -315,7 +315,8 @@ def describe_zamba2(c: Zamba2Config) -> Architecture:
         tensors, mixer = mamba2_mixer(
             f"{m}.mamba", d, d_inner=d_inner, heads=H, head_dim=p_head,
             groups=c.mamba_ngroups, state=c.mamba_d_state, conv_kernel=c.mamba_d_conv,
-            chunk=c.chunk_size, bias=c.add_bias_linear, conv_bias=True)
+            chunk=c.chunk_size, bias=c.add_bias_linear,
+            conv_bias=True)  # Zamba2MambaMixer's conv1d always has a bias (use_conv_bias unread)
         return [*norm(f"{m}.input_layernorm", "mamba/norm", d, bias=False), *tensors], mixer
 
     attention = Attention(h, kv, hd, hd)
