@@ -25,10 +25,12 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   causal depthwise convolution 2·conv_dim·kernel plus the state readout y = C·h, 2·h·p·N (h state
   heads of p × N; Mamba: d_inner channels of 1 × N). The state update h ← Ā·h + B̄·x is elementwise
   and not counted (nor does FlopCounterMode count it). Constant in the context: a decoding step
-  costs the same at token 10 as at token 100k. *Full* per sequence is what transformers' torch path
-  runs, as FlopCounterMode counts it: the convolution over n + kernel − 1 padded positions, and for
-  Mamba-2 the chunked SSD scan (Dao & Gu 2024, §6: 2·h·(n'·Q·(N + p) + 2·n'·p·N + (c+1)²·p·N), n'
-  = n rounded up to c chunks of Q); *causal* is n × the per-token figure.
+  costs the same at token 10 as at token 100k. The RG-LRU (Griffin) has the convolution only: its
+  recurrence and output are elementwise, its gates block-diagonal weight matmuls. *Full* per
+  sequence is what transformers' torch path runs, as FlopCounterMode counts it: the convolution
+  over n + kernel − 1 padded positions, and for Mamba-2 the chunked SSD scan (Dao & Gu 2024, §6:
+  2·h·(n'·Q·(N + p) + 2·n'·p·N + (c+1)²·p·N), n' = n rounded up to c chunks of Q); *causal* is
+  n × the per-token figure.
 - **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
   matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
   the "6N" rule plus attention).
@@ -46,6 +48,7 @@ from llmcalc.errors import UsageError
 from llmcalc.spec import (
     GATED_DELTA,
     MAMBA2,
+    RG_LRU,
     Attention,
     Mixer,
     ModelSpec,
@@ -206,11 +209,15 @@ def readout_flops_per_token(m: Mixer) -> int:
     return FLOPS_PER_MAC * m.heads * m.head_dim * m.state_size
 
 
+# State reads (y = C·h) per token by mixer kind (1 unless listed): the gated delta rule also reads
+# the state with the key (S·k) before its rank-1 update; the RG-LRU's output is its state itself
+# (h ← a ⊙ h + x, elementwise: no matmul), its gates are weights (in the weight FLOPs).
+STATE_READS = {GATED_DELTA: 2, RG_LRU: 0}
+
+
 def mixer_flops_per_token(m: Mixer) -> int:
-    """One decoding step of one layer's mixer: convolution + readout, whatever the context; the
-    gated delta rule also reads the state with the key (S·k) before its rank-1 update."""
-    reads = 2 if m.kind == GATED_DELTA else 1
-    return conv_flops_per_token(m) + reads * readout_flops_per_token(m)
+    """One decoding step of one layer's mixer: convolution + state reads, whatever the context."""
+    return conv_flops_per_token(m) + STATE_READS.get(m.kind, 1) * readout_flops_per_token(m)
 
 
 def gated_delta_chunked_flops(m: Mixer, *, ctx: int) -> int:
@@ -251,7 +258,7 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
         return conv + ssd_chunked_flops(m, ctx=ctx)
     if m.kind == GATED_DELTA:
         return conv + gated_delta_chunked_flops(m, ctx=ctx)
-    return conv + ctx * readout_flops_per_token(m)
+    return conv + ctx * STATE_READS.get(m.kind, 1) * readout_flops_per_token(m)
 
 
 def mixer_flops_per_token_all(spec: ModelSpec) -> int:

@@ -97,6 +97,10 @@ MAMBA = "mamba"  # selective scan (Gu & Dao 2023): one N-state per channel
 MAMBA2 = "mamba2"  # state-space duality, chunked scan (Dao & Gu 2024): one p × N state per head
 GATED_DELTA = "gated_delta"  # gated delta rule (Yang et al. 2024), chunked: a dk × dv state per head
 SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv state, no SSM state
+# real-gated linear recurrent unit (Griffin, De et al. 2024, §2.4; RecurrentGemma): a diagonal
+# recurrence, one fp32 value per channel, its gates block-diagonal matmuls (weights), no readout;
+# its conv state keeps the last kernel − 1 inputs (transformers RecurrentGemmaRecurrentBlock)
+RG_LRU = "rg_lru"
 
 
 @dataclass(frozen=True)
@@ -122,8 +126,9 @@ class Mixer:
 
     @property
     def conv_elements(self) -> int:
-        """Convolution state per sequence: conv_dim channels × conv_kernel columns."""
-        return self.conv_dim * self.conv_kernel
+        """Convolution state per sequence: conv_dim channels × conv_kernel columns (RG-LRU: the
+        kernel − 1 inputs a step needs beside the new one)."""
+        return self.conv_dim * (self.conv_kernel - 1 if self.kind == RG_LRU else self.conv_kernel)
 
     @property
     def state_elements(self) -> int:

@@ -93,6 +93,13 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     "whisper": {"encoder_attention_heads": 8, "decoder_attention_heads": 8},
     # its layers read layer_types by index: keep a 3-layer list (conv, attention, conv)
     "lfm2_moe": {"layer_types": ["conv", "full_attention", "conv"]},
+    # the default's list spells out 76 layers, its attention width and head dim follow d 3712; two
+    # hybrid layers, as transformers cannot tie a shared block to no other layer
+    "zamba": {"layers_block_type": ["hybrid", "mamba", "hybrid"], "attention_hidden_size": 128,
+              "attention_head_dim": 16, "mamba_dt_rank": 4},
+    # the default's list spells out 54 layers; its derived widths and hybrid ids follow it and d 2560
+    "zamba2": {"layers_block_type": ["hybrid", "mamba", "hybrid"], "hybrid_layer_ids": [0, 2],
+               "attention_hidden_size": 128, "attention_head_dim": 16, "mamba_headdim": 16},
 }
 
 

@@ -135,6 +135,10 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen3_5_text": Family("qwen3_next", "Qwen3_5TextConfig"),
     "qwen3_5_moe_text": Family("qwen3_next", "Qwen3_5MoeTextConfig"),
     "olmo_hybrid": Family("olmo_hybrid", "OlmoHybridConfig"),
+    # -- shared-block and recurrent hybrids (issue 11) --
+    "zamba": Family("zamba", "ZambaConfig"),
+    "zamba2": Family("zamba", "Zamba2Config", "describe_zamba2"),
+    "recurrent_gemma": Family("recurrent_gemma", "RecurrentGemmaConfig"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),

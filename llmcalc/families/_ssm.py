@@ -11,12 +11,15 @@ models): ``nn.Conv1d(C, C, k, groups=C)`` is a depthwise causal convolution, wei
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from llmcalc.families._base import LayerPlan, linear, norm, require
 from llmcalc.spec import (
     GATED_DELTA,
+    LAYER,
     MAMBA,
     MAMBA2,
+    RG_LRU,
     SHORT_CONV,
     Attention,
     LayerGroup,
@@ -66,6 +69,47 @@ def mamba_mixer(
     mixer = Mixer(MAMBA, conv_dim=d_inner, conv_kernel=conv_kernel, heads=d_inner, head_dim=1,
                   state_size=state)
     return tensors, mixer
+
+
+def multihead_mamba_mixer(
+    p: str,
+    d: int,
+    *,
+    d_inner: int,
+    heads: int,
+    state: int,
+    conv_kernel: int,
+    dt_rank: int,
+    bias: bool,
+    conv_bias: bool,
+    component: str = COMPONENT,
+) -> tuple[list[Tensor], Mixer]:
+    """Zamba's Mamba (transformers ``ZambaMambaMixer``): :func:`mamba_mixer` with d_inner split
+    into H heads of hd = d_inner / H, each with its own Δ, B, C and Δ projections, held as bare
+    parameters: x_proj_weight [H, dt_rank + 2N, hd], dt_proj_weight [H, hd, dt_rank] (both
+    multiplied by, as batched matmuls: the same FLOPs as one x_proj, dt_proj), dt_proj_bias, D
+    [H, hd], A_log [H, hd, N]. State and scan as Mamba's: d_inner channels × N; conv d_inner × k."""
+    c, hd = component, d_inner // heads
+    tensors = [
+        Tensor(f"{p}.x_proj_weight", (heads, dt_rank + 2 * state, hd), f"{c}/x_proj", matmul=True),
+        Tensor(f"{p}.dt_proj_weight", (heads, hd, dt_rank), f"{c}/dt_proj", matmul=True),
+        Tensor(f"{p}.dt_proj_bias", (heads, hd), f"{c}/dt_proj"),
+        Tensor(f"{p}.A_log", (heads, hd, state), f"{c}/A_log"),
+        Tensor(f"{p}.D", (heads, hd), f"{c}/D"),
+        *depthwise_conv(f"{p}.conv1d", f"{c}/conv1d", d_inner, conv_kernel, bias=conv_bias),
+        *linear(f"{p}.in_proj", f"{c}/in_proj", 2 * d_inner, d, bias=bias),
+        *linear(f"{p}.out_proj", f"{c}/out_proj", d, d_inner, bias=bias),
+    ]
+    mixer = Mixer(MAMBA, conv_dim=d_inner, conv_kernel=conv_kernel, heads=d_inner, head_dim=1,
+                  state_size=state)
+    return tensors, mixer
+
+
+def shared_block(tensors: Sequence[Tensor], *, stored_at: int) -> list[Tensor]:
+    """A block that several layers apply but the model stores once (Zamba's shared transformer
+    blocks): its tensors as every other layer lists them, tied to those of layer ``stored_at``.
+    Counted once, there; multiplied by (FLOPs) and, for attention, cached (KV) at every layer."""
+    return [replace(t, tied_to=t.name.replace(LAYER, str(stored_at))) for t in tensors]
 
 
 def mamba2_head_dim(
@@ -192,6 +236,30 @@ def short_conv(
     ]
     return tensors, Mixer(SHORT_CONV, conv_dim=d, conv_kernel=kernel, heads=0, head_dim=0,
                           state_size=0)
+
+
+def rg_lru_block(
+    p: str, d: int, *, width: int, heads: int, kernel: int
+) -> tuple[list[Tensor], Mixer]:
+    """Griffin's recurrent block (De et al. 2024, §2.4; transformers RecurrentGemmaRecurrentBlock):
+    linear_y, linear_x [w, d] (+ bias), a depthwise conv over w (+ bias), the RG-LRU — a_param [w]
+    (``recurrent_param``), input and recurrence gates block-diagonal over H heads of w / H,
+    weights [H, w/H, w/H] (batched matmuls: weight FLOPs) + biases [H, w/H] — and linear_out
+    [d, w] (+ bias). State: w channels of one fp32 value; conv: w × (kernel − 1)."""
+    bw = width // heads
+    g = f"{p}.rg_lru"
+    tensors = [
+        *linear(f"{p}.linear_y", "recurrent/linear_y", width, d, bias=True),
+        *linear(f"{p}.linear_x", "recurrent/linear_x", width, d, bias=True),
+        *depthwise_conv(f"{p}.conv_1d", "recurrent/conv_1d", width, kernel, bias=True),
+        Tensor(f"{g}.recurrent_param", (width,), "recurrent/rg_lru"),
+        *(t for gate in ("input_gate", "recurrent_gate") for t in (
+            Tensor(f"{g}.{gate}_weight", (heads, bw, bw), f"recurrent/{gate}", matmul=True),
+            Tensor(f"{g}.{gate}_bias", (heads, bw), f"recurrent/{gate}"))),
+        *linear(f"{p}.linear_out", "recurrent/linear_out", d, width, bias=True),
+    ]
+    return tensors, Mixer(RG_LRU, conv_dim=width, conv_kernel=kernel, heads=width, head_dim=1,
+                          state_size=1)
 
 
 LayerBuild = tuple[Sequence[Tensor], Attention | None, Mixer | None]

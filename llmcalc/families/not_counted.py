@@ -79,7 +79,6 @@ NOT_COUNTED: dict[str, str] = {
     "qwen3_5_moe": MULTIMODAL,
     "qwen4_exp": MULTIMODAL,
     "qwen4_exp_text": SSM,
-    "recurrent_gemma": SSM,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
     "rembert": ENCODER,
     "roberta-prelayernorm": ENCODER,
@@ -94,8 +93,6 @@ NOT_COUNTED: dict[str, str] = {
     "xlnet": ENCODER + " (permutation LM)",
     "xlstm": SSM,
     "xmod": ENCODER,
-    "zamba": SSM,
-    "zamba2": SSM,
     "zaya": MOE,
     # dense decoders still to come (issue 12, dense part)
 }

@@ -8,7 +8,13 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult, position_flops
+from llmcalc.flops import (
+    FLOPS_PER_MAC,
+    STATE_READS,
+    TRAINING_MULTIPLIER,
+    FlopsResult,
+    position_flops,
+)
 from llmcalc.render import n, pct, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
@@ -207,13 +213,16 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     mixer = ""
     if r.mixer_terms:
         lines.append("SSM mixer FLOPs per token (any context): per layer 2·conv_dim·kernel "
-                     "+ 2·h·p·N (state readout y = C·h; the state update is elementwise)")
+                     "+ reads × 2·h·p·N (state readout y = C·h, 2 reads for the gated delta rule, "
+                     "none for the RG-LRU; the state update is elementwise)")
         for t in r.mixer_terms:
             m = t.mixer
+            reads = STATE_READS.get(m.kind, 1)
+            readout = (f" + {'' if reads == 1 else f'{reads} × '}2 × {n(m.heads)} × {m.head_dim} × "
+                       f"{m.state_size}") if reads else ""
             lines.append(
                 f"  {t.group} ({m.kind}): {plural(t.num_layers, 'layer')} × (2 × {n(m.conv_dim)} × "
-                f"{m.conv_kernel} + 2 × {n(m.heads)} × {m.head_dim} × {m.state_size}) "
-                f"= {n(t.num_layers * t.per_layer)}"
+                f"{m.conv_kernel}{readout}) = {n(t.num_layers * t.per_layer)}"
             )
         lines.append(f"  sum = {n(r.mixer_flops_per_token)}")
         mixer = f" + {n(r.mixer_flops_per_token)}"
