@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import GATED_DELTA, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
+from llmcalc.spec import GATED_DELTA, KDA, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
@@ -174,7 +174,7 @@ def readout_flops_per_token(m: Mixer) -> int:
 def mixer_flops_per_token(m: Mixer) -> int:
     """One decoding step of one layer's mixer: convolution + readout, whatever the context; the
     gated delta rule also reads the state with the key (S·k) before its rank-1 update."""
-    reads = 2 if m.kind == GATED_DELTA else 1
+    reads = 2 if m.kind in (GATED_DELTA, KDA) else 1
     return conv_flops_per_token(m) + reads * readout_flops_per_token(m)
 
 
@@ -189,6 +189,20 @@ def gated_delta_chunked_flops(m: Mixer, *, ctx: int) -> int:
     padded = -(-ctx // q) * q
     dk, dv = m.state_size, m.head_dim
     return FLOPS_PER_MAC * m.heads * padded * (2 * q * dk + q * dv + 3 * dk * dv)
+
+
+def kda_chunked_flops(m: Mixer, *, ctx: int) -> int:
+    """Kimi Delta Attention over ``ctx`` tokens as transformers' torch path runs it
+    (``chunk_kimi_delta_attention``, chunks of Q = 64): per head, within chunks the solved
+    intra-chunk matrix times the values and the decayed keys (2·n'·Q·dv + 2·n'·Q·dk), then per chunk
+    the state read with the decayed queries and with the keys (2·Q·dk·dv each), the intra-chunk
+    product with the new values (2·Q·Q·dv) and the state update (2·Q·dk·dv). The per-channel decay
+    makes the intra-chunk key products elementwise multiply-and-sums, which FlopCounterMode does
+    not count (nor does llmcalc). n' = ctx padded to whole chunks; dk = state_size, dv = head_dim."""
+    q = m.chunk or ctx
+    padded = -(-ctx // q) * q
+    dk, dv = m.state_size, m.head_dim
+    return FLOPS_PER_MAC * m.heads * padded * (q * dk + 2 * q * dv + 3 * dk * dv)
 
 
 def ssd_chunked_flops(m: Mixer, *, ctx: int) -> int:
@@ -216,6 +230,8 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
         return conv + ssd_chunked_flops(m, ctx=ctx)
     if m.kind == GATED_DELTA:
         return conv + gated_delta_chunked_flops(m, ctx=ctx)
+    if m.kind == KDA:
+        return conv + kda_chunked_flops(m, ctx=ctx)
     return conv + ctx * readout_flops_per_token(m)
 
 

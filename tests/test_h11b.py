@@ -1,0 +1,135 @@
+"""Linear-attention and recurrent families of issue 11 (Kimi Linear, …): totals on the bundled
+configs, tensors held against transformers on the meta device (bundled and varied configs), the
+recurrent state against the bytes of transformers' cache after a real forward pass, and the prefill
+FLOPs against FlopCounterMode."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmcalc import count, load_spec
+from llmcalc.flops import forward_flops_per_sequence, forward_flops_per_token, mixer_flops_per_token
+from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.spec import KDA
+from llmcalc.units import DType
+from llmcalc.verify import measure_forward
+from tests.test_families_hybrid import matches_transformers
+
+TOTALS = {
+    "kimi-linear-48b-a3b": (49_122_675_072, 3_484_453_248),  # published as 48B total, 3B active
+}
+
+
+@pytest.mark.parametrize("name", TOTALS)
+def test_bundled_total_and_tensors(name: str) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    assert (pc.total, pc.active) == TOTALS[name]
+    assert sum(pc.breakdown.values()) == pc.total
+    matches_transformers(spec)
+
+
+def tiny(model_type: str, **fields: Any) -> dict[str, Any]:
+    return {"model_type": model_type, "vocab_size": 100, "hidden_size": 32, "num_hidden_layers": 3,
+            "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2, **fields}
+
+
+KIMI = dict(num_attention_heads=4, intermediate_size=48, moe_intermediate_size=16, kv_lora_rank=16,
+            qk_rope_head_dim=4, qk_nope_head_dim=8, v_head_dim=12, linear_num_heads=2,
+            linear_head_dim=8)
+VARIANTS = {
+    # MLA at layers 4 and 8, two dense layers, q latent, biases, 2 shared experts, tied
+    "kimi-default-pattern": tiny(
+        "kimi_linear", num_hidden_layers=9, **KIMI, first_k_dense_replace=2, num_experts=4,
+        num_experts_per_token=2, num_shared_experts=2, q_lora_rank=24, attention_bias=True,
+        linear_conv_kernel_dim=3, tie_word_embeddings=True),
+    "kimi-listed-types": tiny(
+        "kimi_linear", num_hidden_layers=4, **KIMI, num_local_experts=3, num_experts_per_tok=1,
+        layer_types=["full_attention", "linear_attention", "full_attention", "linear_attention"],
+        mlp_layer_types=["sparse", "dense", "dense", "sparse"]),
+    # the checkpoint's 1-based lists and KDA sizes win over the top-level fields
+    "kimi-checkpoint-lists": tiny(
+        "kimi_linear", num_hidden_layers=5, **KIMI, num_experts=2, num_experts_per_token=2,
+        linear_attn_config={"kda_layers": [1, 3, 4], "full_attn_layers": [2, 5], "head_dim": 4,
+                            "num_heads": 3, "short_conv_kernel_size": 2}),
+    "kimi-all-dense": tiny("kimi_linear", **KIMI, first_k_dense_replace=7, num_experts=2,
+                           num_experts_per_token=2),
+}
+
+
+@pytest.mark.parametrize("fields", VARIANTS.values(), ids=VARIANTS.keys())
+def test_variant_matches_transformers(write: Any, fields: dict[str, Any]) -> None:
+    matches_transformers(load_spec(write("config.json", fields)))
+
+
+def test_kimi_layer_groups_and_state_by_hand() -> None:
+    spec = load_spec("kimi-linear-48b-a3b")
+    kinds = {g.name: (len(g.layers), g.layers.describe(most=8)) for g in spec.layer_groups}
+    assert kinds == {
+        "kda/dense": (1, "0"),
+        "kda/moe": (19, "1..2,4..6,8..10,12..14,16..18,20..22,24..25"),
+        "mla/moe": (7, "3,7,11,15,19,23,26"),
+    }
+    # 20 KDA layers: conv 3·32·128 channels × 4 at bf16, 32 heads × 128 × 128 in float32
+    per_layer = 3 * 4096 * 4 * 2 + 32 * 128 * 128 * 4
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == 20 * per_layer == 43_909_120
+    # 7 MLA layers cache the latent, 512 + 64 per token
+    assert kv_cache_bytes(spec, batch=1, ctx=1000, dtype=DType.bf16) == (
+        7 * 576 * 2 * 1000 + 43_909_120)
+    mixer = spec.layer_groups[0].mixer
+    assert mixer is not None and mixer.kind == KDA
+    # conv 2·12288·4 + state read with k and q, 2 × 2·32·128·128
+    assert mixer_flops_per_token(mixer) == 2 * 12288 * 4 + 2 * 2 * 32 * 128 * 128
+    assert forward_flops_per_token(spec, ctx=1) < forward_flops_per_token(spec, ctx=2)
+
+
+def test_kimi_hostile_depth_is_instant(write: Any) -> None:
+    spec = load_spec(write("config.json", tiny("kimi_linear", num_hidden_layers=2**53 - 1, **KIMI)))
+    assert [len(g.layers) for g in spec.layer_groups] == [1, 6_755_399_441_055_743,
+                                                          2_251_799_813_685_247]
+
+
+ERRORS = [
+    (tiny("kimi_linear", **KIMI, linear_attn_config={"kda_layers": [1, 2], "full_attn_layers": [4]}),
+     "linear_attn_config.full_attn_layers.0: layer 4 is past num_hidden_layers (3; layers count "
+     "from 1)"),
+    (tiny("kimi_linear", **KIMI, linear_attn_config={"kda_layers": [1], "full_attn_layers": [3]}),
+     "linear_attn_config: kda_layers and full_attn_layers name 2 of the 3 layers; each layer must "
+     "be in one of them"),
+    (tiny("kimi_linear", **KIMI, layer_types=["linear_attention", "mamba", "full_attention"]),
+     "layer_types.1: unknown type 'mamba' (one of: linear_attention, full_attention)"),
+    (tiny("kimi_linear", **KIMI, num_experts=4, num_experts_per_token=5),
+     "num_experts_per_token (5) must not exceed num_experts (4)"),
+]
+
+
+@pytest.mark.parametrize("fields,message", ERRORS, ids=["past", "uncovered", "kind", "top-k"])
+def test_config_errors(cli: Any, write: Any, fields: dict[str, Any], message: str) -> None:
+    path = write("bad.json", fields)
+    run = cli("count", path)
+    assert (run.code, run.stderr) == (2, f"error: {path}: {message}\n")
+
+
+# ---- a real forward pass, cut to 2 layers: one of each kind ------------------------------------
+SMALL = ["vocab_size=1000", "pad_token_id=0", "bos_token_id=1", "eos_token_id=2"]
+CUTS = [
+    # KDA (dense MLP) then MLA + MoE; 8 tokens padded to one chunk of 64
+    ("kimi-linear-48b-a3b", [*SMALL, 'layer_types=["linear_attention","full_attention"]',
+                             "hidden_size=512", "num_experts=4", "num_experts_per_token=2"],
+     ("LinearAttentionLayer", "DynamicLayer")),
+]
+BATCH, SEQ, LAYERS = 2, 8, 2
+
+
+@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS, ids=[c[0] for c in CUTS])
+def test_cache_bytes_and_prefill_flops_equal_transformers(
+    name: str, overrides: list[str], layers: Any
+) -> None:
+    spec = load_spec(name, overrides=[*overrides, f"num_hidden_layers={LAYERS}"])
+    m = measure_forward(spec, num_layers=LAYERS, seq_len=SEQ, batch=BATCH, use_cache=True)
+    assert m.cache_layers == layers
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
+    assert 0 < BATCH * state_bytes_per_sequence(spec, dtype=DType.bf16) <= m.kv_cache_bytes
+    assert m.flops == BATCH * forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
