@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import GATED_DELTA, KDA, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
+from llmcalc.spec import GATED_DELTA, KDA, LIGHTNING, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
@@ -173,8 +173,9 @@ def readout_flops_per_token(m: Mixer) -> int:
 
 def mixer_flops_per_token(m: Mixer) -> int:
     """One decoding step of one layer's mixer: convolution + readout, whatever the context; the
-    gated delta rule also reads the state with the key (S·k) before its rank-1 update."""
-    reads = 2 if m.kind in (GATED_DELTA, KDA) else 1
+    gated delta rule (and KDA) also reads the state with the key (S·k) before its rank-1 update;
+    lightning attention forms kᵀ·v (2·h·dk·dv) before reading the state with q."""
+    reads = 2 if m.kind in (GATED_DELTA, KDA, LIGHTNING) else 1
     return conv_flops_per_token(m) + reads * readout_flops_per_token(m)
 
 
@@ -205,6 +206,19 @@ def kda_chunked_flops(m: Mixer, *, ctx: int) -> int:
     return FLOPS_PER_MAC * m.heads * padded * (q * dk + 2 * q * dv + 3 * dk * dv)
 
 
+def lightning_block_flops(m: Mixer, *, ctx: int) -> int:
+    """Lightning attention over ``ctx`` tokens as transformers' torch path runs it (MiniMax-01
+    §2.2.1, blocks of B = block_size, the last one shorter, not padded): per head and block of b
+    tokens, within the block Q·Kᵀ (2·b²·dk) and its decayed product with V (2·b²·dv), across
+    blocks the state read Q·S (2·b·dk·dv) and the block's Kᵀ·V added to it (2·b·dk·dv); the decays
+    are elementwise. dk = state_size, dv = head_dim."""
+    b = m.chunk or ctx
+    full, rest = divmod(ctx, b)
+    squares = full * b * b + rest * rest  # Σ b² over the blocks
+    dk, dv = m.state_size, m.head_dim
+    return FLOPS_PER_MAC * m.heads * (squares * (dk + dv) + 2 * ctx * dk * dv)
+
+
 def ssd_chunked_flops(m: Mixer, *, ctx: int) -> int:
     """Mamba-2's chunked scan over ``ctx`` tokens as its torch path runs it (Dao & Gu 2024, §6).
 
@@ -232,6 +246,8 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
         return conv + gated_delta_chunked_flops(m, ctx=ctx)
     if m.kind == KDA:
         return conv + kda_chunked_flops(m, ctx=ctx)
+    if m.kind == LIGHTNING:
+        return conv + lightning_block_flops(m, ctx=ctx)
     return conv + ctx * readout_flops_per_token(m)
 
 

@@ -82,6 +82,7 @@ MAMBA = "mamba"  # selective scan (Gu & Dao 2023): one N-state per channel
 MAMBA2 = "mamba2"  # state-space duality, chunked scan (Dao & Gu 2024): one p × N state per head
 GATED_DELTA = "gated_delta"  # gated delta rule (Yang et al. 2024), chunked: a dk × dv state per head
 KDA = "kda"  # Kimi Delta Attention (Kimi Linear 2025): the gated delta rule, decay per channel
+LIGHTNING = "lightning"  # lightning attention (MiniMax-01 2025): linear attention in blocks, decayed
 SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv state, no SSM state
 
 

@@ -645,6 +645,8 @@ def measure_forward(
     layers: tuple[str, ...] = ()
     if cache is not None:
         kv_bytes = sum(t.nbytes for layer in cache.layers for t in _cached_tensors(layer))
+        # MiniMax keeps its lightning-attention states beside the layers (MiniMaxCache.linear_cache)
+        kv_bytes += sum(t.nbytes for t in getattr(cache, "linear_cache", []) if hasattr(t, "nbytes"))
         layers = tuple(type(layer).__name__ for layer in cache.layers)
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
 

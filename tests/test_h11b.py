@@ -32,6 +32,8 @@ def matches_transformers(spec: ModelSpec) -> None:
 
 TOTALS = {
     "kimi-linear-48b-a3b": (49_122_675_072, 3_484_453_248),  # published as 48B total, 3B active
+    # published as 456B total, 45.9B active (without the 2 × 1.23B of embedding and lm_head)
+    "minimax-text-01": (456_089_655_296, 48_403_306_496),
 }
 
 
@@ -69,6 +71,15 @@ VARIANTS = {
                             "num_heads": 3, "short_conv_kernel_size": 2}),
     "kimi-all-dense": tiny("kimi_linear", **KIMI, first_k_dense_replace=7, num_experts=2,
                            num_experts_per_token=2),
+    # softmax at even layers (transformers' default), head_dim from d / h, tied
+    "minimax-default-pattern-tied": tiny(
+        "minimax", num_hidden_layers=5, num_attention_heads=4, num_key_value_heads=2,
+        intermediate_size=48, num_local_experts=4, num_experts_per_tok=2,
+        tie_word_embeddings=True),
+    "minimax-listed-head-dim-num-experts": tiny(
+        "minimax", num_attention_heads=2, num_key_value_heads=1, head_dim=24,
+        intermediate_size=40, num_experts=3, num_experts_per_tok=3, sliding_window=16,
+        layer_types=["linear_attention", "linear_attention", "full_attention"]),
 }
 
 
@@ -98,6 +109,19 @@ def test_kimi_layer_groups_and_state_by_hand() -> None:
     assert forward_flops_per_token(spec, ctx=1) < forward_flops_per_token(spec, ctx=2)
 
 
+def test_minimax_layer_groups_and_state_by_hand() -> None:
+    spec = load_spec("minimax-text-01")
+    assert [(g.name, len(g.layers)) for g in spec.layer_groups] == [("lightning", 70),
+                                                                     ("attention", 10)]
+    # 70 lightning layers: 64 heads × 128 × 128 at the model dtype; 10 layers of K and V
+    state = 70 * 64 * 128 * 128 * 2
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == state == 146_800_640
+    assert kv_cache_bytes(spec, batch=2, ctx=100, dtype=DType.bf16) == 2 * (
+        state + 100 * 10 * 2 * 8 * 128 * 2)
+    mixer = spec.layer_groups[0].mixer
+    assert mixer is not None and mixer_flops_per_token(mixer) == 4 * 64 * 128 * 128
+
+
 def test_kimi_hostile_depth_is_instant(write: Any) -> None:
     spec = load_spec(write("config.json", tiny("kimi_linear", num_hidden_layers=2**53 - 1, **KIMI)))
     assert [len(g.layers) for g in spec.layer_groups] == [1, 6_755_399_441_055_743,
@@ -115,10 +139,14 @@ ERRORS = [
      "layer_types.1: unknown type 'mamba' (one of: linear_attention, full_attention)"),
     (tiny("kimi_linear", **KIMI, num_experts=4, num_experts_per_token=5),
      "num_experts_per_token (5) must not exceed num_experts (4)"),
+    (tiny("minimax", num_attention_heads=4, num_key_value_heads=4, intermediate_size=48,
+          layer_types=["linear_attention"]),
+     "layer_types: has 1 entries, num_hidden_layers is 3"),
 ]
 
 
-@pytest.mark.parametrize("fields,message", ERRORS, ids=["past", "uncovered", "kind", "top-k"])
+@pytest.mark.parametrize("fields,message", ERRORS,
+                         ids=["past", "uncovered", "kind", "top-k", "minimax-types"])
 def test_config_errors(cli: Any, write: Any, fields: dict[str, Any], message: str) -> None:
     path = write("bad.json", fields)
     run = cli("count", path)
@@ -132,11 +160,22 @@ CUTS = [
     ("kimi-linear-48b-a3b", [*SMALL, 'layer_types=["linear_attention","full_attention"]',
                              "hidden_size=512", "num_experts=4", "num_experts_per_token=2"],
      ("LinearAttentionLayer", "DynamicLayer")),
+    # lightning attention in blocks of 3 (3 + 3 + 2 tokens), then softmax GQA; MiniMaxCache keeps
+    # the lightning state beside its layers (an empty DynamicLayer stands at the lightning layer)
+    ("minimax-text-01", ["vocab_size=1000", "hidden_size=256", "intermediate_size=512", "num_local_experts=4",
+                         "num_attention_heads=4", "num_key_value_heads=2", "head_dim=32",
+                         'layer_types=["linear_attention","full_attention"]', "block_size=3"],
+     ("DynamicLayer", "DynamicLayer")),
+    ("minimax-text-01", ["vocab_size=1000", "hidden_size=256", "intermediate_size=512", "num_local_experts=4",
+                         "num_attention_heads=4", "num_key_value_heads=2", "head_dim=32",
+                         'layer_types=["full_attention","linear_attention"]'],
+     ("DynamicLayer",)),
 ]
 BATCH, SEQ, LAYERS = 2, 8, 2
 
 
-@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS, ids=[c[0] for c in CUTS])
+@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS,
+                         ids=["kimi", "minimax-blocks-of-3", "minimax-one-block"])
 def test_cache_bytes_and_prefill_flops_equal_transformers(
     name: str, overrides: list[str], layers: Any
 ) -> None:

@@ -68,7 +68,6 @@ NOT_COUNTED: dict[str, str] = {
     "mbart": ENC_DEC,
     "megatron-bert": ENCODER,
     "mellum": MOE,
-    "minimax": MOE,
     "minimax_m3_vl_text": MOE,
     "mllama": MULTIMODAL,
     "moshi": MULTIMODAL,
