@@ -39,7 +39,18 @@ from dataclasses import dataclass
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import GATED_DELTA, KDA, LIGHTNING, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
+from llmcalc.spec import (
+    GATED_DELTA,
+    KDA,
+    LIGHTNING,
+    MAMBA2,
+    RWKV,
+    Attention,
+    Mixer,
+    ModelSpec,
+    Tensor,
+    context_notes,
+)
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
@@ -175,6 +186,8 @@ def mixer_flops_per_token(m: Mixer) -> int:
     """One decoding step of one layer's mixer: convolution + readout, whatever the context; the
     gated delta rule (and KDA) also reads the state with the key (S·k) before its rank-1 update;
     lightning attention forms kᵀ·v (2·h·dk·dv) before reading the state with q."""
+    if m.kind == RWKV:
+        return 0  # token shift and WKV: elementwise per channel, no matmul (Peng et al. 2023 §4)
     reads = 2 if m.kind in (GATED_DELTA, KDA, LIGHTNING) else 1
     return conv_flops_per_token(m) + reads * readout_flops_per_token(m)
 
@@ -237,7 +250,7 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
     """One layer's mixer over a prefill of ``ctx`` tokens: n × the per-token figure (causal), or
     what the torch path runs (full): the convolution over ctx + kernel − 1 padded positions and, for
     Mamba-2, the chunked scan."""
-    if causal:
+    if causal or m.kind == RWKV:
         return ctx * mixer_flops_per_token(m)
     conv = conv_flops_per_token(m) * (ctx + m.conv_kernel - 1)
     if m.kind == MAMBA2:

@@ -83,6 +83,7 @@ MAMBA2 = "mamba2"  # state-space duality, chunked scan (Dao & Gu 2024): one p ×
 GATED_DELTA = "gated_delta"  # gated delta rule (Yang et al. 2024), chunked: a dk × dv state per head
 KDA = "kda"  # Kimi Delta Attention (Kimi Linear 2025): the gated delta rule, decay per channel
 LIGHTNING = "lightning"  # lightning attention (MiniMax-01 2025): linear attention in blocks, decayed
+RWKV = "rwkv"  # RWKV-4 time mix (Peng et al. 2023): token shift + WKV, elementwise per channel
 SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv state, no SSM state
 
 

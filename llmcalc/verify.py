@@ -648,6 +648,9 @@ def measure_forward(
         # MiniMax keeps its lightning-attention states beside the layers (MiniMaxCache.linear_cache)
         kv_bytes += sum(t.nbytes for t in getattr(cache, "linear_cache", []) if hasattr(t, "nbytes"))
         layers = tuple(type(layer).__name__ for layer in cache.layers)
+    state = getattr(out, "state", None)  # RWKV returns its state tensors, not a cache object
+    if cache is None and isinstance(state, (list, tuple)):
+        kv_bytes = sum(t.nbytes for t in state if hasattr(t, "nbytes"))
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
 
 

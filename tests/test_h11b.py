@@ -34,6 +34,7 @@ TOTALS = {
     "kimi-linear-48b-a3b": (49_122_675_072, 3_484_453_248),  # published as 48B total, 3B active
     # published as 456B total, 45.9B active (without the 2 × 1.23B of embedding and lm_head)
     "minimax-text-01": (456_089_655_296, 48_403_306_496),
+    "rwkv-4-169m-pile": (169_342_464, 169_342_464),
 }
 
 
@@ -80,6 +81,11 @@ VARIANTS = {
         "minimax", num_attention_heads=2, num_key_value_heads=1, head_dim=24,
         intermediate_size=40, num_experts=3, num_experts_per_tok=3, sliding_window=16,
         layer_types=["linear_attention", "linear_attention", "full_attention"]),
+    "rwkv-narrow-time-mix-tied": {"model_type": "rwkv", "vocab_size": 100, "hidden_size": 32,
+                                  "num_hidden_layers": 3, "attention_hidden_size": 48,
+                                  "intermediate_size": 40, "tie_word_embeddings": True},
+    "rwkv-one-block-defaults": {"model_type": "rwkv", "vocab_size": 100, "hidden_size": 16,
+                                "num_hidden_layers": 1},
 }
 
 
@@ -120,6 +126,21 @@ def test_minimax_layer_groups_and_state_by_hand() -> None:
         state + 100 * 10 * 2 * 8 * 128 * 2)
     mixer = spec.layer_groups[0].mixer
     assert mixer is not None and mixer_flops_per_token(mixer) == 4 * 64 * 128 * 128
+
+
+def test_rwkv_by_hand() -> None:
+    # d 768, 12 blocks, V 50277, untied head: time mix 4·d² + 5·d, channel mix 2·d·4d + d² + 2·d,
+    # two LayerNorms 4·d; block 0 also pre_ln 2·d; embeddings, head, ln_out 2·d
+    d, L, V = 768, 12, 50277
+    block = 4 * d * d + 5 * d + 8 * d * d + d * d + 2 * d + 4 * d
+    spec = load_spec("rwkv-4-169m-pile")
+    assert count(spec).total == L * block + 2 * d + 2 * V * d + 2 * d == 169_342_464
+    # state: the token shifts (2·d at bf16) and WKV num, den, max (3·d in fp32) per block
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == L * (2 * d * 2 + 3 * d * 4)
+    assert kv_cache_bytes(spec, batch=3, ctx=1 << 20, dtype=DType.bf16) == 3 * 147_456
+    # the WKV recurrence is elementwise: a token costs its matrices alone, at any context
+    assert forward_flops_per_token(spec, ctx=1) == forward_flops_per_token(spec, ctx=10**6) == (
+        2 * (L * (block - 11 * d) + V * d))
 
 
 def test_kimi_hostile_depth_is_instant(write: Any) -> None:
@@ -170,12 +191,15 @@ CUTS = [
                          "num_attention_heads=4", "num_key_value_heads=2", "head_dim=32",
                          'layer_types=["full_attention","linear_attention"]'],
      ("DynamicLayer",)),
+    # RWKV returns its five state tensors (no cache object); the WKV loop is elementwise
+    ("rwkv-4-169m-pile", ["vocab_size=1000", "hidden_size=64", "attention_hidden_size=64",
+                          "intermediate_size=256"], ()),
 ]
 BATCH, SEQ, LAYERS = 2, 8, 2
 
 
 @pytest.mark.parametrize(("name", "overrides", "layers"), CUTS,
-                         ids=["kimi", "minimax-blocks-of-3", "minimax-one-block"])
+                         ids=["kimi", "minimax-blocks-of-3", "minimax-one-block", "rwkv"])
 def test_cache_bytes_and_prefill_flops_equal_transformers(
     name: str, overrides: list[str], layers: Any
 ) -> None:

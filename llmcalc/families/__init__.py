@@ -137,6 +137,7 @@ MODEL_TYPES: dict[str, Family] = {
     "olmo_hybrid": Family("olmo_hybrid", "OlmoHybridConfig"),
     "kimi_linear": Family("kimi_linear", "KimiLinearConfig"),
     "minimax": Family("minimax", "MiniMaxConfig"),
+    "rwkv": Family("rwkv", "RwkvConfig"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),

@@ -90,7 +90,6 @@ NOT_COUNTED: dict[str, str] = {
     "roberta-prelayernorm": ENCODER,
     "roc_bert": ENCODER,
     "roformer": ENCODER,
-    "rwkv": SSM,
     "solar_open": MOE,
     "trocr": ENC_DEC,
     "whisper": ENC_DEC,
