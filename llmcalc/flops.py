@@ -44,6 +44,7 @@ from llmcalc.spec import (
     KDA,
     LIGHTNING,
     MAMBA2,
+    MLSTM,
     RWKV,
     Attention,
     Mixer,
@@ -188,6 +189,8 @@ def mixer_flops_per_token(m: Mixer) -> int:
     lightning attention forms kᵀ·v (2·h·dk·dv) before reading the state with q."""
     if m.kind == RWKV:
         return 0  # token shift and WKV: elementwise per channel, no matmul (Peng et al. 2023 §4)
+    if m.kind == MLSTM:  # C += k·vᵀ, q·C, q·n (Beck et al. 2024, eq. 19-27)
+        return 2 * readout_flops_per_token(m) + FLOPS_PER_MAC * m.heads * m.state_size
     reads = 2 if m.kind in (GATED_DELTA, KDA, LIGHTNING) else 1
     return conv_flops_per_token(m) + reads * readout_flops_per_token(m)
 
@@ -232,6 +235,20 @@ def lightning_block_flops(m: Mixer, *, ctx: int) -> int:
     return FLOPS_PER_MAC * m.heads * (squares * (dk + dv) + 2 * ctx * dk * dv)
 
 
+def mlstm_chunkwise_flops(m: Mixer, *, ctx: int) -> int:
+    """The mLSTM over ``ctx`` tokens as transformers' native inference path runs it
+    (``wrap_chunkwise_arbitrary_sequence_length``): the first n' = ⌊ctx / c⌋·c tokens in chunks of
+    c, per head the chunk's state update Kᵀ·V (2·c·dk·dv), within chunks Q·Kᵀ (2·c²·dk) and its
+    product with V (2·c²·dv), the states read with Q (2·c·dk·dv) and the normalizer with Q
+    (2·c·dk); the last ctx − n' tokens one recurrent step each (:func:`mixer_flops_per_token`).
+    The gates and the stabilizer are elementwise. dk = state_size, dv = head_dim."""
+    c = m.chunk or ctx
+    chunked = ctx // c * c
+    dk, dv = m.state_size, m.head_dim
+    per_head = chunked * (2 * dk * dv + c * dk + c * dv + dk)
+    return FLOPS_PER_MAC * m.heads * per_head + (ctx - chunked) * mixer_flops_per_token(m)
+
+
 def ssd_chunked_flops(m: Mixer, *, ctx: int) -> int:
     """Mamba-2's chunked scan over ``ctx`` tokens as its torch path runs it (Dao & Gu 2024, §6).
 
@@ -261,6 +278,8 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
         return conv + kda_chunked_flops(m, ctx=ctx)
     if m.kind == LIGHTNING:
         return conv + lightning_block_flops(m, ctx=ctx)
+    if m.kind == MLSTM:
+        return conv + mlstm_chunkwise_flops(m, ctx=ctx)
     return conv + ctx * readout_flops_per_token(m)
 
 

@@ -84,6 +84,7 @@ GATED_DELTA = "gated_delta"  # gated delta rule (Yang et al. 2024), chunked: a d
 KDA = "kda"  # Kimi Delta Attention (Kimi Linear 2025): the gated delta rule, decay per channel
 LIGHTNING = "lightning"  # lightning attention (MiniMax-01 2025): linear attention in blocks, decayed
 RWKV = "rwkv"  # RWKV-4 time mix (Peng et al. 2023): token shift + WKV, elementwise per channel
+MLSTM = "mlstm"  # xLSTM's mLSTM (Beck et al. 2024): a dk × dv matrix memory per head, chunked
 SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv state, no SSM state
 
 
@@ -107,6 +108,7 @@ class Mixer:
     state_size: int
     chunk: int | None = None
     state_fp32: bool = True
+    extra_state: int = 0  # more recurrent state beside the matrices (mLSTM: normalizer, stabilizer)
 
     @property
     def conv_elements(self) -> int:
@@ -115,8 +117,8 @@ class Mixer:
 
     @property
     def state_elements(self) -> int:
-        """Recurrent state per sequence: heads × head_dim × state_size."""
-        return self.heads * self.head_dim * self.state_size
+        """Recurrent state per sequence: heads × head_dim × state_size (+ extra_state)."""
+        return self.heads * self.head_dim * self.state_size + self.extra_state
 
 
 @dataclass(frozen=True)

@@ -643,7 +643,10 @@ def measure_forward(
     cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     kv_bytes = None
     layers: tuple[str, ...] = ()
-    if cache is not None:
+    rnn_state = getattr(cache, "rnn_state", None)  # xLSTM: {layer: (C, n, m)}, no cache layers
+    if isinstance(rnn_state, dict):
+        kv_bytes = sum(t.nbytes for states in rnn_state.values() for t in states)
+    elif cache is not None:
         kv_bytes = sum(t.nbytes for layer in cache.layers for t in _cached_tensors(layer))
         # MiniMax keeps its lightning-attention states beside the layers (MiniMaxCache.linear_cache)
         kv_bytes += sum(t.nbytes for t in getattr(cache, "linear_cache", []) if hasattr(t, "nbytes"))

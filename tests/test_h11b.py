@@ -35,6 +35,7 @@ TOTALS = {
     # published as 456B total, 45.9B active (without the 2 × 1.23B of embedding and lm_head)
     "minimax-text-01": (456_089_655_296, 48_403_306_496),
     "rwkv-4-169m-pile": (169_342_464, 169_342_464),
+    "xlstm-7b": (6_865_424_896, 6_865_424_896),  # published as 7B (6.9B)
 }
 
 
@@ -86,6 +87,15 @@ VARIANTS = {
                                   "intermediate_size": 40, "tie_word_embeddings": True},
     "rwkv-one-block-defaults": {"model_type": "rwkv", "vocab_size": 100, "hidden_size": 16,
                                 "num_hidden_layers": 1},
+    "xlstm-fused-biases-tied-flag": {
+        "model_type": "xlstm", "vocab_size": 100, "hidden_size": 64, "num_hidden_layers": 3,
+        "num_heads": 4, "weight_mode": "fused", "use_bias": True, "tie_word_embeddings": True,
+        "pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2},
+    "xlstm-factors-num-blocks": {
+        "model_type": "xlstm", "vocab_size": 100, "embedding_dim": 96, "num_blocks": 2,
+        "num_heads": 2, "qk_dim_factor": 0.25, "v_dim_factor": 0.75, "ffn_proj_factor": 1.5,
+        "ffn_round_up_to_multiple_of": 40, "pad_token_id": 0, "bos_token_id": 1,
+        "eos_token_id": 2},
 }
 
 
@@ -143,6 +153,24 @@ def test_rwkv_by_hand() -> None:
         2 * (L * (block - 11 * d) + V * d))
 
 
+def test_xlstm_chunks_and_a_recurrent_tail_equal_flop_counter() -> None:
+    spec = load_spec("xlstm-7b", overrides=["vocab_size=1000", "hidden_size=256",
+                                            "embedding_dim=256", "num_heads=4", "chunk_size=4",
+                                            f"num_hidden_layers={LAYERS}"])
+    # with a cache: transformers' no-cache path hands the chunk kernel float32 zero states
+    m = measure_forward(spec, num_layers=LAYERS, seq_len=11, batch=BATCH, use_cache=True)
+    assert m.flops == BATCH * forward_flops_per_sequence(spec, ctx=11, causal=False)
+
+
+def test_xlstm_state_by_hand() -> None:
+    spec = load_spec("xlstm-7b")  # 32 blocks, 8 heads, dk 2048 / 8 = 256, dv 4096 / 8 = 512
+    per_block = 8 * (256 * 512 + 256 + 1)  # C, n, m at the model's dtype
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == 32 * per_block * 2 == 67_240_448
+    mixer = spec.layer_groups[0].mixer
+    assert mixer is not None  # k·vᵀ, q·C, q·n per head
+    assert mixer_flops_per_token(mixer) == 8 * (4 * 256 * 512 + 2 * 256)
+
+
 def test_kimi_hostile_depth_is_instant(write: Any) -> None:
     spec = load_spec(write("config.json", tiny("kimi_linear", num_hidden_layers=2**53 - 1, **KIMI)))
     assert [len(g.layers) for g in spec.layer_groups] == [1, 6_755_399_441_055_743,
@@ -160,6 +188,10 @@ ERRORS = [
      "layer_types.1: unknown type 'mamba' (one of: linear_attention, full_attention)"),
     (tiny("kimi_linear", **KIMI, num_experts=4, num_experts_per_token=5),
      "num_experts_per_token (5) must not exceed num_experts (4)"),
+    ({"model_type": "xlstm", "hidden_size": 64, "num_heads": 3},
+     "qk_dim_factor: num_heads (3) must divide the width it gives, 32"),
+    ({"model_type": "xlstm", "hidden_size": 64, "num_heads": 4, "weight_mode": "split"},
+     "weight_mode: expected 'single' or 'fused', got 'split'"),
     (tiny("minimax", num_attention_heads=4, num_key_value_heads=4, intermediate_size=48,
           layer_types=["linear_attention"]),
      "layer_types: has 1 entries, num_hidden_layers is 3"),
@@ -167,7 +199,8 @@ ERRORS = [
 
 
 @pytest.mark.parametrize("fields,message", ERRORS,
-                         ids=["past", "uncovered", "kind", "top-k", "minimax-types"])
+                         ids=["past", "uncovered", "kind", "top-k", "xlstm-heads", "xlstm-mode",
+                              "minimax-types"])
 def test_config_errors(cli: Any, write: Any, fields: dict[str, Any], message: str) -> None:
     path = write("bad.json", fields)
     run = cli("count", path)
@@ -191,6 +224,10 @@ CUTS = [
                          "num_attention_heads=4", "num_key_value_heads=2", "head_dim=32",
                          'layer_types=["full_attention","linear_attention"]'],
      ("DynamicLayer",)),
+    # xLSTM: 8 tokens in 2 chunks of 4; 11 tokens: 2 chunks and 3 recurrent steps; 8 tokens under
+    # a chunk of 64: 8 recurrent steps. xLSTMCache holds C, n, m per block (no cache layers)
+    *(("xlstm-7b", ["vocab_size=1000", "hidden_size=256", "embedding_dim=256", "num_heads=4",
+                    f"chunk_size={chunk}"], ()) for chunk in (4, 64)),
     # RWKV returns its five state tensors (no cache object); the WKV loop is elementwise
     ("rwkv-4-169m-pile", ["vocab_size=1000", "hidden_size=64", "attention_hidden_size=64",
                           "intermediate_size=256"], ()),
@@ -199,7 +236,8 @@ BATCH, SEQ, LAYERS = 2, 8, 2
 
 
 @pytest.mark.parametrize(("name", "overrides", "layers"), CUTS,
-                         ids=["kimi", "minimax-blocks-of-3", "minimax-one-block", "rwkv"])
+                         ids=["kimi", "minimax-blocks-of-3", "minimax-one-block", "xlstm-chunks-of-4",
+                              "xlstm-recurrent", "rwkv"])
 def test_cache_bytes_and_prefill_flops_equal_transformers(
     name: str, overrides: list[str], layers: Any
 ) -> None:

@@ -138,6 +138,7 @@ MODEL_TYPES: dict[str, Family] = {
     "kimi_linear": Family("kimi_linear", "KimiLinearConfig"),
     "minimax": Family("minimax", "MiniMaxConfig"),
     "rwkv": Family("rwkv", "RwkvConfig"),
+    "xlstm": Family("xlstm", "XLSTMConfig"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),

@@ -97,7 +97,6 @@ NOT_COUNTED: dict[str, str] = {
     "xlm-roberta": ENCODER,
     "xlm-roberta-xl": ENCODER,
     "xlnet": ENCODER + " (permutation LM)",
-    "xlstm": SSM,
     "xmod": ENCODER,
     "zamba": SSM,
     "zamba2": SSM,
