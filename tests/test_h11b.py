@@ -247,3 +247,17 @@ def test_cache_bytes_and_prefill_flops_equal_transformers(
     assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
     assert 0 < BATCH * state_bytes_per_sequence(spec, dtype=DType.bf16) <= m.kv_cache_bytes
     assert m.flops == BATCH * forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+
+
+@pytest.mark.parametrize("name", ["kimi-linear-48b-a3b", "minimax-text-01", "xlstm-7b",
+                                  "qwen3-next-80b-a3b", "mamba-130m"])
+def test_explain_shows_each_mixer_sum_as_computed(cli: Any, name: str) -> None:
+    """Each mixer line of flops --explain, evaluated, gives the figure it prints."""
+    import re
+
+    text = " ".join(cli("flops", name, "--ctx", "4k", "--explain").stdout.split())
+    lines = re.findall(r"\((\w+)\): (\d+) layers? × \(([^=]*)\) = ([\d,]+)", text)
+    assert lines
+    for _kind, layers, expr, total in lines:
+        value = eval(expr.replace(",", "").replace("×", "*"))  # noqa: S307 - digits, + and * only
+        assert int(layers) * value == int(total.replace(",", ""))
