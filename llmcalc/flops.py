@@ -24,7 +24,10 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   costs the same at token 10 as at token 100k. *Full* per sequence is what transformers' torch path
   runs, as FlopCounterMode counts it: the convolution over n + kernel − 1 padded positions, and for
   Mamba-2 the chunked SSD scan (Dao & Gu 2024, §6: 2·h·(n'·Q·(N + p) + 2·n'·p·N + (c+1)²·p·N), n'
-  = n rounded up to c chunks of Q); *causal* is n × the per-token figure.
+  = n rounded up to c chunks of Q); *causal* is n × the per-token figure. The gated delta rule,
+  KDA, lightning attention and the mLSTM read their state twice per token; their prefills follow
+  their torch paths (:func:`gated_delta_chunked_flops`, :func:`kda_chunked_flops`,
+  :func:`lightning_block_flops`, :func:`mlstm_chunkwise_flops`); RWKV's WKV is elementwise (0).
 - **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
   matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
   the "6N" rule plus attention).

@@ -95,7 +95,8 @@ class Mixer:
     Per sequence and layer, whatever the context, the cache holds a convolution state (the last
     ``conv_kernel`` inputs of each of ``conv_dim`` channels of a causal depthwise convolution) and a
     recurrent state of ``heads`` × ``head_dim`` × ``state_size`` elements (Mamba: d_inner channels
-    of head_dim 1, each with an N-state; Mamba-2: h heads of p × N). ``state_fp32``: transformers
+    of head_dim 1, each with an N-state; Mamba-2: h heads of p × N), plus ``extra_state`` elements
+    kept beside those matrices (the mLSTM's normalizer and stabilizer). ``state_fp32``: transformers
     keeps the recurrent state in float32 whatever the model's dtype. ``chunk``: the chunk length of
     a chunked scan (Mamba-2 SSD), which sets the FLOPs its torch path spends on a prefill.
     """
