@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 
 from llmcalc import count, load_spec
-from llmcalc.flops import forward_flops_per_sequence, forward_flops_per_token, mixer_flops_per_token
+from llmcalc.flops import (
+    forward_flops_per_sequence,
+    forward_flops_per_token,
+    mixer_flops_per_token,
+)
 from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
 from llmcalc.spec import KDA, ModelSpec
 from llmcalc.units import DType
