@@ -265,3 +265,23 @@ def test_explain_shows_each_mixer_sum_as_computed(cli: Any, name: str) -> None:
     for _kind, layers, expr, total in lines:
         value = eval(expr.replace(",", "").replace("×", "*"))  # noqa: S307 - digits, + and * only
         assert int(layers) * value == int(total.replace(",", ""))
+
+
+def test_kimi_checkpoint_lists_equal_layer_types(write: Any) -> None:
+    """The checkpoint's 1-based linear_attn_config lists describe the bundled layer_types."""
+    import yaml
+
+    from llmcalc import bundled
+
+    path = bundled.find("kimi-linear-48b-a3b")
+    assert path is not None
+    fields = yaml.safe_load(path.read_text())
+    listed = load_spec("kimi-linear-48b-a3b")
+    fields.pop("layer_types")
+    fields.pop("expected")
+    fields["linear_attn_config"].update(
+        full_attn_layers=[4, 8, 12, 16, 20, 24, 27],
+        kda_layers=[i for i in range(1, 28) if i not in (4, 8, 12, 16, 20, 24, 27)])
+    lists = load_spec(write("config.json", fields))
+    assert dict(lists.named_shapes()) == dict(listed.named_shapes())
+    assert [g.layers for g in lists.layer_groups] == [g.layers for g in listed.layer_groups]
