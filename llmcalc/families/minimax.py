@@ -94,7 +94,8 @@ def describe(c: MiniMaxConfig) -> Architecture:
                                            block=c.block_size)
     softmax = gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=False)
     attention = Attention(h, kv, hd, hd, window=c.sliding_window)
-    builds = {FULL: (softmax, attention, None), LINEAR: (lightning, None, mixer)}
+    builds: dict[str, tuple[list[Tensor], Attention | None, Mixer | None]] = {
+        FULL: (softmax, attention, None), LINEAR: (lightning, None, mixer)}
 
     def build(kind: str) -> tuple[list[Tensor], Attention | None, Mixer | None]:
         tensors, attn, mix = builds[kind]
