@@ -30,7 +30,10 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   sequence is what transformers' torch path runs, as FlopCounterMode counts it: the convolution
   over n + kernel − 1 padded positions, and for Mamba-2 the chunked SSD scan (Dao & Gu 2024, §6:
   2·h·(n'·Q·(N + p) + 2·n'·p·N + (c+1)²·p·N), n' = n rounded up to c chunks of Q); *causal* is
-  n × the per-token figure.
+  n × the per-token figure. The gated delta rule,
+  KDA, lightning attention and the mLSTM read their state twice per token; their prefills follow
+  their torch paths (:func:`gated_delta_chunked_flops`, :func:`kda_chunked_flops`,
+  :func:`lightning_block_flops`, :func:`mlstm_chunkwise_flops`); RWKV's WKV is elementwise (0).
 - **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
   matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
   the "6N" rule plus attention).
@@ -47,8 +50,12 @@ from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
 from llmcalc.spec import (
     GATED_DELTA,
+    KDA,
+    LIGHTNING,
     MAMBA2,
+    MLSTM,
     RG_LRU,
+    RWKV,
     Attention,
     Mixer,
     ModelSpec,
@@ -210,13 +217,18 @@ def readout_flops_per_token(m: Mixer) -> int:
 
 
 # State reads (y = C·h) per token by mixer kind (1 unless listed): the gated delta rule also reads
-# the state with the key (S·k) before its rank-1 update; the RG-LRU's output is its state itself
+# the state with the key (S·k) before its rank-1 update (KDA too; lightning attention forms kᵀ·v); the RG-LRU's output is its state itself
 # (h ← a ⊙ h + x, elementwise: no matmul), its gates are weights (in the weight FLOPs).
-STATE_READS = {GATED_DELTA: 2, RG_LRU: 0}
+STATE_READS = {GATED_DELTA: 2, KDA: 2, LIGHTNING: 2, MLSTM: 2, RG_LRU: 0, RWKV: 0}
 
 
 def mixer_flops_per_token(m: Mixer) -> int:
-    """One decoding step of one layer's mixer: convolution + state reads, whatever the context."""
+    """One decoding step of one layer's mixer: convolution + state reads, whatever the context;
+    lightning attention forms kᵀ·v (2·h·dk·dv) before reading the state with q."""
+    if m.kind == RWKV:
+        return 0  # token shift and WKV: elementwise per channel, no matmul (Peng et al. 2023 §4)
+    if m.kind == MLSTM:  # C += k·vᵀ, q·C, q·n (Beck et al. 2024, eq. 19-27)
+        return 2 * readout_flops_per_token(m) + FLOPS_PER_MAC * m.heads * m.state_size
     return conv_flops_per_token(m) + STATE_READS.get(m.kind, 1) * readout_flops_per_token(m)
 
 
@@ -231,6 +243,47 @@ def gated_delta_chunked_flops(m: Mixer, *, ctx: int) -> int:
     padded = -(-ctx // q) * q
     dk, dv = m.state_size, m.head_dim
     return FLOPS_PER_MAC * m.heads * padded * (2 * q * dk + q * dv + 3 * dk * dv)
+
+
+def kda_chunked_flops(m: Mixer, *, ctx: int) -> int:
+    """Kimi Delta Attention over ``ctx`` tokens as transformers' torch path runs it
+    (``chunk_kimi_delta_attention``, chunks of Q = 64): per head, within chunks the solved
+    intra-chunk matrix times the values and the decayed keys (2·n'·Q·dv + 2·n'·Q·dk), then per chunk
+    the state read with the decayed queries and with the keys (2·Q·dk·dv each), the intra-chunk
+    product with the new values (2·Q·Q·dv) and the state update (2·Q·dk·dv). The per-channel decay
+    makes the intra-chunk key products elementwise multiply-and-sums, which FlopCounterMode does
+    not count (nor does llmcalc). n' = ctx padded to whole chunks; dk = state_size, dv = head_dim."""
+    q = m.chunk or ctx
+    padded = -(-ctx // q) * q
+    dk, dv = m.state_size, m.head_dim
+    return FLOPS_PER_MAC * m.heads * padded * (q * dk + 2 * q * dv + 3 * dk * dv)
+
+
+def lightning_block_flops(m: Mixer, *, ctx: int) -> int:
+    """Lightning attention over ``ctx`` tokens as transformers' torch path runs it (MiniMax-01
+    §2.2.1, blocks of B = block_size, the last one shorter, not padded): per head and block of b
+    tokens, within the block Q·Kᵀ (2·b²·dk) and its decayed product with V (2·b²·dv), across
+    blocks the state read Q·S (2·b·dk·dv) and the block's Kᵀ·V added to it (2·b·dk·dv); the decays
+    are elementwise. dk = state_size, dv = head_dim."""
+    b = m.chunk or ctx
+    full, rest = divmod(ctx, b)
+    squares = full * b * b + rest * rest  # Σ b² over the blocks
+    dk, dv = m.state_size, m.head_dim
+    return FLOPS_PER_MAC * m.heads * (squares * (dk + dv) + 2 * ctx * dk * dv)
+
+
+def mlstm_chunkwise_flops(m: Mixer, *, ctx: int) -> int:
+    """The mLSTM over ``ctx`` tokens as transformers' native inference path runs it
+    (``wrap_chunkwise_arbitrary_sequence_length``): the first n' = ⌊ctx / c⌋·c tokens in chunks of
+    c, per head the chunk's state update Kᵀ·V (2·c·dk·dv), within chunks Q·Kᵀ (2·c²·dk) and its
+    product with V (2·c²·dv), the states read with Q (2·c·dk·dv) and the normalizer with Q
+    (2·c·dk); the last ctx − n' tokens one recurrent step each (:func:`mixer_flops_per_token`).
+    The gates and the stabilizer are elementwise. dk = state_size, dv = head_dim."""
+    c = m.chunk or ctx
+    chunked = ctx // c * c
+    dk, dv = m.state_size, m.head_dim
+    per_head = chunked * (2 * dk * dv + c * dk + c * dv + dk)
+    return FLOPS_PER_MAC * m.heads * per_head + (ctx - chunked) * mixer_flops_per_token(m)
 
 
 def ssd_chunked_flops(m: Mixer, *, ctx: int) -> int:
@@ -251,13 +304,19 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
     """One layer's mixer over a prefill of ``ctx`` tokens: n × the per-token figure (causal), or
     what the torch path runs (full): the convolution over ctx + kernel − 1 padded positions and, for
     Mamba-2, the chunked scan."""
-    if causal:
+    if causal or m.kind == RWKV:
         return ctx * mixer_flops_per_token(m)
     conv = conv_flops_per_token(m) * (ctx + m.conv_kernel - 1)
     if m.kind == MAMBA2:
         return conv + ssd_chunked_flops(m, ctx=ctx)
     if m.kind == GATED_DELTA:
         return conv + gated_delta_chunked_flops(m, ctx=ctx)
+    if m.kind == KDA:
+        return conv + kda_chunked_flops(m, ctx=ctx)
+    if m.kind == LIGHTNING:
+        return conv + lightning_block_flops(m, ctx=ctx)
+    if m.kind == MLSTM:
+        return conv + mlstm_chunkwise_flops(m, ctx=ctx)
     return conv + ctx * STATE_READS.get(m.kind, 1) * readout_flops_per_token(m)
 
 

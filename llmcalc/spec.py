@@ -96,6 +96,10 @@ class Attention:
 MAMBA = "mamba"  # selective scan (Gu & Dao 2023): one N-state per channel
 MAMBA2 = "mamba2"  # state-space duality, chunked scan (Dao & Gu 2024): one p × N state per head
 GATED_DELTA = "gated_delta"  # gated delta rule (Yang et al. 2024), chunked: a dk × dv state per head
+KDA = "kda"  # Kimi Delta Attention (Kimi Linear 2025): the gated delta rule, decay per channel
+LIGHTNING = "lightning"  # lightning attention (MiniMax-01 2025): linear attention in blocks, decayed
+RWKV = "rwkv"  # RWKV-4 time mix (Peng et al. 2023): token shift + WKV, elementwise per channel
+MLSTM = "mlstm"  # xLSTM's mLSTM (Beck et al. 2024): a dk × dv matrix memory per head, chunked
 SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv state, no SSM state
 # real-gated linear recurrent unit (Griffin, De et al. 2024, §2.4; RecurrentGemma): a diagonal
 # recurrence, one fp32 value per channel, its gates block-diagonal matmuls (weights), no readout;
@@ -110,7 +114,8 @@ class Mixer:
     Per sequence and layer, whatever the context, the cache holds a convolution state (the last
     ``conv_kernel`` inputs of each of ``conv_dim`` channels of a causal depthwise convolution) and a
     recurrent state of ``heads`` × ``head_dim`` × ``state_size`` elements (Mamba: d_inner channels
-    of head_dim 1, each with an N-state; Mamba-2: h heads of p × N). ``state_fp32``: transformers
+    of head_dim 1, each with an N-state; Mamba-2: h heads of p × N), plus ``extra_state`` elements
+    kept beside those matrices (the mLSTM's normalizer and stabilizer). ``state_fp32``: transformers
     keeps the recurrent state in float32 whatever the model's dtype. ``chunk``: the chunk length of
     a chunked scan (Mamba-2 SSD), which sets the FLOPs its torch path spends on a prefill.
     """
@@ -123,6 +128,7 @@ class Mixer:
     state_size: int
     chunk: int | None = None
     state_fp32: bool = True
+    extra_state: int = 0  # more recurrent state beside the matrices (mLSTM: normalizer, stabilizer)
 
     @property
     def conv_elements(self) -> int:
@@ -132,8 +138,8 @@ class Mixer:
 
     @property
     def state_elements(self) -> int:
-        """Recurrent state per sequence: heads × head_dim × state_size."""
-        return self.heads * self.head_dim * self.state_size
+        """Recurrent state per sequence: heads × head_dim × state_size (+ extra_state)."""
+        return self.heads * self.head_dim * self.state_size + self.extra_state
 
 
 @dataclass(frozen=True)

@@ -700,12 +700,20 @@ def measure_forward(
     cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     kv_bytes = None
     layers: tuple[str, ...] = ()
-    if cache is not None:
+    rnn_state = getattr(cache, "rnn_state", None)  # xLSTM: {layer: (C, n, m)}, no cache layers
+    if isinstance(rnn_state, dict):
+        kv_bytes = sum(t.nbytes for states in rnn_state.values() for t in states)
+    elif cache is not None:
         # an EncoderDecoderCache: the decoder's self-attention cache and the cross-attention one
         parts = [getattr(cache, n) for n in ("self_attention_cache", "cross_attention_cache")
                  if hasattr(cache, n)] or [cache]
         kv_bytes = sum(t.nbytes for c in parts for layer in c.layers for t in _cached_tensors(layer))
+        # MiniMax keeps its lightning-attention states beside the layers (MiniMaxCache.linear_cache)
+        kv_bytes += sum(t.nbytes for t in getattr(cache, "linear_cache", []) if hasattr(t, "nbytes"))
         layers = tuple(type(layer).__name__ for c in parts for layer in c.layers)
+    state = getattr(out, "state", None)  # RWKV returns its state tensors, not a cache object
+    if cache is None and isinstance(state, (list, tuple)):
+        kv_bytes = sum(t.nbytes for t in state if hasattr(t, "nbytes"))
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
 
 

@@ -102,9 +102,9 @@ def test_cli_says_measured_and_how_long(cli: Any, write: Any, monkeypatch: pytes
 
 
 def test_no_attention_fields_leaves_attention_out(cli: Any, write: Any) -> None:
-    """RWKV: no attention tensors and no num_attention_heads: no KV cache, said in a note."""
+    """BLT: no num_attention_heads in its config: no KV cache, said in a note."""
     path = write("config.json", {
-        "model_type": "rwkv", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 128,
+        "model_type": "blt", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 128,
     })
     r = cli("memory", path, "--json")
     assert r.code == 0, r.stderr
@@ -138,7 +138,7 @@ def test_without_the_verify_extra_the_error_names_it(tmp_path: Path) -> None:
         "import sys\nfor m in ('torch', 'transformers'):\n    sys.modules[m] = None\n"
     )
     config = tmp_path / "config.json"
-    config.write_text('{"model_type": "rwkv", "hidden_size": 32}')
+    config.write_text('{"model_type": "blt", "hidden_size": 32}')
     out = subprocess.run(
         [sys.executable, "-m", "llmcalc", "count", str(config)],
         capture_output=True, text=True,
@@ -146,7 +146,7 @@ def test_without_the_verify_extra_the_error_names_it(tmp_path: Path) -> None:
     )
     assert (out.returncode, out.stderr) == (
         2,
-        f"error: {config}: llmcalc has no formula for model_type 'rwkv'; measuring it (building "
+        f"error: {config}: llmcalc has no formula for model_type 'blt'; measuring it (building "
         "transformers' model on the meta device) needs the 'verify' extra: "
         "pip install 'llmcalc-exact[verify]'\n",
     )

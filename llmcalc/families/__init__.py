@@ -139,6 +139,10 @@ MODEL_TYPES: dict[str, Family] = {
     "zamba": Family("zamba", "ZambaConfig"),
     "zamba2": Family("zamba", "Zamba2Config", "describe_zamba2"),
     "recurrent_gemma": Family("recurrent_gemma", "RecurrentGemmaConfig"),
+    "kimi_linear": Family("kimi_linear", "KimiLinearConfig"),
+    "minimax": Family("minimax", "MiniMaxConfig"),
+    "rwkv": Family("rwkv", "RwkvConfig"),
+    "xlstm": Family("xlstm", "XLSTMConfig"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),

@@ -18,7 +18,7 @@ from llmcalc.flops import (
 from llmcalc.render import n, pct, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.spec import ModelSpec
+from llmcalc.spec import MLSTM, RWKV, Mixer, ModelSpec
 
 SI_FLOPS = (("Z", 10**21), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
             ("M", 10**6), ("K", 10**3))
@@ -38,6 +38,21 @@ def ctx_label(ctx: int) -> str:
         if ctx >= size and ctx % size == 0:
             return f"{n(ctx)} ({ctx // size}{suffix})"
     return n(ctx)
+
+
+
+def _mixer_expression(m: Mixer) -> str:
+    """One layer's per-token mixer FLOPs as the sum it is: conv, state reads, (mLSTM) q·n."""
+    if m.kind == RWKV:
+        return "0: token shift and WKV are elementwise"
+    reads = STATE_READS.get(m.kind, 1)
+    parts = [f"2 × {n(m.conv_dim)} × {m.conv_kernel}"] if m.conv_dim and m.conv_kernel else []
+    if reads:
+        times = f"{reads} × " if reads > 1 else ""
+        parts.append(f"{times}2 × {n(m.heads)} × {m.head_dim} × {m.state_size}")
+    if m.kind == MLSTM:
+        parts.append(f"2 × {n(m.heads)} × {m.state_size}")
+    return " + ".join(parts) or "0"
 
 
 def _table(title: str) -> Table:
@@ -213,16 +228,14 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     mixer = ""
     if r.mixer_terms:
         lines.append("SSM mixer FLOPs per token (any context): per layer 2·conv_dim·kernel "
-                     "+ reads × 2·h·p·N (state readout y = C·h, 2 reads for the gated delta rule, "
-                     "none for the RG-LRU; the state update is elementwise)")
+                     "+ 2·h·p·N per read of the state (readout y = C·h; the gated delta rule and "
+                     "KDA also read S·k, lightning attention and the mLSTM also form k·vᵀ, the "
+                     "mLSTM also reads its normalizer; state updates, gates and RWKV's WKV are "
+                     "elementwise, not counted)")
         for t in r.mixer_terms:
-            m = t.mixer
-            reads = STATE_READS.get(m.kind, 1)
-            readout = (f" + {'' if reads == 1 else f'{reads} × '}2 × {n(m.heads)} × {m.head_dim} × "
-                       f"{m.state_size}") if reads else ""
             lines.append(
-                f"  {t.group} ({m.kind}): {plural(t.num_layers, 'layer')} × (2 × {n(m.conv_dim)} × "
-                f"{m.conv_kernel}{readout}) = {n(t.num_layers * t.per_layer)}"
+                f"  {t.group} ({t.mixer.kind}): {plural(t.num_layers, 'layer')} × "
+                f"({_mixer_expression(t.mixer)}) = {n(t.num_layers * t.per_layer)}"
             )
         lines.append(f"  sum = {n(r.mixer_flops_per_token)}")
         mixer = f" + {n(r.mixer_flops_per_token)}"
