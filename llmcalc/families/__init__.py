@@ -130,6 +130,7 @@ MODEL_TYPES: dict[str, Family] = {
     "nemotron_h": Family("nemotron_h", "NemotronHConfig"),
     "lfm2": Family("lfm2", "Lfm2Config"),
     "lfm2_moe": Family("lfm2", "Lfm2MoeConfig", "describe_moe"),
+    "lfm3": Family("lfm2", "Lfm3Config", "describe_lfm3"),
     "falcon_h1": Family("falcon_h1", "FalconH1Config"),
     "qwen3_next": Family("qwen3_next", "Qwen3NextConfig"),
     "qwen3_5_text": Family("qwen3_next", "Qwen3_5TextConfig"),

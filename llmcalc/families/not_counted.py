@@ -63,7 +63,6 @@ NOT_COUNTED: dict[str, str] = {
     "kolibri1": MOE,
     "laguna": MOE,
     "lara_mini": SSM,
-    "lfm3": SSM,
     "llama4": MULTIMODAL,
     "marian": ENC_DEC,
     "mbart": ENC_DEC,

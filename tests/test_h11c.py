@@ -1,0 +1,111 @@
+"""Hybrid model types of issue 11 described as changes to existing families: LFM3 (lfm2.py).
+
+Each is held to transformers on the meta device (names, shapes, per-layer counts and totals) on its
+bundled config and on variants; its cache bytes after a real forward pass (2 sequences of 8 tokens)
+to llmcalc's KV + state bytes; and FlopCounterMode's count of that pass to llmcalc's full prefill
+FLOPs (weights, attention over all n² pairs, the convolution over the padded sequence).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_families_hybrid import matches_transformers, tiny
+
+from llmcalc import count, load_spec
+from llmcalc.flops import forward_flops_per_sequence
+from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.units import DType
+from llmcalc.verify import measure_forward
+
+TOTALS = {
+    "lfm3-default": 1_728_801_536,  # Lfm3Config() defaults (LFM3-1.7B's documented shape)
+}
+ACTIVE: dict[str, int] = {}
+
+IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}  # within the tiny vocab
+
+VARIANTS = {
+    # no layer_types: transformers derives them (conv, conv, full, conv, sliding, conv, full, …)
+    "lfm3-default-pattern-9": tiny("lfm3", **IDS, num_hidden_layers=9, num_attention_heads=4,
+                                   num_key_value_heads=2, head_dim=16, intermediate_size=96),
+    "lfm3-listed-no-gate-no-sandwich-bias-untied": tiny(
+        "lfm3", **IDS, num_attention_heads=4, num_key_value_heads=4, head_dim=8, intermediate_size=40,
+        layer_types=["sliding_attention", "conv", "full_attention"], use_attention_gate=False,
+        use_sandwich_norm=False, attention_bias=True, conv_bias=True, conv_L_cache=3,
+        tie_word_embeddings=False),
+    "lfm3-all-conv": tiny("lfm3", **IDS, num_attention_heads=2, num_key_value_heads=1,
+                          intermediate_size=64, layer_types=["conv", "conv", "conv"]),
+}
+
+
+@pytest.mark.parametrize("name,total", TOTALS.items())
+def test_bundled_total(name: str, total: int) -> None:
+    spec = load_spec(name)
+    pc = count(spec)
+    assert pc.total == total == spec.expected["total_params"]
+    assert pc.active == ACTIVE.get(name, total)
+    assert sum(pc.breakdown.values()) == total
+
+
+@pytest.mark.parametrize("name", TOTALS)
+def test_bundled_matches_transformers(name: str) -> None:
+    matches_transformers(load_spec(name))
+
+
+@pytest.mark.parametrize("fields", VARIANTS.values(), ids=VARIANTS.keys())
+def test_variant_matches_transformers(write: Any, fields: dict[str, Any]) -> None:
+    matches_transformers(load_spec(write("config.json", fields)))
+
+
+def test_lfm3_layer_kinds() -> None:
+    # 24 layers: full attention at i ≡ 2 (mod 4), sliding at i ≡ 0 (mod 4) but layer 0, conv else
+    spec = load_spec("lfm3-default")
+    kinds = {g.name: (len(g.layers), g.layers.describe()) for g in spec.layer_groups}
+    assert kinds == {
+        "conv": (13, "0,1..21 every 4th,3..23 every 4th"),
+        "attention": (6, "2..22 every 4th"),
+        "sliding_attention": (5, "4..20 every 4th"),
+    }
+    # per sequence: 13 conv states of d × 7 taps; per token: K and V of 4 kv heads of 128 in the
+    # 11 attention layers (the 5 sliding ones only up to 256 tokens)
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == 13 * 2048 * 7 * 2
+    assert kv_cache_bytes(spec, batch=1, ctx=1024, dtype=DType.bf16) == (
+        13 * 2048 * 7 * 2 + (6 * 1024 + 5 * 256) * 2 * 4 * 128 * 2
+    )
+
+
+def test_hostile_layer_count_is_instant() -> None:
+    spec = load_spec("lfm3-default", overrides=["num_hidden_layers=1000000000000"])
+    groups = {g.name: len(g.layers) for g in spec.layer_groups}
+    assert groups == {"conv": 500_000_000_001, "attention": 250_000_000_000,
+                      "sliding_attention": 249_999_999_999}
+
+
+# ---- cache bytes and FLOPs of a real forward pass -----------------------------------------------
+
+BATCH, SEQ = 2, 8
+# cut to a few layers with one of each kind; name, overrides, the cache layers transformers makes
+CUTS = [
+    ("lfm3-default", ['layer_types=["conv","full_attention","sliding_attention"]',
+                      "num_hidden_layers=3", "hidden_size=256", "intermediate_size=512"],
+     ("LinearAttentionLayer", "DynamicLayer", "DynamicSlidingWindowLayer")),
+]
+
+
+@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS, ids=[c[0] for c in CUTS])
+def test_cache_bytes_equal_transformers(name: str, overrides: list[str], layers: Any) -> None:
+    spec = load_spec(name, overrides=overrides)
+    m = measure_forward(spec, num_layers=spec.num_layers, seq_len=SEQ, batch=BATCH, use_cache=True)
+    assert m.cache_layers == layers
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
+    assert 0 < BATCH * state_bytes_per_sequence(spec, dtype=DType.bf16) < m.kv_cache_bytes
+
+
+@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS, ids=[c[0] for c in CUTS])
+def test_prefill_flops_equal_flop_counter(name: str, overrides: list[str], layers: Any) -> None:
+    spec = load_spec(name, overrides=overrides)
+    m = measure_forward(spec, num_layers=spec.num_layers, seq_len=SEQ)
+    assert m.flops == forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+    assert "aten.convolution" in m.flops_by_op and "aten.bmm" in m.flops_by_op
