@@ -1,4 +1,5 @@
-"""Hybrid model types of issue 11 described as changes to existing families: LFM3 (lfm2.py).
+"""Hybrid model types of issue 11 described as changes to existing families: LFM3 (lfm2.py),
+Lara-Mini (qwen3_next.py).
 
 Each is held to transformers on the meta device (names, shapes, per-layer counts and totals) on its
 bundled config and on variants; its cache bytes after a real forward pass (2 sequences of 8 tokens)
@@ -21,8 +22,10 @@ from llmcalc.verify import measure_forward
 
 TOTALS = {
     "lfm3-default": 1_728_801_536,  # Lfm3Config() defaults (LFM3-1.7B's documented shape)
+    "lara-mini-default": 7_281_684_672,  # LaraMiniConfig() defaults (Lara-4-Mini's)
 }
-ACTIVE: dict[str, int] = {}
+# Lara-Mini: 34 layers × 124 of 128 experts (gate_up 2·512 × 1024, down 1024 × 512) left out
+ACTIVE = {"lara-mini-default": 7_281_684_672 - 34 * 124 * 3 * 512 * 1024}
 
 IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}  # within the tiny vocab
 
@@ -37,6 +40,26 @@ VARIANTS = {
         tie_word_embeddings=False),
     "lfm3-all-conv": tiny("lfm3", **IDS, num_attention_heads=2, num_key_value_heads=1,
                           intermediate_size=64, layer_types=["conv", "conv", "conv"]),
+}
+LINEAR = {"linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 16,
+          "linear_value_head_dim": 8, "linear_conv_kernel_dim": 3}
+EXPERTS = {"moe_intermediate_size": 32, "shared_expert_intermediate_size": 48, "num_experts": 4,
+           "num_experts_per_tok": 2}
+VARIANTS |= {
+    # no layer_types: linear, sliding, linear, full, sliding, then again
+    "lara_mini-default-pattern-7": tiny("lara_mini", num_hidden_layers=7, num_attention_heads=4,
+                                        num_key_value_heads=2, head_dim=16, **LINEAR, **EXPERTS),
+    "lara_mini-listed-bias-untied": tiny(
+        "lara_mini", num_attention_heads=4, num_key_value_heads=4, head_dim=8, **EXPERTS,
+        layer_types=["full_attention", "linear_attention", "sliding_attention"],
+        linear_num_key_heads=1, linear_num_value_heads=3, attention_bias=True,
+        tie_word_embeddings=False),
+    # the gated query with attention_bias: biases on q (2·h·hd), k, v, o
+    "qwen3_next-attention-bias": tiny(
+        "qwen3_next", num_attention_heads=4, num_key_value_heads=2, head_dim=8,
+        intermediate_size=40, **EXPERTS, layer_types=["linear_attention", "full_attention",
+                                                      "full_attention"],
+        attention_bias=True, **LINEAR),
 }
 
 
@@ -76,11 +99,32 @@ def test_lfm3_layer_kinds() -> None:
     )
 
 
+def test_lara_mini_layer_kinds() -> None:
+    spec = load_spec("lara-mini-default")  # 34 layers: linear, sliding, linear, full, sliding
+    kinds = {g.name: (len(g.layers), g.layers.describe()) for g in spec.layer_groups}
+    assert kinds == {
+        "linear_attention, moe": (14, "0..30 every 5th,2..32 every 5th"),
+        "sliding_attention, moe": (13, "1..31 every 5th,4..29 every 5th"),
+        "attention, moe": (7, "3..33 every 5th"),
+    }
+    # per sequence: 14 DeltaNet states (conv over 2·8·128 + 16·128 channels × 4 taps at bf16,
+    # 16 heads × 128 × 128 in float32); per token: 20 attention layers' K and V (4 kv × 128),
+    # the 13 sliding ones up to 512 tokens
+    state = 14 * ((2 * 8 * 128 + 16 * 128) * 4 * 2 + 16 * 128 * 128 * 4)
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == state
+    assert kv_cache_bytes(spec, batch=1, ctx=4096, dtype=DType.bf16) == (
+        state + (7 * 4096 + 13 * 512) * 2 * 4 * 128 * 2
+    )
+
+
 def test_hostile_layer_count_is_instant() -> None:
     spec = load_spec("lfm3-default", overrides=["num_hidden_layers=1000000000000"])
     groups = {g.name: len(g.layers) for g in spec.layer_groups}
     assert groups == {"conv": 500_000_000_001, "attention": 250_000_000_000,
                       "sliding_attention": 249_999_999_999}
+    spec = load_spec("lara-mini-default", overrides=["num_hidden_layers=1000000000000"])
+    assert [len(g.layers) for g in spec.layer_groups] == [400_000_000_000, 400_000_000_000,
+                                                          200_000_000_000]
 
 
 # ---- cache bytes and FLOPs of a real forward pass -----------------------------------------------
@@ -90,6 +134,11 @@ BATCH, SEQ = 2, 8
 CUTS = [
     ("lfm3-default", ['layer_types=["conv","full_attention","sliding_attention"]',
                       "num_hidden_layers=3", "hidden_size=256", "intermediate_size=512"],
+     ("LinearAttentionLayer", "DynamicLayer", "DynamicSlidingWindowLayer")),
+    # gated DeltaNet (chunks of 64: 8 tokens padded to one), full and sliding attention, 4 experts
+    ("lara-mini-default", ['layer_types=["linear_attention","full_attention","sliding_attention"]',
+                           "num_hidden_layers=3", "hidden_size=512", "num_experts=4",
+                           "num_experts_per_tok=2"],
      ("LinearAttentionLayer", "DynamicLayer", "DynamicSlidingWindowLayer")),
 ]
 

@@ -62,7 +62,6 @@ NOT_COUNTED: dict[str, str] = {
     "kimi_linear": SSM,
     "kolibri1": MOE,
     "laguna": MOE,
-    "lara_mini": SSM,
     "llama4": MULTIMODAL,
     "marian": ENC_DEC,
     "mbart": ENC_DEC,
