@@ -53,8 +53,9 @@ def _experts_per_tok(spec: ModelSpec) -> int:
 
 
 def matmul_elements(t: Tensor, spec: ModelSpec) -> int:
-    """Elements of ``t`` one token is multiplied by (0 for lookups, norms, biases; k/E for experts)."""
-    return t.active_numel(_experts_per_tok(spec)) if t.matmul else 0
+    """Elements of ``t`` one token is multiplied by (0 for lookups, norms, biases; k/E for experts;
+    × ``uses`` for a matrix applied once per head)."""
+    return t.active_numel(_experts_per_tok(spec)) * t.uses if t.matmul else 0
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,9 @@ class Tensor:
     ``component`` is the breakdown key (``attn/q_proj``); ``matmul`` marks weight matrices a token is
     multiplied by (2 FLOPs per element); ``experts`` is the number of routed experts it holds, stacked
     on the first dimension or expanded over ``{e}``; ``tied_to`` names the tensor it shares storage
-    with (counted once, there, but still multiplied by in the forward pass).
+    with (counted once, there, but still multiplied by in the forward pass); ``uses`` is how many
+    times one token is multiplied by it (1; once per head for a bank shared by the heads, as
+    Inkling's relative-position profiles).
     """
 
     name: str
@@ -35,6 +37,7 @@ class Tensor:
     matmul: bool = False
     experts: int = 0
     tied_to: str | None = None
+    uses: int = 1
 
     @property
     def copies(self) -> int:
@@ -94,6 +97,7 @@ class Mixer:
     of head_dim 1, each with an N-state; Mamba-2: h heads of p × N). ``state_fp32``: transformers
     keeps the recurrent state in float32 whatever the model's dtype. ``chunk``: the chunk length of
     a chunked scan (Mamba-2 SSD), which sets the FLOPs its torch path spends on a prefill.
+    ``conv_fp32``: the convolution state too is kept in float32 (Inkling runs its convs in fp32).
     """
 
     kind: str
@@ -104,6 +108,7 @@ class Mixer:
     state_size: int
     chunk: int | None = None
     state_fp32: bool = True
+    conv_fp32: bool = False
 
     @property
     def conv_elements(self) -> int:

@@ -1,5 +1,5 @@
-"""Hybrid model types of issue 11 described as changes to existing families: LFM3 (lfm2.py),
-Lara-Mini (qwen3_next.py).
+"""Hybrid model types of issue 11: LFM3 (lfm2.py) and Lara-Mini (qwen3_next.py), described as
+changes to existing families; Inkling (inkling.py), attention wrapped in short convolutions.
 
 Each is held to transformers on the meta device (names, shapes, per-layer counts and totals) on its
 bundled config and on variants; its cache bytes after a real forward pass (2 sequences of 8 tokens)
@@ -15,7 +15,7 @@ import pytest
 from test_families_hybrid import matches_transformers, tiny
 
 from llmcalc import count, load_spec
-from llmcalc.flops import forward_flops_per_sequence
+from llmcalc.flops import forward_flops_per_sequence, weight_terms
 from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
 from llmcalc.units import DType
 from llmcalc.verify import measure_forward
@@ -23,9 +23,12 @@ from llmcalc.verify import measure_forward
 TOTALS = {
     "lfm3-default": 1_728_801_536,  # Lfm3Config() defaults (LFM3-1.7B's documented shape)
     "lara-mini-default": 7_281_684_672,  # LaraMiniConfig() defaults (Lara-4-Mini's)
+    "inkling-text-default": 975_340_270_146,  # InklingTextConfig() defaults (Inkling's text model)
 }
 # Lara-Mini: 34 layers × 124 of 128 experts (gate_up 2·512 × 1024, down 1024 × 512) left out
-ACTIVE = {"lara-mini-default": 7_281_684_672 - 34 * 124 * 3 * 512 * 1024}
+ACTIVE = {"lara-mini-default": 7_281_684_672 - 34 * 124 * 3 * 512 * 1024,
+          # Inkling: 66 layers × 250 of 256 experts (3 × 3072 × 6144 each) left out
+          "inkling-text-default": 975_340_270_146 - 66 * 250 * 3 * 3072 * 6144}
 
 IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}  # within the tiny vocab
 
@@ -60,6 +63,23 @@ VARIANTS |= {
         intermediate_size=40, **EXPERTS, layer_types=["linear_attention", "full_attention",
                                                       "full_attention"],
         attention_bias=True, **LINEAR),
+}
+INKLING = {"num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+           "swa_num_attention_heads": 2, "swa_num_key_value_heads": 1, "swa_head_dim": 8,
+           "d_rel": 4, "rel_extent": 12, "sliding_window_size": 6, "intermediate_size": 96,
+           "moe_intermediate_size": 32, "n_routed_experts": 4, "num_experts_per_tok": 2,
+           "n_shared_experts": 1}
+VARIANTS |= {
+    # every 6th layer full, the rest sliding; the first 2 layers dense (dense_mlp_idx)
+    "inkling_text-default-pattern-dense-prefix": tiny("inkling_text", num_hidden_layers=8,
+                                                      dense_mlp_idx=2, **INKLING),
+    # dense_intermediate_size: intermediate_size is then the experts' width
+    "inkling_text-local-ids-dense-width": tiny(
+        "inkling_text", **(INKLING | {"intermediate_size": 24, "n_shared_experts": 3}),
+        local_layer_ids=[0, 2], dense_mlp_idx=1, dense_intermediate_size=80, conv_kernel_size=3),
+    "inkling_text-listed": tiny(
+        "inkling_text", **INKLING, layer_types=["hybrid_sliding", "hybrid", "hybrid_sliding"],
+        mlp_layer_types=["sparse", "dense", "sparse"]),
 }
 
 
@@ -117,6 +137,20 @@ def test_lara_mini_layer_kinds() -> None:
     )
 
 
+def test_inkling_layer_kinds_state_and_relative_bias_flops() -> None:
+    spec = load_spec("inkling-text-default")  # 66 layers: every 6th full, the others sliding
+    kinds = {g.name: (len(g.layers), g.layers.describe()) for g in spec.layer_groups}
+    assert kinds == {"sliding_attention, moe": (55, "0..64 (5 of every 6)"),
+                     "attention, moe": (11, "5..65 every 6th")}
+    # conv states in float32 whatever the cache dtype: K, V (kv × 128 each) and 2 × d, 4 taps
+    full, sliding = (2 * 8 * 128 + 2 * 6144) * 4 * 4, (2 * 16 * 128 + 2 * 6144) * 4 * 4
+    assert state_bytes_per_sequence(spec, dtype=DType.bf16) == 11 * full + 55 * sliding
+    assert state_bytes_per_sequence(spec, dtype=DType.fp8) == 11 * full + 55 * sliding
+    # the relative bias: each of 64 heads' 16-dim state times the 16 × R bank, R 1024 or 512
+    terms = [t.flops for t in weight_terms(spec) if "rel_logits" in t.name]
+    assert sorted(terms) == [11 * 2 * 64 * 16 * 1024, 55 * 2 * 64 * 16 * 512]
+
+
 def test_hostile_layer_count_is_instant() -> None:
     spec = load_spec("lfm3-default", overrides=["num_hidden_layers=1000000000000"])
     groups = {g.name: len(g.layers) for g in spec.layer_groups}
@@ -125,6 +159,11 @@ def test_hostile_layer_count_is_instant() -> None:
     spec = load_spec("lara-mini-default", overrides=["num_hidden_layers=1000000000000"])
     assert [len(g.layers) for g in spec.layer_groups] == [400_000_000_000, 400_000_000_000,
                                                           200_000_000_000]
+    spec = load_spec("inkling-text-default", overrides=["num_hidden_layers=1000000000000",
+                                                       "dense_mlp_idx=999999999999"])
+    groups = {g.name: len(g.layers) for g in spec.layer_groups}
+    assert groups == {"sliding_attention, mlp": 833_333_333_333, "attention, mlp": 166_666_666_666,
+                      "sliding_attention, moe": 1}  # layer 10¹² − 1: (i + 1) mod 6 = 4
 
 
 # ---- cache bytes and FLOPs of a real forward pass -----------------------------------------------
@@ -140,6 +179,12 @@ CUTS = [
                            "num_hidden_layers=3", "hidden_size=512", "num_experts=4",
                            "num_experts_per_tok=2"],
      ("LinearAttentionLayer", "DynamicLayer", "DynamicSlidingWindowLayer")),
+    # attention and the four convs' states in one cache layer; dense, then routed + shared experts
+    ("inkling-text-default", ['layer_types=["hybrid","hybrid_sliding"]',
+                              'mlp_layer_types=["dense","sparse"]', "num_hidden_layers=2",
+                              "hidden_size=256", "intermediate_size=512", "n_routed_experts=4",
+                              "num_experts_per_tok=2", "moe_intermediate_size=128"],
+     ("LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer")),
 ]
 
 

@@ -137,6 +137,7 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen3_5_moe_text": Family("qwen3_next", "Qwen3_5MoeTextConfig"),
     "olmo_hybrid": Family("olmo_hybrid", "OlmoHybridConfig"),
     "lara_mini": Family("qwen3_next", "LaraMiniConfig"),
+    "inkling_text": Family("inkling", "InklingTextConfig"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),

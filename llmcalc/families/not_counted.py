@@ -58,7 +58,6 @@ NOT_COUNTED: dict[str, str] = {
     "hy_v4": MOE,
     "inkling2_loop_text": SSM,
     "inkling2_text": SSM,
-    "inkling_text": SSM,
     "kimi_linear": SSM,
     "kolibri1": MOE,
     "laguna": MOE,
