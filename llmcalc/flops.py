@@ -163,8 +163,9 @@ def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
 
 
 def conv_flops_per_token(m: Mixer) -> int:
-    """The causal depthwise convolution: 2 · conv_dim · kernel per token."""
-    return FLOPS_PER_MAC * m.conv_dim * m.conv_kernel
+    """The causal depthwise convolution: 2 · conv_dim · kernel per token (less the channels whose
+    taps are per-token products, elementwise by torch's convention)."""
+    return FLOPS_PER_MAC * (m.conv_dim - m.elementwise_conv_dim) * m.conv_kernel
 
 
 def readout_flops_per_token(m: Mixer) -> int:
@@ -221,8 +222,9 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
 
 
 def mixer_flops_per_token_all(spec: ModelSpec) -> int:
-    """Σ over layers with a mixer of its per-token FLOPs (0 for attention-only models)."""
-    return sum(
+    """Σ over layers with a mixer of its per-token FLOPs (0 for attention-only models), and any
+    attention across depth (``ModelSpec.depth_flops_per_token``)."""
+    return spec.depth_flops_per_token + sum(
         len(g.layers) * mixer_flops_per_token(g.mixer)
         for g in spec.layer_groups
         if g.mixer is not None
@@ -230,7 +232,7 @@ def mixer_flops_per_token_all(spec: ModelSpec) -> int:
 
 
 def _mixer_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
-    return sum(
+    return ctx * spec.depth_flops_per_token + sum(
         len(g.layers) * mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=causal)
         for g in spec.layer_groups
         if g.mixer is not None

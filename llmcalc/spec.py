@@ -98,6 +98,8 @@ class Mixer:
     keeps the recurrent state in float32 whatever the model's dtype. ``chunk``: the chunk length of
     a chunked scan (Mamba-2 SSD), which sets the FLOPs its torch path spends on a prefill.
     ``conv_fp32``: the convolution state too is kept in float32 (Inkling runs its convs in fp32).
+    ``elementwise_conv_dim``: channels of ``conv_dim`` whose convolution has per-token taps and
+    runs as elementwise products (Inkling 2's dynamic convs): in the state, not in the FLOPs.
     """
 
     kind: str
@@ -109,6 +111,7 @@ class Mixer:
     chunk: int | None = None
     state_fp32: bool = True
     conv_fp32: bool = False
+    elementwise_conv_dim: int = 0
 
     @property
     def conv_elements(self) -> int:
@@ -330,6 +333,9 @@ class ModelSpec:
     unbuilt: tuple[tuple[str, int], ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
     origin: Origin | None = None
+    # FLOPs per token of attention across depth, not across the sequence (Inkling 2's attention
+    # over block outputs): constant in the context, counted with the mixers
+    depth_flops_per_token: int = 0
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
     method: str = "formula"
     measured_seconds: float = 0.0

@@ -15,8 +15,10 @@ import pytest
 from test_families_hybrid import matches_transformers, tiny
 
 from llmcalc import count, load_spec
-from llmcalc.flops import forward_flops_per_sequence, weight_terms
+from llmcalc.families.inkling import _sum_ceil
+from llmcalc.flops import forward_flops_per_sequence, mixer_flops_per_token, weight_terms
 from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.spec import LayerSet, Run
 from llmcalc.units import DType
 from llmcalc.verify import measure_forward
 
@@ -24,11 +26,14 @@ TOTALS = {
     "lfm3-default": 1_728_801_536,  # Lfm3Config() defaults (LFM3-1.7B's documented shape)
     "lara-mini-default": 7_281_684_672,  # LaraMiniConfig() defaults (Lara-4-Mini's)
     "inkling-text-default": 975_340_270_146,  # InklingTextConfig() defaults (Inkling's text model)
+    "inkling2-text-default": 593_718_478_848,  # Inkling2TextConfig() defaults (Inkling-2-Small)
 }
 # Lara-Mini: 34 layers × 124 of 128 experts (gate_up 2·512 × 1024, down 1024 × 512) left out
 ACTIVE = {"lara-mini-default": 7_281_684_672 - 34 * 124 * 3 * 512 * 1024,
           # Inkling: 66 layers × 250 of 256 experts (3 × 3072 × 6144 each) left out
-          "inkling-text-default": 975_340_270_146 - 66 * 250 * 3 * 3072 * 6144}
+          "inkling-text-default": 975_340_270_146 - 66 * 250 * 3 * 3072 * 6144,
+          # Inkling 2: 48 layers × 376 of 384 experts (3 × 2304 × 4608 each) left out
+          "inkling2-text-default": 593_718_478_848 - 48 * 376 * 3 * 2304 * 4608}
 
 IDS = {"pad_token_id": 0, "bos_token_id": 1, "eos_token_id": 2}  # within the tiny vocab
 
@@ -80,6 +85,17 @@ VARIANTS |= {
     "inkling_text-listed": tiny(
         "inkling_text", **INKLING, layer_types=["hybrid_sliding", "hybrid", "hybrid_sliding"],
         mlp_layer_types=["sparse", "dense", "sparse"]),
+}
+INKLING2 = {k: v for k, v in INKLING.items() if k not in ("intermediate_size", "n_shared_experts")}
+VARIANTS |= {
+    # every 6th layer full; blocks of 3 layers; the head narrower than the vocabulary
+    "inkling2_text-default-pattern": tiny("inkling2_text", num_hidden_layers=8,
+                                          n_layers_per_attn_res_block=3, unpadded_vocab_size=90,
+                                          **INKLING2),
+    "inkling2_text-listed-full-first": tiny(
+        "inkling2_text", num_hidden_layers=5, n_layers_per_attn_res_block=2,
+        unpadded_vocab_size=100, conv_kernel_size=3, **INKLING2,
+        layer_types=["hybrid", "hybrid_sliding", "hybrid", "hybrid", "hybrid_sliding"]),
 }
 
 
@@ -151,6 +167,31 @@ def test_inkling_layer_kinds_state_and_relative_bias_flops() -> None:
     assert sorted(terms) == [11 * 2 * 64 * 16 * 1024, 55 * 2 * 64 * 16 * 512]
 
 
+def test_inkling2_depth_flops_by_hand() -> None:
+    # 48 layers, blocks of 6, full at i ≡ 5 (mod 6): layer i reads ⌈i/6⌉ blocks + its partial sum
+    spec = load_spec("inkling2-text-default")
+    d, n, L = 4608, 6, 48
+    sources = 0
+    for i in range(L):
+        blocks = -(-i // n)
+        queries = 3 if i % 6 == 5 else 1
+        sources += (queries * (blocks + 1) if i else 0) + blocks + 1 + (i % n == 0)
+    sources += -(-L // n) + 1  # the final input
+    assert spec.depth_flops_per_token == 4 * d * sources
+    # full layers' K and V convs are per-token products: in the state, not in the FLOPs
+    full = next(g for g in spec.layer_groups if g.name == "attention")
+    assert full.mixer is not None and mixer_flops_per_token(full.mixer) == 2 * 2 * d * 4
+    assert full.mixer.conv_elements == (2 * 8 * 128 + 2 * d) * 4
+
+
+@pytest.mark.parametrize("period,width,start,stop,n", [
+    (1, 1, 0, 50, 6), (6, 5, 0, 47, 6), (6, 1, 5, 100, 4), (7, 3, 2, 60, 5), (4, 2, 9, 10, 1)])
+def test_sum_ceil_equals_brute_force(period: int, width: int, start: int, stop: int,
+                                     n: int) -> None:
+    layers = LayerSet((Run(start, stop, start % period, period, width),))
+    assert _sum_ceil(layers, n) == sum(-(-i // n) for i in layers)
+
+
 def test_hostile_layer_count_is_instant() -> None:
     spec = load_spec("lfm3-default", overrides=["num_hidden_layers=1000000000000"])
     groups = {g.name: len(g.layers) for g in spec.layer_groups}
@@ -164,6 +205,9 @@ def test_hostile_layer_count_is_instant() -> None:
     groups = {g.name: len(g.layers) for g in spec.layer_groups}
     assert groups == {"sliding_attention, mlp": 833_333_333_333, "attention, mlp": 166_666_666_666,
                       "sliding_attention, moe": 1}  # layer 10¹² − 1: (i + 1) mod 6 = 4
+    spec = load_spec("inkling2-text-default", overrides=["num_hidden_layers=1000000000000"])
+    assert sum(len(g.layers) for g in spec.layer_groups) == 10**12
+    assert spec.depth_flops_per_token > 4 * 4608 * 10**12
 
 
 # ---- cache bytes and FLOPs of a real forward pass -----------------------------------------------
@@ -185,21 +229,43 @@ CUTS = [
                               "hidden_size=256", "intermediate_size=512", "n_routed_experts=4",
                               "num_experts_per_tok=2", "moe_intermediate_size=128"],
      ("LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer")),
+    # Inkling 2: static convs in sliding layers, dynamic (elementwise) ones in full layers,
+    # attention over blocks of 2 layers
+    ("inkling2-text-default", ['layer_types=["hybrid_sliding","hybrid","hybrid_sliding"]',
+                               "num_hidden_layers=3", "n_layers_per_attn_res_block=2",
+                               "hidden_size=256", "n_routed_experts=4", "num_experts_per_tok=2",
+                               "moe_intermediate_size=128", "vocab_size=1000",
+                               "unpadded_vocab_size=900"],
+     ("LinearAttentionAndSlidingWindowAttentionLayer", "LinearAttentionAndFullAttentionLayer",
+      "LinearAttentionAndSlidingWindowAttentionLayer")),
+    ("inkling2-text-default", ['layer_types=["hybrid","hybrid_sliding"]', "num_hidden_layers=2",
+                               "n_layers_per_attn_res_block=1", "hidden_size=256",
+                               "n_routed_experts=4", "num_experts_per_tok=2",
+                               "moe_intermediate_size=128", "vocab_size=1000",
+                               "unpadded_vocab_size=900"],
+     ("LinearAttentionAndFullAttentionLayer", "LinearAttentionAndSlidingWindowAttentionLayer")),
 ]
 
+CUT_IDS = [f"{c[0]}-{i}" for i, c in enumerate(CUTS)]
+# Inkling 2 does not run in bf16 on the CPU (its fp32 router meets bf16 inputs): run it in fp32
+RUN_DTYPE = {"inkling2-text-default": DType.fp32}
 
-@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS, ids=[c[0] for c in CUTS])
+
+@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS, ids=CUT_IDS)
 def test_cache_bytes_equal_transformers(name: str, overrides: list[str], layers: Any) -> None:
     spec = load_spec(name, overrides=overrides)
-    m = measure_forward(spec, num_layers=spec.num_layers, seq_len=SEQ, batch=BATCH, use_cache=True)
+    dtype = RUN_DTYPE.get(name, DType.bf16)
+    m = measure_forward(spec, num_layers=spec.num_layers, seq_len=SEQ, batch=BATCH, use_cache=True,
+                        dtype=dtype.value)
     assert m.cache_layers == layers
-    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
-    assert 0 < BATCH * state_bytes_per_sequence(spec, dtype=DType.bf16) < m.kv_cache_bytes
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=dtype)
+    assert 0 < BATCH * state_bytes_per_sequence(spec, dtype=dtype) < m.kv_cache_bytes
 
 
-@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS, ids=[c[0] for c in CUTS])
+@pytest.mark.parametrize(("name", "overrides", "layers"), CUTS, ids=CUT_IDS)
 def test_prefill_flops_equal_flop_counter(name: str, overrides: list[str], layers: Any) -> None:
     spec = load_spec(name, overrides=overrides)
-    m = measure_forward(spec, num_layers=spec.num_layers, seq_len=SEQ)
+    m = measure_forward(spec, num_layers=spec.num_layers, seq_len=SEQ,
+                        dtype=RUN_DTYPE.get(name, DType.bf16).value)
     assert m.flops == forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
     assert "aten.convolution" in m.flops_by_op and "aten.bmm" in m.flops_by_op

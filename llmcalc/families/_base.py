@@ -91,6 +91,7 @@ class Architecture:
     notes: tuple[str, ...] = ()
     # parameters a checkpoint holds that transformers does not build, by name (mtp_params)
     unbuilt: tuple[tuple[str, int], ...] = ()
+    depth_flops_per_token: int = 0  # ModelSpec.depth_flops_per_token
 
 
 # ---- checks shared by families ------------------------------------------------------------------

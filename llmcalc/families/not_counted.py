@@ -20,7 +20,8 @@ NOT_COUNTED: dict[str, str] = {
     "aria_text": MOE,
     "axk1": MOE,
     "axk2": MOE,
-    "bailing_hybrid": SSM,
+    "bailing_hybrid": SSM + " (Kimi delta attention + MLA with an output gate + DeepSeek-V3 MoE:"
+    " to be built on the kimi_linear family's KDA mixer)",
     "bart": ENC_DEC,
     "beam": MOE,
     "bert": ENCODER,
@@ -56,8 +57,9 @@ NOT_COUNTED: dict[str, str] = {
     + " (two looped stacks: each layer runs H_cycles·(L_cycles + 1) times, which FLOPs and KV need)",
     "hy_v3": MOE,
     "hy_v4": MOE,
-    "inkling2_loop_text": SSM,
-    "inkling2_text": SSM,
+    "inkling2_loop_text": SSM + " (Inkling 2's layers, the looped span run loop_num_passes times"
+    " with its own K/V and conv states per pass, message gates and message attention over the"
+    " previous pass's blocks: FLOPs and cache need per-pass application counts)",
     "kimi_linear": SSM,
     "kolibri1": MOE,
     "laguna": MOE,
@@ -81,7 +83,9 @@ NOT_COUNTED: dict[str, str] = {
     "qwen3_5": MULTIMODAL,
     "qwen3_5_moe": MULTIMODAL,
     "qwen4_exp": MULTIMODAL,
-    "qwen4_exp_text": SSM,
+    "qwen4_exp_text": SSM + " (gated DeltaNet hybrid with hyper-connections (hc_count residual"
+    " streams), per-layer hashed n-gram embeddings with their own conv state, and a QSA token"
+    " indexer on the attention layers)",
     "recurrent_gemma": SSM,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
     "rembert": ENCODER,

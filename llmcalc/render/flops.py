@@ -144,10 +144,14 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         for t in r.mixer_terms:
             m = t.mixer
             lines.append(
-                f"  {t.group} ({m.kind}): {plural(t.num_layers, 'layer')} × (2 × {n(m.conv_dim)} × "
+                f"  {t.group} ({m.kind}): {plural(t.num_layers, 'layer')} × "
+                f"(2 × {n(m.conv_dim - m.elementwise_conv_dim)} × "
                 f"{m.conv_kernel} + 2 × {n(m.heads)} × {m.head_dim} × {m.state_size}) "
                 f"= {n(t.num_layers * t.per_layer)}"
             )
+        if spec.depth_flops_per_token:
+            lines.append(f"  attention over the layers' block outputs (any context) = "
+                         f"{n(spec.depth_flops_per_token)}")
         lines.append(f"  sum = {n(r.mixer_flops_per_token)}")
         mixer = f" + {n(r.mixer_flops_per_token)}"
     lines.append(
