@@ -25,6 +25,11 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   runs, as FlopCounterMode counts it: the convolution over n + kernel − 1 padded positions, and for
   Mamba-2 the chunked SSD scan (Dao & Gu 2024, §6: 2·h·(n'·Q·(N + p) + 2·n'·p·N + (c+1)²·p·N), n'
   = n rounded up to c chunks of Q); *causal* is n × the per-token figure.
+  A convolution whose taps are computed per token (Inkling 2's dynamic K/V convs) runs as
+  elementwise products and is not counted either; its state is. Attention across depth (Inkling 2's
+  queries over the layers' block outputs, 2·q·s·d for scores and values each) is counted per token
+  with the mixers, constant in the context. A weight a token meets once per head (Inkling's
+  relative-bias bank, ``Tensor.uses``) counts 2 × its elements × the heads.
 - **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
   matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
   the "6N" rule plus attention).

@@ -42,7 +42,8 @@ VARIANTS = {
     "lfm3-default-pattern-9": tiny("lfm3", **IDS, num_hidden_layers=9, num_attention_heads=4,
                                    num_key_value_heads=2, head_dim=16, intermediate_size=96),
     "lfm3-listed-no-gate-no-sandwich-bias-untied": tiny(
-        "lfm3", **IDS, num_attention_heads=4, num_key_value_heads=4, head_dim=8, intermediate_size=40,
+        "lfm3", **IDS, num_attention_heads=4, num_key_value_heads=4, head_dim=8,
+        intermediate_size=40,
         layer_types=["sliding_attention", "conv", "full_attention"], use_attention_gate=False,
         use_sandwich_norm=False, attention_bias=True, conv_bias=True, conv_L_cache=3,
         tie_word_embeddings=False),

@@ -92,7 +92,9 @@ class InklingTextConfig(DecoderConfig):
 
     @property
     def expert_ff(self) -> int:
-        return self.intermediate_size if self.dense_intermediate_size else self.moe_intermediate_size
+        if self.dense_intermediate_size:
+            return self.intermediate_size
+        return self.moe_intermediate_size
 
 
 def _attention_plan(c: InklingTextConfig) -> LayerPlan:
@@ -216,7 +218,7 @@ def describe(c: InklingTextConfig) -> Architecture:
     )
 
 
-# ---- Inkling 2: attention over block outputs, gated output, sinks, dynamic convs in full layers ----
+# ---- Inkling 2: attention over block outputs, gated output, sinks, dynamic convs in full layers --
 #
 # transformers ``models/inkling2/modeling_inkling2.py`` (``Inkling2ForCausalLM``). Against Inkling:
 # - q_proj.linear h·hd × d with norm.scale [h, hd]; k_proj, v_proj .linear kv·hd × d, each with its
@@ -268,7 +270,8 @@ class Inkling2TextConfig(DecoderConfig):
 
 
 def _inkling2_plan(c: Inkling2TextConfig) -> LayerPlan:
-    """Full or sliding layers, as listed or every 6th full; layer 0 on its own (no attention_input)."""
+    """Full or sliding layers, as listed or every 6th full; layer 0 on its own (it reads no
+    attention_input)."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
         require(len(c.layer_types) == L, "layer_types",
@@ -379,7 +382,8 @@ def describe_inkling2(c: Inkling2TextConfig) -> Architecture:
         inputs = ["input_layernorm"] if sliding else ["q_input_layernorm", "k_input_layernorm",
                                                       "v_input_layernorm"]
         rest = [
-            *(t for name in inputs for t in norm(f"{p}.{name}", f"{attn_kind}/norm", d, bias=False)),
+            *(t for name in inputs
+              for t in norm(f"{p}.{name}", f"{attn_kind}/norm", d, bias=False)),
             *norm(f"{p}.post_attention_layernorm", "moe/norm", d, bias=False),
             *depthwise_conv(f"{p}.post_attention_convolution.conv1d", f"{attn_kind}/post_conv",
                             d, k, bias=False),

@@ -191,9 +191,10 @@ def rename(tensors: list[Tensor], names: dict[str, str]) -> list[Tensor]:
     return out
 
 
-# ---- LFM3: LFM2 with sliding attention, Qwen3 attention + output gate, sandwich norms ---------------
+# ---- LFM3: LFM2 with sliding attention, Qwen3 attention + output gate, sandwich norms ----------
 
-LFM3_KINDS = {"conv": "conv", "full_attention": "attention", "sliding_attention": "sliding_attention"}
+LFM3_KINDS = {"conv": "conv", "full_attention": "attention",
+              "sliding_attention": "sliding_attention"}
 
 
 class Lfm3Config(DecoderConfig):

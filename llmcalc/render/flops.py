@@ -163,6 +163,8 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         f"seed rule = 2 × {n(r.active_params)} + 4 × {n(r.ctx)} × {n(s.hidden_size)} × "
         f"{s.num_layers} = {n(r.seed_rule_per_token)} ({pct(r.seed_rule_percent_off)})"
     )
+    depth = ([f"{n(r.ctx)} × {n(spec.depth_flops_per_token)} (attention over block outputs)"]
+             if spec.depth_flops_per_token else [])
     full = " + ".join(
         [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
          for a in r.attention_terms]
@@ -170,11 +172,13 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
            + (f" in chunks of {t.mixer.chunk}" if t.mixer.chunk else "")
            + f", conv over {n(r.ctx)} + {t.mixer.conv_kernel - 1} padded positions)"
            for t in r.mixer_terms]
+        + depth
     )
     causal = " + ".join(
         [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
          f"({a.qk_head_dim} + {a.v_head_dim})" for a in r.attention_terms]
         + [f"{m.num_layers} × {n(r.ctx)} steps × {n(m.per_layer)}" for m in r.mixer_terms]
+        + depth
     )
     def times_batch(expr: str) -> str:
         return f"{r.batch} × ({expr})" if r.batch > 1 else expr
