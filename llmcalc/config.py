@@ -363,6 +363,7 @@ def spec_from_raw(
         source=f"{raw.source} (before --set)" if overrides and raw.source else raw.source,
         notes=(*notes, *arch.notes),
         unbuilt=arch.unbuilt,
+        depth_flops_per_token=arch.depth_flops_per_token,
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,

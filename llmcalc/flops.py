@@ -34,6 +34,11 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   KDA, lightning attention and the mLSTM read their state twice per token; their prefills follow
   their torch paths (:func:`gated_delta_chunked_flops`, :func:`kda_chunked_flops`,
   :func:`lightning_block_flops`, :func:`mlstm_chunkwise_flops`); RWKV's WKV is elementwise (0).
+  A convolution whose taps are computed per token (Inkling 2's dynamic K/V convs) runs as
+  elementwise products and is not counted either; its state is. Attention across depth (Inkling 2's
+  queries over the layers' block outputs, 2·q·s·d for scores and values each) is counted per token
+  with the mixers, constant in the context. A weight a token meets once per head (Inkling's
+  relative-bias bank, ``Tensor.uses``) counts 2 × its elements × the heads.
 - **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
   matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
   the "6N" rule plus attention).
@@ -76,8 +81,9 @@ def _experts_per_tok(spec: ModelSpec) -> int:
 
 
 def matmul_elements(t: Tensor, spec: ModelSpec) -> int:
-    """Elements of ``t`` one token is multiplied by (0 for lookups, norms, biases; k/E for experts)."""
-    return t.active_numel(_experts_per_tok(spec)) if t.matmul else 0
+    """Elements of ``t`` one token is multiplied by (0 for lookups, norms, biases; k/E for experts;
+    × ``uses`` for a matrix applied once per head)."""
+    return t.active_numel(_experts_per_tok(spec)) * t.uses if t.matmul else 0
 
 
 @dataclass(frozen=True)
@@ -207,8 +213,9 @@ def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
 
 
 def conv_flops_per_token(m: Mixer) -> int:
-    """The causal depthwise convolution: 2 · conv_dim · kernel per token."""
-    return FLOPS_PER_MAC * m.conv_dim * m.conv_kernel
+    """The causal depthwise convolution: 2 · conv_dim · kernel per token (less the channels whose
+    taps are per-token products, elementwise by torch's convention)."""
+    return FLOPS_PER_MAC * (m.conv_dim - m.elementwise_conv_dim) * m.conv_kernel
 
 
 def readout_flops_per_token(m: Mixer) -> int:
@@ -321,8 +328,9 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
 
 
 def mixer_flops_per_token_all(spec: ModelSpec) -> int:
-    """Σ over layers with a mixer of its per-token FLOPs (0 for attention-only models)."""
-    return sum(
+    """Σ over layers with a mixer of its per-token FLOPs (0 for attention-only models), and any
+    attention across depth (``ModelSpec.depth_flops_per_token``)."""
+    return spec.depth_flops_per_token + sum(
         len(g.layers) * mixer_flops_per_token(g.mixer)
         for g in spec.layer_groups
         if g.mixer is not None
@@ -330,7 +338,7 @@ def mixer_flops_per_token_all(spec: ModelSpec) -> int:
 
 
 def _mixer_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
-    return sum(
+    return ctx * spec.depth_flops_per_token + sum(
         len(g.layers) * mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=causal)
         for g in spec.layer_groups
         if g.mixer is not None

@@ -100,9 +100,16 @@ def state_dtype(m: Mixer, dtype: DType) -> DType:
     return STATE_FP32 if m.state_fp32 else dtype
 
 
+def conv_dtype(m: Mixer, dtype: DType) -> DType:
+    """The convolution state's dtype: the cache dtype, or float32 where transformers keeps it so."""
+    return STATE_FP32 if m.conv_fp32 else dtype
+
+
 def state_bytes_per_layer(m: Mixer, *, dtype: DType) -> int:
     """One sequence's state in one layer: conv_dim × kernel at ``dtype`` + h × p × N (fp32)."""
-    return nbytes(m.conv_elements, dtype) + nbytes(m.state_elements, state_dtype(m, dtype))
+    return nbytes(m.conv_elements, conv_dtype(m, dtype)) + nbytes(
+        m.state_elements, state_dtype(m, dtype)
+    )
 
 
 def state_bytes_per_sequence(spec: ModelSpec, *, dtype: DType) -> int:
@@ -213,6 +220,7 @@ class StateTerm:
     state_elements: int  # per layer
     state_dtype: DType
     bytes_per_layer: int
+    conv_dtype: DType | None = None  # None: the cache dtype
 
 
 @dataclass(frozen=True)
@@ -312,6 +320,7 @@ def memory(
             state_elements=g.mixer.state_elements,
             state_dtype=state_dtype(g.mixer, kv_dtype),
             bytes_per_layer=state_bytes_per_layer(g.mixer, dtype=kv_dtype),
+            conv_dtype=conv_dtype(g.mixer, kv_dtype),
         )
         for g in spec.layer_groups
         if g.mixer is not None

@@ -29,6 +29,9 @@ class Tensor:
     with (counted once, there, but still multiplied by in the forward pass). ``per_source``: a matmul
     an encoder–decoder's decoder applies to the encoder's output (cross-attention K and V), once per
     source token and sequence, not per generated token.
+    with (counted once, there, but still multiplied by in the forward pass); ``uses`` is how many
+    times one token is multiplied by it (1; once per head for a bank shared by the heads, as
+    Inkling's relative-position profiles).
     """
 
     name: str
@@ -38,6 +41,7 @@ class Tensor:
     experts: int = 0
     tied_to: str | None = None
     per_source: bool = False
+    uses: int = 1
 
     @property
     def copies(self) -> int:
@@ -118,6 +122,9 @@ class Mixer:
     kept beside those matrices (the mLSTM's normalizer and stabilizer). ``state_fp32``: transformers
     keeps the recurrent state in float32 whatever the model's dtype. ``chunk``: the chunk length of
     a chunked scan (Mamba-2 SSD), which sets the FLOPs its torch path spends on a prefill.
+    ``conv_fp32``: the convolution state too is kept in float32 (Inkling runs its convs in fp32).
+    ``elementwise_conv_dim``: channels of ``conv_dim`` whose convolution has per-token taps and
+    runs as elementwise products (Inkling 2's dynamic convs): in the state, not in the FLOPs.
     """
 
     kind: str
@@ -129,6 +136,8 @@ class Mixer:
     chunk: int | None = None
     state_fp32: bool = True
     extra_state: int = 0  # more recurrent state beside the matrices (mLSTM: normalizer, stabilizer)
+    conv_fp32: bool = False
+    elementwise_conv_dim: int = 0
 
     @property
     def conv_elements(self) -> int:
@@ -404,6 +413,9 @@ class ModelSpec:
     unbuilt: tuple[tuple[str, int], ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
     origin: Origin | None = None
+    # FLOPs per token of attention across depth, not across the sequence (Inkling 2's attention
+    # over block outputs): constant in the context, counted with the mixers
+    depth_flops_per_token: int = 0
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
     method: str = "formula"
     measured_seconds: float = 0.0

@@ -130,6 +130,7 @@ MODEL_TYPES: dict[str, Family] = {
     "nemotron_h": Family("nemotron_h", "NemotronHConfig"),
     "lfm2": Family("lfm2", "Lfm2Config"),
     "lfm2_moe": Family("lfm2", "Lfm2MoeConfig", "describe_moe"),
+    "lfm3": Family("lfm2", "Lfm3Config", "describe_lfm3"),
     "falcon_h1": Family("falcon_h1", "FalconH1Config"),
     "qwen3_next": Family("qwen3_next", "Qwen3NextConfig"),
     "qwen3_5_text": Family("qwen3_next", "Qwen3_5TextConfig"),
@@ -143,6 +144,9 @@ MODEL_TYPES: dict[str, Family] = {
     "minimax": Family("minimax", "MiniMaxConfig"),
     "rwkv": Family("rwkv", "RwkvConfig"),
     "xlstm": Family("xlstm", "XLSTMConfig"),
+    "lara_mini": Family("qwen3_next", "LaraMiniConfig"),
+    "inkling_text": Family("inkling", "InklingTextConfig"),
+    "inkling2_text": Family("inkling", "Inkling2TextConfig", "describe_inkling2"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),

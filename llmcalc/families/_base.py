@@ -95,6 +95,7 @@ class Architecture:
     # are the main part, named main_part
     parts: tuple[Part, ...] = ()
     main_part: str = "language"
+    depth_flops_per_token: int = 0  # ModelSpec.depth_flops_per_token
 
 
 # ---- checks shared by families ------------------------------------------------------------------

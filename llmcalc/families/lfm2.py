@@ -7,6 +7,13 @@ q and k over head_dim); ``feed_forward`` w1, w3 [ff', d], w2 [d, ff'] with ff' =
 or, with block_auto_adjust_ff_dim, ⌈multiplier · ⌊2·ff/3⌋ / block_multiple_of⌉ · block_multiple_of
 (Lfm2MLP). Outer: model.embed_tokens, model.embedding_norm (the final norm), lm_head (tied by
 default). Tensor names as in transformers ``Lfm2ForCausalLM``.
+
+LFM3 (transformers ``models/lfm3/modeling_lfm3.py``) is LFM2 with three changes, described below as
+such: a ``sliding_attention`` layer type (attention within ``sliding_window`` tokens); attention as
+Qwen3's (q_proj, k_proj, v_proj, o_proj with ``attention_bias``, q_norm and k_norm over head_dim)
+plus a per-head sigmoid output gate ``g_proj`` [h, d] (``use_attention_gate``); RMSNorms after the
+mixer and after the MLP (``post_operator_norm``, ``post_ffn_norm``, with ``use_sandwich_norm``).
+Its MLP is w1, w3 [ff, d], w2 [d, ff] at intermediate_size as given (Lfm2MoeMLP).
 """
 
 from __future__ import annotations
@@ -19,11 +26,14 @@ from llmcalc.families._base import (
     Architecture,
     Count,
     DecoderConfig,
+    LayerPlan,
     Size,
     check_top_k,
+    gqa_projections,
     linear,
     llama_outer_tensors,
     norm,
+    override_plan,
     plan_from_kinds,
     qk_norms,
     require,
@@ -31,7 +41,7 @@ from llmcalc.families._base import (
     router,
     swiglu,
 )
-from llmcalc.families._ssm import LayerBuild, mixed_layers, short_conv
+from llmcalc.families._ssm import LayerBuild, mixed_layers, residue_plan, short_conv
 from llmcalc.spec import MoE, Tensor
 
 KINDS = {"conv": "conv", "full_attention": "attention", "attention": "attention"}
@@ -179,3 +189,69 @@ def rename(tensors: list[Tensor], names: dict[str, str]) -> list[Tensor]:
             name = name.replace(f".{old}.", f".{new}.")
         out.append(replace(t, name=name))
     return out
+
+
+# ---- LFM3: LFM2 with sliding attention, Qwen3 attention + output gate, sandwich norms ----------
+
+LFM3_KINDS = {"conv": "conv", "full_attention": "attention",
+              "sliding_attention": "sliding_attention"}
+
+
+class Lfm3Config(DecoderConfig):
+    transformers_class = "Lfm3Config"
+
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    tie_word_embeddings: bool = True
+    attention_bias: bool = False
+    conv_bias: bool = False
+    conv_L_cache: Size = 7
+    sliding_window: Size | None = 256
+    use_sandwich_norm: bool = True
+    use_attention_gate: bool = True
+    layer_types: list[str] | None = None
+
+
+def _lfm3_plan(c: Lfm3Config) -> LayerPlan:
+    """Layer kinds as listed, else Lfm3Config's default: full attention where i mod 4 = 2, sliding
+    where i mod 4 = 0 (but not layer 0), the short convolution elsewhere."""
+    L = c.num_hidden_layers
+    if c.layer_types is not None:
+        require(len(c.layer_types) == L, "layer_types",
+                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
+        for i, kind in enumerate(c.layer_types):
+            require(kind in LFM3_KINDS, f"layer_types.{i}",
+                    f"unknown layer type {kind!r} (one of: {', '.join(LFM3_KINDS)})")
+        return plan_from_kinds([LFM3_KINDS[kind] for kind in c.layer_types])
+    by_residue = {0: "sliding_attention", 2: "attention"}
+    plan = residue_plan(L, 4, lambda r: by_residue.get(r, "conv"), field="layer_types")
+    return override_plan(plan, [0], "conv")
+
+
+def describe_lfm3(c: Lfm3Config) -> Architecture:
+    d, v, p = c.hidden_size, c.vocab_size, "model.layers.{i}"
+    h, kv, hd = c.num_attention_heads, c.resolved_kv_heads, c.resolved_head_dim
+
+    def build(kind: str) -> LayerBuild:
+        norms = [*norm(f"{p}.operator_norm", f"{kind}/norm", d, bias=False),
+                 *norm(f"{p}.ffn_norm", "mlp/norm", d, bias=False)]
+        if c.use_sandwich_norm:  # RMSNorm on the mixer's and the MLP's outputs
+            norms += [*norm(f"{p}.post_operator_norm", f"{kind}/post_norm", d, bias=False),
+                      *norm(f"{p}.post_ffn_norm", "mlp/post_norm", d, bias=False)]
+        mlp = swiglu_w(f"{p}.feed_forward", d, c.intermediate_size)
+        if kind == "conv":
+            tensors, mixer = short_conv(f"{p}.conv", d, kernel=c.conv_L_cache, bias=c.conv_bias)
+            return [*tensors, *mlp, *norms], None, mixer
+        a = f"{p}.self_attn"
+        attn = [*gqa_projections(a, d, h, kv, hd, bias=c.attention_bias), *qk_norms(a, hd, hd)]
+        if c.use_attention_gate:  # g_proj: h × d, one sigmoid gate per head
+            attn += linear(f"{a}.g_proj", "attn/g_proj", h, d, bias=False)
+        window = c.sliding_window if kind == "sliding_attention" else None
+        return [*attn, *mlp, *norms], c.attention(window=window), None
+
+    return Architecture(
+        shape=c.shape(tied=c.tie_word_embeddings),
+        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings,
+                                    final_norm="model.embedding_norm"),
+        layer_groups=mixed_layers(_lfm3_plan(c), build),
+    )

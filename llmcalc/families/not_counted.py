@@ -21,6 +21,9 @@ NOT_COUNTED: dict[str, str] = {
     "axk1": MOE,
     "axk2": MOE,
     "bailing_hybrid": SSM,
+    "bailing_hybrid": SSM + " (Kimi delta attention + MLA with an output gate + DeepSeek-V3 MoE:"
+    " to be built on the kimi_linear family's KDA mixer)",
+    "bart": ENC_DEC,
     "beam": MOE,
     "bert-generation": ENCODER,
     "big_bird": ENCODER,
@@ -59,6 +62,13 @@ NOT_COUNTED: dict[str, str] = {
     "laguna": MOE,
     "lara_mini": SSM,
     "lfm3": SSM,
+    "inkling2_loop_text": SSM + " (Inkling 2's layers, the looped span run loop_num_passes times"
+    " with its own K/V and conv states per pass, message gates and message attention over the"
+    " previous pass's blocks: FLOPs and cache need per-pass application counts)",
+    "kimi_linear": SSM,
+    "kolibri1": MOE,
+    "laguna": MOE,
+    "llama4": MULTIMODAL,
     "marian": ENC_DEC,
     "megatron-bert": ENCODER,
     "mellum": MOE,
@@ -77,6 +87,10 @@ NOT_COUNTED: dict[str, str] = {
     "qwen3_5_moe": MULTIMODAL,
     "qwen4_exp": MULTIMODAL,
     "qwen4_exp_text": SSM,
+    "qwen4_exp_text": SSM + " (gated DeltaNet hybrid with hyper-connections (hc_count residual"
+    " streams), per-layer hashed n-gram embeddings with their own conv state, and a QSA token"
+    " indexer on the attention layers)",
+    "recurrent_gemma": SSM,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
     "rembert": ENCODER,
     "roberta-prelayernorm": ENCODER,

@@ -8,6 +8,12 @@ head_dim); ``mlp``: router ``gate`` [E, d], fused experts, ``shared_expert`` (Sw
 mlp_only_layers, num_experts > 0), else a SwiGLU MLP of intermediate_size. Layer types as listed,
 else full attention where (i + 1) mod full_attention_interval = 0. Tensor names as in transformers
 ``Qwen3NextForCausalLM``.
+
+Lara-Mini (transformers ``models/lara_mini/modeling_lara_mini.py``) is Qwen3.5-MoE with three
+changes, described below as such: a third layer type, ``sliding_attention`` (within
+``sliding_window`` tokens), and by default the pattern linear, sliding, linear, full, sliding
+repeating every 5 layers; Qwen3's attention (q_proj h·hd × d, no output gate); the shared expert
+added without a ``shared_expert_gate`` (FlintSparseMoeBlock).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from llmcalc.families._ssm import LayerBuild, gated_delta_net, mixed_layers, res
 from llmcalc.spec import MoE
 
 MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention"}
+SLIDING = {"sliding_attention": "sliding_attention"}
 
 
 class Qwen3NextConfig(DecoderConfig):
@@ -65,6 +72,15 @@ class Qwen3NextConfig(DecoderConfig):
     # Qwen3.5: the DeltaNet's projections split; its MLP always dense or always routed
     split_projections: ClassVar[bool] = False
     every_layer: ClassVar[str | None] = None  # "mlp" or "moe"; None: decoder_sparse_step decides
+    # Lara-Mini: its layer types, its default pattern, plain queries, an ungated shared expert
+    mixer_of: ClassVar[dict[str, str]] = MIXER_OF
+    default_pattern: ClassVar[tuple[str, ...] | None] = None  # None: full_attention_interval
+    output_gate: ClassVar[bool] = True  # q_proj 2·h·hd: the query and its sigmoid output gate
+    shared_expert_gate: ClassVar[bool] = True
+
+    @property
+    def window(self) -> int | None:
+        return None
 
 
 class Qwen3_5TextConfig(Qwen3NextConfig):
@@ -85,6 +101,31 @@ class Qwen3_5MoeTextConfig(Qwen3NextConfig):
     every_layer = "moe"
 
 
+class LaraMiniConfig(Qwen3NextConfig):
+    transformers_class = "LaraMiniConfig"
+
+    intermediate_size: Size | None = None  # type: ignore[assignment]  # every layer routed
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    tie_word_embeddings: bool = True
+    linear_num_key_heads: Size = 8
+    linear_num_value_heads: Size = 16
+    num_experts_per_tok: Size = 4
+    num_experts: Count = 128
+    sliding_window: Size | None = 512
+    split_projections = True
+    every_layer = "moe"
+    mixer_of = {**MIXER_OF, **SLIDING}
+    default_pattern = ("linear_attention", "sliding_attention", "linear_attention",
+                       "full_attention", "sliding_attention")
+    output_gate = False
+    shared_expert_gate = False
+
+    @property
+    def window(self) -> int | None:
+        return self.sliding_window
+
+
 def _plan(c: Qwen3NextConfig) -> LayerPlan:
     L, step, E = c.num_hidden_layers, c.decoder_sparse_step, c.num_experts
 
@@ -97,13 +138,17 @@ def _plan(c: Qwen3NextConfig) -> LayerPlan:
         require(len(c.layer_types) == L, "layer_types",
                 f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
         for i, kind in enumerate(c.layer_types):
-            require(kind in MIXER_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
-        mixers = [MIXER_OF[kind] for kind in c.layer_types]
+            require(kind in c.mixer_of, f"layer_types.{i}",
+                    f"unknown layer type {kind!r} (one of: {', '.join(c.mixer_of)})")
+        mixers = [c.mixer_of[kind] for kind in c.layer_types]
         plan = plan_from_kinds([f"{m}, {ffn(i)}" for i, m in enumerate(mixers)])
 
         def mixer_of(i: int) -> str:
             return mixers[i]
+    elif c.default_pattern is not None:  # Lara-Mini: every layer routed, no mlp_only_layers
+        pattern = [c.mixer_of[kind] for kind in c.default_pattern]
+        return residue_plan(L, len(pattern), lambda i: f"{pattern[i]}, {ffn(i)}",
+                            field="layer_types")
     else:
         k = c.full_attention_interval
 
@@ -114,7 +159,7 @@ def _plan(c: Qwen3NextConfig) -> LayerPlan:
         plan = residue_plan(L, period, lambda i: f"{mixer_of(i)}, {ffn(i)}",
                             field="full_attention_interval")
     dense = sorted({i for i in c.mlp_only_layers or [] if i < L}) if c.every_layer is None else []
-    for mixer in ("linear_attention", "attention"):
+    for mixer in ("linear_attention", "attention", "sliding_attention"):
         moved = [i for i in dense if mixer_of(i) == mixer]
         plan = override_plan(plan, moved, f"{mixer}, mlp")
     return plan
@@ -142,19 +187,23 @@ def describe(c: Qwen3NextConfig) -> Architecture:
                 *routed_experts(f"{m}.experts", d, c.moe_intermediate_size, E),
                 *swiglu(f"{m}.shared_expert", "moe/shared_expert", d,
                         c.shared_expert_intermediate_size),
-                *linear(f"{m}.shared_expert_gate", "moe/shared_expert_gate", 1, d, bias=False),
             ]
+            if c.shared_expert_gate:  # a sigmoid scale on the shared expert's output: 1 × d
+                ffn += linear(f"{m}.shared_expert_gate", "moe/shared_expert_gate", 1, d, bias=False)
         else:
             require(c.intermediate_size is not None, "intermediate_size", "missing required field")
             ffn = swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size or 0)
         norms = [*norm(f"{p}.input_layernorm", f"{mixer_kind}/norm", d, bias=False),
                  *norm(f"{p}.post_attention_layernorm", f"{ffn_kind}/norm", d, bias=False)]
-        if mixer_kind == "attention":
-            a = f"{p}.self_attn"
-            _, k_, v_, o = gqa_projections(a, d, h, kv, hd, bias=False)  # q is twice as wide
-            attn = [linear(f"{a}.q_proj", "attn/q_proj", 2 * h * hd, d, bias=False)[0], k_, v_, o,
+        if mixer_kind != "linear_attention":
+            a, bias = f"{p}.self_attn", c.attention_bias
+            q_rows = (2 if c.output_gate else 1) * h * hd  # the gated query is twice as wide
+            attn = [*linear(f"{a}.q_proj", "attn/q_proj", q_rows, d, bias=bias),
+                    *(t for t in gqa_projections(a, d, h, kv, hd, bias=bias)
+                      if ".q_proj." not in t.name),
                     *qk_norms(a, hd, hd)]
-            return [*attn, *ffn, *norms], c.attention(), None
+            window = c.window if mixer_kind == "sliding_attention" else None
+            return [*attn, *ffn, *norms], c.attention(window=window), None
         tensors, mixer = gated_delta_net(
             f"{p}.linear_attn", d, key_heads=c.linear_num_key_heads,
             value_heads=c.linear_num_value_heads, key_dim=c.linear_key_head_dim,

@@ -46,7 +46,8 @@ def _mixer_expression(m: Mixer) -> str:
     if m.kind == RWKV:
         return "0: token shift and WKV are elementwise"
     reads = STATE_READS.get(m.kind, 1)
-    parts = [f"2 × {n(m.conv_dim)} × {m.conv_kernel}"] if m.conv_dim and m.conv_kernel else []
+    conv = m.conv_dim - m.elementwise_conv_dim  # per-token taps (Inkling 2) are elementwise
+    parts = [f"2 × {n(conv)} × {m.conv_kernel}"] if conv and m.conv_kernel else []
     if reads:
         times = f"{reads} × " if reads > 1 else ""
         parts.append(f"{times}2 × {n(m.heads)} × {m.head_dim} × {m.state_size}")
@@ -237,6 +238,9 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
                 f"  {t.group} ({t.mixer.kind}): {plural(t.num_layers, 'layer')} × "
                 f"({_mixer_expression(t.mixer)}) = {n(t.num_layers * t.per_layer)}"
             )
+        if spec.depth_flops_per_token:
+            lines.append(f"  attention over the layers' block outputs (any context) = "
+                         f"{n(spec.depth_flops_per_token)}")
         lines.append(f"  sum = {n(r.mixer_flops_per_token)}")
         mixer = f" + {n(r.mixer_flops_per_token)}"
     lines.append(
@@ -248,6 +252,8 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         f"seed rule = 2 × {n(r.active_params)} + 4 × {n(r.ctx)} × {n(s.hidden_size)} × "
         f"{s.num_layers} = {n(r.seed_rule_per_token)} ({pct(r.seed_rule_percent_off)})"
     )
+    depth = ([f"{n(r.ctx)} × {n(spec.depth_flops_per_token)} (attention over block outputs)"]
+             if spec.depth_flops_per_token else [])
     full = " + ".join(
         [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
          for a in r.attention_terms]
@@ -255,11 +261,13 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
            + (f" in chunks of {t.mixer.chunk}" if t.mixer.chunk else "")
            + f", conv over {n(r.ctx)} + {t.mixer.conv_kernel - 1} padded positions)"
            for t in r.mixer_terms]
+        + depth
     )
     causal = " + ".join(
         [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
          f"({a.qk_head_dim} + {a.v_head_dim})" for a in r.attention_terms]
         + [f"{m.num_layers} × {n(r.ctx)} steps × {n(m.per_layer)}" for m in r.mixer_terms]
+        + depth
     )
     def times_batch(expr: str) -> str:
         return f"{r.batch} × ({expr})" if r.batch > 1 else expr

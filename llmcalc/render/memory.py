@@ -210,7 +210,9 @@ def explain_lines(r: MemoryResult) -> list[str]:
     for s in r.state_terms:
         lines.append(
             f"state per sequence, {s.group}: {plural(s.num_layers, 'layer')} × "
-            f"({n(s.conv_elements)} conv elements × {kb} bits / 8 + {n(s.state_elements)} "
+            f"({n(s.conv_elements)} conv elements × "
+            f"{kb if s.conv_dtype is None else DTYPE_BITS[s.conv_dtype]} bits / 8 + "
+            f"{n(s.state_elements)} "
             f"{s.kind} state elements × {DTYPE_BITS[s.state_dtype]} bits / 8) "
             f"= {n(s.num_layers * s.bytes_per_layer)} bytes"
         )

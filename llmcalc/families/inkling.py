@@ -1,0 +1,416 @@
+"""Inkling (Thinking Machines, transformers ``models/inkling/modeling_inkling.py``, the text model
+``InklingForCausalLM``): softmax attention in every layer, full or within a sliding window, wrapped
+in four short causal convolutions, with a relative-position bias computed from the hidden state.
+
+Per layer: input_layernorm, post_attention_layernorm [d]; ``self_attn``: q_proj h·hd × d, k_proj,
+v_proj kv·hd × d, r_proj h·d_rel × d (each head's relative state), o_proj d × h·hd, q_norm and
+k_norm over hd, ``k_sconv`` and ``v_sconv`` (depthwise convs over K and V, kv·hd channels) and
+``rel_logits_proj.proj`` [d_rel, R], a bank of bias-vs-distance profiles each head mixes
+(R = rel_extent in full layers, sliding_window_size in sliding ones, whose heads, kv heads and
+head_dim are the ``swa_`` fields); ``attn_sconv`` and ``mlp_sconv`` over d on the attention's and
+the MLP's outputs. Every conv: ``InklingShortConvolution``, weight [C, 1, k], no bias, run in
+float32 with a residual. The MLP (``mlp_layer_types`` "dense" or "sparse"): gate_proj, up_proj
+[ff, d], down_proj [d, ff] and a scalar global_scale; or a router ``gate`` [E + S, d] (the S shared
+experts are scored beside the routed ones) with its global_scale [1], routed experts gate_up
+[E, 2·ff, d], down [E, d, ff], and ``shared_experts`` stacked [S, ff, d] (gate, up), [S, d, ff]
+(down). Outer: model.embed_tokens [V, d] with its embed_norm [d], model.norm, lm_head (never tied).
+
+Cache per sequence and layer: K and V, plus the four convs' last k inputs (2·kv·hd + 2·d channels,
+float32 whatever the model's dtype): the conv state is a ``Mixer`` of kind short_conv beside the
+attention. FLOPs per token beyond the linear layers: the relative bias, (h × d_rel) · (d_rel × R)
+per layer (``Tensor.uses`` = h), and the four convs (flops.conv_flops_per_token).
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field
+
+from llmcalc.families._base import (
+    Architecture,
+    Count,
+    DecoderConfig,
+    LayerPlan,
+    Size,
+    check_top_k,
+    embedding,
+    linear,
+    lm_head,
+    norm,
+    override_plan,
+    periodic_plan,
+    plan_from_kinds,
+    qk_norms,
+    require,
+    resolve_kv_heads,
+    routed_experts,
+    router,
+    swiglu,
+)
+from llmcalc.families._ssm import LayerBuild, depthwise_conv, mixed_layers
+from llmcalc.spec import SHORT_CONV, Attention, LayerSet, Mixer, MoE, Run, Tensor
+
+ATTENTION_OF = {"hybrid": "attention", "hybrid_sliding": "sliding_attention"}
+FFN_OF = {"dense": "mlp", "sparse": "moe"}
+
+
+class InklingTextConfig(DecoderConfig):
+    transformers_class = "InklingTextConfig"
+
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    intermediate_size: Size = 24576
+    max_position_embeddings: Size | None = Field(
+        131072, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
+    )
+    swa_num_attention_heads: Size = 64
+    swa_num_key_value_heads: Size = 16
+    swa_head_dim: Size = 128
+    sliding_window_size: Size = Field(
+        512, validation_alias=AliasChoices("sliding_window_size", "sliding_window")
+    )
+    d_rel: Size = 16
+    rel_extent: Size = 1024
+    local_layer_ids: list[Count] | None = None
+    layer_types: list[str] | None = None
+    conv_kernel_size: Size = Field(
+        4, validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
+    )
+    mlp_layer_types: list[str] | None = None
+    dense_mlp_idx: Count = 0  # without mlp_layer_types: the first dense_mlp_idx layers dense
+    # in checkpoints that give it, intermediate_size is the experts' width and this the dense MLP's
+    dense_intermediate_size: Size | None = None
+    moe_intermediate_size: Size = 3072
+    n_routed_experts: Size = Field(
+        256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+    )
+    num_experts_per_tok: Size = 6
+    n_shared_experts: Size = 2
+
+    @property
+    def dense_ff(self) -> int:
+        return self.dense_intermediate_size or self.intermediate_size
+
+    @property
+    def expert_ff(self) -> int:
+        if self.dense_intermediate_size:
+            return self.intermediate_size
+        return self.moe_intermediate_size
+
+
+def _attention_plan(c: InklingTextConfig) -> LayerPlan:
+    """Full ("attention") or sliding layers: as listed, else all but local_layer_ids full, else
+    every 6th layer full (i + 1 ≡ 0 mod 6), the others sliding."""
+    L = c.num_hidden_layers
+    if c.layer_types is not None:
+        require(len(c.layer_types) == L, "layer_types",
+                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
+        for i, kind in enumerate(c.layer_types):
+            require(kind in ATTENTION_OF, f"layer_types.{i}",
+                    f"unknown layer type {kind!r} (one of: {', '.join(ATTENTION_OF)})")
+        return plan_from_kinds([ATTENTION_OF[kind] for kind in c.layer_types])
+    if c.local_layer_ids is not None:
+        local = sorted({i for i in c.local_layer_ids if i < L})
+        return override_plan({"attention": LayerSet.span(0, L)}, local, "sliding_attention")
+    return periodic_plan(L, period=6, every="attention", others="sliding_attention")
+
+
+def _plan(c: InklingTextConfig) -> LayerPlan:
+    """Each layer's "<attention kind>, <mlp or moe>"."""
+    attention = _attention_plan(c)
+    L = c.num_hidden_layers
+    if c.mlp_layer_types is not None:
+        require(len(c.mlp_layer_types) == L, "mlp_layer_types",
+                f"has {len(c.mlp_layer_types)} entries, num_hidden_layers is {L}")
+        for i, kind in enumerate(c.mlp_layer_types):
+            require(kind in FFN_OF, f"mlp_layer_types.{i}",
+                    f"unknown MLP type {kind!r} (one of: {', '.join(FFN_OF)})")
+        attention_of = {i: kind for kind, layers in attention.items() for i in layers}
+        return plan_from_kinds([f"{attention_of[i]}, {FFN_OF[kind]}"
+                                for i, kind in enumerate(c.mlp_layer_types)])
+    # the first dense_mlp_idx layers dense: cut each run at that index
+    k = c.dense_mlp_idx
+    plan: dict[str, list[Run]] = {}
+    for kind, layers in attention.items():
+        for r in layers.runs:
+            for ffn, start, stop in (("mlp", r.start, min(r.stop, k)),
+                                     ("moe", max(r.start, k), r.stop)):
+                piece = Run(start, stop, r.origin, r.period, r.width)
+                if len(piece):
+                    plan.setdefault(f"{kind}, {ffn}", []).append(piece)
+    return {kind: LayerSet(tuple(runs)) for kind, runs in plan.items()}
+
+
+def describe(c: InklingTextConfig) -> Architecture:
+    d, v, p, k = c.hidden_size, c.vocab_size, "model.layers.{i}", c.conv_kernel_size
+    E, S = c.n_routed_experts, c.n_shared_experts
+    plan = _plan(c)
+    has_moe = any(kind.endswith("moe") for kind in plan)
+    if has_moe:
+        check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok",
+                    e_field="n_routed_experts")
+
+    def attention_of(kind: str) -> tuple[Attention, int]:
+        """The layer's heads, kv heads, head_dim and window; and R, its relative-bias extent."""
+        if kind == "sliding_attention":
+            h, hd = c.swa_num_attention_heads, c.swa_head_dim
+            kv = resolve_kv_heads(h, c.swa_num_key_value_heads,
+                                  heads_field="swa_num_attention_heads",
+                                  kv_field="swa_num_key_value_heads")
+            return Attention(h, kv, hd, hd, window=c.sliding_window_size), c.sliding_window_size
+        return c.attention(), c.rel_extent
+
+    def build(kind: str) -> LayerBuild:
+        attn_kind, ffn_kind = kind.split(", ")
+        attention, extent = attention_of(attn_kind)
+        h, kv, hd = attention.heads, attention.kv_heads, attention.qk_head_dim
+        a = f"{p}.self_attn"
+        attn = [
+            *linear(f"{a}.q_proj", "attn/q_proj", h * hd, d, bias=False),
+            *linear(f"{a}.k_proj", "attn/k_proj", kv * hd, d, bias=False),
+            *linear(f"{a}.v_proj", "attn/v_proj", kv * hd, d, bias=False),
+            *linear(f"{a}.r_proj", "attn/r_proj", h * c.d_rel, d, bias=False),
+            *linear(f"{a}.o_proj", "attn/o_proj", d, h * hd, bias=False),
+            *depthwise_conv(f"{a}.k_sconv.conv1d", "attn/k_sconv", kv * hd, k, bias=False),
+            *depthwise_conv(f"{a}.v_sconv.conv1d", "attn/v_sconv", kv * hd, k, bias=False),
+            *qk_norms(a, hd, hd),
+            # d_rel × R, multiplied by each head's relative state: h uses per token
+            Tensor(f"{a}.rel_logits_proj.proj", (c.d_rel, extent), "attn/rel_logits_proj",
+                   matmul=True, uses=h),
+        ]
+        m = f"{p}.mlp"
+        if ffn_kind == "moe":
+            ffn = [
+                *router(f"{m}.gate", d, E + S),  # routed and shared experts scored together
+                Tensor(f"{m}.gate.global_scale", (1,), "moe/router"),
+                *routed_experts(f"{m}.experts", d, c.expert_ff, E),
+                # S shared experts stacked, all of them run: gate, up [S, ff, d], down [S, d, ff]
+                Tensor(f"{m}.shared_experts.gate_proj", (S, c.expert_ff, d),
+                       "moe/shared_experts/gate_proj", matmul=True),
+                Tensor(f"{m}.shared_experts.up_proj", (S, c.expert_ff, d),
+                       "moe/shared_experts/up_proj", matmul=True),
+                Tensor(f"{m}.shared_experts.down_proj", (S, d, c.expert_ff),
+                       "moe/shared_experts/down_proj", matmul=True),
+            ]
+        else:
+            ffn = [*swiglu(m, "mlp", d, c.dense_ff), Tensor(f"{m}.global_scale", (1,), "mlp")]
+        outer_convs = [
+            *depthwise_conv(f"{p}.attn_sconv.conv1d", f"{attn_kind}/attn_sconv", d, k, bias=False),
+            *depthwise_conv(f"{p}.mlp_sconv.conv1d", f"{ffn_kind}/mlp_sconv", d, k, bias=False),
+        ]
+        norms = [*norm(f"{p}.input_layernorm", f"{attn_kind}/norm", d, bias=False),
+                 *norm(f"{p}.post_attention_layernorm", f"{ffn_kind}/norm", d, bias=False)]
+        # the four convs' states: K and V (kv·hd each) and the two outputs (d each), in float32
+        mixer = Mixer(SHORT_CONV, conv_dim=2 * kv * hd + 2 * d, conv_kernel=k, heads=0,
+                      head_dim=0, state_size=0, conv_fp32=True)
+        return [*attn, *ffn, *outer_convs, *norms], attention, mixer
+
+    embed = "model.embed_tokens"
+    return Architecture(
+        shape=c.shape(tied=False),
+        tensors=(
+            embedding(embed, "embed/tokens", v, d),
+            *norm(f"{embed}.embed_norm", "embed/norm", d, bias=False),
+            *norm("model.norm", "final_norm", d, bias=False),
+            *lm_head("lm_head", v, d, tied_to=None),
+        ),
+        layer_groups=mixed_layers(plan, build),
+        moe=MoE(E, c.num_experts_per_tok, shared_experts=S) if has_moe else None,
+    )
+
+
+# ---- Inkling 2: attention over block outputs, gated output, sinks, dynamic convs in full layers --
+#
+# transformers ``models/inkling2/modeling_inkling2.py`` (``Inkling2ForCausalLM``). Against Inkling:
+# - q_proj.linear h·hd × d with norm.scale [h, hd]; k_proj, v_proj .linear kv·hd × d, each with its
+#   conv ``sconv``: static (conv1d [kv·hd, 1, k]) in sliding layers, dynamic in full layers
+#   (static_weight [k, kv·hd] plus per-token taps from weight_proj (kv·k) × d, one set per kv head,
+#   applied as elementwise products); o_proj.gate_proj h·hd × d (a sigmoid gate on the attention
+#   output) and o_proj.linear d × h·hd; sink_proj h × d (one sink logit per head);
+#   relative_position_bias.linear h·d_rel × d, .norm.scale [h, d_rel], .proj [d_rel, R].
+# - Attention residuals over blocks of n = n_layers_per_attn_res_block layers: every layer reads its
+#   input as attention of learned queries (attention_input.query [d], or [3, d] for a full layer's
+#   q, k, v inputs; none in layer 0; mlp_input.query [d]) over the block outputs so far plus the
+#   running partial sum; model.final_input.query [d] does so before the final norm. Full layers
+#   norm their three inputs (q_, k_, v_input_layernorm [d]).
+# - Routed experts only (softcapped SwiGLU), router ``gate`` [E, d] (fp32); post_attention_ and
+#   post_mlp_convolution (conv1d [d, 1, k]); lm_head [unpadded_vocab_size, d].
+
+FULL, SLIDING = "attention", "sliding_attention"
+
+
+class Inkling2TextConfig(DecoderConfig):
+    transformers_class = "Inkling2TextConfig"
+
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
+        2304, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
+    )
+    unpadded_vocab_size: Size = 200058
+    max_position_embeddings: Size | None = Field(
+        1048576, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
+    )
+    swa_num_attention_heads: Size = 48
+    swa_num_key_value_heads: Size = 8
+    swa_head_dim: Size = 128
+    sliding_window_size: Size = Field(
+        1024, validation_alias=AliasChoices("sliding_window_size", "sliding_window")
+    )
+    d_rel: Size = 16
+    rel_extent: Size = 1024
+    layer_types: list[str] | None = None
+    conv_kernel_size: Size = Field(
+        4, validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
+    )
+    n_routed_experts: Size = Field(
+        384, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+    )
+    num_experts_per_tok: Size = 8
+    n_layers_per_attn_res_block: Size = 6
+
+
+def _inkling2_plan(c: Inkling2TextConfig) -> LayerPlan:
+    """Full or sliding layers, as listed or every 6th full; layer 0 on its own (it reads no
+    attention_input)."""
+    L = c.num_hidden_layers
+    if c.layer_types is not None:
+        require(len(c.layer_types) == L, "layer_types",
+                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
+        for i, kind in enumerate(c.layer_types):
+            require(kind in ATTENTION_OF, f"layer_types.{i}",
+                    f"unknown layer type {kind!r} (one of: {', '.join(ATTENTION_OF)})")
+        plan = plan_from_kinds([ATTENTION_OF[kind] for kind in c.layer_types])
+    else:
+        plan = periodic_plan(L, period=6, every=FULL, others=SLIDING)
+    first = next(kind for kind, layers in plan.items() if 0 in layers)
+    return override_plan(plan, [0], f"{first}, layer 0")
+
+
+def _sum_ceil(layers: LayerSet, n: int) -> int:
+    """Σ ⌈i / n⌉ over ``layers``, in O(runs × width × log): each run's members at one offset form
+    an arithmetic progression, summed by :func:`floor_sum`."""
+    total = 0
+    for r in layers.runs:
+        for w in range(min(r.width, r.period)):
+            first = r.start + (r.origin + w - r.start) % r.period  # first member ≥ start
+            if first < r.stop:
+                count = (r.stop - first + r.period - 1) // r.period
+                total += floor_sum(count, n, r.period, first + n - 1)
+    return total
+
+
+def floor_sum(count: int, m: int, a: int, b: int) -> int:
+    """Σ_{t < count} ⌊(a·t + b) / m⌋ for a, b ≥ 0 (the Euclid-like reduction, O(log))."""
+    total = 0
+    while count > 0:
+        if a >= m:
+            total += (count - 1) * count // 2 * (a // m)
+            a %= m
+        if b >= m:
+            total += count * (b // m)
+            b %= m
+        y = a * count + b
+        if y < m:
+            break
+        count, b, m, a = y // m, y % m, a, m
+    return total
+
+
+def inkling2_depth_flops(plan: LayerPlan, *, d: int, n: int, num_layers: int) -> int:
+    """Per token, every attention over block outputs (Inkling2BlockAttentionResidual, eager:
+    scores and weighted sum, 2·q·s·d each for q queries over s sources). Layer i sees
+    B(i) = ⌈i / n⌉ finished blocks + its partial sum: its input, B(i) + 1 sources for 1 query (3 in
+    a full layer; none in layer 0); its MLP input, one source more where i is a block boundary
+    (i mod n = 0); the final input, B(L) + 1 sources."""
+    every = LayerSet(tuple(r for layers in plan.values() for r in layers.runs))
+    full = LayerSet(tuple(r for kind, layers in plan.items() if kind.startswith(FULL)
+                          for r in layers.runs))
+    L, blocks = num_layers, -(-num_layers // n)  # boundaries 0, n, 2n, … below L
+    sources = _sum_ceil(every, n) + L  # Σ_i (B(i) + 1)
+    full_sources = _sum_ceil(full, n) + len(full)
+    first = 1 + (2 if 0 in full else 0)  # layer 0 reads no attention_input
+    queries_x_sources = (sources + 2 * full_sources - first) + (sources + blocks) + (blocks + 1)
+    return 2 * 2 * d * queries_x_sources
+
+
+def describe_inkling2(c: Inkling2TextConfig) -> Architecture:
+    d, p, k, E = c.hidden_size, "model.layers.{i}", c.conv_kernel_size, c.n_routed_experts
+    check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok", e_field="n_routed_experts")
+    plan = _inkling2_plan(c)
+
+    def build(kind: str) -> LayerBuild:
+        attn_kind = kind.split(", ")[0]
+        sliding = attn_kind == SLIDING
+        if sliding:
+            h, hd = c.swa_num_attention_heads, c.swa_head_dim
+            kv = resolve_kv_heads(h, c.swa_num_key_value_heads,
+                                  heads_field="swa_num_attention_heads",
+                                  kv_field="swa_num_key_value_heads")
+            attention = Attention(h, kv, hd, hd, window=c.sliding_window_size)
+            extent = c.sliding_window_size
+        else:
+            attention, extent = c.attention(), c.rel_extent
+            h, kv, hd = attention.heads, attention.kv_heads, attention.qk_head_dim
+        a = f"{p}.self_attn"
+        kv_convs = []
+        for x in ("k", "v"):
+            if sliding:  # static taps: a depthwise conv
+                kv_convs += depthwise_conv(f"{a}.{x}_proj.sconv.conv1d", f"attn/{x}_sconv",
+                                           kv * hd, k, bias=False)
+            else:  # taps static_weight + weight_proj(input), one set per kv head
+                kv_convs += [Tensor(f"{a}.{x}_proj.sconv.static_weight", (k, kv * hd),
+                                    f"attn/{x}_sconv"),
+                             *linear(f"{a}.{x}_proj.sconv.weight_proj", f"attn/{x}_sconv",
+                                     kv * k, d, bias=False)]
+        r = f"{a}.relative_position_bias"
+        attn = [
+            *linear(f"{a}.q_proj.linear", "attn/q_proj", h * hd, d, bias=False),
+            Tensor(f"{a}.q_proj.norm.scale", (h, hd), "attn/q_proj"),
+            *linear(f"{a}.k_proj.linear", "attn/k_proj", kv * hd, d, bias=False),
+            *linear(f"{a}.v_proj.linear", "attn/v_proj", kv * hd, d, bias=False),
+            *kv_convs,
+            *linear(f"{a}.o_proj.gate_proj", "attn/o_gate", h * hd, d, bias=False),
+            *linear(f"{a}.o_proj.linear", "attn/o_proj", d, h * hd, bias=False),
+            *linear(f"{a}.sink_proj", "attn/sink_proj", h, d, bias=False),
+            *linear(f"{r}.linear", "attn/rel_proj", h * c.d_rel, d, bias=False),
+            Tensor(f"{r}.norm.scale", (h, c.d_rel), "attn/rel_proj"),
+            # d_rel × R, multiplied by each head's relative state: h uses per token
+            Tensor(f"{r}.proj", (c.d_rel, extent), "attn/rel_logits_proj", matmul=True, uses=h),
+        ]
+        ffn = [*router(f"{p}.mlp.gate", d, E), *routed_experts(f"{p}.mlp.experts", d,
+                                                               c.intermediate_size, E)]
+        inputs = ["input_layernorm"] if sliding else ["q_input_layernorm", "k_input_layernorm",
+                                                      "v_input_layernorm"]
+        rest = [
+            *(t for name in inputs
+              for t in norm(f"{p}.{name}", f"{attn_kind}/norm", d, bias=False)),
+            *norm(f"{p}.post_attention_layernorm", "moe/norm", d, bias=False),
+            *depthwise_conv(f"{p}.post_attention_convolution.conv1d", f"{attn_kind}/post_conv",
+                            d, k, bias=False),
+            *depthwise_conv(f"{p}.post_mlp_convolution.conv1d", "moe/post_conv", d, k, bias=False),
+            Tensor(f"{p}.mlp_input.query", (d,), "attn_res/query"),
+        ]
+        if not kind.endswith("layer 0"):  # layer 0 reads the embedding directly
+            shape = (d,) if sliding else (3, d)  # one query, or one per q, k, v input
+            rest.append(Tensor(f"{p}.attention_input.query", shape, "attn_res/query"))
+        # four convs' states in float32: K, V (kv·hd each; dynamic in full layers) and 2 × d
+        mixer = Mixer(SHORT_CONV, conv_dim=2 * kv * hd + 2 * d, conv_kernel=k, heads=0,
+                      head_dim=0, state_size=0, conv_fp32=True,
+                      elementwise_conv_dim=0 if sliding else 2 * kv * hd)
+        return [*attn, *ffn, *rest], attention, mixer
+
+    embed = "model.embed_tokens"
+    return Architecture(
+        shape=c.shape(tied=False),
+        tensors=(
+            embedding(embed, "embed/tokens", c.vocab_size, d),
+            *norm(f"{embed}.embed_norm", "embed/norm", d, bias=False),
+            Tensor("model.final_input.query", (d,), "attn_res/query"),
+            *norm("model.norm", "final_norm", d, bias=False),
+            *lm_head("lm_head", c.unpadded_vocab_size, d, tied_to=None),
+        ),
+        layer_groups=mixed_layers(plan, build),
+        moe=MoE(E, c.num_experts_per_tok),
+        depth_flops_per_token=inkling2_depth_flops(
+            plan, d=d, n=c.n_layers_per_attn_res_block, num_layers=c.num_hidden_layers),
+    )
