@@ -4,11 +4,13 @@ few dense layers (the DeepSeekMoE layout with ordinary grouped-query attention).
 One structure, many rows: ``glm4_moe`` (GLM-4.5), ``sarvam_moe``, ``dots1`` (rednote dots.llm1),
 ``exaone_moe`` (EXAONE MoE), ``ernie4_5_moe`` (Baidu ERNIE 4.5), ``hunyuan_v1_moe`` (Tencent
 Hunyuan-A13B), ``minimax_m2`` (MiniMax-M2), ``afmoe`` (Arcee AFMoE), ``flex_olmo`` (FlexOlmo),
-``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE). A row names
+``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE),
+``aria_text`` (Aria's language model; experts stored input-first). A row names
 the fields its transformers config reads and the few switches that change tensors: where the router
 and shared experts live, which norms a layer holds, q/k norms (over head_dim or the whole
 projection), biases. Tensor names and shapes as in the transformers 5.24 ``*ForCausalLM`` classes,
-which fuse the routed experts into gate_up_proj [E, 2·ff, d] and down_proj [E, d, ff].
+which fuse the routed experts into gate_up_proj [E, 2·ff, d] and down_proj [E, d, ff] (a row may
+store them otherwise: ``expert_tensors``).
 """
 
 from __future__ import annotations
@@ -38,7 +40,14 @@ from llmcalc.families._base import (
     split_plan,
     swiglu,
 )
-from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan, mtp_note, mtp_params
+from llmcalc.families._moe import (
+    cross_plans,
+    crossed_name,
+    experts_transposed,
+    mlp_kinds_plan,
+    mtp_note,
+    mtp_params,
+)
 from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
@@ -166,6 +175,10 @@ class GqaMoeConfig(FamilyConfig):
     def shared_tensors(self, p: str) -> list[Tensor]:
         d, s = self.hidden_size, self.shared_ff
         return swiglu(f"{p}.{self.shared_name}", "moe/shared_experts", d, s, bias=self.mlp_bias)
+
+    def expert_tensors(self, p: str) -> list[Tensor]:
+        """The routed experts, fused: gate_up_proj [E, 2·ff, d], down_proj [E, d, ff]."""
+        return routed_experts(p, self.hidden_size, self.expert_ff, self.routed)
 
 
 def _first_k(c: GqaMoeConfig, k: int) -> LayerPlan:
@@ -614,6 +627,43 @@ class Cohere2MoeConfig(GqaMoeConfig):
         return dict(sorted(plan.items(), key=lambda kv: next(iter(kv[1]))))
 
 
+class AriaTextConfig(GqaMoeConfig):
+    """Aria's language model (Rhymes AI 2024, arXiv 2410.05993): every layer MoE, experts as wide as
+    intermediate_size and stored input-first (gate_up_proj [E, d, 2·ff], down_proj [E, ff, d]),
+    moe_num_shared_experts shared experts as one SwiGLU (biases with mlp_bias), router ``router``."""
+
+    transformers_class = "AriaTextConfig"
+    always_shared: ClassVar[bool] = True
+    router_name: ClassVar[str] = "router"
+    experts_field: ClassVar[str] = "moe_num_experts"
+    top_k_field: ClassVar[str] = "moe_topk"
+    shared_experts_field: ClassVar[str | None] = "moe_num_shared_experts"
+    floor_head_dim: ClassVar[bool] = False
+
+    vocab_size: Size = 32000
+    hidden_size: Size = 4096
+    intermediate_size: Size = 4096  # one routed (and one shared) expert
+    num_hidden_layers: Size = 32
+    num_attention_heads: Size = 32
+    max_position_embeddings: Size | None = 2048
+    moe_num_experts: Size = 8
+    moe_topk: Size = 2
+    moe_num_shared_experts: Count = 2
+    attention_bias: bool = False
+    shared_bias: bool = Field(False, validation_alias="mlp_bias")
+
+    @property
+    def expert_ff(self) -> int:
+        return self.intermediate_size
+
+    @property
+    def mlp_bias(self) -> bool:
+        return self.shared_bias
+
+    def expert_tensors(self, p: str) -> list[Tensor]:
+        return experts_transposed(p, self.hidden_size, self.expert_ff, self.routed)
+
+
 # ---- the structure --------------------------------------------------------------------------------
 
 
@@ -643,7 +693,7 @@ def describe(c: GqaMoeConfig) -> Architecture:
     # router E × d;  routed experts [E, 2·ff, d], [E, d, ff];  shared experts: one SwiGLU of s
     moe_mlp = [
         *c.router_tensors(m),
-        *routed_experts(f"{m}.experts", d, c.expert_ff, E),
+        *c.expert_tensors(f"{m}.experts"),
         *(c.shared_tensors(m) if c.has_shared else []),
     ]
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
