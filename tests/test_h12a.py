@@ -13,8 +13,11 @@ from typing import Any
 import pytest
 
 from llmcalc import count, load_spec
+from llmcalc.flops import forward_flops_per_sequence
+from llmcalc.memory import kv_cache_bytes
 from llmcalc.spec import ModelSpec
-from llmcalc.verify import build_meta_model, figures
+from llmcalc.units import DType
+from llmcalc.verify import build_meta_model, figures, measure_forward
 from test_families_moe import hf_active
 
 SMALL = {
@@ -32,7 +35,11 @@ def assert_exact(spec: ModelSpec, covers: str) -> None:
     real = figures(model, spec.num_layers)
     assert dict(spec.named_shapes()) == real.named_shapes, covers
     pc = count(spec)
-    assert (pc.total, pc.embedding, pc.lm_head) == (real.total, real.embedding, real.lm_head), covers
+    assert (pc.total, pc.embedding, pc.lm_head) == (
+        real.total,
+        real.embedding,
+        real.lm_head,
+    ), covers
     assert sum(pc.breakdown.values()) == pc.total
     assert pc.active == hf_active(model), covers
 
@@ -42,6 +49,7 @@ def assert_exact(spec: ModelSpec, covers: str) -> None:
 BUNDLED = [
     # name, model_type, total, active
     ("aria-text-default", "aria_text", 18_517_069_824, 8_853_393_408),
+    ("flint-default", "flint", 39_785_287_456, 2_822_983_456),
 ]
 
 
@@ -80,6 +88,47 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         {"hidden_size": 96, "num_attention_heads": 6, "moe_num_shared_experts": 3},
         "head_dim = hidden // heads, three shared experts",
     ),
+    (
+        "flint",
+        {
+            "num_hidden_layers": 7,
+            "head_dim": 16,
+            "num_experts": 8,
+            "moe_intermediate_size": 16,
+            "shared_expert_intermediate_size": 24,
+        },
+        "first two layers dense and full, full at i % 4 == 1 and last, sinks, shared expert",
+    ),
+    (
+        "flint",
+        {
+            "num_hidden_layers": 6,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "head_dim": 8,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            "shared_expert_intermediate_size": 0,
+            "decoder_sparse_step": 2,
+            "mlp_only_layers": [3],
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "MoE every 2nd layer but 3, no shared expert (built empty), biases, tied",
+    ),
+    (
+        "flint",
+        {
+            "head_dim": 16,
+            "num_experts": 4,
+            "num_experts_per_tok": 3,
+            "moe_intermediate_size": 16,
+            "mlp_only_layers": [],
+            "layer_types": ["sliding_attention"] * 4 + ["full_attention"],
+        },
+        "listed layer types, no dense layer",
+    ),
 ]
 
 
@@ -100,3 +149,47 @@ def test_aria_experts_are_stored_input_first() -> None:
     assert names["model.layers.0.mlp.experts.down_proj"] == (8, 4096, 4096)
     assert names["model.layers.0.mlp.router.weight"] == (8, 4096)
     assert names["model.layers.0.mlp.shared_experts.gate_proj.weight"] == (2 * 4096, 4096)
+
+
+# ---- FLOPs (FlopCounterMode) and KV cache bytes (a real cache) -----------------------------------
+
+# small whole models run on the CPU: model_type, fields beside SMALL, what the case covers
+SEQ, BATCH = 8, 2
+RUN: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "flint",
+        {
+            "head_dim": 8,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            "sliding_window": 4,
+        },
+        "sinks; layers 0, 1, 4 full (no RoPE), 2, 3 sliding; dense 0, 1; shared expert",
+    ),
+]
+# the KV bytes of each RUN case by hand (bf16, batch 2, 8 tokens)
+KV_BY_HAND = {
+    # 3 full layers × 8 tokens + 2 sliding × 4, K and V, 2 kv heads × 8, 2 bytes, batch 2
+    "flint": (3 * 8 + 2 * 4) * 2 * 2 * 8 * 2 * BATCH,
+}
+
+
+@pytest.mark.parametrize(("model_type", "fields", "covers"), RUN, ids=[c[0] for c in RUN])
+def test_prefill_flops_equal_flop_counter(
+    write: Any, model_type: str, fields: dict[str, Any], covers: str
+) -> None:
+    spec = load_spec(write("config.json", {"model_type": model_type, **SMALL, **fields}))
+    m = measure_forward(spec, num_layers=spec.num_layers, seq_len=SEQ)
+    assert m.flops == forward_flops_per_sequence(spec, ctx=SEQ, causal=False), covers
+
+
+@pytest.mark.parametrize(("model_type", "fields", "covers"), RUN, ids=[c[0] for c in RUN])
+def test_static_cache_bytes(
+    write: Any, model_type: str, fields: dict[str, Any], covers: str
+) -> None:
+    spec = load_spec(write("config.json", {"model_type": model_type, **SMALL, **fields}))
+    n = spec.num_layers
+    m = measure_forward(spec, num_layers=n, seq_len=SEQ, batch=BATCH, static_cache=True)
+    ours = kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
+    assert m.kv_cache_bytes == ours == KV_BY_HAND[model_type], covers

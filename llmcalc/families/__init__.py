@@ -149,6 +149,7 @@ MODEL_TYPES: dict[str, Family] = {
     "cohere2_moe": Family("gqa_moe", "Cohere2MoeConfig"),
     "granitemoe_swa": Family("gqa_moe", "GraniteMoeSwaConfig"),
     "aria_text": Family("gqa_moe", "AriaTextConfig"),
+    "flint": Family("gqa_moe", "FlintConfig"),
     "llama4_text": Family("llama4", "Llama4TextConfig"),
     "deepseek_v32": Family("deepseek", "DeepseekV32Config"),
     "glm_moe_dsa": Family("deepseek", "GlmMoeDsaConfig"),

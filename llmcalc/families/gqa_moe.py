@@ -5,7 +5,8 @@ One structure, many rows: ``glm4_moe`` (GLM-4.5), ``sarvam_moe``, ``dots1`` (red
 ``exaone_moe`` (EXAONE MoE), ``ernie4_5_moe`` (Baidu ERNIE 4.5), ``hunyuan_v1_moe`` (Tencent
 Hunyuan-A13B), ``minimax_m2`` (MiniMax-M2), ``afmoe`` (Arcee AFMoE), ``flex_olmo`` (FlexOlmo),
 ``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE),
-``aria_text`` (Aria's language model; experts stored input-first). A row names
+``aria_text`` (Aria's language model; experts stored input-first), ``flint`` (Recursive Flint). A
+row names
 the fields its transformers config reads and the few switches that change tensors: where the router
 and shared experts live, which norms a layer holds, q/k norms (over head_dim or the whole
 projection), biases. Tensor names and shapes as in the transformers 5.24 ``*ForCausalLM`` classes,
@@ -33,6 +34,8 @@ from llmcalc.families._base import (
     linear,
     llama_outer_tensors,
     norm,
+    override_plan,
+    periodic_plan,
     require,
     resolve_kv_heads,
     routed_experts,
@@ -662,6 +665,61 @@ class AriaTextConfig(GqaMoeConfig):
 
     def expert_tensors(self, p: str) -> list[Tensor]:
         return experts_transposed(p, self.hidden_size, self.expert_ff, self.routed)
+
+
+class FlintConfig(GqaMoeConfig):
+    """Flint (Recursive 2026): Qwen3-MoE's attention (q/k norms over head_dim) with a learned sink
+    per head, sliding layers except layers 0, 1, every i % 4 == 1 and the last (which use no RoPE);
+    an ungated shared expert of shared_expert_intermediate_size beside the routed ones; dense layers
+    where Qwen-MoE has them (mlp_only_layers, default [0, 1], and off the decoder_sparse_step)."""
+
+    transformers_class = "FlintConfig"
+    always_shared: ClassVar[bool] = True
+    shared_name: ClassVar[str] = "shared_expert"
+    experts_field: ClassVar[str] = "num_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 150144
+    hidden_size: Size = 2048
+    intermediate_size: Size = 6144  # the dense layers
+    num_hidden_layers: Size = 49
+    num_attention_heads: Size = 32
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    max_position_embeddings: Size | None = 262144
+    sliding_window: Size | None = 513
+    moe_intermediate_size: Size = 512
+    shared_expert_intermediate_size: Count = 1024
+    num_experts: Size = 256
+    num_experts_per_tok: Size = 6
+    decoder_sparse_step: Size = 1
+    mlp_only_layers: list[Count] | None = None  # null: [0, 1]
+    layer_types: list[str] | None = None
+    attention_bias: bool = False
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_expert_intermediate_size
+
+    def mlp_plan(self) -> LayerPlan:
+        # MoE where (i + 1) % decoder_sparse_step == 0 and i is not in mlp_only_layers
+        L = self.num_hidden_layers
+        plan = periodic_plan(L, period=self.decoder_sparse_step, every=SPARSE, others=DENSE)
+        only = [0, 1] if self.mlp_only_layers is None else self.mlp_only_layers
+        return override_plan(plan, sorted({i for i in only if i < L}), DENSE)
+
+    def attention_plan(self) -> LayerPlan:
+        L = self.num_hidden_layers
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, L, pattern=1)
+        # full where i < 2, i % 4 == 1 or i == L - 1; sliding elsewhere
+        plan = {FULL: LayerSet((Run(0, L, 1, 4, 1),)), SLIDING: LayerSet((Run(0, L, 2, 4, 3),))}
+        full = sorted({i for i in (0, 1, L - 1) if 0 <= i < L})
+        return override_plan({k: v for k, v in plan.items() if v}, full, FULL)
+
+    def attn_extra(self, p: str) -> list[Tensor]:
+        # one learned sink logit per head (gpt-oss's attention sinks)
+        return [Tensor(f"{p}.sinks", (self.num_attention_heads,), "attn/sinks")]
 
 
 # ---- the structure --------------------------------------------------------------------------------

@@ -39,7 +39,6 @@ NOT_COUNTED: dict[str, str] = {
     "electra": ENCODER,
     "emu3": MULTIMODAL,
     "ernie": ENCODER,
-    "flint": MOE,
     "fuyu": MULTIMODAL,
     "gemma3": MULTIMODAL + " (its text model, gemma3_text, is counted)",
     "gemma3n": MULTIMODAL,
