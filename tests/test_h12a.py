@@ -50,6 +50,8 @@ BUNDLED = [
     # name, model_type, total, active
     ("aria-text-default", "aria_text", 18_517_069_824, 8_853_393_408),
     ("flint-default", "flint", 39_785_287_456, 2_822_983_456),
+    # the 501B-A23B of its checkpoint's name
+    ("beam-default", "beam", 501_267_599_808, 23_431_516_608),
 ]
 
 
@@ -129,6 +131,38 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         },
         "listed layer types, no dense layer",
     ),
+    (
+        "beam",
+        {
+            "num_hidden_layers": 7,
+            "head_dim": 16,
+            "num_experts": 8,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            "n_group": 2,
+            "topk_group": 1,
+        },
+        "output gate with per-head bias, four norms, three dense layers, full at 5 and 6",
+    ),
+    (
+        "beam",
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 1,
+            "head_dim": 32,
+            "num_experts": 6,
+            "num_experts_per_tok": 3,
+            "moe_intermediate_size": 24,
+            "n_group": 3,
+            "topk_group": 2,
+            "mlp_layer_types": ["sparse", "dense", "sparse", "dense"],
+            "layer_types": ["full_attention", "sliding_attention"] * 2,
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "listed MLP and layer types, MQA, biases, tied",
+    ),
 ]
 
 
@@ -167,11 +201,27 @@ RUN: list[tuple[str, dict[str, Any], str]] = [
         },
         "sinks; layers 0, 1, 4 full (no RoPE), 2, 3 sliding; dense 0, 1; shared expert",
     ),
+    (
+        "beam",
+        {
+            "num_hidden_layers": 6,
+            "head_dim": 8,
+            "num_experts": 4,
+            "num_experts_per_tok": 2,
+            "moe_intermediate_size": 16,
+            "sliding_window": 4,
+            "n_group": 2,
+            "topk_group": 1,
+        },
+        "gated attention output; layers 0-4 sliding, 5 full; 0-2 dense",
+    ),
 ]
 # the KV bytes of each RUN case by hand (bf16, batch 2, 8 tokens)
 KV_BY_HAND = {
     # 3 full layers × 8 tokens + 2 sliding × 4, K and V, 2 kv heads × 8, 2 bytes, batch 2
     "flint": (3 * 8 + 2 * 4) * 2 * 2 * 8 * 2 * BATCH,
+    # 1 full layer × 8 tokens + 5 sliding × 4
+    "beam": (1 * 8 + 5 * 4) * 2 * 2 * 8 * 2 * BATCH,
 }
 
 

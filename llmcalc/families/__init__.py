@@ -150,6 +150,7 @@ MODEL_TYPES: dict[str, Family] = {
     "granitemoe_swa": Family("gqa_moe", "GraniteMoeSwaConfig"),
     "aria_text": Family("gqa_moe", "AriaTextConfig"),
     "flint": Family("gqa_moe", "FlintConfig"),
+    "beam": Family("gqa_moe", "BeamConfig"),
     "llama4_text": Family("llama4", "Llama4TextConfig"),
     "deepseek_v32": Family("deepseek", "DeepseekV32Config"),
     "glm_moe_dsa": Family("deepseek", "GlmMoeDsaConfig"),

@@ -5,8 +5,8 @@ One structure, many rows: ``glm4_moe`` (GLM-4.5), ``sarvam_moe``, ``dots1`` (red
 ``exaone_moe`` (EXAONE MoE), ``ernie4_5_moe`` (Baidu ERNIE 4.5), ``hunyuan_v1_moe`` (Tencent
 Hunyuan-A13B), ``minimax_m2`` (MiniMax-M2), ``afmoe`` (Arcee AFMoE), ``flex_olmo`` (FlexOlmo),
 ``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE),
-``aria_text`` (Aria's language model; experts stored input-first), ``flint`` (Recursive Flint). A
-row names
+``aria_text`` (Aria's language model; experts stored input-first), ``flint`` (Recursive Flint),
+``beam`` (Reflection Beam). A row names
 the fields its transformers config reads and the few switches that change tensors: where the router
 and shared experts live, which norms a layer holds, q/k norms (over head_dim or the whole
 projection), biases. Tensor names and shapes as in the transformers 5.24 ``*ForCausalLM`` classes,
@@ -720,6 +720,57 @@ class FlintConfig(GqaMoeConfig):
     def attn_extra(self, p: str) -> list[Tensor]:
         # one learned sink logit per head (gpt-oss's attention sinks)
         return [Tensor(f"{p}.sinks", (self.num_attention_heads,), "attn/sinks")]
+
+
+class BeamConfig(GqaMoeConfig):
+    """Beam (Reflection 2026): Qwen3-MoE's attention (q/k norms over head_dim) with a sigmoid output
+    gate (gate_proj h·hd × d, gate_bias per head), four norms a layer, the first three layers dense
+    (or as mlp_layer_types lists), full attention every 6th layer and the last (no RoPE there)."""
+
+    transformers_class = "BeamConfig"
+    experts_field: ClassVar[str] = "num_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+    layer_norms: ClassVar[tuple[str, ...]] = (
+        "input_layernorm",
+        "post_attention_layernorm",
+        "pre_feedforward_layernorm",
+        "post_feedforward_layernorm",
+    )
+
+    vocab_size: Size = 151936
+    hidden_size: Size = 5120
+    intermediate_size: Size = 20480  # the dense layers
+    num_hidden_layers: Size = 52
+    num_attention_heads: Size = 48
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    max_position_embeddings: Size | None = 8192
+    sliding_window: Size | None = 512
+    moe_intermediate_size: Size = 2560
+    num_experts: Size = 256
+    num_experts_per_tok: Size = 8
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+    attention_bias: bool = False
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return _first_k(self, 3)
+
+    def attention_plan(self) -> LayerPlan:
+        L = self.num_hidden_layers
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, L, pattern=1)
+        return override_plan(layer_kinds(None, L, pattern=6), [L - 1], FULL)
+
+    def attn_extra(self, p: str) -> list[Tensor]:
+        # output gate: sigmoid(gate_proj(x) + gate_bias) scales each head's output
+        h, hd = self.num_attention_heads, self.resolved_head_dim
+        return [
+            *linear(f"{p}.gate_proj", "attn/gate_proj", h * hd, self.hidden_size, bias=False),
+            Tensor(f"{p}.gate_bias", (h,), "attn/gate_bias"),
+        ]
 
 
 # ---- the structure --------------------------------------------------------------------------------

@@ -21,7 +21,6 @@ NOT_COUNTED: dict[str, str] = {
     "axk2": MOE,
     "bailing_hybrid": SSM,
     "bart": ENC_DEC,
-    "beam": MOE,
     "bert": ENCODER,
     "bert-generation": ENCODER,
     "big_bird": ENCODER,
