@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from llmcalc import count, load_spec
+from llmcalc import ConfigError, count, load_spec
 from llmcalc.flops import forward_flops_per_sequence
 from llmcalc.memory import kv_cache_bytes
 from llmcalc.spec import ModelSpec
@@ -52,6 +52,8 @@ BUNDLED = [
     ("flint-default", "flint", 39_785_287_456, 2_822_983_456),
     # the 501B-A23B of its checkpoint's name
     ("beam-default", "beam", 501_267_599_808, 23_431_516_608),
+    # A.X K1's published 519B total, 33B active
+    ("axk1-default", "axk1", 518_983_052_288, 32_779_332_608),
 ]
 
 
@@ -165,6 +167,45 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ),
 ]
 
+MLA = {
+    "moe_intermediate_size": 16,
+    "n_routed_experts": 8,
+    "num_experts_per_tok": 2,
+    "q_lora_rank": 48,
+    "kv_lora_rank": 32,
+    "qk_nope_head_dim": 16,
+    "qk_rope_head_dim": 8,
+    "v_head_dim": 16,
+    "n_group": 2,
+    "topk_group": 1,
+}
+CASES += [
+    ("axk1", MLA, "MLA, first layer dense, norm after each MoE block"),
+    (
+        "axk1",
+        {
+            **MLA,
+            "num_hidden_layers": 7,
+            "num_attention_heads": 4,
+            "first_k_dense_replace": 2,
+            "moe_layer_freq": 2,
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "MoE every 2nd layer after two dense ones (moe_layer_freq), biases, tied",
+    ),
+    (
+        "axk1",
+        {
+            **MLA,
+            "num_hidden_layers": 4,
+            "mlp_layer_types": ["sparse", "dense", "sparse", "sparse"],
+            "n_shared_experts": 2,
+        },
+        "listed MLP types, two shared experts",
+    ),
+]
+
 
 @pytest.mark.parametrize(
     ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
@@ -215,6 +256,11 @@ RUN: list[tuple[str, dict[str, Any], str]] = [
         },
         "gated attention output; layers 0-4 sliding, 5 full; 0-2 dense",
     ),
+    (
+        "axk1",
+        {**MLA, "num_hidden_layers": 3, "num_key_value_heads": 8},
+        "MLA; norm after the MoE block (layers 1, 2)",
+    ),
 ]
 # the KV bytes of each RUN case by hand (bf16, batch 2, 8 tokens)
 KV_BY_HAND = {
@@ -222,7 +268,15 @@ KV_BY_HAND = {
     "flint": (3 * 8 + 2 * 4) * 2 * 2 * 8 * 2 * BATCH,
     # 1 full layer × 8 tokens + 5 sliding × 4
     "beam": (1 * 8 + 5 * 4) * 2 * 2 * 8 * 2 * BATCH,
+    # MLA: the kv latent 32 and the rotary key 8 per token, 3 layers × 8 tokens
+    "axk1": 3 * 8 * (32 + 8) * 2 * BATCH,
 }
+
+
+def test_axk1_needs_the_q_latent(write: Any) -> None:
+    path = write("config.json", {"model_type": "axk1", **SMALL, **MLA, "q_lora_rank": None})
+    with pytest.raises(ConfigError, match="q_lora_rank: must be set: this model's queries always"):
+        load_spec(path)
 
 
 @pytest.mark.parametrize(("model_type", "fields", "covers"), RUN, ids=[c[0] for c in RUN])

@@ -51,6 +51,8 @@ class DeepseekConfig(FamilyConfig):
     """Fields both generations read; defaults are DeepSeek-V2's unless a subclass overrides them."""
 
     indexed: ClassVar[bool] = False  # DeepSeek sparse attention: an indexer per layer (V3.2, GLM-5)
+    post_moe_norm: ClassVar[bool] = False  # an RMSNorm on the MoE block's output (A.X-K1)
+    q_latent_required: ClassVar[bool] = False  # the model has no plain q_proj (A.X-K1, A.X-K2)
 
     hidden_size: Size
     num_hidden_layers: Size
@@ -114,6 +116,29 @@ class Glm4MoeLiteConfig(DeepseekV3Config):
     mlp_layer_types: list[str] | None = None
 
 
+class AXK1Config(DeepseekV3Config):
+    """A.X-K1 (SK Telecom): DeepSeek-V3 with an RMSNorm on each MoE block's output
+    (mlp.post_mlp_layernorm [d]); queries always through the q latent; MoE where i >=
+    first_k_dense_replace and i % moe_layer_freq == 0, unless mlp_layer_types lists the layers."""
+
+    transformers_class = "AXK1Config"
+    post_moe_norm: ClassVar[bool] = True
+    q_latent_required: ClassVar[bool] = True
+
+    vocab_size: Size = 163840
+    hidden_size: Size = 7168
+    intermediate_size: Size = 18432
+    moe_intermediate_size: Size = 2048
+    num_hidden_layers: Size = 61
+    num_attention_heads: Size = 64
+    n_routed_experts: Size = 192
+    first_k_dense_replace: Count = 1
+    moe_layer_freq: Size = 1
+    q_lora_rank: Size | None = 1536  # must be set: A.X-K1 has no plain q_proj
+    max_position_embeddings: Size | None = 32768
+    mlp_layer_types: list[str] | None = None
+
+
 class DeepseekV32Config(DeepseekV3Config):
     """DeepSeek-V3.2 (DeepSeek-AI 2025, "DeepSeek-V3.2-Exp"): V3 plus the lightning indexer of
     DeepSeek sparse attention in every layer; each query attends to at most index_topk tokens."""
@@ -141,12 +166,21 @@ class GlmMoeDsaConfig(DeepseekV32Config):
 
 
 def mlp_plan(c: DeepseekConfig) -> LayerPlan:
-    """Dense and MoE layers: as mlp_layer_types lists them, else the first first_k_dense_replace dense."""
-    L = c.num_hidden_layers
+    """Dense and MoE layers: as mlp_layer_types lists them, else the first first_k_dense_replace dense
+    and, where a config has moe_layer_freq f, MoE only where i % f == 0 after them."""
+    L, k = c.num_hidden_layers, c.first_k_dense_replace
     kinds = getattr(c, "mlp_layer_types", None)
-    if kinds is None:
-        return split_plan(L, at=c.first_k_dense_replace, before=DENSE, after=SPARSE)
-    return mlp_kinds_plan(kinds, L, dense=DENSE, sparse=SPARSE)
+    if kinds is not None:
+        return mlp_kinds_plan(kinds, L, dense=DENSE, sparse=SPARSE)
+    f: int = getattr(c, "moe_layer_freq", 1)
+    if f == 1:
+        return split_plan(L, at=k, before=DENSE, after=SPARSE)
+    dense = (Run(0, min(k, L), 0, 1, 1), Run(k, L, 1, f, f - 1))
+    plan = {
+        DENSE: LayerSet(tuple(r for r in dense if len(r))),
+        SPARSE: LayerSet(tuple(r for r in (Run(k, L, 0, f, 1),) if len(r))),
+    }
+    return {kind: layers for kind, layers in plan.items() if layers}
 
 
 FULL_INDEX, SHARED_INDEX = "indexer", "shared_indexer"
@@ -181,6 +215,11 @@ def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
     """
     d, h, b = c.hidden_size, c.num_attention_heads, c.attention_bias
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
+    require(
+        c.q_lora_rank is not None or not c.q_latent_required,
+        "q_lora_rank",
+        "must be set: this model's queries always go through the q latent",
+    )
     if c.q_lora_rank is None:
         q = linear(f"{p}.q_proj", "attn/q_proj", h * qk, d, bias=False)
     else:
@@ -231,6 +270,7 @@ def describe(c: DeepseekConfig) -> Architecture:
             c.moe_intermediate_size * c.n_shared_experts,
             bias=mlp_bias,
         ),
+        *(norm(f"{p}.mlp.post_mlp_layernorm", "moe/post_norm", d, bias=False) if c.post_moe_norm else []),
     ]
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
