@@ -54,6 +54,7 @@ BUNDLED = [
     ("beam-default", "beam", 501_267_599_808, 23_431_516_608),
     # A.X K1's published 519B total, 33B active
     ("axk1-default", "axk1", 518_983_052_288, 32_779_332_608),
+    ("axk2-default", "axk2", 20_314_494_976, 2_572_589_056),
 ]
 
 
@@ -206,6 +207,36 @@ CASES += [
     ),
 ]
 
+INDEX = {"index_n_heads": 4, "index_head_dim": 16}
+AXK2 = {**MLA, **INDEX, "gated_norm_rank": 4}
+CASES += [
+    (
+        "axk2",
+        {**AXK2, "num_key_value_heads": 8},
+        "q_gate_proj, gated input norms, gated post-attention norms on MoE layers, indexer",
+    ),
+    (
+        "axk2",
+        {
+            **AXK2,
+            "num_hidden_layers": 7,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "first_k_dense_replace": 2,
+            "moe_layer_freq": 2,
+            "gated_norm_rank": 8,
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "MoE every 2nd layer after two dense ones, grouped routing, biases, tied",
+    ),
+    (
+        "axk2",
+        {**AXK2, "mlp_layer_types": ["dense", "sparse", "dense", "sparse", "sparse"]},
+        "listed MLP types",
+    ),
+]
+
 
 @pytest.mark.parametrize(
     ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
@@ -261,6 +292,28 @@ RUN: list[tuple[str, dict[str, Any], str]] = [
         {**MLA, "num_hidden_layers": 3, "num_key_value_heads": 8},
         "MLA; norm after the MoE block (layers 1, 2)",
     ),
+    (
+        "axk2",
+        {**AXK2, "num_hidden_layers": 3, "num_key_value_heads": 8},
+        "q_gate_proj from 2·q_lora, low-rank norm gates, indexer",
+    ),
+    # the indexer's own scores (2·H·D a pair) and their sum over its heads (2·H), now counted
+    (
+        "deepseek_v32",
+        {**MLA, **INDEX, "num_hidden_layers": 3, "num_key_value_heads": 8},
+        "lightning indexer in every layer",
+    ),
+    (
+        "glm_moe_dsa",
+        {
+            **MLA,
+            **INDEX,
+            "num_hidden_layers": 3,
+            "num_key_value_heads": 8,
+            "indexer_types": ["full", "shared", "full"],
+        },
+        "layer 1 reuses layer 0's indexer choice and scores nothing",
+    ),
 ]
 # the KV bytes of each RUN case by hand (bf16, batch 2, 8 tokens)
 KV_BY_HAND = {
@@ -270,6 +323,9 @@ KV_BY_HAND = {
     "beam": (1 * 8 + 5 * 4) * 2 * 2 * 8 * 2 * BATCH,
     # MLA: the kv latent 32 and the rotary key 8 per token, 3 layers × 8 tokens
     "axk1": 3 * 8 * (32 + 8) * 2 * BATCH,
+    "axk2": 3 * 8 * (32 + 8) * 2 * BATCH,
+    "deepseek_v32": 3 * 8 * (32 + 8) * 2 * BATCH,
+    "glm_moe_dsa": 3 * 8 * (32 + 8) * 2 * BATCH,
 }
 
 
@@ -277,6 +333,20 @@ def test_axk1_needs_the_q_latent(write: Any) -> None:
     path = write("config.json", {"model_type": "axk1", **SMALL, **MLA, "q_lora_rank": None})
     with pytest.raises(ConfigError, match="q_lora_rank: must be set: this model's queries always"):
         load_spec(path)
+
+
+def test_axk2_gated_norms_and_q_gate() -> None:
+    names = dict(load_spec("axk2-default").named_shapes())
+    p = "model.layers"
+    # q_gate_proj: [normed, raw] q latent 2 × 384 → 32 heads × (96 + 64)
+    assert names[f"{p}.0.self_attn.q_gate_proj.weight"] == (32 * (64 + 32 + 64), 2 * 384)
+    assert f"{p}.0.self_attn.q_b_proj.weight" not in names
+    # gated input norm everywhere; post-attention norm gated on MoE layers only (layer 0 dense)
+    assert names[f"{p}.0.input_layernorm.mlp.fc1.weight"] == (16, 2048)
+    assert names[f"{p}.0.input_layernorm.mlp.fc2.weight"] == (2048, 16)
+    assert names[f"{p}.0.post_attention_layernorm.weight"] == (2048,)
+    assert names[f"{p}.1.post_attention_layernorm.norm.weight"] == (2048,)
+    assert names[f"{p}.1.post_attention_layernorm.mlp.fc1.weight"] == (16, 2048)
 
 
 @pytest.mark.parametrize(("model_type", "fields", "covers"), RUN, ids=[c[0] for c in RUN])

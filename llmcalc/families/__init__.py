@@ -157,6 +157,7 @@ MODEL_TYPES: dict[str, Family] = {
     "glm4_moe_lite": Family("deepseek", "Glm4MoeLiteConfig"),
     "sarvam_mla": Family("deepseek", "SarvamMlaConfig"),
     "axk1": Family("deepseek", "AXK1Config"),
+    "axk2": Family("deepseek", "AXK2Config"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),

@@ -14,6 +14,7 @@ SwiGLU layers; the rest hold routed experts, a router and ``n_shared_experts`` s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from llmcalc.families._base import (
@@ -53,6 +54,7 @@ class DeepseekConfig(FamilyConfig):
     indexed: ClassVar[bool] = False  # DeepSeek sparse attention: an indexer per layer (V3.2, GLM-5)
     post_moe_norm: ClassVar[bool] = False  # an RMSNorm on the MoE block's output (A.X-K1)
     q_latent_required: ClassVar[bool] = False  # the model has no plain q_proj (A.X-K1, A.X-K2)
+    q_gate: ClassVar[bool] = False  # q and an output gate from [q latent normed, raw] (A.X-K2)
 
     hidden_size: Size
     num_hidden_layers: Size
@@ -152,6 +154,35 @@ class DeepseekV32Config(DeepseekV3Config):
     index_topk: Size = 2048
 
 
+class AXK2Config(DeepseekV32Config):
+    """A.X-K2 (SK Telecom): DeepSeek-V3.2 (lightning indexer in every layer) where one projection of the
+    query latent, normed and raw side by side (2·q_lora), gives both the queries and a sigmoid gate on
+    the attention output (q_gate_proj, in place of q_b_proj); input_layernorm, and on MoE layers
+    post_attention_layernorm, is an RMSNorm followed by a low-rank sigmoid gate (gated_norm_rank)."""
+
+    transformers_class = "AXK2Config"
+    q_latent_required: ClassVar[bool] = True
+    q_gate: ClassVar[bool] = True
+
+    vocab_size: Size = 163840
+    hidden_size: Size = 2048
+    intermediate_size: Size = 5120
+    moe_intermediate_size: Size = 512
+    num_hidden_layers: Size = 48
+    num_attention_heads: Size = 32
+    n_routed_experts: Size = 128
+    first_k_dense_replace: Count = 1
+    moe_layer_freq: Size = 1
+    kv_lora_rank: Size = 128
+    q_lora_rank: Size | None = 384
+    qk_rope_head_dim: Size = 32
+    v_head_dim: Size = 64
+    qk_nope_head_dim: Size = 64
+    max_position_embeddings: Size | None = 131072
+    index_n_heads: Size = 16
+    gated_norm_rank: Size = 16  # the low-rank gate of the gated norms
+
+
 class GlmMoeDsaConfig(DeepseekV32Config):
     """GLM-5 (glm_moe_dsa): DeepSeek-V3.2's structure; a layer listed "shared" in indexer_types reuses
     the previous indexer's choice and holds no indexer (default: every layer has its own)."""
@@ -215,13 +246,23 @@ def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
     """
     d, h, b = c.hidden_size, c.num_attention_heads, c.attention_bias
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
+    # the dense MLA decoders and LongCat-Flash pass their own configs with DeepSeek's field names
+    q_gate, q_latent_required = getattr(c, "q_gate", False), getattr(c, "q_latent_required", False)
     require(
-        c.q_lora_rank is not None or not c.q_latent_required,
+        c.q_lora_rank is not None or not q_latent_required,
         "q_lora_rank",
         "must be set: this model's queries always go through the q latent",
     )
     if c.q_lora_rank is None:
         q = linear(f"{p}.q_proj", "attn/q_proj", h * qk, d, bias=False)
+    elif q_gate:
+        # A.X-K2: [q_a_layernorm(q_a), q_a] (2·q_lora) → h·(qk + v): queries and an output gate
+        r = c.q_lora_rank
+        q = [
+            *linear(f"{p}.q_a_proj", "attn/q_a_proj", r, d, bias=b),
+            *norm(f"{p}.q_a_layernorm", "attn/q_a_norm", r, bias=False),
+            *linear(f"{p}.q_gate_proj", "attn/q_gate_proj", h * (qk + c.v_head_dim), 2 * r, bias=False),
+        ]
     else:
         r = c.q_lora_rank
         q = [
@@ -247,20 +288,38 @@ def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
     ]
 
 
+def layer_norm(p: str, component: str, c: DeepseekConfig, *, gated: bool) -> list[Tensor]:
+    """A layer's RMSNorm [d]; gated (A.X-K2): y = norm(x) · sigmoid(fc2(silu(fc1(y)))), with
+    fc1 d → gated_norm_rank and fc2 back, the norm's weight then at ``{p}.norm``."""
+    d = c.hidden_size
+    if not isinstance(c, AXK2Config) or not gated:
+        return norm(p, component, d, bias=False)
+    r = c.gated_norm_rank
+    return [
+        *norm(f"{p}.norm", component, d, bias=False),
+        *linear(f"{p}.mlp.fc1", f"{component}/gate_fc1", r, d, bias=False),
+        *linear(f"{p}.mlp.fc2", f"{component}/gate_fc2", d, r, bias=False),
+    ]
+
+
 def describe(c: DeepseekConfig) -> Architecture:
     d, v, E, k = c.hidden_size, c.vocab_size, c.n_routed_experts, c.num_experts_per_tok
     check_top_k(k, E, k_field="num_experts_per_tok", e_field="n_routed_experts")
     h, L = c.num_attention_heads, c.num_hidden_layers
     p = "model.layers.{i}"
+    gated = isinstance(c, AXK2Config)
     attn = [
-        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
+        *layer_norm(f"{p}.input_layernorm", "attn/norm", c, gated=gated),
         *mla(f"{p}.self_attn", c),
-        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
     ]
     mlp_bias = getattr(c, "mlp_bias", False)
-    dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size, bias=mlp_bias)
+    dense_mlp = [
+        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
+        *swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size, bias=mlp_bias),
+    ]
     # router E × d;  routed experts [E, 2·ff, d], [E, d, ff];  shared experts: one SwiGLU of s·ff.
     moe_mlp = [
+        *layer_norm(f"{p}.post_attention_layernorm", "mlp/norm", c, gated=gated),
         *router(f"{p}.mlp.gate", d, E),
         *routed_experts(f"{p}.mlp.experts", d, c.moe_intermediate_size, E),
         *swiglu(
@@ -324,13 +383,20 @@ def _indexed_groups(
     """Layers with the sparse-attention indexer (wq_b from the query latent, wk, k_norm, weights)."""
     own = indexer_tensors(c)
     parts = {FULL_INDEX: own, SHARED_INDEX: []}
+    heads: int = getattr(c, "index_n_heads")  # noqa: B009 - only the indexed configs have it
+    dim: int = getattr(c, "index_head_dim")  # noqa: B009
+    # a layer with its own indexer also scores every pair with it; a sharing layer reuses its choice
+    kinds_attention = {
+        FULL_INDEX: replace(attention, index_heads=heads, index_head_dim=dim),
+        SHARED_INDEX: attention,
+    }
     plan = cross_plans(indexer_plan(c), mlp_plan(c))
     return tuple(
         LayerGroup(
             crossed_name(kinds, plan),
             layers,
             (*attn, *parts[kinds[0]], *blocks[kinds[1]]),
-            attention,
+            kinds_attention[kinds[0]],
         )
         for kinds, layers in plan.items()
     )

@@ -17,7 +17,6 @@ DENSE_TODO = "dense decoder with its own structure: not yet counted (issue 12)"
 GEMMA4 = DENSE_TODO + " (per-layer embeddings and head dims, KV-shared layers, optional MoE block)"
 
 NOT_COUNTED: dict[str, str] = {
-    "axk2": MOE,
     "bailing_hybrid": SSM,
     "bart": ENC_DEC,
     "bert": ENCODER,
