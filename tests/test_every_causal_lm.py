@@ -59,6 +59,7 @@ PER_LAYER = (
     "mlp_only_layers",
     "attention_types",
     "attention_layers",
+    "per_layer_config",
 )
 
 # Fields a type's default config lacks for transformers to build it (stated, per type).
@@ -86,6 +87,8 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     # Mamba-2 heads × head dim must equal expand · d (2 · 64)
     "bamba": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
     "granitemoehybrid": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
+    # MLA: every layer type's kv heads must equal its heads (its sliding layers' sizes: swa_*)
+    "dots3_note_text": {"num_key_value_heads": 8},
     # its layers read layer_types by index: keep a 3-layer list (conv, attention, conv)
     "lfm2_moe": {"layer_types": ["conv", "full_attention", "conv"]},
 }

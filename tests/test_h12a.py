@@ -55,6 +55,7 @@ BUNDLED = [
     # A.X K1's published 519B total, 33B active
     ("axk1-default", "axk1", 518_983_052_288, 32_779_332_608),
     ("axk2-default", "axk2", 20_314_494_976, 2_572_589_056),
+    ("dots3-note-text-default", "dots3_note_text", 279_551_718_016, 16_254_284_416),
 ]
 
 
@@ -238,6 +239,69 @@ CASES += [
 ]
 
 
+DOTS3 = {
+    **MLA,
+    **INDEX,
+    "num_key_value_heads": 8,
+    "shared_experts_intermediate_size": 24,
+    "swa_num_attention_heads": 4,
+    "swa_num_key_value_heads": 4,
+    "swa_q_lora_rank": 40,
+    "swa_kv_lora_rank": 24,
+    "swa_head_dim": 32,
+    "swa_qk_nope_head_dim": 24,
+    "swa_v_head_dim": 8,
+    "sliding_window": 4,
+    "pad_token_id": 0,
+}
+CASES += [
+    (
+        "dots3_note_text",
+        {**DOTS3, "num_hidden_layers": 6},
+        "indexed at 0, 1, 5; sliding layers with their own MLA sizes; g_proj, rope-key norm",
+    ),
+    (
+        "dots3_note_text",
+        {
+            **DOTS3,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "use_dsa": False,
+            "moe_layer_freq": [0, 1, 0, 1, 1],
+            "n_shared_experts": 2,
+            "tie_word_embeddings": True,
+        },
+        "no indexer (use_dsa false), MoE layers listed by moe_layer_freq, two shared experts, tied",
+    ),
+    (
+        "dots3_note_text",
+        {
+            **DOTS3,
+            "num_hidden_layers": 4,
+            "layer_types": [
+                "sliding_attention",
+                "full_attention",
+                "indexed_attention",
+                "sliding_attention",
+            ],
+            "first_k_dense_replace": 0,
+        },
+        "listed layer types (full made indexed), no dense layer",
+    ),
+    (
+        "dots3_note_text",
+        {**DOTS3, "use_sliding_window": False, "swa_qk_rope_head_dim": 4},
+        "no sliding layers: every layer indexed",
+    ),
+]
+
+
+def test_dots3_per_layer_config_is_refused(write: Any) -> None:
+    fields = {"model_type": "dots3_note_text", **SMALL, **DOTS3, "per_layer_config": {"2": {}}}
+    with pytest.raises(ConfigError, match="per_layer_config: is not read: give the sliding"):
+        load_spec(write("config.json", fields))
+
+
 @pytest.mark.parametrize(
     ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
 )
@@ -314,6 +378,11 @@ RUN: list[tuple[str, dict[str, Any], str]] = [
         },
         "layer 1 reuses layer 0's indexer choice and scores nothing",
     ),
+    (
+        "dots3_note_text",
+        {**DOTS3, "num_hidden_layers": 4},
+        "indexed layers 0, 1; sliding layers 2, 3 with their own MLA sizes; g_proj",
+    ),
 ]
 # the KV bytes of each RUN case by hand (bf16, batch 2, 8 tokens)
 KV_BY_HAND = {
@@ -326,6 +395,8 @@ KV_BY_HAND = {
     "axk2": 3 * 8 * (32 + 8) * 2 * BATCH,
     "deepseek_v32": 3 * 8 * (32 + 8) * 2 * BATCH,
     "glm_moe_dsa": 3 * 8 * (32 + 8) * 2 * BATCH,
+    # 2 indexed layers × 8 tokens × (32 + 8), 2 sliding × 4 × (24 + 8)
+    "dots3_note_text": (2 * 8 * (32 + 8) + 2 * 4 * (24 + 8)) * 2 * BATCH,
 }
 
 

@@ -158,6 +158,7 @@ MODEL_TYPES: dict[str, Family] = {
     "sarvam_mla": Family("deepseek", "SarvamMlaConfig"),
     "axk1": Family("deepseek", "AXK1Config"),
     "axk2": Family("deepseek", "AXK2Config"),
+    "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),

@@ -17,6 +17,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
+from pydantic import AliasChoices, Field
+
 from llmcalc.families._base import (
     Architecture,
     Count,
@@ -183,6 +185,74 @@ class AXK2Config(DeepseekV32Config):
     gated_norm_rank: Size = 16  # the low-rank gate of the gated norms
 
 
+class Dots3NoteTextConfig(DeepseekV32Config):
+    """dots3-note's language model (rednote): DeepSeek-V3.2's MLA and MoE where each layer type has
+    its own attention: indexed layers (an indexer, the main MLA sizes), sliding-window layers (no
+    indexer, their own MLA sizes: the swa_* fields), plain full layers when use_dsa is false; every
+    layer adds an RMSNorm on the rotary key (k_rope_only_layernorm [rope]) and a per-head sigmoid
+    gate on the attention output (g_proj h × d); shared experts of shared_experts_intermediate_size."""
+
+    transformers_class = "Dots3NoteTextConfig"
+    q_latent_required: ClassVar[bool] = True
+
+    vocab_size: Size = 152064
+    hidden_size: Size = 5120
+    intermediate_size: Size = 13824
+    num_hidden_layers: Size = 46
+    num_attention_heads: Size = 128
+    moe_intermediate_size: Size = 1536
+    shared_experts_intermediate_size: Size = Field(
+        1536,
+        validation_alias=AliasChoices(
+            "shared_experts_intermediate_size", "moe_shared_expert_intermediate_size"
+        ),
+    )
+    first_k_dense_replace: Count = 1
+    moe_layer_freq: Size | list[Count] = 1
+    q_lora_rank: Size | None = 1024
+    max_position_embeddings: Size | None = 524288
+    sliding_window: Size | None = Field(
+        512, validation_alias=AliasChoices("sliding_window", "sliding_window_size")
+    )
+    layer_types: list[str] | None = None
+    use_dsa: bool | None = None
+    use_sliding_window: bool = True
+    swa_num_attention_heads: Size = 64
+    swa_q_lora_rank: Size = 1024
+    swa_kv_lora_rank: Size = 1024
+    swa_head_dim: Size = 256
+    swa_qk_nope_head_dim: Size = 192
+    swa_qk_rope_head_dim: Size | None = None  # absent: swa_head_dim − swa_qk_nope_head_dim
+    swa_v_head_dim: Size = 128
+    # transformers' own saved form of the per-layer sizes; read from the swa_* fields instead
+    per_layer_config: dict[str, object] | None = None
+
+    def sliding(self) -> Dots3NoteTextConfig:
+        """The sliding layers' attention sizes, under DeepSeek's field names."""
+        require(
+            self.per_layer_config is None,
+            "per_layer_config",
+            "is not read: give the sliding layers' sizes as swa_* fields (as the released config)",
+        )
+        rope = self.swa_qk_rope_head_dim
+        if rope is None:
+            require(
+                self.swa_head_dim > self.swa_qk_nope_head_dim,
+                "swa_head_dim",
+                f"must exceed swa_qk_nope_head_dim ({self.swa_qk_nope_head_dim})",
+            )
+            rope = self.swa_head_dim - self.swa_qk_nope_head_dim
+        update = {
+            "num_attention_heads": self.swa_num_attention_heads,
+            "q_lora_rank": self.swa_q_lora_rank,
+            "kv_lora_rank": self.swa_kv_lora_rank,
+            "qk_nope_head_dim": self.swa_qk_nope_head_dim,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": self.swa_v_head_dim,
+        }
+        return self.model_copy(update=update)
+
+
 class GlmMoeDsaConfig(DeepseekV32Config):
     """GLM-5 (glm_moe_dsa): DeepSeek-V3.2's structure; a layer listed "shared" in indexer_types reuses
     the previous indexer's choice and holds no indexer (default: every layer has its own)."""
@@ -203,7 +273,10 @@ def mlp_plan(c: DeepseekConfig) -> LayerPlan:
     kinds = getattr(c, "mlp_layer_types", None)
     if kinds is not None:
         return mlp_kinds_plan(kinds, L, dense=DENSE, sparse=SPARSE)
-    f: int = getattr(c, "moe_layer_freq", 1)
+    f: int | list[int] = getattr(c, "moe_layer_freq", 1)
+    if isinstance(f, list):  # dots3-note: MoE where the list says, after the dense prefix
+        listed = ["sparse" if i >= k and f[i] else "dense" for i in range(len(f))]
+        return listed_plan(listed, L, field="moe_layer_freq", names={"dense": DENSE, "sparse": SPARSE})
     if f == 1:
         return split_plan(L, at=k, before=DENSE, after=SPARSE)
     dense = (Run(0, min(k, L), 0, 1, 1), Run(k, L, 1, f, f - 1))
@@ -220,6 +293,8 @@ FULL_INDEX, SHARED_INDEX = "indexer", "shared_indexer"
 def indexer_plan(c: DeepseekConfig) -> LayerPlan:
     """Which layers run their own indexer (all, for V3.2; GLM-5 may share one between layers)."""
     L = c.num_hidden_layers
+    if isinstance(c, Dots3NoteTextConfig):
+        return _dots3_plan(c)
     if not isinstance(c, GlmMoeDsaConfig):
         return {FULL_INDEX: LayerSet.span(0, L)}
     kinds = c.indexer_types
@@ -234,6 +309,29 @@ def indexer_plan(c: DeepseekConfig) -> LayerPlan:
     full = LayerSet((Run(0, min(o, L), 0, 1, 1), Run(max(o, 0), L, o - 1, f, 1)))
     shared = LayerSet((Run(o, L, o, f, f - 1),)) if f > 1 else LayerSet(())
     plan = {FULL_INDEX: LayerSet(tuple(r for r in full.runs if len(r))), SHARED_INDEX: shared}
+    return {k: v for k, v in plan.items() if v}
+
+
+PLAIN, SLIDING_KIND = "full_attention", "sliding_attention"
+
+
+def _dots3_plan(c: Dots3NoteTextConfig) -> LayerPlan:
+    """dots3-note's layer types: as listed (with use_dsa turning full into indexed layers or back),
+    else indexed where i < 2 or i % 4 == 1, sliding elsewhere (all indexed without sliding)."""
+    L = c.num_hidden_layers
+    dsa = c.use_dsa is not False
+    full = FULL_INDEX if dsa else PLAIN
+    # use_dsa (default true) makes every full layer indexed, false every indexed layer plain
+    names = {"indexed_attention": full, "full_attention": full, "sliding_attention": SLIDING_KIND}
+    if c.layer_types is not None:
+        return listed_plan(c.layer_types, L, field="layer_types", names=names)
+    if not c.use_sliding_window:
+        return {full: LayerSet.span(0, L)}
+    plan = {
+        full: LayerSet((Run(0, min(2, L), 0, 1, 1), Run(2, L, 1, 4, 1))),
+        SLIDING_KIND: LayerSet((Run(2, L, 2, 4, 3),)),
+    }
+    plan = {k: LayerSet(tuple(r for r in v.runs if len(r))) for k, v in plan.items()}
     return {k: v for k, v in plan.items() if v}
 
 
@@ -326,7 +424,8 @@ def describe(c: DeepseekConfig) -> Architecture:
             f"{p}.mlp.shared_experts",
             "moe/shared_experts",
             d,
-            c.moe_intermediate_size * c.n_shared_experts,
+            getattr(c, "shared_experts_intermediate_size", c.moe_intermediate_size)
+            * c.n_shared_experts,
             bias=mlp_bias,
         ),
         *(norm(f"{p}.mlp.post_mlp_layernorm", "moe/post_norm", d, bias=False) if c.post_moe_norm else []),
@@ -382,21 +481,48 @@ def _indexed_groups(
 ) -> tuple[LayerGroup, ...]:
     """Layers with the sparse-attention indexer (wq_b from the query latent, wk, k_norm, weights)."""
     own = indexer_tensors(c)
-    parts = {FULL_INDEX: own, SHARED_INDEX: []}
     heads: int = getattr(c, "index_n_heads")  # noqa: B009 - only the indexed configs have it
     dim: int = getattr(c, "index_head_dim")  # noqa: B009
     # a layer with its own indexer also scores every pair with it; a sharing layer reuses its choice
-    kinds_attention = {
-        FULL_INDEX: replace(attention, index_heads=heads, index_head_dim=dim),
-        SHARED_INDEX: attention,
+    indexed = replace(attention, index_heads=heads, index_head_dim=dim)
+    kinds: dict[str, tuple[list[Tensor], Attention]] = {
+        FULL_INDEX: ([*attn, *own], indexed),
+        SHARED_INDEX: (attn, attention),
     }
+    if isinstance(c, Dots3NoteTextConfig):
+        kinds = _dots3_kinds(c, attn, own, indexed)
     plan = cross_plans(indexer_plan(c), mlp_plan(c))
     return tuple(
         LayerGroup(
-            crossed_name(kinds, plan),
+            crossed_name(pair, plan),
             layers,
-            (*attn, *parts[kinds[0]], *blocks[kinds[1]]),
-            kinds_attention[kinds[0]],
+            (*kinds[pair[0]][0], *blocks[pair[1]]),
+            kinds[pair[0]][1],
         )
-        for kinds, layers in plan.items()
+        for pair, layers in plan.items()
     )
+
+
+def _dots3_kinds(
+    c: Dots3NoteTextConfig, attn: list[Tensor], own: list[Tensor], indexed: Attention
+) -> dict[str, tuple[list[Tensor], Attention]]:
+    """dots3-note's three attention kinds; each adds k_rope_only_layernorm [rope] and g_proj h × d."""
+    p, d = "model.layers.{i}.self_attn", c.hidden_size
+
+    def extra(cfg: DeepseekConfig) -> list[Tensor]:
+        return [
+            *norm(f"{p}.k_rope_only_layernorm", "attn/k_rope_norm", cfg.qk_rope_head_dim, bias=False),
+            *linear(f"{p}.g_proj", "attn/g_proj", cfg.num_attention_heads, d, bias=False),
+        ]
+
+    swa = c.sliding()
+    h, qk = swa.num_attention_heads, swa.qk_nope_head_dim + swa.qk_rope_head_dim
+    latent = swa.kv_lora_rank + swa.qk_rope_head_dim
+    sliding = Attention(h, h, qk, swa.v_head_dim, window=c.sliding_window, kv_latent_dim=latent)
+    swa_attn = [attn[0], *mla(p, swa), *extra(swa)]  # attn[0]: the input norm
+    plain = replace(indexed, index_heads=0, index_head_dim=0)
+    return {
+        FULL_INDEX: ([*attn, *extra(c), *own], indexed),
+        PLAIN: ([*attn, *extra(c)], plain),
+        SLIDING_KIND: (swa_attn, sliding),
+    }

@@ -32,7 +32,6 @@ NOT_COUNTED: dict[str, str] = {
     "deepseek_v4": MOE,
     "dory": DENSE_TODO + " (normalized transformer with looped layers, per-channel scales)",
     "dots3_note": MULTIMODAL,
-    "dots3_note_text": MOE,
     "electra": ENCODER,
     "emu3": MULTIMODAL,
     "ernie": ENCODER,
