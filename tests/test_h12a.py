@@ -1,9 +1,11 @@
-"""Issue 12, MoE part: aria_text, flint, beam, axk1, axk2 … held against transformers 5.24.
+"""Issue 12, MoE part: aria_text, flint, beam, axk1, axk2, dots3_note_text against transformers 5.24.
 
 Each type's bundled config and small varied configs (layers, widths, heads and kv heads, expert
 counts and top-k, shared experts, dense layers, layer-type patterns, tied and untied heads) are built
 on the meta device: every tensor name and shape, the total and the active count (read off the
-instantiated modules) must equal llmcalc's.
+instantiated modules) must equal llmcalc's. Small whole models also run on the CPU: prefill FLOPs
+equal FlopCounterMode's (including the lightning indexer's own scores, for DeepSeek-V3.2, GLM-5,
+A.X-K2 and dots3-note), and KV bytes equal a StaticCache's.
 """
 
 from __future__ import annotations

@@ -10,6 +10,11 @@ values share one latent of ``kv_lora_rank`` plus a decoupled rotary key of ``qk_
 which is what the KV cache holds per token. The first ``first_k_dense_replace`` layers are dense
 SwiGLU layers; the rest hold routed experts, a router and ``n_shared_experts`` shared experts
 (one SwiGLU of ``n_shared_experts · moe_intermediate_size``).
+
+Rows on the same structure, each by what it changes: ``sarvam_mla``, ``glm4_moe_lite``,
+``deepseek_v32`` and ``glm_moe_dsa`` (the lightning indexer of DeepSeek sparse attention), ``axk1``
+(a norm after each MoE block), ``axk2`` (a gated query projection and low-rank gated layer norms) and
+``dots3_note_text`` (indexed, sliding and plain layers, each with its own MLA sizes).
 """
 
 from __future__ import annotations
