@@ -298,10 +298,42 @@ CASES += [
 ]
 
 
-def test_dots3_per_layer_config_is_refused(write: Any) -> None:
-    fields = {"model_type": "dots3_note_text", **SMALL, **DOTS3, "per_layer_config": {"2": {}}}
-    with pytest.raises(ConfigError, match="per_layer_config: is not read: give the sliding"):
-        load_spec(write("config.json", fields))
+def test_dots3_saved_per_layer_config(write: Any) -> None:
+    """transformers saves the sliding layers' sizes as per_layer_config (what differs from the
+    global fields) and no swa_* fields; full_attention then means a layer without an indexer."""
+    swa = {"num_attention_heads": 4, "num_key_value_heads": 4, "kv_lora_rank": 24}
+    fields = {
+        "model_type": "dots3_note_text",
+        **SMALL,
+        **MLA,
+        **INDEX,
+        "num_key_value_heads": 8,
+        "head_dim": 24,  # transformers checks a sliding layer's nope + rope against it
+        "sliding_window": 4,
+        "pad_token_id": 0,
+        "layer_types": [
+            "indexed_attention",
+            "full_attention",
+            "sliding_attention",
+            "sliding_attention",
+            "indexed_attention",
+        ],
+        "per_layer_config": {"2": swa, "3": swa},
+    }
+    spec = load_spec(write("config.json", fields))
+    assert [g.name for g in spec.layer_groups] == [
+        "indexer/dense",
+        "full_attention/moe",
+        "sliding_attention/moe",
+        "indexer/moe",
+    ]
+    assert_exact(spec, "saved per_layer_config")
+    bad = {**fields, "per_layer_config": {"1": swa}}
+    with pytest.raises(ConfigError, match=r"per_layer_config\.1: sizes of a layer that is not a"):
+        load_spec(write("bad.json", bad))
+    bad = {**fields, "per_layer_config": {"2": swa, "3": {**swa, "kv_lora_rank": 16}}}
+    with pytest.raises(ConfigError, match="sliding layers of differing sizes are not supported"):
+        load_spec(write("bad.json", bad))
 
 
 @pytest.mark.parametrize(

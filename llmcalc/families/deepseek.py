@@ -25,6 +25,7 @@ from typing import ClassVar
 from pydantic import AliasChoices, Field
 
 from llmcalc.families._base import (
+    MAX_SIZE,
     Architecture,
     Count,
     FamilyConfig,
@@ -229,16 +230,22 @@ class Dots3NoteTextConfig(DeepseekV32Config):
     swa_qk_nope_head_dim: Size = 192
     swa_qk_rope_head_dim: Size | None = None  # absent: swa_head_dim − swa_qk_nope_head_dim
     swa_v_head_dim: Size = 128
-    # transformers' own saved form of the per-layer sizes; read from the swa_* fields instead
-    per_layer_config: dict[str, object] | None = None
+    # transformers' saved form: per layer index, the sizes that differ from the global fields
+    per_layer_config: dict[str, dict[str, object]] | None = None
 
     def sliding(self) -> Dots3NoteTextConfig:
-        """The sliding layers' attention sizes, under DeepSeek's field names."""
-        require(
-            self.per_layer_config is None,
-            "per_layer_config",
-            "is not read: give the sliding layers' sizes as swa_* fields (as the released config)",
-        )
+        """The sliding layers' attention sizes, under DeepSeek's field names: the swa_* fields, or
+        the global fields with a saved config's per_layer_config entry for them."""
+        if self.per_layer_config is not None:
+            entries = list(self.per_layer_config.values())
+            entry = entries[0] if entries else {}
+            for key, value in entry.items():
+                require(
+                    key in _PER_LAYER_SIZES and isinstance(value, int) and 0 < value <= MAX_SIZE,
+                    f"per_layer_config.{key}",
+                    f"not read ({value!r}): one of {', '.join(_PER_LAYER_SIZES)}, a positive size",
+                )
+            return self.model_copy(update=dict(entry))
         rope = self.swa_qk_rope_head_dim
         if rope is None:
             require(
@@ -318,6 +325,40 @@ def indexer_plan(c: DeepseekConfig) -> LayerPlan:
 
 
 PLAIN, SLIDING_KIND = "full_attention", "sliding_attention"
+_PER_LAYER_SIZES = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "head_dim",
+)
+
+
+def _check_per_layer(c: Dots3NoteTextConfig, plan: LayerPlan) -> None:
+    """A saved per_layer_config: one entry, the same, for each sliding layer and for no other."""
+    entries = c.per_layer_config
+    if entries is None:
+        return
+    sliding = plan.get(SLIDING_KIND, LayerSet(()))
+    for key, entry in entries.items():
+        require(
+            key.isdigit() and int(key) in sliding,
+            f"per_layer_config.{key}",
+            "sizes of a layer that is not a sliding layer are not supported",
+        )
+        require(
+            entry == next(iter(entries.values())),
+            f"per_layer_config.{key}",
+            "sliding layers of differing sizes are not supported",
+        )
+    require(
+        len(entries) == len(sliding) or not next(iter(entries.values()), {}),
+        "per_layer_config",
+        f"lists {len(entries)} of the {len(sliding)} sliding layers",
+    )
 
 
 def _dots3_plan(c: Dots3NoteTextConfig) -> LayerPlan:
@@ -326,8 +367,11 @@ def _dots3_plan(c: Dots3NoteTextConfig) -> LayerPlan:
     L = c.num_hidden_layers
     dsa = c.use_dsa is not False
     full = FULL_INDEX if dsa else PLAIN
-    # use_dsa (default true) makes every full layer indexed, false every indexed layer plain
+    # use_dsa (default true unless a saved per_layer_config is given) makes every full layer
+    # indexed, false every indexed layer plain; null leaves the listed types as they are
     names = {"indexed_attention": full, "full_attention": full, "sliding_attention": SLIDING_KIND}
+    if c.use_dsa is None and c.per_layer_config is not None:
+        names = {"indexed_attention": FULL_INDEX, "full_attention": PLAIN, "sliding_attention": SLIDING_KIND}
     if c.layer_types is not None:
         return listed_plan(c.layer_types, L, field="layer_types", names=names)
     if not c.use_sliding_window:
@@ -520,6 +564,7 @@ def _dots3_kinds(
             *linear(f"{p}.g_proj", "attn/g_proj", cfg.num_attention_heads, d, bias=False),
         ]
 
+    _check_per_layer(c, indexer_plan(c))
     swa = c.sliding()
     h, qk = swa.num_attention_heads, swa.qk_nope_head_dim + swa.qk_rope_head_dim
     latent = swa.kv_lora_rank + swa.qk_rope_head_dim
