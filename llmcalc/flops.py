@@ -151,8 +151,12 @@ def weight_flops_per_token(spec: ModelSpec) -> int:
 
 
 def pair_flops(attention: Attention) -> int:
-    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v."""
-    return FLOPS_PER_MAC * attention.heads * (attention.qk_head_dim + attention.v_head_dim)
+    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v; with a
+    lightning indexer (DeepSeek-V3.2 §2.1) also its scores 2·H·D and their weighted sum over its
+    H heads 2·H."""
+    a = attention
+    indexer = a.index_heads * (a.index_head_dim + 1)
+    return FLOPS_PER_MAC * (a.heads * (a.qk_head_dim + a.v_head_dim) + indexer)
 
 
 def causal_pairs(*, ctx: int, window: int | None) -> int:

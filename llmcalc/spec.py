@@ -73,6 +73,8 @@ class Attention:
     each query also scores against ``position_keys`` relative-position vectors (2·span per
     c2p / p2c term, 2·h·d_qk FLOPs each), and the layer projects its relative-position table
     once per sequence, whatever its length (``sequence_flops``).
+    ``index_heads`` × ``index_head_dim`` (DeepSeek sparse attention): the layer's own lightning
+    indexer scores every query–key pair too, before attention keeps the best of them.
     """
 
     heads: int
@@ -86,6 +88,8 @@ class Attention:
     causal: bool = True
     position_keys: int = 0
     sequence_flops: int = 0
+    index_heads: int = 0
+    index_head_dim: int = 0
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of

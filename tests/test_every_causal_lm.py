@@ -62,6 +62,7 @@ PER_LAYER = (
     "mlp_only_layers",
     "attention_types",
     "attention_layers",
+    "per_layer_config",
 )
 
 # Fields a type's default config lacks for transformers to build it (stated, per type).
@@ -91,6 +92,8 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     "granitemoehybrid": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
     # 6 heads (its default) do not divide the shrunk d_model of 64
     "whisper": {"encoder_attention_heads": 8, "decoder_attention_heads": 8},
+    # MLA: every layer type's kv heads must equal its heads (its sliding layers' sizes: swa_*)
+    "dots3_note_text": {"num_key_value_heads": 8},
     # its layers read layer_types by index: keep a 3-layer list (conv, attention, conv)
     "lfm2_moe": {"layer_types": ["conv", "full_attention", "conv"]},
     # the default's list spells out 76 layers, its attention width and head dim follow d 3712; two

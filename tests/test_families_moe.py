@@ -30,7 +30,12 @@ def hf_active(model: Any) -> int:
     Shared experts and routers live outside those modules and count whole.
     """
     config = model.config
-    k = getattr(config, "num_experts_per_tok", None) or config.ffn_config.moe_top_k
+    # Aria's text model says moe_topk; DBRX ffn_config.moe_top_k
+    k = (
+        getattr(config, "num_experts_per_tok", None)
+        or getattr(config, "moe_topk", None)
+        or config.ffn_config.moe_top_k
+    )
     if isinstance(k, list):  # per layer (Hunyuan); llmcalc requires them equal
         k = k[0]
     total = sum(p.numel() for p in model.parameters())

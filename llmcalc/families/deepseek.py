@@ -10,13 +10,22 @@ values share one latent of ``kv_lora_rank`` plus a decoupled rotary key of ``qk_
 which is what the KV cache holds per token. The first ``first_k_dense_replace`` layers are dense
 SwiGLU layers; the rest hold routed experts, a router and ``n_shared_experts`` shared experts
 (one SwiGLU of ``n_shared_experts · moe_intermediate_size``).
+
+Rows on the same structure, each by what it changes: ``sarvam_mla``, ``glm4_moe_lite``,
+``deepseek_v32`` and ``glm_moe_dsa`` (the lightning indexer of DeepSeek sparse attention), ``axk1``
+(a norm after each MoE block), ``axk2`` (a gated query projection and low-rank gated layer norms) and
+``dots3_note_text`` (indexed, sliding and plain layers, each with its own MLA sizes).
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
+from pydantic import AliasChoices, Field
+
 from llmcalc.families._base import (
+    MAX_SIZE,
     Architecture,
     Count,
     FamilyConfig,
@@ -51,6 +60,9 @@ class DeepseekConfig(FamilyConfig):
     """Fields both generations read; defaults are DeepSeek-V2's unless a subclass overrides them."""
 
     indexed: ClassVar[bool] = False  # DeepSeek sparse attention: an indexer per layer (V3.2, GLM-5)
+    post_moe_norm: ClassVar[bool] = False  # an RMSNorm on the MoE block's output (A.X-K1)
+    q_latent_required: ClassVar[bool] = False  # the model has no plain q_proj (A.X-K1, A.X-K2)
+    q_gate: ClassVar[bool] = False  # q and an output gate from [q latent normed, raw] (A.X-K2)
 
     hidden_size: Size
     num_hidden_layers: Size
@@ -114,6 +126,29 @@ class Glm4MoeLiteConfig(DeepseekV3Config):
     mlp_layer_types: list[str] | None = None
 
 
+class AXK1Config(DeepseekV3Config):
+    """A.X-K1 (SK Telecom): DeepSeek-V3 with an RMSNorm on each MoE block's output
+    (mlp.post_mlp_layernorm [d]); queries always through the q latent; MoE where i >=
+    first_k_dense_replace and i % moe_layer_freq == 0, unless mlp_layer_types lists the layers."""
+
+    transformers_class = "AXK1Config"
+    post_moe_norm: ClassVar[bool] = True
+    q_latent_required: ClassVar[bool] = True
+
+    vocab_size: Size = 163840
+    hidden_size: Size = 7168
+    intermediate_size: Size = 18432
+    moe_intermediate_size: Size = 2048
+    num_hidden_layers: Size = 61
+    num_attention_heads: Size = 64
+    n_routed_experts: Size = 192
+    first_k_dense_replace: Count = 1
+    moe_layer_freq: Size = 1
+    q_lora_rank: Size | None = 1536  # must be set: A.X-K1 has no plain q_proj
+    max_position_embeddings: Size | None = 32768
+    mlp_layer_types: list[str] | None = None
+
+
 class DeepseekV32Config(DeepseekV3Config):
     """DeepSeek-V3.2 (DeepSeek-AI 2025, "DeepSeek-V3.2-Exp"): V3 plus the lightning indexer of
     DeepSeek sparse attention in every layer; each query attends to at most index_topk tokens."""
@@ -125,6 +160,109 @@ class DeepseekV32Config(DeepseekV3Config):
     index_n_heads: Size = 64
     index_head_dim: Size = 128
     index_topk: Size = 2048
+
+
+class AXK2Config(DeepseekV32Config):
+    """A.X-K2 (SK Telecom): DeepSeek-V3.2 (lightning indexer in every layer) where one projection of the
+    query latent, normed and raw side by side (2·q_lora), gives both the queries and a sigmoid gate on
+    the attention output (q_gate_proj, in place of q_b_proj); input_layernorm, and on MoE layers
+    post_attention_layernorm, is an RMSNorm followed by a low-rank sigmoid gate (gated_norm_rank)."""
+
+    transformers_class = "AXK2Config"
+    q_latent_required: ClassVar[bool] = True
+    q_gate: ClassVar[bool] = True
+
+    vocab_size: Size = 163840
+    hidden_size: Size = 2048
+    intermediate_size: Size = 5120
+    moe_intermediate_size: Size = 512
+    num_hidden_layers: Size = 48
+    num_attention_heads: Size = 32
+    n_routed_experts: Size = 128
+    first_k_dense_replace: Count = 1
+    moe_layer_freq: Size = 1
+    kv_lora_rank: Size = 128
+    q_lora_rank: Size | None = 384
+    qk_rope_head_dim: Size = 32
+    v_head_dim: Size = 64
+    qk_nope_head_dim: Size = 64
+    max_position_embeddings: Size | None = 131072
+    index_n_heads: Size = 16
+    gated_norm_rank: Size = 16  # the low-rank gate of the gated norms
+
+
+class Dots3NoteTextConfig(DeepseekV32Config):
+    """dots3-note's language model (rednote): DeepSeek-V3.2's MLA and MoE where each layer type has
+    its own attention: indexed layers (an indexer, the main MLA sizes), sliding-window layers (no
+    indexer, their own MLA sizes: the swa_* fields), plain full layers when use_dsa is false; every
+    layer adds an RMSNorm on the rotary key (k_rope_only_layernorm [rope]) and a per-head sigmoid
+    gate on the attention output (g_proj h × d); shared experts of shared_experts_intermediate_size."""
+
+    transformers_class = "Dots3NoteTextConfig"
+    q_latent_required: ClassVar[bool] = True
+
+    vocab_size: Size = 152064
+    hidden_size: Size = 5120
+    intermediate_size: Size = 13824
+    num_hidden_layers: Size = 46
+    num_attention_heads: Size = 128
+    moe_intermediate_size: Size = 1536
+    shared_experts_intermediate_size: Size = Field(
+        1536,
+        validation_alias=AliasChoices(
+            "shared_experts_intermediate_size", "moe_shared_expert_intermediate_size"
+        ),
+    )
+    first_k_dense_replace: Count = 1
+    moe_layer_freq: Size | list[Count] = 1
+    q_lora_rank: Size | None = 1024
+    max_position_embeddings: Size | None = 524288
+    sliding_window: Size | None = Field(
+        512, validation_alias=AliasChoices("sliding_window", "sliding_window_size")
+    )
+    layer_types: list[str] | None = None
+    use_dsa: bool | None = None
+    use_sliding_window: bool = True
+    swa_num_attention_heads: Size = 64
+    swa_q_lora_rank: Size = 1024
+    swa_kv_lora_rank: Size = 1024
+    swa_head_dim: Size = 256
+    swa_qk_nope_head_dim: Size = 192
+    swa_qk_rope_head_dim: Size | None = None  # absent: swa_head_dim − swa_qk_nope_head_dim
+    swa_v_head_dim: Size = 128
+    # transformers' saved form: per layer index, the sizes that differ from the global fields
+    per_layer_config: dict[str, dict[str, object]] | None = None
+
+    def sliding(self) -> Dots3NoteTextConfig:
+        """The sliding layers' attention sizes, under DeepSeek's field names: the swa_* fields, or
+        the global fields with a saved config's per_layer_config entry for them."""
+        if self.per_layer_config is not None:
+            entries = list(self.per_layer_config.values())
+            entry = entries[0] if entries else {}
+            for key, value in entry.items():
+                require(
+                    key in _PER_LAYER_SIZES and isinstance(value, int) and 0 < value <= MAX_SIZE,
+                    f"per_layer_config.{key}",
+                    f"not read ({value!r}): one of {', '.join(_PER_LAYER_SIZES)}, a positive size",
+                )
+            return self.model_copy(update=dict(entry))
+        rope = self.swa_qk_rope_head_dim
+        if rope is None:
+            require(
+                self.swa_head_dim > self.swa_qk_nope_head_dim,
+                "swa_head_dim",
+                f"must exceed swa_qk_nope_head_dim ({self.swa_qk_nope_head_dim})",
+            )
+            rope = self.swa_head_dim - self.swa_qk_nope_head_dim
+        update = {
+            "num_attention_heads": self.swa_num_attention_heads,
+            "q_lora_rank": self.swa_q_lora_rank,
+            "kv_lora_rank": self.swa_kv_lora_rank,
+            "qk_nope_head_dim": self.swa_qk_nope_head_dim,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": self.swa_v_head_dim,
+        }
+        return self.model_copy(update=update)
 
 
 class GlmMoeDsaConfig(DeepseekV32Config):
@@ -141,12 +279,24 @@ class GlmMoeDsaConfig(DeepseekV32Config):
 
 
 def mlp_plan(c: DeepseekConfig) -> LayerPlan:
-    """Dense and MoE layers: as mlp_layer_types lists them, else the first first_k_dense_replace dense."""
-    L = c.num_hidden_layers
+    """Dense and MoE layers: as mlp_layer_types lists them, else the first first_k_dense_replace dense
+    and, where a config has moe_layer_freq f, MoE only where i % f == 0 after them."""
+    L, k = c.num_hidden_layers, c.first_k_dense_replace
     kinds = getattr(c, "mlp_layer_types", None)
-    if kinds is None:
-        return split_plan(L, at=c.first_k_dense_replace, before=DENSE, after=SPARSE)
-    return mlp_kinds_plan(kinds, L, dense=DENSE, sparse=SPARSE)
+    if kinds is not None:
+        return mlp_kinds_plan(kinds, L, dense=DENSE, sparse=SPARSE)
+    f: int | list[int] = getattr(c, "moe_layer_freq", 1)
+    if isinstance(f, list):  # dots3-note: MoE where the list says, after the dense prefix
+        listed = ["sparse" if i >= k and f[i] else "dense" for i in range(len(f))]
+        return listed_plan(listed, L, field="moe_layer_freq", names={"dense": DENSE, "sparse": SPARSE})
+    if f == 1:
+        return split_plan(L, at=k, before=DENSE, after=SPARSE)
+    dense = (Run(0, min(k, L), 0, 1, 1), Run(k, L, 1, f, f - 1))
+    plan = {
+        DENSE: LayerSet(tuple(r for r in dense if len(r))),
+        SPARSE: LayerSet(tuple(r for r in (Run(k, L, 0, f, 1),) if len(r))),
+    }
+    return {kind: layers for kind, layers in plan.items() if layers}
 
 
 FULL_INDEX, SHARED_INDEX = "indexer", "shared_indexer"
@@ -155,6 +305,8 @@ FULL_INDEX, SHARED_INDEX = "indexer", "shared_indexer"
 def indexer_plan(c: DeepseekConfig) -> LayerPlan:
     """Which layers run their own indexer (all, for V3.2; GLM-5 may share one between layers)."""
     L = c.num_hidden_layers
+    if isinstance(c, Dots3NoteTextConfig):
+        return _dots3_plan(c)
     if not isinstance(c, GlmMoeDsaConfig):
         return {FULL_INDEX: LayerSet.span(0, L)}
     kinds = c.indexer_types
@@ -172,6 +324,66 @@ def indexer_plan(c: DeepseekConfig) -> LayerPlan:
     return {k: v for k, v in plan.items() if v}
 
 
+PLAIN, SLIDING_KIND = "full_attention", "sliding_attention"
+_PER_LAYER_SIZES = (
+    "num_attention_heads",
+    "num_key_value_heads",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_nope_head_dim",
+    "qk_rope_head_dim",
+    "v_head_dim",
+    "head_dim",
+)
+
+
+def _check_per_layer(c: Dots3NoteTextConfig, plan: LayerPlan) -> None:
+    """A saved per_layer_config: one entry, the same, for each sliding layer and for no other."""
+    entries = c.per_layer_config
+    if entries is None:
+        return
+    sliding = plan.get(SLIDING_KIND, LayerSet(()))
+    for key, entry in entries.items():
+        require(
+            key.isdigit() and int(key) in sliding,
+            f"per_layer_config.{key}",
+            "sizes of a layer that is not a sliding layer are not supported",
+        )
+        require(
+            entry == next(iter(entries.values())),
+            f"per_layer_config.{key}",
+            "sliding layers of differing sizes are not supported",
+        )
+    require(
+        len(entries) == len(sliding) or not next(iter(entries.values()), {}),
+        "per_layer_config",
+        f"lists {len(entries)} of the {len(sliding)} sliding layers",
+    )
+
+
+def _dots3_plan(c: Dots3NoteTextConfig) -> LayerPlan:
+    """dots3-note's layer types: as listed (with use_dsa turning full into indexed layers or back),
+    else indexed where i < 2 or i % 4 == 1, sliding elsewhere (all indexed without sliding)."""
+    L = c.num_hidden_layers
+    dsa = c.use_dsa is not False
+    full = FULL_INDEX if dsa else PLAIN
+    # use_dsa (default true unless a saved per_layer_config is given) makes every full layer
+    # indexed, false every indexed layer plain; null leaves the listed types as they are
+    names = {"indexed_attention": full, "full_attention": full, "sliding_attention": SLIDING_KIND}
+    if c.use_dsa is None and c.per_layer_config is not None:
+        names = {"indexed_attention": FULL_INDEX, "full_attention": PLAIN, "sliding_attention": SLIDING_KIND}
+    if c.layer_types is not None:
+        return listed_plan(c.layer_types, L, field="layer_types", names=names)
+    if not c.use_sliding_window:
+        return {full: LayerSet.span(0, L)}
+    plan = {
+        full: LayerSet((Run(0, min(2, L), 0, 1, 1), Run(2, L, 1, 4, 1))),
+        SLIDING_KIND: LayerSet((Run(2, L, 2, 4, 3),)),
+    }
+    plan = {k: LayerSet(tuple(r for r in v.runs if len(r))) for k, v in plan.items()}
+    return {k: v for k, v in plan.items() if v}
+
+
 def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
     """Multi-head latent attention (DeepSeek-V2 §2.1), h heads.
 
@@ -181,8 +393,23 @@ def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
     """
     d, h, b = c.hidden_size, c.num_attention_heads, c.attention_bias
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
+    # the dense MLA decoders and LongCat-Flash pass their own configs with DeepSeek's field names
+    q_gate, q_latent_required = getattr(c, "q_gate", False), getattr(c, "q_latent_required", False)
+    require(
+        c.q_lora_rank is not None or not q_latent_required,
+        "q_lora_rank",
+        "must be set: this model's queries always go through the q latent",
+    )
     if c.q_lora_rank is None:
         q = linear(f"{p}.q_proj", "attn/q_proj", h * qk, d, bias=False)
+    elif q_gate:
+        # A.X-K2: [q_a_layernorm(q_a), q_a] (2·q_lora) → h·(qk + v): queries and an output gate
+        r = c.q_lora_rank
+        q = [
+            *linear(f"{p}.q_a_proj", "attn/q_a_proj", r, d, bias=b),
+            *norm(f"{p}.q_a_layernorm", "attn/q_a_norm", r, bias=False),
+            *linear(f"{p}.q_gate_proj", "attn/q_gate_proj", h * (qk + c.v_head_dim), 2 * r, bias=False),
+        ]
     else:
         r = c.q_lora_rank
         q = [
@@ -208,29 +435,49 @@ def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
     ]
 
 
+def layer_norm(p: str, component: str, c: DeepseekConfig, *, gated: bool) -> list[Tensor]:
+    """A layer's RMSNorm [d]; gated (A.X-K2): y = norm(x) · sigmoid(fc2(silu(fc1(y)))), with
+    fc1 d → gated_norm_rank and fc2 back, the norm's weight then at ``{p}.norm``."""
+    d = c.hidden_size
+    if not isinstance(c, AXK2Config) or not gated:
+        return norm(p, component, d, bias=False)
+    r = c.gated_norm_rank
+    return [
+        *norm(f"{p}.norm", component, d, bias=False),
+        *linear(f"{p}.mlp.fc1", f"{component}/gate_fc1", r, d, bias=False),
+        *linear(f"{p}.mlp.fc2", f"{component}/gate_fc2", d, r, bias=False),
+    ]
+
+
 def describe(c: DeepseekConfig) -> Architecture:
     d, v, E, k = c.hidden_size, c.vocab_size, c.n_routed_experts, c.num_experts_per_tok
     check_top_k(k, E, k_field="num_experts_per_tok", e_field="n_routed_experts")
     h, L = c.num_attention_heads, c.num_hidden_layers
     p = "model.layers.{i}"
+    gated = isinstance(c, AXK2Config)
     attn = [
-        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
+        *layer_norm(f"{p}.input_layernorm", "attn/norm", c, gated=gated),
         *mla(f"{p}.self_attn", c),
-        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
     ]
     mlp_bias = getattr(c, "mlp_bias", False)
-    dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size, bias=mlp_bias)
+    dense_mlp = [
+        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
+        *swiglu(f"{p}.mlp", "mlp", d, c.intermediate_size, bias=mlp_bias),
+    ]
     # router E × d;  routed experts [E, 2·ff, d], [E, d, ff];  shared experts: one SwiGLU of s·ff.
     moe_mlp = [
+        *layer_norm(f"{p}.post_attention_layernorm", "mlp/norm", c, gated=gated),
         *router(f"{p}.mlp.gate", d, E),
         *routed_experts(f"{p}.mlp.experts", d, c.moe_intermediate_size, E),
         *swiglu(
             f"{p}.mlp.shared_experts",
             "moe/shared_experts",
             d,
-            c.moe_intermediate_size * c.n_shared_experts,
+            getattr(c, "shared_experts_intermediate_size", c.moe_intermediate_size)
+            * c.n_shared_experts,
             bias=mlp_bias,
         ),
+        *(norm(f"{p}.mlp.post_mlp_layernorm", "moe/post_norm", d, bias=False) if c.post_moe_norm else []),
     ]
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
     qk = c.qk_nope_head_dim + c.qk_rope_head_dim
@@ -283,14 +530,49 @@ def _indexed_groups(
 ) -> tuple[LayerGroup, ...]:
     """Layers with the sparse-attention indexer (wq_b from the query latent, wk, k_norm, weights)."""
     own = indexer_tensors(c)
-    parts = {FULL_INDEX: own, SHARED_INDEX: []}
+    heads: int = getattr(c, "index_n_heads")  # noqa: B009 - only the indexed configs have it
+    dim: int = getattr(c, "index_head_dim")  # noqa: B009
+    # a layer with its own indexer also scores every pair with it; a sharing layer reuses its choice
+    indexed = replace(attention, index_heads=heads, index_head_dim=dim)
+    kinds: dict[str, tuple[list[Tensor], Attention]] = {
+        FULL_INDEX: ([*attn, *own], indexed),
+        SHARED_INDEX: (attn, attention),
+    }
+    if isinstance(c, Dots3NoteTextConfig):
+        kinds = _dots3_kinds(c, attn, own, indexed)
     plan = cross_plans(indexer_plan(c), mlp_plan(c))
     return tuple(
         LayerGroup(
-            crossed_name(kinds, plan),
+            crossed_name(pair, plan),
             layers,
-            (*attn, *parts[kinds[0]], *blocks[kinds[1]]),
-            attention,
+            (*kinds[pair[0]][0], *blocks[pair[1]]),
+            kinds[pair[0]][1],
         )
-        for kinds, layers in plan.items()
+        for pair, layers in plan.items()
     )
+
+
+def _dots3_kinds(
+    c: Dots3NoteTextConfig, attn: list[Tensor], own: list[Tensor], indexed: Attention
+) -> dict[str, tuple[list[Tensor], Attention]]:
+    """dots3-note's three attention kinds; each adds k_rope_only_layernorm [rope] and g_proj h × d."""
+    p, d = "model.layers.{i}.self_attn", c.hidden_size
+
+    def extra(cfg: DeepseekConfig) -> list[Tensor]:
+        return [
+            *norm(f"{p}.k_rope_only_layernorm", "attn/k_rope_norm", cfg.qk_rope_head_dim, bias=False),
+            *linear(f"{p}.g_proj", "attn/g_proj", cfg.num_attention_heads, d, bias=False),
+        ]
+
+    _check_per_layer(c, indexer_plan(c))
+    swa = c.sliding()
+    h, qk = swa.num_attention_heads, swa.qk_nope_head_dim + swa.qk_rope_head_dim
+    latent = swa.kv_lora_rank + swa.qk_rope_head_dim
+    sliding = Attention(h, h, qk, swa.v_head_dim, window=c.sliding_window, kv_latent_dim=latent)
+    swa_attn = [attn[0], *mla(p, swa), *extra(swa)]  # attn[0]: the input norm
+    plain = replace(indexed, index_heads=0, index_head_dim=0)
+    return {
+        FULL_INDEX: ([*attn, *extra(c), *own], indexed),
+        PLAIN: ([*attn, *extra(c)], plain),
+        SLIDING_KIND: (swa_attn, sliding),
+    }

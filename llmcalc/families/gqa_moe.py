@@ -4,11 +4,14 @@ few dense layers (the DeepSeekMoE layout with ordinary grouped-query attention).
 One structure, many rows: ``glm4_moe`` (GLM-4.5), ``sarvam_moe``, ``dots1`` (rednote dots.llm1),
 ``exaone_moe`` (EXAONE MoE), ``ernie4_5_moe`` (Baidu ERNIE 4.5), ``hunyuan_v1_moe`` (Tencent
 Hunyuan-A13B), ``minimax_m2`` (MiniMax-M2), ``afmoe`` (Arcee AFMoE), ``flex_olmo`` (FlexOlmo),
-``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE). A row names
+``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE),
+``aria_text`` (Aria's language model; experts stored input-first), ``flint`` (Recursive Flint),
+``beam`` (Reflection Beam). A row names
 the fields its transformers config reads and the few switches that change tensors: where the router
 and shared experts live, which norms a layer holds, q/k norms (over head_dim or the whole
 projection), biases. Tensor names and shapes as in the transformers 5.24 ``*ForCausalLM`` classes,
-which fuse the routed experts into gate_up_proj [E, 2·ff, d] and down_proj [E, d, ff].
+which fuse the routed experts into gate_up_proj [E, 2·ff, d] and down_proj [E, d, ff] (a row may
+store them otherwise: ``expert_tensors``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from llmcalc.families._base import (
     linear,
     llama_outer_tensors,
     norm,
+    override_plan,
+    periodic_plan,
     require,
     resolve_kv_heads,
     routed_experts,
@@ -38,7 +43,14 @@ from llmcalc.families._base import (
     split_plan,
     swiglu,
 )
-from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan, mtp_note, mtp_params
+from llmcalc.families._moe import (
+    cross_plans,
+    crossed_name,
+    experts_transposed,
+    mlp_kinds_plan,
+    mtp_note,
+    mtp_params,
+)
 from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
@@ -166,6 +178,10 @@ class GqaMoeConfig(FamilyConfig):
     def shared_tensors(self, p: str) -> list[Tensor]:
         d, s = self.hidden_size, self.shared_ff
         return swiglu(f"{p}.{self.shared_name}", "moe/shared_experts", d, s, bias=self.mlp_bias)
+
+    def expert_tensors(self, p: str) -> list[Tensor]:
+        """The routed experts, fused: gate_up_proj [E, 2·ff, d], down_proj [E, d, ff]."""
+        return routed_experts(p, self.hidden_size, self.expert_ff, self.routed)
 
 
 def _first_k(c: GqaMoeConfig, k: int) -> LayerPlan:
@@ -614,6 +630,149 @@ class Cohere2MoeConfig(GqaMoeConfig):
         return dict(sorted(plan.items(), key=lambda kv: next(iter(kv[1]))))
 
 
+class AriaTextConfig(GqaMoeConfig):
+    """Aria's language model (Rhymes AI 2024, arXiv 2410.05993): every layer MoE, experts as wide as
+    intermediate_size and stored input-first (gate_up_proj [E, d, 2·ff], down_proj [E, ff, d]),
+    moe_num_shared_experts shared experts as one SwiGLU (biases with mlp_bias), router ``router``."""
+
+    transformers_class = "AriaTextConfig"
+    always_shared: ClassVar[bool] = True
+    router_name: ClassVar[str] = "router"
+    experts_field: ClassVar[str] = "moe_num_experts"
+    top_k_field: ClassVar[str] = "moe_topk"
+    shared_experts_field: ClassVar[str | None] = "moe_num_shared_experts"
+    floor_head_dim: ClassVar[bool] = False
+
+    vocab_size: Size = 32000
+    hidden_size: Size = 4096
+    intermediate_size: Size = 4096  # one routed (and one shared) expert
+    num_hidden_layers: Size = 32
+    num_attention_heads: Size = 32
+    max_position_embeddings: Size | None = 2048
+    moe_num_experts: Size = 8
+    moe_topk: Size = 2
+    moe_num_shared_experts: Count = 2
+    attention_bias: bool = False
+    shared_bias: bool = Field(False, validation_alias="mlp_bias")
+
+    @property
+    def expert_ff(self) -> int:
+        return self.intermediate_size
+
+    @property
+    def mlp_bias(self) -> bool:
+        return self.shared_bias
+
+    def expert_tensors(self, p: str) -> list[Tensor]:
+        return experts_transposed(p, self.hidden_size, self.expert_ff, self.routed)
+
+
+class FlintConfig(GqaMoeConfig):
+    """Flint (Recursive 2026): Qwen3-MoE's attention (q/k norms over head_dim) with a learned sink
+    per head, sliding layers except layers 0, 1, every i % 4 == 1 and the last (which use no RoPE);
+    an ungated shared expert of shared_expert_intermediate_size beside the routed ones; dense layers
+    where Qwen-MoE has them (mlp_only_layers, default [0, 1], and off the decoder_sparse_step)."""
+
+    transformers_class = "FlintConfig"
+    always_shared: ClassVar[bool] = True
+    shared_name: ClassVar[str] = "shared_expert"
+    experts_field: ClassVar[str] = "num_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 150144
+    hidden_size: Size = 2048
+    intermediate_size: Size = 6144  # the dense layers
+    num_hidden_layers: Size = 49
+    num_attention_heads: Size = 32
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    max_position_embeddings: Size | None = 262144
+    sliding_window: Size | None = 513
+    moe_intermediate_size: Size = 512
+    shared_expert_intermediate_size: Count = 1024
+    num_experts: Size = 256
+    num_experts_per_tok: Size = 6
+    decoder_sparse_step: Size = 1
+    mlp_only_layers: list[Count] | None = None  # null: [0, 1]
+    layer_types: list[str] | None = None
+    attention_bias: bool = False
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_expert_intermediate_size
+
+    def mlp_plan(self) -> LayerPlan:
+        # MoE where (i + 1) % decoder_sparse_step == 0 and i is not in mlp_only_layers
+        L = self.num_hidden_layers
+        plan = periodic_plan(L, period=self.decoder_sparse_step, every=SPARSE, others=DENSE)
+        only = [0, 1] if self.mlp_only_layers is None else self.mlp_only_layers
+        return override_plan(plan, sorted({i for i in only if i < L}), DENSE)
+
+    def attention_plan(self) -> LayerPlan:
+        L = self.num_hidden_layers
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, L, pattern=1)
+        # full where i < 2, i % 4 == 1 or i == L - 1; sliding elsewhere
+        plan = {FULL: LayerSet((Run(0, L, 1, 4, 1),)), SLIDING: LayerSet((Run(0, L, 2, 4, 3),))}
+        full = sorted({i for i in (0, 1, L - 1) if 0 <= i < L})
+        return override_plan({k: v for k, v in plan.items() if v}, full, FULL)
+
+    def attn_extra(self, p: str) -> list[Tensor]:
+        # one learned sink logit per head (gpt-oss's attention sinks)
+        return [Tensor(f"{p}.sinks", (self.num_attention_heads,), "attn/sinks")]
+
+
+class BeamConfig(GqaMoeConfig):
+    """Beam (Reflection 2026): Qwen3-MoE's attention (q/k norms over head_dim) with a sigmoid output
+    gate (gate_proj h·hd × d, gate_bias per head), four norms a layer, the first three layers dense
+    (or as mlp_layer_types lists), full attention every 6th layer and the last (no RoPE there)."""
+
+    transformers_class = "BeamConfig"
+    experts_field: ClassVar[str] = "num_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+    layer_norms: ClassVar[tuple[str, ...]] = (
+        "input_layernorm",
+        "post_attention_layernorm",
+        "pre_feedforward_layernorm",
+        "post_feedforward_layernorm",
+    )
+
+    vocab_size: Size = 151936
+    hidden_size: Size = 5120
+    intermediate_size: Size = 20480  # the dense layers
+    num_hidden_layers: Size = 52
+    num_attention_heads: Size = 48
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    max_position_embeddings: Size | None = 8192
+    sliding_window: Size | None = 512
+    moe_intermediate_size: Size = 2560
+    num_experts: Size = 256
+    num_experts_per_tok: Size = 8
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+    attention_bias: bool = False
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return _first_k(self, 3)
+
+    def attention_plan(self) -> LayerPlan:
+        L = self.num_hidden_layers
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, L, pattern=1)
+        return override_plan(layer_kinds(None, L, pattern=6), [L - 1], FULL)
+
+    def attn_extra(self, p: str) -> list[Tensor]:
+        # output gate: sigmoid(gate_proj(x) + gate_bias) scales each head's output
+        h, hd = self.num_attention_heads, self.resolved_head_dim
+        return [
+            *linear(f"{p}.gate_proj", "attn/gate_proj", h * hd, self.hidden_size, bias=False),
+            Tensor(f"{p}.gate_bias", (h,), "attn/gate_bias"),
+        ]
+
+
 # ---- the structure --------------------------------------------------------------------------------
 
 
@@ -643,7 +802,7 @@ def describe(c: GqaMoeConfig) -> Architecture:
     # router E × d;  routed experts [E, 2·ff, d], [E, d, ff];  shared experts: one SwiGLU of s
     moe_mlp = [
         *c.router_tensors(m),
-        *routed_experts(f"{m}.experts", d, c.expert_ff, E),
+        *c.expert_tensors(f"{m}.experts"),
         *(c.shared_tensors(m) if c.has_shared else []),
     ]
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
