@@ -158,6 +158,8 @@ MODEL_TYPES: dict[str, Family] = {
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
     "mimo_v2_flash": Family("mimo_v2_flash", "MiMoV2FlashConfig"),
     "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
+    # -- more mixture-of-experts decoders (issue 12) --
+    "solar_open": Family("gqa_moe", "SolarOpenConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -614,6 +614,35 @@ class Cohere2MoeConfig(GqaMoeConfig):
         return dict(sorted(plan.items(), key=lambda kv: next(iter(kv[1]))))
 
 
+# ---- more rows (issue 12) -------------------------------------------------------------------------
+
+
+class SolarOpenConfig(GqaMoeConfig):
+    """Solar Open (Upstage 2026, transformers solar_open): GLM-4.5's MoE block in every layer (no
+    dense layers, no q/k norms), Llama attention with q/k/v biases under attention_bias, o_proj none."""
+
+    transformers_class = "SolarOpenConfig"
+    always_shared: ClassVar[bool] = True
+    shared_experts_field: ClassVar[str | None] = "n_shared_experts"
+
+    vocab_size: Size = 196608
+    hidden_size: Size = 4096
+    intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
+    moe_intermediate_size: Size = 1280
+    num_hidden_layers: Size = 48
+    num_attention_heads: Size = 64
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    n_routed_experts: Size = 128
+    n_shared_experts: Count = 1
+    num_experts_per_tok: Size = 8
+    attention_bias: bool = False
+
+    @property
+    def o_bias(self) -> bool:
+        return False
+
+
 # ---- the structure --------------------------------------------------------------------------------
 
 

@@ -93,7 +93,6 @@ NOT_COUNTED: dict[str, str] = {
     "roc_bert": ENCODER,
     "roformer": ENCODER,
     "rwkv": SSM,
-    "solar_open": MOE,
     "trocr": ENC_DEC,
     "whisper": ENC_DEC,
     "xlm": ENCODER,

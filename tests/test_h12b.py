@@ -1,0 +1,96 @@
+"""More mixture-of-experts decoders of issue 12 (solar_open, kolibri1, hy_v3, mellum, laguna …), held
+against transformers 5.24 on the meta device.
+
+Each bundled config must give transformers' total and active count; each model type is built again on
+small configs that move what its description branches on (layers, widths, heads and kv heads, expert
+counts and top-k, shared experts, dense layers, tied heads, layer-type patterns). Every tensor name and
+shape must match.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from test_families_moe import hf_active
+
+from llmcalc import count, load_spec
+from llmcalc.verify import build_meta_model, figures
+
+SMALL = {
+    "hidden_size": 128,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 8,
+    "num_key_value_heads": 2,
+    "vocab_size": 512,
+}
+
+# bundled config, model_type, total, active
+BUNDLED = [
+    ("solar-open-default", "solar_open", 102_651_793_408, 12_054_827_008),
+]
+
+
+@pytest.mark.parametrize(("name", "model_type", "total", "active"), BUNDLED)
+def test_bundled_config_matches_transformers(
+    name: str, model_type: str, total: int, active: int
+) -> None:
+    spec = load_spec(name)
+    assert spec.model_type == model_type
+    model = build_meta_model(spec)
+    real = figures(model, spec.num_layers)
+    assert dict(spec.named_shapes()) == real.named_shapes
+    pc = count(spec)
+    assert (pc.total, pc.active) == (total, active) == (real.total, hf_active(model))
+    assert sum(pc.breakdown.values()) == pc.total
+
+
+# model_type, fields beside SMALL, what the case moves
+CASES: list[tuple[str, dict[str, Any], str]] = [
+    (
+        "solar_open",
+        {
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 6,
+            "num_experts_per_tok": 2,
+            "n_shared_experts": 2,
+            "head_dim": 24,
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "q/k/v biases (o_proj none), two shared experts, tied, head_dim given",
+    ),
+    (
+        "solar_open",
+        {
+            "num_hidden_layers": 2,
+            "num_attention_heads": 12,
+            "num_key_value_heads": 4,
+            "head_dim": 16,
+            "moe_intermediate_size": 32,
+            "n_routed_experts": 4,
+            "num_experts_per_tok": 3,
+            "n_shared_experts": 0,
+        },
+        "no shared expert (an empty module), 12 heads of 16 over 4 kv heads",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "fields", "covers"), CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)]
+)
+def test_varied_configs_match_transformers(
+    write: Any, model_type: str, fields: dict[str, Any], covers: str
+) -> None:
+    path = write("config.json", {"model_type": model_type, **SMALL, **fields})
+    spec = load_spec(path)
+    model = build_meta_model(spec)
+    real = figures(model, spec.num_layers)
+    assert dict(spec.named_shapes()) == real.named_shapes, covers
+    pc = count(spec)
+    assert (pc.total, pc.embedding, pc.lm_head) == (real.total, real.embedding, real.lm_head), (
+        covers
+    )
+    assert pc.active == hf_active(model), covers
+    assert sum(pc.breakdown.values()) == pc.total
