@@ -28,6 +28,7 @@ SMALL = {
 # bundled config, model_type, total, active
 BUNDLED = [
     ("solar-open-default", "solar_open", 102_651_793_408, 12_054_827_008),
+    ("kolibri1-default", "kolibri1", 78_103_055_360, 3_785_231_360),
 ]
 
 
@@ -74,6 +75,34 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         },
         "no shared expert (an empty module), 12 heads of 16 over 4 kv heads",
     ),
+    (
+        "kolibri1",
+        {
+            "num_hidden_layers": 6,
+            "head_dim": 16,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 48,
+            "num_experts": 6,
+            "num_experts_per_tok": 2,
+            "sliding_window": 4,
+            "tie_word_embeddings": True,
+        },
+        "full attention at layer 4 of 6, a wider shared expert, tied",
+    ),
+    (
+        "kolibri1",
+        {
+            "num_attention_heads": 12,
+            "num_key_value_heads": 3,
+            "head_dim": 8,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 0,
+            "num_experts": 4,
+            "num_experts_per_tok": 1,
+            "layer_types": ["full_attention", "sliding_attention", "full_attention"],
+        },
+        "layer_types listed, no shared expert (an empty module), 12 heads over 3 kv heads",
+    ),
 ]
 
 
@@ -94,3 +123,11 @@ def test_varied_configs_match_transformers(
     )
     assert pc.active == hf_active(model), covers
     assert sum(pc.breakdown.values()) == pc.total
+
+
+def test_kolibri1_full_attention_every_fifth_layer() -> None:
+    spec = load_spec("kolibri1-default")
+    assert [(g.name, g.layers.describe(), g.attention.window) for g in spec.layer_groups] == [
+        ("sliding_attention", "0..48 (4 of every 5)", 513),
+        ("full_attention", "4..49 every 5th", None),
+    ]

@@ -160,6 +160,7 @@ MODEL_TYPES: dict[str, Family] = {
     "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
     # -- more mixture-of-experts decoders (issue 12) --
     "solar_open": Family("gqa_moe", "SolarOpenConfig"),
+    "kolibri1": Family("gqa_moe", "Kolibri1Config"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -643,6 +643,48 @@ class SolarOpenConfig(GqaMoeConfig):
         return False
 
 
+class Kolibri1Config(GqaMoeConfig):
+    """Kolibri-1 (Aleph Alpha, transformers kolibri1): every layer MoE with one shared expert of
+    shared_expert_intermediate_size, GLM-4's four norms a layer, EXAONE 4's attention (q/k norms over
+    head_dim, no biases), full attention every 5th layer and sliding elsewhere."""
+
+    transformers_class = "Kolibri1Config"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+    layer_norms: ClassVar[tuple[str, ...]] = (
+        "input_layernorm",
+        "post_self_attn_layernorm",
+        "post_attention_layernorm",
+        "post_mlp_layernorm",
+    )
+
+    vocab_size: Size = 128000
+    hidden_size: Size = 2560
+    intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
+    num_hidden_layers: Size = 50
+    num_attention_heads: Size = 48
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    moe_intermediate_size: Size = 512
+    shared_expert_intermediate_size: Count = 512
+    num_experts: Size = 384
+    num_experts_per_tok: Size = 6
+    sliding_window: Size | None = 513
+    layer_types: list[str] | None = None
+
+    @property
+    def qkv_bias(self) -> bool:
+        return False
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_expert_intermediate_size
+
+    def attention_plan(self) -> LayerPlan:
+        return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=5)
+
+
 # ---- the structure --------------------------------------------------------------------------------
 
 

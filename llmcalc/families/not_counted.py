@@ -60,7 +60,6 @@ NOT_COUNTED: dict[str, str] = {
     "inkling2_text": SSM,
     "inkling_text": SSM,
     "kimi_linear": SSM,
-    "kolibri1": MOE,
     "laguna": MOE,
     "lara_mini": SSM,
     "lfm3": SSM,
