@@ -29,6 +29,7 @@ SMALL = {
 BUNDLED = [
     ("solar-open-default", "solar_open", 102_651_793_408, 12_054_827_008),
     ("kolibri1-default", "kolibri1", 78_103_055_360, 3_785_231_360),
+    ("hy-v3-default", "hy_v3", 295_033_528_320, 20_675_715_072),
 ]
 
 
@@ -102,6 +103,37 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
             "layer_types": ["full_attention", "sliding_attention", "full_attention"],
         },
         "layer_types listed, no shared expert (an empty module), 12 heads over 3 kv heads",
+    ),
+    (
+        "hy_v3",
+        {
+            "head_dim": 16,
+            "intermediate_size": 96,
+            "moe_intermediate_size": 32,
+            "num_experts": 6,
+            "num_experts_per_tok": 2,
+            "num_shared_experts": 2,
+            "attention_bias": True,
+            "mlp_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "first layer dense, biases on attention and on the dense and shared MLPs, tied",
+    ),
+    (
+        "hy_v3",
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 4,
+            "head_dim": 32,
+            "intermediate_size": 80,
+            "moe_intermediate_size": 32,
+            "num_experts": 4,
+            "num_experts_per_tok": 3,
+            "num_shared_experts": 0,
+            "mlp_layer_types": ["sparse", "dense", "sparse", "dense"],
+        },
+        "mlp_layer_types listed; 0 shared experts give a shared MLP of intermediate_size; MHA",
     ),
 ]
 

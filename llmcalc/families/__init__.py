@@ -161,6 +161,7 @@ MODEL_TYPES: dict[str, Family] = {
     # -- more mixture-of-experts decoders (issue 12) --
     "solar_open": Family("gqa_moe", "SolarOpenConfig"),
     "kolibri1": Family("gqa_moe", "Kolibri1Config"),
+    "hy_v3": Family("gqa_moe", "HYV3Config"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

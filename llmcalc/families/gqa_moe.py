@@ -685,6 +685,48 @@ class Kolibri1Config(GqaMoeConfig):
         return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=5)
 
 
+class HYV3Config(GqaMoeConfig):
+    """Hy3 (Tencent, transformers hy_v3): dense and MoE layers as mlp_layer_types lists them (default:
+    the first dense), Apertus attention (q/k norms over head_dim, attention_bias on q/k/v/o),
+    mlp_bias on the dense MLP and the shared experts; the router's score bias is a buffer."""
+
+    transformers_class = "HYV3Config"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_experts"
+    shared_experts_field: ClassVar[str | None] = "num_shared_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 120832
+    hidden_size: Size = 4096
+    intermediate_size: Size = 13312
+    moe_intermediate_size: Size = 1536
+    num_hidden_layers: Size = 80
+    num_attention_heads: Size = 64
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    num_experts: Size = 192
+    num_experts_per_tok: Size = 8
+    num_shared_experts: Count = 1
+    attention_bias: bool = False
+    # the config's mlp_bias (the name of GqaMoeConfig's property, which reads it)
+    mlp_bias_field: bool = Field(False, validation_alias="mlp_bias")
+    mlp_layer_types: list[str] | None = None
+
+    @property
+    def mlp_bias(self) -> bool:
+        return self.mlp_bias_field
+
+    @property
+    def shared_ff(self) -> int:
+        # HYV3MLP(intermediate_size=moe_ff · shared) takes a width of 0 as "unset": intermediate_size
+        return self.expert_ff * self.num_shared_experts or self.intermediate_size
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return _first_k(self, 1)
+
+
 # ---- the structure --------------------------------------------------------------------------------
 
 

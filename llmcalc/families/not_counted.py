@@ -54,7 +54,6 @@ NOT_COUNTED: dict[str, str] = {
     "got_ocr2": MULTIMODAL,
     "hrm_text": DENSE_TODO
     + " (two looped stacks: each layer runs H_cycles·(L_cycles + 1) times, which FLOPs and KV need)",
-    "hy_v3": MOE,
     "hy_v4": MOE,
     "inkling2_loop_text": SSM,
     "inkling2_text": SSM,
