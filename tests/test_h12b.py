@@ -30,6 +30,7 @@ BUNDLED = [
     ("solar-open-default", "solar_open", 102_651_793_408, 12_054_827_008),
     ("kolibri1-default", "kolibri1", 78_103_055_360, 3_785_231_360),
     ("hy-v3-default", "hy_v3", 295_033_528_320, 20_675_715_072),
+    ("mellum-default", "mellum", 12_149_923_072, 2_439_060_736),
 ]
 
 
@@ -134,6 +135,36 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
             "mlp_layer_types": ["sparse", "dense", "sparse", "dense"],
         },
         "mlp_layer_types listed; 0 shared experts give a shared MLP of intermediate_size; MHA",
+    ),
+    (
+        "mellum",
+        {
+            "head_dim": 16,
+            "intermediate_size": 96,
+            "moe_intermediate_size": 32,
+            "num_experts": 6,
+            "num_experts_per_tok": 2,
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "all MoE, num_experts spelling, q/k/v/o biases, tied",
+    ),
+    (
+        "mellum",
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 6,
+            "num_key_value_heads": 3,
+            "head_dim": 24,
+            "intermediate_size": 80,
+            "moe_intermediate_size": 32,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 4,
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"] * 2,
+            "mlp_layer_types": ["dense", "sparse", "sparse", "dense"],
+        },
+        "dense and sliding layers listed, top-k = E, 6 heads over 3 kv heads",
     ),
 ]
 

@@ -162,6 +162,7 @@ MODEL_TYPES: dict[str, Family] = {
     "solar_open": Family("gqa_moe", "SolarOpenConfig"),
     "kolibri1": Family("gqa_moe", "Kolibri1Config"),
     "hy_v3": Family("gqa_moe", "HYV3Config"),
+    "mellum": Family("gqa_moe", "MellumConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -727,6 +727,44 @@ class HYV3Config(GqaMoeConfig):
         return _first_k(self, 1)
 
 
+class MellumConfig(GqaMoeConfig):
+    """Mellum 2 (JetBrains, transformers mellum): Qwen3-MoE's attention and experts (q/k norms over
+    head_dim, attention_bias on q/k/v/o, no shared expert), dense and MoE layers as mlp_layer_types
+    lists them (default: all MoE), sliding layers as layer_types lists them (default: none). Its
+    multi-token-prediction layer (num_mtp_layers) is not built by transformers and not counted."""
+
+    transformers_class = "MellumConfig"
+    experts_field: ClassVar[str] = "num_local_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 98304
+    hidden_size: Size = 2304
+    intermediate_size: Size = 7168
+    moe_intermediate_size: Size = 896
+    num_hidden_layers: Size = 28
+    num_attention_heads: Size = 32
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    num_local_experts: Size = Field(
+        64, validation_alias=AliasChoices("num_local_experts", "num_experts")
+    )
+    num_experts_per_tok: Size = 8
+    attention_bias: bool = False
+    sliding_window: Size | None = 1024
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return super().mlp_plan()
+
+    def attention_plan(self) -> LayerPlan:
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=1)
+        return super().attention_plan()
+
+
 # ---- the structure --------------------------------------------------------------------------------
 
 

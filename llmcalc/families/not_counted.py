@@ -66,7 +66,6 @@ NOT_COUNTED: dict[str, str] = {
     "marian": ENC_DEC,
     "mbart": ENC_DEC,
     "megatron-bert": ENCODER,
-    "mellum": MOE,
     "minimax": MOE,
     "minimax_m3_vl_text": MOE,
     "mllama": MULTIMODAL,
