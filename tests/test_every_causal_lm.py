@@ -59,6 +59,7 @@ PER_LAYER = (
     "mlp_only_layers",
     "attention_types",
     "attention_layers",
+    "num_attention_heads_per_layer",
 )
 
 # Fields a type's default config lacks for transformers to build it (stated, per type).

@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 from test_families_moe import hf_active
 
-from llmcalc import count, load_spec
-from llmcalc.verify import build_meta_model, figures
+from llmcalc import ConfigError, count, load_spec
+from llmcalc.flops import forward_flops_per_sequence
+from llmcalc.memory import kv_cache_bytes
+from llmcalc.units import DType
+from llmcalc.verify import build_meta_model, figures, measure_forward
 
 SMALL = {
     "hidden_size": 128,
@@ -31,6 +34,7 @@ BUNDLED = [
     ("kolibri1-default", "kolibri1", 78_103_055_360, 3_785_231_360),
     ("hy-v3-default", "hy_v3", 295_033_528_320, 20_675_715_072),
     ("mellum-default", "mellum", 12_149_923_072, 2_439_060_736),
+    ("laguna-default", "laguna", 33_189_975_808, 2_764_494_592),
 ]
 
 
@@ -166,6 +170,38 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         },
         "dense and sliding layers listed, top-k = E, 6 heads over 3 kv heads",
     ),
+    (
+        "laguna",
+        {
+            "head_dim": 16,
+            "intermediate_size": 96,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 48,
+            "num_experts": 6,
+            "num_experts_per_tok": 2,
+            "attention_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "first layer dense, a gate per head, q/k/v/o biases, tied",
+    ),
+    (
+        "laguna",
+        {
+            "num_hidden_layers": 5,
+            "head_dim": 16,
+            "intermediate_size": 80,
+            "moe_intermediate_size": 32,
+            "shared_expert_intermediate_size": 0,
+            "num_experts": 4,
+            "num_experts_per_tok": 1,
+            "gating": "per-element",
+            "num_attention_heads_per_layer": [8, 4, 8, 6, 4],
+            "sliding_window": 4,
+            "layer_types": ["sliding_attention", "full_attention"] * 2 + ["sliding_attention"],
+            "mlp_layer_types": ["dense", "sparse", "sparse", "dense", "sparse"],
+        },
+        "query heads per layer (8, 4, 8, 6, 4 over 2 kv heads), a gate per channel, no shared expert",
+    ),
 ]
 
 
@@ -194,3 +230,73 @@ def test_kolibri1_full_attention_every_fifth_layer() -> None:
         ("sliding_attention", "0..48 (4 of every 5)", 513),
         ("full_attention", "4..49 every 5th", None),
     ]
+
+
+# ---- Laguna: a query-head count per layer, a softplus output gate ---------------------------------
+
+LAGUNA_SMALL = {
+    "model_type": "laguna",
+    "hidden_size": 64,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 96,
+    "moe_intermediate_size": 32,
+    "shared_expert_intermediate_size": 32,
+    "vocab_size": 256,
+    "num_experts": 4,
+    "num_experts_per_tok": 2,
+    "num_attention_heads_per_layer": [4, 8, 2],
+    "sliding_window": 4,
+    "layer_types": ["sliding_attention", "full_attention", "sliding_attention"],
+}
+
+
+def test_laguna_groups_split_by_head_count() -> None:
+    spec = load_spec("laguna-default", overrides=["num_hidden_layers=4"])
+    assert [(g.name, g.layers.describe(), g.attention.heads) for g in spec.layer_groups] == [
+        ("dense", "0", 48),
+        ("moe", "1..3", 48),
+    ]
+
+
+@pytest.mark.parametrize("gating", [True, "per-element"])
+def test_laguna_prefill_equals_flop_counter(write: Any, gating: bool | str) -> None:
+    """All three layers measured at once (they differ): q/o and g_proj follow each layer's heads."""
+    spec = load_spec(write("config.json", {**LAGUNA_SMALL, "gating": gating}))
+    assert [(g.name, g.attention.heads) for g in spec.layer_groups] == [
+        ("sliding_attention/dense/4 heads", 4),
+        ("full_attention/moe/8 heads", 8),
+        ("sliding_attention/moe/2 heads", 2),
+    ]
+    m = measure_forward(spec, num_layers=3, seq_len=8)
+    assert m.flops == forward_flops_per_sequence(spec, ctx=8, causal=False)
+    assert set(m.flops_by_op) <= {"aten.mm", "aten.addmm", "aten.bmm"}
+
+
+def test_laguna_cache_equals_transformers(write: Any) -> None:
+    """Per-layer query heads leave the cache alone (2 kv heads in every layer); sliding layers keep
+    their window of 4 of the 8 tokens."""
+    spec = load_spec(write("config.json", LAGUNA_SMALL))
+    m = measure_forward(spec, num_layers=3, seq_len=8, batch=2, static_cache=True)
+    ours = kv_cache_bytes(spec, batch=2, ctx=8, dtype=DType.bf16)
+    # (4 + 8 + 4) tokens × K and V × 2 kv heads × 16 × 2 bytes × batch 2
+    assert m.kv_cache_bytes == ours == (4 + 8 + 4) * 2 * 2 * 16 * 2 * 2
+
+
+@pytest.mark.parametrize(
+    ("heads", "message"),
+    [
+        ([8, 8], "num_attention_heads_per_layer: has 2 entries, num_hidden_layers is 3"),
+        ([8, 8, 0], "num_attention_heads_per_layer.2 must be a positive integer, got 0"),
+        ([8, 8, 3], "num_key_value_heads (2) must divide num_attention_heads_per_layer (3)"),
+    ],
+)
+def test_laguna_bad_head_lists_name_the_field(
+    write: Any, heads: list[int], message: str
+) -> None:
+    path = write("config.json", {**LAGUNA_SMALL, "num_attention_heads_per_layer": heads})
+    with pytest.raises(ConfigError) as err:
+        load_spec(path)
+    assert message in str(err.value)

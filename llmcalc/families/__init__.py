@@ -163,6 +163,7 @@ MODEL_TYPES: dict[str, Family] = {
     "kolibri1": Family("gqa_moe", "Kolibri1Config"),
     "hy_v3": Family("gqa_moe", "HYV3Config"),
     "mellum": Family("gqa_moe", "MellumConfig"),
+    "laguna": Family("gqa_moe", "LagunaConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

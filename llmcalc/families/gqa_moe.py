@@ -31,6 +31,7 @@ from llmcalc.families._base import (
     linear,
     llama_outer_tensors,
     norm,
+    plan_from_kinds,
     require,
     resolve_kv_heads,
     routed_experts,
@@ -158,6 +159,14 @@ class GqaMoeConfig(FamilyConfig):
         return self.always_shared or self.shared_ff > 0
 
     def attn_extra(self, p: str) -> list[Tensor]:
+        return []
+
+    def heads_plan(self) -> dict[int, LayerSet]:
+        """Each layer's query-head count (default: num_attention_heads in every layer)."""
+        return {self.num_attention_heads: LayerSet.span(0, self.num_hidden_layers)}
+
+    def attn_gate(self, p: str, heads: int) -> list[Tensor]:
+        """An output gate sized by the layer's head count (default: none)."""
         return []
 
     def router_tensors(self, p: str) -> list[Tensor]:
@@ -765,17 +774,79 @@ class MellumConfig(GqaMoeConfig):
         return super().attention_plan()
 
 
+class LagunaConfig(GqaMoeConfig):
+    """Laguna (poolside, transformers laguna): a query-head count per layer
+    (num_attention_heads_per_layer), a softplus output gate g_proj (one per head, or per channel with
+    gating "per-element"), q/k norms over head_dim, one shared expert of
+    shared_expert_intermediate_size, dense and MoE layers as mlp_layer_types lists them (default: the
+    first dense), sliding layers as layer_types lists them (default: none)."""
+
+    transformers_class = "LagunaConfig"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 100352
+    hidden_size: Size = 2048
+    intermediate_size: Size = 8192
+    moe_intermediate_size: Size = 512
+    shared_expert_intermediate_size: Count = 512
+    num_hidden_layers: Size = 40
+    num_attention_heads: Size = 48
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    num_experts: Size = 256
+    num_experts_per_tok: Size = 8
+    attention_bias: bool = False
+    gating: bool | str = True  # True / "per-head": a gate per head; otherwise one per channel
+    num_attention_heads_per_layer: list[Size] | None = None
+    sliding_window: Size | None = 512
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_expert_intermediate_size
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return _first_k(self, 1)
+
+    def attention_plan(self) -> LayerPlan:
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=1)
+        return super().attention_plan()
+
+    def heads_plan(self) -> dict[int, LayerSet]:
+        heads = self.num_attention_heads_per_layer
+        if heads is None:
+            return super().heads_plan()
+        field = "num_attention_heads_per_layer"
+        n = self.num_hidden_layers
+        require(len(heads) == n, field, f"has {len(heads)} entries, num_hidden_layers is {n}")
+        return {int(h): layers for h, layers in plan_from_kinds([str(h) for h in heads]).items()}
+
+    def attn_gate(self, p: str, heads: int) -> list[Tensor]:
+        # softplus(g_proj(x)) scales each head's output: g_proj [h, d] per head, [h·hd, d] per channel
+        per_head = self.gating is True or self.gating == "per-head"
+        out = heads if per_head else heads * self.resolved_head_dim
+        return linear(f"{p}.g_proj", "attn/g_proj", out, self.hidden_size, bias=False)
+
+    def router_tensors(self, p: str) -> list[Tensor]:
+        # router [E, d]; e_score_correction_bias [E]: a score bias for choosing experts (a parameter)
+        return [
+            *router(f"{p}.gate", self.hidden_size, self.routed),
+            Tensor(f"{p}.gate.e_score_correction_bias", (self.routed,), "moe/router"),
+        ]
+
+
 # ---- the structure --------------------------------------------------------------------------------
 
 
-def describe(c: GqaMoeConfig) -> Architecture:
-    d, v, E, k = c.hidden_size, c.vocab_size, c.routed, c.top_k
-    check_top_k(k, E, k_field=c.top_k_field, e_field=c.experts_field)
-    h, L = c.num_attention_heads, c.num_hidden_layers
-    hd = c.resolved_head_dim
-    kv = resolve_kv_heads(h, c.num_key_value_heads)
-    p = "model.layers.{i}"
-    a = f"{p}.self_attn"
+def _attention(c: GqaMoeConfig, p: str, h: int, kv: int, hd: int) -> list[Tensor]:
+    """One layer's attention with h query heads, and the layer's norms."""
+    d, a = c.hidden_size, f"{p}.self_attn"
     attn: list[Tensor] = [*gqa_projections(a, d, h, kv, hd, bias=c.qkv_bias, o_bias=c.o_bias)]
     qn, kn = c.qk_norm_names
     if c.qk_norm is not None:
@@ -785,9 +856,21 @@ def describe(c: GqaMoeConfig) -> Architecture:
             *norm(f"{a}.{kn}", "attn/k_norm", k_dim, bias=False),
         ]
     attn += c.attn_extra(a)
+    attn += c.attn_gate(a, h)
     attn += [
         t for name in c.layer_norms for t in norm(f"{p}.{name}", f"norm/{name}", d, bias=False)
     ]
+    return attn
+
+
+def describe(c: GqaMoeConfig) -> Architecture:
+    d, v, E, k = c.hidden_size, c.vocab_size, c.routed, c.top_k
+    check_top_k(k, E, k_field=c.top_k_field, e_field=c.experts_field)
+    h, L = c.num_attention_heads, c.num_hidden_layers
+    hd = c.resolved_head_dim
+    kv = resolve_kv_heads(h, c.num_key_value_heads)
+    p = "model.layers.{i}"
+    attn = _attention(c, p, h, kv, hd)
     m = f"{p}.{c.moe_module}"
     has_dense = DENSE in c.mlp_plan()
     dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.dense_ff, bias=c.mlp_bias) if has_dense else []
@@ -800,15 +883,26 @@ def describe(c: GqaMoeConfig) -> Architecture:
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
     windows = {FULL: None, SLIDING: c.window}
     plan = cross_plans(c.attention_plan(), c.mlp_plan())
-    groups = tuple(
-        LayerGroup(
-            crossed_name(kinds, plan),
-            layers,
-            (*attn, *blocks[kinds[1]]),
-            Attention(h, kv, hd, hd, window=windows[kinds[0]]),
-        )
-        for kinds, layers in plan.items()
-    )
+    # layers whose head counts differ (Laguna) split each group by head count
+    heads = c.heads_plan()
+    groups: list[LayerGroup] = []
+    for kinds, layers in plan.items():
+        name = crossed_name(kinds, plan)
+        for hi, with_hi in heads.items():
+            for part in cross_plans({name: layers}, {"": with_hi}).values():
+                kv_i = kv
+                if hi != h:
+                    field = "num_attention_heads_per_layer"
+                    kv_i = resolve_kv_heads(hi, c.num_key_value_heads, heads_field=field)
+                groups.append(
+                    LayerGroup(
+                        name if len(heads) == 1 else f"{name}/{hi} heads",
+                        part,
+                        (*(attn if hi == h else _attention(c, p, hi, kv_i, hd)), *blocks[kinds[1]]),
+                        Attention(hi, kv_i, hd, hd, window=windows[kinds[0]]),
+                    )
+                )
+    groups.sort(key=lambda g: next(iter(g.layers)))
 
     n_mtp = getattr(c, "num_nextn_predict_layers", None) or 0
     mtp = mtp_params([*attn, *moe_mlp], d=d, vocab=v, modules=n_mtp)
@@ -825,7 +919,7 @@ def describe(c: GqaMoeConfig) -> Architecture:
             max_position_embeddings=c.max_position_embeddings,
         ),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, head_bias=c.head_bias),
-        layer_groups=groups,
+        layer_groups=tuple(groups),
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=_shared_count(c)),
         notes=(mtp_note(n_mtp, mtp),) if n_mtp else (),
         unbuilt=(("mtp_params", mtp),) if n_mtp else (),

@@ -59,7 +59,6 @@ NOT_COUNTED: dict[str, str] = {
     "inkling2_text": SSM,
     "inkling_text": SSM,
     "kimi_linear": SSM,
-    "laguna": MOE,
     "lara_mini": SSM,
     "lfm3": SSM,
     "llama4": MULTIMODAL,
