@@ -118,8 +118,11 @@ def weight_flops_per_token(spec: ModelSpec) -> int:
 
 
 def pair_flops(attention: Attention) -> int:
-    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v."""
-    return FLOPS_PER_MAC * attention.heads * (attention.qk_head_dim + attention.v_head_dim)
+    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v, plus an
+    indexer's scores 2·h_idx·d_idx where the layer has one (MiniMax-M3)."""
+    a = attention
+    scores = a.heads * (a.qk_head_dim + a.v_head_dim) + a.index_heads * a.index_head_dim
+    return FLOPS_PER_MAC * scores
 
 
 def causal_pairs(*, ctx: int, window: int | None) -> int:

@@ -60,6 +60,9 @@ class Attention:
     instead of per-head K and V. ``chunked`` (Llama 4): ``window`` is a chunk size; a query attends
     to the earlier tokens of its own chunk, and the cache holds at most one chunk, as a window's.
     ``kv_shared`` (Gemma 3n): the layer attends with another layer's keys and values and caches none.
+    ``index_heads`` × ``index_head_dim`` (MiniMax-M3's block-sparse layers): a lightning indexer
+    scores every query–key pair with that many heads of that width and caches one index key of
+    ``index_head_dim`` per token beside K and V.
     """
 
     heads: int
@@ -70,6 +73,8 @@ class Attention:
     kv_latent_dim: int | None = None
     chunked: bool = False
     kv_shared: bool = False
+    index_heads: int = 0
+    index_head_dim: int = 0
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of

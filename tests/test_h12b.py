@@ -35,6 +35,7 @@ BUNDLED = [
     ("hy-v3-default", "hy_v3", 295_033_528_320, 20_675_715_072),
     ("mellum-default", "mellum", 12_149_923_072, 2_439_060_736),
     ("laguna-default", "laguna", 33_189_975_808, 2_764_494_592),
+    ("minimax-m3-text-default", "minimax_m3_vl_text", 447_186_441_216, 25_910_547_456),
 ]
 
 
@@ -202,6 +203,44 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         },
         "query heads per layer (8, 4, 8, 6, 4 over 2 kv heads), a gate per channel, no shared expert",
     ),
+    (
+        "minimax_m3_vl_text",
+        {
+            "head_dim": 16,
+            "intermediate_size": 32,
+            "dense_intermediate_size": 96,
+            "shared_intermediate_size": 48,
+            "num_experts": 6,
+            "num_experts_per_tok": 2,
+            "index_n_heads": 2,
+            "index_head_dim": 8,
+            "tie_word_embeddings": True,
+            "layer_types": ["full_attention", "minimax_m3_sparse", "minimax_m3_sparse"],
+            "mlp_layer_types": ["dense", "sparse", "dense"],
+        },
+        "sparse layers with indexers, dense layers, fused gate_up MLPs, tied",
+    ),
+    (
+        "minimax_m3_vl_text",
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 4,
+            "num_key_value_heads": 1,
+            "head_dim": 32,
+            "intermediate_size": 32,
+            "dense_intermediate_size": 64,
+            "shared_intermediate_size": 0,
+            "num_local_experts": 4,
+            "num_experts_per_tok": 4,
+            "moe_layer_freq": [0, 1, 1, 0],
+            "sparse_attention_config": {
+                "sparse_attention_freq": [1, 0, 1, 1],
+                "sparse_num_index_heads": 3,
+                "sparse_index_dim": 16,
+            },
+        },
+        "the older moe_layer_freq and sparse_attention_config, no shared expert, one kv head",
+    ),
 ]
 
 
@@ -297,6 +336,81 @@ def test_laguna_bad_head_lists_name_the_field(
     write: Any, heads: list[int], message: str
 ) -> None:
     path = write("config.json", {**LAGUNA_SMALL, "num_attention_heads_per_layer": heads})
+    with pytest.raises(ConfigError) as err:
+        load_spec(path)
+    assert message in str(err.value)
+
+
+# ---- MiniMax-M3: block-sparse layers with a lightning indexer ------------------------------------
+
+M3_SMALL = {
+    "model_type": "minimax_m3_vl_text",
+    "hidden_size": 64,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 32,
+    "dense_intermediate_size": 96,
+    "shared_intermediate_size": 32,
+    "vocab_size": 256,
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "index_n_heads": 2,
+    "index_head_dim": 8,
+    "index_block_size": 4,
+    "index_topk_blocks": 1,
+    "layer_types": ["minimax_m3_sparse", "full_attention", "minimax_m3_sparse"],
+    "mlp_layer_types": ["dense", "sparse", "sparse"],
+}
+
+
+def test_minimax_m3_prefill_equals_flop_counter(write: Any) -> None:
+    """The indexer's q/k projections are weight FLOPs; its scores add 2·h_idx·d_idx a query–key pair
+    (all n × n of them, as the main attention's under eager)."""
+    spec = load_spec(write("config.json", M3_SMALL))
+    assert [(g.name, g.attention.index_heads) for g in spec.layer_groups] == [
+        ("sparse_attention/dense", 2),
+        ("full_attention/moe", 0),
+        ("sparse_attention/moe", 2),
+    ]
+    m = measure_forward(spec, num_layers=3, seq_len=8)
+    ours = forward_flops_per_sequence(spec, ctx=8, causal=False)
+    assert m.flops == ours
+    no_indexer = load_spec(write("config.json", {**M3_SMALL, "layer_types": None}))
+    weights = 2 * 8 * (2 * 8 * 64 + 8 * 64)  # q_proj, k_proj: 2 FLOPs a weight, 8 tokens
+    assert ours - forward_flops_per_sequence(no_indexer, ctx=8, causal=False) == 2 * (
+        weights + 8 * 8 * 2 * 2 * 8
+    )
+
+
+def test_minimax_m3_cache_holds_index_keys(write: Any) -> None:
+    """A sparse layer caches K, V and one index key of d_idx per token."""
+    spec = load_spec(write("config.json", M3_SMALL))
+    m = measure_forward(spec, num_layers=3, seq_len=8, batch=2, static_cache=True)
+    ours = kv_cache_bytes(spec, batch=2, ctx=8, dtype=DType.bf16)
+    # 8 tokens × batch 2 × 2 bytes × (3 layers × K and V × 2 kv heads × 16 + 2 sparse layers × 8)
+    assert m.kv_cache_bytes == ours == 8 * 2 * 2 * (3 * 2 * 2 * 16 + 2 * 8)
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"moe_layer_freq": [1, 1]}, "moe_layer_freq: has 2 entries, num_hidden_layers is 3"),
+        (
+            {"layer_types": ["full_attention", "sparse", "full_attention"]},
+            "layer_types.1: unknown type 'sparse' (one of: full_attention, minimax_m3_sparse)",
+        ),
+        (
+            {"sparse_attention_config": {"sparse_index_dim": 0}},
+            "sparse_attention_config.sparse_index_dim must be a positive integer, got 0",
+        ),
+    ],
+)
+def test_minimax_m3_bad_layer_lists_name_the_field(
+    write: Any, fields: dict[str, Any], message: str
+) -> None:
+    path = write("config.json", {**M3_SMALL, "layer_types": None, "mlp_layer_types": None, **fields})
     with pytest.raises(ConfigError) as err:
         load_spec(path)
     assert message in str(err.value)

@@ -164,6 +164,7 @@ MODEL_TYPES: dict[str, Family] = {
     "hy_v3": Family("gqa_moe", "HYV3Config"),
     "mellum": Family("gqa_moe", "MellumConfig"),
     "laguna": Family("gqa_moe", "LagunaConfig"),
+    "minimax_m3_vl_text": Family("gqa_moe", "MiniMaxM3VLTextConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

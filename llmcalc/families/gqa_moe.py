@@ -39,7 +39,14 @@ from llmcalc.families._base import (
     split_plan,
     swiglu,
 )
-from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan, mtp_note, mtp_params
+from llmcalc.families._moe import (
+    cross_plans,
+    crossed_name,
+    listed_plan,
+    mlp_kinds_plan,
+    mtp_note,
+    mtp_params,
+)
 from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
@@ -169,12 +176,24 @@ class GqaMoeConfig(FamilyConfig):
         """An output gate sized by the layer's head count (default: none)."""
         return []
 
+    def attn_kind_tensors(self, p: str, kind: str) -> list[Tensor]:
+        """Tensors that only layers of one attention kind hold (default: none)."""
+        return []
+
+    def attention_of(self, kind: str, heads: int, kv_heads: int, head_dim: int) -> Attention:
+        """What a layer of ``kind`` attends to: all earlier tokens, or a window (sliding layers)."""
+        window = self.window if kind == SLIDING else None
+        return Attention(heads, kv_heads, head_dim, head_dim, window=window)
+
+    def mlp_tensors(self, p: str, component: str, ff: int) -> list[Tensor]:
+        """A dense MLP of width ``ff`` (the dense layers', the shared experts'): SwiGLU."""
+        return swiglu(p, component, self.hidden_size, ff, bias=self.mlp_bias)
+
     def router_tensors(self, p: str) -> list[Tensor]:
         return router(f"{p}.{self.router_name}", self.hidden_size, self.routed)
 
     def shared_tensors(self, p: str) -> list[Tensor]:
-        d, s = self.hidden_size, self.shared_ff
-        return swiglu(f"{p}.{self.shared_name}", "moe/shared_experts", d, s, bias=self.mlp_bias)
+        return self.mlp_tensors(f"{p}.{self.shared_name}", "moe/shared_experts", self.shared_ff)
 
 
 def _first_k(c: GqaMoeConfig, k: int) -> LayerPlan:
@@ -841,11 +860,130 @@ class LagunaConfig(GqaMoeConfig):
         ]
 
 
+MINIMAX_SPARSE = "minimax_m3_sparse"  # MiniMax-M3's layer type for block-sparse attention
+SPARSE_ATTENTION = "sparse_attention"
+
+
+class MiniMaxM3SparseAttention(FamilyConfig):
+    """MiniMax-M3's older ``sparse_attention_config``: which layers are sparse, the indexer's sizes."""
+
+    sparse_attention_freq: list[bool | int] | None = None
+    sparse_num_index_heads: Size | None = None
+    sparse_index_dim: Size | None = None
+
+
+class MiniMaxM3VLTextConfig(GqaMoeConfig):
+    """MiniMax-M3's language model (transformers minimax_m3_vl_text): q/k norms over head_dim; layers
+    of block-sparse attention ("minimax_m3_sparse" in layer_types) hold a lightning indexer (q_proj
+    [h_idx·d_idx, d], k_proj [d_idx, d], q/k norms [d_idx]) that scores every key and caches one
+    index key per token; MLPs with a fused gate_up_proj [2·ff, d], down_proj [d, ff]: the dense
+    layers' of dense_intermediate_size, one shared expert of shared_intermediate_size beside routed
+    experts of intermediate_size. Sparse layers are counted as attending to every earlier token
+    (their block choice is not modelled)."""
+
+    transformers_class = "MiniMaxM3VLTextConfig"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_local_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 200064
+    hidden_size: Size = 6144
+    intermediate_size: Size = 3072  # one routed expert
+    dense_intermediate_size: Size = 12288
+    shared_intermediate_size: Count = 3072
+    num_hidden_layers: Size = 60
+    num_attention_heads: Size = 64
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    num_local_experts: Size = Field(
+        128, validation_alias=AliasChoices("num_local_experts", "num_experts")
+    )
+    num_experts_per_tok: Size = 4
+    index_n_heads: Size = 4
+    index_head_dim: Size = 128
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+    # the older spellings transformers still reads
+    moe_layer_freq: list[bool | int] | None = None
+    sparse_attention_config: MiniMaxM3SparseAttention | None = None
+
+    @property
+    def expert_ff(self) -> int:
+        return self.intermediate_size
+
+    @property
+    def dense_ff(self) -> int:
+        return self.dense_intermediate_size
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_intermediate_size
+
+    @property
+    def qkv_bias(self) -> bool:
+        return False
+
+    @property
+    def index_dims(self) -> tuple[int, int]:
+        """The indexer's heads and head width (sparse_attention_config's spelling wins)."""
+        heads, dim = self.index_n_heads, self.index_head_dim
+        old = self.sparse_attention_config
+        if old is not None:
+            heads = old.sparse_num_index_heads or heads
+            dim = old.sparse_index_dim or dim
+        return heads, dim
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        if self.moe_layer_freq is not None:
+            kinds = [SPARSE if f else DENSE for f in self.moe_layer_freq]
+            names = {DENSE: DENSE, SPARSE: SPARSE}
+            return listed_plan(kinds, self.num_hidden_layers, field="moe_layer_freq", names=names)
+        return super().mlp_plan()
+
+    def attention_plan(self) -> LayerPlan:
+        kinds = self.layer_types
+        old = self.sparse_attention_config
+        if kinds is None and old is not None and old.sparse_attention_freq is not None:
+            kinds = [MINIMAX_SPARSE if f else FULL for f in old.sparse_attention_freq]
+        if kinds is None:
+            return super().attention_plan()
+        names = {FULL: FULL, MINIMAX_SPARSE: SPARSE_ATTENTION}
+        return listed_plan(kinds, self.num_hidden_layers, field="layer_types", names=names)
+
+    def attn_kind_tensors(self, p: str, kind: str) -> list[Tensor]:
+        if kind != SPARSE_ATTENTION:
+            return []
+        # q_proj h_idx·d_idx × d; k_proj d_idx × d (one key head); RMSNorms over d_idx
+        (ih, idim), d, q = self.index_dims, self.hidden_size, f"{p}.indexer"
+        return [
+            *linear(f"{q}.q_proj", "attn/indexer/q_proj", ih * idim, d, bias=False),
+            *linear(f"{q}.k_proj", "attn/indexer/k_proj", idim, d, bias=False),
+            *norm(f"{q}.q_norm", "attn/indexer/q_norm", idim, bias=False),
+            *norm(f"{q}.k_norm", "attn/indexer/k_norm", idim, bias=False),
+        ]
+
+    def attention_of(self, kind: str, heads: int, kv_heads: int, head_dim: int) -> Attention:
+        if kind != SPARSE_ATTENTION:
+            return super().attention_of(kind, heads, kv_heads, head_dim)
+        ih, idim = self.index_dims
+        return Attention(heads, kv_heads, head_dim, head_dim, index_heads=ih, index_head_dim=idim)
+
+    def mlp_tensors(self, p: str, component: str, ff: int) -> list[Tensor]:
+        # gate_up_proj 2·ff × d (gate and up fused), down_proj d × ff
+        d = self.hidden_size
+        return [
+            *linear(f"{p}.gate_up_proj", f"{component}/gate_up_proj", 2 * ff, d, bias=False),
+            *linear(f"{p}.down_proj", f"{component}/down_proj", d, ff, bias=False),
+        ]
+
+
 # ---- the structure --------------------------------------------------------------------------------
 
 
-def _attention(c: GqaMoeConfig, p: str, h: int, kv: int, hd: int) -> list[Tensor]:
-    """One layer's attention with h query heads, and the layer's norms."""
+def _attention(c: GqaMoeConfig, p: str, h: int, kv: int, hd: int, kind: str) -> list[Tensor]:
+    """One layer's attention of ``kind`` with h query heads, and the layer's norms."""
     d, a = c.hidden_size, f"{p}.self_attn"
     attn: list[Tensor] = [*gqa_projections(a, d, h, kv, hd, bias=c.qkv_bias, o_bias=c.o_bias)]
     qn, kn = c.qk_norm_names
@@ -857,6 +995,7 @@ def _attention(c: GqaMoeConfig, p: str, h: int, kv: int, hd: int) -> list[Tensor
         ]
     attn += c.attn_extra(a)
     attn += c.attn_gate(a, h)
+    attn += c.attn_kind_tensors(a, kind)
     attn += [
         t for name in c.layer_norms for t in norm(f"{p}.{name}", f"norm/{name}", d, bias=False)
     ]
@@ -870,10 +1009,10 @@ def describe(c: GqaMoeConfig) -> Architecture:
     hd = c.resolved_head_dim
     kv = resolve_kv_heads(h, c.num_key_value_heads)
     p = "model.layers.{i}"
-    attn = _attention(c, p, h, kv, hd)
+    attn = _attention(c, p, h, kv, hd, FULL)
     m = f"{p}.{c.moe_module}"
     has_dense = DENSE in c.mlp_plan()
-    dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.dense_ff, bias=c.mlp_bias) if has_dense else []
+    dense_mlp = c.mlp_tensors(f"{p}.mlp", "mlp", c.dense_ff) if has_dense else []
     # router E × d;  routed experts [E, 2·ff, d], [E, d, ff];  shared experts: one SwiGLU of s
     moe_mlp = [
         *c.router_tensors(m),
@@ -881,7 +1020,6 @@ def describe(c: GqaMoeConfig) -> Architecture:
         *(c.shared_tensors(m) if c.has_shared else []),
     ]
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
-    windows = {FULL: None, SLIDING: c.window}
     plan = cross_plans(c.attention_plan(), c.mlp_plan())
     # layers whose head counts differ (Laguna) split each group by head count
     heads = c.heads_plan()
@@ -898,8 +1036,8 @@ def describe(c: GqaMoeConfig) -> Architecture:
                     LayerGroup(
                         name if len(heads) == 1 else f"{name}/{hi} heads",
                         part,
-                        (*(attn if hi == h else _attention(c, p, hi, kv_i, hd)), *blocks[kinds[1]]),
-                        Attention(hi, kv_i, hd, hd, window=windows[kinds[0]]),
+                        (*_attention(c, p, hi, kv_i, hd, kinds[0]), *blocks[kinds[1]]),
+                        c.attention_of(kinds[0], hi, kv_i, hd),
                     )
                 )
     groups.sort(key=lambda g: next(iter(g.layers)))

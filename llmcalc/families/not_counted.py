@@ -66,7 +66,6 @@ NOT_COUNTED: dict[str, str] = {
     "mbart": ENC_DEC,
     "megatron-bert": ENCODER,
     "minimax": MOE,
-    "minimax_m3_vl_text": MOE,
     "mllama": MULTIMODAL,
     "moshi": MULTIMODAL,
     "moss_transcribe_diarize": MULTIMODAL,
