@@ -4,7 +4,10 @@ few dense layers (the DeepSeekMoE layout with ordinary grouped-query attention).
 One structure, many rows: ``glm4_moe`` (GLM-4.5), ``sarvam_moe``, ``dots1`` (rednote dots.llm1),
 ``exaone_moe`` (EXAONE MoE), ``ernie4_5_moe`` (Baidu ERNIE 4.5), ``hunyuan_v1_moe`` (Tencent
 Hunyuan-A13B), ``minimax_m2`` (MiniMax-M2), ``afmoe`` (Arcee AFMoE), ``flex_olmo`` (FlexOlmo),
-``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE). A row names
+``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE),
+``solar_open`` (Upstage Solar Open), ``kolibri1`` (Aleph Alpha Kolibri-1), ``hy_v3`` (Tencent Hy3),
+``mellum`` (JetBrains Mellum 2), ``laguna`` (poolside Laguna: query heads per layer),
+``minimax_m3_vl_text`` (MiniMax-M3: block-sparse layers with an indexer). A row names
 the fields its transformers config reads and the few switches that change tensors: where the router
 and shared experts live, which norms a layer holds, q/k norms (over head_dim or the whole
 projection), biases. Tensor names and shapes as in the transformers 5.24 ``*ForCausalLM`` classes,
