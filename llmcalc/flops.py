@@ -39,7 +39,16 @@ from dataclasses import dataclass
 
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import GATED_DELTA, MAMBA2, Attention, Mixer, ModelSpec, Tensor, context_notes
+from llmcalc.spec import (
+    CCA,
+    GATED_DELTA,
+    MAMBA2,
+    Attention,
+    Mixer,
+    ModelSpec,
+    Tensor,
+    context_notes,
+)
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
@@ -177,6 +186,8 @@ def readout_flops_per_token(m: Mixer) -> int:
 def mixer_flops_per_token(m: Mixer) -> int:
     """One decoding step of one layer's mixer: convolution + readout, whatever the context; the
     gated delta rule also reads the state with the key (S·k) before its rank-1 update."""
+    if m.kind == CCA:
+        return m.step_flops
     reads = 2 if m.kind == GATED_DELTA else 1
     return conv_flops_per_token(m) + reads * readout_flops_per_token(m)
 
@@ -214,6 +225,8 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
     Mamba-2, the chunked scan."""
     if causal:
         return ctx * mixer_flops_per_token(m)
+    if m.kind == CCA:
+        return m.prefill_flops
     conv = conv_flops_per_token(m) * (ctx + m.conv_kernel - 1)
     if m.kind == MAMBA2:
         return conv + ssd_chunked_flops(m, ctx=ctx)
@@ -331,8 +344,10 @@ class AttentionTerm:
     v_head_dim: int
     window: int | None
     keys: int  # keys one query sees at this context
-    per_layer: int  # keys · 2·h·(d_qk + d_v)
+    per_layer: int  # keys · 2·h·(d_qk + d_v) (+ keys · 2·h_idx·d_idx with an indexer)
     causal_pairs: int
+    index_heads: int = 0
+    index_head_dim: int = 0
 
 
 @dataclass(frozen=True)
@@ -396,6 +411,8 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
             keys=g.attention.tokens_seen(ctx),
             per_layer=g.attention.tokens_seen(ctx) * pair_flops(g.attention),
             causal_pairs=attention_causal_pairs(g.attention, ctx=ctx),
+            index_heads=g.attention.index_heads,
+            index_head_dim=g.attention.index_head_dim,
         )
         for g in spec.layer_groups
         if g.attention is not None

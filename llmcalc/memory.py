@@ -160,6 +160,7 @@ class KVTerm:
     latent_dim: int | None
     elements_per_token: int  # per layer
     tokens: int  # cached per sequence at this context
+    index_key_dim: int = 0  # an indexer's cached key (MiniMax-M3's sparse layers)
 
 
 @dataclass(frozen=True)
@@ -226,6 +227,7 @@ def memory(
             latent_dim=g.attention.kv_latent_dim,
             elements_per_token=kv_elements_per_layer(g.attention),
             tokens=g.attention.tokens_seen(ctx),
+            index_key_dim=g.attention.index_head_dim if g.attention.index_heads else 0,
         )
         for g in spec.layer_groups
         if g.attention is not None

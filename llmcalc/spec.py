@@ -87,6 +87,8 @@ MAMBA = "mamba"  # selective scan (Gu & Dao 2023): one N-state per channel
 MAMBA2 = "mamba2"  # state-space duality, chunked scan (Dao & Gu 2024): one p × N state per head
 GATED_DELTA = "gated_delta"  # gated delta rule (Yang et al. 2024), chunked: a dk × dv state per head
 SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv state, no SSM state
+CCA = "cca"  # compressed convolutional attention (ZAYA): q/k convolutions and a delayed value beside
+# softmax attention; its convolutions are weight matmuls, what it adds is step_flops / prefill_flops
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,8 @@ class Mixer:
     of head_dim 1, each with an N-state; Mamba-2: h heads of p × N). ``state_fp32``: transformers
     keeps the recurrent state in float32 whatever the model's dtype. ``chunk``: the chunk length of
     a chunked scan (Mamba-2 SSD), which sets the FLOPs its torch path spends on a prefill.
+    ``step_flops`` / ``prefill_flops`` (CCA): what a decoding step / a whole prefill spends beyond the
+    weights (convolution positions recomputed from the state; the delayed value's first step).
     """
 
     kind: str
@@ -109,6 +113,8 @@ class Mixer:
     state_size: int
     chunk: int | None = None
     state_fp32: bool = True
+    step_flops: int = 0
+    prefill_flops: int = 0
 
     @property
     def conv_elements(self) -> int:

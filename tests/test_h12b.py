@@ -36,6 +36,7 @@ BUNDLED = [
     ("mellum-default", "mellum", 12_149_923_072, 2_439_060_736),
     ("laguna-default", "laguna", 33_189_975_808, 2_764_494_592),
     ("minimax-m3-text-default", "minimax_m3_vl_text", 447_186_441_216, 25_910_547_456),
+    ("zaya-default", "zaya", 8_840_488_784, 1_290_741_584),
 ]
 
 
@@ -241,6 +242,41 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
         },
         "the older moe_layer_freq and sparse_attention_config, no shared expert, one kv head",
     ),
+    (
+        "zaya",
+        {
+            "head_dim": 16,
+            "moe_intermediate_size": 32,
+            "num_experts": 6,
+            "router_hidden_size": 24,
+        },
+        "first layer's router without router_states_scale, tied",
+    ),
+    (
+        "zaya",
+        {
+            "num_hidden_layers": 4,
+            "num_attention_heads": 6,
+            "num_key_value_heads": 3,
+            "head_dim": 8,
+            "moe_intermediate_size": 32,
+            "num_experts": 3,
+            "router_hidden_size": 16,
+            "cca_time0": 3,
+            "cca_time1": 1,
+            "attention_bias": True,
+            "lm_head_bias": True,
+            "tie_word_embeddings": False,
+            "sliding_window": 4,
+            "layer_types": ["hybrid", "hybrid_sliding", "hybrid_sliding", "hybrid"],
+        },
+        "sliding layers listed, other kernel sizes, biases, untied head with a bias",
+    ),
+    (
+        "zaya",
+        {"num_hidden_layers": 1, "head_dim": 16, "moe_intermediate_size": 32, "num_experts": 2},
+        "one layer: only the first layer's router",
+    ),
 ]
 
 
@@ -414,3 +450,64 @@ def test_minimax_m3_bad_layer_lists_name_the_field(
     with pytest.raises(ConfigError) as err:
         load_spec(path)
     assert message in str(err.value)
+
+
+# ---- ZAYA: compressed convolutional attention ------------------------------------------------------
+
+ZAYA_SMALL = {
+    "model_type": "zaya",
+    "hidden_size": 64,
+    "num_hidden_layers": 3,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "moe_intermediate_size": 32,
+    "vocab_size": 256,
+    "num_experts": 4,
+    "router_hidden_size": 16,
+}
+
+
+@pytest.mark.parametrize(("t0", "t1"), [(2, 2), (3, 2), (2, 3)])
+def test_zaya_prefill_equals_flop_counter(write: Any, t0: int, t1: int) -> None:
+    """The q/k convolutions count as weights (2 FLOPs a weight, a token); a prefill also runs the
+    depthwise one over t1 − 1 padded positions and projects a zero vector for the first delayed
+    value: 2·C·t0·(t1 − 1) + 2·d·kv·hd/2 a layer."""
+    spec = load_spec(write("config.json", {**ZAYA_SMALL, "cca_time0": t0, "cca_time1": t1}))
+    assert [g.name for g in spec.layer_groups] == ["first_layer", "eda"]
+    m = measure_forward(spec, num_layers=3, seq_len=8)
+    ours = forward_flops_per_sequence(spec, ctx=8, causal=False)
+    assert m.flops == ours
+    mixer = spec.layer_groups[0].mixer
+    assert mixer is not None
+    assert mixer.prefill_flops == 2 * (4 + 2) * 16 * t0 * (t1 - 1) + 2 * 64 * 16
+    assert m.flops_by_op["aten.convolution"] == 3 * (
+        2 * 96 * t0 * (8 + t1 - 1) + 2 * 96 * 16 * t1 * 8
+    )
+
+
+def test_zaya_cache_holds_kv_conv_state_and_delayed_value(write: Any) -> None:
+    """Per layer and sequence: K and V (the window in a sliding layer), the last (t0 − 1) + (t1 − 1)
+    positions of the C = 96 q/k channels, the previous token's delayed value [kv·hd/2 = 16]."""
+    fields = {
+        **ZAYA_SMALL,
+        "sliding_window": 4,
+        "layer_types": ["hybrid", "hybrid_sliding", "hybrid"],
+    }
+    spec = load_spec(write("config.json", fields))
+    m = measure_forward(spec, num_layers=3, seq_len=8, batch=2, static_cache=True)
+    ours = kv_cache_bytes(spec, batch=2, ctx=8, dtype=DType.bf16)
+    kv = (8 + 4 + 8) * 2 * 2 * 16  # tokens × K and V × 2 kv heads × 16
+    state = 3 * (96 * 2 + 16)
+    assert m.kv_cache_bytes == ours == 2 * 2 * (kv + state)  # bf16, batch 2
+
+
+def test_zaya_bad_layer_types_name_the_field(write: Any) -> None:
+    path = write("config.json", {**ZAYA_SMALL, "layer_types": ["hybrid", "hybrid_sliding", "x"]})
+    with pytest.raises(ConfigError) as err:
+        load_spec(path)
+    assert "layer_types.2: unknown type 'x' (one of: hybrid, hybrid_sliding)" in str(err.value)
+    path = write("config.json", {**ZAYA_SMALL, "layer_types": ["hybrid", "hybrid_sliding"] * 2})
+    with pytest.raises(ConfigError) as err:
+        load_spec(path)
+    assert "layer_types: has 4 entries, num_hidden_layers is 3" in str(err.value)

@@ -165,6 +165,7 @@ MODEL_TYPES: dict[str, Family] = {
     "mellum": Family("gqa_moe", "MellumConfig"),
     "laguna": Family("gqa_moe", "LagunaConfig"),
     "minimax_m3_vl_text": Family("gqa_moe", "MiniMaxM3VLTextConfig"),
+    "zaya": Family("zaya", "ZayaConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -101,8 +101,5 @@ NOT_COUNTED: dict[str, str] = {
     "xmod": ENCODER,
     "zamba": SSM,
     "zamba2": SSM,
-    "zaya": MOE_TODO
-    + " (compressed convolutional attention: q/k convolutions whose padding and a delayed-value"
-    " state cost FLOPs and cache per sequence; a zero expert; learned residual scales)",
     # dense decoders still to come (issue 12, dense part)
 }

@@ -8,11 +8,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, FlopsResult
+from llmcalc.flops import FLOPS_PER_MAC, TRAINING_MULTIPLIER, AttentionTerm, FlopsResult
 from llmcalc.render import n, pct, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.spec import ModelSpec
+from llmcalc.spec import CCA, ModelSpec
 
 SI_FLOPS = (("Z", 10**21), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
             ("M", 10**6), ("K", 10**3))
@@ -133,8 +133,8 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     for a in r.attention_terms:
         keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
         lines.append(
-            f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
-            f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
+            f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {pair(a, ' heads')} "
+            f"= {n(a.num_layers * a.per_layer)}"
         )
     lines.append(f"  sum = {n(r.attention_flops_per_token)}")
     mixer = ""
@@ -143,6 +143,13 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
                      "+ 2·h·p·N (state readout y = C·h; the state update is elementwise)")
         for t in r.mixer_terms:
             m = t.mixer
+            if m.kind == CCA:
+                lines.append(
+                    f"  {t.group} (cca): {plural(t.num_layers, 'layer')} × {n(m.step_flops)} "
+                    f"(depthwise convolution positions recomputed from the state) "
+                    f"= {n(t.num_layers * t.per_layer)}"
+                )
+                continue
             lines.append(
                 f"  {t.group} ({m.kind}): {plural(t.num_layers, 'layer')} × (2 × {n(m.conv_dim)} × "
                 f"{m.conv_kernel} + 2 × {n(m.heads)} × {m.head_dim} × {m.state_size}) "
@@ -160,16 +167,17 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         f"{s.num_layers} = {n(r.seed_rule_per_token)} ({pct(r.seed_rule_percent_off)})"
     )
     full = " + ".join(
-        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
-         for a in r.attention_terms]
+        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {pair(a)}" for a in r.attention_terms]
         + [f"{t.num_layers} × {n(t.full_per_layer)} ({t.mixer.kind} scan"
            + (f" in chunks of {t.mixer.chunk}" if t.mixer.chunk else "")
            + f", conv over {n(r.ctx)} + {t.mixer.conv_kernel - 1} padded positions)"
+           if t.mixer.kind != CCA else
+           f"{t.num_layers} × {n(t.full_per_layer)} (cca: the padded depthwise positions and "
+           "the first delayed value)"
            for t in r.mixer_terms]
     )
     causal = " + ".join(
-        [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
-         f"({a.qk_head_dim} + {a.v_head_dim})" for a in r.attention_terms]
+        [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {pair(a)}" for a in r.attention_terms]
         + [f"{m.num_layers} × {n(r.ctx)} steps × {n(m.per_layer)}" for m in r.mixer_terms]
     )
     def times_batch(expr: str) -> str:
@@ -197,6 +205,14 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         )
     return lines
 
+
+
+def pair(a: AttentionTerm, heads: str = "") -> str:
+    """One query–key pair's products / 2: h × (d_qk + d_v), plus h_idx × d_idx with an indexer."""
+    base = f"{a.heads}{heads} × ({a.qk_head_dim} + {a.v_head_dim})"
+    if not a.index_heads:
+        return base
+    return f"({base} + {a.index_heads} × {a.index_head_dim} (indexer))"
 
 
 def plus(expr: str) -> str:
