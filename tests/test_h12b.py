@@ -511,3 +511,26 @@ def test_zaya_bad_layer_types_name_the_field(write: Any) -> None:
     with pytest.raises(ConfigError) as err:
         load_spec(path)
     assert "layer_types: has 4 entries, num_hidden_layers is 3" in str(err.value)
+
+
+@pytest.mark.parametrize(("t0", "t1"), [(2, 2), (3, 2), (2, 3)])
+def test_zaya_decoding_step_equals_flop_counter(write: Any, t0: int, t1: int) -> None:
+    """One token after 8 cached: its weights, 9 keys, and the t1 − 1 depthwise positions recomputed
+    from the convolution state (step_flops)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from llmcalc.flops import forward_flops_per_token
+    from llmcalc.verify import build_random_model
+
+    spec = load_spec(write("config.json", {**ZAYA_SMALL, "cca_time0": t0, "cca_time1": t1}))
+    model = build_random_model(spec, num_layers=3)
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        cache = model(torch.randint(0, 256, (1, 8), generator=gen), use_cache=True).cache
+        counter = FlopCounterMode(display=False)
+        with counter:
+            model(torch.randint(0, 256, (1, 1), generator=gen), cache=cache, use_cache=True)
+    assert counter.get_total_flops() == forward_flops_per_token(spec, ctx=9)
+    mixer = spec.layer_groups[0].mixer
+    assert mixer is not None and mixer.step_flops == 2 * 96 * t0 * (t1 - 1)
