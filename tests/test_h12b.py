@@ -511,6 +511,12 @@ def test_zaya_bad_layer_types_name_the_field(write: Any) -> None:
     with pytest.raises(ConfigError) as err:
         load_spec(path)
     assert "layer_types: has 4 entries, num_hidden_layers is 3" in str(err.value)
+    path = write("config.json", {**ZAYA_SMALL, "layer_types": ["hybrid", "hybrid_sliding"] + ["hybrid"]})
+    with pytest.raises(ConfigError) as err:
+        load_spec(path)
+    assert "sliding_window: must be set when layer_types lists hybrid_sliding layers" in str(
+        err.value
+    )
 
 
 @pytest.mark.parametrize(("t0", "t1"), [(2, 2), (3, 2), (2, 3)])

@@ -42,6 +42,8 @@ FIRST, LATER = "first_layer", "eda"  # the first layer's router has no router_st
 
 
 class ZayaConfig(FamilyConfig):
+    """The fields transformers' ZayaConfig reads (its defaults mirror Zyphra/ZAYA1-8B)."""
+
     transformers_class = "ZayaConfig"
 
     vocab_size: Size = 262272
