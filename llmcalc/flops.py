@@ -54,6 +54,7 @@ from dataclasses import dataclass, replace
 from llmcalc.counting import count, percent_off
 from llmcalc.errors import UsageError
 from llmcalc.spec import (
+    CCA,
     GATED_DELTA,
     KDA,
     LIGHTNING,
@@ -152,10 +153,11 @@ def weight_flops_per_token(spec: ModelSpec) -> int:
 
 def pair_flops(attention: Attention) -> int:
     """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v; with a
-    lightning indexer (DeepSeek-V3.2 §2.1) also its scores 2·H·D and their weighted sum over its
-    H heads 2·H."""
+    lightning indexer also its scores 2·H·D and, where it weights its heads by a matmul
+    (DeepSeek-V3.2 §2.1, ``index_weighted``), their weighted sum over its H heads 2·H (MiniMax-M3
+    sums them elementwise)."""
     a = attention
-    indexer = a.index_heads * (a.index_head_dim + 1)
+    indexer = a.index_heads * (a.index_head_dim + (1 if a.index_weighted else 0))
     return FLOPS_PER_MAC * (a.heads * (a.qk_head_dim + a.v_head_dim) + indexer)
 
 
@@ -236,6 +238,8 @@ STATE_READS = {GATED_DELTA: 2, KDA: 2, LIGHTNING: 2, MLSTM: 2, RG_LRU: 0, RWKV: 
 def mixer_flops_per_token(m: Mixer) -> int:
     """One decoding step of one layer's mixer: convolution + state reads, whatever the context;
     lightning attention forms kᵀ·v (2·h·dk·dv) before reading the state with q."""
+    if m.kind == CCA:
+        return m.step_flops
     if m.kind == RWKV:
         return 0  # token shift and WKV: elementwise per channel, no matmul (Peng et al. 2023 §4)
     if m.kind == MLSTM:  # C += k·vᵀ, q·C, q·n (Beck et al. 2024, eq. 19-27)
@@ -317,6 +321,8 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
     Mamba-2, the chunked scan."""
     if causal or m.kind == RWKV:
         return ctx * mixer_flops_per_token(m)
+    if m.kind == CCA:
+        return m.prefill_flops
     conv = conv_flops_per_token(m) * (ctx + m.conv_kernel - 1)
     if m.kind == MAMBA2:
         return conv + ssd_chunked_flops(m, ctx=ctx)
@@ -568,8 +574,10 @@ class AttentionTerm:
     v_head_dim: int
     window: int | None
     keys: int  # keys one query sees at this context
-    per_layer: int  # keys · 2·h·(d_qk + d_v)
+    per_layer: int  # keys · 2·h·(d_qk + d_v) (+ keys · 2·h_idx·d_idx with an indexer)
     causal_pairs: int
+    index_heads: int = 0
+    index_head_dim: int = 0
 
 
 @dataclass(frozen=True)
@@ -675,6 +683,8 @@ def flops(
             keys=g.attention.tokens_seen(ctx),
             per_layer=g.attention.tokens_seen(ctx) * pair_flops(g.attention),
             causal_pairs=attention_causal_pairs(g.attention, ctx=ctx),
+            index_heads=g.attention.index_heads,
+            index_head_dim=g.attention.index_head_dim,
         )
         for g in spec.layer_groups
         if g.attention is not None

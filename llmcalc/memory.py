@@ -66,15 +66,17 @@ def weight_bytes(spec: ModelSpec, *, dtype: DType | QuantFormat) -> int:
 
 
 def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -> int:
-    """Cached elements per token in one layer: K and V of each kv head, or the MLA latent; none in a
-    layer that reads another layer's cache (Gemma 3n's KV sharing) or in an encoder's
-    bidirectional attention (the whole sequence is encoded at once)."""
+    """Cached elements per token in one layer: K and V of each kv head, or the MLA latent, and an
+    indexer's key where the layer has one (MiniMax-M3); none in a layer that reads another layer's
+    cache (Gemma 3n's KV sharing) or in an encoder's bidirectional attention (the whole sequence is
+    encoded at once)."""
     if attention.kv_shared or not attention.causal:  # an encoder's attention caches nothing
         return 0
+    index_key = attention.index_head_dim if attention.index_heads else 0
     if attention.kv_latent_dim is not None and not decompressed:
-        return attention.kv_latent_dim  # kv_lora_rank + qk_rope_head_dim (MLA)
+        return attention.kv_latent_dim + index_key  # kv_lora_rank + qk_rope_head_dim (MLA)
     # K: kv_heads × d_qk, V: kv_heads × d_v  (= 2·kv·hd; MLA decompressed: heads × (d_qk + d_v))
-    return attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
+    return attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim) + index_key
 
 
 def is_mla(spec: ModelSpec) -> bool:
@@ -207,6 +209,7 @@ class KVTerm:
     elements_per_token: int  # per layer
     tokens: int  # cached per sequence at this context
     cross: bool = False  # an encoder–decoder's cross-attention cache: tokens are encoder tokens
+    index_key_dim: int = 0  # an indexer's cached key (MiniMax-M3's sparse layers)
 
 
 @dataclass(frozen=True)
@@ -292,6 +295,7 @@ def memory(
             latent_dim=g.attention.kv_latent_dim,
             elements_per_token=kv_elements_per_layer(g.attention),
             tokens=g.attention.tokens_seen(ctx),
+            index_key_dim=g.attention.index_head_dim if g.attention.index_heads else 0,
         )
         for g in spec.layer_groups
         if g.attention is not None

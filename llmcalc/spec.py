@@ -73,8 +73,10 @@ class Attention:
     each query also scores against ``position_keys`` relative-position vectors (2·span per
     c2p / p2c term, 2·h·d_qk FLOPs each), and the layer projects its relative-position table
     once per sequence, whatever its length (``sequence_flops``).
-    ``index_heads`` × ``index_head_dim`` (DeepSeek sparse attention): the layer's own lightning
-    indexer scores every query–key pair too, before attention keeps the best of them.
+    ``index_heads`` × ``index_head_dim`` (DeepSeek sparse attention, MiniMax-M3's block-sparse
+    layers): the layer's own lightning indexer scores every query–key pair with that many heads of
+    that width, and caches one index key of ``index_head_dim`` per token beside K and V;
+    ``index_weighted``: it sums its heads' scores with per-token weights by a matmul (DeepSeek).
     """
 
     heads: int
@@ -90,6 +92,7 @@ class Attention:
     sequence_flops: int = 0
     index_heads: int = 0
     index_head_dim: int = 0
+    index_weighted: bool = True
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of
@@ -113,6 +116,8 @@ SHORT_CONV = "short_conv"  # a gated causal convolution alone (LFM2): a conv sta
 # recurrence, one fp32 value per channel, its gates block-diagonal matmuls (weights), no readout;
 # its conv state keeps the last kernel − 1 inputs (transformers RecurrentGemmaRecurrentBlock)
 RG_LRU = "rg_lru"
+CCA = "cca"  # compressed convolutional attention (ZAYA): q/k convolutions and a delayed value beside
+# softmax attention; its convolutions are weight matmuls, what it adds is step_flops / prefill_flops
 
 
 @dataclass(frozen=True)
@@ -129,6 +134,8 @@ class Mixer:
     ``conv_fp32``: the convolution state too is kept in float32 (Inkling runs its convs in fp32).
     ``elementwise_conv_dim``: channels of ``conv_dim`` whose convolution has per-token taps and
     runs as elementwise products (Inkling 2's dynamic convs): in the state, not in the FLOPs.
+    ``step_flops`` / ``prefill_flops`` (CCA): what a decoding step / a whole prefill spends beyond the
+    weights (convolution positions recomputed from the state; the delayed value's first step).
     """
 
     kind: str
@@ -142,6 +149,8 @@ class Mixer:
     extra_state: int = 0  # more recurrent state beside the matrices (mLSTM: normalizer, stabilizer)
     conv_fp32: bool = False
     elementwise_conv_dim: int = 0
+    step_flops: int = 0
+    prefill_flops: int = 0
 
     @property
     def conv_elements(self) -> int:

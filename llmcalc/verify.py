@@ -718,8 +718,9 @@ def measure_forward(
 
 
 def _cached_tensors(layer: Any) -> list[Any]:
-    """A cache layer's keys and values, and an SSM layer's convolution and recurrent states."""
-    found = [getattr(layer, name, None) for name in ("keys", "values")]
+    """A cache layer's keys and values (and index keys: MiniMax-M3's sparse layers), and an SSM
+    layer's convolution and recurrent states."""
+    found = [getattr(layer, name, None) for name in ("keys", "values", "idx_keys")]
     for name in ("conv_states", "recurrent_states"):
         found += list((getattr(layer, name, None) or {}).values())
     return [t for t in found if t is not None and hasattr(t, "nbytes")]

@@ -63,6 +63,7 @@ PER_LAYER = (
     "attention_types",
     "attention_layers",
     "per_layer_config",
+    "num_attention_heads_per_layer",
 )
 
 # Fields a type's default config lacks for transformers to build it (stated, per type).

@@ -204,6 +204,14 @@ MODEL_TYPES: dict[str, Family] = {
     "llama4": Family("vlm", "Llama4Config", "describe_llama4"),
     "qwen3_vl": Family("vlm", "Qwen3VLConfig", "describe_qwen3_vl"),
     "qwen3_vl_moe": Family("vlm", "Qwen3VLMoeConfig", "describe_qwen3_vl"),
+    # -- more mixture-of-experts decoders (issue 12) --
+    "solar_open": Family("gqa_moe", "SolarOpenConfig"),
+    "kolibri1": Family("gqa_moe", "Kolibri1Config"),
+    "hy_v3": Family("gqa_moe", "HYV3Config"),
+    "mellum": Family("gqa_moe", "MellumConfig"),
+    "laguna": Family("gqa_moe", "LagunaConfig"),
+    "minimax_m3_vl_text": Family("gqa_moe", "MiniMaxM3VLTextConfig"),
+    "zaya": Family("zaya", "ZayaConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

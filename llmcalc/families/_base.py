@@ -68,11 +68,13 @@ class FamilyConfig(BaseModel):
     def defaulted(self) -> list[str]:
         """``field=value`` for every field that took its default, in declaration order."""
         out = []
-        for name in type(self).model_fields:
+        for name, field in type(self).model_fields.items():
             if name not in self.model_fields_set:
                 value = getattr(self, name)
                 if value is not None:
-                    out.append(f"{name}={_show(value)}")
+                    # a field read under another name shows that name (the config's)
+                    alias = field.validation_alias
+                    out.append(f"{alias if isinstance(alias, str) else name}={_show(value)}")
         return out
 
 

@@ -5,8 +5,11 @@ One structure, many rows: ``glm4_moe`` (GLM-4.5), ``sarvam_moe``, ``dots1`` (red
 ``exaone_moe`` (EXAONE MoE), ``ernie4_5_moe`` (Baidu ERNIE 4.5), ``hunyuan_v1_moe`` (Tencent
 Hunyuan-A13B), ``minimax_m2`` (MiniMax-M2), ``afmoe`` (Arcee AFMoE), ``flex_olmo`` (FlexOlmo),
 ``granitemoeshared`` (IBM Granite MoE with a shared MLP), ``cohere2_moe`` (Cohere 2 MoE),
-``aria_text`` (Aria's language model; experts stored input-first), ``flint`` (Recursive Flint),
-``beam`` (Reflection Beam). A row names
+``solar_open`` (Upstage Solar Open), ``kolibri1`` (Aleph Alpha Kolibri-1), ``hy_v3`` (Tencent Hy3),
+``mellum`` (JetBrains Mellum 2), ``laguna`` (poolside Laguna: query heads per layer),
+``minimax_m3_vl_text`` (MiniMax-M3: block-sparse layers with an indexer), ``aria_text`` (Aria's
+language model; experts stored input-first), ``flint`` (Recursive Flint), ``beam`` (Reflection
+Beam). A row names
 the fields its transformers config reads and the few switches that change tensors: where the router
 and shared experts live, which norms a layer holds, q/k norms (over head_dim or the whole
 projection), biases. Tensor names and shapes as in the transformers 5.24 ``*ForCausalLM`` classes,
@@ -36,6 +39,7 @@ from llmcalc.families._base import (
     norm,
     override_plan,
     periodic_plan,
+    plan_from_kinds,
     require,
     resolve_kv_heads,
     routed_experts,
@@ -47,6 +51,7 @@ from llmcalc.families._moe import (
     cross_plans,
     crossed_name,
     experts_transposed,
+    listed_plan,
     mlp_kinds_plan,
     mtp_note,
     mtp_params,
@@ -172,12 +177,32 @@ class GqaMoeConfig(FamilyConfig):
     def attn_extra(self, p: str) -> list[Tensor]:
         return []
 
+    def heads_plan(self) -> dict[int, LayerSet]:
+        """Each layer's query-head count (default: num_attention_heads in every layer)."""
+        return {self.num_attention_heads: LayerSet.span(0, self.num_hidden_layers)}
+
+    def attn_gate(self, p: str, heads: int) -> list[Tensor]:
+        """An output gate sized by the layer's head count (default: none)."""
+        return []
+
+    def attn_kind_tensors(self, p: str, kind: str) -> list[Tensor]:
+        """Tensors that only layers of one attention kind hold (default: none)."""
+        return []
+
+    def attention_of(self, kind: str, heads: int, kv_heads: int, head_dim: int) -> Attention:
+        """What a layer of ``kind`` attends to: all earlier tokens, or a window (sliding layers)."""
+        window = self.window if kind == SLIDING else None
+        return Attention(heads, kv_heads, head_dim, head_dim, window=window)
+
+    def mlp_tensors(self, p: str, component: str, ff: int) -> list[Tensor]:
+        """A dense MLP of width ``ff`` (the dense layers', the shared experts'): SwiGLU."""
+        return swiglu(p, component, self.hidden_size, ff, bias=self.mlp_bias)
+
     def router_tensors(self, p: str) -> list[Tensor]:
         return router(f"{p}.{self.router_name}", self.hidden_size, self.routed)
 
     def shared_tensors(self, p: str) -> list[Tensor]:
-        d, s = self.hidden_size, self.shared_ff
-        return swiglu(f"{p}.{self.shared_name}", "moe/shared_experts", d, s, bias=self.mlp_bias)
+        return self.mlp_tensors(f"{p}.{self.shared_name}", "moe/shared_experts", self.shared_ff)
 
     def expert_tensors(self, p: str) -> list[Tensor]:
         """The routed experts, fused: gate_up_proj [E, 2·ff, d], down_proj [E, d, ff]."""
@@ -630,6 +655,344 @@ class Cohere2MoeConfig(GqaMoeConfig):
         return dict(sorted(plan.items(), key=lambda kv: next(iter(kv[1]))))
 
 
+# ---- more rows (issue 12) -------------------------------------------------------------------------
+
+
+class SolarOpenConfig(GqaMoeConfig):
+    """Solar Open (Upstage 2026, transformers solar_open): GLM-4.5's MoE block in every layer (no
+    dense layers, no q/k norms), Llama attention with q/k/v biases under attention_bias, o_proj none."""
+
+    transformers_class = "SolarOpenConfig"
+    always_shared: ClassVar[bool] = True
+    shared_experts_field: ClassVar[str | None] = "n_shared_experts"
+
+    vocab_size: Size = 196608
+    hidden_size: Size = 4096
+    intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
+    moe_intermediate_size: Size = 1280
+    num_hidden_layers: Size = 48
+    num_attention_heads: Size = 64
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    n_routed_experts: Size = 128
+    n_shared_experts: Count = 1
+    num_experts_per_tok: Size = 8
+    attention_bias: bool = False
+
+    @property
+    def o_bias(self) -> bool:
+        return False
+
+
+class Kolibri1Config(GqaMoeConfig):
+    """Kolibri-1 (Aleph Alpha, transformers kolibri1): every layer MoE with one shared expert of
+    shared_expert_intermediate_size, GLM-4's four norms a layer, EXAONE 4's attention (q/k norms over
+    head_dim, no biases), full attention every 5th layer and sliding elsewhere."""
+
+    transformers_class = "Kolibri1Config"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+    layer_norms: ClassVar[tuple[str, ...]] = (
+        "input_layernorm",
+        "post_self_attn_layernorm",
+        "post_attention_layernorm",
+        "post_mlp_layernorm",
+    )
+
+    vocab_size: Size = 128000
+    hidden_size: Size = 2560
+    intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
+    num_hidden_layers: Size = 50
+    num_attention_heads: Size = 48
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    moe_intermediate_size: Size = 512
+    shared_expert_intermediate_size: Count = 512
+    num_experts: Size = 384
+    num_experts_per_tok: Size = 6
+    sliding_window: Size | None = 513
+    layer_types: list[str] | None = None
+
+    @property
+    def qkv_bias(self) -> bool:
+        return False
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_expert_intermediate_size
+
+    def attention_plan(self) -> LayerPlan:
+        return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=5)
+
+
+class HYV3Config(GqaMoeConfig):
+    """Hy3 (Tencent, transformers hy_v3): dense and MoE layers as mlp_layer_types lists them (default:
+    the first dense), Apertus attention (q/k norms over head_dim, attention_bias on q/k/v/o),
+    mlp_bias on the dense MLP and the shared experts; the router's score bias is a buffer."""
+
+    transformers_class = "HYV3Config"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_experts"
+    shared_experts_field: ClassVar[str | None] = "num_shared_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 120832
+    hidden_size: Size = 4096
+    intermediate_size: Size = 13312
+    moe_intermediate_size: Size = 1536
+    num_hidden_layers: Size = 80
+    num_attention_heads: Size = 64
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    num_experts: Size = 192
+    num_experts_per_tok: Size = 8
+    num_shared_experts: Count = 1
+    attention_bias: bool = False
+    # the config's mlp_bias (the name of GqaMoeConfig's property, which reads it)
+    mlp_bias_field: bool = Field(False, validation_alias="mlp_bias")
+    mlp_layer_types: list[str] | None = None
+
+    @property
+    def mlp_bias(self) -> bool:
+        return self.mlp_bias_field
+
+    @property
+    def shared_ff(self) -> int:
+        # HYV3MLP(intermediate_size=moe_ff · shared) takes a width of 0 as "unset": intermediate_size
+        return self.expert_ff * self.num_shared_experts or self.intermediate_size
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return _first_k(self, 1)
+
+
+class MellumConfig(GqaMoeConfig):
+    """Mellum 2 (JetBrains, transformers mellum): Qwen3-MoE's attention and experts (q/k norms over
+    head_dim, attention_bias on q/k/v/o, no shared expert), dense and MoE layers as mlp_layer_types
+    lists them (default: all MoE), sliding layers as layer_types lists them (default: none). Its
+    multi-token-prediction layer (num_mtp_layers) is not built by transformers and not counted."""
+
+    transformers_class = "MellumConfig"
+    experts_field: ClassVar[str] = "num_local_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 98304
+    hidden_size: Size = 2304
+    intermediate_size: Size = 7168
+    moe_intermediate_size: Size = 896
+    num_hidden_layers: Size = 28
+    num_attention_heads: Size = 32
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    num_local_experts: Size = Field(
+        64, validation_alias=AliasChoices("num_local_experts", "num_experts")
+    )
+    num_experts_per_tok: Size = 8
+    attention_bias: bool = False
+    sliding_window: Size | None = 1024
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return super().mlp_plan()
+
+    def attention_plan(self) -> LayerPlan:
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=1)
+        return super().attention_plan()
+
+
+class LagunaConfig(GqaMoeConfig):
+    """Laguna (poolside, transformers laguna): a query-head count per layer
+    (num_attention_heads_per_layer), a softplus output gate g_proj (one per head, or per channel with
+    gating "per-element"), q/k norms over head_dim, one shared expert of
+    shared_expert_intermediate_size, dense and MoE layers as mlp_layer_types lists them (default: the
+    first dense), sliding layers as layer_types lists them (default: none)."""
+
+    transformers_class = "LagunaConfig"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 100352
+    hidden_size: Size = 2048
+    intermediate_size: Size = 8192
+    moe_intermediate_size: Size = 512
+    shared_expert_intermediate_size: Count = 512
+    num_hidden_layers: Size = 40
+    num_attention_heads: Size = 48
+    num_key_value_heads: Size | None = 8
+    head_dim: Size | None = 128
+    num_experts: Size = 256
+    num_experts_per_tok: Size = 8
+    attention_bias: bool = False
+    gating: bool | str = True  # True / "per-head": a gate per head; otherwise one per channel
+    num_attention_heads_per_layer: list[Size] | None = None
+    sliding_window: Size | None = 512
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_expert_intermediate_size
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        return _first_k(self, 1)
+
+    def attention_plan(self) -> LayerPlan:
+        if self.layer_types is not None:
+            return layer_kinds(self.layer_types, self.num_hidden_layers, pattern=1)
+        return super().attention_plan()
+
+    def heads_plan(self) -> dict[int, LayerSet]:
+        heads = self.num_attention_heads_per_layer
+        if heads is None:
+            return super().heads_plan()
+        field = "num_attention_heads_per_layer"
+        n = self.num_hidden_layers
+        require(len(heads) == n, field, f"has {len(heads)} entries, num_hidden_layers is {n}")
+        return {int(h): layers for h, layers in plan_from_kinds([str(h) for h in heads]).items()}
+
+    def attn_gate(self, p: str, heads: int) -> list[Tensor]:
+        # softplus(g_proj(x)) scales each head's output: g_proj [h, d] per head, [h·hd, d] per channel
+        per_head = self.gating is True or self.gating == "per-head"
+        out = heads if per_head else heads * self.resolved_head_dim
+        return linear(f"{p}.g_proj", "attn/g_proj", out, self.hidden_size, bias=False)
+
+    def router_tensors(self, p: str) -> list[Tensor]:
+        # router [E, d]; e_score_correction_bias [E]: a score bias for choosing experts (a parameter)
+        return [
+            *router(f"{p}.gate", self.hidden_size, self.routed),
+            Tensor(f"{p}.gate.e_score_correction_bias", (self.routed,), "moe/router"),
+        ]
+
+
+MINIMAX_SPARSE = "minimax_m3_sparse"  # MiniMax-M3's layer type for block-sparse attention
+SPARSE_ATTENTION = "sparse_attention"
+
+
+class MiniMaxM3SparseAttention(FamilyConfig):
+    """MiniMax-M3's older ``sparse_attention_config``: which layers are sparse, the indexer's sizes."""
+
+    sparse_attention_freq: list[bool | int] | None = None
+    sparse_num_index_heads: Size | None = None
+    sparse_index_dim: Size | None = None
+
+
+class MiniMaxM3VLTextConfig(GqaMoeConfig):
+    """MiniMax-M3's language model (transformers minimax_m3_vl_text): q/k norms over head_dim; layers
+    of block-sparse attention ("minimax_m3_sparse" in layer_types) hold a lightning indexer (q_proj
+    [h_idx·d_idx, d], k_proj [d_idx, d], q/k norms [d_idx]) that scores every key and caches one
+    index key per token; MLPs with a fused gate_up_proj [2·ff, d], down_proj [d, ff]: the dense
+    layers' of dense_intermediate_size, one shared expert of shared_intermediate_size beside routed
+    experts of intermediate_size. Sparse layers are counted as attending to every earlier token
+    (their block choice is not modelled)."""
+
+    transformers_class = "MiniMaxM3VLTextConfig"
+    always_shared: ClassVar[bool] = True
+    experts_field: ClassVar[str] = "num_local_experts"
+    qk_norm_kind: ClassVar[QkNorm] = "head"
+
+    vocab_size: Size = 200064
+    hidden_size: Size = 6144
+    intermediate_size: Size = 3072  # one routed expert
+    dense_intermediate_size: Size = 12288
+    shared_intermediate_size: Count = 3072
+    num_hidden_layers: Size = 60
+    num_attention_heads: Size = 64
+    num_key_value_heads: Size | None = 4
+    head_dim: Size | None = 128
+    num_local_experts: Size = Field(
+        128, validation_alias=AliasChoices("num_local_experts", "num_experts")
+    )
+    num_experts_per_tok: Size = 4
+    index_n_heads: Size = 4
+    index_head_dim: Size = 128
+    layer_types: list[str] | None = None
+    mlp_layer_types: list[str] | None = None
+    # the older spellings transformers still reads
+    moe_layer_freq: list[bool | int] | None = None
+    sparse_attention_config: MiniMaxM3SparseAttention | None = None
+
+    @property
+    def expert_ff(self) -> int:
+        return self.intermediate_size
+
+    @property
+    def dense_ff(self) -> int:
+        return self.dense_intermediate_size
+
+    @property
+    def shared_ff(self) -> int:
+        return self.shared_intermediate_size
+
+    @property
+    def qkv_bias(self) -> bool:
+        return False
+
+    @property
+    def index_dims(self) -> tuple[int, int]:
+        """The indexer's heads and head width (sparse_attention_config's spelling wins)."""
+        heads, dim = self.index_n_heads, self.index_head_dim
+        old = self.sparse_attention_config
+        if old is not None:
+            heads = old.sparse_num_index_heads or heads
+            dim = old.sparse_index_dim or dim
+        return heads, dim
+
+    def mlp_plan(self) -> LayerPlan:
+        if self.mlp_layer_types is not None:
+            return _mlp_kinds(self.mlp_layer_types, self)
+        if self.moe_layer_freq is not None:
+            kinds = [SPARSE if f else DENSE for f in self.moe_layer_freq]
+            names = {DENSE: DENSE, SPARSE: SPARSE}
+            return listed_plan(kinds, self.num_hidden_layers, field="moe_layer_freq", names=names)
+        return super().mlp_plan()
+
+    def attention_plan(self) -> LayerPlan:
+        kinds = self.layer_types
+        old = self.sparse_attention_config
+        if kinds is None and old is not None and old.sparse_attention_freq is not None:
+            kinds = [MINIMAX_SPARSE if f else FULL for f in old.sparse_attention_freq]
+        if kinds is None:
+            return super().attention_plan()
+        names = {FULL: FULL, MINIMAX_SPARSE: SPARSE_ATTENTION}
+        return listed_plan(kinds, self.num_hidden_layers, field="layer_types", names=names)
+
+    def attn_kind_tensors(self, p: str, kind: str) -> list[Tensor]:
+        if kind != SPARSE_ATTENTION:
+            return []
+        # q_proj h_idx·d_idx × d; k_proj d_idx × d (one key head); RMSNorms over d_idx
+        (ih, idim), d, q = self.index_dims, self.hidden_size, f"{p}.indexer"
+        return [
+            *linear(f"{q}.q_proj", "attn/indexer/q_proj", ih * idim, d, bias=False),
+            *linear(f"{q}.k_proj", "attn/indexer/k_proj", idim, d, bias=False),
+            *norm(f"{q}.q_norm", "attn/indexer/q_norm", idim, bias=False),
+            *norm(f"{q}.k_norm", "attn/indexer/k_norm", idim, bias=False),
+        ]
+
+    def attention_of(self, kind: str, heads: int, kv_heads: int, head_dim: int) -> Attention:
+        if kind != SPARSE_ATTENTION:
+            return super().attention_of(kind, heads, kv_heads, head_dim)
+        ih, idim = self.index_dims
+        return Attention(heads, kv_heads, head_dim, head_dim, index_heads=ih, index_head_dim=idim,
+                         index_weighted=False)
+
+    def mlp_tensors(self, p: str, component: str, ff: int) -> list[Tensor]:
+        # gate_up_proj 2·ff × d (gate and up fused), down_proj d × ff
+        d = self.hidden_size
+        return [
+            *linear(f"{p}.gate_up_proj", f"{component}/gate_up_proj", 2 * ff, d, bias=False),
+            *linear(f"{p}.down_proj", f"{component}/down_proj", d, ff, bias=False),
+        ]
+
+
 class AriaTextConfig(GqaMoeConfig):
     """Aria's language model (Rhymes AI 2024, arXiv 2410.05993): every layer MoE, experts as wide as
     intermediate_size and stored input-first (gate_up_proj [E, d, 2·ff], down_proj [E, ff, d]),
@@ -776,14 +1139,9 @@ class BeamConfig(GqaMoeConfig):
 # ---- the structure --------------------------------------------------------------------------------
 
 
-def describe(c: GqaMoeConfig) -> Architecture:
-    d, v, E, k = c.hidden_size, c.vocab_size, c.routed, c.top_k
-    check_top_k(k, E, k_field=c.top_k_field, e_field=c.experts_field)
-    h, L = c.num_attention_heads, c.num_hidden_layers
-    hd = c.resolved_head_dim
-    kv = resolve_kv_heads(h, c.num_key_value_heads)
-    p = "model.layers.{i}"
-    a = f"{p}.self_attn"
+def _attention(c: GqaMoeConfig, p: str, h: int, kv: int, hd: int, kind: str) -> list[Tensor]:
+    """One layer's attention of ``kind`` with h query heads, and the layer's norms."""
+    d, a = c.hidden_size, f"{p}.self_attn"
     attn: list[Tensor] = [*gqa_projections(a, d, h, kv, hd, bias=c.qkv_bias, o_bias=c.o_bias)]
     qn, kn = c.qk_norm_names
     if c.qk_norm is not None:
@@ -793,12 +1151,25 @@ def describe(c: GqaMoeConfig) -> Architecture:
             *norm(f"{a}.{kn}", "attn/k_norm", k_dim, bias=False),
         ]
     attn += c.attn_extra(a)
+    attn += c.attn_gate(a, h)
+    attn += c.attn_kind_tensors(a, kind)
     attn += [
         t for name in c.layer_norms for t in norm(f"{p}.{name}", f"norm/{name}", d, bias=False)
     ]
+    return attn
+
+
+def describe(c: GqaMoeConfig) -> Architecture:
+    d, v, E, k = c.hidden_size, c.vocab_size, c.routed, c.top_k
+    check_top_k(k, E, k_field=c.top_k_field, e_field=c.experts_field)
+    h, L = c.num_attention_heads, c.num_hidden_layers
+    hd = c.resolved_head_dim
+    kv = resolve_kv_heads(h, c.num_key_value_heads)
+    p = "model.layers.{i}"
+    attn = _attention(c, p, h, kv, hd, FULL)
     m = f"{p}.{c.moe_module}"
     has_dense = DENSE in c.mlp_plan()
-    dense_mlp = swiglu(f"{p}.mlp", "mlp", d, c.dense_ff, bias=c.mlp_bias) if has_dense else []
+    dense_mlp = c.mlp_tensors(f"{p}.mlp", "mlp", c.dense_ff) if has_dense else []
     # router E × d;  routed experts [E, 2·ff, d], [E, d, ff];  shared experts: one SwiGLU of s
     moe_mlp = [
         *c.router_tensors(m),
@@ -806,17 +1177,27 @@ def describe(c: GqaMoeConfig) -> Architecture:
         *(c.shared_tensors(m) if c.has_shared else []),
     ]
     blocks = {DENSE: dense_mlp, SPARSE: moe_mlp}
-    windows = {FULL: None, SLIDING: c.window}
     plan = cross_plans(c.attention_plan(), c.mlp_plan())
-    groups = tuple(
-        LayerGroup(
-            crossed_name(kinds, plan),
-            layers,
-            (*attn, *blocks[kinds[1]]),
-            Attention(h, kv, hd, hd, window=windows[kinds[0]]),
-        )
-        for kinds, layers in plan.items()
-    )
+    # layers whose head counts differ (Laguna) split each group by head count
+    heads = c.heads_plan()
+    groups: list[LayerGroup] = []
+    for kinds, layers in plan.items():
+        name = crossed_name(kinds, plan)
+        for hi, with_hi in heads.items():
+            for part in cross_plans({name: layers}, {"": with_hi}).values():
+                kv_i = kv
+                if hi != h:
+                    field = "num_attention_heads_per_layer"
+                    kv_i = resolve_kv_heads(hi, c.num_key_value_heads, heads_field=field)
+                groups.append(
+                    LayerGroup(
+                        name if len(heads) == 1 else f"{name}/{hi} heads",
+                        part,
+                        (*_attention(c, p, hi, kv_i, hd, kinds[0]), *blocks[kinds[1]]),
+                        c.attention_of(kinds[0], hi, kv_i, hd),
+                    )
+                )
+    groups.sort(key=lambda g: next(iter(g.layers)))
 
     n_mtp = getattr(c, "num_nextn_predict_layers", None) or 0
     mtp = mtp_params([*attn, *moe_mlp], d=d, vocab=v, modules=n_mtp)
@@ -833,7 +1214,7 @@ def describe(c: GqaMoeConfig) -> Architecture:
             max_position_embeddings=c.max_position_embeddings,
         ),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, head_bias=c.head_bias),
-        layer_groups=groups,
+        layer_groups=tuple(groups),
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=_shared_count(c)),
         notes=(mtp_note(n_mtp, mtp),) if n_mtp else (),
         unbuilt=(("mtp_params", mtp),) if n_mtp else (),

@@ -12,13 +12,14 @@ from llmcalc.flops import (
     FLOPS_PER_MAC,
     STATE_READS,
     TRAINING_MULTIPLIER,
+    AttentionTerm,
     FlopsResult,
     position_flops,
 )
 from llmcalc.render import n, pct, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.spec import MLSTM, RWKV, Mixer, ModelSpec
+from llmcalc.spec import CCA, MLSTM, RWKV, Mixer, ModelSpec
 
 SI_FLOPS = (("Z", 10**21), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
             ("M", 10**6), ("K", 10**3))
@@ -209,8 +210,8 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     for a in r.attention_terms:
         keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
         lines.append(
-            f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
-            f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
+            f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {pair(a, ' heads')} "
+            f"= {n(a.num_layers * a.per_layer)}"
         )
     for g in spec.layer_groups:
         if g.attention is not None and g.attention.position_keys:
@@ -234,6 +235,14 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
                      "mLSTM also reads its normalizer; state updates, gates and RWKV's WKV are "
                      "elementwise, not counted)")
         for t in r.mixer_terms:
+            m = t.mixer
+            if m.kind == CCA:
+                lines.append(
+                    f"  {t.group} (cca): {plural(t.num_layers, 'layer')} × {n(m.step_flops)} "
+                    f"(depthwise convolution positions recomputed from the state) "
+                    f"= {n(t.num_layers * t.per_layer)}"
+                )
+                continue
             lines.append(
                 f"  {t.group} ({t.mixer.kind}): {plural(t.num_layers, 'layer')} × "
                 f"({_mixer_expression(t.mixer)}) = {n(t.num_layers * t.per_layer)}"
@@ -255,17 +264,18 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     depth = ([f"{n(r.ctx)} × {n(spec.depth_flops_per_token)} (attention over block outputs)"]
              if spec.depth_flops_per_token else [])
     full = " + ".join(
-        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
-         for a in r.attention_terms]
+        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {pair(a)}" for a in r.attention_terms]
         + [f"{t.num_layers} × {n(t.full_per_layer)} ({t.mixer.kind} scan"
            + (f" in chunks of {t.mixer.chunk}" if t.mixer.chunk else "")
            + f", conv over {n(r.ctx)} + {t.mixer.conv_kernel - 1} padded positions)"
+           if t.mixer.kind != CCA else
+           f"{t.num_layers} × {n(t.full_per_layer)} (cca: the padded depthwise positions and "
+           "the first delayed value)"
            for t in r.mixer_terms]
         + depth
     )
     causal = " + ".join(
-        [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
-         f"({a.qk_head_dim} + {a.v_head_dim})" for a in r.attention_terms]
+        [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {pair(a)}" for a in r.attention_terms]
         + [f"{m.num_layers} × {n(r.ctx)} steps × {n(m.per_layer)}" for m in r.mixer_terms]
         + depth
     )
@@ -294,6 +304,14 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         )
     return lines
 
+
+
+def pair(a: AttentionTerm, heads: str = "") -> str:
+    """One query–key pair's products / 2: h × (d_qk + d_v), plus h_idx × d_idx with an indexer."""
+    base = f"{a.heads}{heads} × ({a.qk_head_dim} + {a.v_head_dim})"
+    if not a.index_heads:
+        return base
+    return f"({base} + {a.index_heads} × {a.index_head_dim} (indexer))"
 
 
 def plus(expr: str) -> str:
