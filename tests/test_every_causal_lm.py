@@ -59,6 +59,7 @@ PER_LAYER = (
     "mlp_only_layers",
     "attention_types",
     "attention_layers",
+    "per_layer_config",  # Gemma 4 writes its per-layer head dims keyed by the default's layer indices
 )
 
 # Fields a type's default config lacks for transformers to build it (stated, per type).

@@ -158,6 +158,8 @@ MODEL_TYPES: dict[str, Family] = {
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
     "mimo_v2_flash": Family("mimo_v2_flash", "MiMoV2FlashConfig"),
     "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
+    "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
+    "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

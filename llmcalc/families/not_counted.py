@@ -14,7 +14,6 @@ ENCODER = "encoder (masked-LM) model with a causal-LM head: issue 13"
 MULTIMODAL = "multimodal or composite model: issue 13"
 NO_DEFAULT = "transformers 5.24 cannot build its default config"
 DENSE_TODO = "dense decoder with its own structure: not yet counted (issue 12)"
-GEMMA4 = DENSE_TODO + " (per-layer embeddings and head dims, KV-shared layers, optional MoE block)"
 
 NOT_COUNTED: dict[str, str] = {
     "aria_text": MOE,
@@ -46,10 +45,8 @@ NOT_COUNTED: dict[str, str] = {
     "gemma3n": MULTIMODAL,
     "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
-    "gemma4_text": GEMMA4,
     "gemma4_unified": MULTIMODAL,
     "gemma4_unified_assistant": MULTIMODAL,
-    "gemma4_unified_text": GEMMA4,
     "git": MULTIMODAL,
     "got_ocr2": MULTIMODAL,
     "hrm_text": DENSE_TODO

@@ -1,0 +1,217 @@
+"""Issue 12, the last dense decoders: Gemma 4 (per-layer head dims, KV-shared layers, per-layer
+embeddings, MoE block), HRM-Text and Dory (looped layers), DeepSeek sparse attention FLOPs, and the
+coverage of the causal-LM mapping.
+
+Each model type is built by transformers on the meta device on varied small configs: every tensor
+name and shape and the total must match. The new structural ideas are held to FlopCounterMode
+(FLOPs of a real forward pass) and to the bytes of a real cache.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmcalc import count, load_spec
+from llmcalc.errors import ConfigError
+from llmcalc.flops import forward_flops_per_sequence
+from llmcalc.memory import kv_cache_bytes
+from llmcalc.units import DType
+from llmcalc.verify import build_meta_model, figures, hf_config, measure_forward
+
+SEQ = 8
+
+
+def check_exact(spec: Any, covers: str) -> None:
+    real = figures(build_meta_model(spec), spec.num_layers)
+    assert dict(spec.named_shapes()) == real.named_shapes, covers
+    pc = count(spec)
+    figures_ = (pc.total, pc.embedding, pc.lm_head)
+    assert figures_ == (real.total, real.embedding, real.lm_head), covers
+    assert sum(pc.breakdown.values()) == pc.total
+
+
+# ---- Gemma 4 ------------------------------------------------------------------------------------
+
+GEMMA4 = {
+    "hidden_size": 64,
+    "num_hidden_layers": 6,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "global_head_dim": 32,
+    "intermediate_size": 96,
+    "vocab_size": 512,
+    "vocab_size_per_layer_input": 512,  # the random token ids index this table too
+    "hidden_size_per_layer_input": 8,
+    "sliding_window": 4,
+}
+MOE = {"enable_moe_block": True, "num_experts": 4, "top_k_experts": 2, "moe_intermediate_size": 24}
+TYPES = ["sliding_attention", "full_attention", "sliding_attention", "full_attention"]
+
+GEMMA4_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("gemma4_text", {}, "default layer types (5:1, the last forced full), per-layer embeddings"),
+    (
+        "gemma4_text",
+        {
+            "layer_types": [*TYPES, "sliding_attention", "full_attention"],
+            "num_kv_shared_layers": 3,
+            "use_double_wide_mlp": True,
+        },
+        "3 KV-shared layers with double-wide MLPs",
+    ),
+    (
+        "gemma4_text",
+        {
+            "attention_k_eq_v": True,
+            "num_global_key_value_heads": 1,
+            "hidden_size_per_layer_input": 0,
+            "tie_word_embeddings": False,
+            "attention_bias": True,
+            **MOE,
+        },
+        "k = v on full layers with 1 global kv head, MoE block, no per-layer inputs, untied, bias",
+    ),
+    (
+        "gemma4_text",
+        {
+            "num_hidden_layers": 7,
+            "layer_types": [*TYPES, "sliding_attention", "full_attention", "sliding_attention"],
+            "num_kv_shared_layers": 2,
+            "attention_k_eq_v": True,
+            **MOE,
+        },
+        "listed types, the last forced full; sharing, k = v without global kv heads, MoE",
+    ),
+    (
+        "gemma4_text",
+        {"per_layer_config": {"5": {"head_dim": 8, "num_key_value_heads": 4}}},
+        "explicit per_layer_config: the full layer's head_dim and kv heads",
+    ),
+    (
+        "gemma4_unified_text",
+        {k: v for k, v in GEMMA4.items() if "per_layer" not in k}
+        | {
+            "layer_types": [*TYPES, "sliding_attention", "full_attention"],
+            "num_kv_shared_layers": 2,
+            "use_double_wide_mlp": True,
+            "attention_k_eq_v": True,
+        },
+        "unified text model: sharing, double-wide, k = v",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "fields", "covers"),
+    GEMMA4_CASES,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(GEMMA4_CASES)],
+)
+def test_gemma4_varied_configs_match_transformers(
+    write: Any, model_type: str, fields: dict[str, Any], covers: str
+) -> None:
+    base = GEMMA4 if model_type == "gemma4_text" else {}
+    spec = load_spec(write("config.json", {"model_type": model_type, **base, **fields}))
+    check_exact(spec, covers)
+
+
+def test_gemma4_config_saved_by_transformers_counts_the_same(write: Any) -> None:
+    """transformers 5.24 saves the full layers' head dims as per_layer_config (no global_head_dim)"""
+    fields = {**GEMMA4, "attention_k_eq_v": True, "num_global_key_value_heads": 1}
+    spec = load_spec(write("a/config.json", {"model_type": "gemma4_text", **fields}))
+    saved = hf_config(spec).to_dict()
+    assert "global_head_dim" not in saved
+    assert saved["per_layer_config"] == {"5": {"head_dim": 32, "num_key_value_heads": 1}}
+    again = load_spec(write("b/config.json", saved))
+    check_exact(again, "per_layer_config as transformers writes it")
+    assert count(again).total == count(spec).total == 259_240
+
+
+def test_gemma4_bundled_totals() -> None:
+    # 31B: 10 full layers with k = v (one k_proj of 4 × 512), 50 sliding (k and v of 16 × 256)
+    assert count(load_spec("gemma-4-31b")).total == 30_697_345_280
+    e2b = load_spec("gemma-4-e2b")
+    assert count(e2b).total == 4_628_569_344
+    assert [(g.name, g.layers.describe(), g.attention.kv_shared) for g in e2b.layer_groups] == [
+        (
+            "sliding_attention/own_kv",
+            "0..10 every 5th,1..11 every 5th,2..12 every 5th,3..13 every 5th",
+            False,
+        ),
+        ("full_attention/own_kv", "4..14 every 5th", False),
+        (
+            "sliding_attention/shared_kv",
+            "15..30 every 5th,16..31 every 5th,17..32 every 5th,18..33 every 5th",
+            True,
+        ),
+        ("full_attention/shared_kv", "19..34 every 5th", True),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"enable_moe_block": True, "num_experts": 4, "moe_intermediate_size": 8},
+            "top_k_experts: must be set when enable_moe_block is true",
+        ),
+        (
+            {"num_kv_shared_layers": 5},
+            "num_kv_shared_layers: (5) leaves no earlier layer of type full_attention to share "
+            "keys and values from (transformers refuses this)",
+        ),
+        (
+            {"num_kv_shared_layers": 7},
+            "num_kv_shared_layers: (7) must not exceed num_hidden_layers (6)",
+        ),
+        (
+            {"per_layer_config": {"9": {"head_dim": 8}}},
+            "per_layer_config.9: is not a layer index below 6",
+        ),
+        (
+            {"per_layer_config": {"1": {"intermediate_size": 8}}},
+            "per_layer_config.1.intermediate_size: is not supported (only head_dim, "
+            "num_key_value_heads)",
+        ),
+        (
+            {"attention_k_eq_v": True, "num_global_key_value_heads": 3},
+            "num_global_key_value_heads (3) must divide num_attention_heads (4)",
+        ),
+    ],
+)
+def test_gemma4_bad_fields_name_the_field(write: Any, fields: dict[str, Any], message: str) -> None:
+    path = write("config.json", {"model_type": "gemma4_text", **GEMMA4, **fields})
+    with pytest.raises(ConfigError) as err:
+        load_spec(path)
+    assert err.value.detail == message
+
+
+def test_gemma4_flops_with_shared_kv_and_moe_equal_flop_counter(write: Any) -> None:
+    """3 layers, the last reusing layer 1's keys and values (no k/v matmuls, a double-wide MLP),
+    k = v on the full layers, a 2-of-4 MoE block beside every dense MLP, per-layer inputs."""
+    fields = {
+        **GEMMA4,
+        "num_hidden_layers": 3,
+        "layer_types": ["sliding_attention", "full_attention", "full_attention"],
+        "num_kv_shared_layers": 1,
+        "use_double_wide_mlp": True,
+        "attention_k_eq_v": True,
+        "num_global_key_value_heads": 1,
+        **MOE,
+    }
+    spec = load_spec(write("config.json", {"model_type": "gemma4_text", **fields}))
+    m = measure_forward(spec, num_layers=3, seq_len=SEQ)
+    assert m.flops == forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+
+
+def test_gemma4_shared_kv_layers_cache_nothing(write: Any) -> None:
+    fields = {**GEMMA4, "num_kv_shared_layers": 3}  # layers 0..2 own (sliding ×2, ... ), 3..5 reuse
+    fields["layer_types"] = [*TYPES, "sliding_attention", "full_attention"]
+    spec = load_spec(write("config.json", {"model_type": "gemma4_text", **fields}))
+    m = measure_forward(spec, num_layers=6, seq_len=SEQ, batch=2, static_cache=True)
+    assert m.cache_layers[-3:] == ("DummyLayer",) * 3
+    # own: layer 0 sliding (window 4, 2 kv × 16), layers 1 full (global head dim 32, 2 kv),
+    # layer 2 sliding; × K and V × 2 bytes × batch 2
+    assert m.kv_cache_bytes == (2 * 4 * 2 * 16 + 8 * 2 * 32) * 2 * 2 * 2
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=2, ctx=SEQ, dtype=DType.bf16)
