@@ -79,7 +79,7 @@ def weight_terms(spec: ModelSpec) -> tuple[WeightTerm, ...]:
         elements = matmul_elements(t, spec)
         if not elements:
             continue
-        layers = None if group is None else len(group.layers)
+        layers = None if group is None else group.runs  # a looped layer counts every run
         terms.append(WeightTerm(
             name=t.name,
             key=t.component if group is None else f"layers/{t.component}",
@@ -152,7 +152,7 @@ def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
     """One token attending to ``ctx`` tokens, all layers: Σ layers · keys · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
     return sum(
-        len(g.layers) * g.attention.tokens_seen(ctx) * pair_flops(g.attention)
+        g.runs * g.attention.tokens_seen(ctx) * pair_flops(g.attention)
         for g in spec.layer_groups
         if g.attention is not None
     )
@@ -222,7 +222,7 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
 def mixer_flops_per_token_all(spec: ModelSpec) -> int:
     """Σ over layers with a mixer of its per-token FLOPs (0 for attention-only models)."""
     return sum(
-        len(g.layers) * mixer_flops_per_token(g.mixer)
+        g.runs * mixer_flops_per_token(g.mixer)
         for g in spec.layer_groups
         if g.mixer is not None
     )
@@ -230,7 +230,7 @@ def mixer_flops_per_token_all(spec: ModelSpec) -> int:
 
 def _mixer_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
     return sum(
-        len(g.layers) * mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=causal)
+        g.runs * mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=causal)
         for g in spec.layer_groups
         if g.mixer is not None
     )
@@ -249,7 +249,7 @@ def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> 
     """Attention FLOPs of a prefill of ``ctx`` tokens: pairs (n² full, or causal) · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
     return sum(
-        len(g.layers) * _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
+        g.runs * _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
         for g in spec.layer_groups
         if g.attention is not None
     )
@@ -385,7 +385,7 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
     terms = tuple(
         AttentionTerm(
             group=g.name,
-            num_layers=len(g.layers),
+            num_layers=g.runs,
             heads=g.attention.heads,
             qk_head_dim=g.attention.qk_head_dim,
             v_head_dim=g.attention.v_head_dim,
@@ -400,7 +400,7 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
     mixer_terms = tuple(
         MixerTerm(
             group=g.name,
-            num_layers=len(g.layers),
+            num_layers=g.runs,
             mixer=g.mixer,
             per_layer=mixer_flops_per_token(g.mixer),
             full_per_layer=mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=False),

@@ -85,7 +85,7 @@ def is_mla(spec: ModelSpec) -> bool:
 def kv_elements_per_token(spec: ModelSpec, *, decompressed: bool = False) -> int:
     """Cached elements one token adds across all layers (before any window is full)."""
     return sum(
-        len(g.layers) * kv_elements_per_layer(g.attention, decompressed=decompressed)
+        g.cached_runs * kv_elements_per_layer(g.attention, decompressed=decompressed)
         for g in spec.layer_groups
         if g.attention is not None
     )
@@ -107,7 +107,7 @@ def state_bytes_per_layer(m: Mixer, *, dtype: DType) -> int:
 def state_bytes_per_sequence(spec: ModelSpec, *, dtype: DType) -> int:
     """The recurrent state one sequence keeps across all layers, whatever its length (0: none)."""
     return sum(
-        len(g.layers) * state_bytes_per_layer(g.mixer, dtype=dtype)
+        g.cached_runs * state_bytes_per_layer(g.mixer, dtype=dtype)
         for g in spec.layer_groups
         if g.mixer is not None
     )
@@ -124,7 +124,7 @@ def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool) -> int:
     if g.attention is None:
         return 0
     return (
-        len(g.layers)
+        g.cached_runs
         * g.attention.tokens_seen(ctx)
         * kv_elements_per_layer(g.attention, decompressed=decompressed)
     )
@@ -216,7 +216,7 @@ def memory(
     terms = tuple(
         KVTerm(
             group=g.name,
-            num_layers=len(g.layers),
+            num_layers=g.cached_runs,
             kv_heads=g.attention.kv_heads,
             qk_head_dim=g.attention.qk_head_dim,
             v_head_dim=g.attention.v_head_dim,
@@ -231,7 +231,7 @@ def memory(
     state_terms = tuple(
         StateTerm(
             group=g.name,
-            num_layers=len(g.layers),
+            num_layers=g.cached_runs,
             kind=g.mixer.kind,
             conv_elements=g.mixer.conv_elements,
             state_elements=g.mixer.state_elements,

@@ -259,6 +259,10 @@ class LayerGroup:
 
     ``attention`` is None for a layer without softmax attention (a Mamba layer); ``mixer`` describes
     a sequence mixer other than attention, with the state it keeps (None: attention only).
+
+    Looped layers (HRM's cycles, Dory's recurrent section) run ``repeats`` times per token: FLOPs
+    count every run, parameters once; the cache holds ``cached_repeats`` copies per layer (default:
+    one per run, as when every run writes its own cache slot).
     """
 
     name: str
@@ -266,6 +270,19 @@ class LayerGroup:
     tensors: tuple[Tensor, ...]
     attention: Attention | None
     mixer: Mixer | None = None
+    repeats: int = 1
+    cached_repeats: int | None = None
+
+    @property
+    def runs(self) -> int:
+        """Layer applications per token: layers × repeats (what FLOPs count)."""
+        return len(self.layers) * self.repeats
+
+    @property
+    def cached_runs(self) -> int:
+        """Caches the group keeps per sequence: layers × cached repeats (what KV bytes count)."""
+        cached = self.repeats if self.cached_repeats is None else self.cached_repeats
+        return len(self.layers) * cached
 
 
 @dataclass(frozen=True)

@@ -89,6 +89,8 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     "granitemoehybrid": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
     # its layers read layer_types by index: keep a 3-layer list (conv, attention, conv)
     "lfm2_moe": {"layer_types": ["conv", "full_attention", "conv"]},
+    # the default's input, recurrent and output sections (doubled by to_dict) must sum to 3 layers
+    "dory": {"n_input_layers": 1, "n_recurrent_layers": 1, "n_output_layers": 1},
 }
 
 

@@ -215,3 +215,153 @@ def test_gemma4_shared_kv_layers_cache_nothing(write: Any) -> None:
     # layer 2 sliding; × K and V × 2 bytes × batch 2
     assert m.kv_cache_bytes == (2 * 4 * 2 * 16 + 8 * 2 * 32) * 2 * 2 * 2
     assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=2, ctx=SEQ, dtype=DType.bf16)
+
+
+# ---- looped decoders: HRM-Text, Dory --------------------------------------------------------------
+
+HRM = {
+    "hidden_size": 64,
+    "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+    "head_dim": 16,
+    "intermediate_size": 96,
+    "vocab_size": 512,
+}
+DORY = {
+    "hidden_size": 64,
+    "num_hidden_layers": 6,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 16,
+    "intermediate_size": 96,
+    "vocab_size": 512,
+    "sliding_window": 4,
+    "n_input_layers": 2,
+    "n_output_layers": 1,
+}
+LOOPED_CASES: list[tuple[str, dict[str, Any], str]] = [
+    ("hrm_text", HRM, "two stacks of 2 layers, gated multi-head attention"),
+    (
+        "hrm_text",
+        {**HRM, "num_hidden_layers": 24, "num_layers_per_stack": 3, "H_cycles": 2, "L_cycles": 3},
+        "a config transformers saved: the inflated count, 3 layers per stack",
+    ),
+    (
+        "hrm_text",
+        {**HRM, "attention_bias": True, "mlp_bias": True, "tie_word_embeddings": True},
+        "biases, tied",
+    ),
+    ("dory", DORY, "2 input, 3 recurrent, 1 output layer; every 4th full"),
+    (
+        "dory",
+        {
+            **DORY,
+            "num_hidden_layers": 12,
+            "n_input_layers": 2,
+            "n_recurrent_layers": 8,
+            "n_output_layers": 2,
+            "layer_types": [t for t in TYPES[:2] * 3 for t in (t, "mlp")],
+            "attention_bias": True,
+            "mlp_bias": True,
+            "tie_word_embeddings": True,
+        },
+        "a released config's attention + mlp blocks (counts halved), biases, tied",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "fields", "covers"),
+    LOOPED_CASES,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(LOOPED_CASES)],
+)
+def test_looped_varied_configs_match_transformers(
+    write: Any, model_type: str, fields: dict[str, Any], covers: str
+) -> None:
+    spec = load_spec(write("config.json", {"model_type": model_type, **fields}))
+    check_exact(spec, covers)
+
+
+def test_looped_bundled_totals() -> None:
+    hrm = load_spec("hrm-text-default")
+    assert count(hrm).total == 1_447_822_848
+    assert [(g.name, g.runs) for g in hrm.layer_groups] == [
+        ("L_module (runs 6× per token)", 96),
+        ("H_module (runs 2× per token)", 32),
+    ]
+    dory = load_spec("dory-default")
+    assert count(dory).total == 3_975_229_440
+    assert sum(g.runs for g in dory.layer_groups) == 8 + 2 * 20 + 8
+
+
+# model type, fields, KV bytes of 2 sequences of 8 tokens in bf16, what it covers
+LOOP_RUNS = [
+    (
+        "hrm_text",
+        {**HRM, "H_cycles": 2, "L_cycles": 2},
+        # 2 L layers × 4 runs + 2 H layers × 2 runs = 12 slots × K, V × 4 heads × 16 × 8 × 2 B × 2
+        12 * 2 * 64 * 8 * 2 * 2,
+        "each L layer 4×, each H layer 2×",
+    ),
+    (
+        "dory",
+        DORY,
+        # token slots: input 2 sliding (4 each); recurrent (sliding 4, full 8, sliding 4) × 2 loops;
+        # output 1 sliding (4): 44 × K, V × 2 kv heads × 16 × 2 B × 2 sequences
+        44 * 2 * 2 * 16 * 2 * 2,
+        "3 recurrent layers 2×, a cache copy per loop",
+    ),
+    (
+        "dory",
+        {**DORY, "n_recurrent_loops": 3, "recurrent_kv_cache_mode": "last_loop"},
+        (8 + 16 + 4) * 2 * 2 * 16 * 2 * 2,
+        "3 loops, one cache per recurrent layer (the last loop writes it)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("model_type", "fields", "kv_bytes", "covers"),
+    LOOP_RUNS,
+    ids=[f"{c[0]}-{i}" for i, c in enumerate(LOOP_RUNS)],
+)
+def test_looped_flops_and_cache_equal_a_real_forward(
+    write: Any, model_type: str, fields: dict[str, Any], kv_bytes: int, covers: str
+) -> None:
+    """FLOPs count every run of a looped layer (FlopCounterMode); the cache, every run's slot."""
+    spec = load_spec(write("config.json", {"model_type": model_type, **fields}))
+    layers = fields["num_hidden_layers"]
+    # StaticCache: a sliding layer holds its whole window (DynamicCache keeps window − 1)
+    m = measure_forward(spec, num_layers=layers, seq_len=SEQ, batch=2, static_cache=True)
+    assert m.flops == 2 * forward_flops_per_sequence(spec, ctx=SEQ, causal=False), covers
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=2, ctx=SEQ, dtype=DType.bf16), covers
+    assert m.kv_cache_bytes == kv_bytes, covers
+
+
+@pytest.mark.parametrize(
+    ("model_type", "fields", "message"),
+    [
+        (
+            "dory",
+            {**DORY, "n_recurrent_layers": 2},
+            "n_input_layers (2) + n_recurrent_layers (2) + n_output_layers (1) must sum to "
+            "num_hidden_layers (6)",
+        ),
+        (
+            "dory",
+            {**DORY, "n_input_layers": 4, "n_output_layers": 3},
+            "n_input_layers (4) + n_output_layers (3) exceed num_hidden_layers (6)",
+        ),
+        (
+            "hrm_text",
+            {**HRM, "hidden_size": 66},
+            "num_attention_heads: (4) must divide hidden_size (66) for HRM-Text",
+        ),
+    ],
+)
+def test_looped_bad_fields_name_the_field(
+    write: Any, model_type: str, fields: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConfigError) as err:
+        load_spec(write("config.json", {"model_type": model_type, **fields}))
+    assert err.value.detail == message

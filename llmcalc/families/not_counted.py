@@ -33,7 +33,6 @@ NOT_COUNTED: dict[str, str] = {
     "cpmant": ENCODER,
     "data2vec-text": ENCODER,
     "deepseek_v4": MOE,
-    "dory": DENSE_TODO + " (normalized transformer with looped layers, per-channel scales)",
     "dots3_note": MULTIMODAL,
     "dots3_note_text": MOE,
     "electra": ENCODER,
@@ -49,8 +48,6 @@ NOT_COUNTED: dict[str, str] = {
     "gemma4_unified_assistant": MULTIMODAL,
     "git": MULTIMODAL,
     "got_ocr2": MULTIMODAL,
-    "hrm_text": DENSE_TODO
-    + " (two looped stacks: each layer runs H_cycles·(L_cycles + 1) times, which FLOPs and KV need)",
     "hy_v3": MOE,
     "hy_v4": MOE,
     "inkling2_loop_text": SSM,
