@@ -137,10 +137,25 @@ def chunked_causal_pairs(*, ctx: int, chunk: int) -> int:
 
 
 def attention_causal_pairs(attention: Attention, *, ctx: int) -> int:
-    """Causal pairs of one layer: chunked, windowed or full."""
+    """Causal pairs of one layer's softmax attention: chunked, windowed, top-k or full
+    (query i reads min(i, window, topk) keys)."""
     if attention.chunked and attention.window is not None:
         return chunked_causal_pairs(ctx=ctx, chunk=attention.window)
-    return causal_pairs(ctx=ctx, window=attention.window)
+    caps = [c for c in (attention.window, attention.topk) if c is not None]
+    return causal_pairs(ctx=ctx, window=min(caps) if caps else None)
+
+
+def index_flops(attention: Attention, *, pairs: int) -> int:
+    """The sparse-attention indexer scoring ``pairs`` query–key pairs (0 without an indexer)."""
+    return pairs * attention.index_pair_flops
+
+
+def attention_layer_flops_per_token(attention: Attention, *, ctx: int) -> int:
+    """One token in one layer: the keys its softmax reads × 2·h·(d_qk + d_v), plus the indexer
+    scoring every key it sees (DeepSeek sparse attention)."""
+    return attention.keys_attended(ctx) * pair_flops(attention) + index_flops(
+        attention, pairs=attention.tokens_seen(ctx)
+    )
 
 
 def _check_ctx(ctx: int) -> None:
@@ -152,7 +167,7 @@ def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
     """One token attending to ``ctx`` tokens, all layers: Σ layers · keys · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
     return sum(
-        g.runs * g.attention.tokens_seen(ctx) * pair_flops(g.attention)
+        g.runs * attention_layer_flops_per_token(g.attention, ctx=ctx)
         for g in spec.layer_groups
         if g.attention is not None
     )
@@ -249,14 +264,25 @@ def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> 
     """Attention FLOPs of a prefill of ``ctx`` tokens: pairs (n² full, or causal) · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
     return sum(
-        g.runs * _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
+        g.runs
+        * (
+            _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
+            + index_flops(g.attention, pairs=_index_pairs(g.attention, ctx=ctx, causal=causal))
+        )
         for g in spec.layer_groups
         if g.attention is not None
     )
 
 
 def _pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
+    """Pairs the softmax attention computes: all n² (a dense kernel: FlopCounterMode counts them
+    with the sparse mask too, as transformers' eager path runs), or those the mask keeps."""
     return attention_causal_pairs(attention, ctx=ctx) if causal else ctx * ctx
+
+
+def _index_pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
+    """Pairs the indexer scores: every earlier token (causal) or all n² (its dense matmul)."""
+    return causal_pairs(ctx=ctx, window=attention.window) if causal else ctx * ctx
 
 
 def forward_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
@@ -327,9 +353,13 @@ class AttentionTerm:
     qk_head_dim: int
     v_head_dim: int
     window: int | None
-    keys: int  # keys one query sees at this context
-    per_layer: int  # keys · 2·h·(d_qk + d_v)
+    keys: int  # keys one query's softmax reads at this context
+    per_layer: int  # keys · 2·h·(d_qk + d_v) + index_keys · index_pair_flops
     causal_pairs: int
+    topk: int | None = None  # sparse attention: at most topk keys per query
+    index_keys: int = 0  # keys the indexer scores (every key the query sees)
+    index_pair_flops: int = 0  # 2·H_I·(d_I + 1) per scored key
+    index_causal_pairs: int = 0
 
 
 @dataclass(frozen=True)
@@ -390,9 +420,15 @@ def flops(spec: ModelSpec, *, ctx: int, batch: int = 1, tokens: int | None = Non
             qk_head_dim=g.attention.qk_head_dim,
             v_head_dim=g.attention.v_head_dim,
             window=g.attention.window,
-            keys=g.attention.tokens_seen(ctx),
-            per_layer=g.attention.tokens_seen(ctx) * pair_flops(g.attention),
+            keys=g.attention.keys_attended(ctx),
+            per_layer=attention_layer_flops_per_token(g.attention, ctx=ctx),
             causal_pairs=attention_causal_pairs(g.attention, ctx=ctx),
+            topk=g.attention.topk,
+            index_keys=g.attention.tokens_seen(ctx) if g.attention.index_pair_flops else 0,
+            index_pair_flops=g.attention.index_pair_flops,
+            index_causal_pairs=_index_pairs(g.attention, ctx=ctx, causal=True)
+            if g.attention.index_pair_flops
+            else 0,
         )
         for g in spec.layer_groups
         if g.attention is not None

@@ -60,6 +60,9 @@ class Attention:
     instead of per-head K and V. ``chunked`` (Llama 4): ``window`` is a chunk size; a query attends
     to the earlier tokens of its own chunk, and the cache holds at most one chunk, as a window's.
     ``kv_shared`` (Gemma 3n): the layer attends with another layer's keys and values and caches none.
+    ``topk`` (DeepSeek sparse attention, DeepSeek-V3.2-Exp §2.1): a query attends to at most
+    ``topk`` tokens that a lightning indexer picks after scoring every earlier token at
+    ``index_pair_flops`` per query–key pair (0 where a layer reuses another's choice).
     """
 
     heads: int
@@ -70,11 +73,19 @@ class Attention:
     kv_latent_dim: int | None = None
     chunked: bool = False
     kv_shared: bool = False
+    topk: int | None = None
+    index_pair_flops: int = 0
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of
         them, or at most the last ``window`` (sliding-window attention)."""
         return ctx if self.window is None else min(ctx, self.window)
+
+    def keys_attended(self, ctx: int) -> int:
+        """Keys one query's softmax attention reads at context ``ctx``: those it sees, or at most
+        ``topk`` of them (sparse attention)."""
+        seen = self.tokens_seen(ctx)
+        return seen if self.topk is None else min(seen, self.topk)
 
 
 # Sequence mixers other than softmax attention, by ``Mixer.kind``.

@@ -365,3 +365,81 @@ def test_looped_bad_fields_name_the_field(
     with pytest.raises(ConfigError) as err:
         load_spec(write("config.json", {"model_type": model_type, **fields}))
     assert err.value.detail == message
+
+
+# ---- DeepSeek sparse attention: what a token attends to ---------------------------------------
+
+DSA_SMALL = [
+    "hidden_size=128",
+    "intermediate_size=192",
+    "moe_intermediate_size=32",
+    "vocab_size=512",
+    "num_attention_heads=4",
+    "num_key_value_heads=4",
+    "q_lora_rank=64",
+    "kv_lora_rank=32",
+    "qk_nope_head_dim=16",
+    "qk_rope_head_dim=16",
+    "v_head_dim=16",
+    "n_routed_experts=8",
+    "num_experts_per_tok=2",
+    "n_group=1",
+    "topk_group=1",
+    "index_n_heads=4",
+    "index_head_dim=32",
+    "index_topk=4",
+    "num_nextn_predict_layers=0",
+]
+
+
+def test_dsa_prefill_equals_flop_counter() -> None:
+    """transformers' torch path runs the indexer's two matmuls over all n² pairs and the softmax
+    attention densely under the top-k mask: FlopCounterMode sees n² for both (1 dense layer)."""
+    spec = load_spec("deepseek-v3.2-exp", overrides=[*DSA_SMALL, "num_hidden_layers=1"])
+    m = measure_forward(spec, num_layers=1, seq_len=SEQ)
+    assert m.flops == forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+    # the indexer's share: 8² pairs × 2 · 4 heads · (32 + 1)
+    dense = load_spec(
+        "deepseek-v3.2-exp", overrides=[*DSA_SMALL, "num_hidden_layers=1", "index_n_heads=8"]
+    )
+    extra = forward_flops_per_sequence(dense, ctx=SEQ, causal=False) - m.flops
+    weights = 2 * 4 * 32 * 64 + 2 * 4 * 128  # wq_b and weights_proj grow by 4 heads, per token
+    assert extra == SEQ * weights + SEQ * SEQ * 2 * 4 * 33
+
+
+def test_dsa_token_reads_at_most_index_topk_keys() -> None:
+    """DeepSeek-V3.2-Exp at 32k: the softmax reads 2,048 keys; the indexer scores all 32,768."""
+    from llmcalc.flops import attention_flops_per_token, flops
+
+    spec = load_spec("deepseek-v3.2-exp")
+    core = 2 * 2048 * 128 * (192 + 128)  # 2 · topk · h · (d_qk + d_v)
+    index = 32_768 * 2 * 64 * (128 + 1)  # every key × 2 · H_I · (d_I + 1)
+    assert attention_flops_per_token(spec, ctx=32_768) == 61 * (core + index) == 43_239_079_936
+    # below index_topk a query reads every key
+    assert attention_flops_per_token(spec, ctx=1000) == 61 * 1000 * (
+        2 * 128 * 320 + 2 * 64 * 129
+    )
+    r = flops(spec, ctx=32_768)
+    assert [(a.keys, a.index_keys, a.topk) for a in r.attention_terms] == [
+        (2048, 32_768, 2048),
+        (2048, 32_768, 2048),
+    ]
+    # causal prefill: query i reads min(i, 2048) keys; the indexer scores i
+    causal = forward_flops_per_sequence(spec, ctx=4096, causal=True)
+    full = forward_flops_per_sequence(spec, ctx=4096, causal=False)
+    pairs = 2048 * 2049 // 2 + 2048 * 2048
+    assert full - causal == 61 * (
+        (4096 * 4096 - pairs) * 2 * 128 * 320 + (4096 * 4096 - 4096 * 4097 // 2) * 2 * 64 * 129
+    )
+
+
+def test_dsa_explain_states_the_source() -> None:
+    from typer.testing import CliRunner
+
+    from llmcalc.cli import app
+
+    result = CliRunner().invoke(app, ["flops", "deepseek-v3.2-exp", "--ctx", "32768", "--explain"])
+    assert result.exit_code == 0
+    text = " ".join(result.output.split())
+    assert "min(32,768, index_topk 2,048) × 128 heads × (192 + 128) + 32,768 keys scored × 16,512" in text
+    assert "DeepSeek sparse attention (DeepSeek-V3.2-Exp §2.1; transformers modeling_deepseek_v32.py)" in text

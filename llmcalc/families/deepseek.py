@@ -14,6 +14,7 @@ SwiGLU layers; the rest hold routed experts, a router and ``n_shared_experts`` s
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from llmcalc.families._base import (
@@ -285,12 +286,20 @@ def _indexed_groups(
     own = indexer_tensors(c)
     parts = {FULL_INDEX: own, SHARED_INDEX: []}
     plan = cross_plans(indexer_plan(c), mlp_plan(c))
+    # What a token attends to (DeepSeek-V3.2-Exp §2.1; transformers modeling_deepseek_v32.py,
+    # DeepseekV32Indexer.forward): the indexer scores every earlier token, q [H_I, d_I] · k [d_I]
+    # then the weighted sum over its H_I heads, 2·H_I·(d_I + 1) FLOPs per pair; the softmax
+    # attention then reads only the index_topk best. A "shared" layer reuses the previous choice.
+    heads: int = getattr(c, "index_n_heads")  # noqa: B009 - only the indexed configs have it
+    dim: int = getattr(c, "index_head_dim")  # noqa: B009
+    topk: int = getattr(c, "index_topk")  # noqa: B009
+    scoring = {FULL_INDEX: 2 * heads * (dim + 1), SHARED_INDEX: 0}
     return tuple(
         LayerGroup(
             crossed_name(kinds, plan),
             layers,
             (*attn, *parts[kinds[0]], *blocks[kinds[1]]),
-            attention,
+            replace(attention, topk=topk, index_pair_flops=scoring[kinds[0]]),
         )
         for kinds, layers in plan.items()
     )

@@ -132,9 +132,27 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     lines.append(f"attention FLOPs per token at n = {n(r.ctx)}: per layer 2·keys·h·d_qk + 2·keys·h·d_v")
     for a in r.attention_terms:
         keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
+        if a.topk is not None:
+            keys = f"min({keys}, index_topk {n(a.topk)})"
+        index = (
+            f" + {n(a.index_keys)} keys scored × {n(a.index_pair_flops)} (indexer)"
+            if a.index_pair_flops
+            else ""
+        )
         lines.append(
-            f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
+            f"  {a.group}: {plural(a.num_layers, 'layer')} × (2 × {keys} × {a.heads} heads × "
+            f"({a.qk_head_dim} + {a.v_head_dim}){index}) = {n(a.num_layers * a.per_layer)}"
+            if a.topk is not None
+            else f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
             f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
+        )
+    if any(a.topk is not None for a in r.attention_terms):
+        lines.append(
+            "  DeepSeek sparse attention (DeepSeek-V3.2-Exp §2.1; transformers "
+            "modeling_deepseek_v32.py): each query's softmax reads at most index_topk keys; the "
+            "lightning indexer scores every earlier key at 2·index_n_heads·(index_head_dim + 1) "
+            "FLOPs (q·k per indexer head, then the weighted sum over heads); layers that share "
+            "an indexer's choice score nothing"
         )
     lines.append(f"  sum = {n(r.attention_flops_per_token)}")
     mixer = ""
@@ -162,6 +180,8 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     full = " + ".join(
         [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
          for a in r.attention_terms]
+        + [f"{a.num_layers} × {n(r.ctx)}² × {n(a.index_pair_flops)} (indexer)"
+           for a in r.attention_terms if a.index_pair_flops]
         + [f"{t.num_layers} × {n(t.full_per_layer)} ({t.mixer.kind} scan"
            + (f" in chunks of {t.mixer.chunk}" if t.mixer.chunk else "")
            + f", conv over {n(r.ctx)} + {t.mixer.conv_kernel - 1} padded positions)"
@@ -170,6 +190,8 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     causal = " + ".join(
         [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
          f"({a.qk_head_dim} + {a.v_head_dim})" for a in r.attention_terms]
+        + [f"{a.num_layers} × {n(a.index_causal_pairs)} pairs × {n(a.index_pair_flops)} (indexer)"
+           for a in r.attention_terms if a.index_pair_flops]
         + [f"{m.num_layers} × {n(r.ctx)} steps × {n(m.per_layer)}" for m in r.mixer_terms]
     )
     def times_batch(expr: str) -> str:
