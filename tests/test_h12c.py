@@ -443,3 +443,49 @@ def test_dsa_explain_states_the_source() -> None:
     text = " ".join(result.output.split())
     assert "min(32,768, index_topk 2,048) × 128 heads × (192 + 128) + 32,768 keys scored × 16,512" in text
     assert "DeepSeek sparse attention (DeepSeek-V3.2-Exp §2.1; transformers modeling_deepseek_v32.py)" in text
+
+
+# ---- issue 12 "Done when": the share of decoder-only types counted by formula --------------------
+
+
+def decoder_coverage() -> tuple[list[str], list[str]]:
+    """(decoder-only causal-LM types, those of them counted by formula). Out of scope: the types
+    NOT_COUNTED lists as encoder–decoder, encoder, multimodal, state-space (issue 11) or not
+    buildable from transformers' default."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    from llmcalc.families import MODEL_TYPES
+    from llmcalc.families import not_counted as nc
+
+    out_of_scope = (nc.ENC_DEC, nc.ENCODER, nc.MULTIMODAL, nc.SSM, nc.NO_DEFAULT)
+    decoders = [
+        t
+        for t in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+        if not nc.NOT_COUNTED.get(t, "").startswith(out_of_scope)
+    ]
+    return decoders, [t for t in decoders if t in MODEL_TYPES]
+
+
+def test_every_uncounted_decoder_is_a_moe_type_in_progress() -> None:
+    from llmcalc.families.not_counted import MOE, NOT_COUNTED
+
+    decoders, counted = decoder_coverage()
+    left = {t: NOT_COUNTED[t] for t in decoders if t not in counted}
+    assert {t: r for t, r in left.items() if r != MOE} == {}
+    mine = {"gemma4_text", "gemma4_unified_text", "hrm_text", "dory"}
+    assert mine <= set(counted)
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="on branch h12c 113 of 129 decoder-only types (87.6%) count by formula; the 16 left "
+    "are the MoE types other branches add (issue 12, MoE part)",
+)
+def test_decoder_only_types_counted_by_formula_reach_95_percent() -> None:
+    decoders, counted = decoder_coverage()
+    share = len(counted) / len(decoders)
+    missing = sorted(set(decoders) - set(counted))
+    assert share >= 0.95, (
+        f"{len(counted)} of {len(decoders)} decoder-only types ({share:.1%}) count by formula; "
+        f"not yet: {', '.join(missing)}"
+    )
