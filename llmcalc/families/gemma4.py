@@ -21,7 +21,7 @@ The last layer is always full attention (transformers forces it).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Literal
 
 from llmcalc.families._base import (
     FULL,
@@ -54,7 +54,6 @@ class Gemma4UnifiedTextConfig(DecoderConfig):
     """``gemma4_unified_text``: no per-layer embeddings, no MoE block."""
 
     transformers_class = "Gemma4UnifiedTextConfig"
-    per_layer_inputs: ClassVar[bool] = False
 
     vocab_size: Size = 262_144
     hidden_size: Size = 2304
