@@ -67,13 +67,16 @@ def weight_bytes(spec: ModelSpec, *, dtype: DType | QuantFormat) -> int:
 
 def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -> int:
     """Cached elements per token in one layer: K and V of each kv head, or the MLA latent; none in a
-    layer that reads another layer's cache (Gemma 3n's KV sharing)."""
+    layer that reads another layer's cache (Gemma 3n's KV sharing); plus the sparse-attention
+    indexer's keys [index_head_dim] where the layer has its own indexer (DeepSeek-V3.2)."""
     if attention.kv_shared:
         return 0
     if attention.kv_latent_dim is not None and not decompressed:
-        return attention.kv_latent_dim  # kv_lora_rank + qk_rope_head_dim (MLA)
+        # kv_lora_rank + qk_rope_head_dim (MLA)
+        return attention.kv_latent_dim + attention.index_key_dim
     # K: kv_heads × d_qk, V: kv_heads × d_v  (= 2·kv·hd; MLA decompressed: heads × (d_qk + d_v))
-    return attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
+    kv = attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
+    return kv + attention.index_key_dim
 
 
 def is_mla(spec: ModelSpec) -> bool:
@@ -158,6 +161,7 @@ class KVTerm:
     latent_dim: int | None
     elements_per_token: int  # per layer
     tokens: int  # cached per sequence at this context
+    index_key_dim: int = 0  # the sparse-attention indexer's cached key per token (DeepSeek-V3.2)
 
 
 @dataclass(frozen=True)
@@ -224,6 +228,7 @@ def memory(
             latent_dim=g.attention.kv_latent_dim,
             elements_per_token=kv_elements_per_layer(g.attention),
             tokens=g.attention.tokens_seen(ctx),
+            index_key_dim=g.attention.index_key_dim,
         )
         for g in spec.layer_groups
         if g.attention is not None

@@ -62,7 +62,8 @@ class Attention:
     ``kv_shared`` (Gemma 3n): the layer attends with another layer's keys and values and caches none.
     ``topk`` (DeepSeek sparse attention, DeepSeek-V3.2-Exp §2.1): a query attends to at most
     ``topk`` tokens that a lightning indexer picks after scoring every earlier token at
-    ``index_pair_flops`` per query–key pair (0 where a layer reuses another's choice).
+    ``index_pair_flops`` per query–key pair (0 where a layer reuses another's choice); it caches
+    ``index_key_dim`` elements per token for that (its single-head keys).
     """
 
     heads: int
@@ -75,6 +76,7 @@ class Attention:
     kv_shared: bool = False
     topk: int | None = None
     index_pair_flops: int = 0
+    index_key_dim: int = 0
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of

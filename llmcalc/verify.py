@@ -650,8 +650,9 @@ def measure_forward(
 
 
 def _cached_tensors(layer: Any) -> list[Any]:
-    """A cache layer's keys and values, and an SSM layer's convolution and recurrent states."""
-    found = [getattr(layer, name, None) for name in ("keys", "values")]
+    """A cache layer's keys and values (and a sparse-attention indexer's keys), and an SSM layer's
+    convolution and recurrent states."""
+    found = [getattr(layer, name, None) for name in ("keys", "values", "indexer_keys")]
     for name in ("conv_states", "recurrent_states"):
         found += list((getattr(layer, name, None) or {}).values())
     return [t for t in found if t is not None and hasattr(t, "nbytes")]

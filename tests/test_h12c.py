@@ -489,3 +489,24 @@ def test_decoder_only_types_counted_by_formula_reach_95_percent() -> None:
         f"{len(counted)} of {len(decoders)} decoder-only types ({share:.1%}) count by formula; "
         f"not yet: {', '.join(missing)}"
     )
+
+
+def test_dsa_cache_holds_the_indexer_keys() -> None:
+    spec = load_spec("deepseek-v3.2-exp", overrides=["num_hidden_layers=2", *DSA_SMALL])
+    m = measure_forward(spec, num_layers=2, seq_len=SEQ, batch=2, use_cache=True)
+    assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=2, ctx=SEQ, dtype=DType.bf16)
+    # per layer and token: latent 32 + rope 16, indexer key 32; × 8 tokens × 2 seqs × 2 bytes
+    assert m.kv_cache_bytes == 2 * (48 + 32) * 8 * 2 * 2
+
+
+def test_glm5_shared_indexer_layers_cache_and_score_nothing_for_the_indexer() -> None:
+    from llmcalc.memory import kv_elements_per_layer
+
+    types = ", ".join(["full", "shared"] * 39)
+    spec = load_spec("glm-moe-dsa-defaults", overrides=[f"indexer_types=[{types}]"])
+    by_name = {g.name: g.attention for g in spec.layer_groups}
+    own = next(a for k, a in by_name.items() if k.startswith("indexer"))
+    shared = next(a for k, a in by_name.items() if k.startswith("shared_indexer"))
+    assert (own.index_key_dim, own.index_pair_flops) == (128, 2 * 32 * 129)
+    assert (shared.index_key_dim, shared.index_pair_flops, shared.topk) == (0, 0, 2048)
+    assert kv_elements_per_layer(own) - kv_elements_per_layer(shared) == 128

@@ -299,7 +299,12 @@ def _indexed_groups(
             crossed_name(kinds, plan),
             layers,
             (*attn, *parts[kinds[0]], *blocks[kinds[1]]),
-            replace(attention, topk=topk, index_pair_flops=scoring[kinds[0]]),
+            replace(
+                attention,
+                topk=topk,
+                index_pair_flops=scoring[kinds[0]],
+                index_key_dim=dim if kinds[0] == FULL_INDEX else 0,  # its cached keys [d_I]
+            ),
         )
         for kinds, layers in plan.items()
     )

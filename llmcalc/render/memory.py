@@ -182,6 +182,8 @@ def explain_lines(r: MemoryResult) -> list[str]:
             what = f"latent {a.latent_dim} (kv_lora_rank + rope head dim)"
         else:
             what = f"{a.kv_heads} kv heads × ({a.qk_head_dim} + {a.v_head_dim}) (K and V)"
+        if a.index_key_dim:
+            what = f"({what} + indexer keys {a.index_key_dim})"
         lines.append(
             f"  {a.group}: {plural(a.num_layers, 'layer')} × {what} = "
             f"{n(a.num_layers * a.elements_per_token)} elements"
