@@ -105,7 +105,7 @@ def describe_hrm_text(c: HrmTextConfig) -> Architecture:
         Tensor("model.z_L_init", (d,), "embed/z_L_init"),  # the L stack's initial state
     )
     shape = Shape(
-        num_layers=2 * n,
+        num_layers=n,  # per stack, as num_hidden_layers gives it (two stacks hold parameters)
         hidden_size=d,
         num_heads=h,
         num_kv_heads=h,
