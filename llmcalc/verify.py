@@ -557,10 +557,18 @@ class ForwardMeasurement:
     cache_layers: tuple[str, ...]  # the cache's layer classes, e.g. DynamicSlidingWindowLayer
 
 
+# Sections whose sizes must sum to the layer count (Dory: input, looped, output layers), filled one
+# layer each in this order when a config is cut (the looped section first), the rest to the first.
+SECTION_FIELDS = {"dory": ("n_recurrent_layers", "n_input_layers", "n_output_layers")}
+
+
 def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
     """The config fields that cut ``spec`` to ``num_layers`` decoder layers (per-layer lists too)."""
     field = next((f for f in LAYER_COUNT_FIELDS if f in spec.config), LAYER_COUNT_FIELDS[0])
     cut: dict[str, Any] = {field: num_layers}
+    sections = SECTION_FIELDS.get(spec.model_type, ())
+    for j, name in enumerate(sections):
+        cut[name] = min(1, max(0, num_layers - j)) + (max(0, num_layers - len(sections)) if j == 0 else 0)
     for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
             cut[key] = value[:num_layers]

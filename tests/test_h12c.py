@@ -510,3 +510,17 @@ def test_glm5_shared_indexer_layers_cache_and_score_nothing_for_the_indexer() ->
     assert (own.index_key_dim, own.index_pair_flops) == (128, 2 * 32 * 129)
     assert (shared.index_key_dim, shared.index_pair_flops, shared.topk) == (0, 0, 2048)
     assert kv_elements_per_layer(own) - kv_elements_per_layer(shared) == 128
+
+
+def test_verify_flops_cuts_dory_keeping_its_sections() -> None:
+    from llmcalc.verify import cut_fields, verify_flops
+
+    small = ["hidden_size=128", "intermediate_size=256", "vocab_size=512", "num_attention_heads=4",
+             "head_dim=32"]
+    spec = load_spec("dory-default", overrides=small)
+    assert [cut_fields(spec, num_layers=k) for k in (1, 2)] == [
+        {"num_hidden_layers": 1, "n_recurrent_layers": 1, "n_input_layers": 0, "n_output_layers": 0},
+        {"num_hidden_layers": 2, "n_recurrent_layers": 1, "n_input_layers": 1, "n_output_layers": 0},
+    ]
+    check = verify_flops(spec)
+    assert check.ok and check.ours == check.measured
