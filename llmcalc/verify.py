@@ -566,7 +566,7 @@ def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
     """The config fields that cut ``spec`` to ``num_layers`` decoder layers (per-layer lists too)."""
     field = next((f for f in LAYER_COUNT_FIELDS if f in spec.config), LAYER_COUNT_FIELDS[0])
     cut: dict[str, Any] = {field: num_layers}
-    sections = SECTION_FIELDS.get(spec.model_type, ())
+    sections = SECTION_FIELDS.get(spec.model_type, ()) if num_layers != spec.num_layers else ()
     for j, name in enumerate(sections):
         cut[name] = min(1, max(0, num_layers - j)) + (max(0, num_layers - len(sections)) if j == 0 else 0)
     for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
