@@ -113,7 +113,7 @@ def weight_terms(spec: ModelSpec) -> tuple[WeightTerm, ...]:
         elements = matmul_elements(t, spec)
         if not elements or t.per_source:  # cross-attention K, V: per source token, not per token
             continue
-        layers = None if group is None else len(group.layers)
+        layers = None if group is None else group.runs  # a looped layer counts every run
         terms.append(WeightTerm(
             name=t.name,
             key=prefix + (t.component if group is None else f"layers/{t.component}"),
@@ -152,13 +152,10 @@ def weight_flops_per_token(spec: ModelSpec) -> int:
 
 
 def pair_flops(attention: Attention) -> int:
-    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v; with a
-    lightning indexer also its scores 2·H·D and, where it weights its heads by a matmul
-    (DeepSeek-V3.2 §2.1, ``index_weighted``), their weighted sum over its H heads 2·H (MiniMax-M3
-    sums them elementwise)."""
+    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v (an
+    indexer's scoring is apart: :func:`index_flops`)."""
     a = attention
-    indexer = a.index_heads * (a.index_head_dim + (1 if a.index_weighted else 0))
-    return FLOPS_PER_MAC * (a.heads * (a.qk_head_dim + a.v_head_dim) + indexer)
+    return FLOPS_PER_MAC * a.heads * (a.qk_head_dim + a.v_head_dim)
 
 
 def causal_pairs(*, ctx: int, window: int | None) -> int:
@@ -184,13 +181,28 @@ def bidirectional_pairs(*, ctx: int, window: int | None) -> int:
 
 
 def attention_causal_pairs(attention: Attention, *, ctx: int) -> int:
-    """Pairs one layer's mask keeps: causal (chunked, windowed or full) or, for an encoder's
-    bidirectional attention, every pair (within the window either side)."""
+    """Pairs one layer's mask keeps: causal (chunked, windowed, top-k or full: query i reads
+    min(i, window, topk) keys) or, for an encoder's bidirectional attention, every pair (within
+    the window either side)."""
     if not attention.causal:
         return bidirectional_pairs(ctx=ctx, window=attention.window)
     if attention.chunked and attention.window is not None:
         return chunked_causal_pairs(ctx=ctx, chunk=attention.window)
-    return causal_pairs(ctx=ctx, window=attention.window)
+    caps = [c for c in (attention.window, attention.topk) if c is not None]
+    return causal_pairs(ctx=ctx, window=min(caps) if caps else None)
+
+
+def index_flops(attention: Attention, *, pairs: int) -> int:
+    """The sparse-attention indexer scoring ``pairs`` query–key pairs (0 without an indexer)."""
+    return pairs * attention.index_pair_flops
+
+
+def attention_layer_flops_per_token(attention: Attention, *, ctx: int) -> int:
+    """One token in one layer: the keys its softmax reads × 2·h·(d_qk + d_v), plus the indexer
+    scoring every key it sees (DeepSeek sparse attention)."""
+    return attention.keys_attended(ctx) * pair_flops(attention) + index_flops(
+        attention, pairs=attention.tokens_seen(ctx)
+    )
 
 
 def _check_ctx(ctx: int) -> None:
@@ -208,8 +220,8 @@ def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
     (+ its relative-position scores, DeBERTa)."""
     _check_ctx(ctx)
     return sum(
-        len(g.layers)
-        * (g.attention.tokens_seen(ctx) * pair_flops(g.attention) + position_flops(g.attention))
+        g.runs
+        * (attention_layer_flops_per_token(g.attention, ctx=ctx) + position_flops(g.attention))
         for g in spec.layer_groups
         if g.attention is not None
     )
@@ -341,7 +353,7 @@ def mixer_flops_per_token_all(spec: ModelSpec) -> int:
     """Σ over layers with a mixer of its per-token FLOPs (0 for attention-only models), and any
     attention across depth (``ModelSpec.depth_flops_per_token``)."""
     return spec.depth_flops_per_token + sum(
-        len(g.layers) * mixer_flops_per_token(g.mixer)
+        g.runs * mixer_flops_per_token(g.mixer)
         for g in spec.layer_groups
         if g.mixer is not None
     )
@@ -349,7 +361,7 @@ def mixer_flops_per_token_all(spec: ModelSpec) -> int:
 
 def _mixer_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
     return ctx * spec.depth_flops_per_token + sum(
-        len(g.layers) * mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=causal)
+        g.runs * mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=causal)
         for g in spec.layer_groups
         if g.mixer is not None
     )
@@ -368,9 +380,10 @@ def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> 
     """Attention FLOPs of a prefill of ``ctx`` tokens: pairs (n² full, or causal) · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
     return sum(
-        len(g.layers)
+        g.runs
         * (
             _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
+            + index_flops(g.attention, pairs=_index_pairs(g.attention, ctx=ctx, causal=causal))
             # DeBERTa: every query's (or key's) relative-position scores, the table's projections
             + ctx * position_flops(g.attention)
             + g.attention.sequence_flops
@@ -381,7 +394,14 @@ def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> 
 
 
 def _pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
+    """Pairs the softmax attention computes: all n² (a dense kernel: FlopCounterMode counts them
+    with the sparse mask too, as transformers' eager path runs), or those the mask keeps."""
     return attention_causal_pairs(attention, ctx=ctx) if causal else ctx * ctx
+
+
+def _index_pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
+    """Pairs the indexer scores: every earlier token (causal) or all n² (its dense matmul)."""
+    return causal_pairs(ctx=ctx, window=attention.window) if causal else ctx * ctx
 
 
 def forward_flops_per_sequence(
@@ -573,11 +593,13 @@ class AttentionTerm:
     qk_head_dim: int
     v_head_dim: int
     window: int | None
-    keys: int  # keys one query sees at this context
-    per_layer: int  # keys · 2·h·(d_qk + d_v) (+ keys · 2·h_idx·d_idx with an indexer)
+    keys: int  # keys one query's softmax reads at this context
+    per_layer: int  # keys · 2·h·(d_qk + d_v) + index_keys · index_pair_flops
     causal_pairs: int
-    index_heads: int = 0
-    index_head_dim: int = 0
+    topk: int | None = None  # sparse attention: at most topk keys per query
+    index_keys: int = 0  # keys the indexer scores (every key the query sees)
+    index_pair_flops: int = 0  # 2·H_I·(d_I + 1) per scored key
+    index_causal_pairs: int = 0
 
 
 @dataclass(frozen=True)
@@ -675,16 +697,20 @@ def flops(
     terms = tuple(
         AttentionTerm(
             group=g.name,
-            num_layers=len(g.layers),
+            num_layers=g.runs,
             heads=g.attention.heads,
             qk_head_dim=g.attention.qk_head_dim,
             v_head_dim=g.attention.v_head_dim,
             window=g.attention.window,
-            keys=g.attention.tokens_seen(ctx),
-            per_layer=g.attention.tokens_seen(ctx) * pair_flops(g.attention),
+            keys=g.attention.keys_attended(ctx),
+            per_layer=attention_layer_flops_per_token(g.attention, ctx=ctx),
             causal_pairs=attention_causal_pairs(g.attention, ctx=ctx),
-            index_heads=g.attention.index_heads,
-            index_head_dim=g.attention.index_head_dim,
+            topk=g.attention.topk,
+            index_keys=g.attention.tokens_seen(ctx) if g.attention.index_pair_flops else 0,
+            index_pair_flops=g.attention.index_pair_flops,
+            index_causal_pairs=_index_pairs(g.attention, ctx=ctx, causal=True)
+            if g.attention.index_pair_flops
+            else 0,
         )
         for g in spec.layer_groups
         if g.attention is not None
@@ -692,7 +718,7 @@ def flops(
     mixer_terms = tuple(
         MixerTerm(
             group=g.name,
-            num_layers=len(g.layers),
+            num_layers=g.runs,
             mixer=g.mixer,
             per_layer=mixer_flops_per_token(g.mixer),
             full_per_layer=mixer_flops_per_sequence(g.mixer, ctx=ctx, causal=False),

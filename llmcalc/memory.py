@@ -66,17 +66,18 @@ def weight_bytes(spec: ModelSpec, *, dtype: DType | QuantFormat) -> int:
 
 
 def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -> int:
-    """Cached elements per token in one layer: K and V of each kv head, or the MLA latent, and an
-    indexer's key where the layer has one (MiniMax-M3); none in a layer that reads another layer's
-    cache (Gemma 3n's KV sharing) or in an encoder's bidirectional attention (the whole sequence is
-    encoded at once)."""
+    """Cached elements per token in one layer: K and V of each kv head, or the MLA latent, plus a
+    sparse-attention indexer's key [index_key_dim] where the layer has its own indexer
+    (DeepSeek-V3.2, MiniMax-M3); none in a layer that reads another layer's cache (Gemma 3n's KV
+    sharing) or in an encoder's bidirectional attention (the whole sequence is encoded at once)."""
     if attention.kv_shared or not attention.causal:  # an encoder's attention caches nothing
         return 0
-    index_key = attention.index_head_dim if attention.index_heads else 0
     if attention.kv_latent_dim is not None and not decompressed:
-        return attention.kv_latent_dim + index_key  # kv_lora_rank + qk_rope_head_dim (MLA)
+        # kv_lora_rank + qk_rope_head_dim (MLA)
+        return attention.kv_latent_dim + attention.index_key_dim
     # K: kv_heads × d_qk, V: kv_heads × d_v  (= 2·kv·hd; MLA decompressed: heads × (d_qk + d_v))
-    return attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim) + index_key
+    kv = attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
+    return kv + attention.index_key_dim
 
 
 def is_mla(spec: ModelSpec) -> bool:
@@ -88,7 +89,7 @@ def is_mla(spec: ModelSpec) -> bool:
 def kv_elements_per_token(spec: ModelSpec, *, decompressed: bool = False) -> int:
     """Cached elements one token adds across all layers (before any window is full)."""
     return sum(
-        len(g.layers) * kv_elements_per_layer(g.attention, decompressed=decompressed)
+        g.cached_runs * kv_elements_per_layer(g.attention, decompressed=decompressed)
         for g in spec.layer_groups
         if g.attention is not None
     )
@@ -117,7 +118,7 @@ def state_bytes_per_layer(m: Mixer, *, dtype: DType) -> int:
 def state_bytes_per_sequence(spec: ModelSpec, *, dtype: DType) -> int:
     """The recurrent state one sequence keeps across all layers, whatever its length (0: none)."""
     return sum(
-        len(g.layers) * state_bytes_per_layer(g.mixer, dtype=dtype)
+        g.cached_runs * state_bytes_per_layer(g.mixer, dtype=dtype)
         for g in spec.layer_groups
         if g.mixer is not None
     )
@@ -134,7 +135,7 @@ def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool) -> int:
     if g.attention is None:
         return 0
     return (
-        len(g.layers)
+        g.cached_runs
         * g.attention.tokens_seen(ctx)
         * kv_elements_per_layer(g.attention, decompressed=decompressed)
     )
@@ -209,7 +210,7 @@ class KVTerm:
     elements_per_token: int  # per layer
     tokens: int  # cached per sequence at this context
     cross: bool = False  # an encoder–decoder's cross-attention cache: tokens are encoder tokens
-    index_key_dim: int = 0  # an indexer's cached key (MiniMax-M3's sparse layers)
+    index_key_dim: int = 0  # a sparse-attention indexer's cached key per token
 
 
 @dataclass(frozen=True)
@@ -287,7 +288,7 @@ def memory(
     terms = tuple(
         KVTerm(
             group=g.name,
-            num_layers=len(g.layers),
+            num_layers=g.cached_runs,
             kv_heads=g.attention.kv_heads,
             qk_head_dim=g.attention.qk_head_dim,
             v_head_dim=g.attention.v_head_dim,
@@ -295,7 +296,7 @@ def memory(
             latent_dim=g.attention.kv_latent_dim,
             elements_per_token=kv_elements_per_layer(g.attention),
             tokens=g.attention.tokens_seen(ctx),
-            index_key_dim=g.attention.index_head_dim if g.attention.index_heads else 0,
+            index_key_dim=g.attention.index_key_dim,
         )
         for g in spec.layer_groups
         if g.attention is not None
@@ -318,7 +319,7 @@ def memory(
     state_terms = tuple(
         StateTerm(
             group=g.name,
-            num_layers=len(g.layers),
+            num_layers=g.cached_runs,
             kind=g.mixer.kind,
             conv_elements=g.mixer.conv_elements,
             state_elements=g.mixer.state_elements,

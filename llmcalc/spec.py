@@ -73,10 +73,11 @@ class Attention:
     each query also scores against ``position_keys`` relative-position vectors (2·span per
     c2p / p2c term, 2·h·d_qk FLOPs each), and the layer projects its relative-position table
     once per sequence, whatever its length (``sequence_flops``).
-    ``index_heads`` × ``index_head_dim`` (DeepSeek sparse attention, MiniMax-M3's block-sparse
-    layers): the layer's own lightning indexer scores every query–key pair with that many heads of
-    that width, and caches one index key of ``index_head_dim`` per token beside K and V;
-    ``index_weighted``: it sums its heads' scores with per-token weights by a matmul (DeepSeek).
+    ``topk`` (DeepSeek sparse attention, DeepSeek-V3.2-Exp §2.1): a query attends to at most
+    ``topk`` tokens that a lightning indexer picks after scoring every earlier token at
+    ``index_pair_flops`` per query–key pair (0 where a layer reuses another's choice; MiniMax-M3's
+    block-sparse layers: the indexer's cost, their block choice not modelled); it caches
+    ``index_key_dim`` elements per token for that (its single-head keys).
     """
 
     heads: int
@@ -90,9 +91,9 @@ class Attention:
     causal: bool = True
     position_keys: int = 0
     sequence_flops: int = 0
-    index_heads: int = 0
-    index_head_dim: int = 0
-    index_weighted: bool = True
+    topk: int | None = None
+    index_pair_flops: int = 0
+    index_key_dim: int = 0
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of
@@ -101,6 +102,12 @@ class Attention:
         if self.window is None:
             return ctx
         return min(ctx, self.window if self.causal else 2 * self.window + 1)
+
+    def keys_attended(self, ctx: int) -> int:
+        """Keys one query's softmax attention reads at context ``ctx``: those it sees, or at most
+        ``topk`` of them (sparse attention)."""
+        seen = self.tokens_seen(ctx)
+        return seen if self.topk is None else min(seen, self.topk)
 
 
 # Sequence mixers other than softmax attention, by ``Mixer.kind``.
@@ -309,6 +316,10 @@ class LayerGroup:
     a sequence mixer other than attention, with the state it keeps (None: attention only).
     ``cross_attention``: an encoder–decoder's decoder layer also attends to the encoder's output
     (all source tokens, K and V computed once per source token and cached).
+
+    Looped layers (HRM's cycles, Dory's recurrent section) run ``repeats`` times per token: FLOPs
+    count every run, parameters once; the cache holds ``cached_repeats`` copies per layer (default:
+    one per run, as when every run writes its own cache slot).
     """
 
     name: str
@@ -317,6 +328,19 @@ class LayerGroup:
     attention: Attention | None
     mixer: Mixer | None = None
     cross_attention: Attention | None = None
+    repeats: int = 1
+    cached_repeats: int | None = None
+
+    @property
+    def runs(self) -> int:
+        """Layer applications per token: layers × repeats (what FLOPs count)."""
+        return len(self.layers) * self.repeats
+
+    @property
+    def cached_runs(self) -> int:
+        """Caches the group keeps per sequence: layers × cached repeats (what KV bytes count)."""
+        cached = self.repeats if self.cached_repeats is None else self.cached_repeats
+        return len(self.layers) * cached
 
 
 @dataclass(frozen=True)

@@ -599,10 +599,18 @@ class ForwardMeasurement:
     cache_layers: tuple[str, ...]  # the cache's layer classes, e.g. DynamicSlidingWindowLayer
 
 
+# Sections whose sizes must sum to the layer count (Dory: input, looped, output layers), filled one
+# layer each in this order when a config is cut (the looped section first), the rest to the first.
+SECTION_FIELDS = {"dory": ("n_recurrent_layers", "n_input_layers", "n_output_layers")}
+
+
 def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
     """The config fields that cut ``spec`` to ``num_layers`` decoder layers (per-layer lists too)."""
     field = next((f for f in LAYER_COUNT_FIELDS if f in spec.config), LAYER_COUNT_FIELDS[0])
     cut: dict[str, Any] = {field: num_layers}
+    sections = SECTION_FIELDS.get(spec.model_type, ()) if num_layers != spec.num_layers else ()
+    for j, name in enumerate(sections):
+        cut[name] = min(1, max(0, num_layers - j)) + (max(0, num_layers - len(sections)) if j == 0 else 0)
     for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
             cut[key] = value[:num_layers]
@@ -718,9 +726,9 @@ def measure_forward(
 
 
 def _cached_tensors(layer: Any) -> list[Any]:
-    """A cache layer's keys and values (and index keys: MiniMax-M3's sparse layers), and an SSM
-    layer's convolution and recurrent states."""
-    found = [getattr(layer, name, None) for name in ("keys", "values", "idx_keys")]
+    """A cache layer's keys and values (and a sparse-attention indexer's keys: DeepSeek-V3.2's
+    indexer_keys, MiniMax-M3's idx_keys), and an SSM layer's convolution and recurrent states."""
+    found = [getattr(layer, name, None) for name in ("keys", "values", "indexer_keys", "idx_keys")]
     for name in ("conv_states", "recurrent_states"):
         found += list((getattr(layer, name, None) or {}).values())
     return [t for t in found if t is not None and hasattr(t, "nbytes")]

@@ -64,6 +64,7 @@ PER_LAYER = (
     "attention_layers",
     "per_layer_config",
     "num_attention_heads_per_layer",
+    "per_layer_config",  # Gemma 4 writes its per-layer head dims keyed by the default's layer indices
 )
 
 # Fields a type's default config lacks for transformers to build it (stated, per type).
@@ -104,6 +105,8 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     # the default's list spells out 54 layers; its derived widths and hybrid ids follow it and d 2560
     "zamba2": {"layers_block_type": ["hybrid", "mamba", "hybrid"], "hybrid_layer_ids": [0, 2],
                "attention_hidden_size": 128, "attention_head_dim": 16, "mamba_headdim": 16},
+    # the default's input, recurrent and output sections (doubled by to_dict) must sum to 3 layers
+    "dory": {"n_input_layers": 1, "n_recurrent_layers": 1, "n_output_layers": 1},
 }
 
 

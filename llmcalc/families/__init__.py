@@ -212,6 +212,11 @@ MODEL_TYPES: dict[str, Family] = {
     "laguna": Family("gqa_moe", "LagunaConfig"),
     "minimax_m3_vl_text": Family("gqa_moe", "MiniMaxM3VLTextConfig"),
     "zaya": Family("zaya", "ZayaConfig"),
+    "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
+    "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
+    # -- looped decoders (issue 12): layers that run several times per token --
+    "hrm_text": Family("looped", "HrmTextConfig", "describe_hrm_text"),
+    "dory": Family("looped", "DoryConfig", "describe_dory"),
 }
 
 __all__ = ["MODEL_TYPES", "Architecture", "Family", "FamilyConfig", "FieldError"]

@@ -532,11 +532,16 @@ def _indexed_groups(
     own = indexer_tensors(c)
     heads: int = getattr(c, "index_n_heads")  # noqa: B009 - only the indexed configs have it
     dim: int = getattr(c, "index_head_dim")  # noqa: B009
-    # a layer with its own indexer also scores every pair with it; a sharing layer reuses its choice
-    indexed = replace(attention, index_heads=heads, index_head_dim=dim)
+    topk: int | None = getattr(c, "index_topk", None)
+    # What a token attends to (DeepSeek-V3.2-Exp §2.1; transformers modeling_deepseek_v32.py,
+    # DeepseekV32Indexer.forward): the indexer scores every earlier token, q [H_I, d_I] · k [d_I]
+    # then the weighted sum over its H_I heads, 2·H_I·(d_I + 1) FLOPs per pair, and caches its key
+    # [d_I]; the softmax attention then reads only the index_topk best. A "shared" layer (GLM-5)
+    # reuses the previous layer's choice: it scores nothing and caches no index key.
+    indexed = replace(attention, topk=topk, index_pair_flops=2 * heads * (dim + 1), index_key_dim=dim)
     kinds: dict[str, tuple[list[Tensor], Attention]] = {
         FULL_INDEX: ([*attn, *own], indexed),
-        SHARED_INDEX: (attn, attention),
+        SHARED_INDEX: (attn, replace(attention, topk=topk)),
     }
     if isinstance(c, Dots3NoteTextConfig):
         kinds = _dots3_kinds(c, attn, own, indexed)
@@ -570,7 +575,7 @@ def _dots3_kinds(
     latent = swa.kv_lora_rank + swa.qk_rope_head_dim
     sliding = Attention(h, h, qk, swa.v_head_dim, window=c.sliding_window, kv_latent_dim=latent)
     swa_attn = [attn[0], *mla(p, swa), *extra(swa)]  # attn[0]: the input norm
-    plain = replace(indexed, index_heads=0, index_head_dim=0)
+    plain = replace(indexed, topk=None, index_pair_flops=0, index_key_dim=0)
     return {
         FULL_INDEX: ([*attn, *extra(c), *own], indexed),
         PLAIN: ([*attn, *extra(c)], plain),

@@ -76,6 +76,31 @@ class Gemma3nTextConfig(DecoderConfig):
         return ff[0]
 
 
+# ---- per-layer embeddings (Gemma 3n, Gemma 4): one home for both ---------------------------
+
+
+def per_layer_input_outer(L: int, d: int, p: int, *, vocab: int) -> list[Tensor]:
+    """Outside the layers: the packed table ``embed_tokens_per_layer`` [V_p, L·p], the projection
+    of the hidden state to every layer's slice ``per_layer_model_projection`` [L·p, d] and its norm
+    [p]."""
+    return [
+        embedding("model.embed_tokens_per_layer", "embed/per_layer", vocab, L * p),
+        *linear(
+            "model.per_layer_model_projection", "per_layer/model_projection", L * p, d, bias=False
+        ),
+        *norm("model.per_layer_projection_norm", "per_layer/projection_norm", p, bias=False),
+    ]
+
+
+def per_layer_input_layer(p: str, d: int, pl: int) -> list[Tensor]:
+    """In each layer: gate d → p, projection p → d, a norm [d]."""
+    return [
+        *linear(f"{p}.per_layer_input_gate", "per_layer/input_gate", pl, d, bias=False),
+        *linear(f"{p}.per_layer_projection", "per_layer/projection", d, pl, bias=False),
+        *norm(f"{p}.post_per_layer_input_norm", "per_layer/norm", d, bias=False),
+    ]
+
+
 def describe(c: Gemma3nTextConfig) -> Architecture:
     d, v, L, n = c.hidden_size, c.vocab_size, c.num_hidden_layers, c.altup_num_inputs
     h, hd, kv, pl, r = (
@@ -112,10 +137,7 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
         *linear(f"{p}.laurel.linear_left", "laurel/linear_left", r, d, bias=False),
         *linear(f"{p}.laurel.linear_right", "laurel/linear_right", d, r, bias=False),
         *norm(f"{p}.laurel.post_laurel_norm", "laurel/norm", d, bias=False),
-        # per-layer input: gate d → p, projection p → d, a norm
-        *linear(f"{p}.per_layer_input_gate", "per_layer/input_gate", pl, d, bias=False),
-        *linear(f"{p}.per_layer_projection", "per_layer/projection", d, pl, bias=False),
-        *norm(f"{p}.post_per_layer_input_norm", "per_layer/norm", d, bias=False),
+        *per_layer_input_layer(p, d, pl),
     ]
     own_kv = [
         *linear(f"{a}.k_proj", "attn/k_proj", kv * hd, d, bias=b),
@@ -139,13 +161,7 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
     )
     tensors = (
         *llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
-        embedding(
-            "model.embed_tokens_per_layer", "embed/per_layer", c.vocab_size_per_layer_input, L * pl
-        ),
-        *linear(
-            "model.per_layer_model_projection", "per_layer/model_projection", L * pl, d, bias=False
-        ),
-        *norm("model.per_layer_projection_norm", "per_layer/projection_norm", pl, bias=False),
+        *per_layer_input_outer(L, d, pl, vocab=c.vocab_size_per_layer_input),
         *[
             t
             for j in range(n - 1)

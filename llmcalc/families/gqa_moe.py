@@ -981,8 +981,10 @@ class MiniMaxM3VLTextConfig(GqaMoeConfig):
         if kind != SPARSE_ATTENTION:
             return super().attention_of(kind, heads, kv_heads, head_dim)
         ih, idim = self.index_dims
-        return Attention(heads, kv_heads, head_dim, head_dim, index_heads=ih, index_head_dim=idim,
-                         index_weighted=False)
+        # the indexer's scores 2·h_idx·d_idx per pair (summed over its heads elementwise); its
+        # cached index key [d_idx] per token
+        return Attention(heads, kv_heads, head_dim, head_dim, index_pair_flops=2 * ih * idim,
+                         index_key_dim=idim)
 
     def mlp_tensors(self, p: str, component: str, ff: int) -> list[Tensor]:
         # gate_up_proj 2·ff × d (gate and up fused), down_proj d × ff

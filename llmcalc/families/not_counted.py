@@ -40,6 +40,7 @@ NOT_COUNTED: dict[str, str] = {
     "data2vec-text": ENCODER,
     "deepseek_v4": DEEPSEEK_V4,
     "dory": DENSE_TODO + " (normalized transformer with looped layers, per-channel scales)",
+    "deepseek_v4": MOE,
     "dots3_note": MULTIMODAL,
     "electra": ENCODER,
     "emu3": MULTIMODAL,
@@ -48,16 +49,17 @@ NOT_COUNTED: dict[str, str] = {
     "gemma3n": MULTIMODAL,
     "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
-    "gemma4_text": GEMMA4,
     "gemma4_unified": MULTIMODAL,
     "gemma4_unified_assistant": MULTIMODAL,
-    "gemma4_unified_text": GEMMA4,
     "git": MULTIMODAL,
     "hrm_text": DENSE_TODO
     + " (two looped stacks: each layer runs H_cycles·(L_cycles + 1) times, which FLOPs and KV need)",
     "hy_v4": MOE_TODO
     + " (DeepSeek-V4's structure: MLA, a sparse-attention indexer, hyper-connections, attention"
     " sinks; to follow deepseek_v4)",
+    "got_ocr2": MULTIMODAL,
+    "hy_v3": MOE,
+    "hy_v4": MOE,
     "inkling2_loop_text": SSM,
     "inkling2_text": SSM,
     "inkling_text": SSM,

@@ -209,9 +209,27 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     lines.append(f"attention FLOPs per token at n = {n(r.ctx)}: per layer 2·keys·h·d_qk + 2·keys·h·d_v")
     for a in r.attention_terms:
         keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
+        if a.topk is not None:
+            keys = f"min({keys}, index_topk {n(a.topk)})"
+        index = (
+            f" + {n(a.index_keys)} keys scored × {n(a.index_pair_flops)} (indexer)"
+            if a.index_pair_flops
+            else ""
+        )
         lines.append(
-            f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {pair(a, ' heads')} "
-            f"= {n(a.num_layers * a.per_layer)}"
+            f"  {a.group}: {plural(a.num_layers, 'layer')} × (2 × {keys} × {a.heads} heads × "
+            f"({a.qk_head_dim} + {a.v_head_dim}){index}) = {n(a.num_layers * a.per_layer)}"
+            if a.topk is not None
+            else f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
+            f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
+        )
+    if any(a.topk is not None for a in r.attention_terms):
+        lines.append(
+            "  DeepSeek sparse attention (DeepSeek-V3.2-Exp §2.1; transformers "
+            "modeling_deepseek_v32.py): each query's softmax reads at most index_topk keys; the "
+            "lightning indexer scores every earlier key at 2·index_n_heads·(index_head_dim + 1) "
+            "FLOPs (q·k per indexer head, then the weighted sum over heads); layers that share "
+            "an indexer's choice score nothing"
         )
     for g in spec.layer_groups:
         if g.attention is not None and g.attention.position_keys:
@@ -264,7 +282,10 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     depth = ([f"{n(r.ctx)} × {n(spec.depth_flops_per_token)} (attention over block outputs)"]
              if spec.depth_flops_per_token else [])
     full = " + ".join(
-        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {pair(a)}" for a in r.attention_terms]
+        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
+         for a in r.attention_terms]
+        + [f"{a.num_layers} × {n(r.ctx)}² × {n(a.index_pair_flops)} (indexer)"
+           for a in r.attention_terms if a.index_pair_flops]
         + [f"{t.num_layers} × {n(t.full_per_layer)} ({t.mixer.kind} scan"
            + (f" in chunks of {t.mixer.chunk}" if t.mixer.chunk else "")
            + f", conv over {n(r.ctx)} + {t.mixer.conv_kernel - 1} padded positions)"
@@ -275,7 +296,10 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         + depth
     )
     causal = " + ".join(
-        [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {pair(a)}" for a in r.attention_terms]
+        [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
+         f"({a.qk_head_dim} + {a.v_head_dim})" for a in r.attention_terms]
+        + [f"{a.num_layers} × {n(a.index_causal_pairs)} pairs × {n(a.index_pair_flops)} (indexer)"
+           for a in r.attention_terms if a.index_pair_flops]
         + [f"{m.num_layers} × {n(r.ctx)} steps × {n(m.per_layer)}" for m in r.mixer_terms]
         + depth
     )
@@ -305,13 +329,6 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     return lines
 
 
-
-def pair(a: AttentionTerm, heads: str = "") -> str:
-    """One query–key pair's products / 2: h × (d_qk + d_v), plus h_idx × d_idx with an indexer."""
-    base = f"{a.heads}{heads} × ({a.qk_head_dim} + {a.v_head_dim})"
-    if not a.index_heads:
-        return base
-    return f"({base} + {a.index_heads} × {a.index_head_dim} (indexer))"
 
 
 def plus(expr: str) -> str:

@@ -190,7 +190,7 @@ def explain_lines(r: MemoryResult) -> list[str]:
         else:
             what = f"{a.kv_heads} kv heads × ({a.qk_head_dim} + {a.v_head_dim}) (K and V)"
         if a.index_key_dim:
-            what += f" + {a.index_key_dim} (index key)"
+            what = f"({what} + indexer keys {a.index_key_dim})"
         lines.append(
             f"  {a.group}: {plural(a.num_layers, 'layer')} × {what} = "
             f"{n(a.num_layers * a.elements_per_token)} elements"
