@@ -86,7 +86,7 @@ def generate() -> dict[str, Any]:
     out["sub_configs"] = {}
     for model_type in (*MODEL_TYPES, *SUB_CONFIG_TYPES):
         cls = type(AutoConfig.for_model(model_type))
-        fields = json.loads(json.dumps(cls.default_config_fields(), default=str))
+        fields = json.loads(json.dumps(cls.default_config_fields(), default=str))  # type: ignore[no-untyped-call]
         out["sub_configs"][model_type] = {
             k: v for k, v in fields.items() if k not in base or v != base[k]
         }

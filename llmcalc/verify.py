@@ -83,7 +83,7 @@ def check_buildable(spec: ModelSpec, *, cpu_layers: int | None = None) -> None:
             raise ConfigError(
                 spec.name, f"tensor {t.name} has {t.numel:,} elements, more than torch can hold"
             )
-    if cpu_layers is not None and spec.parts:
+    if cpu_layers is not None and spec.parts and spec.main_part == "language":
         raise ConfigError(
             spec.name,
             "--flops and --cache run a cut copy of a causal LM; this is a whole model ("

@@ -27,8 +27,13 @@ def test_matches_transformers(name: str) -> None:
     # (pc.embedding is the language model's, as every figure besides total and parts)
     towers = sum(t.numel for p in spec.parts for t in p.tensors
                  if t.component == "embed/positions" and t.name.endswith(".weight"))
-    assert pc.embedding + towers == real.embedding
-    assert pc.lm_head == real.lm_head
+    if spec.main_part == "language":
+        assert pc.embedding + towers == real.embedding
+        assert pc.lm_head == real.lm_head
+    # an encoder–decoder's or encoder LM's embedding modules share one table (`shared` in the
+    # encoder, the decoder and the head) and its head is a part of its own: transformers' module
+    # walk counts the table once per module, so only the totals, the named shapes and the parts
+    # (tests/test_h13b.py) are compared there
     ours, stored_at = [0] * spec.num_layers, {}
     for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
         tied = {t.tied_to for t in group.tensors if t.tied_to is not None}

@@ -19,6 +19,10 @@ from llmcalc.spec import ModelSpec
 # to transformers part by part in tests/test_h13a.py
 MOE_CONFIGS = [p.stem for p in bundled.paths()
                if load_spec(p.stem).moe is not None and not load_spec(p.stem).parts]
+# Inkling stacks its always-on shared experts in a module the heuristic below takes for routed
+# experts, and keeps norms and scales outside the layers: held to transformers (names, shapes,
+# totals) and to their active counts in tests/test_h11c.py instead
+INKLING = {"inkling-text-default", "inkling2-text-default"}
 
 
 def hf_active(model: Any) -> int:
@@ -67,7 +71,7 @@ def test_the_moe_configs_are_found() -> None:
     assert {"mixtral", "qwen2_moe", "qwen3_moe", "deepseek_v2", "deepseek_v3", "gpt_oss"} <= types
 
 
-@pytest.mark.parametrize("name", MOE_CONFIGS)
+@pytest.mark.parametrize("name", [c for c in MOE_CONFIGS if c not in INKLING])
 def test_active_matches_transformers_modules(name: str) -> None:
     from llmcalc.verify import build_meta_model
 
@@ -383,7 +387,7 @@ def _spec(name: str) -> ModelSpec:
     return load_spec(name)
 
 
-@pytest.mark.parametrize("name", MOE_CONFIGS)
+@pytest.mark.parametrize("name", [c for c in MOE_CONFIGS if c not in INKLING])
 def test_moe_breakdown_adds_up_and_more_experts_mean_more_total_not_more_active(name: str) -> None:
     spec = _spec(name)
     pc = count(spec)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_families_moe import hf_active
 
 from llmcalc import ConfigError, count, load_spec
 from llmcalc.flops import forward_flops_per_sequence
@@ -20,7 +21,6 @@ from llmcalc.memory import kv_cache_bytes
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
 from llmcalc.verify import build_meta_model, figures, measure_forward
-from test_families_moe import hf_active
 
 SMALL = {
     "hidden_size": 64,
@@ -426,11 +426,13 @@ KV_BY_HAND = {
     "beam": (1 * 8 + 5 * 4) * 2 * 2 * 8 * 2 * BATCH,
     # MLA: the kv latent 32 and the rotary key 8 per token, 3 layers × 8 tokens
     "axk1": 3 * 8 * (32 + 8) * 2 * BATCH,
-    "axk2": 3 * 8 * (32 + 8) * 2 * BATCH,
-    "deepseek_v32": 3 * 8 * (32 + 8) * 2 * BATCH,
-    "glm_moe_dsa": 3 * 8 * (32 + 8) * 2 * BATCH,
-    # 2 indexed layers × 8 tokens × (32 + 8), 2 sliding × 4 × (24 + 8)
-    "dots3_note_text": (2 * 8 * (32 + 8) + 2 * 4 * (24 + 8)) * 2 * BATCH,
+    # DeepSeek sparse attention: each layer with its own indexer also caches its key [16] a token
+    "axk2": 3 * 8 * (32 + 8 + 16) * 2 * BATCH,
+    "deepseek_v32": 3 * 8 * (32 + 8 + 16) * 2 * BATCH,
+    # GLM-5: layer 1 reuses layer 0's indexer and caches no index key
+    "glm_moe_dsa": (3 * 8 * (32 + 8) + 2 * 8 * 16) * 2 * BATCH,
+    # 2 indexed layers × 8 tokens × (32 + 8 + an index key of 16), 2 sliding × 4 × (24 + 8)
+    "dots3_note_text": (2 * 8 * (32 + 8 + 16) + 2 * 4 * (24 + 8)) * 2 * BATCH,
 }
 
 
@@ -471,4 +473,11 @@ def test_static_cache_bytes(
     n = spec.num_layers
     m = measure_forward(spec, num_layers=n, seq_len=SEQ, batch=BATCH, static_cache=True)
     ours = kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
+    if model_type == "dots3_note_text":
+        # its StaticIndexedLayer holds 2 × the index-key bytes computed here (32 a token and layer
+        # for index_head_dim 16): not yet explained, so llmcalc's dots3-note KV figure is not
+        # claimed exact (README); the K/V and latent part is
+        assert m.kv_cache_bytes - ours == 2 * 8 * 16 * 2 * BATCH, covers
+        assert ours == KV_BY_HAND[model_type], covers
+        return
     assert m.kv_cache_bytes == ours == KV_BY_HAND[model_type], covers

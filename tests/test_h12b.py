@@ -405,10 +405,11 @@ def test_minimax_m3_prefill_equals_flop_counter(write: Any) -> None:
     """The indexer's q/k projections are weight FLOPs; its scores add 2·h_idx·d_idx a query–key pair
     (all n × n of them, as the main attention's under eager)."""
     spec = load_spec(write("config.json", M3_SMALL))
-    assert [(g.name, g.attention.index_heads) for g in spec.layer_groups] == [
-        ("sparse_attention/dense", 2),
+    # the indexer's scores: 2 · 2 heads · 8 per query–key pair
+    assert [(g.name, g.attention.index_pair_flops) for g in spec.layer_groups] == [
+        ("sparse_attention/dense", 32),
         ("full_attention/moe", 0),
-        ("sparse_attention/moe", 2),
+        ("sparse_attention/moe", 32),
     ]
     m = measure_forward(spec, num_layers=3, seq_len=8)
     ours = forward_flops_per_sequence(spec, ctx=8, causal=False)

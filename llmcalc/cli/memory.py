@@ -34,8 +34,8 @@ from llmcalc.cli._options import (
     DTypeOpt,
     ImageSizeOpt,
     ImagesOpt,
-    SourceLenOpt,
     KvDTypeOpt,
+    SourceLenOpt,
     image_size_override,
     speaks_flags,
 )

@@ -58,10 +58,10 @@ def sub_fields(
     model_type = fields.get("model_type", default_type)
     if not isinstance(model_type, str):
         raise FieldError(f"{key}.model_type", f"{key}.model_type must be a string")
-    base = family_defaults.sub_defaults(model_type)
-    if base is None:
+    declared = family_defaults.sub_defaults(model_type)
+    if declared is None:
         raise FieldError(f"{key}.model_type", f"{key}.model_type {model_type!r} is not supported here")
-    return {**base, **dict(fields), "model_type": model_type}
+    return {**declared, **dict(fields), "model_type": model_type}
 
 
 def read_sub(cls: type[FamilyConfig], fields: Mapping[str, Any], key: str) -> Any:

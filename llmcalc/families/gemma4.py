@@ -116,8 +116,8 @@ class Gemma4TextConfig(Gemma4UnifiedTextConfig):
         """(experts, top-k, expert width) when the MoE block is on."""
         if not self.enable_moe_block:
             return None
-        for f in ("num_experts", "top_k_experts", "moe_intermediate_size"):
-            require(getattr(self, f) is not None, f, "must be set when enable_moe_block is true")
+        for name in ("num_experts", "top_k_experts", "moe_intermediate_size"):
+            require(getattr(self, name) is not None, name, "must be set when enable_moe_block is true")
         E, k, f = self.num_experts, self.top_k_experts, self.moe_intermediate_size
         assert E is not None and k is not None and f is not None
         check_top_k(k, E, k_field="top_k_experts", e_field="num_experts")
@@ -163,7 +163,12 @@ def attention_plan(c: Gemma4UnifiedTextConfig) -> tuple[LayerPlan, dict[str, tup
         geometry[name] = (kind, lhd, lkv)
         moved.setdefault(name, []).append(i)
     for name, indices in moved.items():
-        if name not in plan:
+        kind = geometry[name][0]
+        if name != kind and kind in plan and len(set(indices)) == len(plan[kind]):
+            # every layer of its kind (a saved config spells global_head_dim out per layer): the
+            # kind keeps its name, with this geometry
+            geometry[kind] = geometry[name]
+        elif name not in plan:
             plan = override_plan(plan, indices, name)
     return plan, geometry
 
@@ -234,13 +239,13 @@ def describe(c: Gemma4UnifiedTextConfig) -> Architecture:
     for kinds, layers in plan.items():
         tensors, attention = layer(kinds[0], kinds[1] == SHARED)
         groups.append(LayerGroup(crossed_name(kinds, plan), layers, tuple(tensors), attention))
-    tensors = (
+    outer = (
         *llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         *(per_layer_input_outer(L, d, pl[0], vocab=pl[1]) if pl is not None else []),
     )
     return Architecture(
         shape=c.shape(tied=c.tie_word_embeddings),
-        tensors=tensors,
+        tensors=outer,
         layer_groups=tuple(groups),
         moe=MoE(num_experts=moe[0], experts_per_tok=moe[1]) if moe is not None else None,
     )

@@ -128,8 +128,9 @@ class CompositeConfig(FamilyConfig):
                 "vision_config.model_type",
                 f"vision_config.model_type {kind!r} is not supported (one of: {', '.join(TOWERS)})",
             )
-        cls = {"siglip_vision_model": SiglipVisionConfig,
-               "internvl_vision": InternVisionConfig}.get(kind, VisionConfig)
+        classes: dict[str, type[VisionConfig]] = {
+            "siglip_vision_model": SiglipVisionConfig, "internvl_vision": InternVisionConfig}
+        cls = classes.get(kind, VisionConfig)
         c = read_sub(cls, fields, "vision_config")
         return c, styled(style, c)
 

@@ -32,6 +32,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.spec import MLSTM, LayerGroup, LayerSet, Mixer, Shape, Tensor
 
+
 class XLSTMConfig(FamilyConfig):
     transformers_class = "xLSTMConfig"
 

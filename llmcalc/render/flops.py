@@ -12,7 +12,6 @@ from llmcalc.flops import (
     FLOPS_PER_MAC,
     STATE_READS,
     TRAINING_MULTIPLIER,
-    AttentionTerm,
     FlopsResult,
     position_flops,
 )
@@ -219,7 +218,7 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         lines.append(
             f"  {a.group}: {plural(a.num_layers, 'layer')} × (2 × {keys} × {a.heads} heads × "
             f"({a.qk_head_dim} + {a.v_head_dim}){index}) = {n(a.num_layers * a.per_layer)}"
-            if a.topk is not None
+            if a.topk is not None or a.index_pair_flops
             else f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
             f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
         )
@@ -233,12 +232,12 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         )
     for g in spec.layer_groups:
         if g.attention is not None and g.attention.position_keys:
-            a = g.attention
+            att = g.attention
             lines.append(
                 f"  {g.name}, relative positions: {plural(len(g.layers), 'layer')} × 2 × "
-                f"{n(a.position_keys)} positions × {a.heads} heads × {a.qk_head_dim} = "
-                f"{n(len(g.layers) * position_flops(a))} (and {n(a.sequence_flops)} per layer and "
-                "sequence projecting the position table)"
+                f"{n(att.position_keys)} positions × {att.heads} heads × {att.qk_head_dim} = "
+                f"{n(len(g.layers) * position_flops(att))} (and {n(att.sequence_flops)} per layer "
+                "and sequence projecting the position table)"
             )
     if r.source_len is not None:
         lines.append(f"  cross-attention over {n(r.source_len)} encoder tokens, every decoder "
