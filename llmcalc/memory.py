@@ -72,12 +72,22 @@ def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -
     sharing) or in an encoder's bidirectional attention (the whole sequence is encoded at once)."""
     if attention.kv_shared or not attention.causal:  # an encoder's attention caches nothing
         return 0
+    index = 0 if attention.index_key_fp32 else attention.index_key_dim
     if attention.kv_latent_dim is not None and not decompressed:
         # kv_lora_rank + qk_rope_head_dim (MLA)
-        return attention.kv_latent_dim + attention.index_key_dim
+        return attention.kv_latent_dim + index
     # K: kv_heads × d_qk, V: kv_heads × d_v  (= 2·kv·hd; MLA decompressed: heads × (d_qk + d_v))
     kv = attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
-    return kv + attention.index_key_dim
+    return kv + index
+
+
+def fp32_elements_per_layer(attention: Attention) -> int:
+    """Cached elements per token in one layer that transformers keeps in float32 whatever the
+    cache dtype: dots3-note's indexer keys [index_key_dim] (its indexed layers' rotary cos/sin are
+    float32, so the rotated key is; transformers DynamicIndexedLayer.indexer_keys)."""
+    if attention.kv_shared or not attention.causal or not attention.index_key_fp32:
+        return 0
+    return attention.index_key_dim
 
 
 def is_mla(spec: ModelSpec) -> bool:
@@ -124,21 +134,36 @@ def state_bytes_per_sequence(spec: ModelSpec, *, dtype: DType) -> int:
     )
 
 
+def fp32_elements_per_token(spec: ModelSpec) -> int:
+    """Cached elements one token adds across all layers that stay float32 (0 for most models)."""
+    return sum(
+        g.cached_runs * fp32_elements_per_layer(g.attention)
+        for g in spec.layer_groups
+        if g.attention is not None
+    )
+
+
 def kv_cache_bytes_per_token(
     spec: ModelSpec, *, dtype: DType, decompressed: bool = False
 ) -> int:
-    """Bytes one token adds to the cache: 2 · layers · kv heads · head dim · bytes (MLA: the latent)."""
-    return nbytes(kv_elements_per_token(spec, decompressed=decompressed), dtype)
+    """Bytes one token adds to the cache: 2 · layers · kv heads · head dim · bytes (MLA: the latent),
+    plus the elements transformers keeps in float32."""
+    return nbytes(kv_elements_per_token(spec, decompressed=decompressed), dtype) + nbytes(
+        fp32_elements_per_token(spec), STATE_FP32
+    )
 
 
-def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool) -> int:
+def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool, fp32: bool = False) -> int:
+    """A group's cached elements for one sequence at ``ctx``: those at the cache dtype, or
+    (``fp32``) those kept in float32."""
     if g.attention is None:
         return 0
-    return (
-        g.cached_runs
-        * g.attention.tokens_seen(ctx)
-        * kv_elements_per_layer(g.attention, decompressed=decompressed)
+    per_layer = (
+        fp32_elements_per_layer(g.attention)
+        if fp32
+        else kv_elements_per_layer(g.attention, decompressed=decompressed)
     )
+    return g.cached_runs * g.attention.tokens_seen(ctx) * per_layer
 
 
 def has_cross_attention(spec: ModelSpec) -> bool:
@@ -180,6 +205,10 @@ def kv_cache_bytes(
     elements = sum(
         _group_kv_elements(g, ctx=ctx, decompressed=decompressed) for g in spec.layer_groups
     )
+    fp32 = sum(
+        _group_kv_elements(g, ctx=ctx, decompressed=decompressed, fp32=True)
+        for g in spec.layer_groups
+    )
     cross = 0
     if has_cross_attention(spec):
         from llmcalc.flops import source_len_of  # Whisper's encoder: a fixed number of tokens
@@ -188,6 +217,7 @@ def kv_cache_bytes(
         cross = cross_kv_cache_bytes(spec, batch=batch, source_len=n, dtype=dtype)
     return (
         nbytes(batch * elements, dtype)
+        + nbytes(batch * fp32, STATE_FP32)
         + cross
         + batch * state_bytes_per_sequence(spec, dtype=dtype)
     )
@@ -211,6 +241,7 @@ class KVTerm:
     tokens: int  # cached per sequence at this context
     cross: bool = False  # an encoder–decoder's cross-attention cache: tokens are encoder tokens
     index_key_dim: int = 0  # a sparse-attention indexer's cached key per token
+    index_key_fp32: bool = False  # …kept in float32 (not in elements_per_token then)
 
 
 @dataclass(frozen=True)
@@ -297,6 +328,7 @@ def memory(
             elements_per_token=kv_elements_per_layer(g.attention),
             tokens=g.attention.tokens_seen(ctx),
             index_key_dim=g.attention.index_key_dim,
+            index_key_fp32=g.attention.index_key_fp32,
         )
         for g in spec.layer_groups
         if g.attention is not None

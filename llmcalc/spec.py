@@ -77,7 +77,9 @@ class Attention:
     ``topk`` tokens that a lightning indexer picks after scoring every earlier token at
     ``index_pair_flops`` per query–key pair (0 where a layer reuses another's choice; MiniMax-M3's
     block-sparse layers: the indexer's cost, their block choice not modelled); it caches
-    ``index_key_dim`` elements per token for that (its single-head keys).
+    ``index_key_dim`` elements per token for that (its single-head keys), in float32 where
+    ``index_key_fp32`` (dots3-note rotates them with float32 cos/sin, so transformers' cache keeps
+    them so), else at the cache dtype.
     """
 
     heads: int
@@ -94,6 +96,7 @@ class Attention:
     topk: int | None = None
     index_pair_flops: int = 0
     index_key_dim: int = 0
+    index_key_fp32: bool = False
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of

@@ -576,8 +576,11 @@ def _dots3_kinds(
     sliding = Attention(h, h, qk, swa.v_head_dim, window=c.sliding_window, kv_latent_dim=latent)
     swa_attn = [attn[0], *mla(p, swa), *extra(swa)]  # attn[0]: the input norm
     plain = replace(indexed, topk=None, index_pair_flops=0, index_key_dim=0)
+    # its indexed layers' rotary cos/sin are float32 (Dots3NoteTextModel.forward), so the rotated
+    # indexer key is, and transformers' cache keeps it in float32 at any model dtype
+    fp32_keys = replace(indexed, index_key_fp32=True)
     return {
-        FULL_INDEX: ([*attn, *extra(c), *own], indexed),
+        FULL_INDEX: ([*attn, *extra(c), *own], fp32_keys),
         PLAIN: ([*attn, *extra(c)], plain),
         SLIDING_KIND: (swa_attn, sliding),
     }

@@ -189,13 +189,18 @@ def explain_lines(r: MemoryResult) -> list[str]:
             what = f"latent {a.latent_dim} (kv_lora_rank + rope head dim)"
         else:
             what = f"{a.kv_heads} kv heads × ({a.qk_head_dim} + {a.v_head_dim}) (K and V)"
-        if a.index_key_dim:
+        if a.index_key_dim and not a.index_key_fp32:
             what = f"({what} + indexer keys {a.index_key_dim})"
         lines.append(
             f"  {a.group}: {plural(a.num_layers, 'layer')} × {what} = "
             f"{n(a.num_layers * a.elements_per_token)} elements"
         )
-    lines.append(f"  × {kb} bits / 8 = {n(r.kv_cache_bytes_per_token)} bytes")
+    fp32 = [a for a in r.kv_terms if a.index_key_fp32]
+    per_token = f"  × {kb} bits / 8"
+    if fp32:  # dots3-note: transformers keeps these indexer keys in float32
+        keys = " + ".join(f"{a.num_layers} × {a.index_key_dim}" for a in fp32)
+        per_token += f" + indexer keys ({keys}) × 32 bits / 8 (float32 in transformers' cache)"
+    lines.append(f"{per_token} = {n(r.kv_cache_bytes_per_token)} bytes")
     for a in r.kv_terms:
         if a.cross:
             lines.append(
@@ -209,6 +214,9 @@ def explain_lines(r: MemoryResult) -> list[str]:
         if a.cross:
             tokens = f"{n(a.tokens)} encoder tokens"
         parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}")
+    fp32_part = " + ".join(
+        f"{a.num_layers} × {n(a.tokens)} × {n(a.index_key_dim)}" for a in fp32
+    )
     for s in r.state_terms:
         lines.append(
             f"state per sequence, {s.group}: {plural(s.num_layers, 'layer')} × "
@@ -220,6 +228,8 @@ def explain_lines(r: MemoryResult) -> list[str]:
         )
     plus = f" + {r.batch} × {n(r.state_bytes_per_sequence)} state" if r.state_terms else ""
     kv_part = f"({' + '.join(parts)}) elements × {kb} bits / 8" if parts else "0"
+    if fp32_part:
+        kv_part += f" + ({fp32_part}) float32 indexer keys × 4 bytes"
     lines.append(
         f"KV cache = {r.batch} × {kv_part}{plus} "
         f"= {n(r.kv_cache_bytes)} bytes ({gib(r.kv_cache_bytes)})"
