@@ -188,8 +188,29 @@ def attention_causal_pairs(attention: Attention, *, ctx: int) -> int:
         return bidirectional_pairs(ctx=ctx, window=attention.window)
     if attention.chunked and attention.window is not None:
         return chunked_causal_pairs(ctx=ctx, chunk=attention.window)
+    if attention.index_block and attention.topk is not None and attention.window is None:
+        return qsa_causal_pairs(ctx=ctx, budget=attention.topk, block=attention.index_block)
     caps = [c for c in (attention.window, attention.topk) if c is not None]
     return causal_pairs(ctx=ctx, window=min(caps) if caps else None)
+
+
+def qsa_causal_pairs(*, ctx: int, budget: int, block: int) -> int:
+    """Pairs QSA's softmax reads over ``ctx`` tokens: Σᵢ min(i, budget + i mod b), i = 1..ctx
+    (budget a multiple of b). Query i reads all i keys while ⌊i/b⌋·b ≤ budget, i.e. for
+    i < budget + b; after that the budget and its incomplete block's i mod b keys, which cycle
+    through 0..b−1 from i = budget + b on."""
+    head = min(ctx, budget + block - 1)
+    pairs = head * (head + 1) // 2
+    rest = ctx - head  # queries budget + b … ctx
+    cycles, left = divmod(rest, block)
+    return pairs + budget * rest + cycles * (block * (block - 1) // 2) + left * (left - 1) // 2
+
+
+def block_pairs(*, ctx: int, block: int) -> int:
+    """Query–block pairs QSA's indexer scores over ``ctx`` tokens: Σᵢ ⌊i/b⌋, i = 1..ctx
+    (= b·q(q − 1)/2 + q·(r + 1) for ctx = q·b + r)."""
+    q, r = divmod(ctx, block)
+    return block * q * (q - 1) // 2 + q * (r + 1)
 
 
 def index_flops(attention: Attention, *, pairs: int) -> int:
@@ -201,7 +222,7 @@ def attention_layer_flops_per_token(attention: Attention, *, ctx: int) -> int:
     """One token in one layer: the keys its softmax reads × 2·h·(d_qk + d_v), plus the indexer
     scoring every key it sees (DeepSeek sparse attention)."""
     return attention.keys_attended(ctx) * pair_flops(attention) + index_flops(
-        attention, pairs=attention.tokens_seen(ctx)
+        attention, pairs=attention.keys_indexed(ctx)
     )
 
 
@@ -400,7 +421,10 @@ def _pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
 
 
 def _index_pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
-    """Pairs the indexer scores: every earlier token (causal) or all n² (its dense matmul)."""
+    """Pairs the indexer scores: every earlier token (causal) or all n² (its dense matmul); QSA's
+    per-query loop scores the complete blocks each query sees, in both figures."""
+    if attention.index_block:
+        return block_pairs(ctx=ctx, block=attention.index_block)
     return causal_pairs(ctx=ctx, window=attention.window) if causal else ctx * ctx
 
 
@@ -600,6 +624,7 @@ class AttentionTerm:
     index_keys: int = 0  # keys the indexer scores (every key the query sees)
     index_pair_flops: int = 0  # 2·H_I·(d_I + 1) per scored key
     index_causal_pairs: int = 0
+    index_block: int = 0  # QSA: the indexer scores pooled blocks of this many keys
 
 
 @dataclass(frozen=True)
@@ -706,11 +731,12 @@ def flops(
             per_layer=attention_layer_flops_per_token(g.attention, ctx=ctx),
             causal_pairs=attention_causal_pairs(g.attention, ctx=ctx),
             topk=g.attention.topk,
-            index_keys=g.attention.tokens_seen(ctx) if g.attention.index_pair_flops else 0,
+            index_keys=g.attention.keys_indexed(ctx) if g.attention.index_pair_flops else 0,
             index_pair_flops=g.attention.index_pair_flops,
             index_causal_pairs=_index_pairs(g.attention, ctx=ctx, causal=True)
             if g.attention.index_pair_flops
             else 0,
+            index_block=g.attention.index_block,
         )
         for g in spec.layer_groups
         if g.attention is not None

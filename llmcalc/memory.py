@@ -30,6 +30,7 @@ from llmcalc.spec import Attention, LayerGroup, Mixer, ModelSpec, context_notes
 from llmcalc.units import DType, nbytes
 
 STATE_FP32 = DType.fp32  # the dtype transformers keeps an SSM state in (MambaMixer, Mamba2Mixer)
+TOKEN_ID_BYTES = 8  # a token id a state keeps (torch.long: Qwen4-Exp's n-gram context)
 
 
 def _check(**values: int) -> None:
@@ -119,10 +120,11 @@ def conv_dtype(m: Mixer, dtype: DType) -> DType:
 
 
 def state_bytes_per_layer(m: Mixer, *, dtype: DType) -> int:
-    """One sequence's state in one layer: conv_dim × kernel at ``dtype`` + h × p × N (fp32)."""
+    """One sequence's state in one layer: conv_dim × kernel at ``dtype`` + h × p × N (fp32)
+    (+ the int64 token ids it keeps)."""
     return nbytes(m.conv_elements, conv_dtype(m, dtype)) + nbytes(
         m.state_elements, state_dtype(m, dtype)
-    )
+    ) + TOKEN_ID_BYTES * m.token_ids
 
 
 def state_bytes_per_sequence(spec: ModelSpec, *, dtype: DType) -> int:
@@ -256,6 +258,7 @@ class StateTerm:
     state_dtype: DType
     bytes_per_layer: int
     conv_dtype: DType | None = None  # None: the cache dtype
+    token_ids: int = 0  # int64 token ids kept beside (Qwen4-Exp's n-gram context)
 
 
 @dataclass(frozen=True)
@@ -358,6 +361,7 @@ def memory(
             state_dtype=state_dtype(g.mixer, kv_dtype),
             bytes_per_layer=state_bytes_per_layer(g.mixer, dtype=kv_dtype),
             conv_dtype=conv_dtype(g.mixer, kv_dtype),
+            token_ids=g.mixer.token_ids,
         )
         for g in spec.layer_groups
         if g.mixer is not None

@@ -80,6 +80,10 @@ class Attention:
     ``index_key_dim`` elements per token for that (its single-head keys), in float32 where
     ``index_key_fp32`` (dots3-note rotates them with float32 cos/sin, so transformers' cache keeps
     them so), else at the cache dtype.
+    ``index_block`` (Qwen4-Exp's QSA, transformers ``Qwen4ExpTextQSAIndexer``): the indexer scores
+    one mean-pooled key per complete block of ``index_block`` tokens (query i: ⌊i / b⌋ blocks, in
+    a per-query loop, so a full forward pass counts those too, not n²), and the softmax reads the
+    ``topk`` tokens of the blocks it picks plus the incomplete tail: min(i, topk + i mod b) keys.
     """
 
     heads: int
@@ -97,6 +101,7 @@ class Attention:
     index_pair_flops: int = 0
     index_key_dim: int = 0
     index_key_fp32: bool = False
+    index_block: int = 0
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of
@@ -110,7 +115,16 @@ class Attention:
         """Keys one query's softmax attention reads at context ``ctx``: those it sees, or at most
         ``topk`` of them (sparse attention)."""
         seen = self.tokens_seen(ctx)
-        return seen if self.topk is None else min(seen, self.topk)
+        if self.topk is None:
+            return seen
+        tail = seen % self.index_block if self.index_block else 0  # QSA: the incomplete block
+        return min(seen, self.topk + tail)
+
+    def keys_indexed(self, ctx: int) -> int:
+        """What one query's indexer scores at context ``ctx``: every key it sees, or (QSA) one
+        pooled key per complete block of them."""
+        seen = self.tokens_seen(ctx)
+        return seen // self.index_block if self.index_block else seen
 
 
 # Sequence mixers other than softmax attention, by ``Mixer.kind``.
@@ -146,6 +160,10 @@ class Mixer:
     runs as elementwise products (Inkling 2's dynamic convs): in the state, not in the FLOPs.
     ``step_flops`` / ``prefill_flops`` (CCA): what a decoding step / a whole prefill spends beyond the
     weights (convolution positions recomputed from the state; the delayed value's first step).
+    ``extra_conv``: more convolution state at the conv state's dtype, beside conv_dim × kernel
+    (Qwen4-Exp's per-layer n-gram embedding: its own dilated conv's last inputs; that conv's FLOPs
+    are counted with the weights). ``token_ids``: token ids the state keeps, int64 whatever the
+    dtype (Qwen4-Exp: the last ngram_size − 1 ids its n-gram hashes need).
     """
 
     kind: str
@@ -161,12 +179,15 @@ class Mixer:
     elementwise_conv_dim: int = 0
     step_flops: int = 0
     prefill_flops: int = 0
+    extra_conv: int = 0
+    token_ids: int = 0
 
     @property
     def conv_elements(self) -> int:
         """Convolution state per sequence: conv_dim channels × conv_kernel columns (RG-LRU: the
-        kernel − 1 inputs a step needs beside the new one)."""
-        return self.conv_dim * (self.conv_kernel - 1 if self.kind == RG_LRU else self.conv_kernel)
+        kernel − 1 inputs a step needs beside the new one), + extra_conv."""
+        columns = self.conv_kernel - 1 if self.kind == RG_LRU else self.conv_kernel
+        return self.conv_dim * columns + self.extra_conv
 
     @property
     def state_elements(self) -> int:

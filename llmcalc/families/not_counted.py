@@ -67,9 +67,6 @@ NOT_COUNTED: dict[str, str] = {
     "qwen3_5": MULTIMODAL,
     "qwen3_5_moe": MULTIMODAL,
     "qwen4_exp": MULTIMODAL,
-    "qwen4_exp_text": SSM + " (gated DeltaNet hybrid with hyper-connections (hc_count residual"
-    " streams), per-layer hashed n-gram embeddings with their own conv state, and a QSA token"
-    " indexer on the attention layers)",
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
     "rembert": ENCODER,
     "roberta-prelayernorm": ENCODER,

@@ -210,8 +210,11 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
         if a.topk is not None:
             keys = f"min({keys}, index_topk {n(a.topk)})"
+            if a.index_block:  # QSA: the budget plus the incomplete block's keys
+                keys = f"min({n(r.ctx)}, {n(a.topk)} + {n(r.ctx)} mod {a.index_block})"
+        scored = f"blocks of {a.index_block} scored" if a.index_block else "keys scored"
         index = (
-            f" + {n(a.index_keys)} keys scored × {n(a.index_pair_flops)} (indexer)"
+            f" + {n(a.index_keys)} {scored} × {n(a.index_pair_flops)} (indexer)"
             if a.index_pair_flops
             else ""
         )
@@ -222,7 +225,14 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
             else f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
             f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
         )
-    if any(a.topk is not None for a in r.attention_terms):
+    if any(a.index_block for a in r.attention_terms):
+        lines.append(
+            "  Qwen4-Exp QSA (transformers modeling_qwen4_exp.py, Qwen4ExpTextQSAIndexer): the "
+            "indexer scores one mean-pooled key per complete block at 2·indexer_n_heads·"
+            "indexer_head_dim FLOPs; the softmax reads the indexer_budget tokens of the blocks it "
+            "picks plus the incomplete block"
+        )
+    if any(a.topk is not None and not a.index_block for a in r.attention_terms):
         lines.append(
             "  DeepSeek sparse attention (DeepSeek-V3.2-Exp §2.1; transformers "
             "modeling_deepseek_v32.py): each query's softmax reads at most index_topk keys; the "
@@ -284,6 +294,9 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
          for a in r.attention_terms]
         + [f"{a.num_layers} × {n(r.ctx)}² × {n(a.index_pair_flops)} (indexer)"
+           if not a.index_block else
+           f"{a.num_layers} × {n(a.index_causal_pairs)} query–block pairs × "
+           f"{n(a.index_pair_flops)} (QSA indexer)"
            for a in r.attention_terms if a.index_pair_flops]
         + [f"{t.num_layers} × {n(t.full_per_layer)} ({t.mixer.kind} scan"
            + (f" in chunks of {t.mixer.chunk}" if t.mixer.chunk else "")
@@ -310,7 +323,9 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         f"= {n(r.forward_flops_per_sequence)}"
     )
     pairs = "n(n+1)/2 pairs" + (", window w: w(w+1)/2 + (n−w)·w" if any(
-        a.window for a in r.attention_terms) else "")
+        a.window for a in r.attention_terms) else "") + (
+        ", QSA budget B in blocks of b: Σ min(i, B + i mod b)" if any(
+            a.index_block for a in r.attention_terms) else "")
     causal_sum = f"{n(r.ctx)} × {n(r.weight_flops_per_token)}" + plus(causal)
     lines.append(
         f"prefill, causal ({pairs}) = {times_batch(causal_sum)} "

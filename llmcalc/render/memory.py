@@ -223,7 +223,9 @@ def explain_lines(r: MemoryResult) -> list[str]:
             f"({n(s.conv_elements)} conv elements × "
             f"{kb if s.conv_dtype is None else DTYPE_BITS[s.conv_dtype]} bits / 8 + "
             f"{n(s.state_elements)} "
-            f"{s.kind} state elements × {DTYPE_BITS[s.state_dtype]} bits / 8) "
+            f"{s.kind} state elements × {DTYPE_BITS[s.state_dtype]} bits / 8"
+            + (f" + {n(s.token_ids)} int64 token ids × 8" if s.token_ids else "")
+            + ") "
             f"= {n(s.num_layers * s.bytes_per_layer)} bytes"
         )
     plus = f" + {r.batch} × {n(r.state_bytes_per_sequence)} state" if r.state_terms else ""
