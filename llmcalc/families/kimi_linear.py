@@ -26,8 +26,10 @@ the first ``first_k_dense_replace`` (2) dense. KDA has ``num_attention_heads`` h
 and a kernel of ``short_conv_kernel_size`` unless ``linear_num_heads`` / ``linear_head_dim`` /
 ``linear_conv_kernel_dim`` are given (transformers writes them when it saves a config, whose
 ``head_dim`` it sets to qk_rope_head_dim). transformers keeps the conv weights, A_log, dt_bias and
-the router in float32 and the conv state at the model's dtype. The checkpoint's
-multi-token-prediction layer (``num_nextn_predict_layers``) is not built: not counted.
+the router in float32 and the conv state at the model's dtype. transformers does not build the
+checkpoint's multi-token-prediction layer (``num_nextn_predict_layers``, ``model.layers.{L}``: an MLA
++ MoE layer with eh_proj, enorm, hnorm and final_layernorm, sharing the embedding and head, as the
+Megatron-Bridge weight map of Ling 3 lists it): not counted, its size given as ``mtp_params``.
 """
 
 from __future__ import annotations
@@ -284,8 +286,7 @@ def describe(c: KimiLinearConfig) -> Architecture:
             groups.append(LayerGroup(crossed_name(kinds, plan), layers,
                                      (*kda_tensors, *ffn[ffn_kind], *norms), None, mixer))
     has_moe = any(kinds[1] == SPARSE for kinds in plan)
-    # Ling 3's MTP layer (model.layers.{L} in the checkpoint): an MLA + MoE decoder layer with
-    # eh_proj, enorm, hnorm and final_layernorm, sharing the model's embedding and head
+    # Ling 3's MTP layer (see the module docstring); 0 for Kimi Linear
     n_mtp = c.mtp_layers
     mtp = mtp_params([*mla_tensors, *ffn[SPARSE], *norms], d=d, vocab=v, modules=n_mtp,
                      own_vocab=False)
