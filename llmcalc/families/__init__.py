@@ -141,6 +141,7 @@ MODEL_TYPES: dict[str, Family] = {
     "zamba2": Family("zamba", "Zamba2Config", "describe_zamba2"),
     "recurrent_gemma": Family("recurrent_gemma", "RecurrentGemmaConfig"),
     "kimi_linear": Family("kimi_linear", "KimiLinearConfig"),
+    "bailing_hybrid": Family("kimi_linear", "BailingHybridConfig"),
     "minimax": Family("minimax", "MiniMaxConfig"),
     "rwkv": Family("rwkv", "RwkvConfig"),
     "xlstm": Family("xlstm", "XLSTMConfig"),

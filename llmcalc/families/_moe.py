@@ -115,12 +115,13 @@ def indexer(p: str, d: int, q_lora_rank: int, heads: int, head_dim: int) -> list
 # ---- multi-token prediction (DeepSeek-V3 §2.2, GLM-4.5) -----------------------------------------
 
 
-def mtp_params(layer: list[Tensor], *, d: int, vocab: int, modules: int) -> int:
+def mtp_params(layer: list[Tensor], *, d: int, vocab: int, modules: int,
+               own_vocab: bool = True) -> int:
     """Parameters of ``modules`` multi-token-prediction modules as a checkpoint stores them, each:
     one more decoder layer (``layer``, an MoE one), enorm and hnorm [d], eh_proj [d, 2·d], and its
     own copies of the embedding and of the output head with their norm (embed [V, d], shared_head
-    norm [d] and head [V, d])."""
-    one = sum(t.numel for t in layer) + 2 * vocab * d + 2 * d * d + 3 * d
+    norm [d] and head [V, d]); without ``own_vocab`` (Ling 3) the final norm [d] alone."""
+    one = sum(t.numel for t in layer) + 2 * d * d + 3 * d + (2 * vocab * d if own_vocab else 0)
     return modules * one
 
 

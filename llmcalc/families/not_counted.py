@@ -23,8 +23,6 @@ DEEPSEEK_V4 = (
 GEMMA4 = DENSE_TODO + " (per-layer embeddings and head dims, KV-shared layers, optional MoE block)"
 
 NOT_COUNTED: dict[str, str] = {
-    "bailing_hybrid": SSM + " (Kimi delta attention + MLA with an output gate + DeepSeek-V3 MoE:"
-    " to be built on the kimi_linear family's KDA mixer)",
     "bert-generation": ENCODER,
     "big_bird": ENCODER,
     "bigbird_pegasus": ENC_DEC,
