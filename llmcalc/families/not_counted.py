@@ -64,8 +64,6 @@ NOT_COUNTED: dict[str, str] = {
     "phi4_multimodal": MULTIMODAL,
     "plbart": ENC_DEC,
     "prophetnet": ENC_DEC,
-    "qwen3_5": MULTIMODAL,
-    "qwen3_5_moe": MULTIMODAL,
     "qwen4_exp": MULTIMODAL,
     "qwen4_exp_text": SSM + " (gated DeltaNet hybrid with hyper-connections (hc_count residual"
     " streams), per-layer hashed n-gram embeddings with their own conv state, and a QSA token"
