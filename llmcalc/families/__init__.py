@@ -206,6 +206,8 @@ MODEL_TYPES: dict[str, Family] = {
     "llama4": Family("vlm", "Llama4Config", "describe_llama4"),
     "qwen3_vl": Family("vlm", "Qwen3VLConfig", "describe_qwen3_vl"),
     "qwen3_vl_moe": Family("vlm", "Qwen3VLMoeConfig", "describe_qwen3_vl"),
+    "qwen3_5": Family("vlm", "Qwen3_5Config", "describe_qwen3_vl"),
+    "qwen3_5_moe": Family("vlm", "Qwen3_5MoeConfig", "describe_qwen3_vl"),
     # -- more mixture-of-experts decoders (issue 12) --
     "solar_open": Family("gqa_moe", "SolarOpenConfig"),
     "kolibri1": Family("gqa_moe", "Kolibri1Config"),

@@ -62,8 +62,6 @@ NOT_COUNTED: dict[str, str] = {
     "phi4_multimodal": MULTIMODAL,
     "plbart": ENC_DEC,
     "prophetnet": ENC_DEC,
-    "qwen3_5": MULTIMODAL,
-    "qwen3_5_moe": MULTIMODAL,
     "qwen4_exp": MULTIMODAL,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
     "rembert": ENCODER,

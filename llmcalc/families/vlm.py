@@ -10,7 +10,7 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 - the others, each a config class and a short describe function below: ``llava_next``,
   ``llava_onevision`` (anyres grids), ``gemma3``, ``paligemma``, ``mistral3``, ``aya_vision``,
   ``internvl``, ``idefics3`` / ``smolvlm``, ``got_ocr2`` (SAM tower), ``qwen2_vl`` / ``qwen2_5_vl``
-  / ``qwen3_vl`` / ``qwen3_vl_moe`` (Qwen-ViT), ``llama4``.
+  / ``qwen3_vl`` / ``qwen3_vl_moe`` / ``qwen3_5`` / ``qwen3_5_moe`` (Qwen-ViT), ``llama4``.
 
 Per image, a part's FLOPs are its matrices times the tokens they meet plus bidirectional attention
 (flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language model's
@@ -819,6 +819,9 @@ class Qwen3VLConfig(Qwen2VLConfig):
     default_text: ClassVar[str] = "qwen3_vl_text"
     default_vision: ClassVar[str] = "qwen3_vl_vision"
     tie_from_text: ClassVar[bool] = False
+    # whether the tower builds deepstack_merger_list (Qwen3.5's does not, whatever
+    # vision_config.deepstack_visual_indexes says)
+    deepstack: ClassVar[bool] = True
 
     def text(self) -> dict[str, Any]:
         fields = self.sub("text_config", self.default_text)
@@ -833,6 +836,29 @@ class Qwen3VLMoeConfig(Qwen3VLConfig):
     composite_type: ClassVar[str] = "qwen3_vl_moe"
     default_text: ClassVar[str] = "qwen3_vl_moe_text"
     default_vision: ClassVar[str] = "qwen3_vl_moe_vision"
+
+
+class Qwen3_5Config(Qwen3VLConfig):
+    """Qwen3.5 (Qwen Team 2026): Qwen3-VL's tower (biased patch conv, learned position table) and
+    patch merger, no deepstack mergers (Qwen3_5VisionModel builds none), and the hybrid language
+    model — gated DeltaNet in three of four layers, gated attention in the fourth (qwen3_5_text,
+    families/qwen3_next.py); qwen3_5/modeling_qwen3_5.py. Qwen3.6 checkpoints are this type."""
+
+    transformers_class = "Qwen3_5Config"
+    composite_type: ClassVar[str] = "qwen3_5"
+    default_text: ClassVar[str] = "qwen3_5_text"
+    default_vision: ClassVar[str] = "qwen3_5_vision"
+    deepstack: ClassVar[bool] = False
+
+
+class Qwen3_5MoeConfig(Qwen3_5Config):
+    """Qwen3.5-MoE: Qwen3.5's tower and merger, the routed hybrid language model
+    (qwen3_5_moe_text); qwen3_5_moe/modeling_qwen3_5_moe.py."""
+
+    transformers_class = "Qwen3_5MoeConfig"
+    composite_type: ClassVar[str] = "qwen3_5_moe"
+    default_text: ClassVar[str] = "qwen3_5_moe_text"
+    default_vision: ClassVar[str] = "qwen3_5_moe_vision"
 
 
 def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
@@ -868,7 +894,7 @@ def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
             *linear(f"{p}.linear_fc2", "linear_fc2", d_out, wide, bias=True),
         ]
 
-    deepstack = len(v.deepstack_visual_indexes or [])
+    deepstack = len(v.deepstack_visual_indexes or []) if c.deepstack else 0
     proj = [
         *merger("model.visual.merger", d),
         *(t for k in range(deepstack)
