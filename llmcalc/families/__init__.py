@@ -204,6 +204,7 @@ MODEL_TYPES: dict[str, Family] = {
     "llama4": Family("vlm", "Llama4Config", "describe_llama4"),
     "qwen3_vl": Family("vlm", "Qwen3VLConfig", "describe_qwen3_vl"),
     "qwen3_vl_moe": Family("vlm", "Qwen3VLMoeConfig", "describe_qwen3_vl"),
+    "phi4_multimodal": Family("phi4mm", "Phi4MultimodalConfig"),  # + audio encoder
     # -- more mixture-of-experts decoders (issue 12) --
     "solar_open": Family("gqa_moe", "SolarOpenConfig"),
     "kolibri1": Family("gqa_moe", "Kolibri1Config"),
