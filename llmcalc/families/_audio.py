@@ -143,8 +143,9 @@ def conformer(prefix: str, c: ConformerConfig, *, frames: int, name: str = "audi
         ]
     outer += linear(f"{emb}.out", "subsampling/out", d, ch * c.final_bins, bias=True)
     buckets = c.bias_max_distance * (1 if c.bias_symmetric else 2)
+    # an nn.Embedding of relative positions, the tower's position table
     outer.append(Tensor(f"{prefix}.relative_attention_bias_layer.bias_values.weight", (buckets, h),
-                        "relative_bias"))
+                        "embed/positions"))
     p = f"{prefix}.encoders.{{i}}"
 
     def macaron(m: str) -> list[Tensor]:
