@@ -601,7 +601,7 @@ def part_flops(part: Part) -> PartFlops:
 
 def image_tokens(spec: ModelSpec) -> int:
     """Tokens one image adds to the language model's context (0: no image input)."""
-    return sum(p.context_tokens for p in spec.parts)
+    return sum(p.context_tokens for p in spec.parts if p.input == "image")
 
 
 # ---- the command's figures -------------------------------------------------------------------------
@@ -708,7 +708,8 @@ def flops(
     encdec = has_cross_attention(spec)
     source = source_len_of(spec, ctx if source_len is None else source_len) if encdec else None
     part_figures = tuple(
-        part_flops(p) for p in spec.parts if not p.per_token and not (encdec and p.name == "encoder")
+        part_flops(p) for p in spec.parts
+        if not p.per_token and p.input == "image" and not (encdec and p.name == "encoder")
     )
     image_flops = images * sum(p.total for p in part_figures)
     w_terms = weight_terms(spec)

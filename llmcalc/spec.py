@@ -423,6 +423,9 @@ class Part:
     # (weight, attention) FLOPs per input when the family computes them whole (SAM's windowed
     # attention with padding and relative positions); None: from the tensors and input_tokens
     input_flops: tuple[int, int] | None = None
+    # what one input is: "image" (the per-image figures and image tokens sum these parts), or
+    # "audio" (one clip, its figures apart: Phi-4-multimodal's speech encoder)
+    input: str = "image"
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:

@@ -52,7 +52,8 @@ PartOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option("--part", metavar="PART",
         help="Of a whole model, one part alone: language, vision or projector (a vision–language "
-        "model), encoder or decoder (an encoder–decoder); count --json lists them under parts.",
+        "model; audio and audio_projector where it hears speech), encoder or decoder (an "
+        "encoder–decoder); count --json lists them under parts.",
         show_default=False,
     ),
 ]

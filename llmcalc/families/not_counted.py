@@ -59,7 +59,6 @@ NOT_COUNTED: dict[str, str] = {
     "musicgen_melody": ENC_DEC,
     "mvp": ENC_DEC,
     "pegasus": ENC_DEC,
-    "phi4_multimodal": MULTIMODAL,
     "plbart": ENC_DEC,
     "prophetnet": ENC_DEC,
     "qwen4_exp": MULTIMODAL,
