@@ -348,7 +348,8 @@ def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
     projector = Part(name="projector", tensors=tuple(proj),
                      shape=Shape(0, d_t, 0, 0, 0, v.hidden_size, 0, False),
                      input_tokens=(("", c.vision_soft_tokens_per_image),))
-    notes = ("audio encoder: parameters and weights only; its FLOPs per clip are not computed",)
+    notes: tuple[str, ...] = (
+        "audio encoder: parameters and weights only; its FLOPs per clip are not computed",)
     if c.image_size is not None and c.image_size != MOBILENET_SIDE:
         notes += (f"image_size {c.image_size}: the processor resizes every image to 768×768 "
                   "pixels; the per-image figures are for the size asked",)
