@@ -145,3 +145,12 @@ def test_an_unfollowed_tower_is_refused(fields: dict[str, Any], text: str) -> No
 def test_part_language_is_the_text_model() -> None:
     spec = spec_from_dict({"model_type": "gemma3n"}, name="g")
     assert count(spec_part(spec, "language")).total == 6_835_235_568  # gemma-3n-text-defaults
+
+
+def test_tower_flops_per_image() -> None:
+    """FlopCounterMode on timm 1.0.31's mobilenetv5_300m_enc (meta device, one 768 × 768 image)
+    counted 871,482,949,632: convolutions 775,676,657,664, multi-query attention 95,806,291,968."""
+    r = flops(spec_from_dict({"model_type": "gemma3n"}, name="g"), ctx=1, images=1)
+    vision = next(p for p in r.parts if p.part == "vision")
+    assert (vision.weight, vision.attention) == (775_676_657_664, 95_806_291_968)
+    assert vision.total == 871_482_949_632 and vision.input_size == 768
