@@ -502,12 +502,53 @@ def verify_transformers(spec: ModelSpec, *, trust_remote_code: bool = False) -> 
     """Build ``spec``'s transformers model on the meta device and compare every parameter."""
     start = time.perf_counter()
     _, transformers = _import()
+    if spec.model_type == "gemma3n" and not _importable("timm"):
+        theirs, against = _gemma3n_without_timm(spec, transformers)
+        return compare(spec, theirs, against=against, kind="transformers",
+                       seconds=time.perf_counter() - start)
     model = build_meta_model(spec, trust_remote_code=trust_remote_code)
     theirs = {name: tuple(p.shape) for name, p in model.named_parameters()}
     against = f"transformers {transformers.__version__} {type(model).__name__} (meta device)"
     return compare(
         spec, theirs, against=against, kind="transformers", seconds=time.perf_counter() - start
     )
+
+
+def _importable(module: str) -> bool:
+    try:
+        __import__(module)
+    except Exception:  # noqa: BLE001 - timm fails in several ways beside a mismatched torchvision
+        return False
+    return True
+
+
+def _gemma3n_without_timm(spec: ModelSpec, transformers: Any) -> tuple[dict[str, tuple[int, ...]], str]:
+    """Gemma3nForConditionalGeneration needs timm for its MobileNetV5 tower; without it, its other
+    modules built alone (the text model, the audio encoder, both embedders), named as in the
+    whole model, and the tower's tensors as llmcalc describes them, said in ``against``."""
+    torch, _ = _import()
+    from transformers.models.gemma3n import modeling_gemma3n as m
+
+    config = hf_config(spec)
+    with transformers_errors(spec), torch.device("meta"):
+        built = {
+            "model.language_model.": transformers.AutoModel.from_config(config.text_config),
+            "model.audio_tower.": m.Gemma3nAudioEncoder(config.audio_config),
+            "model.embed_vision.": m.Gemma3nMultimodalEmbedder(config.vision_config,
+                                                                config.text_config),
+            "model.embed_audio.": m.Gemma3nMultimodalEmbedder(config.audio_config,
+                                                               config.text_config),
+        }
+    theirs = {prefix + n: tuple(p.shape) for prefix, mod in built.items()
+              for n, p in mod.named_parameters()}
+    if not config.tie_word_embeddings:  # the whole model's own head
+        text = config.text_config
+        theirs["lm_head.weight"] = (text.vocab_size, text.hidden_size)
+    tower = {n: s for n, s in spec.named_shapes() if n.startswith("model.vision_tower.")}
+    against = (f"transformers {transformers.__version__} Gemma3n modules but the vision tower "
+               f"(meta device; timm cannot be imported, so the tower's {len(tower)} tensors are "
+               "not compared)")
+    return {**theirs, **tower}, against
 
 
 def verify_checkpoint(spec: ModelSpec, folder: Path) -> Comparison:

@@ -20,6 +20,9 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 HEADING = "## Supported model types"
 COLUMNS = ["model_type", "family module", "example config", "verified against transformers"]
 VERIFIED = "✓"
+# whole classes transformers builds only with timm, which the test environment cannot import beside
+# the CPU torch (see the test named)
+NEEDS_TIMM = {"gemma3n": "tests/test_h14_gemma3n.py"}
 
 
 @dataclass(frozen=True)
@@ -90,6 +93,8 @@ def test_each_claimed_type_has_a_bundled_config_that_verifies(row: Row) -> None:
     assert spec.model_type == row.model_type
     pc = count(spec)
     assert pc.total == spec.expected["total_params"]
+    if row.model_type in NEEDS_TIMM:
+        return  # its parts and timm's recorded tower are held to transformers in NEEDS_TIMM's test
     real = figures(build_meta_model(spec), spec.num_layers)
     assert dict(spec.named_shapes()) == real.named_shapes
     assert pc.total == real.total

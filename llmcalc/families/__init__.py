@@ -178,6 +178,7 @@ MODEL_TYPES: dict[str, Family] = {
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
     "mimo_v2_flash": Family("mimo_v2_flash", "MiMoV2FlashConfig"),
     "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
+    "gemma3n": Family("gemma3n", "Gemma3nConfig", "describe_gemma3n"),
     # -- whole models (issue 13): encoder LMs (…ForMaskedLM), encoder–decoders --
     "bert": Family("encoder", "BertConfig", "describe_bert"),
     "roberta": Family("encoder", "RobertaConfig", "describe_roberta"),

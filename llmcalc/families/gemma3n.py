@@ -17,12 +17,16 @@ Attention is Gemma 3's (q/k norms over head_dim, v norm without weights), 4 of e
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 from llmcalc.families._base import (
     FULL,
     SLIDING,
     Architecture,
     Count,
     DecoderConfig,
+    FamilyConfig,
     LayerPlan,
     Size,
     embedding,
@@ -35,7 +39,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._moe import cross_plans, crossed_name
-from llmcalc.spec import Attention, LayerGroup, Tensor
+from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 OWN, SHARED = "own_kv", "shared_kv"
 
@@ -182,3 +186,173 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
     return Architecture(
         shape=c.shape(tied=c.tie_word_embeddings), tensors=tensors, layer_groups=groups
     )
+
+
+# ---- the whole model (gemma3n): MobileNetV5 + USM audio encoder + embedders + this text model -----
+#
+# transformers Gemma3nForConditionalGeneration (gemma3n/modeling_gemma3n.py): model.vision_tower
+# (TimmWrapperModel → timm mobilenetv5_300m_enc, :mod:`_mobilenet`), model.audio_tower
+# (Gemma3nAudioEncoder, USM: Zhang et al. 2023), model.embed_vision / model.embed_audio
+# (Gemma3nMultimodalEmbedder), model.language_model (Gemma3nTextModel: the family above), the head
+# tied to the text embedding as the top-level tie_word_embeddings says (default true).
+
+
+class Gemma3nAudioConfig(FamilyConfig):
+    """Gemma3nAudioConfig: the USM conformer's sizes (defaults: transformers 5.24's)."""
+
+    transformers_class = "Gemma3nAudioConfig"
+
+    hidden_size: Size = 1536
+    input_feat_size: Size = 128
+    vocab_size: Size = 128
+    conf_num_hidden_layers: Size = 12
+    conf_num_attention_heads: Size = 8
+    conf_conv_kernel_size: Size = 5
+    conf_reduction_factor: Size = 4
+    sscp_conv_channel_size: list[Size] = [128, 32]
+    sscp_conv_kernel_size: list[list[Size]] = [[3, 3], [3, 3]]
+    sscp_conv_stride_size: list[list[Size]] = [[2, 2], [2, 2]]
+
+
+class Gemma3nVisionConfig(FamilyConfig):
+    """Gemma3nVisionConfig: the timm architecture and the embedder's sizes."""
+
+    transformers_class = "Gemma3nVisionConfig"
+
+    architecture: str = "mobilenetv5_300m_enc"
+    model_args: dict[str, Any] | None = None
+    hidden_size: Size = 2048
+    vocab_size: Size = 128
+
+
+class Gemma3nConfig(FamilyConfig):
+    """Gemma3nConfig: three sub-configs (absent: their class defaults) and the soft tokens one
+    image (256) or one audio clip (188) puts in the context."""
+
+    transformers_class = "Gemma3nConfig"
+
+    text_config: dict[str, Any] | None = None
+    vision_config: dict[str, Any] | None = None
+    audio_config: dict[str, Any] | None = None
+    vision_soft_tokens_per_image: Size = 256
+    audio_soft_tokens_per_image: Size = 188
+    tie_word_embeddings: bool = True
+    image_size: Size | None = None  # llmcalc's own (--image-size); the processor's is 768
+
+
+def audio_encoder(prefix: str, a: Gemma3nAudioConfig, *, context_tokens: int) -> Part:
+    """Gemma3nAudioEncoder under ``prefix``: a subsampling stem of two Conv2d (no bias) over
+    (time, mel) with a cumulative group norm [c] each, its output flattened over channels ×
+    frequency into input_proj_linear [d, c₂·f₂] (f: (f_in + 2 − k) // s + 1 each conv); then per
+    conformer layer two half-step feed-forwards (norms [d], ffw_layer_1 [4d, d], ffw_layer_2
+    [d, 4d]), attention (norms, per_dim_scale [d/h], relative-position pos_proj [d, d], q, k, v,
+    post [d, d]), a light conv (norm, linear_start [2d, d] gated, depthwise Conv1d [d, 1, K],
+    conv_norm, linear_end [d, d]) and a final norm."""
+    d, h = a.hidden_size, a.conf_num_attention_heads
+    require(d % h == 0, "audio_config.conf_num_attention_heads",
+            f"audio_config.conf_num_attention_heads ({h}) must divide hidden_size ({d})")
+    chans, kernels, strides = a.sscp_conv_channel_size, a.sscp_conv_kernel_size, a.sscp_conv_stride_size
+    require(len(chans) == 2 and len(kernels) == 2 and len(strides) == 2
+            and all(len(k) == 2 for k in (*kernels, *strides)), "audio_config.sscp_conv_channel_size",
+            "audio_config: the subsampling stem has two convolutions (two channel sizes, kernels "
+            "and strides of (time, frequency))")
+    s = f"{prefix}.subsample_conv_projection"
+    outer: list[Tensor] = []
+    f, c_in = a.input_feat_size, 1
+    for i in range(2):
+        (kh, kw), (_, sw) = kernels[i], strides[i]
+        f = (f + 2 - kw) // sw + 1  # frequency padded by 1 on each side
+        require(f > 0, "audio_config.input_feat_size",
+                "audio_config.input_feat_size is too small for the subsampling convolutions")
+        outer += [Tensor(f"{s}.conv_{i}.conv.weight", (chans[i], c_in, kh, kw), "subsample/conv",
+                         matmul=True),
+                  Tensor(f"{s}.conv_{i}.norm.weight", (chans[i],), "subsample/norm")]
+        c_in = chans[i]
+    outer += linear(f"{s}.input_proj_linear", "subsample/input_proj", d, c_in * f, bias=False)
+    p = f"{prefix}.conformer.{{i}}"
+    layer: list[Tensor] = []
+    for ffw in ("ffw_layer_start", "ffw_layer_end"):
+        layer += [*norm(f"{p}.{ffw}.pre_layer_norm", "ffw/norm", d, bias=False),
+                  *linear(f"{p}.{ffw}.ffw_layer_1", "ffw/ffw_layer_1", 4 * d, d, bias=False),
+                  *linear(f"{p}.{ffw}.ffw_layer_2", "ffw/ffw_layer_2", d, 4 * d, bias=False),
+                  *norm(f"{p}.{ffw}.post_layer_norm", "ffw/norm", d, bias=False)]
+    at = f"{p}.attention"
+    layer += [*norm(f"{at}.pre_attn_norm", "attn/norm", d, bias=False),
+              Tensor(f"{at}.attn.per_dim_scale", (d // h,), "attn/per_dim_scale"),
+              *linear(f"{at}.attn.relative_position_embedding.pos_proj", "attn/pos_proj", d, d,
+                      bias=False),
+              *linear(f"{at}.attn.q_proj", "attn/q_proj", d, d, bias=False),
+              *linear(f"{at}.attn.k_proj", "attn/k_proj", d, d, bias=False),
+              *linear(f"{at}.attn.v_proj", "attn/v_proj", d, d, bias=False),
+              *linear(f"{at}.post", "attn/post", d, d, bias=False),
+              *norm(f"{at}.post_norm", "attn/norm", d, bias=False)]
+    lc = f"{p}.lconv1d"
+    layer += [*norm(f"{lc}.pre_layer_norm", "lconv/norm", d, bias=False),
+              *linear(f"{lc}.linear_start", "lconv/linear_start", 2 * d, d, bias=False),
+              Tensor(f"{lc}.depthwise_conv1d.weight", (d, 1, a.conf_conv_kernel_size),
+                     "lconv/depthwise_conv1d"),
+              *norm(f"{lc}.conv_norm", "lconv/norm", d, bias=False),
+              *linear(f"{lc}.linear_end", "lconv/linear_end", d, d, bias=False),
+              *norm(f"{p}.norm", "norm", d, bias=False)]
+    L = a.conf_num_hidden_layers
+    group = LayerGroup("conformer", LayerSet.span(0, L), tuple(layer), Attention(h, h, d // h, d // h))
+    return Part(name="audio", tensors=tuple(outer), layer_groups=(group,),
+                shape=Shape(L, d, h, h, d // h, 4 * d, 0, False), context_tokens=0,
+                input_flops=(0, 0))
+
+
+def embedder(prefix: str, component: str, vocab: int, d_mm: int, d_t: int) -> list[Tensor]:
+    """Gemma3nMultimodalEmbedder: a table of vocab hard tokens [vocab, d_mm], norms for hard and soft
+    tokens [d_mm], embedding_projection [d_t, d_mm] (its post-projection norm has no weight)."""
+    return [Tensor(f"{prefix}.embedding.weight", (vocab, d_mm), f"{component}/embedding"),
+            *norm(f"{prefix}.hard_embedding_norm", f"{component}/norm", d_mm, bias=False),
+            *norm(f"{prefix}.soft_embedding_norm", f"{component}/norm", d_mm, bias=False),
+            *linear(f"{prefix}.embedding_projection", f"{component}/embedding_projection", d_t,
+                    d_mm, bias=False)]
+
+
+MOBILENET_SIDE = 768  # Gemma3nImageProcessor resizes every image to 768 × 768
+
+
+def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
+    from llmcalc import family_defaults
+    from llmcalc.families._mobilenet import FEATURES, MSFA_RESOLUTION, mobilenetv5
+    from llmcalc.families._vision import prefixer, read_sub, sub_fields, text_model
+
+    text = sub_fields(c.text_config, "text_config", "gemma3n_text",
+                      family_defaults.sub_defaults("gemma3n_text") or {})
+    lm = text_model(text, rename=prefixer("model.", "model.language_model."),
+                    tied=c.tie_word_embeddings)
+    v = read_sub(Gemma3nVisionConfig, c.vision_config or {}, "vision_config")
+    require(v.architecture == "mobilenetv5_300m_enc", "vision_config.architecture",
+            f"vision_config.architecture {v.architecture!r}: llmcalc counts only "
+            "mobilenetv5_300m_enc (Gemma 3n's); --part language or --part audio counts the rest")
+    require(not v.model_args, "vision_config.model_args",
+            "vision_config.model_args change timm's MobileNetV5, which llmcalc does not follow; "
+            "--part language or --part audio counts the rest")
+    require(v.hidden_size == FEATURES, "vision_config.hidden_size",
+            f"vision_config.hidden_size must be {FEATURES} (MobileNetV5's output), got {v.hidden_size}")
+    require(c.vision_soft_tokens_per_image == MSFA_RESOLUTION ** 2, "vision_soft_tokens_per_image",
+            f"vision_soft_tokens_per_image must be {MSFA_RESOLUTION ** 2} (MobileNetV5's 16 × 16 "
+            f"output), got {c.vision_soft_tokens_per_image}")
+    a = read_sub(Gemma3nAudioConfig, c.audio_config or {}, "audio_config")
+    d_t = lm.shape.hidden_size
+    side = c.image_size or MOBILENET_SIDE
+    tower = mobilenetv5("model.vision_tower.timm_model", image_size=side,
+                        context_tokens=c.vision_soft_tokens_per_image)
+    audio = audio_encoder("model.audio_tower", a, context_tokens=c.audio_soft_tokens_per_image)
+    audio = replace(audio, tensors=(*audio.tensors, *embedder(
+        "model.embed_audio", "embed_audio", a.vocab_size, a.hidden_size, d_t)))
+    proj = embedder("model.embed_vision", "embed_vision", v.vocab_size, v.hidden_size, d_t)
+    # the soft tokens of one image go through the norm and embedding_projection
+    projector = Part(name="projector", tensors=tuple(proj),
+                     shape=Shape(0, d_t, 0, 0, 0, v.hidden_size, 0, False),
+                     input_tokens=(("", c.vision_soft_tokens_per_image),))
+    notes: tuple[str, ...] = (
+        "audio encoder: parameters and weights only; its FLOPs per clip are not computed",)
+    if c.image_size is not None and c.image_size != MOBILENET_SIDE:
+        notes += (f"image_size {c.image_size}: the processor resizes every image to 768×768 "
+                  "pixels; the per-image figures are for the size asked",)
+    return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups,
+                        moe=lm.moe, notes=(*lm.notes, *notes), unbuilt=lm.unbuilt,
+                        parts=(tower, projector, audio))
