@@ -46,7 +46,7 @@ SUB_CONFIG_TYPES = (
     "clip_vision_model", "siglip_vision_model", "pixtral", "internvl_vision", "idefics3_vision",
     "smolvlm_vision", "got_ocr2_vision", "qwen2_vl_vision", "qwen2_vl_text", "qwen2_5_vl_vision",
     "qwen2_5_vl_text", "llama4_vision_model", "qwen3_vl_vision", "qwen3_vl_text",
-    "qwen3_vl_moe_vision", "qwen3_vl_moe_text",
+    "qwen3_vl_moe_vision", "qwen3_vl_moe_text", "mllama_text_model", "mllama_vision_model",
 )
 
 

@@ -381,6 +381,9 @@ class Part:
     merging or pooling); ``input_size`` what the figures assume (an image's side in pixels).
     ``per_token``: every token of the main part goes on through this part (an encoder LM's
     masked-LM head after its encoder), so its matmuls are in the per-token figures, not per input.
+    ``cross_tokens``: tokens one input puts before the language model's cross-attention layers,
+    whose K and V are computed once per input and cached (Llama 3.2 Vision: every tile's patches
+    and class token); 0 where the language model reads the input through its context alone.
     """
 
     name: str  # "vision", "projector", "audio", "encoder"
@@ -399,6 +402,7 @@ class Part:
     # (weight, attention) FLOPs per input when the family computes them whole (SAM's windowed
     # attention with padding and relative positions); None: from the tensors and input_tokens
     input_flops: tuple[int, int] | None = None
+    cross_tokens: int = 0
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:
