@@ -316,6 +316,9 @@ def test_flops_and_memory_images_option(cli: Any) -> None:
     mem = cli("memory", "llama-3.2-11b-vision", "--ctx", "1000", "--images", "1", "--json").json()
     assert (mem["ctx"], mem["source_len"], mem["cross_kv_cache_bytes"]) == (1001, 6404, 209_846_272)
     assert mem["weights_bytes"] == 21_340_441_670
-    small = cli("flops", "llama-3.2-11b-vision", "--image-size", "448", "--images", "1",
-                "--json").json()
-    assert small["source_len"] == 4 * 1025
+    # the processor cuts any image into at most 4 tiles of 560 px: --image-size changes nothing
+    big = cli("flops", "llama-3.2-11b-vision", "--image-size", "1120", "--images", "1",
+              "--json").json()
+    assert big["source_len"] == 6404
+    assert ("image_size 1120: the processor fits every image into at most 4 tiles of 560×560 "
+            "pixels, so the per-image figures are those") in big["notes"]

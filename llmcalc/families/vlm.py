@@ -977,10 +977,7 @@ def mllama_text(fields: dict[str, Any]) -> Architecture:
 
 def describe_mllama(c: MllamaConfig) -> Architecture:
     lm = mllama_text(c.text())
-    fields = c.sub("vision_config", c.default_vision)
-    if c.image_size is not None:
-        fields = {**fields, "image_size": c.image_size}  # each tile's side (--image-size)
-    v = read_sub(MllamaVisionConfig, fields, "vision_config")
+    v = read_sub(MllamaVisionConfig, c.sub("vision_config", c.default_vision), "vision_config")
     tower = mllama_tower("model.vision_model", v)
     d_t = lm.shape.hidden_size
     # MllamaModel.multi_modal_projector: Linear(vision_output_dim, d_t) on every tile's tokens
@@ -991,5 +988,10 @@ def describe_mllama(c: MllamaConfig) -> Architecture:
             f"pads every image to max_num_tiles): one <|image|> token in the context, "
             f"{tower.cross_tokens:,} vision tokens in each cross-attention layer's cache; "
             "without an image the cross-attention layers are skipped")
+    # the processor fits any image into at most max_num_tiles tiles of image_size: --image-size
+    # changes nothing
+    resized = () if c.image_size is None or c.image_size == v.image_size else (
+        f"image_size {c.image_size}: the processor fits every image into at most {tiles} tiles "
+        f"of {v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
     return _whole(lm, tower, projector(proj, tokens=tower.cross_tokens, d_in=v.vision_output_dim,
-                                       d_out=d_t), notes=(note,))
+                                       d_out=d_t), notes=(note, *resized))
