@@ -476,6 +476,39 @@ def source_len_of(spec: ModelSpec, source_len: int) -> int:
     return fixed or source_len
 
 
+def image_cross_tokens(spec: ModelSpec) -> int:
+    """Tokens one image puts before the language model's cross-attention layers (Llama 3.2
+    Vision: every tile's patches and class token); 0 where cross-attention, if any, reads an
+    encoder's output."""
+    return sum(p.cross_tokens for p in spec.parts)
+
+
+def image_cross_source(
+    spec: ModelSpec, *, images: int, source_len: int | None
+) -> tuple[ModelSpec, int | None]:
+    """The spec and cross-attention source for ``images`` images of a model whose cross-attention
+    reads them: images × :func:`image_cross_tokens` tokens, or, without an image, the language
+    model as a text-only input runs it (MllamaTextModel skips a cross-attention layer when it has
+    no image and nothing cached: its MLP too). Other models: as given."""
+    per_image = image_cross_tokens(spec)
+    # layers that only cross-attend (no self-attention): a language model that reads images so,
+    # alone (--part language) it takes --source-len vision tokens, or none
+    image_only = any(g.attention is None and g.cross_attention is not None
+                     for g in spec.layer_groups)
+    if not per_image and (not image_only or source_len is not None):
+        return spec, source_len
+    if per_image and source_len is not None:
+        raise UsageError(f"--source-len: {spec.name}'s cross-attention reads its images' tokens "
+                         f"({per_image:,} an image); give --images")
+    if images:
+        return spec, images * per_image
+    kept = tuple(g for g in spec.layer_groups if g.attention is not None or g.cross_attention is None)
+    skipped = sum(len(g.layers) for g in spec.layer_groups if g not in kept)
+    note = (f"no image: the {skipped} cross-attention layers are skipped (--images N for a "
+            "context with images)")
+    return replace(spec, layer_groups=kept, notes=(*spec.notes, note)), None
+
+
 def encoder_flops(spec: ModelSpec, *, source_len: int) -> PartFlops:
     """The encoder part over one source sequence of ``source_len`` tokens (every matmul meets each
     token, unless the part states its own tokens), bidirectional n² attention per layer."""
@@ -679,6 +712,8 @@ class FlopsResult:
     cross_attention_flops_per_token: int = 0
     encoder_flops_per_sequence: int = 0
     cross_kv_flops_per_sequence: int = 0
+    # what the cross-attention's source tokens are: an encoder's, or the images' ("vision")
+    source_tokens: str = "encoder"
 
 
 def flops(
@@ -705,6 +740,9 @@ def flops(
         raise UsageError(f"--images {images}: {spec.name} takes no images")
     text_tokens = ctx
     ctx = ctx + images * per_image
+    active = main_active(spec)
+    source_tokens = "vision" if image_cross_tokens(spec) else "encoder"
+    spec, source_len = image_cross_source(spec, images=images, source_len=source_len)
     encdec = has_cross_attention(spec)
     source = source_len_of(spec, ctx if source_len is None else source_len) if encdec else None
     part_figures = tuple(
@@ -775,10 +813,11 @@ def flops(
         seed_rule_per_token=seed,
         seed_rule_percent_off=percent_off(seed, forward),
         attention_crossover_ctx=attention_crossover_ctx(spec),
-        active_params=main_active(spec),
+        active_params=active,
         # and what an --image-size came to (a tower that resizes every image ignores it)
         notes=(*context_notes(spec, ctx=ctx),
-               *(note for note in spec.notes if spec.parts and note.startswith("image_size "))),
+               *(note for note in spec.notes if (spec.parts and note.startswith("image_size "))
+                 or note.startswith("no image: "))),
         mixer_flops_per_token=mixer,
         mixer_terms=mixer_terms,
         parts=part_figures,
@@ -789,4 +828,5 @@ def flops(
         cross_attention_flops_per_token=cross,
         encoder_flops_per_sequence=encoder_flops(spec, source_len=source).total if source else 0,
         cross_kv_flops_per_sequence=cross_kv_flops(spec, source_len=source) if source else 0,
+        source_tokens=source_tokens,
     )

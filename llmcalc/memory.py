@@ -213,8 +213,11 @@ def kv_cache_bytes(
     )
     cross = 0
     if has_cross_attention(spec):
-        from llmcalc.flops import source_len_of  # Whisper's encoder: a fixed number of tokens
+        from llmcalc.flops import image_cross_tokens, source_len_of
 
+        if source_len is None and image_cross_tokens(spec):
+            source_len = image_cross_tokens(spec)  # images in the cross-attention: one image
+        # Whisper's encoder: a fixed number of tokens
         n = source_len_of(spec, ctx if source_len is None else source_len)
         cross = cross_kv_cache_bytes(spec, batch=batch, source_len=n, dtype=dtype)
     return (
@@ -288,6 +291,7 @@ class MemoryResult:
     # kv_cache_bytes); None / 0 for a model without cross-attention
     source_len: int | None = None
     cross_kv_cache_bytes: int = 0
+    source_tokens: str = "encoder"  # or "vision": the images' tokens (Llama 3.2 Vision)
 
 
 def memory(
@@ -298,14 +302,20 @@ def memory(
     dtype: DType | QuantFormat,
     kv_dtype: DType | None = None,
     source_len: int | None = None,
+    images: int = 0,
 ) -> MemoryResult:
     """All of ``llmcalc memory``'s figures; the cache uses ``kv_dtype`` (default: ``dtype``, or
     for a quantized format the dtype it computes in). An encoder–decoder caches, besides its
     decoder's ``ctx`` tokens, the cross-attention K and V of ``source_len`` encoder tokens
-    (default: ``ctx``)."""
+    (default: ``ctx``); a model whose cross-attention reads images (Llama 3.2 Vision) those of
+    ``images`` images, its cross-attention layers idle without one."""
+    from llmcalc.flops import image_cross_source, image_cross_tokens
+
     _check(batch=batch, ctx=ctx)
+    source_tokens = "vision" if image_cross_tokens(spec) else "encoder"
     kv_dtype = quant.kv_dtype_for(dtype) if kv_dtype is None else kv_dtype
     weights = weight_bytes(spec, dtype=dtype)
+    spec, source_len = image_cross_source(spec, images=images, source_len=source_len)
     cross_model = has_cross_attention(spec)
     source = None
     if cross_model:
@@ -395,4 +405,5 @@ def memory(
         state_terms=state_terms,
         source_len=source,
         cross_kv_cache_bytes=cross_bytes,
+        source_tokens=source_tokens,
     )

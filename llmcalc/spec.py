@@ -405,6 +405,9 @@ class Part:
     merging or pooling); ``input_size`` what the figures assume (an image's side in pixels).
     ``per_token``: every token of the main part goes on through this part (an encoder LM's
     masked-LM head after its encoder), so its matmuls are in the per-token figures, not per input.
+    ``cross_tokens``: tokens one input puts before the language model's cross-attention layers,
+    whose K and V are computed once per input and cached (Llama 3.2 Vision: every tile's patches
+    and class token); 0 where the language model reads the input through its context alone.
     """
 
     name: str  # "vision", "projector", "audio", "encoder"
@@ -426,6 +429,7 @@ class Part:
     # what one input is: "image" (the per-image figures and image tokens sum these parts), or
     # "audio" (one clip, its figures apart: Phi-4-multimodal's speech encoder)
     input: str = "image"
+    cross_tokens: int = 0
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:

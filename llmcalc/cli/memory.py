@@ -129,7 +129,7 @@ def memory(
         c_dtype = (kv_dtype_for(w_dtype) if kv_dtype is None
                    else parse_dtype(kv_dtype, option="--kv-dtype"))
         return compute_memory(spec, ctx=n_ctx + with_images(spec, images), batch=n_batch,
-                              dtype=w_dtype, kv_dtype=c_dtype, source_len=n_source)
+                              dtype=w_dtype, kv_dtype=c_dtype, source_len=n_source, images=images)
 
     from llmcalc.render.count import provenance
 

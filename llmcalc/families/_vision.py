@@ -543,3 +543,88 @@ QWEN2_VIT = ViT(
 QWEN2_5_VIT = replace(QWEN2_VIT, norm_bias=False, gated=True)
 # Qwen3-VL: a biased patch conv, a learned position table (interpolated to the grid: no matmul)
 QWEN3_VIT = replace(QWEN2_VIT, patch_bias=True, positions="pos_embed", fc=("linear_fc1", "linear_fc2"))
+
+
+# ---- Llama 3.2 Vision's tiled tower (mllama) -------------------------------------------------------
+
+
+class MllamaVisionConfig(VisionConfig):
+    """MllamaVisionConfig: a ViT of num_hidden_layers local and num_global_layers gated global
+    layers over max_num_tiles tiles of image_size pixels; vision_output_dim wide outputs (the last
+    layer's and intermediate_layers_indices' hidden states, concatenated)."""
+
+    transformers_class = "MllamaVisionConfig"
+
+    num_attention_heads: Size = Field(
+        validation_alias=AliasChoices("attention_heads", "num_attention_heads"))
+    num_global_layers: Size
+    vision_output_dim: Size
+    max_num_tiles: Size
+    supported_aspect_ratios: list[list[Size]] | None = None
+
+    @property
+    def aspect_ratios(self) -> int:
+        """max_aspect_ratio_id: the supported aspect ratios (8 by default: 1 × 1 … 4 × 1)."""
+        return len(self.supported_aspect_ratios) if self.supported_aspect_ratios is not None else 8
+
+
+MLLAMA_VIT = ViT(
+    embeddings="", patch="patch_embedding", class_token=True, positions=None,
+    pre_norm="layernorm_pre", post_norm="layernorm_post", layers="transformer.layers",
+    o_proj="o_proj", qkv_bias=False, o_bias=False, norm1="input_layernorm",
+    norm2="post_attention_layernorm", head_dim_field=False,
+)
+
+
+def mllama_tower(prefix: str, c: MllamaVisionConfig) -> Part:
+    """MllamaVisionModel (mllama/modeling_mllama.py) as a part: the ViT above (patch conv without
+    bias, class token, LayerNorms before and after the local layers, q/k/v/o without biases, fc1/fc2
+    with), the same layers again as ``global_transformer`` with tanh gates gate_attn, gate_ffn [1]
+    on each branch, and its position tables (R = the supported aspect ratios, T = max_num_tiles,
+    n = patches + 1): gated_positional_embedding.embedding [n, d] and tile_embedding [R + 1, T·n·d],
+    pre- and post-tile embeddings [R + 1, T·d], each with a gate [1].
+
+    One image is T tiles (the processor pads it to max_image_tiles); both encoders attend over all
+    T · n' tokens at once (n' = n padded to a multiple of 8; padded tiles and patches are masked,
+    their products computed), after an outer product of the aspect-ratio mask, 2·(T·n')² FLOPs.
+    Every tile's n tokens go on to the projector and the language model's cross-attention."""
+    d, T = c.hidden_size, c.max_num_tiles
+    side = c.image_size // c.patch_size
+    n = side * side + 1
+    padded = -(-n // 8) * 8
+    part = vit(prefix, c, MLLAMA_VIT, context_tokens=1, patches=T * side * side)
+    local = part.layer_groups[0]
+    local_name = _join(prefix, MLLAMA_VIT.layers)
+    global_name = _join(prefix, "global_transformer.layers")
+    gated = (
+        *(replace(t, name=t.name.replace(local_name, global_name, 1)) for t in local.tensors),
+        Tensor(f"{global_name}.{{i}}.gate_attn", (1,), "attn/gate"),
+        Tensor(f"{global_name}.{{i}}.gate_ffn", (1,), "mlp/gate"),
+    )
+    groups = (
+        replace(local, name="vision (local)"),
+        LayerGroup("vision (global)", LayerSet.span(0, c.num_global_layers), gated, local.attention),
+    )
+    r = c.aspect_ratios + 1
+    g = _join(prefix, "gated_positional_embedding")
+    tables = [
+        Tensor(f"{g}.embedding", (n, d), "embed/positions"),
+        Tensor(f"{g}.gate", (1,), "embed/positions"),
+        Tensor(f"{g}.tile_embedding.weight", (r, T * n * d), "embed/positions"),
+        *(t for kind in ("pre", "post") for t in (
+            Tensor(_join(prefix, f"{kind}_tile_positional_embedding.embedding.weight"), (r, T * d),
+                   "embed/positions"),
+            Tensor(_join(prefix, f"{kind}_tile_positional_embedding.gate"), (1,), "embed/positions"),
+        )),
+    ]
+    tokens = T * padded
+    return replace(
+        part,
+        tensors=(*part.tensors, *tables),
+        layer_groups=groups,
+        shape=replace(part.shape, num_layers=c.num_hidden_layers + c.num_global_layers,
+                      max_position_embeddings=n) if part.shape else None,
+        input_tokens=(("embed/patch", T * side * side), ("layers", tokens)),
+        extra_flops=2 * tokens * tokens,
+        cross_tokens=T * n,
+    )

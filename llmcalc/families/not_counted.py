@@ -51,7 +51,6 @@ NOT_COUNTED: dict[str, str] = {
     " previous pass's blocks: FLOPs and cache need per-pass application counts)",
     "marian": ENC_DEC,
     "megatron-bert": ENCODER,
-    "mllama": MULTIMODAL,
     "moshi": MULTIMODAL,
     "moss_transcribe_diarize": MULTIMODAL,
     "musicgen": ENC_DEC,

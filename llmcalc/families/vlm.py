@@ -10,7 +10,9 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 - the others, each a config class and a short describe function below: ``llava_next``,
   ``llava_onevision`` (anyres grids), ``gemma3``, ``paligemma``, ``mistral3``, ``aya_vision``,
   ``internvl``, ``idefics3`` / ``smolvlm``, ``got_ocr2`` (SAM tower), ``qwen2_vl`` / ``qwen2_5_vl``
-  / ``qwen3_vl`` / ``qwen3_vl_moe`` / ``qwen3_5`` / ``qwen3_5_moe`` (Qwen-ViT), ``llama4``.
+  / ``qwen3_vl`` / ``qwen3_vl_moe`` / ``qwen3_5`` / ``qwen3_5_moe`` (Qwen-ViT), ``llama4``, ``mllama`` (a tiled tower, and a
+  language model whose cross-attention layers attend to the image's tokens instead of reading them
+  in the context).
 
 Per image, a part's FLOPs are its matrices times the tokens they meet plus bidirectional attention
 (flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language model's
@@ -28,12 +30,20 @@ from pydantic import ConfigDict
 from llmcalc.families._base import (
     MAX_SIZE,
     Architecture,
+    DecoderConfig,
     FamilyConfig,
     FieldError,
     Size,
+    embedding,
+    gqa_projections,
     linear,
+    lm_head,
     norm,
+    override_plan,
     require,
+    resolve_head_dim,
+    resolve_kv_heads,
+    swiglu,
 )
 from llmcalc.families._vision import (
     CLIP,
@@ -45,10 +55,12 @@ from llmcalc.families._vision import (
     QWEN3_VIT,
     SIGLIP,
     InternVisionConfig,
+    MllamaVisionConfig,
     QwenVisionConfig,
     SamVisionConfig,
     VisionConfig,
     ViT,
+    mllama_tower,
     prefixer,
     projector,
     read_sub,
@@ -58,7 +70,7 @@ from llmcalc.families._vision import (
     text_model,
     vit,
 )
-from llmcalc.spec import Part, Tensor
+from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 # The towers a composite config's vision_config may name, by its model_type.
 TOWERS: dict[str, ViT] = {
@@ -904,3 +916,108 @@ def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
     note = (f"per-image figures for a {side}×{side} image, resized to {grid * v.patch_size} px "
             "(--image-size for another; the tower takes images at their own size)")
     return _whole(lm, tower, projector(proj, tokens=merged, d_in=d, d_out=d_out), notes=(note,))
+
+
+
+# ---- mllama ----------------------------------------------------------------------------------------
+
+
+class MllamaConfig(CompositeConfig):
+    """Llama 3.2 Vision (Meta 2024): a tiled ViT with local and gated global layers
+    (:func:`_vision.mllama_tower`), one linear projector [d_t, vision_output_dim] (+ bias) and a
+    Llama 3.1 language model in which the layers of cross_attention_layers replace self-attention
+    with gated cross-attention over the image's tokens; mllama/modeling_mllama.py. The head is never
+    tied: embed_tokens has 8 more rows than lm_head (the image token lives there)."""
+
+    transformers_class = "MllamaConfig"
+    composite_type: ClassVar[str] = "mllama"
+    default_text: ClassVar[str] = "mllama_text_model"
+    default_vision: ClassVar[str] = "mllama_vision_model"
+
+
+class MllamaTextConfig(DecoderConfig):
+    """MllamaTextConfig in the fields it shapes tensors with (head_dim is always hidden / heads)."""
+
+    transformers_class = "MllamaTextConfig"
+
+    cross_attention_layers: list[int] | None = None
+
+
+# MllamaTextConfig.__post_init__'s list when none is given
+CROSS_ATTENTION_LAYERS = [3, 8, 13, 18, 23, 28, 33, 38]
+
+
+def mllama_text(fields: dict[str, Any]) -> Architecture:
+    """MllamaTextModel under model.language_model and lm_head: embed_tokens [V + 8, d], Llama
+    layers (RMSNorms, GQA q/k/v/o without biases, SwiGLU MLP), a final norm, lm_head [V, d] untied.
+    A cross-attention layer (MllamaCrossAttentionDecoderLayer) has no self-attention: cross_attn
+    q [h·hd, d], k, v [kv·hd, d] over the vision tokens (once per image, cached), o [d, h·hd],
+    q_norm, k_norm [hd], tanh gates cross_attn_attn_gate and cross_attn_mlp_gate [1], its MLP and
+    norms. Indices of cross_attention_layers outside the layers are ignored, as transformers does."""
+    c = read_sub(MllamaTextConfig, fields, "text_config")
+    d, v, ff, L = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_hidden_layers
+    h = c.num_attention_heads
+    hd = resolve_head_dim(d, h, hidden_field="text_config.hidden_size",
+                          heads_field="text_config.num_attention_heads")
+    kv = resolve_kv_heads(h, c.num_key_value_heads, heads_field="text_config.num_attention_heads",
+                          kv_field="text_config.num_key_value_heads")
+    given = c.cross_attention_layers
+    cross = [i for i in (CROSS_ATTENTION_LAYERS if given is None else given) if 0 <= i < L]
+    p = "model.language_model.layers.{i}"
+    around = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
+        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
+        *swiglu(f"{p}.mlp", "mlp", d, ff),
+    ]
+    a = f"{p}.cross_attn"
+    cross_layer = [
+        *linear(f"{a}.q_proj", "cross_attn/q_proj", h * hd, d, bias=False),
+        *(replace(t, per_source=True) for t in (
+            *linear(f"{a}.k_proj", "cross_attn/k_proj", kv * hd, d, bias=False),
+            *linear(f"{a}.v_proj", "cross_attn/v_proj", kv * hd, d, bias=False))),
+        *linear(f"{a}.o_proj", "cross_attn/o_proj", d, h * hd, bias=False),
+        *norm(f"{a}.q_norm", "cross_attn/q_norm", hd, bias=False),
+        *norm(f"{a}.k_norm", "cross_attn/k_norm", hd, bias=False),
+        Tensor(f"{p}.cross_attn_attn_gate", (1,), "cross_attn/gate"),
+        Tensor(f"{p}.cross_attn_mlp_gate", (1,), "mlp/gate"),
+        *around,
+    ]
+    self_layer = [*gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=False), *around]
+    attention = Attention(h, kv, hd, hd)
+    plan = override_plan({"self_attention": LayerSet.span(0, L)}, cross, "cross_attention")
+    groups = tuple(
+        LayerGroup(kind, layers, tuple(cross_layer), None,
+                   cross_attention=Attention(h, kv, hd, hd, causal=False))
+        if kind == "cross_attention" else LayerGroup(kind, layers, tuple(self_layer), attention)
+        for kind, layers in plan.items()
+    )
+    embed = "model.language_model.embed_tokens"
+    tensors = (
+        embedding(embed, "embed/tokens", v + 8, d),
+        *norm("model.language_model.norm", "final_norm", d, bias=False),
+        *lm_head("lm_head", v, d, tied_to=None),
+    )
+    shape = Shape(L, d, h, kv, hd, ff, v, False, c.max_position_embeddings)
+    return Architecture(shape=shape, tensors=tensors, layer_groups=groups)
+
+
+def describe_mllama(c: MllamaConfig) -> Architecture:
+    lm = mllama_text(c.text())
+    v = read_sub(MllamaVisionConfig, c.sub("vision_config", c.default_vision), "vision_config")
+    tower = mllama_tower("model.vision_model", v)
+    d_t = lm.shape.hidden_size
+    # MllamaModel.multi_modal_projector: Linear(vision_output_dim, d_t) on every tile's tokens
+    proj = linear("model.multi_modal_projector", "multi_modal_projector", d_t, v.vision_output_dim,
+                  bias=True)
+    tiles = v.max_num_tiles
+    note = (f"one image is {tiles} tiles of {v.image_size}×{v.image_size} pixels (the processor "
+            f"pads every image to max_num_tiles): one <|image|> token in the context, "
+            f"{tower.cross_tokens:,} vision tokens in each cross-attention layer's cache; "
+            "without an image the cross-attention layers are skipped")
+    # the processor fits any image into at most max_num_tiles tiles of image_size: --image-size
+    # changes nothing
+    resized = () if c.image_size is None or c.image_size == v.image_size else (
+        f"image_size {c.image_size}: the processor fits every image into at most {tiles} tiles "
+        f"of {v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
+    return _whole(lm, tower, projector(proj, tokens=tower.cross_tokens, d_in=v.vision_output_dim,
+                                       d_out=d_t), notes=(note, *resized))

@@ -71,7 +71,8 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
     per_token.add_row("attention: QKᵀ and weighted sum of V", n(r.attention_flops_per_token),
                       flop(r.attention_flops_per_token))
     if r.source_len is not None:
-        per_token.add_row(f"  of which cross-attention over {n(r.source_len)} encoder tokens",
+        per_token.add_row(f"  of which cross-attention over {n(r.source_len)} "
+                          f"{r.source_tokens} tokens",
                           n(r.cross_attention_flops_per_token),
                           flop(r.cross_attention_flops_per_token))
     if r.mixer_terms:
@@ -121,10 +122,14 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
 
 def encoder_table(r: FlopsResult) -> Table:
     """An encoder–decoder: what one source sequence costs before the decoder's tokens."""
-    t = _table(f"per source sequence of {n(r.source_len or 0)} encoder tokens (once; in the "
-               "per-sequence figures below)")
-    t.add_row("encoder: weights + bidirectional attention", n(r.encoder_flops_per_sequence),
-              flop(r.encoder_flops_per_sequence))
+    if r.source_tokens == "vision":  # the images' tokens: the tower's FLOPs are per image above
+        t = _table(f"per sequence: the {n(r.source_len or 0)} vision tokens of its images (once; "
+                   "in the per-sequence figures below)")
+    else:
+        t = _table(f"per source sequence of {n(r.source_len or 0)} encoder tokens (once; in the "
+                   "per-sequence figures below)")
+        t.add_row("encoder: weights + bidirectional attention", n(r.encoder_flops_per_sequence),
+                  flop(r.encoder_flops_per_sequence))
     t.add_row("cross-attention K and V projections (once per source token, cached)",
               n(r.cross_kv_flops_per_sequence), flop(r.cross_kv_flops_per_sequence))
     return t
@@ -250,7 +255,8 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
                 "and sequence projecting the position table)"
             )
     if r.source_len is not None:
-        lines.append(f"  cross-attention over {n(r.source_len)} encoder tokens, every decoder "
+        lines.append(f"  cross-attention over {n(r.source_len)} {r.source_tokens} tokens, every "
+                     "cross-attending "
                      f"layer: {n(r.cross_attention_flops_per_token)} (its K and V projections: "
                      f"{n(r.cross_kv_flops_per_sequence)} once per source sequence)")
     lines.append(f"  sum = {n(r.attention_flops_per_token)}")

@@ -95,7 +95,7 @@ def memory_view(
         cache = f"{kv} ({r.batch} × {n(r.ctx)} tokens)"
     t.add_row(cache, r.kv_dtype.value, n(r.kv_cache_bytes), gib(r.kv_cache_bytes))
     if r.source_len is not None:
-        t.add_row(f"  of which cross-attention K, V of {n(r.source_len)} encoder tokens",
+        t.add_row(f"  of which cross-attention K, V of {n(r.source_len)} {r.source_tokens} tokens",
                   r.kv_dtype.value, n(r.cross_kv_cache_bytes), gib(r.cross_kv_cache_bytes))
     t.add_section()
     t.add_row("total", "", n(r.total_bytes), gib(r.total_bytes), style="bold")
@@ -212,7 +212,7 @@ def explain_lines(r: MemoryResult) -> list[str]:
     for a in r.kv_terms:
         tokens = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
         if a.cross:
-            tokens = f"{n(a.tokens)} encoder tokens"
+            tokens = f"{n(a.tokens)} {r.source_tokens} tokens"
         parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}")
     fp32_part = " + ".join(
         f"{a.num_layers} × {n(a.tokens)} × {n(a.index_key_dim)}" for a in fp32
