@@ -271,7 +271,12 @@ def _why(figures: tuple[FigureCheck, ...], comparisons: list[Comparison]) -> str
 
 def _passed(figures: tuple[FigureCheck, ...], comparisons: list[Comparison]) -> str:
     parts = [f"{f.expected.figure} {f.actual:,}" for f in figures]
-    parts += [f"{c.kind} matches ({c.matched} tensors)" for c in comparisons]
+    parts += [
+        f"{c.kind} matches ({c.matched} tensors"
+        + (f"; {c.unchecked} not compared: {c.against}" if c.unchecked else "")
+        + ")"
+        for c in comparisons
+    ]
     return ", ".join(parts)
 
 

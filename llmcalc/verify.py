@@ -12,7 +12,7 @@ import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -280,6 +280,9 @@ class Comparison:
     ignored: tuple[str, ...] = ()  # checkpoint tensors that are not parameters
     notes: tuple[str, ...] = ()
     seconds: float = 0.0
+    # tensors in the totals but not compared: taken from llmcalc's own description where the other
+    # side cannot be built (Gemma 3n's timm tower); never counted in ``matched``
+    unchecked: int = 0
 
     @property
     def ok(self) -> bool:
@@ -503,9 +506,10 @@ def verify_transformers(spec: ModelSpec, *, trust_remote_code: bool = False) -> 
     start = time.perf_counter()
     _, transformers = _import()
     if spec.model_type == "gemma3n" and not _importable("timm"):
-        theirs, against = _gemma3n_without_timm(spec, transformers)
-        return compare(spec, theirs, against=against, kind="transformers",
-                       seconds=time.perf_counter() - start)
+        theirs, against, unchecked = _gemma3n_without_timm(spec, transformers)
+        c = compare(spec, theirs, against=against, kind="transformers",
+                    seconds=time.perf_counter() - start)
+        return replace(c, matched=c.matched - unchecked, unchecked=unchecked)
     model = build_meta_model(spec, trust_remote_code=trust_remote_code)
     theirs = {name: tuple(p.shape) for name, p in model.named_parameters()}
     against = f"transformers {transformers.__version__} {type(model).__name__} (meta device)"
@@ -522,7 +526,9 @@ def _importable(module: str) -> bool:
     return True
 
 
-def _gemma3n_without_timm(spec: ModelSpec, transformers: Any) -> tuple[dict[str, tuple[int, ...]], str]:
+def _gemma3n_without_timm(
+    spec: ModelSpec, transformers: Any
+) -> tuple[dict[str, tuple[int, ...]], str, int]:
     """Gemma3nForConditionalGeneration needs timm for its MobileNetV5 tower; without it, its other
     modules built alone (the text model, the audio encoder, both embedders), named as in the
     whole model, and the tower's tensors as llmcalc describes them, said in ``against``."""
@@ -548,7 +554,7 @@ def _gemma3n_without_timm(spec: ModelSpec, transformers: Any) -> tuple[dict[str,
     against = (f"transformers {transformers.__version__} Gemma3n modules but the vision tower "
                f"(meta device; timm cannot be imported, so the tower's {len(tower)} tensors are "
                "not compared)")
-    return {**theirs, **tower}, against
+    return {**theirs, **tower}, against, len(tower)
 
 
 def verify_checkpoint(spec: ModelSpec, folder: Path) -> Comparison:

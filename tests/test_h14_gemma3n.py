@@ -154,3 +154,17 @@ def test_tower_flops_per_image() -> None:
     vision = next(p for p in r.parts if p.part == "vision")
     assert (vision.weight, vision.attention) == (775_676_657_664, 95_806_291_968)
     assert vision.total == 871_482_949_632 and vision.input_size == 768
+
+
+def test_verify_without_timm_names_what_it_did_not_compare(cli: Any) -> None:
+    # timm cannot be imported beside the CPU torch (see the module docstring): the tower's tensors
+    # are llmcalc's own, so verify counts only the others as matched and says so, in the table, the
+    # JSON and check's reason
+    r = cli("verify", "gemma-3n-defaults", "--json")
+    assert r.code == 0
+    out = json.loads(r.stdout)
+    assert (out["match"], out["matched_tensors"], out["unchecked_tensors"]) == (True, 1083, 548)
+    assert "timm cannot be imported, so the tower's 548 tensors are not compared" in out["against"]
+    r = cli("check", "configs/gemma-3n-defaults.yaml", "--verify", "--json")
+    assert r.code == 0
+    assert "transformers matches (1083 tensors; 548 not compared:" in r.stdout

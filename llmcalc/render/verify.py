@@ -100,8 +100,11 @@ def verdict(c: Comparison) -> Text:
     if c.ok:
         merged = sum(m.stored for m in c.merged)
         extra = f" and {merged} per-expert tensors by total elements" if merged else ""
+        if c.unchecked:
+            extra += f"; {c.unchecked} more not compared (llmcalc's own, see above)"
+        every = "" if c.unchecked else "all "
         return Text(
-            f"match: all {c.matched} tensors equal in name and shape{extra}; "
+            f"match: {every}{c.matched} tensors equal in name and shape{extra}; "
             f"{n(c.rows[-1].ours)} parameters",
             style="bold green",
         )
@@ -179,6 +182,7 @@ def verify_json(c: Comparison) -> dict[str, Any]:
             for r in c.rows
         ],
         "matched_tensors": c.matched,
+        "unchecked_tensors": c.unchecked,
         "differences": [
             {
                 "name": d.name,
