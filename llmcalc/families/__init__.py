@@ -147,6 +147,7 @@ MODEL_TYPES: dict[str, Family] = {
     "lara_mini": Family("qwen3_next", "LaraMiniConfig"),
     "inkling_text": Family("inkling", "InklingTextConfig"),
     "inkling2_text": Family("inkling", "Inkling2TextConfig", "describe_inkling2"),
+    "inkling2_loop_text": Family("inkling", "Inkling2LoopTextConfig", "describe_inkling2_loop"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),
