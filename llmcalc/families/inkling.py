@@ -439,9 +439,10 @@ def describe_inkling2(c: Inkling2TextConfig) -> Architecture:
 # transformers ``models/inkling2_loop/modeling_inkling2_loop.py`` (``Inkling2LoopForCausalLM``):
 # Inkling 2's layers, of which layers S₀..S₁-1 (loop_layer_index_start, loop_layer_index_end,
 # multiples of n = n_layers_per_attn_res_block; none when S₀ ≥ L) run loop_num_passes
-# = P times per token. Each pass restarts from the layer before the span's output and block
-# outputs (so its attention over block outputs reads what the first pass read) and keeps its own
-# K, V and conv states: transformers appends (P − 1) copies of the span's cache layers. Each loop
+# = P times per token. Each pass restarts from the hidden state and block outputs the layers
+# before the span left (its attention over block outputs reads what the first pass read) and
+# keeps its own K, V and conv states: transformers appends (P − 1) copies of the span's cache
+# layers. Each loop
 # layer has four message gates (``Inkling2LoopMessageGate``: q, k, v, mlp), down_proj r × 2·d
 # over [norm(x), norm(message)] and forget_gate_proj, message_gate_proj d × r (r =
 # loop_gate_rank), used in passes 2..P only: ``Tensor.repeats`` = P − 1. Their messages come from
