@@ -38,7 +38,9 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   elementwise products and is not counted either; its state is. Attention across depth (Inkling 2's
   queries over the layers' block outputs, 2·q·s·d for scores and values each) is counted per token
   with the mixers, constant in the context. A weight a token meets once per head (Inkling's
-  relative-bias bank, ``Tensor.uses``) counts 2 × its elements × the heads.
+  relative-bias bank, ``Tensor.uses``) counts 2 × its elements × the heads. A looped layer (HRM,
+  Dory, Inkling 2 Loop: ``LayerGroup.repeats``) counts every run; a tensor only some runs use
+  (Inkling 2 Loop's message gates, idle in the first pass: ``Tensor.repeats``) counts those.
 - **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
   matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
   the "6N" rule plus attention).
@@ -113,7 +115,10 @@ def weight_terms(spec: ModelSpec) -> tuple[WeightTerm, ...]:
         elements = matmul_elements(t, spec)
         if not elements or t.per_source:  # cross-attention K, V: per source token, not per token
             continue
-        layers = None if group is None else group.runs  # a looped layer counts every run
+        # a looped layer counts every run (of those that use the tensor)
+        layers = None if group is None else group.tensor_runs(t)
+        if layers == 0:  # a looped layer's tensor no run uses (message gates with one pass)
+            continue
         terms.append(WeightTerm(
             name=t.name,
             key=prefix + (t.component if group is None else f"layers/{t.component}"),
@@ -123,7 +128,7 @@ def weight_terms(spec: ModelSpec) -> tuple[WeightTerm, ...]:
             experts_per_tok=_experts_per_tok(spec) if t.experts else 0,
             stacked=t.copies == 1,
             tied_to=t.tied_to,
-            flops=FLOPS_PER_MAC * elements * (layers or 1),
+            flops=FLOPS_PER_MAC * elements * (1 if layers is None else layers),
         ))
     return tuple(terms)
 

@@ -31,7 +31,9 @@ class Tensor:
     source token and sequence, not per generated token.
     with (counted once, there, but still multiplied by in the forward pass); ``uses`` is how many
     times one token is multiplied by it (1; once per head for a bank shared by the heads, as
-    Inkling's relative-position profiles).
+    Inkling's relative-position profiles). ``repeats``: in a looped layer (``LayerGroup.repeats``),
+    the runs that use this tensor where fewer than the layer's (Inkling 2 Loop's message gates: every
+    pass but the first); None: every run.
     """
 
     name: str
@@ -42,6 +44,7 @@ class Tensor:
     tied_to: str | None = None
     per_source: bool = False
     uses: int = 1
+    repeats: int | None = None
 
     @property
     def copies(self) -> int:
@@ -341,9 +344,10 @@ class LayerGroup:
     ``cross_attention``: an encoder–decoder's decoder layer also attends to the encoder's output
     (all source tokens, K and V computed once per source token and cached).
 
-    Looped layers (HRM's cycles, Dory's recurrent section) run ``repeats`` times per token: FLOPs
-    count every run, parameters once; the cache holds ``cached_repeats`` copies per layer (default:
-    one per run, as when every run writes its own cache slot).
+    Looped layers (HRM's cycles, Dory's recurrent section, Inkling 2 Loop's passes) run ``repeats``
+    times per token: FLOPs count every run, parameters once; the cache holds ``cached_repeats``
+    copies per layer (default: one per run, as when every run writes its own cache slot). A tensor
+    only some runs use says how many (``Tensor.repeats``).
     """
 
     name: str
@@ -359,6 +363,10 @@ class LayerGroup:
     def runs(self) -> int:
         """Layer applications per token: layers × repeats (what FLOPs count)."""
         return len(self.layers) * self.repeats
+
+    def tensor_runs(self, t: Tensor) -> int:
+        """Applications per token of the layer tensor ``t``: layers × the runs that use it."""
+        return len(self.layers) * (self.repeats if t.repeats is None else t.repeats)
 
     @property
     def cached_runs(self) -> int:

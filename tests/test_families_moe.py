@@ -22,7 +22,7 @@ MOE_CONFIGS = [p.stem for p in bundled.paths()
 # Inkling stacks its always-on shared experts in a module the heuristic below takes for routed
 # experts, and keeps norms and scales outside the layers: held to transformers (names, shapes,
 # totals) and to their active counts in tests/test_h11c.py instead
-INKLING = {"inkling-text-default", "inkling2-text-default"}
+INKLING = {"inkling-text-default", "inkling2-text-default", "inkling2-loop-text-default"}
 
 
 def hf_active(model: Any) -> int:

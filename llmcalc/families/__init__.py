@@ -149,6 +149,7 @@ MODEL_TYPES: dict[str, Family] = {
     "inkling_text": Family("inkling", "InklingTextConfig"),
     "inkling2_text": Family("inkling", "Inkling2TextConfig", "describe_inkling2"),
     "qwen4_exp_text": Family("qwen4_exp", "Qwen4ExpTextConfig"),
+    "inkling2_loop_text": Family("inkling", "Inkling2LoopTextConfig", "describe_inkling2_loop"),
     # -- mixture-of-experts decoders (issue 12) --
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),
     "sarvam_moe": Family("gqa_moe", "SarvamMoeConfig"),

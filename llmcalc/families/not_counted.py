@@ -46,9 +46,6 @@ NOT_COUNTED: dict[str, str] = {
     "hy_v4": MOE_TODO
     + " (DeepSeek-V4's structure: MLA, a sparse-attention indexer, hyper-connections, attention"
     " sinks; to follow deepseek_v4)",
-    "inkling2_loop_text": SSM + " (Inkling 2's layers, the looped span run loop_num_passes times"
-    " with its own K/V and conv states per pass, message gates and message attention over the"
-    " previous pass's blocks: FLOPs and cache need per-pass application counts)",
     "marian": ENC_DEC,
     "megatron-bert": ENCODER,
     "moshi": MULTIMODAL,
