@@ -492,6 +492,9 @@ class ModelSpec:
     # FLOPs per token of attention across depth, not across the sequence (Inkling 2's attention
     # over block outputs): constant in the context, counted with the mixers
     depth_flops_per_token: int = 0
+    # bytes per token and sequence the cache keeps beside the layers' keys and values, whatever
+    # the cache dtype (Qwen4-Exp: the first QSA layer's 3 int64 position ids, for every indexer)
+    cache_bytes_per_token: int = 0
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
     method: str = "formula"
     measured_seconds: float = 0.0

@@ -774,8 +774,10 @@ def measure_forward(
 
 def _cached_tensors(layer: Any) -> list[Any]:
     """A cache layer's keys and values (and a sparse-attention indexer's keys: DeepSeek-V3.2's
-    indexer_keys, MiniMax-M3's idx_keys), and an SSM layer's convolution and recurrent states."""
-    found = [getattr(layer, name, None) for name in ("keys", "values", "indexer_keys", "idx_keys")]
+    indexer_keys, MiniMax-M3's idx_keys, Qwen4-Exp's indexer_position_ids), and an SSM layer's
+    convolution and recurrent states."""
+    names = ("keys", "values", "indexer_keys", "idx_keys", "indexer_position_ids")
+    found = [getattr(layer, name, None) for name in names]
     for name in ("conv_states", "recurrent_states"):
         found += list((getattr(layer, name, None) or {}).values())
     return [t for t in found if t is not None and hasattr(t, "nbytes")]

@@ -98,6 +98,7 @@ class Architecture:
     parts: tuple[Part, ...] = ()
     main_part: str = "language"
     depth_flops_per_token: int = 0  # ModelSpec.depth_flops_per_token
+    cache_bytes_per_token: int = 0  # ModelSpec.cache_bytes_per_token
 
 
 # ---- checks shared by families ------------------------------------------------------------------

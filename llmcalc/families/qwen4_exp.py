@@ -293,4 +293,7 @@ def describe(c: Qwen4ExpTextConfig) -> Architecture:
         tensors=outer,
         layer_groups=mixed_layers(plan, build),
         moe=MoE(E, c.num_experts_per_tok, shared_experts=1),
+        # the first QSA layer's cache also keeps the indexers' rotary position ids, 3 (mRoPE axes)
+        # int64 per token (transformers DynamicIndexedLayer.indexer_position_ids [3, batch, n])
+        cache_bytes_per_token=3 * 8 if attention is not None else 0,
     )

@@ -200,6 +200,8 @@ def explain_lines(r: MemoryResult) -> list[str]:
     if fp32:  # dots3-note: transformers keeps these indexer keys in float32
         keys = " + ".join(f"{a.num_layers} × {a.index_key_dim}" for a in fp32)
         per_token += f" + indexer keys ({keys}) × 32 bits / 8 (float32 in transformers' cache)"
+    if r.fixed_bytes_per_token:  # Qwen4-Exp: the indexers' int64 position ids
+        per_token += f" + {r.fixed_bytes_per_token} bytes of position ids (int64)"
     lines.append(f"{per_token} = {n(r.kv_cache_bytes_per_token)} bytes")
     for a in r.kv_terms:
         if a.cross:
@@ -232,6 +234,10 @@ def explain_lines(r: MemoryResult) -> list[str]:
     kv_part = f"({' + '.join(parts)}) elements × {kb} bits / 8" if parts else "0"
     if fp32_part:
         kv_part += f" + ({fp32_part}) float32 indexer keys × 4 bytes"
+    if r.fixed_bytes_per_token:
+        kv_part += f" + {n(r.ctx)} × {r.fixed_bytes_per_token} bytes of position ids"
+    if fp32_part or r.fixed_bytes_per_token:
+        kv_part = f"[{kv_part}]"
     lines.append(
         f"KV cache = {r.batch} × {kv_part}{plus} "
         f"= {n(r.kv_cache_bytes)} bytes ({gib(r.kv_cache_bytes)})"
