@@ -274,3 +274,22 @@ def test_encoder_decoder_flops_and_cache_equal_transformers(
     assert kv_cache_bytes(spec, batch=1, ctx=5, dtype=DType.fp32, source_len=12) == (
         extrapolate_layers(b1, b2, num_layers=layers)
     )
+
+
+def test_a_checkpoint_of_xlm_roberta_is_read_under_either_name() -> None:
+    """A checkpoint stores the shared table as roberta.embeddings.word_embeddings.weight (and maybe
+    lm_head.decoder.weight too); both read as the one tensor the model lists."""
+    from llmcalc.verify import compare
+
+    spec = load_spec("xlm-roberta-base")
+    ours = dict(spec.named_shapes())
+    stored = {("roberta.embeddings.word_embeddings.weight" if k == "lm_head.decoder.weight" else k): v
+              for k, v in ours.items()}
+    assert compare(spec, stored, against="ckpt", kind="checkpoint").differences == ()
+    both = compare(spec, {**stored, "lm_head.decoder.weight": (250002, 768)}, against="ckpt",
+                   kind="checkpoint")
+    assert both.differences == ()
+    assert both.notes == (
+        "roberta.embeddings.word_embeddings.weight is stored although the model ties it; "
+        "not counted again",
+    )
