@@ -45,6 +45,9 @@ class Tensor:
     per_source: bool = False
     uses: int = 1
     repeats: int | None = None
+    # a tied entry whose module is registered before its owner's (XLM-RoBERTa's lm_head comes before
+    # its encoder): named_parameters lists the shared tensor under this entry's name
+    named_first: bool = False
 
     @property
     def copies(self) -> int:
@@ -539,16 +542,27 @@ class ModelSpec:
             if t.tied_to is None
         )
 
+    def listed_names(self) -> dict[str, str]:
+        """Owner name → the name ``named_parameters`` lists it under, where a tied entry's module
+        comes first (``Tensor.named_first``); only for owners and tied entries both in this spec."""
+        return {
+            t.tied_to: t.name
+            for t, _ in self.all_tensors()
+            if t.tied_to is not None and t.named_first
+        }
+
     def named_shapes(self) -> Iterator[tuple[str, tuple[int, ...]]]:
         """Concrete (name, shape) of every parameter, tied ones once, as ``named_parameters`` gives.
 
         Stacked experts keep their expert dimension; ``{e}`` names expand to one entry per expert.
+        A shared tensor is named as its first registered module names it (``Tensor.named_first``).
         """
+        listed = self.listed_names()
         for t, g in self.all_tensors():
             if t.tied_to is not None:
                 continue
             for i in g.layers if g is not None else (None,):
-                name = t.name if i is None else t.name.replace(LAYER, str(i))
+                name = listed.get(t.name, t.name) if i is None else t.name.replace(LAYER, str(i))
                 if EXPERT in name:
                     for e in range(t.experts):
                         yield name.replace(EXPERT, str(e)), t.shape

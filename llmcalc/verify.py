@@ -371,6 +371,10 @@ def _checkpoint_names(
     if add_base:
         notes.append(f"checkpoint names read with the {base!r} prefix (saved from the base model)")
     tied = {t.name: t.shape for t, _ in spec.all_tensors() if t.tied_to is not None}
+    # a shared tensor listed under its tied entry's name (Tensor.named_first): its owner's stored
+    # name is that tensor too
+    listed = spec.listed_names()
+    tied.update({owner: tied[alias] for owner, alias in listed.items()})
     out: dict[str, tuple[int, ...]] = {}
     renamed = 0
     for name, shape in theirs.items():
@@ -381,6 +385,8 @@ def _checkpoint_names(
             for pattern, repl in renames:
                 name = re.sub(pattern, repl, name)
             renamed += name != stored
+        if name in listed and listed[name] not in theirs:
+            name = listed[name]
         if name not in ours and name in tied and tied[name] == shape:
             notes.append(f"{name} is stored although the model ties it; not counted again")
             continue

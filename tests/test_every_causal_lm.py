@@ -94,6 +94,7 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     "granitemoehybrid": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
     # 6 heads (its default) do not divide the shrunk d_model of 64
     "whisper": {"encoder_attention_heads": 8, "decoder_attention_heads": 8},
+    "plbart": {"encoder_attention_heads": 8, "decoder_attention_heads": 8},
     # MLA: every layer type's kv heads must equal its heads (its sliding layers' sizes: swa_*)
     "dots3_note_text": {"num_key_value_heads": 8},
     # its layers read layer_types by index: keep a 3-layer list (conv, attention, conv)

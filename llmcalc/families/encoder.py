@@ -15,6 +15,9 @@ its pooler), the other the masked-LM head (``mlm_head``), which every token goes
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import ClassVar
+
 from pydantic import Field
 
 from llmcalc.families._base import (
@@ -393,3 +396,309 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
         ),
         notes=_direction_note(False),
     ), head)
+
+
+# ---- BERT's near-copies: rows (a config class, the fields it renames, the switches) -------------
+#
+# Each type below is BertForMaskedLM or RobertaForMaskedLM with a few tensors changed. A row names
+# the model's attribute (``prefix``: its tensors' first name), where the LayerNorms sit
+# (``layer_norms``), the masked-LM head it carries (``head``) and how wide its embeddings are; the
+# one describe function below turns any row into its tensors. Tensor names as in transformers 5.24
+# ``models/<type>/modeling_<type>.py``.
+
+# where the LayerNorms sit, and their names: (after attention, before/after the MLP, final)
+POST_LN = "post"  # BertLayer: attention.output.LayerNorm, output.LayerNorm; no final norm
+PRE_LN = "pre"  # RoBERTa-PreLayerNorm: attention.LayerNorm, intermediate.LayerNorm; <prefix>.LayerNorm
+XL_LN = "xl"  # XLM-R XL: attention.self_attn_layer_norm, layer.LayerNorm; encoder.LayerNorm
+MEGATRON_LN = "megatron"  # Megatron-BERT: attention.ln, layer.ln; encoder.ln
+LAYER_NORMS: dict[str, tuple[str, str, str | None]] = {
+    POST_LN: ("attention.output.LayerNorm", "output.LayerNorm", None),
+    PRE_LN: ("attention.LayerNorm", "intermediate.LayerNorm", "{prefix}.LayerNorm"),
+    XL_LN: ("attention.self_attn_layer_norm", "LayerNorm", "{prefix}.encoder.LayerNorm"),
+    MEGATRON_LN: ("attention.ln", "ln", "{prefix}.encoder.ln"),
+}
+
+
+class BertRowConfig(BertConfig):
+    """A BERT near-copy: BertConfig's fields with transformers' BertConfig defaults, and the switches
+    a row sets as class attributes."""
+
+    transformers_class = "BertConfig"
+
+    hidden_size: Size = 768
+    num_hidden_layers: Size = 12
+    num_attention_heads: Size = 12
+    intermediate_size: Size = 3072
+    vocab_size: Size = 30522
+
+    prefix: ClassVar[str] = "bert"
+    layer_norms: ClassVar[str] = POST_LN
+    embedding_norm: ClassVar[bool] = True  # a LayerNorm after the embeddings
+    # "bert": cls.predictions (transform.dense, transform.LayerNorm, decoder); "roberta": lm_head
+    # (dense, layer_norm, decoder); "electra": generator_predictions + generator_lm_head; "rembert":
+    # cls.predictions (dense, LayerNorm, decoder) over output_embedding_size, never tied
+    head: ClassVar[str] = "bert"
+    # the head is registered before the encoder (XLM-RoBERTa, CamemBERT): named_parameters names
+    # the shared word embeddings lm_head.decoder.weight
+    head_first: ClassVar[bool] = False
+    # where the embedding_size → hidden_size projection sits, when the widths differ (or always)
+    embed_proj: ClassVar[str] = "{prefix}.embeddings_project"
+    project_always: ClassVar[bool] = False
+
+    @property
+    def embedding_width(self) -> int:
+        """The width of the embedding tables (hidden_size, unless the row has its own)."""
+        return self.hidden_size
+
+    @property
+    def final_norm(self) -> str | None:
+        final = LAYER_NORMS[self.layer_norms][2]
+        return final.format(prefix=self.prefix) if final else None
+
+    def extra_embeddings(self) -> list[Tensor]:
+        """Embedding tables beyond word, position and token type (ERNIE's task types)."""
+        return []
+
+    def positions(self) -> list[Tensor]:
+        """Absolute learned positions [P, E] (RoFormer: none; its rotary table is in the encoder)."""
+        return [embedding(f"{self.prefix}.embeddings.position_embeddings", "embed/positions",
+                          self.max_position_embeddings, self.embedding_width)]
+
+    def layer_extra(self, p: str) -> list[Tensor]:
+        """Tensors a row adds to each layer (X-MOD's language adapters)."""
+        return []
+
+
+class XLMRobertaConfig(BertRowConfig):
+    transformers_class = "XLMRobertaConfig"
+    prefix = "roberta"
+    head = "roberta"
+    head_first = True
+
+
+class CamembertConfig(XLMRobertaConfig):
+    transformers_class = "CamembertConfig"
+
+
+class Data2VecTextConfig(BertRowConfig):
+    transformers_class = "Data2VecTextConfig"
+    prefix = "data2vec_text"
+    head = "roberta"
+
+
+class RobertaPreLayerNormConfig(BertRowConfig):
+    transformers_class = "RobertaPreLayerNormConfig"
+    vocab_size: Size = 50265
+    prefix = "roberta_prelayernorm"
+    head = "roberta"
+    layer_norms = PRE_LN
+
+
+class XLMRobertaXLConfig(BertRowConfig):
+    transformers_class = "XLMRobertaXLConfig"
+    vocab_size: Size = 250880
+    hidden_size: Size = 2560
+    num_hidden_layers: Size = 36
+    num_attention_heads: Size = 32
+    intermediate_size: Size = 10240
+    max_position_embeddings: Size = 514
+    type_vocab_size: Count = 1
+    prefix = "roberta"
+    head = "roberta"
+    layer_norms = XL_LN
+    embedding_norm = False
+
+
+class ErnieConfig(BertRowConfig):
+    transformers_class = "ErnieConfig"
+    prefix = "ernie"
+    task_type_vocab_size: Count = 3
+    use_task_id: bool = False
+
+    def extra_embeddings(self) -> list[Tensor]:
+        if not self.use_task_id:
+            return []
+        return [embedding("ernie.embeddings.task_type_embeddings", "embed/task_types",
+                          self.task_type_vocab_size, self.hidden_size)]
+
+
+class MegatronBertConfig(BertRowConfig):
+    transformers_class = "MegatronBertConfig"
+    vocab_size: Size = 29056
+    hidden_size: Size = 1024
+    num_hidden_layers: Size = 24
+    num_attention_heads: Size = 16
+    intermediate_size: Size = 4096
+    layer_norms = MEGATRON_LN
+    embedding_norm = False
+
+
+class ElectraConfig(BertRowConfig):
+    """ElectraForMaskedLM, the generator: embeddings embedding_size wide, projected to hidden_size
+    when the widths differ; generator_predictions (dense E × d, LayerNorm over E) and
+    generator_lm_head V × E (tied to the word embeddings) with a bias."""
+
+    transformers_class = "ElectraConfig"
+    embedding_size: Size = 128
+    hidden_size: Size = 256
+    num_attention_heads: Size = 4
+    intermediate_size: Size = 1024
+    prefix = "electra"
+    head = "electra"
+
+    @property
+    def embedding_width(self) -> int:
+        return self.embedding_size
+
+
+class RoFormerConfig(BertRowConfig):
+    """RoFormerForMaskedLM: rotary positions — no learned position table; the encoder's frozen
+    sinusoidal table embed_positions [P, d_head] is a parameter. Embeddings embedding_size wide
+    (null: hidden_size), projected when the widths differ; the head's transform maps d → E."""
+
+    transformers_class = "RoFormerConfig"
+    vocab_size: Size = 50000
+    max_position_embeddings: Size = 1536
+    embedding_size: Size | None = None
+    rotary_value: bool = False
+    prefix = "roformer"
+
+    @property
+    def embedding_width(self) -> int:
+        return self.embedding_size or self.hidden_size
+
+    def positions(self) -> list[Tensor]:
+        return [embedding("roformer.encoder.embed_positions", "embed/positions",
+                          self.max_position_embeddings, self.head_dim)]
+
+
+class RemBertConfig(BertRowConfig):
+    """RemBertForMaskedLM: input embeddings input_embedding_size wide, mapped to hidden_size by
+    encoder.embedding_hidden_mapping_in; an untied head over output_embedding_size (Chung et al.
+    2020, decoupled embeddings)."""
+
+    transformers_class = "RemBertConfig"
+    vocab_size: Size = 250300
+    hidden_size: Size = 1152
+    num_hidden_layers: Size = 32
+    num_attention_heads: Size = 18
+    intermediate_size: Size = 4608
+    input_embedding_size: Size = 256
+    output_embedding_size: Size = 1664
+    tie_word_embeddings: bool = False
+    prefix = "rembert"
+    head = "rembert"
+    embed_proj = "{prefix}.encoder.embedding_hidden_mapping_in"
+    project_always = True
+
+    @property
+    def embedding_width(self) -> int:
+        return self.input_embedding_size
+
+
+class XmodConfig(BertRowConfig):
+    """XmodForMaskedLM (Pfeiffer et al. 2022, X-MOD): RoBERTa with, in every layer's output, one
+    bottleneck adapter per language (dense1 d/r × d, dense2 d × d/r, with biases; r =
+    adapter_reduction_factor) and, with adapter_layer_norm, a LayerNorm before them; pre_norm puts
+    the LayerNorms before attention and MLP and adds encoder.LayerNorm. A token goes through its
+    own language's adapter only: the others are parameters without FLOPs for it."""
+
+    transformers_class = "XmodConfig"
+    pre_norm: bool = False
+    adapter_reduction_factor: Size = 2
+    adapter_layer_norm: bool = False
+    languages: list[str] = Field(default_factory=lambda: ["en_XX"])
+    default_language: str | None = None
+    prefix = "roberta"
+    head = "roberta"
+
+    @property
+    def final_norm(self) -> str | None:
+        return "roberta.encoder.LayerNorm" if self.pre_norm else None
+
+    def layer_extra(self, p: str) -> list[Tensor]:
+        d = self.hidden_size
+        r = d // self.adapter_reduction_factor
+        require(r > 0, "adapter_reduction_factor",
+                f"adapter_reduction_factor ({self.adapter_reduction_factor}) leaves no bottleneck "
+                f"at hidden_size {d}")
+        require(len(set(self.languages)) == len(self.languages), "languages",
+                "each language is listed once")
+        out = norm(f"{p}.output.adapter_layer_norm", "adapter/norm", d, bias=True) if (
+            self.adapter_layer_norm) else []
+        for k, lang in enumerate(self.languages):
+            a = f"{p}.output.adapter_modules.{lang}"
+            ts = [*linear(f"{a}.dense1", "adapter/dense1", r, d, bias=True),
+                  *linear(f"{a}.dense2", "adapter/dense2", d, r, bias=True)]
+            # one adapter per token: the first stands for the token's own language
+            out += ts if k == 0 else [Tensor(t.name, t.shape, t.component) for t in ts]
+        return out
+
+
+def describe_bert_row(c: BertRowConfig) -> Architecture:
+    """A BERT near-copy's …ForMaskedLM: word [V, E], positions, token types [T, E] (and the row's
+    extra tables), the embeddings' LayerNorm over E, the E → d projection when E ≠ d; BERT layers
+    with the row's LayerNorms (and adapters), its final norm; its masked-LM head."""
+    _no_cross_attention(c)
+    d, v, e, p0 = c.hidden_size, c.vocab_size, c.embedding_width, c.prefix
+    embed = f"{p0}.embeddings.word_embeddings"
+    outer: list[Tensor] = [
+        embedding(embed, "embed/tokens", v, e),
+        *c.positions(),
+        embedding(f"{p0}.embeddings.token_type_embeddings", "embed/token_types", c.type_vocab_size, e),
+        *c.extra_embeddings(),
+    ]
+    if c.embedding_norm:
+        outer += norm(f"{p0}.embeddings.LayerNorm", "embed/norm", e, bias=True)
+    if e != d or c.project_always:
+        outer += linear(c.embed_proj.format(prefix=p0), "embed/proj", d, e, bias=True)
+    if c.final_norm is not None:
+        outer += norm(c.final_norm, "final_norm", d, bias=True)
+    p = f"{p0}.encoder.layer.{{i}}"
+    attn_norm, mlp_norm, _ = LAYER_NORMS[c.layer_norms]
+    layer = [
+        *(t for t in bert_layer(p, d, c.intermediate_size) if not t.component.endswith("/norm")),
+        *norm(f"{p}.{attn_norm}", "attn/norm", d, bias=True),
+        *norm(f"{p}.{mlp_norm}", "mlp/norm", d, bias=True),
+        *c.layer_extra(p),
+    ]
+    head = _row_head(c, embed)
+    return _with_head(Architecture(
+        shape=c.shape(),
+        tensors=tuple(outer),
+        layer_groups=uniform_layers(
+            c.num_hidden_layers, layer, _bidirectional(c, causal=c.is_decoder), name="encoder"
+        ),
+        notes=_direction_note(c.is_decoder),
+    ), head)
+
+
+def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
+    d, v, e, tied = c.hidden_size, c.vocab_size, c.embedding_width, c.tie_word_embeddings
+    tied_to = f"{embed}.weight" if tied else None
+    if c.head == "bert":
+        return mlm_head("cls.predictions", d, v, embed, tied=tied, width=e)
+    if c.head == "roberta":
+        decoder = lm_head("lm_head.decoder", v, d, tied_to=tied_to, bias=not tied)
+        if c.head_first and tied:
+            decoder = [replace(decoder[0], named_first=True), *decoder[1:]]
+        return [
+            Tensor("lm_head.bias", (v,), "bias"),
+            *linear("lm_head.dense", "dense", d, d, bias=True),
+            *norm("lm_head.layer_norm", "norm", d, bias=True),
+            *decoder,
+        ]
+    if c.head == "electra":
+        return [
+            *linear("generator_predictions.dense", "dense", e, d, bias=True),
+            *norm("generator_predictions.LayerNorm", "norm", e, bias=True),
+            *lm_head("generator_lm_head", v, e, tied_to=tied_to, bias=True),
+        ]
+    assert isinstance(c, RemBertConfig)  # the rows above name every head
+    o = c.output_embedding_size
+    return [
+        *linear("cls.predictions.dense", "dense", o, d, bias=True),
+        *norm("cls.predictions.LayerNorm", "norm", o, bias=True),
+        # transformers never ties it (its width is output_embedding_size, not the embeddings')
+        *lm_head("cls.predictions.decoder", v, o, tied_to=None, bias=True),
+    ]
