@@ -212,6 +212,10 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen3_5": Family("vlm", "Qwen3_5Config", "describe_qwen3_vl"),
     "qwen3_5_moe": Family("vlm", "Qwen3_5MoeConfig", "describe_qwen3_vl"),
     "phi4_multimodal": Family("phi4mm", "Phi4MultimodalConfig"),  # + audio encoder
+    # -- whole models (issue 13): audio encoder + projector + language model --
+    "moss_transcribe_diarize": Family(
+        "audio_lm", "MossTranscribeDiarizeConfig", "describe_moss_transcribe_diarize"
+    ),
     # -- more mixture-of-experts decoders (issue 12) --
     "solar_open": Family("gqa_moe", "SolarOpenConfig"),
     "kolibri1": Family("gqa_moe", "Kolibri1Config"),

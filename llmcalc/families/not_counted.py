@@ -49,7 +49,6 @@ NOT_COUNTED: dict[str, str] = {
     "marian": ENC_DEC,
     "megatron-bert": ENCODER,
     "moshi": MULTIMODAL,
-    "moss_transcribe_diarize": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,
     "mvp": ENC_DEC,
