@@ -203,3 +203,72 @@ def test_part_option_and_parts_in_json(cli: Any) -> None:
     assert bad.code == 2
     assert ("--part vision: moss_transcribe_diarize (transformers defaults) has the parts "
             "language, audio, projector") in bad.stderr
+
+
+# ---- fuyu: a linear patch embedding and a Persimmon language model ----------------------------------
+
+FUYU_PREFIXES = [("vision", "model.vision_embed_tokens.")]
+
+
+def fuyu_small(**changes: Any) -> dict[str, Any]:
+    text = {"model_type": "persimmon", "vocab_size": 300, "hidden_size": 64,
+            "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4}
+    return {"model_type": "fuyu", "text_config": text, **changes}
+
+
+def fuyu_matches(spec: ModelSpec) -> dict[str, int]:
+    from llmcalc.verify import build_meta_model
+
+    transformers.logging.set_verbosity_error()
+    model = build_meta_model(spec)
+    assert type(model).__name__ == "FuyuForCausalLM"
+    real = {name: tuple(p.shape) for name, p in model.named_parameters()}
+    assert sorted(spec.named_shapes()) == sorted(real.items())
+    by_part = {"language": 0, "vision": 0}
+    for name, shape in real.items():
+        by_part["vision" if name.startswith("model.vision_embed_tokens.") else "language"] += \
+            math.prod(shape)
+    assert count(spec).parts == by_part
+    for name, n in by_part.items():
+        assert count(spec_part(spec, name)).total == n
+    return by_part
+
+
+def test_fuyu_defaults_whole_model() -> None:
+    d, v, ff, layers = 4096, 262144, 16384, 36
+    # Persimmon: query_key_value [3d, d] and dense [d, d] with biases, q/k LayerNorms [64] with
+    # biases, two LayerNorms, dense_h_to_4h / dense_4h_to_h with biases; untied head
+    layer = 3 * d * d + 3 * d + d * d + d + 4 * 64 + 4 * d + 2 * ff * d + ff + d
+    language = 2 * v * d + layers * layer + 2 * d
+    vision = d * 30 * 30 * 3 + d
+    parts = {"language": language, "vision": vision}
+    assert parts == {"language": 9_397_175_296, "vision": 11_063_296}
+    spec = load_spec("fuyu-default")
+    assert count(spec).total == 9_408_238_592
+    assert fuyu_matches(spec) == parts
+
+
+@pytest.mark.parametrize("fields", [
+    fuyu_small(),
+    fuyu_small(patch_size=16, num_channels=1),
+    fuyu_small(tie_word_embeddings=True),
+    # a flat (pre-v5) config: the text model's fields at the top level (FuyuConfig.__post_init__)
+    {"model_type": "fuyu", "vocab_size": 300, "hidden_size": 48, "intermediate_size": 80,
+     "num_hidden_layers": 3, "num_attention_heads": 3, "patch_size": 10},
+], ids=["base", "patch-16-gray", "tied", "flat"])
+def test_fuyu_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
+    fuyu_matches(spec_from_dict(fields, name="fuyu-variant"))
+
+
+@pytest.mark.parametrize(("side", "patches", "tokens"), [
+    (300, 100, 111), (301, 121, 133), (2160, 36 * 36, 36 * 37 + 1), (1080, 1296, 1333)])
+def test_fuyu_image_tokens_and_flops(side: int, patches: int, tokens: int) -> None:
+    from transformers import FuyuImageProcessor
+
+    spec = spec_from_dict({**fuyu_small(), "image_size": side}, name="fuyu-image")
+    vision = spec.part("vision")
+    assert vision is not None and vision.context_tokens == tokens
+    out = FuyuImageProcessor()(torch.zeros(3, side, side), return_tensors="pt")
+    h, w = int(out["image_unpadded_heights"][0][0]), int(out["image_unpadded_widths"][0][0])
+    assert math.ceil(h / 30) * math.ceil(w / 30) == patches
+    assert part_flops(vision).total == 2 * patches * 64 * 30 * 30 * 3

@@ -207,6 +207,7 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen2_5_vl": Family("vlm", "Qwen2_5_VLConfig", "describe_qwen2_vl"),
     "llama4": Family("vlm", "Llama4Config", "describe_llama4"),
     "mllama": Family("vlm", "MllamaConfig", "describe_mllama"),
+    "fuyu": Family("vlm", "FuyuConfig", "describe_fuyu"),
     "qwen3_vl": Family("vlm", "Qwen3VLConfig", "describe_qwen3_vl"),
     "qwen3_vl_moe": Family("vlm", "Qwen3VLMoeConfig", "describe_qwen3_vl"),
     "qwen3_5": Family("vlm", "Qwen3_5Config", "describe_qwen3_vl"),

@@ -37,7 +37,6 @@ NOT_COUNTED: dict[str, str] = {
     "electra": ENCODER,
     "emu3": MULTIMODAL,
     "ernie": ENCODER,
-    "fuyu": MULTIMODAL,
     "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
     "gemma4_unified": MULTIMODAL,
