@@ -12,7 +12,7 @@ type is a row: its tower's names, its projector, how many image tokens reach the
   ``internvl``, ``idefics3`` / ``smolvlm``, ``got_ocr2`` (SAM tower), ``qwen2_vl`` / ``qwen2_5_vl``
   / ``qwen3_vl`` / ``qwen3_vl_moe`` / ``qwen3_5`` / ``qwen3_5_moe`` (Qwen-ViT), ``llama4``, ``mllama`` (a tiled tower, and a
   language model whose cross-attention layers attend to the image's tokens instead of reading them
-  in the context).
+  in the context), ``fuyu`` (no tower: a linear patch embedding into Persimmon).
 
 Per image, a part's FLOPs are its matrices times the tokens they meet plus bidirectional attention
 (flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language model's
