@@ -226,11 +226,16 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen2_5_vl": Family("vlm", "Qwen2_5_VLConfig", "describe_qwen2_vl"),
     "llama4": Family("vlm", "Llama4Config", "describe_llama4"),
     "mllama": Family("vlm", "MllamaConfig", "describe_mllama"),
+    "fuyu": Family("vlm", "FuyuConfig", "describe_fuyu"),
     "qwen3_vl": Family("vlm", "Qwen3VLConfig", "describe_qwen3_vl"),
     "qwen3_vl_moe": Family("vlm", "Qwen3VLMoeConfig", "describe_qwen3_vl"),
     "qwen3_5": Family("vlm", "Qwen3_5Config", "describe_qwen3_vl"),
     "qwen3_5_moe": Family("vlm", "Qwen3_5MoeConfig", "describe_qwen3_vl"),
     "phi4_multimodal": Family("phi4mm", "Phi4MultimodalConfig"),  # + audio encoder
+    # -- whole models (issue 13): audio encoder + projector + language model --
+    "moss_transcribe_diarize": Family(
+        "audio_lm", "MossTranscribeDiarizeConfig", "describe_moss_transcribe_diarize"
+    ),
     # -- more mixture-of-experts decoders (issue 12) --
     "solar_open": Family("gqa_moe", "SolarOpenConfig"),
     "kolibri1": Family("gqa_moe", "Kolibri1Config"),

@@ -22,6 +22,7 @@ is the main part, the encoder the other; decoder layers cross-attend to the enco
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import ClassVar
 
 from llmcalc.families._base import (
@@ -308,12 +309,13 @@ class WhisperConfig(FamilyConfig):
 
 
 def _whisper_layers(
-    c: WhisperConfig, stack: str, layers: int, ff: int, h: int
+    p: str, d: int, stack: str, layers: int, ff: int, h: int, *, heads_field: str
 ) -> LayerGroup:
-    d = c.d_model
-    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field=f"{stack}_attention_heads")
+    """Whisper's pre-norm layers under ``p`` (``model.encoder.layers``): BART's, no bias on k_proj;
+    a decoder's cross-attend to the encoder's output."""
+    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field=heads_field)
     decoder = stack == "decoder"
-    p = f"model.{stack}.layers.{{i}}"
+    p = f"{p}.{{i}}"
     layer = [
         *attention(f"{p}.self_attn", d, k_bias=False),
         *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
@@ -337,26 +339,40 @@ def _whisper_layers(
     )
 
 
-def describe_whisper(c: WhisperConfig) -> Architecture:
-    d, v, mels, src = c.d_model, c.vocab_size, c.num_mel_bins, c.max_source_positions
-    e = "model.encoder"
-    encoder = Part(
-        "encoder",
+def whisper_encoder(
+    prefix: str, *, d: int, mels: int, src: int, layers: int, ff: int, heads: int,
+    name: str = "encoder", heads_field: str = "encoder_attention_heads",
+) -> Part:
+    """Whisper's audio encoder under ``prefix`` as a part (also the audio tower of whole models
+    built on it: MOSS-Transcribe-Diarize). Its per-input figures are one 30 s window: 2·src mel
+    frames through conv1, src positions after conv2 and through every layer."""
+    return Part(
+        name,
         (
             # nn.Conv1d(mels, d, 3, padding=1) over 2·P_src frames; nn.Conv1d(d, d, 3, stride=2)
             # down to P_src: weights [d, in, 3], each a matmul of its elements per output position
-            Tensor(f"{e}.conv1.weight", (d, mels, 3), "conv/conv1", matmul=True),
-            Tensor(f"{e}.conv1.bias", (d,), "conv/conv1"),
-            Tensor(f"{e}.conv2.weight", (d, d, 3), "conv/conv2", matmul=True),
-            Tensor(f"{e}.conv2.bias", (d,), "conv/conv2"),
-            embedding(f"{e}.embed_positions", "embed/positions", src, d),
-            *norm(f"{e}.layer_norm", "final_norm", d, bias=True),
+            Tensor(f"{prefix}.conv1.weight", (d, mels, 3), "conv/conv1", matmul=True),
+            Tensor(f"{prefix}.conv1.bias", (d,), "conv/conv1"),
+            Tensor(f"{prefix}.conv2.weight", (d, d, 3), "conv/conv2", matmul=True),
+            Tensor(f"{prefix}.conv2.bias", (d,), "conv/conv2"),
+            embedding(f"{prefix}.embed_positions", "embed/positions", src, d),
+            *norm(f"{prefix}.layer_norm", "final_norm", d, bias=True),
         ),
-        (_whisper_layers(c, "encoder", c.encoder_layers, c.encoder_ffn_dim,
-                         c.encoder_attention_heads),),
-        shape=_whisper_shape(c, c.encoder_layers, c.encoder_ffn_dim, c.encoder_attention_heads),
+        (_whisper_layers(f"{prefix}.layers", d, name, layers, ff, heads, heads_field=heads_field),),
+        shape=Shape(num_layers=layers, hidden_size=d, num_heads=heads, num_kv_heads=heads,
+                    head_dim=d // heads, intermediate_size=ff, vocab_size=0,
+                    tied_embeddings=False, max_position_embeddings=src),
         # 30 s of audio: 2·P_src mel frames through conv1, P_src positions after conv2
         input_tokens=(("conv/conv1", 2 * src), ("", src)),
+    )
+
+
+def describe_whisper(c: WhisperConfig) -> Architecture:
+    d, v, src = c.d_model, c.vocab_size, c.max_source_positions
+    encoder = replace(
+        whisper_encoder("model.encoder", d=d, mels=c.num_mel_bins, src=src, layers=c.encoder_layers,
+                        ff=c.encoder_ffn_dim, heads=c.encoder_attention_heads),
+        shape=_whisper_shape(c, c.encoder_layers, c.encoder_ffn_dim, c.encoder_attention_heads),
     )
     embed = "model.decoder.embed_tokens"
     return Architecture(
@@ -367,8 +383,9 @@ def describe_whisper(c: WhisperConfig) -> Architecture:
             *norm("model.decoder.layer_norm", "final_norm", d, bias=True),
             *lm_head("proj_out", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None),
         ),
-        layer_groups=(_whisper_layers(c, "decoder", c.decoder_layers, c.decoder_ffn_dim,
-                                      c.decoder_attention_heads),),
+        layer_groups=(_whisper_layers("model.decoder.layers", d, "decoder", c.decoder_layers,
+                                      c.decoder_ffn_dim, c.decoder_attention_heads,
+                                      heads_field="decoder_attention_heads"),),
         parts=(encoder,),
         main_part="decoder",
         notes=(

@@ -31,7 +31,6 @@ NOT_COUNTED: dict[str, str] = {
     "deepseek_v4": DEEPSEEK_V4,
     "dots3_note": MULTIMODAL,
     "emu3": MULTIMODAL,
-    "fuyu": MULTIMODAL,
     "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
     "gemma4_unified": MULTIMODAL,
@@ -41,7 +40,6 @@ NOT_COUNTED: dict[str, str] = {
     + " (DeepSeek-V4's structure: MLA, a sparse-attention indexer, hyper-connections, attention"
     " sinks; to follow deepseek_v4)",
     "moshi": MULTIMODAL,
-    "moss_transcribe_diarize": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,
     "prophetnet": ENC_DEC,
