@@ -38,7 +38,6 @@ NOT_COUNTED: dict[str, str] = {
     "emu3": MULTIMODAL,
     "ernie": ENCODER,
     "fuyu": MULTIMODAL,
-    "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
     "gemma4_unified": MULTIMODAL,
     "gemma4_unified_assistant": MULTIMODAL,
