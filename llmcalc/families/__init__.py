@@ -244,6 +244,7 @@ MODEL_TYPES: dict[str, Family] = {
     "laguna": Family("gqa_moe", "LagunaConfig"),
     "minimax_m3_vl_text": Family("gqa_moe", "MiniMaxM3VLTextConfig"),
     "zaya": Family("zaya", "ZayaConfig"),
+    "gemma4": Family("gemma4", "Gemma4Config", "describe_gemma4"),
     "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
     "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
     # -- looped decoders (issue 12): layers that run several times per token --

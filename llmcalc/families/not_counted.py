@@ -31,7 +31,6 @@ NOT_COUNTED: dict[str, str] = {
     "deepseek_v4": DEEPSEEK_V4,
     "dots3_note": MULTIMODAL,
     "emu3": MULTIMODAL,
-    "gemma4": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
     "gemma4_unified": MULTIMODAL,
     "gemma4_unified_assistant": MULTIMODAL,
