@@ -56,7 +56,6 @@ NOT_COUNTED: dict[str, str] = {
     "pegasus": ENC_DEC,
     "plbart": ENC_DEC,
     "prophetnet": ENC_DEC,
-    "qwen4_exp": MULTIMODAL,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
     "rembert": ENCODER,
     "roberta-prelayernorm": ENCODER,
