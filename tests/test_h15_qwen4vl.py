@@ -3,7 +3,8 @@
 QSA, per-layer n-gram embeddings), exact part by part against transformers'
 Qwen4ExpForConditionalGeneration on the meta device; the tower's per-image FLOPs against
 FlopCounterMode; the image tokens one image adds; the language model's state and KV, unchanged by
-the images, against the cache a real forward pass of the whole model fills."""
+the images, against the cache a real forward pass of the whole model fills. dots3_note stays not
+counted as a whole: its reason checked against transformers' default."""
 
 from __future__ import annotations
 
@@ -213,3 +214,37 @@ def test_transformers_default_config_is_refused(cli: Any) -> None:
     assert r.stderr.strip() == (
         "error: qwen4_exp (transformers defaults): indexer_n_heads: missing required field "
         "(transformers builds a QSA indexer on every attention layer)")
+
+
+# ---- dots3_note: not counted as a whole yet ------------------------------------------------------
+
+
+def test_dots3_note_is_listed_with_what_it_lacks() -> None:
+    """dots3_note stays in NOT_COUNTED, its reason true of transformers' default: routed experts in
+    17 of the tower's 42 layers (4, 8, …, 64, 64 experts), an audio encoder of three stride-2
+    Conv2d and 32 layers; the parts a whole count must reach, measured on the meta device."""
+    from collections import Counter
+
+    from llmcalc.families import MODEL_TYPES
+    from llmcalc.families.not_counted import NOT_COUNTED
+
+    assert "dots3_note" not in MODEL_TYPES and "dots3_note_text" in MODEL_TYPES
+    assert NOT_COUNTED["dots3_note"].startswith("multimodal or composite model: issue 13 (not yet")
+    transformers.logging.set_verbosity_error()
+    config = transformers.AutoConfig.for_model("dots3_note")
+    v, a = config.vision_config, config.audio_config
+    assert v.mlp_layer_types == ["dense"] * 25 + ["sparse"] * 17
+    assert [v.per_layer_config[i].num_local_experts for i in range(25, 42)] == [
+        *range(4, 65, 4), 64]
+    assert a.num_hidden_layers == 32
+    with torch.device("meta"):
+        model = transformers.AutoModelForImageTextToText.from_config(config)
+    assert len(model.model.audio_tower.conv_stem.convs) == 3
+    parts: Counter[str] = Counter()
+    for name, p in model.named_parameters():
+        parts[name.split(".")[1] if name.startswith("model.") else name.split(".")[0]] += p.numel()
+    assert dict(parts) == {"language_model": 278_773_150_336, "vision_tower": 6_871_277_312,
+                           "audio_tower": 886_199_680, "lm_head": 778_567_680}
+    # its language model with the head is the text model llmcalc counts
+    text = count(load_spec("dots3-note-text-default")).total
+    assert text == parts["language_model"] + parts["lm_head"] == 279_551_718_016
