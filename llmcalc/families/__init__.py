@@ -231,6 +231,7 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen3_vl_moe": Family("vlm", "Qwen3VLMoeConfig", "describe_qwen3_vl"),
     "qwen3_5": Family("vlm", "Qwen3_5Config", "describe_qwen3_vl"),
     "qwen3_5_moe": Family("vlm", "Qwen3_5MoeConfig", "describe_qwen3_vl"),
+    "qwen4_exp": Family("vlm", "Qwen4ExpConfig", "describe_qwen3_vl"),
     "phi4_multimodal": Family("phi4mm", "Phi4MultimodalConfig"),  # + audio encoder
     # -- whole models (issue 13): audio encoder + projector + language model --
     "moss_transcribe_diarize": Family(

@@ -10,9 +10,10 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 - the others, each a config class and a short describe function below: ``llava_next``,
   ``llava_onevision`` (anyres grids), ``gemma3``, ``paligemma``, ``mistral3``, ``aya_vision``,
   ``internvl``, ``idefics3`` / ``smolvlm``, ``got_ocr2`` (SAM tower), ``qwen2_vl`` / ``qwen2_5_vl``
-  / ``qwen3_vl`` / ``qwen3_vl_moe`` / ``qwen3_5`` / ``qwen3_5_moe`` (Qwen-ViT), ``llama4``, ``mllama`` (a tiled tower, and a
-  language model whose cross-attention layers attend to the image's tokens instead of reading them
-  in the context), ``fuyu`` (no tower: a linear patch embedding into Persimmon).
+  / ``qwen3_vl`` / ``qwen3_vl_moe`` / ``qwen3_5`` / ``qwen3_5_moe`` / ``qwen4_exp`` (Qwen-ViT),
+  ``llama4``, ``mllama`` (a tiled tower, and a language model whose cross-attention layers attend
+  to the image's tokens instead of reading them in the context), ``fuyu`` (no tower: a linear patch
+  embedding into Persimmon).
 
 Per image, a part's FLOPs are its matrices times the tokens they meet plus bidirectional attention
 (flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language model's
@@ -871,6 +872,18 @@ class Qwen3_5MoeConfig(Qwen3_5Config):
     composite_type: ClassVar[str] = "qwen3_5_moe"
     default_text: ClassVar[str] = "qwen3_5_moe_text"
     default_vision: ClassVar[str] = "qwen3_5_moe_vision"
+
+
+class Qwen4ExpConfig(Qwen3_5MoeConfig):
+    """Qwen4-Exp (Qwen3.8-Flash-Next): Qwen3.5-MoE's tower and merger (Qwen4ExpVisionModel is
+    Qwen3_5MoeVisionModel under another name) and the Qwen4-Exp language model — hyper-connections,
+    QSA attention, per-layer n-gram embeddings (qwen4_exp_text, families/qwen4_exp.py);
+    qwen4_exp/modular_qwen4_exp.py."""
+
+    transformers_class = "Qwen4ExpConfig"
+    composite_type: ClassVar[str] = "qwen4_exp"
+    default_text: ClassVar[str] = "qwen4_exp_text"
+    default_vision: ClassVar[str] = "qwen4_exp_vision"
 
 
 def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
