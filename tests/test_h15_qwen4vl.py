@@ -173,18 +173,19 @@ def test_state_and_kv_of_the_whole_model() -> None:
     for ctx in (1, 4096, 131_072):
         assert kv_cache_bytes(whole, batch=2, ctx=ctx, dtype=DType.bf16) == kv_cache_bytes(
             text, batch=2, ctx=ctx, dtype=DType.bf16)
-    assert kv_cache_bytes_per_token(whole, dtype=DType.bf16) == 12 * (2 * 512 + 128) * 2
+    # … and the first QSA layer's 3 int64 position ids a token (ModelSpec.cache_bytes_per_token)
+    assert kv_cache_bytes_per_token(whole, dtype=DType.bf16) == 12 * (2 * 512 + 128) * 2 + 24
     gdn = 10_240 * 4 * 2 + 48 * 128 * 128 * 4
     state = 36 * gdn + 10_240 * 9 * 2 + 2 * 8
     assert state_bytes_per_sequence(whole, dtype=DType.bf16) == state == 116_379_664
     assert kv_cache_bytes(whole, batch=1, ctx=1000, dtype=DType.bf16) == (
-        state + 1000 * 12 * 1152 * 2)
+        state + 1000 * (12 * 1152 * 2 + 24))
 
 
 def test_cache_of_a_whole_model_forward_pass() -> None:
     """A text forward pass of 2 × 8 tokens through the whole (small) model in bf16: the bytes of
     its cache (DeltaNet conv and recurrent states, the PLE conv state and n-gram ids, the QSA
-    layer's K, V and index keys) are llmcalc's."""
+    layer's K, V, index keys and position ids) are llmcalc's."""
     from llmcalc.verify import _cached_tensors
 
     fields = qwen4()

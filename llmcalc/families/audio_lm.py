@@ -103,6 +103,4 @@ def describe_moss_transcribe_diarize(c: MossTranscribeDiarizeConfig) -> Architec
         f"{2 * a.max_source_positions:,} frames, {part_flops(audio).total:,} FLOPs each, the "
         f"projector {part_flops(head).total:,} FLOPs a second"
     )
-    return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups,
-                        moe=lm.moe, notes=(*lm.notes, note), unbuilt=lm.unbuilt,
-                        parts=(audio, head))
+    return replace(lm, notes=(*lm.notes, note), parts=(audio, head))

@@ -353,6 +353,4 @@ def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
     if c.image_size is not None and c.image_size != MOBILENET_SIDE:
         notes += (f"image_size {c.image_size}: the processor resizes every image to 768×768 "
                   "pixels; the per-image figures are for the size asked",)
-    return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups,
-                        moe=lm.moe, notes=(*lm.notes, *notes), unbuilt=lm.unbuilt,
-                        parts=(tower, projector, audio))
+    return replace(lm, notes=(*lm.notes, *notes), parts=(tower, projector, audio))

@@ -219,9 +219,9 @@ def describe(c: LlavaConfig) -> Architecture:
 
 
 def _whole(lm: Architecture, *parts: Part, notes: tuple[str, ...] = ()) -> Architecture:
-    """The language model's architecture with the other parts beside it."""
-    return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups, moe=lm.moe,
-                        notes=(*lm.notes, *notes), unbuilt=lm.unbuilt, parts=parts)
+    """The language model's architecture (every field of it: its depth FLOPs, its cache's extra
+    bytes …) with the other parts beside it."""
+    return replace(lm, notes=(*lm.notes, *notes), parts=parts)
 
 
 # ---- gemma3 ----------------------------------------------------------------------------------------
