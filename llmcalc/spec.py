@@ -441,6 +441,9 @@ class Part:
     # "audio" (one clip, its figures apart: Phi-4-multimodal's speech encoder)
     input: str = "image"
     cross_tokens: int = 0
+    # an audio part's one input in words ("one second of speech") where its FLOPs per input are
+    # computed (and held to FlopCounterMode); empty: they are not computed, and flops says so
+    clip: str = ""
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:

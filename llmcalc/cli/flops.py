@@ -19,6 +19,7 @@ from llmcalc.cli._common import (
     bundled_specs,
     emit,
     handles_errors,
+    of_part,
     one_model,
     output_format,
     refuse_explain,
@@ -98,9 +99,20 @@ def flops(
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
     set_ = image_size_override(image_size, set_)
+    specs = specs_for(models, set_, family, revision, trust_remote_code)
+    if part is not None:
+        for _, spec in specs:
+            audio = spec.part(part)
+            if audio is not None and audio.input == "audio":
+                # its input is a clip, not a token context: per-token figures would be made up
+                where = ("the per-audio-input rows of `llmcalc flops MODEL`" if audio.clip
+                         else "not computed yet")
+                raise UsageError(f"--part {part}: {spec.name}'s {part} part takes audio, not a "
+                                 f"token context; its FLOPs per input: {where}")
+        specs = [(m, of_part(spec, part)) for m, spec in specs]
     items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens, images=images,
                                            source_len=n_source))
-             for m, spec in specs_for(models, set_, family, revision, trust_remote_code, part)]
+             for m, spec in specs]
     from llmcalc.render.count import provenance
 
     data = [{**r.flops_json(x), **provenance(spec)} for _, spec, x in items]

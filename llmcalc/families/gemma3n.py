@@ -297,8 +297,8 @@ def audio_encoder(prefix: str, a: Gemma3nAudioConfig, *, context_tokens: int) ->
     L = a.conf_num_hidden_layers
     group = LayerGroup("conformer", LayerSet.span(0, L), tuple(layer), Attention(h, h, d // h, d // h))
     return Part(name="audio", tensors=tuple(outer), layer_groups=(group,),
-                shape=Shape(L, d, h, h, d // h, 4 * d, 0, False), context_tokens=0,
-                input_flops=(0, 0))
+                shape=Shape(L, d, h, h, d // h, 4 * d, 0, False), context_tokens=context_tokens,
+                input="audio")
 
 
 def embedder(prefix: str, component: str, vocab: int, d_mm: int, d_t: int) -> list[Tensor]:
