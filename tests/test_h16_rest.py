@@ -242,3 +242,15 @@ def test_trocr_flops_and_cache_equal_transformers() -> None:
         extrapolate_layers(f1, f2, num_layers=12)) == 26_574_848
     assert kv_cache_bytes(spec, batch=1, ctx=5, dtype=DType.fp32, source_len=12) == (
         extrapolate_layers(b1, b2, num_layers=12)) == 12 * 2 * 128 * (5 + 12) * 4
+
+
+def test_xlm_layer_is_its_four_module_lists() -> None:
+    """XLM keeps layer i in attentions[i], layer_norm1[i], ffns[i] and layer_norm2[i]."""
+    from llmcalc.verify import build_meta_model
+
+    spec = load_spec("xlm-default")
+    model = build_meta_model(spec).transformer
+    lists = (model.attentions, model.layer_norm1, model.ffns, model.layer_norm2)
+    real = {sum(p.numel() for m in lists for p in m[i].parameters()) for i in range(12)}
+    d = 2048
+    assert real == {count(spec).groups[0].per_layer} == {4 * (d * d + d) + 2 * 4 * d * d + 5 * d + 2 * 2 * d} == {50_358_272}
