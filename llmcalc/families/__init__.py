@@ -197,6 +197,9 @@ MODEL_TYPES: dict[str, Family] = {
     "xmod": Family("encoder", "XmodConfig", "describe_bert_row"),
     "rembert": Family("encoder", "RemBertConfig", "describe_bert_row"),
     "roformer": Family("encoder", "RoFormerConfig", "describe_bert_row"),
+    "bert-generation": Family("encoder", "BertGenerationConfig", "describe_bert_row"),
+    "roc_bert": Family("encoder", "RoCBertConfig", "describe_bert_row"),
+    "xlm": Family("encoder", "XLMConfig", "describe_xlm"),
     "t5": Family("t5", "T5Config"),
     "mt5": Family("t5", "MT5Config"),
     "umt5": Family("t5", "UMT5Config", "describe_umt5"),
@@ -210,6 +213,7 @@ MODEL_TYPES: dict[str, Family] = {
     "marian": Family("bart", "MarianConfig"),
     "blenderbot": Family("bart", "BlenderbotConfig"),
     "blenderbot-small": Family("bart", "BlenderbotSmallConfig"),
+    "trocr": Family("bart", "TrOCRConfig", "describe_trocr"),  # the decoder alone (TrOCRForCausalLM)
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
     "gemma3": Family("vlm", "Gemma3Config", "describe_gemma3"),

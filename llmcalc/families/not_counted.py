@@ -23,7 +23,6 @@ DEEPSEEK_V4 = (
 GEMMA4 = DENSE_TODO + " (per-layer embeddings and head dims, KV-shared layers, optional MoE block)"
 
 NOT_COUNTED: dict[str, str] = {
-    "bert-generation": ENCODER,
     "big_bird": ENCODER,
     "bigbird_pegasus": ENC_DEC,
     "blt": MULTIMODAL + " (byte latent transformer: local encoder, global model, local decoder)",
@@ -47,8 +46,5 @@ NOT_COUNTED: dict[str, str] = {
     "musicgen_melody": ENC_DEC,
     "prophetnet": ENC_DEC,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
-    "roc_bert": ENCODER,
-    "trocr": ENC_DEC,
-    "xlm": ENCODER,
     "xlnet": ENCODER + " (permutation LM)",
 }
