@@ -248,6 +248,7 @@ MODEL_TYPES: dict[str, Family] = {
     "gemma4": Family("gemma4", "Gemma4Config", "describe_gemma4"),
     "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
     "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
+    "gemma4_unified": Family("gemma4", "Gemma4UnifiedConfig", "describe_gemma4_unified"),
     # -- looped decoders (issue 12): layers that run several times per token --
     "hrm_text": Family("looped", "HrmTextConfig", "describe_hrm_text"),
     "dory": Family("looped", "DoryConfig", "describe_dory"),

@@ -36,7 +36,6 @@ NOT_COUNTED: dict[str, str] = {
         "model is counted as dots3_note_text)"),
     "emu3": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
-    "gemma4_unified": MULTIMODAL,
     "gemma4_unified_assistant": MULTIMODAL,
     "git": MULTIMODAL,
     "hy_v4": MOE_TODO
