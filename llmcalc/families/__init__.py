@@ -174,6 +174,7 @@ MODEL_TYPES: dict[str, Family] = {
     "axk1": Family("deepseek", "AXK1Config"),
     "axk2": Family("deepseek", "AXK2Config"),
     "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
+    "dots3_note": Family("dots3_note", "Dots3NoteConfig"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
