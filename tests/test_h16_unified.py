@@ -4,7 +4,12 @@ transformers 5.24 on the meta device.
 gemma4_unified (``Gemma4UnifiedForConditionalGeneration``) is encoder-free: for the bundled
 google/gemma-4-12B-it transformers built 11,959,730,176 parameters: language_model 11,907,350,272,
 embed_vision 49,922,304 (its patch pipeline 35,176,704 and its multimodal_embedder 14,745,600),
-embed_audio 2,457,600. One image's two matmuls are checked against ``FlopCounterMode``."""
+embed_audio 2,457,600. One image's two matmuls are checked against ``FlopCounterMode``.
+
+dots3_note (``Dots3NoteForConditionalGeneration``): for transformers' default transformers built
+287,309,195,008 parameters: language_model 278,773,150,336 + lm_head 778,567,680, vision_tower
+6,871,277,312 (the merger 69,220,352 of it), audio_tower 886,199,680. One image's tower (its routed
+experts run eagerly) and merger against ``FlopCounterMode``."""
 
 from __future__ import annotations
 
@@ -195,6 +200,181 @@ def test_unified_bad_sub_config_is_refused(cli: Any, write: Any) -> None:
     text = "vision_config.mm_embed_dim must be a positive integer, got 0"
     with pytest.raises(LLMCalcError, match=text):
         spec_from_dict(fields, name="u")
+    r = cli("count", write("bad.json", fields))
+    assert r.code == 2
+    assert r.stderr.endswith(f"bad.json: {text}\n")
+
+
+# ---- dots3_note ----------------------------------------------------------------------------------
+
+DOTS = "dots3-note-whole-default"
+D_TEXT = {"hidden_size": 64, "intermediate_size": 96, "moe_intermediate_size": 16,
+          "shared_experts_intermediate_size": 16, "num_hidden_layers": 3, "num_attention_heads": 4,
+          "num_key_value_heads": 4, "vocab_size": 300, "pad_token_id": 0, "n_routed_experts": 4,
+          "num_experts_per_tok": 2, "q_lora_rank": 32, "kv_lora_rank": 16, "qk_nope_head_dim": 16,
+          "qk_rope_head_dim": 8, "v_head_dim": 16, "head_dim": 24, "index_head_dim": 16,
+          "index_n_heads": 2, "index_topk": 8, "swa_num_attention_heads": 2,
+          "swa_num_key_value_heads": 2, "swa_q_lora_rank": 32, "swa_kv_lora_rank": 16,
+          "swa_head_dim": 24, "swa_qk_nope_head_dim": 16, "swa_v_head_dim": 16}
+D_VISION = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 4,
+            "num_attention_heads": 4, "patch_size": 4, "moe_intermediate_size": 8,
+            "pyramid_num_routed": [-1, -1, 4, 6], "adapter_in_dim": 32, "adapter_out_dim": 64}
+D_AUDIO = {"hidden_size": 32, "intermediate_size": 48, "num_hidden_layers": 2,
+           "num_attention_heads": 4, "feature_size": 16, "downsample_hidden_size": 8,
+           "adapter_input_size": 32, "adapter_out_dim": 64}
+
+
+def dots_built(fields: dict[str, Any]) -> dict[str, tuple[int, ...]]:
+    transformers.logging.set_verbosity_error()
+    cfg = transformers.Dots3NoteConfig(**{k: v for k, v in fields.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = transformers.Dots3NoteForConditionalGeneration(cfg)
+    return {n: tuple(p.shape) for n, p in model.named_parameters()}
+
+
+def dots_matches(spec: ModelSpec, fields: dict[str, Any]) -> None:
+    real = dots_built(fields)
+    assert sorted(spec.named_shapes()) == sorted(real.items())
+    pc = count(spec)
+    assert pc.total == numel(real)
+
+    def under(prefix: str) -> int:
+        return numel({k: v for k, v in real.items() if k.startswith(prefix)})
+
+    merger = under("model.vision_tower.merger.")
+    assert pc.parts == {"language": under("model.language_model.") + under("lm_head."),
+                        "vision": under("model.vision_tower.") - merger, "projector": merger,
+                        "audio": under("model.audio_tower.")}
+    assert sum(pc.breakdown.values()) == pc.total
+    for name, total in pc.parts.items():
+        assert count(spec_part(spec, name)).total == total
+
+
+def test_dots3_bundled_whole_model() -> None:
+    fields = bundled_fields(DOTS)
+    spec = spec_from_dict(fields, name=DOTS)
+    pc = count(spec)
+    assert pc.total == 287_309_195_008
+    assert pc.parts == {"language": 278_773_150_336 + 778_567_680, "vision": 6_802_056_960,
+                        "projector": 69_220_352, "audio": 886_199_680}
+    assert pc.parts["vision"] + pc.parts["projector"] == 6_871_277_312
+    # the model type alone is transformers' default: the same model
+    assert count(spec_from_dict({"model_type": "dots3_note"}, name="d")).total == pc.total
+    dots_matches(spec, {k: v for k, v in fields.items() if k not in ("name", "source", "expected")})
+
+
+def test_dots3_tower_by_hand() -> None:
+    """The default tower's layers by hand: d 1536, 24 heads, ff 4224, experts of width 2112."""
+    ours = dict(spec_from_dict({"model_type": "dots3_note"}, name="d").named_shapes())
+
+    def under(prefix: str) -> int:
+        return numel({k: v for k, v in ours.items() if k.startswith(prefix)})
+
+    d, ff, f, hd = 1536, 4224, 2112, 64
+    common = 4 * d * d + 2 * hd + 2 * d
+    assert under("model.vision_tower.blocks.0.") == common + 3 * d * ff
+    for layer, experts in ((25, 4), (40, 64), (41, 64)):
+        assert under(f"model.vision_tower.blocks.{layer}.") == common + experts * (3 * d * f + d)
+    assert under("model.vision_tower.merger.") == 2 * d + 4 * d * (4 * d + 1) + 5120 * (4 * d + 1)
+    a = 1280
+    assert under("model.audio_tower.layers.7.") == 4 * a * a + 3 * a + 3 * a * 5120 + 2 * 5120 + a + 2 * a
+    assert under("model.audio_tower.conv_stem.") == (
+        480 * 9 + 480 + 2 * (480 * 480 * 9 + 480) + 480 * 16 * a)
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"vision_config": {**D_VISION, "pyramid_num_routed": None, "mlp_layer_types":
+                       ["dense", "sparse", "dense", "sparse"], "num_local_experts": 5,
+                       "per_layer_config": {"3": {"num_local_experts": 3}}, "attention_bias": True,
+                       "mlp_bias": False}},
+    {"vision_config": {**D_VISION, "mlp_bias": True, "pyramid_num_routed": [-1] * 4,
+                       "spatial_merge_size": 1, "adapter_merge_size": 1}},
+    {"audio_config": {**D_AUDIO, "attention_bias": False, "feature_size": 20}},
+    {"tie_word_embeddings": True},
+], ids=["small", "listed-sparse", "dense-tower", "audio-no-bias", "tied"])
+def test_dots3_varied_configs_match_transformers(changes: dict[str, Any]) -> None:
+    fields: dict[str, Any] = {"model_type": "dots3_note", **D_TEXT, "vision_config": D_VISION,
+                              "audio_config": D_AUDIO, **changes}
+    if fields["vision_config"].get("pyramid_num_routed", 0) is None:
+        fields["vision_config"] = {k: v for k, v in fields["vision_config"].items()
+                                   if k != "pyramid_num_routed"}
+    dots_matches(spec_from_dict(fields, name="dots-variant"), fields)
+
+
+def test_dots3_text_config_nested() -> None:
+    fields = {"model_type": "dots3_note", "text_config": D_TEXT, "vision_config": D_VISION,
+              "audio_config": D_AUDIO}
+    flat = {"model_type": "dots3_note", **D_TEXT, "vision_config": D_VISION, "audio_config": D_AUDIO}
+    assert sorted(spec_from_dict(fields, name="n").named_shapes()) == sorted(
+        spec_from_dict(flat, name="f").named_shapes())
+
+
+@pytest.mark.parametrize("side", [64, 100])
+def test_dots3_image_flops_equal_flop_counter(side: int) -> None:
+    """FlopCounterMode on get_image_features for one square image of ``side`` pixels as
+    Qwen2VLImageProcessor resizes it (the routed experts run eagerly: FlopCounterMode does not see
+    grouped_mm)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from llmcalc.families._vision import smart_grid
+
+    fields = {"model_type": "dots3_note", **D_TEXT, "vision_config": D_VISION,
+              "audio_config": D_AUDIO, "image_size": side}
+    spec = spec_from_dict(fields, name="d")
+    transformers.logging.set_verbosity_error()
+    cfg = transformers.Dots3NoteConfig(**D_TEXT, vision_config=D_VISION, audio_config=D_AUDIO)
+    cfg.vision_config._attn_implementation = "eager"
+    model = transformers.Dots3NoteModel(cfg).eval()
+    for module in model.modules():
+        if type(module).__name__ == "Dots3NoteExperts":
+            module.config._experts_implementation = "eager"
+    g = smart_grid(side, 4, 2)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        out = model.get_image_features(torch.rand(g * g, 3 * 4 * 4), torch.tensor([[1, g, g]]))
+    tower, proj = spec.part("vision"), spec.part("projector")
+    assert tower is not None and proj is not None
+    assert part_flops(tower).total + part_flops(proj).total == counter.get_total_flops()
+    assert part_flops(tower).tokens == g * g
+    soft = sum(o.shape[0] for o in out.pooler_output)
+    assert flops(spec, ctx=10, images=1).image_tokens == soft == (g // 2) ** 2
+
+
+def test_dots3_bundled_image_figures(cli: Any) -> None:
+    data = cli("flops", DOTS, "--ctx", "1000", "--images", "1", "--json").json()
+    # 896 px: a 64 × 64 patch grid, 1,024 merged tokens
+    assert (data["image_tokens"], data["ctx"]) == (1024, 2024)
+    vision = data["per_image"]["vision"]
+    assert (vision["tokens"], vision["image_size"]) == (4096, 896)
+    n, d = 4096, 1536
+    dense = 25 * 2 * n * (4 * d * d + 3 * d * 4224)
+    sparse = sum(2 * n * (4 * d * d + e * d + 2 * 3 * d * 2112)
+                 for e in [*range(4, 65, 4), 64])
+    assert vision["weight_flops"] == 2 * n * d * 3 * 14 * 14 + dense + sparse
+    assert vision["attention_flops"] == 42 * n * n * 4 * d
+    notes = cli("count", DOTS).stdout
+    assert "audio tower: parameters and weights only; its FLOPs per clip are not computed" in notes
+
+
+@pytest.mark.parametrize(("changes", "text"), [
+    ({"vision_config": {"pyramid_num_routed": [4, 8]}},
+     "vision_config.pyramid_num_routed has 2 entries, num_hidden_layers is 42"),
+    ({"vision_config": {"mlp_layer_types": ["dense"] * 41 + ["moe"]}},
+     "vision_config.mlp_layer_types.41: unknown type 'moe' (one of: dense, sparse)"),
+    ({"vision_config": {"per_layer_config": {"30": {"intermediate_size": 8}}}},
+     "vision_config.per_layer_config.30.intermediate_size is not supported (only "
+     "num_local_experts, num_experts_per_tok)"),
+    ({"vision_config": {"adapter_out_dim": 4096}},
+     "vision_config.adapter_out_dim (4096) must equal the text hidden_size (5120)"),
+    ({"audio_config": {"num_attention_heads": 7}},
+     "audio_config.num_attention_heads (7) must divide hidden_size (1280)"),
+])
+def test_dots3_bad_configs_are_refused(changes: dict[str, Any], text: str, cli: Any,
+                                       write: Any) -> None:
+    fields = {"model_type": "dots3_note", **changes}
+    with pytest.raises(LLMCalcError) as e:
+        spec_from_dict(fields, name="d")
+    assert text in str(e.value)
     r = cli("count", write("bad.json", fields))
     assert r.code == 2
     assert r.stderr.endswith(f"bad.json: {text}\n")
