@@ -174,6 +174,7 @@ MODEL_TYPES: dict[str, Family] = {
     "axk1": Family("deepseek", "AXK1Config"),
     "axk2": Family("deepseek", "AXK2Config"),
     "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
+    "dots3_note": Family("dots3_note", "Dots3NoteConfig"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
@@ -252,6 +253,7 @@ MODEL_TYPES: dict[str, Family] = {
     "gemma4": Family("gemma4", "Gemma4Config", "describe_gemma4"),
     "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
     "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
+    "gemma4_unified": Family("gemma4", "Gemma4UnifiedConfig", "describe_gemma4_unified"),
     # -- looped decoders (issue 12): layers that run several times per token --
     "hrm_text": Family("looped", "HrmTextConfig", "describe_hrm_text"),
     "dory": Family("looped", "DoryConfig", "describe_dory"),

@@ -517,17 +517,21 @@ class QwenVisionConfig(VisionConfig):
         return (self.temporal_patch_size, self.patch_size, self.patch_size)
 
     def grid(self) -> int:
-        """Patches a side of a square image of image_size pixels after the processor's smart_resize
-        (qwen2_vl/image_processing_qwen2_vl.py: multiples of patch · merge, 56² to 28² · 1280 pixels
-        at the default min_pixels and max_pixels)."""
-        factor = self.patch_size * self.spatial_merge_size
-        side, lo, hi = self.image_size, 56 * 56, 28 * 28 * 1280
-        bar = round(side / factor) * factor
-        if bar * bar > hi:
-            bar = max(factor, math.floor(side / math.sqrt(side * side / hi) / factor) * factor)
-        elif bar * bar < lo:
-            bar = math.ceil(side * math.sqrt(lo / (side * side)) / factor) * factor
-        return bar // self.patch_size
+        return smart_grid(self.image_size, self.patch_size, self.spatial_merge_size)
+
+
+def smart_grid(side: int, patch: int, merge: int) -> int:
+    """Patches a side of a square image of ``side`` pixels after the processor's smart_resize
+    (qwen2_vl/image_processing_qwen2_vl.py: multiples of patch · merge, 56² to 28² · 1280 pixels
+    at the default min_pixels and max_pixels)."""
+    factor = patch * merge
+    lo, hi = 56 * 56, 28 * 28 * 1280
+    bar = round(side / factor) * factor
+    if bar * bar > hi:
+        bar = max(factor, math.floor(side / math.sqrt(side * side / hi) / factor) * factor)
+    elif bar * bar < lo:
+        bar = math.ceil(side * math.sqrt(lo / (side * side)) / factor) * factor
+    return bar // patch
 
 
 LLAMA4_VIT = ViT(
