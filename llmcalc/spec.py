@@ -361,6 +361,9 @@ class LayerGroup:
     cross_attention: Attention | None = None
     repeats: int = 1
     cached_repeats: int | None = None
+    # routed experts a token uses in this group when not the model's num_experts_per_tok
+    # (dots3-note's vision tower: each MoE layer its own expert count and top-k)
+    experts_per_tok: int | None = None
 
     @property
     def runs(self) -> int:

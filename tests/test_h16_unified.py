@@ -263,6 +263,41 @@ def test_dots3_bundled_whole_model() -> None:
     dots_matches(spec, {k: v for k, v in fields.items() if k not in ("name", "source", "expected")})
 
 
+@pytest.mark.parametrize("bundled", [False, True], ids=["small", "bundled"])
+def test_dots3_active_reads_each_tower_layer_top_k(bundled: bool) -> None:
+    """Active parameters: the language model's (its own top-k of its experts) plus the towers,
+    whose MoE layers each use their own top-k of their own experts — read off the built modules
+    (each vision block's ``mlp.experts`` and its router's top_k)."""
+    fields: dict[str, Any] = {"model_type": "dots3_note", **D_TEXT, "vision_config": D_VISION,
+                              "audio_config": D_AUDIO}
+    if bundled:
+        fields = {k: v for k, v in bundled_fields(DOTS).items()
+                  if k not in ("name", "source", "expected")}
+    spec = spec_from_dict(fields, name="dots3-active")
+    transformers.logging.set_verbosity_error()
+    cfg = transformers.Dots3NoteConfig(**{k: v for k, v in fields.items() if k != "model_type"})
+    with torch.device("meta"):
+        model = transformers.Dots3NoteForConditionalGeneration(cfg)
+    towers = sum(p.numel() for n, p in model.named_parameters()
+                 if n.startswith(("model.vision_tower.", "model.audio_tower.")))
+    text = count(spec_part(spec, "language")).active
+    assert count(spec).active == text + towers - _unused_experts(model)
+
+
+def _unused_experts(model: Any) -> int:
+    """Routed-expert parameters a patch does not use: (E − k)/E of each vision MoE layer's."""
+    total = 0
+    for block in model.model.vision_tower.blocks:
+        experts = getattr(block.mlp, "experts", None)
+        if experts is None:
+            continue
+        stacked = sum(p.numel() for p in experts.parameters())
+        e, k = experts.num_experts, block.mlp.gate.top_k
+        total += stacked // e * (e - k)
+    assert total > 0  # the tower has MoE layers
+    return total
+
+
 def test_dots3_tower_by_hand() -> None:
     """The default tower's layers by hand: d 1536, 24 heads, ff 4224, experts of width 2112."""
     ours = dict(spec_from_dict({"model_type": "dots3_note"}, name="d").named_shapes())

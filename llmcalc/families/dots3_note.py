@@ -209,7 +209,8 @@ def vision_tower(prefix: str, v: Dots3NoteVisionConfig, *, d_t: int) -> tuple[Pa
             mlp = [*routed_experts(f"{lp}.mlp.experts", d, f, E),
                    *linear(f"{lp}.mlp.gate", "moe/router", E, d, bias=False)]
             per_token = E * d + k * 3 * d * f
-        groups.append(LayerGroup(name, layers, (*common, *mlp), attention))
+        groups.append(LayerGroup(name, layers, (*common, *mlp), attention,
+                                 experts_per_tok=None if entry is None else entry[1]))
         weight += len(layers) * 2 * n * (4 * d * d + per_token)
     L = v.num_hidden_layers
     tower = Part(
