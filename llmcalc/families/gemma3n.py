@@ -188,8 +188,9 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
             )
         ],
     )
-    return Architecture(
-        shape=c.shape(tied=c.tie_word_embeddings), tensors=tensors, layer_groups=groups
+    return Architecture(  # a per-layer intermediate_size list (all equal): the one width
+        shape=replace(c.shape(tied=c.tie_word_embeddings), intermediate_size=c.ff),
+        tensors=tensors, layer_groups=groups,
     )
 
 
