@@ -88,7 +88,14 @@ def text_model(
     if fam is None:
         raise FieldError("text_config.model_type", f"text_config.model_type {model_type!r} is not supported")
     cfg = read_sub(fam.config, {**fields, "tie_word_embeddings": tied}, "text_config")
-    arch = fam.describe(cfg)
+    try:
+        arch = fam.describe(cfg)
+    except FieldError as e:  # the text family names its own fields: give them their path
+        if e.field.startswith("text_config."):
+            raise
+        message = str(e)
+        raise FieldError(f"text_config.{e.field}", f"text_config.{message}"
+                         if message.startswith(e.field) else f"text_config.{e.field}: {message}") from None
     names = {t.name: rename(t.name) for t in arch.tensors}
 
     def moved(t: Tensor) -> Tensor:

@@ -39,6 +39,7 @@ from llmcalc.families._base import (
     uniform_layers,
 )
 from llmcalc.families.decoder import first_of_plan
+from llmcalc.limits import MAX_MODULE_COPIES, shown
 from llmcalc.spec import Attention, Part, Shape, Tensor
 
 # ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
@@ -621,8 +622,16 @@ class XmodConfig(BertRowConfig):
         require(r > 0, "adapter_reduction_factor",
                 f"adapter_reduction_factor ({self.adapter_reduction_factor}) leaves no bottleneck "
                 f"at hidden_size {d}")
+        require(len(self.languages) <= MAX_MODULE_COPIES, "languages",
+                f"languages has {len(self.languages):,} entries, each an adapter in every layer; "
+                f"llmcalc describes at most {MAX_MODULE_COPIES:,}")
         require(len(set(self.languages)) == len(self.languages), "languages",
                 "each language is listed once")
+        for k, lang in enumerate(self.languages):
+            # torch refuses a module named "" or with a dot; braces would read as llmcalc's {i}
+            require(lang != "" and not any(ch in lang for ch in ".{}"), f"languages.{k}",
+                    f"{shown(lang)} cannot name an adapter module (empty, or with '.', '{{' or "
+                    "'}')")
         out = norm(f"{p}.output.adapter_layer_norm", "adapter/norm", d, bias=True) if (
             self.adapter_layer_norm) else []
         for k, lang in enumerate(self.languages):

@@ -39,6 +39,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._moe import cross_plans, crossed_name
+from llmcalc.limits import MAX_MODULE_COPIES
 from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 OWN, SHARED = "own_kv", "shared_kv"
@@ -107,6 +108,10 @@ def per_layer_input_layer(p: str, d: int, pl: int) -> list[Tensor]:
 
 def describe(c: Gemma3nTextConfig) -> Architecture:
     d, v, L, n = c.hidden_size, c.vocab_size, c.num_hidden_layers, c.altup_num_inputs
+    # the model holds altup_num_inputs − 1 projections of each kind, one module apiece
+    require(n <= MAX_MODULE_COPIES + 1, "altup_num_inputs",
+            f"altup_num_inputs ({n:,}) makes {n - 1:,} projections of each kind; llmcalc describes "
+            f"at most {MAX_MODULE_COPIES:,}")
     h, hd, kv, pl, r = (
         c.num_attention_heads,
         c.resolved_head_dim,
@@ -183,8 +188,9 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
             )
         ],
     )
-    return Architecture(
-        shape=c.shape(tied=c.tie_word_embeddings), tensors=tensors, layer_groups=groups
+    return Architecture(  # a per-layer intermediate_size list (all equal): the one width
+        shape=replace(c.shape(tied=c.tie_word_embeddings), intermediate_size=c.ff),
+        tensors=tensors, layer_groups=groups,
     )
 
 
