@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import random
 import time
+import json
 from typing import Any
 
 import pytest
@@ -106,3 +107,22 @@ def test_the_most_ngram_tables_near_the_largest_base_are_quick() -> None:
     primes = primes_from(2**53 - 1, qwen4_exp.MAX_NGRAM_HEADS)
     assert time.perf_counter() - start < 5
     assert len(primes) == 4096 and primes[0] > 2**53 - 1 and primes == sorted(set(primes))
+
+
+def test_a_pattern_longer_than_the_model_is_its_first_layers(cli: Any) -> None:
+    # decoder_sparse_step past the depth: no layer is sparse, nothing to cap (48 layers)
+    r = cli("count", "qwen3-next-80b-a3b", "--set", "decoder_sparse_step=1000000000000", "--json")
+    assert r.code == 0
+    assert [(g["name"], g["num_layers"]) for g in json.loads(r.stdout)["groups"]] == [
+        ("linear_attention, mlp", 36), ("attention, mlp", 12)]
+    # …and both huge: the pattern is too long to describe, and the message names the step
+    r = cli("count", "qwen3-next-80b-a3b", "--set", "decoder_sparse_step=1000000000000",
+            "--set", "num_hidden_layers=1000000000000")
+    assert r.code == 2
+    assert r.stderr == (
+        "error: configs/qwen3-next-80b-a3b.yaml: decoder_sparse_step: the layer pattern repeats "
+        "every 1,000,000,000,000 layers; llmcalc describes at most 65,536\n")
+    # Qwen3.5-MoE's every layer is MoE: its decoder_sparse_step is not read
+    r = cli("count", "qwen3.5-35b-a3b", "--set", "decoder_sparse_step=1000000000000",
+            "--set", "num_hidden_layers=1000000000000", "--json")
+    assert r.code == 0
