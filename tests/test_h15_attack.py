@@ -6,9 +6,9 @@ messages are held word for word, and the prime search to what testing every numb
 
 from __future__ import annotations
 
+import json
 import random
 import time
-import json
 from typing import Any
 
 import pytest
