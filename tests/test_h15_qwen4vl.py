@@ -213,7 +213,8 @@ def test_transformers_default_config_is_refused(cli: Any) -> None:
     r = cli("count", "qwen4_exp")
     assert r.code == 2
     assert r.stderr.strip() == (
-        "error: qwen4_exp (transformers defaults): indexer_n_heads: missing required field "
+        "error: qwen4_exp (transformers defaults): text_config.indexer_n_heads: missing required "
+        "field "
         "(transformers builds a QSA indexer on every attention layer)")
 
 
