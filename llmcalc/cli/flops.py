@@ -19,11 +19,11 @@ from llmcalc.cli._common import (
     bundled_specs,
     emit,
     handles_errors,
+    image_specs_for,
     one_model,
     output_format,
     refuse_explain,
     show,
-    specs_for,
 )
 from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import (
@@ -33,7 +33,6 @@ from llmcalc.cli._options import (
     ImagesOpt,
     SourceLenOpt,
     TokensOpt,
-    image_size_override,
     speaks_flags,
 )
 from llmcalc.errors import UsageError
@@ -97,10 +96,11 @@ def flops(
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
-    set_ = image_size_override(image_size, set_)
+    specs = image_specs_for(models, set_, family, revision, trust_remote_code, part,
+                            images=images, image_size=image_size)
     items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens, images=images,
-                                           source_len=n_source))
-             for m, spec in specs_for(models, set_, family, revision, trust_remote_code, part)]
+                                     source_len=n_source))
+             for m, spec in specs]
     from llmcalc.render.count import provenance
 
     data = [{**r.flops_json(x), **provenance(spec)} for _, spec, x in items]
