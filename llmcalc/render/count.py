@@ -376,7 +376,7 @@ def count_grid(items: list[tuple[str, ModelSpec, ParamCount]]) -> Grid:
     row("embeddings", shape([pc.embedding for pc in counts]), section=True)
     row("layers (all)", shape([pc.layers for pc in counts]))
     row("lm_head", shape([pc.lm_head for pc in counts]))
-    row("other tensors (final norm …)", [other_outer(s, pc) for s, pc in zip(specs, counts, strict=True)])
+    row("final norm and other tensors", [other_outer(s, pc) for s, pc in zip(specs, counts, strict=True)])
     names = dict.fromkeys(name for s, pc in zip(specs, counts, strict=True)
                           for name in pc.parts if name != s.main_part)
     for name in names:
