@@ -361,6 +361,9 @@ class LayerGroup:
     cross_attention: Attention | None = None
     repeats: int = 1
     cached_repeats: int | None = None
+    # routed experts a token uses in this group when not the model's num_experts_per_tok
+    # (dots3-note's vision tower: each MoE layer its own expert count and top-k)
+    experts_per_tok: int | None = None
 
     @property
     def runs(self) -> int:
@@ -441,6 +444,9 @@ class Part:
     # "audio" (one clip, its figures apart: Phi-4-multimodal's speech encoder)
     input: str = "image"
     cross_tokens: int = 0
+    # an audio part's one input in words ("one second of speech") where its FLOPs per input are
+    # computed (and held to FlopCounterMode); empty: they are not computed, and flops says so
+    clip: str = ""
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:

@@ -378,6 +378,9 @@ def test_unknown_family_flag(cli: Any, write: Any) -> None:
     run = cli("count", write("config.json", LLAMA_LIKE), "--family", "lama")
     assert run.code == 2
     assert run.stderr.startswith("error: --family lama: unknown family; supported: ")
+    n = len(MODEL_TYPES)
+    assert run.stderr.endswith(f"{n} model types, closest llama, mllama, llama4, zamba, llava; the README's "
+                               "\"Supported model types\" lists them all\n"), run.stderr
 
 
 # ---- properties --------------------------------------------------------------------------------------

@@ -241,7 +241,7 @@ ERRORS = [
      "full_attention)"),
     (tiny(num_experts_per_tok=5), "num_experts_per_tok (5) must not exceed num_experts (4)"),
     (tiny(**{**PLE, "heads_per_ngram": 40_000, "ple_embed_dim": 80_000}),
-     "heads_per_ngram: 1 PLE layers × 80,000 n-gram heads is more than the 65,536 tables "
+     "heads_per_ngram: 1 PLE layers × 80,000 n-gram heads is more than the 4,096 tables "
      "llmcalc sizes (each a prime found one by one)"),
 ]
 

@@ -134,7 +134,9 @@ def test_bundled_audio_note_and_no_images(cli: Any) -> None:
     spec = load_spec(BUNDLED)
     audio, proj = spec.part("audio"), spec.part("projector")
     assert audio is not None and proj is not None
-    assert audio.context_tokens == 13 and audio.input == proj.input == "audio"
+    # the encoder's input is one 30 s window (375 context tokens), the projector's one second
+    assert audio.context_tokens == 375 and proj.tokens_for("") == 13
+    assert audio.input == proj.input == "audio"
     # one 30 s window: conv1 over 3,000 frames, conv2 and 24 layers over 1,500 positions, and
     # attention 1,500² · 2·16·(64 + 64) a layer
     d, ff, n = 1024, 4096, 1500
@@ -173,7 +175,8 @@ def test_audio_flops_equal_flop_counter(changes: dict[str, Any]) -> None:
     assert hidden.shape[1] == a.max_source_positions
     assert counter.get_total_flops() == part_flops(audio).total
     rows = proj.tokens_for("")  # one second's merged rows, the context tokens
-    assert rows == audio.context_tokens == audio_tokens(100, config.audio_merge_size)
+    assert rows == audio_tokens(100, config.audio_merge_size)
+    assert audio.context_tokens == audio_tokens(2 * a.max_source_positions, config.audio_merge_size)
     merged = torch.zeros(rows, a.hidden_size * config.audio_merge_size)
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model.model.multi_modal_projector(merged)

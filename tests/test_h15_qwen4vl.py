@@ -3,8 +3,8 @@
 QSA, per-layer n-gram embeddings), exact part by part against transformers'
 Qwen4ExpForConditionalGeneration on the meta device; the tower's per-image FLOPs against
 FlopCounterMode; the image tokens one image adds; the language model's state and KV, unchanged by
-the images, against the cache a real forward pass of the whole model fills. dots3_note stays not
-counted as a whole: its reason checked against transformers' default."""
+the images, against the cache a real forward pass of the whole model fills. dots3_note's parts as
+transformers builds them (counted whole in test_h16_unified.py)."""
 
 from __future__ import annotations
 
@@ -217,20 +217,19 @@ def test_transformers_default_config_is_refused(cli: Any) -> None:
         "(transformers builds a QSA indexer on every attention layer)")
 
 
-# ---- dots3_note: not counted as a whole yet ------------------------------------------------------
+# ---- dots3_note: counted as a whole (tests/test_h16_unified.py) -----------------------------------
 
 
-def test_dots3_note_is_listed_with_what_it_lacks() -> None:
-    """dots3_note stays in NOT_COUNTED, its reason true of transformers' default: routed experts in
-    17 of the tower's 42 layers (4, 8, …, 64, 64 experts), an audio encoder of three stride-2
-    Conv2d and 32 layers; the parts a whole count must reach, measured on the meta device."""
+def test_dots3_note_parts_as_transformers_builds_them() -> None:
+    """dots3_note's default, part by part as transformers builds it (routed experts in 17 of the
+    tower's 42 layers, 4, 8, …, 64, 64 experts; an audio encoder of three stride-2 Conv2d and 32
+    layers), now counted whole."""
     from collections import Counter
 
     from llmcalc.families import MODEL_TYPES
     from llmcalc.families.not_counted import NOT_COUNTED
 
-    assert "dots3_note" not in MODEL_TYPES and "dots3_note_text" in MODEL_TYPES
-    assert NOT_COUNTED["dots3_note"].startswith("multimodal or composite model: issue 13 (not yet")
+    assert "dots3_note" in MODEL_TYPES and "dots3_note" not in NOT_COUNTED
     transformers.logging.set_verbosity_error()
     config = transformers.AutoConfig.for_model("dots3_note")
     v, a = config.vision_config, config.audio_config
@@ -249,3 +248,7 @@ def test_dots3_note_is_listed_with_what_it_lacks() -> None:
     # its language model with the head is the text model llmcalc counts
     text = count(load_spec("dots3-note-text-default")).total
     assert text == parts["language_model"] + parts["lm_head"] == 279_551_718_016
+    whole = count(load_spec("dots3_note"))
+    assert whole.total == sum(parts.values()) == 287_309_195_008
+    assert whole.parts["vision"] + whole.parts["projector"] == parts["vision_tower"]
+    assert whole.parts["audio"] == parts["audio_tower"]

@@ -169,22 +169,27 @@ def image_specs_for(
     family: str | None,
     revision: str | None,
     trust_remote_code: bool,
-    part: str | None,
     *,
-    images: int,
     image_size: int | None,
 ) -> list[tuple[str, ModelSpec]]:
-    """:func:`specs_for` for a command that takes --images and --image-size: either on a model, or
-    a part, that takes no images is one usage error (exit 2) that says so."""
+    """:func:`specs_for` (whole models) for a command that takes --image-size: a model that takes
+    no images is one usage error (exit 2) that says so; --part then goes to :func:`parts_of`."""
     specs = [(m, spec_for(m, overrides, family, revision, trust_remote_code)) for m in models]
-    if image_size is not None:
-        for _, spec in specs:
-            if not any(p.input == "image" for p in spec.parts):
-                raise UsageError(f"--image-size: {spec.name} takes no images")
-        from llmcalc.cli._options import image_size_override
+    if image_size is None:
+        return specs
+    for _, spec in specs:
+        if not any(p.input == "image" for p in spec.parts):
+            raise UsageError(f"--image-size: {spec.name} takes no images")
+    from llmcalc.cli._options import image_size_override
 
-        sized = image_size_override(image_size, overrides)
-        specs = [(m, spec_for(m, sized, family, revision, trust_remote_code)) for m in models]
+    sized = image_size_override(image_size, overrides)
+    return [(m, spec_for(m, sized, family, revision, trust_remote_code)) for m in models]
+
+
+def parts_of(
+    specs: list[tuple[str, ModelSpec]], part: str | None, *, images: int
+) -> list[tuple[str, ModelSpec]]:
+    """--part on each spec; with --images, a part that takes none is one usage error."""
     if part is None:
         return specs
     out = [(m, of_part(spec, part)) for m, spec in specs]

@@ -22,6 +22,7 @@ from llmcalc.cli._common import (
     image_specs_for,
     one_model,
     output_format,
+    parts_of,
     refuse_explain,
     show,
 )
@@ -96,8 +97,18 @@ def flops(
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
-    specs = image_specs_for(models, set_, family, revision, trust_remote_code, part,
-                            images=images, image_size=image_size)
+    specs = image_specs_for(models, set_, family, revision, trust_remote_code,
+                            image_size=image_size)
+    if part is not None:
+        for _, spec in specs:
+            audio = spec.part(part)
+            if audio is not None and audio.input == "audio":
+                # its input is a clip, not a token context: per-token figures would be made up
+                where = ("the per-audio-input rows of `llmcalc flops MODEL`" if audio.clip
+                         else "not computed yet")
+                raise UsageError(f"--part {part}: {spec.name}'s {part} part takes audio, not a "
+                                 f"token context; its FLOPs per input: {where}")
+    specs = parts_of(specs, part, images=images)
     items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens, images=images,
                                      source_len=n_source))
              for m, spec in specs]

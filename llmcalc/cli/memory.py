@@ -23,6 +23,7 @@ from llmcalc.cli._common import (
     image_specs_for,
     one_model,
     output_format,
+    parts_of,
     print_json,
     refuse_explain,
     show,
@@ -132,8 +133,8 @@ def memory(
 
     from llmcalc.render.count import provenance
 
-    specs = image_specs_for(models, set_, family, revision, trust_remote_code, part,
-                            images=images, image_size=image_size)
+    specs = parts_of(image_specs_for(models, set_, family, revision, trust_remote_code,
+                                     image_size=image_size), part, images=images)
     items = [(m, spec, measure(spec)) for m, spec in specs]
     # one model: what its checkpoint stores, by dtype, beside the computed weight bytes
     as_stored = not set_ and image_size is None

@@ -174,6 +174,7 @@ MODEL_TYPES: dict[str, Family] = {
     "axk1": Family("deepseek", "AXK1Config"),
     "axk2": Family("deepseek", "AXK2Config"),
     "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
+    "dots3_note": Family("dots3_note", "Dots3NoteConfig"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
@@ -197,6 +198,9 @@ MODEL_TYPES: dict[str, Family] = {
     "xmod": Family("encoder", "XmodConfig", "describe_bert_row"),
     "rembert": Family("encoder", "RemBertConfig", "describe_bert_row"),
     "roformer": Family("encoder", "RoFormerConfig", "describe_bert_row"),
+    "bert-generation": Family("encoder", "BertGenerationConfig", "describe_bert_row"),
+    "roc_bert": Family("encoder", "RoCBertConfig", "describe_bert_row"),
+    "xlm": Family("encoder", "XLMConfig", "describe_xlm"),
     "t5": Family("t5", "T5Config"),
     "mt5": Family("t5", "MT5Config"),
     "umt5": Family("t5", "UMT5Config", "describe_umt5"),
@@ -210,6 +214,7 @@ MODEL_TYPES: dict[str, Family] = {
     "marian": Family("bart", "MarianConfig"),
     "blenderbot": Family("bart", "BlenderbotConfig"),
     "blenderbot-small": Family("bart", "BlenderbotSmallConfig"),
+    "trocr": Family("bart", "TrOCRConfig", "describe_trocr"),  # the decoder alone (TrOCRForCausalLM)
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
     "gemma3": Family("vlm", "Gemma3Config", "describe_gemma3"),
@@ -248,6 +253,7 @@ MODEL_TYPES: dict[str, Family] = {
     "gemma4": Family("gemma4", "Gemma4Config", "describe_gemma4"),
     "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
     "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
+    "gemma4_unified": Family("gemma4", "Gemma4UnifiedConfig", "describe_gemma4_unified"),
     # -- looped decoders (issue 12): layers that run several times per token --
     "hrm_text": Family("looped", "HrmTextConfig", "describe_hrm_text"),
     "dory": Family("looped", "DoryConfig", "describe_dory"),

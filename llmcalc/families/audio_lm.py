@@ -87,7 +87,8 @@ def describe_moss_transcribe_diarize(c: MossTranscribeDiarizeConfig) -> Architec
                         layers=a.num_hidden_layers, ff=a.intermediate_size,
                         heads=a.num_attention_heads, name="audio",
                         heads_field="audio_config.num_attention_heads"),
-        context_tokens=tokens, input="audio",
+        context_tokens=window, input="audio",
+        clip=f"one 30 s window ({2 * a.max_source_positions:,} mel frames)",
     )
     p = "model.multi_modal_projector"
     proj = [
@@ -96,7 +97,8 @@ def describe_moss_transcribe_diarize(c: MossTranscribeDiarizeConfig) -> Architec
         *norm(f"{p}.norm", "norm", d_t, bias=True),
     ]
     # the projector meets the clip's merged rows: one second's
-    head = replace(projector(proj, tokens=tokens, d_in=d_a * m, d_out=d_t), input="audio")
+    head = replace(projector(proj, tokens=tokens, d_in=d_a * m, d_out=d_t), input="audio",
+                   clip=f"one second of speech ({SECOND_FRAMES} mel frames)")
     note = (
         f"audio: one second of speech, {SECOND_FRAMES} mel frames, is {tokens} tokens in the "
         f"context ({window} for a whole 30 s window); the encoder runs on whole windows of "

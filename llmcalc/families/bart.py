@@ -176,13 +176,17 @@ class MarianConfig(BartConfig):
         return self.decoder_vocab_size or self.vocab_size
 
 
-def attention(p: str, d: int, *, cross: bool = False, k_bias: bool = True) -> list[Tensor]:
+def attention(
+    p: str, d: int, *, cross: bool = False, k_bias: bool = True, kv_in: int | None = None
+) -> list[Tensor]:
     """BartAttention: k, v, q, out_proj d × d with biases (Whisper: none on k); in cross-attention
-    k and v project the encoder's output, once per source token (per_source)."""
+    k and v project the encoder's output, once per source token (per_source); TrOCR's k and v read
+    an encoder kv_in wide (d × kv_in)."""
     a = "cross_attn" if cross else "attn"
+    e = kv_in or d
     kv = [
-        *linear(f"{p}.k_proj", f"{a}/k_proj", d, d, bias=k_bias),
-        *linear(f"{p}.v_proj", f"{a}/v_proj", d, d, bias=True),
+        *linear(f"{p}.k_proj", f"{a}/k_proj", d, e, bias=k_bias),
+        *linear(f"{p}.v_proj", f"{a}/v_proj", d, e, bias=True),
     ]
     return [
         *[Tensor(t.name, t.shape, t.component, matmul=t.matmul, per_source=cross) for t in kv],
@@ -406,4 +410,71 @@ def _whisper_shape(c: WhisperConfig, layers: int, ff: int, heads: int) -> Shape:
         vocab_size=c.vocab_size,
         tied_embeddings=c.tie_word_embeddings,
         max_position_embeddings=c.max_target_positions,
+    )
+
+
+# ---- TrOCR's decoder ------------------------------------------------------------------------------
+
+
+class TrOCRConfig(FamilyConfig):
+    transformers_class = "TrOCRConfig"
+
+    vocab_size: Size = 50265
+    d_model: Size = 1024
+    decoder_layers: Size = 12
+    decoder_attention_heads: Size = 16
+    decoder_ffn_dim: Size = 4096
+    max_position_embeddings: Size = 512
+    use_learned_position_embeddings: bool = True
+    layernorm_embedding: bool = True
+    cross_attention_hidden_size: Size | None = None  # null: d_model
+    tie_word_embeddings: bool = True
+
+
+def describe_trocr(c: TrOCRConfig) -> Architecture:
+    """TrOCRForCausalLM (Li et al. 2021, modeling_trocr.py): the decoder of a VisionEncoderDecoder
+    alone. embed_tokens [V, d]; learned positions [P + 2, d] (BART's offset), or sinusoidal ones
+    computed on the fly (no tensor); layernorm_embedding; BART's post-norm decoder layers, whose
+    cross-attention k_proj and v_proj read the image encoder's output, d × cross_attention_hidden_size
+    (TrOCRForCausalLM sets is_decoder: always there); output_projection V × d, no bias, tied to
+    embed_tokens. The encoder is not in the model: --source-len is the image encoder's tokens
+    (its ViT's patches, 577 for a 384 px image in 16 px patches plus its class token)."""
+    d, v, L = c.d_model, c.vocab_size, c.decoder_layers
+    h, ff = c.decoder_attention_heads, c.decoder_ffn_dim
+    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field="decoder_attention_heads")
+    m = "model.decoder"
+    embed = f"{m}.embed_tokens"
+    outer = [embedding(embed, "embed/tokens", v, d)]
+    if c.use_learned_position_embeddings:
+        outer.append(embedding(f"{m}.embed_positions", "embed/positions",
+                               c.max_position_embeddings + POSITION_OFFSET, d))
+    if c.layernorm_embedding:
+        outer += norm(f"{m}.layernorm_embedding", "embed/norm", d, bias=True)
+    outer += lm_head("output_projection", v, d,
+                     tied_to=f"{embed}.weight" if c.tie_word_embeddings else None)
+    p = f"{m}.layers.{{i}}"
+    layer = [
+        *attention(f"{p}.self_attn", d),
+        *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
+        *attention(f"{p}.encoder_attn", d, cross=True, kv_in=c.cross_attention_hidden_size),
+        *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
+        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
+    ]
+    group = LayerGroup(
+        "decoder", LayerSet.span(0, L), tuple(layer), Attention(h, h, hd, hd, causal=True),
+        cross_attention=Attention(h, h, hd, hd, causal=False),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=L, hidden_size=d, num_heads=h, num_kv_heads=h, head_dim=hd,
+            intermediate_size=ff, vocab_size=v, tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tuple(outer),
+        layer_groups=(group,),
+        main_part="decoder",
+        notes=("the decoder alone: its cross-attention reads an image encoder's output "
+               "(--source-len tokens), whose own FLOPs are not counted",),
     )

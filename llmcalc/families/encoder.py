@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from llmcalc.families._base import (
     FULL,
@@ -39,6 +39,7 @@ from llmcalc.families._base import (
     uniform_layers,
 )
 from llmcalc.families.decoder import first_of_plan
+from llmcalc.limits import MAX_MODULE_COPIES, shown
 from llmcalc.spec import Attention, Part, Shape, Tensor
 
 # ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
@@ -116,13 +117,9 @@ def mlm_head(
     ]
 
 
-def _with_head(arch: Architecture, head: list[Tensor]) -> Architecture:
-    """The encoder as the main part, the masked-LM head as a part every token goes through."""
-    from dataclasses import replace
-
-    return replace(
-        arch, parts=(Part("mlm_head", tuple(head), per_token=True),), main_part="encoder"
-    )
+def _with_head(arch: Architecture, head: list[Tensor], *, part: str = "mlm_head") -> Architecture:
+    """The encoder as the main part, the (masked-)LM head as a part every token goes through."""
+    return replace(arch, parts=(Part(part, tuple(head), per_token=True),), main_part="encoder")
 
 
 def _bidirectional(c: _BertFields, *, causal: bool = False) -> Attention:
@@ -436,7 +433,8 @@ class BertRowConfig(BertConfig):
     embedding_norm: ClassVar[bool] = True  # a LayerNorm after the embeddings
     # "bert": cls.predictions (transform.dense, transform.LayerNorm, decoder); "roberta": lm_head
     # (dense, layer_norm, decoder); "electra": generator_predictions + generator_lm_head; "rembert":
-    # cls.predictions (dense, LayerNorm, decoder) over output_embedding_size, never tied
+    # cls.predictions (dense, LayerNorm, decoder) over output_embedding_size, never tied;
+    # "generation": lm_head (decoder and bias, no transform)
     head: ClassVar[str] = "bert"
     # the head is registered before the encoder (XLM-RoBERTa, CamemBERT): named_parameters names
     # the shared word embeddings lm_head.decoder.weight
@@ -444,6 +442,8 @@ class BertRowConfig(BertConfig):
     # where the embedding_size → hidden_size projection sits, when the widths differ (or always)
     embed_proj: ClassVar[str] = "{prefix}.embeddings_project"
     project_always: ClassVar[bool] = False
+    token_types: ClassVar[bool] = True  # a token-type table [T, E] (BertGeneration: none)
+    head_part: ClassVar[str] = "mlm_head"  # the head's part name (BertGeneration: lm_head)
 
     @property
     def embedding_width(self) -> int:
@@ -622,8 +622,16 @@ class XmodConfig(BertRowConfig):
         require(r > 0, "adapter_reduction_factor",
                 f"adapter_reduction_factor ({self.adapter_reduction_factor}) leaves no bottleneck "
                 f"at hidden_size {d}")
+        require(len(self.languages) <= MAX_MODULE_COPIES, "languages",
+                f"languages has {len(self.languages):,} entries, each an adapter in every layer; "
+                f"llmcalc describes at most {MAX_MODULE_COPIES:,}")
         require(len(set(self.languages)) == len(self.languages), "languages",
                 "each language is listed once")
+        for k, lang in enumerate(self.languages):
+            # torch refuses a module named "" or with a dot; braces would read as llmcalc's {i}
+            require(lang != "" and not any(ch in lang for ch in ".{}"), f"languages.{k}",
+                    f"{shown(lang)} cannot name an adapter module (empty, or with '.', '{{' or "
+                    "'}')")
         out = norm(f"{p}.output.adapter_layer_norm", "adapter/norm", d, bias=True) if (
             self.adapter_layer_norm) else []
         for k, lang in enumerate(self.languages):
@@ -632,6 +640,54 @@ class XmodConfig(BertRowConfig):
                   *linear(f"{a}.dense2", "adapter/dense2", d, r, bias=True)]
             # one adapter per token: the first stands for the token's own language
             out += ts if k == 0 else [Tensor(t.name, t.shape, t.component) for t in ts]
+        return out
+
+
+class BertGenerationConfig(BertRowConfig):
+    """BertGenerationDecoder (Rothe et al. 2020, BERT checkpoints for sequence generation): BERT's
+    layers without token types; the head is lm_head (decoder V × d, tied, and a bias [V]) with no
+    transform. transformers' causal-LM class of the type; self-attention is causal only with
+    is_decoder (false by default: bidirectional, as transformers builds it)."""
+
+    transformers_class = "BertGenerationConfig"
+    vocab_size: Size = 50358
+    hidden_size: Size = 1024
+    num_hidden_layers: Size = 24
+    num_attention_heads: Size = 16
+    intermediate_size: Size = 4096
+    token_types = False
+    head = "generation"
+    head_part = "lm_head"
+
+
+class RoCBertConfig(BertRowConfig):
+    """RoCBertForMaskedLM (Su et al. 2022, RoCBert: glyph and pinyin inputs for Chinese): BERT with
+    a pronunciation table [pronunciation_vocab_size, pronunciation_embed_dim] and a shape table
+    [shape_vocab_size, shape_embed_dim]; with concat_input the word embedding and the enabled ones
+    are concatenated and mapped back by map_inputs_layer d × (d + p + s) (with bias), per token."""
+
+    transformers_class = "RoCBertConfig"
+    prefix = "roc_bert"
+    enable_pronunciation: bool = True
+    enable_shape: bool = True
+    pronunciation_embed_dim: Size = 768
+    pronunciation_vocab_size: Size = 910
+    shape_embed_dim: Size = 512
+    shape_vocab_size: Size = 24858
+    concat_input: bool = True
+
+    def extra_embeddings(self) -> list[Tensor]:
+        d, p0 = self.hidden_size, self.prefix
+        pron, shape = self.pronunciation_embed_dim, self.shape_embed_dim
+        out = [
+            embedding(f"{p0}.embeddings.pronunciation_embed", "embed/pronunciation",
+                      self.pronunciation_vocab_size, pron),
+            embedding(f"{p0}.embeddings.shape_embed", "embed/shape", self.shape_vocab_size, shape),
+        ]
+        if self.concat_input:
+            width = d + (pron if self.enable_pronunciation else 0) + (
+                shape if self.enable_shape else 0)
+            out += linear(f"{p0}.embeddings.map_inputs_layer", "embed/map_inputs", d, width, bias=True)
         return out
 
 
@@ -645,7 +701,8 @@ def describe_bert_row(c: BertRowConfig) -> Architecture:
     outer: list[Tensor] = [
         embedding(embed, "embed/tokens", v, e),
         *c.positions(),
-        embedding(f"{p0}.embeddings.token_type_embeddings", "embed/token_types", c.type_vocab_size, e),
+        *([embedding(f"{p0}.embeddings.token_type_embeddings", "embed/token_types",
+                     c.type_vocab_size, e)] if c.token_types else []),
         *c.extra_embeddings(),
     ]
     if c.embedding_norm:
@@ -670,7 +727,7 @@ def describe_bert_row(c: BertRowConfig) -> Architecture:
             c.num_hidden_layers, layer, _bidirectional(c, causal=c.is_decoder), name="encoder"
         ),
         notes=_direction_note(c.is_decoder),
-    ), head)
+    ), head, part=c.head_part)
 
 
 def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
@@ -688,6 +745,12 @@ def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
             *norm("lm_head.layer_norm", "norm", d, bias=True),
             *decoder,
         ]
+    if c.head == "generation":
+        # BertGenerationOnlyLMHead: decoder V × d, its bias the head's bias [V] (two when untied)
+        return [
+            Tensor("lm_head.bias", (v,), "bias"),
+            *lm_head("lm_head.decoder", v, d, tied_to=tied_to, bias=not tied),
+        ]
     if c.head == "electra":
         return [
             *linear("generator_predictions.dense", "dense", e, d, bias=True),
@@ -702,3 +765,74 @@ def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
         # transformers never ties it (its width is output_embedding_size, not the embeddings')
         *lm_head("cls.predictions.decoder", v, o, tied_to=None, bias=True),
     ]
+
+
+# ---- XLM -----------------------------------------------------------------------------------------
+
+
+class XLMConfig(FamilyConfig):
+    """XLMConfig's fields under its own names (emb_dim, n_layers, n_heads; hidden_size and the
+    other standard names are accepted too)."""
+
+    transformers_class = "XLMConfig"
+
+    emb_dim: Size = Field(2048, validation_alias=AliasChoices("emb_dim", "hidden_size"))
+    n_layers: Size = Field(12, validation_alias=AliasChoices("n_layers", "num_hidden_layers"))
+    n_heads: Size = Field(16, validation_alias=AliasChoices("n_heads", "num_attention_heads"))
+    vocab_size: Size = Field(30145, validation_alias=AliasChoices("vocab_size", "n_words"))
+    max_position_embeddings: Size = 512
+    n_langs: Size = 1
+    use_lang_emb: bool = True
+    causal: bool = False
+    asm: bool = False
+    is_encoder: bool = True
+    tie_word_embeddings: bool = True
+
+    @property
+    def head_dim(self) -> int:
+        return resolve_head_dim(self.emb_dim, self.n_heads)
+
+
+def describe_xlm(c: XLMConfig) -> Architecture:
+    """XLMWithLMHeadModel (Lample & Conneau 2019, modeling_xlm.py): position embeddings [P, d],
+    language embeddings [n_langs, d] when n_langs > 1 and use_lang_emb, word embeddings [V, d],
+    layer_norm_emb; per layer (post-norm, four ModuleLists side by side) attentions.{i} q_lin,
+    k_lin, v_lin, out_lin d × d with biases, layer_norm1.{i}, ffns.{i} lin1 4d × d and lin2 d × 4d
+    with biases, layer_norm2.{i}; the head pred_layer.proj V × d (tied) with a bias [V].
+    Bidirectional unless causal (a causal-LM pretraining run, CLM)."""
+    require(c.is_encoder, "is_encoder",
+            "XLM can only be used as an encoder (as in transformers); is_encoder must be true")
+    require(not c.asm, "asm", "the adaptive-softmax head (asm) is not counted; asm must be false")
+    d, v, h, hd = c.emb_dim, c.vocab_size, c.n_heads, c.head_dim
+    ff = 4 * d  # XLMModel.hidden_dim
+    p = "transformer"
+    embed = f"{p}.embeddings"
+    outer = [embedding(f"{p}.position_embeddings", "embed/positions", c.max_position_embeddings, d)]
+    if c.n_langs > 1 and c.use_lang_emb:
+        outer.append(embedding(f"{p}.lang_embeddings", "embed/languages", c.n_langs, d))
+    outer += [embedding(embed, "embed/tokens", v, d),
+              *norm(f"{p}.layer_norm_emb", "embed/norm", d, bias=True)]
+    layer = [
+        *linear(f"{p}.attentions.{{i}}.q_lin", "attn/q_proj", d, d, bias=True),
+        *linear(f"{p}.attentions.{{i}}.k_lin", "attn/k_proj", d, d, bias=True),
+        *linear(f"{p}.attentions.{{i}}.v_lin", "attn/v_proj", d, d, bias=True),
+        *linear(f"{p}.attentions.{{i}}.out_lin", "attn/o_proj", d, d, bias=True),
+        *norm(f"{p}.layer_norm1.{{i}}", "attn/norm", d, bias=True),
+        *linear(f"{p}.ffns.{{i}}.lin1", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.ffns.{{i}}.lin2", "mlp/fc_out", d, ff, bias=True),
+        *norm(f"{p}.layer_norm2.{{i}}", "mlp/norm", d, bias=True),
+    ]
+    head = lm_head("pred_layer.proj", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,
+                   bias=True)
+    shape = Shape(
+        num_layers=c.n_layers, hidden_size=d, num_heads=h, num_kv_heads=h, head_dim=hd,
+        intermediate_size=ff, vocab_size=v, tied_embeddings=c.tie_word_embeddings,
+        max_position_embeddings=c.max_position_embeddings,
+    )
+    return _with_head(Architecture(
+        shape=shape,
+        tensors=tuple(outer),
+        layer_groups=uniform_layers(c.n_layers, layer, Attention(h, h, hd, hd, causal=c.causal),
+                                    name="encoder"),
+        notes=_direction_note(c.causal),
+    ), head)

@@ -420,14 +420,21 @@ def embedder(prefix: str, component: str, d_in: int, d_t: int) -> list[Tensor]:
     return linear(f"{prefix}.embedding_projection", component, d_t, d_in, bias=False)
 
 
-def describe_gemma4(c: Gemma4Config) -> Architecture:
+def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
+    """The language model of a whole Gemma 4 (its text_config on ``text_type``'s defaults)."""
     from llmcalc import family_defaults
-    from llmcalc.families._vision import prefixer, read_sub, sub_fields, text_model
+    from llmcalc.families._vision import prefixer, sub_fields, text_model
 
-    text = sub_fields(c.text_config, "text_config", "gemma4_text",
-                      family_defaults.sub_defaults("gemma4_text") or {})
-    lm = text_model(text, rename=prefixer("model.", "model.language_model."),
-                    tied=c.tie_word_embeddings)
+    text = sub_fields(c.text_config, "text_config", text_type,
+                      family_defaults.sub_defaults(text_type) or {})
+    return text_model(text, rename=prefixer("model.", "model.language_model."),
+                      tied=c.tie_word_embeddings)
+
+
+def describe_gemma4(c: Gemma4Config) -> Architecture:
+    from llmcalc.families._vision import read_sub
+
+    lm = _language_model(c, "gemma4_text")
     d_t = lm.shape.hidden_size
     parts: list[Part] = []
     notes: tuple[str, ...] = ()
@@ -451,4 +458,104 @@ def describe_gemma4(c: Gemma4Config) -> Architecture:
         parts.append(replace(audio, tensors=(*audio.tensors, *embedder(
             "model.embed_audio", "embed_audio", a.output_proj_dims, d_t))))
         notes += ("audio tower: parameters and weights only; its FLOPs per clip are not computed",)
+    return replace(lm, notes=(*lm.notes, *notes), parts=tuple(parts))
+
+
+# ---- the encoder-free whole model (gemma4_unified) -----------------------------------------------
+#
+# transformers Gemma4UnifiedForConditionalGeneration (gemma4_unified/modeling_gemma4_unified.py): no
+# vision or audio tower. model.embed_vision (Gemma4UnifiedVisionEmbedder) projects raw merged pixel
+# patches, model.embed_audio (Gemma4UnifiedMultimodalEmbedder) raw waveform frames; the language
+# model is gemma4_unified_text (the family above). Each embedder exists only when its sub-config is
+# given (Gemma4UnifiedConfig() alone builds neither).
+
+AUDIO_RATE = 16_000  # Hz: the feature extractor's sampling rate; one soft token per frame
+
+
+class Gemma4UnifiedVisionConfig(FamilyConfig):
+    """Gemma4UnifiedVisionConfig (defaults: transformers 5.24's, google/gemma-4-12B's sizes)."""
+
+    transformers_class = "Gemma4UnifiedVisionConfig"
+
+    patch_size: Size = 16
+    pooling_kernel_size: Size = 3
+    mm_embed_dim: Size = 3840
+    mm_posemb_size: Size = 1120
+    output_proj_dims: Size = 3840
+
+
+class Gemma4UnifiedAudioConfig(FamilyConfig):
+    """Gemma4UnifiedAudioConfig: one soft token is a raw frame of audio_embed_dim samples (640 at
+    16 kHz: 40 ms)."""
+
+    transformers_class = "Gemma4UnifiedAudioConfig"
+
+    audio_embed_dim: Size = 640
+
+
+class Gemma4UnifiedConfig(Gemma4Config):
+    """Gemma4UnifiedConfig: Gemma4Config's fields, encoder-free sub-configs."""
+
+    transformers_class = "Gemma4UnifiedConfig"
+
+
+def unified_vision(prefix: str, v: Gemma4UnifiedVisionConfig, *, d_t: int,
+                   budget: int) -> tuple[Part, Part]:
+    """Gemma4UnifiedVisionEmbedder under ``prefix``, as the vision part and the projector: patch_ln1
+    LayerNorm [P] with P = (k·p)²·3 (k × k patches of p² pixels merged by the processor),
+    patch_dense [m, P] + bias [m], patch_ln2 [m], pos_embedding [S, 2, m] (x and y rows, looked up,
+    no matmul), pos_norm [m] (LayerNorms with bias); then multimodal_embedder (an RMSNorm without
+    weight, embedding_projection [d_t, o] with o = output_proj_dims).
+
+    One image (image_processing_gemma4_unified.py): resized, aspect kept, to at most budget · k²
+    patches of p pixels, merged k × k and padded to exactly ``budget`` merged patches; both
+    matmuls run over all of them (get_image_features drops the padding after the projection). A
+    square image becomes ⌊√budget⌋·k·p pixels a side (768 at 280), ⌊√budget⌋² soft tokens."""
+    k, p, m = v.pooling_kernel_size, v.patch_size, v.mm_embed_dim
+    P = (k * p) ** 2 * 3
+    tensors = [
+        *norm(f"{prefix}.patch_ln1", "patch_ln1", P, bias=True),
+        *linear(f"{prefix}.patch_dense", "patch_dense", m, P, bias=True),
+        *norm(f"{prefix}.patch_ln2", "patch_ln2", m, bias=True),
+        Tensor(f"{prefix}.pos_embedding", (v.mm_posemb_size, 2, m), "pos_embedding"),
+        *norm(f"{prefix}.pos_norm", "pos_norm", m, bias=True),
+    ]
+    side = math.isqrt(budget)
+    vision = Part(name="vision", tensors=tuple(tensors),
+                  shape=Shape(0, m, 0, 0, 0, 0, 0, False, v.mm_posemb_size),
+                  input_tokens=(("", budget),), context_tokens=side * side, input_size=side * k * p)
+    o = v.output_proj_dims
+    proj = embedder(f"{prefix}.multimodal_embedder", "embedding_projection", o, d_t)
+    return vision, Part(name="projector", tensors=tuple(proj),
+                        shape=Shape(0, d_t, 0, 0, 0, o, 0, False), input_tokens=(("", budget),))
+
+
+def describe_gemma4_unified(c: Gemma4UnifiedConfig) -> Architecture:
+    from llmcalc.families._vision import read_sub
+
+    lm = _language_model(c, "gemma4_unified_text")
+    d_t = lm.shape.hidden_size
+    parts: list[Part] = []
+    notes: tuple[str, ...] = ()
+    if c.vision_config is not None:
+        v = read_sub(Gemma4UnifiedVisionConfig, c.vision_config, "vision_config")
+        vision, proj = unified_vision("model.embed_vision", v, d_t=d_t,
+                                      budget=c.vision_soft_tokens_per_image)
+        parts += [vision, proj]
+        side = vision.input_size
+        if c.image_size is not None and c.image_size != side:
+            notes += (f"image_size {c.image_size}: the processor resizes every square image to "
+                      f"{side}×{side} pixels and pads it to {c.vision_soft_tokens_per_image:,} "
+                      "merged patches; the per-image figures are the same",)
+    if c.audio_config is not None:
+        a = read_sub(Gemma4UnifiedAudioConfig, c.audio_config, "audio_config")
+        s = a.audio_embed_dim
+        n = -(-AUDIO_RATE // s)  # soft tokens of one second: ⌈duration / (s samples)⌉
+        audio = Part(name="audio", tensors=tuple(embedder("model.embed_audio", "embed_audio", s, d_t)),
+                     shape=Shape(0, d_t, 0, 0, 0, s, 0, False), input_tokens=(("", n),),
+                     context_tokens=n, input="audio")
+        parts.append(audio)
+        notes += (f"audio (not in the per-image figures): one second of audio, {AUDIO_RATE:,} "
+                  f"samples in frames of {s}, is {n} tokens in the context; its projection costs "
+                  f"{2 * n * s * d_t:,} FLOPs",)
     return replace(lm, notes=(*lm.notes, *notes), parts=tuple(parts))

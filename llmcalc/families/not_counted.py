@@ -23,20 +23,13 @@ DEEPSEEK_V4 = (
 GEMMA4 = DENSE_TODO + " (per-layer embeddings and head dims, KV-shared layers, optional MoE block)"
 
 NOT_COUNTED: dict[str, str] = {
-    "bert-generation": ENCODER,
     "big_bird": ENCODER,
     "bigbird_pegasus": ENC_DEC,
     "blt": MULTIMODAL + " (byte latent transformer: local encoder, global model, local decoder)",
     "cpmant": ENCODER,
     "deepseek_v4": DEEPSEEK_V4,
-    "dots3_note": MULTIMODAL + (
-        " (not yet as a whole: a vision tower with routed experts in some layers, each its own "
-        "expert count — by default 25 dense layers, then 17 of 4, 8, …, 64, 64 experts — and an "
-        "audio encoder: three stride-2 Conv2d, 32 bidirectional layers, an adapter; its language "
-        "model is counted as dots3_note_text)"),
     "emu3": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
-    "gemma4_unified": MULTIMODAL,
     "gemma4_unified_assistant": MULTIMODAL,
     "git": MULTIMODAL,
     "hy_v4": MOE_TODO
@@ -47,8 +40,5 @@ NOT_COUNTED: dict[str, str] = {
     "musicgen_melody": ENC_DEC,
     "prophetnet": ENC_DEC,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
-    "roc_bert": ENCODER,
-    "trocr": ENC_DEC,
-    "xlm": ENCODER,
     "xlnet": ENCODER + " (permutation LM)",
 }
