@@ -462,6 +462,8 @@ def apply_overrides(
         target = out
         for part in [head, *rest][:-1]:
             nested = target.get(part)
+            if nested is None:  # a sub-config left out for the class defaults: start it empty
+                nested = {}
             if not isinstance(nested, dict):
                 raise UsageError(f"--set {key}: {part} is not a mapping in this config")
             target[part] = nested = dict(nested)

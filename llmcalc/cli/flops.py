@@ -19,12 +19,12 @@ from llmcalc.cli._common import (
     bundled_specs,
     emit,
     handles_errors,
-    of_part,
+    image_specs_for,
     one_model,
     output_format,
+    parts_of,
     refuse_explain,
     show,
-    specs_for,
 )
 from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import (
@@ -34,7 +34,6 @@ from llmcalc.cli._options import (
     ImagesOpt,
     SourceLenOpt,
     TokensOpt,
-    image_size_override,
     speaks_flags,
 )
 from llmcalc.errors import UsageError
@@ -98,8 +97,8 @@ def flops(
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
-    set_ = image_size_override(image_size, set_)
-    specs = specs_for(models, set_, family, revision, trust_remote_code)
+    specs = image_specs_for(models, set_, family, revision, trust_remote_code,
+                            image_size=image_size)
     if part is not None:
         for _, spec in specs:
             audio = spec.part(part)
@@ -109,9 +108,9 @@ def flops(
                          else "not computed yet")
                 raise UsageError(f"--part {part}: {spec.name}'s {part} part takes audio, not a "
                                  f"token context; its FLOPs per input: {where}")
-        specs = [(m, of_part(spec, part)) for m, spec in specs]
+    specs = parts_of(specs, part, images=images)
     items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens, images=images,
-                                           source_len=n_source))
+                                     source_len=n_source))
              for m, spec in specs]
     from llmcalc.render.count import provenance
 
