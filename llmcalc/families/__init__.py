@@ -174,6 +174,8 @@ MODEL_TYPES: dict[str, Family] = {
     "axk1": Family("deepseek", "AXK1Config"),
     "axk2": Family("deepseek", "AXK2Config"),
     "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
+    "deepseek_v4": Family("deepseek_v4", "DeepseekV4Config"),
+    "hy_v4": Family("deepseek", "HYV4Config"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),

@@ -187,6 +187,8 @@ def explain_lines(r: MemoryResult) -> list[str]:
             continue
         if a.latent_dim is not None:
             what = f"latent {a.latent_dim} (kv_lora_rank + rope head dim)"
+        elif a.keys_are_values:
+            what = f"{a.kv_heads} kv head × {a.qk_head_dim} (one tensor read as K and V)"
         else:
             what = f"{a.kv_heads} kv heads × ({a.qk_head_dim} + {a.v_head_dim}) (K and V)"
         if a.index_key_dim and not a.index_key_fp32:
@@ -202,6 +204,22 @@ def explain_lines(r: MemoryResult) -> list[str]:
         per_token += f" + indexer keys ({keys}) × 32 bits / 8 (float32 in transformers' cache)"
     lines.append(f"{per_token} = {n(r.kv_cache_bytes_per_token)} bytes")
     for a in r.kv_terms:
+        if a.compress:  # DeepSeek-V4: pooled entries, the open window, the overlap series
+            q, rest = divmod(r.ctx, a.compress)
+            dims = " + ".join(n(c.dim) for c in a.compressors)
+            widths = " + ".join(n(c.width) for c in a.compressors)
+            overlap = " + ".join(n(c.dim) for c in a.compressors if c.overlap)
+            terms = [f"⌊{n(r.ctx)} / {a.compress}⌋ = {n(q)} pooled entries × ({dims})",
+                     f"the open window's {rest} tokens × 2 × ({widths}) (kv and gate)"]
+            if overlap and q:
+                terms.append(f"the last window's first series {a.compress} × ({overlap}) "
+                             f"(kv; its gate the same in float32)")
+            lines.append(
+                f"compressor state, {a.group}: " + " + ".join(terms) + " = "
+                f"{n(a.compressor_elements)} elements a layer"
+                + (f" + {n(a.compressor_fp32)} float32" if a.compressor_fp32 else "")
+            )
+    for a in r.kv_terms:
         if a.cross:
             lines.append(
                 f"cross-attention cache per encoder token, {a.group.removesuffix(' cross-attention')}: "
@@ -213,9 +231,11 @@ def explain_lines(r: MemoryResult) -> list[str]:
         tokens = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
         if a.cross:
             tokens = f"{n(a.tokens)} {r.source_tokens} tokens"
-        parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}")
+        parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}"
+                     + (f" + {a.num_layers} × {n(a.compressor_elements)}" if a.compress else ""))
     fp32_part = " + ".join(
-        f"{a.num_layers} × {n(a.tokens)} × {n(a.index_key_dim)}" for a in fp32
+        [f"{a.num_layers} × {n(a.tokens)} × {n(a.index_key_dim)}" for a in fp32]
+        + [f"{a.num_layers} × {n(a.compressor_fp32)}" for a in r.kv_terms if a.compressor_fp32]
     )
     for s in r.state_terms:
         lines.append(
@@ -231,7 +251,7 @@ def explain_lines(r: MemoryResult) -> list[str]:
     plus = f" + {r.batch} × {n(r.state_bytes_per_sequence)} state" if r.state_terms else ""
     kv_part = f"({' + '.join(parts)}) elements × {kb} bits / 8" if parts else "0"
     if fp32_part:
-        kv_part += f" + ({fp32_part}) float32 indexer keys × 4 bytes"
+        kv_part += f" + ({fp32_part}) float32 elements × 4 bytes"
     lines.append(
         f"KV cache = {r.batch} × {kv_part}{plus} "
         f"= {n(r.kv_cache_bytes)} bytes ({gib(r.kv_cache_bytes)})"
@@ -245,13 +265,14 @@ def explain_lines(r: MemoryResult) -> list[str]:
 
 def window_cap(spec: ModelSpec, ctx: int) -> str | None:
     """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None."""
-    capped = [(len(g.layers), g.attention.window) for g in spec.layer_groups
+    capped = [(len(g.layers), g.attention.window, g.attention.compress) for g in spec.layer_groups
               if g.attention is not None and g.attention.window is not None
               and g.attention.window < ctx]
     if not capped:
         return None
     parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"
-                      for k, w in capped)
+                      + (f" (and one pooled entry per {m})" if m else "")
+                      for k, w, m in capped)
     return f"sliding window caps the KV cache: {parts}"
 
 
