@@ -365,6 +365,7 @@ def spec_from_raw(
         unbuilt=arch.unbuilt,
         depth_flops_per_token=arch.depth_flops_per_token,
         depth_flops_what=arch.depth_flops_what,
+        cache_bytes_per_token=arch.cache_bytes_per_token,
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,
@@ -388,13 +389,13 @@ def _pick_family(
             model_type, fields = inner, dict(text)
     if family is not None:
         if family not in MODEL_TYPES:
-            raise UsageError(f"--family {family}: unknown family; supported: {_supported()}")
+            raise UsageError(f"--family {family}: unknown family; supported: {_supported(family)}")
         if model_type != family:
             notes.append(f"counted as {family} (--family); model_type is {model_type!r}")
             _check_family_fits(fields, family, MODEL_TYPES[family], notes)
         return MODEL_TYPES[family], family, fields
     if model_type is None:
-        raise ConfigError(label, f"missing required field model_type (one of: {_supported()})")
+        raise ConfigError(label, f"missing required field model_type ({_supported()})")
     if model_type not in MODEL_TYPES:
         return None, model_type, fields
     return MODEL_TYPES[model_type], model_type, fields
@@ -462,6 +463,8 @@ def apply_overrides(
         target = out
         for part in [head, *rest][:-1]:
             nested = target.get(part)
+            if nested is None:  # a sub-config left out for the class defaults: start it empty
+                nested = {}
             if not isinstance(nested, dict):
                 raise UsageError(f"--set {key}: {part} is not a mapping in this config")
             target[part] = nested = dict(nested)
@@ -511,8 +514,16 @@ def _validation_message(e: ValidationError) -> str:
     return msg
 
 
-def _supported() -> str:
-    return ", ".join(sorted(MODEL_TYPES))
+def _supported(near: str | None = None) -> str:
+    """The supported types in a few words (all of them no longer fit one line): the ones closest
+    to ``near``, or a few well-known ones, and where the whole list is."""
+    import difflib
+
+    close = difflib.get_close_matches(near, list(MODEL_TYPES), n=5) if near else []
+    named = ", ".join(close or ["llama", "mistral", "qwen2", "gpt2", "t5"])
+    lead = "closest" if close else "e.g."
+    return (f"{len(MODEL_TYPES)} model types, {lead} {named}; the README's "
+            "\"Supported model types\" lists them all")
 
 
 def _json(value: Any) -> str:

@@ -57,11 +57,28 @@ def tensor_params(t: Tensor) -> int:
     return 0 if t.tied_to is not None else t.numel
 
 
-def tensor_active(t: Tensor, spec: ModelSpec) -> int:
+def tensor_active(t: Tensor, spec: ModelSpec, group: LayerGroup | None = None) -> int:
+    """Elements of ``t`` one token uses: k of E routed experts, k the group's own top-k if it has
+    one, else the model's."""
     if t.tied_to is not None:
         return 0
+    if group is not None and group.experts_per_tok is not None:
+        return t.active_numel(group.experts_per_tok)
     k = spec.moe.experts_per_tok if spec.moe else 0
     return t.active_numel(k)
+
+
+def part_active(part: Part, spec: ModelSpec) -> int:
+    """What one input uses of a part: all of it but the routed experts, k of each layer's E (a
+    part's experts need the group's own top-k; without one all of them count)."""
+    active = sum(tensor_params(t) for t in part.tensors)
+    for g in part.layer_groups:
+        per_layer = sum(
+            tensor_params(t) if g.experts_per_tok is None else tensor_active(t, spec, g)
+            for t in g.tensors
+        )
+        active += per_layer * len(g.layers)
+    return active
 
 
 def group_count(group: LayerGroup, spec: ModelSpec) -> GroupCount:
@@ -72,7 +89,7 @@ def group_count(group: LayerGroup, spec: ModelSpec) -> GroupCount:
         name=group.name,
         num_layers=len(group.layers),
         per_layer=sum(components.values()),
-        per_layer_active=sum(tensor_active(t, spec) for t in group.tensors),
+        per_layer_active=sum(tensor_active(t, spec, group) for t in group.tensors),
         components=components,
     )
 
@@ -100,7 +117,8 @@ def count(spec: ModelSpec) -> ParamCount:
     """Exact parameter figures of ``spec``: total, active (MoE), embedding, lm_head, breakdown.
 
     A whole model adds its parts (vision tower, projector …): their breakdown keys are prefixed
-    with the part's name, ``parts`` gives each part's total, and all of a part is active.
+    with the part's name, ``parts`` gives each part's total, and all of a part is active but its
+    routed experts (k of E a layer, dots3-note's vision tower).
     """
     breakdown: dict[str, int] = {}
     outer_active = 0
@@ -122,7 +140,8 @@ def count(spec: ModelSpec) -> ParamCount:
     total = sum(breakdown.values())
     return ParamCount(
         total=total,
-        active=outer_active + sum(g.active for g in groups) + total - main,
+        active=outer_active + sum(g.active for g in groups)
+        + sum(part_active(p, spec) for p in spec.parts),
         embedding=sum(breakdown.get(c, 0) for c in EMBEDDING_COMPONENTS),
         lm_head=breakdown.get(LM_HEAD, 0),
         layers=sum(g.total for g in groups),

@@ -47,7 +47,8 @@ SUB_CONFIG_TYPES = (
     "smolvlm_vision", "got_ocr2_vision", "qwen2_vl_vision", "qwen2_vl_text", "qwen2_5_vl_vision",
     "qwen2_5_vl_text", "llama4_vision_model", "qwen3_vl_vision", "qwen3_vl_text",
     "qwen3_vl_moe_vision", "qwen3_vl_moe_text", "qwen3_5_vision", "qwen3_5_moe_vision",
-    "phi4_multimodal_vision", "phi4_multimodal_audio",
+    "phi4_multimodal_vision", "phi4_multimodal_audio", "moss_transcribe_diarize_audio",
+    "qwen4_exp_vision",
     "mllama_text_model", "mllama_vision_model",
 )
 

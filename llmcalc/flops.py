@@ -637,6 +637,7 @@ class PartFlops:
     weight: int
     attention: int
     context_tokens: int
+    clip: str = ""  # an audio part: what one input is (Part.clip)
 
     @property
     def total(self) -> int:
@@ -662,7 +663,7 @@ def part_flops(part: Part) -> PartFlops:
     if part.input_flops is not None:
         weight, attention = part.input_flops
     return PartFlops(part.name, part.input_size, runs * n, runs * (weight + part.extra_flops),
-                     runs * attention, part.context_tokens)
+                     runs * attention, part.context_tokens, part.clip)
 
 
 def image_tokens(spec: ModelSpec) -> int:
@@ -738,6 +739,9 @@ class FlopsResult:
     # the context, and the images a sequence holds (their parts' FLOPs are in the per-sequence
     # figures, their tokens in ``ctx`` = text tokens + images × image_tokens)
     parts: tuple[PartFlops, ...] = ()
+    # audio parts, per input (Part.clip): apart from every figure above, whose context is text and
+    # image tokens
+    audio_parts: tuple[PartFlops, ...] = ()
     image_tokens: int = 0
     images: int = 0
     text_tokens: int | None = None
@@ -786,6 +790,8 @@ def flops(
         if not p.per_token and p.input == "image" and not (encdec and p.name == "encoder")
     )
     image_flops = images * sum(p.total for p in part_figures)
+    audio_figures = tuple(part_flops(p) for p in spec.parts if p.input == "audio" and p.clip)
+    uncomputed = [p.name for p in spec.parts if p.input == "audio" and not p.clip]
     w_terms = weight_terms(spec)
     weight = sum(term.flops for term in w_terms)
     cross = cross_attention_flops_per_token(spec, source_len=source) if source else 0
@@ -858,10 +864,13 @@ def flops(
         # and what an --image-size came to (a tower that resizes every image ignores it)
         notes=(*context_notes(spec, ctx=ctx),
                *(note for note in spec.notes if (spec.parts and note.startswith("image_size "))
-                 or note.startswith("no image: "))),
+                 or note.startswith("no image: ")),
+               *([f"{', '.join(uncomputed)}: the FLOPs of an audio input are not computed yet"]
+                 if uncomputed else [])),
         mixer_flops_per_token=mixer,
         mixer_terms=mixer_terms,
         parts=part_figures,
+        audio_parts=audio_figures,
         image_tokens=per_image,
         images=images,
         text_tokens=text_tokens if images else None,

@@ -178,8 +178,10 @@ def kv_cache_bytes_per_token(
 ) -> int:
     """Bytes one token adds to the cache: 2 · layers · kv heads · head dim · bytes (MLA: the latent),
     plus the elements transformers keeps in float32."""
-    return nbytes(kv_elements_per_token(spec, decompressed=decompressed), dtype) + nbytes(
-        fp32_elements_per_token(spec), STATE_FP32
+    return (
+        nbytes(kv_elements_per_token(spec, decompressed=decompressed), dtype)
+        + nbytes(fp32_elements_per_token(spec), STATE_FP32)
+        + spec.cache_bytes_per_token
     )
 
 
@@ -252,6 +254,7 @@ def kv_cache_bytes(
     return (
         nbytes(batch * elements, dtype)
         + nbytes(batch * fp32, STATE_FP32)
+        + batch * ctx * spec.cache_bytes_per_token
         + cross
         + batch * state_bytes_per_sequence(spec, dtype=dtype)
     )
@@ -325,6 +328,8 @@ class MemoryResult:
     # kv_cache_bytes); None / 0 for a model without cross-attention
     source_len: int | None = None
     cross_kv_cache_bytes: int = 0
+    # bytes per token beside the layers' K and V, whatever the dtype (ModelSpec.cache_bytes_per_token)
+    fixed_bytes_per_token: int = 0
     source_tokens: str = "encoder"  # or "vision": the images' tokens (Llama 3.2 Vision)
 
 
@@ -445,4 +450,5 @@ def memory(
         source_len=source,
         cross_kv_cache_bytes=cross_bytes,
         source_tokens=source_tokens,
+        fixed_bytes_per_token=spec.cache_bytes_per_token,
     )

@@ -45,6 +45,9 @@ class Tensor:
     per_source: bool = False
     uses: int = 1
     repeats: int | None = None
+    # a tied entry whose module is registered before its owner's (XLM-RoBERTa's lm_head comes before
+    # its encoder): named_parameters lists the shared tensor under this entry's name
+    named_first: bool = False
 
     @property
     def copies(self) -> int:
@@ -396,6 +399,9 @@ class LayerGroup:
     cross_attention: Attention | None = None
     repeats: int = 1
     cached_repeats: int | None = None
+    # routed experts a token uses in this group when not the model's num_experts_per_tok
+    # (dots3-note's vision tower: each MoE layer its own expert count and top-k)
+    experts_per_tok: int | None = None
 
     @property
     def runs(self) -> int:
@@ -476,6 +482,9 @@ class Part:
     # "audio" (one clip, its figures apart: Phi-4-multimodal's speech encoder)
     input: str = "image"
     cross_tokens: int = 0
+    # an audio part's one input in words ("one second of speech") where its FLOPs per input are
+    # computed (and held to FlopCounterMode); empty: they are not computed, and flops says so
+    clip: str = ""
 
     def all_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         for t in self.tensors:
@@ -532,6 +541,9 @@ class ModelSpec:
     # the context, counted with the mixers; depth_flops_what says what they are, for --explain
     depth_flops_per_token: int = 0
     depth_flops_what: str = "attention over the layers' block outputs"
+    # bytes per token and sequence the cache keeps beside the layers' keys and values, whatever
+    # the cache dtype (Qwen4-Exp: the first QSA layer's 3 int64 position ids, for every indexer)
+    cache_bytes_per_token: int = 0
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
     method: str = "formula"
     measured_seconds: float = 0.0
@@ -576,16 +588,27 @@ class ModelSpec:
             if t.tied_to is None
         )
 
+    def listed_names(self) -> dict[str, str]:
+        """Owner name → the name ``named_parameters`` lists it under, where a tied entry's module
+        comes first (``Tensor.named_first``); only for owners and tied entries both in this spec."""
+        return {
+            t.tied_to: t.name
+            for t, _ in self.all_tensors()
+            if t.tied_to is not None and t.named_first
+        }
+
     def named_shapes(self) -> Iterator[tuple[str, tuple[int, ...]]]:
         """Concrete (name, shape) of every parameter, tied ones once, as ``named_parameters`` gives.
 
         Stacked experts keep their expert dimension; ``{e}`` names expand to one entry per expert.
+        A shared tensor is named as its first registered module names it (``Tensor.named_first``).
         """
+        listed = self.listed_names()
         for t, g in self.all_tensors():
             if t.tied_to is not None:
                 continue
             for i in g.layers if g is not None else (None,):
-                name = t.name if i is None else t.name.replace(LAYER, str(i))
+                name = listed.get(t.name, t.name) if i is None else t.name.replace(LAYER, str(i))
                 if EXPERT in name:
                     for e in range(t.experts):
                         yield name.replace(EXPERT, str(e)), t.shape

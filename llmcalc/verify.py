@@ -371,6 +371,10 @@ def _checkpoint_names(
     if add_base:
         notes.append(f"checkpoint names read with the {base!r} prefix (saved from the base model)")
     tied = {t.name: t.shape for t, _ in spec.all_tensors() if t.tied_to is not None}
+    # a shared tensor listed under its tied entry's name (Tensor.named_first): its owner's stored
+    # name is that tensor too
+    listed = spec.listed_names()
+    tied.update({owner: tied[alias] for owner, alias in listed.items()})
     out: dict[str, tuple[int, ...]] = {}
     renamed = 0
     for name, shape in theirs.items():
@@ -381,6 +385,8 @@ def _checkpoint_names(
             for pattern, repl in renames:
                 name = re.sub(pattern, repl, name)
             renamed += name != stored
+        if name in listed and listed[name] not in theirs:
+            name = listed[name]
         if name not in ours and name in tied and tied[name] == shape:
             notes.append(f"{name} is stored although the model ties it; not counted again")
             continue
@@ -788,9 +794,11 @@ CACHED_STATE_DICTS = ("conv_states", "recurrent_states", "compressed_kv", "buffe
 
 def _cached_tensors(layer: Any) -> list[Any]:
     """A cache layer's keys and values (and a sparse-attention indexer's keys: DeepSeek-V3.2's
-    indexer_keys, MiniMax-M3's idx_keys) and its other states (:data:`CACHED_STATE_DICTS`), each
-    tensor once (DeepSeek-V4's compressed layers keep one tensor as their keys and values)."""
-    found = [getattr(layer, name, None) for name in ("keys", "values", "indexer_keys", "idx_keys")]
+    indexer_keys, MiniMax-M3's idx_keys, Qwen4-Exp's indexer_position_ids) and its other states
+    (:data:`CACHED_STATE_DICTS`), each tensor once (DeepSeek-V4's compressed layers keep one tensor
+    as their keys and values)."""
+    names = ("keys", "values", "indexer_keys", "idx_keys", "indexer_position_ids")
+    found = [getattr(layer, name, None) for name in names]
     for name in CACHED_STATE_DICTS:
         found += list((getattr(layer, name, None) or {}).values())
     tensors = [t for t in found if t is not None and hasattr(t, "nbytes")]

@@ -181,6 +181,38 @@ def write_corpus(folder: Path) -> list[Case]:
          fragment="a list of more than 65,536 entries")
     text("alias-list.yaml", small_yaml + "s: &s sliding_attention\nlayer_types: ["
          + ", ".join(["*s"] * 70_000) + "]\n", fragment="a list of more than 65,536 entries")
+    # -- today's families (issue 15): searches, module lists and names bounded before the work --
+    qwen4 = {"model_type": "qwen4_exp_text", "hidden_size": 64, "num_hidden_layers": 4,
+             "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16, "vocab_size": 100,
+             "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 8,
+             "linear_value_head_dim": 8, "num_experts": 4, "num_experts_per_tok": 2,
+             "moe_intermediate_size": 32, "shared_expert_intermediate_size": 32, "hc_lowrank": 8,
+             "indexer_n_heads": 2, "indexer_kv_heads": 1, "indexer_head_dim": 8,
+             "indexer_budget": 4, "indexer_compress_ratio": 2, "ple_layer_ids": [1, 2, 3],
+             "ngram_size": 3, "ngram_vocab_size_base": 2**53 - 1}
+    text("qwen4-primes-4096.json", json.dumps({**qwen4, "heads_per_ngram": 682,
+                                                "ple_embed_dim": 1364}), code=0)
+    text("qwen4-primes-65536.json", json.dumps({**qwen4, "heads_per_ngram": 32_768,
+                                                 "ple_embed_dim": 65_536}),
+         fragment="heads_per_ngram: 3 PLE layers × 65,536 n-gram heads is more than the 4,096")
+    text("inkling-loop-config.json",
+         json.dumps({"model_type": "inkling2_loop_text", "loop_config": "\x1b[2J"}),
+         fragment="loop_config: must be a mapping")
+    text("gemma3n-altup.json",
+         json.dumps({"model_type": "gemma3n", "text_config": {"altup_num_inputs": 10**12}}),
+         fragment="text_config.altup_num_inputs (1,000,000,000,000) makes")
+    text("gemma3n-ff-list.json",
+         json.dumps({"model_type": "gemma3n_text", "num_hidden_layers": 3,
+                     "layer_types": ["sliding_attention"] * 3, "num_kv_shared_layers": 0,
+                     "intermediate_size": [64] * 3}), code=0)
+    xmod = {"model_type": "xmod", "hidden_size": 64, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100}
+    text("xmod-languages-65536.json", json.dumps({**xmod, "languages": [f"l{i}" for i in range(65_536)]}),
+         fragment="languages has 65,536 entries")
+    text("xmod-language-template.json", json.dumps({**xmod, "languages": ["en", "{i}"]}),
+         fragment="languages.1: '{i}' cannot name an adapter module")
+    text("xmod-language-dot.json", json.dumps({**xmod, "languages": ["\x1b]0;x\x07.a"]}),
+         fragment="languages.0: '\\x1b]0;x\\x07.a' cannot name")
     # -- check: expected values --
     for tag, value in (("inf", "{value: .inf, rel: 0.1}"), ("nan", "{value: .nan, rel: 0.1}"),
                        ("nan-exact", ".nan"), ("1e999", "{value: '1e999', rel: 0.1}"),

@@ -94,8 +94,14 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     "granitemoehybrid": {"mamba_n_heads": 8, "mamba_d_head": 16, "mamba_expand": 2},
     # 6 heads (its default) do not divide the shrunk d_model of 64
     "whisper": {"encoder_attention_heads": 8, "decoder_attention_heads": 8},
+    "plbart": {"encoder_attention_heads": 8, "decoder_attention_heads": 8},
     # MLA: every layer type's kv heads must equal its heads (its sliding layers' sizes: swa_*)
     "dots3_note_text": {"num_key_value_heads": 8},
+    # Qwen4ExpConfig(): its text_config leaves the QSA indexer unsized (transformers cannot build
+    # it; its index head must hold the rotary dims, all 256 of head_dim); 4 layers (DeltaNet ×3, QSA)
+    "qwen4_exp": {"text_config": {"num_hidden_layers": 4, "indexer_n_heads": 2,
+                                  "indexer_kv_heads": 1, "indexer_head_dim": 256,
+                                  "indexer_budget": 8, "indexer_compress_ratio": 4}},
     # its layers read layer_types by index: keep a 3-layer list (conv, attention, conv)
     "lfm2_moe": {"layer_types": ["conv", "full_attention", "conv"]},
     # the default's list spells out 76 layers, its attention width and head dim follow d 3712; two

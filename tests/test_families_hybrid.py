@@ -365,8 +365,9 @@ ERRORS += [
     ({"model_type": "nemotron_h", "vocab_size": 100, "hidden_size": 64,
       "hybrid_override_pattern": "M*X"},
      "hybrid_override_pattern.2: unknown layer kind 'X' (M, *, -, E or mamba, attention, mlp, moe)"),
+    # (a pattern longer than a shallow model is only its first layers; a deep one is capped)
     (tiny("jamba", num_attention_heads=8, intermediate_size=48, attn_layer_period=100_000,
-          attn_layer_offset=1, expert_layer_period=3),
+          attn_layer_offset=1, expert_layer_period=3, num_hidden_layers=10**12),
      "attn_layer_period: the layer pattern repeats every 300,000 layers; llmcalc describes at "
      "most 65,536"),
 ]

@@ -378,6 +378,9 @@ def test_unknown_family_flag(cli: Any, write: Any) -> None:
     run = cli("count", write("config.json", LLAMA_LIKE), "--family", "lama")
     assert run.code == 2
     assert run.stderr.startswith("error: --family lama: unknown family; supported: ")
+    n = len(MODEL_TYPES)
+    assert run.stderr.endswith(f"{n} model types, closest llama, mllama, llama4, zamba, llava; the README's "
+                               "\"Supported model types\" lists them all\n"), run.stderr
 
 
 # ---- properties --------------------------------------------------------------------------------------
@@ -392,8 +395,12 @@ def test_moe_breakdown_adds_up_and_more_experts_mean_more_total_not_more_active(
     spec = _spec(name)
     pc = count(spec)
     assert sum(pc.breakdown.values()) == pc.total
-    # outside the layers: the tables, the final norm (and ZAYA's scale and bias on the embeddings)
-    outer = pc.embedding + pc.lm_head + pc.breakdown["final_norm"] + pc.breakdown.get("embed/scale", 0)
+    # outside the layers: the tables, the final norm (and ZAYA's scale and bias on the embeddings;
+    # Qwen4-Exp has no final norm but its last hyper-connection mixer over the streams)
+    final = pc.breakdown.get("final_norm", 0) + sum(
+        v for k, v in pc.breakdown.items() if k.startswith("hyper/final_mixer/"))
+    assert final > 0
+    outer = pc.embedding + pc.lm_head + final + pc.breakdown.get("embed/scale", 0)
     assert outer + pc.layers == pc.total
     field = next(
         f

@@ -198,6 +198,8 @@ def test_count_notes_the_unbuilt_mtp_layer(cli: Any) -> None:
     assert out["notes"] == [
         "not in config, BailingHybridConfig default: attention_bias=false",
         "num_nextn_predict_layers=1: the multi-token-prediction module is not counted "
-        "(transformers does not build it); a checkpoint holds 3,072,193,536 more (mtp_params)"]
+        "(transformers does not build it); by the tensors Megatron-Bridge's Ling 3 weight map "
+        "lists (not checked against a checkpoint index), a checkpoint holds about 3,072,193,536 "
+        "more (mtp_params)"]
     assert [(g["name"], g["components"]["attn/g_proj"]) for g in out["groups"]
             if "attn/g_proj" in g["components"]] == [("mla/moe", 32 * 2560)]

@@ -66,7 +66,8 @@ def test_bundled_total_and_tensors() -> None:
 def test_bundled_cache_and_flops_by_hand() -> None:
     spec = load_spec(BUNDLED)
     # KV per token: 12 QSA layers × (2 kv heads × (256 + 256) + 128 index key) elements, bf16
-    assert kv_cache_bytes_per_token(spec, dtype=DType.bf16) == 12 * (2 * 512 + 128) * 2
+    # 12 QSA layers: K, V and the index key in bf16; the first keeps 3 int64 position ids a token
+    assert kv_cache_bytes_per_token(spec, dtype=DType.bf16) == 12 * (2 * 512 + 128) * 2 + 3 * 8
     # per sequence: 36 DeltaNet layers × (conv 10,240 × 4 bf16 + 48 × 128 × 128 fp32), and layer 2
     # also its PLE conv state 4·2560 × (4 − 1)·3 bf16 and 2 int64 token ids
     gdn = 10_240 * 4 * 2 + 48 * 128 * 128 * 4
@@ -168,9 +169,8 @@ BATCH, SEQ = 2, 11
 def test_cache_bytes_and_prefill_flops_equal_transformers(write: Any, fields: dict[str, Any]) -> None:
     spec = load_spec(write("config.json", fields))
     m = measure_forward(spec, num_layers=2, seq_len=SEQ, batch=BATCH, use_cache=True)
-    # keys, values, index keys; DeltaNet conv + state; PLE conv state and n-gram ids (int64).
-    # Not counted: the 3 × int64 position ids per token the first QSA layer keeps for all
-    # indexers (bookkeeping of positions, as a cache's lengths and counters)
+    # keys, values, index keys; DeltaNet conv + state; PLE conv state and n-gram ids (int64); the
+    # 3 × int64 position ids per token the first QSA layer keeps for all indexers
     assert m.kv_cache_bytes == kv_cache_bytes(spec, batch=BATCH, ctx=SEQ, dtype=DType.bf16)
     assert m.flops == BATCH * forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
 
@@ -183,7 +183,7 @@ def test_cache_layers_as_transformers_keeps_them(write: Any) -> None:
     # 2 token ids; QSA layer: 11 tokens × (2 × 2 × 16 + 16)
     state = 80 * 4 * 2 + 4 * 8 * 12 * 4 + 192 * 6 * 2 + 2 * 8
     assert state_bytes_per_sequence(spec, dtype=DType.bf16) == state
-    assert m.kv_cache_bytes == BATCH * (state + SEQ * (2 * 2 * 16 + 16) * 2)
+    assert m.kv_cache_bytes == BATCH * (state + SEQ * ((2 * 2 * 16 + 16) * 2 + 3 * 8))
 
 
 @pytest.mark.parametrize(("budget", "block"), [(4, 2), (6, 3), (8, 4), (4, 4), (9, 1)])
@@ -241,7 +241,7 @@ ERRORS = [
      "full_attention)"),
     (tiny(num_experts_per_tok=5), "num_experts_per_tok (5) must not exceed num_experts (4)"),
     (tiny(**{**PLE, "heads_per_ngram": 40_000, "ple_embed_dim": 80_000}),
-     "heads_per_ngram: 1 PLE layers × 80,000 n-gram heads is more than the 65,536 tables "
+     "heads_per_ngram: 1 PLE layers × 80,000 n-gram heads is more than the 4,096 tables "
      "llmcalc sizes (each a prime found one by one)"),
 ]
 

@@ -163,6 +163,54 @@ def specs_for(
     return specs if part is None else [(m, of_part(spec, part)) for m, spec in specs]
 
 
+def image_specs_for(
+    models: list[str],
+    overrides: list[str] | None,
+    family: str | None,
+    revision: str | None,
+    trust_remote_code: bool,
+    *,
+    image_size: int | None,
+) -> list[tuple[str, ModelSpec]]:
+    """:func:`specs_for` (whole models) for a command that takes --image-size: a model that takes
+    no images is one usage error (exit 2) that says so; --part then goes to :func:`parts_of`."""
+    specs = [(m, spec_for(m, overrides, family, revision, trust_remote_code)) for m in models]
+    if image_size is None:
+        return specs
+    for _, spec in specs:
+        if not any(p.input == "image" for p in spec.parts):
+            raise UsageError(f"--image-size: {spec.name} takes no images")
+    from llmcalc.cli._options import image_size_override
+
+    sized = image_size_override(image_size, overrides)
+    return [(m, spec_for(m, sized, family, revision, trust_remote_code)) for m in models]
+
+
+def parts_of(
+    specs: list[tuple[str, ModelSpec]], part: str | None, *, images: int
+) -> list[tuple[str, ModelSpec]]:
+    """--part on each spec; with --images, a part that takes none is one usage error."""
+    if part is None:
+        return specs
+    out = [(m, of_part(spec, part)) for m, spec in specs]
+    if images:
+        from llmcalc.flops import image_tokens
+
+        for _, spec in out:
+            if not image_tokens(spec):
+                raise UsageError(f"--images {images}: --part {part} takes no images"
+                                 + _part_image_hint(spec))
+    return out
+
+
+def _part_image_hint(spec: ModelSpec) -> str:
+    """A language model that reads images only through cross-attention layers (Llama 3.2 Vision)
+    takes their tokens alone as --source-len; any other part, --images on the whole model."""
+    if any(g.attention is None and g.cross_attention is not None for g in spec.layer_groups):
+        return " (--source-len N: the vision tokens its cross-attention layers read)"
+    return " (--images counts images for the whole model)"
+
+
 def of_part(spec: ModelSpec, part: str) -> ModelSpec:
     """``--part NAME``: one part of a whole model, or a usage error naming the parts it has."""
     from llmcalc.spec import spec_part

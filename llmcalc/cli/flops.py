@@ -19,11 +19,12 @@ from llmcalc.cli._common import (
     bundled_specs,
     emit,
     handles_errors,
+    image_specs_for,
     one_model,
     output_format,
+    parts_of,
     refuse_explain,
     show,
-    specs_for,
 )
 from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import (
@@ -33,7 +34,6 @@ from llmcalc.cli._options import (
     ImagesOpt,
     SourceLenOpt,
     TokensOpt,
-    image_size_override,
     speaks_flags,
 )
 from llmcalc.errors import UsageError
@@ -97,10 +97,21 @@ def flops(
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
         return
-    set_ = image_size_override(image_size, set_)
+    specs = image_specs_for(models, set_, family, revision, trust_remote_code,
+                            image_size=image_size)
+    if part is not None:
+        for _, spec in specs:
+            audio = spec.part(part)
+            if audio is not None and audio.input == "audio":
+                # its input is a clip, not a token context: per-token figures would be made up
+                where = ("the per-audio-input rows of `llmcalc flops MODEL`" if audio.clip
+                         else "not computed yet")
+                raise UsageError(f"--part {part}: {spec.name}'s {part} part takes audio, not a "
+                                 f"token context; its FLOPs per input: {where}")
+    specs = parts_of(specs, part, images=images)
     items = [(m, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens, images=images,
-                                           source_len=n_source))
-             for m, spec in specs_for(models, set_, family, revision, trust_remote_code, part)]
+                                     source_len=n_source))
+             for m, spec in specs]
     from llmcalc.render.count import provenance
 
     data = [{**r.flops_json(x), **provenance(spec)} for _, spec, x in items]

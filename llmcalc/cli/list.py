@@ -43,9 +43,9 @@ def _json(stem: str, spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
 
 def _grid(rows: list[tuple[str, ModelSpec, ParamCount]]) -> Grid:
     g = Grid("bundled models", [
-        Col("name"), Col("repo id", drop=3), Col("model_type", drop=2), Col("layers", right=True),
-        Col("d_model", right=True), Col("heads/kv", right=True), Col("total", right=True),
-        Col("", right=True, drop=1),
+        Col("name"), Col("repo id", drop=4), Col("model_type", drop=3), Col("layers", right=True),
+        Col("d_model", right=True), Col("heads/kv", right=True, drop=1), Col("total", right=True),
+        Col("≈", right=True, drop=2),
     ])
     for stem, spec, pc in rows:
         s = spec.shape

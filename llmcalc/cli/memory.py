@@ -20,12 +20,13 @@ from llmcalc.cli._common import (
     TrustRemoteCodeOpt,
     emit,
     handles_errors,
+    image_specs_for,
     one_model,
     output_format,
+    parts_of,
     print_json,
     refuse_explain,
     show,
-    specs_for,
 )
 from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import (
@@ -36,7 +37,6 @@ from llmcalc.cli._options import (
     ImagesOpt,
     KvDTypeOpt,
     SourceLenOpt,
-    image_size_override,
     speaks_flags,
 )
 from llmcalc.errors import UsageError
@@ -133,10 +133,12 @@ def memory(
 
     from llmcalc.render.count import provenance
 
-    set_ = image_size_override(image_size, set_)
-    items = [(m, spec, measure(spec)) for m, spec in specs_for(models, set_, family, revision, trust_remote_code, part)]
+    specs = parts_of(image_specs_for(models, set_, family, revision, trust_remote_code,
+                                     image_size=image_size), part, images=images)
+    items = [(m, spec, measure(spec)) for m, spec in specs]
     # one model: what its checkpoint stores, by dtype, beside the computed weight bytes
-    stored = stored_weights(items[0][1], items[0][0]) if len(items) == 1 and not set_ else None
+    as_stored = not set_ and image_size is None
+    stored = stored_weights(items[0][1], items[0][0]) if len(items) == 1 and as_stored else None
     data = [{**r.memory_json(x, stored), **provenance(spec)} for _, spec, x in items]
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.memory_grid(items)],

@@ -174,6 +174,7 @@ MODEL_TYPES: dict[str, Family] = {
     "axk1": Family("deepseek", "AXK1Config"),
     "axk2": Family("deepseek", "AXK2Config"),
     "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
+    "dots3_note": Family("dots3_note", "Dots3NoteConfig"),
     "deepseek_v4": Family("deepseek_v4", "DeepseekV4Config"),
     "hy_v4": Family("deepseek", "HYV4Config"),
     "dbrx": Family("dbrx", "DbrxConfig"),
@@ -187,12 +188,35 @@ MODEL_TYPES: dict[str, Family] = {
     "roberta": Family("encoder", "RobertaConfig", "describe_roberta"),
     "deberta-v2": Family("encoder", "DebertaV2Config", "describe_deberta_v2"),
     "modernbert": Family("encoder", "ModernBertConfig", "describe_modernbert"),
+    # -- BERT's near-copies (issue 14): rows of encoder.py --
+    "xlm-roberta": Family("encoder", "XLMRobertaConfig", "describe_bert_row"),
+    "camembert": Family("encoder", "CamembertConfig", "describe_bert_row"),
+    "data2vec-text": Family("encoder", "Data2VecTextConfig", "describe_bert_row"),
+    "roberta-prelayernorm": Family("encoder", "RobertaPreLayerNormConfig", "describe_bert_row"),
+    "xlm-roberta-xl": Family("encoder", "XLMRobertaXLConfig", "describe_bert_row"),
+    "electra": Family("encoder", "ElectraConfig", "describe_bert_row"),
+    "ernie": Family("encoder", "ErnieConfig", "describe_bert_row"),
+    "megatron-bert": Family("encoder", "MegatronBertConfig", "describe_bert_row"),
+    "xmod": Family("encoder", "XmodConfig", "describe_bert_row"),
+    "rembert": Family("encoder", "RemBertConfig", "describe_bert_row"),
+    "roformer": Family("encoder", "RoFormerConfig", "describe_bert_row"),
+    "bert-generation": Family("encoder", "BertGenerationConfig", "describe_bert_row"),
+    "roc_bert": Family("encoder", "RoCBertConfig", "describe_bert_row"),
+    "xlm": Family("encoder", "XLMConfig", "describe_xlm"),
     "t5": Family("t5", "T5Config"),
     "mt5": Family("t5", "MT5Config"),
     "umt5": Family("t5", "UMT5Config", "describe_umt5"),
     "bart": Family("bart", "BartConfig"),
     "mbart": Family("bart", "MBartConfig", "describe_mbart"),
     "whisper": Family("bart", "WhisperConfig", "describe_whisper"),
+    # -- BART's near-copies (issue 14): rows of bart.py --
+    "plbart": Family("bart", "PLBartConfig"),
+    "mvp": Family("bart", "MvpConfig"),
+    "pegasus": Family("bart", "PegasusConfig"),
+    "marian": Family("bart", "MarianConfig"),
+    "blenderbot": Family("bart", "BlenderbotConfig"),
+    "blenderbot-small": Family("bart", "BlenderbotSmallConfig"),
+    "trocr": Family("bart", "TrOCRConfig", "describe_trocr"),  # the decoder alone (TrOCRForCausalLM)
     # -- whole models (issue 13): vision tower + projector + language model --
     "llava": Family("vlm", "LlavaConfig"),
     "gemma3": Family("vlm", "Gemma3Config", "describe_gemma3"),
@@ -209,11 +233,17 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen2_5_vl": Family("vlm", "Qwen2_5_VLConfig", "describe_qwen2_vl"),
     "llama4": Family("vlm", "Llama4Config", "describe_llama4"),
     "mllama": Family("vlm", "MllamaConfig", "describe_mllama"),
+    "fuyu": Family("vlm", "FuyuConfig", "describe_fuyu"),
     "qwen3_vl": Family("vlm", "Qwen3VLConfig", "describe_qwen3_vl"),
     "qwen3_vl_moe": Family("vlm", "Qwen3VLMoeConfig", "describe_qwen3_vl"),
     "qwen3_5": Family("vlm", "Qwen3_5Config", "describe_qwen3_vl"),
     "qwen3_5_moe": Family("vlm", "Qwen3_5MoeConfig", "describe_qwen3_vl"),
+    "qwen4_exp": Family("vlm", "Qwen4ExpConfig", "describe_qwen3_vl"),
     "phi4_multimodal": Family("phi4mm", "Phi4MultimodalConfig"),  # + audio encoder
+    # -- whole models (issue 13): audio encoder + projector + language model --
+    "moss_transcribe_diarize": Family(
+        "audio_lm", "MossTranscribeDiarizeConfig", "describe_moss_transcribe_diarize"
+    ),
     # -- more mixture-of-experts decoders (issue 12) --
     "solar_open": Family("gqa_moe", "SolarOpenConfig"),
     "kolibri1": Family("gqa_moe", "Kolibri1Config"),
@@ -222,8 +252,10 @@ MODEL_TYPES: dict[str, Family] = {
     "laguna": Family("gqa_moe", "LagunaConfig"),
     "minimax_m3_vl_text": Family("gqa_moe", "MiniMaxM3VLTextConfig"),
     "zaya": Family("zaya", "ZayaConfig"),
+    "gemma4": Family("gemma4", "Gemma4Config", "describe_gemma4"),
     "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
     "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
+    "gemma4_unified": Family("gemma4", "Gemma4UnifiedConfig", "describe_gemma4_unified"),
     # -- looped decoders (issue 12): layers that run several times per token --
     "hrm_text": Family("looped", "HrmTextConfig", "describe_hrm_text"),
     "dory": Family("looped", "DoryConfig", "describe_dory"),

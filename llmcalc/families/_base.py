@@ -99,6 +99,7 @@ class Architecture:
     main_part: str = "language"
     depth_flops_per_token: int = 0  # ModelSpec.depth_flops_per_token
     depth_flops_what: str = "attention over the layers' block outputs"  # ModelSpec.depth_flops_what
+    cache_bytes_per_token: int = 0  # ModelSpec.cache_bytes_per_token
 
 
 # ---- checks shared by families ------------------------------------------------------------------

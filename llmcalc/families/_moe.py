@@ -125,8 +125,11 @@ def mtp_params(layer: list[Tensor], *, d: int, vocab: int, modules: int,
     return modules * one
 
 
-def mtp_note(n: int, params: int) -> str:
+def mtp_note(n: int, params: int, *, basis: str = "") -> str:
+    """``basis``: where the module's structure comes from when no checkpoint index confirms it."""
+    holds = (f"by {basis}, a checkpoint holds about {params:,} more" if basis
+             else f"a checkpoint holds {params:,} more")
     return (
         f"num_nextn_predict_layers={n}: the multi-token-prediction module is not counted "
-        f"(transformers does not build it); a checkpoint holds {params:,} more (mtp_params)"
+        f"(transformers does not build it); {holds} (mtp_params)"
     )

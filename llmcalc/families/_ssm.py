@@ -284,9 +284,10 @@ def residue_plan(
     num_layers: int, period: int, kind_of: Callable[[int], str], *, field: str
 ) -> LayerPlan:
     """Layer i's kind is ``kind_of(i mod period)`` (Jamba's attention and expert periods): one run per
-    stretch of residues of one kind, repeating every ``period`` layers."""
+    stretch of residues of one kind, repeating every ``period`` layers. The work is the residues
+    below min(period, num_layers): a pattern longer than the model is only its first layers."""
     require(
-        period <= MAX_PERIOD,
+        min(period, num_layers) <= MAX_PERIOD,
         field,
         f"the layer pattern repeats every {period:,} layers; llmcalc describes at most "
         f"{MAX_PERIOD:,}",

@@ -88,7 +88,14 @@ def text_model(
     if fam is None:
         raise FieldError("text_config.model_type", f"text_config.model_type {model_type!r} is not supported")
     cfg = read_sub(fam.config, {**fields, "tie_word_embeddings": tied}, "text_config")
-    arch = fam.describe(cfg)
+    try:
+        arch = fam.describe(cfg)
+    except FieldError as e:  # the text family names its own fields: give them their path
+        if e.field.startswith("text_config."):
+            raise
+        message = str(e)
+        raise FieldError(f"text_config.{e.field}", f"text_config.{message}"
+                         if message.startswith(e.field) else f"text_config.{e.field}: {message}") from None
     names = {t.name: rename(t.name) for t in arch.tensors}
 
     def moved(t: Tensor) -> Tensor:
@@ -517,17 +524,21 @@ class QwenVisionConfig(VisionConfig):
         return (self.temporal_patch_size, self.patch_size, self.patch_size)
 
     def grid(self) -> int:
-        """Patches a side of a square image of image_size pixels after the processor's smart_resize
-        (qwen2_vl/image_processing_qwen2_vl.py: multiples of patch · merge, 56² to 28² · 1280 pixels
-        at the default min_pixels and max_pixels)."""
-        factor = self.patch_size * self.spatial_merge_size
-        side, lo, hi = self.image_size, 56 * 56, 28 * 28 * 1280
-        bar = round(side / factor) * factor
-        if bar * bar > hi:
-            bar = max(factor, math.floor(side / math.sqrt(side * side / hi) / factor) * factor)
-        elif bar * bar < lo:
-            bar = math.ceil(side * math.sqrt(lo / (side * side)) / factor) * factor
-        return bar // self.patch_size
+        return smart_grid(self.image_size, self.patch_size, self.spatial_merge_size)
+
+
+def smart_grid(side: int, patch: int, merge: int) -> int:
+    """Patches a side of a square image of ``side`` pixels after the processor's smart_resize
+    (qwen2_vl/image_processing_qwen2_vl.py: multiples of patch · merge, 56² to 28² · 1280 pixels
+    at the default min_pixels and max_pixels)."""
+    factor = patch * merge
+    lo, hi = 56 * 56, 28 * 28 * 1280
+    bar = round(side / factor) * factor
+    if bar * bar > hi:
+        bar = max(factor, math.floor(side / math.sqrt(side * side / hi) / factor) * factor)
+    elif bar * bar < lo:
+        bar = math.ceil(side * math.sqrt(lo / (side * side)) / factor) * factor
+    return bar // patch
 
 
 LLAMA4_VIT = ViT(

@@ -22,6 +22,9 @@ is the main part, the encoder the other; decoder layers cross-attend to the enco
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import ClassVar
+
 from llmcalc.families._base import (
     Architecture,
     FamilyConfig,
@@ -30,6 +33,7 @@ from llmcalc.families._base import (
     linear,
     lm_head,
     norm,
+    require,
     resolve_head_dim,
 )
 from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
@@ -38,6 +42,8 @@ POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding.offset
 
 
 class BartConfig(FamilyConfig):
+    """BART's fields, and the switches its near-copies set as class attributes (a row each)."""
+
     transformers_class = "BartConfig"
 
     vocab_size: Size = 50265
@@ -51,18 +57,136 @@ class BartConfig(FamilyConfig):
     decoder_attention_heads: Size = 16
     tie_word_embeddings: bool = True
 
+    # rows past max_position_embeddings in each position table (BART's learned offset of 2; 0 for
+    # the sinusoidal tables of Pegasus and Marian and the learned ones of Blenderbot)
+    position_offset: ClassVar[int] = POSITION_OFFSET
+    sinusoidal: ClassVar[bool] = False  # frozen sinusoidal positions, still a parameter
+    embedding_norm: ClassVar[bool] = True  # layernorm_embedding after the embeddings
+    final_norm: ClassVar[bool] = False  # pre-norm layers and a layer_norm closing each stack
+
+    def token_tables(self) -> tuple[list[Tensor], list[Tensor], list[Tensor], str]:
+        """(shared, encoder's own, decoder's own) token embeddings, and what lm_head is tied to:
+        ``model.shared`` [V, d]; untied, each stack's embed_tokens and the lm_head of their own."""
+        d, v, shared = self.d_model, self.vocab_size, "model.shared"
+        own: list[list[Tensor]] = [
+            [] if self.tie_word_embeddings
+            else [embedding(f"model.{stack}.embed_tokens", "embed/tokens", v, d)]
+            for stack in ("encoder", "decoder")
+        ]
+        return [embedding(shared, "embed/tokens", v, d)], own[0], own[1], f"{shared}.weight"
+
+    @property
+    def output_vocab(self) -> int:
+        return self.vocab_size
+
 
 class MBartConfig(BartConfig):
     transformers_class = "MBartConfig"
+    final_norm = True
 
 
-def attention(p: str, d: int, *, cross: bool = False, k_bias: bool = True) -> list[Tensor]:
+class PLBartConfig(BartConfig):
+    transformers_class = "PLBartConfig"
+    vocab_size: Size = 50005
+    d_model: Size = 768
+    encoder_layers: Size = 6
+    encoder_ffn_dim: Size = 3072
+    encoder_attention_heads: Size = 12
+    decoder_layers: Size = 6
+    decoder_ffn_dim: Size = 3072
+    decoder_attention_heads: Size = 12
+
+
+class MvpConfig(BartConfig):
+    """MVP (Tang et al. 2022) is BART's tensors; with use_prompt, layer-wise prompts (prefix
+    tuning) that llmcalc does not count."""
+
+    transformers_class = "MvpConfig"
+    vocab_size: Size = 50267
+    use_prompt: bool = False
+
+
+class PegasusConfig(BartConfig):
+    transformers_class = "PegasusConfig"
+    position_offset = 0
+    sinusoidal = True
+    embedding_norm = False
+    final_norm = True
+
+
+class BlenderbotConfig(BartConfig):
+    transformers_class = "BlenderbotConfig"
+    vocab_size: Size = 8008
+    max_position_embeddings: Size = 128
+    d_model: Size = 2560
+    encoder_layers: Size = 2
+    encoder_ffn_dim: Size = 10240
+    encoder_attention_heads: Size = 32
+    decoder_layers: Size = 24
+    decoder_ffn_dim: Size = 10240
+    decoder_attention_heads: Size = 32
+    position_offset = 0
+    embedding_norm = False
+    final_norm = True
+
+
+class BlenderbotSmallConfig(BartConfig):
+    transformers_class = "BlenderbotSmallConfig"
+    max_position_embeddings: Size = 512
+    d_model: Size = 512
+    encoder_layers: Size = 8
+    encoder_ffn_dim: Size = 2048
+    encoder_attention_heads: Size = 16
+    decoder_layers: Size = 8
+    decoder_ffn_dim: Size = 2048
+    decoder_attention_heads: Size = 16
+    position_offset = 0
+
+
+class MarianConfig(BartConfig):
+    """Marian (Junczys-Dowmunt et al. 2018; the Helsinki-NLP OPUS-MT models): BART's post-norm
+    layers, sinusoidal positions, no layernorm_embedding. share_encoder_decoder_embeddings (the
+    default) shares ``model.shared`` [V, d] as BART does; unshared, the encoder's embed_tokens
+    [V, d], the decoder's [decoder_vocab_size, d], and the lm_head over decoder_vocab_size, tied
+    to the decoder's table."""
+
+    transformers_class = "MarianConfig"
+    vocab_size: Size = 58101
+    decoder_vocab_size: Size | None = None  # null means vocab_size
+    share_encoder_decoder_embeddings: bool = True
+    position_offset = 0
+    sinusoidal = True
+    embedding_norm = False
+
+    def token_tables(self) -> tuple[list[Tensor], list[Tensor], list[Tensor], str]:
+        if self.share_encoder_decoder_embeddings:
+            return super().token_tables()
+        d, dec = self.d_model, "model.decoder.embed_tokens"
+        return (
+            [],
+            [embedding("model.encoder.embed_tokens", "embed/tokens", self.vocab_size, d)],
+            [embedding(dec, "embed/tokens", self.output_vocab, d)],
+            f"{dec}.weight",
+        )
+
+    @property
+    def output_vocab(self) -> int:
+        if self.share_encoder_decoder_embeddings:
+            return self.vocab_size
+        return self.decoder_vocab_size or self.vocab_size
+
+
+def attention(
+    p: str, d: int, *, cross: bool = False, k_bias: bool = True, kv_in: int | None = None
+) -> list[Tensor]:
     """BartAttention: k, v, q, out_proj d × d with biases (Whisper: none on k); in cross-attention
-    k and v project the encoder's output, once per source token (per_source)."""
+    k and v project the encoder's output, once per source token (per_source); TrOCR's k and v read
+    an encoder kv_in wide (d × kv_in)."""
     a = "cross_attn" if cross else "attn"
+    e = kv_in or d
     kv = [
-        *linear(f"{p}.k_proj", f"{a}/k_proj", d, d, bias=k_bias),
-        *linear(f"{p}.v_proj", f"{a}/v_proj", d, d, bias=True),
+        *linear(f"{p}.k_proj", f"{a}/k_proj", d, e, bias=k_bias),
+        *linear(f"{p}.v_proj", f"{a}/v_proj", d, e, bias=True),
     ]
     return [
         *[Tensor(t.name, t.shape, t.component, matmul=t.matmul, per_source=cross) for t in kv],
@@ -71,10 +195,12 @@ def attention(p: str, d: int, *, cross: bool = False, k_bias: bool = True) -> li
     ]
 
 
-def _stack(c: BartConfig, stack: str, *, final_norm: bool) -> tuple[tuple[Tensor, ...], LayerGroup]:
-    """One stack's tensors outside its layers (embed_tokens when untied, positions, the norm after
-    the embeddings, mBART's final norm) and its layers."""
-    d, v = c.d_model, c.vocab_size
+def _stack(
+    c: BartConfig, stack: str, tokens: list[Tensor]
+) -> tuple[tuple[Tensor, ...], LayerGroup]:
+    """One stack's tensors outside its layers (its own embed_tokens, positions, the norm after the
+    embeddings, the final norm of pre-norm rows) and its layers."""
+    d = c.d_model
     decoder = stack == "decoder"
     layers = c.decoder_layers if decoder else c.encoder_layers
     ff = c.decoder_ffn_dim if decoder else c.encoder_ffn_dim
@@ -83,11 +209,12 @@ def _stack(c: BartConfig, stack: str, *, final_norm: bool) -> tuple[tuple[Tensor
     hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field=heads_field)
     m = f"model.{stack}"
     outer = [
-        *([] if c.tie_word_embeddings else [embedding(f"{m}.embed_tokens", "embed/tokens", v, d)]),
-        # positions: (max_position_embeddings + 2) × d
-        embedding(f"{m}.embed_positions", "embed/positions", c.max_position_embeddings + POSITION_OFFSET, d),
-        *norm(f"{m}.layernorm_embedding", "embed/norm", d, bias=True),
-        *(norm(f"{m}.layer_norm", "final_norm", d, bias=True) if final_norm else []),
+        *tokens,
+        # positions: (max_position_embeddings + offset) × d, learned or sinusoidal
+        embedding(f"{m}.embed_positions", "embed/positions",
+                  c.max_position_embeddings + c.position_offset, d),
+        *(norm(f"{m}.layernorm_embedding", "embed/norm", d, bias=True) if c.embedding_norm else []),
+        *(norm(f"{m}.layer_norm", "final_norm", d, bias=True) if c.final_norm else []),
     ]
     p = f"{m}.layers.{{i}}"
     layer = [
@@ -115,37 +242,40 @@ def _stack(c: BartConfig, stack: str, *, final_norm: bool) -> tuple[tuple[Tensor
 
 
 def describe(c: BartConfig) -> Architecture:
-    return _describe(c, final_norm=False)
-
-
-def describe_mbart(c: MBartConfig) -> Architecture:
-    return _describe(c, final_norm=True)
-
-
-def _describe(c: BartConfig, *, final_norm: bool) -> Architecture:
-    d, v = c.d_model, c.vocab_size
-    enc_outer, enc_layers = _stack(c, "encoder", final_norm=final_norm)
-    dec_outer, dec_layers = _stack(c, "decoder", final_norm=final_norm)
-    shared = "model.shared"
+    """A BART row's …ForConditionalGeneration (BART, mBART, PLBART, MVP, Pegasus, Marian,
+    Blenderbot, Blenderbot-small): the switches of its config class pick the tensors."""
+    if isinstance(c, MvpConfig):
+        require(not c.use_prompt, "use_prompt",
+                "MVP's layer-wise prompts (prefix tuning) are not counted; use_prompt must be false")
+    shared, enc_tokens, dec_tokens, head_tied_to = c.token_tables()
+    enc_outer, enc_layers = _stack(c, "encoder", enc_tokens)
+    dec_outer, dec_layers = _stack(c, "decoder", dec_tokens)
     tied = c.tie_word_embeddings
     encoder = Part(
         "encoder", enc_outer, (enc_layers,), shape=_shape(c, c.encoder_layers, c.encoder_ffn_dim,
                                                           c.encoder_attention_heads),
     )
+    positions = (
+        "sinusoidal position tables of max_position_embeddings rows (frozen parameters)"
+        if c.sinusoidal else
+        f"position tables: max_position_embeddings + {c.position_offset} rows"
+        + (" (BART offset)" if c.position_offset else "")
+    )
     return Architecture(
         shape=_shape(c, c.decoder_layers, c.decoder_ffn_dim, c.decoder_attention_heads),
         tensors=(
-            embedding(shared, "embed/tokens", v, d),
+            *shared,
             *dec_outer,
-            *lm_head("lm_head", v, d, tied_to=f"{shared}.weight" if tied else None),
+            *lm_head("lm_head", c.output_vocab, c.d_model, tied_to=head_tied_to if tied else None),
         ),
         layer_groups=(dec_layers,),
         parts=(encoder,),
         main_part="decoder",
-        notes=(
-            f"position tables: max_position_embeddings + {POSITION_OFFSET} rows (BART offset)",
-        ),
+        notes=(positions,),
     )
+
+
+describe_mbart = describe  # mBART is a row: pre-norm with a final norm per stack
 
 
 def _shape(c: BartConfig, layers: int, ff: int, heads: int) -> Shape:
@@ -156,7 +286,7 @@ def _shape(c: BartConfig, layers: int, ff: int, heads: int) -> Shape:
         num_kv_heads=heads,
         head_dim=c.d_model // heads,
         intermediate_size=ff,
-        vocab_size=c.vocab_size,
+        vocab_size=c.output_vocab,
         tied_embeddings=c.tie_word_embeddings,
         max_position_embeddings=c.max_position_embeddings,
     )
@@ -183,12 +313,13 @@ class WhisperConfig(FamilyConfig):
 
 
 def _whisper_layers(
-    c: WhisperConfig, stack: str, layers: int, ff: int, h: int
+    p: str, d: int, stack: str, layers: int, ff: int, h: int, *, heads_field: str
 ) -> LayerGroup:
-    d = c.d_model
-    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field=f"{stack}_attention_heads")
+    """Whisper's pre-norm layers under ``p`` (``model.encoder.layers``): BART's, no bias on k_proj;
+    a decoder's cross-attend to the encoder's output."""
+    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field=heads_field)
     decoder = stack == "decoder"
-    p = f"model.{stack}.layers.{{i}}"
+    p = f"{p}.{{i}}"
     layer = [
         *attention(f"{p}.self_attn", d, k_bias=False),
         *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
@@ -212,26 +343,40 @@ def _whisper_layers(
     )
 
 
-def describe_whisper(c: WhisperConfig) -> Architecture:
-    d, v, mels, src = c.d_model, c.vocab_size, c.num_mel_bins, c.max_source_positions
-    e = "model.encoder"
-    encoder = Part(
-        "encoder",
+def whisper_encoder(
+    prefix: str, *, d: int, mels: int, src: int, layers: int, ff: int, heads: int,
+    name: str = "encoder", heads_field: str = "encoder_attention_heads",
+) -> Part:
+    """Whisper's audio encoder under ``prefix`` as a part (also the audio tower of whole models
+    built on it: MOSS-Transcribe-Diarize). Its per-input figures are one 30 s window: 2·src mel
+    frames through conv1, src positions after conv2 and through every layer."""
+    return Part(
+        name,
         (
             # nn.Conv1d(mels, d, 3, padding=1) over 2·P_src frames; nn.Conv1d(d, d, 3, stride=2)
             # down to P_src: weights [d, in, 3], each a matmul of its elements per output position
-            Tensor(f"{e}.conv1.weight", (d, mels, 3), "conv/conv1", matmul=True),
-            Tensor(f"{e}.conv1.bias", (d,), "conv/conv1"),
-            Tensor(f"{e}.conv2.weight", (d, d, 3), "conv/conv2", matmul=True),
-            Tensor(f"{e}.conv2.bias", (d,), "conv/conv2"),
-            embedding(f"{e}.embed_positions", "embed/positions", src, d),
-            *norm(f"{e}.layer_norm", "final_norm", d, bias=True),
+            Tensor(f"{prefix}.conv1.weight", (d, mels, 3), "conv/conv1", matmul=True),
+            Tensor(f"{prefix}.conv1.bias", (d,), "conv/conv1"),
+            Tensor(f"{prefix}.conv2.weight", (d, d, 3), "conv/conv2", matmul=True),
+            Tensor(f"{prefix}.conv2.bias", (d,), "conv/conv2"),
+            embedding(f"{prefix}.embed_positions", "embed/positions", src, d),
+            *norm(f"{prefix}.layer_norm", "final_norm", d, bias=True),
         ),
-        (_whisper_layers(c, "encoder", c.encoder_layers, c.encoder_ffn_dim,
-                         c.encoder_attention_heads),),
-        shape=_whisper_shape(c, c.encoder_layers, c.encoder_ffn_dim, c.encoder_attention_heads),
+        (_whisper_layers(f"{prefix}.layers", d, name, layers, ff, heads, heads_field=heads_field),),
+        shape=Shape(num_layers=layers, hidden_size=d, num_heads=heads, num_kv_heads=heads,
+                    head_dim=d // heads, intermediate_size=ff, vocab_size=0,
+                    tied_embeddings=False, max_position_embeddings=src),
         # 30 s of audio: 2·P_src mel frames through conv1, P_src positions after conv2
         input_tokens=(("conv/conv1", 2 * src), ("", src)),
+    )
+
+
+def describe_whisper(c: WhisperConfig) -> Architecture:
+    d, v, src = c.d_model, c.vocab_size, c.max_source_positions
+    encoder = replace(
+        whisper_encoder("model.encoder", d=d, mels=c.num_mel_bins, src=src, layers=c.encoder_layers,
+                        ff=c.encoder_ffn_dim, heads=c.encoder_attention_heads),
+        shape=_whisper_shape(c, c.encoder_layers, c.encoder_ffn_dim, c.encoder_attention_heads),
     )
     embed = "model.decoder.embed_tokens"
     return Architecture(
@@ -242,8 +387,9 @@ def describe_whisper(c: WhisperConfig) -> Architecture:
             *norm("model.decoder.layer_norm", "final_norm", d, bias=True),
             *lm_head("proj_out", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None),
         ),
-        layer_groups=(_whisper_layers(c, "decoder", c.decoder_layers, c.decoder_ffn_dim,
-                                      c.decoder_attention_heads),),
+        layer_groups=(_whisper_layers("model.decoder.layers", d, "decoder", c.decoder_layers,
+                                      c.decoder_ffn_dim, c.decoder_attention_heads,
+                                      heads_field="decoder_attention_heads"),),
         parts=(encoder,),
         main_part="decoder",
         notes=(
@@ -264,4 +410,71 @@ def _whisper_shape(c: WhisperConfig, layers: int, ff: int, heads: int) -> Shape:
         vocab_size=c.vocab_size,
         tied_embeddings=c.tie_word_embeddings,
         max_position_embeddings=c.max_target_positions,
+    )
+
+
+# ---- TrOCR's decoder ------------------------------------------------------------------------------
+
+
+class TrOCRConfig(FamilyConfig):
+    transformers_class = "TrOCRConfig"
+
+    vocab_size: Size = 50265
+    d_model: Size = 1024
+    decoder_layers: Size = 12
+    decoder_attention_heads: Size = 16
+    decoder_ffn_dim: Size = 4096
+    max_position_embeddings: Size = 512
+    use_learned_position_embeddings: bool = True
+    layernorm_embedding: bool = True
+    cross_attention_hidden_size: Size | None = None  # null: d_model
+    tie_word_embeddings: bool = True
+
+
+def describe_trocr(c: TrOCRConfig) -> Architecture:
+    """TrOCRForCausalLM (Li et al. 2021, modeling_trocr.py): the decoder of a VisionEncoderDecoder
+    alone. embed_tokens [V, d]; learned positions [P + 2, d] (BART's offset), or sinusoidal ones
+    computed on the fly (no tensor); layernorm_embedding; BART's post-norm decoder layers, whose
+    cross-attention k_proj and v_proj read the image encoder's output, d × cross_attention_hidden_size
+    (TrOCRForCausalLM sets is_decoder: always there); output_projection V × d, no bias, tied to
+    embed_tokens. The encoder is not in the model: --source-len is the image encoder's tokens
+    (its ViT's patches, 577 for a 384 px image in 16 px patches plus its class token)."""
+    d, v, L = c.d_model, c.vocab_size, c.decoder_layers
+    h, ff = c.decoder_attention_heads, c.decoder_ffn_dim
+    hd = resolve_head_dim(d, h, hidden_field="d_model", heads_field="decoder_attention_heads")
+    m = "model.decoder"
+    embed = f"{m}.embed_tokens"
+    outer = [embedding(embed, "embed/tokens", v, d)]
+    if c.use_learned_position_embeddings:
+        outer.append(embedding(f"{m}.embed_positions", "embed/positions",
+                               c.max_position_embeddings + POSITION_OFFSET, d))
+    if c.layernorm_embedding:
+        outer += norm(f"{m}.layernorm_embedding", "embed/norm", d, bias=True)
+    outer += lm_head("output_projection", v, d,
+                     tied_to=f"{embed}.weight" if c.tie_word_embeddings else None)
+    p = f"{m}.layers.{{i}}"
+    layer = [
+        *attention(f"{p}.self_attn", d),
+        *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
+        *attention(f"{p}.encoder_attn", d, cross=True, kv_in=c.cross_attention_hidden_size),
+        *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
+        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
+    ]
+    group = LayerGroup(
+        "decoder", LayerSet.span(0, L), tuple(layer), Attention(h, h, hd, hd, causal=True),
+        cross_attention=Attention(h, h, hd, hd, causal=False),
+    )
+    return Architecture(
+        shape=Shape(
+            num_layers=L, hidden_size=d, num_heads=h, num_kv_heads=h, head_dim=hd,
+            intermediate_size=ff, vocab_size=v, tied_embeddings=c.tie_word_embeddings,
+            max_position_embeddings=c.max_position_embeddings,
+        ),
+        tensors=tuple(outer),
+        layer_groups=(group,),
+        main_part="decoder",
+        notes=("the decoder alone: its cross-attention reads an image encoder's output "
+               "(--source-len tokens), whose own FLOPs are not counted",),
     )

@@ -566,7 +566,7 @@ def describe(c: DeepseekConfig) -> Architecture:
         ),
         tensors=(
             *llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
-            *(hyper_head("model.hc_head", "hyper/final_mixer", d, streams=c.hc_mult)
+            *(hyper_head("model.hc_head", "hyper/final_mixer/hc_head", d, streams=c.hc_mult)
               if isinstance(c, HYV4Config) else []),
         ),
         layer_groups=groups,

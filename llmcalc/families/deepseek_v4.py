@@ -262,7 +262,7 @@ def describe(c: DeepseekV4Config) -> Architecture:
                 f"{listed[1] if listed else 'layer_types'}.{L}",
                 f"the multi-token-prediction layer's kind {kind!r} is not one llmcalc can size")
         layer = [*attn, *kind_tensors(kind), *moe, *hyper,
-                 *hyper_head("mtp.hc_head", "hyper/final_mixer", d, streams=s)]
+                 *hyper_head("mtp.hc_head", "hyper/final_mixer/hc_head", d, streams=s)]
         mtp = mtp_params(layer, d=d, vocab=c.vocab_size, modules=n_mtp, own_vocab=False)
     notes = [mtp_note(n_mtp, mtp)] if n_mtp else []
     if c.n_shared_experts != 1:
@@ -282,7 +282,7 @@ def describe(c: DeepseekV4Config) -> Architecture:
         ),
         tensors=(
             *llama_outer_tensors(c.vocab_size, d, tied=c.tie_word_embeddings),
-            *hyper_head("model.hc_head", "hyper/final_mixer", d, streams=s),
+            *hyper_head("model.hc_head", "hyper/final_mixer/hc_head", d, streams=s),
         ),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=1),

@@ -15,7 +15,10 @@ its pooler), the other the masked-LM head (``mlm_head``), which every token goes
 
 from __future__ import annotations
 
-from pydantic import Field
+from dataclasses import replace
+from typing import ClassVar
+
+from pydantic import AliasChoices, Field
 
 from llmcalc.families._base import (
     FULL,
@@ -36,6 +39,7 @@ from llmcalc.families._base import (
     uniform_layers,
 )
 from llmcalc.families.decoder import first_of_plan
+from llmcalc.limits import MAX_MODULE_COPIES, shown
 from llmcalc.spec import Attention, Part, Shape, Tensor
 
 # ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
@@ -113,13 +117,9 @@ def mlm_head(
     ]
 
 
-def _with_head(arch: Architecture, head: list[Tensor]) -> Architecture:
-    """The encoder as the main part, the masked-LM head as a part every token goes through."""
-    from dataclasses import replace
-
-    return replace(
-        arch, parts=(Part("mlm_head", tuple(head), per_token=True),), main_part="encoder"
-    )
+def _with_head(arch: Architecture, head: list[Tensor], *, part: str = "mlm_head") -> Architecture:
+    """The encoder as the main part, the (masked-)LM head as a part every token goes through."""
+    return replace(arch, parts=(Part(part, tuple(head), per_token=True),), main_part="encoder")
 
 
 def _bidirectional(c: _BertFields, *, causal: bool = False) -> Attention:
@@ -392,4 +392,447 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
             ),
         ),
         notes=_direction_note(False),
+    ), head)
+
+
+# ---- BERT's near-copies: rows (a config class, the fields it renames, the switches) -------------
+#
+# Each type below is BertForMaskedLM or RobertaForMaskedLM with a few tensors changed. A row names
+# the model's attribute (``prefix``: its tensors' first name), where the LayerNorms sit
+# (``layer_norms``), the masked-LM head it carries (``head``) and how wide its embeddings are; the
+# one describe function below turns any row into its tensors. Tensor names as in transformers 5.24
+# ``models/<type>/modeling_<type>.py``.
+
+# where the LayerNorms sit, and their names: (after attention, before/after the MLP, final)
+POST_LN = "post"  # BertLayer: attention.output.LayerNorm, output.LayerNorm; no final norm
+PRE_LN = "pre"  # RoBERTa-PreLayerNorm: attention.LayerNorm, intermediate.LayerNorm; <prefix>.LayerNorm
+XL_LN = "xl"  # XLM-R XL: attention.self_attn_layer_norm, layer.LayerNorm; encoder.LayerNorm
+MEGATRON_LN = "megatron"  # Megatron-BERT: attention.ln, layer.ln; encoder.ln
+LAYER_NORMS: dict[str, tuple[str, str, str | None]] = {
+    POST_LN: ("attention.output.LayerNorm", "output.LayerNorm", None),
+    PRE_LN: ("attention.LayerNorm", "intermediate.LayerNorm", "{prefix}.LayerNorm"),
+    XL_LN: ("attention.self_attn_layer_norm", "LayerNorm", "{prefix}.encoder.LayerNorm"),
+    MEGATRON_LN: ("attention.ln", "ln", "{prefix}.encoder.ln"),
+}
+
+
+class BertRowConfig(BertConfig):
+    """A BERT near-copy: BertConfig's fields with transformers' BertConfig defaults, and the switches
+    a row sets as class attributes."""
+
+    transformers_class = "BertConfig"
+
+    hidden_size: Size = 768
+    num_hidden_layers: Size = 12
+    num_attention_heads: Size = 12
+    intermediate_size: Size = 3072
+    vocab_size: Size = 30522
+
+    prefix: ClassVar[str] = "bert"
+    layer_norms: ClassVar[str] = POST_LN
+    embedding_norm: ClassVar[bool] = True  # a LayerNorm after the embeddings
+    # "bert": cls.predictions (transform.dense, transform.LayerNorm, decoder); "roberta": lm_head
+    # (dense, layer_norm, decoder); "electra": generator_predictions + generator_lm_head; "rembert":
+    # cls.predictions (dense, LayerNorm, decoder) over output_embedding_size, never tied;
+    # "generation": lm_head (decoder and bias, no transform)
+    head: ClassVar[str] = "bert"
+    # the head is registered before the encoder (XLM-RoBERTa, CamemBERT): named_parameters names
+    # the shared word embeddings lm_head.decoder.weight
+    head_first: ClassVar[bool] = False
+    # where the embedding_size → hidden_size projection sits, when the widths differ (or always)
+    embed_proj: ClassVar[str] = "{prefix}.embeddings_project"
+    project_always: ClassVar[bool] = False
+    token_types: ClassVar[bool] = True  # a token-type table [T, E] (BertGeneration: none)
+    head_part: ClassVar[str] = "mlm_head"  # the head's part name (BertGeneration: lm_head)
+
+    @property
+    def embedding_width(self) -> int:
+        """The width of the embedding tables (hidden_size, unless the row has its own)."""
+        return self.hidden_size
+
+    @property
+    def final_norm(self) -> str | None:
+        final = LAYER_NORMS[self.layer_norms][2]
+        return final.format(prefix=self.prefix) if final else None
+
+    def extra_embeddings(self) -> list[Tensor]:
+        """Embedding tables beyond word, position and token type (ERNIE's task types)."""
+        return []
+
+    def positions(self) -> list[Tensor]:
+        """Absolute learned positions [P, E] (RoFormer: none; its rotary table is in the encoder)."""
+        return [embedding(f"{self.prefix}.embeddings.position_embeddings", "embed/positions",
+                          self.max_position_embeddings, self.embedding_width)]
+
+    def layer_extra(self, p: str) -> list[Tensor]:
+        """Tensors a row adds to each layer (X-MOD's language adapters)."""
+        return []
+
+
+class XLMRobertaConfig(BertRowConfig):
+    transformers_class = "XLMRobertaConfig"
+    prefix = "roberta"
+    head = "roberta"
+    head_first = True
+
+
+class CamembertConfig(XLMRobertaConfig):
+    transformers_class = "CamembertConfig"
+
+
+class Data2VecTextConfig(BertRowConfig):
+    transformers_class = "Data2VecTextConfig"
+    prefix = "data2vec_text"
+    head = "roberta"
+
+
+class RobertaPreLayerNormConfig(BertRowConfig):
+    transformers_class = "RobertaPreLayerNormConfig"
+    vocab_size: Size = 50265
+    prefix = "roberta_prelayernorm"
+    head = "roberta"
+    layer_norms = PRE_LN
+
+
+class XLMRobertaXLConfig(BertRowConfig):
+    transformers_class = "XLMRobertaXLConfig"
+    vocab_size: Size = 250880
+    hidden_size: Size = 2560
+    num_hidden_layers: Size = 36
+    num_attention_heads: Size = 32
+    intermediate_size: Size = 10240
+    max_position_embeddings: Size = 514
+    type_vocab_size: Count = 1
+    prefix = "roberta"
+    head = "roberta"
+    layer_norms = XL_LN
+    embedding_norm = False
+
+
+class ErnieConfig(BertRowConfig):
+    transformers_class = "ErnieConfig"
+    prefix = "ernie"
+    task_type_vocab_size: Count = 3
+    use_task_id: bool = False
+
+    def extra_embeddings(self) -> list[Tensor]:
+        if not self.use_task_id:
+            return []
+        return [embedding("ernie.embeddings.task_type_embeddings", "embed/task_types",
+                          self.task_type_vocab_size, self.hidden_size)]
+
+
+class MegatronBertConfig(BertRowConfig):
+    transformers_class = "MegatronBertConfig"
+    vocab_size: Size = 29056
+    hidden_size: Size = 1024
+    num_hidden_layers: Size = 24
+    num_attention_heads: Size = 16
+    intermediate_size: Size = 4096
+    layer_norms = MEGATRON_LN
+    embedding_norm = False
+
+
+class ElectraConfig(BertRowConfig):
+    """ElectraForMaskedLM, the generator: embeddings embedding_size wide, projected to hidden_size
+    when the widths differ; generator_predictions (dense E × d, LayerNorm over E) and
+    generator_lm_head V × E (tied to the word embeddings) with a bias."""
+
+    transformers_class = "ElectraConfig"
+    embedding_size: Size = 128
+    hidden_size: Size = 256
+    num_attention_heads: Size = 4
+    intermediate_size: Size = 1024
+    prefix = "electra"
+    head = "electra"
+
+    @property
+    def embedding_width(self) -> int:
+        return self.embedding_size
+
+
+class RoFormerConfig(BertRowConfig):
+    """RoFormerForMaskedLM: rotary positions — no learned position table; the encoder's frozen
+    sinusoidal table embed_positions [P, d_head] is a parameter. Embeddings embedding_size wide
+    (null: hidden_size), projected when the widths differ; the head's transform maps d → E."""
+
+    transformers_class = "RoFormerConfig"
+    vocab_size: Size = 50000
+    max_position_embeddings: Size = 1536
+    embedding_size: Size | None = None
+    rotary_value: bool = False
+    prefix = "roformer"
+
+    @property
+    def embedding_width(self) -> int:
+        return self.embedding_size or self.hidden_size
+
+    def positions(self) -> list[Tensor]:
+        return [embedding("roformer.encoder.embed_positions", "embed/positions",
+                          self.max_position_embeddings, self.head_dim)]
+
+
+class RemBertConfig(BertRowConfig):
+    """RemBertForMaskedLM: input embeddings input_embedding_size wide, mapped to hidden_size by
+    encoder.embedding_hidden_mapping_in; an untied head over output_embedding_size (Chung et al.
+    2020, decoupled embeddings)."""
+
+    transformers_class = "RemBertConfig"
+    vocab_size: Size = 250300
+    hidden_size: Size = 1152
+    num_hidden_layers: Size = 32
+    num_attention_heads: Size = 18
+    intermediate_size: Size = 4608
+    input_embedding_size: Size = 256
+    output_embedding_size: Size = 1664
+    tie_word_embeddings: bool = False
+    prefix = "rembert"
+    head = "rembert"
+    embed_proj = "{prefix}.encoder.embedding_hidden_mapping_in"
+    project_always = True
+
+    @property
+    def embedding_width(self) -> int:
+        return self.input_embedding_size
+
+
+class XmodConfig(BertRowConfig):
+    """XmodForMaskedLM (Pfeiffer et al. 2022, X-MOD): RoBERTa with, in every layer's output, one
+    bottleneck adapter per language (dense1 d/r × d, dense2 d × d/r, with biases; r =
+    adapter_reduction_factor) and, with adapter_layer_norm, a LayerNorm before them; pre_norm puts
+    the LayerNorms before attention and MLP and adds encoder.LayerNorm. A token goes through its
+    own language's adapter only: the others are parameters without FLOPs for it."""
+
+    transformers_class = "XmodConfig"
+    pre_norm: bool = False
+    adapter_reduction_factor: Size = 2
+    adapter_layer_norm: bool = False
+    languages: list[str] = Field(default_factory=lambda: ["en_XX"])
+    default_language: str | None = None
+    prefix = "roberta"
+    head = "roberta"
+
+    @property
+    def final_norm(self) -> str | None:
+        return "roberta.encoder.LayerNorm" if self.pre_norm else None
+
+    def layer_extra(self, p: str) -> list[Tensor]:
+        d = self.hidden_size
+        r = d // self.adapter_reduction_factor
+        require(r > 0, "adapter_reduction_factor",
+                f"adapter_reduction_factor ({self.adapter_reduction_factor}) leaves no bottleneck "
+                f"at hidden_size {d}")
+        require(len(self.languages) <= MAX_MODULE_COPIES, "languages",
+                f"languages has {len(self.languages):,} entries, each an adapter in every layer; "
+                f"llmcalc describes at most {MAX_MODULE_COPIES:,}")
+        require(len(set(self.languages)) == len(self.languages), "languages",
+                "each language is listed once")
+        for k, lang in enumerate(self.languages):
+            # torch refuses a module named "" or with a dot; braces would read as llmcalc's {i}
+            require(lang != "" and not any(ch in lang for ch in ".{}"), f"languages.{k}",
+                    f"{shown(lang)} cannot name an adapter module (empty, or with '.', '{{' or "
+                    "'}')")
+        out = norm(f"{p}.output.adapter_layer_norm", "adapter/norm", d, bias=True) if (
+            self.adapter_layer_norm) else []
+        for k, lang in enumerate(self.languages):
+            a = f"{p}.output.adapter_modules.{lang}"
+            ts = [*linear(f"{a}.dense1", "adapter/dense1", r, d, bias=True),
+                  *linear(f"{a}.dense2", "adapter/dense2", d, r, bias=True)]
+            # one adapter per token: the first stands for the token's own language
+            out += ts if k == 0 else [Tensor(t.name, t.shape, t.component) for t in ts]
+        return out
+
+
+class BertGenerationConfig(BertRowConfig):
+    """BertGenerationDecoder (Rothe et al. 2020, BERT checkpoints for sequence generation): BERT's
+    layers without token types; the head is lm_head (decoder V × d, tied, and a bias [V]) with no
+    transform. transformers' causal-LM class of the type; self-attention is causal only with
+    is_decoder (false by default: bidirectional, as transformers builds it)."""
+
+    transformers_class = "BertGenerationConfig"
+    vocab_size: Size = 50358
+    hidden_size: Size = 1024
+    num_hidden_layers: Size = 24
+    num_attention_heads: Size = 16
+    intermediate_size: Size = 4096
+    token_types = False
+    head = "generation"
+    head_part = "lm_head"
+
+
+class RoCBertConfig(BertRowConfig):
+    """RoCBertForMaskedLM (Su et al. 2022, RoCBert: glyph and pinyin inputs for Chinese): BERT with
+    a pronunciation table [pronunciation_vocab_size, pronunciation_embed_dim] and a shape table
+    [shape_vocab_size, shape_embed_dim]; with concat_input the word embedding and the enabled ones
+    are concatenated and mapped back by map_inputs_layer d × (d + p + s) (with bias), per token."""
+
+    transformers_class = "RoCBertConfig"
+    prefix = "roc_bert"
+    enable_pronunciation: bool = True
+    enable_shape: bool = True
+    pronunciation_embed_dim: Size = 768
+    pronunciation_vocab_size: Size = 910
+    shape_embed_dim: Size = 512
+    shape_vocab_size: Size = 24858
+    concat_input: bool = True
+
+    def extra_embeddings(self) -> list[Tensor]:
+        d, p0 = self.hidden_size, self.prefix
+        pron, shape = self.pronunciation_embed_dim, self.shape_embed_dim
+        out = [
+            embedding(f"{p0}.embeddings.pronunciation_embed", "embed/pronunciation",
+                      self.pronunciation_vocab_size, pron),
+            embedding(f"{p0}.embeddings.shape_embed", "embed/shape", self.shape_vocab_size, shape),
+        ]
+        if self.concat_input:
+            width = d + (pron if self.enable_pronunciation else 0) + (
+                shape if self.enable_shape else 0)
+            out += linear(f"{p0}.embeddings.map_inputs_layer", "embed/map_inputs", d, width, bias=True)
+        return out
+
+
+def describe_bert_row(c: BertRowConfig) -> Architecture:
+    """A BERT near-copy's …ForMaskedLM: word [V, E], positions, token types [T, E] (and the row's
+    extra tables), the embeddings' LayerNorm over E, the E → d projection when E ≠ d; BERT layers
+    with the row's LayerNorms (and adapters), its final norm; its masked-LM head."""
+    _no_cross_attention(c)
+    d, v, e, p0 = c.hidden_size, c.vocab_size, c.embedding_width, c.prefix
+    embed = f"{p0}.embeddings.word_embeddings"
+    outer: list[Tensor] = [
+        embedding(embed, "embed/tokens", v, e),
+        *c.positions(),
+        *([embedding(f"{p0}.embeddings.token_type_embeddings", "embed/token_types",
+                     c.type_vocab_size, e)] if c.token_types else []),
+        *c.extra_embeddings(),
+    ]
+    if c.embedding_norm:
+        outer += norm(f"{p0}.embeddings.LayerNorm", "embed/norm", e, bias=True)
+    if e != d or c.project_always:
+        outer += linear(c.embed_proj.format(prefix=p0), "embed/proj", d, e, bias=True)
+    if c.final_norm is not None:
+        outer += norm(c.final_norm, "final_norm", d, bias=True)
+    p = f"{p0}.encoder.layer.{{i}}"
+    attn_norm, mlp_norm, _ = LAYER_NORMS[c.layer_norms]
+    layer = [
+        *(t for t in bert_layer(p, d, c.intermediate_size) if not t.component.endswith("/norm")),
+        *norm(f"{p}.{attn_norm}", "attn/norm", d, bias=True),
+        *norm(f"{p}.{mlp_norm}", "mlp/norm", d, bias=True),
+        *c.layer_extra(p),
+    ]
+    head = _row_head(c, embed)
+    return _with_head(Architecture(
+        shape=c.shape(),
+        tensors=tuple(outer),
+        layer_groups=uniform_layers(
+            c.num_hidden_layers, layer, _bidirectional(c, causal=c.is_decoder), name="encoder"
+        ),
+        notes=_direction_note(c.is_decoder),
+    ), head, part=c.head_part)
+
+
+def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
+    d, v, e, tied = c.hidden_size, c.vocab_size, c.embedding_width, c.tie_word_embeddings
+    tied_to = f"{embed}.weight" if tied else None
+    if c.head == "bert":
+        return mlm_head("cls.predictions", d, v, embed, tied=tied, width=e)
+    if c.head == "roberta":
+        decoder = lm_head("lm_head.decoder", v, d, tied_to=tied_to, bias=not tied)
+        if c.head_first and tied:
+            decoder = [replace(decoder[0], named_first=True), *decoder[1:]]
+        return [
+            Tensor("lm_head.bias", (v,), "bias"),
+            *linear("lm_head.dense", "dense", d, d, bias=True),
+            *norm("lm_head.layer_norm", "norm", d, bias=True),
+            *decoder,
+        ]
+    if c.head == "generation":
+        # BertGenerationOnlyLMHead: decoder V × d, its bias the head's bias [V] (two when untied)
+        return [
+            Tensor("lm_head.bias", (v,), "bias"),
+            *lm_head("lm_head.decoder", v, d, tied_to=tied_to, bias=not tied),
+        ]
+    if c.head == "electra":
+        return [
+            *linear("generator_predictions.dense", "dense", e, d, bias=True),
+            *norm("generator_predictions.LayerNorm", "norm", e, bias=True),
+            *lm_head("generator_lm_head", v, e, tied_to=tied_to, bias=True),
+        ]
+    assert isinstance(c, RemBertConfig)  # the rows above name every head
+    o = c.output_embedding_size
+    return [
+        *linear("cls.predictions.dense", "dense", o, d, bias=True),
+        *norm("cls.predictions.LayerNorm", "norm", o, bias=True),
+        # transformers never ties it (its width is output_embedding_size, not the embeddings')
+        *lm_head("cls.predictions.decoder", v, o, tied_to=None, bias=True),
+    ]
+
+
+# ---- XLM -----------------------------------------------------------------------------------------
+
+
+class XLMConfig(FamilyConfig):
+    """XLMConfig's fields under its own names (emb_dim, n_layers, n_heads; hidden_size and the
+    other standard names are accepted too)."""
+
+    transformers_class = "XLMConfig"
+
+    emb_dim: Size = Field(2048, validation_alias=AliasChoices("emb_dim", "hidden_size"))
+    n_layers: Size = Field(12, validation_alias=AliasChoices("n_layers", "num_hidden_layers"))
+    n_heads: Size = Field(16, validation_alias=AliasChoices("n_heads", "num_attention_heads"))
+    vocab_size: Size = Field(30145, validation_alias=AliasChoices("vocab_size", "n_words"))
+    max_position_embeddings: Size = 512
+    n_langs: Size = 1
+    use_lang_emb: bool = True
+    causal: bool = False
+    asm: bool = False
+    is_encoder: bool = True
+    tie_word_embeddings: bool = True
+
+    @property
+    def head_dim(self) -> int:
+        return resolve_head_dim(self.emb_dim, self.n_heads)
+
+
+def describe_xlm(c: XLMConfig) -> Architecture:
+    """XLMWithLMHeadModel (Lample & Conneau 2019, modeling_xlm.py): position embeddings [P, d],
+    language embeddings [n_langs, d] when n_langs > 1 and use_lang_emb, word embeddings [V, d],
+    layer_norm_emb; per layer (post-norm, four ModuleLists side by side) attentions.{i} q_lin,
+    k_lin, v_lin, out_lin d × d with biases, layer_norm1.{i}, ffns.{i} lin1 4d × d and lin2 d × 4d
+    with biases, layer_norm2.{i}; the head pred_layer.proj V × d (tied) with a bias [V].
+    Bidirectional unless causal (a causal-LM pretraining run, CLM)."""
+    require(c.is_encoder, "is_encoder",
+            "XLM can only be used as an encoder (as in transformers); is_encoder must be true")
+    require(not c.asm, "asm", "the adaptive-softmax head (asm) is not counted; asm must be false")
+    d, v, h, hd = c.emb_dim, c.vocab_size, c.n_heads, c.head_dim
+    ff = 4 * d  # XLMModel.hidden_dim
+    p = "transformer"
+    embed = f"{p}.embeddings"
+    outer = [embedding(f"{p}.position_embeddings", "embed/positions", c.max_position_embeddings, d)]
+    if c.n_langs > 1 and c.use_lang_emb:
+        outer.append(embedding(f"{p}.lang_embeddings", "embed/languages", c.n_langs, d))
+    outer += [embedding(embed, "embed/tokens", v, d),
+              *norm(f"{p}.layer_norm_emb", "embed/norm", d, bias=True)]
+    layer = [
+        *linear(f"{p}.attentions.{{i}}.q_lin", "attn/q_proj", d, d, bias=True),
+        *linear(f"{p}.attentions.{{i}}.k_lin", "attn/k_proj", d, d, bias=True),
+        *linear(f"{p}.attentions.{{i}}.v_lin", "attn/v_proj", d, d, bias=True),
+        *linear(f"{p}.attentions.{{i}}.out_lin", "attn/o_proj", d, d, bias=True),
+        *norm(f"{p}.layer_norm1.{{i}}", "attn/norm", d, bias=True),
+        *linear(f"{p}.ffns.{{i}}.lin1", "mlp/fc_in", ff, d, bias=True),
+        *linear(f"{p}.ffns.{{i}}.lin2", "mlp/fc_out", d, ff, bias=True),
+        *norm(f"{p}.layer_norm2.{{i}}", "mlp/norm", d, bias=True),
+    ]
+    head = lm_head("pred_layer.proj", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,
+                   bias=True)
+    shape = Shape(
+        num_layers=c.n_layers, hidden_size=d, num_heads=h, num_kv_heads=h, head_dim=hd,
+        intermediate_size=ff, vocab_size=v, tied_embeddings=c.tie_word_embeddings,
+        max_position_embeddings=c.max_position_embeddings,
+    )
+    return _with_head(Architecture(
+        shape=shape,
+        tensors=tuple(outer),
+        layer_groups=uniform_layers(c.n_layers, layer, Attention(h, h, hd, hd, causal=c.causal),
+                                    name="encoder"),
+        notes=_direction_note(c.causal),
     ), head)

@@ -39,6 +39,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._moe import cross_plans, crossed_name
+from llmcalc.limits import MAX_MODULE_COPIES
 from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 OWN, SHARED = "own_kv", "shared_kv"
@@ -107,6 +108,10 @@ def per_layer_input_layer(p: str, d: int, pl: int) -> list[Tensor]:
 
 def describe(c: Gemma3nTextConfig) -> Architecture:
     d, v, L, n = c.hidden_size, c.vocab_size, c.num_hidden_layers, c.altup_num_inputs
+    # the model holds altup_num_inputs − 1 projections of each kind, one module apiece
+    require(n <= MAX_MODULE_COPIES + 1, "altup_num_inputs",
+            f"altup_num_inputs ({n:,}) makes {n - 1:,} projections of each kind; llmcalc describes "
+            f"at most {MAX_MODULE_COPIES:,}")
     h, hd, kv, pl, r = (
         c.num_attention_heads,
         c.resolved_head_dim,
@@ -183,8 +188,9 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
             )
         ],
     )
-    return Architecture(
-        shape=c.shape(tied=c.tie_word_embeddings), tensors=tensors, layer_groups=groups
+    return Architecture(  # a per-layer intermediate_size list (all equal): the one width
+        shape=replace(c.shape(tied=c.tie_word_embeddings), intermediate_size=c.ff),
+        tensors=tensors, layer_groups=groups,
     )
 
 
@@ -297,8 +303,8 @@ def audio_encoder(prefix: str, a: Gemma3nAudioConfig, *, context_tokens: int) ->
     L = a.conf_num_hidden_layers
     group = LayerGroup("conformer", LayerSet.span(0, L), tuple(layer), Attention(h, h, d // h, d // h))
     return Part(name="audio", tensors=tuple(outer), layer_groups=(group,),
-                shape=Shape(L, d, h, h, d // h, 4 * d, 0, False), context_tokens=0,
-                input_flops=(0, 0))
+                shape=Shape(L, d, h, h, d // h, 4 * d, 0, False), context_tokens=context_tokens,
+                input="audio")
 
 
 def embedder(prefix: str, component: str, vocab: int, d_mm: int, d_t: int) -> list[Tensor]:
@@ -353,6 +359,4 @@ def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
     if c.image_size is not None and c.image_size != MOBILENET_SIDE:
         notes += (f"image_size {c.image_size}: the processor resizes every image to 768×768 "
                   "pixels; the per-image figures are for the size asked",)
-    return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups,
-                        moe=lm.moe, notes=(*lm.notes, *notes), unbuilt=lm.unbuilt,
-                        parts=(tower, projector, audio))
+    return replace(lm, notes=(*lm.notes, *notes), parts=(tower, projector, audio))

@@ -21,7 +21,9 @@ The last layer is always full attention (transformers forces it).
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from dataclasses import replace
+from typing import Any, Literal
 
 from llmcalc.families._base import (
     FULL,
@@ -29,6 +31,7 @@ from llmcalc.families._base import (
     Architecture,
     Count,
     DecoderConfig,
+    FamilyConfig,
     LayerPlan,
     Size,
     check_top_k,
@@ -45,7 +48,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.families._moe import cross_plans, crossed_name
 from llmcalc.families.gemma3n import OWN, SHARED, per_layer_input_layer, per_layer_input_outer
-from llmcalc.spec import Attention, LayerGroup, MoE, Tensor
+from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Part, Shape, Tensor
 
 PER_LAYER_KEYS = ("head_dim", "num_key_value_heads")  # the per_layer_config overrides read
 
@@ -249,3 +252,310 @@ def describe(c: Gemma4UnifiedTextConfig) -> Architecture:
         layer_groups=tuple(groups),
         moe=MoE(num_experts=moe[0], experts_per_tok=moe[1]) if moe is not None else None,
     )
+
+
+# ---- the whole model (gemma4): vision tower + audio tower + embedders + the text model above -----
+#
+# transformers Gemma4ForConditionalGeneration (gemma4/modeling_gemma4.py): model.vision_tower
+# (Gemma4VisionModel), model.audio_tower (Gemma4AudioModel), model.embed_vision / model.embed_audio
+# (Gemma4MultimodalEmbedder), model.language_model (Gemma4TextModel: the family above), the head
+# tied to the text embedding as the top-level tie_word_embeddings says (default true). A tower and
+# its embedder exist only when its sub-config is given: Gemma4Config() alone builds neither.
+# The towers' linears are Gemma4ClippableLinear: an nn.Linear without bias under ``.linear`` (with
+# use_clipped_linears, four scalar buffers beside it, which are not parameters).
+
+
+class Gemma4VisionConfig(FamilyConfig):
+    """Gemma4VisionConfig (defaults: transformers 5.24's, google/gemma-4-E2B's sizes)."""
+
+    transformers_class = "Gemma4VisionConfig"
+
+    hidden_size: Size = 768
+    intermediate_size: Size = 3072
+    num_hidden_layers: Size = 16
+    num_attention_heads: Size = 12
+    num_key_value_heads: Size = 12
+    head_dim: Size = 64
+    pooling_kernel_size: Size = 3
+    patch_size: Size = 16
+    position_embedding_size: Size = 10 * 1024
+
+
+class Gemma4AudioConfig(FamilyConfig):
+    """Gemma4AudioConfig (defaults: transformers 5.24's, google/gemma-4-E2B's sizes)."""
+
+    transformers_class = "Gemma4AudioConfig"
+
+    hidden_size: Size = 1024
+    num_hidden_layers: Size = 12
+    num_attention_heads: Size = 8
+    subsampling_conv_channels: list[Size] = [128, 32]
+    conv_kernel_size: Size = 5
+    output_proj_dims: Size = 1536
+
+
+class Gemma4Config(FamilyConfig):
+    """Gemma4Config: three sub-configs (text absent: its class defaults; vision or audio absent or
+    null: no such tower) and the soft-token budget of one image (the processor's max_soft_tokens,
+    280 by default; config.json states it as vision_soft_tokens_per_image)."""
+
+    transformers_class = "Gemma4Config"
+
+    text_config: dict[str, Any] | None = None
+    vision_config: dict[str, Any] | None = None
+    audio_config: dict[str, Any] | None = None
+    vision_soft_tokens_per_image: Size = 280
+    tie_word_embeddings: bool = True
+    image_size: Size | None = None  # llmcalc's own (--image-size): the processor resizes anyway
+
+
+def vision_tower(prefix: str, v: Gemma4VisionConfig, *, budget: int) -> Part:
+    """Gemma4VisionModel under ``prefix``: patch_embedder.input_proj [d, 3·p²] (patches unfolded
+    by the processor) and position_embedding_table [2, P, d] (x and y tables, looked up, no
+    matmul); per layer q_proj [h·hd, d], k_proj, v_proj [kv·hd, d], o_proj [d, h·hd] (each
+    ``….linear.weight``), q_norm and k_norm [hd] (the v norm has no weight), four RMSNorms [d]
+    (input, post-attention, pre- and post-feedforward) and a gated MLP gate, up [ff, d], down
+    [d, ff]; no final norm (the pooler and the standardize buffers hold no parameters).
+
+    One image (image_processing_gemma4.py): resized, aspect kept, to at most N = budget · k²
+    patches (k = pooling_kernel_size) and padded to exactly N; every matmul and the bidirectional
+    attention run over all N (padding masked, not skipped). The pooler averages each k × k block by
+    a one-hot matmul [budget, N] @ [N, d] (2·budget·N·d FLOPs; none when k = 1). A square image
+    becomes ⌊√budget⌋·k patches a side (768 px at 280), so ⌊√budget⌋² soft tokens reach the
+    language model (256 at 280; the padded slots are dropped)."""
+    d, ff, h, kv, hd = (v.hidden_size, v.intermediate_size, v.num_attention_heads,
+                        v.num_key_value_heads, v.head_dim)
+    require(h % kv == 0, "vision_config.num_key_value_heads",
+            f"vision_config.num_key_value_heads ({kv}) must divide num_attention_heads ({h})")
+    k, p = v.pooling_kernel_size, v.patch_size
+    n = budget * k * k
+    e = f"{prefix}.patch_embedder"
+    outer = [
+        Tensor(f"{e}.input_proj.weight", (d, 3 * p * p), "embed/patch", matmul=True),
+        Tensor(f"{e}.position_embedding_table", (2, v.position_embedding_size, d), "embed/positions"),
+    ]
+    lp = f"{prefix}.encoder.layers.{{i}}"
+    a, m = f"{lp}.self_attn", f"{lp}.mlp"
+    layer = [
+        *linear(f"{a}.q_proj.linear", "attn/q_proj", h * hd, d, bias=False),
+        *linear(f"{a}.k_proj.linear", "attn/k_proj", kv * hd, d, bias=False),
+        *linear(f"{a}.v_proj.linear", "attn/v_proj", kv * hd, d, bias=False),
+        *linear(f"{a}.o_proj.linear", "attn/o_proj", d, h * hd, bias=False),
+        *norm(f"{a}.q_norm", "attn/q_norm", hd, bias=False),
+        *norm(f"{a}.k_norm", "attn/k_norm", hd, bias=False),
+        *linear(f"{m}.gate_proj.linear", "mlp/gate_proj", ff, d, bias=False),
+        *linear(f"{m}.up_proj.linear", "mlp/up_proj", ff, d, bias=False),
+        *linear(f"{m}.down_proj.linear", "mlp/down_proj", d, ff, bias=False),
+    ]
+    for x in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+              "post_feedforward_layernorm"):
+        layer += norm(f"{lp}.{x}", f"norm/{x}", d, bias=False)
+    L = v.num_hidden_layers
+    group = LayerGroup("vision", LayerSet.span(0, L), tuple(layer), Attention(h, kv, hd, hd))
+    side = math.isqrt(budget)
+    return Part(
+        name="vision", tensors=tuple(outer), layer_groups=(group,),
+        shape=Shape(L, d, h, kv, hd, ff, 0, False, v.position_embedding_size),
+        input_tokens=(("", n),), context_tokens=side * side, input_size=side * k * p,
+        extra_flops=2 * budget * n * d if k > 1 else 0,
+    )
+
+
+def audio_tower(prefix: str, a: Gemma4AudioConfig) -> Part:
+    """Gemma4AudioModel under ``prefix`` (USM, Zhang et al. 2023; Gemma 3n's encoder in other
+    module names, see gemma3n.py): a stem of two Conv2d 3 × 3 stride 2 without bias, [c₀, 1, 3, 3]
+    and [c₁, c₀, 3, 3], each with a LayerNorm [c] without bias, and input_proj_linear
+    [d, (c₀ // 4)·c₁] (transformers sizes it so); per conformer layer two half-step feed-forwards
+    (ffw_layer_1 [4d, d], ffw_layer_2 [d, 4d], pre and post norms [d]), chunked local attention
+    (q, k, v, post [d, d] as h·hd with hd = d // h, relative_k_proj [h·hd, d] over the sinusoidal
+    relative positions, per_dim_scale [hd]), a light conv (linear_start [2d, d] gated,
+    depthwise_conv1d [d, 1, K], linear_end [d, d], two norms [d]) and three norms [d]
+    (norm_pre_attn, norm_post_attn, norm_out); then output_proj [o, d] + bias [o]."""
+    d, h = a.hidden_size, a.num_attention_heads
+    require(d % h == 0, "audio_config.num_attention_heads",
+            f"audio_config.num_attention_heads ({h}) must divide hidden_size ({d})")
+    chans = a.subsampling_conv_channels
+    require(len(chans) == 2, "audio_config.subsampling_conv_channels",
+            "audio_config.subsampling_conv_channels must name two channel sizes")
+    hd, (c0, c1) = d // h, chans
+    s = f"{prefix}.subsample_conv_projection"
+    outer = [
+        Tensor(f"{s}.layer0.conv.weight", (c0, 1, 3, 3), "subsample/conv", matmul=True),
+        *norm(f"{s}.layer0.norm", "subsample/norm", c0, bias=False),
+        Tensor(f"{s}.layer1.conv.weight", (c1, c0, 3, 3), "subsample/conv", matmul=True),
+        *norm(f"{s}.layer1.norm", "subsample/norm", c1, bias=False),
+        *linear(f"{s}.input_proj_linear", "subsample/input_proj", d, (c0 // 4) * c1, bias=False),
+    ]
+    p = f"{prefix}.layers.{{i}}"
+    layer: list[Tensor] = []
+    for ffw in ("feed_forward1", "feed_forward2"):
+        layer += [*linear(f"{p}.{ffw}.ffw_layer_1.linear", "ffw/ffw_layer_1", 4 * d, d, bias=False),
+                  *linear(f"{p}.{ffw}.ffw_layer_2.linear", "ffw/ffw_layer_2", d, 4 * d, bias=False),
+                  *norm(f"{p}.{ffw}.pre_layer_norm", "ffw/norm", d, bias=False),
+                  *norm(f"{p}.{ffw}.post_layer_norm", "ffw/norm", d, bias=False)]
+    at = f"{p}.self_attn"
+    layer += [*(t for x in ("q_proj", "k_proj", "v_proj")
+                for t in linear(f"{at}.{x}.linear", f"attn/{x}", h * hd, d, bias=False)),
+              *linear(f"{at}.post.linear", "attn/post", d, d, bias=False),
+              *linear(f"{at}.relative_k_proj", "attn/relative_k_proj", h * hd, d, bias=False),
+              Tensor(f"{at}.per_dim_scale", (hd,), "attn/per_dim_scale")]
+    lc = f"{p}.lconv1d"
+    layer += [*linear(f"{lc}.linear_start.linear", "lconv/linear_start", 2 * d, d, bias=False),
+              *linear(f"{lc}.linear_end.linear", "lconv/linear_end", d, d, bias=False),
+              Tensor(f"{lc}.depthwise_conv1d.weight", (d, 1, a.conv_kernel_size),
+                     "lconv/depthwise_conv1d"),
+              *norm(f"{lc}.pre_layer_norm", "lconv/norm", d, bias=False),
+              *norm(f"{lc}.conv_norm", "lconv/norm", d, bias=False)]
+    for x in ("norm_pre_attn", "norm_post_attn", "norm_out"):
+        layer += norm(f"{p}.{x}", "norm", d, bias=False)
+    outer += linear(f"{prefix}.output_proj", "output_proj", a.output_proj_dims, d, bias=True)
+    L = a.num_hidden_layers
+    group = LayerGroup("conformer", LayerSet.span(0, L), tuple(layer), Attention(h, h, hd, hd))
+    return Part(name="audio", tensors=tuple(outer), layer_groups=(group,),
+                shape=Shape(L, d, h, h, hd, 4 * d, 0, False), input="audio")
+
+
+def embedder(prefix: str, component: str, d_in: int, d_t: int) -> list[Tensor]:
+    """Gemma4MultimodalEmbedder: an RMSNorm without weight, then embedding_projection [d_t, d_in]."""
+    return linear(f"{prefix}.embedding_projection", component, d_t, d_in, bias=False)
+
+
+def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
+    """The language model of a whole Gemma 4 (its text_config on ``text_type``'s defaults)."""
+    from llmcalc import family_defaults
+    from llmcalc.families._vision import prefixer, sub_fields, text_model
+
+    text = sub_fields(c.text_config, "text_config", text_type,
+                      family_defaults.sub_defaults(text_type) or {})
+    return text_model(text, rename=prefixer("model.", "model.language_model."),
+                      tied=c.tie_word_embeddings)
+
+
+def describe_gemma4(c: Gemma4Config) -> Architecture:
+    from llmcalc.families._vision import read_sub
+
+    lm = _language_model(c, "gemma4_text")
+    d_t = lm.shape.hidden_size
+    parts: list[Part] = []
+    notes: tuple[str, ...] = ()
+    if c.vision_config is not None:
+        v = read_sub(Gemma4VisionConfig, c.vision_config, "vision_config")
+        tower = vision_tower("model.vision_tower", v, budget=c.vision_soft_tokens_per_image)
+        # the soft tokens that reach the language model go through the norm and the projection
+        parts += [tower, Part(name="projector",
+                              tensors=tuple(embedder("model.embed_vision", "embed_vision",
+                                                     v.hidden_size, d_t)),
+                              shape=Shape(0, d_t, 0, 0, 0, v.hidden_size, 0, False),
+                              input_tokens=(("", tower.context_tokens),))]
+        side = tower.input_size
+        if c.image_size is not None and c.image_size != side:
+            notes += (f"image_size {c.image_size}: the processor resizes every square image to "
+                      f"{side}×{side} pixels and pads its patches to "
+                      f"{tower.tokens_for('layers'):,}; the per-image figures are the same",)
+    if c.audio_config is not None:
+        a = read_sub(Gemma4AudioConfig, c.audio_config, "audio_config")
+        audio = audio_tower("model.audio_tower", a)
+        parts.append(replace(audio, tensors=(*audio.tensors, *embedder(
+            "model.embed_audio", "embed_audio", a.output_proj_dims, d_t))))
+        notes += ("audio tower: parameters and weights only; its FLOPs per clip are not computed",)
+    return replace(lm, notes=(*lm.notes, *notes), parts=tuple(parts))
+
+
+# ---- the encoder-free whole model (gemma4_unified) -----------------------------------------------
+#
+# transformers Gemma4UnifiedForConditionalGeneration (gemma4_unified/modeling_gemma4_unified.py): no
+# vision or audio tower. model.embed_vision (Gemma4UnifiedVisionEmbedder) projects raw merged pixel
+# patches, model.embed_audio (Gemma4UnifiedMultimodalEmbedder) raw waveform frames; the language
+# model is gemma4_unified_text (the family above). Each embedder exists only when its sub-config is
+# given (Gemma4UnifiedConfig() alone builds neither).
+
+AUDIO_RATE = 16_000  # Hz: the feature extractor's sampling rate; one soft token per frame
+
+
+class Gemma4UnifiedVisionConfig(FamilyConfig):
+    """Gemma4UnifiedVisionConfig (defaults: transformers 5.24's, google/gemma-4-12B's sizes)."""
+
+    transformers_class = "Gemma4UnifiedVisionConfig"
+
+    patch_size: Size = 16
+    pooling_kernel_size: Size = 3
+    mm_embed_dim: Size = 3840
+    mm_posemb_size: Size = 1120
+    output_proj_dims: Size = 3840
+
+
+class Gemma4UnifiedAudioConfig(FamilyConfig):
+    """Gemma4UnifiedAudioConfig: one soft token is a raw frame of audio_embed_dim samples (640 at
+    16 kHz: 40 ms)."""
+
+    transformers_class = "Gemma4UnifiedAudioConfig"
+
+    audio_embed_dim: Size = 640
+
+
+class Gemma4UnifiedConfig(Gemma4Config):
+    """Gemma4UnifiedConfig: Gemma4Config's fields, encoder-free sub-configs."""
+
+    transformers_class = "Gemma4UnifiedConfig"
+
+
+def unified_vision(prefix: str, v: Gemma4UnifiedVisionConfig, *, d_t: int,
+                   budget: int) -> tuple[Part, Part]:
+    """Gemma4UnifiedVisionEmbedder under ``prefix``, as the vision part and the projector: patch_ln1
+    LayerNorm [P] with P = (k·p)²·3 (k × k patches of p² pixels merged by the processor),
+    patch_dense [m, P] + bias [m], patch_ln2 [m], pos_embedding [S, 2, m] (x and y rows, looked up,
+    no matmul), pos_norm [m] (LayerNorms with bias); then multimodal_embedder (an RMSNorm without
+    weight, embedding_projection [d_t, o] with o = output_proj_dims).
+
+    One image (image_processing_gemma4_unified.py): resized, aspect kept, to at most budget · k²
+    patches of p pixels, merged k × k and padded to exactly ``budget`` merged patches; both
+    matmuls run over all of them (get_image_features drops the padding after the projection). A
+    square image becomes ⌊√budget⌋·k·p pixels a side (768 at 280), ⌊√budget⌋² soft tokens."""
+    k, p, m = v.pooling_kernel_size, v.patch_size, v.mm_embed_dim
+    P = (k * p) ** 2 * 3
+    tensors = [
+        *norm(f"{prefix}.patch_ln1", "patch_ln1", P, bias=True),
+        *linear(f"{prefix}.patch_dense", "patch_dense", m, P, bias=True),
+        *norm(f"{prefix}.patch_ln2", "patch_ln2", m, bias=True),
+        Tensor(f"{prefix}.pos_embedding", (v.mm_posemb_size, 2, m), "pos_embedding"),
+        *norm(f"{prefix}.pos_norm", "pos_norm", m, bias=True),
+    ]
+    side = math.isqrt(budget)
+    vision = Part(name="vision", tensors=tuple(tensors),
+                  shape=Shape(0, m, 0, 0, 0, 0, 0, False, v.mm_posemb_size),
+                  input_tokens=(("", budget),), context_tokens=side * side, input_size=side * k * p)
+    o = v.output_proj_dims
+    proj = embedder(f"{prefix}.multimodal_embedder", "embedding_projection", o, d_t)
+    return vision, Part(name="projector", tensors=tuple(proj),
+                        shape=Shape(0, d_t, 0, 0, 0, o, 0, False), input_tokens=(("", budget),))
+
+
+def describe_gemma4_unified(c: Gemma4UnifiedConfig) -> Architecture:
+    from llmcalc.families._vision import read_sub
+
+    lm = _language_model(c, "gemma4_unified_text")
+    d_t = lm.shape.hidden_size
+    parts: list[Part] = []
+    notes: tuple[str, ...] = ()
+    if c.vision_config is not None:
+        v = read_sub(Gemma4UnifiedVisionConfig, c.vision_config, "vision_config")
+        vision, proj = unified_vision("model.embed_vision", v, d_t=d_t,
+                                      budget=c.vision_soft_tokens_per_image)
+        parts += [vision, proj]
+        side = vision.input_size
+        if c.image_size is not None and c.image_size != side:
+            notes += (f"image_size {c.image_size}: the processor resizes every square image to "
+                      f"{side}×{side} pixels and pads it to {c.vision_soft_tokens_per_image:,} "
+                      "merged patches; the per-image figures are the same",)
+    if c.audio_config is not None:
+        a = read_sub(Gemma4UnifiedAudioConfig, c.audio_config, "audio_config")
+        s = a.audio_embed_dim
+        n = -(-AUDIO_RATE // s)  # soft tokens of one second: ⌈duration / (s samples)⌉
+        audio = Part(name="audio", tensors=tuple(embedder("model.embed_audio", "embed_audio", s, d_t)),
+                     shape=Shape(0, d_t, 0, 0, 0, s, 0, False), input_tokens=(("", n),),
+                     context_tokens=n, input="audio")
+        parts.append(audio)
+        notes += (f"audio (not in the per-image figures): one second of audio, {AUDIO_RATE:,} "
+                  f"samples in frames of {s}, is {n} tokens in the context; its projection costs "
+                  f"{2 * n * s * d_t:,} FLOPs",)
+    return replace(lm, notes=(*lm.notes, *notes), parts=tuple(parts))

@@ -52,6 +52,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.families._moe import cross_plans
 from llmcalc.families._ssm import LayerBuild, depthwise_conv, mixed_layers
+from llmcalc.limits import shown
 from llmcalc.spec import SHORT_CONV, Attention, LayerGroup, LayerSet, Mixer, MoE, Run, Tensor
 
 ATTENTION_OF = {"hybrid": "attention", "hybrid_sliding": "sliding_attention"}
@@ -475,6 +476,10 @@ class Inkling2LoopTextConfig(Inkling2TextConfig):
     def read(cls, fields: Mapping[str, Any]) -> Self:
         """As transformers' ``__post_init__``: a ``loop_config`` dict overrides the flat fields."""
         loop = fields.get("loop_config")
+        # transformers reads it with .get: anything but a mapping (or null) fails there
+        require(loop is None or isinstance(loop, Mapping), "loop_config",
+                f"must be a mapping of core_start, core_end, num_passes, gate_rank, got "
+                f"{shown(loop)}")
         if isinstance(loop, Mapping):
             fields = {**fields, **{flat: loop[key] for key, flat in LOOP_CONFIG_KEYS.items()
                                    if key in loop}}

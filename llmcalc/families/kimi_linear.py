@@ -305,6 +305,7 @@ def describe(c: KimiLinearConfig) -> Architecture:
         tensors=llama_outer_tensors(v, d, tied=False),  # never tied: see the module docstring
         layer_groups=tuple(groups),
         moe=MoE(E, k, shared_experts=c.n_shared_experts) if has_moe else None,
-        notes=(mtp_note(n_mtp, mtp),) if n_mtp else (),
+        notes=(mtp_note(n_mtp, mtp, basis="the tensors Megatron-Bridge's Ling 3 weight map lists "
+                        "(not checked against a checkpoint index)"),) if n_mtp else (),
         unbuilt=(("mtp_params", mtp),) if n_mtp else (),
     )

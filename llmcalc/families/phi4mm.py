@@ -137,9 +137,11 @@ def describe(c: Phi4MultimodalConfig) -> Architecture:
         *linear(f"{AUDIO}.up_proj_for_{mode}", f"up_proj_for_{mode}", d_t, d_a, bias=True),
         *linear(f"{AUDIO}.down_proj_for_{mode}", f"down_proj_for_{mode}", d_t, d_t, bias=True))]
     # one pair runs on the encoder's n tokens of a clip
+    second = f"one second of speech ({SECOND_FRAMES} mel frames)"
     audio_proj = Part(name="audio_projector", tensors=tuple(heads), input_tokens=(("", n),),
-                      input_flops=(2 * n * (d_a * d_t + d_t * d_t), 0), input="audio")
-    audio = replace(audio, context_tokens=speech_tokens)
+                      input_flops=(2 * n * (d_a * d_t + d_t * d_t), 0), input="audio",
+                      clip=second)
+    audio = replace(audio, context_tokens=speech_tokens, clip=second)
     lora = lora_params(c)
     notes: tuple[str, ...] = (
         f"per-image figures for a {side}×{side} image: {runs - 1} crop(s) of {v.crop_size} px and "

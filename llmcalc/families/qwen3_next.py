@@ -127,7 +127,9 @@ class LaraMiniConfig(Qwen3NextConfig):
 
 
 def _plan(c: Qwen3NextConfig) -> LayerPlan:
-    L, step, E = c.num_hidden_layers, c.decoder_sparse_step, c.num_experts
+    L, E = c.num_hidden_layers, c.num_experts
+    # a type whose every layer is one kind never reads decoder_sparse_step (Qwen3.5-MoE)
+    step = 1 if c.every_layer is not None else c.decoder_sparse_step
 
     def ffn(i: int) -> str:
         if c.every_layer is not None:
@@ -156,8 +158,9 @@ def _plan(c: Qwen3NextConfig) -> LayerPlan:
             return "attention" if (i + 1) % k == 0 else "linear_attention"
 
         period = k * step // math.gcd(k, step)
-        plan = residue_plan(L, period, lambda i: f"{mixer_of(i)}, {ffn(i)}",
-                            field="full_attention_interval")
+        # the pattern's period is the two intervals' lcm: name the one that makes it long
+        field = "full_attention_interval" if k >= step else "decoder_sparse_step"
+        plan = residue_plan(L, period, lambda i: f"{mixer_of(i)}, {ffn(i)}", field=field)
     dense = sorted({i for i in c.mlp_only_layers or [] if i < L}) if c.every_layer is None else []
     for mixer in ("linear_attention", "attention", "sliding_attention"):
         moved = [i for i in dense if mixer_of(i) == mixer]

@@ -60,8 +60,9 @@ MIXER_OF = {"linear_attention": "linear_attention", "indexed_attention": "indexe
 QSA_FIELDS = ("indexer_n_heads", "indexer_kv_heads", "indexer_head_dim", "indexer_budget",
               "indexer_compress_ratio")
 # The most hashed n-gram heads (all PLE layers together) whose table sizes are looked for: each
-# is a prime found by trial from the last one.
-MAX_NGRAM_HEADS = 1 << 16
+# is a prime found from the last one, about 13 modular powers apiece (~0.1 ms near 2⁵³), so 4,096
+# take well under a second at any base; real configs have a few dozen (Qwen3.8-Flash-Next: 16).
+MAX_NGRAM_HEADS = 1 << 12
 
 
 class Qwen4ExpTextConfig(Qwen3_5MoeTextConfig):
@@ -97,6 +98,13 @@ class Qwen4ExpTextConfig(Qwen3_5MoeTextConfig):
 # Miller–Rabin with these bases is exact below 3.3·10²⁴ (Sorenson & Webster 2015), far past any
 # size a config may give (2⁵³): the same answer as transformers' trial division, in microseconds.
 _BASES = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41)
+# The least strong pseudoprime to the first k of them (OEIS A014233), k = 1 … 13: below the k-th,
+# the first k bases are already exact (3 bases for tables of ~20M rows, 9 near 2⁵³).
+_PSEUDOPRIMES = (2047, 1_373_653, 25_326_001, 3_215_031_751, 2_152_302_898_747,
+                 3_474_749_660_383, 341_550_071_728_321, 341_550_071_728_321,
+                 3_825_123_056_546_413_051, 3_825_123_056_546_413_051,
+                 3_825_123_056_546_413_051, 318_665_857_834_031_151_167_461,
+                 3_317_044_064_679_887_385_961_981)
 
 
 def is_prime(n: int) -> bool:
@@ -108,7 +116,8 @@ def is_prime(n: int) -> bool:
     d, s = n - 1, 0
     while d % 2 == 0:
         d, s = d // 2, s + 1
-    for a in _BASES:
+    k = next((k for k, psi in enumerate(_PSEUDOPRIMES, 1) if n < psi), len(_BASES))
+    for a in _BASES[:k]:
         x = pow(a, d, n)
         if x in (1, n - 1):
             continue
@@ -121,16 +130,52 @@ def is_prime(n: int) -> bool:
     return True
 
 
+# Odd numbers sieved by these primes before Miller–Rabin: about 5% of a window is left to test.
+_SIEVE_LIMIT = 1 << 16
+_SIEVE_WINDOW = 1 << 15  # odd numbers per window
+
+
+def _small_primes(limit: int) -> list[int]:
+    flags = bytearray([1]) * limit
+    flags[:2] = b"\0\0"
+    for i in range(2, math.isqrt(limit - 1) + 1):
+        if flags[i]:
+            flags[i * i::i] = bytes(len(range(i * i, limit, i)))
+    return [i for i in range(3, limit) if flags[i]]
+
+
+_SMALL_PRIMES: list[int] = []
+
+
 def primes_from(start: int, count: int) -> list[int]:
     """The first ``count`` primes ≥ ``start`` (transformers ``_find_nth_prime_after(start − 1, j)``
-    for j = 1..count)."""
-    out: list[int] = []
-    p = start - 1
+    for j = 1..count). Windows of odd numbers are sieved by the primes below 2¹⁶ first (a number
+    only ever struck for a factor p with p² ≤ it, so no prime is lost) and what is left is
+    decided by :func:`is_prime`: the same primes as testing every number, found a window at a
+    time."""
+    if not _SMALL_PRIMES:
+        _SMALL_PRIMES.extend(_small_primes(_SIEVE_LIMIT))
+    out: list[int] = [2] if start <= 2 and count > 0 else []
+    lo = max(3, start) | 1  # the window's first odd number
     while len(out) < count:
-        p += 1
-        while not is_prime(p):
-            p += 1
-        out.append(p)
+        flags = bytearray([1]) * _SIEVE_WINDOW  # flags[i]: lo + 2·i
+        hi = lo + 2 * _SIEVE_WINDOW
+        for p in _SMALL_PRIMES:
+            first = max(p * p, -(-lo // p) * p)
+            if first >= hi:
+                if p * p >= hi:
+                    break
+                continue
+            if first % 2 == 0:
+                first += p
+            i = (first - lo) // 2
+            flags[i::p] = bytes(len(range(i, _SIEVE_WINDOW, p)))
+        for i in range(_SIEVE_WINDOW):
+            if flags[i] and is_prime(lo + 2 * i):
+                out.append(lo + 2 * i)
+                if len(out) == count:
+                    break
+        lo = hi
     return out
 
 
@@ -293,4 +338,7 @@ def describe(c: Qwen4ExpTextConfig) -> Architecture:
         tensors=outer,
         layer_groups=mixed_layers(plan, build),
         moe=MoE(E, c.num_experts_per_tok, shared_experts=1),
+        # the first QSA layer's cache also keeps the indexers' rotary position ids, 3 (mRoPE axes)
+        # int64 per token (transformers DynamicIndexedLayer.indexer_position_ids [3, batch, n])
+        cache_bytes_per_token=3 * 8 if attention is not None else 0,
     )

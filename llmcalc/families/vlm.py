@@ -10,9 +10,10 @@ type is a row: its tower's names, its projector, how many image tokens reach the
 - the others, each a config class and a short describe function below: ``llava_next``,
   ``llava_onevision`` (anyres grids), ``gemma3``, ``paligemma``, ``mistral3``, ``aya_vision``,
   ``internvl``, ``idefics3`` / ``smolvlm``, ``got_ocr2`` (SAM tower), ``qwen2_vl`` / ``qwen2_5_vl``
-  / ``qwen3_vl`` / ``qwen3_vl_moe`` / ``qwen3_5`` / ``qwen3_5_moe`` (Qwen-ViT), ``llama4``, ``mllama`` (a tiled tower, and a
-  language model whose cross-attention layers attend to the image's tokens instead of reading them
-  in the context).
+  / ``qwen3_vl`` / ``qwen3_vl_moe`` / ``qwen3_5`` / ``qwen3_5_moe`` / ``qwen4_exp`` (Qwen-ViT),
+  ``llama4``, ``mllama`` (a tiled tower, and a language model whose cross-attention layers attend
+  to the image's tokens instead of reading them in the context), ``fuyu`` (no tower: a linear patch
+  embedding into Persimmon).
 
 Per image, a part's FLOPs are its matrices times the tokens they meet plus bidirectional attention
 (flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language model's
@@ -218,9 +219,9 @@ def describe(c: LlavaConfig) -> Architecture:
 
 
 def _whole(lm: Architecture, *parts: Part, notes: tuple[str, ...] = ()) -> Architecture:
-    """The language model's architecture with the other parts beside it."""
-    return Architecture(shape=lm.shape, tensors=lm.tensors, layer_groups=lm.layer_groups, moe=lm.moe,
-                        notes=(*lm.notes, *notes), unbuilt=lm.unbuilt, parts=parts)
+    """The language model's architecture (every field of it: its depth FLOPs, its cache's extra
+    bytes …) with the other parts beside it."""
+    return replace(lm, notes=(*lm.notes, *notes), parts=parts)
 
 
 # ---- gemma3 ----------------------------------------------------------------------------------------
@@ -873,6 +874,18 @@ class Qwen3_5MoeConfig(Qwen3_5Config):
     default_vision: ClassVar[str] = "qwen3_5_moe_vision"
 
 
+class Qwen4ExpConfig(Qwen3_5MoeConfig):
+    """Qwen4-Exp (Qwen3.8-Flash-Next): Qwen3.5-MoE's tower and merger (Qwen4ExpVisionModel is
+    Qwen3_5MoeVisionModel under another name) and the Qwen4-Exp language model — hyper-connections,
+    QSA attention, per-layer n-gram embeddings (qwen4_exp_text, families/qwen4_exp.py);
+    qwen4_exp/modular_qwen4_exp.py."""
+
+    transformers_class = "Qwen4ExpConfig"
+    composite_type: ClassVar[str] = "qwen4_exp"
+    default_text: ClassVar[str] = "qwen4_exp_text"
+    default_vision: ClassVar[str] = "qwen4_exp_vision"
+
+
 def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
     from llmcalc import family_defaults
 
@@ -1021,3 +1034,66 @@ def describe_mllama(c: MllamaConfig) -> Architecture:
         f"of {v.image_size}×{v.image_size} pixels, so the per-image figures are those",)
     return _whole(lm, tower, projector(proj, tokens=tower.cross_tokens, d_in=v.vision_output_dim,
                                        d_out=d_t), notes=(note, *resized))
+
+
+# ---- fuyu ------------------------------------------------------------------------------------------
+
+# FuyuConfig.__post_init__: without text_config, these top-level fields are the text model's
+FUYU_TEXT = ("vocab_size", "max_position_embeddings", "hidden_size", "intermediate_size",
+             "num_hidden_layers", "num_attention_heads", "hidden_act", "initializer_range",
+             "layer_norm_eps", "use_cache", "qk_layernorm", "hidden_dropout", "attention_dropout",
+             "eos_token_id", "rope_scaling", "rope_theta", "rope_parameters", "partial_rotary_factor")
+# image_processing_fuyu.py FuyuImageProcessor.size: a larger image is scaled down to fit
+FUYU_MAX_HW = (1080, 1920)
+
+
+class FuyuConfig(CompositeConfig):
+    """Fuyu (Adept 2023, "Fuyu-8B: A Multimodal Architecture for AI Agents"): no vision tower; each
+    patch_size² · num_channels patch goes through one linear, vision_embed_tokens [d_t, p²·c] with
+    bias, into a Persimmon language model; fuyu/modeling_fuyu.py. A config without text_config
+    keeps its text fields at the top level (FuyuConfig.__post_init__)."""
+
+    model_config = ConfigDict(**{**FamilyConfig.model_config, "extra": "allow"})
+
+    transformers_class = "FuyuConfig"
+    composite_type: ClassVar[str] = "fuyu"
+    default_text: ClassVar[str] = "persimmon"
+    tie_from_text: ClassVar[bool] = False
+
+    patch_size: Size = 30
+    num_channels: Size = 3
+    # FuyuConfig.image_size: the side of the square image the per-image figures assume
+    image_size: Size | None = 300
+
+    def text(self) -> dict[str, Any]:
+        if self.text_config is not None:
+            return self.sub("text_config", self.default_text)
+        flat = {k: v for k, v in (self.model_extra or {}).items() if k in FUYU_TEXT}
+        return {**self.sub("text_config", self.default_text), **flat}
+
+
+def fuyu_image_tokens(side: int, patch: int) -> tuple[int, int]:
+    """(patches, context tokens) of a square image of ``side`` pixels (processing_fuyu.py): scaled
+    down to fit 1080 × 1920, cut into rows × cols patches (the last row and column padded); each
+    row closed by |NEWLINE|, the image by <s>."""
+    h = w = side
+    scale = min(FUYU_MAX_HW[0] / side, FUYU_MAX_HW[1] / side)
+    if scale < 1:
+        h, w = int(side * scale), int(side * scale)
+    rows, cols = -(-h // patch), -(-w // patch)
+    return rows * cols, rows * (cols + 1) + 1
+
+
+def describe_fuyu(c: FuyuConfig) -> Architecture:
+    text = c.text()
+    lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
+    side = c.image_size or 300
+    patches, tokens = fuyu_image_tokens(side, c.patch_size)
+    d_t, d_in = lm.shape.hidden_size, c.patch_size * c.patch_size * c.num_channels
+    embed = linear("model.vision_embed_tokens", "vision_embed_tokens", d_t, d_in, bias=True)
+    # the patches meet the linear; the newline and <s> tokens are the language model's embeddings
+    part = Part(name="vision", tensors=tuple(embed), shape=Shape(0, d_t, 0, 0, 0, d_in, 0, False),
+                input_tokens=(("", patches),), context_tokens=tokens, input_size=side)
+    note = (f"per-image figures for a {side}×{side} image: {patches} patches of {c.patch_size} px, "
+            f"{tokens} context tokens with a |NEWLINE| a row and <s> (--image-size for another)")
+    return _whole(lm, part, notes=(note,))

@@ -62,10 +62,13 @@ def header(spec: ModelSpec) -> Text:
     s = spec.shape
     text = Text()
     text.append(spec.name, style="bold")
-    text.append(f"  ({spec.model_type}, family {spec.family})\n")
+    text.append(f"  ({spec.model_type}, family {spec.family})")
     line = origin_line(spec)
     if line:
-        text.append(line + "\n", style="dim")
+        text.append("\n" + line, style="dim")
+    if not spec.layer_groups:  # a part without layers (a projector, a head): no shape to show
+        return text
+    text.append("\n")
     heads = (
         f"heads {s.num_heads} · kv heads {s.num_kv_heads} · head_dim {s.head_dim} · "
         if s.num_heads else ""
@@ -151,6 +154,7 @@ def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:
     t.add_column("part")
     t.add_column("parameters", justify="right")
     t.add_column("share", justify="right")
+    layered = bool(spec.layer_groups)  # a part without layers (a projector): its tensors and total
     rows: list[tuple[str, int | None]] = []
     seen: set[str] = set()
     for x in spec.tensors:
@@ -159,21 +163,26 @@ def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:
         seen.add(x.component)
         label = OUTER_LABELS.get(x.component, x.component)
         if x.component == "lm_head" and pc.lm_head == 0 and x.tied_to:
-            rows.append(("lm_head (tied: shares the embedding)", None))
+            if layered:
+                rows.append(("lm_head (tied: shares the embedding)", None))
         else:
             rows.append((label, pc.breakdown[x.component]))
-    rows.insert(min(len(rows), _layers_position(spec)), (f"all {spec.num_layers} layers", pc.layers))
+    if layered:
+        rows.insert(min(len(rows), _layers_position(spec)),
+                    (f"all {spec.num_layers} layers", pc.layers))
     rows.extend((f"{name} (whole part)", params) for name, params in pc.parts.items()
                 if name != spec.main_part)
     for label, params in rows:
         if params is None:
             t.add_row(label, "0", "")
         else:
-            t.add_row(label, n(params), f"{params / pc.total:.1%}")
+            t.add_row(label, n(params), f"{params / pc.total:.1%}" if pc.total else "")
     t.add_section()
     t.add_row("total", n(pc.total), short(pc.total), style="bold")
     if spec.moe:
         t.add_row("active per token", n(pc.active), short(pc.active), style="bold")
+    if not layered:
+        return t
     rule = pc.rule_of_thumb
     if pc.parts:  # the rule describes the language model: held against that part
         main = pc.parts[spec.main_part]
@@ -182,6 +191,18 @@ def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:
     else:
         t.add_row("rule of thumb 12·L·d² + V·d", n(rule), pct(percent_off(rule, pc.total)))
     return t
+
+
+def rule_base(spec: ModelSpec, pc: ParamCount) -> int:
+    """What the rule of thumb 12·L·d² + V·d describes, and is held against: the language model
+    (a whole model's main part; the whole of a model of one part)."""
+    return pc.parts.get(spec.main_part, pc.total)
+
+
+def other_outer(spec: ModelSpec, pc: ParamCount) -> int:
+    """The main part's parameters outside its embeddings, layers and lm_head: the final norm and
+    any other outer tensor (an embedding norm, a projection)."""
+    return rule_base(spec, pc) - pc.embedding - pc.layers - pc.lm_head
 
 
 def _layers_position(spec: ModelSpec) -> int:
@@ -254,13 +275,19 @@ def explain_lines(spec: ModelSpec, pc: ParamCount) -> list[str]:
     others = {p.name for p in spec.parts}
     parts = [f"{k} {n(v)}" for k, v in pc.breakdown.items()
              if not k.startswith("layers/") and k.split("/", 1)[0] not in others]
-    parts.insert(_layers_position(spec), f"layers {n(pc.layers)}")
+    if spec.layer_groups:
+        parts.insert(_layers_position(spec), f"layers {n(pc.layers)}")
     parts.extend(f"{name} {n(v)}" for name, v in pc.parts.items() if name in others)
     lines.append(f"total = {' + '.join(parts)} = {n(pc.total)}")
+    if not spec.layer_groups:  # a part without layers: no L, d or V for the rule
+        return lines
     s = spec.shape
+    base = rule_base(spec, pc)
+    against = f" vs the {spec.main_part} model, {n(base)}" if pc.parts else ""
     lines.append(
         f"rule of thumb = 12 × {s.num_layers} × {n(s.hidden_size)}² + {n(s.vocab_size)} × "
-        f"{n(s.hidden_size)} = {n(pc.rule_of_thumb)} ({pct(percent_off(pc.rule_of_thumb, pc.total))})"
+        f"{n(s.hidden_size)} = {n(pc.rule_of_thumb)} "
+        f"({pct(percent_off(pc.rule_of_thumb, base))}{against})"
     )
     return lines
 
@@ -308,8 +335,7 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
             "formula": "12*L*d^2 + V*d",
             "params": pc.rule_of_thumb,
             # a whole model's rule describes its main part (the language model)
-            "percent_off": round(percent_off(pc.rule_of_thumb,
-                                             pc.parts.get(spec.main_part, pc.total)), 4),
+            "percent_off": round(percent_off(pc.rule_of_thumb, rule_base(spec, pc)), 4),
         },
         **dict(spec.unbuilt),  # e.g. mtp_params: in the checkpoint, not in the model transformers builds
         "notes": list(spec.notes),
@@ -318,38 +344,50 @@ def count_json(spec: ModelSpec, pc: ParamCount) -> dict[str, Any]:
 
 
 def count_grid(items: list[tuple[str, ModelSpec, ParamCount]]) -> Grid:
-    """One column per model: shape, parameters by part, total, active and the rule of thumb."""
+    """One column per model: shape, parameters by part (adding up to the total), total, active and
+    the rule of thumb against the language model. A part without layers (--part audio_projector)
+    leaves the shape, lm_head and rule-of-thumb cells empty."""
     g = Grid("parameters", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)],
              keep=1)
     specs = [s for _, s, _ in items]
     counts = [pc for _, _, pc in items]
+    layered = [bool(s.layer_groups) for s in specs]
 
     def row(label: str, values: list[Cell], **kw: bool) -> None:
         g.add(label, *values, **kw)
 
+    def shape(values: list[Cell]) -> list[Cell]:
+        return [v if has else None for v, has in zip(values, layered, strict=True)]
+
     row("model", [s.name if s.name != label else None for label, s, _ in items])
     row("model_type", [s.model_type for s in specs])
-    row("layers", [s.shape.num_layers for s in specs])
-    row("d_model", [s.shape.hidden_size for s in specs])
-    row("heads / kv heads", [f"{s.shape.num_heads}/{s.shape.num_kv_heads}" for s in specs])
-    row("head_dim", [s.shape.head_dim for s in specs])
-    row("d_ff", [s.shape.intermediate_size for s in specs])
-    row("vocab", [s.shape.vocab_size for s in specs])
-    row("tied embeddings", [s.shape.tied_embeddings for s in specs])
+    row("layers", shape([s.shape.num_layers for s in specs]))
+    row("d_model", shape([s.shape.hidden_size for s in specs]))
+    row("heads / kv heads", shape([f"{s.shape.num_heads}/{s.shape.num_kv_heads}" for s in specs]))
+    row("head_dim", shape([s.shape.head_dim for s in specs]))
+    row("d_ff", shape([s.shape.intermediate_size for s in specs]))
+    row("vocab", shape([s.shape.vocab_size for s in specs]))
+    row("tied embeddings", shape([s.shape.tied_embeddings for s in specs]))
     row("experts (top-k)", [
         f"{s.moe.num_experts} (top-{s.moe.experts_per_tok})" if s.moe else "-" for s in specs
     ])
-    row("embeddings", [pc.embedding for pc in counts], section=True)
-    row("layers (all)", [pc.layers for pc in counts])
-    row("lm_head", [pc.lm_head for pc in counts])
+    # the parts, adding up to the total: the main part's embeddings, layers, lm_head and other
+    # outer tensors (final norm …), then each other part of a whole model (vision, audio …)
+    row("embeddings", shape([pc.embedding for pc in counts]), section=True)
+    row("layers (all)", shape([pc.layers for pc in counts]))
+    row("lm_head", shape([pc.lm_head for pc in counts]))
+    row("final norm and other tensors", [other_outer(s, pc) for s, pc in zip(specs, counts, strict=True)])
+    names = dict.fromkeys(name for s, pc in zip(specs, counts, strict=True)
+                          for name in pc.parts if name != s.main_part)
+    for name in names:
+        row(f"{name} (whole part)", [pc.parts.get(name, "-") if pc.parts else "-" for pc in counts])
     row("total", [pc.total for pc in counts], bold=True, section=True)
     row("total (short)", [Fig(short(pc.total), short(pc.total)) for pc in counts])
     row("active per token", [pc.active for pc in counts])
-    row("rule of thumb 12·L·d² + V·d", [pc.rule_of_thumb for pc in counts])
-    row("rule of thumb off by", [
-        Fig(pct(percent_off(pc.rule_of_thumb, pc.total)),
-            round(percent_off(pc.rule_of_thumb, pc.total), 4)) for pc in counts
-    ])
+    row("rule of thumb 12·L·d² + V·d", shape([pc.rule_of_thumb for pc in counts]))
+    offs = [percent_off(pc.rule_of_thumb, rule_base(s, pc)) for s, pc in zip(specs, counts, strict=True)]
+    row("rule of thumb off by (vs the language model)",
+        shape([Fig(pct(off), round(off, 4)) for off in offs]))
     if all(r is None for r in g.rows[0][1:]):
         g.rows.pop(0)
         g.sections = {i - 1 for i in g.sections}

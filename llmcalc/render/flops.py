@@ -117,7 +117,21 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
         tables.insert(0, encoder_table(r))
     if r.parts:
         tables.insert(0, image_table(r))
+    if r.audio_parts:
+        tables.insert(0, audio_table(r))
     return Group(header(spec), *tables, *note_lines(r.notes))
+
+
+def audio_table(r: FlopsResult) -> Table:
+    """A whole model's audio parts, each per input as its family defines one (Part.clip)."""
+    t = _table("per audio input (not in the figures below, whose context is text and image tokens)")
+    for p in r.audio_parts:
+        what = (f"weights ({n(p.tokens)} tokens)" if p.tokens else "weights") + (
+            " + attention" if p.attention else "")
+        t.add_row(f"{p.part}, {p.clip}: {what}", n(p.total), flop(p.total))
+        if p.context_tokens:
+            t.add_row("  tokens it adds to the context", n(p.context_tokens), "")
+    return t
 
 
 def encoder_table(r: FlopsResult) -> Table:
@@ -141,7 +155,8 @@ def image_table(r: FlopsResult) -> Table:
     at = f" at {size}×{size} pixels" if size else ""
     t = _table(f"per image{at} (the language model's figures below; its tokens are in the context)")
     for p in r.parts:
-        what = f"weights ({n(p.tokens)} tokens)" + (" + attention" if p.attention else "")
+        what = (f"weights ({n(p.tokens)} tokens)" if p.tokens else "weights") + (
+            " + attention" if p.attention else "")
         t.add_row(f"{p.part}: {what}", n(p.total), flop(p.total))
     t.add_section()
     t.add_row("image tokens added to the context", n(r.image_tokens), "")
@@ -192,6 +207,11 @@ def flops_json(r: FlopsResult) -> dict[str, Any]:
                                    "image_size": p.input_size} for p in r.parts},
             "image_tokens": r.image_tokens, "images": r.images, "text_tokens": r.text_tokens}
            if r.parts else {}),
+        **({"per_audio_input": {p.part: {"input": p.clip, "flops": p.total,
+                                         "weight_flops": p.weight, "attention_flops": p.attention,
+                                         "tokens": p.tokens, "context_tokens": p.context_tokens}
+                                for p in r.audio_parts}}
+           if r.audio_parts else {}),
         "notes": list(r.notes),
     }
 

@@ -157,7 +157,8 @@ def memory_json(r: MemoryResult, stored: StoredWeights | None = None) -> dict[st
         "kv_cache_bytes_decompressed": r.kv_cache_bytes_decompressed,
         "kv_cache_window_caps": [  # layer groups whose sliding window holds fewer than ctx tokens
             {"group": a.group, "num_layers": a.num_layers, "window": a.window}
-            for a in r.kv_terms if a.window is not None and a.window < r.ctx
+            for a in r.kv_terms
+            if a.window is not None and a.window < r.ctx and a.elements_per_token  # caches some
         ],
         "notes": list(r.notes),
     }
@@ -202,6 +203,8 @@ def explain_lines(r: MemoryResult) -> list[str]:
     if fp32:  # dots3-note: transformers keeps these indexer keys in float32
         keys = " + ".join(f"{a.num_layers} × {a.index_key_dim}" for a in fp32)
         per_token += f" + indexer keys ({keys}) × 32 bits / 8 (float32 in transformers' cache)"
+    if r.fixed_bytes_per_token:  # Qwen4-Exp: the indexers' int64 position ids
+        per_token += f" + {r.fixed_bytes_per_token} bytes of position ids (int64)"
     lines.append(f"{per_token} = {n(r.kv_cache_bytes_per_token)} bytes")
     for a in r.kv_terms:
         if a.compress:  # DeepSeek-V4: pooled entries, the open window, the overlap series
@@ -252,6 +255,10 @@ def explain_lines(r: MemoryResult) -> list[str]:
     kv_part = f"({' + '.join(parts)}) elements × {kb} bits / 8" if parts else "0"
     if fp32_part:
         kv_part += f" + ({fp32_part}) float32 elements × 4 bytes"
+    if r.fixed_bytes_per_token:
+        kv_part += f" + {n(r.ctx)} × {r.fixed_bytes_per_token} bytes of position ids"
+    if fp32_part or r.fixed_bytes_per_token:
+        kv_part = f"[{kv_part}]"
     lines.append(
         f"KV cache = {r.batch} × {kv_part}{plus} "
         f"= {n(r.kv_cache_bytes)} bytes ({gib(r.kv_cache_bytes)})"
@@ -264,15 +271,21 @@ def explain_lines(r: MemoryResult) -> list[str]:
 
 
 def window_cap(spec: ModelSpec, ctx: int) -> str | None:
-    """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None."""
-    capped = [(len(g.layers), g.attention.window, g.attention.compress) for g in spec.layer_groups
-              if g.attention is not None and g.attention.window is not None
-              and g.attention.window < ctx]
+    """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None. Only
+    layers that cache count (not Gemma's KV-shared layers, nor an encoder's), each layer once (a
+    looped block's layers too), one figure per window (and per compression ratio: DeepSeek-V4's
+    compressed layers also keep one pooled entry per m tokens)."""
+    capped: dict[tuple[int, int], int] = {}  # (window, compress) → layers
+    for g in spec.layer_groups:
+        a = g.attention
+        if a is None or a.window is None or a.window >= ctx or a.kv_shared or not a.causal:
+            continue
+        capped[(a.window, a.compress)] = capped.get((a.window, a.compress), 0) + len(g.layers)
     if not capped:
         return None
     parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"
                       + (f" (and one pooled entry per {m})" if m else "")
-                      for k, w, m in capped)
+                      for (w, m), k in capped.items())
     return f"sliding window caps the KV cache: {parts}"
 
 
@@ -285,6 +298,15 @@ def memory_grid(items: list[tuple[str, ModelSpec, MemoryResult]]) -> Grid:
     g.add("weights (bytes)", *(r.weights_bytes for r in rs), section=True)
     g.add("weights", *(Fig(gib(r.weights_bytes), round(r.weights_bytes / GiB, 3)) for r in rs))
     g.add("KV cache per token (bytes)", *(r.kv_cache_bytes_per_token for r in rs))
+    # the rest of the cache, so that batch × (per token × ctx, windows capped) + these = the cache
+    if any(r.state_terms for r in rs):
+        g.add("recurrent state per sequence (bytes, any context)",
+              *(r.state_bytes_per_sequence if r.state_terms else "-" for r in rs))
+    if any(r.source_len is not None for r in rs):
+        g.add("cross-attention source tokens",
+              *(r.source_len if r.source_len is not None else "-" for r in rs))
+        g.add("cross-attention K, V (bytes, all sequences)",
+              *(r.cross_kv_cache_bytes if r.source_len is not None else "-" for r in rs))
     g.add("KV cache (bytes)", *(r.kv_cache_bytes for r in rs))
     g.add("KV cache", *(Fig(gib(r.kv_cache_bytes), round(r.kv_cache_bytes / GiB, 3)) for r in rs))
     g.add("KV cache capped by a sliding window", *(
