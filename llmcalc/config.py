@@ -364,6 +364,7 @@ def spec_from_raw(
         notes=(*notes, *arch.notes),
         unbuilt=arch.unbuilt,
         depth_flops_per_token=arch.depth_flops_per_token,
+        depth_flops_what=arch.depth_flops_what,
         cache_bytes_per_token=arch.cache_bytes_per_token,
         expected={} if overrides else raw.expected,
         config=fields,

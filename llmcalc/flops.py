@@ -17,6 +17,12 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   query–key pairs times 2·h·(d_qk + d_v). *Full* counts all n² pairs, as FlopCounterMode counts
   attention (the mask zeroes scores but the matmuls are full); *causal* counts the pairs a causal
   or sliding-window mask keeps: Σᵢ min(i, window) for i = 1..n.
+- **compressed attention** (DeepSeek-V4's CSA and HCA layers, ``Attention.compress`` m): a query
+  reads its window of recent tokens plus one pooled entry per complete window of m tokens of the
+  whole context, ⌊n/m⌋ (CSA: at most index_topk of them, chosen by an indexer that scores every
+  entry at 2·H_I·d_I FLOPs; its weighted sum over heads is elementwise); the pooling itself (a
+  softmax-weighted sum) is elementwise. *Full* per sequence: n·(n + ⌊n/m⌋) pairs (the eager path
+  multiplies every query by every token and every entry), and n·⌊n/m⌋ indexer pairs.
 - **encoders** (BERT, ModernBERT: ``Attention.causal`` False): attention is bidirectional, every
   token attends to every token of its sequence, so a sequence of n tokens costs n² pairs in both
   figures (ModernBERT's local layers: the pairs within the window either side in the masked one);
@@ -37,10 +43,12 @@ Conventions (one multiply-add = 2 FLOPs, as ``torch.utils.flop_counter`` counts 
   A convolution whose taps are computed per token (Inkling 2's dynamic K/V convs) runs as
   elementwise products and is not counted either; its state is. Attention across depth (Inkling 2's
   queries over the layers' block outputs, 2·q·s·d for scores and values each) is counted per token
-  with the mixers, constant in the context. A weight a token meets once per head (Inkling's
-  relative-bias bank, ``Tensor.uses``) counts 2 × its elements × the heads. A looped layer (HRM,
-  Dory, Inkling 2 Loop: ``LayerGroup.repeats``) counts every run; a tensor only some runs use
-  (Inkling 2 Loop's message gates, idle in the first pass: ``Tensor.repeats``) counts those.
+  with the mixers, constant in the context; so is DeepSeek-V4's mixing of its hyper-connection
+  streams (a streams × streams matrix times the streams, 2·s²·d, twice per layer). A weight a
+  token meets once per head (Inkling's relative-bias bank, ``Tensor.uses``) counts 2 × its
+  elements × the heads. A looped layer (HRM, Dory, Inkling 2 Loop: ``LayerGroup.repeats``) counts
+  every run; a tensor only some runs use (Inkling 2 Loop's message gates, idle in the first pass:
+  ``Tensor.repeats``) counts those.
 - **training** per token: forward + backward = 3 × forward (the backward pass multiplies by each
   matrix twice: once for the input gradient, once for the weight gradient; Kaplan et al. 2020 §2.1,
   the "6N" rule plus attention).
@@ -191,6 +199,9 @@ def attention_causal_pairs(attention: Attention, *, ctx: int) -> int:
     the window either side)."""
     if not attention.causal:
         return bidirectional_pairs(ctx=ctx, window=attention.window)
+    if attention.compress:  # the window's pairs and each query's pooled entries (≤ topk)
+        return causal_pairs(ctx=ctx, window=attention.window) + compressed_pairs(
+            ctx=ctx, ratio=attention.compress, topk=attention.topk)
     if attention.chunked and attention.window is not None:
         return chunked_causal_pairs(ctx=ctx, chunk=attention.window)
     if attention.index_block and attention.topk is not None and attention.window is None:
@@ -216,6 +227,16 @@ def block_pairs(*, ctx: int, block: int) -> int:
     (= b·q(q − 1)/2 + q·(r + 1) for ctx = q·b + r)."""
     q, r = divmod(ctx, block)
     return block * q * (q - 1) // 2 + q * (r + 1)
+
+
+def compressed_pairs(*, ctx: int, ratio: int, topk: int | None) -> int:
+    """Query–entry pairs of compressed attention over ``ctx`` tokens (DeepSeek-V4's CSA and HCA):
+    query i reads the ⌊i/m⌋ entries its past has closed, at most K = topk of them:
+    Σᵢ min(⌊i/m⌋, K), i = 1..ctx. Below i = K·m all of them (:func:`block_pairs`), then K each."""
+    if topk is None:
+        return block_pairs(ctx=ctx, block=ratio)
+    head = min(ctx, topk * ratio - 1)
+    return block_pairs(ctx=head, block=ratio) + topk * (ctx - head)
 
 
 def index_flops(attention: Attention, *, pairs: int) -> int:
@@ -377,7 +398,7 @@ def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:
 
 def mixer_flops_per_token_all(spec: ModelSpec) -> int:
     """Σ over layers with a mixer of its per-token FLOPs (0 for attention-only models), and any
-    attention across depth (``ModelSpec.depth_flops_per_token``)."""
+    matmuls across depth (``ModelSpec.depth_flops_per_token``)."""
     return spec.depth_flops_per_token + sum(
         g.runs * mixer_flops_per_token(g.mixer)
         for g in spec.layer_groups
@@ -421,13 +442,20 @@ def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> 
 
 def _pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
     """Pairs the softmax attention computes: all n² (a dense kernel: FlopCounterMode counts them
-    with the sparse mask too, as transformers' eager path runs), or those the mask keeps."""
-    return attention_causal_pairs(attention, ctx=ctx) if causal else ctx * ctx
+    with the sparse mask too, as transformers' eager path runs), or those the mask keeps.
+    Compressed attention (DeepSeek-V4): every query against all n tokens and all ⌊n/m⌋ entries."""
+    if causal:
+        return attention_causal_pairs(attention, ctx=ctx)
+    return ctx * (ctx + attention.compressed_entries(ctx))
 
 
 def _index_pairs(attention: Attention, *, ctx: int, causal: bool) -> int:
     """Pairs the indexer scores: every earlier token (causal) or all n² (its dense matmul); QSA's
-    per-query loop scores the complete blocks each query sees, in both figures."""
+    per-query loop scores the complete blocks each query sees, in both figures; DeepSeek-V4's
+    CSA indexer scores the pooled entries: each query's ⌊i/m⌋, or all n × ⌊n/m⌋ (one matmul)."""
+    if attention.compress:
+        m = attention.compress
+        return block_pairs(ctx=ctx, block=m) if causal else ctx * (ctx // m)
     if attention.index_block:
         return block_pairs(ctx=ctx, block=attention.index_block)
     return causal_pairs(ctx=ctx, window=attention.window) if causal else ctx * ctx
@@ -664,6 +692,9 @@ class AttentionTerm:
     index_pair_flops: int = 0  # 2·H_I·(d_I + 1) per scored key
     index_causal_pairs: int = 0
     index_block: int = 0  # QSA: the indexer scores pooled blocks of this many keys
+    compress: int = 0  # compressed attention: one pooled entry per this many tokens, besides the window
+    compressed_keys: int = 0  # pooled entries one query reads at this context (≤ topk)
+    full_pairs: int = 0  # pairs a prefill's dense kernels compute (n², or n·(n + ⌊n/m⌋))
 
 
 @dataclass(frozen=True)
@@ -787,6 +818,11 @@ def flops(
             if g.attention.index_pair_flops
             else 0,
             index_block=g.attention.index_block,
+            compress=g.attention.compress,
+            compressed_keys=g.attention.keys_attended(ctx) - g.attention.tokens_seen(ctx)
+            if g.attention.compress
+            else 0,
+            full_pairs=_pairs(g.attention, ctx=ctx, causal=False),
         )
         for g in spec.layer_groups
         if g.attention is not None

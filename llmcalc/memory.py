@@ -17,6 +17,11 @@ Conventions:
   (heads × head_dim × state_size, in float32 where transformers keeps it so, else at the cache
   dtype), as transformers' cache allocates them. ``kv_cache_bytes`` holds the attention layers'
   keys and values for batch × ctx tokens plus batch × this state.
+- **compressed attention** (DeepSeek-V4's CSA and HCA layers): besides its window (one tensor read as
+  keys and values, kv heads × head dim), a layer keeps each compressor's ⌊ctx/m⌋ pooled entries and
+  its unfinished window's ctx mod m tokens (their projected kv and gate), and an overlapping (CSA)
+  compressor the last closed window's first series, its gate in float32 (transformers
+  ``DeepseekV4HCACache``, ``DeepseekV4CSACache``: :func:`compressor_elements`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from dataclasses import dataclass
 from llmcalc import quant
 from llmcalc.errors import UsageError
 from llmcalc.quant import QuantFormat
-from llmcalc.spec import Attention, LayerGroup, Mixer, ModelSpec, context_notes
+from llmcalc.spec import Attention, Compressor, LayerGroup, Mixer, ModelSpec, context_notes
 from llmcalc.units import DType, nbytes
 
 STATE_FP32 = DType.fp32  # the dtype transformers keeps an SSM state in (MambaMixer, Mamba2Mixer)
@@ -77,6 +82,8 @@ def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -
     if attention.kv_latent_dim is not None and not decompressed:
         # kv_lora_rank + qk_rope_head_dim (MLA)
         return attention.kv_latent_dim + index
+    if attention.keys_are_values:  # one tensor read as K and V (DeepSeek-V4's compressed layers)
+        return attention.kv_heads * attention.qk_head_dim + index
     # K: kv_heads × d_qk, V: kv_heads × d_v  (= 2·kv·hd; MLA decompressed: heads × (d_qk + d_v))
     kv = attention.kv_heads * (attention.qk_head_dim + attention.v_head_dim)
     return kv + index
@@ -89,6 +96,27 @@ def fp32_elements_per_layer(attention: Attention) -> int:
     if attention.kv_shared or not attention.causal or not attention.index_key_fp32:
         return 0
     return attention.index_key_dim
+
+
+def compressor_elements(attention: Attention, *, ctx: int) -> tuple[int, int]:
+    """One sequence's compressor state in one layer after ``ctx`` tokens (compressed attention),
+    as transformers' DeepseekV4HCACache / DeepseekV4CSACache keep it: (elements at the cache dtype,
+    elements in float32). Per compressor of entry size c and ratio m, with ctx = q·m + r: the q
+    entries it emitted (q·c); the r tokens of the window still open, their projected kv and gate
+    (2·r·width, width = c, or 2·c for an overlapping one); and once a window has closed, an
+    overlapping compressor's copy of that window's first series, m·c of kv and m·c of gate, the
+    gate in float32 (its float32 position bias was added to it)."""
+    m = attention.compress
+    if not m:
+        return 0, 0
+    entries, rest = divmod(ctx, m)
+    native = fp32 = 0
+    for c in attention.compressors:
+        native += entries * c.dim + 2 * rest * c.width
+        if c.overlap and entries:
+            native += m * c.dim
+            fp32 += m * c.dim
+    return native, fp32
 
 
 def is_mla(spec: ModelSpec) -> bool:
@@ -167,7 +195,8 @@ def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool, fp32: boo
         if fp32
         else kv_elements_per_layer(g.attention, decompressed=decompressed)
     )
-    return g.cached_runs * g.attention.tokens_seen(ctx) * per_layer
+    compressed = compressor_elements(g.attention, ctx=ctx)[1 if fp32 else 0]
+    return g.cached_runs * (g.attention.tokens_seen(ctx) * per_layer + compressed)
 
 
 def has_cross_attention(spec: ModelSpec) -> bool:
@@ -250,6 +279,11 @@ class KVTerm:
     cross: bool = False  # an encoder–decoder's cross-attention cache: tokens are encoder tokens
     index_key_dim: int = 0  # a sparse-attention indexer's cached key per token
     index_key_fp32: bool = False  # …kept in float32 (not in elements_per_token then)
+    keys_are_values: bool = False  # one tensor read as K and V (DeepSeek-V4's compressed layers)
+    compress: int = 0  # compressed attention: one pooled entry per this many tokens
+    compressors: tuple[Compressor, ...] = ()
+    compressor_elements: int = 0  # per layer at this context, at the cache dtype
+    compressor_fp32: int = 0  # per layer at this context, in float32 (overlapping gates)
 
 
 @dataclass(frozen=True)
@@ -347,6 +381,11 @@ def memory(
             tokens=g.attention.tokens_seen(ctx),
             index_key_dim=g.attention.index_key_dim,
             index_key_fp32=g.attention.index_key_fp32,
+            keys_are_values=g.attention.keys_are_values,
+            compress=g.attention.compress,
+            compressors=g.attention.compressors,
+            compressor_elements=compressor_elements(g.attention, ctx=ctx)[0],
+            compressor_fp32=compressor_elements(g.attention, ctx=ctx)[1],
         )
         for g in spec.layer_groups
         if g.attention is not None

@@ -66,6 +66,24 @@ class Tensor:
 
 
 @dataclass(frozen=True)
+class Compressor:
+    """One KV compressor of DeepSeek-V4's compressed attention (DeepSeek-AI 2026, "DeepSeek-V4"
+    §2.3; transformers ``DeepseekV4HCACompressor``, ``DeepseekV4CSACompressor`` and the one inside
+    its ``DeepseekV4Indexer``): it pools each complete window of the layer's ``Attention.compress``
+    tokens into one entry of ``dim`` elements, kept in the cache. ``overlap`` (CSA): each token
+    projects two series of ``dim`` (kv and gate 2·dim wide), an entry pooling its window's second
+    and the previous window's first, so the cache also keeps the last window's first series."""
+
+    dim: int
+    overlap: bool = False
+
+    @property
+    def width(self) -> int:
+        """Features one token projects for it, for kv and for the gate each: dim, or 2·dim."""
+        return 2 * self.dim if self.overlap else self.dim
+
+
+@dataclass(frozen=True)
 class Attention:
     """What one layer's attention costs per token; shapes of its weights live in the tensors.
 
@@ -90,6 +108,13 @@ class Attention:
     one mean-pooled key per complete block of ``index_block`` tokens (query i: ⌊i / b⌋ blocks, in
     a per-query loop, so a full forward pass counts those too, not n²), and the softmax reads the
     ``topk`` tokens of the blocks it picks plus the incomplete tail: min(i, topk + i mod b) keys.
+    ``keys_are_values`` (DeepSeek-V4's compressed layers): one cached tensor of kv_heads ×
+    qk_head_dim per token is read as both keys and values.
+    ``compress`` (DeepSeek-V4's CSA and HCA layers): beside its ``window`` of recent tokens, a query
+    attends to one pooled entry per complete window of ``compress`` tokens of the whole context
+    (query i: ⌊i / m⌋ of them, at most ``topk`` where an indexer picks them: CSA), made by
+    ``compressors`` (the first makes the keys and values; a second, the indexer's, the keys its
+    indexer scores at ``index_pair_flops`` per query–entry pair).
     """
 
     heads: int
@@ -108,6 +133,13 @@ class Attention:
     index_key_dim: int = 0
     index_key_fp32: bool = False
     index_block: int = 0
+    keys_are_values: bool = False
+    compress: int = 0
+    compressors: tuple[Compressor, ...] = ()
+
+    def compressed_entries(self, ctx: int) -> int:
+        """Pooled entries emitted at context ``ctx`` (compressed attention): ⌊ctx / m⌋."""
+        return ctx // self.compress if self.compress else 0
 
     def tokens_seen(self, ctx: int) -> int:
         """Tokens one query attends to, and one layer's cache holds, at context ``ctx``: all of
@@ -119,8 +151,12 @@ class Attention:
 
     def keys_attended(self, ctx: int) -> int:
         """Keys one query's softmax attention reads at context ``ctx``: those it sees, or at most
-        ``topk`` of them (sparse attention)."""
+        ``topk`` of them (sparse attention); compressed attention: its window, plus the pooled
+        entries, at most ``topk`` of them."""
         seen = self.tokens_seen(ctx)
+        if self.compress:
+            entries = self.compressed_entries(ctx)
+            return seen + (entries if self.topk is None else min(entries, self.topk))
         if self.topk is None:
             return seen
         tail = seen % self.index_block if self.index_block else 0  # QSA: the incomplete block
@@ -128,7 +164,9 @@ class Attention:
 
     def keys_indexed(self, ctx: int) -> int:
         """What one query's indexer scores at context ``ctx``: every key it sees, or (QSA) one
-        pooled key per complete block of them."""
+        pooled key per complete block of them, or (compressed attention) every pooled entry."""
+        if self.compress:
+            return self.compressed_entries(ctx)
         seen = self.tokens_seen(ctx)
         return seen // self.index_block if self.index_block else seen
 
@@ -498,9 +536,11 @@ class ModelSpec:
     unbuilt: tuple[tuple[str, int], ...] = ()
     config: Mapping[str, Any] = field(default_factory=dict)
     origin: Origin | None = None
-    # FLOPs per token of attention across depth, not across the sequence (Inkling 2's attention
-    # over block outputs): constant in the context, counted with the mixers
+    # FLOPs per token of matmuls across depth, not across the sequence (Inkling 2's attention over
+    # block outputs; DeepSeek-V4's hyper-connections mixing their residual streams): constant in
+    # the context, counted with the mixers; depth_flops_what says what they are, for --explain
     depth_flops_per_token: int = 0
+    depth_flops_what: str = "attention over the layers' block outputs"
     # bytes per token and sequence the cache keeps beside the layers' keys and values, whatever
     # the cache dtype (Qwen4-Exp: the first QSA layer's 3 int64 position ids, for every indexer)
     cache_bytes_per_token: int = 0

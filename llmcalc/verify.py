@@ -687,9 +687,11 @@ def build_random_model(
 ) -> Any:
     """The causal-LM model of ``spec`` cut to ``num_layers``, on the CPU, weights uniform ±0.02.
 
-    Every parameter is a view of one pool the size of the largest tensor, tiled from 2²⁰ seeded
-    uniform values: the figures measured depend on shapes only, and drawing or storing gigabytes of
-    distinct weights would dominate the run time.
+    Every parameter is a view of one pool per dtype the size of the largest tensor, tiled from 2²⁰
+    seeded uniform values: the figures measured depend on shapes only, and drawing or storing
+    gigabytes of distinct weights would dominate the run time. Each parameter keeps the dtype
+    transformers gave it (those it keeps in float32 at any dtype stay float32, as its cache then
+    shows: DeepSeek-V4's compressor gates).
     """
     torch, transformers = _import()
     from transformers.initialization import no_init_weights
@@ -706,13 +708,18 @@ def build_random_model(
     model.tie_weights()
     gen = torch.Generator().manual_seed(seed)
     chunk = torch.empty(1 << 20).uniform_(-0.02, 0.02, generator=gen)  # drawn once, then tiled
-    pool = torch.empty(max(p.numel() for p in model.parameters()), dtype=torch_dtype)
-    for start in range(0, pool.numel(), chunk.numel()):
-        stop = min(start + chunk.numel(), pool.numel())
-        pool[start:stop].copy_(chunk[: stop - start])
+    sizes: dict[Any, int] = {}
+    for p in model.parameters():
+        sizes[p.dtype] = max(sizes.get(p.dtype, 0), p.numel())
+    pools = {}
+    for kind, size in sizes.items():
+        pool = pools[kind] = torch.empty(size, dtype=kind)
+        for start in range(0, size, chunk.numel()):
+            stop = min(start + chunk.numel(), size)
+            pool[start:stop].copy_(chunk[: stop - start])
     with torch.no_grad():
         for p in model.parameters():
-            p.data = pool[: p.numel()].view(p.shape)
+            p.data = pools[p.dtype][: p.numel()].view(p.shape)
     return model.eval()
 
 
@@ -778,15 +785,24 @@ def measure_forward(
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
 
 
+# A cache layer's per-name states beside its keys and values: an SSM layer's convolution and
+# recurrent states; DeepSeek-V4's compressors' pooled entries, open windows and overlap series
+# (DeepseekV4HCACache, DeepseekV4CSACache, each keyed "compressor" and "indexer").
+CACHED_STATE_DICTS = ("conv_states", "recurrent_states", "compressed_kv", "buffer_kv",
+                      "buffer_gate", "overlap_kv", "overlap_gate")
+
+
 def _cached_tensors(layer: Any) -> list[Any]:
     """A cache layer's keys and values (and a sparse-attention indexer's keys: DeepSeek-V3.2's
-    indexer_keys, MiniMax-M3's idx_keys, Qwen4-Exp's indexer_position_ids), and an SSM layer's
-    convolution and recurrent states."""
+    indexer_keys, MiniMax-M3's idx_keys, Qwen4-Exp's indexer_position_ids) and its other states
+    (:data:`CACHED_STATE_DICTS`), each tensor once (DeepSeek-V4's compressed layers keep one tensor
+    as their keys and values)."""
     names = ("keys", "values", "indexer_keys", "idx_keys", "indexer_position_ids")
     found = [getattr(layer, name, None) for name in names]
-    for name in ("conv_states", "recurrent_states"):
+    for name in CACHED_STATE_DICTS:
         found += list((getattr(layer, name, None) or {}).values())
-    return [t for t in found if t is not None and hasattr(t, "nbytes")]
+    tensors = [t for t in found if t is not None and hasattr(t, "nbytes")]
+    return list({id(t): t for t in tensors}.values())
 
 
 def measure_forward_flops(

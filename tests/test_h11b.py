@@ -114,7 +114,7 @@ def test_kimi_layer_groups_and_state_by_hand() -> None:
     assert kinds == {
         "kda/dense": (1, "0"),
         "kda/moe": (19, "1..2,4..6,8..10,12..14,16..18,20..22,24..25"),
-        "mla/moe": (7, "3,7,11,15,19,23,26"),
+        "mla/moe": (7, "3..23 every 4th,26"),
     }
     # 20 KDA layers: conv 3·32·128 channels × 4 at bf16, 32 heads × 128 × 128 in float32
     per_layer = 3 * 4096 * 4 * 2 + 32 * 128 * 128 * 4

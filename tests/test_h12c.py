@@ -466,15 +466,10 @@ def decoder_coverage() -> tuple[list[str], list[str]]:
     return decoders, [t for t in decoders if t in MODEL_TYPES]
 
 
-def test_every_uncounted_decoder_is_a_moe_type_in_progress() -> None:
-    from llmcalc.families.not_counted import NOT_COUNTED
-
+def test_every_decoder_only_type_is_counted() -> None:
     decoders, counted = decoder_coverage()
-    left = {t: NOT_COUNTED[t] for t in decoders if t not in counted}
-    # the two DeepSeek-V4-style MoE types (hyper-connections, compressed-KV attention) are the
-    # decoders left, each with its reason
-    assert sorted(left) == ["deepseek_v4", "hy_v4"]
-    assert all(r.startswith("mixture of experts with its own structure") for r in left.values())
+    # DeepSeek-V4 and HY-V4 were the last two left (tests/test_h15_dsv4.py)
+    assert [t for t in decoders if t not in counted] == []
     mine = {"gemma4_text", "gemma4_unified_text", "hrm_text", "dory"}
     assert mine <= set(counted)
 

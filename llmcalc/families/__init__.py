@@ -175,6 +175,8 @@ MODEL_TYPES: dict[str, Family] = {
     "axk2": Family("deepseek", "AXK2Config"),
     "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
     "dots3_note": Family("dots3_note", "Dots3NoteConfig"),
+    "deepseek_v4": Family("deepseek_v4", "DeepseekV4Config"),
+    "hy_v4": Family("deepseek", "HYV4Config"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),

@@ -98,6 +98,7 @@ class Architecture:
     parts: tuple[Part, ...] = ()
     main_part: str = "language"
     depth_flops_per_token: int = 0  # ModelSpec.depth_flops_per_token
+    depth_flops_what: str = "attention over the layers' block outputs"  # ModelSpec.depth_flops_what
     cache_bytes_per_token: int = 0  # ModelSpec.cache_bytes_per_token
 
 
@@ -402,7 +403,27 @@ def plan_from_kinds(kinds: Sequence[str]) -> LayerPlan:
         if i == len(kinds) or kinds[i] != kinds[start]:
             runs.setdefault(kinds[start], []).append(Run(start, i, start, 1, 1))
             start = i
-    return {kind: LayerSet(tuple(rs)) for kind, rs in runs.items()}
+    return {kind: LayerSet(tuple(_strided(rs))) for kind, rs in runs.items()}
+
+
+def _strided(runs: list[Run]) -> list[Run]:
+    """Three or more single layers at one stride merged into one run every k-th layer (a list that
+    alternates kinds after a prefix: DeepSeek-V4's compress_ratios)."""
+    out: list[Run] = []
+    i = 0
+    while i < len(runs):
+        j = i
+        if len(runs[i]) == 1 and i + 1 < len(runs) and len(runs[i + 1]) == 1:
+            step = runs[i + 1].start - runs[i].start
+            while (j + 1 < len(runs) and len(runs[j + 1]) == 1
+                   and runs[j + 1].start - runs[j].start == step):
+                j += 1
+        if j - i >= 2:
+            out.append(Run(runs[i].start, runs[j].start + 1, runs[i].start, step, 1))
+        else:
+            out.extend(runs[i:j + 1])
+        i = j + 1
+    return out
 
 
 def periodic_plan(num_layers: int, *, period: int, every: str, others: str) -> LayerPlan:

@@ -8,8 +8,13 @@ matrices are weights a token is multiplied by (weight FLOPs); the mixing itself 
 means over the streams) is elementwise. The streams widen nothing else: attention, experts and
 caches see width d.
 
-Qwen4-Exp (transformers ``Qwen4ExpTextGatedResidual``) is the first family here; DeepSeek-V4's and
-HY-V4's (``hc_mult`` streams, a Sinkhorn-normalised mixer) are to come here too.
+Qwen4-Exp (transformers ``Qwen4ExpTextGatedResidual``) has a low-rank gated residual
+(:func:`gated_residual`). DeepSeek-V4 (manifold-constrained hyper-connections, mHC) and HY-V4
+(independent hyper-connections, iHC) compute each token's mixing weights from its RMS-normed
+streams with one matrix (:func:`hyper_connection`) and collapse the streams at the end with
+another (:func:`hyper_head`); DeepSeek-V4 also mixes the streams among themselves with a
+Sinkhorn-normalised s × s matrix per token, a matmul that is no weight (2·s²·d FLOPs a token,
+:func:`stream_mixing_flops`), where HY-V4 adds the streams back unmixed.
 """
 
 from __future__ import annotations
@@ -34,3 +39,34 @@ def gated_residual(
         *(linear(f"{p}.block_inject_weight", f"{component}/inject", streams, width, bias=False)
           if inject else []),
     ]
+
+
+def hyper_connection(p: str, component: str, d: int, *, streams: int, mix: bool) -> list[Tensor]:
+    """One block's hyper-connection over s = ``streams`` streams of width d (transformers
+    ``DeepseekV4HyperConnection``, ``HYV4HyperConnection``): fn [w, s·d], the weights from the
+    flattened, RMS-normed streams (a matmul); base [w] and scale (one per kind of weight). Its
+    weights: pre (s, collapsing the streams into the block's input) and post (s, spreading the
+    block's output over them), with ``mix`` (DeepSeek-V4) also comb (s × s, mixing the streams):
+    w = (2 + s)·s and 3 scales, else w = 2·s and 2."""
+    width = (2 + streams) * streams if mix else 2 * streams
+    return [
+        Tensor(f"{p}.fn", (width, streams * d), component, matmul=True),
+        Tensor(f"{p}.base", (width,), component),
+        Tensor(f"{p}.scale", (3 if mix else 2,), component),
+    ]
+
+
+def hyper_head(p: str, component: str, d: int, *, streams: int) -> list[Tensor]:
+    """The last collapse of s streams before the final norm (``DeepseekV4HyperHead``,
+    ``HYV4HyperHead``): hc_fn [s, s·d] (a matmul), hc_base [s], hc_scale [1]."""
+    return [
+        Tensor(f"{p}.hc_fn", (streams, streams * d), component, matmul=True),
+        Tensor(f"{p}.hc_base", (streams,), component),
+        Tensor(f"{p}.hc_scale", (1,), component),
+    ]
+
+
+def stream_mixing_flops(d: int, *, streams: int, blocks: int) -> int:
+    """Per token, DeepSeek-V4's comb matrix (s × s) times the s streams (s × d) in each of
+    ``blocks`` hyper-connections: 2·s²·d each (``torch.matmul(comb.T, hidden_states)``)."""
+    return 2 * streams * streams * d * blocks

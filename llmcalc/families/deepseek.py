@@ -13,8 +13,10 @@ SwiGLU layers; the rest hold routed experts, a router and ``n_shared_experts`` s
 
 Rows on the same structure, each by what it changes: ``sarvam_mla``, ``glm4_moe_lite``,
 ``deepseek_v32`` and ``glm_moe_dsa`` (the lightning indexer of DeepSeek sparse attention), ``axk1``
-(a norm after each MoE block), ``axk2`` (a gated query projection and low-rank gated layer norms) and
-``dots3_note_text`` (indexed, sliding and plain layers, each with its own MLA sizes).
+(a norm after each MoE block), ``axk2`` (a gated query projection and low-rank gated layer norms),
+``dots3_note_text`` (indexed, sliding and plain layers, each with its own MLA sizes) and ``hy_v4``
+(shared indexer choices as GLM-5's, a gated attention output, attention sinks and hyper-connections).
+DeepSeek-V4 has no MLA: it is its own module, deepseek_v4.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from llmcalc.families._base import (
     split_plan,
     swiglu,
 )
+from llmcalc.families._hyper import hyper_connection, hyper_head
 from llmcalc.families._moe import (
     cross_plans,
     crossed_name,
@@ -278,6 +281,32 @@ class GlmMoeDsaConfig(DeepseekV32Config):
     index_topk_pattern: str | list[str] | None = None
 
 
+class HYV4Config(DeepseekV32Config):
+    """HY-V4 (Tencent Hy4; transformers HYV4Config, docstring checkpoint tencent/Hy4-preview):
+    DeepSeek-V3.2's MLA and lightning indexer, a layer listed "shared" in indexer_types reusing the
+    last full layer's choice (default: full at 0 and where i % 4 == 1); a sigmoid gate per head and
+    channel on the attention output (gate_proj d → h·v_head_dim), a learned sink per head, and
+    independent hyper-connections over hc_mult streams (llmcalc.families._hyper: no stream mixing);
+    dense layers as mlp_layer_types lists them (default: the first)."""
+
+    transformers_class = "HYV4Config"
+    q_latent_required: ClassVar[bool] = True
+
+    vocab_size: Size = 120832
+    hidden_size: Size = 2816
+    intermediate_size: Size = 6912
+    moe_intermediate_size: Size = 768
+    num_hidden_layers: Size = 34
+    num_attention_heads: Size = 32
+    max_position_embeddings: Size | None = 262144
+    first_k_dense_replace: Count = 1
+    qk_nope_head_dim: Size = 192
+    v_head_dim: Size = 256
+    index_n_heads: Size = 16
+    indexer_types: list[str] | None = None
+    hc_mult: Size = 4
+
+
 def mlp_plan(c: DeepseekConfig) -> LayerPlan:
     """Dense and MoE layers: as mlp_layer_types lists them, else the first first_k_dense_replace dense
     and, where a config has moe_layer_freq f, MoE only where i % f == 0 after them."""
@@ -307,6 +336,11 @@ def indexer_plan(c: DeepseekConfig) -> LayerPlan:
     L = c.num_hidden_layers
     if isinstance(c, Dots3NoteTextConfig):
         return _dots3_plan(c)
+    if isinstance(c, HYV4Config):  # full at 0 and i % 4 == 1: GLM-5's rule, every 4th from 2 on
+        if c.indexer_types is None:
+            return _periodic_indexers(L, freq=4, offset=2)
+        names = {"full": FULL_INDEX, "shared": SHARED_INDEX}
+        return listed_plan(c.indexer_types, L, field="indexer_types", names=names)
     if not isinstance(c, GlmMoeDsaConfig):
         return {FULL_INDEX: LayerSet.span(0, L)}
     kinds = c.indexer_types
@@ -316,8 +350,13 @@ def indexer_plan(c: DeepseekConfig) -> LayerPlan:
     if kinds is not None:
         names = {"full": FULL_INDEX, "shared": SHARED_INDEX}
         return listed_plan(kinds, L, field="indexer_types", names=names)
-    # full when max(i − offset + 1, 0) is a multiple of index_topk_freq
-    f, o = c.index_topk_freq, c.index_skip_topk_offset
+    return _periodic_indexers(L, freq=c.index_topk_freq, offset=c.index_skip_topk_offset)
+
+
+def _periodic_indexers(L: int, *, freq: int, offset: int) -> LayerPlan:
+    """GLM-5's rule: a layer runs its own indexer when max(i − offset + 1, 0) is a multiple of
+    freq, else reuses the last one's choice."""
+    f, o = freq, offset
     full = LayerSet((Run(0, min(o, L), 0, 1, 1), Run(max(o, 0), L, o - 1, f, 1)))
     shared = LayerSet((Run(o, L, o, f, f - 1),)) if f > 1 else LayerSet(())
     plan = {FULL_INDEX: LayerSet(tuple(r for r in full.runs if len(r))), SHARED_INDEX: shared}
@@ -435,6 +474,23 @@ def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
     ]
 
 
+def gates_sinks_and_hyper(p: str, c: DeepseekConfig) -> list[Tensor]:
+    """HY-V4's additions to a layer (none elsewhere): the attention's output gate gate_proj
+    [h·v_head_dim, d] (a sigmoid per head and channel) and sinks [h] (one more logit per head in
+    the softmax), and the attention's and MLP's hyper-connections over hc_mult streams (iHC: pre
+    and post weights only, fn [2·s, s·d])."""
+    if not isinstance(c, HYV4Config):
+        return []
+    d, h, s = c.hidden_size, c.num_attention_heads, c.hc_mult
+    a = f"{p}.self_attn"
+    return [
+        *linear(f"{a}.gate_proj", "attn/gate_proj", h * c.v_head_dim, d, bias=False),
+        Tensor(f"{a}.sinks", (h,), "attn/sinks"),
+        *hyper_connection(f"{p}.attn_hc", "hyper/attn", d, streams=s, mix=False),
+        *hyper_connection(f"{p}.ffn_hc", "hyper/mlp", d, streams=s, mix=False),
+    ]
+
+
 def layer_norm(p: str, component: str, c: DeepseekConfig, *, gated: bool) -> list[Tensor]:
     """A layer's RMSNorm [d]; gated (A.X-K2): y = norm(x) · sigmoid(fc2(silu(fc1(y)))), with
     fc1 d → gated_norm_rank and fc2 back, the norm's weight then at ``{p}.norm``."""
@@ -458,6 +514,7 @@ def describe(c: DeepseekConfig) -> Architecture:
     attn = [
         *layer_norm(f"{p}.input_layernorm", "attn/norm", c, gated=gated),
         *mla(f"{p}.self_attn", c),
+        *gates_sinks_and_hyper(p, c),
     ]
     mlp_bias = getattr(c, "mlp_bias", False)
     dense_mlp = [
@@ -488,8 +545,13 @@ def describe(c: DeepseekConfig) -> Architecture:
     else:
         groups = planned_layers(mlp_plan(c), lambda kind: ([*attn, *blocks[kind]], attention))
     n_mtp = c.num_nextn_predict_layers or 0
+    notes: tuple[str, ...] = ()
+    if isinstance(c, HYV4Config) and n_mtp:  # its model.mtp_layers: of no structure known here
+        notes, n_mtp = (f"num_nextn_predict_layers={n_mtp}: the checkpoint's model.mtp_layers are "
+                        "not built by transformers, nor counted (llmcalc does not size them)",), 0
     mtp = mtp_params([*attn, *indexer_tensors(c), *blocks[SPARSE]], d=d, vocab=v, modules=n_mtp)
-    notes = (mtp_note(n_mtp, mtp),) if n_mtp else ()
+    if n_mtp:
+        notes = (mtp_note(n_mtp, mtp),)
     return Architecture(
         shape=Shape(
             num_layers=L,
@@ -502,7 +564,11 @@ def describe(c: DeepseekConfig) -> Architecture:
             tied_embeddings=c.tie_word_embeddings,
             max_position_embeddings=c.max_position_embeddings,
         ),
-        tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+        tensors=(
+            *llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
+            *(hyper_head("model.hc_head", "hyper/final_mixer/hc_head", d, streams=c.hc_mult)
+              if isinstance(c, HYV4Config) else []),
+        ),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=c.n_shared_experts),
         notes=notes,

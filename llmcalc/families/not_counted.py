@@ -8,18 +8,12 @@ README shows this table (checked by the same test). A type leaves the table when
 from __future__ import annotations
 
 MOE = "mixture of experts: in progress (issue 12, MoE part)"
-MOE_TODO = "mixture of experts with its own structure: not yet counted (issue 12)"
 SSM = "state-space, recurrent or linear-attention layers: issue 11"
 ENC_DEC = "decoder of an encoder–decoder model (cross-attention): issue 13"
 ENCODER = "encoder (masked-LM) model with a causal-LM head: issue 13"
 MULTIMODAL = "multimodal or composite model: issue 13"
 NO_DEFAULT = "transformers 5.24 cannot build its default config"
 DENSE_TODO = "dense decoder with its own structure: not yet counted (issue 12)"
-DEEPSEEK_V4 = (
-    "mixture of experts with its own structure: not yet counted (issue 12): hyper-connections "
-    "(hc_mult residual streams), compressed-KV attention layers (HCA/CSA compressors and their "
-    "caches), hash-routed MoE layers, a grouped low-rank o_proj, attention sinks"
-)
 GEMMA4 = DENSE_TODO + " (per-layer embeddings and head dims, KV-shared layers, optional MoE block)"
 
 NOT_COUNTED: dict[str, str] = {
@@ -27,14 +21,10 @@ NOT_COUNTED: dict[str, str] = {
     "bigbird_pegasus": ENC_DEC,
     "blt": MULTIMODAL + " (byte latent transformer: local encoder, global model, local decoder)",
     "cpmant": ENCODER,
-    "deepseek_v4": DEEPSEEK_V4,
     "emu3": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
     "gemma4_unified_assistant": MULTIMODAL,
     "git": MULTIMODAL,
-    "hy_v4": MOE_TODO
-    + " (DeepSeek-V4's structure: MLA, a sparse-attention indexer, hyper-connections, attention"
-    " sinks; to follow deepseek_v4)",
     "moshi": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,

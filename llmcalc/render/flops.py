@@ -233,11 +233,16 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     lines.append(f"attention FLOPs per token at n = {n(r.ctx)}: per layer 2·keys·h·d_qk + 2·keys·h·d_v")
     for a in r.attention_terms:
         keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
-        if a.topk is not None:
+        if a.compress:  # the window and the pooled entries (at most index_topk of them)
+            pooled = f"⌊{n(r.ctx)} / {a.compress}⌋"
+            pooled = f"min({pooled}, index_topk {n(a.topk)})" if a.topk is not None else pooled
+            keys = f"({keys} + {pooled} pooled)"
+        elif a.topk is not None:
             keys = f"min({keys}, index_topk {n(a.topk)})"
             if a.index_block:  # QSA: the budget plus the incomplete block's keys
                 keys = f"min({n(r.ctx)}, {n(a.topk)} + {n(r.ctx)} mod {a.index_block})"
-        scored = f"blocks of {a.index_block} scored" if a.index_block else "keys scored"
+        scored = (f"blocks of {a.index_block} scored" if a.index_block
+                  else "pooled entries scored" if a.compress else "keys scored")
         index = (
             f" + {n(a.index_keys)} {scored} × {n(a.index_pair_flops)} (indexer)"
             if a.index_pair_flops
@@ -257,7 +262,15 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
             "indexer_head_dim FLOPs; the softmax reads the indexer_budget tokens of the blocks it "
             "picks plus the incomplete block"
         )
-    if any(a.topk is not None and not a.index_block for a in r.attention_terms):
+    if any(a.compress for a in r.attention_terms):
+        lines.append(
+            "  DeepSeek-V4 compressed attention (transformers modeling_deepseek_v4.py): besides "
+            "its window, a query reads one entry pooled from each complete window of m tokens "
+            "(CSA: at most index_topk of them, which its indexer picks after scoring every entry "
+            "at 2·index_n_heads·index_head_dim FLOPs; the pooling and the indexer's sum over heads "
+            "are elementwise)"
+        )
+    if any(a.topk is not None and not a.index_block and not a.compress for a in r.attention_terms):
         lines.append(
             "  DeepSeek sparse attention (DeepSeek-V3.2-Exp §2.1; transformers "
             "modeling_deepseek_v32.py): each query's softmax reads at most index_topk keys; the "
@@ -301,9 +314,13 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
                 f"({_mixer_expression(t.mixer)}) = {n(t.num_layers * t.per_layer)}"
             )
         if spec.depth_flops_per_token:
-            lines.append(f"  attention over the layers' block outputs (any context) = "
+            lines.append(f"  {spec.depth_flops_what} (any context) = "
                          f"{n(spec.depth_flops_per_token)}")
         lines.append(f"  sum = {n(r.mixer_flops_per_token)}")
+        mixer = f" + {n(r.mixer_flops_per_token)}"
+    elif spec.depth_flops_per_token:
+        lines.append(f"FLOPs per token across depth, any context: {spec.depth_flops_what} = "
+                     f"{n(spec.depth_flops_per_token)}")
         mixer = f" + {n(r.mixer_flops_per_token)}"
     lines.append(
         f"forward per token = {n(r.weight_flops_per_token)} + {n(r.attention_flops_per_token)}"
@@ -314,13 +331,19 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         f"seed rule = 2 × {n(r.active_params)} + 4 × {n(r.ctx)} × {n(s.hidden_size)} × "
         f"{s.num_layers} = {n(r.seed_rule_per_token)} ({pct(r.seed_rule_percent_off)})"
     )
-    depth = ([f"{n(r.ctx)} × {n(spec.depth_flops_per_token)} (attention over block outputs)"]
+    depth = ([f"{n(r.ctx)} × {n(spec.depth_flops_per_token)} ({spec.depth_flops_what})"]
              if spec.depth_flops_per_token else [])
     full = " + ".join(
         [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
+         if not a.compress else
+         f"{a.num_layers} × {n(a.full_pairs)} pairs ({n(r.ctx)} × ({n(r.ctx)} + "
+         f"⌊{n(r.ctx)} / {a.compress}⌋)) × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
          for a in r.attention_terms]
         + [f"{a.num_layers} × {n(r.ctx)}² × {n(a.index_pair_flops)} (indexer)"
-           if not a.index_block else
+           if not a.index_block and not a.compress else
+           f"{a.num_layers} × {n(r.ctx)} × ⌊{n(r.ctx)} / {a.compress}⌋ × "
+           f"{n(a.index_pair_flops)} (indexer)"
+           if a.compress else
            f"{a.num_layers} × {n(a.index_causal_pairs)} query–block pairs × "
            f"{n(a.index_pair_flops)} (QSA indexer)"
            for a in r.attention_terms if a.index_pair_flops]
@@ -351,7 +374,9 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     pairs = "n(n+1)/2 pairs" + (", window w: w(w+1)/2 + (n−w)·w" if any(
         a.window for a in r.attention_terms) else "") + (
         ", QSA budget B in blocks of b: Σ min(i, B + i mod b)" if any(
-            a.index_block for a in r.attention_terms) else "")
+            a.index_block for a in r.attention_terms) else "") + (
+        ", pooled entries Σ min(⌊i/m⌋, index_topk)" if any(
+            a.compress for a in r.attention_terms) else "")
     causal_sum = f"{n(r.ctx)} × {n(r.weight_flops_per_token)}" + plus(causal)
     lines.append(
         f"prefill, causal ({pairs}) = {times_batch(causal_sum)} "

@@ -188,6 +188,8 @@ def explain_lines(r: MemoryResult) -> list[str]:
             continue
         if a.latent_dim is not None:
             what = f"latent {a.latent_dim} (kv_lora_rank + rope head dim)"
+        elif a.keys_are_values:
+            what = f"{a.kv_heads} kv head × {a.qk_head_dim} (one tensor read as K and V)"
         else:
             what = f"{a.kv_heads} kv heads × ({a.qk_head_dim} + {a.v_head_dim}) (K and V)"
         if a.index_key_dim and not a.index_key_fp32:
@@ -205,6 +207,22 @@ def explain_lines(r: MemoryResult) -> list[str]:
         per_token += f" + {r.fixed_bytes_per_token} bytes of position ids (int64)"
     lines.append(f"{per_token} = {n(r.kv_cache_bytes_per_token)} bytes")
     for a in r.kv_terms:
+        if a.compress:  # DeepSeek-V4: pooled entries, the open window, the overlap series
+            q, rest = divmod(r.ctx, a.compress)
+            dims = " + ".join(n(c.dim) for c in a.compressors)
+            widths = " + ".join(n(c.width) for c in a.compressors)
+            overlap = " + ".join(n(c.dim) for c in a.compressors if c.overlap)
+            terms = [f"⌊{n(r.ctx)} / {a.compress}⌋ = {n(q)} pooled entries × ({dims})",
+                     f"the open window's {rest} tokens × 2 × ({widths}) (kv and gate)"]
+            if overlap and q:
+                terms.append(f"the last window's first series {a.compress} × ({overlap}) "
+                             f"(kv; its gate the same in float32)")
+            lines.append(
+                f"compressor state, {a.group}: " + " + ".join(terms) + " = "
+                f"{n(a.compressor_elements)} elements a layer"
+                + (f" + {n(a.compressor_fp32)} float32" if a.compressor_fp32 else "")
+            )
+    for a in r.kv_terms:
         if a.cross:
             lines.append(
                 f"cross-attention cache per encoder token, {a.group.removesuffix(' cross-attention')}: "
@@ -216,9 +234,11 @@ def explain_lines(r: MemoryResult) -> list[str]:
         tokens = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
         if a.cross:
             tokens = f"{n(a.tokens)} {r.source_tokens} tokens"
-        parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}")
+        parts.append(f"{a.num_layers} × {tokens} × {n(a.elements_per_token)}"
+                     + (f" + {a.num_layers} × {n(a.compressor_elements)}" if a.compress else ""))
     fp32_part = " + ".join(
-        f"{a.num_layers} × {n(a.tokens)} × {n(a.index_key_dim)}" for a in fp32
+        [f"{a.num_layers} × {n(a.tokens)} × {n(a.index_key_dim)}" for a in fp32]
+        + [f"{a.num_layers} × {n(a.compressor_fp32)}" for a in r.kv_terms if a.compressor_fp32]
     )
     for s in r.state_terms:
         lines.append(
@@ -234,7 +254,7 @@ def explain_lines(r: MemoryResult) -> list[str]:
     plus = f" + {r.batch} × {n(r.state_bytes_per_sequence)} state" if r.state_terms else ""
     kv_part = f"({' + '.join(parts)}) elements × {kb} bits / 8" if parts else "0"
     if fp32_part:
-        kv_part += f" + ({fp32_part}) float32 indexer keys × 4 bytes"
+        kv_part += f" + ({fp32_part}) float32 elements × 4 bytes"
     if r.fixed_bytes_per_token:
         kv_part += f" + {n(r.ctx)} × {r.fixed_bytes_per_token} bytes of position ids"
     if fp32_part or r.fixed_bytes_per_token:
@@ -253,17 +273,19 @@ def explain_lines(r: MemoryResult) -> list[str]:
 def window_cap(spec: ModelSpec, ctx: int) -> str | None:
     """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None. Only
     layers that cache count (not Gemma's KV-shared layers, nor an encoder's), each layer once (a
-    looped block's layers too), one figure per window."""
-    capped: dict[int, int] = {}  # window → layers
+    looped block's layers too), one figure per window (and per compression ratio: DeepSeek-V4's
+    compressed layers also keep one pooled entry per m tokens)."""
+    capped: dict[tuple[int, int], int] = {}  # (window, compress) → layers
     for g in spec.layer_groups:
         a = g.attention
         if a is None or a.window is None or a.window >= ctx or a.kv_shared or not a.causal:
             continue
-        capped[a.window] = capped.get(a.window, 0) + len(g.layers)
+        capped[(a.window, a.compress)] = capped.get((a.window, a.compress), 0) + len(g.layers)
     if not capped:
         return None
     parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"
-                      for w, k in capped.items())
+                      + (f" (and one pooled entry per {m})" if m else "")
+                      for (w, m), k in capped.items())
     return f"sliding window caps the KV cache: {parts}"
 
 
