@@ -174,21 +174,22 @@ MODEL_TYPES: dict[str, Family] = {
     "axk1": Family("deepseek", "AXK1Config"),
     "axk2": Family("deepseek", "AXK2Config"),
     "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
-    "dots3_note": Family("dots3_note", "Dots3NoteConfig"),
     "deepseek_v4": Family("deepseek_v4", "DeepseekV4Config"),
     "hy_v4": Family("deepseek", "HYV4Config"),
     "dbrx": Family("dbrx", "DbrxConfig"),
     "jetmoe": Family("jetmoe", "JetMoeConfig"),
     "longcat_flash": Family("longcat_flash", "LongcatFlashConfig"),
     "mimo_v2_flash": Family("mimo_v2_flash", "MiMoV2FlashConfig"),
+    # -- per-layer-embedding decoders (Gemma 3n, Gemma 4): PLE, AltUp, KV-shared layers --
     "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
-    "gemma3n": Family("gemma3n", "Gemma3nConfig", "describe_gemma3n"),
+    "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
+    "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
     # -- whole models (issue 13): encoder LMs (…ForMaskedLM), encoder–decoders --
     "bert": Family("encoder", "BertConfig", "describe_bert"),
     "roberta": Family("encoder", "RobertaConfig", "describe_roberta"),
     "deberta-v2": Family("encoder", "DebertaV2Config", "describe_deberta_v2"),
     "modernbert": Family("encoder", "ModernBertConfig", "describe_modernbert"),
-    # -- BERT's near-copies (issue 14): rows of encoder.py --
+    # -- BERT's near-copies: rows of encoder.py --
     "xlm-roberta": Family("encoder", "XLMRobertaConfig", "describe_bert_row"),
     "camembert": Family("encoder", "CamembertConfig", "describe_bert_row"),
     "data2vec-text": Family("encoder", "Data2VecTextConfig", "describe_bert_row"),
@@ -209,7 +210,7 @@ MODEL_TYPES: dict[str, Family] = {
     "bart": Family("bart", "BartConfig"),
     "mbart": Family("bart", "MBartConfig", "describe_mbart"),
     "whisper": Family("bart", "WhisperConfig", "describe_whisper"),
-    # -- BART's near-copies (issue 14): rows of bart.py --
+    # -- BART's near-copies: rows of bart.py --
     "plbart": Family("bart", "PLBartConfig"),
     "mvp": Family("bart", "MvpConfig"),
     "pegasus": Family("bart", "PegasusConfig"),
@@ -239,8 +240,12 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen3_5": Family("vlm", "Qwen3_5Config", "describe_qwen3_vl"),
     "qwen3_5_moe": Family("vlm", "Qwen3_5MoeConfig", "describe_qwen3_vl"),
     "qwen4_exp": Family("vlm", "Qwen4ExpConfig", "describe_qwen3_vl"),
-    "phi4_multimodal": Family("phi4mm", "Phi4MultimodalConfig"),  # + audio encoder
-    # -- whole models (issue 13): audio encoder + projector + language model --
+    # -- whole models (issue 13): vision and audio towers + language model --
+    "phi4_multimodal": Family("phi4mm", "Phi4MultimodalConfig"),
+    "gemma3n": Family("gemma3n", "Gemma3nConfig", "describe_gemma3n"),
+    "gemma4": Family("gemma4", "Gemma4Config", "describe_gemma4"),
+    "gemma4_unified": Family("gemma4", "Gemma4UnifiedConfig", "describe_gemma4_unified"),
+    "dots3_note": Family("dots3_note", "Dots3NoteConfig"),
     "moss_transcribe_diarize": Family(
         "audio_lm", "MossTranscribeDiarizeConfig", "describe_moss_transcribe_diarize"
     ),
@@ -252,10 +257,6 @@ MODEL_TYPES: dict[str, Family] = {
     "laguna": Family("gqa_moe", "LagunaConfig"),
     "minimax_m3_vl_text": Family("gqa_moe", "MiniMaxM3VLTextConfig"),
     "zaya": Family("zaya", "ZayaConfig"),
-    "gemma4": Family("gemma4", "Gemma4Config", "describe_gemma4"),
-    "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
-    "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
-    "gemma4_unified": Family("gemma4", "Gemma4UnifiedConfig", "describe_gemma4_unified"),
     # -- looped decoders (issue 12): layers that run several times per token --
     "hrm_text": Family("looped", "HrmTextConfig", "describe_hrm_text"),
     "dory": Family("looped", "DoryConfig", "describe_dory"),
