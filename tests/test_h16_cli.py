@@ -285,3 +285,19 @@ def test_set_text_config_equals_transformers_meta_model(cli: Any) -> None:
     data = cli("count", "qwen3.5-default", "--set", "text_config.num_hidden_layers=4",
                "--json").json()
     assert (data["total_params"], data["num_layers"]) == (total, 4)
+
+
+@pytest.mark.parametrize("args", [
+    ("train", "llama-3.2-11b-vision", "--tokens", "1T", "--gpu", "h100"),
+    ("fit", "llama-3.2-11b-vision", "--gpu", "h100"),
+    ("mfu", "llama-3.2-11b-vision", "--gpu", "h100", "--tokens-per-sec", "1000"),
+    ("latency", "llama-3.2-11b-vision", "--gpu", "h100"),
+])
+def test_text_only_commands_refuse_cross_attention_to_images(cli: Any, args: tuple[str, ...]) -> None:
+    # Llama 3.2 Vision's cross-attention layers run (weights, attention, cache) only with an
+    # image: a text-token command would mix the two, so it says where the figures are
+    r = cli(*args)
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == (
+        f"error: {args[0]}: meta-llama/Llama-3.2-11B-Vision reads images through cross-attention, "
+        f"which {args[0]} does not size yet; use `llmcalc flops|memory MODEL --images N`\n")

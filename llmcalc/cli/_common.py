@@ -225,6 +225,20 @@ def of_part(spec: ModelSpec, part: str) -> ModelSpec:
         ) from None
 
 
+def takes_text(spec: ModelSpec, command: str) -> ModelSpec:
+    """A command that sizes text tokens only refuses a model whose language model reads images
+    through cross-attention (Llama 3.2 Vision): with or without an image, its FLOPs and cache
+    differ, and only ``flops`` and ``memory`` take ``--images``."""
+    from llmcalc.flops import image_cross_tokens
+
+    if image_cross_tokens(spec):
+        raise UsageError(
+            f"{command}: {spec.name} reads images through cross-attention, which {command} does "
+            "not size yet; use `llmcalc flops|memory MODEL --images N`"
+        )
+    return spec
+
+
 def one_model(models: list[str], option: str) -> None:
     """Options that show one model in detail refuse a comparison."""
     if len(models) > 1:

@@ -25,6 +25,7 @@ from llmcalc.cli._common import (
     refuse_explain,
     show,
     specs_for,
+    takes_text,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
@@ -85,7 +86,8 @@ def fit(
     refuse_explain(explain, how)
     if explain:
         one_model(models, "--explain")
-    specs = specs_for(models, set_, family, revision, trust_remote_code)
+    specs = [(m, takes_text(spec, "fit"))
+             for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
     acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth, needs=("memory",))
     require(acc, "memory_bytes")
     if method is not None:

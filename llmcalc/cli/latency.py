@@ -21,6 +21,7 @@ from llmcalc.cli._common import (
     refuse_explain,
     show,
     spec_for,
+    takes_text,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
 from llmcalc.cli._options import DTypeOpt, KvDTypeOpt, speaks_flags
@@ -79,7 +80,7 @@ def latency(
     refuse_explain(explain, how)
     if how in (Format.csv, Format.markdown):
         raise UsageError(f"--format {how.value}: latency prints as a table or JSON")
-    spec = spec_for(model, set_, family)
+    spec = takes_text(spec_for(model, set_, family), "latency")
     acc = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bandwidth)
     require(acc, "peak_flops", "bandwidth")
     weights = resolve_format(spec, dtype)

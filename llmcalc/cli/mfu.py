@@ -22,6 +22,7 @@ from llmcalc.cli._common import (
     refuse_explain,
     show,
     spec_for,
+    takes_text,
 )
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuOpt, GpusOpt
 from llmcalc.cli._options import TrainCtxOpt, speaks_flags
@@ -56,7 +57,7 @@ def mfu(
     """Model FLOPs utilisation of a training run: FLOPs per token × tokens/s over the peak."""
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
-    spec = spec_for(model, set_, family, revision, trust_remote_code)
+    spec = takes_text(spec_for(model, set_, family, revision, trust_remote_code), "mfu")
     acc = resolve(gpu, flops=gpu_flops, needs=("flops",))
     require(acc, "peak_flops")
     seq = parse_context(ctx, option="--ctx")

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
-from llmcalc.cli._common import FamilyOpt, SetOpt, handles_errors, spec_for
+from llmcalc.cli._common import FamilyOpt, SetOpt, handles_errors, spec_for, takes_text
 from llmcalc.cli._hardware import GpuOpt, GpusOpt
 from llmcalc.cli._options import BatchOpt, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.errors import MissingExtraError, UsageError
@@ -74,7 +74,7 @@ def plot(
             import PIL  # noqa: F401
         except ImportError:
             raise MissingExtraError("llmcalc plot -o *.png", extra="serve") from None
-    specs = [spec_for(m, set_, family) for m in models]
+    specs = [takes_text(spec_for(m, set_, family), "plot") for m in models]
     names = [s.name for s in specs]
     chart: charts.Chart
     if kind is Kind.params:

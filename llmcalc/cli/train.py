@@ -24,6 +24,7 @@ from llmcalc.cli._common import (
     refuse_explain,
     show,
     spec_for,
+    takes_text,
 )
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import (
@@ -126,7 +127,7 @@ def train(
     """Plan a training run: FLOPs (6·N·D plus causal attention), GPU-hours, memory per GPU, fit."""
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
-    spec = spec_for(model, set_, family, revision, trust_remote_code)
+    spec = takes_text(spec_for(model, set_, family, revision, trust_remote_code), "train")
     acc = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
     require(acc, "memory_bytes", "peak_flops")
     if method is not Method.full:
