@@ -49,13 +49,15 @@ def theirs(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
 
     transformers.logging.set_verbosity_error()
     model = build_meta_model(spec)
-    assert type(model).__name__.endswith("ForConditionalGeneration")
+    # the whole model's class (Phi-4-multimodal and Fuyu register theirs as causal LMs)
+    assert type(model).__name__.endswith(("ForConditionalGeneration", "ForCausalLM"))
     return {name: tuple(p.shape) for name, p in model.named_parameters()}
 
 
-def matches_transformers(spec: ModelSpec) -> None:
+def matches_transformers(spec: ModelSpec) -> dict[str, int]:
     """Names and shapes equal, total equal, and each part equal to transformers' modules under its
-    prefix."""
+    prefix (the first of ``PART_PREFIXES[model_type]`` a name starts with; the rest is the main
+    part). Returns the parameters by part."""
     real = theirs(spec)
     ours = dict(spec.named_shapes())
     assert sorted(ours.items()) == sorted(real.items())
@@ -70,6 +72,24 @@ def matches_transformers(spec: ModelSpec) -> None:
     assert sum(pc.breakdown.values()) == pc.total
     for name, n in by_part.items():
         assert count(spec_part(spec, name)).total == n
+    return by_part
+
+
+def text_forward_cache(fields: dict[str, Any], *, token_ids: tuple[int, int]) -> tuple[int, list[str]]:
+    """A text forward pass of 2 × 8 tokens (ids in ``token_ids``) through the whole model that
+    ``fields`` describe, in bf16: the bytes of the cache it leaves and its layers' kinds."""
+    from llmcalc.verify import _cached_tensors
+
+    config = transformers.AutoConfig.for_model(
+        fields["model_type"], **{k: v for k, v in fields.items() if k != "model_type"})
+    torch.manual_seed(0)
+    model = transformers.AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+    ids = torch.randint(*token_ids, (2, 8))
+    with torch.no_grad():
+        out = model(input_ids=ids, use_cache=True)
+    cache = out.past_key_values
+    measured = sum(t.nbytes for layer in cache.layers for t in _cached_tensors(layer))
+    return measured, [type(layer).__name__ for layer in cache.layers]
 
 
 def llava(**changes: Any) -> dict[str, Any]:

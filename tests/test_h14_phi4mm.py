@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 import pytest
+from test_h13a import PART_PREFIXES, matches_transformers
 
 from llmcalc.config import load_spec, spec_from_dict
 from llmcalc.counting import count
@@ -17,7 +18,6 @@ from llmcalc.families._audio import ConformerConfig, conformer_flops
 from llmcalc.families.phi4mm import image_tokens
 from llmcalc.flops import flops, part_flops
 from llmcalc.memory import memory
-from llmcalc.spec import ModelSpec, spec_part
 from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")
@@ -26,33 +26,8 @@ torch = pytest.importorskip("torch")
 IMAGE = "model.embed_tokens_extend.image_embed."
 AUDIO = "model.embed_tokens_extend.audio_embed."
 # the first prefix a name starts with names its part; the rest is the language model
-PREFIXES = [("vision", IMAGE + "img_processor."), ("projector", IMAGE),
-            ("audio", AUDIO + "encoder."), ("audio_projector", AUDIO)]
-
-
-def theirs(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
-    from llmcalc.verify import build_meta_model
-
-    transformers.logging.set_verbosity_error()
-    model = build_meta_model(spec)
-    assert type(model).__name__ == "Phi4MultimodalForCausalLM"
-    return {name: tuple(p.shape) for name, p in model.named_parameters()}
-
-
-def matches_transformers(spec: ModelSpec) -> dict[str, int]:
-    real = theirs(spec)
-    assert sorted(spec.named_shapes()) == sorted(real.items())
-    pc = count(spec)
-    assert pc.total == sum(math.prod(s) for s in real.values())
-    by_part = {"language": 0, **{name: 0 for name, _ in PREFIXES}}
-    for name, shape in real.items():
-        part = next((p for p, pre in PREFIXES if name.startswith(pre)), "language")
-        by_part[part] += math.prod(shape)
-    assert pc.parts == by_part
-    assert sum(pc.breakdown.values()) == pc.total
-    for name, n in by_part.items():
-        assert count(spec_part(spec, name)).total == n
-    return by_part
+PART_PREFIXES["phi4_multimodal"] = {"vision": IMAGE + "img_processor.", "projector": IMAGE,
+                                    "audio": AUDIO + "encoder.", "audio_projector": AUDIO}
 
 
 def small(**changes: Any) -> dict[str, Any]:

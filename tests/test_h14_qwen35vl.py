@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 import pytest
-from test_h13a import PART_PREFIXES, matches_transformers
+from test_h13a import PART_PREFIXES, matches_transformers, text_forward_cache
 
 from llmcalc.config import load_spec, spec_from_dict
 from llmcalc.counting import count
@@ -182,20 +182,9 @@ def test_state_and_kv_of_the_whole_model() -> None:
 def test_cache_of_a_whole_model_forward_pass(model_type: str) -> None:
     """A text forward pass of 2 × 8 tokens through the whole (small) model in bf16: the bytes of
     its cache (DeltaNet conv and recurrent states, the attention layer's K and V) are llmcalc's."""
-    from llmcalc.verify import _cached_tensors
-
     fields = qwen35(model_type)
     spec = spec_from_dict(fields, name="qwen3.5-cache")
-    config = transformers.AutoConfig.for_model(
-        model_type, **{k: v for k, v in fields.items() if k != "model_type"})
-    torch.manual_seed(0)
-    model = transformers.AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
-    ids = torch.randint(0, 300, (2, 8))
-    with torch.no_grad():
-        out = model(input_ids=ids, use_cache=True)
-    cache = out.past_key_values
-    measured = sum(t.nbytes for layer in cache.layers for t in _cached_tensors(layer))
-    kinds = [type(layer).__name__ for layer in cache.layers]
+    measured, kinds = text_forward_cache(fields, token_ids=(0, 300))
     assert kinds == ["LinearAttentionLayer"] * 3 + ["DynamicLayer"]
     assert measured == kv_cache_bytes(spec, batch=2, ctx=8, dtype=DType.bf16)
     assert measured > 2 * state_bytes_per_sequence(spec, dtype=DType.bf16)

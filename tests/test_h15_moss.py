@@ -10,45 +10,22 @@ import math
 from typing import Any
 
 import pytest
+from test_h13a import PART_PREFIXES, matches_transformers
 
 from llmcalc.config import load_spec, spec_from_dict
 from llmcalc.counting import count
 from llmcalc.families.audio_lm import audio_tokens
 from llmcalc.flops import part_flops
 from llmcalc.memory import memory
-from llmcalc.spec import ModelSpec, spec_part
 from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
 
-PREFIXES = [("audio", "model.audio_tower."), ("projector", "model.multi_modal_projector.")]
+PART_PREFIXES["moss_transcribe_diarize"] = {"audio": "model.audio_tower.",
+                                            "projector": "model.multi_modal_projector."}
+PART_PREFIXES["fuyu"] = {"vision": "model.vision_embed_tokens."}
 BUNDLED = "moss-transcribe-diarize-default"
-
-
-def theirs(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
-    from llmcalc.verify import build_meta_model
-
-    transformers.logging.set_verbosity_error()
-    model = build_meta_model(spec)
-    assert type(model).__name__ == "MossTranscribeDiarizeForConditionalGeneration"
-    return {name: tuple(p.shape) for name, p in model.named_parameters()}
-
-
-def matches_transformers(spec: ModelSpec) -> dict[str, int]:
-    real = theirs(spec)
-    assert sorted(spec.named_shapes()) == sorted(real.items())
-    pc = count(spec)
-    assert pc.total == sum(math.prod(s) for s in real.values())
-    by_part = {"language": 0, **{name: 0 for name, _ in PREFIXES}}
-    for name, shape in real.items():
-        part = next((p for p, pre in PREFIXES if name.startswith(pre)), "language")
-        by_part[part] += math.prod(shape)
-    assert pc.parts == by_part
-    assert sum(pc.breakdown.values()) == pc.total
-    for name, n in by_part.items():
-        assert count(spec_part(spec, name)).total == n
-    return by_part
 
 
 def small(**changes: Any) -> dict[str, Any]:
@@ -210,31 +187,10 @@ def test_part_option_and_parts_in_json(cli: Any) -> None:
 
 # ---- fuyu: a linear patch embedding and a Persimmon language model ----------------------------------
 
-FUYU_PREFIXES = [("vision", "model.vision_embed_tokens.")]
-
-
 def fuyu_small(**changes: Any) -> dict[str, Any]:
     text = {"model_type": "persimmon", "vocab_size": 300, "hidden_size": 64,
             "intermediate_size": 96, "num_hidden_layers": 2, "num_attention_heads": 4}
     return {"model_type": "fuyu", "text_config": text, **changes}
-
-
-def fuyu_matches(spec: ModelSpec) -> dict[str, int]:
-    from llmcalc.verify import build_meta_model
-
-    transformers.logging.set_verbosity_error()
-    model = build_meta_model(spec)
-    assert type(model).__name__ == "FuyuForCausalLM"
-    real = {name: tuple(p.shape) for name, p in model.named_parameters()}
-    assert sorted(spec.named_shapes()) == sorted(real.items())
-    by_part = {"language": 0, "vision": 0}
-    for name, shape in real.items():
-        by_part["vision" if name.startswith("model.vision_embed_tokens.") else "language"] += \
-            math.prod(shape)
-    assert count(spec).parts == by_part
-    for name, n in by_part.items():
-        assert count(spec_part(spec, name)).total == n
-    return by_part
 
 
 def test_fuyu_defaults_whole_model() -> None:
@@ -248,7 +204,7 @@ def test_fuyu_defaults_whole_model() -> None:
     assert parts == {"language": 9_397_175_296, "vision": 11_063_296}
     spec = load_spec("fuyu-default")
     assert count(spec).total == 9_408_238_592
-    assert fuyu_matches(spec) == parts
+    assert matches_transformers(spec) == parts
 
 
 @pytest.mark.parametrize("fields", [
@@ -260,7 +216,7 @@ def test_fuyu_defaults_whole_model() -> None:
      "num_hidden_layers": 3, "num_attention_heads": 3, "patch_size": 10},
 ], ids=["base", "patch-16-gray", "tied", "flat"])
 def test_fuyu_varied_configs_match_transformers(fields: dict[str, Any]) -> None:
-    fuyu_matches(spec_from_dict(fields, name="fuyu-variant"))
+    matches_transformers(spec_from_dict(fields, name="fuyu-variant"))
 
 
 @pytest.mark.parametrize(("side", "patches", "tokens"), [

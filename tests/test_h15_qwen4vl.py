@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_h13a import PART_PREFIXES, matches_transformers
+from test_h13a import PART_PREFIXES, matches_transformers, text_forward_cache
 
 from llmcalc.config import load_spec, spec_from_dict
 from llmcalc.counting import count
@@ -186,20 +186,9 @@ def test_cache_of_a_whole_model_forward_pass() -> None:
     """A text forward pass of 2 × 8 tokens through the whole (small) model in bf16: the bytes of
     its cache (DeltaNet conv and recurrent states, the PLE conv state and n-gram ids, the QSA
     layer's K, V, index keys and position ids) are llmcalc's."""
-    from llmcalc.verify import _cached_tensors
-
     fields = qwen4()
     spec = spec_from_dict(fields, name="qwen4-exp-cache")
-    config = transformers.AutoConfig.for_model(
-        "qwen4_exp", **{k: v for k, v in fields.items() if k != "model_type"})
-    torch.manual_seed(0)
-    model = transformers.AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
-    ids = torch.randint(2, 100, (2, 8))
-    with torch.no_grad():
-        out = model(input_ids=ids, use_cache=True)
-    cache = out.past_key_values
-    measured = sum(t.nbytes for layer in cache.layers for t in _cached_tensors(layer))
-    kinds = [type(layer).__name__ for layer in cache.layers]
+    measured, kinds = text_forward_cache(fields, token_ids=(2, 100))
     assert kinds == ["LinearAttentionLayer"] * 3 + ["DynamicIndexedLayer"]
     assert measured == kv_cache_bytes(spec, batch=2, ctx=8, dtype=DType.bf16)
 
