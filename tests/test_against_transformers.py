@@ -7,9 +7,12 @@ These run in CI; they are never skipped there.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from llmcalc import bundled, count, load_spec
+from llmcalc.spec import ModelSpec
 from llmcalc.verify import build_meta_model, figures, verify_transformers
 
 CONFIGS = [p.stem for p in bundled.paths()]
@@ -31,12 +34,21 @@ SPLIT_LAYERS = {
 @pytest.mark.parametrize("name", CONFIGS)
 def test_matches_transformers(name: str) -> None:
     spec = load_spec(name)
-    pc = count(spec)
     if name in NEEDS_TIMM:
         c = verify_transformers(spec)
         assert c.ok and c.unchecked == NEEDS_TIMM[name], c.against
         assert c.matched + c.unchecked == len(dict(spec.named_shapes()))
         return
+    matches_transformers(spec, per_layer=name not in SPLIT_LAYERS)
+
+
+def matches_transformers(spec: ModelSpec, *, per_layer: bool = True) -> Any:
+    """``spec`` against the transformers model built from it on the meta device: every name and
+    shape, the total, the breakdown adding up to it, the embedding and lm_head figures, and each
+    layer's count (``per_layer``). Returns the model, for a caller's further checks. The family
+    tests hold their varied configs to it too."""
+    pc = count(spec)
+    assert sum(pc.breakdown.values()) == pc.total
     model = build_meta_model(spec)
     real = figures(model, spec.num_layers)
     assert dict(spec.named_shapes()) == real.named_shapes
@@ -61,6 +73,6 @@ def test_matches_transformers(name: str) -> None:
             ours[i] = gc.per_layer
             if tied:  # a shared block (Zamba): counted where stored, held by every layer's module
                 stored_at[i] = int(next(iter(tied)).split(".")[2])  # model.layers.<s>.…
-    if name in SPLIT_LAYERS:  # figures() reads one ModuleList per layer: held elsewhere
-        return
-    assert tuple(ours[stored_at.get(i, i)] for i in range(spec.num_layers)) == real.per_layer
+    if per_layer:  # (SPLIT_LAYERS: figures() reads one ModuleList per layer: held elsewhere)
+        assert tuple(ours[stored_at.get(i, i)] for i in range(spec.num_layers)) == real.per_layer
+    return model

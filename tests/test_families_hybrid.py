@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from test_against_transformers import matches_transformers
 
 from llmcalc import count, load_spec
 from llmcalc.flops import (
@@ -15,9 +16,8 @@ from llmcalc.flops import (
     mixer_flops_per_token,
 )
 from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
-from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
-from llmcalc.verify import build_meta_model, figures, measure_forward
+from llmcalc.verify import measure_forward
 
 # Bundled configs → total parameters (each file's ``source:`` says where its numbers come from).
 TOTALS = {
@@ -38,18 +38,6 @@ TOTALS["qwen3.5-text-config-defaults"] = 8_953_803_264
 TOTALS["olmo-hybrid-7b"] = 7_430_870_688  # transformers' OlmoHybridConfig defaults
 ACTIVE = {"qwen3.5-35b-a3b": 3_454_988_928, "qwen3-next-80b-a3b": 3_874_929_408, "lfm2-8b-a1b": 1_557_740_288, "ai21labs/Jamba-v0.1": 12_110_311_296, "granite-4.0-h-small": 8_803_121_664,
           "nemotron-h-4-block": 1_590_475_136}
-
-
-def matches_transformers(spec: ModelSpec) -> None:
-    pc = count(spec)
-    real = figures(build_meta_model(spec), spec.num_layers)
-    assert dict(spec.named_shapes()) == real.named_shapes
-    assert (pc.total, pc.embedding, pc.lm_head) == (real.total, real.embedding, real.lm_head)
-    ours = [0] * spec.num_layers
-    for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
-        for i in group.layers:
-            ours[i] = gc.per_layer
-    assert tuple(ours) == real.per_layer
 
 
 @pytest.mark.parametrize("name,total", TOTALS.items())

@@ -24,6 +24,7 @@ from llmcalc.flops import (
     forward_flops_per_sequence,
 )
 from llmcalc.memory import kv_cache_bytes_per_token
+from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")
@@ -37,6 +38,17 @@ def build(model_type: str, cls: str, fields: dict[str, Any]) -> dict[str, tuple[
     with torch.device("meta"):
         model = getattr(transformers, cls)(config)
     return {name: tuple(p.shape) for name, p in model.named_parameters()}
+
+
+def bundled_is_exact(config: str, cls: str, total: int) -> ModelSpec:
+    """The bundled ``config`` against transformers' ``cls`` built from its fields on the meta
+    device: every name and shape, and the total (``total``, as written in the test)."""
+    spec = load_spec(config)
+    fields = {k: v for k, v in spec.config.items() if k != "model_type"}
+    real = build(spec.model_type, cls, fields)
+    assert dict(spec.named_shapes()) == real
+    assert count(spec).total == numel(real) == total
+    return spec
 
 
 def numel(shapes: dict[str, tuple[int, ...]]) -> int:
@@ -327,11 +339,7 @@ ENC_DEC_BUNDLED = [
 
 @pytest.mark.parametrize(("config", "cls", "total"), ENC_DEC_BUNDLED)
 def test_encoder_decoder_bundled_config_is_exact(config: str, cls: str, total: int) -> None:
-    spec = load_spec(config)
-    fields = {k: v for k, v in spec.config.items() if k != "model_type"}
-    real = build(spec.model_type, cls, fields)
-    assert dict(spec.named_shapes()) == real
-    assert count(spec).total == numel(real) == total
+    bundled_is_exact(config, cls, total)
 
 
 def test_t5_lm_head_is_tied_whatever_the_config_says() -> None:

@@ -10,28 +10,16 @@ import json
 from typing import Any
 
 import pytest
+from test_against_transformers import matches_transformers
 
 from llmcalc import count, load_spec
 from llmcalc.flops import forward_flops_per_sequence, mixer_flops_per_token
 from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
-from llmcalc.spec import KDA, ModelSpec
+from llmcalc.spec import KDA
 from llmcalc.units import DType
-from llmcalc.verify import build_meta_model, figures, measure_forward
+from llmcalc.verify import measure_forward
 
 BUNDLED = "ling-3.0-flash"
-
-
-def matches_transformers(spec: ModelSpec) -> None:
-    """Names, shapes, total, embedding, lm_head and every layer's count equal the meta model's."""
-    pc = count(spec)
-    real = figures(build_meta_model(spec), spec.num_layers)
-    assert dict(spec.named_shapes()) == real.named_shapes
-    assert (pc.total, pc.embedding, pc.lm_head) == (real.total, real.embedding, real.lm_head)
-    ours = [0] * spec.num_layers
-    for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
-        for i in group.layers:
-            ours[i] = gc.per_layer
-    assert tuple(ours) == real.per_layer
 
 
 def test_bundled_totals_by_hand_and_against_transformers() -> None:

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 import pytest
+from test_against_transformers import matches_transformers
 
 from llmcalc import count, load_spec
 from llmcalc.families.qwen4_exp import is_prime, primes_from
@@ -24,27 +25,9 @@ from llmcalc.flops import (
 from llmcalc.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes_per_sequence
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
-from llmcalc.verify import build_meta_model, figures, measure_forward
+from llmcalc.verify import measure_forward
 
 BUNDLED = "qwen3.8-flash-next"
-
-
-def matches_transformers(spec: ModelSpec) -> None:
-    """Names, shapes, total, embedding, lm_head and every layer's count equal the meta model's.
-    transformers' embedding figure (every nn.Embedding) also holds the PLE layers' n-gram tables,
-    which llmcalc counts in their layers, where transformers builds them."""
-    pc = count(spec)
-    real = figures(build_meta_model(spec), spec.num_layers)
-    assert dict(spec.named_shapes()) == real.named_shapes
-    ngram = sum(pc.breakdown.get(k, 0) for k in ("layers/ple/ngram_embedding",))
-    assert (pc.total, pc.embedding + ngram, pc.lm_head) == (
-        real.total, real.embedding, real.lm_head)
-    assert sum(pc.breakdown.values()) == pc.total
-    ours = [0] * spec.num_layers
-    for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
-        for i in group.layers:
-            ours[i] = gc.per_layer
-    assert tuple(ours) == real.per_layer
 
 
 def test_bundled_total_and_tensors() -> None:
