@@ -52,6 +52,7 @@ class RawConfig:
     source: str | None
     expected: Mapping[str, Any]
     origin: Origin | None = None
+    notes: tuple[str, ...] = ()
 
 
 def load_spec(
@@ -123,6 +124,10 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
     elif _is_file(path):
         label = model
         origin = Origin("path", str(path))
+        from llmcalc.gguf_file import is_gguf_path
+
+        if is_gguf_path(path):
+            return _gguf_config(path, label, origin)
     else:
         found = bundled.find(model) if revision is None else None
         if found is None and revision is None and (raw := _family_default(model)) is not None:
@@ -157,6 +162,17 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
         raise ConfigError(label, "expected must be a mapping of figure names to values")
     name = hub_name or meta_name or data.get("_name_or_path") or _default_name(path)
     return RawConfig(path, label, data, str(name), source, expected, origin)
+
+
+def _gguf_config(path: Path, label: str, origin: Origin) -> RawConfig:
+    """A GGUF file: the config its metadata describes, the weights as the file stores them."""
+    from llmcalc import gguf_file, gguf_model
+
+    header = gguf_file.read_header(path, label)
+    fields = gguf_model.config_fields(header)
+    kind = header.file_type or ", ".join(header.bytes_by_type())
+    source = f"GGUF file {path.name} ({kind}; architecture {header.architecture})"
+    return RawConfig(path, label, fields, gguf_model.name_of(header, path), source, {}, origin)
 
 
 def _family_default(model: str) -> RawConfig | None:
@@ -323,7 +339,7 @@ def spec_from_raw(
     """Validate ``raw`` for its family and describe it as named tensors; a model_type without a
     family is measured on transformers' model instead (:mod:`llmcalc.measured`)."""
     fields = dict(raw.fields)
-    notes: list[str] = []
+    notes: list[str] = list(raw.notes)
     fam, model_type, fields = _pick_family(raw.label, fields, family, notes)
     fields = apply_overrides(fields, overrides, fam)
     if overrides:
@@ -351,7 +367,7 @@ def spec_from_raw(
     defaulted = cfg.defaulted()
     if defaulted:
         notes.append(f"not in config, {fam.config.transformers_class} default: " + ", ".join(defaulted))
-    return ModelSpec(
+    return _stored_parameters_note(ModelSpec(
         name=raw.name,
         model_type=model_type,
         family=fam.module,
@@ -371,7 +387,21 @@ def spec_from_raw(
         origin=raw.origin,
         parts=arch.parts,
         main_part=arch.main_part,
-    )
+    ))
+
+
+def _stored_parameters_note(spec: ModelSpec) -> ModelSpec:
+    """A GGUF file's description held to its tensor table: a difference is said in a note."""
+    q = spec.config.get("quantization_config")
+    if not isinstance(q, Mapping) or q.get("quant_method") != "gguf":
+        return spec
+    from dataclasses import replace
+
+    from llmcalc import gguf_model
+    from llmcalc.memory import weight_elements
+
+    note = gguf_model.parameter_note(q, weight_elements(spec))
+    return replace(spec, notes=(*spec.notes, note)) if note else spec
 
 
 def _pick_family(

@@ -115,11 +115,11 @@ def fit(
             show(*(Text(line) for line in finetune_explain(spec, ff.plan)))
         return
     # each model's stored format (its quantization_config) unless --dtype names one for all
-    formats = {resolve_format(spec, dtype) for _, spec in specs}
+    formats = {f.value: f for f in (resolve_format(spec, dtype) for _, spec in specs)}
     if len(formats) > 1:
         raise UsageError("the models store different formats (quantization_config): pass --dtype "
                          "to compare them at one")
-    [weights] = formats
+    [weights] = formats.values()
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
     from llmcalc.render import fit as r
