@@ -137,11 +137,20 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
                 raise ConfigError(model, "no such file")
             from llmcalc import hub  # huggingface_hub only for names that need it
 
+            if ":" in model:
+                from llmcalc import hub_gguf
+
+                picked = hub_gguf.split_selector(model)
+                if picked is not None:
+                    return _hub_gguf_config(picked[0], picked[1], revision)
             if not hub.looks_like_repo_id(model):
                 if revision is not None:
                     raise UsageError(f"--revision {revision}: only for a Hugging Face repo id (org/name)")
                 bundled.raise_unknown(model)
-            where = hub.find_config(model, revision)
+            try:
+                where = hub.find_config(model, revision)
+            except hub.GgufRepo:
+                return _hub_gguf_config(model, None, revision)
             path, label, hub_name = where.path, where.name, where.name
             origin = Origin(where.kind, str(path), where.repo_id, where.revision)
         else:
@@ -164,15 +173,32 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
     return RawConfig(path, label, data, str(name), source, expected, origin)
 
 
+def _hub_gguf_config(repo: str, selector: str | None, revision: str | None) -> RawConfig:
+    """A GGUF file of a Hub repo, its header read by range requests (llmcalc.hub_gguf)."""
+    from llmcalc import hub, hub_gguf
+
+    header, label = hub_gguf.find_gguf(repo, selector, revision)
+    rev = revision or hub.DEFAULT_REVISION
+    return _gguf_raw(header, Path(label.split(":", 1)[1]), label,
+                     Origin("hub", label, repo, rev), name=label)
+
+
 def _gguf_config(path: Path, label: str, origin: Origin) -> RawConfig:
     """A GGUF file: the config its metadata describes, the weights as the file stores them."""
-    from llmcalc import gguf_file, gguf_model
+    from llmcalc import gguf_file
 
-    header = gguf_file.read_header(path, label)
+    return _gguf_raw(gguf_file.read_header(path, label), path, label, origin)
+
+
+def _gguf_raw(header: Any, path: Path, label: str, origin: Origin, name: str | None = None
+              ) -> RawConfig:
+    from llmcalc import gguf_model
+
     fields = gguf_model.config_fields(header)
     kind = header.file_type or ", ".join(header.bytes_by_type())
     source = f"GGUF file {path.name} ({kind}; architecture {header.architecture})"
-    return RawConfig(path, label, fields, gguf_model.name_of(header, path), source, {}, origin)
+    return RawConfig(path, label, fields, name or gguf_model.name_of(header, path), source, {},
+                     origin)
 
 
 def _family_default(model: str) -> RawConfig | None:

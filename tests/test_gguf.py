@@ -247,3 +247,49 @@ def test_a_malformed_gguf_is_one_line(cli: Any, tmp_path: Path, content: bytes, 
     run = cli("count", str(path))
     assert run.code == 2
     assert run.stderr.strip() == f"error: {path}: {message}"
+
+
+def _run(tmp_path: Path, endpoint: str, *args: str, **env: str) -> Any:
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "HUGGING"))}
+    base.update(PYTHONPATH=str(Path(__file__).resolve().parent.parent), HF_HOME=str(tmp_path / "hf"),
+                HF_ENDPOINT=endpoint, HF_HUB_DISABLE_TELEMETRY="1", HF_HUB_DISABLE_XET="1",
+                HF_HUB_ETAG_TIMEOUT="5", LLMCALC_CACHE_DIR=str(tmp_path / "cache"), **env)
+    return subprocess.run([sys.executable, "-m", "llmcalc", *args], capture_output=True,
+                          text=True, env=base, cwd=tmp_path, timeout=120)
+
+
+def test_a_gguf_repo_is_read_by_range_requests(tmp_path: Path) -> None:
+    from fake_hub import FakeHub, serve
+
+    big = {**LLAMA, "vocab_size": 4096}  # 2.9 MB of Q8_0, far more than the first 1 MiB read
+    q8, q4 = tmp_path / "a-Q8_0.gguf", tmp_path / "a-Q4_K_M.gguf"
+    _, q8_bytes = write_gguf(q8, big, file_type=gguf.LlamaFileType.MOSTLY_Q8_0)
+    _, q4_bytes = write_gguf(q4, big, {"": Q.Q4_K, "output.weight": Q.Q6_K},
+                             file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
+    fake = FakeHub()
+    fake.add("org/a-GGUF", {q8.name: q8.read_bytes(), q4.name: q4.read_bytes(), "README.md": b""})
+    for hub in serve(fake):
+        r = _run(tmp_path, hub.url, "memory", "org/a-GGUF", "--json")
+        assert r.returncode == 0, r.stderr
+        data = json.loads(r.stdout)
+        assert data["model"] == "org/a-GGUF:a-Q4_K_M.gguf"
+        assert data["weights_bytes"] == q4_bytes
+        r = _run(tmp_path, hub.url, "count", "org/a-GGUF:Q8_0", "--json")
+        assert json.loads(r.stdout)["total_params"] == numel(big)
+        r = _run(tmp_path, hub.url, "memory", "org/a-GGUF:a-Q8_0.gguf", "--json")
+        assert json.loads(r.stdout)["weights_bytes"] == q8_bytes
+        gets = [(m, p, rng) for m, p, rng in hub.log if p.endswith(".gguf") and m == "GET"]
+        assert gets == [("GET", f"/org/a-GGUF/resolve/main/{q4.name}", "bytes=0-1048575"),
+                        ("GET", f"/org/a-GGUF/resolve/main/{q8.name}", "bytes=0-1048575")]
+        # the headers are kept: offline, the same answers
+        r = _run(tmp_path, hub.url, "memory", "org/a-GGUF:Q8_0", "--json", HF_HUB_OFFLINE="1")
+        assert r.returncode == 0, r.stderr
+        assert json.loads(r.stdout)["weights_bytes"] == q8_bytes
+        r = _run(tmp_path, hub.url, "count", "org/a-GGUF:Q2_K")
+        mb = [f"{p.stat().st_size / 10**6:.1f} MB" for p in (q4, q8)]
+        assert (r.returncode, r.stderr) == (2, "error: org/a-GGUF: no GGUF file 'Q2_K'; its "
+                                            f"files: Q4_K_M ({mb[0]}), Q8_0 ({mb[1]})\n")
