@@ -27,6 +27,7 @@ from llmcalc.limits import shown
 # llama.cpp keeps a few tensors that are not parameters in transformers: the Llama 3.1 RoPE scaling
 # factors it precomputes (``rope_freqs.weight``, a buffer there).
 NOT_PARAMETERS = ("rope_freqs.weight",)
+MAX_LAYERS_LISTED = 65_536
 
 
 class Hp:
@@ -150,7 +151,24 @@ def quantization_config(header: GgufHeader) -> dict[str, Any]:
         "expert_bytes": sum(t.nbytes for t in header.tensors if "_exps." in t.name),
         "parameters": header.parameters,
         "not_parameters": sum(t.elements for t in header.tensors if t.name in NOT_PARAMETERS),
+        "layer_bytes": layer_bytes(header),
+        "head_bytes": sum(t.nbytes for t in header.tensors
+                          if t.name in ("output.weight", "output_norm.weight", "output_norm.bias")),
     }
+
+
+def layer_bytes(header: GgufHeader) -> list[int]:
+    """Bytes of each block's tensors (``blk.N.*``), N = 0 … the block count − 1."""
+    count = header.metadata.get(f"{header.architecture}.block_count")
+    if not isinstance(count, int) or not 0 < count <= MAX_LAYERS_LISTED:
+        return []
+    out = [0] * count
+    for t in header.tensors:
+        if t.name.startswith("blk."):
+            index = t.name.split(".", 2)[1]
+            if index.isdigit() and int(index) < count:
+                out[int(index)] += t.nbytes
+    return out
 
 
 def summary(header: GgufHeader) -> str:

@@ -285,6 +285,8 @@ class StoredFormat(QuantFormat):
 
     stored: tuple[LayoutBytes, ...] = ()
     expert_bytes: int = 0
+    layer_bytes: tuple[int, ...] = ()  # blk.N.* by N, for a split between GPU and system memory
+    head_bytes: int = 0  # output and output_norm
 
 
 WeightFormat = DType | QuantFormat
@@ -372,7 +374,9 @@ def stored_gguf(q: Mapping[str, Any]) -> StoredFormat:
     kind = str(q.get("file_type") or "/".join(r.layout for r in rows))
     return StoredFormat(f"gguf {kind}", "as the GGUF file stores it", {}, "the file's tensor table",
                         kv_default=DType.fp16, stored=rows,
-                        expert_bytes=int(q.get("expert_bytes", 0)))
+                        expert_bytes=int(q.get("expert_bytes", 0)),
+                        layer_bytes=tuple(int(b) for b in q.get("layer_bytes") or ()),
+                        head_bytes=int(q.get("head_bytes", 0)))
 
 
 def is_routed_expert(t: Tensor) -> bool:

@@ -293,3 +293,19 @@ def test_a_gguf_repo_is_read_by_range_requests(tmp_path: Path) -> None:
         mb = [f"{p.stat().st_size / 10**6:.1f} MB" for p in (q4, q8)]
         assert (r.returncode, r.stderr) == (2, "error: org/a-GGUF: no GGUF file 'Q2_K'; its "
                                             f"files: Q4_K_M ({mb[0]}), Q8_0 ({mb[1]})\n")
+
+
+def test_offload_of_a_gguf_file_uses_its_layers_bytes(cli: Any, tmp_path: Path) -> None:
+    path = tmp_path / "model.gguf"
+    write_gguf(path, LLAMA, {"": Q.Q4_K, "ffn_down.weight": Q.Q6_K})
+    header = __import__("llmcalc.gguf_file", fromlist=["read_header"]).read_header(path)
+    blk = [sum(t.nbytes for t in header.tensors if t.name.startswith(f"blk.{i}."))
+           for i in range(3)]
+    kv = 2 * 3 * 2 * 64 * 2 * 1024 // 3  # f16 K and V of 1,024 tokens, a third per layer
+    run = cli("fit", str(path), "--offload", "--ctx", "1024", "--gpu-mem",
+              f"{(blk[1] + blk[2] + 2 * kv) * 10 // 9 + 9}B", "--gpu-bandwidth", "100GB/s",
+              "--json")
+    assert run.code == 0, run.stderr
+    data = run.json()
+    assert (data["layers"], data["gpu_layers"]) == (3, 2)
+    assert data["gpu_bytes"] == blk[1] + blk[2] + 2 * kv
