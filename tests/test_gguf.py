@@ -106,7 +106,8 @@ def write_gguf(path: Path, config: dict[str, Any], types: dict[str, Any] | None 
     written = 0
     for name, shape in tensors.items():
         kind = Q.F32 if len(shape) == 1 else next(
-            (t for suffix, t in (types or {}).items() if name.endswith(suffix)), Q.Q8_0)
+            (t for suffix, t in sorted((types or {}).items(), key=lambda kv: -len(kv[0]))
+             if name.endswith(suffix)), Q.Q8_0)
         numpy_shape = tuple(reversed(shape))
         if kind in (Q.F32, Q.F16):
             arr = np.zeros(numpy_shape, dtype=np.float32 if kind == Q.F32 else np.float16)
@@ -132,7 +133,7 @@ def numel(config: dict[str, Any]) -> int:
 def test_count_and_bytes_of_a_gguf_file(cli: Any, tmp_path: Path, config: dict[str, Any]) -> None:
     path = tmp_path / "model.gguf"
     types = {"ffn_down.weight": Q.Q6_K, "attn_v.weight": Q.Q6_K, "output.weight": Q.Q6_K,
-             "_exps.weight": Q.Q4_K}
+             "_exps.weight": Q.Q4_K, "token_embd.weight": Q.F16}
     _, written = write_gguf(path, config, {"": Q.Q4_K, **types},
                             file_type=gguf.LlamaFileType.MOSTLY_Q4_K_M)
     count = cli("count", str(path), "--json")
