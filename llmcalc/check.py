@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from llmcalc import bundled
-from llmcalc.config import load_spec
+from llmcalc.config import _is_dir, _is_file, load_spec
 from llmcalc.counting import count
 from llmcalc.errors import ConfigError, HubError, UsageError
 from llmcalc.limits import check_model_arg, escape, one_line, shown
@@ -94,7 +94,7 @@ class FigureCheck:
 
     expected: Expectation
     actual: int
-    at: Location | None = None  # the line of the figure under expected:
+    at: Location | None = None  # a failing figure: its line under expected:
 
     @property
     def ok(self) -> bool:
@@ -288,20 +288,6 @@ def _config_of(path: Path) -> Path:
     return path
 
 
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:  # a name too long for the file system …
-        return False
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:
-        return False
-
-
 def targets(args: Iterable[str | Path]) -> tuple[list[Target], list[Skipped]]:
     """What ``check ARGS…`` checks: paths as :func:`walk` finds them; a name that is no path but
     a bundled model or a Hugging Face repo id, read as ``count`` reads it."""
@@ -367,11 +353,11 @@ def _check_file(target: Target, *, verify: bool, write: bool) -> FileCheck:
         return FileCheck(label, "error", e.detail if e.source == label else str(e), at=at)
     except HubError as e:  # a repo id: the Hub unreachable, the repo missing or gated …
         return FileCheck(label, "error", str(e), at=Location(label))
-    lines = expected_lines(block.path) if expectations and block.path is not None else {}
-    figures = tuple(
-        FigureCheck(x, FIGURES[x.figure](spec), Location(block.label, lines.get(x.figure)))
-        for x in expectations
-    )
+    figures = tuple(FigureCheck(x, FIGURES[x.figure](spec)) for x in expectations)
+    if block.path is not None and not all(f.ok for f in figures):  # where to point, for CI
+        lines = expected_lines(block.path)
+        figures = tuple(replace(f, at=Location(block.label, lines.get(f.expected.figure)))
+                        for f in figures)
     comparisons: list[Comparison] = []
     if verify:
         try:

@@ -53,7 +53,7 @@ def test_bundled_configs_pass(cli: Any) -> None:
     assert gpt2["status"] == "pass"
     assert gpt2["figures"] == [
         {"figure": "total_params", "expected": 124_439_808, "rel": None, "actual": 124_439_808,
-         "ok": True, "line": 14}
+         "ok": True}
     ]
     assert data["summary"] == {"pass": len(files), "fail": 0, "error": 0}
 
@@ -107,7 +107,7 @@ def test_tolerance_message(cli: Any, write: Any) -> None:
     assert f["why"] == "total_params is 30,720, expected 30,700.0 ± 0.05%"
     assert f["figures"] == [
         {"figure": "total_params", "expected": 30_700.0, "rel": 0.0005, "actual": 30_720,
-         "ok": False, "line": 9}  # name, 6 fields, expected: then the figure
+         "ok": False}
     ]
 
 

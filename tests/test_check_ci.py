@@ -493,3 +493,13 @@ def test_action_installs_the_package_and_annotates(models: Path, tmp_path: Path)
     assert without_timing(check.stdout).splitlines() == [
         ANNOTATIONS[0], "2 files: 1 pass, 1 fail, 0 error"
     ]
+
+
+def test_the_docs_show_what_the_action_and_annotations_are() -> None:
+    """docs/check-ci.md quotes this page's annotations as printed, and lists every input."""
+    docs = (REPO / "docs" / "check-ci.md").read_text(encoding="utf-8")
+    (quoted,) = re.findall(r"```text\n(.*?)```", docs, flags=re.S)
+    assert without_timing(quoted).splitlines() == [*ANNOTATIONS, "4 files: 1 pass, 2 fail, 1 error"]
+    action = yaml.safe_load((REPO / "action.yml").read_text())
+    listed = re.findall(r"^\| `([\w-]+)` \|", docs, flags=re.M)
+    assert listed == list(action["inputs"])

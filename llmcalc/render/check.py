@@ -50,7 +50,6 @@ def file_json(f: FileCheck) -> dict[str, Any]:
                 "rel": x.expected.rel,
                 "actual": x.actual,
                 "ok": x.ok,
-                "line": x.at.line if x.at else None,
             }
             for x in f.figures
         ],
