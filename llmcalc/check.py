@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from llmcalc import bundled
-from llmcalc.config import _is_dir, _is_file, load_spec
+from llmcalc.config import _is_dir, _is_file, load_spec, parse_file
 from llmcalc.counting import count
 from llmcalc.errors import ConfigError, HubError, UsageError
 from llmcalc.limits import check_model_arg, escape, one_line, shown
@@ -389,8 +389,6 @@ class ExpectedBlock:
 def expected_block(target: Target, spec: ModelSpec) -> ExpectedBlock:
     """Where ``target`` keeps its expected figures; a config.json keeps them in the ``llmcalc.yaml``
     beside it (or, written by hand, in the config.json itself — not both)."""
-    from llmcalc.config import parse_file
-
     path = target.path
     if path is None or path.name != CONFIG_JSON or not _is_file(path.parent / SIDECAR):
         return ExpectedBlock(target.label, path, spec.expected)
