@@ -317,7 +317,8 @@ def check_file(
     target: Target | Path, *, label: str | None = None, verify: bool = False, write: bool = False
 ) -> FileCheck:
     """Validate one config file, compute its expected figures and (``verify``) build the model;
-    ``write`` first writes the computed figures into its ``expected:`` block (:func:`write_figures`).
+    ``write`` first writes the computed figures into its ``expected:`` block
+    (:func:`write_figures`).
 
     A missing transformers install is raised (:class:`MissingExtraError`): no file could be
     verified.
@@ -429,7 +430,9 @@ def write_figures(target: Target, block: ExpectedBlock, values: Mapping[str, int
     from llmcalc.yaml_write import write_expected
 
     if block.path is None or target.path is None:
-        raise ConfigError(target.label, "--write-expected: a repo id or bundled name has no file to write")
+        raise ConfigError(
+            target.label, "--write-expected: a repo id or bundled name has no file to write"
+        )
     if block.path.suffix not in CONFIG_SUFFIXES:
         flow = ", ".join(f"{k}: {v}" for k, v in values.items())
         if block.path.name != CONFIG_JSON:

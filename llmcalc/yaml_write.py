@@ -41,7 +41,9 @@ def write_expected(path: Path, label: str, values: Mapping[str, int]) -> list[Ch
         data, indent, block_seq_indent = load_yaml_guess_indent(text)
     except (YAMLError, RecursionError) as e:
         detail = " ".join(str(e).split())
-        raise ConfigError(label, f"--write-expected: cannot read it as a round trip: {detail}") from None
+        raise ConfigError(
+            label, f"--write-expected: cannot read it as a round trip: {detail}"
+        ) from None
     if not isinstance(data, CommentedMap):
         raise ConfigError(label, "--write-expected: the file is not a mapping of fields")
     block = data.get("expected")

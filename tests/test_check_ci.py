@@ -317,6 +317,19 @@ def test_write_expected_keeps_published_tolerances_and_adds_to_the_block(
     )
 
 
+def test_write_expected_into_a_flow_block(cli: Any, models: Path) -> None:
+    """A flow-style block is written by ruamel.yaml whole: comments and order kept."""
+    path = models / "flow.yaml"
+    path.write_text(f"# top\n{FIELDS}expected: {{layer_params: 1}}  # figures\nsource: x\n")
+    r = cli("check", str(path), "--write-expected", "--json")
+    assert r.code == 0
+    assert r.json()["files"][0]["why"].startswith("wrote layer_params 25,408 (was 1), total_params")
+    assert path.read_text() == (
+        f"# top\n{FIELDS}expected: {{layer_params: 25408, total_params: 30720}} # figures\n"
+        "source: x\n"
+    )  # (ruamel.yaml puts one space before the comment it carries)
+
+
 def test_write_expected_refuses_config_json_without_sidecar(cli: Any, models: Path) -> None:
     (models / "ckpt" / "llmcalc.yaml").unlink()
     before = (models / "ckpt" / "config.json").read_text()

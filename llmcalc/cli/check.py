@@ -74,7 +74,8 @@ def check(
         typer.Option(
             "--write-expected",
             help="Write each file's computed figures into its expected: block (exact integers; "
-            "comments and order kept), then check; a config.json's live in the llmcalc.yaml beside it.",
+            "comments and order kept), then check; a config.json's live in the llmcalc.yaml "
+            "beside it.",
         ),
     ] = False,
     as_json: JsonOpt = False,

@@ -81,7 +81,7 @@ def skipped_note(run: CheckRun) -> str | None:
 MAX_SKIPPED_NAMED = 20  # files a note names; --json and --format github list all
 
 
-# ---- GitHub Actions workflow commands -------------------------------------------------------------
+# ---- GitHub Actions workflow commands ------------------------------------------------------------
 # https://docs.github.com/actions/reference/workflow-commands-for-github-actions: a message escapes
 # %, CR and LF; a property (file=, title=) also ':' and ','.
 
@@ -128,7 +128,7 @@ def check_github(run: CheckRun) -> str:
     return "\n".join(lines) + "\n"
 
 
-# ---- JUnit XML -------------------------------------------------------------------------------------
+# ---- JUnit XML -----------------------------------------------------------------------------------
 # The Ant/Jenkins layout most CI systems read: <testsuites><testsuite><testcase> with a <failure>,
 # <error> or <skipped> child.
 
@@ -180,7 +180,7 @@ def _failure_lines(f: FileCheck) -> list[str]:
     return out
 
 
-# ---- GitLab Code Quality ---------------------------------------------------------------------------
+# ---- GitLab Code Quality -------------------------------------------------------------------------
 # https://docs.gitlab.com/ci/testing/code_quality/ (the report format): a JSON list of issues, each
 # with description, check_name, fingerprint, severity and location {path, lines {begin}}.
 
