@@ -82,11 +82,12 @@ MAX_SKIPPED_NAMED = 20  # files a note names; --json and --format github list al
 
 
 # ---- GitHub Actions workflow commands ------------------------------------------------------------
-# https://docs.github.com/actions/reference/workflow-commands-for-github-actions: a message escapes
-# %, CR and LF; a property (file=, title=) also ':' and ','.
+# https://docs.github.com/en/actions/reference/workflows-and-actions/workflow-commands: a message
+# escapes %, CR and LF; a property (file=, title=) also ':' and ','.
 
 
 def _gh_message(text: str) -> str:
+    # control characters are written out first (CR and LF too: one annotation is one line)
     return escape(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
