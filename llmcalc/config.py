@@ -27,10 +27,10 @@ from llmcalc.limits import (
     MAX_EXPANDED,
     MAX_LIST_ITEMS,
     MAX_META_CHARS,
-    MAX_MODEL_ARG,
     MAX_NESTING,
     MAX_SHOWN,
     MiB,
+    check_model_arg,
     longest_list,
     nesting_and_size,
     shown,
@@ -99,13 +99,7 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
     A path first, then a bundled name, then a repo id in the local Hugging Face cache or on the Hub.
     ``revision`` (a branch, tag or commit) asks for a repo id at that revision, skipping bundled names.
     """
-    if len(model) > MAX_MODEL_ARG:
-        raise UsageError(
-            f"model {shown(model[:40])}: {len(model):,} characters; names and paths are read up "
-            f"to {MAX_MODEL_ARG:,}"
-        )
-    if "\x00" in model:
-        raise UsageError(f"model {shown(model)}: contains a NUL character")
+    check_model_arg(model)
     path = Path(model).expanduser()
     hub_name: str | None = None
     if revision is not None and (_is_dir(path) or _is_file(path)):

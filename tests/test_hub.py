@@ -188,6 +188,19 @@ def test_missing_repo(llmcalc: Any, hub: FakeHub) -> None:
     )
 
 
+def test_check_takes_repo_ids_as_count_does(llmcalc: Any, hub: FakeHub) -> None:
+    r = llmcalc("check", "org/tiny", "org/nothing-here", "--json", endpoint=hub.url)
+    assert r.code == 2, r.stderr
+    tiny, missing = r.json()["files"]
+    assert (tiny["file"], tiny["model"], tiny["status"], tiny["why"]) == (
+        "org/tiny", "org/tiny", "pass", "nothing expected: valid"
+    )
+    assert (missing["status"], missing["why"]) == (
+        "error", "org/nothing-here: no such model repo on the Hub (a private one needs HF_TOKEN "
+        "with access)",
+    )
+
+
 def test_a_gguf_only_repo_reads_its_q4_k_m_file(llmcalc: Any, hub: FakeHub) -> None:
     r = llmcalc("count", "org/tiny-GGUF", endpoint=hub.url)
     assert (r.code, r.stderr) == (
