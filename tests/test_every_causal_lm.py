@@ -4,7 +4,7 @@ Walks ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``: a type in ``MODEL_TYPES`` is built 
 own default config for it, shrunk (few layers, small widths, so a model builds in milliseconds on the
 meta device), and llmcalc's formula must give every tensor name and shape and the total; a type
 llmcalc does not count must be in ``NOT_COUNTED`` (llmcalc/families/not_counted.py) with a reason,
-and that table must be the one the README shows. A whole model llmcalc counts with its parts (the
+and that table must be the one docs/models.md shows. A whole model llmcalc counts with its parts (the
 …ForConditionalGeneration of BART and Whisper, whose …ForCausalLM is their decoder alone; the
 …ForMaskedLM of BERT and RoBERTa, whose causal-LM class has the same tensors) is built with the
 class llmcalc counts (``llmcalc.verify.model_class``).
@@ -13,10 +13,10 @@ class llmcalc counts (``llmcalc.verify.model_class``).
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import docs
 
 from llmcalc import count, spec_from_dict
 from llmcalc.families import MODEL_TYPES
@@ -29,8 +29,8 @@ from transformers.models.auto.modeling_auto import (  # noqa: E402
 )
 
 CAUSAL_LM = sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-README = Path(__file__).resolve().parent.parent / "README.md"
-HEADING = "### Causal-LM types not counted"
+README = docs.page("docs/models.md")
+HEADING = "## Causal-LM types not counted"
 
 # Small sizes put over the default config's, where it has the field: 3 layers, d = 64,
 # 8 heads of 16 (2 kv heads), ff 96, vocab 512; per-layer lists are dropped so that the config
@@ -188,9 +188,9 @@ def _numel(shape: tuple[int, ...]) -> int:
 
 
 def readme_table() -> list[tuple[str, str]]:
-    """(model_type, reason) rows of the README table under ``HEADING``."""
+    """(model_type, reason) rows of the docs/models.md table under ``HEADING``."""
     text = README.read_text(encoding="utf-8")
-    assert HEADING in text, f"README.md has no '{HEADING}' section"
+    assert HEADING in text, f"docs/models.md has no '{HEADING}' section"
     section = text.split(HEADING, 1)[1].split("\n#", 1)[0]
     rows = []
     for line in section.splitlines()[1:]:

@@ -68,12 +68,12 @@ def test_docstring_example_runs() -> None:
 
 
 def test_readme_mentions_every_command_and_option() -> None:
-    """The README documents what the CLI offers; a new command or option without a word there fails."""
-    from pathlib import Path
-
+    """The README and docs/ document what the CLI offers; a new command or option without a word there
+    fails."""
     import typer.main
+    from helpers import docs
 
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = docs.all_text()
     group = typer.main.get_command(app)
     missing = []
     for name, command in group.commands.items():  # type: ignore[attr-defined]

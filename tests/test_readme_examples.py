@@ -1,7 +1,8 @@
-"""Every `llmcalc …` command the README shows runs, exits as documented and prints sane figures.
+"""Every `llmcalc …` command the README and the docs/ pages show runs, exits as documented and prints
+sane figures.
 
-Commands are read from the README's ```sh blocks (a trailing backslash continues a line, `#` starts
-a comment) and from `$ llmcalc …` lines in other blocks, whose output the README quotes. The files
+Commands are read from each page's ```sh blocks (a trailing backslash continues a line, `#` starts
+a comment) and from `$ llmcalc …` lines in other blocks, whose output the page quotes. The files
 the examples name (path/to/config.json, bad.json, my-model.yaml, models/) are written into a
 temporary folder first; only `verify path/to/checkpoint/` (needs safetensors files, tested in
 test_verify.py) and `--verify` over every bundled config (what `make test` runs after the suite)
@@ -18,11 +19,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import docs
 
 from llmcalc import bundled, load_spec
 
-REPO = Path(__file__).resolve().parent.parent
-README = (REPO / "README.md").read_text(encoding="utf-8")
+REPO = docs.REPO
+README = docs.text(docs.README)
+DOCS = docs.all_text()  # README.md and docs/*.md
 
 SKIP = {
     "llmcalc verify path/to/checkpoint/": "needs safetensors files: tests/test_verify.py",
@@ -34,7 +37,7 @@ SKIP = {
 
 def readme_commands() -> list[str]:
     commands = []
-    for lang, body in re.findall(r"```(\w*)\n(.*?)```", README, flags=re.S):
+    for lang, body in re.findall(r"```(\w*)\n(.*?)```", DOCS, flags=re.S):
         joined = body.replace("\\\n", " ")
         for line in joined.splitlines():
             line = line.strip()
@@ -53,7 +56,7 @@ def readme_commands() -> list[str]:
 def readme_quoted_outputs() -> dict[str, str]:
     """`$ llmcalc …` followed by the lines it prints, up to the end of the block."""
     quoted = {}
-    for body in re.findall(r"```\w*\n(\$ llmcalc .*?)```", README, flags=re.S):
+    for body in re.findall(r"```\w*\n(\$ llmcalc .*?)```", DOCS, flags=re.S):
         first, _, rest = body.partition("\n")
         quoted[first[2:].strip()] = rest
     return quoted
@@ -66,6 +69,13 @@ PERCENT = re.compile(r"([+-]?\d[\d,]*(?:\.\d+)?)%")
 def test_the_readme_has_examples() -> None:
     assert len(COMMANDS) >= 20
     assert "llmcalc count gpt2-medium" in COMMANDS
+    front = [c for c in COMMANDS if c in README]
+    assert len(front) >= 10  # the front page's own examples
+
+
+def test_every_docs_page_is_linked_from_the_readme() -> None:
+    for path in docs.PAGES[1:]:
+        assert f"](docs/{path.name})" in README, f"README.md does not link docs/{path.name}"
 
 
 @pytest.fixture
@@ -125,8 +135,8 @@ def test_install_hints_name_the_distribution() -> None:
     assert re.search(r'^name = "llmcalc-exact"$', pyproject, flags=re.M)
     assert re.search(r'^llmcalc = "llmcalc.cli:run"$', pyproject, flags=re.M)
     assert "pip install 'llmcalc-exact[verify]'" in str(MissingExtraError("verify"))
-    assert not re.search(r"pip install '?llmcalc[\[' ]", README)
-    assert '["llmcalc"]' not in README
+    assert not re.search(r"pip install '?llmcalc[\[' ]", DOCS)
+    assert '["llmcalc"]' not in DOCS
 
 
 def test_pre_commit_hook_is_shipped() -> None:
@@ -140,4 +150,4 @@ def test_pre_commit_hook_is_shipped() -> None:
     assert re.search(hook["files"], "configs/llama-2-7b.yaml")
     assert re.search(hook["files"], "models/mine/config.json")
     assert not re.search(hook["files"], ".pre-commit-config.yaml")
-    assert "id: llmcalc-check" in README
+    assert "id: llmcalc-check" in DOCS

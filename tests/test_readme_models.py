@@ -1,23 +1,23 @@
-"""The README's table of supported model types is true: every type it claims has a bundled config
-that matches the transformers model built from it, and every supported type is in the table.
+"""The table of supported model types (docs/models.md) is true: every type it claims has a bundled
+config that matches the transformers model built from it, and every supported type is in the table.
 
 ``python tests/test_readme_models.py`` prints the table as it should read, from ``MODEL_TYPES`` and
-the bundled configs, to paste into README.md.
+the bundled configs, to paste into docs/models.md.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
+from helpers import docs
 
 from llmcalc import bundled, count, load_spec
 from llmcalc.families import MODEL_TYPES
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-HEADING = "## Supported model types"
+README = docs.page("docs/models.md")
+HEADING = "# Supported model types"
 COLUMNS = ["model_type", "family module", "example config", "verified against transformers"]
 VERIFIED = "✓"
 # whole classes transformers builds only with timm, which the test environment cannot import beside
@@ -48,8 +48,8 @@ def _cell(text: str) -> str:
 
 def readme_rows(text: str) -> list[Row]:
     """The rows of the table that follows the "Supported model types" heading."""
-    assert HEADING in text, f"README.md has no '{HEADING}' section"
-    section = re.split(r"\n##+ ", text.split(HEADING, 1)[1], maxsplit=1)[0]
+    assert HEADING in text, f"docs/models.md has no '{HEADING}' section"
+    section = re.split(r"\n#+ ", text.split(HEADING, 1)[1], maxsplit=1)[0]
     lines = [ln for ln in section.splitlines() if ln.startswith("|")]
     assert lines, "the section has no table"
     header = [c.strip() for c in lines[0].strip("|").split("|")]
