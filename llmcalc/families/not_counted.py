@@ -1,8 +1,9 @@
 """The causal-LM model types of transformers 5.24 that llmcalc does not count, each with the reason.
 
-``tests/test_every_causal_lm.py`` walks transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`` and
-requires every type to be either counted exactly (it is in ``MODEL_TYPES``) or listed here;
-docs/models.md shows this table (checked by the same test). A type leaves the table when a family counts it.
+``tests/families/test_every_causal_lm.py`` walks transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``
+and requires every type to be either counted exactly (it is in ``MODEL_TYPES``) or listed here;
+docs/models.md shows this table (checked by the same test). A type leaves the table when a family
+counts it.
 """
 
 from __future__ import annotations
