@@ -8,8 +8,6 @@ from llmcalc.check import CheckRun, FileCheck
 from llmcalc.render.grid import Col, Grid
 from llmcalc.render.verify import verify_json
 
-STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red"}
-
 
 def summary(run: CheckRun) -> str:
     if not run.files:
