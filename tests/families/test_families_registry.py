@@ -13,3 +13,7 @@ def test_family_entry_resolves(model_type: str) -> None:
     assert issubclass(fam.config, FamilyConfig)
     assert callable(fam.describe)
     assert fam.config.transformers_class, model_type
+
+
+def test_the_table_is_in_alphabetical_order() -> None:
+    assert list(MODEL_TYPES) == sorted(MODEL_TYPES)
