@@ -458,14 +458,14 @@ def test_dsa_explain_states_the_source() -> None:
 
 def decoder_coverage() -> tuple[list[str], list[str]]:
     """(decoder-only causal-LM types, those of them counted by formula). Out of scope: the types
-    NOT_COUNTED lists as encoder–decoder, encoder, multimodal, state-space or not
-    buildable from transformers' default."""
+    NOT_COUNTED lists as encoder–decoder, encoder, multimodal or not buildable from transformers'
+    default."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
 
     from llmcalc.families import MODEL_TYPES
     from llmcalc.families import not_counted as nc
 
-    out_of_scope = (nc.ENC_DEC, nc.ENCODER, nc.MULTIMODAL, nc.SSM, nc.NO_DEFAULT)
+    out_of_scope = (nc.ENC_DEC, nc.ENCODER, nc.MULTIMODAL, nc.NO_DEFAULT)
     decoders = [
         t
         for t in sorted(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
