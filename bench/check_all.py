@@ -1,6 +1,6 @@
 """Benchmark: `llmcalc check configs/` (no --verify) over every bundled config, in a child process.
 
-Budget (issue 5): within 2 s, start-up of the CLI included. Prints the wall time and peak RSS
+Budget: within 2 s, start-up of the CLI included. Prints the wall time and peak RSS
 (resource.getrusage of the child) of the best of a few runs; exits 1 when over budget.
 
     python bench/check_all.py

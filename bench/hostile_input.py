@@ -1,4 +1,4 @@
-"""Benchmark: the hostile-input corpus of the test suite (tests/hostile.py), every case through the
+"""Benchmark: the hostile-input corpus of the test suite (tests/helpers/hostile.py), every case through the
 CLI entry point in a capped child, against a baseline run in the same command — plain
 `llmcalc count gpt2` (and `verify gpt2` for the cases that build with transformers) through the
 same runner.
@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from hostile import Case, run_cases, write_corpus  # noqa: E402
+from helpers.hostile import Case, run_cases, write_corpus  # noqa: E402
 
 BASELINE_RUNS = 5
 

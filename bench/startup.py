@@ -4,7 +4,7 @@ The floor is a process that only imports the libraries llmcalc is built on
 (`python -c "import typer, rich.console, pydantic, yaml"`); each command runs as the `llmcalc`
 console script does (`from llmcalc.cli import main; main()`), on a bundled model, printing its
 table. Runs alternate (floor, count, flops, memory, floor, …); we print the medians and each
-command's ratio to the floor. The target (issue 14) is a ratio of at most 1.25.
+command's ratio to the floor. The target is a ratio of at most 1.25.
 
 llmcalc is byte-compiled first, as `pip install` does. Usage:
     python bench/startup.py [MODEL] [--runs N]

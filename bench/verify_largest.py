@@ -1,6 +1,6 @@
 """Benchmark: `llmcalc verify` on the largest bundled config, in a child process.
 
-Budget (issue 5): within 60 s and 2 GB peak RSS on a 2-core machine. The child builds the
+Budget: within 60 s and 2 GB peak RSS on a 2-core machine. The child builds the
 transformers model on the meta device (no weights) and compares every tensor; this script prints
 its wall time and peak RSS (resource.getrusage of the child) and exits 1 when over budget.
 

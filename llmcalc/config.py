@@ -9,7 +9,6 @@ imported only then). Every failure is a :class:`ConfigError` naming the file and
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,23 +21,20 @@ from pydantic import ValidationError
 from llmcalc import bundled
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
+from llmcalc.files import YAML_SUFFIXES, parse_file
+from llmcalc.files import check_shape as _check_shape
+from llmcalc.files import is_dir as _is_dir
+from llmcalc.files import is_file as _is_file
 from llmcalc.limits import (
-    MAX_CONFIG_BYTES,
-    MAX_EXPANDED,
-    MAX_LIST_ITEMS,
     MAX_META_CHARS,
-    MAX_NESTING,
-    MAX_SHOWN,
-    MiB,
     check_model_arg,
-    longest_list,
-    nesting_and_size,
     shown,
 )
 from llmcalc.spec import ModelSpec, Origin
+from llmcalc.validation import quoted as _json
+from llmcalc.validation import validation_message as _validation_message
 
 META_KEYS = ("name", "source", "expected")
-YAML_SUFFIXES = (".yaml", ".yml")
 
 
 @dataclass(frozen=True)
@@ -204,149 +200,6 @@ def _family_default(model: str) -> RawConfig | None:
         return None
     name = f"{model.strip()} (transformers defaults)"
     return RawConfig(Path(name), name, fields, name, family_defaults.source(model.strip()), {})
-
-
-def _is_dir(path: Path) -> bool:
-    try:
-        return path.is_dir()
-    except OSError:  # a name too long for the file system, a loop of links …
-        return False
-
-
-def _is_file(path: Path) -> bool:
-    try:
-        return path.is_file()
-    except OSError:
-        return False
-
-
-def read_text(path: Path, label: str, *, limit: int = MAX_CONFIG_BYTES) -> str:
-    """A text file of at most ``limit`` bytes (the cap is checked before it is read whole)."""
-    try:
-        with path.open("rb") as f:
-            raw = f.read(limit + 1)
-    except OSError as e:
-        raise ConfigError(label, f"cannot read file ({e.strerror})") from None
-    if len(raw) > limit:
-        raise ConfigError(label, f"file is larger than {limit // MiB} MiB, the most llmcalc reads")
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise ConfigError(label, "file is not UTF-8 text") from None
-
-
-def parse_json(text: str, label: str) -> Any:
-    """JSON with unique keys, integers of up to 4,300 digits and bounded nesting."""
-    try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
-    except _DuplicateKey as e:
-        raise ConfigError(
-            label, f"duplicate key {shown(e.key)} in JSON (which value is meant?)"
-        ) from None
-    except json.JSONDecodeError as e:
-        raise ConfigError(
-            label, f"invalid JSON at line {e.lineno}, column {e.colno}: {e.msg}"
-        ) from None
-    except RecursionError:
-        raise ConfigError(label, f"JSON nests more than {MAX_NESTING} levels deep") from None
-    except ValueError:  # int() of more than 4,300 digits (sys.get_int_max_str_digits)
-        raise ConfigError(label, "invalid JSON: a number has more than 4,300 digits") from None
-    _check_shape(data, label, "JSON")
-    return data
-
-
-def _check_shape(data: Any, label: str, kind: str) -> None:
-    depth, size = nesting_and_size(data)
-    if depth > MAX_NESTING:
-        raise ConfigError(label, f"{kind} nests more than {MAX_NESTING} levels deep")
-    if size > MAX_EXPANDED:
-        raise ConfigError(
-            label,
-            f"{kind} expands to more than {MAX_EXPANDED:,} values and characters "
-            "(aliases repeating aliases?)",
-        )
-    if longest_list(data) > MAX_LIST_ITEMS:
-        raise ConfigError(label, f"{kind} has a list of more than {MAX_LIST_ITEMS:,} entries")
-
-
-def parse_file(path: Path, label: str) -> dict[str, Any]:
-    """JSON or YAML (by suffix) into a mapping; safe YAML only."""
-    text = read_text(path, label)
-    if not text.strip():
-        raise ConfigError(label, "file is empty")
-    if path.suffix in YAML_SUFFIXES:
-        data = _parse_yaml(text, label)
-        kind = "YAML"
-    else:
-        data = parse_json(text, label)
-        kind = "JSON"
-    if not isinstance(data, dict):
-        raise ConfigError(
-            label, f"expected a {kind} mapping of config fields, got {_kind_of(data)}"
-        )
-    return data
-
-
-class _DuplicateKey(Exception):
-    def __init__(self, key: str) -> None:
-        self.key = key
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object whose keys are all different (json keeps the last of two silently)."""
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise _DuplicateKey(key)
-        out[key] = value
-    return out
-
-
-class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
-    """The safe YAML loader (no Python objects), refusing a key given twice in one mapping and a
-    key that is a list or mapping. Merge keys (``<<: *base``) are YAML and work: a key given in the
-    mapping itself overrides a merged one, as the merge-key spec says."""
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        seen = set()
-        for key_node, _ in node.value:
-            if key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node, deep=deep)
-            try:
-                hash(key)
-            except TypeError:
-                raise _BadYAMLKey("a mapping key must be a string or number, not a list or mapping",
-                                  key_node.start_mark) from None
-            if key in seen:
-                raise _BadYAMLKey(f"duplicate key {shown(key)}", key_node.start_mark)
-            seen.add(key)
-        return super().construct_mapping(node, deep)
-
-
-class _BadYAMLKey(yaml.MarkedYAMLError):
-    def __init__(self, problem: str, mark: Any) -> None:
-        super().__init__(problem=problem, problem_mark=mark)
-
-
-def _parse_yaml(text: str, label: str) -> Any:
-    try:
-        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader, never constructs objects
-    except yaml.MarkedYAMLError as e:
-        mark = e.problem_mark or e.context_mark
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = (e.problem or e.context or "parse error").strip()
-        if isinstance(e, yaml.constructor.ConstructorError) and not isinstance(e, _BadYAMLKey):
-            problem = "tags that construct Python objects are not allowed"
-        raise ConfigError(label, f"invalid YAML{where}: {problem}") from None
-    except yaml.YAMLError as e:  # the reader's errors span two lines: keep them to one
-        raise ConfigError(label, "invalid YAML: " + " ".join(str(e).split())) from None
-    except RecursionError:
-        raise ConfigError(label, f"YAML nests more than {MAX_NESTING} levels deep") from None
-    except ValueError:  # int() of more than 4,300 digits (sys.get_int_max_str_digits)
-        raise ConfigError(label, "invalid YAML: a number has more than 4,300 digits") from None
-    _check_shape(data, label, "YAML")
-    return data
 
 
 def spec_from_raw(
@@ -534,36 +387,6 @@ def _field_names(fam: Family) -> set[str]:
     return names
 
 
-# pydantic error type → the message a person reads ({field}, {value} filled in)
-VALIDATION_MESSAGES = {
-    "missing": "missing required field {field}",
-    "int_type": "{field} must be an integer, got {value}",
-    "int_from_float": "{field} must be an integer, got {value}",
-    "int_parsing": "{field} must be an integer, got {value}",
-    "greater_than": "{field} must be a positive integer, got {value}",
-    "greater_than_equal": "{field} must be zero or more, got {value}",
-    "less_than_equal": "{field} must be at most 2^53 - 1 (9,007,199,254,740,991), got {value}",
-    "bool_type": "{field} must be true or false, got {value}",
-    "bool_parsing": "{field} must be true or false, got {value}",
-    "float_type": "{field} must be a number, got {value}",
-    "float_parsing": "{field} must be a number, got {value}",
-    "string_type": "{field} must be a string, got {value}",
-    "list_type": "{field} must be a list, got {value}",
-    "dict_type": "{field} must be a mapping, got {value}",
-}
-
-
-def _validation_message(e: ValidationError) -> str:
-    errors = e.errors()
-    first = errors[0]
-    field = ".".join(str(p) for p in first["loc"]) or "config"
-    template = VALIDATION_MESSAGES.get(first["type"], "{field}: " + first["msg"])
-    msg = template.format(field=field, value=_json(first.get("input")))
-    if len(errors) > 1:
-        msg += f" (and {len(errors) - 1} more)"
-    return msg
-
-
 def _supported(near: str | None = None) -> str:
     """The supported types in a few words (all of them no longer fit one line): the ones closest
     to ``near``, or a few well-known ones, and where the whole list is."""
@@ -574,21 +397,6 @@ def _supported(near: str | None = None) -> str:
     lead = "closest" if close else "e.g."
     return (f"{len(MODEL_TYPES)} model types, {lead} {named}; the README's "
             "\"Supported model types\" lists them all")
-
-
-def _json(value: Any) -> str:
-    """A value from a config as a message quotes it: JSON-like, escaped, cut short."""
-    if isinstance(value, str):
-        text = json.dumps(value[:MAX_SHOWN])  # control characters come out as \u001b
-        return text if len(value) <= MAX_SHOWN else text[:-1] + '…"'
-    if isinstance(value, bool) or value is None or isinstance(value, float):
-        return json.dumps(value)
-    return shown(value)
-
-
-def _kind_of(value: Any) -> str:
-    names = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
 def _default_name(path: Path) -> str:

@@ -31,7 +31,6 @@ Pure functions; nothing here prints. Sources, each used once below:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -41,6 +40,7 @@ from llmcalc.counting import count
 from llmcalc.errors import ParameterError
 from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.lora import LoraConfig, LoraCount, lora_count
+from llmcalc.planning import largest
 from llmcalc.quant import FORMATS, WeightFormat
 from llmcalc.spec import ModelSpec
 from llmcalc.training import (
@@ -204,20 +204,6 @@ def plan_finetune(
     )
 
 
-def _largest(fits: Callable[[int], bool], limit: int) -> int | None:
-    """The largest n in [1, limit] with fits(n) (fits is monotone: more never fits better)."""
-    if not fits(1):
-        return None
-    lo, hi = 1, limit
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if fits(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
-
-
 @dataclass(frozen=True)
 class FinetuneFit:
     """``fit --method``: the largest context (or micro-batch) and the plan at it."""
@@ -236,11 +222,11 @@ def fit_finetune(
     if ctx is not None and micro_batch is not None:
         raise ParameterError("{batch} and {ctx}: give one; fit finds the largest value of the other")
     if ctx is not None:
-        best = _largest(lambda b: plan_finetune(spec, ctx=ctx, micro_batch=b, **options).fits,
+        best = largest(lambda b: plan_finetune(spec, ctx=ctx, micro_batch=b, **options).fits,
                         limit)
         plan = plan_finetune(spec, ctx=ctx, micro_batch=best, **options) if best else None
         return FinetuneFit("micro_batch", limit, plan)
     b = micro_batch or 1
-    best = _largest(lambda c: plan_finetune(spec, ctx=c, micro_batch=b, **options).fits, limit)
+    best = largest(lambda c: plan_finetune(spec, ctx=c, micro_batch=b, **options).fits, limit)
     plan = plan_finetune(spec, ctx=best, micro_batch=b, **options) if best else None
     return FinetuneFit("ctx", limit, plan)

@@ -116,7 +116,7 @@ def fit(
     else:
         solve_for = "ctx"
         b = best_batch = batch or 1
-        best_ctx = _largest(lambda c: cache(b, c) <= budget, limit) if budget > 0 else None
+        best_ctx = largest(lambda c: cache(b, c) <= budget, limit) if budget > 0 else None
         limited = best_ctx == limit
     kv = cache(best_batch, best_ctx) if best_batch and best_ctx else None
     decode = (
@@ -148,7 +148,7 @@ def _largest_batch(per_sequence: int, budget: int) -> int | None:
     return budget // per_sequence if budget >= per_sequence else None
 
 
-def _largest(ok: Callable[[int], bool], limit: int) -> int | None:
+def largest(ok: Callable[[int], bool], limit: int) -> int | None:
     """The largest n in [1, limit] with ok(n) (ok is monotone: true, then false), or None."""
     if not ok(1):
         return None

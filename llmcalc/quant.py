@@ -166,9 +166,6 @@ Q6_K = _gguf("Q6_K", 210, 256, 18)
 
 # ---- roles ----------------------------------------------------------------------------------------
 
-ROLES = ("linear", "experts", "embedding", "lm_head", "router", "vector")
-
-
 def role(t: Tensor) -> str:
     """What a tensor is, for choosing its layout."""
     if len(t.shape) < 2 or (t.experts and len(t.shape) == 2 and not t.matmul):

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmcalc.errors import ConfigError
+from llmcalc.files import parse_json, read_text
 from llmcalc.limits import (
     MAX_CHECKPOINT_TENSORS,
     MAX_HEADER_BYTES,
@@ -281,8 +282,6 @@ def other_dtypes(rows: tuple[DTypeBytes, ...], dtype: str) -> tuple[str, ...]:
 
 def _weight_map(index: Path) -> dict[str, str]:
     label = str(index)
-    from llmcalc.config import parse_json, read_text
-
     data = parse_json(read_text(index, label, limit=MAX_INDEX_BYTES), label)
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(weight_map, dict) or not all(

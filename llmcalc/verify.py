@@ -812,30 +812,6 @@ def measure_forward_flops(
     return measure_forward(spec, num_layers=num_layers, seq_len=seq_len, batch=batch).flops
 
 
-def measure_kv_cache_bytes(
-    spec: ModelSpec,
-    *,
-    num_layers: int,
-    seq_len: int,
-    batch: int = 1,
-    static_cache: bool = True,
-    dtype: str = "bf16",
-) -> int:
-    """nbytes of the keys and values in the cache after a forward pass with ``use_cache=True``."""
-    m = measure_forward(
-        spec,
-        num_layers=num_layers,
-        seq_len=seq_len,
-        batch=batch,
-        use_cache=True,
-        static_cache=static_cache,
-        dtype=dtype,
-    )
-    if m.kv_cache_bytes is None:
-        raise ConfigError(spec.name, "the transformers model returned no cache")
-    return m.kv_cache_bytes
-
-
 def extrapolate_layers(one: int, two: int, *, num_layers: int) -> int:
     """A figure measured with 1 and 2 layers, carried linearly to ``num_layers`` alike layers."""
     return one + (num_layers - 1) * (two - one)

@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import importlib.abc
 import json
 import os
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -15,6 +17,23 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The spec cache of CLI runs (llmcalc/speccache.py) goes to a fresh folder, never ~/.cache.
 os.environ.setdefault("LLMCALC_CACHE_DIR", tempfile.mkdtemp(prefix="llmcalc-test-cache-"))
+
+
+# what a test marked `torch` may import; a run that leaves those tests out (`-m "not torch"`) is
+# held to that: the others import none of it, as where the verify extra is not installed
+HEAVY = {"torch", "transformers", "peft", "bitsandbytes", "accelerate", "torchvision", "timm"}
+
+
+class _Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name.split(".", 1)[0] in HEAVY:
+            raise ModuleNotFoundError(f"No module named {name!r} (a test not marked torch)", name=name)
+        return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "not torch" in (config.option.markexpr or ""):
+        sys.meta_path.insert(0, _Refuse())
 
 
 class Run:

@@ -16,16 +16,6 @@ from llmcalc.units import DType, parse_context, parse_count
 P = ParamSpec("P")
 R = TypeVar("R")
 
-# A MODEL that may be left out: the command then shows one row per bundled model (flops, memory).
-CatalogModelArg = Annotated[
-    Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Argument(
-        help="A bundled model name, a config.json, a checkpoint folder or a YAML file. "
-        "Without it: one row per bundled model.",
-        show_default=False,
-    ),
-]
-
 SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 

@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from llmcalc.spec import EXPERT, Attention, LayerGroup, LayerSet, MoE, Part, Run, Shape, Tensor
+from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Part, Run, Shape, Tensor
 
 # The largest size or count a config may give: 2⁵³ − 1, the largest integer a JSON reader in any
 # language keeps exact. Every product llmcalc forms from such numbers stays well inside a float's
@@ -273,17 +273,6 @@ def stacked_experts(name: str, component: str, num_experts: int, *shape: int) ->
     return Tensor(name, (num_experts, *shape), component, matmul=True, experts=num_experts)
 
 
-def expert_linear(
-    name: str, component: str, num_experts: int, out_f: int, in_f: int, *, bias: bool
-) -> list[Tensor]:
-    """One nn.Linear per routed expert, named with ``{e}``."""
-    assert EXPERT in name
-    return [
-        Tensor(t.name, t.shape, t.component, matmul=t.matmul, experts=num_experts)
-        for t in linear(name, component, out_f, in_f, bias=bias)
-    ]
-
-
 # ---- blocks shared by many families --------------------------------------------------------------
 
 
@@ -477,13 +466,6 @@ def planned_layers(
         tensors, attention = build(kind)
         groups.append(LayerGroup(kind, layers, tuple(tensors), attention))
     return tuple(groups)
-
-
-def grouped_layers(
-    kinds: Sequence[str], build: Callable[[str], tuple[Sequence[Tensor], Attention]]
-) -> tuple[LayerGroup, ...]:
-    """Layers of several kinds listed one per layer (a config's list): one group per kind."""
-    return planned_layers(plan_from_kinds(kinds), build)
 
 
 # ---- attention layer types (Gemma 2/3, Cohere 2, gpt-oss) -------------------------------------

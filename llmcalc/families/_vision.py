@@ -69,9 +69,9 @@ def read_sub(cls: type[FamilyConfig], fields: Mapping[str, Any], key: str) -> An
     try:
         return cls.read(fields)
     except ValidationError as e:
-        from llmcalc.config import _validation_message
+        from llmcalc.validation import validation_message
 
-        message = _validation_message(e)
+        message = validation_message(e)
         raise FieldError(f"{key}.", f"{key}.{message}") from None
 
 

@@ -239,7 +239,8 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
 
     FLOPs of the disentangled attention (He et al. 2021 §3.1): per token and term (c2p, p2c) its
     scores against 2·span relative positions; per sequence and layer the projections of the
-    2·span-row position table (FlopCounterMode equality in tests/test_h13b.py)."""
+    2·span-row position table (FlopCounterMode equality in
+    tests/families/test_encoders_and_seq2seq.py)."""
     _ = c.att_types  # validated by its type above
     d, v, h = c.hidden_size, c.vocab_size, c.num_attention_heads
     e = c.embedding_size or d

@@ -655,7 +655,7 @@ class Cohere2MoeConfig(GqaMoeConfig):
         return dict(sorted(plan.items(), key=lambda kv: next(iter(kv[1]))))
 
 
-# ---- more rows (issue 12) -------------------------------------------------------------------------
+# ---- more rows ------------------------------------------------------------------------------------
 
 
 class SolarOpenConfig(GqaMoeConfig):

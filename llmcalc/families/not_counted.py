@@ -1,20 +1,17 @@
 """The causal-LM model types of transformers 5.24 that llmcalc does not count, each with the reason.
 
-``tests/test_every_causal_lm.py`` walks transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`` and
-requires every type to be either counted exactly (it is in ``MODEL_TYPES``) or listed here; the
-README shows this table (checked by the same test). A type leaves the table when a family counts it.
+``tests/families/test_every_causal_lm.py`` walks transformers' ``MODEL_FOR_CAUSAL_LM_MAPPING_NAMES``
+and requires every type to be either counted exactly (it is in ``MODEL_TYPES``) or listed here;
+docs/models.md shows this table (checked by the same test). A type leaves the table when a family
+counts it.
 """
 
 from __future__ import annotations
 
-MOE = "mixture of experts: in progress (issue 12, MoE part)"
-SSM = "state-space, recurrent or linear-attention layers: issue 11"
-ENC_DEC = "decoder of an encoder–decoder model (cross-attention): issue 13"
-ENCODER = "encoder (masked-LM) model with a causal-LM head: issue 13"
-MULTIMODAL = "multimodal or composite model: issue 13"
+ENC_DEC = "decoder of an encoder–decoder model (cross-attention)"
+ENCODER = "encoder (masked-LM) model with a causal-LM head"
+MULTIMODAL = "multimodal or composite model"
 NO_DEFAULT = "transformers 5.24 cannot build its default config"
-DENSE_TODO = "dense decoder with its own structure: not yet counted (issue 12)"
-GEMMA4 = DENSE_TODO + " (per-layer embeddings and head dims, KV-shared layers, optional MoE block)"
 
 NOT_COUNTED: dict[str, str] = {
     "big_bird": ENCODER,

@@ -28,8 +28,6 @@ from llmcalc.families._base import (
 )
 from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
-CROSS_KV = ("cross_attn/k_proj", "cross_attn/v_proj")
-
 
 class T5Config(FamilyConfig):
     transformers_class = "T5Config"

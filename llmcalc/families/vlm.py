@@ -16,8 +16,8 @@ type is a row: its tower's names, its projector, how many image tokens reach the
   embedding into Persimmon).
 
 Per image, a part's FLOPs are its matrices times the tokens they meet plus bidirectional attention
-(flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language model's
-context, as the type's processor counts it.
+(tower_flops.part_flops); ``context_tokens`` on the tower is what one image adds to the language
+model's context, as the type's processor counts it.
 """
 
 from __future__ import annotations
@@ -703,7 +703,7 @@ FLAT_TEXT = ("num_key_value_heads", "head_dim", "layer_types", "sliding_window")
 
 def describe_qwen2_vl(c: Qwen2VLConfig) -> Architecture:
     from llmcalc import family_defaults
-    from llmcalc.flops import part_flops
+    from llmcalc.tower_flops import part_flops
 
     text = c.text()
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))

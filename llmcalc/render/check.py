@@ -10,8 +10,6 @@ from llmcalc.limits import escape
 from llmcalc.render.grid import Col, Grid
 from llmcalc.render.verify import verify_json
 
-STATUS_STYLE = {"pass": "green", "fail": "bold red", "error": "bold red"}
-
 
 def summary(run: CheckRun) -> str:
     if not run.files and run.changed is not None:

@@ -93,7 +93,7 @@ async def calc(request: Request) -> Response:
         body = await _body(request)
     except BodyTooLarge:
         return _json({"error": f"request body over {MAX_BODY // 1024} KiB"}, 413)
-    from llmcalc.config import parse_json
+    from llmcalc.files import parse_json
 
     try:  # the file loader's caps: nesting, digits, duplicate keys
         data = parse_json(body.decode("utf-8"), "request body")

@@ -1,0 +1,78 @@
+"""Shell completion (typer's --install-completion / --show-completion) and models from the local
+Hugging Face cache, both completed and counted by repo id."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import REPO
+
+from llmcalc import load_spec
+from llmcalc.cli._complete import complete_model
+
+
+@pytest.fixture
+def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A local hub cache holding one small model, tiny-org/tiny-gpt2, at refs/main."""
+    spec = load_spec("gpt2")
+    repo = tmp_path / "hub" / "models--tiny-org--tiny-gpt2"
+    snap = repo / "snapshots" / "abc123"
+    snap.mkdir(parents=True)
+    config = {**spec.config, "model_type": "gpt2", "n_layer": 2}
+    (snap / "config.json").write_text(json.dumps(config))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc123")
+    (tmp_path / "hub" / "models--no--config" / "snapshots" / "x").mkdir(parents=True)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    return tmp_path / "hub"
+
+
+def test_complete_bundled_names_and_repo_ids() -> None:
+    assert complete_model("llama-2") == ["llama-2-13b", "llama-2-70b", "llama-2-7b"]
+    assert "meta-llama/Llama-2-7b-hf" in complete_model("meta-llama/")
+    assert complete_model("MISTRAL-") == ["mistral-7b", "mistral-community/pixtral-12b"]
+
+
+def test_complete_and_count_from_the_local_cache(hub: Path, cli: Any) -> None:
+    assert complete_model("tiny-") == ["tiny-org/tiny-gpt2"]
+    assert complete_model("no/") == []  # a cached repo without a config.json is left out
+    data = cli("count", "tiny-org/tiny-gpt2", "--json").json()
+    assert data["num_layers"] == 2
+    assert data["total_params"] == 124_439_808 - 10 * 7_087_872
+
+
+def test_complete_files_and_folders(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my-model.yaml").write_text("{}")
+    (tmp_path / "my-ckpt").mkdir()
+    (tmp_path / "my-notes.txt").write_text("")
+    assert complete_model("my-") == ["my-ckpt/", "my-model.yaml"]
+
+
+def _shell(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    code = "import sys; sys.argv[0] = 'llmcalc'; from llmcalc.cli import run; run()"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(REPO), **env})
+
+
+def test_bash_completion_end_to_end() -> None:
+    out = _shell({"_LLMCALC_COMPLETE": "complete_bash", "COMP_WORDS": "llmcalc count qwen3-",
+                  "COMP_CWORD": "2"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["qwen3-0.6b", "qwen3-30b-a3b", "qwen3-8b", "qwen3-next-80b-a3b"]
+    out = _shell({"_LLMCALC_COMPLETE": "complete_bash", "COMP_WORDS": "llmcalc fl",
+                  "COMP_CWORD": "1"})
+    assert out.stdout.split() == ["flops"]
+
+
+def test_show_completion_prints_the_script() -> None:
+    out = _shell({}, "--show-completion", "bash")
+    assert out.returncode == 0, out.stderr
+    assert "_LLMCALC_COMPLETE=complete_bash" in out.stdout
+    assert "complete -o default -F _llmcalc_completion llmcalc" in out.stdout

@@ -1,0 +1,82 @@
+"""A supported model_type as MODEL: the transformers class defaults, stated in the output."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+
+from llmcalc import count, family_defaults, load_spec
+
+
+def test_llama_defaults_are_llama_2_7b() -> None:
+    spec = load_spec("llama")
+    assert count(spec).total == 6_738_415_616  # LlamaConfig() mirrors Llama-2-7B
+    assert spec.name == "llama (transformers defaults)"
+    assert spec.source == ("LlamaConfig() defaults of transformers 5.24.0 "
+                           "(AutoConfig.for_model('llama')), not a published checkpoint")
+
+
+def test_bundled_name_wins_over_model_type() -> None:
+    # "gpt2" is both a bundled config and a model type: the bundled file is used
+    assert load_spec("gpt2").name == "openai-community/gpt2"
+    assert count(load_spec("gpt2")).total == 124_439_808
+
+
+def test_cli_count_model_type_with_set(cli: Any) -> None:
+    run = cli("count", "llama", "--set", "hidden_size=2048", "--set", "num_hidden_layers=16",
+              "--json")
+    assert run.code == 0
+    data = run.json()
+    assert data["model"] == "llama (transformers defaults)"
+    assert data["total_params"] == 1_750_140_928
+    assert data["source"].startswith("LlamaConfig() defaults of transformers")
+    assert "changed with --set: hidden_size=2048, num_hidden_layers=16" in data["notes"]
+    text = cli("count", "mistral")
+    assert text.code == 0 and "mistral (transformers defaults)" in text.stdout
+
+
+def test_bad_default_is_one_line_error(cli: Any) -> None:
+    run = cli("count", "deepseek_v2")  # DeepseekV2Config() leaves num_experts_per_tok unset
+    assert run.code == 2
+    assert run.stderr == ("error: deepseek_v2 (transformers defaults): num_experts_per_tok must "
+                          "be an integer, got null\n")
+
+
+def test_model_type_does_not_import_transformers() -> None:
+    code = ("import sys; from llmcalc import load_spec, count; count(load_spec('mixtral'));"
+            "print([m for m in ('torch', 'transformers') if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_stored_defaults_match_installed_transformers() -> None:
+    pytest.importorskip("transformers")
+    import json
+
+    fresh = json.loads(json.dumps(family_defaults.generate()))
+    stored = json.loads(family_defaults.DATA.read_text(encoding="utf-8"))
+    assert fresh == stored, "regenerate with: python -m llmcalc.family_defaults"
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("model_type", ["gpt2", "llama", "mixtral", "gpt_neox"])
+def test_scratch_knobs_round_trip_through_the_cli(model_type: str, cli: Any) -> None:
+    from dataclasses import replace
+
+    from llmcalc import scratch
+
+    start = scratch.knobs_of(model_type)
+    assert scratch.build(start) == (model_type, [])  # the defaults need no --set
+    changed = replace(start, layers=start.layers + 1, vocab=1000, tied=not start.tied)
+    mt, sets = scratch.build(changed)
+    keys = scratch.KEYS[model_type]
+    assert sets == [f"{keys['layers']}={start.layers + 1}", f"{keys['vocab']}=1000",
+                    f"{keys['tied']}={'false' if start.tied else 'true'}"]
+    args = [w for s in sets for w in ("--set", s)]
+    want = cli("count", mt, *args, "--json").json()
+    got = count(load_spec(mt, overrides=sets))
+    assert got.total == want["total_params"]
+    assert want["num_layers"] == start.layers + 1 and want["vocab_size"] == 1000

@@ -1,0 +1,48 @@
+"""``--family X`` never gives a silently wrong total: unread size-like fields are named in a
+warning; unread experts or non-attention layer types refuse."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from helpers.configs import TINY_LLAMA
+
+LLAMA_LIKE = {**TINY_LLAMA, "model_type": "foo"}
+
+
+def test_unread_size_fields_are_named_in_a_warning(cli: Any, write: Any) -> None:
+    path = write("c.json", {**LLAMA_LIKE, "adapter_dim": 16, "vision_config": {"hidden_size": 8}})
+    r = cli("count", path, "--family", "llama", "--json")
+    assert r.code == 0
+    assert r.stderr == (
+        "warning: --family llama does not read: adapter_dim, vision_config (check the total)\n"
+    )
+    assert r.json()["total_params"] == 106_816
+    assert "--family llama does not read: adapter_dim, vision_config (check the total)" in r.json()["notes"]
+
+
+def test_a_plain_llama_like_config_gets_no_warning(cli: Any, write: Any) -> None:
+    r = cli("count", write("c.json", LLAMA_LIKE), "--family", "llama", "--json")
+    assert (r.code, r.stderr) == (0, "")
+
+
+def test_experts_the_family_does_not_read_refuse(cli: Any, write: Any) -> None:
+    path = write("c.json", {**LLAMA_LIKE, "num_local_experts": 8, "num_experts_per_tok": 2})
+    r = cli("count", path, "--family", "llama")
+    assert (r.code, r.stdout, r.stderr) == (
+        2,
+        "",
+        "error: --family llama: the config has num_local_experts, num_experts_per_tok, which llama "
+        "does not read and which change the count; leave out --family to measure it with "
+        "transformers\n",
+    )
+
+
+def test_hybrid_layer_types_refuse(cli: Any, write: Any) -> None:
+    path = write("c.json", {**LLAMA_LIKE, "layer_types": ["mamba", "full_attention"]})
+    r = cli("count", path, "--family", "llama")
+    assert (r.code, r.stderr) == (
+        2,
+        "error: --family llama: the config has layer_types (mamba), which llama does not read and "
+        "which change the count; leave out --family to measure it with transformers\n",
+    )

@@ -1,0 +1,103 @@
+"""Start-up: the spec cache of bundled configs, and the plain `llmcalc count MODEL` path that
+loads neither pydantic's validators nor typer's parsing (bench/startup.py measures the time)."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import REPO
+
+from llmcalc import load_spec, speccache
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("LLMCALC_CACHE_DIR", str(tmp_path))
+    return tmp_path
+
+
+def test_a_bundled_spec_is_validated_once_then_read(cache: Path) -> None:
+    calls = []
+
+    def validate() -> Any:
+        calls.append(1)
+        return load_spec("gpt2")
+
+    first = speccache.load("gpt2", validate)
+    second = speccache.load("openai-community/gpt2", validate)  # the same file, by repo id
+    assert calls == [1]
+    assert first == second == load_spec("gpt2")
+    assert [p.name.split("-")[0] for p in cache.glob("*.pickle")] == ["gpt2"]
+
+
+def test_a_changed_llmcalc_or_a_broken_entry_validates_again(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    speccache.load("gpt2", lambda: load_spec("gpt2"))
+    (entry,) = cache.glob("*.pickle")
+    entry.write_bytes(b"not a pickle")
+    assert speccache.load("gpt2", lambda: load_spec("gpt2")) == load_spec("gpt2")
+    assert isinstance(pickle.loads(entry.read_bytes()), type(load_spec("gpt2")))
+    monkeypatch.setattr(speccache, "_fingerprint", lambda: b"another version")
+    speccache.load("gpt2", lambda: load_spec("gpt2"))
+    assert len(list(cache.glob("*.pickle"))) == 2
+
+
+def test_off_local_files_and_unknown_names_bypass_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LLMCALC_CACHE_DIR", "")
+    assert speccache.folder() is None
+    assert speccache.load("gpt2", lambda: load_spec("gpt2")) == load_spec("gpt2")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "gpt2").mkdir()  # a local folder of that name wins over the bundled config
+    assert speccache.bundled_file("gpt2") is None
+    assert speccache.bundled_file("no-such-model") is None
+    assert speccache.bundled_file("x" * 5000) is None  # too long for a file name: no OSError
+
+
+def run_plain(*args: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
+    code = (
+        "import sys, atexit\n"
+        "atexit.register(lambda: print('LOADED', ','.join(sorted(m for m in sys.modules if m in "
+        "('pydantic.main', 'llmcalc.config', 'llmcalc.families', 'typer._adapters'))), "
+        "file=sys.stderr))\n"
+        "from llmcalc.cli import run\n"
+        "sys.argv = ['llmcalc', *sys.argv[1:]]\n"
+        "run()\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO), "LLMCALC_CACHE_DIR": str(cache_dir)}
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
+                          env=env)
+
+
+def test_plain_count_loads_no_validator_once_cached(tmp_path: Path) -> None:
+    cold = run_plain("count", "gpt2-medium", cache_dir=tmp_path)
+    warm = run_plain("count", "gpt2-medium", cache_dir=tmp_path)
+    assert cold.returncode == warm.returncode == 0
+    assert cold.stdout == warm.stdout
+    assert "llmcalc.config" in cold.stderr  # validated the first time
+    assert warm.stderr.strip() == "LOADED"  # then neither pydantic, the families nor typer parsing
+    assert "354,823,168" in warm.stdout
+
+
+@pytest.mark.parametrize("args", [("count", "gpt2", "llama-2-7b"), ("flops", "gemma-2-2b"),
+                                  ("memory", "mistral-7b"), ("count", "nope")])
+def test_plain_path_prints_what_typer_path_prints(tmp_path: Path, cli: Any,
+                                                  args: tuple[str, ...]) -> None:
+    plain = run_plain(*args, cache_dir=tmp_path)
+    parsed = cli(*args)
+    assert (plain.returncode, plain.stdout) == (parsed.code, parsed.stdout)
+    assert plain.stderr.startswith(parsed.stderr)
+
+
+def test_options_still_go_through_typer(tmp_path: Path) -> None:
+    out = run_plain("count", "gpt2", "--json", cache_dir=tmp_path)
+    assert out.returncode == 0 and "typer._adapters" in out.stderr
+    assert '"total_params": 124439808' in out.stdout

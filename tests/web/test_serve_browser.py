@@ -1,0 +1,260 @@
+"""The page in a real headless Chromium (Debian's /usr/bin/chromium, driven by Playwright).
+
+Every number read off the page must equal the CLI's --json for the same model; screenshots at
+1280×800 and 390×844 are written to ``build/screenshots/`` for a person to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from helpers import REPO
+
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+sync_api = pytest.importorskip("playwright.sync_api")
+pytestmark = pytest.mark.slow  # a real Chromium
+
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run",
+        "--disable-dev-shm-usage"]
+SHOTS = REPO / "build" / "screenshots"
+
+if not Path(CHROMIUM).exists():
+    if os.environ.get("CI"):
+        raise RuntimeError(f"{CHROMIUM} missing: .ci/run installs Debian's chromium")
+    pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)", allow_module_level=True)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    import uvicorn
+
+    from llmcalc.cli.serve import free_port
+    from llmcalc.web.app import create_app
+
+    port = free_port("127.0.0.1")
+    srv = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port,
+                                        log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=srv.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not srv.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("server did not start")
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}/"
+    srv.should_exit = True
+    thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
+    pg = context.new_page()
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    yield pg
+    context.close()
+    assert errors == []
+
+
+def settled(page: Any) -> None:
+    """Wait until every edit has been sent and its answer drawn."""
+    page.locator("body[data-idle='1']").wait_for(state="attached", timeout=20000)
+
+
+def edit(page: Any, selector: str, value: str) -> None:
+    page.fill(selector, value)
+    settled(page)
+
+
+def number(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_bundled_model_edited_equals_cli_json(server: str, page: Any, cli: Any) -> None:
+    page.goto(server)
+    settled(page)
+    edit(page, "#name", "gpt2-medium")
+    edit(page, "#knob-d_model", "1280")
+    edit(page, "#knob-layers", "30")
+    want = cli("count", "gpt2-medium", "--set", "n_embd=1280", "--set", "n_layer=30", "--json")
+    assert want.code == 0
+    data = want.json()
+    assert number(page.inner_text("#total")) == data["total_params"]
+    for key, value in data["breakdown"].items():
+        cell = page.locator(f'td[data-model="0"][data-key="{key}"]')
+        assert number(cell.inner_text()) == value, key
+    flops = cli("flops", "gpt2-medium", "--ctx", "4k", "--set", "n_embd=1280", "--set",
+                "n_layer=30", "--json").json()
+    assert number(page.inner_text('.flops-token[data-model="0"]')) == flops[
+        "forward_flops_per_token"]
+    assert number(page.inner_text('.crossover[data-model="0"]')) == flops["attention_crossover_ctx"]
+    memory = cli("memory", "gpt2-medium", "--ctx", "4k", "--set", "n_embd=1280", "--set",
+                 "n_layer=30", "--json").json()
+    assert number(page.inner_text('.memory-total[data-model="0"]')) == memory["total_bytes"]
+    commands = page.locator("#panel-params code.cli").all_inner_texts()
+    assert commands == ["llmcalc count gpt2-medium --set n_embd=1280 --set n_layer=30 --json"]
+
+
+def scratch(page: Any, values: dict[str, str], selects: dict[str, str], tied: bool) -> None:
+    page.check("input[name=mode][value=scratch]")
+    settled(page)
+    for key, value in selects.items():
+        page.select_option(f"#s-{key}", value)
+    for key, value in values.items():
+        page.fill(f"#s-{key}", value)
+    page.set_checked("#s-tied", tied)
+    settled(page)
+
+
+def test_from_scratch_gpt2_small_and_llama_2_7b(server: str, page: Any) -> None:
+    page.goto(server)
+    settled(page)
+    scratch(page, {"d_model": "768", "layers": "12", "heads": "12", "kv_heads": "12",
+                   "head_dim": "64", "d_ff": "3072", "vocab": "50257", "max_positions": "1024",
+                   "experts": "1", "top_k": "1"},
+            {"ffn": "gelu", "norm": "layernorm", "positions": "learned"}, tied=True)
+    assert page.inner_text("#total") == "124,439,808"
+    assert page.is_hidden("#error")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "scratch-gpt2.png"))
+    for key, value in {"d_model": "4096", "layers": "32", "heads": "32", "kv_heads": "32",
+                       "head_dim": "128", "d_ff": "11008", "vocab": "32000",
+                       "max_positions": "4096"}.items():
+        page.fill(f"#s-{key}", value)
+    page.select_option("#s-ffn", "swiglu")
+    page.select_option("#s-norm", "rmsnorm")
+    page.select_option("#s-positions", "rotary")
+    page.set_checked("#s-tied", False)
+    settled(page)
+    assert page.inner_text("#total") == "6,738,415,616"
+    cmd = page.locator("#panel-params code.cli").inner_text()
+    assert cmd == "llmcalc count llama --set max_position_embeddings=4096 --json"
+
+
+def test_shared_url_reproduces_the_view(server: str, page: Any, browser: Any) -> None:
+    page.goto(server)
+    settled(page)
+    edit(page, "#name", "llama-3.2-1b")
+    edit(page, "#ctx", "32k")
+    page.click("#add-model")
+    settled(page)
+    page.fill("#name", "qwen2.5-0.5b")
+    settled(page)
+    url = page.url
+    totals = page.locator("#params-table tr.total td.n").all_inner_texts()
+    flops = page.locator(".flops-token").all_inner_texts()
+    assert len(totals) == 2
+    other = browser.new_context(viewport={"width": 1280, "height": 800}).new_page()
+    other.goto(url)
+    settled(other)
+    assert other.locator("#params-table tr.total td.n").all_inner_texts() == totals
+    assert other.locator(".flops-token").all_inner_texts() == flops
+    assert other.input_value("#ctx") == "32k"
+    assert other.locator(".tab:not(.add)").count() == 2
+    other.context.close()
+
+
+def test_bad_pasted_config_shows_the_one_line_error(server: str, page: Any, cli: Any,
+                                                      write: Any) -> None:
+    page.goto(server)
+    settled(page)
+    page.check("input[name=mode][value=text]")
+    settled(page)
+    bad = ('{"model_type": "llama", "hidden_size": 770, "num_hidden_layers": 2, '
+           '"num_attention_heads": 12, "intermediate_size": 100, "vocab_size": 10}')
+    page.fill("#text", bad)
+    settled(page)
+    shown = page.inner_text("#error")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "bad-config.png"))
+    assert page.locator("#total").count() == 0  # nothing left over from the model before
+    assert page.locator(".export code.cli").count() == 0
+    run = cli("count", write("config.json", bad))
+    assert run.code == 2
+    detail = run.stderr.strip().split(": ", 2)[2]  # error: <path>: <detail>
+    assert shown == f"error: pasted config: {detail}"
+    assert shown == ("error: pasted config: num_attention_heads (12) must divide hidden_size "
+                     "(770) when head_dim is not given")
+
+
+def test_screenshots(server: str, browser: Any) -> None:
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    for width, height, name in ((1280, 800, "desktop"), (390, 844, "phone")):
+        context = browser.new_context(viewport={"width": width, "height": height},
+                                      device_scale_factor=1)
+        pg = context.new_page()
+        pg.goto(server + "#" + VIEW)
+        settled(pg)
+        pg.screenshot(path=str(SHOTS / f"{name}-{width}x{height}.png"))
+        pg.screenshot(path=str(SHOTS / f"{name}-full.png"), full_page=True)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= width
+        context.close()
+    assert (SHOTS / "desktop-1280x800.png").stat().st_size > 10_000
+
+
+VIEW = ("%7B%22models%22%3A%5B%7B%22name%22%3A%22llama-2-7b%22%2C%22set%22%3A%5B%5D%7D%2C%7B%22"
+        "name%22%3A%22mistral-7b%22%2C%22set%22%3A%5B%5D%7D%5D%2C%22active%22%3A0%2C%22settings"
+        "%22%3A%7B%22ctx%22%3A%224k%22%2C%22batch%22%3A%228%22%2C%22dtype%22%3A%22bf16%22%2C%22"
+        "kv_dtype%22%3A%22bf16%22%2C%22gpu%22%3A%22h100%22%2C%22gpus%22%3A1%2C%22tokens%22%3A%22"
+        "2T%22%2C%22ctx_max%22%3A%22128k%22%7D%7D")
+
+
+def test_exports_are_the_cli_json_exactly(server: str, page: Any, cli: Any) -> None:
+    page.goto(server)
+    settled(page)
+    edit(page, "#name", "llama-3.1-405b")
+    edit(page, "#tokens", "15T")
+
+    def download(panel: str, kind: str) -> str:
+        with page.expect_download() as got:
+            page.locator(f"#panel-{panel} .export a", has_text=kind).click()
+        assert got.value.suggested_filename == f"llmcalc-{panel}.{kind.lower()}"
+        return Path(got.value.path()).read_text(encoding="utf-8")
+
+    train = json.loads(download("train", "JSON"))
+    want = cli("train", "llama-3.1-405b", "--gpu", "h100", "--gpus", "1", "--ctx", "4k",
+               "--tokens", "15T", "--json").json()
+    assert train == [want]  # integers past 2^53 (training FLOPs) survive the page exactly
+    assert want["training_flops"] > 2**53
+    rows = download("params", "CSV").splitlines()
+    assert rows[0] == "model,key,params"
+    assert rows[-1] == "meta-llama/Llama-3.1-405B,total,405853388800"
+
+
+def test_a_dropped_yaml_file_becomes_the_model(server: str, page: Any) -> None:
+    page.goto(server)
+    settled(page)
+    text = ("name: my-model\nmodel_type: llama\nhidden_size: 2048\nnum_hidden_layers: 16\n"
+            "num_attention_heads: 32\nnum_key_value_heads: 8\nintermediate_size: 8192\n"
+            "vocab_size: 128256\ntie_word_embeddings: true\n")
+    dropped = page.evaluate_handle(
+        "t => { const d = new DataTransfer(); d.items.add(new File([t], 'config.yaml')); "
+        "return d; }", text)
+    page.dispatch_event("body", "drop", {"dataTransfer": dropped})
+    # the page reads the file asynchronously: wait until it is in the editor, then for its answer
+    page.wait_for_function("t => document.querySelector('#text').value === t", arg=text,
+                           timeout=20000)
+    settled(page)
+    assert page.input_value("#format") == "yaml"
+    assert page.input_value("#text") == text
+    assert page.inner_text("#total") == "1,235,814,400"  # Llama-3.2-1B's shape
+    assert page.locator(".tab.active").inner_text().startswith("my-model")
