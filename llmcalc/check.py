@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from llmcalc import bundled
-from llmcalc.config import _is_dir, _is_file, load_spec, parse_file
+from llmcalc.config import load_spec
 from llmcalc.counting import count
 from llmcalc.errors import ConfigError, HubError, UsageError
+from llmcalc.files import is_dir as _is_dir
+from llmcalc.files import is_file as _is_file
+from llmcalc.files import parse_file
 from llmcalc.limits import check_model_arg, escape, one_line, shown
 from llmcalc.safetensors_index import has_safetensors
 from llmcalc.spec import ModelSpec

@@ -16,8 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from llmcalc.config import _parse_yaml, parse_file, read_text
 from llmcalc.errors import ConfigError
+from llmcalc.files import _parse_yaml, parse_file, read_text
 
 # (figure, value before or None when new, value written)
 Change = tuple[str, Any, int]
