@@ -126,7 +126,7 @@ def _dropout(spec: ModelSpec) -> float:
 
 def unsupported(spec: ModelSpec) -> str | None:
     """Why the layer-kind model cannot describe ``spec``, or None when it can."""
-    if spec.parts if hasattr(spec, "parts") else False:
+    if spec.parts:
         return "a model with vision/audio towers or an encoder"
     for g in spec.layer_groups:
         a = g.attention
@@ -252,18 +252,17 @@ def layer_bytes_per_token(
 
 # transformers' ForCausalLMLoss upcasts the logits (logits.float()) and runs cross_entropy: the
 # fp32 log-probabilities (kept by log_softmax), at the start of backward their gradient and the
-# logits' gradient — 12 B per token and vocabulary entry; 16-bit logits add their own gradient's
-# cast (2 B).
+# logits' gradient — 12 B per token and vocabulary entry, whatever the logits' dtype (16-bit
+# logits are freed once upcast; their 16-bit gradient comes after the log-probabilities are gone).
 LOSS_BYTES_FP32 = 4 + 4 + 4
 
 
-def loss_bytes(*, tokens: int, vocab: int, p: Precision, loss: Loss = Loss.full,
+def loss_bytes(*, tokens: int, vocab: int, loss: Loss = Loss.full,
                chunk: int = 1024) -> int:
     """Bytes of the logits and the loss at the start of backward; chunked: ``chunk`` tokens at a
     time (plus the fp32 hidden states the chunks read, counted with the final norm)."""
     n = tokens if loss is Loss.full else min(tokens, chunk)
-    extra = 2 if p.act == 2 else 0
-    return n * vocab * (LOSS_BYTES_FP32 + extra)
+    return n * vocab * LOSS_BYTES_FP32
 
 
 # ---- a training step's peak -----------------------------------------------------------------------
@@ -376,7 +375,7 @@ def step_memory(
             t.numel * (len(grp.layers) if grp is not None else 1)
             for grp, ts in ((None, spec.tensors), *((g, g.tensors) for g in spec.layer_groups))
             for t in ts if t.matmul)
-    logits = loss_bytes(tokens=tokens, vocab=spec.shape.vocab_size, p=p, loss=loss)
+    logits = loss_bytes(tokens=tokens, vocab=spec.shape.vocab_size, loss=loss)
     acts = tokens * per_token + casts
     recomputed = tokens * largest_layer if recompute_full else 0
     static = weights + opt
@@ -386,3 +385,46 @@ def step_memory(
         start_of_backward=static + acts + max(logits, recomputed),
         optimizer_step=static + grads + temps,
     )
+
+
+# ---- inference: the prefill's transients ----------------------------------------------------------
+
+# Live h-wide tensors in a layer while a prompt runs through it without autograd (measured): the
+# residual stream, the norm's output, the block's output and the next residual sum.
+PREFILL_HIDDEN_LIVE = 4
+# Live ffn-wide tensors at the MLP's busiest moment: gated, act(gate), up and their product
+# (gate is freed once activated); a fused activation, fc's output and its own; gelu_new's ops four.
+PREFILL_MLP_LIVE_GATED = 3
+
+
+def _mlp_live(k: LayerKind) -> int:
+    return PREFILL_MLP_LIVE_GATED if k.gated else 1 + k.act_keeps
+
+
+def prefill_bytes(spec: ModelSpec, *, batch: int, tokens: int, act_bytes: int,
+                  kernel: Kernel = Kernel.sdpa, chunk: int | None = None) -> int:
+    """The largest transient of a prefill of ``tokens`` prompt tokens per sequence, beside the
+    weights and the cache: one layer's intermediates for every prompt token at once (or ``chunk``
+    tokens at a time, chunked prefill; the keys of a chunk still span the whole prompt).
+
+    MLP: live h- and ffn-wide tensors per token (PREFILL_*), MoE per routed token (its input, the
+    gated MLP, its output). Eager attention adds the a × s scores and their softmax per sequence
+    (fp32) and transformers' additive s × s mask (c B); sdpa/flash never build them.
+    """
+    require_supported(spec)
+    n = min(tokens, chunk) if chunk else tokens
+    c, h = act_bytes, spec.shape.hidden_size
+    worst = 0
+    for g in spec.layer_groups:
+        k = _layer_kind(spec, g)
+        if k.experts:
+            mlp = k.top_k * (2 * h + 4 * k.ffn)
+        else:
+            mlp = _mlp_live(k) * k.ffn
+        attn = 3 * k.heads * k.qk_dim + k.heads * k.v_dim
+        scores = 0
+        if kernel is Kernel.eager:
+            scores = batch * n * tokens * (2 * SOFTMAX_BYTES * k.heads + c)
+        hidden = PREFILL_HIDDEN_LIVE * h
+        worst = max(worst, batch * n * (hidden + mlp) * c, batch * n * (hidden + attn) * c + scores)
+    return worst

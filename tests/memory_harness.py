@@ -285,3 +285,68 @@ def measure_inference(case: Case, *, profiler: bool = False) -> Measured:
         base = _held(model) + ids.untyped_storage().nbytes()
         out.profiler = base + profiler_peak(lambda: _generate(case, model, ids))
     return out
+
+
+# ---- llmcalc's estimate of the same case ----------------------------------------------------------
+
+
+def estimate(case: Case) -> dict[str, int]:
+    """llmcalc's figures for ``case``: the peak and its parts (bytes), from the formulas alone."""
+    from llmcalc import activations as A
+    from llmcalc import memory
+    from llmcalc.config import spec_from_dict
+    from llmcalc.lora import LoraConfig, lora_count
+    from llmcalc.units import DType
+
+    spec = spec_from_dict(MODELS[case.model])
+    width = 4 if case.dtype == "fp32" else 2
+    if case.mode == "infer":
+        dt = DType(case.dtype)
+        w = memory.weight_bytes(spec, dtype=dt)
+        kv = memory.kv_cache_bytes(spec, batch=case.batch, ctx=case.seq + case.new_tokens, dtype=dt)
+        t = A.prefill_bytes(spec, batch=case.batch, tokens=case.seq, act_bytes=width,
+                            kernel=A.Kernel(case.attention))
+        return {"peak": w + kv + t, "weights": w, "kv cache": kv, "prefill": t}
+    lora = {}
+    if case.lora_r:
+        lc = lora_count(spec, LoraConfig(r=case.lora_r, alpha=2 * case.lora_r))
+        lora = {"lora_params": lc.trainable, "lora_r": case.lora_r,
+                "lora_adapters": sum(a.modules for a in lc.adapters)}
+    m = A.step_memory(spec, batch=case.batch, seq=case.seq,
+                      precision=A.Precision(width, case.amp), kernel=A.Kernel(case.attention),
+                      recompute_full=case.recompute == "full",
+                      optimizer=A.OptimizerImpl(case.optimizer), **lora)
+    return {"peak": m.peak, "weights": m.weights, "optimizer": m.optimizer,
+            "gradients": m.gradients, "activations": m.activations, "logits/loss": m.logits,
+            "temporaries": m.temporaries}
+
+
+def grid() -> list[Case]:
+    """The measured grid: dense (GPT-2, GELU, MHA), GQA + SwiGLU (Llama), MoE (Mixtral); fp32, bf16
+    and bf16 autocast; recompute none/full; eager/SDPA; LoRA; optimizers; inference at batch 1–4
+    and prompts up to 4k."""
+    cases: list[Case] = []
+    for model in MODELS:
+        cases += [
+            Case(model, "train", 2, 512),
+            Case(model, "train", 2, 512, amp=True),
+            Case(model, "train", 2, 512, attention="eager"),
+            Case(model, "train", 2, 512, recompute="full"),
+            Case(model, "train", 1, 1024, dtype="bf16"),
+            Case(model, "infer", 1, 4096),
+            Case(model, "infer", 4, 1024),
+            Case(model, "infer", 2, 2048, attention="eager"),
+        ]
+    cases += [
+        Case("llama", "train", 1, 1024, amp=True, recompute="full"),
+        Case("llama", "train", 2, 512, attention="eager", amp=True),
+        Case("llama", "train", 1, 512, optimizer="loop"),
+        Case("llama", "train", 1, 512, optimizer="fused"),
+        Case("llama", "train", 2, 512, lora_r=16),
+        Case("llama", "train", 2, 512, lora_r=16, recompute="full"),
+        Case("mixtral", "train", 2, 512, lora_r=8),
+        Case("llama", "infer", 1, 4096, attention="eager"),
+        Case("llama", "infer", 3, 1024, dtype="bf16"),
+        Case("gpt2", "infer", 1, 512),
+    ]
+    return cases

@@ -13,7 +13,6 @@ from llmcalc.render import gib, n, sci, short
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.training import (
-    ADAMW_BYTES,
     CHINCHILLA_TOKENS_PER_PARAM,
     ZERO_PARTITIONED,
     Recompute,
@@ -95,15 +94,20 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
     mem.add_column("bytes/param", justify="right")
     mem.add_column("per GPU", justify="right")
     for key, nbytes in p.states.items():
-        mem.add_row(STATE_LABELS[key], str(ADAMW_BYTES[key]), gib(nbytes))
-    mem.add_row("model states", str(sum(ADAMW_BYTES.values())), gib(p.states_total), style="bold")
+        mem.add_row(STATE_LABELS[key], str(p.bytes_per_param[key]), gib(nbytes))
+    mem.add_row("model states", str(sum(p.bytes_per_param.values())), gib(p.states_total),
+                style="bold")
     flash = ", FlashAttention" if p.flash_attention else ""
+    kernel = f", {p.attention.value} attention" if p.attention is not None else flash
     mem.add_row(
-        f"activations (micro-batch {p.micro_batch}, {RECOMPUTE_LABELS[p.recompute]}{flash})",
+        f"activations (micro-batch {p.micro_batch}, {RECOMPUTE_LABELS[p.recompute]}{kernel})",
         "", gib(p.activations),
     )
+    mem.add_row("logits and loss (start of backward)", "", gib(p.logits))
+    if p.temporaries:
+        mem.add_row("optimizer step temporaries", "", gib(p.temporaries))
     mem.add_section()
-    mem.add_row("total", "", gib(p.memory_per_gpu), style="bold")
+    mem.add_row(f"peak ({p.peak_moment})", "", gib(p.memory_per_gpu), style="bold")
     mem.add_row(f"{p.accelerator.name} memory", "", gib(p.accelerator.memory_bytes))
     mem.add_row(f"usable after {p.headroom:.0%} headroom for the runtime", "",
                 gib(p.usable_memory))
@@ -112,7 +116,10 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
         Text(f"accelerator: {p.accelerator.source}", style="dim"),
         Text(
             "activations: Korthikanti et al. 2022, s·b·h·(34 + 5·a·s/h)/t per layer (sequence "
-            "parallel with tp), all L layers on the first pipeline stage (1F1B)",
+            "parallel with tp), all L layers on the first pipeline stage (1F1B)"
+            if p.attention is None else
+            "activations: the tensors transformers' layers keep, by layer kind, measured against "
+            "PyTorch's allocator (docs/memory-model.md); gradients are held at the optimizer step",
             style="dim",
         ),
     ]
@@ -140,6 +147,7 @@ def train_grid(spec: ModelSpec, plan: TrainingPlan) -> Grid:
     g.add(f"model states per GPU (tp {par.tp} × pp {par.pp} × dp {par.dp}, ZeRO-{par.zero})",
           Fig(gib(p.states_total), p.states_total), section=True)
     g.add("activations per GPU", Fig(gib(p.activations), p.activations))
+    g.add("logits and loss per GPU", Fig(gib(p.logits), p.logits))
     g.add("memory per GPU", Fig(gib(p.memory_per_gpu), p.memory_per_gpu), bold=True)
     g.add(f"usable after {p.headroom:.0%} headroom", Fig(gib(p.usable_memory), p.usable_memory))
     g.add("fits", p.fits, bold=True)
@@ -169,7 +177,8 @@ def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
     for key, nbytes in p.states.items():
         sharded = key.split("/")[0] in ZERO_PARTITIONED[par.zero]
         div = f" / {par.dp}" if sharded else ""
-        lines.append(f"  {key}: {ADAMW_BYTES[key]} B × N / {par.model_parallel}{div} = {n(nbytes)}")
+        lines.append(f"  {key}: {p.bytes_per_param[key]} B × N / {par.model_parallel}{div} = "
+                     f"{n(nbytes)}")
     a, h, sq, b = s.num_heads, s.hidden_size, p.ctx, p.micro_batch
     lines.append(
         f"activations = L × s·b·h·(34 + 5·a·s/h) / t = {s.num_layers} × {n(sq)}·{b}·{n(h)}·(34 + "
@@ -177,12 +186,16 @@ def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
         f"({RECOMPUTE_LABELS[p.recompute]}{', FlashAttention' if p.flash_attention else ''}) "
         f"= {n(p.activations)}"
     )
+    lines.append(f"logits/loss = 12 B × s·b·V / t = 12 × {n(sq)}·{b}·{n(s.vocab_size)} / "
+                 f"{par.tp} = {n(p.logits)}")
     lines.append(
         f"usable per GPU = memory × (1 − headroom) = {n(p.accelerator.memory_bytes)} × "
         f"(1 − {p.headroom:g}) = {n(p.usable_memory)}"
     )
     lines.append(
-        f"total per GPU = {n(p.states_total)} + {n(p.activations)} = {n(p.memory_per_gpu)} "
+        (f"total per GPU = {n(p.states_total)} + {n(p.activations)} + {n(p.logits)} = "
+         if p.attention is None and p.peak_moment == "start of backward" else
+         f"peak per GPU ({p.peak_moment}) = ") + f"{n(p.memory_per_gpu)} "
         f"{'≤' if p.fits else '>'} {n(p.usable_memory)}: "
         f"{'fits' if p.fits else 'does not fit'}"
     )
@@ -216,12 +229,15 @@ def train_json(spec: ModelSpec, plan: TrainingPlan) -> dict[str, Any]:
         "parallelism": {
             "gpus": p.par.gpus, "tp": p.par.tp, "pp": p.par.pp, "dp": p.par.dp, "zero": p.par.zero,
         },
-        "bytes_per_param": dict(ADAMW_BYTES),
+        "bytes_per_param": dict(p.bytes_per_param),
         "micro_batch": p.micro_batch,
         "recompute": p.recompute.value,
         "flash_attention": p.flash_attention,
-        "memory_per_gpu": {**p.states, "activations": p.activations},
+        "memory_per_gpu": {**p.states, "activations": p.activations, "logits/loss": p.logits,
+                           "optimizer/temporaries": p.temporaries},
         "memory_per_gpu_bytes": p.memory_per_gpu,
+        "peak_moment": p.peak_moment,
+        "attention": p.attention.value if p.attention is not None else None,
         "gpu_memory_bytes": acc.memory_bytes,
         "headroom": p.headroom,
         "usable_memory_bytes": p.usable_memory,
