@@ -167,12 +167,14 @@ def _layer_kind(spec: ModelSpec, g: LayerGroup) -> LayerKind:
     )
 
 
-def require_supported(spec: ModelSpec) -> None:
+def require_supported(spec: ModelSpec, *, training: bool = True) -> None:
+    """Refuse, in one line, a model the layer-kind model does not describe (dropout only matters
+    when ``training``)."""
     why = unsupported(spec)
     if why is not None:
         raise ParameterError("{attention}: {name}: {why}; only the default estimate applies",
                              name=spec.name, why=why)
-    if _dropout(spec) > 0:
+    if training and _dropout(spec) > 0:
         raise ParameterError("{attention}: {name}: dropout {p:g} in the config is not modelled; "
                              "set it to 0 (--set) or use the default estimate",
                              name=spec.name, p=_dropout(spec))
@@ -403,28 +405,26 @@ def _mlp_live(k: LayerKind) -> int:
 
 def prefill_bytes(spec: ModelSpec, *, batch: int, tokens: int, act_bytes: int,
                   kernel: Kernel = Kernel.sdpa, chunk: int | None = None) -> int:
-    """The largest transient of a prefill of ``tokens`` prompt tokens per sequence, beside the
-    weights and the cache: one layer's intermediates for every prompt token at once (or ``chunk``
-    tokens at a time, chunked prefill; the keys of a chunk still span the whole prompt).
+    """The largest transient of a prefill of ``batch`` prompts of ``tokens`` tokens, beside the
+    weights and the cache: one layer's intermediates for every prompt token at once, or for
+    ``chunk`` tokens at a time (chunked prefill, as vLLM's max_num_batched_tokens; a chunk's
+    queries still attend to the whole prompt).
 
     MLP: live h- and ffn-wide tensors per token (PREFILL_*), MoE per routed token (its input, the
-    gated MLP, its output). Eager attention adds the a × s scores and their softmax per sequence
-    (fp32) and transformers' additive s × s mask (c B); sdpa/flash never build them.
+    gated MLP, its output). Eager attention adds the a × s scores and their softmax per query
+    (fp32) and transformers' additive mask (c B per query and key); sdpa/flash never build them.
     """
-    require_supported(spec)
-    n = min(tokens, chunk) if chunk else tokens
+    require_supported(spec, training=False)
+    if chunk is not None and chunk < 1:
+        raise ParameterError("{chunk} {value}: must be 1 or more", value=chunk)
+    n = batch * tokens if chunk is None else min(batch * tokens, chunk)
     c, h = act_bytes, spec.shape.hidden_size
     worst = 0
     for g in spec.layer_groups:
         k = _layer_kind(spec, g)
-        if k.experts:
-            mlp = k.top_k * (2 * h + 4 * k.ffn)
-        else:
-            mlp = _mlp_live(k) * k.ffn
+        mlp = k.top_k * (2 * h + 4 * k.ffn) if k.experts else _mlp_live(k) * k.ffn
         attn = 3 * k.heads * k.qk_dim + k.heads * k.v_dim
-        scores = 0
-        if kernel is Kernel.eager:
-            scores = batch * n * tokens * (2 * SOFTMAX_BYTES * k.heads + c)
+        scores = n * tokens * (2 * SOFTMAX_BYTES * k.heads + c) if kernel is Kernel.eager else 0
         hidden = PREFILL_HIDDEN_LIVE * h
-        worst = max(worst, batch * n * (hidden + mlp) * c, batch * n * (hidden + attn) * c + scores)
+        worst = max(worst, n * (hidden + mlp) * c, n * (hidden + attn) * c + scores)
     return worst

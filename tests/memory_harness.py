@@ -22,7 +22,7 @@ from typing import Any
 # Small models the grid is built from: the three shapes, shrunk to run on two shared CPU
 # cores (the memory model is per token and per layer, so the terms are the same at any width).
 GPT2 = {"model_type": "gpt2", "n_embd": 256, "n_layer": 4, "n_head": 4, "vocab_size": 8192,
-        "n_positions": 4096, "attn_pdrop": 0.0, "embd_pdrop": 0.0,
+        "n_positions": 4608, "attn_pdrop": 0.0, "embd_pdrop": 0.0,
         "resid_pdrop": 0.0}
 LLAMA = {"model_type": "llama", "hidden_size": 384, "intermediate_size": 1152,
          "num_hidden_layers": 4, "num_attention_heads": 6, "num_key_value_heads": 2,
@@ -345,6 +345,7 @@ def grid() -> list[Case]:
         Case("llama", "train", 2, 512, lora_r=16),
         Case("llama", "train", 2, 512, lora_r=16, recompute="full"),
         Case("mixtral", "train", 2, 512, lora_r=8),
+        Case("llama", "train", 2, 512, dtype="bf16", lora_r=16, recompute="full"),
         Case("llama", "infer", 1, 4096, attention="eager"),
         Case("llama", "infer", 3, 1024, dtype="bf16"),
         Case("gpt2", "infer", 1, 512),

@@ -181,20 +181,32 @@ def test_train_explain(cli: Any) -> None:
 
 def test_fit_largest_batch_by_hand(cli: Any) -> None:
     # Llama 2 70B on 2 × H100: bf16 weights 2 × 68,976,648,192 B; usable 0.9 × 160 GiB; KV per
-    # sequence of 4096 tokens = 80 layers × 2 × 8 kv heads × 128 × 2 B × 4096.
+    # sequence of 4096 tokens = 80 layers × 2 × 8 kv heads × 128 × 2 B × 4096. The prefill (sdpa,
+    # the whole prompt at once) holds, per prompt token, 4 hidden-wide and 3 MLP-wide tensors at
+    # 2 B: (4 × 8192 + 3 × 28,672) × 2 = 237,568 B, split over the 2 GPUs.
     weights = 2 * 68_976_648_192
     usable = 160 * GiB * 9 // 10
     per_sequence = 80 * 2 * 8 * 128 * 2 * 4096
+    prefill = (4 * 8192 + 3 * 28_672) * 2 * 4096 // 2
     run = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--ctx", "4k", "--json")
     assert run.code == 0, run.stderr
     d = run.json()
     assert d["weight_bytes"] == weights and d["usable_bytes"] == usable
-    assert d["max_batch"] == (usable - weights) // per_sequence == 12
-    assert d["kv_cache_bytes"] == 12 * per_sequence
+    assert d["attention"] == "sdpa"
+    assert d["max_batch"] == (usable - weights) // (per_sequence + prefill) == 9
+    assert d["kv_cache_bytes"] == 9 * per_sequence
+    assert d["prefill_bytes"] == 9 * prefill
+    assert d["peak_bytes"] == weights + 9 * (per_sequence + prefill) <= usable
     # roofline: a step reads the weights and the whole cache once, at 2 × 3.35 TB/s
-    step = (weights + 12 * per_sequence) / 6.7e12
+    step = (weights + 9 * per_sequence) / 6.7e12
     assert d["decode"]["seconds_per_step"] == pytest.approx(step)
-    assert d["decode"]["tokens_per_sec"] == pytest.approx(12 / step)
+    assert d["decode"]["tokens_per_sec"] == pytest.approx(9 / step)
+    # chunked prefill (8,192 tokens in flight): the transient stops growing with the batch
+    chunked = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--ctx", "4k",
+                  "--prefill-chunk", "8k", "--json").json()
+    chunk = (4 * 8192 + 3 * 28_672) * 2 * 8192 // 2
+    assert chunked["max_batch"] == (usable - weights - chunk) // per_sequence == 11
+    assert chunked["prefill_bytes"] == chunk
 
 
 def test_fit_largest_context_fp8_cache() -> None:

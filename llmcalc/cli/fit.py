@@ -30,6 +30,7 @@ from llmcalc.cli._common import (
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.errors import UsageError
 from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
@@ -77,6 +78,8 @@ def fit(
     optimizer: Annotated[
         Optimizer, typer.Option("--optimizer", help="Fine-tuning optimizer (with --method).")
     ] = Optimizer.adamw,
+    attention: AttentionOpt = None,
+    prefill_chunk: PrefillChunkOpt = None,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
 
@@ -126,7 +129,10 @@ def fit(
 
     items = [
         (m, spec, fit_plan(spec, accelerator=acc, gpus=gpus, dtype=weights, kv_dtype=kv,
-                           batch=batch, ctx=n_ctx, headroom=headroom))
+                           batch=batch, ctx=n_ctx, headroom=headroom,
+                           attention=serving_kernel(spec, attention),
+                           prefill_chunk=None if prefill_chunk is None else parse_context(
+                               prefill_chunk, option="--prefill-chunk")))
         for m, spec in specs
     ]
     data = [r.fit_json(s, f, accelerator=acc, dtype=weights, kv_dtype=kv) for _, s, f in items]

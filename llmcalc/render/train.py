@@ -26,6 +26,19 @@ STATE_LABELS = {
     "optimizer/momentum": "optimizer: fp32 momentum",
     "optimizer/variance": "optimizer: fp32 variance",
 }
+# the layer-kind plan (--attention): states in the weights' own dtype (torch.optim.AdamW)
+STATE_NAMES = {"weights": "weights", "gradients": "gradients",
+               "optimizer/master_weights": "optimizer: master weights",
+               "optimizer/momentum": "optimizer: momentum", "optimizer/variance": "optimizer: variance"}
+WIDTH_NAMES = {4: "fp32", 2: "16-bit"}
+
+
+def state_label(p: TrainingPlan, key: str) -> str:
+    if p.attention is None:
+        return STATE_LABELS[key]
+    return f"{STATE_NAMES[key]} ({WIDTH_NAMES.get(p.bytes_per_param[key], 'none')})"
+
+
 RECOMPUTE_LABELS = {
     Recompute.none: "no recomputation",
     Recompute.selective: "selective recomputation",
@@ -94,7 +107,7 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
     mem.add_column("bytes/param", justify="right")
     mem.add_column("per GPU", justify="right")
     for key, nbytes in p.states.items():
-        mem.add_row(STATE_LABELS[key], str(p.bytes_per_param[key]), gib(nbytes))
+        mem.add_row(state_label(p, key), str(p.bytes_per_param[key]), gib(nbytes))
     mem.add_row("model states", str(sum(p.bytes_per_param.values())), gib(p.states_total),
                 style="bold")
     flash = ", FlashAttention" if p.flash_attention else ""
