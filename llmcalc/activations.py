@@ -82,10 +82,9 @@ ACTIVATION_KEEPS: dict[str, int] = {
 # the grouped batch (int64, twice) and its routing weight (fp32).
 MOE_INDEX_BYTES = 8 + 8 + 8 + 4
 
-# SDPA saves its output and the log-sum-exp of each query and head (fp32). On the CPU an fp32
-# output comes head-major, so transformers' transpose(1, 2).contiguous() for o_proj copies it once
-# more; a 16-bit output comes token-major and the copy is a view (measured, torch 2.13).
+# SDPA saves its output (o_proj reads it as a view) and the log-sum-exp of each query and head.
 LSE_BYTES = 4
+NORM_STAT_BYTES = {True: 4, False: 8}  # per token: RMSNorm's rsqrt; LayerNorm's mean and rstd
 SOFTMAX_BYTES = 4  # eager attention: softmax(dtype=float32) keeps fp32 probabilities
 
 
@@ -192,7 +191,7 @@ def norm_bytes(k: LayerKind, p: Precision, *, readers: int, trained: bool, read:
     (c B), or, under autocast, one bf16 cast per linear.
     """
     h = k.hidden
-    kept = (4 if k.rms_norm else p.residual) * h
+    kept = (4 if k.rms_norm else p.residual) * h + NORM_STAT_BYTES[k.rms_norm]
     if k.rms_norm and trained:
         kept += p.residual * h
     if read:
@@ -200,22 +199,25 @@ def norm_bytes(k: LayerKind, p: Precision, *, readers: int, trained: bool, read:
     return kept
 
 
-def attention_bytes(k: LayerKind, p: Precision, *, kernel: Kernel, keys: int, o_read: bool) -> int:
+def attention_bytes(k: LayerKind, p: Precision, *, kernel: Kernel, keys: int) -> int:
     """The attention block's saved tensors per token; ``keys``: keys per query (the sequence).
 
     sdpa / flash: q (a·d), k and v (g·d each, GQA unexpanded), the output (a·d) and its log-sum-
-    exp (a · 4 B), plus the head-major copy o_proj keeps for an fp32 output (see LSE_BYTES).
+    exp (a · 4 B).
     eager: q and k, v repeated to all a heads (repeat_kv), fp32 probabilities a·s (and their
     16-bit cast when c = 2), the output as o_proj reads it.
     """
     c = p.act
     q, o = k.heads * k.qk_dim, k.heads * k.v_dim
+    kv = k.kv_heads * (k.qk_dim + k.v_dim)
+    # a fused qkv projection (GPT-2's c_attn): q, k and v are views of one output, which SDPA
+    # keeps whole beside contiguous copies of the k and v views (k + v wide again); eager's
+    # matmuls copy all three (at batch 1 they keep views of the whole output: + k + v there)
+    fused = kv * c if k.attn_readers == 1 else 0
     if kernel is Kernel.eager:
         scores = k.heads * keys * (SOFTMAX_BYTES + (c if c < SOFTMAX_BYTES else 0))
-        return (2 * q + o) * c + scores + (o * c if o_read else 0)
-    kv = k.kv_heads * (k.qk_dim + k.v_dim)
-    copy = o * c if o_read and c == 4 else 0
-    return (q + kv + o) * c + k.heads * LSE_BYTES + copy
+        return (2 * q + 2 * o) * c + scores
+    return (q + kv + o) * c + k.heads * LSE_BYTES + fused
 
 
 def mlp_bytes(k: LayerKind, p: Precision, *, trained: bool) -> int:
@@ -246,7 +248,7 @@ def layer_bytes_per_token(
     attn_norm = norm_bytes(k, p, readers=k.attn_readers, trained=trained, read=True)
     mlp_readers = 1 if k.experts or not k.gated else 2
     mlp_norm = norm_bytes(k, p, readers=mlp_readers, trained=trained, read=trained or k.experts > 0)
-    return (attn_norm + attention_bytes(k, p, kernel=kernel, keys=keys, o_read=True)
+    return (attn_norm + attention_bytes(k, p, kernel=kernel, keys=keys)
             + mlp_norm + mlp_bytes(k, p, trained=trained) + adapters * lora_r * p.act)
 
 
