@@ -227,12 +227,13 @@ def mlp_bytes(k: LayerKind, p: Precision, *, trained: bool) -> int:
     weights are frozen: down_proj then keeps nothing). Not gated: fc's output plus what the
     activation keeps (ACTIVATION_KEEPS), and the activation's output for fc_out.
     MoE (MixtralSparseMoeBlock, grouped): router logits (E, fp32) and, per routed token, its
-    gathered input (h), the gated MLP (4·f) and the expert output weighted by the router (h).
+    gathered input (h), the gated MLP (4·f) and the expert output weighted by the router (h);
+    frozen (LoRA), the gate_up output (2·f), act(gate) and the expert output only.
     """
     c, f = p.act, k.ffn
-    if k.experts:
-        routed = (2 * k.hidden + 4 * f) * c + MOE_INDEX_BYTES
-        return k.experts * 4 + k.top_k * routed
+    if k.experts:  # frozen experts keep neither their gathered input nor the product
+        routed = ((2 * k.hidden + 4 * f) if trained else (k.hidden + 3 * f)) * c
+        return k.experts * 4 + k.top_k * (routed + MOE_INDEX_BYTES)
     if k.gated:
         return (4 if trained else 3) * f * c
     return (k.act_keeps + (1 if trained else 0)) * f * c + (f * c if not trained else 0)
@@ -247,7 +248,7 @@ def layer_bytes_per_token(
     r-wide A output (c B each)."""
     attn_norm = norm_bytes(k, p, readers=k.attn_readers, trained=trained, read=True)
     mlp_readers = 1 if k.experts or not k.gated else 2
-    mlp_norm = norm_bytes(k, p, readers=mlp_readers, trained=trained, read=trained or k.experts > 0)
+    mlp_norm = norm_bytes(k, p, readers=mlp_readers, trained=trained, read=trained)
     return (attn_norm + attention_bytes(k, p, kernel=kernel, keys=keys)
             + mlp_norm + mlp_bytes(k, p, trained=trained) + adapters * lora_r * p.act)
 

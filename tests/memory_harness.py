@@ -221,6 +221,14 @@ def measure(case: Case, *, profiler: bool = False) -> Measured:
         measure_inference(case, profiler=profiler)
 
 
+class _NoHook:
+    """Stands in for the gradient hooks MemTracker would register on a frozen parameter (torch
+    refuses a hook on a tensor that needs no gradient: LoRA's frozen base)."""
+
+    def remove(self) -> None:
+        pass
+
+
 def measure_training(case: Case, *, profiler: bool = False) -> Measured:
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -229,6 +237,9 @@ def measure_training(case: Case, *, profiler: bool = False) -> Measured:
     ids = _tokens(case, case.seq)
     _train_step(case, model, opt, ids)  # creates the optimizer states
     tracker = MemTracker()
+    for p in model.parameters():
+        if not p.requires_grad:  # hook only the trainable parameters
+            tracker._param_to_grad_hook_handles[p] = (_NoHook(), _NoHook())
     tracker.track_external(model, opt, ids)
     phases: dict[str, int] = {}
     cuda: dict[str, int] = {}
