@@ -4,7 +4,6 @@ tensors transformers' layers really keep, and a sample of the measured grid
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import pytest
@@ -220,5 +219,7 @@ def test_fit_never_promises_more_than_fits() -> None:
     f = fit(spec, accelerator=card, dtype=DType.fp32, kv_dtype=DType.fp32, ctx=1024 + 4,
             headroom=0, attention=A.Kernel.sdpa)
     assert f.batch is not None and f.batch <= 4
-    steady = dataclasses.replace(f, attention=None)
-    assert steady.attention is None  # the dataclass is plain data: replace() keeps the rest
+    # weights + cache alone promise more than the card holds
+    steady = fit(spec, accelerator=card, dtype=DType.fp32, kv_dtype=DType.fp32, ctx=1024 + 4,
+                 headroom=0)
+    assert steady.batch is not None and steady.batch > 4
