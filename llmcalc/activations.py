@@ -166,6 +166,12 @@ def _layer_kind(spec: ModelSpec, g: LayerGroup) -> LayerKind:
     )
 
 
+def serving_kernel(spec: ModelSpec) -> Kernel | None:
+    """The kernel ``fit`` counts a prefill for by default: sdpa where the layer kinds are
+    modelled, else none (weights + cache only)."""
+    return Kernel.sdpa if unsupported(spec) is None else None
+
+
 def require_supported(spec: ModelSpec, *, training: bool = True) -> None:
     """Refuse, in one line, a model the layer-kind model does not describe (dropout only matters
     when ``training``)."""

@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmcalc.activations import Kernel, require_supported, unsupported
+from llmcalc.activations import Kernel, require_supported
+from llmcalc.activations import serving_kernel as default_kernel
 from llmcalc.spec import ModelSpec
 
 AttentionOpt = Annotated[
@@ -29,4 +30,4 @@ def serving_kernel(spec: ModelSpec, attention: Kernel | None) -> Kernel | None:
     if attention is not None:
         require_supported(spec, training=False)
         return attention
-    return Kernel.sdpa if unsupported(spec) is None else None
+    return default_kernel(spec)
