@@ -71,8 +71,8 @@ class Precision:
 # of leaf tensors: the weights).
 AMP_CAST_BYTES = 2
 
-# An MLP activation's saved ffn-wide tensors per token (non-gated MLP: fc output plus these).
-# Fused kernels save their input only; transformers' NewGELUActivation (gelu_new, GPT-2) is
+# A non-gated MLP activation's saved ffn-wide tensors per token, fc's output included. Fused
+# kernels save their input only; transformers' NewGELUActivation (gelu_new, GPT-2) is
 # 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) in separate ops: x, x³, the tanh, 1 + tanh.
 ACTIVATION_KEEPS: dict[str, int] = {
     "gelu": 1, "relu": 1, "silu": 1, "swish": 1, "gelu_pytorch_tanh": 1, "gelu_new": 4,
@@ -230,8 +230,8 @@ def mlp_bytes(k: LayerKind, p: Precision, *, trained: bool) -> int:
     """The MLP's saved tensors per token.
 
     Gated (LlamaMLP): gate, act(gate), up and the product down_proj reads — 4·f (3·f when the
-    weights are frozen: down_proj then keeps nothing). Not gated: fc's output plus what the
-    activation keeps (ACTIVATION_KEEPS), and the activation's output for fc_out.
+    weights are frozen: down_proj then keeps nothing). Not gated: what the activation keeps of
+    fc's output (ACTIVATION_KEEPS) and, when fc_out trains, the activation's output.
     MoE (MixtralSparseMoeBlock, grouped): router logits (E, fp32) and, per routed token, its
     gathered input (h), the gated MLP (4·f) and the expert output weighted by the router (h);
     frozen (LoRA), the gate_up output (2·f), act(gate) and the expert output only.
@@ -242,7 +242,7 @@ def mlp_bytes(k: LayerKind, p: Precision, *, trained: bool) -> int:
         return k.experts * 4 + k.top_k * (routed + MOE_INDEX_BYTES)
     if k.gated:
         return (4 if trained else 3) * f * c
-    return (k.act_keeps + (1 if trained else 0)) * f * c + (f * c if not trained else 0)
+    return (k.act_keeps + (1 if trained else 0)) * f * c
 
 
 def layer_bytes_per_token(

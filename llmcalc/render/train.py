@@ -185,7 +185,8 @@ def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
         f"days = GPU-hours / GPUs / 24 = {p.time.gpu_hours:,.0f} / {par.gpus} / 24 "
         f"= {p.time.wall_days:,.2f}",
         f"model states per GPU = N / (tp·pp) × bytes/param, ZeRO-{par.zero} parts / dp: "
-        f"{n(p.params)} / {par.model_parallel} × 16 B → {n(p.states_total)} B",
+        f"{n(p.params)} / {par.model_parallel} × {sum(p.bytes_per_param.values())} B → "
+        f"{n(p.states_total)} B",
     ]
     for key, nbytes in p.states.items():
         sharded = key.split("/")[0] in ZERO_PARTITIONED[par.zero]
@@ -193,12 +194,19 @@ def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
         lines.append(f"  {key}: {p.bytes_per_param[key]} B × N / {par.model_parallel}{div} = "
                      f"{n(nbytes)}")
     a, h, sq, b = s.num_heads, s.hidden_size, p.ctx, p.micro_batch
-    lines.append(
-        f"activations = L × s·b·h·(34 + 5·a·s/h) / t = {s.num_layers} × {n(sq)}·{b}·{n(h)}·(34 + "
-        f"5·{a}·{n(sq)}/{n(h)}) / {par.tp} without recomputation; this run "
-        f"({RECOMPUTE_LABELS[p.recompute]}{', FlashAttention' if p.flash_attention else ''}) "
-        f"= {n(p.activations)}"
-    )
+    if p.attention is not None:
+        lines.append(
+            f"activations = s·b × Σ over layers of what each keeps per token (norms, "
+            f"{p.attention.value} attention, MLP; docs/memory-model.md), "
+            f"{RECOMPUTE_LABELS[p.recompute]} = {n(sq)}·{b} tokens → {n(p.activations)}"
+        )
+    else:
+        lines.append(
+            f"activations = L × s·b·h·(34 + 5·a·s/h) / t = {s.num_layers} × {n(sq)}·{b}·{n(h)}·"
+            f"(34 + 5·{a}·{n(sq)}/{n(h)}) / {par.tp} without recomputation; this run "
+            f"({RECOMPUTE_LABELS[p.recompute]}{', FlashAttention' if p.flash_attention else ''}) "
+            f"= {n(p.activations)}"
+        )
     lines.append(f"logits/loss = 12 B × s·b·V / t = 12 × {n(sq)}·{b}·{n(s.vocab_size)} / "
                  f"{par.tp} = {n(p.logits)}")
     lines.append(
