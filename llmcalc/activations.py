@@ -233,13 +233,17 @@ def mlp_bytes(k: LayerKind, p: Precision, *, trained: bool) -> int:
     weights are frozen: down_proj then keeps nothing). Not gated: what the activation keeps of
     fc's output (ACTIVATION_KEEPS) and, when fc_out trains, the activation's output.
     MoE (MixtralSparseMoeBlock, grouped): router logits (E, fp32) and, per routed token, its
-    gathered input (h), the gated MLP (4·f) and the expert output weighted by the router (h);
-    frozen (LoRA), the gate_up output (2·f), act(gate) and the expert output only.
+    gathered input (h), the gated MLP (4·f) and the expert output weighted by the router (h), at
+    the weights' dtype (the grouped experts run outside autocast); frozen (LoRA), the gate_up
+    output (2·f), act(gate) and the expert output only.
     """
     c, f = p.act, k.ffn
     if k.experts:  # frozen experts keep neither their gathered input nor the product
-        routed = ((2 * k.hidden + 4 * f) if trained else (k.hidden + 3 * f)) * c
-        return k.experts * 4 + k.top_k * (routed + MOE_INDEX_BYTES)
+        # the grouped experts escape autocast: they run in the weights' dtype; the router's logits
+        # are kept in fp32 for the softmax (and in bf16 under autocast)
+        routed = ((2 * k.hidden + 4 * f) if trained else (k.hidden + 3 * f)) * p.weight_bytes
+        router = k.experts * (4 + (AMP_CAST_BYTES if p.amp else 0))
+        return router + k.top_k * (routed + MOE_INDEX_BYTES)
     if k.gated:
         return (4 if trained else 3) * f * c
     return (k.act_keeps + (1 if trained else 0)) * f * c
@@ -382,10 +386,10 @@ def step_memory(
     per_token += 2 * first.qk_dim * p.residual if rotary else 0
     casts = 0
     if p.amp:  # the bf16 copy of every matmul weight, cached by autocast for the backward pass
-        casts = AMP_CAST_BYTES * sum(
+        casts = AMP_CAST_BYTES * sum(  # (not the routed experts': they run outside autocast)
             t.numel * (len(grp.layers) if grp is not None else 1)
             for grp, ts in ((None, spec.tensors), *((g, g.tensors) for g in spec.layer_groups))
-            for t in ts if t.matmul)
+            for t in ts if t.matmul and not t.experts)
     logits = loss_bytes(tokens=tokens, vocab=spec.shape.vocab_size, loss=loss)
     acts = tokens * per_token + casts
     recomputed = tokens * largest_layer if recompute_full else 0

@@ -158,7 +158,7 @@ LAYER_CASES = [
     ("llama", "fp32", False, "sdpa"), ("llama", "bf16", False, "sdpa"),
     ("llama", "fp32", True, "sdpa"), ("llama", "fp32", False, "eager"),
     ("gpt2", "fp32", False, "sdpa"), ("gpt2", "fp32", True, "eager"),
-    ("mixtral", "fp32", False, "sdpa"),
+    ("mixtral", "fp32", False, "sdpa"), ("mixtral", "fp32", True, "sdpa"),
 ]
 
 
