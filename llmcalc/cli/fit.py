@@ -104,6 +104,7 @@ def fit(
             spec, ctx=n_ctx, micro_batch=batch,
             limit=(spec.shape.max_position_embeddings or 1 << 20) if n_ctx is None else 1 << 16,
             method=method, accelerator=acc, optimizer=optimizer, headroom=headroom, tp=gpus,
+            attention=attention,
             lora=None if method is Method.full else config_from_options(
                 spec, r=16 if lora_r is None else lora_r, alpha=32, targets=lora_targets,
                 embeddings=False, experts=False, modules_to_save=None, dora=False, rslora=False),
