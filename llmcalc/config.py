@@ -27,10 +27,10 @@ from llmcalc.limits import (
     MAX_EXPANDED,
     MAX_LIST_ITEMS,
     MAX_META_CHARS,
-    MAX_MODEL_ARG,
     MAX_NESTING,
     MAX_SHOWN,
     MiB,
+    check_model_arg,
     longest_list,
     nesting_and_size,
     shown,
@@ -52,6 +52,7 @@ class RawConfig:
     source: str | None
     expected: Mapping[str, Any]
     origin: Origin | None = None
+    notes: tuple[str, ...] = ()
 
 
 def load_spec(
@@ -98,13 +99,7 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
     A path first, then a bundled name, then a repo id in the local Hugging Face cache or on the Hub.
     ``revision`` (a branch, tag or commit) asks for a repo id at that revision, skipping bundled names.
     """
-    if len(model) > MAX_MODEL_ARG:
-        raise UsageError(
-            f"model {shown(model[:40])}: {len(model):,} characters; names and paths are read up "
-            f"to {MAX_MODEL_ARG:,}"
-        )
-    if "\x00" in model:
-        raise UsageError(f"model {shown(model)}: contains a NUL character")
+    check_model_arg(model)
     path = Path(model).expanduser()
     hub_name: str | None = None
     if revision is not None and (_is_dir(path) or _is_file(path)):
@@ -123,6 +118,10 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
     elif _is_file(path):
         label = model
         origin = Origin("path", str(path))
+        from llmcalc.gguf_file import is_gguf_path
+
+        if is_gguf_path(path):
+            return _gguf_config(path, label, origin)
     else:
         found = bundled.find(model) if revision is None else None
         if found is None and revision is None and (raw := _family_default(model)) is not None:
@@ -132,11 +131,20 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
                 raise ConfigError(model, "no such file")
             from llmcalc import hub  # huggingface_hub only for names that need it
 
+            if ":" in model:
+                from llmcalc import hub_gguf
+
+                picked = hub_gguf.split_selector(model)
+                if picked is not None:
+                    return _hub_gguf_config(picked[0], picked[1], revision)
             if not hub.looks_like_repo_id(model):
                 if revision is not None:
                     raise UsageError(f"--revision {revision}: only for a Hugging Face repo id (org/name)")
                 bundled.raise_unknown(model)
-            where = hub.find_config(model, revision)
+            try:
+                where = hub.find_config(model, revision)
+            except hub.GgufRepo:
+                return _hub_gguf_config(model, None, revision)
             path, label, hub_name = where.path, where.name, where.name
             origin = Origin(where.kind, str(path), where.repo_id, where.revision)
         else:
@@ -157,6 +165,34 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
         raise ConfigError(label, "expected must be a mapping of figure names to values")
     name = hub_name or meta_name or data.get("_name_or_path") or _default_name(path)
     return RawConfig(path, label, data, str(name), source, expected, origin)
+
+
+def _hub_gguf_config(repo: str, selector: str | None, revision: str | None) -> RawConfig:
+    """A GGUF file of a Hub repo, its header read by range requests (llmcalc.hub_gguf)."""
+    from llmcalc import hub, hub_gguf
+
+    header, label = hub_gguf.find_gguf(repo, selector, revision)
+    rev = revision or hub.DEFAULT_REVISION
+    return _gguf_raw(header, Path(label.split(":", 1)[1]), label,
+                     Origin("hub", label, repo, rev), name=label)
+
+
+def _gguf_config(path: Path, label: str, origin: Origin) -> RawConfig:
+    """A GGUF file: the config its metadata describes, the weights as the file stores them."""
+    from llmcalc import gguf_file
+
+    return _gguf_raw(gguf_file.read_header(path, label), path, label, origin)
+
+
+def _gguf_raw(header: Any, path: Path, label: str, origin: Origin, name: str | None = None
+              ) -> RawConfig:
+    from llmcalc import gguf_model
+
+    fields = gguf_model.config_fields(header)
+    kind = header.file_type or ", ".join(header.bytes_by_type())
+    source = f"GGUF file {path.name} ({kind}; architecture {header.architecture})"
+    return RawConfig(path, label, fields, name or gguf_model.name_of(header, path), source, {},
+                     origin)
 
 
 def _family_default(model: str) -> RawConfig | None:
@@ -323,7 +359,7 @@ def spec_from_raw(
     """Validate ``raw`` for its family and describe it as named tensors; a model_type without a
     family is measured on transformers' model instead (:mod:`llmcalc.measured`)."""
     fields = dict(raw.fields)
-    notes: list[str] = []
+    notes: list[str] = list(raw.notes)
     fam, model_type, fields = _pick_family(raw.label, fields, family, notes)
     fields = apply_overrides(fields, overrides, fam)
     if overrides:
@@ -351,7 +387,7 @@ def spec_from_raw(
     defaulted = cfg.defaulted()
     if defaulted:
         notes.append(f"not in config, {fam.config.transformers_class} default: " + ", ".join(defaulted))
-    return ModelSpec(
+    return _stored_parameters_note(ModelSpec(
         name=raw.name,
         model_type=model_type,
         family=fam.module,
@@ -371,7 +407,21 @@ def spec_from_raw(
         origin=raw.origin,
         parts=arch.parts,
         main_part=arch.main_part,
-    )
+    ))
+
+
+def _stored_parameters_note(spec: ModelSpec) -> ModelSpec:
+    """A GGUF file's description held to its tensor table: a difference is said in a note."""
+    q = spec.config.get("quantization_config")
+    if not isinstance(q, Mapping) or q.get("quant_method") != "gguf":
+        return spec
+    from dataclasses import replace
+
+    from llmcalc import gguf_model
+    from llmcalc.memory import weight_elements
+
+    note = gguf_model.parameter_note(q, weight_elements(spec))
+    return replace(spec, notes=(*spec.notes, note)) if note else spec
 
 
 def _pick_family(

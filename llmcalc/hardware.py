@@ -5,7 +5,13 @@ Conventions (one for every row, so figures compare):
   80 GiB of HBM); runtimes reserve a little of it, which the planners' headroom covers.
 - ``bandwidth``: bytes/s, decimal as vendors quote it (3.35 TB/s = 3.35·10¹²).
 - ``peak_flops``: dense (no 2:4 sparsity) bf16 tensor-core FLOP/s with fp32 accumulation; where a
-  datasheet gives only the sparse figure it is halved, and the source says so.
+  datasheet gives only the sparse figure it is halved, and the source says so; 0 where the vendor
+  publishes no such figure (consumer cards and Apple silicon often do not): commands that need it
+  ask for ``--gpu-flops``.
+- Apple silicon: ``memory_bytes`` is the share of unified memory macOS lets the GPU wire (2/3 up
+  to 36 GB, 3/4 above), the whole in ``unified_bytes``.
+
+The rows live in ``hardware.json`` beside this module (one per card, with its source).
 
 ``--gpu-mem 80GiB --gpu-flops 989T --gpu-bandwidth 3.35TB/s`` describe a card that is not listed
 (or change one field of a listed one).
@@ -13,9 +19,11 @@ Conventions (one for every row, so figures compare):
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from pathlib import Path
 
 from llmcalc.errors import ParameterError, UsageError
 from llmcalc.limits import check_option_length
@@ -23,66 +31,63 @@ from llmcalc.limits import check_option_length
 GiB = 1024**3
 TB = 10**12
 T = 10**12
+PREFIXES = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15, "e": 10**18}
 
 
 @dataclass(frozen=True)
 class Accelerator:
-    """One accelerator: what the planners need, and where each figure comes from."""
+    """One accelerator: what the planners need, and where each figure comes from.
+
+    ``memory_bytes`` is what the accelerator's own work may use: a discrete card's memory, or the
+    share of an Apple chip's unified memory macOS lets the GPU wire (``unified_bytes`` is the
+    whole); ``peak_flops`` is 0 where the vendor publishes no dense figure this table can use."""
 
     key: str
     name: str
     memory_bytes: int
     bandwidth: int  # bytes/s
-    peak_flops: int  # dense bf16 FLOP/s
+    peak_flops: int  # dense bf16 FLOP/s; 0: not published
     source: str
+    kind: str = "custom"  # datacenter, workstation, consumer, apple, custom
+    unified_bytes: int = 0  # Apple silicon: the unified memory the GPU shares
 
 
-def _acc(key: str, name: str, *, gib: int, tb_s: str, tflops: str, source: str) -> Accelerator:
-    return Accelerator(
-        key, name, gib * GiB, int(Fraction(tb_s) * TB), int(Fraction(tflops) * T), source
-    )
+TABLE = Path(__file__).with_name("hardware.json")
 
 
-ACCELERATORS: dict[str, Accelerator] = {
-    a.key: a
-    for a in (
-        _acc("a100-40gb", "NVIDIA A100 40GB SXM", gib=40, tb_s="1.555", tflops="312",
-             source="NVIDIA A100 datasheet: 40GB HBM2, 1,555 GB/s, BF16 tensor 312 TFLOPS"),
-        _acc("a100-80gb", "NVIDIA A100 80GB SXM", gib=80, tb_s="2.039", tflops="312",
-             source="NVIDIA A100 datasheet: 80GB HBM2e, 2,039 GB/s, BF16 tensor 312 TFLOPS"),
-        _acc("h100", "NVIDIA H100 SXM", gib=80, tb_s="3.35", tflops="989",
-             source="NVIDIA H100 datasheet: 80GB HBM3, 3.35 TB/s, BF16 tensor 1,979 TFLOPS "
-                    "with sparsity (989 dense)"),
-        _acc("h200", "NVIDIA H200 SXM", gib=141, tb_s="4.8", tflops="989",
-             source="NVIDIA H200 datasheet: 141GB HBM3e, 4.8 TB/s, BF16 tensor 1,979 TFLOPS "
-                    "with sparsity (989 dense)"),
-        _acc("b200", "NVIDIA B200 (HGX)", gib=180, tb_s="8", tflops="2250",
-             source="NVIDIA HGX B200 datasheet: 180GB HBM3e, 8 TB/s, FP16/BF16 tensor 4.5 PFLOPS "
-                    "with sparsity (2.25 dense)"),
-        _acc("mi300x", "AMD Instinct MI300X", gib=192, tb_s="5.3", tflops="1307.4",
-             source="AMD Instinct MI300X datasheet: 192GB HBM3, 5.3 TB/s, peak BF16 "
-                    "1,307.4 TFLOPS dense"),
-        _acc("rtx4090", "NVIDIA GeForce RTX 4090", gib=24, tb_s="1.008", tflops="165.2",
-             source="NVIDIA Ada Lovelace architecture whitepaper: 24GB GDDR6X, 1,008 GB/s, "
-                    "BF16 tensor 165.2 TFLOPS with FP32 accumulate"),
-        _acc("l4", "NVIDIA L4", gib=24, tb_s="0.3", tflops="121",
-             source="NVIDIA L4 datasheet: 24GB GDDR6, 300 GB/s, BF16 tensor 242 TFLOPS "
-                    "with sparsity (121 dense)"),
-        _acc("t4", "NVIDIA T4", gib=16, tb_s="0.32", tflops="65",
-             source="NVIDIA T4 datasheet: 16GB GDDR6, 320 GB/s, FP16 tensor 65 TFLOPS "
-                    "(Turing has no bf16; the fp16 peak stands in)"),
-    )
-}
+def _figure(text: str | None) -> int:
+    """``"3.35T"`` → 3.35·10¹² (an exact decimal, never a float)."""
+    if text is None:
+        return 0
+    return int(Fraction(text[:-1]) * PREFIXES[text[-1].lower()])
 
-ALIASES = {
-    "a100": "a100-80gb",
-    "a100-40": "a100-40gb",
-    "a100-80": "a100-80gb",
-    "h100-sxm": "h100",
-    "h200-sxm": "h200",
-    "4090": "rtx4090",
-    "rtx-4090": "rtx4090",
-}
+
+def _apple_share(unified: int, rules: dict[str, str]) -> Fraction:
+    return Fraction(rules["up_to_36gib"] if unified <= 36 * GiB else rules["above"])
+
+
+def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str]:
+    """The table file: accelerators by key, aliases, each card's link, Apple's usable share note."""
+    data = json.loads(TABLE.read_text(encoding="utf-8"))
+    rules = data["apple_usable"]
+    accs: dict[str, Accelerator] = {}
+    aliases: dict[str, str] = {}
+    links: dict[str, str] = {}
+    for row in data["accelerators"]:
+        memory = row["memory_gib"] * GiB
+        unified = memory if row["kind"] == "apple" else 0
+        usable = int(memory * _apple_share(memory, rules)) if unified else memory
+        source = row["source"] + (f"; {rules['source']}" if unified else "")
+        accs[row["key"]] = Accelerator(row["key"], row["name"], usable, _figure(row["bandwidth"]),
+                                       _figure(row["flops"]), source, row["kind"], unified)
+        aliases.update(dict.fromkeys(row["aliases"], row["key"]))
+        if row["link"]:
+            links[row["key"]] = row["link"]
+    return accs, aliases, links, rules["source"]
+
+
+ACCELERATORS, ALIASES, DEFAULT_INTERCONNECT, APPLE_USABLE = _load()
+
 
 @dataclass(frozen=True)
 class Interconnect:
@@ -118,14 +123,6 @@ INTERCONNECTS: dict[str, Interconnect] = {
     )
 }
 
-# the link a card's table row uses between GPUs of one node unless --interconnect says otherwise
-DEFAULT_INTERCONNECT = {
-    "a100-40gb": "nvlink3", "a100-80gb": "nvlink3", "h100": "nvlink4", "h200": "nvlink4",
-    "b200": "nvlink5", "mi300x": "infinity-fabric", "rtx4090": "pcie4", "l4": "pcie4",
-    "t4": "pcie3",
-}
-
-
 def interconnect(name: str | None, acc: Accelerator) -> Interconnect:
     """``--interconnect NAME``, or the card's own link (PCIe 4.0 for a custom card)."""
     key = (name or DEFAULT_INTERCONNECT.get(acc.key, "pcie4")).strip().lower()
@@ -142,7 +139,6 @@ BYTE_UNITS = {
     "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
-PREFIXES = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12, "p": 10**15, "e": 10**18}
 
 _NUMBER = r"(\d+(?:\.\d*)?|\.\d+)(?:e([+-]?\d+))?"
 _BYTES = re.compile(rf"^{_NUMBER}\s*([kmgt]i?b|b)?$", re.IGNORECASE)
@@ -276,6 +272,9 @@ def require(acc: Accelerator, *fields: str) -> None:
     """A custom card must state each figure the command uses."""
     for f in fields:
         if getattr(acc, f) <= 0:
+            if acc.kind != "custom":
+                raise UsageError(f"{REQUIRED_OPTION[f]} is required: the table has no published "
+                                 f"figure for {acc.name} ({acc.key})")
             raise UsageError(
                 f"{REQUIRED_OPTION[f]} is required without --gpu (or pick one with --gpu h100)"
             )

@@ -191,10 +191,16 @@ def _no_config(hf: Any, repo_id: str, rev: str, limit: float) -> HubError:
         f" and {len(files) - MAX_FILES_NAMED} more" if len(files) > MAX_FILES_NAMED else ""
     )
     weights = [f for f in files if f.lower().endswith(".gguf")]
-    kind = "a GGUF-only repo" if weights else "its files"
+    if weights:
+        return GgufRepo(f"{head}; its GGUF files are read instead")
+    kind = "its files"
     return HubError(
         f"{head} ({kind}: {shown}); name the original model's repo or pass a path to its config.json"
     )
+
+
+class GgufRepo(HubError):
+    """A repo with GGUF files and no config.json: read one of its GGUF headers instead."""
 
 
 def _network_failure(e: BaseException) -> tuple[bool, bool]:

@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from llmcalc import flops, memory
 from llmcalc.errors import ParameterError
 from llmcalc.hardware import Accelerator, Interconnect
-from llmcalc.quant import WeightFormat, weight_bytes
-from llmcalc.spec import ModelSpec, Tensor
+from llmcalc.quant import WeightFormat, is_routed_expert, weight_bytes
+from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
@@ -107,17 +107,13 @@ def _check_fraction(name: str, value: float) -> None:
         raise ParameterError(f"{{{name}}} {{value:g}}: must be a fraction in (0, 1]", value=value)
 
 
-def _is_expert(t: Tensor) -> bool:
-    return t.experts > 0
-
-
 def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int) -> int:
     """Weight bytes one decode step reads for ``tokens`` tokens: all shared weights, and the
     routed experts those tokens reach — E·(1 − (1 − k/E)^tokens) of E, uniform routing."""
     total = weight_bytes(spec, fmt)
     if spec.moe is None:
         return total
-    experts = weight_bytes(spec, fmt, select=_is_expert)
+    experts = weight_bytes(spec, fmt, select=is_routed_expert)
     e, k = spec.moe.num_experts, spec.moe.experts_per_tok
     touched = 1 - (1 - k / e) ** tokens
     return total - experts + round(experts * touched)

@@ -62,6 +62,20 @@ def check_option_length(option: str, text: str) -> None:
         )
 
 
+def check_model_arg(model: str) -> None:
+    """A model name or path from the command line: at most ``MAX_MODEL_ARG`` characters, no NUL
+    (refused before any file system or network call)."""
+    from llmcalc.errors import UsageError
+
+    if len(model) > MAX_MODEL_ARG:
+        raise UsageError(
+            f"model {shown(model[:40])}: {len(model):,} characters; names and paths are read up "
+            f"to {MAX_MODEL_ARG:,}"
+        )
+    if "\x00" in model:
+        raise UsageError(f"model {shown(model)}: contains a NUL character")
+
+
 def escape(text: str) -> str:
     """``text`` with every control character written out (``\\x1b``, ``\\n``): one safe line."""
     return _CONTROL.sub(_escape_char, text)

@@ -268,6 +268,27 @@ def grouped(kind: str, group: int) -> QuantFormat:
                        source, kv_default=DType.fp16, rest=FP16)
 
 
+@dataclass(frozen=True)
+class LayoutBytes:
+    """The tensors stored in one layout: how many elements, how many bytes."""
+
+    layout: str
+    elements: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class StoredFormat(QuantFormat):
+    """The bytes a file really stores, read from it rather than derived from a layout: a GGUF
+    file's tensor table (bytes by ggml type, ggml's block structs) — ``stored`` by type, and the
+    routed experts' share (``*_exps`` tensors) for what one decode step reads."""
+
+    stored: tuple[LayoutBytes, ...] = ()
+    expert_bytes: int = 0
+    layer_bytes: tuple[int, ...] = ()  # blk.N.* by N, for a split between GPU and system memory
+    head_bytes: int = 0  # output and output_norm
+
+
 WeightFormat = DType | QuantFormat
 FORMAT_NAMES = (*FORMATS, "gptq", "awq")
 
@@ -308,6 +329,8 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
         return None
     method = str(q.get("quant_method", "")).lower()
     fmt: QuantFormat
+    if method == "gguf":
+        return stored_gguf(q)
     if method == "mxfp4":
         fmt = FORMATS["mxfp4"]
     elif method == "fp8" and q.get("weight_block_size"):
@@ -342,16 +365,26 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
     return fmt
 
 
+def stored_gguf(q: Mapping[str, Any]) -> StoredFormat:
+    """A GGUF file's storage (:func:`llmcalc.gguf_model.quantization_config`): its bytes by ggml
+    type as the tensor table gives them; the KV cache at f16, llama.cpp's default cache type."""
+    types = q.get("types")
+    rows = tuple(LayoutBytes(str(k), int(v[1]), int(v[2])) for k, v in types.items()
+                 ) if isinstance(types, Mapping) else ()
+    kind = str(q.get("file_type") or "/".join(r.layout for r in rows))
+    return StoredFormat(f"gguf {kind}", "as the GGUF file stores it", {}, "the file's tensor table",
+                        kv_default=DType.fp16, stored=rows,
+                        expert_bytes=int(q.get("expert_bytes", 0)),
+                        layer_bytes=tuple(int(b) for b in q.get("layer_bytes") or ()),
+                        head_bytes=int(q.get("head_bytes", 0)))
+
+
+def is_routed_expert(t: Tensor) -> bool:
+    """A routed expert's tensor (what a decode step reads only for the experts its tokens reach)."""
+    return t.experts > 0
+
+
 # ---- bytes of a whole model ----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class LayoutBytes:
-    """The tensors stored in one layout: how many elements, how many bytes."""
-
-    layout: str
-    elements: int
-    bytes: int
 
 
 def breakdown(
@@ -359,6 +392,12 @@ def breakdown(
 ) -> tuple[LayoutBytes, ...]:
     """Bytes of every stored tensor (tied ones once; only those ``select`` keeps) grouped by the
     layout each is stored in; the parts add up to :func:`weight_bytes`."""
+    if isinstance(fmt, StoredFormat):
+        if select is None:
+            return fmt.stored
+        if select is is_routed_expert:
+            return (LayoutBytes("routed experts", 0, fmt.expert_bytes),)
+        raise UsageError(f"{fmt.name}: the file's bytes are known by type, not by this selection")
     totals: dict[str, list[int]] = {}
 
     def add(lay: Layout, t: Tensor, times: int) -> None:

@@ -267,6 +267,7 @@ class StoredWeights:
     where: str
     rows: tuple[DTypeBytes, ...] = ()
     error: str | None = None
+    as_computed: bool = False  # the figures use these very bytes (a GGUF file's tensor table)
 
     @property
     def nbytes(self) -> int:

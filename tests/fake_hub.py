@@ -140,7 +140,8 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                 return
             sha, files = found
             if file is None:
-                info = {"id": repo_id, "sha": sha, "siblings": [{"rfilename": f} for f in sorted(files)]}
+                info = {"id": repo_id, "sha": sha,
+                        "siblings": [{"rfilename": f, "size": len(files[f])} for f in sorted(files)]}
                 self._send(200, json.dumps(info).encode(), {"Content-Type": "application/json"}, head)
                 return
             if file not in files:

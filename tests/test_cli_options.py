@@ -42,9 +42,10 @@ def test_dtype_options_are_the_shared_ones(command: str) -> None:
 @pytest.mark.parametrize("command", ["train", "fit", "mfu"])
 def test_gpu_help_lists_the_accelerator_table(command: str) -> None:
     assert _options(command)["--gpu"].help == (
-        f"Accelerator from the built-in table: {', '.join(ACCELERATORS)}."
+        "Accelerator from the built-in table (39 cards: data-centre, workstation, consumer, Apple "
+        "silicon), e.g. h100, rtx-4090, apple-m3-max; an unknown name lists them."
     )
-    assert ", ".join(ACCELERATORS) == "a100-40gb, a100-80gb, h100, h200, b200, mi300x, rtx4090, l4, t4"
+    assert len(ACCELERATORS) == 39
 
 
 @pytest.mark.parametrize("command,default", [("flops", "4k"), ("memory", "4k"),

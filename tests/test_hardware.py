@@ -16,18 +16,56 @@ from llmcalc.hardware import (
     resolve,
 )
 
-# Datasheet figures: (memory GiB, bandwidth bytes/s, dense bf16 FLOP/s).
+# Datasheet figures: (memory GiB, bandwidth bytes/s, dense bf16 FLOP/s; 0 where none is published).
+G, TF = 10**9, 10**12
 DATASHEET = {
-    "a100-40gb": (40, 1_555 * 10**9, 312 * 10**12),
-    "a100-80gb": (80, 2_039 * 10**9, 312 * 10**12),
-    "h100": (80, 3_350 * 10**9, 989 * 10**12),
-    "h200": (141, 4_800 * 10**9, 989 * 10**12),
-    "b200": (180, 8_000 * 10**9, 2_250 * 10**12),
-    "mi300x": (192, 5_300 * 10**9, 1_307_400 * 10**9),
-    "rtx4090": (24, 1_008 * 10**9, 165_200 * 10**9),
-    "l4": (24, 300 * 10**9, 121 * 10**12),
-    "t4": (16, 320 * 10**9, 65 * 10**12),
+    "a100-40gb": (40, 1_555 * G, 312 * TF),
+    "a100-80gb": (80, 2_039 * G, 312 * TF),
+    "h100": (80, 3_350 * G, 989 * TF),
+    "h200": (141, 4_800 * G, 989 * TF),
+    "b200": (180, 8_000 * G, 2_250 * TF),
+    "mi300x": (192, 5_300 * G, 1_307_400 * G),
+    "mi325x": (256, 6_000 * G, 1_307_400 * G),
+    "mi250x": (128, 3_276_800 * 10**6, 383 * TF),
+    "mi250": (128, 3_276_800 * 10**6, 362_100 * G),
+    "l40s": (48, 864 * G, 362_050 * G),
+    "l4": (24, 300 * G, 121 * TF),
+    "a10": (24, 600 * G, 125 * TF),
+    "a10g": (24, 600 * G, 0),
+    "t4": (16, 320 * G, 65 * TF),
+    "rtx-6000-ada": (48, 960 * G, 364_250 * G),
+    "rtx-a6000": (48, 768 * G, 154_800 * G),
+    "rtx-3060": (12, 360 * G, 0),
+    "rtx-3070": (8, 448 * G, 40_600 * G),
+    "rtx-3080": (10, 760 * G, 59_500 * G),
+    "rtx-3090": (24, 936 * G, 71 * TF),
+    "rtx-3090-ti": (24, 1_008 * G, 0),
+    "rtx-4060-ti-16gb": (16, 288 * G, 0),
+    "rtx-4070": (12, 504 * G, 0),
+    "rtx-4080": (16, 716_800 * 10**6, 97_500 * G),
+    "rtx-4090": (24, 1_008 * G, 165_200 * G),
+    "rtx-5080": (16, 960 * G, 0),
+    "rtx-5090": (32, 1_792 * G, 0),
+    "rx-7900-xtx": (24, 960 * G, 122_800 * G),
 }
+# Apple silicon: (unified GiB, bandwidth); the GPU may wire 2/3 of it up to 36 GB, 3/4 above.
+APPLE = {
+    "apple-m1-pro": (32, 200 * G), "apple-m1-max": (64, 400 * G), "apple-m1-ultra": (128, 800 * G),
+    "apple-m2-pro": (32, 200 * G), "apple-m2-max": (96, 400 * G), "apple-m2-ultra": (192, 800 * G),
+    "apple-m3-pro": (36, 150 * G), "apple-m3-max": (128, 400 * G),
+    "apple-m3-ultra": (512, 819 * G), "apple-m4-pro": (64, 273 * G),
+    "apple-m4-max": (128, 546 * G),
+}
+
+
+@pytest.mark.parametrize("key", APPLE)
+def test_apple_silicon_rows(key: str) -> None:
+    acc = ACCELERATORS[key]
+    unified, bw = APPLE[key]
+    share = (2, 3) if unified <= 36 else (3, 4)
+    assert (acc.unified_bytes, acc.bandwidth, acc.peak_flops) == (unified * GiB, bw, 0)
+    assert acc.memory_bytes == unified * GiB * share[0] // share[1]
+    assert "recommendedMaxWorkingSetSize" in acc.source
 
 
 @pytest.mark.parametrize("key", DATASHEET)
@@ -39,12 +77,12 @@ def test_table_matches_datasheets(key: str) -> None:
 
 
 def test_table_is_exactly_the_listed_cards() -> None:
-    assert set(ACCELERATORS) == set(DATASHEET)
+    assert set(ACCELERATORS) == set(DATASHEET) | set(APPLE)
 
 
 @pytest.mark.parametrize(
     "name,key",
-    [("H100", "h100"), ("a100", "a100-80gb"), ("A100_40GB", "a100-40gb"), ("4090", "rtx4090"),
+    [("H100", "h100"), ("a100", "a100-80gb"), ("A100_40GB", "a100-40gb"), ("4090", "rtx-4090"), ("rtx4090", "rtx-4090"), ("M3-Max", "apple-m3-max"),
      ("MI300X", "mi300x")],
 )
 def test_lookup_names(name: str, key: str) -> None:
@@ -56,9 +94,10 @@ def test_unknown_gpu_lists_the_known_ones() -> None:
         lookup("v100")
     # the core names resolve()'s parameters; the CLI says --gpu, --gpu-mem, --gpu-flops
     assert str(e.value) == (
-        "gpu v100: unknown accelerator; known: a100-40gb, a100-80gb, h100, h200, b200, mi300x, "
-        "rtx4090, l4, t4 (or describe one with memory and flops)"
+        f"gpu v100: unknown accelerator; known: {', '.join(ACCELERATORS)} (or describe one with "
+        "memory and flops)"
     )
+    assert ", ".join(ACCELERATORS).startswith("a100-40gb, a100-80gb, h100, h200, b200, mi300x, ")
 
 
 @pytest.mark.parametrize(

@@ -188,13 +188,30 @@ def test_missing_repo(llmcalc: Any, hub: FakeHub) -> None:
     )
 
 
-def test_repo_without_config_names_its_files(llmcalc: Any, hub: FakeHub) -> None:
+def test_check_takes_repo_ids_as_count_does(llmcalc: Any, hub: FakeHub) -> None:
+    r = llmcalc("check", "org/tiny", "org/nothing-here", "--json", endpoint=hub.url)
+    assert r.code == 2, r.stderr
+    tiny, missing = r.json()["files"]
+    assert (tiny["file"], tiny["model"], tiny["status"], tiny["why"]) == (
+        "org/tiny", "org/tiny", "pass", "nothing expected: valid"
+    )
+    assert (missing["status"], missing["why"]) == (
+        "error", "org/nothing-here: no such model repo on the Hub (a private one needs HF_TOKEN "
+        "with access)",
+    )
+
+
+def test_a_gguf_only_repo_reads_its_q4_k_m_file(llmcalc: Any, hub: FakeHub) -> None:
     r = llmcalc("count", "org/tiny-GGUF", endpoint=hub.url)
     assert (r.code, r.stderr) == (
         2,
-        "error: org/tiny-GGUF: the repo has no config.json (a GGUF-only repo: README.md, "
-        "tiny-Q4_K_M.gguf, tiny-Q8_0.gguf); name the original model's repo or pass a path to "
-        "its config.json\n",
+        "error: org/tiny-GGUF:tiny-Q4_K_M.gguf: not a GGUF file (shorter than its 24-byte "
+        "header)\n",
+    )
+    r = llmcalc("count", "org/tiny-GGUF:q9", endpoint=hub.url)
+    assert (r.code, r.stderr) == (
+        2,
+        "error: org/tiny-GGUF: no GGUF file 'q9'; its files: Q4_K_M (0.0 MB), Q8_0 (0.0 MB)\n",
     )
 
 

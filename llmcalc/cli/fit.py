@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Annotated, Optional
 
 import typer
@@ -13,7 +14,6 @@ from llmcalc.cli._common import (
     Format,
     FormatOpt,
     JsonOpt,
-    ModelsArg,
     RevisionOpt,
     SetOpt,
     TrustRemoteCodeOpt,
@@ -27,22 +27,33 @@ from llmcalc.cli._common import (
     specs_for,
     takes_text,
 )
+from llmcalc.cli._complete import complete_model
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.errors import UsageError
 from llmcalc.finetune import Method, Optimizer
-from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
+from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
+from llmcalc.local import DEFAULT_MIN_CTX
 from llmcalc.planning import fit as fit_plan
-from llmcalc.quant import kv_dtype_for, resolve_format
-from llmcalc.units import parse_context, parse_dtype
+from llmcalc.quant import WeightFormat, kv_dtype_for, resolve_format
+from llmcalc.spec import ModelSpec
+from llmcalc.units import DType, parse_context, parse_dtype
 
 
 @handles_errors
 @speaks_flags
 def fit(
-    models: ModelsArg,
+    models: Annotated[
+        Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
+        typer.Argument(
+            help="Models to fit: bundled names, repo ids (org/name, org/name:Q4_K_M for a GGUF "
+            "repo), config.json files, .gguf files. Without one: what fits the GPU, from the "
+            "bundled and locally cached models.",
+            show_default=False, metavar="MODEL", autocompletion=complete_model,
+        ),
+    ] = None,
     gpu: GpuOpt = None,
     gpus: GpusOpt = 1,
     gpu_mem: GpuMemOpt = None,
@@ -78,6 +89,33 @@ def fit(
     optimizer: Annotated[
         Optimizer, typer.Option("--optimizer", help="Fine-tuning optimizer (with --method).")
     ] = Optimizer.adamw,
+    sort: Annotated[
+        str, typer.Option("--sort", metavar="KEY", help="Without MODEL: order by params, name, "
+                          "ctx or speed.")
+    ] = "params",
+    match: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--match", metavar="GLOB", help="Without MODEL: only models whose name "
+                     "matches (e.g. '*llama*').", show_default=False),
+    ] = None,
+    show_all: Annotated[
+        bool, typer.Option("--all", help="Without MODEL: list the models that do not fit too.")
+    ] = False,
+    offload: Annotated[
+        bool, typer.Option("--offload", help="llama.cpp-style split: as many layers on the GPU "
+                           "as fit at --ctx (default 4k), the rest in system memory, and the "
+                           "decode bound of both.")
+    ] = False,
+    ram_bandwidth: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--ram-bandwidth", metavar="RATE", help="With --offload: system memory "
+                     "bandwidth (default 89.6GB/s, dual-channel DDR5-5600).", show_default=False),
+    ] = None,
+    gpu_layers: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--gpu-layers", metavar="N", help="With --offload: put N layers on the GPU "
+                     "instead of as many as fit.", show_default=False),
+    ] = None,
     attention: AttentionOpt = None,
     prefill_chunk: PrefillChunkOpt = None,
 ) -> None:
@@ -87,6 +125,19 @@ def fit(
     """
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
+    if not models:
+        if set_ or family or revision or method is not None or offload or explain:
+            raise UsageError("--set, --family, --revision, --method, --offload and --explain "
+                             "need a MODEL")
+        acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth, needs=("memory",))
+        require(acc, "memory_bytes")
+        _what_fits(acc, gpus=gpus, headroom=headroom, ctx=ctx, sort=sort, match=match,
+                   show_all=show_all, how=how)
+        return
+    if offload:
+        one_model(models, "--offload")
+    elif ram_bandwidth is not None or gpu_layers is not None:
+        raise UsageError("--ram-bandwidth and --gpu-layers go with --offload")
     if explain:
         one_model(models, "--explain")
     specs = [(m, takes_text(spec, "fit"))
@@ -119,13 +170,17 @@ def fit(
             show(*(Text(line) for line in finetune_explain(spec, ff.plan)))
         return
     # each model's stored format (its quantization_config) unless --dtype names one for all
-    formats = {resolve_format(spec, dtype) for _, spec in specs}
+    formats = {f.value: f for f in (resolve_format(spec, dtype) for _, spec in specs)}
     if len(formats) > 1:
         raise UsageError("the models store different formats (quantization_config): pass --dtype "
                          "to compare them at one")
-    [weights] = formats
+    [weights] = formats.values()
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
+    if offload:
+        _offload(specs[0][1], acc, weights, kv, n_ctx or DEFAULT_MIN_CTX, ram_bandwidth,
+                 gpu_layers, headroom, how)
+        return
     from llmcalc.render import fit as r
 
     items = [
@@ -143,3 +198,52 @@ def fit(
                                   kv_dtype=kv)) if len(items) == 1 else None)
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2], accelerator=acc)))
+
+
+def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None, sort: str,
+               match: str | None, show_all: bool, how: Format) -> None:
+    """Bundled and locally cached models, each in the best format that fits (llmcalc.local)."""
+    import fnmatch
+
+    from llmcalc import bundled, hfcache
+    from llmcalc.cli._common import spec_for
+    from llmcalc.local import what_fits
+    from llmcalc.render.local import what_fits_grid, what_fits_json
+
+    min_ctx = parse_context(ctx, option="--ctx") if ctx is not None else DEFAULT_MIN_CTX
+    names = [p.stem for p in bundled.paths() if not p.stem.endswith(("-default", "-defaults"))]
+    names += [r for r in hfcache.repo_ids() if r not in names]
+    if match is not None:
+        names = [m for m in names if fnmatch.fnmatch(m.lower(), match.lower())]
+
+    def loader(model: str) -> Callable[[], ModelSpec]:
+        return lambda: takes_text(spec_for(model, None), "fit")
+
+    rows, skipped = what_fits([(m, loader(m)) for m in names], accelerator=acc, gpus=gpus,
+                              headroom=headroom, min_ctx=min_ctx, sort=sort,
+                              fitting_only=not show_all)
+    if how is Format.json:
+        print_json(what_fits_json(rows, accelerator=acc, gpus=gpus, min_ctx=min_ctx,
+                                  skipped=skipped))
+        return
+    grid = what_fits_grid(rows, accelerator=acc, gpus=gpus, min_ctx=min_ctx, skipped=skipped)
+    emit(how, data=lambda: None, grids=lambda: [grid])
+
+
+def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType, ctx: int,
+             ram_bandwidth: str | None, gpu_layers: int | None, headroom: float, how: Format
+             ) -> None:
+    from llmcalc.hardware import parse_bandwidth
+    from llmcalc.local import DEFAULT_RAM_BANDWIDTH, offload
+    from llmcalc.render.local import offload_json, offload_view
+
+    ram = (parse_bandwidth(ram_bandwidth, option="--ram-bandwidth") if ram_bandwidth is not None
+           else DEFAULT_RAM_BANDWIDTH)
+    o = offload(spec, accelerator=acc, dtype=weights, kv_dtype=kv, ctx=ctx, ram_bandwidth=ram,
+                headroom=headroom, gpu_layers=gpu_layers)
+    if how is Format.json:
+        print_json(offload_json(spec, o, accelerator=acc, dtype=weights.value, ctx=ctx))
+    elif how is Format.table:
+        show(offload_view(spec, o, accelerator=acc, dtype=weights.value, ctx=ctx))
+    else:
+        raise UsageError(f"--format {how.value}: an offload split prints as a table or JSON")

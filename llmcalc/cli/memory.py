@@ -44,7 +44,7 @@ from llmcalc.errors import UsageError
 from llmcalc.memory import memory as compute_memory
 from llmcalc.quant import kv_dtype_for, resolve_format
 from llmcalc.render import gib
-from llmcalc.safetensors_index import StoredWeights
+from llmcalc.safetensors_index import DTypeBytes, StoredWeights
 from llmcalc.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -58,6 +58,9 @@ def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
 
     origin = spec.origin
     where = spec.name
+    gguf = _gguf_rows(spec)
+    if gguf is not None:
+        return StoredWeights(f"{model} (GGUF tensor table)", gguf, as_computed=True)
     try:
         if origin is not None and origin.repo_id is not None:
             where = f"{spec.name} (Hub, safetensors headers)"
@@ -69,6 +72,15 @@ def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
     except LLMCalcError as e:
         return StoredWeights(where, error=str(e))
     return None
+
+
+def _gguf_rows(spec: ModelSpec) -> tuple[DTypeBytes, ...] | None:
+    """A GGUF file's bytes by ggml type, as its tensor table gives them (None for other inputs)."""
+    q = spec.config.get("quantization_config")
+    if not isinstance(q, dict) or q.get("quant_method") != "gguf":
+        return None
+    return tuple(DTypeBytes(str(k), int(v[0]), int(v[1]), int(v[2]))
+                 for k, v in dict(q.get("types") or {}).items())
 
 
 @handles_errors

@@ -31,7 +31,11 @@ def fit_view(
     t = Table(title="memory (all GPUs together)", title_justify="left")
     t.add_column("")
     t.add_column("bytes", justify="right")
-    t.add_row("GPU memory", gib(f.capacity))
+    if accelerator.unified_bytes:
+        t.add_row(f"GPU memory (of {gib(accelerator.unified_bytes * f.gpus)} unified)",
+                  gib(f.capacity))
+    else:
+        t.add_row("GPU memory", gib(f.capacity))
     t.add_row(f"headroom for the runtime ({f.headroom:.0%})" if f.attention is not None else
               f"headroom for activations and runtime ({f.headroom:.0%})", gib(f.capacity - f.usable))
     t.add_row(f"weights ({dtype.value})", gib(f.weights))

@@ -23,6 +23,8 @@ def stored_note(stored: StoredWeights, r: MemoryResult) -> str | None:
     bytes are not shown."""
     if stored.error is not None:
         return f"checkpoint bytes not shown: {stored.error}"
+    if stored.as_computed:
+        return None
     others = other_dtypes(stored.rows, r.dtype.value)
     if not others:
         return None
@@ -66,7 +68,7 @@ def stored_json(stored: StoredWeights, r: MemoryResult) -> dict[str, Any]:
             row.dtype: {"tensors": row.tensors, "elements": row.numel, "bytes": row.nbytes}
             for row in stored.rows
         },
-        "other_dtypes": list(other_dtypes(stored.rows, r.dtype.value)),
+        "other_dtypes": [] if stored.as_computed else list(other_dtypes(stored.rows, r.dtype.value)),
         "note": stored_note(stored, r),
     }
 

@@ -1,0 +1,225 @@
+"""Running a model locally, as llama.cpp does: what fits a machine, and layers offloaded to RAM.
+
+Pure functions; nothing here prints.
+
+- **What fits** (``fit --gpu NAME`` without a model): for each model, the first weight format of
+  :data:`LADDER` (its own stored format first, then llama.cpp's usual quantizations, most bits
+  first) whose weights and a KV cache of ``min_ctx`` tokens at batch 1 fit the card's memory less
+  the headroom; then the largest context at batch 1 in that format and the decode bound at
+  ``min_ctx`` (llmcalc.planning: every step reads every weight and the whole cache once).
+- **Offload** (llama.cpp's ``-ngl N``): the last N layers run on the GPU, the rest — and the token
+  embeddings, which llama.cpp keeps in system memory — on the CPU; the output head joins the GPU
+  only with every layer (``-ngl`` = layers + 1 in llama.cpp's count). Each layer's KV cache lives
+  where the layer runs. A decode step reads the GPU's share at the GPU's bandwidth and the CPU's at
+  the system memory's: step ≥ GPU bytes / GPU bandwidth + CPU bytes / RAM bandwidth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from llmcalc import memory
+from llmcalc.errors import LLMCalcError, ParameterError
+from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
+from llmcalc.planning import DecodeBound, decode_bound
+from llmcalc.planning import fit as serving_fit
+from llmcalc.quant import (
+    FORMATS,
+    StoredFormat,
+    WeightFormat,
+    from_config,
+    kv_dtype_for,
+    weight_bytes,
+)
+from llmcalc.spec import LayerGroup, ModelSpec, Tensor
+from llmcalc.units import DType
+
+# llama.cpp's common formats, most bits first (GGUF F16, Q8_0, Q4_K_M, Q4_0)
+LADDER: tuple[WeightFormat, ...] = (DType.fp16, FORMATS["q8_0"], FORMATS["q4_k_m"], FORMATS["q4_0"])
+DEFAULT_MIN_CTX = 4096
+# dual-channel DDR5-5600: 2 channels × 8 bytes × 5.6 GT/s
+DEFAULT_RAM_BANDWIDTH = 89_600_000_000
+MAX_OFFLOAD_LAYERS = 65_536  # layers walked one by one for an offload split
+
+
+@dataclass(frozen=True)
+class LocalFit:
+    """One model on one machine: the best format that fits ``min_ctx`` at batch 1, or None."""
+
+    name: str
+    parameters: int
+    format: WeightFormat | None  # None: not even the smallest format fits
+    weights: int | None
+    largest_ctx: int | None  # at batch 1 in that format, capped at the model's limit
+    context_limit: int
+    decode: DecodeBound | None  # at min(min_ctx, limit)
+
+
+def ladder(spec: ModelSpec) -> tuple[WeightFormat, ...]:
+    """The model's own stored format first (a GGUF file's, a quantization_config's), then LADDER
+    from the first rung with fewer bytes."""
+    own = from_config(spec.config)
+    if own is None:
+        return LADDER
+    own_bytes = weight_bytes(spec, own)
+    return (own, *(f for f in LADDER if weight_bytes(spec, f) < own_bytes))
+
+
+def best_fit(
+    name: str, spec: ModelSpec, *, accelerator: Accelerator, gpus: int = 1,
+    headroom: float = DEFAULT_HEADROOM, min_ctx: int = DEFAULT_MIN_CTX,
+) -> LocalFit:
+    """The first format of :func:`ladder` in which ``min_ctx`` tokens (or the model's whole
+    context, when shorter) fit at batch 1."""
+    parameters = memory.weight_elements(spec)
+    for fmt in ladder(spec):
+        kv = kv_dtype_for(fmt)
+        f = serving_fit(spec, accelerator=accelerator, gpus=gpus, dtype=fmt, kv_dtype=kv,
+                        batch=1, headroom=headroom)
+        need = min(min_ctx, f.context_limit)
+        if f.ctx is not None and f.ctx >= need:
+            bound = decode_bound(spec, batch=1, ctx=need, dtype=fmt, kv_dtype=kv,
+                                 bandwidth=gpus * accelerator.bandwidth) if accelerator.bandwidth else None
+            return LocalFit(name, parameters, fmt, f.weights, f.ctx, f.context_limit, bound)
+    limit = spec.shape.max_position_embeddings or 0
+    return LocalFit(name, parameters, None, None, None, limit, None)
+
+
+SORT_KEYS: dict[str, Callable[[LocalFit], tuple[object, ...]]] = {
+    "params": lambda r: (-r.parameters, r.name),
+    "name": lambda r: (r.name,),
+    "ctx": lambda r: (-(r.largest_ctx or 0), r.name),
+    "speed": lambda r: (-(r.decode.tokens_per_sec if r.decode else 0.0), r.name),
+}
+
+
+def what_fits(
+    models: Sequence[tuple[str, Callable[[], ModelSpec]]], *, accelerator: Accelerator,
+    gpus: int = 1, headroom: float = DEFAULT_HEADROOM, min_ctx: int = DEFAULT_MIN_CTX,
+    sort: str = "params", fitting_only: bool = True,
+) -> tuple[list[LocalFit], list[str]]:
+    """Every model that fits (or all, with ``fitting_only`` False), sorted by ``sort``; and the
+    names of those that could not be planned (a model that reads images through cross-attention,
+    an encoder …) — skipped, not guessed."""
+    if sort not in SORT_KEYS:
+        raise ParameterError("{sort} {value}: sort by one of " + ", ".join(SORT_KEYS), value=sort)
+    rows: list[LocalFit] = []
+    skipped: list[str] = []
+    for name, load in models:
+        try:
+            row = best_fit(name, load(), accelerator=accelerator, gpus=gpus, headroom=headroom,
+                           min_ctx=min_ctx)
+        except LLMCalcError:
+            skipped.append(name)
+            continue
+        if row.format is not None or not fitting_only:
+            rows.append(row)
+    return sorted(rows, key=SORT_KEYS[sort]), skipped
+
+
+# ---- offload ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Offload:
+    """llama.cpp's split of a model between one GPU and system memory at a context."""
+
+    layers: int
+    gpu_layers: int  # the last ``gpu_layers`` layers run on the GPU (-ngl)
+    output_on_gpu: bool
+    gpu_bytes: int  # weights + KV cache on the GPU
+    cpu_bytes: int  # weights + KV cache in system memory
+    usable: int  # the GPU's memory less the headroom
+    gpu_bandwidth: int
+    ram_bandwidth: int
+    seconds_per_token: float
+    tokens_per_sec: float
+
+
+def _layer_bytes(spec: ModelSpec, fmt: WeightFormat, i: int) -> int:
+    """Bytes of layer ``i``'s weights in ``fmt`` (llama.cpp's per-layer k-quant mix included)."""
+    total = 0
+    for g in spec.layer_groups:
+        if i not in g.layers:
+            continue
+        for t in g.tensors:
+            if t.tied_to is None:
+                total += _tensor_bytes(spec, t, g, fmt, i)
+    return total
+
+
+def _tensor_bytes(spec: ModelSpec, t: Tensor, g: LayerGroup, fmt: WeightFormat, i: int) -> int:
+    from llmcalc.quant import QuantFormat
+    from llmcalc.units import nbytes
+
+    if isinstance(fmt, DType):
+        return nbytes(t.numel, fmt)
+    assert isinstance(fmt, QuantFormat)
+    return fmt.layout(t, layer=i, num_layers=spec.num_layers).nbytes(t.shape) * t.copies
+
+
+def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int]:
+    """(bytes of each layer, bytes that follow the last layer, all weight bytes) in ``fmt``: a
+    GGUF file's own (its blk.N.* tensors, output and output_norm), else from the description."""
+    if isinstance(fmt, StoredFormat):
+        if not fmt.layer_bytes:
+            raise ParameterError("{dtype} {value}: the file's bytes by layer are not known; pass a "
+                                 "format such as q4_k_m", value=fmt.value)
+        return list(fmt.layer_bytes), fmt.head_bytes, weight_bytes(spec, fmt)
+    n = spec.num_layers
+    if n > MAX_OFFLOAD_LAYERS:
+        raise ParameterError("{spec}: " + f"{n:,} layers; an offload split walks at most "
+                             f"{MAX_OFFLOAD_LAYERS:,}")
+    return [_layer_bytes(spec, fmt, i) for i in range(n)], _head_bytes(spec, fmt), \
+        weight_bytes(spec, fmt)
+
+
+def offload(
+    spec: ModelSpec, *, accelerator: Accelerator, dtype: WeightFormat, kv_dtype: DType, ctx: int,
+    ram_bandwidth: int = DEFAULT_RAM_BANDWIDTH, headroom: float = DEFAULT_HEADROOM,
+    gpu_layers: int | None = None,
+) -> Offload:
+    """The most layers (or ``gpu_layers``) whose weights and KV cache fit the GPU, counted from the
+    last layer as llama.cpp offloads them, and the decode bound of that split. The KV cache is
+    spread evenly over the layers (exact for models whose layers all attend alike)."""
+    if ctx < 1:
+        raise ParameterError("{ctx} {value}: must be 1 or more", value=ctx)
+    if ram_bandwidth <= 0 or accelerator.bandwidth <= 0:
+        raise ParameterError("{ram_bandwidth}: the GPU's and the system memory's bandwidth are "
+                             "both needed")
+    layer, head, total = layer_split(spec, dtype)
+    n = len(layer)
+    kv_total = memory.kv_cache_bytes(spec, batch=1, ctx=ctx, dtype=kv_dtype)
+    kv_layer = [kv_total // n + (1 if i < kv_total % n else 0) for i in range(n)] if n else []
+    usable = usable_memory(accelerator.memory_bytes, headroom=headroom)
+
+    def on_gpu(k: int) -> int:
+        return sum(layer[n - k:]) + sum(kv_layer[n - k:]) + (head if k == n else 0)
+
+    if gpu_layers is None:
+        k = 0
+        while k < n and on_gpu(k + 1) <= usable:
+            k += 1
+    else:
+        if not 0 <= gpu_layers <= n:
+            raise ParameterError("{gpu_layers} {value}: must be 0 to the model's layers",
+                                 value=gpu_layers)
+        k = gpu_layers
+    gpu = on_gpu(k)
+    cpu = total + kv_total - gpu
+    seconds = gpu / accelerator.bandwidth + cpu / ram_bandwidth
+    return Offload(n, k, k == n, gpu, cpu, usable, accelerator.bandwidth, ram_bandwidth, seconds,
+                   1 / seconds)
+
+
+def _head_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
+    """What follows the last layer in ``fmt``: the final norm and the output head — for tied
+    embeddings the embedding matrix again, which llama.cpp keeps as the output on the GPU."""
+    def after_layers(t: Tensor) -> bool:
+        return t.component.startswith(("lm_head", "final_norm"))
+
+    head = weight_bytes(spec, fmt, select=after_layers)
+    if any(t.tied_to is not None and t.component.startswith("lm_head") for t, _ in spec.all_tensors()):
+        head += weight_bytes(spec, fmt, select=lambda t: t.component == "embed/tokens")
+    return head

@@ -1,0 +1,101 @@
+"""`llmcalc fit --gpu NAME` without a model (what fits this machine) and `fit --offload`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from llmcalc.hardware import Accelerator
+from llmcalc.local import LocalFit, Offload
+from llmcalc.render import gib, n
+from llmcalc.render.grid import Col, Fig, Grid
+from llmcalc.render.train import accelerator_line
+from llmcalc.spec import ModelSpec
+
+
+def what_fits_grid(rows: list[LocalFit], *, accelerator: Accelerator, gpus: int, min_ctx: int,
+                   skipped: list[str]) -> Grid:
+    g = Grid(f"what fits {accelerator_line(accelerator, gpus)} · {n(min_ctx)} tokens at batch 1 "
+             "in the best format that fits",
+             [Col("model"), Col("params", right=True), Col("format"), Col("weights", right=True),
+              Col("largest ctx", right=True, drop=2), Col("tokens/s ≤", right=True, drop=1)])
+    for r in rows:
+        if r.format is None:
+            g.add(r.name, r.parameters, "does not fit", None, None, None)
+            continue
+        assert r.weights is not None
+        speed = (Fig(f"{r.decode.tokens_per_sec:,.1f}", round(r.decode.tokens_per_sec, 3))
+                 if r.decode else None)
+        g.add(r.name, r.parameters, r.format.value, Fig(gib(r.weights), r.weights),
+              r.largest_ctx, speed)
+    g.notes.append(
+        "format: the model's own stored format, else the first of fp16, q8_0, q4_k_m, q4_0 "
+        f"(llama.cpp's) whose weights and {n(min_ctx)} tokens of KV cache fit; largest ctx: at "
+        "batch 1, capped at the model's limit; tokens/s: decode bound (all weights and the cache "
+        "read once a step)")
+    if skipped:
+        shown = ", ".join(skipped[:8]) + (f" and {len(skipped) - 8} more" if len(skipped) > 8 else "")
+        g.notes.append(f"not planned ({len(skipped)}): {shown}")
+    return g
+
+
+def what_fits_json(rows: list[LocalFit], *, accelerator: Accelerator, gpus: int, min_ctx: int,
+                   skipped: list[str]) -> dict[str, Any]:
+    return {
+        "accelerator": {"key": accelerator.key, "name": accelerator.name,
+                        "memory_bytes": accelerator.memory_bytes,
+                        "bandwidth_bytes_per_sec": accelerator.bandwidth},
+        "gpus": gpus,
+        "min_ctx": min_ctx,
+        "models": [{
+            "model": r.name, "params": r.parameters,
+            "format": r.format.value if r.format is not None else None,
+            "weights_bytes": r.weights, "largest_ctx": r.largest_ctx,
+            "context_limit": r.context_limit,
+            "decode_tokens_per_sec": r.decode.tokens_per_sec if r.decode else None,
+        } for r in rows],
+        "skipped": skipped,
+    }
+
+
+def offload_view(spec: ModelSpec, o: Offload, *, accelerator: Accelerator, dtype: str, ctx: int
+                 ) -> RenderableType:
+    head = Text()
+    head.append(spec.name, style="bold")
+    head.append(f"  weights {dtype} · {accelerator_line(accelerator, 1)} · context {n(ctx)}")
+    t = Table(title="llama.cpp offload (-ngl): the last layers on the GPU, the rest in system "
+              "memory", title_justify="left")
+    t.add_column("")
+    t.add_column("value", justify="right")
+    t.add_row("GPU memory less headroom", gib(o.usable))
+    t.add_row(f"layers on the GPU (-ngl {o.gpu_layers + (1 if o.output_on_gpu else 0)})",
+              f"{n(o.gpu_layers)} of {n(o.layers)}", style="bold")
+    t.add_row("output head on the GPU", "yes" if o.output_on_gpu else "no")
+    t.add_row("on the GPU (weights + KV cache)", gib(o.gpu_bytes))
+    t.add_row("in system memory (weights + KV cache)", gib(o.cpu_bytes))
+    t.add_section()
+    t.add_row("GPU bandwidth", f"{o.gpu_bandwidth / 1e9:,.1f} GB/s")
+    t.add_row("system memory bandwidth", f"{o.ram_bandwidth / 1e9:,.1f} GB/s")
+    t.add_row("decode step ≥", f"{o.seconds_per_token * 1e3:,.2f} ms")
+    t.add_row("tokens/s ≤", f"{o.tokens_per_sec:,.1f}", style="bold")
+    note = Text("step ≥ GPU bytes / GPU bandwidth + system bytes / RAM bandwidth; token "
+                "embeddings stay in system memory, as llama.cpp keeps them; the KV cache is "
+                "spread evenly over the layers")
+    return Group(head, t, note)
+
+
+def offload_json(spec: ModelSpec, o: Offload, *, accelerator: Accelerator, dtype: str, ctx: int
+                 ) -> dict[str, Any]:
+    return {
+        "model": spec.name, "dtype": dtype, "ctx": ctx,
+        "accelerator": {"key": accelerator.key, "name": accelerator.name},
+        "layers": o.layers, "gpu_layers": o.gpu_layers, "output_on_gpu": o.output_on_gpu,
+        "ngl": o.gpu_layers + (1 if o.output_on_gpu else 0),
+        "gpu_bytes": o.gpu_bytes, "cpu_bytes": o.cpu_bytes, "usable_gpu_bytes": o.usable,
+        "gpu_bandwidth_bytes_per_sec": o.gpu_bandwidth,
+        "ram_bandwidth_bytes_per_sec": o.ram_bandwidth,
+        "seconds_per_token": o.seconds_per_token, "tokens_per_sec": o.tokens_per_sec,
+    }

@@ -1,0 +1,113 @@
+"""Local inference: what fits a machine, llama.cpp's offload split, consumer GPUs and Apple silicon."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from llmcalc import load_spec
+from llmcalc.hardware import GiB, lookup, usable_memory
+from llmcalc.local import DEFAULT_RAM_BANDWIDTH, LADDER, best_fit, offload
+from llmcalc.memory import kv_cache_bytes, weight_bytes
+from llmcalc.quant import FORMATS
+from llmcalc.units import DType
+
+
+def test_fit_answers_on_apple_silicon(cli: Any) -> None:
+    run = cli("fit", "llama-3-8b", "--gpu", "apple-m3-max", "--json")
+    assert run.code == 0, run.stderr
+    data = run.json()
+    # 3/4 of 128 GiB of unified memory is the GPU's; 10% of that is headroom
+    assert data["memory_bytes"] == 96 * GiB
+    assert data["usable_bytes"] == usable_memory(96 * GiB, headroom=0.1)
+    assert data["ctx"] == 8192  # the model's limit
+    table = cli("fit", "llama-3-8b", "--gpu", "apple-m3-max")
+    assert "GPU memory (of 128.00 GiB unified)" in table.stdout
+
+
+def test_what_fits_a_card_lists_models(cli: Any) -> None:
+    run = cli("fit", "--gpu", "rtx-4090", "--match", "llama-*", "--json")
+    assert run.code == 0, run.stderr
+    data = run.json()
+    rows = {r["model"]: r for r in data["models"]}
+    assert {"llama-2-7b", "llama-2-13b", "llama-3-8b"} <= set(rows)
+    assert "llama-2-70b" not in rows  # 70B does not fit 24 GiB even at q4_0
+    # each row is what `fit MODEL --dtype FORMAT` says for that model
+    for name in ("llama-2-13b", "llama-3-8b"):
+        row = rows[name]
+        one = cli("fit", name, "--gpu", "rtx-4090", "--dtype", row["format"], "--json").json()
+        assert row["weights_bytes"] == one["weight_bytes"]
+        assert row["largest_ctx"] == one["ctx"]
+    assert rows["llama-2-13b"]["format"] == "fp16" or rows["llama-2-13b"]["format"] == "q8_0"
+    # sorted by parameters, largest first
+    params = [r["params"] for r in data["models"]]
+    assert params == sorted(params, reverse=True)
+    table = cli("fit", "--gpu", "rtx-4090", "--match", "llama-2-*")
+    assert table.code == 0
+    assert "llama-2-13b" in table.stdout and "q8_0" in table.stdout
+
+
+def test_the_best_format_is_the_first_that_fits() -> None:
+    spec = load_spec("llama-2-13b")
+    acc = lookup("rtx-4090")
+    row = best_fit("llama-2-13b", spec, accelerator=acc)
+    usable = usable_memory(acc.memory_bytes, headroom=0.1)
+    # fp16 does not fit 24 GiB; q8_0 does, with 4,096 tokens of cache
+    assert weight_bytes(spec, dtype=DType.fp16) > usable
+    q8 = FORMATS["q8_0"]
+    assert row.format == q8
+    need = weight_bytes(spec, dtype=q8) + kv_cache_bytes(spec, batch=1, ctx=4096,
+                                                         dtype=DType.bf16)
+    assert need <= usable
+    assert LADDER[1] == q8
+
+
+def test_offload_splits_layers_by_bytes() -> None:
+    spec = load_spec("llama-2-70b")
+    acc = lookup("rtx-4090")
+    q4 = FORMATS["q4_k_m"]
+    o = offload(spec, accelerator=acc, dtype=q4, kv_dtype=DType.fp16, ctx=4096)
+    total = weight_bytes(spec, dtype=q4) + kv_cache_bytes(spec, batch=1, ctx=4096,
+                                                          dtype=DType.fp16)
+    assert o.gpu_bytes + o.cpu_bytes == total
+    assert o.gpu_bytes <= o.usable
+    assert (o.layers, o.gpu_layers, o.output_on_gpu) == (80, 43, False)
+    assert o.seconds_per_token == o.gpu_bytes / acc.bandwidth + o.cpu_bytes / DEFAULT_RAM_BANDWIDTH
+    one_more = offload(spec, accelerator=acc, dtype=q4, kv_dtype=DType.fp16, ctx=4096,
+                       gpu_layers=44)
+    assert one_more.gpu_bytes > o.usable  # the 44th layer would not fit
+
+
+def test_offload_cli(cli: Any) -> None:
+    run = cli("fit", "llama-2-70b", "--gpu", "rtx-4090", "--offload", "--dtype", "q4_k_m",
+              "--ram-bandwidth", "51.2GB/s", "--json")
+    assert run.code == 0, run.stderr
+    data = run.json()
+    assert (data["gpu_layers"], data["ngl"], data["ram_bandwidth_bytes_per_sec"]) == (
+        43, 43, 51_200_000_000)
+    table = cli("fit", "llama-2-70b", "--gpu", "rtx-4090", "--offload", "--dtype", "q4_k_m")
+    assert "layers on the GPU (-ngl 43)" in table.stdout
+    assert "43 of 80" in table.stdout
+    bad = cli("fit", "llama-2-70b", "--gpu", "rtx-4090", "--gpu-layers", "3")
+    assert (bad.code, bad.stderr.strip()) == (
+        2, "error: --ram-bandwidth and --gpu-layers go with --offload")
+
+
+def test_a_card_without_a_published_flops_asks_for_it(cli: Any) -> None:
+    run = cli("latency", "llama-3-8b", "--gpu", "rtx-5090")
+    assert run.code == 2
+    assert run.stderr.strip() == (
+        "error: --gpu-flops is required: the table has no published figure for NVIDIA GeForce "
+        "RTX 5090 (rtx-5090)")
+    ok = cli("latency", "llama-3-8b", "--gpu", "rtx-5090", "--gpu-flops", "209.5T", "--json")
+    assert ok.code == 0, ok.stderr
+
+
+@pytest.mark.parametrize("name", ["rtx-3060", "rtx-4090", "apple-m3-max", "l40s", "a10g",
+                                  "rx-7900-xtx", "mi325x"])
+def test_the_cards_the_issue_names_are_there(cli: Any, name: str) -> None:
+    run = cli("fit", "llama-3.2-3b", "--gpu", name, "--json")
+    assert run.code == 0, run.stderr
+    assert json.loads(run.stdout)["accelerator"]["name"] == lookup(name).name
