@@ -4,8 +4,9 @@
 
 Builds each case of tests/memory_harness.grid() (small GPT-2, Llama-GQA and Mixtral models),
 measures the peak with MemTracker (and the profiler with --profiler; the CUDA allocator on a GPU),
-and prints estimate / measured / ratio per case, then llmcalc's parts of each estimate. Exits 1
-when a ratio leaves [0.9, 1.1].
+and prints estimate / measured / ratio per case, the ratio of its two components at the peak (held:
+weights and optimizer states; transient: activations, logits/loss, gradients, temporaries), then
+llmcalc's parts and MemTracker's. Exits 1 when a peak's ratio leaves [0.9, 1.1].
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ def main() -> int:
     ap.add_argument("--only", default="", help="cases whose name contains this")
     args = ap.parse_args()
     bad = 0
-    print(f"{'case':<52} {'estimate':>9} {'measured':>9} {'ratio':>6}  parts (MB)")
+    print(f"{'case':<52} {'estimate':>9} {'measured':>9} {'ratio':>6}  ratio of the held and "
+          "transient parts at the peak | llmcalc's parts | MemTracker's at the peak (MB)")
     for case in h.grid():
         if args.only not in case.name:
             continue
@@ -36,12 +38,16 @@ def main() -> int:
         e = h.estimate(case)
         ratio = e["peak"] / m.peak
         bad += not (1 - TOLERANCE <= ratio <= 1 + TOLERANCE)
-        parts = " ".join(f"{k} {v / MB:.1f}" for k, v in e.items() if k != "peak")
+        split = h.measured_split(m)
+        ratios = " ".join(f"{k} {e[k] / split[k]:.3f}" if split[k] else f"{k} -"
+                          for k in ("held", "transient"))
+        parts = " ".join(f"{k} {v / MB:.1f}" for k, v in e.items()
+                         if k not in ("peak", "held", "transient"))
         measured = " ".join(f"{k} {v / MB:.1f}" for k, v in m.parts.items() if v and k != "Total")
         extra = f" profiler {m.profiler / MB:.2f}" if m.profiler is not None else ""
         extra += f" cuda {m.cuda / MB:.2f}" if m.cuda is not None else ""
         print(f"{case.name:<52} {e['peak'] / MB:9.2f} {m.peak / MB:9.2f} {ratio:6.3f}  "
-              f"est: {parts} | at peak: {measured}{extra}", flush=True)
+              f"{ratios} | est: {parts} | at peak: {measured}{extra}", flush=True)
     print(f"{bad} case(s) outside ±{TOLERANCE:.0%}")
     return 1 if bad else 0
 

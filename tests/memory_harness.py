@@ -317,7 +317,8 @@ def estimate(case: Case) -> dict[str, int]:
         kv = memory.kv_cache_bytes(spec, batch=case.batch, ctx=case.seq + case.new_tokens, dtype=dt)
         t = A.prefill_bytes(spec, batch=case.batch, tokens=case.seq, act_bytes=width,
                             kernel=A.Kernel(case.attention))
-        return {"peak": w + kv + t, "weights": w, "kv cache": kv, "prefill": t}
+        return {"peak": w + kv + t, "weights": w, "kv cache": kv, "prefill": t,
+                "held": w, "transient": kv + t}
     lora = {}
     if case.lora_r:
         lc = lora_count(spec, LoraConfig(r=case.lora_r, alpha=2 * case.lora_r))
@@ -327,9 +328,23 @@ def estimate(case: Case) -> dict[str, int]:
                       precision=A.Precision(width, case.amp), kernel=A.Kernel(case.attention),
                       recompute_full=case.recompute == "full",
                       optimizer=A.OptimizerImpl(case.optimizer), **lora)
+    at_step = m.optimizer_step > m.start_of_backward
+    held = m.weights + m.optimizer + (m.temporaries if at_step else 0)
     return {"peak": m.peak, "weights": m.weights, "optimizer": m.optimizer,
             "gradients": m.gradients, "activations": m.activations, "logits/loss": m.logits,
-            "temporaries": m.temporaries}
+            "temporaries": m.temporaries, "held": held, "transient": m.peak - held}
+
+
+# MemTracker's categories at the peak, grouped as the estimate's "held" (weights, optimizer states
+# and, during step(), the optimizer's intermediates, which it files as optimizer states) and
+# "transient" (activations, logits/loss, backward temporaries, gradients).
+HELD = ("Parameter", "Buffer", "Optstate", "Other")
+TRANSIENT = ("Activation", "Temp", "Gradient")
+
+
+def measured_split(m: Measured) -> dict[str, int]:
+    return {"held": sum(m.parts.get(k, 0) for k in HELD),
+            "transient": sum(m.parts.get(k, 0) for k in TRANSIENT)}
 
 
 def grid() -> list[Case]:
