@@ -18,9 +18,11 @@ Pure functions; nothing here prints. Sources, each used once below:
   full activations while it is recomputed for its backward pass (Chen et al. 2016). The frozen
   layers' activations are needed all the same: the gradient flows back through them to the
   adapters. The adapters' own r-wide activations (2·r bytes per token per adapter) are left out;
-- logits: s·b·V at 2 bytes (bf16 lm_head output) + 4 (the fp32 copy transformers' causal-LM loss
-  takes) + 4 (its fp32 gradient) = 10 bytes per token and vocabulary entry, divided by tp (a
-  stated estimate: large vocabularies make this the largest activation);
+- logits and loss: at the start of backward transformers' causal-LM loss holds the fp32
+  log-probabilities, their gradient and the logits' gradient, 12 bytes per token and vocabulary
+  entry (llmcalc.activations.LOSS_BYTES_FP32, measured), divided by tp;
+- with ``attention`` set, the whole step is transformers' modules on PyTorch, layer kind by layer
+  kind (llmcalc.activations.step_memory, measured against the allocator);
 - FLOPs per token: the backward pass costs two forward passes, one for the gradients of the
   activations and one for those of the weights (Kaplan et al. 2020 §2.1: C ≈ 6N, 2N forward +
   4N backward). A frozen weight needs no weight gradient: 2N + 2N = 4N for the base, 6 per adapter
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from llmcalc import activations as act
 from llmcalc import flops, memory
 from llmcalc.counting import count
 from llmcalc.errors import ParameterError
@@ -82,7 +85,7 @@ BASE_FORMAT: dict[Method, WeightFormat | None] = {
     Method.qlora: FORMATS["nf4"],
 }
 
-LOGITS_BYTES = 2 + 4 + 4  # bf16 logits, their fp32 copy for the loss, its fp32 gradient
+LOGITS_BYTES = act.LOSS_BYTES_FP32  # fp32 log-probabilities, their gradient, the logits' gradient
 
 # Per token: forward passes run by each part (Kaplan et al. 2020 §2.1)
 FROZEN_PASSES = 2  # forward + activation gradients
@@ -155,8 +158,14 @@ def plan_finetune(
     tokens: int | None = None,
     headroom: float = DEFAULT_HEADROOM,
     mfu: float = DEFAULT_MFU,
+    attention: act.Kernel | None = None,
 ) -> FinetunePlan:
-    """Memory per GPU and FLOPs of one fine-tuning setup; tp splits every part evenly."""
+    """Memory per GPU and FLOPs of one fine-tuning setup; tp splits every part evenly.
+
+    ``attention`` (one GPU, LoRA or full with AdamW): the peak of transformers' modules on
+    PyTorch (llmcalc.activations.step_memory) — a bf16 base (fp32 for full) with peft's fp32
+    adapters, the optimizer step's foreach temporaries included.
+    """
     if micro_batch < 1:
         raise ParameterError("{micro_batch} {value}: must be 1 or more", value=micro_batch)
     if tp < 1:
@@ -184,6 +193,17 @@ def plan_finetune(
         )
     logits = ceil_div(LOGITS_BYTES * ctx * micro_batch * s.vocab_size, tp)
     total = frozen + sum(states.values()) + acts + logits
+    if attention is not None:
+        if tp != 1 or method is Method.qlora or optimizer is not Optimizer.adamw:
+            raise ParameterError("{attention} {name}: the layer-kind plan is for LoRA or full "
+                                 "fine-tuning with AdamW on one GPU", name=attention.value)
+        adapters = sum(a.modules for a in lc.adapters) if lc else 0
+        r = lc.config.r if lc else 0
+        step = act.step_memory(
+            spec, batch=micro_batch, seq=ctx, kernel=attention, recompute_full=checkpointing,
+            precision=act.Precision(2 if lc else 4), lora_params=lc.trainable if lc else 0,
+            lora_adapters=adapters, lora_r=r)
+        acts, logits, total = step.activations, step.logits, step.peak
     usable = usable_memory(accelerator.memory_bytes, headroom=headroom)
     w, a = finetune_flops_per_token(
         spec, ctx=ctx, trainable_adapters=lc.trainable if lc else 0,

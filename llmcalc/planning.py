@@ -3,8 +3,10 @@ and the model FLOPs utilisation (MFU) a training throughput means.
 
 Pure functions; nothing here prints. Sources, each used once below:
 
-- serving memory: weights at ``dtype`` plus the KV cache at ``kv_dtype`` (llmcalc.memory),
-  against the cards' memory less a stated headroom for activations and the runtime;
+- serving memory: weights at ``dtype`` plus the KV cache at ``kv_dtype`` (llmcalc.memory), and,
+  with ``attention`` given, the prefill's transients (llmcalc.activations.prefill_bytes, measured
+  against PyTorch's allocator), against the cards' memory less a stated headroom for the runtime
+  (CUDA context, allocator slack) only;
 - decode speed: a memory-bandwidth roofline — every decode step reads all weights and the whole
   KV cache once, so a step takes at least (bytes read) / (bandwidth);
 - MFU: Chowdhery et al. 2022 (PaLM), Appendix B — model FLOPs per token × tokens/s over the peak.
@@ -15,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from llmcalc import activations as act
 from llmcalc import flops, memory
 from llmcalc.errors import ParameterError
 from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
@@ -56,6 +59,20 @@ class ServingFit:
     kv_bytes: int | None  # the cache at (batch, ctx); None when nothing fits
     fits: bool  # weights plus at least one token of cache fit
     decode: DecodeBound | None  # None when nothing fits
+    attention: act.Kernel | None = None  # prefill transients counted for this kernel; None: not
+    prefill_chunk: int | None = None  # tokens prefilled at once (chunked prefill); None: all
+    prefill_bytes: int | None = None  # the prefill's largest transient at the answer
+
+    @property
+    def steady_bytes(self) -> int | None:
+        """Weights + cache: what stays held while decoding."""
+        return None if self.kv_bytes is None else self.weights + self.kv_bytes
+
+    @property
+    def peak_bytes(self) -> int | None:
+        """Weights + cache + the prefill's transients: the peak of serving the answer."""
+        steady = self.steady_bytes
+        return None if steady is None else steady + (self.prefill_bytes or 0)
 
 
 def decode_bound(
@@ -83,11 +100,14 @@ def fit(
     batch: int | None = None,
     ctx: int | None = None,
     headroom: float = DEFAULT_HEADROOM,
+    attention: act.Kernel | None = None,
+    prefill_chunk: int | None = None,
 ) -> ServingFit:
     """Largest ``ctx`` for ``batch`` (default 1), or largest batch for ``ctx`` when it is given.
 
     The weights and the cache are taken as split evenly over ``gpus`` (tensor parallelism), so the
-    budget is the memory of all of them, less ``headroom`` of it.
+    budget is the memory of all of them, less ``headroom`` of it. With ``attention``, the prompt's
+    prefill (all of it at once, or ``prefill_chunk`` tokens at a time) must fit beside them too.
     """
     if gpus < 1:
         raise ParameterError("{gpus} {value}: must be 1 or more", value=gpus)
@@ -103,20 +123,35 @@ def fit(
     budget = usable - weights
     limit = spec.shape.max_position_embeddings or UNSTATED_CONTEXT_LIMIT
 
+    if prefill_chunk is not None and prefill_chunk < 1:
+        raise ParameterError("{prefill_chunk} {value}: must be 1 or more", value=prefill_chunk)
+    act_bytes = 4 if dtype is DType.fp32 else 2  # quantized weights compute in 16 bits
+
+    def transient(b: int, c: int) -> int:
+        if attention is None:
+            return 0
+        return act.prefill_bytes(spec, batch=b, tokens=c, act_bytes=act_bytes, kernel=attention,
+                                 chunk=prefill_chunk) // gpus
+
     def cache(b: int, c: int) -> int:
         return memory.kv_cache_bytes(spec, batch=b, ctx=c, dtype=kv_dtype)
+
+    def ok(b: int, c: int) -> bool:
+        return cache(b, c) + transient(b, c) <= budget
 
     best_batch: int | None
     best_ctx: int | None
     if ctx is not None:
         solve_for = "batch"
         best_batch = _largest_batch(cache(1, ctx), budget)
+        if best_batch is not None and attention is not None:
+            best_batch = largest(lambda b: ok(b, ctx), best_batch)
         best_ctx = ctx
         limited = False
     else:
         solve_for = "ctx"
         b = best_batch = batch or 1
-        best_ctx = largest(lambda c: cache(b, c) <= budget, limit) if budget > 0 else None
+        best_ctx = largest(lambda c: ok(b, c), limit) if budget > 0 else None
         limited = best_ctx == limit
     kv = cache(best_batch, best_ctx) if best_batch and best_ctx else None
     decode = (
@@ -140,6 +175,10 @@ def fit(
         kv_bytes=kv,
         fits=kv is not None,
         decode=decode,
+        attention=attention,
+        prefill_chunk=prefill_chunk,
+        prefill_bytes=transient(best_batch, best_ctx) if attention is not None and best_batch
+        and best_ctx else None,
     )
 
 

@@ -11,14 +11,20 @@ nothing here prints. Sources, each used once below:
 - the verdict: model states + activations against the card's memory less the same headroom
   ``fit`` leaves (llmcalc.hardware.DEFAULT_HEADROOM, 10%) for the runtime and allocator slack;
 - activation bytes: Korthikanti et al. 2022, §4 and Table 2 — derived for a GPT-3 layer (4h MLP,
-  multi-head attention, dropout); for other layers (SwiGLU, GQA, MoE) it is the stated estimate.
+  multi-head attention, dropout) on Megatron-LM's fused kernels; for other layers (SwiGLU, GQA,
+  MoE) it is the stated estimate. With ``attention`` set, the plan is instead that of transformers'
+  modules on PyTorch's allocator, layer kind by layer kind (llmcalc.activations, measured);
+- logits and loss: the fp32 log-probabilities, their gradient and the logits' gradient at the
+  start of backward, 12 B per token and vocabulary entry (llmcalc.activations.LOSS_BYTES_FP32),
+  split over tp by a vocabulary-parallel cross-entropy.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
+from llmcalc import activations as act
 from llmcalc import flops
 from llmcalc.counting import count
 from llmcalc.errors import ParameterError
@@ -278,6 +284,14 @@ class TrainingPlan:
     usable_memory: int  # memory per GPU × (1 − headroom)
     fits: bool  # memory_per_gpu ≤ usable_memory
     mixer_flops: int = 0  # SSM layers' convolution + state readout over all tokens
+    logits: int = 0  # logits and loss at the start of backward (12 B per token × vocab / tp)
+    temporaries: int = 0  # the optimizer step's intermediates (foreach: one more copy)
+    bytes_per_param: dict[str, int] = field(default_factory=lambda: dict(ADAMW_BYTES))
+    # the layer-kind plan (--attention): transformers' kernel, weights' precision, the moment of
+    # the peak ("start of backward" or "optimizer step"); None: Korthikanti's estimate
+    attention: act.Kernel | None = None
+    precision: act.Precision | None = None
+    peak_moment: str = "start of backward"
 
     @property
     def states_total(self) -> int:
@@ -296,10 +310,19 @@ def plan_training(
     recompute: Recompute = Recompute.none,
     flash_attention: bool = False,
     headroom: float = DEFAULT_HEADROOM,
+    attention: act.Kernel | None = None,
+    precision: act.Precision | None = None,
+    optimizer: act.OptimizerImpl = act.OptimizerImpl.fused,
+    loss: act.Loss = act.Loss.full,
 ) -> TrainingPlan:
     """Compute, time and memory per GPU of a run; ``tokens`` None means the compute-optimal count.
 
-    The run fits when model states + activations stay within each GPU's memory less ``headroom``.
+    The run fits when its peak — model states + activations + logits and loss at the start of
+    backward, or the optimizer step's temporaries — stays within each GPU's memory less
+    ``headroom``. ``attention`` (sdpa, eager, flash) plans transformers' modules on one GPU
+    (llmcalc.activations.step_memory) at ``precision`` (default: fp32 weights under bf16 autocast)
+    with the AdamW implementation ``optimizer``; without it, Megatron-LM's fused kernels and
+    mixed-precision states (Korthikanti et al.; fused Adam: no temporaries).
     """
     if micro_batch < 1:
         raise ParameterError("{micro_batch} {value}: must be 1 or more", value=micro_batch)
@@ -315,7 +338,31 @@ def plan_training(
         layers=s.num_layers, seq=ctx, micro_batch=micro_batch, hidden=s.hidden_size,
         heads=s.num_heads, tp=par.tp, recompute=recompute, flash_attention=flash_attention,
     )
-    per_gpu = sum(states.values()) + activations
+    logits = ceil_div(act.loss_bytes(tokens=ctx * micro_batch, vocab=s.vocab_size, loss=loss),
+                      par.tp)
+    temps = ceil_div(act.OPTIMIZER_TEMP_COPIES[optimizer] * 4 * pc.total, par.model_parallel) \
+        if optimizer is act.OptimizerImpl.foreach else 0
+    per_gpu = max(sum(states.values()) + activations + logits, sum(states.values()) + temps)
+    moment = "start of backward"
+    per_param = dict(ADAMW_BYTES)
+    if attention is not None:
+        if par.gpus != 1:
+            raise ParameterError("{attention} {name}: the layer-kind plan is for one GPU; drop "
+                                 "--gpus/--tp/--pp/--zero", name=attention.value)
+        precision = precision or act.Precision(4, amp=True)
+        step = act.step_memory(
+            spec, batch=micro_batch, seq=ctx, precision=precision, kernel=attention,
+            recompute_full=recompute is Recompute.full, optimizer=optimizer, loss=loss)
+        w = precision.weight_bytes
+        per_param = {"weights": w, "gradients": w, "optimizer/master_weights": 0,
+                     "optimizer/momentum": w, "optimizer/variance": w}
+        states = {"weights": step.weights, "gradients": step.gradients,
+                  "optimizer/master_weights": 0, "optimizer/momentum": step.optimizer // 2,
+                  "optimizer/variance": step.optimizer - step.optimizer // 2}
+        activations, logits, temps, per_gpu = (step.activations, step.logits, step.temporaries,
+                                               step.peak)
+        if step.optimizer_step > step.start_of_backward:
+            moment = "optimizer step"
     return TrainingPlan(
         params=pc.total,
         tokens=tokens,
@@ -343,4 +390,10 @@ def plan_training(
         headroom=headroom,
         usable_memory=usable,
         fits=per_gpu <= usable,
+        logits=logits,
+        temporaries=temps,
+        bytes_per_param=per_param,
+        attention=attention,
+        precision=precision if attention is not None else None,
+        peak_moment=moment,
     )

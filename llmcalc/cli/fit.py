@@ -31,6 +31,7 @@ from llmcalc.cli._complete import complete_model
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.errors import UsageError
 from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
@@ -115,6 +116,8 @@ def fit(
         typer.Option("--gpu-layers", metavar="N", help="With --offload: put N layers on the GPU "
                      "instead of as many as fit.", show_default=False),
     ] = None,
+    attention: AttentionOpt = None,
+    prefill_chunk: PrefillChunkOpt = None,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
 
@@ -152,6 +155,7 @@ def fit(
             spec, ctx=n_ctx, micro_batch=batch,
             limit=(spec.shape.max_position_embeddings or 1 << 20) if n_ctx is None else 1 << 16,
             method=method, accelerator=acc, optimizer=optimizer, headroom=headroom, tp=gpus,
+            attention=attention,
             lora=None if method is Method.full else config_from_options(
                 spec, r=16 if lora_r is None else lora_r, alpha=32, targets=lora_targets,
                 embeddings=False, experts=False, modules_to_save=None, dora=False, rslora=False),
@@ -181,7 +185,10 @@ def fit(
 
     items = [
         (m, spec, fit_plan(spec, accelerator=acc, gpus=gpus, dtype=weights, kv_dtype=kv,
-                           batch=batch, ctx=n_ctx, headroom=headroom))
+                           batch=batch, ctx=n_ctx, headroom=headroom,
+                           attention=serving_kernel(spec, attention),
+                           prefill_chunk=None if prefill_chunk is None else parse_context(
+                               prefill_chunk, option="--prefill-chunk")))
         for m, spec in specs
     ]
     data = [r.fit_json(s, f, accelerator=acc, dtype=weights, kv_dtype=kv) for _, s, f in items]

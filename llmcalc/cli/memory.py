@@ -39,9 +39,11 @@ from llmcalc.cli._options import (
     SourceLenOpt,
     speaks_flags,
 )
+from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt
 from llmcalc.errors import UsageError
 from llmcalc.memory import memory as compute_memory
 from llmcalc.quant import kv_dtype_for, resolve_format
+from llmcalc.render import gib
 from llmcalc.safetensors_index import DTypeBytes, StoredWeights
 from llmcalc.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
@@ -109,6 +111,8 @@ def memory(
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
+    attention: AttentionOpt = None,
+    prefill_chunk: PrefillChunkOpt = None,
 ) -> None:
     """Bytes of the weights and of the KV cache for a batch of sequences at a context.
 
@@ -152,9 +156,30 @@ def memory(
     as_stored = not set_ and image_size is None
     stored = stored_weights(items[0][1], items[0][0]) if len(items) == 1 and as_stored else None
     data = [{**r.memory_json(x, stored), **provenance(spec)} for _, spec, x in items]
+    peaks: list[dict[str, int]] = []
+    if attention is not None:  # the prefill's transients beside the steady state
+        from llmcalc.activations import prefill_bytes, require_supported
+        from llmcalc.units import DType
+
+        chunk = None if prefill_chunk is None else parse_context(prefill_chunk,
+                                                                 option="--prefill-chunk")
+        for (_, spec, x), d in zip(items, data, strict=True):
+            require_supported(spec, training=False)
+            t = prefill_bytes(spec, batch=n_batch, tokens=n_ctx, kernel=attention, chunk=chunk,
+                              act_bytes=4 if x.dtype is DType.fp32 else 2)
+            peaks.append({"steady_bytes": x.total_bytes, "prefill_bytes": t,
+                          "peak_bytes": x.total_bytes + t})
+            d.update(attention=attention.value, prefill_chunk=chunk, **peaks[-1])
+    elif prefill_chunk is not None:
+        raise UsageError("--prefill-chunk: it applies with --attention")
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.memory_grid(items)],
          view=(lambda: r.memory_view(items[0][1], items[0][2], stored)) if len(items) == 1 else None)
+    if peaks and how is Format.table:
+        for (m, _, _), p in zip(items, peaks, strict=True):
+            show(Text(f"{m}: steady state {gib(p['steady_bytes'])} + prefill transients "
+                      f"({attention.value if attention else ''}) {gib(p['prefill_bytes'])} = peak "
+                      f"{gib(p['peak_bytes'])}"))
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2])))
 

@@ -120,6 +120,7 @@ def _memory(
     charts: Any, names: list[str], specs: list[ModelSpec], grid: tuple[int, ...], *, batch: str,
     dtype: str, kv_dtype: str | None, gpu: str | None, gpus: int,
 ) -> Any:
+    from llmcalc.activations import serving_kernel
     from llmcalc.hardware import resolve
     from llmcalc.planning import fit
     from llmcalc.series import memory_series
@@ -133,7 +134,7 @@ def _memory(
         max_ctx = None
         if acc is not None:
             max_ctx = fit(spec, accelerator=acc, gpus=gpus, dtype=w, kv_dtype=kv,
-                          batch=n_batch).ctx
+                          batch=n_batch, attention=serving_kernel(spec)).ctx
         rows.append((name, memory_series(spec, grid, batch=n_batch, dtype=w, kv_dtype=kv),
                      max_ctx))
     line = None if acc is None else (f"{gpus} × {acc.name}", gpus * acc.memory_bytes)

@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
+from llmcalc.activations import Kernel, Loss, OptimizerImpl, Precision
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -115,6 +116,35 @@ def train(
     modules_to_save: ModulesToSaveOpt = None,
     dora: DoraOpt = False,
     rslora: RsloraOpt = False,
+    attention: Annotated[
+        Optional[Kernel],  # noqa: UP045
+        typer.Option("--attention", help="Plan transformers' layers on PyTorch kind by kind "
+                     "(measured against the allocator; one GPU) with this attention kernel; "
+                     "default: Megatron-LM's fused kernels (Korthikanti et al.).",
+                     show_default=False),
+    ] = None,
+    weights_dtype: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--dtype", metavar="fp32|bf16", help="With --attention: the weights' dtype "
+                     "(default fp32 with --amp).", show_default=False),
+    ] = None,
+    amp: Annotated[
+        Optional[bool],  # noqa: UP045
+        typer.Option("--amp/--no-amp", help="With --attention: bf16 autocast over fp32 weights "
+                     "(default: on unless --dtype bf16).", show_default=False),
+    ] = None,
+    optimizer_impl: Annotated[
+        Optional[OptimizerImpl],  # noqa: UP045
+        typer.Option("--optimizer-impl", help="AdamW implementation: foreach allocates one more "
+                     "copy of the parameters during its step, loop twice the largest tensor, fused "
+                     "nothing (default: fused; foreach with --attention, as PyTorch on CUDA).",
+                     show_default=False),
+    ] = None,
+    loss: Annotated[
+        Loss, typer.Option("--loss", help="Cross-entropy over the vocabulary: full (12 B per token "
+                           "× vocabulary at the start of backward) or chunked (1,024 tokens at "
+                           "a time).")
+    ] = Loss.full,
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
@@ -144,7 +174,7 @@ def train(
             checkpointing=(recompute or Recompute.full) is not Recompute.none,
             flash_attention=True if flash_attention is None else flash_attention, tp=tp,
             tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
-            headroom=headroom, mfu=mfu,
+            headroom=headroom, mfu=mfu, attention=attention,
         )
         if how is not Format.table:
             if how is not Format.json:
@@ -155,6 +185,11 @@ def train(
         if explain:
             show(*(Text(line) for line in finetune_explain(spec, fp)))
         return
+    precision = None
+    if attention is not None:
+        precision = precision_from(weights_dtype, amp)
+    elif weights_dtype is not None or amp is not None:
+        raise UsageError("--dtype and --amp: they apply with --attention (the layer-kind plan)")
     plan = plan_training(
         spec,
         tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
@@ -166,8 +201,30 @@ def train(
         recompute=recompute or Recompute.none,
         flash_attention=bool(flash_attention),
         headroom=headroom,
+        attention=attention,
+        precision=precision,
+        optimizer=optimizer_impl or (OptimizerImpl.fused if attention is None
+                                     else OptimizerImpl.foreach),
+        loss=loss,
     )
     emit(how, data=lambda: train_json(spec, plan), grids=lambda: [train_grid(spec, plan)],
          view=lambda: train_view(spec, plan))
     if explain:
         show(*(Text(line) for line in explain_lines(spec, plan)))
+
+
+# the weights' dtype of a layer-kind plan → bytes per element
+WEIGHT_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+
+
+def precision_from(dtype: str | None, amp: bool | None) -> Precision:
+    """--dtype/--amp → Precision: fp32 weights under bf16 autocast unless told otherwise."""
+    from llmcalc.units import parse_dtype
+
+    name = "fp32" if dtype is None else parse_dtype(dtype, option="--dtype").value
+    if name not in WEIGHT_BYTES:
+        raise UsageError(f"--dtype {name}: the layer-kind plan trains fp32, bf16 or fp16 weights")
+    use_amp = (name == "fp32") if amp is None else amp
+    if use_amp and name != "fp32":
+        raise UsageError(f"--amp: autocast runs over fp32 weights, not --dtype {name}")
+    return Precision(WEIGHT_BYTES[name], amp=use_amp)

@@ -48,7 +48,7 @@ def finetune_view(spec: ModelSpec, p: FinetunePlan, acc: Accelerator) -> Rendera
     ck = "gradient checkpointing" if p.checkpointing else "no checkpointing"
     fa = ", FlashAttention" if p.flash_attention else ""
     mem.add_row(f"activations (micro-batch {p.micro_batch}, {ck}{fa})", "", gib(p.activations))
-    mem.add_row("logits (bf16 + fp32 copy + fp32 gradient)", "", gib(p.logits))
+    mem.add_row("logits and loss (fp32 log-probabilities + 2 gradients)", "", gib(p.logits))
     mem.add_section()
     mem.add_row("total", "", gib(p.memory_per_gpu), style="bold")
     mem.add_row(f"usable after {p.headroom:.0%} headroom", "", gib(p.usable_memory))
@@ -124,8 +124,8 @@ def finetune_explain(spec: ModelSpec, p: FinetunePlan) -> list[str]:
         f"{n(p.activations)} bytes (Korthikanti et al. 2022; checkpointing keeps each layer's "
         "input and recomputes one layer at a time)"
     )
-    lines.append(f"logits = s·b·V × (2 + 4 + 4) / t = {n(p.ctx)}·{p.micro_batch}·"
-                 f"{n(s.vocab_size)} × 10 / {p.tp} = {n(p.logits)} bytes")
+    lines.append(f"logits/loss = s·b·V × (4 + 4 + 4) / t = {n(p.ctx)}·{p.micro_batch}·"
+                 f"{n(s.vocab_size)} × 12 / {p.tp} = {n(p.logits)} bytes")
     lines.append(f"total = {n(p.frozen_bytes)} + {n(p.states_total)} + {n(p.activations)} + "
                  f"{n(p.logits)} = {n(p.memory_per_gpu)} {'≤' if p.fits else '>'} usable "
                  f"{n(p.usable_memory)}")

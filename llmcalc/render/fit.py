@@ -36,7 +36,8 @@ def fit_view(
                   gib(f.capacity))
     else:
         t.add_row("GPU memory", gib(f.capacity))
-    t.add_row(f"headroom for activations and runtime ({f.headroom:.0%})", gib(f.capacity - f.usable))
+    t.add_row(f"headroom for the runtime ({f.headroom:.0%})" if f.attention is not None else
+              f"headroom for activations and runtime ({f.headroom:.0%})", gib(f.capacity - f.usable))
     t.add_row(f"weights ({dtype.value})", gib(f.weights))
     t.add_row(f"KV cache per token ({kv_dtype.value})", f"{n(f.kv_bytes_per_token)} B")
     if f.batch is None or f.ctx is None or f.kv_bytes is None:
@@ -44,6 +45,12 @@ def fit_view(
         t.add_row("largest fit", verdict(False))
         return Group(head, t, Text(_nothing_fits(f), style="bold red"))
     t.add_row(f"KV cache at batch {f.batch} × ctx {n(f.ctx)}", gib(f.kv_bytes))
+    if f.attention is not None and f.peak_bytes is not None:
+        t.add_row("steady state (weights + KV cache)", gib(f.steady_bytes or 0))
+        chunk = f", {n(f.prefill_chunk)} tokens at a time" if f.prefill_chunk else ""
+        t.add_row(f"prefill transients ({f.attention.value} attention{chunk})",
+                  gib(f.prefill_bytes or 0))
+        t.add_row("peak (steady state + prefill)", gib(f.peak_bytes))
     t.add_section()
     answer = (
         f"largest context at batch {f.batch}" if f.solve_for == "ctx"
@@ -92,10 +99,17 @@ def explain_lines(f: ServingFit, *, accelerator: Accelerator) -> list[str]:
     if f.kv_bytes is None or f.ctx is None:
         return lines
     what = "ctx" if f.solve_for == "ctx" else "batch"
-    lines.append(
-        f"largest {what} with KV(batch, ctx) ≤ budget: KV({f.batch}, {n(f.ctx)}) = "
-        f"{n(f.kv_bytes)} (about {n(f.kv_bytes_per_token)} B per token)"
-    )
+    if f.attention is not None:
+        lines.append(
+            f"largest {what} with KV(batch, ctx) + prefill(batch, ctx) ≤ budget: KV({f.batch}, "
+            f"{n(f.ctx)}) + prefill = {n(f.kv_bytes)} + {n(f.prefill_bytes or 0)} "
+            f"(the {f.attention.value} prefill's largest layer transient, docs/memory-model.md)"
+        )
+    else:
+        lines.append(
+            f"largest {what} with KV(batch, ctx) ≤ budget: KV({f.batch}, {n(f.ctx)}) = "
+            f"{n(f.kv_bytes)} (about {n(f.kv_bytes_per_token)} B per token)"
+        )
     if f.decode is not None:
         d = f.decode
         lines.append(
@@ -134,6 +148,11 @@ def fit_json(
         "context_limit": f.context_limit,
         "limited_by_context_limit": f.limited_by_context_limit,
         "kv_cache_bytes": f.kv_bytes,
+        "attention": f.attention.value if f.attention is not None else None,
+        "prefill_chunk": f.prefill_chunk,
+        "prefill_bytes": f.prefill_bytes,
+        "steady_bytes": f.steady_bytes,
+        "peak_bytes": f.peak_bytes,
         "kv_cache_window_cap": window_cap(spec, f.ctx) if f.ctx is not None else None,
         "fits": f.fits,
         "decode": None
@@ -170,6 +189,11 @@ def fit_grid(
     g.add("KV cache capped by a sliding window", *(
         f.ctx is not None and window_cap(s, f.ctx) is not None for _, s, f in items))
     g.add("KV cache", *(Fig(gib(f.kv_bytes), f.kv_bytes) if f.kv_bytes is not None else None
+                        for f in fs))
+    if any(f.prefill_bytes is not None for f in fs):
+        g.add("prefill transients", *(Fig(gib(f.prefill_bytes), f.prefill_bytes)
+                                      if f.prefill_bytes is not None else None for f in fs))
+        g.add("peak", *(Fig(gib(f.peak_bytes), f.peak_bytes) if f.peak_bytes is not None else None
                         for f in fs))
     if any(f.decode for f in fs):
         g.add("decode tokens/s per sequence ≤", *(

@@ -13,7 +13,6 @@ from llmcalc.render import gib, n, sci, short
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.training import (
-    ADAMW_BYTES,
     CHINCHILLA_TOKENS_PER_PARAM,
     ZERO_PARTITIONED,
     Recompute,
@@ -27,6 +26,19 @@ STATE_LABELS = {
     "optimizer/momentum": "optimizer: fp32 momentum",
     "optimizer/variance": "optimizer: fp32 variance",
 }
+# the layer-kind plan (--attention): states in the weights' own dtype (torch.optim.AdamW)
+STATE_NAMES = {"weights": "weights", "gradients": "gradients",
+               "optimizer/master_weights": "optimizer: master weights",
+               "optimizer/momentum": "optimizer: momentum", "optimizer/variance": "optimizer: variance"}
+WIDTH_NAMES = {4: "fp32", 2: "16-bit"}
+
+
+def state_label(p: TrainingPlan, key: str) -> str:
+    if p.attention is None:
+        return STATE_LABELS[key]
+    return f"{STATE_NAMES[key]} ({WIDTH_NAMES.get(p.bytes_per_param[key], 'none')})"
+
+
 RECOMPUTE_LABELS = {
     Recompute.none: "no recomputation",
     Recompute.selective: "selective recomputation",
@@ -95,15 +107,20 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
     mem.add_column("bytes/param", justify="right")
     mem.add_column("per GPU", justify="right")
     for key, nbytes in p.states.items():
-        mem.add_row(STATE_LABELS[key], str(ADAMW_BYTES[key]), gib(nbytes))
-    mem.add_row("model states", str(sum(ADAMW_BYTES.values())), gib(p.states_total), style="bold")
+        mem.add_row(state_label(p, key), str(p.bytes_per_param[key]), gib(nbytes))
+    mem.add_row("model states", str(sum(p.bytes_per_param.values())), gib(p.states_total),
+                style="bold")
     flash = ", FlashAttention" if p.flash_attention else ""
+    kernel = f", {p.attention.value} attention" if p.attention is not None else flash
     mem.add_row(
-        f"activations (micro-batch {p.micro_batch}, {RECOMPUTE_LABELS[p.recompute]}{flash})",
+        f"activations (micro-batch {p.micro_batch}, {RECOMPUTE_LABELS[p.recompute]}{kernel})",
         "", gib(p.activations),
     )
+    mem.add_row("logits and loss (start of backward)", "", gib(p.logits))
+    if p.temporaries:
+        mem.add_row("optimizer step temporaries", "", gib(p.temporaries))
     mem.add_section()
-    mem.add_row("total", "", gib(p.memory_per_gpu), style="bold")
+    mem.add_row(f"peak ({p.peak_moment})", "", gib(p.memory_per_gpu), style="bold")
     mem.add_row(f"{p.accelerator.name} memory", "", gib(p.accelerator.memory_bytes))
     mem.add_row(f"usable after {p.headroom:.0%} headroom for the runtime", "",
                 gib(p.usable_memory))
@@ -112,7 +129,10 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
         Text(f"accelerator: {p.accelerator.source}", style="dim"),
         Text(
             "activations: Korthikanti et al. 2022, s·b·h·(34 + 5·a·s/h)/t per layer (sequence "
-            "parallel with tp), all L layers on the first pipeline stage (1F1B)",
+            "parallel with tp), all L layers on the first pipeline stage (1F1B)"
+            if p.attention is None else
+            "activations: the tensors transformers' layers keep, by layer kind, measured against "
+            "PyTorch's allocator (docs/memory-model.md); gradients are held at the optimizer step",
             style="dim",
         ),
     ]
@@ -140,6 +160,7 @@ def train_grid(spec: ModelSpec, plan: TrainingPlan) -> Grid:
     g.add(f"model states per GPU (tp {par.tp} × pp {par.pp} × dp {par.dp}, ZeRO-{par.zero})",
           Fig(gib(p.states_total), p.states_total), section=True)
     g.add("activations per GPU", Fig(gib(p.activations), p.activations))
+    g.add("logits and loss per GPU", Fig(gib(p.logits), p.logits))
     g.add("memory per GPU", Fig(gib(p.memory_per_gpu), p.memory_per_gpu), bold=True)
     g.add(f"usable after {p.headroom:.0%} headroom", Fig(gib(p.usable_memory), p.usable_memory))
     g.add("fits", p.fits, bold=True)
@@ -164,25 +185,38 @@ def explain_lines(spec: ModelSpec, plan: TrainingPlan) -> list[str]:
         f"days = GPU-hours / GPUs / 24 = {p.time.gpu_hours:,.0f} / {par.gpus} / 24 "
         f"= {p.time.wall_days:,.2f}",
         f"model states per GPU = N / (tp·pp) × bytes/param, ZeRO-{par.zero} parts / dp: "
-        f"{n(p.params)} / {par.model_parallel} × 16 B → {n(p.states_total)} B",
+        f"{n(p.params)} / {par.model_parallel} × {sum(p.bytes_per_param.values())} B → "
+        f"{n(p.states_total)} B",
     ]
     for key, nbytes in p.states.items():
         sharded = key.split("/")[0] in ZERO_PARTITIONED[par.zero]
         div = f" / {par.dp}" if sharded else ""
-        lines.append(f"  {key}: {ADAMW_BYTES[key]} B × N / {par.model_parallel}{div} = {n(nbytes)}")
+        lines.append(f"  {key}: {p.bytes_per_param[key]} B × N / {par.model_parallel}{div} = "
+                     f"{n(nbytes)}")
     a, h, sq, b = s.num_heads, s.hidden_size, p.ctx, p.micro_batch
-    lines.append(
-        f"activations = L × s·b·h·(34 + 5·a·s/h) / t = {s.num_layers} × {n(sq)}·{b}·{n(h)}·(34 + "
-        f"5·{a}·{n(sq)}/{n(h)}) / {par.tp} without recomputation; this run "
-        f"({RECOMPUTE_LABELS[p.recompute]}{', FlashAttention' if p.flash_attention else ''}) "
-        f"= {n(p.activations)}"
-    )
+    if p.attention is not None:
+        lines.append(
+            f"activations = s·b × Σ over layers of what each keeps per token (norms, "
+            f"{p.attention.value} attention, MLP; docs/memory-model.md), "
+            f"{RECOMPUTE_LABELS[p.recompute]} = {n(sq)}·{b} tokens → {n(p.activations)}"
+        )
+    else:
+        lines.append(
+            f"activations = L × s·b·h·(34 + 5·a·s/h) / t = {s.num_layers} × {n(sq)}·{b}·{n(h)}·"
+            f"(34 + 5·{a}·{n(sq)}/{n(h)}) / {par.tp} without recomputation; this run "
+            f"({RECOMPUTE_LABELS[p.recompute]}{', FlashAttention' if p.flash_attention else ''}) "
+            f"= {n(p.activations)}"
+        )
+    lines.append(f"logits/loss = 12 B × s·b·V / t = 12 × {n(sq)}·{b}·{n(s.vocab_size)} / "
+                 f"{par.tp} = {n(p.logits)}")
     lines.append(
         f"usable per GPU = memory × (1 − headroom) = {n(p.accelerator.memory_bytes)} × "
         f"(1 − {p.headroom:g}) = {n(p.usable_memory)}"
     )
     lines.append(
-        f"total per GPU = {n(p.states_total)} + {n(p.activations)} = {n(p.memory_per_gpu)} "
+        (f"total per GPU = {n(p.states_total)} + {n(p.activations)} + {n(p.logits)} = "
+         if p.attention is None and p.peak_moment == "start of backward" else
+         f"peak per GPU ({p.peak_moment}) = ") + f"{n(p.memory_per_gpu)} "
         f"{'≤' if p.fits else '>'} {n(p.usable_memory)}: "
         f"{'fits' if p.fits else 'does not fit'}"
     )
@@ -216,12 +250,15 @@ def train_json(spec: ModelSpec, plan: TrainingPlan) -> dict[str, Any]:
         "parallelism": {
             "gpus": p.par.gpus, "tp": p.par.tp, "pp": p.par.pp, "dp": p.par.dp, "zero": p.par.zero,
         },
-        "bytes_per_param": dict(ADAMW_BYTES),
+        "bytes_per_param": dict(p.bytes_per_param),
         "micro_batch": p.micro_batch,
         "recompute": p.recompute.value,
         "flash_attention": p.flash_attention,
-        "memory_per_gpu": {**p.states, "activations": p.activations},
+        "memory_per_gpu": {**p.states, "activations": p.activations, "logits/loss": p.logits,
+                           "optimizer/temporaries": p.temporaries},
         "memory_per_gpu_bytes": p.memory_per_gpu,
+        "peak_moment": p.peak_moment,
+        "attention": p.attention.value if p.attention is not None else None,
         "gpu_memory_bytes": acc.memory_bytes,
         "headroom": p.headroom,
         "usable_memory_bytes": p.usable_memory,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llmcalc import bundled, family_defaults, scratch
+from llmcalc.activations import serving_kernel
 from llmcalc.config import load_spec, read_config, spec_from_raw
 from llmcalc.counting import count
 from llmcalc.errors import ConfigError, UsageError
@@ -190,7 +191,8 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     pc = count(spec)
     f = flops(spec, ctx=ctx, batch=batch, tokens=tokens)
     m = memory(spec, ctx=ctx, batch=batch, dtype=dtype, kv_dtype=kv_dtype)
-    sf = fit(spec, accelerator=acc, gpus=gpus, dtype=dtype, kv_dtype=kv_dtype, batch=batch)
+    sf = fit(spec, accelerator=acc, gpus=gpus, dtype=dtype, kv_dtype=kv_dtype, batch=batch,
+             attention=serving_kernel(spec))  # the prefill, as `llmcalc fit` counts it
     plan = plan_training(spec, tokens=tokens, ctx=ctx, accelerator=acc, mfu=DEFAULT_MFU,
                          par=parallelism(gpus=gpus))
     grid = context_grid(ctx_max)

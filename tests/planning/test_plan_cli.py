@@ -81,8 +81,11 @@ def test_train_json_keys_and_figures(cli: Any) -> None:
     assert d["memory_per_gpu"]["weights"] == 2 * shard
     assert d["memory_per_gpu"]["optimizer/momentum"] == 4 * shard // 128
     assert d["memory_per_gpu"]["activations"] == 126 * 34 * 8192 * 16384 // 8 == 71_873_593_344
-    assert d["memory_per_gpu_bytes"] == 84_853_767_644
-    # 79.0 GiB per GPU is within the H100's 80 GiB but not within the 72 GiB left after the
+    # logits and loss at the start of backward: 12 B × s × V over the tp vocabulary shards
+    assert d["memory_per_gpu"]["logits/loss"] == 12 * 8192 * 128_256 // 8 == 1_576_009_728
+    assert d["memory_per_gpu_bytes"] == 84_853_767_644 + 1_576_009_728
+    assert d["peak_moment"] == "start of backward"
+    # 80.5 GiB per GPU is beyond the H100's 80 GiB and the 72 GiB left after the
     # 10% headroom ``fit`` also keeps: 80 GiB × 0.9 = 77,309,411,328 B
     assert d["headroom"] == 0.1
     assert d["usable_memory_bytes"] == 80 * GiB * 9 // 10 == 77_309_411_328
@@ -113,9 +116,11 @@ def test_train_defaults_state_ctx_and_tokens(cli: Any) -> None:
 
 def test_train_headroom_decides_the_verdict(cli: Any) -> None:
     args = ("train", "llama-3.1-405b", "--tokens", "15.6T", "--gpus", "16384", "--gpu", "h100",
-            "--ctx", "8k", "--tp", "8", "--pp", "16", "--zero", "1", "--flash-attention")
-    # 84,853,767,644 B per GPU: over 80 GiB × 0.9, within 80 GiB × 0.99 = 85,040,352,460
+            "--ctx", "8k", "--tp", "8", "--pp", "16", "--zero", "2", "--flash-attention")
+    # 80,137,860,822 B per GPU (ZeRO-2 shards the gradients too): over 80 GiB × 0.9, within
+    # 80 GiB × 0.99 = 85,040,352,460
     none = cli(*args, "--headroom", "0.01", "--json").json()
+    assert none["memory_per_gpu_bytes"] == 80_137_860_822
     assert none["usable_memory_bytes"] == 85_040_352_460 and none["fits"] is True
     table = cli(*args)
     assert table.code == 0, table.stderr
@@ -125,8 +130,8 @@ def test_train_headroom_decides_the_verdict(cli: Any) -> None:
     explain = cli(*args, "--explain")
     assert ("usable per GPU = memory × (1 − headroom) = 85,899,345,920 × (1 − 0.1) = "
             "77,309,411,328") in explain.stdout
-    assert ("total per GPU = 12,980,174,300 + 71,873,593,344 = 84,853,767,644 > 77,309,411,328: "
-            "does not fit") in explain.stdout
+    assert ("total per GPU = 6,688,257,750 + 71,873,593,344 + 1,576,009,728 = 80,137,860,822 > "
+            "77,309,411,328: does not fit") in explain.stdout
     bad = cli("train", "gpt2", "--gpu", "h100", "--headroom", "1")
     assert bad.code == 2
     assert bad.stderr == "error: --headroom 1: must be a fraction in [0, 1), e.g. 0.1\n"
@@ -176,20 +181,32 @@ def test_train_explain(cli: Any) -> None:
 
 def test_fit_largest_batch_by_hand(cli: Any) -> None:
     # Llama 2 70B on 2 × H100: bf16 weights 2 × 68,976,648,192 B; usable 0.9 × 160 GiB; KV per
-    # sequence of 4096 tokens = 80 layers × 2 × 8 kv heads × 128 × 2 B × 4096.
+    # sequence of 4096 tokens = 80 layers × 2 × 8 kv heads × 128 × 2 B × 4096. The prefill (sdpa,
+    # the whole prompt at once) holds, per prompt token, 4 hidden-wide and 3 MLP-wide tensors at
+    # 2 B: (4 × 8192 + 3 × 28,672) × 2 = 237,568 B, split over the 2 GPUs.
     weights = 2 * 68_976_648_192
     usable = 160 * GiB * 9 // 10
     per_sequence = 80 * 2 * 8 * 128 * 2 * 4096
+    prefill = (4 * 8192 + 3 * 28_672) * 2 * 4096 // 2
     run = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--ctx", "4k", "--json")
     assert run.code == 0, run.stderr
     d = run.json()
     assert d["weight_bytes"] == weights and d["usable_bytes"] == usable
-    assert d["max_batch"] == (usable - weights) // per_sequence == 12
-    assert d["kv_cache_bytes"] == 12 * per_sequence
+    assert d["attention"] == "sdpa"
+    assert d["max_batch"] == (usable - weights) // (per_sequence + prefill) == 9
+    assert d["kv_cache_bytes"] == 9 * per_sequence
+    assert d["prefill_bytes"] == 9 * prefill
+    assert d["peak_bytes"] == weights + 9 * (per_sequence + prefill) <= usable
     # roofline: a step reads the weights and the whole cache once, at 2 × 3.35 TB/s
-    step = (weights + 12 * per_sequence) / 6.7e12
+    step = (weights + 9 * per_sequence) / 6.7e12
     assert d["decode"]["seconds_per_step"] == pytest.approx(step)
-    assert d["decode"]["tokens_per_sec"] == pytest.approx(12 / step)
+    assert d["decode"]["tokens_per_sec"] == pytest.approx(9 / step)
+    # chunked prefill (8,192 tokens in flight): the transient stops growing with the batch
+    chunked = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--ctx", "4k",
+                  "--prefill-chunk", "8k", "--json").json()
+    chunk = (4 * 8192 + 3 * 28_672) * 2 * 8192 // 2
+    assert chunked["max_batch"] == (usable - weights - chunk) // per_sequence == 11
+    assert chunked["prefill_bytes"] == chunk
 
 
 def test_fit_largest_context_fp8_cache() -> None:

@@ -1,0 +1,225 @@
+"""The memory model of a training step and a prefill (llmcalc.activations): its terms by hand, the
+tensors transformers' layers really keep, and a sample of the measured grid
+(bench/memory_vs_measured.py runs all of it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmcalc import activations as A
+from llmcalc.config import load_spec, spec_from_dict
+from llmcalc.errors import ParameterError
+from llmcalc.hardware import Accelerator
+from llmcalc.planning import fit
+from llmcalc.units import DType
+
+# the harness's shrunk Llama: h 384, 6 heads of 64, 2 KV heads, SwiGLU 1152
+LLAMA = {"model_type": "llama", "hidden_size": 384, "intermediate_size": 1152,
+         "num_hidden_layers": 4, "num_attention_heads": 6, "num_key_value_heads": 2,
+         "vocab_size": 8192, "max_position_embeddings": 4096, "tie_word_embeddings": False}
+FP32, BF16, AMP = A.Precision(4), A.Precision(2), A.Precision(4, amp=True)
+
+
+def llama_kind() -> A.LayerKind:
+    spec = spec_from_dict(LLAMA)
+    return A._layer_kind(spec, spec.layer_groups[0])
+
+
+def test_llama_layer_by_hand() -> None:
+    k = llama_kind()
+    assert (k.rms_norm, k.attn_readers, k.gated, k.ffn, k.experts) == (True, 3, True, 1152, 0)
+    h, f = 384, 1152
+    # RMSNorm: fp32 input + rsqrt + normalized + output (read by q, k, v at once)
+    assert A.norm_bytes(k, FP32, readers=3, trained=True, read=True) == 4 * h + 4 + 4 * h + 4 * h
+    # bf16 weights: the fp32 upcast stays 4 B, the rest 2 B
+    assert A.norm_bytes(k, BF16, readers=3, trained=True, read=True) == 4 * h + 4 + 2 * h + 2 * h
+    # autocast: q, k and v each cast the fp32 output to bf16 themselves
+    assert A.norm_bytes(k, AMP, readers=3, trained=True, read=True) == 4 * h + 4 + 4 * h + 3 * 2 * h
+    # sdpa: q 384 + k, v 128 each + output 384, and 6 fp32 log-sum-exps
+    assert A.attention_bytes(k, FP32, kernel=A.Kernel.sdpa, keys=512) == 1024 * 4 + 6 * 4
+    # eager: q, k and v repeated to 6 heads, fp32 probabilities of 512 keys, the output twice
+    assert A.attention_bytes(k, FP32, kernel=A.Kernel.eager, keys=512) == (
+        4 * 384 * 4 + 6 * 512 * 4)
+    assert A.attention_bytes(k, BF16, kernel=A.Kernel.eager, keys=512) == (
+        4 * 384 * 2 + 6 * 512 * (4 + 2))
+    # SwiGLU: gate, act(gate), up, product
+    assert A.mlp_bytes(k, FP32, trained=True) == 4 * f * 4
+    assert A.mlp_bytes(k, FP32, trained=False) == 3 * f * 4
+    assert A.layer_bytes_per_token(k, FP32, kernel=A.Kernel.sdpa, keys=512) == (
+        2 * (12 * h + 4) + 4120 + 16 * f) == 31_776  # 82.75 B per token per unit of h
+
+
+def test_loss_is_twelve_bytes_per_token_and_vocabulary_entry() -> None:
+    assert A.loss_bytes(tokens=1024, vocab=8192) == 12 * 1024 * 8192
+    assert A.loss_bytes(tokens=8192, vocab=128_256, loss=A.Loss.chunked) == 12 * 1024 * 128_256
+    assert A.loss_bytes(tokens=100, vocab=10, loss=A.Loss.chunked) == 12 * 100 * 10
+
+
+def test_step_peak_moments() -> None:
+    spec = spec_from_dict(LLAMA)
+    base = A.step_memory(spec, batch=2, seq=512, precision=FP32)
+    params = 13_176_192  # 2 × 8192·384 + 4 × (384·(384 + 2·128 + 384) + 3·384·1152 + 2·384) + 384
+    assert base.weights == base.gradients == 4 * params
+    assert base.optimizer == 2 * 4 * params + 4 * 39  # m, v and 39 step counters
+    assert base.temporaries == 4 * params  # foreach: one more copy of the parameters
+    assert base.start_of_backward > base.optimizer_step and base.peak == base.start_of_backward
+    fused = A.step_memory(spec, batch=2, seq=512, precision=FP32,
+                          optimizer=A.OptimizerImpl.fused)
+    assert fused.temporaries == 0 and fused.peak == base.peak
+    # a tiny step peaks at the optimizer step: weights, states, gradients and the foreach copy
+    tiny = A.step_memory(spec, batch=1, seq=8, precision=FP32)
+    assert tiny.peak == tiny.optimizer_step == 5 * 4 * params + 4 * 39
+    assert tiny.at_peak["optimizer/temporaries"] == 4 * params
+    ckpt = A.step_memory(spec, batch=2, seq=512, precision=FP32, recompute_full=True)
+    assert ckpt.peak < base.peak
+
+
+def test_prefill_by_hand() -> None:
+    spec = spec_from_dict(LLAMA)
+    # sdpa: 4 hidden-wide and 3 MLP-wide fp32 tensors per prompt token
+    assert A.prefill_bytes(spec, batch=2, tokens=512, act_bytes=4) == 1024 * (4 * 384 + 3 * 1152) * 4
+    # eager: q, k, v, the output and two fp32 a × s score tensors plus the mask, per query
+    eager = A.prefill_bytes(spec, batch=1, tokens=1024, act_bytes=4, kernel=A.Kernel.eager)
+    assert eager == 1024 * (4 * 384 + 4 * 384) * 4 + 1024 * 1024 * (2 * 4 * 6 + 4)
+    chunked = A.prefill_bytes(spec, batch=4, tokens=1024, act_bytes=4, chunk=256)
+    assert chunked == 256 * (4 * 384 + 3 * 1152) * 4
+
+
+def test_unmodelled_layer_kinds_are_refused() -> None:
+    with pytest.raises(ParameterError, match="mamba layers are not attention layers"):
+        A.require_supported(load_spec("falcon-mamba-7b"))
+    gpt2 = load_spec("gpt2")
+    with pytest.raises(ParameterError, match=r"dropout 0\.1 in the config is not modelled"):
+        A.require_supported(gpt2)
+    A.require_supported(gpt2, training=False)  # eval: dropout does nothing
+
+
+def test_train_cli_layer_kind_plan(cli: Any) -> None:
+    run = cli("train", "llama-3.2-1b", "--gpu", "a100-40gb", "--ctx", "2k", "--micro-batch", "4",
+              "--attention", "sdpa", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    mem = d["memory_per_gpu"]
+    assert d["attention"] == "sdpa" and d["peak_moment"] == "start of backward"
+    assert mem["logits/loss"] == 12 * 4 * 2048 * 128_256
+    # held at the start of backward: weights, AdamW's states, activations, logits and loss
+    assert d["memory_per_gpu_bytes"] == (mem["weights"] + mem["optimizer/momentum"]
+                                         + mem["optimizer/variance"] + mem["activations"]
+                                         + mem["logits/loss"])
+    assert d["bytes_per_param"]["weights"] == 4  # fp32 weights under bf16 autocast
+    bad = cli("train", "llama-3.2-1b", "--gpu", "h100", "--amp")
+    assert bad.code == 2
+    assert "--dtype and --amp: they apply with --attention" in bad.stderr
+
+
+def test_fit_counts_the_eager_scores(cli: Any) -> None:
+    sdpa = cli("fit", "llama-3-8b", "--gpu", "h100", "--ctx", "8k", "--json").json()
+    eager = cli("fit", "llama-3-8b", "--gpu", "h100", "--ctx", "8k", "--attention", "eager",
+                "--json").json()
+    assert sdpa["attention"] == "sdpa" and eager["max_batch"] < sdpa["max_batch"]
+    assert eager["peak_bytes"] <= eager["usable_bytes"]
+    mamba = cli("fit", "falcon-mamba-7b", "--gpu", "h100", "--json").json()
+    assert mamba["attention"] is None and mamba["prefill_bytes"] is None
+
+
+# ---- against torch --------------------------------------------------------------------------------
+
+
+def _saved_bytes(case: Any, layer: int) -> int:
+    """Bytes of the storages autograd saves first inside layer ``layer`` (parameters aside)."""
+    from helpers import memory_harness as h
+    import torch
+
+    model = h.build(case)
+    ids = h._tokens(case, case.seq)
+    params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+    seen: dict[int, int] = {}
+    inside = [False]
+    [block] = [m for name, m in model.named_modules()
+               if name.endswith((f"layers.{layer}", f"h.{layer}"))]
+    block.register_forward_pre_hook(lambda m, a: inside.__setitem__(0, True))
+    block.register_forward_hook(lambda m, a, o: inside.__setitem__(0, False))
+
+    def pack(t: Any) -> Any:
+        st = t.untyped_storage()
+        ptr = st.data_ptr()
+        if ptr not in params and ptr not in seen:
+            seen[ptr] = st.nbytes() if inside[0] else 0
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), h._autocast(case):
+        model(input_ids=ids, labels=ids).loss.backward()
+    return sum(seen.values())
+
+
+LAYER_CASES = [
+    ("llama", "fp32", False, "sdpa"), ("llama", "bf16", False, "sdpa"),
+    ("llama", "fp32", True, "sdpa"), ("llama", "fp32", False, "eager"),
+    ("gpt2", "fp32", False, "sdpa"), ("gpt2", "fp32", True, "eager"),
+    ("mixtral", "fp32", False, "sdpa"), ("mixtral", "fp32", True, "sdpa"),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("model", "dtype", "amp", "attention"), LAYER_CASES)
+def test_layer_keeps_what_the_formula_says(model: str, dtype: str, amp: bool, attention: str) -> None:
+    """A layer's saved tensors grow by exactly layer_bytes_per_token per added sequence token
+    (batch 3 minus batch 2: the autocast weight casts and shared tensors cancel)."""
+    pytest.importorskip("torch")
+    from helpers import memory_harness as h
+
+    seq = 64
+    one, two = (h.Case(model, "train", b, seq, dtype=dtype, amp=amp, attention=attention)
+                for b in (2, 3))
+    measured = _saved_bytes(two, 1) - _saved_bytes(one, 1)
+    spec = spec_from_dict(h.MODELS[model])
+    k = A._layer_kind(spec, spec.layer_groups[0])
+    p = A.Precision(4 if dtype == "fp32" else 2, amp)
+    expected = seq * A.layer_bytes_per_token(k, p, kernel=A.Kernel(attention), keys=seq)
+    # MoE: the router's int64 bookkeeping varies with the routing by a few bytes per token
+    assert expected == pytest.approx(measured, rel=0.03 if model == "mixtral" else 0)
+
+
+MEASURED_SAMPLE = [
+    ("llama", "train", 1, 256, {}),
+    ("mixtral", "train", 1, 256, {"amp": True}),
+    ("gpt2", "train", 1, 256, {"attention": "eager", "recompute": "full"}),
+    ("llama", "train", 1, 256, {"lora_r": 8}),
+    ("llama", "infer", 2, 512, {"attention": "eager"}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+@pytest.mark.parametrize(("model", "mode", "batch", "seq", "extra"), MEASURED_SAMPLE)
+def test_peak_within_ten_percent_of_memtracker(model: str, mode: str, batch: int, seq: int,
+                                                extra: dict[str, Any]) -> None:
+    pytest.importorskip("torch")
+    from helpers import memory_harness as h
+
+    case = h.Case(model, mode, batch, seq, **extra)
+    measured = h.measure(case)
+    assert h.estimate(case)["peak"] == pytest.approx(measured.peak, rel=0.10)
+
+
+@pytest.mark.slow
+@pytest.mark.torch
+def test_fit_never_promises_more_than_fits() -> None:
+    """On a card exactly the size of the measured peak at batch 4, context 1,024 (no headroom),
+    fit's largest batch at that context is at most 4."""
+    pytest.importorskip("torch")
+    from helpers import memory_harness as h
+
+    case = h.Case("llama", "infer", 4, 1024)
+    peak = h.measure(case).peak
+    card = Accelerator("measured", "measured card", peak, 0, 0, "the measured peak")
+    spec = spec_from_dict(h.MODELS["llama"])
+    f = fit(spec, accelerator=card, dtype=DType.fp32, kv_dtype=DType.fp32, ctx=1024 + 4,
+            headroom=0, attention=A.Kernel.sdpa)
+    assert f.batch is not None and f.batch <= 4
+    # weights + cache alone promise more than the card holds
+    steady = fit(spec, accelerator=card, dtype=DType.fp32, kv_dtype=DType.fp32, ctx=1024 + 4,
+                 headroom=0)
+    assert steady.batch is not None and steady.batch > 4
