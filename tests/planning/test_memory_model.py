@@ -129,8 +129,8 @@ def test_fit_counts_the_eager_scores(cli: Any) -> None:
 
 def _saved_bytes(case: Any, layer: int) -> int:
     """Bytes of the storages autograd saves first inside layer ``layer`` (parameters aside)."""
-    from helpers import memory_harness as h
     import torch
+    from helpers import memory_harness as h
 
     model = h.build(case)
     ids = h._tokens(case, case.seq)
