@@ -21,6 +21,7 @@ NEW_CHECKPOINTS = {
     "llama-3.3-70b": (70_553_706_496, 70_553_706_496),
     "qwen3-32b": (32_762_123_264, 32_762_123_264),
     "qwen3-235b-a22b": (235_093_634_560, 22_190_763_520),
+    "qwen3-coder-480b-a35b": (480_154_875_392, 35_474_765_312),
     "deepseek-r1": (671_026_404_352, 37_552_282_624),
     "mixtral-8x22b": (140_620_634_112, 39_152_031_744),
     "gemma-3-27b": (27_432_406_640, 27_432_406_640),
@@ -99,7 +100,7 @@ def test_list_pattern_is_a_glob_when_it_has_glob_characters(cli: Any) -> None:
                      "llama-3.3-70b"]
     # and a model_type: qwen3_moe's bundled configs, by type
     assert [r["name"] for r in cli("list", "qwen3_mo[e]", "--json").json()] == [
-        "qwen3-235b-a22b", "qwen3-30b-a3b"]
+        "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-coder-480b-a35b"]
 
 
 def test_list_pattern_without_a_match(cli: Any) -> None:
