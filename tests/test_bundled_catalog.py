@@ -25,6 +25,7 @@ NEW_CHECKPOINTS = {
     "deepseek-r1": (671_026_404_352, 37_552_282_624),
     "mixtral-8x22b": (140_620_634_112, 39_152_031_744),
     "gemma-3-27b": (27_432_406_640, 27_432_406_640),
+    "nemotron-3-nano-30b-a3b": (31_577_937_344, 3_580_073_408),
 }
 # DeepSeek-V3/R1's published quantization_config: e4m3 weights with 128 × 128 block scales
 DEEPSEEK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
