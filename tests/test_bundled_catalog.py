@@ -26,6 +26,7 @@ NEW_CHECKPOINTS = {
     "mixtral-8x22b": (140_620_634_112, 39_152_031_744),
     "gemma-3-27b": (27_432_406_640, 27_432_406_640),
     "nemotron-3-nano-30b-a3b": (31_577_937_344, 3_580_073_408),
+    "qwen3.5-35b-a3b-whole": (35_107_181_936, 3_901_560_176),
 }
 # DeepSeek-V3/R1's published quantization_config: e4m3 weights with 128 × 128 block scales
 DEEPSEEK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
@@ -47,6 +48,14 @@ def test_new_checkpoints_count_offline(name: str) -> None:
     data = _yaml(name)
     assert "config.json" in data["source"] and "/" in data["name"]
     assert "class_defaults" not in data
+
+
+def test_published_qwen3_5_language_model_is_the_class_defaults() -> None:
+    """Qwen3.5-35B-A3B's published config holds a language model the size of transformers'
+    Qwen3_5MoeTextConfig defaults, which the class-default file qwen3.5-35b-a3b stands for."""
+    whole = count(load_spec("qwen3.5-35b-a3b-whole"))
+    assert whole.parts["language"] == count(load_spec("qwen3.5-35b-a3b")).total == 34_660_610_688
+    assert whole.parts["vision"] + whole.parts["projector"] == 415_891_440 + 30_679_808
 
 
 def test_count_llama_3_70b_as_typed(cli: Any) -> None:
