@@ -27,6 +27,8 @@ NEW_CHECKPOINTS = {
     "gemma-3-27b": (27_432_406_640, 27_432_406_640),
     "nemotron-3-nano-30b-a3b": (31_577_937_344, 3_580_073_408),
     "qwen3.5-35b-a3b-whole": (35_107_181_936, 3_901_560_176),
+    "glm-5": (743_911_199_232, 41_784_709_632),
+    "gemma-4-26b-a4b-whole": (25_805_933_872, 4_395_322_672),
 }
 # DeepSeek-V3/R1's published quantization_config: e4m3 weights with 128 × 128 block scales
 DEEPSEEK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
