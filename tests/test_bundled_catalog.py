@@ -164,3 +164,19 @@ def test_class_defaults_marks_agree_with_the_sources() -> None:
             assert not re.search(r"-defaults?$", path.stem), path.name
             assert "config.json" in source or "assembled" in source, path.name
         assert data.get("class_defaults", False) is bundled.is_class_defaults(path), path.name
+
+
+def test_class_defaults_mark_must_be_a_boolean(cli: Any, tmp_path: Any) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text("model_type: gpt2\nclass_defaults: yes please\n")
+    r = cli("count", str(path))
+    assert (r.code, r.stderr) == (
+        2, f"error: {path}: class_defaults must be true or false, got \"yes please\"\n")
+    path.write_text("model_type: gpt2\nn_layer: 2\nn_embd: 64\nn_head: 4\nvocab_size: 100\n"
+                    "n_positions: 32\nclass_defaults: true\n")
+    # the mark is metadata, not a config field: GPT-2 of d 64, 2 layers (12d² + 13d each), vocab
+    # 100, 32 positions, final LayerNorm
+    d = 64
+    assert cli("count", str(path), "--json").json()["total_params"] == (
+        100 * d + 32 * d + 2 * (12 * d * d + 13 * d) + 2 * d) == 108_544
+    assert "class_defaults" not in load_spec(str(path)).config
