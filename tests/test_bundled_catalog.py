@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-from llmcalc import bundled, count, load_spec
+from llmcalc import bundled, count, load_spec, spec_from_dict
 
 # name → (exact total, exact active): each the numel sum of the transformers model built from the
 # bundled config (`llmcalc check configs/ --verify` rebuilds them); the dense ones are their
@@ -29,6 +29,8 @@ NEW_CHECKPOINTS = {
     "qwen3.5-35b-a3b-whole": (35_107_181_936, 3_901_560_176),
     "glm-5": (743_911_199_232, 41_784_709_632),
     "gemma-4-26b-a4b-whole": (25_805_933_872, 4_395_322_672),
+    "qwen3-vl-8b": (8_767_123_696, 8_767_123_696),
+    "qwen3-vl-30b-a3b": (31_070_754_032, 3_891_664_112),
 }
 # DeepSeek-V3/R1's published quantization_config: e4m3 weights with 128 × 128 block scales
 DEEPSEEK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
@@ -58,6 +60,17 @@ def test_published_qwen3_5_language_model_is_the_class_defaults() -> None:
     whole = count(load_spec("qwen3.5-35b-a3b-whole"))
     assert whole.parts["language"] == count(load_spec("qwen3.5-35b-a3b")).total == 34_660_610_688
     assert whole.parts["vision"] + whole.parts["projector"] == 415_891_440 + 30_679_808
+
+
+def test_written_qwen3_vl_moe_experts_count_as_transformers_reads_them() -> None:
+    """transformers 5 writes a Qwen3-VL-MoE text_config's expert count as num_local_experts; laid
+    on the class defaults (num_experts 60) it still means 128 experts, as transformers reads it."""
+    fields = dict(load_spec("qwen3-vl-30b-a3b").config)
+    text = dict(fields["text_config"])
+    text["num_local_experts"] = text.pop("num_experts")
+    written = spec_from_dict({**fields, "text_config": text}, name="written")
+    assert count(written).total == 31_070_754_032
+    assert count(written).breakdown == count(load_spec("qwen3-vl-30b-a3b")).breakdown
 
 
 def test_count_llama_3_70b_as_typed(cli: Any) -> None:
