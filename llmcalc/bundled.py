@@ -2,10 +2,15 @@
 
 A bundled model answers to its file name (``llama-2-7b``), its Hugging Face repo id
 (``meta-llama/Llama-2-7b-hf``, the file's ``name:``) and that id's last part, case-insensitively.
+
+Most bundled files are a checkpoint's published config.json (``source:`` says which and where from).
+The others, marked ``class_defaults: true``, hold a transformers config class's defaults: they stand
+for a model type whose published checkpoint config is not bundled.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 from pathlib import Path
@@ -15,6 +20,8 @@ from llmcalc.errors import UnknownModelError
 
 CONFIG_DIR = Path(__file__).parent / "configs"
 _NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\n]+?)['\"]?\s*$", re.MULTILINE)
+_CLASS_DEFAULTS_LINE = re.compile(r"^class_defaults:\s*true\s*$", re.MULTILINE)
+GLOB_CHARS = frozenset("*?[")
 
 
 def paths() -> list[Path]:
@@ -44,6 +51,29 @@ def repo_ids() -> list[str]:
         if m:
             ids.append(m.group(1).strip())
     return ids
+
+
+@functools.cache
+def _class_defaults() -> frozenset[str]:
+    """The stems of the files marked ``class_defaults: true`` (read with a regex, not a YAML parse)."""
+    return frozenset(
+        p.stem for p in paths() if _CLASS_DEFAULTS_LINE.search(p.read_text(encoding="utf-8"))
+    )
+
+
+def is_class_defaults(path: Path) -> bool:
+    """Whether a bundled file holds a transformers config class's defaults rather than a
+    checkpoint's published config.json."""
+    return path.parent == CONFIG_DIR and path.stem in _class_defaults()
+
+
+def matches(pattern: str, *names: str) -> bool:
+    """``pattern`` as ``llmcalc list`` reads it: a shell glob matched against a whole name when it
+    has ``*``, ``?`` or ``[``, else a substring of one; both case-insensitive."""
+    p = pattern.strip().lower()
+    if GLOB_CHARS & set(p):
+        return any(fnmatch.fnmatchcase(n.lower(), p) for n in names)
+    return any(p in n.lower() for n in names)
 
 
 def find(name: str) -> Path | None:

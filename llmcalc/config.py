@@ -1,10 +1,10 @@
 """From what a user types to a :class:`ModelSpec`: find the file, parse it, validate it, describe it.
 
 Accepted sources, tried in this order: a ``config.json``, a checkpoint folder holding one, or a YAML
-file with the same keys (plus optional ``name``, ``source`` and ``expected``); the name of a bundled
-config; a Hugging Face repo id (``org/name``), from the local cache or the Hub (:mod:`llmcalc.hub`,
-imported only then). Every failure is a :class:`ConfigError` naming the file and the field, or a
-:class:`HubError`.
+file with the same keys (plus optional ``name``, ``source``, ``expected`` and ``class_defaults``);
+the name of a bundled config; a Hugging Face repo id (``org/name``), from the local cache or the
+Hub (:mod:`llmcalc.hub`, imported only then). Every failure is a :class:`ConfigError` naming the
+file and the field, or a :class:`HubError`.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from llmcalc.spec import ModelSpec, Origin
 from llmcalc.validation import quoted as _json
 from llmcalc.validation import validation_message as _validation_message
 
-META_KEYS = ("name", "source", "expected")
+META_KEYS = ("name", "source", "expected", "class_defaults")
 
 
 @dataclass(frozen=True)
@@ -150,6 +150,9 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
     meta_name = data.pop("name", None)
     source = data.pop("source", None)
     expected = data.pop("expected", None) or {}
+    class_defaults = data.pop("class_defaults", False)  # a bundled file's mark: see bundled.py
+    if not isinstance(class_defaults, bool):
+        raise ConfigError(label, f"class_defaults must be true or false, got {_json(class_defaults)}")
     for key, value in (("name", meta_name), ("source", source)):
         if value is not None and not isinstance(value, str):
             raise ConfigError(label, f"{key} must be a string, got {_json(value)}")

@@ -75,9 +75,11 @@ class Qwen3MoeConfig(QwenMoeConfig):
 
     num_key_value_heads: Size = 4
     head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
-    # transformers 5 writes num_local_experts; older config.json files say num_experts
+    # transformers 5 writes num_local_experts (the attribute num_experts maps to); older
+    # config.json files say num_experts. Given both (a written text_config on its class defaults,
+    # which name the __init__ argument), the attribute wins, as in transformers.
     num_experts: Size = Field(
-        128, validation_alias=AliasChoices("num_experts", "num_local_experts")
+        128, validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
     num_experts_per_tok: Size = 8
     attention_bias: bool = False  # q, k, v and o biases

@@ -65,7 +65,9 @@ def test_bash_completion_end_to_end() -> None:
     out = _shell({"_LLMCALC_COMPLETE": "complete_bash", "COMP_WORDS": "llmcalc count qwen3-",
                   "COMP_CWORD": "2"})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["qwen3-0.6b", "qwen3-30b-a3b", "qwen3-8b", "qwen3-next-80b-a3b"]
+    assert out.stdout.split() == ["qwen3-0.6b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b",
+                                  "qwen3-8b", "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b",
+                                  "qwen3-vl-30b-a3b", "qwen3-vl-8b"]
     out = _shell({"_LLMCALC_COMPLETE": "complete_bash", "COMP_WORDS": "llmcalc fl",
                   "COMP_CWORD": "1"})
     assert out.stdout.split() == ["flops"]

@@ -115,7 +115,7 @@ def test_unknown_bundled_name_suggests_closest(cli: Any) -> None:
     assert run.code == 2
     assert run.stderr == (
         "error: unknown model 'llama-2-7bb': not a file, folder or bundled config; "
-        "did you mean llama-2-7b, llama-2-70b, llama-2-13b?\n"
+        "did you mean llama-2-7b, llama-2-70b, llama-3-70b?\n"
     )
 
 

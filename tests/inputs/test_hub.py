@@ -123,7 +123,7 @@ def test_prefilled_cache_offline_by_repo_id_and_revision(llmcalc: Any, tmp_path:
     """A cache laid out as huggingface_hub lays it out (refs/ → snapshots/<hash>/), found through
     HF_HUB_CACHE with the network off; the model is named by its repo id, never the hash."""
     cache = tmp_path / "elsewhere"
-    repo = cache / "models--meta-llama--Llama-3.1-8B"
+    repo = cache / "models--meta-llama--Llama-3.1-8B-Instruct"
     for ref, config in (("main", TINY), ("v2", TINY_V2)):
         sha = sha_of("llama", ref)
         (repo / "snapshots" / sha).mkdir(parents=True)
@@ -131,16 +131,16 @@ def test_prefilled_cache_offline_by_repo_id_and_revision(llmcalc: Any, tmp_path:
         (repo / "refs").mkdir(exist_ok=True)
         (repo / "refs" / ref).write_text(sha)
     env = {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1"}
-    r = llmcalc("count", "meta-llama/Llama-3.1-8B", "--json", **env)
+    r = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--json", **env)
     assert r.code == 0, r.stderr
-    assert r.json()["model"] == "meta-llama/Llama-3.1-8B"
+    assert r.json()["model"] == "meta-llama/Llama-3.1-8B-Instruct"
     assert r.json()["origin"]["source"] == "cache"
     assert r.json()["total_params"] == total(TINY)
-    v2 = llmcalc("count", "meta-llama/Llama-3.1-8B", "--revision", "v2", "--json", **env)
+    v2 = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--revision", "v2", "--json", **env)
     assert (v2.json()["model"], v2.json()["total_params"]) == (
-        "meta-llama/Llama-3.1-8B@v2", total(TINY_V2)
+        "meta-llama/Llama-3.1-8B-Instruct@v2", total(TINY_V2)
     )
-    by_hash = llmcalc("count", "meta-llama/Llama-3.1-8B", "--revision", sha_of("llama", "v2"), "--json", **env)
+    by_hash = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--revision", sha_of("llama", "v2"), "--json", **env)
     assert by_hash.json()["total_params"] == total(TINY_V2)
 
 

@@ -1,0 +1,195 @@
+"""The bundled catalog: today's common checkpoints offline with their published config.json (and
+its quantization_config), transformers class defaults marked apart, and `list PATTERN`."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import yaml
+
+from llmcalc import bundled, count, load_spec, spec_from_dict
+
+# name → (exact total, exact active): each the numel sum of the transformers model built from the
+# bundled config (`llmcalc check configs/ --verify` rebuilds them); the dense ones are their
+# checkpoints' published safetensors totals too
+NEW_CHECKPOINTS = {
+    "llama-3-70b": (70_553_706_496, 70_553_706_496),
+    "llama-3.1-8b": (8_030_261_248, 8_030_261_248),
+    "llama-3.1-70b": (70_553_706_496, 70_553_706_496),
+    "llama-3.3-70b": (70_553_706_496, 70_553_706_496),
+    "qwen3-32b": (32_762_123_264, 32_762_123_264),
+    "qwen3-235b-a22b": (235_093_634_560, 22_190_763_520),
+    "qwen3-coder-480b-a35b": (480_154_875_392, 35_474_765_312),
+    "deepseek-r1": (671_026_404_352, 37_552_282_624),
+    "mixtral-8x22b": (140_620_634_112, 39_152_031_744),
+    "gemma-3-27b": (27_432_406_640, 27_432_406_640),
+    "nemotron-3-nano-30b-a3b": (31_577_937_344, 3_580_073_408),
+    "qwen3.5-35b-a3b-whole": (35_107_181_936, 3_901_560_176),
+    "glm-5": (743_911_199_232, 41_784_709_632),
+    "gemma-4-26b-a4b-whole": (25_805_933_872, 4_395_322_672),
+    "qwen3-vl-8b": (8_767_123_696, 8_767_123_696),
+    "qwen3-vl-30b-a3b": (31_070_754_032, 3_891_664_112),
+}
+# DeepSeek-V3/R1's published quantization_config: e4m3 weights with 128 × 128 block scales
+DEEPSEEK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                "weight_block_size": [128, 128]}
+
+
+def _yaml(name: str) -> dict[str, Any]:
+    path = bundled.find(name)
+    assert path is not None, name
+    data: dict[str, Any] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return data
+
+
+@pytest.mark.parametrize("name", NEW_CHECKPOINTS)
+def test_new_checkpoints_count_offline(name: str) -> None:
+    total, active = NEW_CHECKPOINTS[name]
+    pc = count(load_spec(name))
+    assert (pc.total, pc.active) == (total, active)
+    data = _yaml(name)
+    assert "config.json" in data["source"] and "/" in data["name"]
+    assert "class_defaults" not in data
+
+
+def test_published_qwen3_5_language_model_is_the_class_defaults() -> None:
+    """Qwen3.5-35B-A3B's published config holds a language model the size of transformers'
+    Qwen3_5MoeTextConfig defaults, which the class-default file qwen3.5-35b-a3b stands for."""
+    whole = count(load_spec("qwen3.5-35b-a3b-whole"))
+    assert whole.parts["language"] == count(load_spec("qwen3.5-35b-a3b")).total == 34_660_610_688
+    assert whole.parts["vision"] + whole.parts["projector"] == 415_891_440 + 30_679_808
+
+
+def test_written_qwen3_vl_moe_experts_count_as_transformers_reads_them() -> None:
+    """transformers 5 writes a Qwen3-VL-MoE text_config's expert count as num_local_experts; laid
+    on the class defaults (num_experts 60) it still means 128 experts, as transformers reads it."""
+    fields = dict(load_spec("qwen3-vl-30b-a3b").config)
+    text = dict(fields["text_config"])
+    text["num_local_experts"] = text.pop("num_experts")
+    written = spec_from_dict({**fields, "text_config": text}, name="written")
+    assert count(written).total == 31_070_754_032
+    assert count(written).breakdown == count(load_spec("qwen3-vl-30b-a3b")).breakdown
+
+
+def test_count_llama_3_70b_as_typed(cli: Any) -> None:
+    r = cli("count", "llama-3-70b")
+    assert r.code == 0, r.stderr
+    assert "meta-llama/Meta-Llama-3-70B" in r.stdout
+    assert "70,553,706,496" in r.stdout
+    # and by its repo id, still offline (a bundled name never reaches the Hub)
+    data = cli("count", "meta-llama/Meta-Llama-3-70B", "--json").json()
+    assert data["total_params"] == 70_553_706_496
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-r1"])
+def test_deepseek_keeps_its_published_quantization_config(name: str) -> None:
+    assert load_spec(name).config["quantization_config"] == DEEPSEEK_FP8
+
+
+@pytest.mark.parametrize("name", ["deepseek-v3", "deepseek-r1"])
+def test_deepseek_memory_defaults_to_its_fp8_storage(cli: Any, name: str) -> None:
+    stored = cli("memory", name, "--json").json()
+    assert stored["dtype"] == "fp8-block"
+    assert stored["weights_bytes"] == 673_150_552_416  # 626.92 GiB
+    explicit = cli("memory", name, "--dtype", "fp8-block", "--json").json()
+    assert explicit["weights_bytes"] == stored["weights_bytes"]
+    bf16 = cli("memory", name, "--dtype", "bf16", "--json").json()
+    assert bf16["weights_bytes"] == 2 * 671_026_404_352  # --dtype still overrides the config
+    assert "626.92 GiB" in cli("memory", name).stdout
+
+
+def test_list_pattern_is_a_substring(cli: Any) -> None:
+    rows = cli("list", "llama", "--json").json()
+    names = [r["name"] for r in rows]
+    expected = [p.stem for p in bundled.paths()
+                if "llama" in (p.stem + " " + load_spec(p.stem).name + " "
+                               + load_spec(p.stem).model_type).lower()]
+    assert names == expected
+    assert {"llama-3-70b", "llama-3.1-8b", "tinyllama-1.1b", "llama-3.2-11b-vision"} <= set(names)
+    assert "gpt2" not in names and "qwen3-32b" not in names
+    # case-insensitive, and the repo id counts: Meta-Llama-3-70B's org is meta-llama
+    assert [r["name"] for r in cli("list", "META-LLAMA/Meta-Llama-3", "--json").json()] == [
+        "llama-3-70b", "llama-3-8b"]
+
+
+def test_list_pattern_is_a_glob_when_it_has_glob_characters(cli: Any) -> None:
+    rows = cli("list", "*-70b", "--json").json()
+    assert [r["name"] for r in rows] == ["llama-2-70b", "llama-3-70b", "llama-3.1-70b",
+                                         "llama-3.3-70b"]
+    # a glob matches a whole name: "llama-3*" is neither "tinyllama-1.1b" nor "llama-2-7b"
+    names = [r["name"] for r in cli("list", "llama-3*", "--json").json()]
+    assert names == ["llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b",
+                     "llama-3.1-8b", "llama-3.2-11b-vision", "llama-3.2-1b", "llama-3.2-3b",
+                     "llama-3.3-70b"]
+    # and a model_type: qwen3_moe's bundled configs, by type
+    assert [r["name"] for r in cli("list", "qwen3_mo[e]", "--json").json()] == [
+        "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-coder-480b-a35b"]
+
+
+def test_list_pattern_without_a_match(cli: Any) -> None:
+    r = cli("list", "no-such-model")
+    assert r.code == 2
+    assert r.stdout == ""
+    assert r.stderr.strip() == (
+        "error: list 'no-such-model': no bundled model's name, repo id or model_type matches it "
+        "(as a substring); `llmcalc list` shows them all")
+    r = cli("list", "zz*")
+    assert r.code == 2
+    assert "(as a glob)" in r.stderr
+
+
+def test_list_marks_class_defaults_apart(cli: Any) -> None:
+    rows = {r["name"]: r for r in cli("list", "--json").json()}
+    assert rows["olmo3-default"]["config"] == "class defaults"
+    assert rows["olmo-hybrid-7b"]["config"] == "class defaults"  # named after a checkpoint
+    assert rows["llama-3-8b"]["config"] == "published"
+    assert rows["deepseek-r1"]["config"] == "published"
+    marked = {p.stem for p in bundled.paths() if bundled.is_class_defaults(p)}
+    assert {n for n, r in rows.items() if r["config"] == "class defaults"} == marked
+    out = cli("list", "olmo").stdout
+    assert re.search(r"│ olmo3-default +│ class defaults +│", out), out
+    assert re.search(r"│ olmo-2-7b +│ published +│", out), out
+    # the table lists the published first, the class defaults below a rule, and says so
+    assert out.index("olmo-2-7b") < out.index("olmo3-default")
+    assert ("3 published checkpoint configs; below the rule, 3 transformers class defaults "
+            "(model types with no published checkpoint bundled)") in " ".join(out.split())
+
+
+# unmarked, yet neither a quoted config.json nor assembled from quoted parts: its source says its
+# values were recalled (the checkpoint's config.json was not found offline)
+NOT_QUOTED = {"lfm2-8b-a1b"}
+
+
+def test_class_defaults_marks_agree_with_the_sources() -> None:
+    """A file named *-default(s) is marked; a marked file's source says whose defaults it holds;
+    an unmarked file names a published config.json or says how its values were assembled."""
+    for path in bundled.paths():
+        if path.stem in NOT_QUOTED:
+            assert "not found offline" in yaml.safe_load(path.read_text(encoding="utf-8"))["source"]
+            continue
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        source = " ".join(str(data["source"]).split())
+        if data.get("class_defaults"):
+            assert re.search(r"Config(\(\))? (class )?defaults", source), path.name
+        else:
+            assert not re.search(r"-defaults?$", path.stem), path.name
+            assert "config.json" in source or "assembled" in source, path.name
+        assert data.get("class_defaults", False) is bundled.is_class_defaults(path), path.name
+
+
+def test_class_defaults_mark_must_be_a_boolean(cli: Any, tmp_path: Any) -> None:
+    path = tmp_path / "m.yaml"
+    path.write_text("model_type: gpt2\nclass_defaults: yes please\n")
+    r = cli("count", str(path))
+    assert (r.code, r.stderr) == (
+        2, f"error: {path}: class_defaults must be true or false, got \"yes please\"\n")
+    path.write_text("model_type: gpt2\nn_layer: 2\nn_embd: 64\nn_head: 4\nvocab_size: 100\n"
+                    "n_positions: 32\nclass_defaults: true\n")
+    # the mark is metadata, not a config field: GPT-2 of d 64, 2 layers (12d² + 13d each), vocab
+    # 100, 32 positions, final LayerNorm
+    d = 64
+    assert cli("count", str(path), "--json").json()["total_params"] == (
+        100 * d + 32 * d + 2 * (12 * d * d + 13 * d) + 2 * d) == 108_544
+    assert "class_defaults" not in load_spec(str(path)).config
