@@ -211,7 +211,7 @@ def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None,
     from llmcalc.render.local import what_fits_grid, what_fits_json
 
     min_ctx = parse_context(ctx, option="--ctx") if ctx is not None else DEFAULT_MIN_CTX
-    names = [p.stem for p in bundled.paths() if not p.stem.endswith(("-default", "-defaults"))]
+    names = [p.stem for p in bundled.paths() if not bundled.is_class_defaults(p)]
     names += [r for r in hfcache.repo_ids() if r not in names]
     if match is not None:
         names = [m for m in names if fnmatch.fnmatch(m.lower(), match.lower())]

@@ -90,8 +90,9 @@ def test_help_reads_at_80_columns(command: str) -> None:
     lines = result.stdout.splitlines()
     assert max(len(ln) for ln in lines) <= 80
     assert not re.search(r"<(bool|str|int|float|list\[str\]|path)>", result.stdout), result.stdout
-    # train and fit carry the fine-tuning options too; the point is a readable description column
-    assert len(lines) <= 90, f"{command} --help is {len(lines)} lines"
+    # train and fit carry the fine-tuning options too, train the allocator-measured plan's and fit
+    # the local-inference ones; the point is a readable description column
+    assert len(lines) <= 120, f"{command} --help is {len(lines)} lines"
 
 
 def test_metavars_say_what_to_type() -> None:
