@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from served import Served, start, stop
@@ -25,6 +26,8 @@ pytest.importorskip("pebble")
 pytest.importorskip("psutil")
 
 XLNET = json.dumps({"model_type": "xlnet", "n_layer": 10**12})
+XLNET_SMALL = json.dumps({"model_type": "xlnet", "n_layer": 2, "d_model": 32, "n_head": 2,
+                          "d_inner": 64, "vocab_size": 128})
 GPT2 = {"model": {"name": "gpt2"}}
 SECURITY = {"content-security-policy", "x-content-type-options", "x-frame-options",
             "referrer-policy", "cache-control", "cross-origin-resource-policy"}
@@ -132,9 +135,7 @@ def test_answers_name_no_local_folder_or_library_version(served: Served, hf_cach
         served.calc({"model": {"name": "org/tiny-llama"}}),  # read from the local HF cache
         served.calc({"model": {"name": "org/absent"}}),  # not in the cache, offline
         served.calc({"model": {"text": "a: [", "format": "yaml"}}),
-        served.calc({"model": {"text": json.dumps({
-            "model_type": "xlnet", "n_layer": 2, "d_model": 32, "n_head": 2, "d_inner": 64,
-            "vocab_size": 128})}}),  # measured on transformers' model
+        served.calc({"model": {"text": XLNET_SMALL}}),  # measured on transformers' model
     ]
     assert answers[0][0] == 200 and answers[0][1]["count"]["total_params"] == 2 * (
         4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64 + 2 * 256 * 64
@@ -277,3 +278,78 @@ def test_cli_count_refuses_a_trillion_layer_measured_model(tmp_path: Path) -> No
     assert (run.returncode, run.stdout) == (2, "")
     assert run.stderr == (f"error: {path}: n_layer is 1,000,000,000,000; a model without a "
                           "formula is measured by building it, up to 1,024 layers\n")
+
+
+def test_a_calculation_past_its_deadline_or_left_by_its_client_stops_its_worker() -> None:
+    import asyncio
+
+    import psutil
+
+    from llmcalc.web.work import Pools
+
+    measured = {"model": {"text": XLNET_SMALL}}
+
+    def workers() -> set[int]:
+        return {p.pid for p in psutil.Process().children(recursive=True)}
+
+    async def stopped(before: set[int]) -> bool:
+        """Whether a worker of ``before`` is gone within 5 s."""
+        for _ in range(50):
+            if before - workers():
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
+    async def never() -> None:
+        await asyncio.sleep(3600)
+
+    async def soon() -> None:  # the client leaves while its worker imports torch
+        await asyncio.sleep(1)
+
+    async def scenario() -> list[Any]:
+        pools = Pools(workers=1, seconds=60)
+        try:
+            status, _ = await pools.run("calc", GPT2, never) or (0, b"")  # the worker started
+            assert status == 200
+            pools.seconds = 0.5  # importing torch for the measured path takes longer
+            before = workers()
+            slow = await pools.run("calc", measured, never)
+            first = await stopped(before)
+            pools.seconds = 60
+            status, _ = await pools.run("calc", GPT2, never) or (0, b"")  # a fresh worker
+            before = workers()
+            left = await pools.run("calc", measured, soon)
+            return [slow, first, status, left, await stopped(before)]
+        finally:
+            pools.close()
+
+    assert asyncio.run(scenario()) == [
+        (503, b'{"error": "took more than 0.5 s, the most one request gets"}'), True, 200, None,
+        True]
+
+
+def test_a_calculation_past_its_memory_stops_its_worker() -> None:
+    import asyncio
+
+    from llmcalc.web.work import Pools
+
+    async def never() -> None:
+        await asyncio.sleep(3600)
+
+    async def scenario() -> Any:
+        pools = Pools(workers=1, memory_bytes=200 * 2**20)  # torch alone takes more
+        try:
+            return await pools.run("calc", {"model": {"text": XLNET_SMALL}}, never)
+        finally:
+            pools.close()
+
+    assert asyncio.run(scenario()) == (400, json.dumps({"error": (
+        "this model needs more than the 200 MiB of memory the server gives one request")
+    }).encode())
+
+
+def test_an_answer_over_its_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    from llmcalc.web import work
+
+    monkeypatch.setattr(work, "MAX_ANSWER", 1000)
+    assert work.answer(GPT2) == (500, b'{"error": "the answer is over 1,000 bytes"}')

@@ -4,8 +4,8 @@ Two pools of worker processes (:mod:`pebble`): ``calc`` for what is computed her
 names, pasted configs, from-scratch models, measured models) and ``hub`` for names looked up in
 the Hugging Face cache or on the Hub, so slow lookups never hold the workers the rest needs.
 A pool takes at most ``MAX_WAITING`` requests beyond its workers (then 503 "busy"); a request
-gets ``CALC_SECONDS`` from the moment it is queued; a worker's address space is capped at
-``MEMORY_BYTES``; when the time is up or the client goes away, the worker running it is
+gets ``CALC_SECONDS`` from the moment it is queued; a worker whose resident memory passes
+``MEMORY_BYTES`` is stopped; when the time is up or the client goes away, the worker running it is
 stopped (and a fresh one started). Answers are at most ``MAX_ANSWER`` bytes, and carry no local
 paths or library versions (:func:`public`).
 """
@@ -17,15 +17,22 @@ import json
 import multiprocessing
 import os
 import re
+import signal
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
 CALC_SECONDS = 60.0  # a measured model's first build in a worker imports torch and transformers
-MEMORY_BYTES = 6 * 1024**3  # address space of one worker (torch alone maps about 1.5 GiB)
+# resident memory of one worker: torch and transformers take about 350 MiB, a 1,024-layer
+# measured XLNet-large 420 MiB. (Not an address-space limit: building a model reserves
+# tens of GiB it never touches.)
+MEMORY_BYTES = 2 * 1024**3
+MEMORY_EXIT = 75  # the exit code of a worker stopped for its memory
 MAX_WAITING = 16  # requests queued beyond the busy workers
 MAX_ANSWER = 2 * 1024**2  # bytes of one answer (a usual one is about 20 KiB)
 Answer = tuple[int, bytes]
@@ -42,15 +49,25 @@ def error(status: int, message: str) -> Answer:
 # ---- in the worker ----
 
 def _start_worker(memory_bytes: int) -> None:
-    """A worker's set-up: its memory cap, an empty working folder, the calculator imported."""
-    try:
-        import resource
-    except ImportError:  # not on Windows: the deadline still holds
-        pass
-    else:
-        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    """A worker's set-up: Ctrl-C left to the server, its memory watched, an empty working
+    folder, the calculator imported."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_watch_memory, args=(memory_bytes,), daemon=True).start()
     os.chdir(tempfile.mkdtemp(prefix="llmcalc-serve-"))
     import llmcalc.web.api  # noqa: F401 - ready before the first request
+
+
+def _watch_memory(limit: int) -> None:
+    """Stop this worker (exit code ``MEMORY_EXIT``) once its peak resident memory passes
+    ``limit``; checked every 50 ms."""
+    try:
+        import resource
+    except ImportError:  # Windows: the deadline still holds
+        return
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, else KiB
+    while resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale <= limit:
+        time.sleep(0.05)
+    os._exit(MEMORY_EXIT)
 
 
 def answer(request: Mapping[str, Any]) -> Answer:
@@ -69,7 +86,7 @@ def answer(request: Mapping[str, Any]) -> Answer:
     except Exception as e:  # noqa: BLE001 - a bug: say so on the page rather than a blank 500
         return error(500, public(one_line(f"internal error ({type(e).__name__}: {e})")))
     if len(body) > MAX_ANSWER:
-        return error(500, f"the answer is over {MAX_ANSWER // 1024**2} MiB")
+        return error(500, f"the answer is over {MAX_ANSWER:,} bytes")
     return 200, body
 
 
@@ -158,7 +175,11 @@ class Pools:
         except FutureTimeout:
             return error(503, f"took more than {self.seconds:g} s, the most one request gets")
         except ProcessExpired as e:
-            return error(500, f"the worker stopped (exit code {e.exitcode}): too much memory?")
+            if e.exitcode == MEMORY_EXIT:
+                return error(400, f"this model needs more than the "
+                                  f"{self.memory_bytes // 2**20:,} MiB of memory the server "
+                                  "gives one request")
+            return error(500, f"the worker stopped (exit code {e.exitcode})")
         finally:
             future.cancel()  # a running one: its worker is stopped
             left.cancel()
