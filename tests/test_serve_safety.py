@@ -171,6 +171,45 @@ def test_slow_clients_do_not_stop_others(served: Served) -> None:
             sock.close()
 
 
+def test_slow_hub_lookups_do_not_hold_the_other_workers(tmp_path: Path) -> None:
+    from fake_hub import FakeHub, serve
+
+    fake = FakeHub()
+    tiny = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+            "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 256}
+    for i in range(3):
+        fake.add(f"org/slow{i}", {"config.json": tiny}, delay=2.0)
+    hub = serve(fake)
+    url = next(hub).url
+    env = {"HF_HOME": str(tmp_path), "HF_ENDPOINT": url, "HF_HUB_ETAG_TIMEOUT": "20",
+           "HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1", "HF_HUB_OFFLINE": "0"}
+    s = start(env={k: v for k, v in env.items()})
+    try:
+        assert s.calc(GPT2)[0] == 200  # the calculation workers are up
+        answers: list[tuple[int, float]] = []
+
+        def lookup(i: int) -> None:
+            t0 = time.monotonic()
+            status, _ = s.calc({"model": {"name": f"org/slow{i}"}})
+            answers.append((status, time.monotonic() - t0))
+
+        threads = [threading.Thread(target=lookup, args=(i,)) for i in range(3)]
+        for t in threads:
+            t.start()
+        time.sleep(0.5)
+        t0 = time.monotonic()
+        status, data = s.calc(GPT2)
+        cheap = time.monotonic() - t0
+        for t in threads:
+            t.join(60)
+        assert status == 200 and data["count"]["total_params"] == 124_439_808
+        assert [a[0] for a in answers] == [200, 200, 200]
+        assert cheap < 1.5 < min(a[1] for a in answers)
+    finally:
+        stop(s)
+        hub.close()
+
+
 def test_ctrl_c_with_a_slow_client_open_stops_within_5_s() -> None:
     s = start()
     sock = socket.create_connection((s.host, s.port), timeout=5)
