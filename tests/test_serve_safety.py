@@ -391,4 +391,5 @@ def test_an_answer_over_its_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     from llmcalc.web import work
 
     monkeypatch.setattr(work, "MAX_ANSWER", 1000)
-    assert work.answer(GPT2) == (500, b'{"error": "the answer is over 1,000 bytes"}')
+    assert work.answer(GPT2) == (400, b'{"error": "the answer is over 1,000 bytes, the most the '
+                                      b'server sends"}')

@@ -130,7 +130,7 @@ def calc_route(pools: Pools, stopping: asyncio.Event) -> Any:
 
         async def gone() -> None:  # the client went away (nothing more is sent after the body)
             while (await request.receive())["type"] != "http.disconnect":
-                pass
+                await asyncio.sleep(0.1)
 
         result = await pools.run("hub" if api.needs_hub(data) else "calc", data, gone)
         if result is None:

@@ -86,7 +86,7 @@ def answer(request: Mapping[str, Any]) -> Answer:
     except Exception as e:  # noqa: BLE001 - a bug: say so on the page rather than a blank 500
         return error(500, public(one_line(f"internal error ({type(e).__name__}: {e})")))
     if len(body) > MAX_ANSWER:
-        return error(500, f"the answer is over {MAX_ANSWER:,} bytes")
+        return error(400, f"the answer is over {MAX_ANSWER:,} bytes, the most the server sends")
     return 200, body
 
 
