@@ -232,8 +232,8 @@ def test_beyond_loopback_the_api_needs_the_token() -> None:
     s = start("--host", "0.0.0.0")
     try:
         assert s.warning == ("warning: --host 0.0.0.0 exposes the page to every machine that can "
-                             "reach this address; its API answers only with the token in this "
-                             "URL\n")
+                             "reach this address; its API answers only with the token in the "
+                             "URL below\n")
         token = s.url.split("?token=")[1]
         assert len(token) >= 32
         local = f"127.0.0.1:{s.port}"

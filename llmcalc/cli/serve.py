@@ -123,7 +123,7 @@ def serve(
             token = secrets.token_urlsafe(24)
             url += f"?token={token}"
             typer.echo(f"warning: --host {host} exposes the page to every machine that can reach "
-                       "this address; its API answers only with the token in this URL", err=True)
+                       "this address; its API answers only with the token in the URL below", err=True)
     typer.echo(f"llmcalc serving on {url}  (Ctrl-C stops)")
     sys.stdout.flush()
     app = create_app(allowed_hosts=allowed, token=token)
