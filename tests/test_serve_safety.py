@@ -393,3 +393,12 @@ def test_an_answer_over_its_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(work, "MAX_ANSWER", 1000)
     assert work.answer(GPT2) == (400, b'{"error": "the answer is over 1,000 bytes, the most the '
                                       b'server sends"}')
+
+
+def test_the_listening_socket_is_tcp_so_answers_are_not_delayed() -> None:
+    """asyncio sets TCP_NODELAY only on sockets made with IPPROTO_TCP; without it a keep-alive
+    client waited ~40 ms (delayed ACK) for each answer's second write."""
+    from llmcalc.cli.serve import listen
+
+    with listen("127.0.0.1", 0) as sock:
+        assert sock.proto == socket.IPPROTO_TCP

@@ -39,7 +39,7 @@ def is_loopback(host: str) -> bool:
 def listen(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` (port 0: a free one the OS picks), handed to uvicorn."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # asyncio sets TCP_NODELAY
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
