@@ -34,7 +34,7 @@ CALC_SECONDS = 60.0  # a measured model's first build in a worker imports torch 
 MEMORY_BYTES = 2 * 1024**3
 MEMORY_EXIT = 75  # the exit code of a worker stopped for its memory
 MAX_WAITING = 16  # requests queued beyond the busy workers
-MAX_ANSWER = 2 * 1024**2  # bytes of one answer (a usual one is about 20 KiB)
+MAX_ANSWER = 2 * 1024**2  # bytes of one answer (gpt2's is about 6 KiB)
 Answer = tuple[int, bytes]
 
 
@@ -49,11 +49,10 @@ def error(status: int, message: str) -> Answer:
 # ---- in the worker ----
 
 def _start_worker(memory_bytes: int) -> None:
-    """A worker's set-up: Ctrl-C left to the server, its memory watched, an empty working
-    folder, the calculator imported."""
+    """A worker's set-up: Ctrl-C left to the server, its memory watched, the calculator
+    imported."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_watch_memory, args=(memory_bytes,), daemon=True).start()
-    os.chdir(tempfile.mkdtemp(prefix="llmcalc-serve-"))
     import llmcalc.web.api  # noqa: F401 - ready before the first request
 
 
