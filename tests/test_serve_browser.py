@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -32,16 +33,16 @@ if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    import uvicorn
-
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served as `llmcalc serve` serves it, on a free port of 127.0.0.1."""
     from llmcalc.cli.serve import free_port
-    from llmcalc.web.app import create_app
+    from llmcalc.web.server import Server, config
 
     port = free_port("127.0.0.1")
-    srv = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port,
-                                        log_level="warning", lifespan="off"))
+    cfg = config(app)
+    cfg.host, cfg.port = "127.0.0.1", port
+    srv = Server(cfg)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -49,9 +50,20 @@ def server() -> Iterator[str]:
         if time.monotonic() > deadline:
             raise RuntimeError("server did not start")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/"
-    srv.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        srv.should_exit = True
+        thread.join(10)
+        app.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    from llmcalc.web.app import create_app
+
+    with serving(create_app()) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -256,3 +268,22 @@ def test_a_dropped_yaml_file_becomes_the_model(server: str, page: Any) -> None:
     assert page.input_value("#text") == text
     assert page.inner_text("#total") == "1,235,814,400"  # Llama-3.2-1B's shape
     assert page.locator(".tab.active").inner_text().startswith("my-model")
+
+
+def test_with_a_token_the_page_sends_it(page: Any) -> None:
+    """A server bound beyond loopback prints its URL with ?token=…; the page passes it on (and
+    without it, says what is missing)."""
+    from llmcalc.web.app import create_app
+
+    with serving(create_app(allowed_hosts=None, token="t0k3n-for-the-test")) as url:
+        page.goto(url + "?token=t0k3n-for-the-test")
+        settled(page)
+        assert page.inner_text("#total") == "124,439,808"
+        edit(page, "#name", "gpt2-medium")
+        assert page.inner_text("#total") == "354,823,168"
+        assert "?token=t0k3n-for-the-test#" in page.url
+        page.goto(url)
+        page.locator("#error").wait_for(state="visible", timeout=20000)
+        assert page.inner_text("#error") == (
+            "error: this server needs its token: open the URL it printed (…/?token=…), or send "
+            "Authorization: Bearer <token>")

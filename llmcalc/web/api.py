@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from llmcalc import bundled, family_defaults, scratch
-from llmcalc.config import load_spec, read_config, spec_from_raw
+from llmcalc.config import read_config, spec_from_raw
 from llmcalc.counting import count
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.flops import flops
@@ -30,7 +30,7 @@ from llmcalc.render.flops import flops_json
 from llmcalc.render.memory import memory_json
 from llmcalc.render.train import train_json
 from llmcalc.series import context_grid, flops_series, memory_series
-from llmcalc.spec import ModelSpec
+from llmcalc.spec import ModelSpec, Origin
 from llmcalc.training import DEFAULT_MFU, parallelism, plan_training
 from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
 
@@ -77,7 +77,8 @@ def resolve_model(model: Mapping[str, Any], sets: list[str]) -> Resolved:
         knobs = _knobs(model["scratch"])
         model_type, built = scratch.build(knobs)
         all_sets = (*built, *sets)
-        return Resolved(load_spec(model_type, overrides=all_sets), model_type, all_sets,
+        return Resolved(spec_from_raw(read_config(model_type, paths=False), overrides=all_sets),
+                        model_type, all_sets,
                         f"from scratch ({model_type})")
     if "text" in model:
         return Resolved(_pasted(_str(model, "text"), _str(model, "format", "json"), sets),
@@ -87,17 +88,24 @@ def resolve_model(model: Mapping[str, Any], sets: list[str]) -> Resolved:
     if not name:
         raise UsageError("model: give a bundled name, a model type or a Hugging Face id")
     if bundled.find(name) is None and _is_path(name):
-        raise UsageError(f"{name}: a path on the server; paste the config's text instead")
-    return Resolved(load_spec(name, overrides=sets), name, tuple(sets))
+        raise UsageError(f"{shown(name)}: a path on the server; paste the config's text instead")
+    # a name is never looked up on the server's file system (its working folder included)
+    return Resolved(spec_from_raw(read_config(name, paths=False), overrides=sets), name,
+                    tuple(sets))
 
 
 def _is_path(name: str) -> bool:
-    if name.startswith((".", "/", "~", "\\")) or ".." in name or "\\" in name:
-        return True
-    try:
-        return Path(name).expanduser().exists()
-    except (OSError, ValueError):  # too long, a NUL …: load_spec says what is wrong with it
-        return False
+    """Whether a name reads as a path (it is refused unread, never looked up)."""
+    return (name.startswith((".", "/", "~", "\\")) or ".." in name or "\\" in name
+            or name.endswith((".json", ".yaml", ".yml")))
+
+
+def needs_hub(request: Mapping[str, Any]) -> bool:
+    """Whether ``request`` names a model that is looked up in the Hugging Face cache or on the
+    Hub (an ``org/name`` that is no bundled name)."""
+    model = request.get("model")
+    name = model.get("name") if isinstance(model, Mapping) else None
+    return isinstance(name, str) and "/" in name and bundled.find(name) is None
 
 
 def _pasted(text: str, fmt: str, sets: list[str]) -> ModelSpec:
@@ -113,7 +121,7 @@ def _pasted(text: str, fmt: str, sets: list[str]) -> ModelSpec:
             raise ConfigError(PASTED, e.detail) from None
     named = raw.name not in ("config", path.name, Path(folder).name)
     raw = dataclasses.replace(raw, path=Path(PASTED), label=PASTED,
-                              name=raw.name if named else PASTED)
+                              name=raw.name if named else PASTED, origin=Origin("path", PASTED))
     return spec_from_raw(raw, overrides=sets)
 
 

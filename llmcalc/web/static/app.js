@@ -16,6 +16,9 @@ let charts = {};
 let timer = null;
 let seq = 0;
 let dirty = false;         // an edit not yet sent; body[data-idle="1"] when all is drawn
+// a server bound beyond loopback prints its URL with ?token=…: the API wants it back
+const TOKEN = new URLSearchParams(location.search).get("token");
+const AUTH = TOKEN ? {"Authorization": "Bearer " + TOKEN} : {};
 
 // ---- exact integers: JSON numbers past 2^53 become BigInt, read from their source text ----
 function parseExact(text) {
@@ -189,7 +192,7 @@ async function calc(m) {
   const body = {model: "scratch" in m ? {scratch: m.scratch} : "text" in m ? {text: m.text, format: m.format || "json"} : {name: m.name},
     set: m.set || [], ...state.settings};
   body.gpus = Number(body.gpus) || 1;
-  const resp = await fetch("/api/calc", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  const resp = await fetch("/api/calc", {method: "POST", headers: {"Content-Type": "application/json", ...AUTH}, body: JSON.stringify(body)});
   const data = parseExact(await resp.text());
   return resp.ok ? data : {error: data.error || `HTTP ${resp.status}`};
 }
@@ -402,7 +405,13 @@ function fillSelect(id, options) {
   $(id).innerHTML = options.map(([v, l]) => `<option value="${esc(v)}">${esc(l)}</option>`).join("");
 }
 async function main() {
-  catalog = parseExact(await (await fetch("/api/catalog")).text());
+  const resp = await fetch("/api/catalog", {headers: AUTH});
+  catalog = parseExact(await resp.text());
+  if (!resp.ok) {  // e.g. a server that wants its token: say so, and draw nothing
+    $("error").textContent = "error: " + (catalog.error || `HTTP ${resp.status}`);
+    $("error").hidden = false;
+    return;
+  }
   $("model-names").innerHTML = [...catalog.models, ...catalog.model_types].map((n) => `<option value="${esc(n)}">`).join("");
   fillSelect("dtype", catalog.dtypes.map((d) => [d, d]));
   fillSelect("kv_dtype", catalog.dtypes.map((d) => [d, d]));
