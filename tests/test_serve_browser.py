@@ -318,6 +318,8 @@ def test_the_verdict_is_on_the_first_screen_in_the_checkpoints_format(
         assert pg.inner_text("#max-batch") == f"{at_ctx['max_batch']:,}" == "77"
         assert pg.inner_text("#max-ctx") == f"{at_batch['max_ctx']:,} (the model's limit)"
         assert pg.inner_text("#min-gpus") == "1"
+        decode = at_batch["decode"]["tokens_per_sec_per_sequence"]
+        assert float(pg.get_attribute("#decode", "data-value")) == decode
         pg.screenshot(path=str(SHOTS / f"verdict-{width}x{height}.png"))
         context.close()
     assert errors == []

@@ -364,6 +364,7 @@ function drawVerdict() {
     `<dl class="facts">` +
     `<div><dt>fewest GPUs that fit</dt><dd id="min-gpus">${v.min_gpus === null ? "more than 65,536" : num(v.min_gpus)}</dd></div>` +
     `<div><dt>largest batch at ${ctxLabel(v.ctx)}</dt><dd id="max-batch">${v.max_batch !== null ? num(v.max_batch) : v.batch_unbounded ? "any (nothing is cached)" : "none"}</dd></div>` +
+    (r.fit.decode ? `<div><dt>decode at batch ${num(r.fit.batch)} × ${ctxLabel(r.fit.ctx)} (bandwidth bound)</dt><dd id="decode" data-value="${r.fit.decode.tokens_per_sec_per_sequence}">≤ ${r.fit.decode.tokens_per_sec_per_sequence.toLocaleString("en-US", {maximumFractionDigits: 1})} tokens/s a sequence</dd></div>` : "") +
     `<div><dt>largest context at batch ${num(v.batch)}</dt><dd id="max-ctx">${v.max_ctx === null ? "none" : num(v.max_ctx)}${v.limited_by_context_limit ? " (the model's limit)" : ""}</dd></div>` +
     `</dl>` +
     (notes.length ? `<ul id="notes" class="notes">${notes.map((n) => `<li>note: ${esc(n)}</li>`).join("")}</ul>` : "");
