@@ -30,6 +30,7 @@ bench: $(VENV)/.test
 	$(PY) bench/verify_largest.py
 	$(PY) bench/startup.py
 	$(PY) bench/hostile_input.py
+	$(PY) bench/serve.py
 
 lint: $(VENV)/.test
 	$(PY) -m pip install -q ruff mypy types-PyYAML

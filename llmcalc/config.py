@@ -21,12 +21,13 @@ from pydantic import ValidationError
 from llmcalc import bundled
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
-from llmcalc.files import YAML_SUFFIXES, parse_file
+from llmcalc.files import YAML_SUFFIXES, _Loader, parse_file
 from llmcalc.files import check_shape as _check_shape
 from llmcalc.files import is_dir as _is_dir
 from llmcalc.files import is_file as _is_file
 from llmcalc.limits import (
     MAX_META_CHARS,
+    MAX_SET_CHARS,
     check_model_arg,
     shown,
 )
@@ -89,18 +90,19 @@ def spec_from_dict(
     return spec_from_raw(raw, overrides=overrides, family=family)
 
 
-def read_config(model: str, *, revision: str | None = None) -> RawConfig:
+def read_config(model: str, *, revision: str | None = None, paths: bool = True) -> RawConfig:
     """Find and parse the config behind ``model`` (no validation of its fields yet).
 
     A path first, then a bundled name, then a repo id in the local Hugging Face cache or on the Hub.
     ``revision`` (a branch, tag or commit) asks for a repo id at that revision, skipping bundled names.
+    ``paths=False`` skips the first step: ``model`` is never looked up on the file system.
     """
     check_model_arg(model)
     path = Path(model).expanduser()
     hub_name: str | None = None
-    if revision is not None and (_is_dir(path) or _is_file(path)):
+    if revision is not None and paths and (_is_dir(path) or _is_file(path)):
         raise UsageError(f"--revision {revision}: only for a Hugging Face repo id, not a path")
-    if _is_dir(path):
+    if paths and _is_dir(path):
         folder = path
         path = folder / "config.json"
         if not _is_file(path):
@@ -111,7 +113,7 @@ def read_config(model: str, *, revision: str | None = None) -> RawConfig:
             raise ConfigError(str(path), "links to a file outside the folder")
         label = str(path)
         origin = Origin("path", str(path))
-    elif _is_file(path):
+    elif paths and _is_file(path):
         label = model
         origin = Origin("path", str(path))
         from llmcalc.gguf_file import is_gguf_path
@@ -352,8 +354,12 @@ def apply_overrides(
         key = key.strip()
         if not sep or not key:
             raise UsageError(f"--set {item}: expected key=value, e.g. --set num_hidden_layers=48")
-        try:
-            value = yaml.safe_load(text) if text.strip() else None
+        if len(text) > MAX_SET_CHARS:
+            raise UsageError(
+                f"--set {key}: the value is {len(text):,} characters; at most {MAX_SET_CHARS:,}"
+            )
+        try:  # the file loader's YAML (C where built) and caps
+            value = yaml.load(text, Loader=_Loader) if text.strip() else None  # noqa: S506
             _check_shape(value, f"--set {key}", "the value")
         except (yaml.YAMLError, RecursionError, ValueError):
             raise UsageError(f"--set {item}: cannot read the value {shown(text)}") from None

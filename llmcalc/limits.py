@@ -26,9 +26,13 @@ MAX_LIST_ITEMS = 65_536  # entries of one list in a config (per-layer lists: rea
 MAX_EXPANDED = 8_000_000  # values + characters a YAML file expands to with its aliases
 MAX_MODEL_ARG = 1024  # characters of a model name or path on the command line
 MAX_META_CHARS = 1000  # characters of a config's name: or source:
+MAX_SET_CHARS = 16 * 1024  # characters of one --set value (a per-layer list of 256 kinds: ~5,000)
 MAX_OPTION_CHARS = 64  # characters of a number typed as an option (--ctx 128k, --gpu-mem 80GiB)
 MAX_MODULE_COPIES = 1024  # copies of one module a number in a config makes one by one, each named
 # (Gemma 3n's altup_num_inputs − 1 projections; real models have a handful)
+MAX_MEASURED_LAYERS = 1024  # layers of a model measured on transformers' model (real ones: < 200)
+MAX_MEASURED_TENSORS = 50_000  # parameter tensors it builds (as verify; DeepSeek-V3 has about 1,200)
+MAX_MEASURED_MODULES = 200_000  # modules it builds (each a Python object: about 12 µs and 400 bytes)
 MAX_LISTED_TENSORS = 1_000_000  # named tensors `count --tensors --json` writes out one by one
 MAX_SHOWN = 200  # characters of an input value quoted in a message
 MAX_MESSAGE = 2000  # characters of one error line

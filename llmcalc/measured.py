@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from llmcalc.errors import ConfigError, MissingExtraError
+from llmcalc.limits import MAX_MEASURED_LAYERS, MAX_MEASURED_MODULES, MAX_MEASURED_TENSORS
 from llmcalc.spec import (
     LAYER,
     Attention,
@@ -43,6 +45,9 @@ LAYER_NAME = re.compile(r"^(?P<head>.+?)\.(?P<i>\d+)\.(?P<rest>.+)$")
 ATTENTION_PART = re.compile(r"(^|\.)(self_attn|attn|attention|self_attention|mixer\.attn)(\.|$)")
 # the field a config names its experts-per-token with, in the order tried
 TOP_K_FIELDS = ("num_experts_per_tok", "num_experts_per_token", "top_k", "moe_topk", "moe_top_k")
+# the fields a config names its layer count with (checked before anything is built)
+LAYER_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers", "num_decoder_layers",
+                "decoder_layers")
 
 
 def _import() -> tuple[Any, Any]:
@@ -66,7 +71,13 @@ def measure(
     origin: Origin | None = None,
     trust_remote_code: bool = False,
 ) -> ModelSpec:
-    """``fields`` (a config of a type llmcalc has no formula for) described by building its model."""
+    """``fields`` (a config of a type llmcalc has no formula for) described by building its model.
+
+    What is built is bounded: at most ``MAX_MEASURED_LAYERS`` layers (checked on the config before
+    torch is imported), ``MAX_MEASURED_TENSORS`` parameter tensors and ``MAX_MEASURED_MODULES``
+    modules (counted while transformers builds, which stops at the first one past the cap).
+    """
+    check_layers(label, fields)
     torch, transformers = _import()
     if torch is None:
         raise MissingExtraError(
@@ -75,11 +86,15 @@ def measure(
         )
     start = time.perf_counter()
     config = _config(transformers, label, model_type, fields, origin, trust_remote_code)
+    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    check_layers(label, {f: _get(text, f) for f in LAYER_FIELDS})
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _bounded_build(label, torch):
             model = transformers.AutoModelForCausalLM.from_config(
                 config, trust_remote_code=trust_remote_code
             )
+    except ConfigError:
+        raise
     except Exception as e:  # noqa: BLE001 - transformers rejected the config: one line, no traceback
         raise ConfigError(
             label, f"transformers cannot build a causal-LM model of this config: {_first_line(e)}"
@@ -110,6 +125,51 @@ def measure(
         method=METHOD,
         measured_seconds=seconds,
     )
+
+
+def check_layers(label: str, fields: Mapping[str, Any]) -> None:
+    """Refuse a config of more than ``MAX_MEASURED_LAYERS`` layers (its own fields, or its
+    ``text_config``'s) before any of it is built."""
+    text = fields.get("text_config")
+    for where, data in (("", fields), ("text_config.", text if isinstance(text, Mapping) else {})):
+        for key in LAYER_FIELDS:
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value > MAX_MEASURED_LAYERS:
+                raise ConfigError(
+                    label,
+                    f"{where}{key} is {value:,}; a model without a formula is measured by building "
+                    f"it, up to {MAX_MEASURED_LAYERS:,} layers",
+                )
+
+
+@contextmanager
+def _bounded_build(label: str, torch: Any) -> Iterator[None]:
+    """Count the modules and parameter tensors transformers registers while it builds a model,
+    and stop the build (a :class:`ConfigError`) at the first one past its cap."""
+    seen = {"modules": 0, "tensors": 0}
+    caps = {"modules": MAX_MEASURED_MODULES, "tensors": MAX_MEASURED_TENSORS}
+    words = {"modules": "modules", "tensors": "parameter tensors"}
+
+    def counted(kind: str) -> Any:
+        def hook(*_: Any) -> None:
+            seen[kind] += 1
+            if seen[kind] > caps[kind]:
+                raise ConfigError(
+                    label,
+                    f"a model without a formula is measured by building it, up to "
+                    f"{caps[kind]:,} {words[kind]}; this config makes more",
+                )
+
+        return hook
+
+    nn = torch.nn.modules.module
+    handles = [nn.register_module_module_registration_hook(counted("modules")),
+               nn.register_module_parameter_registration_hook(counted("tensors"))]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 def _config(

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from llmcalc.errors import ParameterError
 from llmcalc.flops import attention_crossover_ctx, attention_flops_per_token, weight_flops_per_token
 from llmcalc.memory import kv_cache_bytes, weight_bytes
+from llmcalc.quant import WeightFormat
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
 
@@ -61,7 +62,7 @@ class MemorySeries:
 
     ctx: tuple[int, ...]
     batch: int
-    dtype: DType
+    dtype: WeightFormat  # a plain dtype or a quantized format (llmcalc.quant)
     kv_dtype: DType
     weights_bytes: int
     kv_cache_bytes: tuple[int, ...]
@@ -72,7 +73,7 @@ class MemorySeries:
 
 
 def memory_series(
-    spec: ModelSpec, ctxs: tuple[int, ...], *, batch: int, dtype: DType, kv_dtype: DType
+    spec: ModelSpec, ctxs: tuple[int, ...], *, batch: int, dtype: WeightFormat, kv_dtype: DType
 ) -> MemorySeries:
     return MemorySeries(
         ctx=ctxs,

@@ -1,22 +1,22 @@
 """The Starlette app behind `llmcalc serve`: the page, its own assets, and the JSON API.
 
 Nothing else on disk is ever served: assets are looked up by name in the package's ``static``
-folder listing, taken once at start. Request bodies are capped at ``MAX_BODY`` bytes; model input
-goes through the loaders the CLI uses (:mod:`llmcalc.web.api`), and their one-line errors come back
-as ``{"error": "…"}`` with status 400.
+folder listing, taken once at start. Every request first passes :mod:`llmcalc.web.guard` (Host,
+Origin, Content-Type, token; security headers on every answer). Request bodies are capped at
+``MAX_BODY`` bytes and ``BODY_SECONDS`` seconds; model input goes through the loaders the CLI
+uses (:mod:`llmcalc.web.api`) in a worker process with a deadline (:mod:`llmcalc.web.work`), and
+their one-line errors come back as ``{"error": "…"}`` with status 400.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from starlette.applications import Starlette
-from starlette.concurrency import run_in_threadpool
-from starlette.middleware import Middleware
-from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, Response
 from starlette.routing import Route
@@ -24,33 +24,28 @@ from starlette.routing import Route
 from llmcalc.errors import LLMCalcError
 from llmcalc.limits import one_line
 from llmcalc.web import api
+from llmcalc.web.guard import Guard
+from llmcalc.web.work import Pools
 
 STATIC = Path(__file__).parent / "static"
 MAX_BODY = 1024 * 1024  # a config.json is a few KiB; a pasted one past 1 MiB is refused
+BODY_SECONDS = 10.0  # to send the body, once the headers are in
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "[::1]")
 MEDIA = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
          ".css": "text/css; charset=utf-8", ".txt": "text/plain; charset=utf-8",
          ".svg": "image/svg+xml"}
-HEADERS = {
-    "Content-Security-Policy": "default-src 'self'; img-src 'self' data:; style-src 'self' "
-                               "'unsafe-inline'; object-src 'none'; base-uri 'none'; "
-                               "frame-ancestors 'none'",
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "Cache-Control": "no-store",
-}
+
+
+T = TypeVar("T")
 
 
 class BodyTooLarge(Exception):
     pass
 
 
-def _dumps(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False).encode("utf-8")
-
-
 def _json(obj: Any, status: int = 200) -> Response:
-    return Response(_dumps(obj), status_code=status, media_type="application/json",
-                    headers=HEADERS)
+    return Response(json.dumps(obj, ensure_ascii=False).encode("utf-8"), status_code=status,
+                    media_type="application/json")
 
 
 async def _body(request: Request) -> bytes:
@@ -67,7 +62,7 @@ async def _body(request: Request) -> bytes:
 
 
 async def index(request: Request) -> Response:
-    return FileResponse(STATIC / "index.html", media_type=MEDIA[".html"], headers=HEADERS)
+    return FileResponse(STATIC / "index.html", media_type=MEDIA[".html"])
 
 
 def asset_route(assets: Sequence[str]) -> Any:
@@ -78,8 +73,7 @@ def asset_route(assets: Sequence[str]) -> Any:
         if name not in names:
             return _json({"error": "not found"}, 404)
         path = STATIC / name
-        return FileResponse(path, media_type=MEDIA.get(path.suffix, "application/octet-stream"),
-                            headers=HEADERS)
+        return FileResponse(path, media_type=MEDIA.get(path.suffix, "application/octet-stream"))
 
     return asset
 
@@ -88,39 +82,90 @@ async def catalog(request: Request) -> Response:
     return _json(api.catalog())
 
 
-async def calc(request: Request) -> Response:
+class Stopping(Exception):
+    pass
+
+
+async def _unless(stopping: asyncio.Event, work: Awaitable[T]) -> T:
+    """``work``'s result, or :class:`Stopping` as soon as the server starts to stop."""
+    task, stop = asyncio.ensure_future(work), asyncio.ensure_future(stopping.wait())
     try:
-        body = await _body(request)
-    except BodyTooLarge:
-        return _json({"error": f"request body over {MAX_BODY // 1024} KiB"}, 413)
-    from llmcalc.files import parse_json
-
-    try:  # the file loader's caps: nesting, digits, duplicate keys
-        data = parse_json(body.decode("utf-8"), "request body")
-    except UnicodeDecodeError:
-        return _json({"error": "request body is not JSON"}, 400)
-    except LLMCalcError as e:
-        return _json({"error": one_line(str(e))}, 400)
-    if not isinstance(data, dict):
-        return _json({"error": "request body must be a JSON object"}, 400)
-    try:
-        return _json(await run_in_threadpool(api.calculate, data))
-    except LLMCalcError as e:
-        return _json({"error": one_line(str(e))}, 400)
-    except Exception as e:  # a bug: say so on the page rather than answer with a blank 500
-        return _json({"error": one_line(f"internal error ({type(e).__name__}: {e})")}, 500)
+        done, _ = await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        if task in done:
+            return task.result()
+        raise Stopping
+    finally:
+        task.cancel()
+        stop.cancel()
 
 
-def create_app(*, allowed_hosts: Sequence[str] = ("127.0.0.1", "localhost", "[::1]")) -> Starlette:
-    """The app; ``allowed_hosts`` are the Host headers accepted (against DNS rebinding)."""
+def calc_route(pools: Pools, stopping: asyncio.Event) -> Any:
+    async def calc(request: Request) -> Response:
+        try:
+            return await _unless(stopping, _calc(request))
+        except Stopping:
+            return _json({"error": "the server is stopping"}, 503)
+
+    async def _calc(request: Request) -> Response:
+        try:
+            body = await asyncio.wait_for(_body(request), BODY_SECONDS)
+        except BodyTooLarge:
+            return _json({"error": f"request body over {MAX_BODY // 1024} KiB"}, 413)
+        except asyncio.TimeoutError:
+            return _json({"error": f"request body not sent within {BODY_SECONDS:g} s"}, 408)
+        from llmcalc.files import parse_json
+
+        try:  # the file loader's caps: nesting, digits, duplicate keys
+            data = parse_json(body.decode("utf-8"), "request body")
+            json.dumps(data, ensure_ascii=False).encode("utf-8")
+        except UnicodeDecodeError:
+            return _json({"error": "request body is not UTF-8 JSON"}, 400)
+        except UnicodeEncodeError as e:
+            return _json({"error": "request body: a string holds a lone surrogate "
+                          f"(\\u{ord(e.object[e.start]):04x}), which is not text"}, 400)
+        except LLMCalcError as e:
+            return _json({"error": one_line(str(e))}, 400)
+        if not isinstance(data, dict):
+            return _json({"error": "request body must be a JSON object"}, 400)
+
+        async def gone() -> None:  # the client went away (nothing more is sent after the body)
+            while (await request.receive())["type"] != "http.disconnect":
+                await asyncio.sleep(0.1)
+
+        result = await pools.run("hub" if api.needs_hub(data) else "calc", data, gone)
+        if result is None:
+            return Response(status_code=499)  # nobody reads it
+        status, payload = result
+        return Response(payload, status_code=status, media_type="application/json")
+
+    return calc
+
+
+class App(Guard):
+    """The page's app behind its guard, with the worker pools it stops on :meth:`close`;
+    ``stopping`` is set when the server starts to stop."""
+
+    def __init__(self, app: Starlette, pools: Pools, stopping: asyncio.Event, *,
+                 hosts: Iterable[str] | None, token: str | None) -> None:
+        super().__init__(app, hosts=hosts, token=token)
+        self.pools = pools
+        self.stopping = stopping
+
+    def close(self) -> None:
+        self.pools.close()
+
+
+def create_app(*, allowed_hosts: Sequence[str] | None = LOCAL_HOSTS, token: str | None = None,
+               pools: Pools | None = None) -> App:
+    """The app; ``allowed_hosts`` are the Host headers accepted (against DNS rebinding; None: any,
+    for a server bound to every address, which then needs ``token``)."""
     assets = sorted(p.name for p in STATIC.iterdir() if p.is_file() and p.name != "index.html")
+    pools = pools or Pools()
+    stopping = asyncio.Event()
     routes = [
         Route("/", index),
         Route("/static/{name}", asset_route(assets)),
         Route("/api/catalog", catalog),
-        Route("/api/calc", calc, methods=["POST"]),
+        Route("/api/calc", calc_route(pools, stopping), methods=["POST"]),
     ]
-    hosts = [h.strip("[]") if h.startswith("[") else h for h in allowed_hosts]
-    hosts += list(allowed_hosts)
-    return Starlette(routes=routes,
-                     middleware=[Middleware(TrustedHostMiddleware, allowed_hosts=hosts)])
+    return App(Starlette(routes=routes), pools, stopping, hosts=allowed_hosts, token=token)

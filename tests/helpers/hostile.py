@@ -120,6 +120,8 @@ def write_corpus(folder: Path) -> list[Case]:
          fragment="num_hidden_layers must be at most 2^53 - 1")
     text("hidden-1e200.json", json.dumps({**SMALL_LLAMA, "hidden_size": 10**200}),
          fragment="hidden_size must be at most")
+    text("measured-1e12-layers.json", json.dumps({"model_type": "xlnet", "n_layer": 10**12}),
+         fragment="measured by building it, up to 1,024 layers")
     raw("big.json", b'{"model_type": "llama", "pad": "' + b"x" * (5 * 1024**2) + b'"}',
         fragment="file is larger than 4 MiB")
     raw("latin1.json", b'{"model_type": "llama\xff"}', fragment="not UTF-8")
@@ -247,6 +249,8 @@ def write_corpus(folder: Path) -> list[Case]:
         Case("set bomb", ("count", "gpt2", "--set",
                           "n_layer=[&a [1,1,1,1,1,1,1,1,1,1], [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]]"), 2),
         Case("set recursive", ("count", "gpt2", "--set", "n_layer=&a [*a]"), 2),
+        Case("set value 20,000 chars", ("count", "gpt2", "--set", "n_layer=" + "1" * 20_000), 2,
+             "at most 16,384"),
         Case("set 1e30 layers", ("count", "gpt2", "--set", "n_layer=" + "1" + "0" * 30), 2,
              "at most 2^53 - 1"),
         Case("tensors of 1e12 layers", ("count", "gpt2", "--set", "n_layer=1000000000000",

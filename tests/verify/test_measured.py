@@ -18,6 +18,7 @@ from helpers.configs import TINY_LLAMA
 
 from llmcalc.config import spec_from_dict
 from llmcalc.counting import count
+from llmcalc.errors import ConfigError
 from llmcalc.families import MODEL_TYPES
 from llmcalc.flops import attention_flops_per_token, weight_flops_per_token
 from llmcalc.memory import kv_cache_bytes_per_token
@@ -150,3 +151,39 @@ def test_without_the_verify_extra_the_error_names_it(tmp_path: Path) -> None:
         "transformers' model on the meta device) needs the 'verify' extra: "
         "pip install 'llmcalc-exact[verify]'\n",
     )
+
+
+XLNET_SMALL = {"model_type": "xlnet", "n_layer": 3, "d_model": 32, "n_head": 2, "d_inner": 64,
+               "vocab_size": 128}
+
+
+def test_what_is_built_is_bounded(cli: Any, write: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Layers are refused from the config before torch is imported; modules and parameter tensors
+    are counted while transformers builds, which stops at the first one past the cap."""
+    from llmcalc import measured
+
+    path = write("config.json", {**XLNET_SMALL, "n_layer": 10**12})
+    r = cli("count", path)
+    assert (r.code, r.stdout, r.stderr) == (2, "", (
+        f"error: {path}: n_layer is 1,000,000,000,000; a model without a formula is measured by "
+        "building it, up to 1,024 layers\n"))
+    nested = write("nested.json", {"model_type": "llava_like", "text_config": {"num_hidden_layers": 5000}})
+    r = cli("count", nested)
+    assert (r.code, r.stderr) == (2, (
+        f"error: {nested}: text_config.num_hidden_layers is 5,000; a model without a formula is "
+        "measured by building it, up to 1,024 layers\n"))
+    # built whole under the caps: a layer is q, k, v, o, r (32 × 2·16 each), three 2×16 biases,
+    # seg_embed 2×2×16, two LayerNorms, FFN 32·64+64 + 64·32+32; then 128×32 words (tied
+    # head), mask_emb 32, the head's bias 128
+    layer = 5 * 32 * 32 + 3 * 32 + 64 + 2 * 64 + (32 * 64 + 64) + (64 * 32 + 32)
+    assert count(spec_from_dict(XLNET_SMALL)).total == 3 * layer + 128 * 32 + 32 + 128
+    monkeypatch.setattr(measured, "MAX_MEASURED_TENSORS", 20)
+    with pytest.raises(ConfigError) as e:
+        spec_from_dict(XLNET_SMALL, name="xl")
+    assert str(e.value) == ("xl: a model without a formula is measured by building it, up to 20 "
+                            "parameter tensors; this config makes more")
+    monkeypatch.setattr(measured, "MAX_MEASURED_MODULES", 10)
+    with pytest.raises(ConfigError) as e:
+        spec_from_dict(XLNET_SMALL, name="xl")
+    assert str(e.value) == ("xl: a model without a formula is measured by building it, up to 10 "
+                            "modules; this config makes more")

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from llmcalc.errors import ConfigError, UsageError
+from llmcalc.errors import ConfigError, LLMCalcError, UsageError
 from llmcalc.web import api
 
 SETS = ["num_hidden_layers=20", "hidden_size=3072"]
@@ -103,9 +103,22 @@ def test_odd_names_get_the_loaders_messages() -> None:
 
 def test_paths_on_the_server_are_refused(tmp_path: Any) -> None:
     (tmp_path / "config.json").write_text('{"model_type": "gpt2"}')
-    for name in ("/etc/passwd", str(tmp_path), "../configs/gpt2.yaml", "~/x.json"):
+    for name in ("/etc/passwd", str(tmp_path), "../configs/gpt2.yaml", "~/x.json", "config.json"):
         with pytest.raises(UsageError, match="a path on the server; paste the config's text"):
             api.calculate({"model": {"name": name}})
+
+
+def test_names_are_never_looked_up_in_the_working_folder(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "gpt2").mkdir()  # a folder named like a bundled config, one like a model type …
+    (tmp_path / "gpt2" / "config.json").write_text('{"model_type": "gpt2", "n_layer": 1}')
+    (tmp_path / "llama").write_text('{"model_type": "gpt2", "n_layer": 1}')
+    (tmp_path / "mything").write_text('{"model_type": "gpt2", "n_layer": 1}')
+    monkeypatch.chdir(tmp_path)
+    assert api.calculate({"model": {"name": "gpt2"}})["count"]["total_params"] == 124_439_808
+    assert api.calculate({"model": {"name": "llama"}})["label"] == "llama (transformers defaults)"
+    with pytest.raises(LLMCalcError, match=r"^unknown model 'mything': not a file, folder or "):
+        api.calculate({"model": {"name": "mything"}})
 
 
 # ---- the server, as `llmcalc serve` starts it ----
@@ -202,31 +215,6 @@ def test_ctrl_c_stops_cleanly(served: Any) -> None:
     assert "Traceback" not in err
 
 
-def test_host_warns_that_it_exposes_the_page() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "llmcalc", "serve", "--no-browser",
-                             "--host", "127.0.0.2"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None and proc.stderr is not None
-        assert proc.stderr.readline() == ("warning: --host 127.0.0.2 exposes the page (and its "
-                                          "API) to every machine that can reach this address\n")
-        line = proc.stdout.readline()
-        assert line.startswith("llmcalc serving on http://127.0.0.2:")
-        url = line.split()[3]
-        deadline = time.monotonic() + 20
-        while True:  # the address it was asked to serve is an allowed Host
-            try:
-                assert urllib.request.urlopen(url, timeout=2).status == 200
-                break
-            except urllib.error.URLError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
-    finally:
-        proc.send_signal(signal.SIGINT)
-        proc.communicate(timeout=20)
-
-
 def test_without_the_extra_serve_names_it() -> None:
     code = ("import sys\nfor m in ('uvicorn', 'starlette'):\n    sys.modules[m] = None\n"
             "sys.argv = ['llmcalc', 'serve', '--no-browser']\n"
@@ -259,3 +247,88 @@ def test_core_commands_do_not_import_the_server_or_pillow() -> None:
             " file=sys.stderr)\n")
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.stderr == "[]\n"
+
+
+def test_the_checkpoints_own_format_is_the_default(cli: Any) -> None:
+    """gpt-oss-120b stores MXFP4 (its quantization_config): the page's figures are the CLI's."""
+    got = api.calculate({"model": {"name": "gpt-oss-120b"}, "gpu": "h100"})
+    assert got["commands"]["memory"] == "llmcalc memory gpt-oss-120b --ctx 4k --batch 1 --json"
+    memory = cli("memory", "gpt-oss-120b", "--json").json()
+    assert got["memory"] == memory
+    assert memory["dtype"] == "mxfp4" and memory["weights_bytes"] == 65_248_815_744
+    at_ctx = cli("fit", "gpt-oss-120b", "--gpu", "h100", "--gpus", "1", "--ctx", "4k",
+                 "--json").json()
+    assert got["fit_at_ctx"] == at_ctx
+    v = got["verdict"]
+    assert v["fits"] is True and v["dtype"] == "mxfp4"
+    assert v["needed_bytes"] == memory["total_bytes"] == 65_404_529_280
+    assert v["usable_bytes"] == at_ctx["usable_bytes"] == 77_309_411_328
+    assert v["max_batch"] == at_ctx["max_batch"] == 77
+    assert v["max_ctx"] == got["fit"]["max_ctx"] == 131_072
+    assert sum(v["parts"].values()) == v["memory_bytes"] == 80 * 2**30
+    assert v["min_gpus"] == 1
+
+
+@pytest.mark.parametrize("fmt", ["q4_k_m", "awq", "nf4", "mxfp4", "gptq-g64", "fp8"])
+def test_quantized_formats_equal_the_cli(cli: Any, fmt: str) -> None:
+    got = api.calculate({"model": {"name": "llama-2-7b"}, "dtype": fmt, "gpu": "rtx-4090"})
+    want = cli("memory", "llama-2-7b", "--ctx", "4k", "--batch", "1", "--dtype", fmt,
+               "--json").json()
+    assert got["memory"] == want
+    assert got["verdict"]["dtype"] == want["dtype"]
+
+
+def test_verdict_counts_gpus_and_recurrent_state(cli: Any) -> None:
+    got = api.calculate({"model": {"name": "llama-3.1-405b"}, "ctx": "128k", "batch": "2",
+                         "gpu": "h100", "gpus": 2})
+    v = got["verdict"]
+    assert v["fits"] is False
+    need = v["needed_bytes"]
+    # the fewest H100s whose memory less 10% holds weights + cache; one fewer does not
+    for n, fits in ((v["min_gpus"], True), (v["min_gpus"] - 1, False)):
+        run = cli("fit", "llama-3.1-405b", "--gpu", "h100", "--gpus", str(n), "--ctx", "128k",
+                  "--json").json()
+        assert (run["max_batch"] is not None and run["max_batch"] >= 2) is fits, n
+    assert v["min_gpus"] == 13 and need == 946_998_247_424
+    mamba = api.calculate({"model": {"name": "jamba-v0.1"}, "batch": "3", "gpu": "h200"})
+    m = mamba["memory"]
+    assert mamba["verdict"]["parts"]["recurrent_state"] == 3 * m["state_bytes_per_sequence"] > 0
+    assert mamba["verdict"]["needed_bytes"] == m["total_bytes"]
+
+
+def test_custom_memory_and_gpu_counts() -> None:
+    got = api.calculate({"model": {"name": "llama-2-7b"}, "gpu": None, "gpu_mem": "24GiB"})
+    assert got["fit"]["accelerator"]["memory_bytes"] == 24 * 2**30
+    assert got["commands"]["fit"] == ("llmcalc fit llama-2-7b --gpu-mem 24GiB --gpus 1 "
+                                      "--batch 1 --json")
+    with pytest.raises(UsageError, match=r"^--gpus 0: expected a whole number from 1"):
+        api.calculate({"model": {"name": "gpt2"}, "gpus": 0})
+    with pytest.raises(UsageError, match=r"^--gpu is required"):
+        api.calculate({"model": {"name": "gpt2"}, "gpu": None})
+    cards = {g["key"]: g for g in api.catalog()["gpus"]}
+    assert cards["rtx-4090"]["kind"] == "consumer"
+    assert cards["apple-m2-max"]["unified_bytes"] > cards["apple-m2-max"]["memory_bytes"]
+    assert "q4_k_m" in api.catalog()["weight_formats"]
+
+
+def test_charts_reach_the_chosen_context() -> None:
+    got = api.calculate({"model": {"name": "llama-3.1-405b"}, "ctx": "100000", "ctx_max": "64k"})
+    s = got["series"]
+    assert s["ctx"][-3:] == [32768, 65536, 100000]
+    assert s["chosen_ctx"] == 100_000 and 100_000 in s["ctx"]
+    assert s["usable_bytes"] == got["fit"]["usable_bytes"]
+    assert s["context_limit"] == 131_072
+
+
+def test_cards_without_a_flop_rate_and_models_without_a_cache() -> None:
+    """Training time needs a FLOP rate the table lacks for some cards: no train panel, never a
+    division by zero; a model that caches nothing leaves the batch unbounded by memory."""
+    got = api.calculate({"model": {"name": "llama-2-7b"}, "gpu": "rtx-5090"})
+    assert got["train"] is None and "train" not in got["commands"]
+    assert got["verdict"]["accelerator"] == "NVIDIA GeForce RTX 5090"
+    xlnet = api.calculate({"model": {"text": json.dumps(
+        {"model_type": "xlnet", "n_layer": 2, "d_model": 32, "n_head": 2, "d_inner": 64,
+         "vocab_size": 128})}})
+    v = xlnet["verdict"]
+    assert xlnet["fit_at_ctx"] is None and "fit_at_ctx" not in xlnet["commands"]
+    assert v["fits"] is True and v["max_batch"] is None and v["batch_unbounded"] is True

@@ -11,6 +11,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +35,16 @@ if not Path(CHROMIUM).exists():
     pytest.skip(f"{CHROMIUM} not installed (apt-get install chromium)", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    import uvicorn
-
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` served as `llmcalc serve` serves it, on a free port of 127.0.0.1."""
     from llmcalc.cli.serve import free_port
-    from llmcalc.web.app import create_app
+    from llmcalc.web.server import Server, config
 
     port = free_port("127.0.0.1")
-    srv = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=port,
-                                        log_level="warning", lifespan="off"))
+    cfg = config(app)
+    cfg.host, cfg.port = "127.0.0.1", port
+    srv = Server(cfg)
     thread = threading.Thread(target=srv.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -51,9 +52,20 @@ def server() -> Iterator[str]:
         if time.monotonic() > deadline:
             raise RuntimeError("server did not start")
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/"
-    srv.should_exit = True
-    thread.join(10)
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        srv.should_exit = True
+        thread.join(10)
+        app.close()
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    from llmcalc.web.app import create_app
+
+    with serving(create_app()) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -258,3 +270,186 @@ def test_a_dropped_yaml_file_becomes_the_model(server: str, page: Any) -> None:
     assert page.input_value("#text") == text
     assert page.inner_text("#total") == "1,235,814,400"  # Llama-3.2-1B's shape
     assert page.locator(".tab.active").inner_text().startswith("my-model")
+
+
+def test_with_a_token_the_page_sends_it(page: Any) -> None:
+    """A server bound beyond loopback prints its URL with ?token=…; the page passes it on (and
+    without it, says what is missing)."""
+    from llmcalc.web.app import create_app
+
+    with serving(create_app(allowed_hosts=None, token="t0k3n-for-the-test")) as url:
+        page.goto(url + "?token=t0k3n-for-the-test")
+        settled(page)
+        assert page.inner_text("#total") == "124,439,808"
+        edit(page, "#name", "gpt2-medium")
+        assert page.inner_text("#total") == "354,823,168"
+        assert "?token=t0k3n-for-the-test&model=gpt2-medium" in page.url
+        page.goto(url)
+        page.locator("#error").wait_for(state="visible", timeout=20000)
+        assert page.inner_text("#error") == (
+            "error: this server needs its token: open the URL it printed (…/?token=…), or send "
+            "Authorization: Bearer <token>")
+
+
+AXE = Path(__file__).resolve().parent / "data" / "axe-core" / "axe.min.js"
+
+
+def test_the_verdict_is_on_the_first_screen_in_the_checkpoints_format(
+        server: str, browser: Any, cli: Any) -> None:
+    """gpt-oss-120b on an H100: MXFP4 (its quantization_config) as `llmcalc memory` reads it, and
+    the verdict card whole inside the first viewport on a laptop and on a phone."""
+    memory = cli("memory", "gpt-oss-120b", "--json").json()
+    at_ctx = cli("fit", "gpt-oss-120b", "--gpu", "h100", "--ctx", "4k", "--json").json()
+    at_batch = cli("fit", "gpt-oss-120b", "--gpu", "h100", "--json").json()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    errors: list[str] = []
+    for width, height in ((1280, 800), (390, 844)):
+        context = browser.new_context(viewport={"width": width, "height": height})
+        pg = context.new_page()
+        pg.on("pageerror", lambda e: errors.append(str(e)))
+        pg.goto(server + "?model=gpt-oss-120b&gpu=h100")
+        settled(pg)
+        box = pg.locator("#verdict-card").bounding_box()
+        assert box is not None and box["y"] + box["height"] <= height, (width, box)
+        assert pg.inner_text("#verdict-head") == "Fits: openai/gpt-oss-120b on NVIDIA H100 SXM"
+        assert "in mxfp4 (the checkpoint's own)" in pg.inner_text(".verdict-line")
+        assert int(pg.get_attribute("#needed", "data-value")) == memory["total_bytes"]
+        assert int(pg.get_attribute("#usable", "data-value")) == at_ctx["usable_bytes"]
+        weights = pg.get_attribute('.part[data-part="weights"]', "data-value")
+        assert int(weights) == memory["weights_bytes"] == at_ctx["weight_bytes"]
+        assert pg.inner_text("#max-batch") == f"{at_ctx['max_batch']:,}" == "77"
+        assert pg.inner_text("#max-ctx") == f"{at_batch['max_ctx']:,} (the model's limit)"
+        assert pg.inner_text("#min-gpus") == "1"
+        decode = at_batch["decode"]["tokens_per_sec_per_sequence"]
+        assert float(pg.get_attribute("#decode", "data-value")) == decode
+        pg.screenshot(path=str(SHOTS / f"verdict-{width}x{height}.png"))
+        context.close()
+    assert errors == []
+
+
+def test_readable_links_compare_models_in_rows(server: str, page: Any, cli: Any) -> None:
+    page.goto(server + "?model=llama-2-7b&model=mistral-7b&ctx=8k&batch=2&dtype=q4_k_m"
+               "&kv_dtype=fp8&gpu=rtx-4090&gpus=2")
+    settled(page)
+    assert page.input_value("#ctx") == "8k" and page.input_value("#gpu") == "rtx-4090"
+    rows = page.locator("#compare-table tbody tr")
+    assert rows.count() == 2
+    for i, name in enumerate(("llama-2-7b", "mistral-7b")):
+        want = cli("memory", name, "--ctx", "8k", "--batch", "2", "--dtype", "q4_k_m",
+                   "--kv-dtype", "fp8", "--json").json()
+        total = rows.nth(i).locator("td[data-value]")
+        assert int(total.get_attribute("data-value")) == want["total_bytes"]
+    assert page.is_hidden("#link-problems")
+    # "+ compare" copies the model shown and moves focus to its tab; Delete removes it again
+    page.click("#add-model")
+    settled(page)
+    assert page.evaluate("document.activeElement.id") == "tab-2"
+    assert page.input_value("#name") == "mistral-7b" or page.input_value("#name") == "llama-2-7b"
+    page.keyboard.press("ArrowLeft")
+    assert page.evaluate("document.activeElement.id") == "tab-1"
+    assert page.get_attribute("#tab-1", "aria-selected") == "true"
+    page.keyboard.press("Delete")
+    settled(page)
+    assert page.locator("#compare-table tbody tr").count() == 2
+    assert page.evaluate("document.activeElement.getAttribute('role')") == "tab"
+
+
+@pytest.mark.parametrize("link, problem", [
+    ('#{"models":[{"scratch":null}]}',
+     'model 1: expected {"name": …}, {"text": …} or {"scratch": {…}}, got {"scratch":null}'),
+    ("#not json", "the part after # is not JSON"),
+    ("?model=gpt2&gpu=no-such-card", 'GPU: "no-such-card" is not one of the choices'),
+])
+def test_a_bad_link_says_what_it_could_not_read(server: str, page: Any, link: str,
+                                                problem: str) -> None:
+    page.goto(server + link)
+    settled(page)
+    assert problem in page.inner_text("#link-problems")
+    # the rest of the page is there: the default model's verdict and its figures
+    assert page.inner_text("#verdict-head").startswith("Fits: openai-community/gpt2 on")
+    assert page.inner_text("#total") == "124,439,808"
+
+
+def test_notes_and_errors_sit_where_they_apply(server: str, page: Any) -> None:
+    page.goto(server)
+    settled(page)
+    # GPT-2 at 4k is four times its limit: the note is on the first screen
+    assert page.locator("#notes li").first.inner_text() == (
+        "note: context 4,096 is above the model's max_position_embeddings (1,024); the figures "
+        "assume it runs there anyway")
+    edit(page, "#gpus", "0")  # refused, never taken as 1
+    assert page.inner_text("#err-gpus") == "GPUs 0: expected a whole number from 1 to 2^53 - 1"
+    assert page.get_attribute("#gpus", "aria-invalid") == "true"
+    assert page.is_hidden("#error")  # not in the model editor
+    edit(page, "#gpus", "2")
+    assert page.inner_text("#err-gpus") == "" and page.get_attribute("#gpus", "aria-invalid") is None
+    edit(page, "#ctx", "5q")
+    assert page.inner_text("#err-ctx").startswith("context '5q': expected a positive whole number")
+    edit(page, "#ctx", "4k")
+    # with two tabs, an error in one never shows the other's total as its headline
+    page.click("#add-model")
+    settled(page)
+    edit(page, "#name", "no-such-model")
+    assert page.locator("#total").count() == 0
+    assert page.inner_text("#verdict-card").startswith("No answer for no-such-model: unknown model")
+    assert page.get_attribute("#name", "aria-invalid") == "true"
+
+
+def test_inputs_keep_their_state(server: str, page: Any, cli: Any) -> None:
+    page.goto(server)
+    settled(page)
+    edit(page, "#name", "llama-2-7b")
+    # switching input mode and back keeps the model
+    page.check("input[name=mode][value=scratch]")
+    settled(page)
+    page.check("input[name=mode][value=name]")
+    settled(page)
+    assert page.input_value("#name") == "llama-2-7b"
+    assert page.inner_text("#total") == "6,738,415,616"
+    # clearing the layers knob goes back to the model's own value
+    edit(page, "#knob-layers", "20")
+    assert page.input_value("#sets") == "num_hidden_layers=20"
+    edit(page, "#knob-layers", "")
+    assert page.input_value("#sets") == ""
+    assert page.inner_text("#total") == "6,738,415,616"
+    # From scratch: head_dim follows d_model / heads unless it is set
+    page.check("input[name=mode][value=scratch]")
+    settled(page)
+    assert page.input_value("#s-head_dim") == ""
+    page.fill("#s-d_model", "2048")
+    page.fill("#s-heads", "16")
+    page.fill("#s-kv_heads", "16")
+    settled(page)
+    want = cli("count", "llama", "--set", "hidden_size=2048", "--set", "num_attention_heads=16",
+               "--set", "num_key_value_heads=16", "--json").json()
+    assert want["head_dim"] == 128
+    assert page.inner_text("#total") == f"{want['total_params']:,}"
+
+
+def test_typing_sends_one_request_when_it_pauses(server: str, page: Any) -> None:
+    page.goto(server)
+    settled(page)
+    page.fill("#name", "")
+    settled(page)
+    sent: list[str] = []
+    page.on("request", lambda r: sent.append(r.url) if r.url.endswith("/api/calc") else None)
+    page.locator("#name").press_sequentially("llama-2-7b", delay=40)
+    settled(page)
+    assert len(sent) == 1, sent
+    assert page.inner_text("#total") == "6,738,415,616"
+    assert page.is_hidden("#error")
+
+
+def test_axe_finds_no_serious_violation(server: str, browser: Any) -> None:
+    # the page's own CSP forbids inline scripts: this context alone lets the test add axe
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
+    page = context.new_page()
+    page.goto(server + "?model=llama-2-7b&model=mistral-7b")
+    settled(page)
+    page.click("#panel-memory summary")
+    page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+    found = page.evaluate("axe.run(document).then(r => r.violations.filter("
+                          "v => v.impact === 'serious' || v.impact === 'critical')"
+                          ".map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))")
+    context.close()
+    assert found == []

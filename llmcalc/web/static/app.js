@@ -3,9 +3,15 @@
 "use strict";
 
 const $ = (id) => document.getElementById(id);
-const COLORS = ["#2563eb", "#dc2626", "#059669", "#9333ea"];
+const COLORS = ["#1d4ed8", "#b91c1c", "#047857", "#7e22ce"];  // each ≥ 4.5:1 on white (AA)
 const MAX_MODELS = 4;
-const SETTINGS = ["ctx", "batch", "dtype", "kv_dtype", "gpu", "gpus", "tokens", "ctx_max"];
+const SETTINGS = ["ctx", "batch", "dtype", "kv_dtype", "gpu", "gpu_mem", "gpus", "tokens", "ctx_max"];
+// the page's words for a setting, and the CLI option an error names it by
+const LABELS = {ctx: "context", batch: "batch", dtype: "weights format", kv_dtype: "KV cache dtype",
+  gpu: "GPU", gpu_mem: "memory per GPU", gpus: "GPUs", tokens: "training tokens", ctx_max: "charts up to"};
+const OPTIONS = [["--ctx-max", "ctx_max"], ["--ctx", "ctx"], ["--batch", "batch"], ["--kv-dtype", "kv_dtype"],
+  ["--dtype", "dtype"], ["--gpu-mem", "gpu_mem"], ["--gpus", "gpus"], ["--gpu", "gpu"], ["--tokens", "tokens"]];
+const DEBOUNCE_MS = 400;
 const KNOBS = ["d_model", "layers", "heads", "kv_heads", "head_dim", "d_ff", "ffn", "norm", "vocab",
   "positions", "max_positions", "experts", "top_k", "tied"];
 
@@ -16,6 +22,11 @@ let charts = {};
 let timer = null;
 let seq = 0;
 let dirty = false;         // an edit not yet sent; body[data-idle="1"] when all is drawn
+let stash = [];            // per model: the last state of each input mode, so switching back keeps it
+let linkProblems = [];     // what a link held that the page could not read
+// a server bound beyond loopback prints its URL with ?token=…: the API wants it back
+const TOKEN = new URLSearchParams(location.search).get("token");
+const AUTH = TOKEN ? {"Authorization": "Bearer " + TOKEN} : {};
 
 // ---- exact integers: JSON numbers past 2^53 become BigInt, read from their source text ----
 function parseExact(text) {
@@ -50,26 +61,65 @@ function esc(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"})[c]);
 }
 
-// ---- state <-> URL (the whole view is in the fragment, so a link reproduces it) ----
+// ---- state <-> URL: readable query parameters (?model=NAME repeated, ctx, batch, dtype, kv_dtype,
+// gpu, gpus …); pasted and from-scratch models travel as JSON in the fragment ----
 function defaultState() {
   const settings = {};
   for (const k of SETTINGS) settings[k] = catalog.defaults[k] ?? "";
   return {models: [{name: "gpt2", set: []}], active: 0, settings};
 }
+function validModel(m) {
+  // one model read from a link, or null (with the reason in linkProblems)
+  if (!m || typeof m !== "object" || Array.isArray(m)) return null;
+  const set = Array.isArray(m.set) ? m.set.filter((x) => typeof x === "string") : [];
+  if (typeof m.name === "string") return {name: m.name, set};
+  if (typeof m.text === "string") return {text: m.text, format: m.format === "yaml" ? "yaml" : "json", set};
+  if (m.scratch && typeof m.scratch === "object" && !Array.isArray(m.scratch)) {
+    const from = catalog.scratch[m.from] ? m.from : "llama";
+    const scratch = {...catalog.scratch[from]};
+    for (const k of KNOBS) if (k in m.scratch && ["string", "number", "boolean"].includes(typeof m.scratch[k]) || m.scratch[k] === null) scratch[k] = m.scratch[k];
+    return {scratch, from, set};
+  }
+  return null;
+}
 function readURL() {
+  linkProblems = [];
+  const s = defaultState();
+  const q = new URLSearchParams(location.search);
+  for (const k of SETTINGS) if (q.has(k)) s.settings[k] = q.get(k);
+  let models = q.getAll("model").filter((n) => n.trim()).map((n) => ({name: n.trim(), set: []}));
   const h = location.hash.slice(1);
-  if (!h) return defaultState();
-  try {
-    const s = JSON.parse(decodeURIComponent(h));
-    if (!Array.isArray(s.models) || !s.models.length) return defaultState();
-    s.models = s.models.slice(0, MAX_MODELS);
-    s.active = Math.min(Math.max(0, s.active | 0), s.models.length - 1);
-    s.settings = Object.assign(defaultState().settings, s.settings || {});
-    return s;
-  } catch (e) { return defaultState(); }
+  if (h) {
+    let parsed = null;
+    try { parsed = JSON.parse(decodeURIComponent(h)); } catch (e) { linkProblems.push("the part after # is not JSON"); }
+    if (parsed && typeof parsed === "object") {
+      if (Array.isArray(parsed.models)) {
+        parsed.models.forEach((m, i) => {
+          const v = validModel(m);
+          if (v) models.push(v); else linkProblems.push(`model ${i + 1}: expected {"name": …}, {"text": …} or {"scratch": {…}}, got ${JSON.stringify(m)}`);
+        });
+      } else if ("models" in parsed) linkProblems.push("models: expected a list");
+      if (parsed.settings && typeof parsed.settings === "object")
+        for (const k of SETTINGS) if (k in parsed.settings) s.settings[k] = parsed.settings[k] == null ? "" : String(parsed.settings[k]);
+      if (Number.isInteger(parsed.active)) s.active = parsed.active;
+    }
+  }
+  if (models.length > MAX_MODELS) { linkProblems.push(`at most ${MAX_MODELS} models: the rest are left out`); models = models.slice(0, MAX_MODELS); }
+  if (models.length) s.models = models;
+  s.active = Math.min(Math.max(0, s.active | 0), s.models.length - 1);
+  return s;
 }
 function writeURL() {
-  history.replaceState(null, "", "#" + encodeURIComponent(JSON.stringify(state)));
+  const q = new URLSearchParams();
+  if (TOKEN) q.set("token", TOKEN);
+  const named = state.models.every((m) => "name" in m && !(m.set || []).length);
+  if (named) for (const m of state.models) q.append("model", m.name);
+  for (const k of SETTINGS) {
+    const v = String(state.settings[k] ?? "");
+    if (v !== String(catalog.defaults[k] ?? "")) q.set(k, v);
+  }
+  const hash = named ? "" : "#" + encodeURIComponent(JSON.stringify({models: state.models, active: state.active}));
+  history.replaceState(null, "", "?" + q.toString() + hash);
 }
 
 // ---- the editor shows the active model; edits go back into state ----
@@ -80,6 +130,7 @@ function showMode(md) {
 }
 function fillEditor() {
   const m = state.models[state.active];
+  $("remove-model").hidden = state.models.length < 2;
   showMode(mode(m));
   $("sets").value = (m.set || []).join("\n");
   if (mode(m) === "name") {
@@ -120,25 +171,38 @@ function readEditor(changed) {
     const r = results[state.active];
     for (const k of ["d_model", "layers"]) {
       const knob = r && r.knobs && r.knobs[k];
-      if (changed === "knob-" + k && knob && $("knob-" + k).value) {
+      if (changed === "knob-" + k && knob) {
+        // a cleared knob drops its --set: the model's own value again
         next.set = next.set.filter((s) => !s.startsWith(knob.key + "="));
-        next.set.push(`${knob.key}=${$("knob-" + k).value}`);
+        if ($("knob-" + k).value) next.set.push(`${knob.key}=${$("knob-" + k).value}`);
         $("sets").value = next.set.join("\n");
       }
     }
   } else if (md === "text") {
     next = {text: $("text").value, format: $("format").value, set};
   } else {
-    next = {scratch: scratchFromForm(), from: $("start").value, set};
+    const scratch = scratchFromForm();
+    // head_dim follows d_model / heads until it is set by hand
+    if (changed !== "s-head_dim" && m.scratch && (m.scratch.head_dim == null || m.scratch.head_dim === "")) scratch.head_dim = null;
+    if (changed === "s-d_model" || changed === "s-heads") $("s-head_dim").value = scratch.head_dim ?? "";
+    next = {scratch, from: $("start").value, set};
   }
   state.models[state.active] = next;
+}
+function scratchStart(from) {
+  const k = {...catalog.scratch[from]};
+  if (k.head_dim && k.heads && k.d_model === k.head_dim * k.heads) k.head_dim = null;  // derived
+  return k;
 }
 function switchMode(md) {
   const m = state.models[state.active];
   if (md === mode(m)) return;
-  if (md === "name") state.models[state.active] = {name: "gpt2", set: []};
-  if (md === "text") state.models[state.active] = {text: "", format: "json", set: []};
-  if (md === "scratch") state.models[state.active] = {scratch: {...catalog.scratch.llama}, from: "llama", set: []};
+  const kept = stash[state.active] || (stash[state.active] = {});
+  kept[mode(m)] = m;  // switching back finds it as it was
+  if (kept[md]) state.models[state.active] = kept[md];
+  else if (md === "name") state.models[state.active] = {name: "gpt2", set: []};
+  else if (md === "text") state.models[state.active] = {text: "", format: "json", set: []};
+  else state.models[state.active] = {scratch: scratchStart("llama"), from: "llama", set: []};
   fillEditor();
   update();
 }
@@ -149,47 +213,61 @@ function modelLabel(i) {
   if (r && r.label) return r.label;
   return "name" in m ? m.name || "model" : "text" in m ? "pasted config" : "from scratch";
 }
+function selectTab(i, focus) {
+  state.active = i; fillEditor(); drawTabs(); render(); writeURL();
+  if (focus) $("tab-" + i).focus();
+}
+function removeModel(i) {
+  state.models.splice(i, 1); results.splice(i, 1); stash.splice(i, 1);
+  state.active = Math.min(state.active, state.models.length - 1);
+  fillEditor(); update();
+  $("tab-" + state.active).focus();
+}
 function drawTabs() {
+  // the tabs pattern: arrows move between tabs, the selected one is the tab stop
   const tabs = $("tabs");
+  const hadFocus = tabs.contains(document.activeElement);
   tabs.innerHTML = "";
   state.models.forEach((m, i) => {
     const b = document.createElement("button");
+    b.type = "button"; b.id = "tab-" + i;
     b.className = "tab" + (i === state.active ? " active" : "");
     b.setAttribute("role", "tab");
-    b.style.borderColor = COLORS[i];
+    b.setAttribute("aria-selected", String(i === state.active));
+    b.setAttribute("aria-controls", "editor");
+    b.tabIndex = i === state.active ? 0 : -1;
+    b.style.borderBottomColor = COLORS[i];
     b.innerHTML = `<span class="dot" style="background:${COLORS[i]}"></span>${esc(modelLabel(i))}`;
-    b.onclick = () => { state.active = i; fillEditor(); drawTabs(); writeURL(); };
-    if (state.models.length > 1) {
-      const x = document.createElement("span");
-      x.className = "close"; x.textContent = "×"; x.title = "remove";
-      x.onclick = (e) => {
-        e.stopPropagation();
-        state.models.splice(i, 1); results.splice(i, 1);
-        state.active = Math.min(state.active, state.models.length - 1);
-        fillEditor(); update();
-      };
-      b.appendChild(x);
-    }
+    b.onclick = () => selectTab(i, true);
+    b.onkeydown = (e) => {
+      const n = state.models.length;
+      const to = {ArrowRight: (i + 1) % n, ArrowLeft: (i + n - 1) % n, Home: 0, End: n - 1}[e.key];
+      if (to !== undefined) { e.preventDefault(); selectTab(to, true); }
+      if (e.key === "Delete" && n > 1) { e.preventDefault(); removeModel(i); }
+    };
     tabs.appendChild(b);
   });
-  if (state.models.length < MAX_MODELS) {
-    const add = document.createElement("button");
-    add.className = "tab add"; add.id = "add-model"; add.textContent = "+ compare";
-    add.onclick = () => {
-      state.models.push({name: "llama-2-7b", set: []});
-      state.active = state.models.length - 1;
-      fillEditor(); update();
-    };
-    tabs.appendChild(add);
-  }
+  $("editor").setAttribute("aria-labelledby", "tab-" + state.active);
+  $("add-model").hidden = state.models.length >= MAX_MODELS;
+  if (hadFocus) $("tab-" + state.active).focus();
+}
+function addModel() {
+  // "+ compare" starts from a copy of the model shown
+  state.models.push(JSON.parse(JSON.stringify(state.models[state.active])));
+  results.push(results[state.active]);
+  state.active = state.models.length - 1;
+  fillEditor(); drawTabs(); update();
+  $("tab-" + state.active).focus();
 }
 
 // ---- talking to the server ----
 async function calc(m) {
   const body = {model: "scratch" in m ? {scratch: m.scratch} : "text" in m ? {text: m.text, format: m.format || "json"} : {name: m.name},
     set: m.set || [], ...state.settings};
-  body.gpus = Number(body.gpus) || 1;
-  const resp = await fetch("/api/calc", {method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)});
+  // blank means the CLI's default; anything else goes as typed (GPUs 0 is refused, never read as 1)
+  for (const k of SETTINGS) if (body[k] === "" || body[k] == null) body[k] = null;
+  if (body.gpus !== null) body.gpus = /^\d+$/.test(String(body.gpus).trim()) ? Number(body.gpus) : String(body.gpus);
+  const resp = await fetch("/api/calc", {method: "POST", headers: {"Content-Type": "application/json", ...AUTH}, body: JSON.stringify(body)});
   const data = parseExact(await resp.text());
   return resp.ok ? data : {error: data.error || `HTTP ${resp.status}`};
 }
@@ -198,7 +276,7 @@ function update() {
   document.body.dataset.idle = "0";
   writeURL();
   clearTimeout(timer);
-  timer = setTimeout(run, 200);
+  timer = setTimeout(run, DEBOUNCE_MS);  // one request once typing pauses, not one a keystroke
 }
 async function run() {
   const mine = ++seq;
@@ -216,8 +294,19 @@ function ok() { return results.map((r, i) => [r, i]).filter(([r]) => r && !r.err
 function render() {
   const r = results[state.active];
   const err = $("error");
-  err.hidden = !(r && r.error);
-  err.textContent = r && r.error ? "error: " + r.error : "";
+  const [field, words] = r && r.error ? placeError(r.error) : [null, ""];
+  err.hidden = !(r && r.error) || field !== null;
+  err.textContent = r && r.error && field === null ? "error: " + r.error : "";
+  for (const k of SETTINGS) {
+    $("err-" + k).textContent = k === field ? words : "";
+    if (k === field) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
+  }
+  for (const el of document.querySelectorAll("#editor input, #editor textarea")) el.removeAttribute("aria-invalid");
+  if (r && r.error && field === null) {
+    const md = mode(state.models[state.active]);
+    const el = md === "name" ? $("name") : md === "text" ? $("text") : null;
+    if (el) el.setAttribute("aria-invalid", "true");
+  }
   if (r && !r.error && mode(state.models[state.active]) === "name") {
     for (const k of ["d_model", "layers"]) {
       const knob = r.knobs[k];
@@ -227,8 +316,83 @@ function render() {
   }
   drawTabs();
   for (const box of document.querySelectorAll(".export")) box.innerHTML = "";
+  drawVerdict(); drawCompare();
   drawParams(); drawFlops(); drawMemory(); drawTrain();
   if (!dirty) document.body.dataset.idle = "1";
+}
+
+// an API error that names a setting goes beside that field, in the page's words (no CLI flags)
+function pageWords(msg) {
+  let out = msg;
+  for (const [opt, key] of OPTIONS) out = out.split(opt).join(LABELS[key]);
+  return out;
+}
+function placeError(msg) {
+  for (const [opt, key] of [...OPTIONS, ["gpu", "gpu"]])
+    if (msg.startsWith(opt + " ") || msg.startsWith(opt + ":")) return [key, pageWords(msg)];
+  return [null, msg];
+}
+
+// ---- the verdict: fits or not on the chosen hardware, first on the page ----
+const PARTS = [["weights", "weights", "#1d4ed8"], ["kv_cache", "KV cache", "#0e7490"],
+  ["recurrent_state", "recurrent state", "#7e22ce"], ["headroom", "headroom", "#6b7280"], ["free", "free", "#d1fae5"]];
+function drawVerdict() {
+  const card = $("verdict-card");
+  const r = results[state.active];
+  card.classList.toggle("stale", dirty);
+  if (!r) { card.innerHTML = ""; return; }
+  if (r.error) {
+    card.innerHTML = `<p class="verdict-error">No answer for ${esc(modelLabel(state.active))}: ${esc(pageWords(r.error))}</p>`;
+    return;
+  }
+  const v = r.verdict;
+  const scale = Math.max(Number(v.memory_bytes), Number(v.needed_bytes) + Number(v.parts.headroom));
+  const used = v.gpus > 1 ? `${v.gpus} × ${esc(v.accelerator)}` : esc(v.accelerator);
+  const own = state.settings.dtype ? "" : " (the checkpoint's own)";
+  const segs = PARTS.filter(([k]) => Number(v.parts[k]) > 0).map(([k, label, color]) =>
+    `<span class="seg seg-${k}" style="width:${(100 * Number(v.parts[k]) / scale).toFixed(2)}%;background:${color}" title="${label}: ${gib(v.parts[k])}"></span>`).join("");
+  const legend = PARTS.filter(([k]) => Number(v.parts[k]) > 0 || k === "weights" || k === "kv_cache").map(([k, label, color]) =>
+    `<li><span class="swatch" style="background:${color}"></span>${label} <b class="part" data-part="${k}" data-value="${v.parts[k]}">${gib(v.parts[k])}</b></li>`).join("");
+  const notes = [...new Set([...(r.memory.notes || []), ...(r.flops.notes || []), ...(r.count.notes || [])])];
+  card.innerHTML =
+    `<h2 id="verdict-head" class="${v.fits ? "fits" : "nofit"}">${v.fits ? "Fits" : "Does not fit"}: ${esc(r.label)} on ${used}</h2>` +
+    `<p class="verdict-line">${num(v.ctx)} tokens × batch ${num(v.batch)} in ${esc(v.dtype)}${own}, KV cache ${esc(v.kv_dtype)}: ` +
+    `<b id="needed" data-value="${v.needed_bytes}">${gib(v.needed_bytes)}</b> of <span id="usable" data-value="${v.usable_bytes}">${gib(v.usable_bytes)}</span> usable ` +
+    `(${gib(v.memory_bytes)} less ${Math.round(v.headroom * 100)}% headroom)</p>` +
+    `<div class="stack" role="img" aria-label="memory use: the list below gives each part">${segs}</div>` +
+    `<ul class="legend">${legend}</ul>` +
+    `<dl class="facts">` +
+    `<div><dt>fewest GPUs that fit</dt><dd id="min-gpus">${v.min_gpus === null ? "more than 65,536" : num(v.min_gpus)}</dd></div>` +
+    `<div><dt>largest batch at ${ctxLabel(v.ctx)}</dt><dd id="max-batch">${v.max_batch !== null ? num(v.max_batch) : v.batch_unbounded ? "any (nothing is cached)" : "none"}</dd></div>` +
+    (r.fit.decode ? `<div><dt>decode at batch ${num(r.fit.batch)} × ${ctxLabel(r.fit.ctx)} (bandwidth bound)</dt><dd id="decode" data-value="${r.fit.decode.tokens_per_sec_per_sequence}">≤ ${r.fit.decode.tokens_per_sec_per_sequence.toLocaleString("en-US", {maximumFractionDigits: 1})} tokens/s a sequence</dd></div>` : "") +
+    `<div><dt>largest context at batch ${num(v.batch)}</dt><dd id="max-ctx">${v.max_ctx === null ? "none" : num(v.max_ctx)}${v.limited_by_context_limit ? " (the model's limit)" : ""}</dd></div>` +
+    `</dl>` +
+    (notes.length ? `<ul id="notes" class="notes">${notes.map((n) => `<li>note: ${esc(n)}</li>`).join("")}</ul>` : "");
+}
+
+// ---- comparison: one row per model ----
+function drawCompare() {
+  const box = $("compare");
+  box.hidden = state.models.length < 2;
+  if (box.hidden) { box.innerHTML = ""; return; }
+  let html = `<table id="compare-table"><caption>models compared on the same settings</caption><thead><tr><th scope="col">model</th><th scope="col">parameters</th><th scope="col">active</th><th scope="col">weights</th><th scope="col">KV cache</th><th scope="col">total</th><th scope="col">verdict</th><th scope="col">largest context</th><th scope="col"><span class="sr">remove</span></th></tr></thead><tbody>`;
+  state.models.forEach((m, i) => {
+    const r = results[i];
+    const name = `<th scope="row" style="color:${COLORS[i]}">${esc(modelLabel(i))}</th>`;
+    const rm = `<td><button type="button" class="remove" data-model="${i}" aria-label="remove ${esc(modelLabel(i))}">×</button></td>`;
+    if (!r || r.error) { html += `<tr data-model="${i}">${name}<td colspan="7">${r ? esc(pageWords(r.error)) : "…"}</td>${rm}</tr>`; return; }
+    const v = r.verdict;
+    html += `<tr data-model="${i}">${name}<td class="n">${num(r.count.total_params)}</td><td class="n">${num(r.count.active_params)}</td>` +
+      `<td class="n">${gib(r.memory.weights_bytes)}</td><td class="n">${gib(r.memory.kv_cache_bytes)}</td><td class="n" data-value="${r.memory.total_bytes}">${gib(r.memory.total_bytes)}</td>` +
+      `<td>${v.fits ? "fits" : "does not fit"}</td><td class="n">${v.max_ctx === null ? "none" : num(v.max_ctx)}</td>${rm}</tr>`;
+  });
+  box.innerHTML = html + "</tbody></table>";
+  for (const b of box.querySelectorAll("button.remove")) b.onclick = () => removeModel(Number(b.dataset.model));
+}
+
+function dataTable(id, head, rows) {
+  $(id).innerHTML = `<thead><tr>${head.map((h) => `<th scope="col">${esc(h)}</th>`).join("")}</tr></thead><tbody>` +
+    rows.map((r) => `<tr>${r.map((c, j) => j ? `<td class="n">${esc(c)}</td>` : `<th scope="row">${esc(c)}</th>`).join("")}</tr>`).join("") + "</tbody>";
 }
 
 function exportBar(panel, name, json, csv, commands) {
@@ -255,10 +419,11 @@ function drawParams() {
   const models = ok();
   const sum = $("params-summary"), table = $("params-table"), layers = $("layers-table"), bars = $("params-chart");
   if (!models.length) { sum.innerHTML = ""; table.innerHTML = ""; layers.innerHTML = ""; bars.innerHTML = ""; return; }
-  const a = results[state.active] && !results[state.active].error ? results[state.active] : models[0][0];
-  const c = a.count;
+  const a = results[state.active];
+  if (!a || a.error) sum.innerHTML = "";  // never another model's total under this one's name
+  const c = a && !a.error ? a.count : models[0][0].count;
   const rule = c.rule_of_thumb;
-  sum.innerHTML = `<div class="big"><span id="total" data-value="${c.total_params}">${num(c.total_params)}</span> parameters</div>` +
+  if (a && !a.error) sum.innerHTML = `<div class="big"><span id="total" data-value="${c.total_params}">${num(c.total_params)}</span> parameters</div>` +
     (c.active_params !== c.total_params ? `<div><span id="active">${num(c.active_params)}</span> active per token</div>` : "") +
     `<div class="rule">rule of thumb 12·L·d² + V·d = <span id="rule">${num(rule.params)}</span> (${rule.percent_off >= 0 ? "+" : ""}${rule.percent_off.toFixed(2)}% off the exact total)</div>` +
     `<div class="shape">layers ${c.num_layers} · d_model ${num(c.hidden_size)} · heads ${c.num_heads} · kv heads ${c.num_kv_heads} · head_dim ${c.head_dim} · d_ff ${num(c.intermediate_size)} · vocab ${num(c.vocab_size)} · tied ${c.tied_embeddings ? "yes" : "no"}</div>` +
@@ -341,6 +506,8 @@ function drawFlops() {
   }
   $("flops-summary").innerHTML = models.map(([r, i]) => `<div style="color:${COLORS[i]}">${esc(r.label)}: <b><span class="flops-token" data-model="${i}">${num(r.flops.forward_flops_per_token)}</span></b> FLOPs per token at context ${num(r.flops.ctx)} (weights ${num(r.flops.weight_flops_per_token)}, attention ${num(r.flops.attention_flops_per_token)}); attention overtakes the weights at <span class="crossover" data-model="${i}">${r.flops.attention_crossover_ctx === null ? "no context (every layer is windowed)" : num(r.flops.attention_crossover_ctx)}</span></div>`).join("");
   lineChart("flops-chart", "forward FLOPs per token (log–log)", true, shortAxis, series, [xs, ...columns], lines);
+  dataTable("flops-data", ["model", "context", "weights", "attention", "total"],
+    models.flatMap(([r]) => r.series.ctx.map((x, j) => [r.label, num(x), num(r.series.weight_flops_per_token), num(r.series.attention_flops_per_token[j]), num(BigInt(r.series.weight_flops_per_token) + BigInt(r.series.attention_flops_per_token[j]))])));
   const rows = [["model", "ctx", "weight_flops_per_token", "attention_flops_per_token", "forward_flops_per_token"]];
   for (const [r] of models) r.series.ctx.forEach((x, j) => rows.push([r.label, x, String(r.series.weight_flops_per_token), String(r.series.attention_flops_per_token[j]), String(BigInt(r.series.weight_flops_per_token) + BigInt(r.series.attention_flops_per_token[j]))]));
   exportBar("flops", "flops", toJSON(models.map(([r]) => ({...r.flops, series: r.series}))), csv(rows), models.map(([r]) => r.commands.flops));
@@ -361,15 +528,20 @@ function drawMemory() {
     series.push({label: name + "weights", stroke: COLORS[i], dash: [6, 4], value: (u, v) => v == null ? "" : gib(v)});
     series.push({label: name + "weights + KV cache", stroke: COLORS[i], width: 2.5, value: (u, v) => v == null ? "" : gib(v)});
     if (r.fit.max_ctx) lines.push({x: r.fit.max_ctx, color: COLORS[i], label: "fits up to " + ctxLabel(r.fit.max_ctx)});
+    if (s.context_limit) lines.push({x: s.context_limit, color: "#4b5563", label: "model's limit " + ctxLabel(s.context_limit)});
   }
   if (models.length) {
     const f = models[0][0].fit;
-    const cap = Number(f.memory_bytes);
+    // the same budget the fit uses: memory less its headroom
+    const cap = Number(models[0][0].series.usable_bytes);
     columns.push(xs.map(() => cap));
-    series.push({label: `${f.gpus} × ${f.accelerator.name}`, stroke: "#111", width: 1.5, value: (u, v) => v == null ? "" : gib(v)});
+    series.push({label: `usable on ${f.gpus} × ${f.accelerator.name} (less ${Math.round(f.headroom * 100)}%)`, stroke: "#111", width: 1.5, value: (u, v) => v == null ? "" : gib(v)});
+    lines.push({x: models[0][0].series.chosen_ctx, color: "#111", label: "chosen " + ctxLabel(models[0][0].series.chosen_ctx)});
   }
   $("memory-summary").innerHTML = models.map(([r, i]) => `<div style="color:${COLORS[i]}">${esc(r.label)}: weights ${gib(r.memory.weights_bytes)} (${r.memory.dtype}) + KV cache ${gib(r.memory.kv_cache_bytes)} at batch ${r.memory.batch} × ${num(r.memory.ctx)} = <b><span class="memory-total" data-model="${i}" data-value="${r.memory.total_bytes}">${num(r.memory.total_bytes)}</span> bytes</b>; largest context that fits on ${r.fit.gpus} × ${esc(r.fit.accelerator.name)} (less ${Math.round(r.fit.headroom * 100)}% headroom): <b><span class="max-ctx" data-model="${i}">${r.fit.max_ctx === null ? "none" : num(r.fit.max_ctx)}</span></b>${r.fit.limited_by_context_limit ? " (the model's context limit)" : ""}</div>`).join("");
   lineChart("memory-chart", `memory at batch ${models.length ? models[0][0].memory.batch : ""}`, false, gibAxis, series, [xs, ...columns], lines);
+  dataTable("memory-data", ["model", "context", "weights (bytes)", "KV cache (bytes)", "total (bytes)"],
+    models.flatMap(([r]) => r.series.ctx.map((x, j) => [r.label, num(x), num(r.series.weights_bytes), num(r.series.kv_cache_bytes[j]), num(BigInt(r.series.weights_bytes) + BigInt(r.series.kv_cache_bytes[j]))])));
   const rows = [["model", "ctx", "batch", "weights_bytes", "kv_cache_bytes", "total_bytes"]];
   for (const [r] of models) r.series.ctx.forEach((x, j) => rows.push([r.label, x, r.memory.batch, String(r.series.weights_bytes), String(r.series.kv_cache_bytes[j]), String(BigInt(r.series.weights_bytes) + BigInt(r.series.kv_cache_bytes[j]))]));
   exportBar("memory", "memory", toJSON(models.map(([r]) => ({memory: r.memory, fit: r.fit, series: r.series}))), csv(rows), models.flatMap(([r]) => [r.commands.memory, r.commands.fit]));
@@ -377,7 +549,9 @@ function drawMemory() {
 
 const exactShort = (v) => `<span title="${num(v)}" data-value="${v}">${short(v)}</span>`;
 function drawTrain() {
-  const models = ok();
+  const flopless = ok().filter(([r]) => !r.train);
+  const models = ok().filter(([r]) => r.train);
+  $("train-note").textContent = flopless.length ? `${flopless.map(([r]) => r.label).join(", ")}: no training time on ${flopless[0][0].fit.accelerator.name}, which has no published FLOP rate in the table.` : "";
   const rows = [
     ["tokens", (t) => exactShort(t.tokens)],
     ["compute-optimal tokens (20 per parameter)", (t) => exactShort(t.compute_optimal_tokens)],
@@ -402,23 +576,43 @@ function fillSelect(id, options) {
   $(id).innerHTML = options.map(([v, l]) => `<option value="${esc(v)}">${esc(l)}</option>`).join("");
 }
 async function main() {
-  catalog = parseExact(await (await fetch("/api/catalog")).text());
+  const resp = await fetch("/api/catalog", {headers: AUTH});
+  catalog = parseExact(await resp.text());
+  if (!resp.ok) {  // e.g. a server that wants its token: say so, and draw nothing
+    $("error").textContent = "error: " + (catalog.error || `HTTP ${resp.status}`);
+    $("error").hidden = false;
+    return;
+  }
   $("model-names").innerHTML = [...catalog.models, ...catalog.model_types].map((n) => `<option value="${esc(n)}">`).join("");
-  fillSelect("dtype", catalog.dtypes.map((d) => [d, d]));
-  fillSelect("kv_dtype", catalog.dtypes.map((d) => [d, d]));
-  fillSelect("gpu", catalog.gpus.map((g) => [g.key, `${g.name} (${gib(g.memory_bytes).replace(".00", "")})`]));
+  fillSelect("dtype", [["", "the checkpoint's own"], ...catalog.weight_formats.map((d) => [d, d])]);
+  fillSelect("kv_dtype", [["", "as the weights"], ...catalog.dtypes.map((d) => [d, d])]);
+  const kinds = {datacenter: "data centre", workstation: "workstation", consumer: "consumer", apple: "Apple silicon (GPU share of unified memory)"};
+  $("gpu").innerHTML = Object.entries(kinds).map(([kind, title]) => `<optgroup label="${title}">` +
+    catalog.gpus.filter((g) => g.kind === kind).map((g) => `<option value="${esc(g.key)}">${esc(g.name)} (${gib(g.memory_bytes).replace(".00", "")})</option>`).join("") + "</optgroup>").join("") +
+    `<option value="">custom (memory per GPU)</option>`;
   fillSelect("start", Object.keys(catalog.scratch).map((k) => [k, `${k} defaults`]));
   state = readURL();
-  for (const k of SETTINGS) $(k).value = state.settings[k] ?? "";
+  for (const k of SETTINGS) {
+    $(k).value = state.settings[k] ?? "";
+    if ($(k).tagName === "SELECT" && $(k).value !== String(state.settings[k] ?? "")) {
+      linkProblems.push(`${LABELS[k]}: ${JSON.stringify(state.settings[k])} is not one of the choices`);
+      state.settings[k] = catalog.defaults[k] ?? ""; $(k).value = state.settings[k];
+    }
+  }
+  $("link-problems").hidden = !linkProblems.length;
+  $("link-problems").textContent = linkProblems.length ? "This link held what the page could not read: " + linkProblems.join("; ") : "";
   fillEditor();
   drawTabs();
+  $("add-model").onclick = addModel;
+  $("remove-model").onclick = () => removeModel(state.active);
   for (const k of SETTINGS) $(k).addEventListener("input", () => { state.settings[k] = $(k).value; update(); });
+  for (const k of SETTINGS) $(k).addEventListener("change", () => { state.settings[k] = $(k).value; update(); });
   for (const el of document.querySelectorAll("input[name=mode]")) el.addEventListener("change", () => switchMode(el.value));
   for (const el of document.querySelectorAll("#editor input:not([name=mode]), #editor textarea, #editor select:not(#start)"))
     el.addEventListener("input", () => { readEditor(el.id); update(); });
   $("start").addEventListener("change", () => {
     const m = state.models[state.active];
-    m.scratch = {...catalog.scratch[$("start").value]}; m.from = $("start").value;
+    m.scratch = scratchStart($("start").value); m.from = $("start").value;
     fillEditor(); update();
   });
   // a config.json / YAML dropped anywhere on the page becomes the active model's pasted config
@@ -435,4 +629,7 @@ async function main() {
   addEventListener("resize", () => { if (innerWidth !== width) { width = innerWidth; render(); } });
   run();
 }
-main();
+main().catch((e) => {  // never a blank page: say what went wrong
+  $("error").textContent = "error: the page could not start: " + e;
+  $("error").hidden = false;
+});
