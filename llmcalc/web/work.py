@@ -57,16 +57,27 @@ def _start_worker(memory_bytes: int) -> None:
 
 
 def _watch_memory(limit: int) -> None:
-    """Stop this worker (exit code ``MEMORY_EXIT``) once its peak resident memory passes
-    ``limit``; checked every 50 ms."""
+    """Stop this worker (exit code ``MEMORY_EXIT``) once its resident memory passes ``limit``;
+    checked every 50 ms."""
+    while (resident := _resident()) is not None and resident <= limit:
+        time.sleep(0.05)
+    if resident is not None:
+        os._exit(MEMORY_EXIT)
+
+
+def _resident() -> int | None:
+    """This process's resident memory now (Linux), else its peak (macOS); None: unknown."""
+    try:  # not the peak on Linux: a spawned process starts with its parent's peak
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         import resource
     except ImportError:  # Windows: the deadline still holds
-        return
-    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, else KiB
-    while resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale <= limit:
-        time.sleep(0.05)
-    os._exit(MEMORY_EXIT)
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * (
+        1 if sys.platform == "darwin" else 1024)  # bytes on macOS, else KiB
 
 
 def answer(request: Mapping[str, Any]) -> Answer:
@@ -156,10 +167,16 @@ class Pools:
         """The answer to ``request``, or None when the client went away first."""
         if self.queued[kind] >= self.sizes[kind] + MAX_WAITING:
             return error(503, f"busy: {self.queued[kind]} requests are being worked on; try again")
+        from concurrent.futures.process import BrokenProcessPool
+
         from pebble import ProcessExpired
 
+        try:
+            future = self._pool(kind).submit(answer, self.seconds, dict(request))
+        except (BrokenProcessPool, RuntimeError) as e:  # its workers could not start
+            self._drop(kind)
+            return error(500, f"the server's workers cannot start ({type(e).__name__})")
         self.queued[kind] += 1
-        future = self._pool(kind).submit(answer, self.seconds, dict(request))
         work = asyncio.wrap_future(future)
         left = asyncio.ensure_future(gone())
         try:
@@ -179,10 +196,19 @@ class Pools:
                                   f"{self.memory_bytes // 2**20:,} MiB of memory the server "
                                   "gives one request")
             return error(500, f"the worker stopped (exit code {e.exitcode})")
+        except BrokenProcessPool:
+            self._drop(kind)
+            return error(500, "the server's workers cannot start (BrokenProcessPool)")
         finally:
             future.cancel()  # a running one: its worker is stopped
             left.cancel()
             self.queued[kind] -= 1
+
+    def _drop(self, kind: str) -> None:
+        """Stop a broken pool: the next request starts a new one."""
+        pool = self.pools.pop(kind, None)
+        if pool is not None:
+            pool.stop()
 
     def close(self) -> None:
         """Stop every worker now."""

@@ -387,6 +387,30 @@ def test_a_calculation_past_its_memory_stops_its_worker() -> None:
     }).encode())
 
 
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="Linux: /proc")
+def test_a_worker_is_held_to_its_own_memory_not_the_servers_peak() -> None:
+    """A spawned process starts with its parent's peak resident memory (ru_maxrss): the budget
+    is on what the worker holds now."""
+    import asyncio
+
+    from llmcalc.web.work import Pools
+
+    async def never() -> None:
+        await asyncio.sleep(3600)
+
+    async def scenario() -> Any:
+        pools = Pools(workers=1, memory_bytes=300 * 2**20)
+        try:
+            return await pools.run("calc", GPT2, never)
+        finally:
+            pools.close()
+
+    peak = b"x" * (400 * 2**20)  # the server's peak passes the workers' budget
+    del peak
+    status, body = asyncio.run(scenario()) or (0, b"")
+    assert status == 200 and json.loads(body)["count"]["total_params"] == 124_439_808
+
+
 def test_an_answer_over_its_cap_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     from llmcalc.web import work
 
