@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from served import start, stop  # noqa: E402
+from helpers.served import start, stop  # noqa: E402
 
 JSON = {"Content-Type": "application/json"}
 XLNET = {"model_type": "xlnet", "n_layer": 12, "d_model": 1024, "n_head": 16, "d_inner": 4096,

@@ -291,7 +291,7 @@ def test_with_a_token_the_page_sends_it(page: Any) -> None:
             "Authorization: Bearer <token>")
 
 
-AXE = Path(__file__).resolve().parent / "data" / "axe-core" / "axe.min.js"
+AXE = Path(__file__).resolve().parents[1] / "data" / "axe-core" / "axe.min.js"
 
 
 def test_the_verdict_is_on_the_first_screen_in_the_checkpoints_format(
