@@ -172,7 +172,7 @@ def test_slow_clients_do_not_stop_others(served: Served) -> None:
 
 
 def test_slow_hub_lookups_do_not_hold_the_other_workers(tmp_path: Path) -> None:
-    from fake_hub import FakeHub, serve
+    from helpers.fake_hub import FakeHub, serve
 
     fake = FakeHub()
     tiny = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
