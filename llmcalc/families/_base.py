@@ -7,7 +7,7 @@ transformers' GPT-2 ``Conv1D(out, in)`` holds weight [in, out]; ``nn.Embedding(n
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -65,11 +65,12 @@ class FamilyConfig(BaseModel):
             else:
                 os.environ["PYDANTIC_DISABLE_PLUGINS"] = previous
 
-    def defaulted(self) -> list[str]:
-        """``field=value`` for every field that took its default, in declaration order."""
+    def defaulted(self, declared: Collection[str] = ()) -> list[str]:
+        """``field=value`` for every field that took its default (``declared``: the fields given
+        the transformers class's declared default before validation), in declaration order."""
         out = []
         for name, field in type(self).model_fields.items():
-            if name not in self.model_fields_set:
+            if name not in self.model_fields_set or name in declared:
                 value = getattr(self, name)
                 if value is not None:
                     # a field read under another name shows that name (the config's)
