@@ -4,7 +4,7 @@ The configs are tests/differential/variants.py's (one change from each type's de
 sizes, left-out fields, nulls; then combinations); each check of tests/differential/checks.py is a
 column. Prints one line per type, the totals, and every wrong outcome; exits 1 if any is wrong.
 
-Usage: python bench/differential.py [TYPE ...] [--seed N] [--jobs N] [--refusals]
+Usage: python bench/differential.py [TYPE ...] [--seed N] [--jobs N] [--list KIND ...]
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ def main() -> int:
     parser.add_argument("types", nargs="*", help="model types (default: every counted type)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--refusals", action="store_true", help="list every refusal too")
+    parser.add_argument("--list", nargs="+", default=[WRONG], choices=KINDS, metavar="KIND",
+                        help=f"outcomes to list one by one ({', '.join(KINDS)}; default: wrong)")
     args = parser.parse_args()
     types = args.types or counted_types()
     header = f"{'model type':<26}" + "".join(
@@ -63,7 +64,7 @@ def main() -> int:
                 line += f" | {name}: " + " ".join(f"{tally[k]:>7}" for k in KINDS)
             print(line, flush=True)
             for check, label, kind, detail in rows:
-                if kind == WRONG or (args.refusals and kind == REFUSED):
+                if kind in args.list:
                     listed.append(f"{kind.upper():<8}{check}: {label}: {detail}")
     print("-" * len(header))
     line = f"{'total':<26}"

@@ -408,7 +408,11 @@ def _pick_family(
     if model_type is not None and not isinstance(model_type, str):
         raise ConfigError(label, f"model_type must be a string, got {_json(model_type)}")
     text = fields.get("text_config")
-    if model_type not in MODEL_TYPES and isinstance(text, dict):
+    # a causal LM of its own that llmcalc does not count (Gemma 4's assistants: a text model and
+    # more) is measured, never counted as its text_config alone
+    from llmcalc.families.not_counted import NOT_COUNTED
+
+    if model_type not in MODEL_TYPES and model_type not in NOT_COUNTED and isinstance(text, dict):
         inner = text.get("model_type")
         if isinstance(inner, str) and inner in MODEL_TYPES:
             notes.append(f"multimodal {model_type}: counted its text model ({inner}) only")

@@ -62,6 +62,17 @@ def test_declared_defaults_fill_what_a_config_leaves_out() -> None:
             "v_head_dim=256, index_topk_freq=1, index_skip_topk_offset=2") in spec.notes
 
 
+def test_a_left_out_size_takes_the_class_default(cli: Any, write: Any) -> None:
+    # LlamaConfig declares vocab_size 32000: transformers builds the model, so llmcalc counts it
+    path = write("config.json", {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+                                 "num_hidden_layers": 2, "num_attention_heads": 4})
+    run = cli("count", path, "--json")
+    assert run.code == 0
+    assert run.json()["total_params"] == 4_178_240  # LlamaForCausalLM's numel
+    assert ("not in config, LlamaConfig default: vocab_size=32000, max_position_embeddings=2048, "
+            "tie_word_embeddings=false, attention_bias=false, mlp_bias=false") in run.json()["notes"]
+
+
 def test_unset_top_k_counts_the_total_not_the_active(cli: Any) -> None:
     # DeepseekV2Config() leaves num_experts_per_tok unset: transformers builds the model
     # (38,612,307,968 parameters), the experts a token uses are undefined

@@ -51,3 +51,14 @@ def test_a_wrong_total_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
         REFUSED, "llama/kv 5: num_key_value_heads (5) must divide num_attention_heads (32)")
     both = Variant("llama/layers 2.5", {**llama.config, "num_hidden_layers": 2.5}, "layers 2.5")
     assert count_outcome(both).kind == BOTH_REFUSE
+
+
+@pytest.mark.parametrize("model_type", ["gemma4_unified_assistant", "gemma4_assistant"])
+def test_gemma4_assistants_are_never_their_text_model(model_type: str) -> None:
+    """Causal LMs of their own that llmcalc does not count: measured on transformers' model (exact)
+    or refused where transformers cannot build them, never counted as their text_config alone."""
+    from variants import default_config
+
+    outcome = count_outcome(Variant(model_type, default_config(model_type), "defaults"))
+    assert outcome.kind == {"gemma4_unified_assistant": EXACT,
+                            "gemma4_assistant": BOTH_REFUSE}[model_type]
