@@ -120,3 +120,13 @@ def test_scratch_knobs_round_trip_through_the_cli(model_type: str, cli: Any) -> 
     got = count(load_spec(mt, overrides=sets))
     assert got.total == want["total_params"]
     assert want["num_layers"] == start.layers + 1 and want["vocab_size"] == 1000
+
+
+def test_a_null_the_model_cannot_build_from_is_refused(cli: Any) -> None:
+    # HunYuanDenseV1Config leaves head_dim null and its attention raises None to a power
+    run = cli("count", "hunyuan_v1_dense")
+    assert run.code == 2
+    assert run.stderr == ("error: hunyuan_v1_dense (transformers defaults): head_dim is not "
+                          "given: HunYuanDenseV1Config leaves it null, and transformers cannot "
+                          "build the model without it\n")
+    assert cli("count", "hunyuan_v1_dense", "--set", "head_dim=128").code == 0
