@@ -130,3 +130,20 @@ def test_a_null_the_model_cannot_build_from_is_refused(cli: Any) -> None:
                           "given: HunYuanDenseV1Config leaves it null, and transformers cannot "
                           "build the model without it\n")
     assert cli("count", "hunyuan_v1_dense", "--set", "head_dim=128").code == 0
+
+
+def test_scratch_width_re_derives_head_dim() -> None:
+    # the page's from-scratch builder: d_model 2048 with head_dim left blank derives 64, as
+    # LlamaConfig(hidden_size=2048, …) does (transformers builds 940,640,256); a head_dim given
+    # beside it is kept
+    from dataclasses import replace
+
+    from llmcalc import scratch
+
+    start = scratch.knobs_of("llama")
+    assert start.head_dim is None
+    mt, sets = scratch.build(replace(start, d_model=2048, layers=16, d_ff=5504))
+    assert sets == ["hidden_size=2048", "num_hidden_layers=16", "intermediate_size=5504"]
+    assert count(load_spec(mt, overrides=sets)).total == 940_640_256
+    assert scratch.build(replace(start, d_model=2048, head_dim=128))[1] == [
+        "hidden_size=2048", "head_dim=128"]
