@@ -10,6 +10,7 @@ Usage: python bench/differential.py [TYPE ...] [--seed N] [--jobs N] [--list KIN
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import sys
 import time
@@ -53,9 +54,9 @@ def main() -> int:
     totals = {name: Counter[str]() for name in CHECKS}
     listed: list[str] = []
     start = time.perf_counter()
-    import torch  # noqa: F401 - imported once here, before the workers fork
-    import transformers  # noqa: F401
-    with ProcessPoolExecutor(args.jobs) as pool:
+    # one fresh process per type: nothing one type's builds leave behind reaches another's
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(args.jobs, mp_context=context, max_tasks_per_child=1) as pool:
         for model_type, rows, _seconds in pool.map(run_type, [(t, args.seed) for t in types]):
             line = f"{model_type:<26}"
             for name in CHECKS:
