@@ -147,3 +147,23 @@ def test_scratch_width_re_derives_head_dim() -> None:
     assert count(load_spec(mt, overrides=sets)).total == 940_640_256
     assert scratch.build(replace(start, d_model=2048, head_dim=128))[1] == [
         "hidden_size=2048", "head_dim=128"]
+
+
+def test_no_family_default_differs_from_the_declared_one() -> None:
+    """A family class's own default of a field its transformers class declares is never read (the
+    declared one fills a left-out field first); it must not disagree with it either."""
+    from pydantic_core import PydanticUndefined
+
+    from llmcalc.families import MODEL_TYPES
+
+    differ = []
+    for model_type, fam in MODEL_TYPES.items():
+        declared = family_defaults.sub_defaults(model_type) or {}
+        for name, info in fam.config.model_fields.items():
+            alias = info.validation_alias
+            names = [alias] if isinstance(alias, str) else [
+                c for c in getattr(alias, "choices", ()) if isinstance(c, str)] or [name]
+            known = [n for n in names if n in declared]
+            if known and info.default not in (PydanticUndefined, None, declared[known[0]]):
+                differ.append(f"{model_type}.{name}: {info.default} (declared {declared[known[0]]})")
+    assert differ == []

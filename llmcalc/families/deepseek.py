@@ -275,6 +275,9 @@ class GlmMoeDsaConfig(DeepseekV32Config):
 
     transformers_class = "GlmMoeDsaConfig"
 
+    q_lora_rank: Size | None = 2048
+    qk_nope_head_dim: Size = 192
+    v_head_dim: Size = 256
     index_n_heads: Size = 32
     indexer_types: list[str] | None = None
     index_topk_freq: Size = 1
