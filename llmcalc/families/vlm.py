@@ -401,6 +401,7 @@ def describe_llava_next(c: LlavaNextConfig) -> Architecture:
     text = c.text()
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, style = c.vision()
+    v.check()  # a patch larger than the image leaves no grid to tile
     pinpoints = c.image_grid_pinpoints or DEFAULT_PINPOINTS
     require(bool(pinpoints) and all(len(p) == 2 and min(p) >= v.image_size for p in pinpoints),
             "image_grid_pinpoints",
@@ -451,6 +452,7 @@ def describe_llava_onevision(c: LlavaOnevisionConfig) -> Architecture:
     text = c.text()
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
     v, style = c.vision()
+    v.check()  # a patch larger than the image leaves no grid to tile
     pinpoints = c.image_grid_pinpoints or ONEVISION_PINPOINTS
     require(bool(pinpoints) and all(len(p) == 2 and min(p) >= v.image_size for p in pinpoints),
             "image_grid_pinpoints",

@@ -62,3 +62,15 @@ def test_gemma4_assistants_are_never_their_text_model(model_type: str) -> None:
     outcome = count_outcome(Variant(model_type, default_config(model_type), "defaults"))
     assert outcome.kind == {"gemma4_unified_assistant": EXACT,
                             "gemma4_assistant": BOTH_REFUSE}[model_type]
+
+
+@pytest.mark.parametrize("model_type", ["llava_next", "llava_onevision"])
+def test_a_patch_larger_than_the_image_is_refused(model_type: str) -> None:
+    """Any-resolution tiling of a tower whose patch (14) exceeds its image: one line, no traceback."""
+    from variants import default_config
+
+    config = default_config(model_type)
+    config["vision_config"]["image_size"] = 3
+    outcome = count_outcome(Variant(model_type, config, "image_size 3"))
+    assert outcome == Outcome(
+        REFUSED, f"{model_type}: vision_config.patch_size (14) must not exceed image_size (3)")
