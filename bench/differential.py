@@ -54,9 +54,10 @@ def main() -> int:
     totals = {name: Counter[str]() for name in CHECKS}
     listed: list[str] = []
     start = time.perf_counter()
-    # one fresh process per type: nothing one type's builds leave behind reaches another's
+    # workers are spawned and import torch and transformers themselves: workers forked from a
+    # parent that had imported them reported wrong totals that a fresh process does not give
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(args.jobs, mp_context=context, max_tasks_per_child=1) as pool:
+    with ProcessPoolExecutor(args.jobs, mp_context=context) as pool:
         for model_type, rows, _seconds in pool.map(run_type, [(t, args.seed) for t in types]):
             line = f"{model_type:<26}"
             for name in CHECKS:
