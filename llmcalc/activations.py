@@ -153,7 +153,7 @@ def _layer_kind(spec: ModelSpec, g: LayerGroup) -> LayerKind:
     readers = sum(1 for c in comps if c.split("/")[-1] in ("q_proj", "k_proj", "v_proj", "qkv"))
     gated = any(c.split("/")[-1] in ("gate_proj", "gate_up_proj") for c in comps)
     experts = spec.moe.num_experts if spec.moe and any(c.startswith("moe/") for c in comps) else 0
-    top_k = (g.experts_per_tok or (spec.moe.experts_per_tok if spec.moe else 0)) if experts else 0
+    top_k = (g.experts_per_tok or spec.experts_per_tok()) if experts else 0
     ffn = spec.shape.intermediate_size
     if experts:
         down = [t for t in g.tensors if t.component.endswith("experts/down_proj")]

@@ -43,7 +43,8 @@ def _total(spec: ModelSpec) -> int:
 
 
 def _active(spec: ModelSpec) -> int:
-    return count(spec).active
+    spec.experts_per_tok()  # refuses a config whose experts per token are unset
+    return count(spec).active or 0
 
 
 def _embedding(spec: ModelSpec) -> int:
@@ -421,7 +422,8 @@ def figures_to_write(spec: ModelSpec, expectations: list[Expectation]) -> dict[s
     counted = count(spec)
     if "total_params" not in listed:
         out["total_params"] = counted.total
-    if "active_params" not in listed and counted.active != counted.total:
+    if "active_params" not in listed and counted.active is not None \
+            and counted.active != counted.total:
         out["active_params"] = counted.active
     return out
 

@@ -87,7 +87,7 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
     "gpt_neo": {"attention_types": [[["global", "local"], 1], [["global"], 1]]},
     # top-k unset (transformers reads it only when routing); llmcalc needs it for the active count
     "deepseek_v2": {"num_experts_per_tok": 6},
-    # Mamba's inner width is expand · d: the shrunk intermediate_size must follow it
+    # Mamba's intermediate_size, once given, is kept: the default's (expand · its own d) shrinks too
     "mamba": {"intermediate_size": 128},
     "falcon_mamba": {"intermediate_size": 128},
     # Mamba-2 heads × head dim must equal expand · d (2 · 64)

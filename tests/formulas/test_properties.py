@@ -87,8 +87,11 @@ def test_tying_removes_exactly_v_times_d(cfg: dict[str, Any]) -> None:
 @settings(max_examples=150, deadline=None)
 @given(llama_configs())
 def test_gqa_with_all_heads_is_multi_head_attention(cfg: dict[str, Any]) -> None:
-    mha = {k: v for k, v in cfg.items() if k != "num_key_value_heads"}
-    gqa = {**cfg, "num_key_value_heads": cfg["num_attention_heads"]}
+    # LlamaConfig derives left-out KV heads as the heads (MistralConfig and GemmaConfig declare
+    # their own counts, which a left-out field takes)
+    llama = {**cfg, "model_type": "llama"}
+    mha = {k: v for k, v in llama.items() if k != "num_key_value_heads"}
+    gqa = {**llama, "num_key_value_heads": cfg["num_attention_heads"]}
     assert count(spec_from_dict(mha)).breakdown == count(spec_from_dict(gqa)).breakdown
 
 
