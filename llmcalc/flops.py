@@ -165,10 +165,11 @@ def weight_flops_per_token(spec: ModelSpec) -> int:
 
 
 def pair_flops(attention: Attention) -> int:
-    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v (an
-    indexer's scoring is apart: :func:`index_flops`)."""
+    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v, once per
+    attention map (differential attention: two) (an indexer's scoring is apart:
+    :func:`index_flops`)."""
     a = attention
-    return FLOPS_PER_MAC * a.heads * (a.qk_head_dim + a.v_head_dim)
+    return FLOPS_PER_MAC * a.heads * (a.qk_head_dim + a.v_head_dim) * a.maps
 
 
 def causal_pairs(*, ctx: int, window: int | None) -> int:
@@ -695,6 +696,7 @@ class AttentionTerm:
     compress: int = 0  # compressed attention: one pooled entry per this many tokens, besides the window
     compressed_keys: int = 0  # pooled entries one query reads at this context (≤ topk)
     full_pairs: int = 0  # pairs a prefill's dense kernels compute (n², or n·(n + ⌊n/m⌋))
+    maps: int = 1  # softmax attention runs per layer (differential attention: 2)
 
 
 @dataclass(frozen=True)
@@ -823,6 +825,7 @@ def flops(
             if g.attention.compress
             else 0,
             full_pairs=_pairs(g.attention, ctx=ctx, causal=False),
+            maps=g.attention.maps,
         )
         for g in spec.layer_groups
         if g.attention is not None
