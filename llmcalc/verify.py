@@ -19,6 +19,7 @@ from typing import Any, Literal
 from llmcalc.counting import LM_HEAD
 from llmcalc.errors import ConfigError, LLMCalcError, MissingExtraError
 from llmcalc.flops import FLOPS_PER_MAC
+from llmcalc.memory import has_cross_attention
 from llmcalc.safetensors_index import Checkpoint, read_checkpoint
 from llmcalc.spec import LAYER, LayerGroup, ModelSpec
 
@@ -639,6 +640,9 @@ def verify_flops(spec: ModelSpec, *, seq_len: int = FLOPS_SEQ_LEN) -> FlopsCheck
 LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 # An encoder–decoder's layer counts per stack (T5: num_layers and num_decoder_layers).
 STACK_LAYER_FIELDS = ("encoder_layers", "decoder_layers", "num_decoder_layers")
+# Fields that count a model's last layers (Gemma 3n, Gemma 4: the layers that reuse an earlier
+# layer's keys and values).
+LAST_LAYER_FIELDS = ("num_kv_shared_layers",)
 # Floating dtypes a model can run in on the CPU (DType value → torch dtype name).
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -668,6 +672,9 @@ def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
     for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
             cut[key] = value[:num_layers]
+    for key in LAST_LAYER_FIELDS:  # the first layers hold those of the last ones they reach
+        if isinstance(last := spec.config.get(key), int):
+            cut[key] = max(0, num_layers - max(0, spec.num_layers - last))
     for key in STACK_LAYER_FIELDS:  # an encoder–decoder: both stacks
         if key in spec.config:
             cut[key] = num_layers
@@ -746,7 +753,7 @@ def measure_forward(
     with transformers_errors(spec, "run"):
         model = build_random_model(spec, num_layers=num_layers, dtype=dtype, experts=experts)
         return run_forward(model, seq_len=seq_len, batch=batch, use_cache=use_cache,
-                           static_cache=static_cache)
+                           static_cache=static_cache, encoder_states=has_cross_attention(spec))
 
 
 def run_forward(
@@ -757,11 +764,14 @@ def run_forward(
     use_cache: bool = False,
     static_cache: bool = False,
     position_ids: bool = False,
+    encoder_states: bool = False,
 ) -> ForwardMeasurement:
     """One forward pass of ``batch`` random sequences of ``seq_len`` tokens through ``model`` (one
     :func:`build_random_model` made), under FlopCounterMode; the cache it leaves (see
     :func:`measure_forward`). ``position_ids``: pass 0 … seq_len − 1 (a model cut to linear-attention
     layers only otherwise asks its new cache for a length only attention layers keep: Lara-Mini).
+    ``encoder_states``: a decoder that cross-attends to an encoder it does not hold (TrOCR) reads
+    ``seq_len`` random encoder states, as llmcalc's source length defaults to the context.
     Raises what transformers raises."""
     torch, transformers = _import()
     from torch.utils.flop_counter import FlopCounterMode
@@ -775,12 +785,16 @@ def run_forward(
     inputs: dict[str, Any] = {"input_ids": ids}
     if position_ids:
         inputs["position_ids"] = torch.arange(seq_len).expand(batch, seq_len)
+    c = model.config
+    if encoder_states and not getattr(c, "is_encoder_decoder", False):
+        width = getattr(c, "cross_attention_hidden_size", None) or c.hidden_size
+        inputs["encoder_hidden_states"] = torch.randn(
+            batch, seq_len, width, generator=gen, dtype=model.dtype)
     if getattr(model.config, "is_encoder_decoder", False):
         # an encoder–decoder: seq_len source tokens and seq_len decoder tokens (Whisper: 30 s
         # of log-mel frames, as its encoder requires)
         inputs["decoder_input_ids"] = ids
         if model.main_input_name == "input_features":
-            c = model.config
             frames = 2 * c.max_source_positions
             inputs.pop("input_ids")
             inputs["input_features"] = torch.randn(

@@ -135,3 +135,15 @@ def test_grouped_mm_experts_count_as_eager() -> None:
     # 2 layers × 64 tokens × 4 experts: gate_up 2 × 1,024 × 1,024, down 1,024 × 512, 2 FLOPs each
     assert grouped.flops_by_op["aten._grouped_mm"] == 2 * LONG * 4 * 2 * (1024 * 1024 + 1024 * 512)
     assert grouped.flops - grouped.flops_by_op["aten._grouped_mm"] == 22_286_532_608
+
+
+def test_altup_router_runs_twice_and_predicts_with_a_matmul() -> None:
+    """Gemma 3n's AltUp: per layer the router [n, d] reads the stream in predict and again in
+    correct, and predict multiplies the n streams by an n × n matrix per token (a bmm)."""
+    spec = load_spec("gemma-3n-text-defaults", overrides=[
+        "num_hidden_layers=2", "num_kv_shared_layers=0", "vocab_size=1000",
+        "vocab_size_per_layer_input=1000", "hidden_size=256", "intermediate_size=512"])
+    m = measure_forward(spec, num_layers=2, seq_len=LONG)
+    assert m.flops == forward_flops_per_sequence(spec, ctx=LONG, causal=False) == 646_729_728
+    # attention 2 layers × 64² × 2 × 8 heads × (256 + 256); AltUp 2 layers × 64 × 2 × 256 × 4²
+    assert m.flops_by_op["aten.bmm"] == 2 * LONG**2 * 2 * 8 * 512 + 2 * LONG * 2 * 256 * 16
