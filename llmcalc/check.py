@@ -37,7 +37,8 @@ def _total(spec: ModelSpec) -> int:
 
 
 def _active(spec: ModelSpec) -> int:
-    return count(spec).active
+    spec.experts_per_tok()  # refuses a config whose experts per token are unset
+    return count(spec).active or 0
 
 
 def _embedding(spec: ModelSpec) -> int:

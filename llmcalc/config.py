@@ -341,14 +341,15 @@ def spec_from_raw(
             origin=raw.origin,
             trust_remote_code=trust_remote_code,
         )
+    read, filled = with_declared_defaults(fields, model_type, fam)
     try:
-        cfg = fam.config.read(fields)
+        cfg = fam.config.read(read)
         arch = fam.describe(cfg)
     except ValidationError as e:
         raise ConfigError(raw.label, _validation_message(e)) from None
     except FieldError as e:
         raise ConfigError(raw.label, str(e)) from None
-    defaulted = cfg.defaulted()
+    defaulted = cfg.defaulted(filled)
     if defaulted:
         notes.append(f"not in config, {fam.config.transformers_class} default: " + ", ".join(defaulted))
     return ModelSpec(
@@ -374,6 +375,31 @@ def spec_from_raw(
     )
 
 
+def with_declared_defaults(
+    fields: dict[str, Any], model_type: str, fam: Family
+) -> tuple[dict[str, Any], set[str]]:
+    """``fields`` with each field the family reads and the config leaves out set to its declared
+    default in ``model_type``'s transformers class (:mod:`llmcalc.family_defaults`, the one home of
+    class defaults), and the names of the family fields so filled. A field declared None stays out:
+    the family derives it by its class's rule. Sub-configs (``…_config``) are left to the family."""
+    from llmcalc import family_defaults
+
+    declared = family_defaults.sub_defaults(model_type) or {}
+    out, filled = dict(fields), set()
+    for name, info in fam.config.model_fields.items():
+        alias = info.validation_alias
+        names = [c for c in getattr(alias, "choices", ()) if isinstance(c, str)]
+        names = [alias] if isinstance(alias, str) else names or [name]
+        if any(n in fields for n in names):
+            continue
+        for n in names:
+            if n in declared and not n.endswith("_config"):
+                out[n] = declared[n]
+                filled.add(name)
+                break
+    return out, filled
+
+
 def _pick_family(
     label: str, fields: dict[str, Any], family: str | None, notes: list[str]
 ) -> tuple[Family | None, str, dict[str, Any]]:
@@ -382,7 +408,11 @@ def _pick_family(
     if model_type is not None and not isinstance(model_type, str):
         raise ConfigError(label, f"model_type must be a string, got {_json(model_type)}")
     text = fields.get("text_config")
-    if model_type not in MODEL_TYPES and isinstance(text, dict):
+    # a causal LM of its own that llmcalc does not count (Gemma 4's assistants: a text model and
+    # more) is measured, never counted as its text_config alone
+    from llmcalc.families.not_counted import NOT_COUNTED
+
+    if model_type not in MODEL_TYPES and model_type not in NOT_COUNTED and isinstance(text, dict):
         inner = text.get("model_type")
         if isinstance(inner, str) and inner in MODEL_TYPES:
             notes.append(f"multimodal {model_type}: counted its text model ({inner}) only")

@@ -23,7 +23,7 @@ class GroupCount:
     name: str
     num_layers: int
     per_layer: int
-    per_layer_active: int
+    per_layer_active: int | None  # None: experts per token undefined (ModelSpec.experts_per_tok)
     components: dict[str, int]  # component → parameters of one layer
 
     @property
@@ -31,8 +31,8 @@ class GroupCount:
         return self.per_layer * self.num_layers
 
     @property
-    def active(self) -> int:
-        return self.per_layer_active * self.num_layers
+    def active(self) -> int | None:
+        return None if self.per_layer_active is None else self.per_layer_active * self.num_layers
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class ParamCount:
     """All of a model's parameter figures. ``breakdown`` adds up to ``total``."""
 
     total: int
-    active: int
+    active: int | None  # None: experts per token undefined (ModelSpec.experts_per_tok)
     embedding: int  # token + position tables
     lm_head: int  # 0 when tied
     layers: int  # all decoder layers
@@ -65,7 +65,7 @@ def tensor_active(t: Tensor, spec: ModelSpec, group: LayerGroup | None = None) -
     if group is not None and group.experts_per_tok is not None:
         return t.active_numel(group.experts_per_tok)
     k = spec.moe.experts_per_tok if spec.moe else 0
-    return t.active_numel(k)
+    return t.active_numel(k or 0)
 
 
 def part_active(part: Part, spec: ModelSpec) -> int:
@@ -89,9 +89,14 @@ def group_count(group: LayerGroup, spec: ModelSpec) -> GroupCount:
         name=group.name,
         num_layers=len(group.layers),
         per_layer=sum(components.values()),
-        per_layer_active=sum(tensor_active(t, spec, group) for t in group.tensors),
+        per_layer_active=None if _top_k_unset(spec) else
+        sum(tensor_active(t, spec, group) for t in group.tensors),
         components=components,
     )
+
+
+def _top_k_unset(spec: ModelSpec) -> bool:
+    return spec.moe is not None and spec.moe.experts_per_tok is None
 
 
 def rule_of_thumb(spec: ModelSpec) -> int:
@@ -140,8 +145,8 @@ def count(spec: ModelSpec) -> ParamCount:
     total = sum(breakdown.values())
     return ParamCount(
         total=total,
-        active=outer_active + sum(g.active for g in groups)
-        + sum(part_active(p, spec) for p in spec.parts),
+        active=None if _top_k_unset(spec) else outer_active
+        + sum(g.active or 0 for g in groups) + sum(part_active(p, spec) for p in spec.parts),
         embedding=sum(breakdown.get(c, 0) for c in EMBEDDING_COMPONENTS),
         lm_head=breakdown.get(LM_HEAD, 0),
         layers=sum(g.total for g in groups),

@@ -30,13 +30,17 @@ def transformers_version() -> str:
 
 def model_types() -> list[str]:
     """The model types that have stored defaults."""
-    return sorted(_table()["defaults"])
+    return sorted(_table()["classes"])
 
 
 def defaults(model_type: str) -> dict[str, Any] | None:
-    """The default config fields of ``model_type`` (a fresh copy), or None if it has none."""
-    fields = _table()["defaults"].get(model_type)
-    return None if fields is None else json.loads(json.dumps(fields))
+    """The default config of ``model_type`` (a fresh copy): its class's declared defaults and its
+    model_type, or None if it has none. A field whose declared default is None is left out: the
+    class derives it from the others (LlamaConfig's head_dim from hidden_size and the heads), so
+    ``--set hidden_size=…`` re-derives it as ``LlamaConfig(hidden_size=…)`` would."""
+    if model_type not in _table()["classes"]:
+        return None
+    return {"model_type": model_type, **(sub_defaults(model_type) or {})}
 
 
 # Sub-configs of whole models that are no model of their own here (vision towers); their class
@@ -54,9 +58,10 @@ SUB_CONFIG_TYPES = (
 
 
 def sub_defaults(model_type: str) -> dict[str, Any] | None:
-    """The declared class defaults of a sub-config's ``model_type`` (a vision tower's, a text
-    model's; a composite's own sub-configs under text_config / vision_config), or None."""
-    fields = _table()["sub_configs"].get(model_type)
+    """The declared class defaults of ``model_type`` (a supported type's; a sub-config's: a vision
+    tower's, a text model's; a composite's own sub-configs under text_config / vision_config, each
+    with its model_type), or None."""
+    fields = _table()["declared"].get(model_type)
     return None if fields is None else dict(json.loads(json.dumps(fields)))
 
 
@@ -68,30 +73,26 @@ def source(model_type: str) -> str:
 
 
 def generate() -> dict[str, Any]:
-    """Build the table from the installed transformers (only for regenerating the data file)."""
+    """Build the table from the installed transformers (only for regenerating the data file): the
+    declared defaults of each config class (its dataclass fields' defaults, as
+    ``default_config_fields`` collects them), not the attributes ``__init__`` derives from them."""
     from transformers import AutoConfig, PretrainedConfig, __version__
 
     from llmcalc.families import MODEL_TYPES
 
     base = PretrainedConfig().to_dict()
-    out: dict[str, Any] = {"transformers_version": __version__, "classes": {}, "defaults": {}}
-    for model_type in MODEL_TYPES:
-        cfg = AutoConfig.for_model(model_type)
-        fields = cfg.to_dict()
-        # keep what the class sets; PretrainedConfig's generic bookkeeping is left out
-        out["defaults"][model_type] = {
-            k: v for k, v in fields.items()
-            if k not in base or v != base[k] or k in ("model_type", "tie_word_embeddings")
-        }
-        out["classes"][model_type] = type(cfg).__name__
-    # a sub-config is built from its class's declared defaults (derived fields such as head_dim
-    # are left unset, to follow the sub-config's own sizes), so these are stored apart
-    out["sub_configs"] = {}
+    out: dict[str, Any] = {"transformers_version": __version__, "classes": {}, "declared": {}}
     for model_type in (*MODEL_TYPES, *SUB_CONFIG_TYPES):
         cls = type(AutoConfig.for_model(model_type))
+        if model_type in MODEL_TYPES:
+            out["classes"][model_type] = cls.__name__
         fields = json.loads(json.dumps(cls.default_config_fields(), default=str))  # type: ignore[no-untyped-call]
-        out["sub_configs"][model_type] = {
-            k: v for k, v in fields.items() if k not in base or v != base[k]
+        for key, spec in (getattr(cls, "sub_configs_defaults", None) or {}).items():
+            if isinstance(fields.get(key), dict):  # which class the sub-config's defaults are
+                fields[key] = {"model_type": spec.model_type, **fields[key]}
+        out["declared"][model_type] = {
+            k: v for k, v in fields.items()
+            if k not in base or v != base[k] or k == "tie_word_embeddings"
         }
     return out
 

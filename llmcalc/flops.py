@@ -88,7 +88,7 @@ TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradient
 
 
 def _experts_per_tok(spec: ModelSpec) -> int:
-    return spec.moe.experts_per_tok if spec.moe else 0
+    return spec.experts_per_tok()
 
 
 def matmul_elements(t: Tensor, spec: ModelSpec) -> int:
@@ -611,8 +611,9 @@ def attention_crossover_ctx(spec: ModelSpec) -> int | None:
 
 def main_active(spec: ModelSpec) -> int:
     """Active parameters of the main part (the language model of a whole model)."""
+    spec.experts_per_tok()  # refuses a config whose experts per token are unset
     pc = count(spec)
-    return pc.active - sum(n for name, n in pc.parts.items() if name != spec.main_part)
+    return (pc.active or 0) - sum(n for name, n in pc.parts.items() if name != spec.main_part)
 
 
 def seed_rule_per_token(spec: ModelSpec, *, ctx: int) -> int:

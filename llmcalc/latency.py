@@ -118,7 +118,7 @@ def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int) -> int
     if spec.moe is None:
         return total
     experts = weight_bytes(spec, fmt, select=_is_expert)
-    e, k = spec.moe.num_experts, spec.moe.experts_per_tok
+    e, k = spec.moe.num_experts, spec.experts_per_tok()
     touched = 1 - (1 - k / e) ** tokens
     return total - experts + round(experts * touched)
 

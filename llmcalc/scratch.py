@@ -95,7 +95,7 @@ def knobs_of(model_type: str) -> Knobs:
     return Knobs(
         d_model=d, layers=cfg[keys["layers"]], heads=heads,
         kv_heads=cfg.get(keys.get("kv_heads", ""), heads) or heads,
-        head_dim=cfg.get(keys.get("head_dim", "")) or d // heads,
+        head_dim=cfg.get(keys.get("head_dim", "")),  # None: derived (d_model / heads)
         d_ff=d_ff, vocab=cfg[keys["vocab"]], tied=bool(cfg[keys["tied"]]),
         max_positions=cfg[keys["max_positions"]], ffn=ffn, norm=norm, positions=pos,
         experts=cfg.get(keys.get("experts", ""), 1) or 1,
@@ -107,6 +107,11 @@ def build(k: Knobs) -> tuple[str, list[str]]:
     """The model type and the ``--set`` overrides (only fields that differ from its defaults)."""
     model_type = model_type_for(k)
     keys = KEYS[model_type]
+    # head_dim the class derives (d_model / heads, where its default leaves it null) is not set,
+    # so the command re-derives it as building the class would; any other is set as given
+    derived = k.d_model // k.heads if k.heads > 0 else 0
+    start_derives = knobs_of(model_type).head_dim is None
+    given_head_dim = None if start_derives and k.head_dim in (None, derived) else k.head_dim
     if k.head_dim is None:
         k = replace(k, head_dim=k.d_model // k.heads if k.heads > 0 else 0)
     if "kv_heads" not in keys and k.kv_heads != k.heads:
@@ -119,8 +124,8 @@ def build(k: Knobs) -> tuple[str, list[str]]:
     sets = []
     for f in fields(Knobs):
         key = keys.get(f.name)
-        value = getattr(k, f.name)
-        if key is not None and value != getattr(start, f.name):
+        value = given_head_dim if f.name == "head_dim" else getattr(k, f.name)
+        if key is not None and value is not None and value != getattr(start, f.name):
             sets.append(f"{key}={_yaml(value)}")
     return model_type, sets
 

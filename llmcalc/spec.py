@@ -429,7 +429,7 @@ class MoE:
     """Routed experts: ``num_experts`` per MoE layer, ``experts_per_tok`` of them used per token."""
 
     num_experts: int
-    experts_per_tok: int
+    experts_per_tok: int | None  # None: the config leaves it unset (DeepseekV2Config's default)
     shared_experts: int = 0
 
 
@@ -601,6 +601,18 @@ class ModelSpec:
             for t, _ in self.all_tensors()
             if t.tied_to is not None and t.named_first
         }
+
+    def experts_per_tok(self) -> int:
+        """Routed experts one token uses (0 without experts); a config that leaves the number
+        unset has a total but no per-token figure: refused here, naming the field."""
+        if self.moe is None:
+            return 0
+        if self.moe.experts_per_tok is None:
+            from llmcalc.errors import ConfigError
+
+            raise ConfigError(self.name, "num_experts_per_tok is null: the experts a token uses, "
+                              "and so its active parameters and FLOPs, are undefined")
+        return self.moe.experts_per_tok
 
     def named_shapes(self) -> Iterator[tuple[str, tuple[int, ...]]]:
         """Concrete (name, shape) of every parameter, tied ones once, as ``named_parameters`` gives.

@@ -305,7 +305,9 @@ def plan_training(
         raise ParameterError("{micro_batch} {value}: must be 1 or more", value=micro_batch)
     check_mfu(mfu)
     usable = usable_memory(accelerator.memory_bytes, headroom=headroom)
+    spec.experts_per_tok()  # refuses a config whose experts per token are unset
     pc = count(spec)
+    active = pc.active or 0
     optimal = compute_optimal_tokens(pc.total)
     tokens = optimal if tokens is None else tokens
     compute = training_flops(spec, tokens=tokens, ctx=ctx)
@@ -325,8 +327,8 @@ def plan_training(
         attention_flops=compute.attention,
         mixer_flops=compute.mixers,
         training_flops=compute.total,
-        active_params=pc.active,
-        six_n_d=six_n_d(pc.active, tokens),
+        active_params=active,
+        six_n_d=six_n_d(active, tokens),
         compute_optimal_tokens=optimal,
         accelerator=accelerator,
         mfu=mfu,

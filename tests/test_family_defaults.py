@@ -31,18 +31,59 @@ def test_cli_count_model_type_with_set(cli: Any) -> None:
     assert run.code == 0
     data = run.json()
     assert data["model"] == "llama (transformers defaults)"
-    assert data["total_params"] == 1_750_140_928
+    # LlamaConfig(hidden_size=2048, num_hidden_layers=16) derives head_dim 64 (transformers builds
+    # 1,481,705,472); the head_dim of the 4096-wide default is not kept
+    assert data["total_params"] == 1_481_705_472
     assert data["source"].startswith("LlamaConfig() defaults of transformers")
     assert "changed with --set: hidden_size=2048, num_hidden_layers=16" in data["notes"]
     text = cli("count", "mistral")
     assert text.code == 0 and "mistral (transformers defaults)" in text.stdout
 
 
-def test_bad_default_is_one_line_error(cli: Any) -> None:
-    run = cli("count", "deepseek_v2")  # DeepseekV2Config() leaves num_experts_per_tok unset
-    assert run.code == 2
-    assert run.stderr == ("error: deepseek_v2 (transformers defaults): num_experts_per_tok must "
-                          "be an integer, got null\n")
+def test_set_re_derives_what_the_class_derives(cli: Any) -> None:
+    run = cli("count", "llama", "--set", "hidden_size=2048", "--set", "num_hidden_layers=16",
+              "--set", "intermediate_size=5504", "--json")
+    assert run.code == 0
+    assert run.json()["total_params"] == 940_640_256  # LlamaConfig(…) built by transformers
+
+
+def test_declared_defaults_fill_what_a_config_leaves_out() -> None:
+    # GlmMoeDsaConfig declares q_lora_rank 2048, qk_nope_head_dim 192, v_head_dim 256 (not
+    # DeepSeek-V3.2's 1536/128/128); numel of transformers' GlmMoeDsaForCausalLM
+    from llmcalc import spec_from_dict
+
+    fields = family_defaults.defaults("glm_moe_dsa")
+    assert fields is not None
+    for key in ("q_lora_rank", "qk_nope_head_dim", "v_head_dim"):
+        del fields[key]
+    spec = spec_from_dict(fields)
+    assert count(spec).total == 743_911_199_232
+    assert ("not in config, GlmMoeDsaConfig default: q_lora_rank=2048, qk_nope_head_dim=192, "
+            "v_head_dim=256, index_topk_freq=1, index_skip_topk_offset=2") in spec.notes
+
+
+def test_a_left_out_size_takes_the_class_default(cli: Any, write: Any) -> None:
+    # LlamaConfig declares vocab_size 32000: transformers builds the model, so llmcalc counts it
+    path = write("config.json", {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+                                 "num_hidden_layers": 2, "num_attention_heads": 4})
+    run = cli("count", path, "--json")
+    assert run.code == 0
+    assert run.json()["total_params"] == 4_178_240  # LlamaForCausalLM's numel
+    assert ("not in config, LlamaConfig default: vocab_size=32000, max_position_embeddings=2048, "
+            "tie_word_embeddings=false, attention_bias=false, mlp_bias=false") in run.json()["notes"]
+
+
+def test_unset_top_k_counts_the_total_not_the_active(cli: Any) -> None:
+    # DeepseekV2Config() leaves num_experts_per_tok unset: transformers builds the model
+    # (38,612,307,968 parameters), the experts a token uses are undefined
+    run = cli("count", "deepseek_v2", "--json")
+    assert run.code == 0
+    assert (run.json()["total_params"], run.json()["active_params"]) == (38_612_307_968, None)
+    flops = cli("flops", "deepseek_v2")
+    assert flops.code == 2
+    assert flops.stderr == ("error: deepseek_v2 (transformers defaults): num_experts_per_tok is "
+                            "null: the experts a token uses, and so its active parameters and "
+                            "FLOPs, are undefined\n")
 
 
 def test_model_type_does_not_import_transformers() -> None:
@@ -79,3 +120,30 @@ def test_scratch_knobs_round_trip_through_the_cli(model_type: str, cli: Any) -> 
     got = count(load_spec(mt, overrides=sets))
     assert got.total == want["total_params"]
     assert want["num_layers"] == start.layers + 1 and want["vocab_size"] == 1000
+
+
+def test_a_null_the_model_cannot_build_from_is_refused(cli: Any) -> None:
+    # HunYuanDenseV1Config leaves head_dim null and its attention raises None to a power
+    run = cli("count", "hunyuan_v1_dense")
+    assert run.code == 2
+    assert run.stderr == ("error: hunyuan_v1_dense (transformers defaults): head_dim is not "
+                          "given: HunYuanDenseV1Config leaves it null, and transformers cannot "
+                          "build the model without it\n")
+    assert cli("count", "hunyuan_v1_dense", "--set", "head_dim=128").code == 0
+
+
+def test_scratch_width_re_derives_head_dim() -> None:
+    # the page's from-scratch builder: d_model 2048 with head_dim left blank derives 64, as
+    # LlamaConfig(hidden_size=2048, …) does (transformers builds 940,640,256); a head_dim given
+    # beside it is kept
+    from dataclasses import replace
+
+    from llmcalc import scratch
+
+    start = scratch.knobs_of("llama")
+    assert start.head_dim is None
+    mt, sets = scratch.build(replace(start, d_model=2048, layers=16, d_ff=5504))
+    assert sets == ["hidden_size=2048", "num_hidden_layers=16", "intermediate_size=5504"]
+    assert count(load_spec(mt, overrides=sets)).total == 940_640_256
+    assert scratch.build(replace(start, d_model=2048, head_dim=128))[1] == [
+        "hidden_size=2048", "head_dim=128"]

@@ -7,7 +7,7 @@ transformers' GPT-2 ``Conv1D(out, in)`` holds weight [in, out]; ``nn.Embedding(n
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -50,6 +50,9 @@ class FamilyConfig(BaseModel):
 
     # The transformers config class this mirrors, for messages and notes.
     transformers_class: ClassVar[str] = ""
+    # Fields the class leaves null when a config does not give them, though its model cannot be
+    # built without them (HunYuanDenseV1Config's head_dim): refused, as transformers fails
+    needed: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def read(cls: type[C], fields: Mapping[str, Any]) -> C:
@@ -58,18 +61,24 @@ class FamilyConfig(BaseModel):
         previous = os.environ.get("PYDANTIC_DISABLE_PLUGINS")
         os.environ["PYDANTIC_DISABLE_PLUGINS"] = "1"
         try:
-            return cls.model_validate(fields)
+            config = cls.model_validate(fields)
         finally:
             if previous is None:
                 del os.environ["PYDANTIC_DISABLE_PLUGINS"]
             else:
                 os.environ["PYDANTIC_DISABLE_PLUGINS"] = previous
+        for name in cls.needed:
+            require(getattr(config, name) is not None, name,
+                    f"{name} is not given: {cls.transformers_class} leaves it null, and "
+                    "transformers cannot build the model without it")
+        return config
 
-    def defaulted(self) -> list[str]:
-        """``field=value`` for every field that took its default, in declaration order."""
+    def defaulted(self, declared: Collection[str] = ()) -> list[str]:
+        """``field=value`` for every field that took its default (``declared``: the fields given
+        the transformers class's declared default before validation), in declaration order."""
         out = []
         for name, field in type(self).model_fields.items():
-            if name not in self.model_fields_set:
+            if name not in self.model_fields_set or name in declared:
                 value = getattr(self, name)
                 if value is not None:
                     # a field read under another name shows that name (the config's)

@@ -155,6 +155,7 @@ class NemotronConfig(DenseConfig):
     partial rotary (no parameters)."""
 
     transformers_class = "NemotronConfig"
+    needed = ("num_key_value_heads",)
     layout = Layout(mlp="plain", norm_bias=True)
 
 
@@ -307,6 +308,7 @@ class HunYuanDenseV1Config(DenseConfig):
     """Hunyuan dense: q/k RMSNorm per head, named query_layernorm and key_layernorm."""
 
     transformers_class = "HunYuanDenseV1Config"
+    needed = ("head_dim",)
     layout = Layout(qk_norm="head", qk_norm_names=("query_layernorm", "key_layernorm"))
 
 
@@ -348,6 +350,7 @@ class Jais2Config(DenseConfig):
 
 class MinistralConfig(SlidingAllConfig):
     transformers_class = "MinistralConfig"
+    needed = ("head_dim",)
 
     sliding_window: Size | None = 4096
 

@@ -76,7 +76,8 @@ class DeepseekConfig(FamilyConfig):
     max_position_embeddings: Size | None = None
     n_routed_experts: Size = 64
     n_shared_experts: Size = 2
-    num_experts_per_tok: Size
+    # DeepseekV2Config leaves it unset: the total is defined, the active count is not
+    num_experts_per_tok: Size | None = None
     first_k_dense_replace: Count = 0
     q_lora_rank: Size | None = 1536  # null: a plain q_proj (DeepSeek-V2-Lite)
     kv_lora_rank: Size = 512
@@ -507,7 +508,8 @@ def layer_norm(p: str, component: str, c: DeepseekConfig, *, gated: bool) -> lis
 
 def describe(c: DeepseekConfig) -> Architecture:
     d, v, E, k = c.hidden_size, c.vocab_size, c.n_routed_experts, c.num_experts_per_tok
-    check_top_k(k, E, k_field="num_experts_per_tok", e_field="n_routed_experts")
+    if k is not None:
+        check_top_k(k, E, k_field="num_experts_per_tok", e_field="n_routed_experts")
     h, L = c.num_attention_heads, c.num_hidden_layers
     p = "model.layers.{i}"
     gated = isinstance(c, AXK2Config)

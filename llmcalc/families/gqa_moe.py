@@ -390,6 +390,7 @@ class HunYuanMoeV1Config(GqaMoeConfig):
     shared MLP of intermediate_size beside experts of intermediate_size, router ``gate.wg``."""
 
     transformers_class = "HunYuanMoEV1Config"
+    needed = ("head_dim",)
     router_name: ClassVar[str] = "gate.wg"
     shared_name: ClassVar[str] = "shared_mlp"
     qk_norm_names: ClassVar[tuple[str, str]] = ("query_layernorm", "key_layernorm")

@@ -4,8 +4,8 @@ Covers ``mamba`` (Gu & Dao 2023; state-spaces/mamba-*-hf), ``falcon_mamba`` (TII
 RMSNorm on B, C and Δ, which are not parameters) and ``mamba2`` (Dao & Gu 2024; Mamba-Codestral).
 Tensor names as in transformers ``MambaForCausalLM`` / ``Mamba2ForCausalLM``: ``backbone.embeddings``,
 ``backbone.layers.{i}.norm`` and ``.mixer``, ``backbone.norm_f``, ``lm_head``. The mixers are built in
-``_ssm``; the inner width is expand · hidden_size (transformers ignores a config's
-intermediate_size for Mamba).
+``_ssm``; Mamba's inner width is the config's intermediate_size, else expand · hidden_size
+(MambaConfig's rule), Mamba-2's always expand · hidden_size.
 """
 
 from __future__ import annotations
@@ -43,10 +43,13 @@ class MambaConfig(SSMConfig):
     use_bias: bool = False
     use_conv_bias: bool = True
     tie_word_embeddings: bool = True
+    intermediate_size: Size | None = None  # absent: expand · hidden_size
 
     @property
     def d_inner(self) -> int:
-        return self.expand * self.hidden_size
+        """MambaConfig's rule: ``__post_init__`` sets intermediate_size = expand · hidden_size,
+        and a config's own intermediate_size (a keyword it does not declare) is set after it."""
+        return self.intermediate_size or self.expand * self.hidden_size
 
     @property
     def dt_rank(self) -> int:

@@ -30,6 +30,7 @@ q_norm, k_norm [hd] as Qwen3.5's; the DeltaNet is ``_ssm.gated_delta_net`` (layo
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from dataclasses import replace
 from typing import ClassVar
 
@@ -88,9 +89,9 @@ class Qwen4ExpTextConfig(Qwen3_5MoeTextConfig):
 
     mixer_of: ClassVar[dict[str, str]] = MIXER_OF
 
-    def defaulted(self) -> list[str]:
+    def defaulted(self, declared: Collection[str] = ()) -> list[str]:
         # Qwen3.5-MoE's decoder_sparse_step: no Qwen4-Exp field (every layer is routed)
-        return [f for f in super().defaulted() if not f.startswith("decoder_sparse_step=")]
+        return [f for f in super().defaulted(declared) if not f.startswith("decoder_sparse_step=")]
 
 
 # ---- the n-gram tables' sizes: primes ---------------------------------------------------------

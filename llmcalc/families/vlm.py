@@ -151,7 +151,9 @@ class CompositeConfig(FamilyConfig):
         """The whole model ties its head as its top-level tie_word_embeddings says (modeling_utils
         reads the top-level config); some classes also tie when only text_config does
         (LlavaConfig.__post_init__ and its copies). A text_config's own false does not untie it."""
-        top = self.default_tie if self.tie_word_embeddings is None else self.tie_word_embeddings
+        # an explicit null is kept by the class and reads as false (tie_weights tests its truth)
+        given = "tie_word_embeddings" in self.model_fields_set
+        top = bool(self.tie_word_embeddings) if given else self.default_tie
         return top or (self.tie_from_text and bool(text.get("tie_word_embeddings")))
 
 

@@ -81,7 +81,8 @@ def header(spec: ModelSpec) -> Text:
     text.append(layer_kinds(spec))
     if spec.moe:
         m = spec.moe
-        text.append(f" · experts {m.num_experts} (top-{m.experts_per_tok}")
+        top = "top-k unset" if m.experts_per_tok is None else f"top-{m.experts_per_tok}"
+        text.append(f" · experts {m.num_experts} ({top}")
         text.append(f", {m.shared_experts} shared)" if m.shared_experts else ")")
     return text
 
@@ -135,7 +136,8 @@ def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Table]:
             t.add_row(label, n(weight), n(bias) if bias else "-", n(params), n(params * gc.num_layers))
         t.add_section()
         t.add_row("layer total", "", "", n(gc.per_layer), n(gc.total), style="bold")
-        if spec.moe and gc.per_layer_active != gc.per_layer:
+        if spec.moe and gc.per_layer_active is not None and gc.active is not None \
+                and gc.per_layer_active != gc.per_layer:
             t.add_row("active per token", "", "", n(gc.per_layer_active), n(gc.active))
         tables.append(t)
     return tables
@@ -179,8 +181,11 @@ def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:
             t.add_row(label, n(params), f"{params / pc.total:.1%}" if pc.total else "")
     t.add_section()
     t.add_row("total", n(pc.total), short(pc.total), style="bold")
-    if spec.moe:
-        t.add_row("active per token", n(pc.active), short(pc.active), style="bold")
+    active = pc.active
+    if spec.moe and active is None:
+        t.add_row("active per token", "undefined", "num_experts_per_tok is null", style="bold")
+    elif spec.moe and active is not None:
+        t.add_row("active per token", n(active), short(active), style="bold")
     if not layered:
         return t
     rule = pc.rule_of_thumb
@@ -263,7 +268,7 @@ def explain_lines(spec: ModelSpec, pc: ParamCount) -> list[str]:
             lines.append(f"  {x.name} = {dims}{copies} = {n(x.numel)}")
         lines.append(f"  sum = {n(gc.per_layer)}")
         lines.append(f"{gc.num_layers} {group.name} layers = {gc.num_layers} × {n(gc.per_layer)} = {n(gc.total)}")
-        if spec.moe and gc.per_layer_active != gc.per_layer:
+        if spec.moe and gc.per_layer_active is not None and gc.per_layer_active != gc.per_layer:
             k, e = spec.moe.experts_per_tok, spec.moe.num_experts
             lines.append(f"  active: routed experts × {k}/{e}, the rest whole = {n(gc.per_layer_active)} per layer")
     for x in spec.tensors:
@@ -369,7 +374,7 @@ def count_grid(items: list[tuple[str, ModelSpec, ParamCount]]) -> Grid:
     row("vocab", shape([s.shape.vocab_size for s in specs]))
     row("tied embeddings", shape([s.shape.tied_embeddings for s in specs]))
     row("experts (top-k)", [
-        f"{s.moe.num_experts} (top-{s.moe.experts_per_tok})" if s.moe else "-" for s in specs
+        f"{s.moe.num_experts} (top-{s.moe.experts_per_tok or '?'})" if s.moe else "-" for s in specs
     ])
     # the parts, adding up to the total: the main part's embeddings, layers, lm_head and other
     # outer tensors (final norm …), then each other part of a whole model (vision, audio …)
