@@ -137,11 +137,14 @@ def _forwards(variant: Variant) -> tuple[list[measure.Forward], Outcome | None]:
         spec_from_dict(variant.config, name=variant.label)
     except (ConfigError, UsageError):
         return [], count_outcome(variant)
+    config, shrunk = measure.fitted(variant)
     try:
-        return [measure.measure(measure.fitted(variant)[0], depth=d) for d in measure.DEPTHS], None
+        return [measure.measure(config, depth=d) for d in measure.DEPTHS], None
     except ConfigError as e:
         return [], Outcome(UNMEASURED, str(e))
     except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
+        if shrunk:  # the smaller copy, not the config: nothing said about the config itself
+            return [], Outcome(UNMEASURED, f"{shrunk}: {_first_line(e)}")
         return [], Outcome(UNBUILT, _first_line(e))
 
 

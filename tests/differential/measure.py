@@ -44,7 +44,7 @@ SHORT = 32  # a second cached length: with SEQ, the bytes per token and the stat
 DEPTHS = (1, 2)
 DTYPES = (DType.bf16, DType.fp32)  # the first that runs on the CPU
 FIT_VOCAB = 1024
-FIT_EXPERTS = (8, 16, 32, 64)
+FIT_EXPERTS = (4, 8, 16, 32, 64)
 
 
 @dataclass(frozen=True)
@@ -139,20 +139,23 @@ def fitted(variant: Variant) -> tuple[dict[str, Any], str]:
     """``variant``'s config with what its change left alone made smaller, and what that was (""
     when nothing): the vocabulary to FIT_VOCAB (the lm_head is most of a cut copy's work, and
     the simplest of its matmuls), then where the copy would still exceed verify's CPU limit the
-    routed experts to the fewest of FIT_EXPERTS (dividing the original, at least k) that fit. A
+    routed experts to the fewest of FIT_EXPERTS (dividing the original, at least 2k) that fit. A
     different config, checked the same way: the figures still follow from it."""
     config = variant.config
     done = []
     if "vocab" not in variant.change:
         smaller = _set(config, lambda key, old: key == "vocab_size" and isinstance(old, int)
                        and old > FIT_VOCAB, FIT_VOCAB)
+        # token ids past the smaller vocabulary (a padding_idx must be inside the table)
+        smaller = _set(smaller, lambda key, old: key.endswith("token_id") and isinstance(old, int)
+                       and old >= FIT_VOCAB, FIT_VOCAB - 1)
         if smaller != config and _spec(smaller) is not None:
             config = smaller
             done.append(f"vocab_size={FIT_VOCAB}")
     spec = _spec(config)
     if spec is not None and spec.moe is not None and _too_large(config) and "expert" not in variant.change:
         e, k = spec.moe.num_experts, spec.moe.experts_per_tok
-        for fewer in (n for n in FIT_EXPERTS if k <= n < e and e % n == 0):
+        for fewer in (n for n in FIT_EXPERTS if 2 * k <= n < e and e % n == 0):
             smaller = _set(config, lambda key, old: "expert" in key and old == e, fewer)
             if (s := _spec(smaller)) is not None and s.moe is not None and s.moe.num_experts == fewer:
                 config = smaller
