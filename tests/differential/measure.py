@@ -153,7 +153,8 @@ def fitted(variant: Variant) -> tuple[dict[str, Any], str]:
             config = smaller
             done.append(f"vocab_size={FIT_VOCAB}")
     spec = _spec(config)
-    if spec is not None and spec.moe is not None and _too_large(config) and "expert" not in variant.change:
+    if (spec is not None and spec.moe is not None and spec.moe.experts_per_tok is not None
+            and _too_large(config) and "expert" not in variant.change):
         e, k = spec.moe.num_experts, spec.moe.experts_per_tok
         for fewer in (n for n in FIT_EXPERTS if 2 * k <= n < e and e % n == 0):
             smaller = _set(config, lambda key, old: "expert" in key and old == e, fewer)
