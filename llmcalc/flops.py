@@ -649,6 +649,7 @@ class AttentionTerm:
     compress: int = 0  # compressed attention: one pooled entry per this many tokens, besides the window
     compressed_keys: int = 0  # pooled entries one query reads at this context (≤ topk)
     full_pairs: int = 0  # pairs a prefill's dense kernels compute (n², or n·(n + ⌊n/m⌋))
+    maps: int = 1  # softmax attention runs per layer (differential attention: 2)
 
 
 @dataclass(frozen=True)
@@ -777,6 +778,7 @@ def flops(
             if g.attention.compress
             else 0,
             full_pairs=_pairs(g.attention, ctx=ctx, causal=False),
+            maps=g.attention.maps,
         )
         for g in spec.layer_groups
         if g.attention is not None

@@ -115,6 +115,10 @@ class Attention:
     (query i: ⌊i / m⌋ of them, at most ``topk`` where an indexer picks them: CSA), made by
     ``compressors`` (the first makes the keys and values; a second, the indexer's, the keys its
     indexer scores at ``index_pair_flops`` per query–entry pair).
+    ``maps`` (differential attention, DiffLlama): the layer runs softmax attention this many times
+    over the same queries and keys, each time against all of its value heads (transformers'
+    ``DiffLlamaAttention``: two calls, each over one half of V repeated to the full kv heads), so
+    every query–key pair costs ``maps`` × 2·h·(d_qk + d_v); the cache holds K and V once.
     """
 
     heads: int
@@ -136,6 +140,7 @@ class Attention:
     keys_are_values: bool = False
     compress: int = 0
     compressors: tuple[Compressor, ...] = ()
+    maps: int = 1
 
     def compressed_entries(self, ctx: int) -> int:
         """Pooled entries emitted at context ``ctx`` (compressed attention): ⌊ctx / m⌋."""

@@ -15,10 +15,11 @@ FLOPS_PER_MAC = 2  # a multiply and an add
 
 
 def pair_flops(attention: Attention) -> int:
-    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v (an
-    indexer's scoring is apart: :func:`llmcalc.flops.index_flops`)."""
+    """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v, once per
+    attention map (differential attention: two) (an indexer's scoring is apart:
+    :func:`llmcalc.flops.index_flops`)."""
     a = attention
-    return FLOPS_PER_MAC * a.heads * (a.qk_head_dim + a.v_head_dim)
+    return FLOPS_PER_MAC * a.heads * (a.qk_head_dim + a.v_head_dim) * a.maps
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from typing import Any, Literal
 
 from llmcalc.counting import LM_HEAD
 from llmcalc.errors import ConfigError, LLMCalcError, MissingExtraError
+from llmcalc.flops import FLOPS_PER_MAC
+from llmcalc.memory import has_cross_attention
 from llmcalc.safetensors_index import Checkpoint, read_checkpoint
 from llmcalc.spec import LAYER, LayerGroup, ModelSpec
 
@@ -638,6 +640,9 @@ def verify_flops(spec: ModelSpec, *, seq_len: int = FLOPS_SEQ_LEN) -> FlopsCheck
 LAYER_COUNT_FIELDS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
 # An encoder–decoder's layer counts per stack (T5: num_layers and num_decoder_layers).
 STACK_LAYER_FIELDS = ("encoder_layers", "decoder_layers", "num_decoder_layers")
+# Fields that count a model's last layers (Gemma 3n, Gemma 4: the layers that reuse an earlier
+# layer's keys and values).
+LAST_LAYER_FIELDS = ("num_kv_shared_layers",)
 # Floating dtypes a model can run in on the CPU (DType value → torch dtype name).
 TORCH_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -667,6 +672,9 @@ def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
     for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
             cut[key] = value[:num_layers]
+    for key in LAST_LAYER_FIELDS:  # the first layers hold those of the last ones they reach
+        if isinstance(last := spec.config.get(key), int):
+            cut[key] = max(0, num_layers - max(0, spec.num_layers - last))
     for key in STACK_LAYER_FIELDS:  # an encoder–decoder: both stacks
         if key in spec.config:
             cut[key] = num_layers
@@ -683,7 +691,8 @@ def cut_config(spec: ModelSpec, *, num_layers: int, **changes: Any) -> Any:
 
 
 def build_random_model(
-    spec: ModelSpec, *, num_layers: int, dtype: str = "bf16", seed: int = 0
+    spec: ModelSpec, *, num_layers: int, dtype: str = "bf16", seed: int = 0,
+    experts: str = "eager",
 ) -> Any:
     """The causal-LM model of ``spec`` cut to ``num_layers``, on the CPU, weights uniform ±0.02.
 
@@ -702,7 +711,7 @@ def build_random_model(
         model = model_class(spec).from_config(
             config,
             attn_implementation="eager",  # two matmuls FlopCounterMode counts (no CPU SDPA formula)
-            experts_implementation="eager",  # one linear per expert hit (no grouped_mm formula)
+            experts_implementation=experts,  # "eager": one linear per expert hit
             dtype=torch_dtype,
         )
     model.tie_weights()
@@ -732,38 +741,70 @@ def measure_forward(
     use_cache: bool = False,
     static_cache: bool = False,
     dtype: str = "bf16",
+    experts: str = "eager",
 ) -> ForwardMeasurement:
     """One forward pass of ``batch`` random sequences of ``seq_len`` tokens through a cut-down copy.
 
     ``static_cache`` preallocates transformers' ``StaticCache`` for ``seq_len`` tokens (sliding
     layers then hold their whole window); otherwise the default ``DynamicCache`` is used.
+    ``experts``: transformers' experts implementation ("eager", or its default "grouped_mm",
+    counted with :func:`grouped_mm_flops`).
     """
+    with transformers_errors(spec, "run"):
+        model = build_random_model(spec, num_layers=num_layers, dtype=dtype, experts=experts)
+        return run_forward(model, seq_len=seq_len, batch=batch, use_cache=use_cache,
+                           static_cache=static_cache, encoder_states=has_cross_attention(spec))
+
+
+def run_forward(
+    model: Any,
+    *,
+    seq_len: int,
+    batch: int = 1,
+    use_cache: bool = False,
+    static_cache: bool = False,
+    position_ids: bool = False,
+    encoder_states: bool = False,
+) -> ForwardMeasurement:
+    """One forward pass of ``batch`` random sequences of ``seq_len`` tokens through ``model`` (one
+    :func:`build_random_model` made), under FlopCounterMode; the cache it leaves (see
+    :func:`measure_forward`). ``position_ids``: pass 0 … seq_len − 1 (a model cut to linear-attention
+    layers only otherwise asks its new cache for a length only attention layers keep: Lara-Mini).
+    ``encoder_states``: a decoder that cross-attends to an encoder it does not hold (TrOCR) reads
+    ``seq_len`` random encoder states, as llmcalc's source length defaults to the context.
+    Raises what transformers raises."""
     torch, transformers = _import()
     from torch.utils.flop_counter import FlopCounterMode
 
-    with transformers_errors(spec, "run"):
-        model = build_random_model(spec, num_layers=num_layers, dtype=dtype)
-        gen = torch.Generator().manual_seed(1)
-        vocab = model.get_input_embeddings().weight.shape[0]
-        ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
-        kwargs: dict[str, Any] = {"use_cache": use_cache or static_cache}
-        if static_cache:
-            kwargs["cache"] = transformers.StaticCache(config=model.config, max_cache_len=seq_len)
-        inputs: dict[str, Any] = {"input_ids": ids}
-        if getattr(model.config, "is_encoder_decoder", False):
-            # an encoder–decoder: seq_len source tokens and seq_len decoder tokens (Whisper: 30 s
-            # of log-mel frames, as its encoder requires)
-            inputs["decoder_input_ids"] = ids
-            if model.main_input_name == "input_features":
-                c = model.config
-                frames = 2 * c.max_source_positions
-                inputs.pop("input_ids")
-                inputs["input_features"] = torch.randn(
-                    batch, c.num_mel_bins, frames, generator=gen, dtype=model.dtype
-                )
-        counter = FlopCounterMode(display=False)
-        with torch.no_grad(), counter:
-            out = model(**inputs, **kwargs)
+    gen = torch.Generator().manual_seed(1)
+    vocab = model.get_input_embeddings().weight.shape[0]
+    ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
+    kwargs: dict[str, Any] = {"use_cache": use_cache or static_cache}
+    if static_cache:
+        kwargs["cache"] = transformers.StaticCache(config=model.config, max_cache_len=seq_len)
+    inputs: dict[str, Any] = {"input_ids": ids}
+    if position_ids:
+        inputs["position_ids"] = torch.arange(seq_len).expand(batch, seq_len)
+    c = model.config
+    if encoder_states and not getattr(c, "is_encoder_decoder", False):
+        width = getattr(c, "cross_attention_hidden_size", None) or c.hidden_size
+        inputs["encoder_hidden_states"] = torch.randn(
+            batch, seq_len, width, generator=gen, dtype=model.dtype)
+    if getattr(model.config, "is_encoder_decoder", False):
+        # an encoder–decoder: seq_len source tokens and seq_len decoder tokens (Whisper: 30 s
+        # of log-mel frames, as its encoder requires)
+        inputs["decoder_input_ids"] = ids
+        if model.main_input_name == "input_features":
+            frames = 2 * c.max_source_positions
+            inputs.pop("input_ids")
+            inputs["input_features"] = torch.randn(
+                batch, c.num_mel_bins, frames, generator=gen, dtype=model.dtype
+            )
+    counter = FlopCounterMode(
+        display=False, custom_mapping={torch.ops.aten._grouped_mm: grouped_mm_flops}
+    )
+    with torch.no_grad(), counter:
+        out = model(**inputs, **kwargs)
     by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
     cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
     kv_bytes = None
@@ -783,6 +824,21 @@ def measure_forward(
     if cache is None and isinstance(state, (list, tuple)):
         kv_bytes = sum(t.nbytes for t in state if hasattr(t, "nbytes"))
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
+
+
+def grouped_mm_flops(a: tuple[int, ...], b: tuple[int, ...], *_: Any, **__: Any) -> int:
+    """FLOPs of ``torch._grouped_mm`` from its operands' shapes (torch 2.13's FlopCounterMode has
+    no formula for it and counts 0: a model's routed experts under transformers' default experts
+    implementation). Routed rows [T, K] against per-expert matrices [E, K, N]: each row meets one
+    expert's matrix, 2·T·K·N; batched [E, M, K] × [E, K, N]: 2·E·M·K·N; [M, K] × [K, N] grouped
+    along K: 2·M·K·N."""
+    if len(a) == 2 and len(b) == 3:
+        return FLOPS_PER_MAC * a[0] * a[1] * b[2]
+    if len(a) == 3 and len(b) == 3:
+        return FLOPS_PER_MAC * a[0] * a[1] * a[2] * b[2]
+    if len(a) == 2 and len(b) == 2:
+        return FLOPS_PER_MAC * a[0] * a[1] * b[1]
+    raise ValueError(f"grouped_mm of shapes {a} and {b}: no FLOPs formula")
 
 
 # A cache layer's per-name states beside its keys and values: an SSM layer's convolution and

@@ -11,7 +11,7 @@ config class's ``layer_plan``. Source: tensor names and shapes as in each transf
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, cast
 
 from pydantic import AliasChoices, Field
@@ -74,6 +74,11 @@ class Layout:
     diff_lambdas: bool = False  # Differential attention: lambda_q1, k1, q2, k2: [hd] each
     dynamic_mask: bool = False  # Doge: A [kv] and dt_proj kv × (kv·hd) that mask the scores
     residual_scales: bool = False  # Doge: input_residual, post_attention_residual: [d] each
+
+    @property
+    def maps(self) -> int:
+        """Softmax attention runs per layer: differential attention runs two (Attention.maps)."""
+        return 2 if self.diff_lambdas else 1
 
 
 class DenseConfig(DecoderConfig):
@@ -584,6 +589,7 @@ def describe(c: DenseConfig) -> Architecture:
             final_norm="model.norm" if lay.final_norm else None,
         ),
         layer_groups=planned_layers(
-            c.layer_plan(), lambda kind: (layer, c.attention(window=windows[kind]))
+            c.layer_plan(),
+            lambda kind: (layer, replace(c.attention(window=windows[kind]), maps=lay.maps)),
         ),
     )

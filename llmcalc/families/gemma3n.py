@@ -7,7 +7,9 @@ Tensor names and shapes as in transformers ``Gemma3nForCausalLM``:
   layer gates its slice in (``per_layer_input_gate`` [p, d], ``per_layer_projection`` [d, p], a norm);
 - AltUp (Baykal et al. 2023) keeps n = altup_num_inputs copies of the residual stream: n − 1
   ``altup_projections`` and ``altup_unembed_projections`` [d, d], and per layer a router [n, d] with
-  its norm, prediction coefficients [n², n], correction coefficients [n, n] and an output scale [d];
+  its norm, prediction coefficients [n², n], correction coefficients [n, n] and an output scale [d]
+  (the router runs twice a layer; the predicted streams are the n streams times an n × n matrix
+  per token, 2·d·n² FLOPs a layer; the correction is elementwise);
 - LAuReL (Menghani et al. 2024): a low-rank residual, ``linear_left`` [r, d], ``linear_right`` [d, r]
   and a norm;
 - KV sharing: the last ``num_kv_shared_layers`` layers attend with the keys and values of the last
@@ -140,7 +142,9 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
         Tensor(f"{p}.altup.correct_output_scale", (d,), "altup/correct_output_scale"),
         *linear(f"{p}.altup.correction_coefs", "altup/correction_coefs", n, n, bias=False),
         *linear(f"{p}.altup.prediction_coefs", "altup/prediction_coefs", n * n, n, bias=False),
-        *linear(f"{p}.altup.modality_router", "altup/modality_router", n, d, bias=False),
+        # the router reads the stream twice a layer: in AltUp's predict and in its correct
+        Tensor(f"{p}.altup.modality_router.weight", (n, d), "altup/modality_router", matmul=True,
+               uses=2),
         *norm(f"{p}.altup.router_norm", "altup/router_norm", d, bias=False),
         # LAuReL: d → r → d, a norm
         *linear(f"{p}.laurel.linear_left", "laurel/linear_left", r, d, bias=False),
@@ -191,6 +195,10 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
     return Architecture(  # a per-layer intermediate_size list (all equal): the one width
         shape=replace(c.shape(tied=c.tie_word_embeddings), intermediate_size=c.ff),
         tensors=tensors, layer_groups=groups,
+        # AltUp's predict: per token and layer, the n streams [d, n] times the n × n coefficients
+        # the router made (torch.matmul in Gemma3nTextAltUp.predict): 2·d·n²
+        depth_flops_per_token=2 * d * n * n * L,
+        depth_flops_what="AltUp's predictions, the streams times their n × n coefficients a layer",
     )
 
 

@@ -12,6 +12,7 @@ from llmcalc.flops import (
     FLOPS_PER_MAC,
     STATE_READS,
     TRAINING_MULTIPLIER,
+    AttentionTerm,
     FlopsResult,
     position_flops,
 )
@@ -39,6 +40,12 @@ def ctx_label(ctx: int) -> str:
             return f"{n(ctx)} ({ctx // size}{suffix})"
     return n(ctx)
 
+
+
+def _pair_dims(a: AttentionTerm) -> str:
+    """One query–key pair's head dims, "(d_qk + d_v)", times the maps of differential attention."""
+    dims = f"({a.qk_head_dim} + {a.v_head_dim})"
+    return dims if a.maps == 1 else f"{a.maps} maps × {dims}"
 
 
 def _mixer_expression(m: Mixer) -> str:
@@ -250,10 +257,10 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         )
         lines.append(
             f"  {a.group}: {plural(a.num_layers, 'layer')} × (2 × {keys} × {a.heads} heads × "
-            f"({a.qk_head_dim} + {a.v_head_dim}){index}) = {n(a.num_layers * a.per_layer)}"
+            f"{_pair_dims(a)}{index}) = {n(a.num_layers * a.per_layer)}"
             if a.topk is not None or a.index_pair_flops
             else f"  {a.group}: {plural(a.num_layers, 'layer')} × 2 × {keys} × {a.heads} heads × "
-            f"({a.qk_head_dim} + {a.v_head_dim}) = {n(a.num_layers * a.per_layer)}"
+            f"{_pair_dims(a)} = {n(a.num_layers * a.per_layer)}"
         )
     if any(a.index_block for a in r.attention_terms):
         lines.append(
@@ -334,10 +341,10 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     depth = ([f"{n(r.ctx)} × {n(spec.depth_flops_per_token)} ({spec.depth_flops_what})"]
              if spec.depth_flops_per_token else [])
     full = " + ".join(
-        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
+        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × {_pair_dims(a)}"
          if not a.compress else
          f"{a.num_layers} × {n(a.full_pairs)} pairs ({n(r.ctx)} × ({n(r.ctx)} + "
-         f"⌊{n(r.ctx)} / {a.compress}⌋)) × 2 × {a.heads} × ({a.qk_head_dim} + {a.v_head_dim})"
+         f"⌊{n(r.ctx)} / {a.compress}⌋)) × 2 × {a.heads} × {_pair_dims(a)}"
          for a in r.attention_terms]
         + [f"{a.num_layers} × {n(r.ctx)}² × {n(a.index_pair_flops)} (indexer)"
            if not a.index_block and not a.compress else
@@ -358,7 +365,7 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     )
     causal = " + ".join(
         [f"{a.num_layers} × {n(a.causal_pairs)} pairs × 2 × {a.heads} × "
-         f"({a.qk_head_dim} + {a.v_head_dim})" for a in r.attention_terms]
+         f"{_pair_dims(a)}" for a in r.attention_terms]
         + [f"{a.num_layers} × {n(a.index_causal_pairs)} pairs × {n(a.index_pair_flops)} (indexer)"
            for a in r.attention_terms if a.index_pair_flops]
         + [f"{m.num_layers} × {n(r.ctx)} steps × {n(m.per_layer)}" for m in r.mixer_terms]

@@ -4,7 +4,9 @@ A check takes a :class:`~variants.Variant` and returns an :class:`Outcome`; ``CH
 (one column each in ``bench/differential.py``). The count check builds the config on the meta
 device (no storage) and requires llmcalc's total to equal the parameters' numel, its breakdown to
 add up to it and its named tensors (a second path) to hold as many; where llmcalc refuses, the
-refusal must be one line.
+refusal must be one line. The FLOPs and cache checks run the config cut to 1 and 2 layers for real
+(measure.py): FlopCounterMode's count must equal ``llmcalc flops``' full prefill, the bytes of
+transformers' cache ``llmcalc memory``'s.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import measure
 from variants import Variant
 
 from llmcalc import count, spec_from_dict
@@ -26,7 +29,8 @@ REFUSED = "refused"  # llmcalc refuses in one line a config transformers builds
 BOTH_REFUSE = "both refuse"  # transformers cannot build it either, and llmcalc refuses it
 UNBUILT = "unbuilt"  # llmcalc counts a config transformers refuses to build
 WRONG = "wrong"  # a different figure, a breakdown that does not add up, or a traceback
-KINDS = (EXACT, REFUSED, BOTH_REFUSE, UNBUILT, WRONG)
+UNMEASURED = "unmeasured"  # figures no forward pass here can check (a whole model, too large)
+KINDS = (EXACT, REFUSED, BOTH_REFUSE, UNBUILT, WRONG, UNMEASURED)
 
 
 @dataclass(frozen=True)
@@ -122,5 +126,81 @@ def count_outcome(variant: Variant) -> Outcome:
     return Outcome(EXACT)
 
 
+# ---- FLOPs and cache bytes: a real forward pass of the config cut to 1 and 2 layers (measure.py) ---
+
+
+def _forwards(variant: Variant) -> tuple[list[measure.Forward], Outcome | None]:
+    """The measured copies (of :func:`measure.fitted`'s config), or the outcome that ends the check
+    before any comparison: llmcalc's refusal as the count check classes it, verify's refusal to
+    build the cut copy (unmeasured), or what transformers raises (unbuilt)."""
+    try:
+        spec_from_dict(variant.config, name=variant.label)
+    except (ConfigError, UsageError):
+        return [], count_outcome(variant)
+    config, shrunk = measure.fitted(variant)
+    try:
+        return [measure.measure(config, depth=d) for d in measure.DEPTHS], None
+    except ConfigError as e:
+        return [], Outcome(UNMEASURED, str(e))
+    except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
+        if shrunk:  # the smaller copy, not the config: nothing said about the config itself
+            return [], Outcome(UNMEASURED, f"{shrunk}: {_first_line(e)}")
+        return [], Outcome(UNBUILT, _first_line(e))
+
+
+def flops_outcome(variant: Variant) -> Outcome:
+    """FlopCounterMode's count of a SEQ-token forward of ``variant`` cut to 1 and 2 layers against
+    ``forward_flops_per_sequence``."""
+    forwards, ended = _forwards(variant)
+    if ended is not None:
+        return ended
+    config, shrunk = measure.fitted(variant)
+    spec = spec_from_dict(config, name=variant.label)
+    for f in forwards:
+        try:
+            ours = measure.ours_flops(measure.cut_spec(spec, num_layers=f.depth))
+        except Exception as e:  # noqa: BLE001 - a traceback is a defect, reported as such
+            return Outcome(WRONG, f"{f.depth} layer(s): llmcalc raised {_first_line(e)}")
+        if ours != f.flops:
+            return Outcome(WRONG, f"{f.depth} layer(s): llmcalc {ours:,}, FlopCounterMode "
+                                  f"{f.flops:,} ({(ours - f.flops) / f.flops:+.2%})")
+    return Outcome(EXACT, shrunk)
+
+
+def cache_outcome(variant: Variant) -> Outcome:
+    """The bytes transformers' cache holds after SEQ and SHORT tokens of ``variant`` cut to 1 and 2
+    layers against ``memory``'s cache bytes."""
+    forwards, ended = _forwards(variant)
+    if ended is not None:
+        return ended
+    config, shrunk = measure.fitted(variant)
+    spec = spec_from_dict(config, name=variant.label)
+    ran = [f for f in forwards if not f.cache_error]
+    if not ran:
+        return Outcome(UNBUILT, f"transformers cannot run with a cache: {forwards[0].cache_error}")
+    if all(not f.cache_bytes.get(measure.SEQ) and f.cache_layers == () for f in ran):
+        ours = measure.ours_cache_bytes(measure.cut_spec(spec, num_layers=ran[0].depth),
+                                        ctx=measure.SEQ, dtype=ran[0].dtype)
+        if ours:  # OpenAI GPT: no cache at all, the prefix recomputed at every step
+            return Outcome(UNBUILT, f"transformers keeps no cache for this model; llmcalc: {ours:,} B")
+    for f in ran:
+        cut = measure.cut_spec(spec, num_layers=f.depth)
+        for n, theirs in f.cache_bytes.items():
+            try:
+                ours = measure.ours_cache_bytes(cut, ctx=n, dtype=f.dtype)
+            except Exception as e:  # noqa: BLE001 - a traceback is a defect, reported as such
+                return Outcome(WRONG, f"{f.depth} layer(s): llmcalc raised {_first_line(e)}")
+            if ours != (theirs or 0):
+                return Outcome(WRONG, f"{f.depth} layer(s), {n} tokens, {f.dtype.value}: llmcalc "
+                                      f"{ours:,} B, transformers {theirs or 0:,} B "
+                                      f"({', '.join(f.cache_layers) or 'no cache'})")
+    # a depth transformers cannot run with a cache (a cut to linear-attention layers only)
+    skipped = [f"{f.depth} layer(s) without a cache: {f.cache_error}" for f in forwards
+               if f.cache_error]
+    return Outcome(EXACT, "; ".join([shrunk, *skipped]).strip("; "))
+
+
 # the checks, one column each in bench/differential.py
-CHECKS: dict[str, Callable[[Variant], Outcome]] = {"count": count_outcome}
+CHECKS: dict[str, Callable[[Variant], Outcome]] = {
+    "count": count_outcome, "flops": flops_outcome, "cache": cache_outcome,
+}

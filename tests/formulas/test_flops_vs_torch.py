@@ -23,6 +23,7 @@ from llmcalc.flops import forward_flops_per_sequence
 from llmcalc.verify import extrapolate_layers, measure_forward
 
 SEQ = 8
+LONG = 64
 SMALL = ["hidden_size=256", "intermediate_size=512", "vocab_size=1000"]
 
 # name, --set overrides, what it covers
@@ -72,6 +73,11 @@ MODELS = [
     ("mamba-130m", [], "Mamba selective scan: conv over d_inner, readout 2·d_inner·N per token"),
     ("mamba-codestral-7b", ["chunk_size=4"], "Mamba-2 SSD: 2 chunks of 4, inter-chunk einsum"),
     ("mamba-codestral-7b", ["chunk_size=3"], "Mamba-2 SSD: 8 tokens padded to 3 chunks of 3"),
+    (
+        "diffllama-default",
+        [*SMALL, "num_attention_heads=4", "num_key_value_heads=2"],
+        "differential attention: two softmax maps per layer over the same Q and K",
+    ),
 ]
 
 
@@ -109,3 +115,38 @@ def test_sliding_window_mask_is_not_a_saving_flop_counter_sees() -> None:
     pair = 2 * 32 * 256  # one query-key pair in one layer: 2 · h · (d_qk + d_v)
     assert m.flops == full
     assert full - causal == (64 - 26) * pair  # 8 × 8 pairs; the mask keeps 1+2+3+4+4+4+4+4 = 26
+
+
+def test_differential_attention_counts_both_maps() -> None:
+    """DiffLlama runs softmax attention twice per layer (two calls sharing Q and K, each over half
+    of V repeated to all kv heads): 2 maps × 2 · 64² · 32 heads · (64 + 64) per layer."""
+    spec = load_spec("diffllama-default", overrides=["num_hidden_layers=2"])
+    m = measure_forward(spec, num_layers=2, seq_len=LONG, dtype="fp32")
+    assert m.flops == forward_flops_per_sequence(spec, ctx=LONG, causal=False) == 25_702_694_912
+    assert m.flops_by_op["aten.bmm"] == 2 * 2 * 2 * LONG**2 * 32 * (64 + 64) == 134_217_728
+
+
+def test_grouped_mm_experts_count_as_eager() -> None:
+    """transformers' default experts implementation multiplies the routed tokens by torch's
+    grouped_mm, which torch 2.13's FlopCounterMode counts as 0 (Lara-Mini then reads 7.2% below
+    llmcalc); counted from its shapes, k = 4 experts per token, it equals the eager loop."""
+    spec = load_spec("lara-mini-default", overrides=["num_hidden_layers=2"])
+    eager = measure_forward(spec, num_layers=2, seq_len=LONG, dtype="fp32")
+    grouped = measure_forward(spec, num_layers=2, seq_len=LONG, dtype="fp32", experts="grouped_mm")
+    assert grouped.flops == eager.flops == forward_flops_per_sequence(spec, ctx=LONG, causal=False)
+    assert eager.flops == 23_897_145_344
+    # 2 layers × 64 tokens × 4 experts: gate_up 2 × 1,024 × 1,024, down 1,024 × 512, 2 FLOPs each
+    assert grouped.flops_by_op["aten._grouped_mm"] == 2 * LONG * 4 * 2 * (1024 * 1024 + 1024 * 512)
+    assert grouped.flops - grouped.flops_by_op["aten._grouped_mm"] == 22_286_532_608
+
+
+def test_altup_router_runs_twice_and_predicts_with_a_matmul() -> None:
+    """Gemma 3n's AltUp: per layer the router [n, d] reads the stream in predict and again in
+    correct, and predict multiplies the n streams by an n × n matrix per token (a bmm)."""
+    spec = load_spec("gemma-3n-text-defaults", overrides=[
+        "num_hidden_layers=2", "num_kv_shared_layers=0", "vocab_size=1000",
+        "vocab_size_per_layer_input=1000", "hidden_size=256", "intermediate_size=512"])
+    m = measure_forward(spec, num_layers=2, seq_len=LONG)
+    assert m.flops == forward_flops_per_sequence(spec, ctx=LONG, causal=False) == 646_729_728
+    # attention 2 layers × 64² × 2 × 8 heads × (256 + 256); AltUp 2 layers × 64 × 2 × 256 × 4²
+    assert m.flops_by_op["aten.bmm"] == 2 * LONG**2 * 2 * 8 * 512 + 2 * LONG * 2 * 256 * 16
