@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 
 import pytest
 from rich.console import Console
@@ -103,3 +106,45 @@ def test_metavars_say_what_to_type() -> None:
     for shown in ("--tokens TOKENS", "--gpu GPU", "--gpu-mem SIZE", "--mfu FRACTION",
                   "--recompute none|selective|full", "--zero STAGE"):
         assert shown in out
+
+
+@pytest.mark.parametrize("width", (80, 100))
+def test_names_are_whole_words_at_any_width(monkeypatch: pytest.MonkeyPatch, width: int) -> None:
+    out = run_at(width, monkeypatch, "count", "llama-2-7b", "mistral-7b", "qwen2.5-7b")
+    for name in ("meta-llama/Llama-2-7b-hf", "mistralai/Mistral-7B-v0.1", "Qwen/Qwen2.5-7B"):
+        assert name in out
+    out = run_at(width, monkeypatch, "count", "deepseek-v3")
+    for group in ("moe/shared_experts/gate_proj", "moe/experts/gate_up_proj", "attn/kv_a_proj"):
+        assert group in out, out
+    if width == 80:
+        assert "(weights, biases left out at this width" in out
+
+
+def test_tensors_at_80_columns_stack_rather_than_drop(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run_at(80, monkeypatch, "count", "deepseek-v3", "--tensors")
+    assert "name / repeats" in out and "shape / numel" in out
+    assert "left out" not in out
+    lines = out.splitlines()
+    at = next(i for i, ln in enumerate(lines) if "model.embed_tokens.weight" in ln)
+    assert "[129280, 7168]" in lines[at] and "926,679,040" in lines[at + 1]  # 129,280 × 7,168
+
+
+def test_latency_labels_read_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
+    out = run_at(80, monkeypatch, "latency", "llama-3-8b", "--gpu", "h100")
+    assert "│ time to first token (prefill)    │" in out
+    assert "│ decode tokens/s per request      │" in out
+    assert max(len(ln) for ln in out.splitlines()) <= 80
+
+
+def test_piped_output_follows_columns() -> None:
+    from test_cli_entry import llmcalc
+
+    env_80 = {"COLUMNS": "80"}
+    out = subprocess.run([sys.executable, "-c", "import sys; from llmcalc.cli import run; "
+                          "sys.argv[0] = 'llmcalc'; run()", "list"], capture_output=True,
+                         text=True, env={**os.environ, **env_80}, timeout=120)
+    assert out.returncode == 0
+    assert max(len(ln) for ln in out.stdout.splitlines()) <= 80
+    assert "(repo id" in out.stdout
+    wide = llmcalc("list")  # no COLUMNS and no terminal: 120 columns
+    assert max(len(ln) for ln in wide.stdout.splitlines()) > 80

@@ -7,11 +7,12 @@ app, for tests and for ``llmcalc --help``.
 
 from __future__ import annotations
 
+import errno
 import importlib
 import sys
 from collections.abc import Iterable
 from functools import cache
-from typing import Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -68,6 +69,22 @@ def _argument_type_as_typed() -> None:
     TyperArgument._llmcalc_plain = True  # type: ignore[attr-defined]
 
 
+def version_line() -> str:
+    """`llmcalc 0.1.0`: the installed distribution's (llmcalc-exact) version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"llmcalc {version('llmcalc-exact')}"
+    except PackageNotFoundError:
+        return "llmcalc (version unknown: not installed)"
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
 def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     """A Typer app with the named commands (all of them by default)."""
     app = typer.Typer(
@@ -82,7 +99,11 @@ def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     _argument_type_as_typed()
 
     @app.callback()
-    def root() -> None:
+    def root(
+        version: Annotated[bool, typer.Option(
+            "--version", is_eager=True, callback=_print_version,
+            help="Print llmcalc's version and exit.")] = False,
+    ) -> None:
         pass
 
     for name in names:
@@ -122,7 +143,7 @@ def cap_integer_options(command: Any) -> None:
 
 def main() -> None:
     """The ``llmcalc`` entry point: usage errors too are one line on stderr, exit code 2."""
-    from llmcalc.limits import EscapingStream, one_line
+    from llmcalc.limits import EscapingStream, one_line, shown
 
     # Whatever any command prints goes through one filter: no raw control character from input
     # reaches the terminal, even from a code path that forgot to escape it.
@@ -135,28 +156,52 @@ def main() -> None:
         cap_integer_options(command)
         code = command.main(args=sys.argv[1:], prog_name="llmcalc", standalone_mode=False)
     except typer.TyperException as e:  # click's usage errors: missing argument, bad option …
+        if type(e).__name__ == "NoArgsIsHelpError":  # a bare `llmcalc`: the help, as asked
+            typer.echo(e.format_message())
+            sys.exit(0)
         message = e.format_message()
-        if message:  # empty when the help was shown for a bare `llmcalc`
-            typer.echo(f"error: {one_line(message)}", err=True)
+        if message:
+            typer.echo(f"error: {one_line(usage_line(message))}", err=True)
         sys.exit(getattr(e, "exit_code", 2))
     except typer.Abort:
         sys.exit(1)
     except KeyboardInterrupt:
         typer.echo("error: interrupted", err=True)
         sys.exit(130)
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            internal_error(e)
+        # a path longer than the file system takes (a 5,000-character name): the input's fault
+        name = str(e.filename or "")
+        typer.echo(f"error: {shown(name[:40])}: {len(name):,} characters, longer than a file "
+                   "name or path may be", err=True)
+        sys.exit(2)
     except (RecursionError, MemoryError) as e:
         # input that slipped past a cap: still one line, and the input's fault (exit 2)
         kind = "nested too deeply" if isinstance(e, RecursionError) else "too large to hold in memory"
         typer.echo(f"error: input {kind} for llmcalc", err=True)
         sys.exit(2)
-    except Exception as e:  # a bug: one line that says so, never a traceback
-        typer.echo(
-            f"error: internal error ({type(e).__name__}: {one_line(str(e))[:300]}); "
-            "please report it with the command line",
-            err=True,
-        )
-        sys.exit(70)
+    except Exception as e:
+        internal_error(e)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def internal_error(e: Exception) -> NoReturn:
+    """A bug: one line that says so, never a traceback; exit 70."""
+    from llmcalc.limits import one_line
+
+    typer.echo(
+        f"error: internal error ({type(e).__name__}: {one_line(str(e))[:300]}); "
+        "please report it with the command line",
+        err=True,
+    )
+    sys.exit(70)
+
+
+def usage_line(message: str) -> str:
+    """A usage error of click's on one line: its line breaks and tabs ("Choose from:\\n\\tflops,
+    \\n\\tmemory") read as spaces, never as escaped \\n."""
+    return " ".join(message.split())
 
 
 # Commands that a plain `llmcalc COMMAND MODEL...` (no option at all) runs without typer's parsing.
@@ -168,6 +213,9 @@ def run() -> None:
     no option) calls its command with the models and every option at its default, skipping what
     typer's parsing builds for options that were not given; anything else goes to :func:`main`."""
     args = sys.argv[1:]
+    if args == ["--version"]:
+        print(version_line())
+        sys.exit(0)
     if len(args) >= 2 and args[0] in PLAIN and not any(a.startswith("-") for a in args[1:]):
         module, function = COMMANDS[args[0]]
         command = getattr(importlib.import_module(f"llmcalc.cli.{module}"), function)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -30,10 +31,30 @@ class SafeConsole(Console):
             yield segment if text == segment.text else Segment(text, segment.style)
 
 
+PIPED_WIDTH = 120  # output neither to a terminal nor with COLUMNS set, nor one on stderr
+
+
+def output_width(stream: Any) -> int | None:
+    """The width to draw at: a terminal's own (None: rich measures it, COLUMNS first); piped
+    output follows COLUMNS, else the terminal stderr still shows (`llmcalc list | grep llama`
+    in an 80-column terminal: 80), else 120 columns."""
+    if stream.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if sys.stderr.isatty():
+            return os.get_terminal_size(sys.stderr.fileno()).columns or PIPED_WIDTH
+    except (OSError, ValueError, AttributeError):
+        pass
+    return PIPED_WIDTH
+
+
 def console(*, stderr: bool = False) -> Console:
-    """A console at the terminal's width, or 120 columns when output is not a terminal."""
+    """A console at the width :func:`output_width` gives."""
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 120
+    width = output_width(stream)
     # markup and emoji off: names and shapes such as "[4096, 4096]" are printed as they are
     return SafeConsole(
         file=stream,

@@ -14,11 +14,11 @@ import csv
 import io
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Union
 
 from rich import box
-from rich.console import Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
@@ -40,6 +40,7 @@ class Col:
     right: bool = False  # numbers: right-aligned
     drop: int = 0  # 0: always shown; on a narrow terminal the highest rank goes first
     wrap: bool = False  # free text that may wrap at spaces; anything else is never broken
+    under: int | None = None  # on a narrow terminal: shown on a line of its own in this column
 
 
 @dataclass
@@ -95,15 +96,15 @@ def _natural(grid: Grid, i: int) -> int:
 
 
 def _least(grid: Grid, i: int) -> int:
-    """The narrowest a column may get: its natural width, or for a wrapping column the longest
-    number or word in it (never broken) and at least MIN_WRAP."""
+    """The narrowest a column may get: its natural width, or for a wrapping column its longest
+    word (a name such as meta-llama/Llama-2-7b-hf, a number: never broken) and at least
+    MIN_WRAP."""
     if not grid.columns[i].wrap:
         return _natural(grid, i)
     natural = _natural(grid, i)
     unbroken = [len(shown(r[i])) for r in grid.rows if isinstance(r[i], (int, Fig))]
-    words = [w for r in grid.rows for w in shown(r[i]).split()]
-    numbers = [len(w) for w in words if NUMBER.fullmatch(w.rstrip(",;"))]  # never broken
-    least = max([*unbroken, *numbers, MIN_WRAP])
+    words = [len(w) for r in grid.rows for w in shown(r[i]).split()]
+    least = max([*unbroken, *words, MIN_WRAP])
     return min(natural, least)
 
 
@@ -121,12 +122,34 @@ def fitting_columns(grid: Grid, width: int) -> list[int]:
     return keep
 
 
+def stacked(grid: Grid) -> Grid:
+    """The grid with each column that has a place ``under`` another moved there: its text on a
+    line of its own below the other's, in one column headed "name / repeats"."""
+    hosts = {i: [j for j, c in enumerate(grid.columns) if c.under == i]
+             for i, c in enumerate(grid.columns) if c.under is None}
+    columns = [replace(grid.columns[i], header=" / ".join(grid.columns[j].header
+                                                           for j in [i, *moved]))
+               for i, moved in hosts.items()]
+
+    def cell(row: tuple[Cell, ...], i: int) -> Cell:
+        if not hosts[i]:
+            return row[i]
+        return "\n".join(text for j in [i, *hosts[i]] if (text := shown(row[j])))
+
+    rows = [tuple(cell(row, i) for i in hosts) for row in grid.rows]
+    return replace(grid, columns=columns, rows=rows)
+
+
 def to_rich(grid: Grid, width: int) -> RenderableType:
-    """The grid as one or more rich tables no wider than ``width`` (never a cut name or number)."""
+    """The grid as one or more rich tables no wider than ``width`` (never a cut name or number):
+    too wide, it stacks the columns that have a place under another, then leaves out columns."""
     if grid.keep and _needed(grid, list(range(len(grid.columns)))) > width:
         return _split(grid, width)
+    if any(c.under is not None for c in grid.columns) and _needed(
+            grid, list(range(len(grid.columns)))) > width:
+        grid = stacked(grid)
     keep = fitting_columns(grid, width)
-    parts: list[RenderableType] = [_table(grid, keep)]
+    parts: list[RenderableType] = [_table(grid, keep, width)]
     left_out = [grid.columns[i].header for i in range(len(grid.columns)) if i not in keep]
     if left_out:
         parts.append(Text(f"({', '.join(left_out)} left out at this width: "
@@ -135,8 +158,21 @@ def to_rich(grid: Grid, width: int) -> RenderableType:
     return Group(*parts) if len(parts) > 1 else parts[0]
 
 
+class Fitted:
+    """A grid drawn at the width it is given when printed (a console's, or less inside a group)."""
+
+    def __init__(self, grid: Grid) -> None:
+        self.grid = grid
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield to_rich(self.grid, options.max_width)
+
+
 def _split(grid: Grid, width: int) -> RenderableType:
-    """A compare grid too wide for the terminal: the model columns in parts that fit."""
+    """A compare grid too wide for the terminal: the model columns in parts that fit, the
+    leading label columns wrapping at spaces so that each part holds as many models as it can."""
+    grid = replace(grid, columns=[replace(c, wrap=True) if i < grid.keep else c
+                                  for i, c in enumerate(grid.columns)])
     lead = list(range(grid.keep))
     rest = list(range(grid.keep, len(grid.columns)))
     parts: list[RenderableType] = []
@@ -144,21 +180,34 @@ def _split(grid: Grid, width: int) -> RenderableType:
         chunk = [rest.pop(0)]
         while rest and _needed(grid, lead + chunk + rest[:1]) <= width:
             chunk.append(rest.pop(0))
-        parts.append(_table(grid, lead + chunk))
+        parts.append(_table(grid, lead + chunk, width))
     parts.extend(Text(note, style="dim") for note in grid.notes)
     return Group(*parts)
 
 
-def _table(grid: Grid, keep: list[int]) -> Table:
+def _widths(grid: Grid, keep: list[int], width: int) -> dict[int, int]:
+    """Each shown column's width: its natural one, the widest wrapping column narrowed a
+    character at a time (never below its least) while the table is wider than ``width``."""
+    w = {i: _natural(grid, i) for i in keep}
+    least = {i: _least(grid, i) for i in keep}
+    excess = 1 + sum(w[i] + 3 for i in keep) - width
+    while excess > 0:
+        slack = [i for i in keep if grid.columns[i].wrap and w[i] > least[i]]
+        if not slack:
+            break
+        widest = max(slack, key=lambda i: w[i])
+        w[widest] -= 1
+        excess -= 1
+    return w
+
+
+def _table(grid: Grid, keep: list[int], width: int) -> Table:
     t = Table(title=grid.title or None, title_justify="left", box=box.HEAVY_HEAD)
+    widths = _widths(grid, keep, width)
     for i in keep:
         c = grid.columns[i]
-        if c.wrap:
-            t.add_column(c.header, justify="right" if c.right else "left", overflow="fold",
-                         min_width=_least(grid, i))
-        else:
-            t.add_column(c.header, justify="right" if c.right else "left", no_wrap=True,
-                         min_width=_natural(grid, i))
+        t.add_column(c.header, justify="right" if c.right else "left", width=widths[i],
+                     no_wrap=not c.wrap, overflow="fold")
     for r, row in enumerate(grid.rows):
         if r in grid.sections:
             t.add_section()
