@@ -253,7 +253,8 @@ def check_file(path: Path, *, label: str, verify: bool = False) -> FileCheck:
     why = _why(figures, comparisons)
     status: Status = "pass" if not why else "fail"
     if not why:
-        why = "nothing expected: valid" if not figures else _passed(figures, comparisons)
+        why = ("nothing expected: valid" if not figures and not comparisons
+               else ("" if figures else "nothing expected; ") + _passed(figures, comparisons))
     return FileCheck(label, status, why, spec.name, figures, tuple(comparisons))
 
 

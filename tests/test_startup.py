@@ -88,8 +88,14 @@ def test_plain_count_loads_no_validator_once_cached(tmp_path: Path) -> None:
     assert "354,823,168" in warm.stdout
 
 
-@pytest.mark.parametrize("args", [("count", "gpt2", "llama-2-7b"), ("flops", "gemma-2-2b"),
-                                  ("memory", "mistral-7b"), ("count", "nope")])
+@pytest.mark.parametrize("args", [
+    ("count", "gpt2", "llama-2-7b"), ("flops", "gemma-2-2b"), ("memory", "mistral-7b"),
+    ("count", "nope"), ("flops", "llama-3-8b", "--ctx", "128k"),
+    ("memory", "llama-2-7b", "--ctx=32k", "--dtype", "fp8", "--json"),
+    ("count", "gpt2", "--set", "n_layer=2", "--set=n_head=4", "--json"),
+    ("flops", "--ctx", "4k", "--batch", "2"), ("memory", "gpt2", "--batch", "x"),
+    ("count", "gpt2", "--lora-targets", "q_proj"),
+])
 def test_plain_path_prints_what_typer_path_prints(tmp_path: Path, cli: Any,
                                                   args: tuple[str, ...]) -> None:
     plain = run_plain(*args, cache_dir=tmp_path)
@@ -98,7 +104,21 @@ def test_plain_path_prints_what_typer_path_prints(tmp_path: Path, cli: Any,
     assert plain.stderr.startswith(parsed.stderr)
 
 
-def test_options_still_go_through_typer(tmp_path: Path) -> None:
+def test_text_options_and_flags_skip_typer_but_numbers_and_choices_do_not(
+        tmp_path: Path) -> None:
     out = run_plain("count", "gpt2", "--json", cache_dir=tmp_path)
-    assert out.returncode == 0 and "typer._adapters" in out.stderr
+    assert out.returncode == 0 and "typer._adapters" not in out.stderr
     assert '"total_params": 124439808' in out.stdout
+    for typed in (("count", "gpt2", "--format", "json"), ("count", "gpt2", "--lora-r", "8"),
+                  ("flops", "gpt2", "--images", "0"), ("count", "gpt2", "--", "x"),
+                  ("count", "gpt2", "--no-such-option")):
+        assert "typer._adapters" in run_plain(*typed, cache_dir=tmp_path).stderr, typed
+
+
+def test_help_is_kept_and_read_back(tmp_path: Path) -> None:
+    first = run_plain("count", "--help", cache_dir=tmp_path)
+    again = run_plain("count", "--help", cache_dir=tmp_path)
+    assert first.returncode == again.returncode == 0
+    assert first.stdout == again.stdout and first.stdout.startswith("Usage: llmcalc count")
+    assert "typer._adapters" in first.stderr and again.stderr.strip() == "LOADED"
+    assert len(list(tmp_path.glob("help-*.txt"))) == 1

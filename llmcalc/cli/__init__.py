@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import importlib
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import Annotated, Any, NoReturn
 
@@ -143,18 +143,39 @@ def cap_integer_options(command: Any) -> None:
 
 def main() -> None:
     """The ``llmcalc`` entry point: usage errors too are one line on stderr, exit code 2."""
-    from llmcalc.limits import EscapingStream, one_line, shown
+    args = sys.argv[1:]
+    escape_streams()
+    guarded(lambda: _parsed(args))
 
-    # Whatever any command prints goes through one filter: no raw control character from input
-    # reaches the terminal, even from a code path that forgot to escape it.
-    sys.stdout = EscapingStream(sys.stdout)
-    sys.stderr = EscapingStream(sys.stderr)
-    first = sys.argv[1] if len(sys.argv) > 1 else ""
+
+def escape_streams() -> None:
+    """Whatever any command prints goes through one filter: no raw control character from input
+    reaches the terminal, even from a code path that forgot to escape it."""
+    from llmcalc.limits import EscapingStream
+
+    if not isinstance(sys.stdout, EscapingStream):
+        sys.stdout = EscapingStream(sys.stdout)
+        sys.stderr = EscapingStream(sys.stderr)
+
+
+def _parsed(args: list[str]) -> object:
+    """The command line parsed by typer and run: the app holds just the command named first."""
+    first = args[0] if args else ""
+    app = build_app([first] if first in COMMANDS else COMMANDS)
+    command = typer.main.get_command(app)
+    cap_integer_options(command)
+    return command.main(args=args, prog_name="llmcalc", standalone_mode=False)
+
+
+def guarded(call: Callable[[], object]) -> NoReturn:
+    """Run a command; whatever goes wrong is one line on stderr and an exit code, never a
+    traceback: 2 for the input's fault, 70 for a bug."""
+    from llmcalc.limits import one_line, shown
+
     try:
-        app = build_app([first] if first in COMMANDS else COMMANDS)
-        command = typer.main.get_command(app)
-        cap_integer_options(command)
-        code = command.main(args=sys.argv[1:], prog_name="llmcalc", standalone_mode=False)
+        code = call()
+    except typer.Exit as e:  # an LLMCalcError, already printed as one line; or a verdict
+        sys.exit(e.exit_code)
     except typer.TyperException as e:  # click's usage errors: missing argument, bad option …
         if type(e).__name__ == "NoArgsIsHelpError":  # a bare `llmcalc`: the help, as asked
             typer.echo(e.format_message())
@@ -200,28 +221,45 @@ def internal_error(e: Exception) -> NoReturn:
 
 def usage_line(message: str) -> str:
     """A usage error of click's on one line: its line breaks and tabs ("Choose from:\\n\\tflops,
-    \\n\\tmemory") read as spaces, never as escaped \\n."""
-    return " ".join(message.split())
+    \\n\\tmemory") read as spaces, never as escaped \\n; the "Value error, " that typer's
+    conversion puts before a bad choice is dropped."""
+    return " ".join(message.replace(": Value error, ", ": ").split())
 
 
-# Commands that a plain `llmcalc COMMAND MODEL...` (no option at all) runs without typer's parsing.
+# Commands whose command lines of models and text options run without typer's parsing.
 PLAIN = ("count", "flops", "memory")
 
 
 def run() -> None:
-    """The ``llmcalc`` entry point. A plain ``llmcalc count|flops|memory MODEL...`` (models only,
-    no option) calls its command with the models and every option at its default, skipping what
-    typer's parsing builds for options that were not given; anything else goes to :func:`main`."""
+    """The ``llmcalc`` entry point. ``llmcalc count|flops|memory MODEL... [--ctx 128k --json …]``
+    (models, options that take text, flags) calls its command as typer would, skipping what
+    typer's parsing builds (:mod:`llmcalc.cli._fast`); `--help` prints the help kept from an
+    earlier run; anything else goes to :func:`main`."""
+    from llmcalc.cli import _fast
+
     args = sys.argv[1:]
     if args == ["--version"]:
         print(version_line())
         sys.exit(0)
-    if len(args) >= 2 and args[0] in PLAIN and not any(a.startswith("-") for a in args[1:]):
+    if args and args[0] in PLAIN:
         module, function = COMMANDS[args[0]]
         command = getattr(importlib.import_module(f"llmcalc.cli.{module}"), function)
+        kwargs = _fast.parse(command, args[1:])
+        if kwargs is not None:
+            escape_streams()
+            guarded(lambda: command(**kwargs))
+    if _fast.asks_help(args, COMMANDS):
+        entry = _fast.help_entry(args)
+        kept = _fast.kept_help(entry)
+        if kept is not None:
+            sys.stdout.write(kept)
+            sys.exit(0)
+        recording = _fast.Recording(sys.stdout)
+        sys.stdout = recording
         try:
-            command(args[1:])
-        except typer.Exit as e:  # an LLMCalcError, already printed as one line
-            sys.exit(e.exit_code)
-        sys.exit(0)
+            main()
+        except SystemExit as e:
+            if e.code in (0, None):
+                _fast.keep_help(entry, "".join(recording.text))
+            raise
     main()

@@ -84,6 +84,16 @@ def short(value: float) -> str:
     raise AssertionError("unreachable: the last unit takes any value")
 
 
+def per_second(value: float, unit: str = "FLOP/s") -> str:
+    """A rate with an SI prefix and a space: 989 TFLOP/s, 429 TFLOP/s, 1.2 PFLOP/s."""
+    text = short(value)
+    digits = text.rstrip("QRYZEPTBMK")
+    prefix = text[len(digits):]
+    return f"{digits} {SI_PREFIX.get(prefix, prefix)}{unit}"
+
+
+SI_PREFIX = {"B": "G", "K": "k"}  # short() writes billions as B and thousands as K
+
 SHORT_UNITS = (("Q", 1e30), ("R", 1e27), ("Y", 1e24), ("Z", 1e21), ("E", 1e18), ("P", 1e15),
                ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3), ("", 1.0))
 
