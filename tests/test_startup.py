@@ -95,6 +95,9 @@ def test_plain_count_loads_no_validator_once_cached(tmp_path: Path) -> None:
     ("count", "gpt2", "--set", "n_layer=2", "--set=n_head=4", "--json"),
     ("flops", "--ctx", "4k", "--batch", "2"), ("memory", "gpt2", "--batch", "x"),
     ("count", "gpt2", "--lora-targets", "q_proj"),
+    ("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--batch", "16", "--ctx", "4k"),
+    ("train", "llama-3-8b", "--gpu", "h100", "--zero", "3", "--mfu", "0.5", "--format", "json"),
+    ("latency", "llama-3-8b", "--gpu", "h100", "--batch", "8"), ("list", "--format", "csv"),
 ])
 def test_plain_path_prints_what_typer_path_prints(tmp_path: Path, cli: Any,
                                                   args: tuple[str, ...]) -> None:
@@ -104,14 +107,16 @@ def test_plain_path_prints_what_typer_path_prints(tmp_path: Path, cli: Any,
     assert plain.stderr.startswith(parsed.stderr)
 
 
-def test_text_options_and_flags_skip_typer_but_numbers_and_choices_do_not(
-        tmp_path: Path) -> None:
-    out = run_plain("count", "gpt2", "--json", cache_dir=tmp_path)
-    assert out.returncode == 0 and "typer._adapters" not in out.stderr
-    assert '"total_params": 124439808' in out.stdout
-    for typed in (("count", "gpt2", "--format", "json"), ("count", "gpt2", "--lora-r", "8"),
-                  ("flops", "gpt2", "--images", "0"), ("count", "gpt2", "--", "x"),
-                  ("count", "gpt2", "--no-such-option")):
+def test_plainly_written_options_skip_typer_anything_else_does_not(tmp_path: Path) -> None:
+    for plain in (("count", "gpt2", "--json"), ("count", "gpt2", "--format", "json"),
+                  ("count", "gpt2", "--lora-r", "8", "--lora-targets", "c_attn", "--json")):
+        out = run_plain(*plain, cache_dir=tmp_path)
+        assert out.returncode == 0 and "typer._adapters" not in out.stderr, plain
+        assert "124439808" in out.stdout
+    for typed in (("count", "gpt2", "--format", "JSON"), ("count", "gpt2", "--lora-r", "08"),
+                  ("flops", "gpt2", "--images", "+0"), ("count", "gpt2", "--", "x"),
+                  ("count", "gpt2", "--no-such-option"), ("fit", "gpt2", "--gpus", "1e3"),
+                  ("train", "gpt2", "--gpus", "9" * 17)):
         assert "typer._adapters" in run_plain(*typed, cache_dir=tmp_path).stderr, typed
 
 

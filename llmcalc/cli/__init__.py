@@ -226,13 +226,11 @@ def usage_line(message: str) -> str:
     return " ".join(message.replace(": Value error, ", ": ").split())
 
 
-# Commands whose command lines of models and text options run without typer's parsing.
-PLAIN = ("count", "flops", "memory")
 
 
 def run() -> None:
-    """The ``llmcalc`` entry point. ``llmcalc count|flops|memory MODEL... [--ctx 128k --json …]``
-    (models, options that take text, flags) calls its command as typer would, skipping what
+    """The ``llmcalc`` entry point. ``llmcalc COMMAND MODEL... [--ctx 128k --json …]`` (models,
+    options that take text, flags) calls its command as typer would, skipping what
     typer's parsing builds (:mod:`llmcalc.cli._fast`); `--help` prints the help kept from an
     earlier run; anything else goes to :func:`main`."""
     from llmcalc.cli import _fast
@@ -241,7 +239,7 @@ def run() -> None:
     if args == ["--version"]:
         print(version_line())
         sys.exit(0)
-    if args and args[0] in PLAIN:
+    if args and args[0] in COMMANDS:
         module, function = COMMANDS[args[0]]
         command = getattr(importlib.import_module(f"llmcalc.cli.{module}"), function)
         kwargs = _fast.parse(command, args[1:])
