@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
 import sys
 from collections.abc import Callable, Iterable
 from functools import cache
@@ -239,14 +240,14 @@ def run() -> None:
     if args == ["--version"]:
         print(version_line())
         sys.exit(0)
-    if args and args[0] in COMMANDS:
+    if args and args[0] in COMMANDS and "_LLMCALC_COMPLETE" not in os.environ:
         module, function = COMMANDS[args[0]]
         command = getattr(importlib.import_module(f"llmcalc.cli.{module}"), function)
         kwargs = _fast.parse(command, args[1:])
         if kwargs is not None:
             escape_streams()
             guarded(lambda: command(**kwargs))
-    if _fast.asks_help(args, COMMANDS):
+    if _fast.asks_help(args, COMMANDS) and "_LLMCALC_COMPLETE" not in os.environ:
         entry = _fast.help_entry(args)
         kept = _fast.kept_help(entry)
         if kept is not None:
