@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import subprocess
@@ -14,6 +15,7 @@ from typer.testing import CliRunner
 import llmcalc.cli._common as common
 from llmcalc import bundled, count, load_spec
 from llmcalc.cli import COMMANDS, app
+from llmcalc.render.grid import Grid
 
 WIDTHS = (80, 120)
 COMMAND_LINES = [
@@ -148,3 +150,44 @@ def test_piped_output_follows_columns() -> None:
     assert "(repo id" in out.stdout
     wide = llmcalc("list")  # no COLUMNS and no terminal: 120 columns
     assert max(len(ln) for ln in wide.stdout.splitlines()) > 80
+
+
+def _rich_table(grid: Grid, keep: list[int], width: int) -> str:
+    """The same table laid out by rich itself, at the column widths llmcalc chose."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
+    from llmcalc.render.grid import _widths, shown
+
+    widths = _widths(grid, keep, width)
+    t = Table(title=grid.title or None, title_justify="left", box=box.HEAVY_HEAD)
+    for i in keep:
+        c = grid.columns[i]
+        t.add_column(c.header, justify="right" if c.right else "left", width=widths[i],
+                     no_wrap=not c.wrap, overflow="fold")
+    for r, row in enumerate(grid.rows):
+        if r in grid.sections:
+            t.add_section()
+        t.add_row(*(Text(shown(row[i])) for i in keep))
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(t)
+    return console.export_text()
+
+
+@pytest.mark.parametrize("width", (80, 97, 120))
+def test_tables_are_drawn_as_rich_draws_them(width: int) -> None:
+    from llmcalc.render.grid import Col, _table
+
+    grid = Grid("a title long enough to wrap when the table is narrower than the words it has "
+                "in it, which this one is", [
+                    Col("name"), Col("note", wrap=True), Col("total", right=True),
+                    Col("why", right=True, wrap=True)])
+    grid.add("meta-llama/Llama-2-7b-hf", "a note  with  spaces and a long-word-stays",
+             6_738_415_616, "never (reading a sequence's cache outlasts its FLOPs)")
+    grid.add("x", "two\nlines", 7, "", section=True)
+    grid.add("ünïcödé ·×²", "", None, "short", bold=True)
+    for keep in ([0, 1, 2, 3], [0, 2], [1, 3]):
+        console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+        console.print(_table(grid, keep, width))
+        assert console.export_text() == _rich_table(grid, keep, width)

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Union
 
-from rich import box
+from rich.cells import cell_len, chop_cells
 from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
-from rich.table import Table
+from rich.segment import Segment
 from rich.text import Text
 
 # A table cell: int (1,234 / 1234), Fig (shown / written), str, or None (empty).
@@ -91,8 +91,8 @@ NUMBER = re.compile(r"[+-]?[\d,.]*\d[%]?")
 
 def _natural(grid: Grid, i: int) -> int:
     cells = [shown(r[i]) for r in grid.rows]
-    longest = max((len(line) for c in cells for line in c.splitlines() or [""]), default=0)
-    return max(longest, len(grid.columns[i].header))
+    longest = max((cell_len(line) for c in cells for line in c.splitlines() or [""]), default=0)
+    return max(longest, cell_len(grid.columns[i].header))
 
 
 def _least(grid: Grid, i: int) -> int:
@@ -102,8 +102,8 @@ def _least(grid: Grid, i: int) -> int:
     if not grid.columns[i].wrap:
         return _natural(grid, i)
     natural = _natural(grid, i)
-    unbroken = [len(shown(r[i])) for r in grid.rows if isinstance(r[i], (int, Fig))]
-    words = [len(w) for r in grid.rows for w in shown(r[i]).split()]
+    unbroken = [cell_len(shown(r[i])) for r in grid.rows if isinstance(r[i], (int, Fig))]
+    words = [cell_len(w) for r in grid.rows for w in shown(r[i]).split()]
     least = max([*unbroken, *words, MIN_WRAP])
     return min(natural, least)
 
@@ -201,18 +201,93 @@ def _widths(grid: Grid, keep: list[int], width: int) -> dict[int, int]:
     return w
 
 
-def _table(grid: Grid, keep: list[int], width: int) -> Table:
-    t = Table(title=grid.title or None, title_justify="left", box=box.HEAVY_HEAD)
-    widths = _widths(grid, keep, width)
-    for i in keep:
-        c = grid.columns[i]
-        t.add_column(c.header, justify="right" if c.right else "left", width=widths[i],
-                     no_wrap=not c.wrap, overflow="fold")
-    for r, row in enumerate(grid.rows):
-        if r in grid.sections:
-            t.add_section()
-        t.add_row(*(Text(shown(row[i])) for i in keep), style="bold" if r in grid.bold else None)
-    return t
+def _table(grid: Grid, keep: list[int], width: int) -> Drawn:
+    """The table as rich draws a ``box.HEAVY_HEAD`` table with a left-justified title, drawn
+    here line by line at the widths :func:`_widths` chose (rich's own layout of a table costs
+    more than the rest of a run of `llmcalc list`)."""
+    chosen = _widths(grid, keep, width)
+    widths = [chosen[i] for i in keep]
+    columns = [grid.columns[i] for i in keep]
+
+    def rule(left: str, line: str, cross: str, right: str) -> str:
+        return left + cross.join(line * (w + 2) for w in widths) + right
+
+    def row(cells: list[str], edge: str) -> list[str]:
+        wrapped = [_wrap(text, w, right=c.right, wraps=c.wrap)
+                   for text, w, c in zip(cells, widths, columns, strict=True)]
+        height = max(len(lines) for lines in wrapped)
+        return [edge + edge.join(f" {lines[k] if k < len(lines) else ' ' * w} "
+                                 for lines, w in zip(wrapped, widths, strict=True)) + edge
+                for k in range(height)]
+
+    total = 1 + sum(w + 3 for w in widths)
+    lines = [title.ljust(total) for title in _wrap(grid.title, total, right=False, wraps=True)
+             ] if grid.title else []
+    lines.append(rule("┏", "━", "┳", "┓"))
+    lines += row([c.header for c in columns], "┃")
+    lines.append(rule("┡", "━", "╇", "┩"))
+    for r, cells in enumerate(grid.rows):
+        if r in grid.sections and r:
+            lines.append(rule("├", "─", "┼", "┤"))
+        lines += row([shown(cells[i]) for i in keep], "│")
+    lines.append(rule("└", "─", "┴", "┘"))
+    return Drawn(lines)
+
+
+class Drawn:
+    """Lines already laid out, printed as they are."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for line in self.lines:
+            yield Segment(line)
+            yield Segment.line()
+
+
+WORD = re.compile(r"\s*\S+\s*")
+
+
+def _wrap(text: str, width: int, *, right: bool, wraps: bool) -> list[str]:
+    """A cell's lines at ``width``, as rich wraps and justifies a Text (words at spaces, a word
+    longer than the line folded), each padded to ``width``."""
+    out = []
+    for paragraph in text.split("\n"):
+        for line in _divide(paragraph, width) if wraps else [paragraph]:
+            if right:
+                line = line.rstrip()
+                out.append(" " * (width - cell_len(line)) + line)
+            else:
+                if cell_len(line) > width:
+                    line = line.rstrip()
+                out.append(line + " " * (width - cell_len(line)))
+    return out
+
+
+def _divide(text: str, width: int) -> list[str]:
+    """rich's ``divide_line``: the offsets where a greedy wrap at ``width`` breaks ``text``."""
+    breaks: list[int] = []
+    position = 0
+    for match in WORD.finditer(text):
+        start, word = match.start(), match.group()
+        length = cell_len(word.rstrip())
+        if width - position >= length:
+            position += cell_len(word)
+        elif length > width:
+            pieces = chop_cells(word, width)
+            for k, piece in enumerate(pieces):
+                if start:
+                    breaks.append(start)
+                if k == len(pieces) - 1:
+                    position = cell_len(piece)
+                else:
+                    start += len(piece)
+        elif position and start:
+            breaks.append(start)
+            position = cell_len(word)
+    edges = [0, *breaks, len(text)]
+    return [text[a:b] for a, b in zip(edges, edges[1:], strict=False)] or [""]
 
 
 # ---- CSV and Markdown ----------------------------------------------------------------------------
