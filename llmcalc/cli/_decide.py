@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from llmcalc.errors import UsageError
-from llmcalc.planning import ServingFit
 from llmcalc.render import n
-from llmcalc.spec import ModelSpec
+
+if TYPE_CHECKING:  # train needs neither planning's serving fit nor the spec module here
+    from llmcalc.planning import ServingFit
+    from llmcalc.spec import ModelSpec
 
 NOT_FIT = 1  # the exit code of a plan that does not fit (0: it fits; 2: a usage error)
 
