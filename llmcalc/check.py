@@ -374,7 +374,8 @@ def _check_file(target: Target, *, verify: bool, write: bool) -> FileCheck:
     why = _why(figures, comparisons)
     status: Status = "pass" if not why else "fail"
     if not why:
-        why = "nothing expected: valid" if not figures else _passed(figures, comparisons)
+        why = ("nothing expected: valid" if not figures and not comparisons
+               else ("" if figures else "nothing expected; ") + _passed(figures, comparisons))
     if wrote:
         why = f"{wrote}; {why}"
     return FileCheck(label, status, why, spec.name, figures, tuple(comparisons))

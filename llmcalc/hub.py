@@ -115,13 +115,39 @@ def find_config(repo_id: str, revision: str | None = None) -> HubConfig:
     cached = hf.try_to_load_from_cache(repo_id, CONFIG, revision=rev, cache_dir=cache_dir())
     if isinstance(cached, str):
         return HubConfig(Path(cached), repo_id, rev, "cache")
+    snapshot = _any_snapshot(repo_id) if revision is None else None
     if constants.is_offline_mode():
+        if snapshot is not None:
+            return snapshot
         raise HubError(
             f"{_named(repo_id, rev)}: not in the local cache ({constants.HF_HUB_CACHE}) and the Hub "
             "cannot be reached (HF_HUB_OFFLINE is set); pass a path to its config.json, or run "
             "once with network"
         )
-    return _download(hf, repo_id, rev)
+    try:
+        return _download(hf, repo_id, rev)
+    except HubError:
+        if snapshot is None:
+            raise
+        return snapshot  # the Hub failed, but the cache holds the repo: read that
+
+
+def _any_snapshot(repo_id: str) -> HubConfig | None:
+    """A cached snapshot of ``repo_id`` that huggingface_hub's lookup of main misses (no
+    refs/main: fetched by another branch, tag or commit), named by the ref that points to it,
+    else by its commit."""
+    from llmcalc import hfcache
+
+    folder = hfcache.find(repo_id)
+    if folder is None:
+        return None
+    refs = folder.parent.parent / "refs"
+    try:
+        named = [r.name for r in refs.iterdir()
+                 if r.is_file() and r.read_text(encoding="utf-8").strip() == folder.name]
+    except OSError:
+        named = []
+    return HubConfig(folder / CONFIG, repo_id, min(named, default=folder.name), "cache")
 
 
 def _download(hf: Any, repo_id: str, rev: str) -> HubConfig:

@@ -633,10 +633,15 @@ class ModelSpec:
                     yield name, t.shape
 
 
+CACHE_NOTE = "KV cache:"  # a spec note that memory figures are read with (a family's cache layout)
+
+
 def context_notes(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
-    """What a figure at ``ctx`` should be read with: a context past max_position_embeddings."""
+    """What a figure at ``ctx`` should be read with: a context past max_position_embeddings, a
+    family's note on its KV cache."""
     # a measured model: say what was measured and what was left out (attention, KV cache)
-    measured = tuple(spec.notes) if spec.method == "measured" else ()
+    measured = tuple(n for n in spec.notes
+                     if spec.method == "measured" or n.startswith(CACHE_NOTE))
     limit = spec.shape.max_position_embeddings
     if limit is None or ctx <= limit:
         return measured

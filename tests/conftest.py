@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The spec cache of CLI runs (llmcalc/speccache.py) goes to a fresh folder, never ~/.cache.
 os.environ.setdefault("LLMCALC_CACHE_DIR", tempfile.mkdtemp(prefix="llmcalc-test-cache-"))
+# Piped output follows COLUMNS (llmcalc/render): tests draw at the fixed 120 unless they set it.
+os.environ.pop("COLUMNS", None)
 
 
 # what a test marked `torch` may import; a run that leaves those tests out (`-m "not torch"`) is

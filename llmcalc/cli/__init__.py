@@ -7,11 +7,13 @@ app, for tests and for ``llmcalc --help``.
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import cache
-from typing import Any
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -68,6 +70,22 @@ def _argument_type_as_typed() -> None:
     TyperArgument._llmcalc_plain = True  # type: ignore[attr-defined]
 
 
+def version_line() -> str:
+    """`llmcalc 0.1.0`: the installed distribution's (llmcalc-exact) version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"llmcalc {version('llmcalc-exact')}"
+    except PackageNotFoundError:
+        return "llmcalc (version unknown: not installed)"
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        typer.echo(version_line())
+        raise typer.Exit(0)
+
+
 def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     """A Typer app with the named commands (all of them by default)."""
     app = typer.Typer(
@@ -82,7 +100,11 @@ def build_app(names: Iterable[str] = COMMANDS) -> typer.Typer:
     _argument_type_as_typed()
 
     @app.callback()
-    def root() -> None:
+    def root(
+        version: Annotated[bool, typer.Option(
+            "--version", is_eager=True, callback=_print_version,
+            help="Print llmcalc's version and exit.")] = False,
+    ) -> None:
         pass
 
     for name in names:
@@ -122,58 +144,121 @@ def cap_integer_options(command: Any) -> None:
 
 def main() -> None:
     """The ``llmcalc`` entry point: usage errors too are one line on stderr, exit code 2."""
-    from llmcalc.limits import EscapingStream, one_line
+    args = sys.argv[1:]
+    escape_streams()
+    guarded(lambda: _parsed(args))
 
-    # Whatever any command prints goes through one filter: no raw control character from input
-    # reaches the terminal, even from a code path that forgot to escape it.
-    sys.stdout = EscapingStream(sys.stdout)
-    sys.stderr = EscapingStream(sys.stderr)
-    first = sys.argv[1] if len(sys.argv) > 1 else ""
+
+def escape_streams() -> None:
+    """Whatever any command prints goes through one filter: no raw control character from input
+    reaches the terminal, even from a code path that forgot to escape it."""
+    from llmcalc.limits import EscapingStream
+
+    if not isinstance(sys.stdout, EscapingStream):
+        sys.stdout = EscapingStream(sys.stdout)
+        sys.stderr = EscapingStream(sys.stderr)
+
+
+def _parsed(args: list[str]) -> object:
+    """The command line parsed by typer and run: the app holds just the command named first."""
+    first = args[0] if args else ""
+    app = build_app([first] if first in COMMANDS else COMMANDS)
+    command = typer.main.get_command(app)
+    cap_integer_options(command)
+    return command.main(args=args, prog_name="llmcalc", standalone_mode=False)
+
+
+def guarded(call: Callable[[], object]) -> NoReturn:
+    """Run a command; whatever goes wrong is one line on stderr and an exit code, never a
+    traceback: 2 for the input's fault, 70 for a bug."""
+    from llmcalc.limits import one_line, shown
+
     try:
-        app = build_app([first] if first in COMMANDS else COMMANDS)
-        command = typer.main.get_command(app)
-        cap_integer_options(command)
-        code = command.main(args=sys.argv[1:], prog_name="llmcalc", standalone_mode=False)
+        code = call()
+    except typer.Exit as e:  # an LLMCalcError, already printed as one line; or a verdict
+        sys.exit(e.exit_code)
     except typer.TyperException as e:  # click's usage errors: missing argument, bad option …
+        if type(e).__name__ == "NoArgsIsHelpError":  # a bare `llmcalc`: the help, as asked
+            typer.echo(e.format_message())
+            sys.exit(0)
         message = e.format_message()
-        if message:  # empty when the help was shown for a bare `llmcalc`
-            typer.echo(f"error: {one_line(message)}", err=True)
+        if message:
+            typer.echo(f"error: {one_line(usage_line(message))}", err=True)
         sys.exit(getattr(e, "exit_code", 2))
     except typer.Abort:
         sys.exit(1)
     except KeyboardInterrupt:
         typer.echo("error: interrupted", err=True)
         sys.exit(130)
+    except OSError as e:
+        if e.errno != errno.ENAMETOOLONG:
+            internal_error(e)
+        # a path longer than the file system takes (a 5,000-character name): the input's fault
+        name = str(e.filename or "")
+        typer.echo(f"error: {shown(name[:40])}: {len(name):,} characters, longer than a file "
+                   "name or path may be", err=True)
+        sys.exit(2)
     except (RecursionError, MemoryError) as e:
         # input that slipped past a cap: still one line, and the input's fault (exit 2)
         kind = "nested too deeply" if isinstance(e, RecursionError) else "too large to hold in memory"
         typer.echo(f"error: input {kind} for llmcalc", err=True)
         sys.exit(2)
-    except Exception as e:  # a bug: one line that says so, never a traceback
-        typer.echo(
-            f"error: internal error ({type(e).__name__}: {one_line(str(e))[:300]}); "
-            "please report it with the command line",
-            err=True,
-        )
-        sys.exit(70)
+    except Exception as e:
+        internal_error(e)
     sys.exit(code if isinstance(code, int) else 0)
 
 
-# Commands that a plain `llmcalc COMMAND MODEL...` (no option at all) runs without typer's parsing.
-PLAIN = ("count", "flops", "memory")
+def internal_error(e: Exception) -> NoReturn:
+    """A bug: one line that says so, never a traceback; exit 70."""
+    from llmcalc.limits import one_line
+
+    typer.echo(
+        f"error: internal error ({type(e).__name__}: {one_line(str(e))[:300]}); "
+        "please report it with the command line",
+        err=True,
+    )
+    sys.exit(70)
+
+
+def usage_line(message: str) -> str:
+    """A usage error of click's on one line: its line breaks and tabs ("Choose from:\\n\\tflops,
+    \\n\\tmemory") read as spaces, never as escaped \\n; the "Value error, " that typer's
+    conversion puts before a bad choice is dropped."""
+    return " ".join(message.replace(": Value error, ", ": ").split())
+
+
 
 
 def run() -> None:
-    """The ``llmcalc`` entry point. A plain ``llmcalc count|flops|memory MODEL...`` (models only,
-    no option) calls its command with the models and every option at its default, skipping what
-    typer's parsing builds for options that were not given; anything else goes to :func:`main`."""
+    """The ``llmcalc`` entry point. ``llmcalc COMMAND MODEL... [--ctx 128k --json …]`` (models,
+    options that take text, flags) calls its command as typer would, skipping what
+    typer's parsing builds (:mod:`llmcalc.cli._fast`); `--help` prints the help kept from an
+    earlier run; anything else goes to :func:`main`."""
+    from llmcalc.cli import _fast
+
     args = sys.argv[1:]
-    if len(args) >= 2 and args[0] in PLAIN and not any(a.startswith("-") for a in args[1:]):
+    if args == ["--version"]:
+        print(version_line())
+        sys.exit(0)
+    if args and args[0] in COMMANDS and "_LLMCALC_COMPLETE" not in os.environ:
         module, function = COMMANDS[args[0]]
         command = getattr(importlib.import_module(f"llmcalc.cli.{module}"), function)
+        kwargs = _fast.parse(command, args[1:])
+        if kwargs is not None:
+            escape_streams()
+            guarded(lambda: command(**kwargs))
+    if _fast.asks_help(args, COMMANDS) and "_LLMCALC_COMPLETE" not in os.environ:
+        entry = _fast.help_entry(args)
+        kept = _fast.kept_help(entry)
+        if kept is not None:
+            sys.stdout.write(kept)
+            sys.exit(0)
+        recording = _fast.Recording(sys.stdout)
+        sys.stdout = recording
         try:
-            command(args[1:])
-        except typer.Exit as e:  # an LLMCalcError, already printed as one line
-            sys.exit(e.exit_code)
-        sys.exit(0)
+            main()
+        except SystemExit as e:
+            if e.code in (0, None):
+                _fast.keep_help(entry, "".join(recording.text))
+            raise
     main()

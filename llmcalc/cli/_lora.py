@@ -19,11 +19,13 @@ LoraROpt = Annotated[
 LoraAlphaOpt = Annotated[
     int, typer.Option("--lora-alpha", help="LoRA alpha (scales the update; no count change).")
 ]
+DEFAULT_TARGETS = "q_proj,k_proj,v_proj,o_proj"
 LoraTargetsOpt = Annotated[
-    str,
+    Optional[str],  # noqa: UP045 - None: DEFAULT_TARGETS (and, for count, not given)
     typer.Option("--lora-targets", metavar="NAMES",
                  help="Modules to adapt, comma-separated as in the transformers module tree, "
-                 "or all-linear (every linear but lm_head)."),
+                 f"or all-linear (every linear but lm_head); default {DEFAULT_TARGETS}.",
+                 show_default=False),
 ]
 LoraEmbeddingsOpt = Annotated[
     bool, typer.Option("--lora-embeddings", help="Also adapt the token embedding.")
@@ -44,13 +46,24 @@ RsloraOpt = Annotated[
 ]
 
 
+def adapter_options_without_rank(
+    *, alpha: int, targets: str | None, embeddings: bool, experts: bool,
+    modules_to_save: str | None, dora: bool, rslora: bool,
+) -> list[str]:
+    """The adapter options given, for a command told no --lora-r: they would change nothing."""
+    given = {"--lora-alpha": alpha != 32, "--lora-targets": targets is not None,
+             "--lora-embeddings": embeddings, "--lora-experts": experts,
+             "--modules-to-save": modules_to_save is not None, "--dora": dora, "--rslora": rslora}
+    return [name for name, on in given.items() if on]
+
+
 def config_from_options(
-    spec: ModelSpec, *, r: int, alpha: int, targets: str, embeddings: bool, experts: bool,
+    spec: ModelSpec, *, r: int, alpha: int, targets: str | None, embeddings: bool, experts: bool,
     modules_to_save: str | None, dora: bool, rslora: bool,
 ) -> LoraConfig:
     from llmcalc.lora import lora_config, resolve_targets  # only when adapters are asked for
 
-    names = [t.strip() for t in targets.split(",") if t.strip()]
+    names = [t.strip() for t in (targets or DEFAULT_TARGETS).split(",") if t.strip()]
     return lora_config(
         r=r, alpha=alpha, targets=resolve_targets(spec, names), embeddings=embeddings,
         experts=experts, modules_to_save=(modules_to_save or "").split(","), dora=dora,

@@ -36,6 +36,7 @@ from llmcalc.cli._lora import (
     LoraTargetsOpt,
     ModulesToSaveOpt,
     RsloraOpt,
+    adapter_options_without_rank,
     config_from_options,
 )
 from llmcalc.cli._options import speaks_flags
@@ -62,7 +63,7 @@ def count(
     explain: ExplainOpt = False,
     lora_r: LoraROpt = None,
     lora_alpha: LoraAlphaOpt = 32,
-    lora_targets: LoraTargetsOpt = "q_proj,k_proj,v_proj,o_proj",
+    lora_targets: LoraTargetsOpt = None,
     lora_embeddings: LoraEmbeddingsOpt = False,
     lora_experts: LoraExpertsOpt = False,
     modules_to_save: ModulesToSaveOpt = None,
@@ -76,7 +77,14 @@ def count(
     """
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
-    if lora_r is not None:
+    if lora_r is None:
+        given = adapter_options_without_rank(
+            alpha=lora_alpha, targets=lora_targets, embeddings=lora_embeddings,
+            experts=lora_experts, modules_to_save=modules_to_save, dora=dora, rslora=rslora)
+        if given:
+            raise UsageError(f"{', '.join(given)}: give the adapters' rank too, e.g. --lora-r 16 "
+                             "(without --lora-r, count shows the model without adapters)")
+    else:
         one_model(models, "--lora-r")
         from llmcalc.lora import lora_count
         from llmcalc.render.lora import lora_explain, lora_json, lora_view

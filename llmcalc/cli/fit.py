@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Optional
 
 import typer
@@ -28,6 +29,17 @@ from llmcalc.cli._common import (
     takes_text,
 )
 from llmcalc.cli._complete import complete_model
+from llmcalc.cli._decide import (
+    NOT_FIT,
+    FailIfNotFitOpt,
+    ServePpOpt,
+    ServeTpOpt,
+    asked_fits,
+    fewest_gpus,
+    say_serving,
+    serving_gpus,
+    warn_beyond_window,
+)
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
@@ -118,10 +130,14 @@ def fit(
     ] = None,
     attention: AttentionOpt = None,
     prefill_chunk: PrefillChunkOpt = None,
+    tp: ServeTpOpt = None,
+    pp: ServePpOpt = None,
+    fail_if_not_fit: FailIfNotFitOpt = False,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
 
-    Several models print side by side, on the same GPUs (--json: an array).
+    With both --batch and --ctx: does that fit? Exit 0 yes, 1 no. Several models print side by
+    side, on the same GPUs (--json: an array).
     """
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
@@ -144,6 +160,11 @@ def fit(
              for m, spec in specs_for(models, set_, family, revision, trust_remote_code)]
     acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bandwidth, needs=("memory",))
     require(acc, "memory_bytes")
+    if method is None:
+        for _, spec in specs:
+            gpus = serving_gpus(spec, gpus=gpus, tp=tp, pp=pp)
+    elif tp is not None or pp is not None:
+        raise UsageError("--tp/--pp: for serving; a fine-tune (--method) splits over --gpus")
     if method is not None:
         one_model(models, "--method")
         [(_, spec)] = specs
@@ -168,6 +189,8 @@ def fit(
         show(fit_finetune_view(spec, ff, acc))
         if explain and ff.plan is not None:
             show(*(Text(line) for line in finetune_explain(spec, ff.plan)))
+        if fail_if_not_fit and ff.plan is None:
+            raise typer.Exit(NOT_FIT)
         return
     # each model's stored format (its quantization_config) unless --dtype names one for all
     formats = {f.value: f for f in (resolve_format(spec, dtype) for _, spec in specs)}
@@ -183,14 +206,21 @@ def fit(
         return
     from llmcalc.render import fit as r
 
+    if batch is not None and batch < 1:
+        raise UsageError(f"--batch {batch}: must be 1 or more")
+    for _, spec in specs:
+        warn_beyond_window(spec, n_ctx)
+    chunk = None if prefill_chunk is None else parse_context(prefill_chunk,
+                                                             option="--prefill-chunk")
+    # both --batch and --ctx: the largest batch at that context answers whether the batch fits
     items = [
         (m, spec, fit_plan(spec, accelerator=acc, gpus=gpus, dtype=weights, kv_dtype=kv,
-                           batch=batch, ctx=n_ctx, headroom=headroom,
-                           attention=serving_kernel(spec, attention),
-                           prefill_chunk=None if prefill_chunk is None else parse_context(
-                               prefill_chunk, option="--prefill-chunk")))
+                           batch=None if n_ctx is not None else batch, ctx=n_ctx,
+                           headroom=headroom, attention=serving_kernel(spec, attention),
+                           prefill_chunk=chunk))
         for m, spec in specs
     ]
+    answers = [asked_fits(f, batch) for _, _, f in items]
     data = [r.fit_json(s, f, accelerator=acc, dtype=weights, kv_dtype=kv) for _, s, f in items]
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.fit_grid(items, accelerator=acc, dtype=weights, kv_dtype=kv)],
@@ -198,6 +228,18 @@ def fit(
                                   kv_dtype=kv)) if len(items) == 1 else None)
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2], accelerator=acc)))
+    def fits_on(spec: ModelSpec, g: int) -> bool:
+        return asked_fits(fit_plan(spec, accelerator=acc, gpus=g, dtype=weights, kv_dtype=kv,
+                                   batch=None if n_ctx is not None else batch, ctx=n_ctx,
+                                   headroom=headroom, attention=serving_kernel(spec, attention),
+                                   prefill_chunk=chunk), batch)
+
+    if how is Format.table:
+        for (label, spec, f), yes in zip(items, answers, strict=True):
+            say_serving(label if len(items) > 1 else "", f, batch=batch, yes=yes,
+                        gpus_needed=partial(fewest_gpus, partial(fits_on, spec), start=gpus))
+    if not all(answers) and (fail_if_not_fit or (batch is not None and n_ctx is not None)):
+        raise typer.Exit(NOT_FIT)
 
 
 def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None, sort: str,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.text import Text
@@ -27,6 +27,13 @@ from llmcalc.cli._common import (
     spec_for,
     takes_text,
 )
+from llmcalc.cli._decide import (
+    NOT_FIT,
+    FailIfNotFitOpt,
+    say_change,
+    smallest_change,
+    training_changes,
+)
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import (
     DoraOpt,
@@ -49,6 +56,7 @@ from llmcalc.training import (
     DEFAULT_CTX,
     DEFAULT_MFU,
     Recompute,
+    TrainingPlan,
     parallelism,
     plan_training,
 )
@@ -153,6 +161,7 @@ def train(
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
+    fail_if_not_fit: FailIfNotFitOpt = False,
 ) -> None:
     """Plan a training run: FLOPs (6·N·D plus causal attention), GPU-hours, memory per GPU, fit."""
     how = output_format(fmt, as_json)
@@ -180,37 +189,54 @@ def train(
             if how is not Format.json:
                 raise UsageError(f"--format {how.value}: a fine-tuning plan prints as a table or JSON")
             print_json(finetune_json(spec, fp, acc))
-            return
-        show(finetune_view(spec, fp, acc))
-        if explain:
-            show(*(Text(line) for line in finetune_explain(spec, fp)))
+        else:
+            show(finetune_view(spec, fp, acc))
+            if explain:
+                show(*(Text(line) for line in finetune_explain(spec, fp)))
+        if fail_if_not_fit and not fp.fits:
+            raise typer.Exit(NOT_FIT)
         return
     precision = None
     if attention is not None:
         precision = precision_from(weights_dtype, amp)
     elif weights_dtype is not None or amp is not None:
         raise UsageError("--dtype and --amp: they apply with --attention (the layer-kind plan)")
-    plan = plan_training(
-        spec,
-        tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
-        ctx=parse_context(ctx, option="--ctx"),
-        accelerator=acc,
-        mfu=mfu,
-        par=parallelism(gpus=gpus, tp=tp, pp=pp, zero=zero),
-        micro_batch=micro_batch,
-        recompute=recompute or Recompute.none,
-        flash_attention=bool(flash_attention),
-        headroom=headroom,
-        attention=attention,
-        precision=precision,
-        optimizer=optimizer_impl or (OptimizerImpl.fused if attention is None
-                                     else OptimizerImpl.foreach),
-        loss=loss,
-    )
+    asked: dict[str, Any] = {"tp": tp, "zero": zero,
+                             "recompute": (recompute or Recompute.none).value,
+                             "flash_attention": bool(flash_attention)}
+
+    def planned(**change: Any) -> TrainingPlan:
+        o = {**asked, **change}
+        return plan_training(
+            spec,
+            tokens=parse_count(tokens, option="--tokens") if tokens is not None else None,
+            ctx=parse_context(ctx, option="--ctx"),
+            accelerator=acc,
+            mfu=mfu,
+            par=parallelism(gpus=gpus, tp=o["tp"], pp=pp, zero=o["zero"]),
+            micro_batch=micro_batch,
+            recompute=Recompute(o["recompute"]),
+            flash_attention=o["flash_attention"],
+            headroom=headroom,
+            attention=attention,
+            precision=precision,
+            optimizer=optimizer_impl or (OptimizerImpl.fused if attention is None
+                                         else OptimizerImpl.foreach),
+            loss=loss,
+        )
+
+    plan = planned()
     emit(how, data=lambda: train_json(spec, plan), grids=lambda: [train_grid(spec, plan)],
          view=lambda: train_view(spec, plan))
     if explain:
         show(*(Text(line) for line in explain_lines(spec, plan)))
+    if how is Format.table and not plan.fits:
+        say_change(smallest_change(
+            training_changes(gpus=gpus, tp=tp, pp=pp, zero=zero, recompute=asked["recompute"],
+                             flash_attention=asked["flash_attention"], heads=spec.shape.num_heads),
+            lambda change: planned(**change).fits), fits=False)
+    if fail_if_not_fit and not plan.fits:
+        raise typer.Exit(NOT_FIT)
 
 
 # the weights' dtype of a layer-kind plan → bytes per element

@@ -82,11 +82,11 @@ def verify(
     (no weights loaded, no torch needed).
     """
     how = output_format(fmt, as_json)
+    spec = spec_for(model, set_, family, revision, trust_remote_code)  # a bad name fails first
     folder = Path(model)
     stored = has_safetensors(folder)
     if against is Against.checkpoint and not stored and not hub.looks_like_repo_id(model):
         raise UsageError(f"--against checkpoint: {model} is not a folder with *.safetensors files")
-    spec = spec_for(model, set_, family, revision, trust_remote_code)
     origin = spec.origin
     remote = origin is not None and origin.source in ("cache", "hub") and origin.repo_id is not None
     if remote and against is not Against.transformers:

@@ -28,7 +28,7 @@ from llmcalc.families._base import (
     resolve_kv_heads,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.spec import CACHE_NOTE, Attention, Shape, Tensor
 
 
 class FalconConfig(FamilyConfig):
@@ -103,7 +103,13 @@ def describe(c: FalconConfig) -> Architecture:
         *norm("transformer.ln_f", "final_norm", d, bias=True),
         *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
     )
-    notes = ("ffn_hidden_size=null: d_ff = 4 · hidden_size",) if c.ffn_hidden_size is None else ()
+    notes: tuple[str, ...] = (
+        ("ffn_hidden_size=null: d_ff = 4 · hidden_size",) if c.ffn_hidden_size is None else ())
+    if c.new_decoder_architecture and kv < h:
+        # transformers' FalconAttention reshapes K and V to num_heads before the cache update
+        notes += (f"{CACHE_NOTE} the {kv} KV heads serving engines (vLLM, TGI, llama.cpp) keep; "
+                  f"transformers' Falcon cache holds K and V repeated to all {h} heads, "
+                  f"{h // kv}× these bytes",)
     return Architecture(
         shape=Shape(
             num_layers=c.num_hidden_layers,

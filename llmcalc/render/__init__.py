@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import sys
 from typing import Any
@@ -30,10 +31,30 @@ class SafeConsole(Console):
             yield segment if text == segment.text else Segment(text, segment.style)
 
 
+PIPED_WIDTH = 120  # output neither to a terminal nor with COLUMNS set, nor one on stderr
+
+
+def output_width(stream: Any) -> int | None:
+    """The width to draw at: a terminal's own (None: rich measures it, COLUMNS first); piped
+    output follows COLUMNS, else the terminal stderr still shows (`llmcalc list | grep llama`
+    in an 80-column terminal: 80), else 120 columns."""
+    if stream.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return int(columns)
+    try:
+        if sys.stderr.isatty():
+            return os.get_terminal_size(sys.stderr.fileno()).columns or PIPED_WIDTH
+    except (OSError, ValueError, AttributeError):
+        pass
+    return PIPED_WIDTH
+
+
 def console(*, stderr: bool = False) -> Console:
-    """A console at the terminal's width, or 120 columns when output is not a terminal."""
+    """A console at the width :func:`output_width` gives."""
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 120
+    width = output_width(stream)
     # markup and emoji off: names and shapes such as "[4096, 4096]" are printed as they are
     return SafeConsole(
         file=stream,
@@ -62,6 +83,16 @@ def short(value: float) -> str:
             return text + unit
     raise AssertionError("unreachable: the last unit takes any value")
 
+
+def per_second(value: float, unit: str = "FLOP/s") -> str:
+    """A rate with an SI prefix and a space: 989 TFLOP/s, 429 TFLOP/s, 1.2 PFLOP/s."""
+    text = short(value)
+    digits = text.rstrip("QRYZEPTBMK")
+    prefix = text[len(digits):]
+    return f"{digits} {SI_PREFIX.get(prefix, prefix)}{unit}"
+
+
+SI_PREFIX = {"B": "G", "K": "k"}  # short() writes billions as B and thousands as K
 
 SHORT_UNITS = (("Q", 1e30), ("R", 1e27), ("Y", 1e24), ("Z", 1e21), ("E", 1e18), ("P", 1e15),
                ("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3), ("", 1.0))

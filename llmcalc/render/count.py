@@ -10,7 +10,7 @@ from rich.text import Text
 
 from llmcalc.counting import ParamCount, percent_off
 from llmcalc.render import n, pct, short
-from llmcalc.render.grid import Cell, Col, Fig, Grid
+from llmcalc.render.grid import Cell, Col, Fig, Fitted, Grid
 from llmcalc.spec import LAYER, ModelSpec, Tensor
 
 OUTER_LABELS = {
@@ -114,7 +114,9 @@ def _split(tensors: tuple[Tensor, ...], component: str) -> tuple[int, int]:
     return weight, bias
 
 
-def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Table]:
+def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Fitted]:
+    """One table per layer kind; on a narrow terminal biases, then weights, are left out (and the
+    table says so) before a tensor group's name would be broken."""
     tables = []
     for group, gc in zip(spec.layer_groups, pc.groups, strict=True):
         a = group.attention
@@ -124,22 +126,18 @@ def layer_tables(spec: ModelSpec, pc: ParamCount) -> list[Table]:
             if len(pc.groups) > 1
             else f"one layer (all {gc.num_layers} alike{window})"
         )
-        t = Table(title=title, title_justify="left")
-        t.add_column("tensor group")
-        t.add_column("weights", justify="right")
-        t.add_column("biases", justify="right")
-        t.add_column("one layer", justify="right")
-        t.add_column(f"× {gc.num_layers} layers", justify="right")
+        g = Grid(title, [Col("tensor group", wrap=True), Col("weights", right=True, drop=1),
+                         Col("biases", right=True, drop=2), Col("one layer", right=True),
+                         Col(f"× {gc.num_layers} layers", right=True)])
         for component, params in gc.components.items():
             weight, bias = _split(group.tensors, component)
             label = _expert_label(group.tensors, component, params)
-            t.add_row(label, n(weight), n(bias) if bias else "-", n(params), n(params * gc.num_layers))
-        t.add_section()
-        t.add_row("layer total", "", "", n(gc.per_layer), n(gc.total), style="bold")
+            g.add(label, n(weight), n(bias) if bias else "-", n(params), n(params * gc.num_layers))
+        g.add("layer total", "", "", n(gc.per_layer), n(gc.total), bold=True, section=True)
         if spec.moe and gc.per_layer_active is not None and gc.active is not None \
                 and gc.per_layer_active != gc.per_layer:
-            t.add_row("active per token", "", "", n(gc.per_layer_active), n(gc.active))
-        tables.append(t)
+            g.add("active per token", "", "", n(gc.per_layer_active), n(gc.active))
+        tables.append(Fitted(g))
     return tables
 
 
@@ -242,8 +240,8 @@ def count_view(spec: ModelSpec, pc: ParamCount) -> RenderableType:
 def tensors_grid(spec: ModelSpec) -> Grid:
     """Every named tensor with its shape, as in the transformers module tree."""
     g = Grid(f"{spec.name}: named tensors",
-             [Col("name"), Col("shape", wrap=True), Col("numel", right=True, drop=1),
-              Col("repeats", wrap=True)])
+             [Col("name"), Col("shape"), Col("numel", right=True, under=1),
+              Col("repeats", wrap=True, under=0)])
     for x, grp in spec.all_tensors():
         shape = "[" + ", ".join(str(d) for d in x.shape) + "]"
         where = ""

@@ -78,6 +78,9 @@ def fit_view(
         r.add_row("tokens/s per sequence ≤", f"{d.tokens_per_sec_per_sequence:,.1f}")
         r.add_row(f"tokens/s at batch {f.batch} ≤", f"{d.tokens_per_sec:,.1f}", style="bold")
         parts.append(r)
+    elif not accelerator.bandwidth:
+        parts.append(Text("decode speed bound: give --gpu-bandwidth (e.g. 3.35TB/s) or --gpu "
+                          "for the card's bandwidth", style="dim"))
     parts.append(Text(f"accelerator: {accelerator.source}", style="dim"))
     return Group(*parts)
 
@@ -92,7 +95,7 @@ def _nothing_fits(f: ServingFit) -> str:
 
 def explain_lines(f: ServingFit, *, accelerator: Accelerator) -> list[str]:
     lines = [
-        f"usable = GPUs × memory × (1 − headroom) = {f.gpus} × {n(accelerator.memory_bytes)} × "
+        f"usable = GPUs × memory × (1 − headroom) = {n(f.gpus)} × {n(accelerator.memory_bytes)} × "
         f"(1 − {f.headroom:g}) = {n(f.usable)}",
         f"KV budget = usable − weights = {n(f.usable)} − {n(f.weights)} = {n(f.usable - f.weights)}",
     ]

@@ -96,7 +96,7 @@ def flops_view(spec: ModelSpec, r: FlopsResult) -> RenderableType:
                       never(r) if r.attention_crossover_ctx is None
                       else n(r.attention_crossover_ctx), "")
 
-    seqs = f"{r.batch} sequences" if r.batch > 1 else "one sequence"
+    seqs = f"{n(r.batch)} sequences" if r.batch > 1 else "one sequence"
     per_seq = _table(f"per forward pass over {seqs} of {n(r.ctx)} tokens")
     per_seq.add_row("prefill, full attention (as FlopCounterMode counts)",
                     n(r.forward_flops_per_sequence), flop(r.forward_flops_per_sequence))
@@ -372,7 +372,7 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         + depth
     )
     def times_batch(expr: str) -> str:
-        return f"{r.batch} × ({expr})" if r.batch > 1 else expr
+        return f"{n(r.batch)} × ({expr})" if r.batch > 1 else expr
 
     lines.append(
         f"prefill, full = {times_batch(f'{n(r.ctx)} × {n(r.weight_flops_per_token)}' + plus(full))} "

@@ -5,22 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from llmcalc.latency import Latency, Stage
 from llmcalc.render import n
+from llmcalc.render.grid import Col, Fitted, Grid
 
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:,.2f} ms"
 
 
-def _stage_rows(t: Table, label: str, s: Stage) -> None:
-    t.add_row(f"{label}: compute (FLOPs / peak)", _ms(s.compute_s), "bound" if s.bound == "compute" else "")
-    t.add_row(f"{label}: memory (bytes / bandwidth)", _ms(s.memory_s), "bound" if s.bound == "memory" else "")
+def _stage_rows(t: Grid, label: str, s: Stage) -> None:
+    t.add(f"{label}: compute (FLOPs / peak)", _ms(s.compute_s), "bound" if s.bound == "compute" else "")
+    t.add(f"{label}: memory (bytes / bandwidth)", _ms(s.memory_s), "bound" if s.bound == "memory" else "")
     if s.comm_s:
-        t.add_row(f"{label}: all-reduces ({n(s.comm_bytes)} B per GPU)", _ms(s.comm_s), "added")
+        t.add(f"{label}: all-reduces ({n(s.comm_bytes)} B per GPU)", _ms(s.comm_s), "added")
 
 
 def latency_view(r: Latency) -> RenderableType:
@@ -30,26 +30,23 @@ def latency_view(r: Latency) -> RenderableType:
                 f"{r.batch} · prompt {n(r.ctx)} · generate {n(r.gen)} · weights {r.dtype.value} · "
                 f"KV {r.kv_dtype.value} · efficiency compute {r.compute_efficiency:g}, bandwidth "
                 f"{r.bandwidth_efficiency:g}")
-    t = Table(title="roofline (a bound: no engine is faster at these efficiencies)",
-              title_justify="left")
-    t.add_column("")
-    t.add_column("time", justify="right")
-    t.add_column("", justify="right")
+    # labels and a worded value wrap at spaces, sharing a narrow terminal's width
+    t = Grid("roofline (a bound: no engine is faster at these efficiencies)",
+             [Col("", wrap=True), Col("time", right=True, wrap=True), Col("", right=True)])
     _stage_rows(t, "prefill", r.prefill)
-    t.add_row("time to first token (prefill)", _ms(r.ttft_s), "", style="bold")
-    t.add_section()
+    t.add("time to first token (prefill)", _ms(r.ttft_s), "", bold=True)
     _stage_rows(t, f"decode step at context {n(r.decode_ctx)}", r.decode)
-    t.add_row("time per output token", _ms(r.tpot_s), "", style="bold")
-    t.add_row("end to end (TTFT + (gen − 1) × TPOT)", _ms(r.e2e_s), "")
-    t.add_section()
-    t.add_row("decode tokens/s per request", f"{r.tokens_per_s_per_request:,.1f}", "")
-    t.add_row("decode tokens/s, whole batch", f"{r.tokens_per_s:,.1f}", "")
-    t.add_row("decode tokens/s per GPU", f"{r.tokens_per_s_per_gpu:,.1f}", "")
-    t.add_row("output tokens/s per GPU over the request", f"{r.throughput_per_gpu:,.1f}", "")
+    t.sections.add(len(t.rows) - (3 if r.decode.comm_s else 2))
+    t.add("time per output token", _ms(r.tpot_s), "", bold=True)
+    t.add("end to end (TTFT + (gen − 1) × TPOT)", _ms(r.e2e_s), "")
+    t.add("decode tokens/s per request", f"{r.tokens_per_s_per_request:,.1f}", "", section=True)
+    t.add("decode tokens/s, whole batch", f"{r.tokens_per_s:,.1f}", "")
+    t.add("decode tokens/s per GPU", f"{r.tokens_per_s_per_gpu:,.1f}", "")
+    t.add("output tokens/s per GPU over the request", f"{r.throughput_per_gpu:,.1f}", "")
     ridge = ("never (reading a sequence's cache outlasts its FLOPs)" if r.ridge_batch is None
              else n(r.ridge_batch))
-    t.add_row("decode turns compute bound at batch", ridge, "")
-    parts: list[RenderableType] = [head, t]
+    t.add("decode turns compute bound at batch", ridge, "")
+    parts: list[RenderableType] = [head, Fitted(t)]
     if r.speculation:
         s = r.speculation
         parts.append(Text(

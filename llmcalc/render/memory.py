@@ -76,7 +76,7 @@ def stored_json(stored: StoredWeights, r: MemoryResult) -> dict[str, Any]:
 def memory_view(
     spec: ModelSpec, r: MemoryResult, stored: StoredWeights | None = None
 ) -> RenderableType:
-    seqs = f"{r.batch} sequences" if r.batch > 1 else "one sequence"
+    seqs = f"{n(r.batch)} sequences" if r.batch > 1 else "one sequence"
     t = Table(
         title=f"memory for {seqs} of {ctx_label(r.ctx)} tokens", title_justify="left"
     )
@@ -92,9 +92,9 @@ def memory_view(
         states = sorted({term.state_dtype.value for term in r.state_terms} | {r.kv_dtype.value})
         t.add_row("recurrent state per sequence (any context)", "/".join(states),
                   n(r.state_bytes_per_sequence), "")
-        cache = f"{kv} + state ({r.batch} × {n(r.ctx)} tokens)"
+        cache = f"{kv} + state ({n(r.batch)} × {n(r.ctx)} tokens)"
     else:
-        cache = f"{kv} ({r.batch} × {n(r.ctx)} tokens)"
+        cache = f"{kv} ({n(r.batch)} × {n(r.ctx)} tokens)"
     t.add_row(cache, r.kv_dtype.value, n(r.kv_cache_bytes), gib(r.kv_cache_bytes))
     if r.source_len is not None:
         t.add_row(f"  of which cross-attention K, V of {n(r.source_len)} {r.source_tokens} tokens",
@@ -105,7 +105,7 @@ def memory_view(
         t.add_section()
         t.add_row("KV cache decompressed per head (older implementations), per token",
                   r.kv_dtype.value, n(r.kv_cache_bytes_per_token_decompressed), "")
-        t.add_row(f"KV cache decompressed per head ({r.batch} × {n(r.ctx)} tokens)",
+        t.add_row(f"KV cache decompressed per head ({n(r.batch)} × {n(r.ctx)} tokens)",
                   r.kv_dtype.value, n(r.kv_cache_bytes_decompressed),
                   gib(r.kv_cache_bytes_decompressed))
     cap = window_cap(spec, r.ctx)
@@ -122,7 +122,7 @@ def memory_view(
 
 def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int) -> Table:
     batch = rows[0][1].batch if rows else 1
-    seqs = f"{batch} sequences" if batch > 1 else "one sequence"
+    seqs = f"{n(batch)} sequences" if batch > 1 else "one sequence"
     t = Table(title=f"memory for {seqs} at context {ctx_label(ctx)}", title_justify="left")
     for col in ("model", "weights", "KV per token", "state per sequence", "KV cache + state",
                 "total"):
@@ -253,7 +253,7 @@ def explain_lines(r: MemoryResult) -> list[str]:
             + ") "
             f"= {n(s.num_layers * s.bytes_per_layer)} bytes"
         )
-    plus = f" + {r.batch} × {n(r.state_bytes_per_sequence)} state" if r.state_terms else ""
+    plus = f" + {n(r.batch)} × {n(r.state_bytes_per_sequence)} state" if r.state_terms else ""
     kv_part = f"({' + '.join(parts)}) elements × {kb} bits / 8" if parts else "0"
     if fp32_part:
         kv_part += f" + ({fp32_part}) float32 elements × 4 bytes"
@@ -262,7 +262,7 @@ def explain_lines(r: MemoryResult) -> list[str]:
     if fp32_part or r.fixed_bytes_per_token:
         kv_part = f"[{kv_part}]"
     lines.append(
-        f"KV cache = {r.batch} × {kv_part}{plus} "
+        f"KV cache = {n(r.batch)} × {kv_part}{plus} "
         f"= {n(r.kv_cache_bytes)} bytes ({gib(r.kv_cache_bytes)})"
     )
     lines.append(
@@ -295,7 +295,7 @@ def memory_grid(items: list[tuple[str, ModelSpec, MemoryResult]]) -> Grid:
     """One column per model: weights, KV cache and total, in bytes and GiB."""
     g = Grid("memory", [Col("figure"), *(Col(label, right=True, wrap=True) for label, _, _ in items)], keep=1)
     rs = [r for _, _, r in items]
-    g.add("context × batch", *(f"{n(r.ctx)} × {r.batch}" for r in rs))
+    g.add("context × batch", *(f"{n(r.ctx)} × {n(r.batch)}" for r in rs))
     g.add("dtype / KV dtype", *(f"{r.dtype.value} / {r.kv_dtype.value}" for r in rs))
     g.add("weights (bytes)", *(r.weights_bytes for r in rs), section=True)
     g.add("weights", *(Fig(gib(r.weights_bytes), round(r.weights_bytes / GiB, 3)) for r in rs))

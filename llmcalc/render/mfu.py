@@ -10,7 +10,7 @@ from rich.text import Text
 
 from llmcalc.hardware import Accelerator
 from llmcalc.planning import Utilisation
-from llmcalc.render import n, short
+from llmcalc.render import n, per_second
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 
@@ -20,14 +20,14 @@ def mfu_view(
 ) -> RenderableType:
     head = Text()
     head.append(spec.name, style="bold")
-    head.append(f"  sequence length {n(ctx)} (--ctx) · {gpus} × {accelerator.name}")
+    head.append(f"  sequence length {n(ctx)} (--ctx) · {n(gpus)} × {accelerator.name}")
     t = Table(title="model FLOPs utilisation (PaLM, App. B)", title_justify="left")
     t.add_column("")
     t.add_column("value", justify="right")
     t.add_row("tokens/s (all GPUs)", f"{u.tokens_per_sec:,.0f}")
     t.add_row("training FLOPs per token: 6N + 12·L·H·Q·T (PaLM)", n(u.flops_per_token))
-    t.add_row("achieved FLOP/s per GPU", f"{short(u.achieved_flops)}FLOP/s")
-    t.add_row("peak FLOP/s per GPU (dense bf16)", f"{short(u.peak_flops)}FLOP/s")
+    t.add_row("achieved FLOP/s per GPU", per_second(u.achieved_flops))
+    t.add_row("peak FLOP/s per GPU (dense bf16)", per_second(u.peak_flops))
     t.add_section()
     t.add_row("MFU", f"{u.mfu:.1%}", style="bold")
     t.add_row("MFU counting causal attention pairs only", f"{u.mfu_causal:.1%}")
@@ -42,13 +42,13 @@ def mfu_view(
 def mfu_grid(
     spec: ModelSpec, u: Utilisation, *, accelerator: Accelerator, gpus: int, ctx: int
 ) -> Grid:
-    g = Grid(f"{spec.name}: model FLOPs utilisation on {gpus} × {accelerator.name}",
+    g = Grid(f"{spec.name}: model FLOPs utilisation on {n(gpus)} × {accelerator.name}",
              [Col("figure"), Col("value", right=True)])
     g.add("sequence length", ctx)
     g.add("tokens/s (all GPUs)", Fig(f"{u.tokens_per_sec:,.0f}", u.tokens_per_sec))
     g.add("training FLOPs per token: 6N + 12·L·H·Q·T (PaLM)", u.flops_per_token)
-    g.add("achieved FLOP/s per GPU", Fig(f"{short(u.achieved_flops)}FLOP/s", round(u.achieved_flops)))
-    g.add("peak FLOP/s per GPU (dense bf16)", Fig(f"{short(u.peak_flops)}FLOP/s", u.peak_flops))
+    g.add("achieved FLOP/s per GPU", Fig(per_second(u.achieved_flops), round(u.achieved_flops)))
+    g.add("peak FLOP/s per GPU (dense bf16)", Fig(per_second(u.peak_flops), u.peak_flops))
     g.add("MFU", Fig(f"{u.mfu:.1%}", round(u.mfu, 6)), bold=True, section=True)
     g.add("MFU counting causal attention pairs only", Fig(f"{u.mfu_causal:.1%}",
                                                          round(u.mfu_causal, 6)))
@@ -60,7 +60,7 @@ def explain_lines(u: Utilisation, *, gpus: int) -> list[str]:
         "FLOPs per token = 3 × (weight FLOPs + attention of one query over all ctx keys) "
         "(PaLM App. B: 6N + 12·L·H·Q·T)",
         f"MFU = tokens/s × FLOPs per token / (GPUs × peak) = {u.tokens_per_sec:,.0f} × "
-        f"{n(u.flops_per_token)} / ({gpus} × {u.peak_flops:.4e}) = {u.mfu:.4f}",
+        f"{n(u.flops_per_token)} / ({n(gpus)} × {u.peak_flops:.4e}) = {u.mfu:.4f}",
     ]
 
 

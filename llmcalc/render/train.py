@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.hardware import Accelerator
-from llmcalc.render import gib, n, sci, short
+from llmcalc.render import gib, n, per_second, sci, short
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.training import (
@@ -56,9 +56,11 @@ def verdict(fits: bool) -> Text:
 
 
 def accelerator_line(acc: Accelerator, gpus: int) -> str:
-    return (
-        f"{gpus} × {acc.name}: {gib(acc.memory_bytes)}, {short(acc.peak_flops)}FLOP/s dense bf16"
-    )
+    """16,384 × NVIDIA H100 SXM: 80.00 GiB, 989 TFLOP/s dense bf16 (a figure not given to a
+    custom card, such as --gpu-mem alone, is left out rather than shown as 0)."""
+    figures = [gib(acc.memory_bytes) if acc.memory_bytes else "",
+               f"{per_second(acc.peak_flops)} dense bf16" if acc.peak_flops else ""]
+    return f"{n(gpus)} × {acc.name}: " + ", ".join(f for f in figures if f)
 
 
 def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:

@@ -356,3 +356,20 @@ def test_hostile_hub_header_is_one_line(llmcalc: Any, hub: FakeHub) -> None:
     assert r.code == 2
     assert r.stderr.startswith("error: org/bad-header: a safetensors header cannot be read (")
     assert r.stderr.count("\n") == 1
+
+
+def test_a_cached_repo_without_refs_main_is_read_from_the_cache(llmcalc: Any,
+                                                                 tmp_path: Path) -> None:
+    """A snapshot fetched by a tag (refs/v2 only): offline, or with the Hub unreachable, the
+    cache's copy is read, named by that tag, never "pass a path to its config.json"."""
+    cache = tmp_path / "elsewhere"
+    repo = cache / "models--org--tagged"
+    sha = sha_of("tagged", "v2")
+    (repo / "snapshots" / sha).mkdir(parents=True)
+    (repo / "snapshots" / sha / "config.json").write_text(json.dumps(TINY_V2))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "v2").write_text(sha)
+    for env in ({"HF_HUB_OFFLINE": "1"}, {}):  # nothing listens on the endpoint's port 9
+        r = llmcalc("count", "org/tagged", "--json", HF_HUB_CACHE=str(cache), **env)
+        assert r.code == 0, r.stderr
+        assert (r.json()["model"], r.json()["total_params"]) == ("org/tagged@v2", total(TINY_V2))

@@ -87,8 +87,17 @@ def test_plain_count_loads_no_validator_once_cached(tmp_path: Path) -> None:
     assert "354,823,168" in warm.stdout
 
 
-@pytest.mark.parametrize("args", [("count", "gpt2", "llama-2-7b"), ("flops", "gemma-2-2b"),
-                                  ("memory", "mistral-7b"), ("count", "nope")])
+@pytest.mark.parametrize("args", [
+    ("count", "gpt2", "llama-2-7b"), ("flops", "gemma-2-2b"), ("memory", "mistral-7b"),
+    ("count", "nope"), ("flops", "llama-3-8b", "--ctx", "128k"),
+    ("memory", "llama-2-7b", "--ctx=32k", "--dtype", "fp8", "--json"),
+    ("count", "gpt2", "--set", "n_layer=2", "--set=n_head=4", "--json"),
+    ("flops", "--ctx", "4k", "--batch", "2"), ("memory", "gpt2", "--batch", "x"),
+    ("count", "gpt2", "--lora-targets", "q_proj"),
+    ("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--batch", "16", "--ctx", "4k"),
+    ("train", "llama-3-8b", "--gpu", "h100", "--zero", "3", "--mfu", "0.5", "--format", "json"),
+    ("latency", "llama-3-8b", "--gpu", "h100", "--batch", "8"), ("list", "--format", "csv"),
+])
 def test_plain_path_prints_what_typer_path_prints(tmp_path: Path, cli: Any,
                                                   args: tuple[str, ...]) -> None:
     plain = run_plain(*args, cache_dir=tmp_path)
@@ -97,7 +106,23 @@ def test_plain_path_prints_what_typer_path_prints(tmp_path: Path, cli: Any,
     assert plain.stderr.startswith(parsed.stderr)
 
 
-def test_options_still_go_through_typer(tmp_path: Path) -> None:
-    out = run_plain("count", "gpt2", "--json", cache_dir=tmp_path)
-    assert out.returncode == 0 and "typer._adapters" in out.stderr
-    assert '"total_params": 124439808' in out.stdout
+def test_plainly_written_options_skip_typer_anything_else_does_not(tmp_path: Path) -> None:
+    for plain in (("count", "gpt2", "--json"), ("count", "gpt2", "--format", "json"),
+                  ("count", "gpt2", "--lora-r", "8", "--lora-targets", "c_attn", "--json")):
+        out = run_plain(*plain, cache_dir=tmp_path)
+        assert out.returncode == 0 and "typer._adapters" not in out.stderr, plain
+        assert "124439808" in out.stdout
+    for typed in (("count", "gpt2", "--format", "JSON"), ("count", "gpt2", "--lora-r", "08"),
+                  ("flops", "gpt2", "--images", "+0"), ("count", "gpt2", "--", "x"),
+                  ("count", "gpt2", "--no-such-option"), ("fit", "gpt2", "--gpus", "1e3"),
+                  ("train", "gpt2", "--gpus", "9" * 17)):
+        assert "typer._adapters" in run_plain(*typed, cache_dir=tmp_path).stderr, typed
+
+
+def test_help_is_kept_and_read_back(tmp_path: Path) -> None:
+    first = run_plain("count", "--help", cache_dir=tmp_path)
+    again = run_plain("count", "--help", cache_dir=tmp_path)
+    assert first.returncode == again.returncode == 0
+    assert first.stdout == again.stdout and first.stdout.startswith("Usage: llmcalc count")
+    assert "typer._adapters" in first.stderr and again.stderr.strip() == "LOADED"
+    assert len(list(tmp_path.glob("help-*.txt"))) == 1
