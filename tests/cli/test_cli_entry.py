@@ -3,25 +3,10 @@ names longer than a file system takes, adapter options without a rank."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-REPO = Path(__file__).resolve().parents[2]
-
-
-def llmcalc(*args: str, module: bool = False) -> subprocess.CompletedProcess[str]:
-    """`llmcalc ARGS` (or `python -m llmcalc ARGS`) in a fresh process, as from a shell."""
-    entry = ["-m", "llmcalc"] if module else [
-        "-c", "import sys; from llmcalc.cli import run; sys.argv[0] = 'llmcalc'; run()"]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("COLUMNS", None)
-    return subprocess.run([sys.executable, *entry, *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+from helpers.shell import llmcalc
 
 
 @pytest.mark.parametrize("module", [False, True])

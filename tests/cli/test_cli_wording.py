@@ -38,7 +38,7 @@ def test_rates_and_counts_are_spaced_and_separated(cli: Any) -> None:
 
 
 def test_a_bad_choice_reads_without_value_error(cli: Any) -> None:
-    from test_cli_entry import llmcalc
+    from helpers.shell import llmcalc
 
     out = llmcalc("count", "gpt2", "--format", "xml")
     assert (out.returncode, out.stdout) == (2, "")

@@ -140,7 +140,7 @@ def test_latency_labels_read_at_80_columns(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_piped_output_follows_columns() -> None:
-    from test_cli_entry import llmcalc
+    from helpers.shell import llmcalc
 
     env_80 = {"COLUMNS": "80"}
     out = subprocess.run([sys.executable, "-c", "import sys; from llmcalc.cli import run; "
