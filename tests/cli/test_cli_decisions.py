@@ -20,17 +20,21 @@ def largest_batch(gpus: int) -> int:
 
 
 def test_fit_yes_or_no(cli: Any) -> None:
+    # the steady state alone (weights and caches) would hold 12 sequences; the prefill's transients
+    # (fit counts them by default) leave room for 9
     assert largest_batch(2) == 12 and largest_batch(3) >= 16 > largest_batch(2)
+    most = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--ctx", "4k", "--json")
+    assert most.json()["max_batch"] == 9
     no = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--batch", "16", "--ctx", "4k")
     assert no.code == 1, no.stderr
     assert no.stdout.splitlines()[-2:] == [
-        "batch 16 at context 4,096: does not fit (the largest batch is 12)", "to fit: --gpus 3"]
-    yes = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--batch", "12", "--ctx", "4k")
+        "batch 16 at context 4,096: does not fit (the largest batch is 9)", "to fit: --gpus 3"]
+    yes = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--batch", "9", "--ctx", "4k")
     assert yes.code == 0, yes.stderr
-    assert yes.stdout.splitlines()[-1] == "batch 12 at context 4,096: fits (the largest batch is 12)"
+    assert yes.stdout.splitlines()[-1] == "batch 9 at context 4,096: fits (the largest batch is 9)"
     data = cli("fit", "llama-2-70b", "--gpu", "h100", "--gpus", "2", "--batch", "16", "--ctx", "4k",
                "--json")
-    assert data.code == 1 and data.json()["max_batch"] == 12
+    assert data.code == 1 and data.json()["max_batch"] == 9
 
 
 def test_fit_tp_pp_use_tp_times_pp_gpus(cli: Any) -> None:
@@ -39,7 +43,7 @@ def test_fit_tp_pp_use_tp_times_pp_gpus(cli: Any) -> None:
                    "--json")
     assert by_tp_pp.code == by_gpus.code == 0
     assert by_tp_pp.json() == by_gpus.json()
-    assert by_tp_pp.json()["max_batch"] == largest_batch(4)
+    assert 0 < by_tp_pp.json()["max_batch"] < largest_batch(4)  # the prefill takes its share
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -62,10 +62,12 @@ def test_check_verify_with_nothing_expected_says_what_it_compared(cli: Any,
 
 def test_memory_says_which_falcon_cache_it_counts(cli: Any) -> None:
     # Falcon-40B: 60 layers, 8 KV heads of 64 (of 128 query heads): 60 × 2 × 8 × 64 × 2 B
-    data = cli("memory", "falcon-40b", "--json").json()
+    # at 2k: FalconConfig's declared max_position_embeddings (2,048), so no context note
+    data = cli("memory", "falcon-40b", "--ctx", "2k", "--json").json()
     assert data["kv_cache_bytes_per_token"] == 60 * 2 * 8 * 64 * 2 == 122_880
     note = ("KV cache: the 8 KV heads serving engines (vLLM, TGI, llama.cpp) keep; transformers' "
             "Falcon cache holds K and V repeated to all 128 heads, 16× these bytes")
     assert data["notes"] == [note]
-    assert note in " ".join(cli("memory", "falcon-40b").stdout.split())
-    assert cli("memory", "falcon-7b", "--json").json()["notes"] == []  # multi-query: one head
+    assert note in " ".join(cli("memory", "falcon-40b", "--ctx", "2k").stdout.split())
+    # multi-query: one head, nothing to say
+    assert cli("memory", "falcon-7b", "--ctx", "2k", "--json").json()["notes"] == []
