@@ -13,7 +13,7 @@ import subprocess
 import sys
 import time
 
-from llmcalc import bundled
+from llmcalc.inputs import bundled
 
 BUDGET_SECONDS = 2.0
 RUNS = 3

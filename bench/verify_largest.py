@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 
-from llmcalc import bundled, count, load_spec
+from llmcalc import count, load_spec
+from llmcalc.inputs import bundled
 
 BUDGET_SECONDS = 60.0
 BUDGET_RSS_BYTES = 2 * 1024**3

@@ -11,8 +11,8 @@
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from llmcalc.config import load_spec, spec_from_dict
-    from llmcalc.counting import GroupCount, ParamCount, count
+    from llmcalc.inputs.config import load_spec, spec_from_dict
+    from llmcalc.formulas.counting import GroupCount, ParamCount, count
     from llmcalc.errors import (
         ConfigError,
         LLMCalcError,
@@ -20,29 +20,29 @@ if TYPE_CHECKING:
         UnknownModelError,
         UsageError,
     )
-    from llmcalc.flops import (
+    from llmcalc.formulas.flops import (
         attention_flops_per_token,
         forward_flops_per_sequence,
         forward_flops_per_token,
         training_flops_per_token,
         weight_flops_per_token,
     )
-    from llmcalc.memory import kv_cache_bytes, kv_cache_bytes_per_token, weight_bytes
-    from llmcalc.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
+    from llmcalc.formulas.memory import kv_cache_bytes, kv_cache_bytes_per_token, weight_bytes
+    from llmcalc.model.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
     from llmcalc.units import DType, parse_context, parse_count, parse_dtype
 
 # public name → the module that defines it; imported on first use, so that the command line
 # (llmcalc.cli) loads only what a command needs
 _HOME = {
-    **dict.fromkeys(("load_spec", "spec_from_dict"), "config"),
-    **dict.fromkeys(("GroupCount", "ParamCount", "count"), "counting"),
+    **dict.fromkeys(("load_spec", "spec_from_dict"), "inputs.config"),
+    **dict.fromkeys(("GroupCount", "ParamCount", "count"), "formulas.counting"),
     **dict.fromkeys(("ConfigError", "LLMCalcError", "MissingExtraError", "UnknownModelError",
                      "UsageError"), "errors"),
     **dict.fromkeys(("attention_flops_per_token", "forward_flops_per_sequence",
                      "forward_flops_per_token", "training_flops_per_token",
-                     "weight_flops_per_token"), "flops"),
-    **dict.fromkeys(("kv_cache_bytes", "kv_cache_bytes_per_token", "weight_bytes"), "memory"),
-    **dict.fromkeys(("Attention", "LayerGroup", "ModelSpec", "MoE", "Shape", "Tensor"), "spec"),
+                     "weight_flops_per_token"), "formulas.flops"),
+    **dict.fromkeys(("kv_cache_bytes", "kv_cache_bytes_per_token", "weight_bytes"), "formulas.memory"),
+    **dict.fromkeys(("Attention", "LayerGroup", "ModelSpec", "MoE", "Shape", "Tensor"), "model.spec"),
     **dict.fromkeys(("DType", "parse_context", "parse_count", "parse_dtype"), "units"),
 }
 

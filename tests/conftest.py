@@ -15,7 +15,7 @@ from llmcalc.cli import app
 
 REPO = Path(__file__).resolve().parent.parent
 
-# The spec cache of CLI runs (llmcalc/speccache.py) goes to a fresh folder, never ~/.cache.
+# The spec cache of CLI runs (llmcalc/inputs/speccache.py) goes to a fresh folder, never ~/.cache.
 os.environ.setdefault("LLMCALC_CACHE_DIR", tempfile.mkdtemp(prefix="llmcalc-test-cache-"))
 # Piped output follows COLUMNS (llmcalc/render): tests draw at the fixed 120 unless they set it.
 os.environ.pop("COLUMNS", None)

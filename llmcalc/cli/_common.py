@@ -15,7 +15,7 @@ from llmcalc.errors import LLMCalcError, UsageError
 from llmcalc.limits import escape_output, one_line
 from llmcalc.render import console, dumps
 from llmcalc.render.grid import Grid, to_csv, to_markdown, to_rich
-from llmcalc.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -113,7 +113,7 @@ def spec_for(
     ``--family`` leaves unread are also warned about on stderr."""
 
     def validate() -> ModelSpec:
-        from llmcalc.config import load_spec
+        from llmcalc.inputs.config import load_spec
 
         spec = load_spec(
             model,
@@ -129,18 +129,18 @@ def spec_for(
 
     if overrides or family is not None or revision is not None:
         return validate()
-    from llmcalc import speccache
+    from llmcalc.inputs import speccache
 
     return speccache.load(model, validate)
 
 
 def bundled_specs() -> list[tuple[str, ModelSpec]]:
     """Every bundled config (file name, spec), from the spec cache where it can."""
-    from llmcalc import bundled, speccache
+    from llmcalc.inputs import bundled, speccache
 
     def validate(path: Path) -> Callable[[], ModelSpec]:
         def run() -> ModelSpec:
-            from llmcalc.config import load_spec
+            from llmcalc.inputs.config import load_spec
 
             return load_spec(path.stem)  # by its bundled name, as a user types it
 
@@ -194,7 +194,7 @@ def parts_of(
         return specs
     out = [(m, of_part(spec, part)) for m, spec in specs]
     if images:
-        from llmcalc.flops import image_tokens
+        from llmcalc.formulas.flops import image_tokens
 
         for _, spec in out:
             if not image_tokens(spec):
@@ -213,7 +213,7 @@ def _part_image_hint(spec: ModelSpec) -> str:
 
 def of_part(spec: ModelSpec, part: str) -> ModelSpec:
     """``--part NAME``: one part of a whole model, or a usage error naming the parts it has."""
-    from llmcalc.spec import spec_part
+    from llmcalc.model.spec import spec_part
 
     if not spec.parts:
         raise UsageError(f"--part {part}: {spec.name} is one model, without parts")
@@ -229,7 +229,7 @@ def takes_text(spec: ModelSpec, command: str) -> ModelSpec:
     """A command that sizes text tokens only refuses a model whose language model reads images
     through cross-attention (Llama 3.2 Vision): with or without an image, its FLOPs and cache
     differ, and only ``flops`` and ``memory`` take ``--images``."""
-    from llmcalc.flops import image_cross_tokens
+    from llmcalc.formulas.flops import image_cross_tokens
 
     if image_cross_tokens(spec):
         raise UsageError(

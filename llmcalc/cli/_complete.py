@@ -9,7 +9,7 @@ import os
 
 def complete_model(incomplete: str) -> list[str]:
     """Names and paths that start with what has been typed (case-insensitively for names)."""
-    from llmcalc import bundled, hfcache
+    from llmcalc.inputs import bundled, hfcache
 
     names = [p.stem for p in bundled.paths()]
     names += [r for r in bundled.repo_ids() if r not in names]

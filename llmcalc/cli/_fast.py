@@ -152,7 +152,7 @@ def _plain_value(text: str, kind: type, info: Any) -> object | None:
 
 def help_entry(args: list[str]) -> Path | None:
     """Where the help text of ``args`` at this width is kept, or None (cache off)."""
-    from llmcalc import speccache
+    from llmcalc.inputs import speccache
 
     folder = speccache.folder()
     if folder is None:

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmcalc.hardware import ACCELERATORS
+from llmcalc.planning.hardware import ACCELERATORS
 
 GpuOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from llmcalc.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec
 
 if TYPE_CHECKING:
-    from llmcalc.lora import LoraConfig
+    from llmcalc.formulas.lora import LoraConfig
 
 LoraROpt = Annotated[
     Optional[int],  # noqa: UP045 - typer reads this annotation at run time
@@ -61,7 +61,7 @@ def config_from_options(
     spec: ModelSpec, *, r: int, alpha: int, targets: str | None, embeddings: bool, experts: bool,
     modules_to_save: str | None, dora: bool, rslora: bool,
 ) -> LoraConfig:
-    from llmcalc.lora import lora_config, resolve_targets  # only when adapters are asked for
+    from llmcalc.formulas.lora import lora_config, resolve_targets  # only when adapters are asked for
 
     names = [t.strip() for t in (targets or DEFAULT_TARGETS).split(",") if t.strip()]
     return lora_config(

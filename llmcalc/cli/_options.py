@@ -10,7 +10,7 @@ from typing import Annotated, Optional, ParamSpec, TypeVar
 import typer
 
 from llmcalc.errors import ParameterError, UsageError
-from llmcalc.quant import FORMAT_NAMES
+from llmcalc.formulas.quant import FORMAT_NAMES
 from llmcalc.units import DType, parse_context, parse_count
 
 P = ParamSpec("P")

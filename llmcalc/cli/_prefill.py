@@ -6,9 +6,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmcalc.activations import Kernel, require_supported
-from llmcalc.activations import serving_kernel as default_kernel
-from llmcalc.spec import ModelSpec
+from llmcalc.formulas.activations import Kernel, require_supported
+from llmcalc.formulas.activations import serving_kernel as default_kernel
+from llmcalc.model.spec import ModelSpec
 
 AttentionOpt = Annotated[
     Optional[Kernel],  # noqa: UP045 - typer reads this annotation at run time

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmcalc.check import CheckRun, check_paths
+from llmcalc.verify.check import CheckRun, check_paths
 from llmcalc.cli._common import Format, JsonOpt, emit, handles_errors, output_format
 from llmcalc.errors import UsageError
 from llmcalc.limits import escape_output

@@ -40,7 +40,7 @@ from llmcalc.cli._lora import (
     config_from_options,
 )
 from llmcalc.cli._options import speaks_flags
-from llmcalc.counting import count as count_params
+from llmcalc.formulas.counting import count as count_params
 from llmcalc.errors import UsageError
 from llmcalc.limits import MAX_LISTED_TENSORS
 from llmcalc.render.grid import Grid
@@ -86,7 +86,7 @@ def count(
                              "(without --lora-r, count shows the model without adapters)")
     else:
         one_model(models, "--lora-r")
-        from llmcalc.lora import lora_count
+        from llmcalc.formulas.lora import lora_count
         from llmcalc.render.lora import lora_explain, lora_json, lora_view
 
         [(_, spec)] = specs_for(models, set_, family, revision, trust_remote_code, part)

@@ -45,12 +45,12 @@ from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.errors import UsageError
-from llmcalc.finetune import Method, Optimizer
-from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
-from llmcalc.local import DEFAULT_MIN_CTX
-from llmcalc.planning import fit as fit_plan
-from llmcalc.quant import WeightFormat, kv_dtype_for, resolve_format
-from llmcalc.spec import ModelSpec
+from llmcalc.planning.finetune import Method, Optimizer
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
+from llmcalc.planning.local import DEFAULT_MIN_CTX
+from llmcalc.planning.serving import fit as fit_plan
+from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType, parse_context, parse_dtype
 
 
@@ -168,7 +168,7 @@ def fit(
     if method is not None:
         one_model(models, "--method")
         [(_, spec)] = specs
-        from llmcalc.finetune import fit_finetune
+        from llmcalc.planning.finetune import fit_finetune
         from llmcalc.render.finetune import finetune_explain, fit_finetune_json, fit_finetune_view
 
         n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
@@ -244,12 +244,12 @@ def fit(
 
 def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None, sort: str,
                match: str | None, show_all: bool, how: Format) -> None:
-    """Bundled and locally cached models, each in the best format that fits (llmcalc.local)."""
+    """Bundled and locally cached models, each in the best format that fits (llmcalc.planning.local)."""
     import fnmatch
 
-    from llmcalc import bundled, hfcache
+    from llmcalc.inputs import bundled, hfcache
     from llmcalc.cli._common import spec_for
-    from llmcalc.local import what_fits
+    from llmcalc.planning.local import what_fits
     from llmcalc.render.local import what_fits_grid, what_fits_json
 
     min_ctx = parse_context(ctx, option="--ctx") if ctx is not None else DEFAULT_MIN_CTX
@@ -275,8 +275,8 @@ def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None,
 def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType, ctx: int,
              ram_bandwidth: str | None, gpu_layers: int | None, headroom: float, how: Format
              ) -> None:
-    from llmcalc.hardware import parse_bandwidth
-    from llmcalc.local import DEFAULT_RAM_BANDWIDTH, offload
+    from llmcalc.planning.hardware import parse_bandwidth
+    from llmcalc.planning.local import DEFAULT_RAM_BANDWIDTH, offload
     from llmcalc.render.local import offload_json, offload_view
 
     ram = (parse_bandwidth(ram_bandwidth, option="--ram-bandwidth") if ram_bandwidth is not None

@@ -37,7 +37,7 @@ from llmcalc.cli._options import (
     speaks_flags,
 )
 from llmcalc.errors import UsageError
-from llmcalc.flops import flops as compute_flops
+from llmcalc.formulas.flops import flops as compute_flops
 from llmcalc.units import parse_context, parse_count
 
 

@@ -15,12 +15,12 @@ from llmcalc.cli._common import (
     handles_errors,
     output_format,
 )
-from llmcalc.counting import ParamCount, count
+from llmcalc.formulas.counting import ParamCount, count
 from llmcalc.errors import UsageError
 from llmcalc.limits import shown
 from llmcalc.render import short
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec
 
 PUBLISHED = "published"
 CLASS_DEFAULTS = "class defaults"
@@ -42,7 +42,7 @@ def list_models(pattern: PatternArg = None, as_json: JsonOpt = False, fmt: Forma
     """List the bundled models: name, family, layers, d_model, heads/kv heads, total parameters,
     and whether the config is a checkpoint's published config.json or a transformers config
     class's defaults (for a model type with no published checkpoint bundled)."""
-    from llmcalc import bundled
+    from llmcalc.inputs import bundled
 
     how = output_format(fmt, as_json)
     kinds = {p.stem: CLASS_DEFAULTS if bundled.is_class_defaults(p) else PUBLISHED
@@ -57,7 +57,7 @@ def list_models(pattern: PatternArg = None, as_json: JsonOpt = False, fmt: Forma
 
 def _selected(pattern: str | None) -> list[tuple[str, ModelSpec]]:
     """The bundled (file name, spec) pairs that ``pattern`` matches (all without one)."""
-    from llmcalc import bundled
+    from llmcalc.inputs import bundled
 
     specs = bundled_specs()
     if pattern is None:

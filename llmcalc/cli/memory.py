@@ -41,20 +41,20 @@ from llmcalc.cli._options import (
 )
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt
 from llmcalc.errors import UsageError
-from llmcalc.memory import memory as compute_memory
-from llmcalc.quant import kv_dtype_for, resolve_format
+from llmcalc.formulas.memory import memory as compute_memory
+from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.render import gib
-from llmcalc.safetensors_index import DTypeBytes, StoredWeights
-from llmcalc.spec import ModelSpec
+from llmcalc.inputs.safetensors_index import DTypeBytes, StoredWeights
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
 
 def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
     """What the checkpoint behind MODEL stores, by dtype: a Hub repo's safetensors headers (range
     requests) or a local folder's; None when there is no checkpoint to read."""
-    from llmcalc import hub
+    from llmcalc.inputs import hub
     from llmcalc.errors import LLMCalcError
-    from llmcalc.safetensors_index import bytes_by_dtype, has_safetensors, read_checkpoint
+    from llmcalc.inputs.safetensors_index import bytes_by_dtype, has_safetensors, read_checkpoint
 
     origin = spec.origin
     where = spec.name
@@ -158,7 +158,7 @@ def memory(
     data = [{**r.memory_json(x, stored), **provenance(spec)} for _, spec, x in items]
     peaks: list[dict[str, int]] = []
     if attention is not None:  # the prefill's transients beside the steady state
-        from llmcalc.activations import prefill_bytes, require_supported
+        from llmcalc.formulas.activations import prefill_bytes, require_supported
         from llmcalc.units import DType
 
         chunk = None if prefill_chunk is None else parse_context(prefill_chunk,
@@ -208,7 +208,7 @@ def with_images(spec: ModelSpec, images: int) -> int:
     """Tokens ``images`` images add to the language model's context (--images)."""
     if not images:
         return 0
-    from llmcalc.flops import image_tokens
+    from llmcalc.formulas.flops import image_tokens
 
     per_image = image_tokens(spec)
     if not per_image:

@@ -26,10 +26,10 @@ from llmcalc.cli._common import (
 )
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuOpt, GpusOpt
 from llmcalc.cli._options import TrainCtxOpt, speaks_flags
-from llmcalc.hardware import require, resolve
-from llmcalc.planning import model_flops_utilisation
+from llmcalc.planning.hardware import require, resolve
+from llmcalc.planning.serving import model_flops_utilisation
 from llmcalc.render.mfu import explain_lines, mfu_grid, mfu_json, mfu_view
-from llmcalc.training import DEFAULT_CTX
+from llmcalc.planning.training import DEFAULT_CTX
 from llmcalc.units import parse_context, parse_count
 
 

@@ -18,7 +18,7 @@ from llmcalc.cli._hardware import GpuOpt, GpusOpt
 from llmcalc.cli._options import BatchOpt, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.errors import MissingExtraError, UsageError
 from llmcalc.limits import escape_output
-from llmcalc.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
 MAX_MODELS = 6
@@ -78,15 +78,15 @@ def plot(
     names = [s.name for s in specs]
     chart: charts.Chart
     if kind is Kind.params:
-        from llmcalc.counting import count
+        from llmcalc.formulas.counting import count
 
         chart = charts.params_chart([(nm, count(s)) for nm, s in zip(names, specs, strict=True)])
     else:
-        from llmcalc.series import context_grid
+        from llmcalc.formulas.series import context_grid
 
         grid = context_grid(parse_context(ctx_max, option="--ctx-max"))
         if kind is Kind.flops:
-            from llmcalc.series import flops_series
+            from llmcalc.formulas.series import flops_series
 
             chart = charts.flops_chart([(nm, flops_series(s, grid))
                                         for nm, s in zip(names, specs, strict=True)])
@@ -120,10 +120,10 @@ def _memory(
     charts: Any, names: list[str], specs: list[ModelSpec], grid: tuple[int, ...], *, batch: str,
     dtype: str, kv_dtype: str | None, gpu: str | None, gpus: int,
 ) -> Any:
-    from llmcalc.activations import serving_kernel
-    from llmcalc.hardware import resolve
-    from llmcalc.planning import fit
-    from llmcalc.series import memory_series
+    from llmcalc.formulas.activations import serving_kernel
+    from llmcalc.planning.hardware import resolve
+    from llmcalc.planning.serving import fit
+    from llmcalc.formulas.series import memory_series
 
     n_batch = parse_count(batch, option="--batch")
     w = parse_dtype(dtype, option="--dtype")

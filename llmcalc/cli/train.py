@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.text import Text
 
-from llmcalc.activations import Kernel, Loss, OptimizerImpl, Precision
+from llmcalc.formulas.activations import Kernel, Loss, OptimizerImpl, Precision
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -48,10 +48,10 @@ from llmcalc.cli._lora import (
 )
 from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, speaks_flags
 from llmcalc.errors import UsageError
-from llmcalc.finetune import Method, Optimizer
-from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
+from llmcalc.planning.finetune import Method, Optimizer
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.render.train import explain_lines, train_grid, train_json, train_view
-from llmcalc.training import (
+from llmcalc.planning.training import (
     CHINCHILLA_TOKENS_PER_PARAM,
     DEFAULT_CTX,
     DEFAULT_MFU,
@@ -170,7 +170,7 @@ def train(
     acc = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
     require(acc, "memory_bytes", "peak_flops")
     if method is not Method.full:
-        from llmcalc.finetune import plan_finetune
+        from llmcalc.planning.finetune import plan_finetune
         from llmcalc.render.finetune import finetune_explain, finetune_json, finetune_view
 
         lora = config_from_options(

@@ -10,7 +10,7 @@ from typing import Annotated
 import typer
 from rich.console import Group
 
-from llmcalc import hub
+from llmcalc.inputs import hub
 from llmcalc.cli._common import (
     FamilyOpt,
     FormatOpt,
@@ -25,8 +25,8 @@ from llmcalc.cli._common import (
 )
 from llmcalc.errors import UsageError
 from llmcalc.render.verify import flops_json, flops_view, parts_grid, verify_json, verify_view
-from llmcalc.safetensors_index import has_safetensors
-from llmcalc.verify import (
+from llmcalc.inputs.safetensors_index import has_safetensors
+from llmcalc.verify.reference import (
     FLOPS_SEQ_LEN,
     compare_checkpoint,
     verify_checkpoint,

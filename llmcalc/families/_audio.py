@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmcalc.families._base import FamilyConfig, Size, linear, norm, require
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 # Phi4MultimodalAudioModel.forward: "maximum position for absolute positional encoding"; a longer
 # clip is cut into windows of this many tokens

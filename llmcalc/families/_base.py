@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Part, Run, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Part, Run, Shape, Tensor
 
 # The largest size or count a config may give: 2⁵³ − 1, the largest integer a JSON reader in any
 # language keeps exact. Every product llmcalc forms from such numbers stays well inside a float's

@@ -20,7 +20,7 @@ Sinkhorn-normalised s × s matrix per token, a matmul that is no weight (2·s²�
 from __future__ import annotations
 
 from llmcalc.families._base import linear, norm
-from llmcalc.spec import Tensor
+from llmcalc.model.spec import Tensor
 
 
 def gated_residual(

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmcalc.spec import Part, Shape, Tensor
+from llmcalc.model.spec import Part, Shape, Tensor
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from llmcalc.families._base import (
     require,
     stacked_experts,
 )
-from llmcalc.spec import LayerSet, Run, Tensor
+from llmcalc.model.spec import LayerSet, Run, Tensor
 
 # ---- layer plans ------------------------------------------------------------------------------------
 

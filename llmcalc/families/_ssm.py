@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from llmcalc.families._base import LayerPlan, linear, norm, require
-from llmcalc.spec import (
+from llmcalc.model.spec import (
     GATED_DELTA,
     LAYER,
     MAMBA,

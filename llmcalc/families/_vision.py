@@ -35,7 +35,7 @@ from llmcalc.families._base import (
     require,
     resolve_head_dim,
 )
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 # ---- sub-configs: a composite config's text_config / vision_config --------------------------------
 
@@ -46,7 +46,7 @@ def sub_fields(
     """A sub-config's fields as transformers builds them (configuration_utils.SubConfigSpec): a
     mapping given in the config on its model_type's class defaults (``default_type`` when it names
     none); absent, the composite class's own defaults ``absent`` (its init_kwargs)."""
-    from llmcalc import family_defaults
+    from llmcalc.inputs import family_defaults
 
     if fields is None:
         fields = dict(absent)
@@ -69,7 +69,7 @@ def read_sub(cls: type[FamilyConfig], fields: Mapping[str, Any], key: str) -> An
     try:
         return cls.read(fields)
     except ValidationError as e:
-        from llmcalc.validation import validation_message
+        from llmcalc.inputs.validation import validation_message
 
         message = validation_message(e)
         raise FieldError(f"{key}.", f"{key}.{message}") from None

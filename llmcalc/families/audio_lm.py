@@ -33,7 +33,7 @@ from llmcalc.families._base import Architecture, FamilyConfig, Size, linear, nor
 from llmcalc.families._vision import projector, read_sub, text_model
 from llmcalc.families.bart import whisper_encoder
 from llmcalc.families.vlm import LANGUAGE, CompositeConfig
-from llmcalc.tower_flops import part_flops
+from llmcalc.model.tower_flops import part_flops
 
 # feature_extraction_moss_transcribe_diarize.py: 16 kHz, a hop of 160 samples → 100 mel frames a
 # second (the frame mask samples the audio every hop)

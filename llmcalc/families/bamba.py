@@ -22,7 +22,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
-from llmcalc.spec import LayerSet
+from llmcalc.model.spec import LayerSet
 
 
 class BambaConfig(DecoderConfig):

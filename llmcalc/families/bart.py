@@ -36,7 +36,7 @@ from llmcalc.families._base import (
     require,
     resolve_head_dim,
 )
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding.offset
 

@@ -36,7 +36,7 @@ from llmcalc.families._base import (
     uniform_layers,
 )
 from llmcalc.families.decoder import first_of_plan
-from llmcalc.spec import Attention, LayerGroup, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, Shape, Tensor
 
 
 def _shape(

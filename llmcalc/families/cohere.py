@@ -17,7 +17,7 @@ from llmcalc.families._base import (
     swiglu,
     uniform_layers,
 )
-from llmcalc.spec import Tensor
+from llmcalc.model.spec import Tensor
 
 
 class CohereConfig(DecoderConfig):

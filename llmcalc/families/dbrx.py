@@ -26,7 +26,7 @@ from llmcalc.families._base import (
     router,
     uniform_layers,
 )
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.model.spec import Attention, MoE, Shape, Tensor
 
 
 class _Nested(BaseModel):

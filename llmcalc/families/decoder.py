@@ -36,7 +36,7 @@ from llmcalc.families._base import (
     uniform_layers,
 )
 from llmcalc.families.deepseek import mla
-from llmcalc.spec import Attention, LayerSet, Run, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerSet, Run, Shape, Tensor
 
 # A layer's norms over d: (module name, breakdown key). Llama: before attention, before the MLP;
 # OLMo 2 style: after attention, after the MLP.

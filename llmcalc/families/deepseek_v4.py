@@ -23,7 +23,7 @@ What is there, layer by layer:
   index_head_dim plus q_b_proj q_lora → H_I·d_I and weights_proj d → H_I, which scores every
   pooled entry (2·H_I·d_I a pair; the weighted sum over heads is elementwise) and keeps
   ``index_topk`` of them for the softmax. Compressed layers cache one K=V tensor for their
-  window, the pooled entries and the compressors' open window (llmcalc.memory).
+  window, the pooled entries and the compressors' open window (llmcalc.formulas.memory).
 - **hyper-connections** (mHC, ``hc_mult`` = s streams; llmcalc.families._hyper): the residual is
   s streams of width d; attn_hc and ffn_hc each compute pre/post/comb weights with fn
   [(2 + s)·s, s·d] from the normed streams, and the Sinkhorn-normalised comb mixes the streams
@@ -63,7 +63,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.families._hyper import hyper_connection, hyper_head, stream_mixing_flops
 from llmcalc.families._moe import listed_plan, mtp_note, mtp_params
-from llmcalc.spec import Attention, Compressor, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.model.spec import Attention, Compressor, LayerSet, MoE, Run, Shape, Tensor
 
 SLIDING = "sliding_attention"
 CSA = "compressed_sparse_attention"

@@ -39,7 +39,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._vision import prefixer, read_sub, smart_grid, text_model
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 # transformers' default expert schedule (Dots3NoteVisionConfig.__post_init__): 25 dense layers, then
 # 4, 8, …, 64 and 64 routed experts
@@ -109,7 +109,7 @@ class Dots3NoteConfig(FamilyConfig):
     image_size: Size | None = None  # llmcalc's own (--image-size)
 
     def text(self) -> dict[str, Any]:
-        from llmcalc import family_defaults
+        from llmcalc.inputs import family_defaults
 
         base = family_defaults.sub_defaults("dots3_note_text") or {}
         given = self.text_config if self.text_config is not None else dict(self.model_extra or {})

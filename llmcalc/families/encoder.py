@@ -40,7 +40,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.families.decoder import first_of_plan
 from llmcalc.limits import MAX_MODULE_COPIES, shown
-from llmcalc.spec import Attention, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, Part, Shape, Tensor
 
 # ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
 

@@ -28,7 +28,7 @@ from llmcalc.families._base import (
     resolve_kv_heads,
     uniform_layers,
 )
-from llmcalc.spec import CACHE_NOTE, Attention, Shape, Tensor
+from llmcalc.model.spec import CACHE_NOTE, Attention, Shape, Tensor
 
 
 class FalconConfig(FamilyConfig):

@@ -22,7 +22,7 @@ from llmcalc.families._base import (
     uniform_layers,
 )
 from llmcalc.families._ssm import mamba2_head_dim, mamba2_mixer
-from llmcalc.spec import LayerGroup
+from llmcalc.model.spec import LayerGroup
 
 
 class FalconH1Config(DecoderConfig):

@@ -25,7 +25,7 @@ from llmcalc.families._base import (
     sliding_full_layers,
     swiglu,
 )
-from llmcalc.spec import Tensor
+from llmcalc.model.spec import Tensor
 
 
 class Gemma2Config(DecoderConfig):

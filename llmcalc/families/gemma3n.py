@@ -42,7 +42,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.families._moe import cross_plans, crossed_name
 from llmcalc.limits import MAX_MODULE_COPIES
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 OWN, SHARED = "own_kv", "shared_kv"
 
@@ -329,7 +329,7 @@ MOBILENET_SIDE = 768  # Gemma3nImageProcessor resizes every image to 768 × 768
 
 
 def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
-    from llmcalc import family_defaults
+    from llmcalc.inputs import family_defaults
     from llmcalc.families._mobilenet import FEATURES, MSFA_RESOLUTION, mobilenetv5
     from llmcalc.families._vision import prefixer, read_sub, sub_fields, text_model
 

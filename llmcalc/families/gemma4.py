@@ -48,7 +48,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.families._moe import cross_plans, crossed_name
 from llmcalc.families.gemma3n import OWN, SHARED, per_layer_input_layer, per_layer_input_outer
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Part, Shape, Tensor
 
 PER_LAYER_KEYS = ("head_dim", "num_key_value_heads")  # the per_layer_config overrides read
 
@@ -422,7 +422,7 @@ def embedder(prefix: str, component: str, d_in: int, d_t: int) -> list[Tensor]:
 
 def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
     """The language model of a whole Gemma 4 (its text_config on ``text_type``'s defaults)."""
-    from llmcalc import family_defaults
+    from llmcalc.inputs import family_defaults
     from llmcalc.families._vision import prefixer, sub_fields, text_model
 
     text = sub_fields(c.text_config, "text_config", text_type,

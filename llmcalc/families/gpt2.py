@@ -17,7 +17,7 @@ from llmcalc.families._base import (
     require,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape
+from llmcalc.model.spec import Attention, Shape
 
 
 class GPT2Config(GPT2StyleConfig):

@@ -18,7 +18,7 @@ from llmcalc.families._base import (
     require,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape
+from llmcalc.model.spec import Attention, Shape
 
 
 class GPTBigCodeConfig(GPT2StyleConfig):

@@ -24,7 +24,7 @@ from llmcalc.families._base import (
     require,
     resolve_head_dim,
 )
-from llmcalc.spec import Attention, LayerSet, Run, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerSet, Run, Shape, Tensor
 
 ATTENTION_KINDS = ("global", "local")
 

@@ -19,7 +19,7 @@ from llmcalc.families._base import (
     resolve_head_dim,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape
+from llmcalc.model.spec import Attention, Shape
 
 
 class GPTNeoXConfig(FamilyConfig):

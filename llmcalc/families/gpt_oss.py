@@ -22,7 +22,7 @@ from llmcalc.families._base import (
     sliding_full_layers,
     stacked_experts,
 )
-from llmcalc.spec import MoE, Tensor
+from llmcalc.model.spec import MoE, Tensor
 
 
 class GptOssConfig(DecoderConfig):

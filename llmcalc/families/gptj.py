@@ -15,7 +15,7 @@ from llmcalc.families._base import (
     norm,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape
+from llmcalc.model.spec import Attention, Shape
 
 
 class GPTJConfig(GPT2StyleConfig):

@@ -56,7 +56,7 @@ from llmcalc.families._moe import (
     mtp_note,
     mtp_params,
 )
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
 QkNorm = Literal["head", "all"] | None

@@ -27,7 +27,7 @@ from llmcalc.families._base import (
     router,
 )
 from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
-from llmcalc.spec import MoE
+from llmcalc.model.spec import MoE
 
 # a config's layer type → the kind of its sequence mixer
 MIXER_OF = {"mamba": "mamba", "linear_attention": "mamba",

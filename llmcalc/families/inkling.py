@@ -53,7 +53,7 @@ from llmcalc.families._base import (
 from llmcalc.families._moe import cross_plans
 from llmcalc.families._ssm import LayerBuild, depthwise_conv, mixed_layers
 from llmcalc.limits import shown
-from llmcalc.spec import SHORT_CONV, Attention, LayerGroup, LayerSet, Mixer, MoE, Run, Tensor
+from llmcalc.model.spec import SHORT_CONV, Attention, LayerGroup, LayerSet, Mixer, MoE, Run, Tensor
 
 ATTENTION_OF = {"hybrid": "attention", "hybrid_sliding": "sliding_attention"}
 FFN_OF = {"dense": "mlp", "sparse": "moe"}

@@ -27,7 +27,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._ssm import LayerBuild, mamba_mixer, mixed_layers, residue_plan
-from llmcalc.spec import MoE
+from llmcalc.model.spec import MoE
 
 
 class JambaConfig(DecoderConfig):

@@ -22,7 +22,7 @@ from llmcalc.families._base import (
     stacked_experts,
     uniform_layers,
 )
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.model.spec import Attention, MoE, Shape, Tensor
 
 
 class JetMoeConfig(FamilyConfig):

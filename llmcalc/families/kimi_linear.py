@@ -59,7 +59,7 @@ from llmcalc.families._base import (
 from llmcalc.families._moe import cross_plans, crossed_name, listed_plan, mtp_note, mtp_params
 from llmcalc.families._ssm import depthwise_conv
 from llmcalc.families.deepseek import mla
-from llmcalc.spec import KDA, Attention, LayerGroup, LayerSet, Mixer, MoE, Run, Shape, Tensor
+from llmcalc.model.spec import KDA, Attention, LayerGroup, LayerSet, Mixer, MoE, Run, Shape, Tensor
 
 KDA_LAYER, MLA_LAYER, DENSE, SPARSE = "kda", "mla", "dense", "moe"
 

@@ -42,7 +42,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._ssm import LayerBuild, mixed_layers, residue_plan, short_conv
-from llmcalc.spec import MoE, Tensor
+from llmcalc.model.spec import MoE, Tensor
 
 KINDS = {"conv": "conv", "full_attention": "attention", "attention": "attention"}
 

@@ -32,7 +32,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._moe import cross_plans, crossed_name, experts_transposed, listed_plan
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Tensor
 
 CHUNKED = "chunked_attention"
 DENSE, SPARSE = "dense", "moe"

@@ -28,7 +28,7 @@ from llmcalc.families._base import (
     uniform_layers,
 )
 from llmcalc.families.deepseek import mla
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.model.spec import Attention, MoE, Shape, Tensor
 
 
 class LongcatFlashConfig(FamilyConfig):

@@ -40,7 +40,7 @@ from llmcalc.families._base import (
     resolve_kv_heads,
 )
 from llmcalc.families._moe import cross_plans
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Shape, Tensor
 
 # ---- HRM-Text -----------------------------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from llmcalc.families._base import (
     require,
 )
 from llmcalc.families._ssm import check_mamba2, mamba2_mixer, mamba_mixer
-from llmcalc.spec import LayerGroup, LayerSet, Shape
+from llmcalc.model.spec import LayerGroup, LayerSet, Shape
 
 
 class SSMConfig(FamilyConfig):

@@ -28,7 +28,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
 

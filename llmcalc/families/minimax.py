@@ -35,7 +35,7 @@ from llmcalc.families._base import (
 from llmcalc.families._moe import listed_plan
 from llmcalc.families._ssm import mixed_layers
 from llmcalc.families.mixtral import MixtralConfig
-from llmcalc.spec import LIGHTNING, Attention, LayerSet, Mixer, MoE, Run, Shape, Tensor
+from llmcalc.model.spec import LIGHTNING, Attention, LayerSet, Mixer, MoE, Run, Shape, Tensor
 
 FULL, LINEAR = "attention", "lightning"
 

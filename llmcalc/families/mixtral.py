@@ -25,7 +25,7 @@ from llmcalc.families._base import (
     router,
     uniform_layers,
 )
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.model.spec import Attention, MoE, Shape, Tensor
 
 # ---- the family ------------------------------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from llmcalc.families._base import (
     resolve_head_dim,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape
+from llmcalc.model.spec import Attention, Shape
 
 EXPANSION_RATIO = 4  # transformers MptMLP: up_proj is always 4 · d_model
 

@@ -30,7 +30,7 @@ from llmcalc.families._base import (
     stacked_experts,
 )
 from llmcalc.families._ssm import LayerBuild, mamba2_mixer, mixed_layers
-from llmcalc.spec import Attention, MoE, Shape
+from llmcalc.model.spec import Attention, MoE, Shape
 
 # a pattern character or a layers_block_type entry → the block's kind
 KIND_OF = {

@@ -19,7 +19,7 @@ from llmcalc.families._base import (
     swiglu,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape
+from llmcalc.model.spec import Attention, Shape
 
 
 class OlmoConfig(FamilyConfig):

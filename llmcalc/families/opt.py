@@ -21,7 +21,7 @@ from llmcalc.families._base import (
     resolve_head_dim,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.model.spec import Attention, Shape, Tensor
 
 POSITION_OFFSET = 2  # transformers OPTLearnedPositionalEmbedding.offset
 

@@ -36,7 +36,7 @@ from llmcalc.families._base import Architecture, FieldError, Size, linear, requi
 from llmcalc.families._vision import SIGLIP, VisionConfig, projector, read_sub, sub_fields, vit
 from llmcalc.families.phi3 import Phi3Config
 from llmcalc.families.phi3 import describe as describe_phi3
-from llmcalc.spec import Part, Tensor
+from llmcalc.model.spec import Part, Tensor
 
 # image_processing_phi4_multimodal.py: dynamic_hd, the most crops one image is cut into
 MAX_CROPS = 36
@@ -68,7 +68,7 @@ class Phi4MultimodalConfig(Phi3Config):
     speech_lora: dict[str, Any] | None = None
 
     def sub(self, key: str, default_type: str) -> dict[str, Any]:
-        from llmcalc import family_defaults
+        from llmcalc.inputs import family_defaults
 
         absent = (family_defaults.sub_defaults("phi4_multimodal") or {}).get(key) or {}
         return sub_fields(getattr(self, key), key, default_type, absent)

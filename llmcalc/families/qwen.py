@@ -30,7 +30,7 @@ from llmcalc.families._base import (
     swiglu,
     uniform_layers,
 )
-from llmcalc.spec import LayerGroup, LayerSet, Tensor
+from llmcalc.model.spec import LayerGroup, LayerSet, Tensor
 
 
 class Qwen2Config(DecoderConfig):

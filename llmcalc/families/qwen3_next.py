@@ -42,7 +42,7 @@ from llmcalc.families._base import (
     swiglu,
 )
 from llmcalc.families._ssm import LayerBuild, gated_delta_net, mixed_layers, residue_plan
-from llmcalc.spec import MoE
+from llmcalc.model.spec import MoE
 
 MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention"}
 SLIDING = {"sliding_attention": "sliding_attention"}

@@ -54,7 +54,7 @@ from llmcalc.families._base import (
 from llmcalc.families._hyper import gated_residual
 from llmcalc.families._ssm import LayerBuild, gated_delta_net, mixed_layers, residue_plan
 from llmcalc.families.qwen3_next import Qwen3_5MoeTextConfig
-from llmcalc.spec import Attention, MoE, Tensor
+from llmcalc.model.spec import Attention, MoE, Tensor
 
 MIXER_OF = {"linear_attention": "linear_attention", "indexed_attention": "indexed_attention",
             "full_attention": "indexed_attention"}  # checkpoints name the indexed layers full

@@ -36,7 +36,7 @@ from llmcalc.families._base import (
     router,
     swiglu,
 )
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.model.spec import Attention, MoE, Shape, Tensor
 
 DENSE, SPARSE = "dense", "moe"
 

@@ -24,7 +24,7 @@ from llmcalc.families._base import (
     resolve_kv_heads,
 )
 from llmcalc.families._ssm import LayerBuild, mixed_layers, residue_plan, rg_lru_block
-from llmcalc.spec import Attention, Shape
+from llmcalc.model.spec import Attention, Shape
 
 KINDS = ("recurrent", "attention")
 REPEATS = 100  # RecurrentGemmaConfig.layers_block_type: (block_types * 100)[:num_hidden_layers]

@@ -29,7 +29,7 @@ from llmcalc.families._base import (
     lm_head,
     norm,
 )
-from llmcalc.spec import RWKV, LayerGroup, LayerSet, Mixer, Shape, Tensor
+from llmcalc.model.spec import RWKV, LayerGroup, LayerSet, Mixer, Shape, Tensor
 
 
 class RwkvConfig(FamilyConfig):

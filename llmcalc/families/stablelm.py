@@ -21,7 +21,7 @@ from llmcalc.families._base import (
     swiglu,
     uniform_layers,
 )
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.model.spec import Attention, Shape, Tensor
 
 
 class StableLmConfig(FamilyConfig):

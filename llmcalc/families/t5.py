@@ -26,7 +26,7 @@ from llmcalc.families._base import (
     norm,
     require,
 )
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 
 class T5Config(FamilyConfig):

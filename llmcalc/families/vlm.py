@@ -71,7 +71,7 @@ from llmcalc.families._vision import (
     text_model,
     vit,
 )
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 
 # The towers a composite config's vision_config may name, by its model_type.
 TOWERS: dict[str, ViT] = {
@@ -111,7 +111,7 @@ class CompositeConfig(FamilyConfig):
     tie_from_text: ClassVar[bool] = True
 
     def sub(self, key: str, default_type: str) -> dict[str, Any]:
-        from llmcalc import family_defaults
+        from llmcalc.inputs import family_defaults
 
         absent = (family_defaults.sub_defaults(self.composite_type) or {}).get(key) or {}
         return sub_fields(getattr(self, key), key, default_type, absent)
@@ -681,7 +681,7 @@ class Qwen2VLConfig(CompositeConfig):
     tie_from_text: ClassVar[bool] = True
 
     def text(self) -> dict[str, Any]:
-        from llmcalc import family_defaults
+        from llmcalc.inputs import family_defaults
 
         if self.text_config is None:
             flat = {k: v for k, v in (self.model_extra or {}).items()
@@ -706,8 +706,8 @@ FLAT_TEXT = ("num_key_value_heads", "head_dim", "layer_types", "sliding_window")
 
 
 def describe_qwen2_vl(c: Qwen2VLConfig) -> Architecture:
-    from llmcalc import family_defaults
-    from llmcalc.tower_flops import part_flops
+    from llmcalc.inputs import family_defaults
+    from llmcalc.model.tower_flops import part_flops
 
     text = c.text()
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))
@@ -891,7 +891,7 @@ class Qwen4ExpConfig(Qwen3_5MoeConfig):
 
 
 def describe_qwen3_vl(c: Qwen3VLConfig) -> Architecture:
-    from llmcalc import family_defaults
+    from llmcalc.inputs import family_defaults
 
     text = c.text()
     lm = text_model(text, rename=LANGUAGE, tied=c.tied(text))

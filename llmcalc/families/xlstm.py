@@ -30,7 +30,7 @@ from llmcalc.families._base import (
     norm,
     require,
 )
-from llmcalc.spec import MLSTM, LayerGroup, LayerSet, Mixer, Shape, Tensor
+from llmcalc.model.spec import MLSTM, LayerGroup, LayerSet, Mixer, Shape, Tensor
 
 
 class XLSTMConfig(FamilyConfig):

@@ -43,7 +43,7 @@ from llmcalc.families._ssm import (
     multihead_mamba_mixer,
     shared_block,
 )
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Mixer, Run, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Mixer, Run, Shape, Tensor
 
 MAMBA, HYBRID = "mamba", "hybrid"
 # a layers_block_type entry → the layer's kind (transformers remaps "mamba" to "linear_attention")

@@ -36,7 +36,7 @@ from llmcalc.families._base import (
     split_plan,
 )
 from llmcalc.families._moe import cross_plans, crossed_name, listed_plan
-from llmcalc.spec import CCA, Attention, LayerGroup, LayerSet, Mixer, MoE, Shape, Tensor
+from llmcalc.model.spec import CCA, Attention, LayerGroup, LayerSet, Mixer, MoE, Shape, Tensor
 
 FIRST, LATER = "first_layer", "eda"  # the first layer's router has no router_states_scale
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from llmcalc.check import CheckRun, FileCheck, Location, figure_message, first_difference
+from llmcalc.verify.check import CheckRun, FileCheck, Location, figure_message, first_difference
 from llmcalc.limits import escape
 from llmcalc.render.grid import Col, Grid
 from llmcalc.render.verify import verify_json
@@ -149,7 +149,7 @@ def check_junit(run: CheckRun) -> str:
     suite = ET.SubElement(root, "testsuite", {"name": "llmcalc check", **counts})
     for f in run.files:
         case = ET.SubElement(suite, "testcase", {
-            "classname": "llmcalc.check", "name": escape(f.label), "file": escape(f.label),
+            "classname": "llmcalc.verify.check", "name": escape(f.label), "file": escape(f.label),
             "time": f"{f.seconds:.3f}",
         })
         if f.status == "fail":
@@ -159,7 +159,7 @@ def check_junit(run: CheckRun) -> str:
             ET.SubElement(case, "error", {"message": escape(f.why), "type": "error"})
     for s in run.skipped:
         case = ET.SubElement(suite, "testcase", {
-            "classname": "llmcalc.check", "name": escape(str(s.path)), "file": escape(str(s.path)),
+            "classname": "llmcalc.verify.check", "name": escape(str(s.path)), "file": escape(str(s.path)),
             "time": "0.000",
         })
         ET.SubElement(case, "skipped", {"message": escape(s.why)})

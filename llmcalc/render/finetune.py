@@ -8,11 +8,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.finetune import OPTIMIZER_BYTES, FinetuneFit, FinetunePlan
-from llmcalc.hardware import Accelerator
+from llmcalc.planning.finetune import OPTIMIZER_BYTES, FinetuneFit, FinetunePlan
+from llmcalc.planning.hardware import Accelerator
 from llmcalc.render import gib, n, short
 from llmcalc.render.train import accelerator_line, verdict
-from llmcalc.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
 
 STATE_LABELS = {

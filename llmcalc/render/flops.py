@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.flops import (
+from llmcalc.formulas.flops import (
     FLOPS_PER_MAC,
     STATE_READS,
     TRAINING_MULTIPLIER,
@@ -19,7 +19,7 @@ from llmcalc.flops import (
 from llmcalc.render import n, pct, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.spec import CCA, MLSTM, RWKV, Mixer, ModelSpec
+from llmcalc.model.spec import CCA, MLSTM, RWKV, Mixer, ModelSpec
 
 SI_FLOPS = (("Z", 10**21), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
             ("M", 10**6), ("K", 10**3))

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from llmcalc.latency import Latency, Stage
+from llmcalc.planning.latency import Latency, Stage
 from llmcalc.render import n
 from llmcalc.render.grid import Col, Fitted, Grid
 

@@ -7,10 +7,10 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.table import Table
 
-from llmcalc.lora import LoraCount
+from llmcalc.formulas.lora import LoraCount
 from llmcalc.render import n
 from llmcalc.render.count import header
-from llmcalc.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec
 
 RSLORA_NOTE = "rsLoRA scales the update by α/√r instead of α/r: no parameter count changes"
 

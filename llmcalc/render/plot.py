@@ -2,8 +2,8 @@
 
 A chart is laid out once into drawing primitives (lines, polylines, rectangles, text) in pixels;
 the SVG writer prints them as elements and the PNG writer draws them with Pillow, so both files
-show the same picture. Nothing here computes a figure: the series come from :mod:`llmcalc.series`
-and :func:`llmcalc.counting.count`.
+show the same picture. Nothing here computes a figure: the series come from :mod:`llmcalc.formulas.series`
+and :func:`llmcalc.formulas.counting.count`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from llmcalc.counting import ParamCount
+from llmcalc.formulas.counting import ParamCount
 from llmcalc.render import n, short
-from llmcalc.series import FlopsSeries, MemorySeries
+from llmcalc.formulas.series import FlopsSeries, MemorySeries
 
 COLORS = ("#2563eb", "#dc2626", "#059669", "#9333ea", "#d97706", "#0891b2")
 INK, MUTED, GRID = "#111827", "#6b7280", "#e5e7eb"

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from llmcalc.render import n
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.verify import FLOPS_DEPTHS, Comparison, DiffKind, FlopsCheck, TensorDiff
+from llmcalc.verify.reference import FLOPS_DEPTHS, Comparison, DiffKind, FlopsCheck, TensorDiff
 
 # How many differing tensors of each kind the table view names (JSON lists them all).
 SHOWN = 12

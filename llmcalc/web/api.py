@@ -15,25 +15,25 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from llmcalc import bundled, family_defaults, scratch
-from llmcalc.activations import serving_kernel
-from llmcalc.config import read_config, spec_from_raw
-from llmcalc.counting import count
+from llmcalc.inputs import bundled, family_defaults, scratch
+from llmcalc.formulas.activations import serving_kernel
+from llmcalc.inputs.config import read_config, spec_from_raw
+from llmcalc.formulas.counting import count
 from llmcalc.errors import ConfigError, UsageError
-from llmcalc.flops import flops
-from llmcalc.hardware import ACCELERATORS, Accelerator, require, resolve, usable_memory
+from llmcalc.formulas.flops import flops
+from llmcalc.planning.hardware import ACCELERATORS, Accelerator, require, resolve, usable_memory
 from llmcalc.limits import shown
-from llmcalc.memory import kv_cache_bytes, memory
-from llmcalc.planning import ServingFit, fit
-from llmcalc.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
+from llmcalc.formulas.memory import kv_cache_bytes, memory
+from llmcalc.planning.serving import ServingFit, fit
+from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.render.count import count_json, provenance
 from llmcalc.render.fit import fit_json
 from llmcalc.render.flops import flops_json
 from llmcalc.render.memory import memory_json
 from llmcalc.render.train import train_json
-from llmcalc.series import context_grid, flops_series, memory_series
-from llmcalc.spec import ModelSpec, Origin
-from llmcalc.training import DEFAULT_MFU, parallelism, plan_training
+from llmcalc.formulas.series import context_grid, flops_series, memory_series
+from llmcalc.model.spec import ModelSpec, Origin
+from llmcalc.planning.training import DEFAULT_MFU, parallelism, plan_training
 from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
 
 PASTED = "pasted config"

@@ -113,7 +113,7 @@ def calc_route(pools: Pools, stopping: asyncio.Event) -> Any:
             return _json({"error": f"request body over {MAX_BODY // 1024} KiB"}, 413)
         except asyncio.TimeoutError:
             return _json({"error": f"request body not sent within {BODY_SECONDS:g} s"}, 408)
-        from llmcalc.files import parse_json
+        from llmcalc.inputs.files import parse_json
 
         try:  # the file loader's caps: nesting, digits, duplicate keys
             data = parse_json(body.decode("utf-8"), "request body")

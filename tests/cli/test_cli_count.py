@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from llmcalc import bundled
+from llmcalc.inputs import bundled
 
 REQUIRED_KEYS = {
     "model",

@@ -8,7 +8,7 @@ import pytest
 import typer
 
 from llmcalc.cli import app
-from llmcalc.hardware import ACCELERATORS
+from llmcalc.planning.hardware import ACCELERATORS
 from llmcalc.units import DType
 
 

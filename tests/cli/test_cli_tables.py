@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from llmcalc.config import load_spec
-from llmcalc.counting import count
+from llmcalc.inputs.config import load_spec
+from llmcalc.formulas.counting import count
 
 COUNT_PARTS = ("embeddings", "layers (all)", "lm_head", "final norm and other tensors")
 
@@ -274,7 +274,7 @@ def test_set_into_a_scalar_is_still_an_error(cli: Any) -> None:
 def test_set_text_config_equals_transformers_meta_model(cli: Any) -> None:
     transformers = pytest.importorskip("transformers")
     pytest.importorskip("torch")
-    from llmcalc.verify import build_meta_model
+    from llmcalc.verify.reference import build_meta_model
 
     transformers.logging.set_verbosity_error()
     spec = load_spec("qwen3.5-default", overrides=["text_config.num_hidden_layers=4"])

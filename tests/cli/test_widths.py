@@ -13,7 +13,8 @@ from rich.console import Console
 from typer.testing import CliRunner
 
 import llmcalc.cli._common as common
-from llmcalc import bundled, count, load_spec
+from llmcalc import count, load_spec
+from llmcalc.inputs import bundled
 from llmcalc.cli import COMMANDS, app
 from llmcalc.render.grid import Grid
 

@@ -51,7 +51,7 @@ def _auto_class(model_type: str) -> Any:
     import transformers
     from variants import default_config
 
-    from llmcalc.verify import WHOLE_MODEL_AUTO, model_class
+    from llmcalc.verify.reference import WHOLE_MODEL_AUTO, model_class
 
     try:
         return model_class(spec_from_dict(default_config(model_type), name=model_type))

@@ -1,7 +1,7 @@
 """What transformers and torch measure for one config, beside what llmcalc says, cut to 1 and 2 layers.
 
 A config dict is validated by llmcalc, cut to each of :data:`DEPTHS` decoder layers (the layer
-pattern's first layers: llmcalc.verify.cut_fields), built on the CPU with random weights
+pattern's first layers: llmcalc.verify.reference.cut_fields), built on the CPU with random weights
 (``attn_implementation="eager"``: torch 2.13's FlopCounterMode has no formula for the CPU SDPA
 kernel; routed experts "eager", k per token as the router picks them) and run once on :data:`SEQ`
 random tokens with a cache, then (the 2-layer copy) once on :data:`SHORT` tokens:
@@ -34,9 +34,9 @@ from variants import Variant
 
 from llmcalc import spec_from_dict
 from llmcalc.errors import ConfigError, UsageError
-from llmcalc.flops import forward_flops_per_sequence
-from llmcalc.memory import has_cross_attention, memory
-from llmcalc.spec import ModelSpec
+from llmcalc.formulas.flops import forward_flops_per_sequence
+from llmcalc.formulas.memory import has_cross_attention, memory
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
 
 SEQ = 64  # tokens of the measured forward pass
@@ -64,13 +64,13 @@ class Forward:
 
 def cut_spec(spec: ModelSpec, *, num_layers: int) -> ModelSpec:
     """``spec`` with its config cut to ``num_layers`` decoder layers, as the measured copy is."""
-    from llmcalc.verify import cut_fields
+    from llmcalc.verify.reference import cut_fields
 
     return spec_from_dict({**spec.config, **cut_fields(spec, num_layers=num_layers)}, name=spec.name)
 
 
 def _run(spec: ModelSpec, *, depth: int, dtype: DType) -> Forward:
-    from llmcalc.verify import build_random_model, run_forward
+    from llmcalc.verify.reference import build_random_model, run_forward
 
     model = build_random_model(spec, num_layers=depth, dtype=dtype.value)
     if hasattr(model, "set_default_language"):  # X-MOD: one language's adapters
@@ -110,8 +110,8 @@ def _measure(config_json: str, depth: int) -> Forward:
 def _too_large(config: dict[str, Any]) -> str:
     """Why ``config``'s cut copy is too large to build here ("" where it fits): more than verify's
     CPU limit of weights, held in bf16 (verify's own check assumes fp32)."""
-    from llmcalc.counting import count
-    from llmcalc.verify import MAX_CPU_BYTES
+    from llmcalc.formulas.counting import count
+    from llmcalc.verify.reference import MAX_CPU_BYTES
 
     spec = _spec(config)
     if spec is None:
@@ -177,7 +177,7 @@ def measure(config: dict[str, Any], *, depth: int) -> Forward:
     """``config`` cut to ``depth`` layers, built and run (kept for the next check of the same
     config). Raises llmcalc's ConfigError where verify refuses to build the copy (a whole model, or
     more weights than verify's CPU limit), else what transformers raises."""
-    from llmcalc.verify import check_buildable
+    from llmcalc.verify.reference import check_buildable
 
     try:
         check_buildable(spec_from_dict(config, name="measured"), cpu_layers=max(DEPTHS))

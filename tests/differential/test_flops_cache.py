@@ -20,9 +20,9 @@ from variants import Variant, counted_types, iter_variants  # noqa: E402
 
 from llmcalc import spec_from_dict  # noqa: E402
 from llmcalc.errors import ConfigError  # noqa: E402
-from llmcalc.memory import kv_cache_bytes  # noqa: E402
+from llmcalc.formulas.memory import kv_cache_bytes  # noqa: E402
 from llmcalc.units import DType  # noqa: E402
-from llmcalc.verify import check_buildable  # noqa: E402
+from llmcalc.verify.reference import check_buildable  # noqa: E402
 
 pytestmark = [pytest.mark.torch]
 

@@ -21,7 +21,8 @@ from typing import Any
 import pytest
 from helpers import docs
 
-from llmcalc import bundled, load_spec
+from llmcalc import load_spec
+from llmcalc.inputs import bundled
 
 REPO = docs.REPO
 README = docs.text(docs.README)

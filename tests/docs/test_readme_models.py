@@ -13,7 +13,8 @@ from dataclasses import dataclass
 import pytest
 from helpers import docs
 
-from llmcalc import bundled, count, load_spec
+from llmcalc import count, load_spec
+from llmcalc.inputs import bundled
 from llmcalc.families import MODEL_TYPES
 
 README = docs.page("docs/models.md")
@@ -92,7 +93,7 @@ def test_every_supported_type_is_in_the_table() -> None:
 @pytest.mark.torch
 @pytest.mark.parametrize("row", ROWS, ids=[r.model_type for r in ROWS])
 def test_each_claimed_type_has_a_bundled_config_that_verifies(row: Row) -> None:
-    from llmcalc.verify import build_meta_model, figures
+    from llmcalc.verify.reference import build_meta_model, figures
 
     assert row.model_type in MODEL_TYPES, f"{row.model_type} is not a supported model_type"
     assert row.module == f"llmcalc/families/{MODEL_TYPES[row.model_type].module}.py"

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 from helpers.reference import matches_transformers
 
-from llmcalc import bundled, load_spec
-from llmcalc.verify import verify_transformers
+from llmcalc import load_spec
+from llmcalc.inputs import bundled
+from llmcalc.verify.reference import verify_transformers
 
 CONFIGS = [p.stem for p in bundled.paths()]
 # transformers builds Gemma 3n's vision tower with timm, which cannot be imported beside the CPU

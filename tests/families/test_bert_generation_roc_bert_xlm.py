@@ -16,7 +16,7 @@ from helpers.reference import numel
 
 from llmcalc import count, load_spec, spec_from_dict
 from llmcalc.errors import ConfigError
-from llmcalc.flops import forward_flops_per_sequence
+from llmcalc.formulas.flops import forward_flops_per_sequence
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -100,7 +100,7 @@ def test_bundled_config_is_exact(config: str, cls: str, total: int) -> None:
 def test_part_encoder_is_the_bare_encoder(
     model_type: str, bare: str, prefix: str, fields: dict[str, Any], kwargs: dict[str, Any]
 ) -> None:
-    from llmcalc.spec import spec_part
+    from llmcalc.model.spec import spec_part
 
     spec = spec_from_dict({**fields, "model_type": model_type}, name=model_type)
     config = transformers.AutoConfig.for_model(model_type, **fields)
@@ -130,7 +130,7 @@ SMALL = ["hidden_size=128", "intermediate_size=192", "num_attention_heads=4", "v
     ],
 )
 def test_flops_equal_flop_counter(name: str, overrides: list[str], flops: int) -> None:
-    from llmcalc.verify import extrapolate_layers, measure_forward
+    from llmcalc.verify.reference import extrapolate_layers, measure_forward
 
     spec = load_spec(name, overrides=overrides)
     one = measure_forward(spec, num_layers=1, seq_len=SEQ, dtype="fp32")
@@ -214,9 +214,9 @@ def test_trocr_flops_and_cache_equal_transformers() -> None:
     and 12 cross tokens per layer."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from llmcalc.memory import kv_cache_bytes
+    from llmcalc.formulas.memory import kv_cache_bytes
     from llmcalc.units import DType
-    from llmcalc.verify import build_random_model, extrapolate_layers
+    from llmcalc.verify.reference import build_random_model, extrapolate_layers
 
     spec = load_spec("trocr-default", overrides=[
         "vocab_size=1000", "d_model=128", "decoder_ffn_dim=192", "decoder_attention_heads=4",
@@ -245,7 +245,7 @@ def test_trocr_flops_and_cache_equal_transformers() -> None:
 
 def test_xlm_layer_is_its_four_module_lists() -> None:
     """XLM keeps layer i in attentions[i], layer_norm1[i], ffns[i] and layer_norm2[i]."""
-    from llmcalc.verify import build_meta_model
+    from llmcalc.verify.reference import build_meta_model
 
     spec = load_spec("xlm-default")
     model = build_meta_model(spec).transformer

@@ -18,11 +18,11 @@ from helpers.reference import matches_transformers, total_from_names
 
 from llmcalc import count, load_spec
 from llmcalc.families.inkling import _sum_ceil
-from llmcalc.flops import forward_flops_per_sequence, mixer_flops_per_token, weight_terms
-from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
-from llmcalc.spec import LayerSet, Run
+from llmcalc.formulas.flops import forward_flops_per_sequence, mixer_flops_per_token, weight_terms
+from llmcalc.formulas.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.model.spec import LayerSet, Run
 from llmcalc.units import DType
-from llmcalc.verify import measure_forward
+from llmcalc.verify.reference import measure_forward
 
 tiny = partial(configs.tiny, base=configs.THREE_LAYERS)
 

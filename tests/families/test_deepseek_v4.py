@@ -19,7 +19,7 @@ from helpers import configs
 from helpers.reference import matches_transformers
 
 from llmcalc import count, load_spec
-from llmcalc.flops import (
+from llmcalc.formulas.flops import (
     attention_flops_per_token,
     block_pairs,
     compressed_pairs,
@@ -28,10 +28,10 @@ from llmcalc.flops import (
     mixer_flops_per_token_all,
     weight_flops_per_token,
 )
-from llmcalc.memory import compressor_elements, kv_cache_bytes, kv_cache_bytes_per_token
-from llmcalc.spec import ModelSpec
+from llmcalc.formulas.memory import compressor_elements, kv_cache_bytes, kv_cache_bytes_per_token
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
-from llmcalc.verify import measure_forward
+from llmcalc.verify.reference import measure_forward
 
 
 def _spec(write: Any, fields: dict[str, Any]) -> ModelSpec:

@@ -20,8 +20,8 @@ from helpers.reference import numel
 
 from llmcalc import count, load_spec, spec_from_dict
 from llmcalc.errors import ConfigError
-from llmcalc.flops import forward_flops_per_sequence
-from llmcalc.memory import kv_cache_bytes
+from llmcalc.formulas.flops import forward_flops_per_sequence
+from llmcalc.formulas.memory import kv_cache_bytes
 from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")
@@ -125,7 +125,7 @@ def test_published_counts_without_the_sinusoidal_tables() -> None:
 def test_part_encoder_is_the_bare_encoder(
     model_type: str, bare: str, prefix: str, extra: dict[str, Any]
 ) -> None:
-    from llmcalc.spec import spec_part
+    from llmcalc.model.spec import spec_part
 
     fields = {**BERT_SMALL, **extra}
     spec = spec_from_dict({**fields, "model_type": model_type}, name=model_type)
@@ -183,7 +183,7 @@ SEQ = 8
     ],
 )
 def test_encoder_flops_equal_flop_counter(name: str, overrides: list[str]) -> None:
-    from llmcalc.verify import extrapolate_layers, measure_forward
+    from llmcalc.verify.reference import extrapolate_layers, measure_forward
 
     spec = load_spec(name, overrides=overrides)
     one = measure_forward(spec, num_layers=1, seq_len=SEQ, dtype="fp32")
@@ -263,7 +263,7 @@ def test_encoder_decoder_flops_and_cache_equal_transformers(
     """FlopCounterMode at 1 and 2 layers per stack, carried to the model's depth: encoder over 12
     source tokens, cross K/V once, decoder over 5 tokens; the EncoderDecoderCache holds 5 self and
     12 cross tokens per decoder layer."""
-    from llmcalc.verify import extrapolate_layers
+    from llmcalc.verify.reference import extrapolate_layers
 
     spec = load_spec(name, overrides=overrides)
     (f1, b1), (f2, b2) = (run_seq2seq(spec, k, source=12, target=5) for k in (1, 2))
@@ -278,7 +278,7 @@ def test_encoder_decoder_flops_and_cache_equal_transformers(
 def test_a_checkpoint_of_xlm_roberta_is_read_under_either_name() -> None:
     """A checkpoint stores the shared table as roberta.embeddings.word_embeddings.weight (and maybe
     lm_head.decoder.weight too); both read as the one tensor the model lists."""
-    from llmcalc.verify import compare
+    from llmcalc.verify.reference import compare
 
     spec = load_spec("xlm-roberta-base")
     ours = dict(spec.named_shapes())

@@ -20,12 +20,12 @@ from helpers.reference import numel
 
 from llmcalc import count, load_spec, spec_from_dict
 from llmcalc.errors import ConfigError
-from llmcalc.flops import (
+from llmcalc.formulas.flops import (
     attention_flops_per_token,
     bidirectional_pairs,
     forward_flops_per_sequence,
 )
-from llmcalc.memory import kv_cache_bytes_per_token
+from llmcalc.formulas.memory import kv_cache_bytes_per_token
 from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")
@@ -130,7 +130,7 @@ def test_encoder_breakdown_names_the_head() -> None:
 
 def test_part_encoder_is_the_bare_encoder() -> None:
     """--part encoder: transformers' BertModel without its pooler (add_pooling_layer=False)."""
-    from llmcalc.spec import spec_part
+    from llmcalc.model.spec import spec_part
 
     spec = load_spec("bert-base-uncased")
     fields = {k: v for k, v in spec.config.items() if k != "model_type"}
@@ -236,7 +236,7 @@ SEQ = 8
     ],
 )
 def test_encoder_flops_equal_flop_counter(name: str, overrides: list[str]) -> None:
-    from llmcalc.verify import extrapolate_layers, measure_forward
+    from llmcalc.verify.reference import extrapolate_layers, measure_forward
 
     spec = load_spec(name, overrides=overrides)
     one = measure_forward(spec, num_layers=1, seq_len=SEQ, dtype="fp32")
@@ -330,8 +330,8 @@ def test_t5_per_part_breakdown() -> None:
 def test_t5_cross_attention_figures() -> None:
     """Per generated token: self-attention over ctx, cross-attention over source_len; the cross
     K/V projections run once per source token, not per generated token."""
-    from llmcalc.flops import flops
-    from llmcalc.memory import memory
+    from llmcalc.formulas.flops import flops
+    from llmcalc.formulas.memory import memory
 
     spec = load_spec("t5-small")
     r = flops(spec, ctx=100, source_len=400)
@@ -354,8 +354,8 @@ def test_t5_flops_and_cache_equal_transformers() -> None:
     """FlopCounterMode at 1 and 2 layers per stack, carried to 6: encoder over 12 source tokens,
     cross K/V once, decoder over 5 tokens (full self-attention pairs, 5 × 12 cross pairs); the
     EncoderDecoderCache holds 5 self and 12 cross tokens per decoder layer."""
-    from llmcalc.memory import kv_cache_bytes
-    from llmcalc.verify import extrapolate_layers
+    from llmcalc.formulas.memory import kv_cache_bytes
+    from llmcalc.verify.reference import extrapolate_layers
 
     spec = load_spec("t5-small", overrides=["vocab_size=1000"])
     (f1, b1), (f2, b2) = (run_seq2seq(spec, k, source=12, target=5) for k in (1, 2))
@@ -377,8 +377,8 @@ def test_whisper_flops_and_cache_equal_transformers() -> None:
     convolutions included) and the EncoderDecoderCache's bytes at 1 and 2 layers per stack."""
     from torch.utils.flop_counter import FlopCounterMode
 
-    from llmcalc.memory import kv_cache_bytes
-    from llmcalc.verify import build_random_model, extrapolate_layers
+    from llmcalc.formulas.memory import kv_cache_bytes
+    from llmcalc.verify.reference import build_random_model, extrapolate_layers
 
     def run(layers: int) -> tuple[int, int]:
         cut = load_spec("whisper-tiny", overrides=[
@@ -462,8 +462,8 @@ def test_cli_source_len(cli: Any) -> None:
     ids=["t5", "umt5", "bart", "whisper"],
 )
 def test_encoder_decoder_with_a_huge_depth_answers_at_once(fields: dict[str, Any]) -> None:
-    from llmcalc.flops import flops
-    from llmcalc.memory import memory
+    from llmcalc.formulas.flops import flops
+    from llmcalc.formulas.memory import memory
 
     start = time.perf_counter()
     spec = spec_from_dict(fields, name="deep")
@@ -494,7 +494,7 @@ def test_encoder_decoder_bad_input_names_the_field(fields: dict[str, Any], messa
 def test_verify_flops_runs_an_encoder_decoder(name: str) -> None:
     """``llmcalc verify --flops``: source and decoder sequences of seq_len tokens, both stacks cut
     to 1 and 2 layers, FlopCounterMode against the formula (encoder, cross K/V, decoder)."""
-    from llmcalc.verify import verify_flops
+    from llmcalc.verify.reference import verify_flops
 
     spec = load_spec(name, overrides=["vocab_size=1000", "d_model=192", "encoder_ffn_dim=256",
                                       "decoder_ffn_dim=256"])

@@ -7,7 +7,7 @@ llmcalc does not count must be in ``NOT_COUNTED`` (llmcalc/families/not_counted.
 and that table must be the one docs/models.md shows. A whole model llmcalc counts with its parts (the
 …ForConditionalGeneration of BART and Whisper, whose …ForCausalLM is their decoder alone; the
 …ForMaskedLM of BERT and RoBERTa, whose causal-LM class has the same tensors) is built with the
-class llmcalc counts (``llmcalc.verify.model_class``).
+class llmcalc counts (``llmcalc.verify.reference.model_class``).
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ NOT_SHRINKABLE = {
 def test_default_config_counts_exactly(model_type: str) -> None:
     if model_type in NOT_SHRINKABLE:
         pytest.skip(f"exact on its bundled config; {NOT_SHRINKABLE[model_type]}")
-    from llmcalc.verify import model_class
+    from llmcalc.verify.reference import model_class
 
     fields = shrunk_default(model_type)
     spec = spec_from_dict(fields, name=model_type)

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from llmcalc.config import spec_from_dict
-from llmcalc.counting import count
+from llmcalc.inputs.config import spec_from_dict
+from llmcalc.formulas.counting import count
 from llmcalc.errors import LLMCalcError
 
 transformers = pytest.importorskip("transformers")
@@ -65,7 +65,7 @@ def outcome(model_type: str) -> tuple[str, str]:
     if any("counted its text model" in note for note in spec.notes):  # as documented, and said
         theirs = numel_total(config.get_text_config())
     elif spec.parts:  # a whole model (BART, Whisper, BERT): the class llmcalc counts
-        from llmcalc.verify import model_class
+        from llmcalc.verify.reference import model_class
 
         theirs = numel_total(config, model_class(spec))
     assert ours == theirs, f"{model_type} ({spec.method}): llmcalc {ours:,}, transformers {theirs:,}"

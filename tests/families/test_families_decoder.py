@@ -11,8 +11,8 @@ import pytest
 from helpers import configs
 
 from llmcalc import count, load_spec
-from llmcalc.spec import LAYER, ModelSpec
-from llmcalc.verify import build_meta_model, figures
+from llmcalc.model.spec import LAYER, ModelSpec
+from llmcalc.verify.reference import build_meta_model, figures
 
 
 def layer0(spec: ModelSpec) -> dict[str, tuple[int, ...]]:

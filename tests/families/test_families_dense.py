@@ -11,8 +11,8 @@ from helpers import configs
 from helpers.reference import total_from_names
 
 from llmcalc import count, load_spec
-from llmcalc.spec import LAYER, ModelSpec
-from llmcalc.verify import build_meta_model, figures
+from llmcalc.model.spec import LAYER, ModelSpec
+from llmcalc.verify.reference import build_meta_model, figures
 
 # Bundled configs of the dense families → total parameters (see each file's ``source:``).
 TOTALS = {

@@ -12,14 +12,14 @@ from helpers import configs
 from helpers.reference import matches_transformers, total_from_names
 
 from llmcalc import count, load_spec
-from llmcalc.flops import (
+from llmcalc.formulas.flops import (
     forward_flops_per_sequence,
     forward_flops_per_token,
     mixer_flops_per_token,
 )
-from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.formulas.memory import kv_cache_bytes, state_bytes_per_sequence
 from llmcalc.units import DType
-from llmcalc.verify import measure_forward
+from llmcalc.verify.reference import measure_forward
 
 # Bundled configs → total parameters (each file's ``source:`` says where its numbers come from).
 TOTALS = {

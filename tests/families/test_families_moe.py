@@ -11,10 +11,11 @@ from helpers.reference import hf_active, total_from_names
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from llmcalc import ConfigError, bundled, count, load_spec
-from llmcalc.config import RawConfig, spec_from_raw
+from llmcalc import ConfigError, count, load_spec
+from llmcalc.inputs import bundled
+from llmcalc.inputs.config import RawConfig, spec_from_raw
 from llmcalc.families import MODEL_TYPES
-from llmcalc.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec
 
 # MoE language models; whole models with an MoE language model (llama-4-scout-whole …) are held
 # to transformers part by part in tests/multimodal/test_vision_language.py
@@ -34,7 +35,7 @@ def test_the_moe_configs_are_found() -> None:
 @pytest.mark.torch
 @pytest.mark.parametrize("name", [c for c in MOE_CONFIGS if c not in INKLING])
 def test_active_matches_transformers_modules(name: str) -> None:
-    from llmcalc.verify import build_meta_model
+    from llmcalc.verify.reference import build_meta_model
 
     spec = load_spec(name)
     pc = count(spec)

@@ -16,10 +16,10 @@ from helpers.reference import total_from_names
 
 from llmcalc import count, load_spec
 from llmcalc.errors import ConfigError
-from llmcalc.flops import forward_flops_per_sequence
-from llmcalc.memory import kv_cache_bytes
+from llmcalc.formulas.flops import forward_flops_per_sequence
+from llmcalc.formulas.memory import kv_cache_bytes
 from llmcalc.units import DType
-from llmcalc.verify import build_meta_model, figures, hf_config, measure_forward
+from llmcalc.verify.reference import build_meta_model, figures, hf_config, measure_forward
 
 SEQ = 8
 
@@ -417,7 +417,7 @@ def test_dsa_prefill_equals_flop_counter() -> None:
 
 def test_dsa_token_reads_at_most_index_topk_keys() -> None:
     """DeepSeek-V3.2-Exp at 32k: the softmax reads 2,048 keys; the indexer scores all 32,768."""
-    from llmcalc.flops import attention_flops_per_token, flops
+    from llmcalc.formulas.flops import attention_flops_per_token, flops
 
     spec = load_spec("deepseek-v3.2-exp")
     core = 2 * 2048 * 128 * (192 + 128)  # 2 · topk · h · (d_qk + d_v)
@@ -504,7 +504,7 @@ def test_dsa_cache_holds_the_indexer_keys() -> None:
 
 
 def test_glm5_shared_indexer_layers_cache_and_score_nothing_for_the_indexer() -> None:
-    from llmcalc.memory import kv_elements_per_layer
+    from llmcalc.formulas.memory import kv_elements_per_layer
 
     types = ", ".join(["full", "shared"] * 39)
     spec = load_spec("glm-moe-dsa-defaults", overrides=[f"indexer_types=[{types}]"])
@@ -518,7 +518,7 @@ def test_glm5_shared_indexer_layers_cache_and_score_nothing_for_the_indexer() ->
 
 @pytest.mark.torch
 def test_verify_flops_cuts_dory_keeping_its_sections() -> None:
-    from llmcalc.verify import cut_fields, verify_flops
+    from llmcalc.verify.reference import cut_fields, verify_flops
 
     small = ["hidden_size=128", "intermediate_size=256", "vocab_size=512", "num_attention_heads=4",
              "head_dim=32"]

@@ -20,10 +20,10 @@ from helpers.reference import matches_transformers, total_from_names
 
 from llmcalc import count, load_spec
 from llmcalc.errors import ConfigError
-from llmcalc.flops import forward_flops_per_sequence, weight_terms
-from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.formulas.flops import forward_flops_per_sequence, weight_terms
+from llmcalc.formulas.memory import kv_cache_bytes, state_bytes_per_sequence
 from llmcalc.units import DType
-from llmcalc.verify import measure_forward
+from llmcalc.verify.reference import measure_forward
 
 tiny = partial(configs.tiny, base=configs.THREE_LAYERS)
 

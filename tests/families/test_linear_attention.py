@@ -13,15 +13,15 @@ from helpers import configs
 from helpers.reference import matches_transformers, total_from_names
 
 from llmcalc import count, load_spec
-from llmcalc.flops import (
+from llmcalc.formulas.flops import (
     forward_flops_per_sequence,
     forward_flops_per_token,
     mixer_flops_per_token,
 )
-from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
-from llmcalc.spec import KDA
+from llmcalc.formulas.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.model.spec import KDA
 from llmcalc.units import DType
-from llmcalc.verify import measure_forward
+from llmcalc.verify.reference import measure_forward
 
 TOTALS = {
     "kimi-linear-48b-a3b": (49_122_675_072, 3_484_453_248),  # published as 48B total, 3B active
@@ -262,7 +262,7 @@ def test_kimi_checkpoint_lists_equal_layer_types(write: Any) -> None:
     """The checkpoint's 1-based linear_attn_config lists describe the bundled layer_types."""
     import yaml
 
-    from llmcalc import bundled
+    from llmcalc.inputs import bundled
 
     path = bundled.find("kimi-linear-48b-a3b")
     assert path is not None

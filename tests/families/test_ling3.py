@@ -15,11 +15,11 @@ from helpers import configs
 from helpers.reference import matches_transformers, total_from_names
 
 from llmcalc import count, load_spec
-from llmcalc.flops import forward_flops_per_sequence, mixer_flops_per_token
-from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
-from llmcalc.spec import KDA
+from llmcalc.formulas.flops import forward_flops_per_sequence, mixer_flops_per_token
+from llmcalc.formulas.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.model.spec import KDA
 from llmcalc.units import DType
-from llmcalc.verify import measure_forward
+from llmcalc.verify.reference import measure_forward
 
 BUNDLED = "ling-3.0-flash"
 

@@ -16,10 +16,10 @@ import pytest
 from helpers.reference import total_from_names
 
 from llmcalc import count, load_spec
-from llmcalc.flops import chunked_causal_pairs, forward_flops_per_sequence
-from llmcalc.memory import kv_cache_bytes
+from llmcalc.formulas.flops import chunked_causal_pairs, forward_flops_per_sequence
+from llmcalc.formulas.memory import kv_cache_bytes
 from llmcalc.units import DType
-from llmcalc.verify import build_meta_model, extrapolate_layers, figures, measure_forward
+from llmcalc.verify.reference import build_meta_model, extrapolate_layers, figures, measure_forward
 
 SMALL = {
     "hidden_size": 128,

@@ -15,10 +15,10 @@ import pytest
 from helpers.reference import hf_active, total_from_names
 
 from llmcalc import ConfigError, count, load_spec
-from llmcalc.flops import forward_flops_per_sequence
-from llmcalc.memory import kv_cache_bytes
+from llmcalc.formulas.flops import forward_flops_per_sequence
+from llmcalc.formulas.memory import kv_cache_bytes
 from llmcalc.units import DType
-from llmcalc.verify import build_meta_model, figures, measure_forward
+from llmcalc.verify.reference import build_meta_model, figures, measure_forward
 
 SMALL = {
     "hidden_size": 128,
@@ -536,8 +536,8 @@ def test_zaya_decoding_step_equals_flop_counter(write: Any, t0: int, t1: int) ->
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from llmcalc.flops import forward_flops_per_token
-    from llmcalc.verify import build_random_model
+    from llmcalc.formulas.flops import forward_flops_per_token
+    from llmcalc.verify.reference import build_random_model
 
     spec = load_spec(write("config.json", {**ZAYA_SMALL, "cca_time0": t0, "cca_time1": t1}))
     model = build_random_model(spec, num_layers=3)

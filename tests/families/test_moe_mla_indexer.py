@@ -16,11 +16,11 @@ import pytest
 from helpers.reference import hf_active, total_from_names
 
 from llmcalc import ConfigError, count, load_spec
-from llmcalc.flops import forward_flops_per_sequence
-from llmcalc.memory import kv_cache_bytes
-from llmcalc.spec import ModelSpec
+from llmcalc.formulas.flops import forward_flops_per_sequence
+from llmcalc.formulas.memory import kv_cache_bytes
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
-from llmcalc.verify import build_meta_model, figures, measure_forward
+from llmcalc.verify.reference import build_meta_model, figures, measure_forward
 
 SMALL = {
     "hidden_size": 64,

@@ -16,7 +16,7 @@ from helpers.reference import matches_transformers
 
 from llmcalc import count, load_spec
 from llmcalc.families.qwen4_exp import is_prime, primes_from
-from llmcalc.flops import (
+from llmcalc.formulas.flops import (
     attention_flops_per_token,
     block_pairs,
     forward_flops_per_sequence,
@@ -24,10 +24,10 @@ from llmcalc.flops import (
     qsa_causal_pairs,
     weight_flops_per_token,
 )
-from llmcalc.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes_per_sequence
-from llmcalc.spec import ModelSpec
+from llmcalc.formulas.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes_per_sequence
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
-from llmcalc.verify import measure_forward
+from llmcalc.verify.reference import measure_forward
 
 BUNDLED = "qwen3.8-flash-next"
 
@@ -194,7 +194,7 @@ def test_causal_prefill_counts_the_selected_keys(write: Any) -> None:
     assert selected == 42
     gdn = spec.layer_groups[0].mixer
     assert gdn is not None
-    from llmcalc.flops import mixer_flops_per_sequence
+    from llmcalc.formulas.flops import mixer_flops_per_sequence
 
     assert full - causal == (n * n - selected) * 2 * 4 * 32 + (
         mixer_flops_per_sequence(gdn, ctx=n, causal=False)

@@ -16,16 +16,16 @@ from helpers import configs
 from helpers.reference import matches_transformers, total_from_names
 
 from llmcalc import count, load_spec
-from llmcalc.flops import (
+from llmcalc.formulas.flops import (
     forward_flops_per_sequence,
     forward_flops_per_token,
     mixer_flops_per_token,
     weight_flops_per_token,
 )
-from llmcalc.memory import kv_cache_bytes, state_bytes_per_sequence
-from llmcalc.spec import ModelSpec
+from llmcalc.formulas.memory import kv_cache_bytes, state_bytes_per_sequence
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
-from llmcalc.verify import build_random_model, measure_forward
+from llmcalc.verify.reference import build_random_model, measure_forward
 
 tiny = partial(configs.tiny, base=configs.MINIMAL)
 

@@ -1,6 +1,6 @@
 """FLOPs from the spec alone: hand-derived figures, the conventions, and the CLI.
 
-What the per-token figures include and leave out is stated in llmcalc/flops.py; the match with
+What the per-token figures include and leave out is stated in llmcalc/formulas/flops.py; the match with
 torch's FlopCounterMode on real forward passes is in test_flops_vs_torch.py.
 """
 
@@ -12,8 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from llmcalc import bundled, load_spec
-from llmcalc.flops import (
+from llmcalc import load_spec
+from llmcalc.inputs import bundled
+from llmcalc.formulas.flops import (
     attention_crossover_ctx,
     attention_flops_per_token,
     causal_pairs,
@@ -25,7 +26,7 @@ from llmcalc.flops import (
     weight_flops_breakdown,
     weight_flops_per_token,
 )
-from llmcalc.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
+from llmcalc.model.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
 
 LLAMA2_MATMUL = 6_607_077_376  # 6,738,415,616 params − 131,072,000 embedding − 65 × 4,096 norms
 
@@ -228,7 +229,7 @@ def test_flops_and_memory_do_not_import_torch() -> None:
     import sys
 
     code = (
-        "import sys, llmcalc.flops, llmcalc.memory, llmcalc.units, llmcalc.cli.flops, "
+        "import sys, llmcalc.formulas.flops, llmcalc.formulas.memory, llmcalc.units, llmcalc.cli.flops, "
         "llmcalc.cli.memory, llmcalc.render.flops, llmcalc.render.memory; "
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))"
     )

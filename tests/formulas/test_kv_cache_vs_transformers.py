@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.memory import kv_cache_bytes, kv_cache_bytes_per_token
+from llmcalc.formulas.memory import kv_cache_bytes, kv_cache_bytes_per_token
 from llmcalc.units import DType
-from llmcalc.verify import LAYER_COUNT_FIELDS, measure_forward
+from llmcalc.verify.reference import LAYER_COUNT_FIELDS, measure_forward
 
 BATCH, SEQ, LAYERS = 2, 8, 2
 SMALL = ["hidden_size=256", "intermediate_size=512", "vocab_size=1000"]

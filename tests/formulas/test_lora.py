@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.lora import lora_config, lora_count, resolve_targets
-from llmcalc.spec import ModelSpec
+from llmcalc.formulas.lora import lora_config, lora_count, resolve_targets
+from llmcalc.model.spec import ModelSpec
 
 ATTN = ("q_proj", "k_proj", "v_proj", "o_proj")
 
@@ -19,7 +19,7 @@ def _peft(spec: ModelSpec, **kw: Any) -> tuple[int, int]:
 
     from peft import LoraConfig, get_peft_model
 
-    from llmcalc.verify import build_meta_model
+    from llmcalc.verify.reference import build_meta_model
 
     model = build_meta_model(spec)
     with warnings.catch_warnings():

@@ -9,8 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmcalc import count, load_spec
-from llmcalc.memory import kv_cache_bytes, kv_cache_bytes_per_token, memory, weight_bytes
-from llmcalc.spec import Attention, LayerGroup, ModelSpec, Shape, Tensor
+from llmcalc.formulas.memory import kv_cache_bytes, kv_cache_bytes_per_token, memory, weight_bytes
+from llmcalc.model.spec import Attention, LayerGroup, ModelSpec, Shape, Tensor
 from llmcalc.units import DType
 
 

@@ -7,9 +7,9 @@ import math
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.config import spec_from_dict
+from llmcalc.inputs.config import spec_from_dict
 from llmcalc.errors import UsageError
-from llmcalc.quant import (
+from llmcalc.formulas.quant import (
     FORMATS,
     breakdown,
     from_config,

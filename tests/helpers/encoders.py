@@ -7,7 +7,7 @@ from typing import Any
 
 from helpers.reference import numel
 from llmcalc import count, load_spec
-from llmcalc.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec
 
 BERT_SMALL = {"num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
               "intermediate_size": 96, "vocab_size": 500}
@@ -45,7 +45,7 @@ def run_seq2seq(spec: Any, layers: int, *, source: int, target: int) -> tuple[in
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
-    from llmcalc.verify import build_random_model
+    from llmcalc.verify.reference import build_random_model
 
     model = build_random_model(spec, num_layers=layers, dtype="fp32")
     gen = torch.Generator().manual_seed(1)

@@ -389,7 +389,7 @@ def serve() -> None:
 
     import llmcalc.cli  # noqa: F401 - imported once, before the forks
     import llmcalc.cli.count  # noqa: F401
-    import llmcalc.config  # noqa: F401
+    import llmcalc.inputs.config  # noqa: F401
 
     answer = sys.stdout
     for line in sys.stdin:

@@ -303,10 +303,10 @@ def measure_inference(case: Case, *, profiler: bool = False) -> Measured:
 
 def estimate(case: Case) -> dict[str, int]:
     """llmcalc's figures for ``case``: the peak and its parts (bytes), from the formulas alone."""
-    from llmcalc import activations as A
-    from llmcalc import memory
-    from llmcalc.config import spec_from_dict
-    from llmcalc.lora import LoraConfig, lora_count
+    from llmcalc.formulas import activations as A
+    from llmcalc.formulas import memory
+    from llmcalc.inputs.config import spec_from_dict
+    from llmcalc.formulas.lora import LoraConfig, lora_count
     from llmcalc.units import DType
 
     spec = spec_from_dict(MODELS[case.model])

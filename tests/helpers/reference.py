@@ -1,6 +1,6 @@
 """The reference comparison: llmcalc's description of a model against the transformers model built
 from the same config on the meta device (torch and transformers are imported lazily, by
-``llmcalc.verify``), and the second path that totals are held to: the named tensors' shapes.
+``llmcalc.verify.reference``), and the second path that totals are held to: the named tensors' shapes.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import math
 from typing import Any
 
 from llmcalc import count
-from llmcalc.spec import ModelSpec, spec_part
+from llmcalc.model.spec import ModelSpec, spec_part
 
 # lookup tables (nn.Embedding) inside the layers, which transformers' embedding figure counts:
 # Qwen4-Exp's hashed n-gram tables
@@ -71,7 +71,7 @@ def matches_transformers(spec: ModelSpec, *, per_layer: bool = True, active: boo
     shape, the total, the embedding and lm_head figures, each layer's count (``per_layer``) and,
     with ``active``, the active count read off the built modules (:func:`hf_active`). Returns the
     model, for a caller's further checks."""
-    from llmcalc.verify import build_meta_model, figures
+    from llmcalc.verify.reference import build_meta_model, figures
 
     pc = count(spec)
     model = build_meta_model(spec)
@@ -111,7 +111,7 @@ def whole_model_parameters(spec: ModelSpec) -> dict[str, tuple[int, ...]]:
     """name → shape of the whole transformers model (…ForConditionalGeneration) built on meta."""
     import transformers
 
-    from llmcalc.verify import build_meta_model
+    from llmcalc.verify.reference import build_meta_model
 
     transformers.logging.set_verbosity_error()
     model = build_meta_model(spec)
@@ -188,7 +188,7 @@ def text_forward_cache(fields: dict[str, Any], *, token_ids: tuple[int, int]) ->
     import torch
     import transformers
 
-    from llmcalc.verify import _cached_tensors
+    from llmcalc.verify.reference import _cached_tensors
 
     config = transformers.AutoConfig.for_model(
         fields["model_type"], **{k: v for k, v in fields.items() if k != "model_type"})

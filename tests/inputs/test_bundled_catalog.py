@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from llmcalc import bundled, count, load_spec, spec_from_dict
+from llmcalc import count, load_spec, spec_from_dict
+from llmcalc.inputs import bundled
 
 # name → (exact total, exact active): each the numel sum of the transformers model built from the
 # bundled config (`llmcalc check configs/ --verify` rebuilds them); the dense ones are their

@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from llmcalc import count, family_defaults, load_spec
+from llmcalc import count, load_spec
+from llmcalc.inputs import family_defaults
 
 
 def test_llama_defaults_are_llama_2_7b() -> None:
@@ -99,7 +100,7 @@ def test_stored_defaults_match_installed_transformers() -> None:
 
     fresh = json.loads(json.dumps(family_defaults.generate()))
     stored = json.loads(family_defaults.DATA.read_text(encoding="utf-8"))
-    assert fresh == stored, "regenerate with: python -m llmcalc.family_defaults"
+    assert fresh == stored, "regenerate with: python -m llmcalc.inputs.family_defaults"
 
 
 @pytest.mark.torch
@@ -107,7 +108,7 @@ def test_stored_defaults_match_installed_transformers() -> None:
 def test_scratch_knobs_round_trip_through_the_cli(model_type: str, cli: Any) -> None:
     from dataclasses import replace
 
-    from llmcalc import scratch
+    from llmcalc.inputs import scratch
 
     start = scratch.knobs_of(model_type)
     assert scratch.build(start) == (model_type, [])  # the defaults need no --set
@@ -139,7 +140,7 @@ def test_scratch_width_re_derives_head_dim() -> None:
     # beside it is kept
     from dataclasses import replace
 
-    from llmcalc import scratch
+    from llmcalc.inputs import scratch
 
     start = scratch.knobs_of("llama")
     assert start.head_dim is None

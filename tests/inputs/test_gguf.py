@@ -299,7 +299,7 @@ def test_a_gguf_repo_is_read_by_range_requests(tmp_path: Path) -> None:
 def test_offload_of_a_gguf_file_uses_its_layers_bytes(cli: Any, tmp_path: Path) -> None:
     path = tmp_path / "model.gguf"
     write_gguf(path, LLAMA, {"": Q.Q4_K, "ffn_down.weight": Q.Q6_K})
-    header = __import__("llmcalc.gguf_file", fromlist=["read_header"]).read_header(path)
+    header = __import__("llmcalc.inputs.gguf_file", fromlist=["read_header"]).read_header(path)
     blk = [sum(t.nbytes for t in header.tensors if t.name.startswith(f"blk.{i}."))
            for i in range(3)]
     kv = 2 * 3 * 2 * 64 * 2 * 1024 // 3  # f16 K and V of 1,024 tokens, a third per layer

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from llmcalc import bundled, count, load_spec
-from llmcalc.verify import hf_config
+from llmcalc import count, load_spec
+from llmcalc.inputs import bundled
+from llmcalc.verify.reference import hf_config
 
 CONFIGS = [p.stem for p in bundled.paths()]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.flops import part_flops
+from llmcalc.formulas.flops import part_flops
 
 
 def test_phi4_audio_per_second_of_speech(cli: Any) -> None:

@@ -20,11 +20,11 @@ import pytest
 from helpers import REPO
 from helpers.reference import numel
 
-from llmcalc.config import spec_from_dict
-from llmcalc.counting import count
+from llmcalc.inputs.config import spec_from_dict
+from llmcalc.formulas.counting import count
 from llmcalc.errors import LLMCalcError
-from llmcalc.flops import flops
-from llmcalc.spec import ModelSpec, spec_part
+from llmcalc.formulas.flops import flops
+from llmcalc.model.spec import ModelSpec, spec_part
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

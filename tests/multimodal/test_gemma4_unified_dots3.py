@@ -19,11 +19,11 @@ from typing import Any
 import pytest
 from helpers.reference import numel
 
-from llmcalc.config import spec_from_dict
-from llmcalc.counting import count
+from llmcalc.inputs.config import spec_from_dict
+from llmcalc.formulas.counting import count
 from llmcalc.errors import LLMCalcError
-from llmcalc.flops import flops, part_flops
-from llmcalc.spec import ModelSpec, spec_part
+from llmcalc.formulas.flops import flops, part_flops
+from llmcalc.model.spec import ModelSpec, spec_part
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -35,7 +35,7 @@ UNIFIED = "gemma-4-12b-whole"
 def bundled_fields(name: str) -> dict[str, Any]:
     import yaml
 
-    from llmcalc import bundled
+    from llmcalc.inputs import bundled
 
     path = bundled.find(name)
     assert path is not None

@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 from helpers.reference import numel
 
-from llmcalc.config import spec_from_dict
-from llmcalc.counting import count
+from llmcalc.inputs.config import spec_from_dict
+from llmcalc.formulas.counting import count
 from llmcalc.errors import LLMCalcError
-from llmcalc.flops import flops, part_flops
-from llmcalc.spec import ModelSpec, spec_part
+from llmcalc.formulas.flops import flops, part_flops
+from llmcalc.model.spec import ModelSpec, spec_part
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")
@@ -59,7 +59,7 @@ def matches(spec: ModelSpec, fields: dict[str, Any]) -> None:
 def bundled_fields() -> dict[str, Any]:
     import yaml
 
-    from llmcalc import bundled
+    from llmcalc.inputs import bundled
 
     path = bundled.find(NAME)
     assert path is not None

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from helpers.reference import matches_whole_model, text_forward_cache
 
-from llmcalc.config import load_spec, spec_from_dict
-from llmcalc.counting import count
-from llmcalc.flops import flops, part_flops
-from llmcalc.memory import kv_cache_bytes, memory, state_bytes_per_sequence
-from llmcalc.spec import spec_part
+from llmcalc.inputs.config import load_spec, spec_from_dict
+from llmcalc.formulas.counting import count
+from llmcalc.formulas.flops import flops, part_flops
+from llmcalc.formulas.memory import kv_cache_bytes, memory, state_bytes_per_sequence
+from llmcalc.model.spec import spec_part
 from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from helpers.reference import matches_whole_model
 
-from llmcalc.config import load_spec, spec_from_dict
-from llmcalc.counting import count
-from llmcalc.flops import flops, part_flops
-from llmcalc.memory import memory
-from llmcalc.spec import spec_part
+from llmcalc.inputs.config import load_spec, spec_from_dict
+from llmcalc.formulas.counting import count
+from llmcalc.formulas.flops import flops, part_flops
+from llmcalc.formulas.memory import memory
+from llmcalc.model.spec import spec_part
 from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")

@@ -16,9 +16,7 @@ from helpers import REPO
 
 PACKAGE = REPO / "llmcalc"
 FRONT = ("llmcalc.cli", "llmcalc.render", "llmcalc.web", "llmcalc.__main__")
-FORMULAS = ("llmcalc.counting", "llmcalc.flops", "llmcalc.memory", "llmcalc.quant", "llmcalc.lora",
-            "llmcalc.training", "llmcalc.finetune", "llmcalc.planning", "llmcalc.latency",
-            "llmcalc.series")
+FORMULAS = ("llmcalc.formulas", "llmcalc.planning", "llmcalc.verify")
 
 
 def module_name(path: Path) -> str:
@@ -98,8 +96,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_the_graph_is_read() -> None:
-    assert "llmcalc.safetensors_index" in GRAPH["llmcalc.hub"]
-    assert "llmcalc.hub" in GRAPH["llmcalc.config"]  # an import inside a function counts
+    assert "llmcalc.inputs.safetensors_index" in GRAPH["llmcalc.inputs.hub"]
+    assert "llmcalc.inputs.hub" in GRAPH["llmcalc.inputs.config"]  # an import inside a function counts
     assert len(MODULES) > 100
 
 
@@ -119,6 +117,7 @@ def test_the_core_never_imports_the_front() -> None:
 
 
 def test_families_never_import_a_formula() -> None:
+    """Nor a plan or the verification: a family is a description, below all of them."""
     wrong = sorted(f"{a} imports {b}" for a, targets in GRAPH.items()
                    if _under(a, ("llmcalc.families",)) for b in targets if _under(b, FORMULAS))
     assert wrong == []
@@ -134,4 +133,23 @@ def test_no_test_module_imports_another() -> None:
                      else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
             wrong += [f"{path.relative_to(REPO)} imports {n}" for n in names
                       if n.split(".")[0] in tests]
+    assert wrong == []
+
+
+LAYERS = ("inputs", "model", "formulas", "planning", "verify")
+
+
+def test_the_core_is_in_its_layers() -> None:
+    """The top level holds only the package's entry points and its three leaf modules; the rest lives
+    in one of the layers (a package each), the families, or the front (cli, render, web)."""
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert top == ["__init__.py", "__main__.py", "errors.py", "limits.py", "units.py"]
+    assert all((PACKAGE / layer / "__init__.py").is_file() for layer in LAYERS)
+
+
+def test_the_model_description_imports_no_layer_above_it() -> None:
+    above = ("llmcalc.inputs", "llmcalc.formulas", "llmcalc.planning", "llmcalc.verify",
+             "llmcalc.families")
+    wrong = sorted(f"{a} imports {b}" for a, targets in GRAPH.items()
+                   if _under(a, ("llmcalc.model",)) for b in targets if _under(b, above))
     assert wrong == []

@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from helpers import REPO
 
-from llmcalc import load_spec, speccache
+from llmcalc import load_spec
+from llmcalc.inputs import speccache
 
 
 @pytest.fixture
@@ -66,7 +67,7 @@ def run_plain(*args: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
     code = (
         "import sys, atexit\n"
         "atexit.register(lambda: print('LOADED', ','.join(sorted(m for m in sys.modules if m in "
-        "('pydantic.main', 'llmcalc.config', 'llmcalc.families', 'typer._adapters'))), "
+        "('pydantic.main', 'llmcalc.inputs.config', 'llmcalc.families', 'typer._adapters'))), "
         "file=sys.stderr))\n"
         "from llmcalc.cli import run\n"
         "sys.argv = ['llmcalc', *sys.argv[1:]]\n"
@@ -82,7 +83,7 @@ def test_plain_count_loads_no_validator_once_cached(tmp_path: Path) -> None:
     warm = run_plain("count", "gpt2-medium", cache_dir=tmp_path)
     assert cold.returncode == warm.returncode == 0
     assert cold.stdout == warm.stdout
-    assert "llmcalc.config" in cold.stderr  # validated the first time
+    assert "llmcalc.inputs.config" in cold.stderr  # validated the first time
     assert warm.stderr.strip() == "LOADED"  # then neither pydantic, the families nor typer parsing
     assert "354,823,168" in warm.stdout
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from llmcalc.errors import UsageError
-from llmcalc.hardware import (
+from llmcalc.planning.hardware import (
     ACCELERATORS,
     GiB,
     lookup,

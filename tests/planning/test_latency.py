@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.hardware import INTERCONNECTS, interconnect, lookup
-from llmcalc.latency import all_reduce_bytes, latency, step_weight_bytes
+from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
+from llmcalc.planning.latency import all_reduce_bytes, latency, step_weight_bytes
 from llmcalc.units import DType
 
 A100 = lookup("a100-80gb")

@@ -1,4 +1,4 @@
-"""The memory model of a training step and a prefill (llmcalc.activations): its terms by hand, the
+"""The memory model of a training step and a prefill (llmcalc.formulas.activations): its terms by hand, the
 tensors transformers' layers really keep, and a sample of the measured grid
 (bench/memory_vs_measured.py runs all of it)."""
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from llmcalc import activations as A
-from llmcalc.config import load_spec, spec_from_dict
+from llmcalc.formulas import activations as A
+from llmcalc.inputs.config import load_spec, spec_from_dict
 from llmcalc.errors import ParameterError
-from llmcalc.hardware import Accelerator
-from llmcalc.planning import fit
+from llmcalc.planning.hardware import Accelerator
+from llmcalc.planning.serving import fit
 from llmcalc.units import DType
 
 # the harness's shrunk Llama: h 384, 6 heads of 64, 2 KV heads, SwiGLU 1152

@@ -8,8 +8,8 @@ import pytest
 
 from llmcalc import load_spec
 from llmcalc.errors import UsageError
-from llmcalc.hardware import ACCELERATORS, GiB, lookup, resolve
-from llmcalc.planning import fit, model_flops_utilisation
+from llmcalc.planning.hardware import ACCELERATORS, GiB, lookup, resolve
+from llmcalc.planning.serving import fit, model_flops_utilisation
 from llmcalc.units import DType
 
 # PaLM 540B (Chowdhery et al. 2022, Table 1): 118 layers, d_model 18432, 48 heads of 256,
@@ -138,7 +138,7 @@ def test_train_headroom_decides_the_verdict(cli: Any) -> None:
 
 
 def test_train_and_fit_share_the_headroom() -> None:
-    from llmcalc import hardware, planning, training
+    from llmcalc.planning import hardware, serving as planning, training
 
     assert planning.DEFAULT_HEADROOM is hardware.DEFAULT_HEADROOM
     assert training.DEFAULT_HEADROOM is hardware.DEFAULT_HEADROOM

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from llmcalc import count, load_spec
 from llmcalc.errors import UsageError
-from llmcalc.training import (
+from llmcalc.planning.training import (
     ADAMW_BYTES,
     ADAMW_BYTES_PER_PARAM,
     Recompute,

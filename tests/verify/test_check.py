@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 from helpers import REPO
 
-from llmcalc import bundled, count, load_spec
-from llmcalc.check import Expectation, FigureCheck, find_configs, parse_expected
+from llmcalc import count, load_spec
+from llmcalc.inputs import bundled
+from llmcalc.verify.check import Expectation, FigureCheck, find_configs, parse_expected
 from llmcalc.errors import ConfigError
 
 # gpt2 at 2 layers of width 32: wte 100·32, wpe 64·32; per layer 2 LayerNorms 4·32, c_attn
@@ -208,7 +209,7 @@ def test_verify_passes(cli: Any, write: Any) -> None:
 def test_verify_checks_a_checkpoint_beside_config_json(cli: Any, tmp_path: Path) -> None:
     import transformers
 
-    from llmcalc.verify import hf_config
+    from llmcalc.verify.reference import hf_config
 
     folder = tmp_path / "ckpt"
     model = transformers.AutoModelForCausalLM.from_config(hf_config(_spec_of(tmp_path)))

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from llmcalc.check import CheckRun, FileCheck, Location, Skipped
+from llmcalc.verify.check import CheckRun, FileCheck, Location, Skipped
 from llmcalc.render.check import check_github
 
 REPO = Path(__file__).resolve().parents[2]
@@ -357,7 +357,7 @@ def test_write_expected_on_every_bundled_config_changes_only_figures(
 ) -> None:
     """Every bundled config, its exact totals made wrong, is written back as it was (a
     mixture-of-experts config without active_params gains that one line)."""
-    from llmcalc import bundled
+    from llmcalc.inputs import bundled
 
     folder = tmp_path / "configs"
     folder.mkdir()

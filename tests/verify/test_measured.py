@@ -16,12 +16,12 @@ import pytest
 from helpers import REPO
 from helpers.configs import TINY_LLAMA
 
-from llmcalc.config import spec_from_dict
-from llmcalc.counting import count
+from llmcalc.inputs.config import spec_from_dict
+from llmcalc.formulas.counting import count
 from llmcalc.errors import ConfigError
 from llmcalc.families import MODEL_TYPES
-from llmcalc.flops import attention_flops_per_token, weight_flops_per_token
-from llmcalc.memory import kv_cache_bytes_per_token
+from llmcalc.formulas.flops import attention_flops_per_token, weight_flops_per_token
+from llmcalc.formulas.memory import kv_cache_bytes_per_token
 from llmcalc.units import DType
 
 pytest.importorskip("transformers")
@@ -160,7 +160,7 @@ XLNET_SMALL = {"model_type": "xlnet", "n_layer": 3, "d_model": 32, "n_head": 2, 
 def test_what_is_built_is_bounded(cli: Any, write: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """Layers are refused from the config before torch is imported; modules and parameter tensors
     are counted while transformers builds, which stops at the first one past the cap."""
-    from llmcalc import measured
+    from llmcalc.verify import measured
 
     path = write("config.json", {**XLNET_SMALL, "n_layer": 10**12})
     r = cli("count", path)

@@ -22,9 +22,9 @@ from helpers import REPO
 from llmcalc import count, load_spec
 from llmcalc.errors import ConfigError
 from llmcalc.families._base import embedding, linear, lm_head, norm, stacked_experts, uniform_layers
-from llmcalc.safetensors_index import read_checkpoint, read_header
-from llmcalc.spec import Attention, ModelSpec, MoE, Shape
-from llmcalc.verify import compare, hf_config
+from llmcalc.inputs.safetensors_index import read_checkpoint, read_header
+from llmcalc.model.spec import Attention, ModelSpec, MoE, Shape
+from llmcalc.verify.reference import compare, hf_config
 
 # A Llama 3.2 1B shrunk to 2 layers of width 32 (tied head, GQA 4/2 heads of 8).
 TINY_LLAMA = [

@@ -3,8 +3,8 @@ and the model FLOPs utilisation (MFU) a training throughput means.
 
 Pure functions; nothing here prints. Sources, each used once below:
 
-- serving memory: weights at ``dtype`` plus the KV cache at ``kv_dtype`` (llmcalc.memory), and,
-  with ``attention`` given, the prefill's transients (llmcalc.activations.prefill_bytes, measured
+- serving memory: weights at ``dtype`` plus the KV cache at ``kv_dtype`` (llmcalc.formulas.memory), and,
+  with ``attention`` given, the prefill's transients (llmcalc.formulas.activations.prefill_bytes, measured
   against PyTorch's allocator), against the cards' memory less a stated headroom for the runtime
   (CUDA context, allocator slack) only;
 - decode speed: a memory-bandwidth roofline — every decode step reads all weights and the whole
@@ -17,13 +17,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from llmcalc import activations as act
-from llmcalc import flops, memory
+from llmcalc.formulas import activations as act
+from llmcalc.formulas import flops, memory
 from llmcalc.errors import ParameterError
-from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
-from llmcalc.quant import WeightFormat
-from llmcalc.spec import ModelSpec
-from llmcalc.training import training_flops
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
+from llmcalc.formulas.quant import WeightFormat
+from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.training import training_flops
 from llmcalc.units import DType
 
 # Largest context searched when a config states no max_position_embeddings.

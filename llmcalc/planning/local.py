@@ -6,7 +6,7 @@ Pure functions; nothing here prints.
   :data:`LADDER` (its own stored format first, then llama.cpp's usual quantizations, most bits
   first) whose weights and a KV cache of ``min_ctx`` tokens at batch 1 fit the card's memory less
   the headroom; then the largest context at batch 1 in that format and the decode bound at
-  ``min_ctx`` (llmcalc.planning: every step reads every weight and the whole cache once).
+  ``min_ctx`` (llmcalc.planning.serving: every step reads every weight and the whole cache once).
 - **Offload** (llama.cpp's ``-ngl N``): the last N layers run on the GPU, the rest — and the token
   embeddings, which llama.cpp keeps in system memory — on the CPU; the output head joins the GPU
   only with every layer (``-ngl`` = layers + 1 in llama.cpp's count). Each layer's KV cache lives
@@ -19,12 +19,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from llmcalc import memory
+from llmcalc.formulas import memory
 from llmcalc.errors import LLMCalcError, ParameterError
-from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
-from llmcalc.planning import DecodeBound, decode_bound
-from llmcalc.planning import fit as serving_fit
-from llmcalc.quant import (
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
+from llmcalc.planning.serving import DecodeBound, decode_bound
+from llmcalc.planning.serving import fit as serving_fit
+from llmcalc.formulas.quant import (
     FORMATS,
     StoredFormat,
     WeightFormat,
@@ -32,7 +32,7 @@ from llmcalc.quant import (
     kv_dtype_for,
     weight_bytes,
 )
-from llmcalc.spec import LayerGroup, ModelSpec, Tensor
+from llmcalc.model.spec import LayerGroup, ModelSpec, Tensor
 from llmcalc.units import DType
 
 # llama.cpp's common formats, most bits first (GGUF F16, Q8_0, Q4_K_M, Q4_0)
@@ -150,7 +150,7 @@ def _layer_bytes(spec: ModelSpec, fmt: WeightFormat, i: int) -> int:
 
 
 def _tensor_bytes(spec: ModelSpec, t: Tensor, g: LayerGroup, fmt: WeightFormat, i: int) -> int:
-    from llmcalc.quant import QuantFormat
+    from llmcalc.formulas.quant import QuantFormat
     from llmcalc.units import nbytes
 
     if isinstance(fmt, DType):

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llmcalc.counting import count
+from llmcalc.formulas.counting import count
 from llmcalc.errors import ParameterError
-from llmcalc.spec import LayerGroup, ModelSpec, Tensor
+from llmcalc.model.spec import LayerGroup, ModelSpec, Tensor
 
 ALL_LINEAR = "all-linear"
 

@@ -1,7 +1,7 @@
 """A model built from scratch: a few architecture knobs → a model type and ``--set`` fields.
 
 The result is what ``llmcalc count MODEL_TYPE`` reads (the type's transformers defaults, see
-:mod:`llmcalc.family_defaults`, or the bundled config of that name: ``gpt2``) with the knobs that
+:mod:`llmcalc.inputs.family_defaults`, or the bundled config of that name: ``gpt2``) with the knobs that
 differ applied as ``--set`` overrides, so ``llmcalc count llama --set hidden_size=…`` reproduces it
 exactly and every figure comes from the family's own description.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from llmcalc import family_defaults
+from llmcalc.inputs import family_defaults
 from llmcalc.errors import UsageError
 
 # (positions, ffn, norm, moe) → model type
@@ -84,7 +84,7 @@ def knobs_of(model_type: str) -> Knobs:
     if defaults is None or model_type not in KEYS:
         raise UsageError(f"cannot build {model_type!r} from scratch; "
                          f"choose one of: {', '.join(sorted(KEYS))}")
-    from llmcalc.config import read_config
+    from llmcalc.inputs.config import read_config
 
     cfg = {**defaults, **read_config(model_type).fields}  # a field left out takes the default
     keys = KEYS[model_type]

@@ -28,7 +28,7 @@ from typing import Any
 
 from llmcalc.errors import ConfigError, MissingExtraError
 from llmcalc.limits import MAX_MEASURED_LAYERS, MAX_MEASURED_MODULES, MAX_MEASURED_TENSORS
-from llmcalc.spec import (
+from llmcalc.model.spec import (
     LAYER,
     Attention,
     LayerGroup,

@@ -6,7 +6,7 @@ here prints. Sources, each used once below:
 - roofline (Williams et al. 2009): a step takes at least max(FLOPs / (peak × compute efficiency),
   bytes / (bandwidth × bandwidth efficiency)); with both efficiencies 1 (the defaults) the figures
   are bounds — no real engine is faster;
-- prefill of ``ctx`` prompt tokens: the forward FLOPs of the causal pairs (llmcalc.flops) against
+- prefill of ``ctx`` prompt tokens: the forward FLOPs of the causal pairs (llmcalc.formulas.flops) against
   the weights read once and the cache written once; the first token comes out of it, so the time
   to first token (TTFT) is the prefill;
 - decode: each step makes one token per sequence, reading every weight once (for mixture-of-experts
@@ -16,7 +16,7 @@ here prints. Sources, each used once below:
 - tensor parallelism (Shoeybi et al. 2019, "Megatron-LM" §3): weights, FLOPs and KV heads split over
   tp GPUs (engines replicate KV heads when there are fewer than tp; that is not modelled); two all-reduces per layer (after attention and after the MLP) of tokens × d_model
   activations at 2 bytes; a ring all-reduce sends 2·(tp − 1)/tp of the buffer from each GPU
-  (Patarasuk & Yuan 2009), over one direction of the link (llmcalc.hardware.INTERCONNECTS); the
+  (Patarasuk & Yuan 2009), over one direction of the link (llmcalc.planning.hardware.INTERCONNECTS); the
   communication is added to the step, not overlapped;
 - decode turns compute bound (the ridge) at the batch b where b·F/P = (W + b·KV)/B: b* = W/B ÷
   (F/P − KV/B), F the FLOPs and KV the cache bytes of one sequence's step, W the weight bytes;
@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmcalc import flops, memory
+from llmcalc.formulas import flops, memory
 from llmcalc.errors import ParameterError
-from llmcalc.hardware import Accelerator, Interconnect
-from llmcalc.quant import WeightFormat, is_routed_expert, weight_bytes
-from llmcalc.spec import ModelSpec
+from llmcalc.planning.hardware import Accelerator, Interconnect
+from llmcalc.formulas.quant import WeightFormat, is_routed_expert, weight_bytes
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmcalc.errors import ParameterError
-from llmcalc.flops import attention_crossover_ctx, attention_flops_per_token, weight_flops_per_token
-from llmcalc.memory import kv_cache_bytes, weight_bytes
-from llmcalc.quant import WeightFormat
-from llmcalc.spec import ModelSpec
+from llmcalc.formulas.flops import attention_crossover_ctx, attention_flops_per_token, weight_flops_per_token
+from llmcalc.formulas.memory import kv_cache_bytes, weight_bytes
+from llmcalc.formulas.quant import WeightFormat
+from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
 
 MIN_CTX = 128
@@ -62,7 +62,7 @@ class MemorySeries:
 
     ctx: tuple[int, ...]
     batch: int
-    dtype: WeightFormat  # a plain dtype or a quantized format (llmcalc.quant)
+    dtype: WeightFormat  # a plain dtype or a quantized format (llmcalc.formulas.quant)
     kv_dtype: DType
     weights_bytes: int
     kv_cache_bytes: tuple[int, ...]

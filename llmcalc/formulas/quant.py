@@ -53,7 +53,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmcalc.errors import UsageError
-from llmcalc.spec import LAYER, ModelSpec, Tensor
+from llmcalc.model.spec import LAYER, ModelSpec, Tensor
 from llmcalc.units import DType, nbytes, parse_dtype
 
 # ---- layouts -------------------------------------------------------------------------------------
@@ -363,7 +363,7 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
 
 
 def stored_gguf(q: Mapping[str, Any]) -> StoredFormat:
-    """A GGUF file's storage (:func:`llmcalc.gguf_model.quantization_config`): its bytes by ggml
+    """A GGUF file's storage (:func:`llmcalc.inputs.gguf_model.quantization_config`): its bytes by ggml
     type as the tensor table gives them; the KV cache at f16, llama.cpp's default cache type."""
     types = q.get("types")
     rows = tuple(LayoutBytes(str(k), int(v[1]), int(v[2])) for k, v in types.items()

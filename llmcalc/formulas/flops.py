@@ -61,9 +61,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmcalc.counting import count, percent_off
+from llmcalc.formulas.counting import count, percent_off
 from llmcalc.errors import UsageError
-from llmcalc.spec import (
+from llmcalc.model.spec import (
     CCA,
     GATED_DELTA,
     KDA,
@@ -78,10 +78,10 @@ from llmcalc.spec import (
     Tensor,
     context_notes,
 )
-from llmcalc.tower_flops import FLOPS_PER_MAC as FLOPS_PER_MAC
-from llmcalc.tower_flops import PartFlops as PartFlops
-from llmcalc.tower_flops import pair_flops as pair_flops
-from llmcalc.tower_flops import part_flops as part_flops
+from llmcalc.model.tower_flops import FLOPS_PER_MAC as FLOPS_PER_MAC
+from llmcalc.model.tower_flops import PartFlops as PartFlops
+from llmcalc.model.tower_flops import pair_flops as pair_flops
+from llmcalc.model.tower_flops import part_flops as part_flops
 
 TRAINING_MULTIPLIER = 3  # forward 1× + backward 2× (input and weight gradients)
 

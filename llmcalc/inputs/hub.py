@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from llmcalc.errors import HubError
 
 if TYPE_CHECKING:
-    from llmcalc.safetensors_index import Checkpoint
+    from llmcalc.inputs.safetensors_index import Checkpoint
 
 CONFIG = "config.json"
 DEFAULT_REVISION = "main"
@@ -136,7 +136,7 @@ def _any_snapshot(repo_id: str) -> HubConfig | None:
     """A cached snapshot of ``repo_id`` that huggingface_hub's lookup of main misses (no
     refs/main: fetched by another branch, tag or commit), named by the ref that points to it,
     else by its commit."""
-    from llmcalc import hfcache
+    from llmcalc.inputs import hfcache
 
     folder = hfcache.find(repo_id)
     if folder is None:
@@ -257,7 +257,7 @@ def _named(repo_id: str, rev: str) -> str:
 def read_checkpoint(repo_id: str, revision: str | None = None) -> Checkpoint:
     """The safetensors tensors of a Hub checkpoint, from its file headers alone (range requests:
     ``get_safetensors_metadata``), checked as a local folder's headers are."""
-    from llmcalc.safetensors_index import Checkpoint, TensorInfo, tensors_of_header
+    from llmcalc.inputs.safetensors_index import Checkpoint, TensorInfo, tensors_of_header
 
     check_repo_id(repo_id)
     rev = revision or DEFAULT_REVISION

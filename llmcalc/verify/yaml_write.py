@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from llmcalc.errors import ConfigError
-from llmcalc.files import _parse_yaml, parse_file, read_text
+from llmcalc.inputs.files import _parse_yaml, parse_file, read_text
 
 # (figure, value before or None when new, value written)
 Change = tuple[str, Any, int]

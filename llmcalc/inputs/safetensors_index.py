@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmcalc.errors import ConfigError
-from llmcalc.files import parse_json, read_text
+from llmcalc.inputs.files import parse_json, read_text
 from llmcalc.limits import (
     MAX_CHECKPOINT_TENSORS,
     MAX_HEADER_BYTES,

@@ -3,7 +3,7 @@
 Accepted sources, tried in this order: a ``config.json``, a checkpoint folder holding one, or a YAML
 file with the same keys (plus optional ``name``, ``source``, ``expected`` and ``class_defaults``);
 the name of a bundled config; a Hugging Face repo id (``org/name``), from the local cache or the
-Hub (:mod:`llmcalc.hub`, imported only then). Every failure is a :class:`ConfigError` naming the
+Hub (:mod:`llmcalc.inputs.hub`, imported only then). Every failure is a :class:`ConfigError` naming the
 file and the field, or a :class:`HubError`.
 """
 
@@ -18,22 +18,22 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from llmcalc import bundled
+from llmcalc.inputs import bundled
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
-from llmcalc.files import YAML_SUFFIXES, _Loader, parse_file
-from llmcalc.files import check_shape as _check_shape
-from llmcalc.files import is_dir as _is_dir
-from llmcalc.files import is_file as _is_file
+from llmcalc.inputs.files import YAML_SUFFIXES, _Loader, parse_file
+from llmcalc.inputs.files import check_shape as _check_shape
+from llmcalc.inputs.files import is_dir as _is_dir
+from llmcalc.inputs.files import is_file as _is_file
 from llmcalc.limits import (
     MAX_META_CHARS,
     MAX_SET_CHARS,
     check_model_arg,
     shown,
 )
-from llmcalc.spec import ModelSpec, Origin
-from llmcalc.validation import quoted as _json
-from llmcalc.validation import validation_message as _validation_message
+from llmcalc.model.spec import ModelSpec, Origin
+from llmcalc.inputs.validation import quoted as _json
+from llmcalc.inputs.validation import validation_message as _validation_message
 
 META_KEYS = ("name", "source", "expected", "class_defaults")
 
@@ -61,7 +61,7 @@ def load_spec(
     trust_remote_code: bool = False,
 ) -> ModelSpec:
     """Resolve ``model`` (path, folder, bundled name or Hugging Face repo id at ``revision``), apply
-    ``--set`` overrides, describe it (by its family's formula, else measured: :mod:`llmcalc.measured`)."""
+    ``--set`` overrides, describe it (by its family's formula, else measured: :mod:`llmcalc.verify.measured`)."""
     return spec_from_raw(
         read_config(model, revision=revision),
         overrides=overrides,
@@ -107,7 +107,7 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
         path = folder / "config.json"
         if not _is_file(path):
             raise ConfigError(str(folder), "folder has no config.json")
-        from llmcalc.safetensors_index import within
+        from llmcalc.inputs.safetensors_index import within
 
         if not within(path, folder):
             raise ConfigError(str(path), "links to a file outside the folder")
@@ -116,7 +116,7 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
     elif paths and _is_file(path):
         label = model
         origin = Origin("path", str(path))
-        from llmcalc.gguf_file import is_gguf_path
+        from llmcalc.inputs.gguf_file import is_gguf_path
 
         if is_gguf_path(path):
             return _gguf_config(path, label, origin)
@@ -127,10 +127,10 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
         if found is None:
             if path.suffix in (".json", *YAML_SUFFIXES) or model.startswith((".", "/", "~")):
                 raise ConfigError(model, "no such file")
-            from llmcalc import hub  # huggingface_hub only for names that need it
+            from llmcalc.inputs import hub  # huggingface_hub only for names that need it
 
             if ":" in model:
-                from llmcalc import hub_gguf
+                from llmcalc.inputs import hub_gguf
 
                 picked = hub_gguf.split_selector(model)
                 if picked is not None:
@@ -169,8 +169,8 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
 
 
 def _hub_gguf_config(repo: str, selector: str | None, revision: str | None) -> RawConfig:
-    """A GGUF file of a Hub repo, its header read by range requests (llmcalc.hub_gguf)."""
-    from llmcalc import hub, hub_gguf
+    """A GGUF file of a Hub repo, its header read by range requests (llmcalc.inputs.hub_gguf)."""
+    from llmcalc.inputs import hub, hub_gguf
 
     header, label = hub_gguf.find_gguf(repo, selector, revision)
     rev = revision or hub.DEFAULT_REVISION
@@ -180,14 +180,14 @@ def _hub_gguf_config(repo: str, selector: str | None, revision: str | None) -> R
 
 def _gguf_config(path: Path, label: str, origin: Origin) -> RawConfig:
     """A GGUF file: the config its metadata describes, the weights as the file stores them."""
-    from llmcalc import gguf_file
+    from llmcalc.inputs import gguf_file
 
     return _gguf_raw(gguf_file.read_header(path, label), path, label, origin)
 
 
 def _gguf_raw(header: Any, path: Path, label: str, origin: Origin, name: str | None = None
               ) -> RawConfig:
-    from llmcalc import gguf_model
+    from llmcalc.inputs import gguf_model
 
     fields = gguf_model.config_fields(header)
     kind = header.file_type or ", ".join(header.bytes_by_type())
@@ -198,7 +198,7 @@ def _gguf_raw(header: Any, path: Path, label: str, origin: Origin, name: str | N
 
 def _family_default(model: str) -> RawConfig | None:
     """A supported model_type given as MODEL: its transformers class's default config."""
-    from llmcalc import family_defaults
+    from llmcalc.inputs import family_defaults
 
     fields = family_defaults.defaults(model.strip())
     if fields is None:
@@ -215,7 +215,7 @@ def spec_from_raw(
     trust_remote_code: bool = False,
 ) -> ModelSpec:
     """Validate ``raw`` for its family and describe it as named tensors; a model_type without a
-    family is measured on transformers' model instead (:mod:`llmcalc.measured`)."""
+    family is measured on transformers' model instead (:mod:`llmcalc.verify.measured`)."""
     fields = dict(raw.fields)
     notes: list[str] = list(raw.notes)
     fam, model_type, fields = _pick_family(raw.label, fields, family, notes)
@@ -223,7 +223,7 @@ def spec_from_raw(
     if overrides:
         notes.append("changed with --set: " + ", ".join(overrides))
     if fam is None:
-        from llmcalc import measured  # torch/transformers only for a model without a formula
+        from llmcalc.verify import measured  # torch/transformers only for a model without a formula
 
         return measured.measure(
             label=raw.label,
@@ -276,8 +276,8 @@ def _stored_parameters_note(spec: ModelSpec) -> ModelSpec:
         return spec
     from dataclasses import replace
 
-    from llmcalc import gguf_model
-    from llmcalc.memory import weight_elements
+    from llmcalc.inputs import gguf_model
+    from llmcalc.formulas.memory import weight_elements
 
     note = gguf_model.parameter_note(q, weight_elements(spec))
     return replace(spec, notes=(*spec.notes, note)) if note else spec
@@ -287,10 +287,10 @@ def with_declared_defaults(
     fields: dict[str, Any], model_type: str, fam: Family
 ) -> tuple[dict[str, Any], set[str]]:
     """``fields`` with each field the family reads and the config leaves out set to its declared
-    default in ``model_type``'s transformers class (:mod:`llmcalc.family_defaults`, the one home of
+    default in ``model_type``'s transformers class (:mod:`llmcalc.inputs.family_defaults`, the one home of
     class defaults), and the names of the family fields so filled. A field declared None stays out:
     the family derives it by its class's rule. Sub-configs (``…_config``) are left to the family."""
-    from llmcalc import family_defaults
+    from llmcalc.inputs import family_defaults
 
     declared = family_defaults.sub_defaults(model_type) or {}
     out, filled = dict(fields), set()

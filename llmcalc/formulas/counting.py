@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from llmcalc.spec import LayerGroup, ModelSpec, Part, Tensor
+from llmcalc.model.spec import LayerGroup, ModelSpec, Part, Tensor
 
 EMBEDDING_COMPONENTS = ("embed/tokens", "embed/positions", "embed/per_layer")  # every lookup table
 LM_HEAD = "lm_head"

@@ -1,6 +1,6 @@
 """FLOPs one input costs in a part of a whole model (an image through a vision tower and its
 projector, a second of speech through an audio encoder), and of one query–key pair of attention:
-below both the families, whose notes quote a part's figure, and :mod:`llmcalc.flops`.
+below both the families, whose notes quote a part's figure, and :mod:`llmcalc.formulas.flops`.
 
 A multiply-add is 2 FLOPs, as ``torch.utils.flop_counter`` counts a matmul.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmcalc.spec import Attention, Part
+from llmcalc.model.spec import Attention, Part
 
 FLOPS_PER_MAC = 2  # a multiply and an add
 
@@ -17,7 +17,7 @@ FLOPS_PER_MAC = 2  # a multiply and an add
 def pair_flops(attention: Attention) -> int:
     """FLOPs of one query–key pair in one layer: scores 2·h·d_qk plus value sum 2·h·d_v, once per
     attention map (differential attention: two) (an indexer's scoring is apart:
-    :func:`llmcalc.flops.index_flops`)."""
+    :func:`llmcalc.formulas.flops.index_flops`)."""
     a = attention
     return FLOPS_PER_MAC * a.heads * (a.qk_head_dim + a.v_head_dim) * a.maps
 

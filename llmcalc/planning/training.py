@@ -3,19 +3,19 @@
 Pure functions over plain numbers (and a :class:`ModelSpec` where the model's shape is needed);
 nothing here prints. Sources, each used once below:
 
-- training FLOPs: forward + backward = 3 × forward (llmcalc.flops), i.e. 6·N per token for the
+- training FLOPs: forward + backward = 3 × forward (llmcalc.formulas.flops), i.e. 6·N per token for the
   weights plus the attention a causal mask keeps, averaged over a sequence of ``ctx`` tokens;
 - compute-optimal tokens: Hoffmann et al. 2022 ("Chinchilla"), ≈ 20 tokens per parameter;
 - model-state bytes: mixed-precision AdamW, 2 + 2 + 12 bytes per parameter, and the ZeRO stages
   (Rajbhandari et al. 2020, §3.1 and §5);
 - the verdict: model states + activations against the card's memory less the same headroom
-  ``fit`` leaves (llmcalc.hardware.DEFAULT_HEADROOM, 10%) for the runtime and allocator slack;
+  ``fit`` leaves (llmcalc.planning.hardware.DEFAULT_HEADROOM, 10%) for the runtime and allocator slack;
 - activation bytes: Korthikanti et al. 2022, §4 and Table 2 — derived for a GPT-3 layer (4h MLP,
   multi-head attention, dropout) on Megatron-LM's fused kernels; for other layers (SwiGLU, GQA,
   MoE) it is the stated estimate. With ``attention`` set, the plan is instead that of transformers'
-  modules on PyTorch's allocator, layer kind by layer kind (llmcalc.activations, measured);
+  modules on PyTorch's allocator, layer kind by layer kind (llmcalc.formulas.activations, measured);
 - logits and loss: the fp32 log-probabilities, their gradient and the logits' gradient at the
-  start of backward, 12 B per token and vocabulary entry (llmcalc.activations.LOSS_BYTES_FP32),
+  start of backward, 12 B per token and vocabulary entry (llmcalc.formulas.activations.LOSS_BYTES_FP32),
   split over tp by a vocabulary-parallel cross-entropy.
 """
 
@@ -24,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from llmcalc import activations as act
-from llmcalc import flops
-from llmcalc.counting import count
+from llmcalc.formulas import activations as act
+from llmcalc.formulas import flops
+from llmcalc.formulas.counting import count
 from llmcalc.errors import ParameterError
-from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
-from llmcalc.spec import ModelSpec
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
+from llmcalc.model.spec import ModelSpec
 
 # ---- compute -------------------------------------------------------------------------------------
 
@@ -320,7 +320,7 @@ def plan_training(
     The run fits when its peak — model states + activations + logits and loss at the start of
     backward, or the optimizer step's temporaries — stays within each GPU's memory less
     ``headroom``. ``attention`` (sdpa, eager, flash) plans transformers' modules on one GPU
-    (llmcalc.activations.step_memory) at ``precision`` (default: fp32 weights under bf16 autocast)
+    (llmcalc.formulas.activations.step_memory) at ``precision`` (default: fp32 weights under bf16 autocast)
     with the AdamW implementation ``optimizer``; without it, Megatron-LM's fused kernels and
     mixed-precision states (Korthikanti et al.; fused Adam: no temporaries).
     """

@@ -10,7 +10,7 @@ metadata does not carry is read off the tensor table: the vocabulary (``token_em
 
 The weights stay as the file stores them: the config carries a ``quantization_config`` of method
 ``gguf`` with the file's bytes by ggml type, so ``memory`` and ``fit`` use the stored bytes
-(:class:`llmcalc.quant.StoredFormat`), and the parameter count of the description is held to the
+(:class:`llmcalc.formulas.quant.StoredFormat`), and the parameter count of the description is held to the
 tensor table (a difference is said in a note).
 """
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from llmcalc.errors import ConfigError
-from llmcalc.gguf_file import ArrayInfo, GgufHeader
+from llmcalc.inputs.gguf_file import ArrayInfo, GgufHeader
 from llmcalc.limits import shown
 
 # llama.cpp keeps a few tensors that are not parameters in transformers: the Llama 3.1 RoPE scaling
@@ -142,7 +142,7 @@ ARCHITECTURES: dict[str, Callable[[Hp], dict[str, Any]]] = {
 
 
 def quantization_config(header: GgufHeader) -> dict[str, Any]:
-    """The file's own storage, as the ``quantization_config`` :func:`llmcalc.quant.from_config`
+    """The file's own storage, as the ``quantization_config`` :func:`llmcalc.formulas.quant.from_config`
     reads: bytes by ggml type and the bytes of the routed experts (``*_exps``)."""
     return {
         "quant_method": "gguf",

@@ -18,17 +18,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from llmcalc import bundled
-from llmcalc.config import load_spec
-from llmcalc.counting import count
+from llmcalc.inputs import bundled
+from llmcalc.inputs.config import load_spec
+from llmcalc.formulas.counting import count
 from llmcalc.errors import ConfigError, HubError, UsageError
-from llmcalc.files import is_dir as _is_dir
-from llmcalc.files import is_file as _is_file
-from llmcalc.files import parse_file
+from llmcalc.inputs.files import is_dir as _is_dir
+from llmcalc.inputs.files import is_file as _is_file
+from llmcalc.inputs.files import parse_file
 from llmcalc.limits import check_model_arg, escape, one_line, shown
-from llmcalc.safetensors_index import has_safetensors
-from llmcalc.spec import ModelSpec
-from llmcalc.verify import Comparison, verify_checkpoint, verify_transformers
+from llmcalc.inputs.safetensors_index import has_safetensors
+from llmcalc.model.spec import ModelSpec
+from llmcalc.verify.reference import Comparison, verify_checkpoint, verify_transformers
 
 Status = Literal["pass", "fail", "error"]
 CONFIG_SUFFIXES = (".yaml", ".yml")
@@ -61,7 +61,7 @@ def _layers(spec: ModelSpec) -> int:
 
 def _kv_cache_bytes_per_token(spec: ModelSpec) -> int:
     """K and V (or the MLA latent) of every layer for one token, at 16-bit (bf16) precision."""
-    from llmcalc.memory import kv_cache_bytes_per_token
+    from llmcalc.formulas.memory import kv_cache_bytes_per_token
     from llmcalc.units import DType
 
     return kv_cache_bytes_per_token(spec, dtype=DType("bf16"))
@@ -265,7 +265,7 @@ def walk(paths: Iterable[Path]) -> tuple[list[Path], list[Skipped]]:
 
 def _left_out(path: Path, root: Path, siblings: list[str]) -> str | None:
     """Why a file met in a walk is not checked: None when it is, "" for a file that is no config."""
-    from llmcalc.safetensors_index import within
+    from llmcalc.inputs.safetensors_index import within
 
     name = path.name
     if not (path.suffix in CONFIG_SUFFIXES or path.suffix == ".json") or name.startswith("."):
@@ -295,7 +295,7 @@ def _config_of(path: Path) -> Path:
 def targets(args: Iterable[str | Path]) -> tuple[list[Target], list[Skipped]]:
     """What ``check ARGS…`` checks: paths as :func:`walk` finds them; a name that is no path but
     a bundled model or a Hugging Face repo id, read as ``count`` reads it."""
-    from llmcalc import hub
+    from llmcalc.inputs import hub
 
     out: dict[str | Path, Target] = {}
     skipped: list[Skipped] = []
@@ -433,7 +433,7 @@ def write_figures(target: Target, block: ExpectedBlock, values: Mapping[str, int
     """Write ``values`` into ``block``'s file (YAML, comments and order kept); what changed, in
     words. A config.json is never rewritten (transformers reads it): its figures go in the
     ``llmcalc.yaml`` beside it, which must exist; a repo id has no file to write."""
-    from llmcalc.yaml_write import write_expected
+    from llmcalc.verify.yaml_write import write_expected
 
     if block.path is None or target.path is None:
         raise ConfigError(

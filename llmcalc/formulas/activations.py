@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from llmcalc.errors import ParameterError
-from llmcalc.family_defaults import defaults
-from llmcalc.spec import LayerGroup, ModelSpec
+from llmcalc.inputs.family_defaults import defaults
+from llmcalc.model.spec import LayerGroup, ModelSpec
 
 
 class Kernel(str, Enum):
@@ -352,7 +352,7 @@ def step_memory(
     checkpointing (``recompute_full``) keeps each layer's input and recomputes one layer at a time
     (transformers' non-reentrant checkpoint).
     """
-    from llmcalc.counting import count
+    from llmcalc.formulas.counting import count
 
     require_supported(spec)
     if batch < 1 or seq < 1:

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmcalc import quant
+from llmcalc.formulas import quant
 from llmcalc.errors import UsageError
-from llmcalc.quant import QuantFormat
-from llmcalc.spec import Attention, Compressor, LayerGroup, Mixer, ModelSpec, context_notes
+from llmcalc.formulas.quant import QuantFormat
+from llmcalc.model.spec import Attention, Compressor, LayerGroup, Mixer, ModelSpec, context_notes
 from llmcalc.units import DType, nbytes
 
 STATE_FP32 = DType.fp32  # the dtype transformers keeps an SSM state in (MambaMixer, Mamba2Mixer)
@@ -58,7 +58,7 @@ def weight_elements(spec: ModelSpec) -> int:
 
 def weight_bytes(spec: ModelSpec, *, dtype: DType | QuantFormat) -> int:
     """All parameters at ``dtype``: Σ over tensors of ceil(elements · bits / 8); a quantized
-    format's codes, scales and zero points and the tensors it keeps wider (llmcalc.quant)."""
+    format's codes, scales and zero points and the tensors it keeps wider (llmcalc.formulas.quant)."""
     if isinstance(dtype, QuantFormat):
         return quant.weight_bytes(spec, dtype)
     total = 0
@@ -244,7 +244,7 @@ def kv_cache_bytes(
     )
     cross = 0
     if has_cross_attention(spec):
-        from llmcalc.flops import image_cross_tokens, source_len_of
+        from llmcalc.formulas.flops import image_cross_tokens, source_len_of
 
         if source_len is None and image_cross_tokens(spec):
             source_len = image_cross_tokens(spec)  # images in the cross-attention: one image
@@ -348,7 +348,7 @@ def memory(
     decoder's ``ctx`` tokens, the cross-attention K and V of ``source_len`` encoder tokens
     (default: ``ctx``); a model whose cross-attention reads images (Llama 3.2 Vision) those of
     ``images`` images, its cross-attention layers idle without one."""
-    from llmcalc.flops import image_cross_source, image_cross_tokens
+    from llmcalc.formulas.flops import image_cross_source, image_cross_tokens
 
     _check(batch=batch, ctx=ctx)
     source_tokens = "vision" if image_cross_tokens(spec) else "encoder"
@@ -358,7 +358,7 @@ def memory(
     cross_model = has_cross_attention(spec)
     source = None
     if cross_model:
-        from llmcalc.flops import source_len_of  # Whisper's encoder: a fixed number of tokens
+        from llmcalc.formulas.flops import source_len_of  # Whisper's encoder: a fixed number of tokens
 
         source = source_len_of(spec, ctx if source_len is None else source_len)
     kv = kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype, source_len=source)

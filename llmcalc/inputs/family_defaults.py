@@ -3,7 +3,7 @@
 ``llmcalc count llama --set hidden_size=2048`` starts from ``LlamaConfig()`` (which mirrors
 Llama-2-7B), as ``AutoConfig.for_model("llama")`` would build it. The fields are stored in
 ``family_defaults.json`` beside this module, so transformers is not imported at run time;
-``python -m llmcalc.family_defaults`` regenerates the file from the installed transformers, and a
+``python -m llmcalc.inputs.family_defaults`` regenerates the file from the installed transformers, and a
 test checks that it has not drifted.
 """
 

@@ -18,7 +18,7 @@ from typing import NoReturn
 
 from llmcalc.errors import UnknownModelError
 
-CONFIG_DIR = Path(__file__).parent / "configs"
+CONFIG_DIR = Path(__file__).parent.parent / "configs"
 _NAME_LINE = re.compile(r"^name:\s*['\"]?([^'\"#\n]+?)['\"]?\s*$", re.MULTILINE)
 _CLASS_DEFAULTS_LINE = re.compile(r"^class_defaults:\s*true\s*$", re.MULTILINE)
 GLOB_CHARS = frozenset("*?[")

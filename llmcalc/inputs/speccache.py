@@ -20,12 +20,12 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from llmcalc import bundled
+from llmcalc.inputs import bundled
 
 if TYPE_CHECKING:
-    from llmcalc.spec import ModelSpec
+    from llmcalc.model.spec import ModelSpec
 
-PACKAGE = Path(__file__).resolve().parent
+PACKAGE = Path(__file__).resolve().parent.parent
 FORMAT = b"llmcalc-spec-1"
 
 
@@ -82,7 +82,7 @@ def load_file(path: Path, validate: Callable[[], ModelSpec]) -> ModelSpec:
     except OSError:
         return validate()
     entry = where / f"{path.stem}-{key[:32]}.pickle"
-    from llmcalc.spec import ModelSpec
+    from llmcalc.model.spec import ModelSpec
 
     try:
         spec = pickle.loads(entry.read_bytes())

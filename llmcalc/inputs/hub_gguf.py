@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmcalc import hub
+from llmcalc.inputs import hub
 from llmcalc.errors import HubError, LLMCalcError
-from llmcalc.gguf_file import MAX_GGUF_HEADER, GgufHeader, GgufTensor, Truncated, parse
+from llmcalc.inputs.gguf_file import MAX_GGUF_HEADER, GgufHeader, GgufTensor, Truncated, parse
 from llmcalc.limits import MiB, shown
 
 FIRST_READ = 1 * MiB
@@ -117,7 +117,7 @@ def pick(repo: str, files: list[GgufFile], selector: str | None) -> GgufFile:
 
 
 def _cache_folder(repo: str, rev: str) -> Path | None:
-    from llmcalc import speccache
+    from llmcalc.inputs import speccache
 
     base = speccache.folder()
     if base is None:
@@ -192,7 +192,7 @@ def _total_size(content_range: str | None, got: int) -> int | None:
 
 
 def _as_json(h: GgufHeader) -> dict[str, Any]:
-    from llmcalc.gguf_file import ArrayInfo
+    from llmcalc.inputs.gguf_file import ArrayInfo
 
     meta = {k: ({"array": v.type, "length": v.length} if isinstance(v, ArrayInfo) else v)
             for k, v in h.metadata.items()}
@@ -201,7 +201,7 @@ def _as_json(h: GgufHeader) -> dict[str, Any]:
 
 
 def _from_json(data: Any, label: str) -> GgufHeader:
-    from llmcalc.gguf_file import ArrayInfo
+    from llmcalc.inputs.gguf_file import ArrayInfo
 
     meta = {k: (ArrayInfo(v["array"], v["length"]) if isinstance(v, dict) else v)
             for k, v in data["metadata"].items()}
@@ -252,7 +252,7 @@ def find_gguf(repo: str, selector: str | None, revision: str | None) -> tuple[Gg
                 pass
         local = hf.try_to_load_from_cache(repo, part, revision=rev, cache_dir=hub.cache_dir())
         if isinstance(local, str):
-            from llmcalc.gguf_file import read_header
+            from llmcalc.inputs.gguf_file import read_header
 
             header = read_header(Path(local), label)
         elif constants.is_offline_mode():

@@ -2,27 +2,27 @@
 
 Pure functions; nothing here prints. Sources, each used once below:
 
-- memory of a full fine-tune: the model states of :mod:`llmcalc.training` (mixed-precision AdamW,
+- memory of a full fine-tune: the model states of :mod:`llmcalc.planning.training` (mixed-precision AdamW,
   16 bytes per parameter, Rajbhandari et al. 2020 §3.1);
 - LoRA (Hu et al. 2021 §4.2): the base stays frozen at its dtype (no gradients, no optimizer
-  state); only the adapters (:mod:`llmcalc.lora`) carry weights, gradients and AdamW states — the
+  state); only the adapters (:mod:`llmcalc.formulas.lora`) carry weights, gradients and AdamW states — the
   same 16 bytes per trainable parameter;
 - QLoRA (Dettmers et al. 2023 §3): the frozen base in NF4 with double quantization
-  (:mod:`llmcalc.quant`), adapters in bf16 with the same states; paged optimizers move optimizer
+  (:mod:`llmcalc.formulas.quant`), adapters in bf16 with the same states; paged optimizers move optimizer
   states to CPU memory only on a spike, so the steady-state GPU bytes are the same;
 - 8-bit optimizers (Dettmers et al. 2022, "8-bit Optimizers via Block-wise Quantization"): Adam's
   two states at 1 byte each instead of 4 (+ the fp32 master weights, 4 bytes): 2 + 2 + 4 + 2 = 10
   bytes per trainable parameter;
-- activations: Korthikanti et al. 2022 as ``train`` uses them (llmcalc.training); gradient
+- activations: Korthikanti et al. 2022 as ``train`` uses them (llmcalc.planning.training); gradient
   checkpointing is their full recomputation (only each layer's input is kept), plus one layer's
   full activations while it is recomputed for its backward pass (Chen et al. 2016). The frozen
   layers' activations are needed all the same: the gradient flows back through them to the
   adapters. The adapters' own r-wide activations (2·r bytes per token per adapter) are left out;
 - logits and loss: at the start of backward transformers' causal-LM loss holds the fp32
   log-probabilities, their gradient and the logits' gradient, 12 bytes per token and vocabulary
-  entry (llmcalc.activations.LOSS_BYTES_FP32, measured), divided by tp;
+  entry (llmcalc.formulas.activations.LOSS_BYTES_FP32, measured), divided by tp;
 - with ``attention`` set, the whole step is transformers' modules on PyTorch, layer kind by layer
-  kind (llmcalc.activations.step_memory, measured against the allocator);
+  kind (llmcalc.formulas.activations.step_memory, measured against the allocator);
 - FLOPs per token: the backward pass costs two forward passes, one for the gradients of the
   activations and one for those of the weights (Kaplan et al. 2020 §2.1: C ≈ 6N, 2N forward +
   4N backward). A frozen weight needs no weight gradient: 2N + 2N = 4N for the base, 6 per adapter
@@ -37,16 +37,16 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from llmcalc import activations as act
-from llmcalc import flops, memory
-from llmcalc.counting import count
+from llmcalc.formulas import activations as act
+from llmcalc.formulas import flops, memory
+from llmcalc.formulas.counting import count
 from llmcalc.errors import ParameterError
-from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
-from llmcalc.lora import LoraConfig, LoraCount, lora_count
-from llmcalc.planning import largest
-from llmcalc.quant import FORMATS, WeightFormat
-from llmcalc.spec import ModelSpec
-from llmcalc.training import (
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
+from llmcalc.formulas.lora import LoraConfig, LoraCount, lora_count
+from llmcalc.planning.serving import largest
+from llmcalc.formulas.quant import FORMATS, WeightFormat
+from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.training import (
     ADAMW_BYTES,
     DEFAULT_MFU,
     Recompute,
@@ -163,7 +163,7 @@ def plan_finetune(
     """Memory per GPU and FLOPs of one fine-tuning setup; tp splits every part evenly.
 
     ``attention`` (one GPU, LoRA or full with AdamW): the peak of transformers' modules on
-    PyTorch (llmcalc.activations.step_memory) — a bf16 base (fp32 for full) with peft's fp32
+    PyTorch (llmcalc.formulas.activations.step_memory) — a bf16 base (fp32 for full) with peft's fp32
     adapters, the optimizer step's foreach temporaries included.
     """
     if micro_batch < 1:
