@@ -3,7 +3,7 @@
 Every cap is checked before the work it bounds, and refused with a :class:`ConfigError` or
 :class:`UsageError` naming it, so time and memory follow the size of the answer, not the numbers in
 a file. A config's sizes are capped at ``MAX_SIZE`` (2⁵³ − 1) by the family configs
-(``families/_base.py``); layer counts cost nothing since layers are kept as runs (``spec.py``).
+(``families/_base.py``); layer counts cost nothing since layers are kept as runs (``model/spec.py``).
 
 Text from input (names, paths, tensor names, keys, values) is shown with control characters
 escaped (``\\x1b``), so a config cannot move the cursor, set a window title or plant a hyperlink.
