@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llmcalc.gguf_file import read_header
+from llmcalc.inputs.gguf_file import read_header
 
 gguf = pytest.importorskip("gguf")
 
