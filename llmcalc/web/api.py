@@ -20,7 +20,7 @@ from llmcalc import bundled, family_defaults, hfcache, local, scratch, speccache
 from llmcalc.activations import serving_kernel
 from llmcalc.config import read_config, spec_from_raw
 from llmcalc.counting import count
-from llmcalc.errors import ConfigError, LLMCalcError, UsageError
+from llmcalc.errors import ConfigError, LLMCalcError, ParameterError, UsageError
 from llmcalc.finetune import Method, Optimizer, fit_finetune, plan_finetune
 from llmcalc.flops import flops, image_cross_tokens
 from llmcalc.hardware import (
@@ -273,9 +273,11 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     def panel(name: str, work: Callable[[], T]) -> T | None:
         try:
             return work()
+        except ParameterError as e:  # worded in the options, as the CLI and the page say them
+            unavailable[name] = one_line(e.spelled(lambda p: "--" + p.replace("_", "-")))
         except LLMCalcError as e:
             unavailable[name] = one_line(str(e))
-            return None
+        return None
 
     gen_text = str(_opt(request, "gen"))
 
@@ -320,9 +322,10 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         # the largest micro-batch at the context, as `fit --method` finds it (any card)
         ff = fit_finetune(spec, ctx=ctx, micro_batch=None, limit=FINETUNE_BATCH_LIMIT, **common)
         commands["finetune_fit"] = cli("fit", *hw, "--ctx", ctx_text, *o.words(), "--json")
-        # the plan at the chosen micro-batch, as `train --method` prints it (it wants a FLOP rate)
+        # the plan at the chosen micro-batch, as `train --method lora|qlora` prints it (it wants
+        # a FLOP rate; `train --method full` is the training panel's plan, with its options)
         with_flops = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
-        if with_flops.peak_flops > 0:
+        if with_flops.peak_flops > 0 and o.method is not Method.full:
             plan = plan_finetune(spec, ctx=ctx, micro_batch=options.micro_batch,
                                  tokens=tokens, **{**common, "accelerator": with_flops})
             finetune_plan = finetune_json(spec, plan, with_flops)

@@ -355,9 +355,10 @@ function render() {
   const fieldErrors = field ? {[field]: words} : {};
   const panelErrors = {};
   if (r && !r.error) for (const [panel, msg] of Object.entries(r.unavailable || {})) {
-    const [f, w] = placeError(msg);
-    if (f && !/ is required/.test(msg) && !fieldErrors[f]) fieldErrors[f] = w;
-    else panelErrors[PANEL_OF[panel] || panel] = pageWords(msg);
+    // beside the field when the panel owns it (tokens generated, ZeRO …), else in the panel
+    const [f, w] = placeError(msg), home = PANEL_OF[panel] || panel;
+    if (f && $(f).closest("#panel-" + home) && !fieldErrors[f]) fieldErrors[f] = w;
+    else panelErrors[home] = pageWords(msg);
   }
   for (const k of SETTINGS) {
     if (!$("err-" + k)) continue;
@@ -646,25 +647,32 @@ function drawSpeed() {
 }
 
 function drawFinetune() {
-  const models = ok().filter(([r]) => r.finetune_fit).map(([r, i]) => [r, i, r]);
-  const planned = models.filter(([r]) => r.finetune);
-  const keys = [...new Set(planned.flatMap(([r]) => Object.keys(r.finetune.memory_per_gpu)))];
+  // the plan at the chosen micro-batch (train --method), else the one at the largest that fits
+  const models = ok().filter(([r]) => r.finetune_fit).map(([r, i]) => [r, i, r.finetune || r.finetune_fit.plan]);
+  const planned = models.filter(([, , p]) => p);
+  const keys = [...new Set(planned.flatMap(([, , p]) => Object.keys(p.memory_per_gpu)))];
   const method = {lora: "LoRA", qlora: "QLoRA", full: "full fine-tune"}[state.settings.method] || state.settings.method;
-  const plan = (f) => (r) => r.finetune ? f(r.finetune) : "—";
-  const flat = models.length ? models[0][2].finetune_fit : null;
-  figureTable("finetune-table", models, [
+  const plan = (f) => (p) => p ? f(p) : "—";
+  figureTable("finetune-table", models.map(([r, i, p]) => [r, i, p]), [
+    ["micro-batch", "micro_batch", plan((p) => valued(p.inputs.micro_batch, num(p.inputs.micro_batch) + (p.inputs.micro_batch === Number(state.settings.micro_batch) ? "" : " (the largest that fits)")))],
     ["trainable parameters", "trainable", plan((p) => valued(p.trainable, num(p.trainable)))],
     ...keys.map((k) => [`memory per GPU: ${esc(k)}`, "memory/" + esc(k), plan((p) => p.memory_per_gpu[k] === undefined ? "—" : valued(p.memory_per_gpu[k], gib(p.memory_per_gpu[k])))]),
-    [`memory per GPU at micro-batch ${num(Number(state.settings.micro_batch) || 1)}`, "memory_per_gpu_bytes", plan((p) => `<b>${valued(p.memory_per_gpu_bytes, gib(p.memory_per_gpu_bytes))}</b>`)],
+    ["memory per GPU", "memory_per_gpu_bytes", plan((p) => `<b>${valued(p.memory_per_gpu_bytes, gib(p.memory_per_gpu_bytes))}</b>`)],
     ["usable per GPU", "usable_memory_bytes", plan((p) => valued(p.usable_memory_bytes, gib(p.usable_memory_bytes)))],
     ["fits", "fits", plan((p) => p.fits ? "yes" : "no")],
-    [`largest micro-batch at ${flat ? ctxLabel(flat.ctx ?? 0) || "the context" : "the context"}`, "max_micro_batch", (r) => r.finetune_fit.micro_batch === null ? "none" : valued(r.finetune_fit.micro_batch, num(r.finetune_fit.micro_batch))],
-  ]);
-  if (models.length) $("finetune-table").insertAdjacentHTML("afterbegin", `<caption>${esc(method)} at context ${num(models[0][2].memory.ctx)} on ${num(models[0][2].fit.gpus)} × ${esc(models[0][2].fit.accelerator.name)}; micro-batch from the training panel</caption>`);
-  if (models.length && !planned.length && !$("finetune-note").textContent) $("finetune-note").textContent = "memory at the chosen micro-batch needs a FLOP rate for this card (FLOP/s per GPU); the largest micro-batch is below";
+  ].concat([[`largest micro-batch at context ${models.length ? num(models[0][0].memory.ctx) : ""}`, "max_micro_batch", () => ""]]));
+  // the last row reads the fit, not the plan
+  for (const [r, i] of models) {
+    const cell = document.querySelector(`#finetune-table td[data-model="${i}"][data-key="max_micro_batch"]`);
+    const mb = r.finetune_fit.micro_batch;
+    if (cell) cell.innerHTML = mb === null ? "none" : valued(mb, num(mb));
+  }
+  if (models.length) $("finetune-table").insertAdjacentHTML("afterbegin", `<caption>${esc(method)} at context ${num(models[0][0].memory.ctx)} on ${num(models[0][0].fit.gpus)} × ${esc(models[0][0].fit.accelerator.name)}, the micro-batch from the training panel</caption>`);
+  if (models.length && !models.every(([r]) => r.finetune) && !$("finetune-note").textContent)
+    $("finetune-note").textContent = state.settings.method === "full" ? "full fine-tune: shown at the largest micro-batch that fits; the training panel plans a full run with its options" : "memory at the chosen micro-batch needs a FLOP rate for this card (FLOP/s per GPU): shown at the largest micro-batch that fits";
   const rows = [["model", "figure", "value"]];
-  for (const [r] of models) {
-    if (r.finetune) { for (const [k, v] of Object.entries(r.finetune.memory_per_gpu)) rows.push([r.label, "memory_per_gpu/" + k, String(v)]); rows.push([r.label, "memory_per_gpu_bytes", String(r.finetune.memory_per_gpu_bytes)]); }
+  for (const [r, , p] of models) {
+    if (p) { rows.push([r.label, "micro_batch", String(p.inputs.micro_batch)]); for (const [k, v] of Object.entries(p.memory_per_gpu)) rows.push([r.label, "memory_per_gpu/" + k, String(v)]); rows.push([r.label, "memory_per_gpu_bytes", String(p.memory_per_gpu_bytes)]); }
     rows.push([r.label, "max_micro_batch", String(r.finetune_fit.micro_batch)]);
   }
   exportBar("finetune", "finetune", toJSON(models.map(([r]) => ({plan: r.finetune, fit: r.finetune_fit}))), csv(rows),
