@@ -381,6 +381,8 @@ def test_readable_links_compare_models_in_rows(server: str, page: Any, cli: Any)
      'model 1: expected {"name": …}, {"text": …} or {"scratch": {…}}, got {"scratch":null}'),
     ("#not json", "the part after # is not JSON"),
     ("?model=gpt2&gpu=no-such-card", 'GPU: "no-such-card" is not one of the choices'),
+    ("?model=gpt2&zero=9&view=list", 'view: "list" is not one of model, fits; ZeRO stage: "9" '
+     "is not one of the choices"),
 ])
 def test_a_bad_link_says_what_it_could_not_read(server: str, page: Any, link: str,
                                                 problem: str) -> None:
@@ -469,9 +471,10 @@ def test_axe_finds_no_serious_violation(server: str, browser: Any) -> None:
     # the page's own CSP forbids inline scripts: this context alone lets the test add axe
     context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
     page = context.new_page()
-    page.goto(server + "?model=llama-2-7b&model=mistral-7b")
+    page.goto(server + "?model=llama-2-7b&model=mistral-7b&gpu=rtx-5090")
     settled(page)
     page.click("#panel-memory summary")
+    page.click("#edit-model")  # the editor open too, and panels that say what they need
     page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
     found = page.evaluate("axe.run(document).then(r => r.violations.filter("
                           "v => v.impact === 'serious' || v.impact === 'critical')"
