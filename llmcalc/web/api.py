@@ -63,6 +63,9 @@ DEFAULTS = {"ctx": "4k", "batch": "1", "dtype": None, "kv_dtype": None, "gpu": "
             # the fine-tuning panel (fit --method / train --method)
             "method": "lora", "optimizer": "adamw", "lora_r": 16, "lora_targets": None}
 T = TypeVar("T")
+MAX_USERS = 1024  # the speed panel's users table stops here (or at the largest batch that fits)
+# the figures of `latency --json` the users table shows for each batch
+USERS_FIGURES = ("ttft_s", "tpot_s", "tokens_per_s_per_request", "tokens_per_s")
 FINETUNE_BATCH_LIMIT = 1 << 16  # the largest micro-batch `fit --method --ctx` looks for
 MAX_GPUS_SEARCHED = 1 << 16  # the verdict's smallest GPU count is looked for up to here
 SCRATCH_TYPES = ("gpt2", "llama", "mixtral", "gpt_neox")
@@ -281,15 +284,26 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
 
     gen_text = str(_opt(request, "gen"))
 
+    by_batch: list[dict[str, Any]] = []
+
     def speed() -> dict[str, Any]:
         card_only = resolve(gpu, flops=gpu_flops, needs=("flops", "bandwidth"))
         require(card_only, "peak_flops", "bandwidth")
-        lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
-                      tp=gpus, batch=batch, ctx=ctx, gen=parse_count(gen_text, option="--gen"),
-                      dtype=dtype, kv_dtype=kv_dtype)
+        gen = parse_count(gen_text, option="--gen")
+
+        def at(b: int) -> dict[str, Any]:
+            return latency_json(latency(
+                spec, accelerator=card_only, interconnect=interconnect(None, card_only), tp=gpus,
+                batch=b, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype))
+
         commands["latency"] = cli("latency", *card, *fl, "--tp", str(gpus), "--batch",
                                   str(batch), "--ctx", ctx_text, "--gen", gen_text, *dt, "--json")
-        return latency_json(lat)
+        # users served together: 1, 2, 4 … up to the largest batch that fits at the context
+        top = MAX_USERS if at_ctx is None else min(MAX_USERS, at_ctx.batch or 0)
+        for b in sorted({*(1 << i for i in range(top.bit_length())), *([top] if top else [])}):
+            figures = at(b)
+            by_batch.append({"batch": b, **{k: figures[k] for k in USERS_FIGURES}})
+        return at(batch)
 
     lat_json = panel("latency", speed)
     options = _training_options(request)
@@ -347,6 +361,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         "fit_at_ctx": None if at_ctx is None else fit_json(spec, at_ctx, accelerator=acc,
                                                            dtype=dtype, kv_dtype=kv_dtype),
         "latency": lat_json,
+        "latency_by_batch": by_batch,
         "train": train_figures,
         "finetune": finetune_plan,
         "finetune_fit": finetune_fit,

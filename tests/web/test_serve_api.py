@@ -363,6 +363,16 @@ def test_speed_finetune_and_training_options_equal_the_cli(cli: Any) -> None:
         "llmcalc fit llama-3.1-8b --gpu h100 --gpus 2 --ctx 8k --method qlora --optimizer "
         "adamw-8bit --lora-r 8 --json")
     _panels_equal_the_cli(got, cli)
+    # the users table: `latency --batch N` at 1, 2, 4 … up to the largest batch that fits
+    users = got["latency_by_batch"]
+    top = got["fit_at_ctx"]["max_batch"]
+    assert [u["batch"] for u in users] == [1 << i for i in range(top.bit_length())] + [top]
+    row = users[3]
+    want = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--batch", str(row["batch"]),
+               "--ctx", "8k", "--gen", "128", "--json").json()
+    assert row == {"batch": 8, **{k: want[k] for k in ("ttft_s", "tpot_s",
+                                                       "tokens_per_s_per_request",
+                                                       "tokens_per_s")}}
     # the verdict's decode speed is the latency panel's, at the chosen batch × context
     d = got["verdict"]["decode"]
     assert d == {"source": "latency", "batch": 4, "ctx": 8192 + 127 // 2,

@@ -471,9 +471,10 @@ def test_axe_finds_no_serious_violation(server: str, browser: Any) -> None:
     # the page's own CSP forbids inline scripts: this context alone lets the test add axe
     context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
     page = context.new_page()
-    page.goto(server + "?model=llama-2-7b&model=mistral-7b&gpu=rtx-5090")
+    page.goto(server + "?model=llama-2-7b&model=mistral-7b&gpu=rtx-5090&gpu_flops=209.5T")
     settled(page)
     page.click("#panel-memory summary")
+    page.click("#panel-speed summary")
     page.click("#edit-model")  # the editor open too, and panels that say what they need
     page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
     found = page.evaluate("axe.run(document).then(r => r.violations.filter("
@@ -510,6 +511,13 @@ def test_speed_finetuning_and_training_panels_equal_the_cli_json(server: str, pa
                 "tokens_per_s_per_gpu", "throughput_per_gpu"):
         assert float(got[key]) == speed[key], key
     assert got["decode_bound"] == speed["decode_step"]["bound"]
+    page.click("#panel-speed summary")  # users served together: `latency --batch 16`
+    sixteen = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--batch", "16",
+                  "--ctx", "8k", "--gen", "128", "--json").json()
+    row = page.locator('#users-table tr[data-model="0"][data-batch="16"]')
+    for key in ("ttft_s", "tokens_per_s_per_request", "tokens_per_s"):
+        value = row.locator(f'td[data-key="{key}"] [data-value]').get_attribute("data-value")
+        assert float(value) == sixteen[key], key
     # the verdict's decode speed is the same figure, at the chosen batch × context
     assert float(page.get_attribute("#decode", "data-value")) == speed["tokens_per_s_per_request"]
     qlora = ["--gpu", "h100", "--tp", "2", "--ctx", "8k", "--micro-batch", "2", "--method",

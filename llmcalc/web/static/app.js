@@ -641,6 +641,13 @@ function drawSpeed() {
     ["decode turns compute bound at batch", "ridge_batch", (l) => l.ridge_batch === null ? "never" : valued(l.ridge_batch, num(l.ridge_batch))],
   ]);
   if (models.length) $("speed-table").insertAdjacentHTML("afterbegin", `<caption>batch ${num(models[0][2].inputs.batch)} users × prompt ${num(models[0][2].inputs.ctx)} tokens, ${num(models[0][2].inputs.gen)} generated; roofline bounds at full efficiency</caption>`);
+  // the same roofline at 1, 2, 4 … users up to the largest batch that fits at the context
+  const users = models.filter(([r]) => r.latency_by_batch.length);
+  $("users-table").innerHTML = users.length ? `<caption>each row as llmcalc latency … --batch N prints it, up to the largest batch that fits at ${num(models[0][2].inputs.ctx)} tokens</caption>` +
+    `<thead><tr><th scope="col">model</th><th scope="col">users (batch)</th><th scope="col">first token</th><th scope="col">time per output token</th><th scope="col">tokens/s each</th><th scope="col">tokens/s in all</th></tr></thead><tbody>` +
+    users.flatMap(([r, i]) => r.latency_by_batch.map((u) => `<tr data-model="${i}" data-batch="${u.batch}"><th scope="row" style="color:${COLORS[i]}">${esc(r.label)}</th><td class="n">${num(u.batch)}</td>` +
+      `<td class="n" data-key="ttft_s">${valued(u.ttft_s, ms(u.ttft_s))}</td><td class="n" data-key="tpot_s">${valued(u.tpot_s, ms(u.tpot_s))}</td>` +
+      `<td class="n" data-key="tokens_per_s_per_request">${valued(u.tokens_per_s_per_request, rate(u.tokens_per_s_per_request))}</td><td class="n" data-key="tokens_per_s">${valued(u.tokens_per_s, rate(u.tokens_per_s))}</td></tr>`)).join("") + "</tbody>" : "";
   const rows = [["model", "figure", "value"]];
   for (const [r, , l] of models) for (const k of ["ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_request", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_per_gpu", "ridge_batch"]) rows.push([r.label, k, String(l[k])]);
   exportBar("speed", "latency", toJSON(models.map(([, , l]) => l)), csv(rows), models.map(([r]) => r.commands.latency));
