@@ -1,7 +1,8 @@
 """The page's API as plain functions: a request mapping in, the CLI's ``--json`` figures out.
 
 Every figure comes from the functions the CLI calls (``load_spec``/``spec_from_raw``, ``count``,
-``flops``, ``memory``, ``fit``, ``plan_training``) rendered by the same ``*_json`` functions, with
+``flops``, ``memory``, ``fit``, ``latency``, ``plan_training``, ``plan_finetune``/``fit_finetune``,
+and ``local.what_fits`` for what fits a machine) rendered by the same ``*_json`` functions, with
 each panel's equivalent ``llmcalc …`` command line beside it, so the page and the CLI agree to the
 unit. Bad input raises the same :class:`LLMCalcError` the CLI prints as one line.
 """
@@ -283,7 +284,6 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         return None
 
     gen_text = str(_opt(request, "gen"))
-
     by_batch: list[dict[str, Any]] = []
 
     def speed() -> dict[str, Any]:
@@ -306,7 +306,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         return at(batch)
 
     lat_json = panel("latency", speed)
-    options = _training_options(request)
+    options = PanelOptions(request)
 
     def training() -> dict[str, Any]:
         # training time needs the card's FLOP rate (the CLI's train asks for --gpu-flops)
@@ -549,10 +549,6 @@ class PanelOptions:
             lora_r=_whole(q, "lora_r", "--lora-r", lowest=1),
             targets=None if targets is None else tuple(
                 t.strip() for t in targets.split(",") if t.strip()))
-
-
-def _training_options(request: Mapping[str, Any]) -> PanelOptions:
-    return PanelOptions(request)
 
 
 E = TypeVar("E", bound=Enum)
