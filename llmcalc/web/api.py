@@ -1,7 +1,8 @@
 """The page's API as plain functions: a request mapping in, the CLI's ``--json`` figures out.
 
 Every figure comes from the functions the CLI calls (``load_spec``/``spec_from_raw``, ``count``,
-``flops``, ``memory``, ``fit``, ``plan_training``) rendered by the same ``*_json`` functions, with
+``flops``, ``memory``, ``fit``, ``latency``, ``plan_training``, ``plan_finetune``/``fit_finetune``,
+and ``local.what_fits`` for what fits a machine) rendered by the same ``*_json`` functions, with
 each panel's equivalent ``llmcalc …`` command line beside it, so the page and the CLI agree to the
 unit. Bad input raises the same :class:`LLMCalcError` the CLI prints as one line.
 """
@@ -11,36 +12,63 @@ from __future__ import annotations
 import dataclasses
 import shlex
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from llmcalc.inputs import bundled, family_defaults, scratch
+from llmcalc.inputs import bundled, family_defaults, hfcache, scratch, speccache
+from llmcalc.planning import local
 from llmcalc.formulas.activations import serving_kernel
 from llmcalc.inputs.config import read_config, spec_from_raw
 from llmcalc.formulas.counting import count
-from llmcalc.errors import ConfigError, UsageError
-from llmcalc.formulas.flops import flops
-from llmcalc.planning.hardware import ACCELERATORS, Accelerator, require, resolve, usable_memory
-from llmcalc.limits import shown
+from llmcalc.errors import ConfigError, LLMCalcError, ParameterError, UsageError
+from llmcalc.planning.finetune import Method, Optimizer, fit_finetune, plan_finetune
+from llmcalc.formulas.flops import flops, image_cross_tokens
+from llmcalc.planning.hardware import (
+    ACCELERATORS,
+    Accelerator,
+    interconnect,
+    require,
+    resolve,
+    usable_memory,
+)
+from llmcalc.planning.latency import latency
+from llmcalc.limits import one_line, shown
+from llmcalc.formulas.lora import LoraConfig, lora_config, resolve_targets
 from llmcalc.formulas.memory import kv_cache_bytes, memory
-from llmcalc.planning.serving import ServingFit, fit
+from llmcalc.planning.serving import ServingFit, decode_bound, fit
 from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.render.count import count_json, provenance
+from llmcalc.render.finetune import finetune_json, fit_finetune_json
 from llmcalc.render.fit import fit_json
 from llmcalc.render.flops import flops_json
+from llmcalc.render.latency import latency_json
+from llmcalc.render.local import what_fits_json
 from llmcalc.render.memory import memory_json
 from llmcalc.render.train import train_json
 from llmcalc.formulas.series import context_grid, flops_series, memory_series
 from llmcalc.model.spec import ModelSpec, Origin
-from llmcalc.planning.training import DEFAULT_MFU, parallelism, plan_training
+from llmcalc.planning.training import DEFAULT_MFU, Recompute, parallelism, plan_training
 from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
 
 PASTED = "pasted config"
 MAX_SETS = 64
 # dtype/kv_dtype None: the checkpoint's own format (its quantization_config), as the CLI reads it
 DEFAULTS = {"ctx": "4k", "batch": "1", "dtype": None, "kv_dtype": None, "gpu": "h100",
-            "gpu_mem": None, "gpus": 1, "tokens": None, "ctx_max": "128k"}
+            "gpu_mem": None, "gpu_flops": None, "gpus": 1, "tokens": None, "ctx_max": "128k",
+            # the speed panel (latency): tokens generated after the prompt
+            "gen": "256",
+            # the training panel (train): parallelism and memory savers, as its options
+            "tp": 1, "pp": 1, "zero": 0, "micro_batch": 1, "recompute": "none",
+            "flash_attention": False,
+            # the fine-tuning panel (fit --method / train --method)
+            "method": "lora", "optimizer": "adamw", "lora_r": 16, "lora_targets": None}
+T = TypeVar("T")
+MAX_USERS = 1024  # the speed panel's users table stops here (or at the largest batch that fits)
+# the figures of `latency --json` the users table shows for each batch
+USERS_FIGURES = ("ttft_s", "tpot_s", "tokens_per_s_per_request", "tokens_per_s")
+FINETUNE_BATCH_LIMIT = 1 << 16  # the largest micro-batch `fit --method --ctx` looks for
 MAX_GPUS_SEARCHED = 1 << 16  # the verdict's smallest GPU count is looked for up to here
 SCRATCH_TYPES = ("gpt2", "llama", "mixtral", "gpt_neox")
 # a knob shown for a loaded model → the config keys that hold it, first match wins
@@ -195,6 +223,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     kv_dtype = (kv_dtype_for(dtype) if kv_text is None
                 else parse_dtype(kv_text, option="--kv-dtype"))
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
+    gpu_flops = _text_or_none(request, "gpu_flops")
     gpus = _opt(request, "gpus")
     if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
         raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
@@ -215,9 +244,6 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     cached = kv_cache_bytes(spec, batch=1, ctx=ctx, dtype=kv_dtype) > 0
     at_ctx = fit(spec, accelerator=acc, gpus=gpus, dtype=dtype, kv_dtype=kv_dtype,
                  ctx=ctx, attention=kernel) if cached else None
-    # training time needs the card's FLOP rate (the CLI's train asks for --gpu-flops without it)
-    plan = plan_training(spec, tokens=tokens, ctx=ctx, accelerator=acc, mfu=DEFAULT_MFU,
-                         par=parallelism(gpus=gpus)) if acc.peak_flops > 0 else None
     # the charts reach the chosen context, and hold a point at it
     grid = tuple(sorted({*context_grid(max(ctx_max, ctx)), ctx}))
     fs = flops_series(spec, grid)
@@ -231,21 +257,116 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
 
     dt = [*([] if dtype_text is None else ["--dtype", dtype_text]),
           *([] if kv_text is None else ["--kv-dtype", kv_text])]
-    hw = [*([] if gpu is None else ["--gpu", gpu]),
-          *([] if gpu_mem is None else ["--gpu-mem", gpu_mem]), "--gpus", str(gpus)]
+    card = [] if gpu is None else ["--gpu", gpu]
+    mem = [] if gpu_mem is None else ["--gpu-mem", gpu_mem]
+    fl = [] if gpu_flops is None else ["--gpu-flops", gpu_flops]
+    hw = [*card, *mem, "--gpus", str(gpus)]
     tok = [] if tokens_text is None else ["--tokens", str(tokens_text)]
+    commands = {
+        "count": cli("count", "--json"),
+        "flops": cli("flops", "--ctx", ctx_text, "--batch", str(batch), *tok, "--json"),
+        "memory": cli("memory", "--ctx", ctx_text, "--batch", str(batch), *dt, "--json"),
+        "fit": cli("fit", *hw, "--batch", str(batch), *dt, "--json"),
+        **({} if at_ctx is None else
+           {"fit_at_ctx": cli("fit", *hw, "--ctx", ctx_text, *dt, "--json")}),
+        "plot": cli("plot flops", "--ctx-max", ctx_max_text, "-o", "chart.svg"),
+    }
+    # the panels below answer on their own: a setting one of them refuses (a card without a FLOP
+    # rate, a TP degree that does not divide the GPUs) is that panel's error, the rest stand
+    unavailable: dict[str, str] = {}
+
+    def panel(name: str, work: Callable[[], T]) -> T | None:
+        try:
+            return work()
+        except ParameterError as e:  # worded in the options, as the CLI and the page say them
+            unavailable[name] = one_line(e.spelled(lambda p: "--" + p.replace("_", "-")))
+        except LLMCalcError as e:
+            unavailable[name] = one_line(str(e))
+        return None
+
+    gen_text = str(_opt(request, "gen"))
+    by_batch: list[dict[str, Any]] = []
+
+    def speed() -> dict[str, Any]:
+        card_only = resolve(gpu, flops=gpu_flops, needs=("flops", "bandwidth"))
+        require(card_only, "peak_flops", "bandwidth")
+        gen = parse_count(gen_text, option="--gen")
+
+        def at(b: int) -> dict[str, Any]:
+            return latency_json(latency(
+                spec, accelerator=card_only, interconnect=interconnect(None, card_only), tp=gpus,
+                batch=b, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype))
+
+        commands["latency"] = cli("latency", *card, *fl, "--tp", str(gpus), "--batch",
+                                  str(batch), "--ctx", ctx_text, "--gen", gen_text, *dt, "--json")
+        # users served together: 1, 2, 4 … up to the largest batch that fits at the context
+        top = MAX_USERS if at_ctx is None else min(MAX_USERS, at_ctx.batch or 0)
+        for b in sorted({*(1 << i for i in range(top.bit_length())), *([top] if top else [])}):
+            figures = at(b)
+            by_batch.append({"batch": b, **{k: figures[k] for k in USERS_FIGURES}})
+        return at(batch)
+
+    lat_json = panel("latency", speed)
+    options = PanelOptions(request)
+
+    def training() -> dict[str, Any]:
+        # training time needs the card's FLOP rate (the CLI's train asks for --gpu-flops)
+        with_flops = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
+        require(with_flops, "memory_bytes", "peak_flops")
+        o = options.train()
+        plan = plan_training(spec, tokens=tokens, ctx=ctx, accelerator=with_flops,
+                             mfu=DEFAULT_MFU,
+                             par=parallelism(gpus=gpus, tp=o.tp, pp=o.pp, zero=o.zero),
+                             micro_batch=o.micro_batch, recompute=o.recompute,
+                             flash_attention=o.flash_attention)
+        commands["train"] = cli("train", *hw, *fl, "--ctx", ctx_text, *tok, *o.words(), "--json")
+        return train_json(spec, plan)
+
+    train_figures = panel("train", training)
+
+    finetune_plan: dict[str, Any] | None = None
+
+    def finetuning() -> dict[str, Any]:
+        nonlocal finetune_plan
+        o = options.finetune()
+        lora = None if o.method is Method.full else lora_config(
+            r=o.lora_r, alpha=32, targets=resolve_targets(spec, o.targets or LoraConfig.targets),
+            embeddings=False, experts=False, modules_to_save=[""], dora=False, rslora=False)
+        common: dict[str, Any] = dict(method=o.method, accelerator=acc, optimizer=o.optimizer,
+                                      tp=gpus, lora=lora)
+        # the largest micro-batch at the context, as `fit --method` finds it (any card)
+        ff = fit_finetune(spec, ctx=ctx, micro_batch=None, limit=FINETUNE_BATCH_LIMIT, **common)
+        commands["finetune_fit"] = cli("fit", *hw, "--ctx", ctx_text, *o.words(), "--json")
+        # the plan at the chosen micro-batch, as `train --method lora|qlora` prints it (it wants
+        # a FLOP rate; `train --method full` is the training panel's plan, with its options)
+        with_flops = resolve(gpu, memory=gpu_mem, flops=gpu_flops)
+        if with_flops.peak_flops > 0 and o.method is not Method.full:
+            plan = plan_finetune(spec, ctx=ctx, micro_batch=options.micro_batch,
+                                 tokens=tokens, **{**common, "accelerator": with_flops})
+            finetune_plan = finetune_json(spec, plan, with_flops)
+            commands["finetune"] = cli("train", *card, *mem, *fl, "--tp", str(gpus), "--ctx",
+                                       ctx_text, "--micro-batch", str(options.micro_batch),
+                                       *tok, *o.words(), "--json")
+        return fit_finetune_json(spec, ff, acc)
+
+    finetune_fit = panel("finetune", finetuning)
     memory_figures = {**memory_json(m), **provenance(spec)}  # as the CLI's memory --json
     return {
         "label": r.label or spec.name,
         "verdict": verdict(spec, memory_figures, at_ctx, sf, acc, dtype=dtype,
-                           kv_dtype=kv_dtype),
+                           kv_dtype=kv_dtype, speed=lat_json),
         "count": count_json(spec, pc),
         "flops": {**flops_json(f), **provenance(spec)},  # as the CLI's flops/memory --json
         "memory": memory_figures,
         "fit": fit_json(spec, sf, accelerator=acc, dtype=dtype, kv_dtype=kv_dtype),
         "fit_at_ctx": None if at_ctx is None else fit_json(spec, at_ctx, accelerator=acc,
                                                            dtype=dtype, kv_dtype=kv_dtype),
-        "train": None if plan is None else train_json(spec, plan),
+        "latency": lat_json,
+        "latency_by_batch": by_batch,
+        "train": train_figures,
+        "finetune": finetune_plan,
+        "finetune_fit": finetune_fit,
+        "unavailable": unavailable,
         "series": {
             "ctx": list(fs.ctx),
             "weight_flops_per_token": fs.weight_flops_per_token,
@@ -257,24 +378,50 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
             "chosen_ctx": ctx,
             "context_limit": sf.context_limit,
         },
-        "commands": {
-            "count": cli("count", "--json"),
-            "flops": cli("flops", "--ctx", ctx_text, "--batch", str(batch), *tok, "--json"),
-            "memory": cli("memory", "--ctx", ctx_text, "--batch", str(batch), *dt, "--json"),
-            "fit": cli("fit", *hw, "--batch", str(batch), *dt, "--json"),
-            **({} if at_ctx is None else
-               {"fit_at_ctx": cli("fit", *hw, "--ctx", ctx_text, *dt, "--json")}),
-            **({} if plan is None else
-               {"train": cli("train", *hw, "--ctx", ctx_text, *tok, "--json")}),
-            "plot": cli("plot flops", "--ctx-max", ctx_max_text, "-o", "chart.svg"),
-        },
+        "commands": commands,
         "knobs": _knob_keys(spec),
     }
 
 
+def what_fits(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The bundled and locally cached models on the chosen GPUs, each in the best format that
+    fits (``llmcalc fit --gpu NAME --all --json``, no model): every row, sorted by parameters;
+    the page sorts and filters them."""
+    gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
+    gpus = _opt(request, "gpus")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
+        raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
+    ctx_text = str(_opt(request, "ctx"))
+    min_ctx = parse_context(ctx_text, option="--ctx")
+    acc = resolve(gpu, memory=gpu_mem, needs=("memory",))
+    require(acc, "memory_bytes")
+    names = [p.stem for p in bundled.paths() if not bundled.is_class_defaults(p)]
+    names += [repo for repo in hfcache.repo_ids() if repo not in names]
+    rows, skipped = local.what_fits([(name, _local_loader(name)) for name in names],
+                                    accelerator=acc, gpus=gpus, min_ctx=min_ctx,
+                                    fitting_only=False)
+    words = ["llmcalc", "fit", *([] if gpu is None else ["--gpu", gpu]),
+             *([] if gpu_mem is None else ["--gpu-mem", gpu_mem]), "--gpus", str(gpus),
+             "--ctx", ctx_text, "--all", "--json"]
+    return {**what_fits_json(rows, accelerator=acc, gpus=gpus, min_ctx=min_ctx,
+                             skipped=skipped),
+            "command": shlex.join(words)}
+
+
+def _local_loader(name: str) -> Callable[[], ModelSpec]:
+    """A model of the what-fits list, read as `fit` reads it (a bundled one from the spec cache);
+    one whose language model reads images through cross-attention is refused, as `fit` does."""
+    def load() -> ModelSpec:
+        spec = speccache.load(name, lambda: spec_from_raw(read_config(name, paths=False)))
+        if image_cross_tokens(spec):
+            raise UsageError(f"fit: {spec.name} reads images through cross-attention")
+        return spec
+    return load
+
+
 def verdict(spec: ModelSpec, mem: Mapping[str, Any], at_ctx: ServingFit | None,
-            at_batch: ServingFit, acc: Accelerator, *, dtype: WeightFormat, kv_dtype: DType
-            ) -> dict[str, Any]:
+            at_batch: ServingFit, acc: Accelerator, *, dtype: WeightFormat, kv_dtype: DType,
+            speed: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The first screen's answer: whether the chosen batch × context fits the chosen GPUs (as
     ``fit --ctx`` decides it: weights + cache within memory less headroom), the bar's parts, the
     smallest GPU count that fits, and the largest batch (at the context) and context (at the
@@ -309,7 +456,132 @@ def verdict(spec: ModelSpec, mem: Mapping[str, Any], at_ctx: ServingFit | None,
         "max_ctx": at_batch.ctx,
         "limited_by_context_limit": at_batch.limited_by_context_limit,
         "context_limit": at_batch.context_limit,
+        "decode": _decode(spec, speed, acc, batch=batch, ctx=ctx, gpus=f.gpus, dtype=dtype,
+                          kv_dtype=kv_dtype),
     }
+
+
+def _decode(spec: ModelSpec, speed: Mapping[str, Any] | None, acc: Accelerator, *, batch: int,
+            ctx: int, gpus: int, dtype: WeightFormat, kv_dtype: DType) -> dict[str, Any] | None:
+    """The decode speed at the chosen batch × context: the latency roofline's (``latency
+    --json``: compute or memory bound, at the mean context while generating) where the card has a
+    FLOP rate, else the memory-bandwidth bound at the context (every weight and the cache read
+    once a step, as ``fit`` bounds it); None for a card with neither."""
+    if speed is not None:
+        return {"source": "latency", "batch": batch, "ctx": speed["decode_step"]["ctx"],
+                "tokens_per_sec_per_sequence": speed["tokens_per_s_per_request"],
+                "tokens_per_sec": speed["tokens_per_s"], "ttft_s": speed["ttft_s"]}
+    if acc.bandwidth <= 0:
+        return None
+    d = decode_bound(spec, batch=batch, ctx=ctx, dtype=dtype, kv_dtype=kv_dtype,
+                     bandwidth=gpus * acc.bandwidth)
+    return {"source": "bandwidth", "batch": batch, "ctx": ctx,
+            "tokens_per_sec_per_sequence": d.tokens_per_sec_per_sequence,
+            "tokens_per_sec": d.tokens_per_sec, "ttft_s": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainOptions:
+    """The training panel's options, as `llmcalc train` takes them."""
+
+    tp: int
+    pp: int
+    zero: int
+    micro_batch: int
+    recompute: Recompute
+    flash_attention: bool
+
+    def words(self) -> list[str]:
+        """The options that differ from the CLI's defaults."""
+        out = [*(["--tp", str(self.tp)] if self.tp != 1 else []),
+               *(["--pp", str(self.pp)] if self.pp != 1 else []),
+               *(["--zero", str(self.zero)] if self.zero else []),
+               *(["--micro-batch", str(self.micro_batch)] if self.micro_batch != 1 else []),
+               *(["--recompute", self.recompute.value]
+                 if self.recompute is not Recompute.none else [])]
+        return out + (["--flash-attention"] if self.flash_attention else [])
+
+
+@dataclasses.dataclass(frozen=True)
+class FinetuneOptions:
+    """The fine-tuning panel's options, as `llmcalc fit --method` takes them."""
+
+    method: Method
+    optimizer: Optimizer
+    lora_r: int
+    targets: tuple[str, ...] | None  # None: the CLI's default targets
+
+    def words(self) -> list[str]:
+        out = ["--method", self.method.value]
+        if self.optimizer is not Optimizer.adamw:
+            out += ["--optimizer", self.optimizer.value]
+        if self.method is not Method.full:
+            out += ["--lora-r", str(self.lora_r)]
+            if self.targets is not None:
+                out += ["--lora-targets", ",".join(self.targets)]
+        return out
+
+
+@dataclasses.dataclass(frozen=True)
+class PanelOptions:
+    """The training and fine-tuning panels' settings, read when each panel is worked out (a bad
+    one is that panel's error)."""
+
+    request: Mapping[str, Any]
+
+    @property
+    def micro_batch(self) -> int:
+        return _whole(self.request, "micro_batch", "--micro-batch", lowest=1)
+
+    def train(self) -> TrainOptions:
+        q = self.request
+        return TrainOptions(
+            tp=_whole(q, "tp", "--tp", lowest=1), pp=_whole(q, "pp", "--pp", lowest=1),
+            zero=_whole(q, "zero", "--zero", lowest=0), micro_batch=self.micro_batch,
+            recompute=_choice(q, "recompute", "--recompute", Recompute),
+            flash_attention=_flag(q, "flash_attention", "--flash-attention"))
+
+    def finetune(self) -> FinetuneOptions:
+        q = self.request
+        targets = _text_or_none(q, "lora_targets")
+        return FinetuneOptions(
+            method=_choice(q, "method", "--method", Method),
+            optimizer=_choice(q, "optimizer", "--optimizer", Optimizer),
+            lora_r=_whole(q, "lora_r", "--lora-r", lowest=1),
+            targets=None if targets is None else tuple(
+                t.strip() for t in targets.split(",") if t.strip()))
+
+
+E = TypeVar("E", bound=Enum)
+
+
+def _whole(request: Mapping[str, Any], key: str, option: str, *, lowest: int) -> int:
+    """A whole-number setting: a JSON integer or its digits as text."""
+    value = _opt(request, key)
+    text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else ""
+    if not text.isdigit() or len(text) > 16 or not lowest <= int(text) <= MAX_NUMBER:
+        raise UsageError(f"{option} {shown(value)}: expected a whole number from {lowest} "
+                         "to 2^53 - 1")
+    return int(text)
+
+
+def _choice(request: Mapping[str, Any], key: str, option: str, kind: type[E]) -> E:
+    value = _opt(request, key)
+    for member in kind:
+        if member.value == value:
+            return member
+    raise UsageError(f"{option} {shown(value)}: one of {', '.join(m.value for m in kind)}")
+
+
+def _flag(request: Mapping[str, Any], key: str, option: str) -> bool:
+    value = request.get(key, DEFAULTS[key])
+    if value in (None, ""):
+        return bool(DEFAULTS[key])
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return bool(value == "true")
+    raise UsageError(f"{option} {shown(value)}: expected true or false")
 
 
 def _min_gpus(need: int, acc: Accelerator, headroom: float) -> int | None:

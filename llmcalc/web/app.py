@@ -99,7 +99,8 @@ async def _unless(stopping: asyncio.Event, work: Awaitable[T]) -> T:
         stop.cancel()
 
 
-def calc_route(pools: Pools, stopping: asyncio.Event) -> Any:
+def calc_route(pools: Pools, stopping: asyncio.Event, view: str = "calc") -> Any:
+    """POST /api/calc (``view`` "calc") or /api/fits ("fits"): a JSON body in, the answer out."""
     async def calc(request: Request) -> Response:
         try:
             return await _unless(stopping, _calc(request))
@@ -132,7 +133,7 @@ def calc_route(pools: Pools, stopping: asyncio.Event) -> Any:
             while (await request.receive())["type"] != "http.disconnect":
                 await asyncio.sleep(0.1)
 
-        result = await pools.run("hub" if api.needs_hub(data) else "calc", data, gone)
+        result = await pools.run("hub" if api.needs_hub(data) else "calc", data, gone, view)
         if result is None:
             return Response(status_code=499)  # nobody reads it
         status, payload = result
@@ -167,5 +168,6 @@ def create_app(*, allowed_hosts: Sequence[str] | None = LOCAL_HOSTS, token: str 
         Route("/static/{name}", asset_route(assets)),
         Route("/api/catalog", catalog),
         Route("/api/calc", calc_route(pools, stopping), methods=["POST"]),
+        Route("/api/fits", calc_route(pools, stopping, "fits"), methods=["POST"]),
     ]
     return App(Starlette(routes=routes), pools, stopping, hosts=allowed_hosts, token=token)

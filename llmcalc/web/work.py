@@ -80,14 +80,16 @@ def _resident() -> int | None:
         1 if sys.platform == "darwin" else 1024)  # bytes on macOS, else KiB
 
 
-def answer(request: Mapping[str, Any]) -> Answer:
-    """The status and JSON body for one /api/calc request (run in a worker)."""
+def answer(request: Mapping[str, Any], view: str = "calc") -> Answer:
+    """The status and JSON body for one /api/calc (or, ``view`` "fits", /api/fits) request (run
+    in a worker)."""
     from llmcalc.errors import LLMCalcError
     from llmcalc.limits import one_line
     from llmcalc.web import api
 
+    work = api.what_fits if view == "fits" else api.calculate
     try:
-        body = dumps(public(api.calculate(request)))
+        body = dumps(public(work(request)))
     except LLMCalcError as e:
         return error(400, public(one_line(str(e))))
     except (MemoryError, RecursionError) as e:
@@ -163,7 +165,7 @@ class Pools:
         return self.pools[kind]
 
     async def run(self, kind: str, request: Mapping[str, Any],
-                  gone: Callable[[], Awaitable[None]]) -> Answer | None:
+                  gone: Callable[[], Awaitable[None]], view: str = "calc") -> Answer | None:
         """The answer to ``request``, or None when the client went away first."""
         if self.queued[kind] >= self.sizes[kind] + MAX_WAITING:
             return error(503, f"busy: {self.queued[kind]} requests are being worked on; try again")
@@ -172,7 +174,7 @@ class Pools:
         from pebble import ProcessExpired
 
         try:
-            future = self._pool(kind).submit(answer, self.seconds, dict(request))
+            future = self._pool(kind).submit(answer, self.seconds, dict(request), view)
         except (BrokenProcessPool, RuntimeError) as e:  # its workers could not start
             self._drop(kind)
             return error(500, f"the server's workers cannot start ({type(e).__name__})")

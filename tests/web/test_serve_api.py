@@ -320,7 +320,7 @@ def test_charts_reach_the_chosen_context() -> None:
     assert s["context_limit"] == 131_072
 
 
-@pytest.mark.torch
+@pytest.mark.torch  # XLNet is measured on transformers' model
 def test_cards_without_a_flop_rate_and_models_without_a_cache() -> None:
     """Training time needs a FLOP rate the table lacks for some cards: no train panel, never a
     division by zero; a model that caches nothing leaves the batch unbounded by memory."""
@@ -333,3 +333,111 @@ def test_cards_without_a_flop_rate_and_models_without_a_cache() -> None:
     v = xlnet["verdict"]
     assert xlnet["fit_at_ctx"] is None and "fit_at_ctx" not in xlnet["commands"]
     assert v["fits"] is True and v["max_batch"] is None and v["batch_unbounded"] is True
+
+
+def _panels_equal_the_cli(got: dict[str, Any], cli: Any) -> None:
+    """Each panel of an answer equals `--json` of the command it names (commands with a space in
+    an argument are not used here)."""
+    for panel, command in got["commands"].items():
+        if panel == "plot":
+            continue
+        run = cli(*command.split()[1:])
+        assert run.code == 0, (command, run.stderr)
+        assert run.json() == got[panel], panel
+
+
+def test_speed_finetune_and_training_options_equal_the_cli(cli: Any) -> None:
+    got = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "8k", "batch": "4",
+                         "gpus": 2, "gen": "128", "zero": "1", "micro_batch": "2",
+                         "recompute": "selective", "flash_attention": True, "method": "qlora",
+                         "optimizer": "adamw-8bit", "lora_r": "8"})
+    assert got["unavailable"] == {}
+    assert got["commands"]["latency"] == ("llmcalc latency llama-3.1-8b --gpu h100 --tp 2 "
+                                          "--batch 4 --ctx 8k --gen 128 --json")
+    assert got["commands"]["train"] == (
+        "llmcalc train llama-3.1-8b --gpu h100 --gpus 2 --ctx 8k --zero 1 --micro-batch 2 "
+        "--recompute selective --flash-attention --json")
+    assert got["commands"]["finetune"] == (
+        "llmcalc train llama-3.1-8b --gpu h100 --tp 2 --ctx 8k --micro-batch 2 --method qlora "
+        "--optimizer adamw-8bit --lora-r 8 --json")
+    assert got["commands"]["finetune_fit"] == (
+        "llmcalc fit llama-3.1-8b --gpu h100 --gpus 2 --ctx 8k --method qlora --optimizer "
+        "adamw-8bit --lora-r 8 --json")
+    _panels_equal_the_cli(got, cli)
+    # the users table: `latency --batch N` at 1, 2, 4 … up to the largest batch that fits
+    users = got["latency_by_batch"]
+    top = got["fit_at_ctx"]["max_batch"]
+    assert [u["batch"] for u in users] == [1 << i for i in range(top.bit_length())] + [top]
+    row = users[3]
+    want = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--batch", str(row["batch"]),
+               "--ctx", "8k", "--gen", "128", "--json").json()
+    assert row == {"batch": 8, **{k: want[k] for k in ("ttft_s", "tpot_s",
+                                                       "tokens_per_s_per_request",
+                                                       "tokens_per_s")}}
+    # the verdict's decode speed is the latency panel's, at the chosen batch × context
+    d = got["verdict"]["decode"]
+    assert d == {"source": "latency", "batch": 4, "ctx": 8192 + 127 // 2,
+                 "tokens_per_sec_per_sequence": got["latency"]["tokens_per_s_per_request"],
+                 "tokens_per_sec": got["latency"]["tokens_per_s"],
+                 "ttft_s": got["latency"]["ttft_s"]}
+
+
+def test_a_card_without_a_flop_rate_gets_the_bandwidth_bound(cli: Any) -> None:
+    """An RTX 5090 has no FLOP rate in the table: the verdict's decode speed is the bandwidth
+    bound at the chosen batch × context (fit's, which at the largest batch is `fit --ctx`'s);
+    latency and training say what they need, and a FLOP/s figure brings them back."""
+    first = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "8k", "gpu": "rtx-5090",
+                          "method": "full"})
+    need = ("--gpu-flops is required: the table has no published figure for NVIDIA GeForce "
+            "RTX 5090 (rtx-5090)")
+    assert first["unavailable"] == {"latency": need, "train": need}
+    assert first["latency"] is None and first["finetune"] is None
+    assert first["finetune_fit"] is not None  # fit --method needs memory only
+    top = first["fit_at_ctx"]["max_batch"]
+    got = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "8k", "gpu": "rtx-5090",
+                         "batch": str(top)})
+    d, want = got["verdict"]["decode"], got["fit_at_ctx"]["decode"]
+    assert d["source"] == "bandwidth" and d["ttft_s"] is None
+    assert (d["tokens_per_sec_per_sequence"], d["tokens_per_sec"]) == (
+        want["tokens_per_sec_per_sequence"], want["tokens_per_sec"])
+    with_flops = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "8k",
+                                "gpu": "rtx-5090", "gpu_flops": "209.5T", "method": "full"})
+    assert with_flops["unavailable"] == {}
+    assert with_flops["commands"]["latency"] == (
+        "llmcalc latency llama-3.1-8b --gpu rtx-5090 --gpu-flops 209.5T --tp 1 --batch 1 "
+        "--ctx 8k --gen 256 --json")
+    _panels_equal_the_cli(with_flops, cli)
+    _panels_equal_the_cli(first, cli)
+
+
+@pytest.mark.parametrize("settings, panel, message", [
+    ({"tp": 4, "gpus": 2}, "train", "--gpus 2: must be a multiple of --tp × --pp = 4 × 1 = 4"),
+    ({"zero": "7"}, "train", "--zero 7: must be a ZeRO stage 0, 1, 2 or 3"),
+    ({"recompute": "some"}, "train", "--recompute 'some': one of none, selective, full"),
+    ({"flash_attention": "yes"}, "train", "--flash-attention 'yes': expected true or false"),
+    ({"lora_r": "0"}, "finetune", "--lora-r '0': expected a whole number from 1 to 2^53 - 1"),
+    ({"method": "dora"}, "finetune", "--method 'dora': one of full, lora, qlora"),
+    ({"lora_targets": "nothing_here"}, "finetune",
+     "--lora-targets nothing_here: no module of this model matches (names as in the "
+     "transformers module tree, e.g. q_proj; or all-linear)"),
+    ({"gen": "0"}, "latency", "--gen '0': must be a positive number"),  # as the CLI says
+])
+def test_a_panels_bad_setting_is_that_panels_error(settings: dict[str, Any], panel: str,
+                                                   message: str) -> None:
+    got = api.calculate({"model": {"name": "llama-3.2-1b"}, **settings})
+    assert got["unavailable"] == {panel: message}
+    assert got["count"]["total_params"] == 1_235_814_400  # the rest stands
+
+
+def test_what_fits_equals_the_cli(cli: Any) -> None:
+    got = api.what_fits({"gpu": "rtx-4090", "ctx": "8k"})
+    assert got.pop("command") == "llmcalc fit --gpu rtx-4090 --gpus 1 --ctx 8k --all --json"
+    want = cli("fit", "--gpu", "rtx-4090", "--gpus", "1", "--ctx", "8k", "--all", "--json")
+    assert want.code == 0
+    assert got == want.json()
+    assert {m["model"] for m in got["models"] if m["format"] is None} >= {"llama-3.1-405b"}
+    custom = api.what_fits({"gpu": None, "gpu_mem": "12GiB", "gpus": 2})
+    assert custom["command"] == "llmcalc fit --gpu-mem 12GiB --gpus 2 --ctx 4k --all --json"
+    assert custom["accelerator"]["memory_bytes"] == 12 * 2**30
+    with pytest.raises(UsageError, match=r"^--ctx 'soon': expected a positive whole number"):
+        api.what_fits({"gpu": "rtx-4090", "ctx": "soon"})

@@ -80,6 +80,7 @@ def browser() -> Iterator[Any]:
 def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 800}, accept_downloads=True)
     pg = context.new_page()
+    pg.set_default_timeout(15000)
     errors: list[str] = []
     pg.on("pageerror", lambda e: errors.append(str(e)))
     yield pg
@@ -92,7 +93,15 @@ def settled(page: Any) -> None:
     page.locator("body[data-idle='1']").wait_for(state="attached", timeout=20000)
 
 
+def unfold(page: Any) -> None:
+    """Open the model editor, which folds away once a model is loaded."""
+    if page.get_attribute("#edit-model", "aria-expanded") == "false":
+        page.click("#edit-model")
+
+
 def edit(page: Any, selector: str, value: str) -> None:
+    if page.locator(f"#editor {selector}").count():
+        unfold(page)
     page.fill(selector, value)
     settled(page)
 
@@ -127,6 +136,7 @@ def test_bundled_model_edited_equals_cli_json(server: str, page: Any, cli: Any) 
 
 
 def scratch(page: Any, values: dict[str, str], selects: dict[str, str], tied: bool) -> None:
+    unfold(page)
     page.check("input[name=mode][value=scratch]")
     settled(page)
     for key, value in selects.items():
@@ -169,6 +179,7 @@ def test_shared_url_reproduces_the_view(server: str, page: Any, browser: Any) ->
     edit(page, "#ctx", "32k")
     page.click("#add-model")
     settled(page)
+    unfold(page)
     page.fill("#name", "qwen2.5-0.5b")
     settled(page)
     url = page.url
@@ -181,7 +192,7 @@ def test_shared_url_reproduces_the_view(server: str, page: Any, browser: Any) ->
     assert other.locator("#params-table tr.total td.n").all_inner_texts() == totals
     assert other.locator(".flops-token").all_inner_texts() == flops
     assert other.input_value("#ctx") == "32k"
-    assert other.locator(".tab:not(.add)").count() == 2
+    assert other.locator("[role=tab]").count() == 2
     other.context.close()
 
 
@@ -189,6 +200,7 @@ def test_bad_pasted_config_shows_the_one_line_error(server: str, page: Any, cli:
                                                       write: Any) -> None:
     page.goto(server)
     settled(page)
+    unfold(page)
     page.check("input[name=mode][value=text]")
     settled(page)
     bad = ('{"model_type": "llama", "hidden_size": 770, "num_hidden_layers": 2, '
@@ -218,6 +230,10 @@ def test_screenshots(server: str, browser: Any) -> None:
         settled(pg)
         pg.screenshot(path=str(SHOTS / f"{name}-{width}x{height}.png"))
         pg.screenshot(path=str(SHOTS / f"{name}-full.png"), full_page=True)
+        assert pg.evaluate("document.documentElement.scrollWidth") <= width
+        pg.goto(server + "?view=fits&gpu=rtx-4090&match=llama")  # what fits this machine
+        settled(pg)
+        pg.screenshot(path=str(SHOTS / f"fits-{name}-{width}x{height}.png"))
         assert pg.evaluate("document.documentElement.scrollWidth") <= width
         context.close()
     assert (SHOTS / "desktop-1280x800.png").stat().st_size > 10_000
@@ -301,6 +317,8 @@ def test_the_verdict_is_on_the_first_screen_in_the_checkpoints_format(
     memory = cli("memory", "gpt-oss-120b", "--json").json()
     at_ctx = cli("fit", "gpt-oss-120b", "--gpu", "h100", "--ctx", "4k", "--json").json()
     at_batch = cli("fit", "gpt-oss-120b", "--gpu", "h100", "--json").json()
+    speed = cli("latency", "gpt-oss-120b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--ctx",
+                "4k", "--gen", "256", "--json").json()
     SHOTS.mkdir(parents=True, exist_ok=True)
     errors: list[str] = []
     for width, height in ((1280, 800), (390, 844)):
@@ -320,8 +338,12 @@ def test_the_verdict_is_on_the_first_screen_in_the_checkpoints_format(
         assert pg.inner_text("#max-batch") == f"{at_ctx['max_batch']:,}" == "77"
         assert pg.inner_text("#max-ctx") == f"{at_batch['max_ctx']:,} (the model's limit)"
         assert pg.inner_text("#min-gpus") == "1"
-        decode = at_batch["decode"]["tokens_per_sec_per_sequence"]
-        assert float(pg.get_attribute("#decode", "data-value")) == decode
+        # the decode speed at the chosen batch × context (not at the largest context), as
+        # `llmcalc latency` bounds it, and the time to first token
+        assert float(pg.get_attribute("#decode", "data-value")) == speed[
+            "tokens_per_s_per_request"]
+        assert float(pg.get_attribute("#ttft", "data-value")) == speed["ttft_s"]
+        assert pg.inner_text("#decode") == f"≤ {speed['tokens_per_s_per_request']:,.1f} tokens/s a sequence"
         pg.screenshot(path=str(SHOTS / f"verdict-{width}x{height}.png"))
         context.close()
     assert errors == []
@@ -359,6 +381,8 @@ def test_readable_links_compare_models_in_rows(server: str, page: Any, cli: Any)
      'model 1: expected {"name": …}, {"text": …} or {"scratch": {…}}, got {"scratch":null}'),
     ("#not json", "the part after # is not JSON"),
     ("?model=gpt2&gpu=no-such-card", 'GPU: "no-such-card" is not one of the choices'),
+    ("?model=gpt2&zero=9&view=list", 'view: "list" is not one of model, fits; ZeRO stage: "9" '
+     "is not one of the choices"),
 ])
 def test_a_bad_link_says_what_it_could_not_read(server: str, page: Any, link: str,
                                                 problem: str) -> None:
@@ -400,6 +424,7 @@ def test_inputs_keep_their_state(server: str, page: Any, cli: Any) -> None:
     settled(page)
     edit(page, "#name", "llama-2-7b")
     # switching input mode and back keeps the model
+    unfold(page)
     page.check("input[name=mode][value=scratch]")
     settled(page)
     page.check("input[name=mode][value=name]")
@@ -413,6 +438,7 @@ def test_inputs_keep_their_state(server: str, page: Any, cli: Any) -> None:
     assert page.input_value("#sets") == ""
     assert page.inner_text("#total") == "6,738,415,616"
     # From scratch: head_dim follows d_model / heads unless it is set
+    unfold(page)
     page.check("input[name=mode][value=scratch]")
     settled(page)
     assert page.input_value("#s-head_dim") == ""
@@ -429,6 +455,7 @@ def test_inputs_keep_their_state(server: str, page: Any, cli: Any) -> None:
 def test_typing_sends_one_request_when_it_pauses(server: str, page: Any) -> None:
     page.goto(server)
     settled(page)
+    unfold(page)
     page.fill("#name", "")
     settled(page)
     sent: list[str] = []
@@ -444,12 +471,193 @@ def test_axe_finds_no_serious_violation(server: str, browser: Any) -> None:
     # the page's own CSP forbids inline scripts: this context alone lets the test add axe
     context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
     page = context.new_page()
-    page.goto(server + "?model=llama-2-7b&model=mistral-7b")
+    page.goto(server + "?model=llama-2-7b&model=mistral-7b&gpu=rtx-5090&gpu_flops=209.5T")
     settled(page)
     page.click("#panel-memory summary")
+    page.click("#panel-speed summary")
+    page.click("#edit-model")  # the editor open too, and panels that say what they need
     page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
     found = page.evaluate("axe.run(document).then(r => r.violations.filter("
                           "v => v.impact === 'serious' || v.impact === 'critical')"
                           ".map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))")
     context.close()
     assert found == []
+
+
+def cells(page: Any, table: str, model: int = 0) -> dict[str, str]:
+    """A figure table's cells of one model: data-key → data-value (or the text)."""
+    out = {}
+    for cell in page.locator(f'#{table} td[data-model="{model}"]').all():
+        inner = cell.locator("[data-value]")
+        out[cell.get_attribute("data-key")] = (inner.first.get_attribute("data-value")
+                                               if inner.count() else cell.inner_text())
+    return out
+
+
+def test_speed_finetuning_and_training_panels_equal_the_cli_json(server: str, page: Any,
+                                                                 cli: Any) -> None:
+    """The speed panel is `latency --json`, fine-tuning `train|fit --method --json`, training
+    `train --json` with its ZeRO/TP/PP/recompute/FlashAttention options — read from a link, then
+    changed on the page."""
+    page.goto(server + "?model=llama-3.1-8b&ctx=8k&batch=4&gpus=2&gen=128&zero=1"
+               "&micro_batch=2&recompute=selective&flash_attention=true&method=qlora"
+               "&optimizer=adamw-8bit&lora_r=8")
+    settled(page)
+    assert page.is_hidden("#link-problems")
+    speed = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--batch", "4", "--ctx",
+                "8k", "--gen", "128", "--json").json()
+    got = cells(page, "speed-table")
+    for key in ("ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_request", "tokens_per_s",
+                "tokens_per_s_per_gpu", "throughput_per_gpu"):
+        assert float(got[key]) == speed[key], key
+    assert got["decode_bound"] == speed["decode_step"]["bound"]
+    page.click("#panel-speed summary")  # users served together: `latency --batch 16`
+    sixteen = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--batch", "16",
+                  "--ctx", "8k", "--gen", "128", "--json").json()
+    row = page.locator('#users-table tr[data-model="0"][data-batch="16"]')
+    for key in ("ttft_s", "tokens_per_s_per_request", "tokens_per_s"):
+        value = row.locator(f'td[data-key="{key}"] [data-value]').get_attribute("data-value")
+        assert float(value) == sixteen[key], key
+    # the verdict's decode speed is the same figure, at the chosen batch × context
+    assert float(page.get_attribute("#decode", "data-value")) == speed["tokens_per_s_per_request"]
+    qlora = ["--gpu", "h100", "--tp", "2", "--ctx", "8k", "--micro-batch", "2", "--method",
+             "qlora", "--optimizer", "adamw-8bit", "--lora-r", "8", "--json"]
+    plan = cli("train", "llama-3.1-8b", *qlora).json()
+    got = cells(page, "finetune-table")
+    assert int(got["memory_per_gpu_bytes"]) == plan["memory_per_gpu_bytes"]
+    assert int(got["trainable"]) == plan["trainable"]
+    for key, value in plan["memory_per_gpu"].items():
+        assert int(got["memory/" + key]) == value, key
+    largest = cli("fit", "llama-3.1-8b", "--gpu", "h100", "--gpus", "2", "--ctx", "8k",
+                  "--method", "qlora", "--optimizer", "adamw-8bit", "--lora-r", "8",
+                  "--json").json()
+    assert int(got["max_micro_batch"]) == largest["micro_batch"]
+    train = ["--gpu", "h100", "--gpus", "2", "--ctx", "8k", "--zero", "1", "--micro-batch", "2",
+             "--recompute", "selective", "--flash-attention", "--json"]
+    want = cli("train", "llama-3.1-8b", *train).json()
+    got = cells(page, "train-table")
+    assert int(got["memory_per_gpu_bytes"]) == want["memory_per_gpu_bytes"]
+    assert float(got["gpu_hours"]) == want["gpu_hours"]
+    commands = page.locator("#panel-train code.cli").all_inner_texts()
+    assert commands == ["llmcalc train llama-3.1-8b " + " ".join(train)]
+    assert page.locator("#panel-finetune code.cli").all_inner_texts() == [
+        "llmcalc train llama-3.1-8b " + " ".join(qlora),
+        "llmcalc fit llama-3.1-8b --gpu h100 --gpus 2 --ctx 8k --method qlora --optimizer "
+        "adamw-8bit --lora-r 8 --json"]
+    # changed on the page: ZeRO 3 and LoRA with AdamW
+    page.select_option("#zero", "3")
+    page.select_option("#method", "lora")
+    page.select_option("#optimizer", "adamw")
+    settled(page)
+    want = cli("train", "llama-3.1-8b", *[w if w != "1" else "3" for w in train]).json()
+    assert int(cells(page, "train-table")["memory_per_gpu_bytes"]) == want["memory_per_gpu_bytes"]
+    lora = cli("train", "llama-3.1-8b", "--gpu", "h100", "--tp", "2", "--ctx", "8k",
+               "--micro-batch", "2", "--method", "lora", "--lora-r", "8", "--json").json()
+    got = cells(page, "finetune-table")
+    assert int(got["memory_per_gpu_bytes"]) == lora["memory_per_gpu_bytes"]
+    assert int(got["memory/frozen_base"]) == lora["memory_per_gpu"]["frozen_base"]
+    assert "zero=3" in page.url and "method=lora" not in page.url  # lora is the default
+    # a panel's own bad setting sits beside its field; the other panels stand
+    edit(page, "#tp", "4")
+    assert page.inner_text("#train-note") == (
+        "not worked out: GPUs 2: must be a multiple of tensor parallel × pipeline parallel = "
+        "4 × 1 = 4")
+    assert page.locator("#speed-table td").count() > 0
+    edit(page, "#gen", "0")
+    assert page.inner_text("#err-gen") == "tokens generated '0': must be a positive number"
+    assert page.get_attribute("#gen", "aria-invalid") == "true"
+
+
+def test_a_card_without_a_flop_rate(server: str, page: Any, cli: Any) -> None:
+    """An RTX 5090 (no FLOP rate in the table): the verdict's decode speed is the bandwidth
+    bound at the chosen batch × context; speed and training say what they need, and a FLOP/s
+    per GPU brings them."""
+    at_ctx = cli("fit", "llama-3.1-8b", "--gpu", "rtx-5090", "--ctx", "8k", "--json").json()
+    top = at_ctx["max_batch"]
+    page.goto(server + f"?model=llama-3.1-8b&gpu=rtx-5090&ctx=8k&batch={top}")
+    settled(page)
+    assert float(page.get_attribute("#decode", "data-value")) == at_ctx["decode"][
+        "tokens_per_sec_per_sequence"]
+    assert page.get_attribute("#decode", "data-source") == "bandwidth"
+    assert page.locator("#ttft").count() == 0
+    need = ("not worked out: FLOP/s per GPU is required: the table has no published figure for "
+            "NVIDIA GeForce RTX 5090 (rtx-5090)")
+    assert page.inner_text("#speed-note") == need and page.inner_text("#train-note") == need
+    edit(page, "#gpu_flops", "209.5T")
+    speed = cli("latency", "llama-3.1-8b", "--gpu", "rtx-5090", "--gpu-flops", "209.5T", "--tp",
+                "1", "--batch", str(top), "--ctx", "8k", "--gen", "256", "--json").json()
+    assert float(cells(page, "speed-table")["ttft_s"]) == speed["ttft_s"]
+    assert page.inner_text("#speed-note") == ""
+
+
+def test_the_editor_folds_away_once_a_model_loads(server: str, page: Any) -> None:
+    page.goto(server + "?model=llama-2-7b")
+    settled(page)
+    assert page.is_hidden("#editor")
+    assert page.get_attribute("#edit-model", "aria-expanded") == "false"
+    page.click("#edit-model")
+    assert page.is_visible("#name") and page.input_value("#name") == "llama-2-7b"
+    assert page.get_attribute("#edit-model", "aria-expanded") == "true"
+    edit(page, "#name", "mistral-7b")  # typing: it stays open
+    assert page.is_visible("#editor")
+    edit(page, "#ctx", "8k")  # the new model loaded and the person moved on: it folds
+    assert page.is_hidden("#editor")
+    page.goto(server + "?model=no-such-model")  # an error opens it, beside the name
+    settled(page)
+    assert page.is_visible("#editor") and page.is_visible("#error")
+    assert page.get_attribute("#name", "aria-invalid") == "true"
+
+
+def test_what_fits_this_machine_equals_the_cli_json(server: str, browser: Any,
+                                                    cli: Any) -> None:
+    context = browser.new_context(viewport={"width": 1280, "height": 800}, bypass_csp=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(server + "?view=fits&gpu=rtx-4090")
+    settled(page)
+    want = cli("fit", "--gpu", "rtx-4090", "--gpus", "1", "--ctx", "4k", "--json").json()
+    rows = page.locator("#fits-table tbody tr")
+    assert rows.all_inner_texts() and rows.count() == len(want["models"])
+    assert [r.get_attribute("data-model") for r in rows.all()] == [
+        m["model"] for m in want["models"]]
+    shown = page.evaluate("[...document.querySelectorAll('#fits-table tbody tr')].map(tr => "
+                          "Object.fromEntries([...tr.querySelectorAll('td')].map(td => "
+                          "[td.dataset.key, td.dataset.value ?? td.innerText])))")
+    for row, m in zip(shown, want["models"], strict=True):
+        assert int(row["params"]) == m["params"]
+        assert row["format"] == m["format"]
+        assert int(row["weights_bytes"]) == m["weights_bytes"]
+        assert int(row["largest_ctx"]) == m["largest_ctx"]
+        assert float(row["decode_tokens_per_sec"]) == m["decode_tokens_per_sec"]
+    assert page.inner_text("#fits-command") == "llmcalc fit --gpu rtx-4090 --gpus 1 --ctx 4k --json"
+    # sorted by a column and filtered, as --sort and --match do it
+    page.click('button.sort[data-sort="ctx"]')
+    page.fill("#fits-match", "llama")
+    want = cli("fit", "--gpu", "rtx-4090", "--gpus", "1", "--ctx", "4k", "--sort", "ctx",
+               "--match", "*llama*", "--json").json()
+    assert [r.get_attribute("data-model") for r in rows.all()] == [
+        m["model"] for m in want["models"]]
+    assert page.get_attribute('th:has(button[data-sort="ctx"])', "aria-sort") == "descending"
+    assert page.inner_text("#fits-command") == (
+        "llmcalc fit --gpu rtx-4090 --gpus 1 --ctx 4k --sort ctx --match '*llama*' --json")
+    page.check("#fits-all")
+    every = cli("fit", "--gpu", "rtx-4090", "--gpus", "1", "--ctx", "4k", "--sort", "ctx",
+                "--match", "*llama*", "--all", "--json").json()
+    assert rows.count() == len(every["models"]) > len(want["models"])
+    assert "sort=ctx" in page.url and "match=llama" in page.url and "all=1" in page.url
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SHOTS / "fits-1280x800.png"))
+    page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
+    found = page.evaluate("axe.run(document).then(r => r.violations.filter("
+                          "v => v.impact === 'serious' || v.impact === 'critical')"
+                          ".map(v => v.id + ': ' + v.nodes.map(n => n.target.join(' ')).join(', ')))")
+    assert found == []
+    # a row opens as the one model shown, in the format the list chose
+    page.click('button.open[data-model="llama-2-13b"]')
+    settled(page)
+    assert page.is_visible("#verdict-card") and page.is_hidden("#fits")
+    assert page.inner_text("#verdict-head").startswith("Fits: meta-llama/Llama-2-13b-hf on")
+    assert page.input_value("#dtype") == "q8_0"
+    context.close()
+    assert errors == []

@@ -5,12 +5,23 @@
 const $ = (id) => document.getElementById(id);
 const COLORS = ["#1d4ed8", "#b91c1c", "#047857", "#7e22ce"];  // each ≥ 4.5:1 on white (AA)
 const MAX_MODELS = 4;
-const SETTINGS = ["ctx", "batch", "dtype", "kv_dtype", "gpu", "gpu_mem", "gpus", "tokens", "ctx_max"];
-// the page's words for a setting, and the CLI option an error names it by
+const SETTINGS = ["ctx", "batch", "dtype", "kv_dtype", "gpu", "gpu_mem", "gpu_flops", "gpus", "tokens", "ctx_max",
+  "gen", "tp", "pp", "zero", "micro_batch", "recompute", "flash_attention", "method", "optimizer", "lora_r", "lora_targets"];
+// the page's words for a setting, and the CLI option an error names it by (longest first)
 const LABELS = {ctx: "context", batch: "batch", dtype: "weights format", kv_dtype: "KV cache dtype",
-  gpu: "GPU", gpu_mem: "memory per GPU", gpus: "GPUs", tokens: "training tokens", ctx_max: "charts up to"};
+  gpu: "GPU", gpu_mem: "memory per GPU", gpu_flops: "FLOP/s per GPU", gpus: "GPUs", tokens: "training tokens",
+  ctx_max: "charts up to", gen: "tokens generated", tp: "tensor parallel", pp: "pipeline parallel",
+  zero: "ZeRO stage", micro_batch: "micro-batch", recompute: "recompute", flash_attention: "FlashAttention",
+  method: "method", optimizer: "optimizer", lora_r: "LoRA rank", lora_targets: "LoRA targets"};
 const OPTIONS = [["--ctx-max", "ctx_max"], ["--ctx", "ctx"], ["--batch", "batch"], ["--kv-dtype", "kv_dtype"],
-  ["--dtype", "dtype"], ["--gpu-mem", "gpu_mem"], ["--gpus", "gpus"], ["--gpu", "gpu"], ["--tokens", "tokens"]];
+  ["--dtype", "dtype"], ["--gpu-mem", "gpu_mem"], ["--gpu-flops", "gpu_flops"], ["--gpus", "gpus"], ["--gpu", "gpu"],
+  ["--tokens", "tokens"], ["--gen", "gen"], ["--tp", "tp"], ["--pp", "pp"], ["--zero", "zero"],
+  ["--micro-batch", "micro_batch"], ["--recompute", "recompute"], ["--flash-attention", "flash_attention"],
+  ["--method", "method"], ["--optimizer", "optimizer"], ["--lora-r", "lora_r"], ["--lora-targets", "lora_targets"]];
+// the panels that answer on their own (/api/calc's "unavailable" names them)
+const PANEL_OF = {latency: "speed", train: "train", finetune: "finetune"};
+// what fits this machine: the CLI's --sort keys, each ordered as `llmcalc fit --sort KEY` orders it
+const FIT_SORTS = {params: "params", name: "name", ctx: "ctx", speed: "speed"};
 const DEBOUNCE_MS = 400;
 const KNOBS = ["d_model", "layers", "heads", "kv_heads", "head_dim", "d_ff", "ffn", "norm", "vocab",
   "positions", "max_positions", "experts", "top_k", "tied"];
@@ -24,6 +35,9 @@ let seq = 0;
 let dirty = false;         // an edit not yet sent; body[data-idle="1"] when all is drawn
 let stash = [];            // per model: the last state of each input mode, so switching back keeps it
 let linkProblems = [];     // what a link held that the page could not read
+let foldedFor = null;      // the model the editor last folded away for (it folds once a model loads)
+let fits = null;           // the /api/fits answer (what fits this machine) or {error}
+let fitsSeq = 0;
 // a server bound beyond loopback prints its URL with ?token=…: the API wants it back
 const TOKEN = new URLSearchParams(location.search).get("token");
 const AUTH = TOKEN ? {"Authorization": "Bearer " + TOKEN} : {};
@@ -66,7 +80,7 @@ function esc(s) {
 function defaultState() {
   const settings = {};
   for (const k of SETTINGS) settings[k] = catalog.defaults[k] ?? "";
-  return {models: [{name: "gpt2", set: []}], active: 0, settings};
+  return {models: [{name: "gpt2", set: []}], active: 0, settings, view: "model", fits: {sort: "params", match: "", all: false}};
 }
 function validModel(m) {
   // one model read from a link, or null (with the reason in linkProblems)
@@ -87,6 +101,14 @@ function readURL() {
   const s = defaultState();
   const q = new URLSearchParams(location.search);
   for (const k of SETTINGS) if (q.has(k)) s.settings[k] = q.get(k);
+  if (q.get("view") === "fits") s.view = "fits";
+  else if (q.has("view")) linkProblems.push(`view: ${JSON.stringify(q.get("view"))} is not one of model, fits`);
+  if (q.has("sort")) {
+    if (FIT_SORTS[q.get("sort")]) s.fits.sort = q.get("sort");
+    else linkProblems.push(`sort: ${JSON.stringify(q.get("sort"))} is not one of ${Object.keys(FIT_SORTS).join(", ")}`);
+  }
+  if (q.has("match")) s.fits.match = q.get("match");
+  if (q.get("all") === "1") s.fits.all = true;
   let models = q.getAll("model").filter((n) => n.trim()).map((n) => ({name: n.trim(), set: []}));
   const h = location.hash.slice(1);
   if (h) {
@@ -112,6 +134,12 @@ function readURL() {
 function writeURL() {
   const q = new URLSearchParams();
   if (TOKEN) q.set("token", TOKEN);
+  if (state.view === "fits") {
+    q.set("view", "fits");
+    if (state.fits.sort !== "params") q.set("sort", state.fits.sort);
+    if (state.fits.match) q.set("match", state.fits.match);
+    if (state.fits.all) q.set("all", "1");
+  }
   const named = state.models.every((m) => "name" in m && !(m.set || []).length);
   if (named) for (const m of state.models) q.append("model", m.name);
   for (const k of SETTINGS) {
@@ -120,6 +148,27 @@ function writeURL() {
   }
   const hash = named ? "" : "#" + encodeURIComponent(JSON.stringify({models: state.models, active: state.active}));
   history.replaceState(null, "", "?" + q.toString() + hash);
+}
+
+// a setting's field: a checkbox holds "true"/"false", every other field its text
+function fieldValue(k) { return $(k).type === "checkbox" ? String($(k).checked) : $(k).value; }
+function setField(k, v) {
+  if ($(k).type === "checkbox") $(k).checked = String(v) === "true"; else $(k).value = v ?? "";
+}
+
+// ---- the model editor folds away once a model is loaded; "edit the model" unfolds it ----
+function setEditor(open) {
+  $("editor").hidden = !open;
+  $("edit-model").setAttribute("aria-expanded", String(open));
+  $("edit-model").textContent = open ? "hide the model editor" : "edit the model";
+}
+function foldEditor() {
+  const r = results[state.active];
+  const key = state.active + " " + JSON.stringify(state.models[state.active]);
+  if (r && r.error) { setEditor(true); return; }  // the error sits in the editor, beside its field
+  if (!r || key === foldedFor || $("models").contains(document.activeElement) && !$("tabs").contains(document.activeElement)) return;
+  foldedFor = key;
+  setEditor(false);
 }
 
 // ---- the editor shows the active model; edits go back into state ----
@@ -279,6 +328,11 @@ function update() {
   timer = setTimeout(run, DEBOUNCE_MS);  // one request once typing pauses, not one a keystroke
 }
 async function run() {
+  if (state.view === "fits") {  // what fits this machine: one list, no model
+    dirty = false;
+    await runFits();
+    return;
+  }
   const mine = ++seq;
   dirty = false;
   document.body.classList.add("busy");
@@ -297,10 +351,21 @@ function render() {
   const [field, words] = r && r.error ? placeError(r.error) : [null, ""];
   err.hidden = !(r && r.error) || field !== null;
   err.textContent = r && r.error && field === null ? "error: " + r.error : "";
-  for (const k of SETTINGS) {
-    $("err-" + k).textContent = k === field ? words : "";
-    if (k === field) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
+  // a panel's own error (a setting only it reads) sits beside that setting, or in the panel
+  const fieldErrors = field ? {[field]: words} : {};
+  const panelErrors = {};
+  if (r && !r.error) for (const [panel, msg] of Object.entries(r.unavailable || {})) {
+    // beside the field when the panel owns it (tokens generated, ZeRO …), else in the panel
+    const [f, w] = placeError(msg), home = PANEL_OF[panel] || panel;
+    if (f && $(f).closest("#panel-" + home) && !fieldErrors[f]) fieldErrors[f] = w;
+    else panelErrors[home] = pageWords(msg);
   }
+  for (const k of SETTINGS) {
+    if (!$("err-" + k)) continue;
+    $("err-" + k).textContent = fieldErrors[k] || "";
+    if (fieldErrors[k]) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
+  }
+  for (const panel of ["speed", "train", "finetune"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel] : "";
   for (const el of document.querySelectorAll("#editor input, #editor textarea")) el.removeAttribute("aria-invalid");
   if (r && r.error && field === null) {
     const md = mode(state.models[state.active]);
@@ -317,7 +382,8 @@ function render() {
   drawTabs();
   for (const box of document.querySelectorAll(".export")) box.innerHTML = "";
   drawVerdict(); drawCompare();
-  drawParams(); drawFlops(); drawMemory(); drawTrain();
+  drawParams(); drawFlops(); drawMemory(); drawSpeed(); drawFinetune(); drawTrain();
+  foldEditor();
   if (!dirty) document.body.dataset.idle = "1";
 }
 
@@ -364,7 +430,8 @@ function drawVerdict() {
     `<dl class="facts">` +
     `<div><dt>fewest GPUs that fit</dt><dd id="min-gpus">${v.min_gpus === null ? "more than 65,536" : num(v.min_gpus)}</dd></div>` +
     `<div><dt>largest batch at ${ctxLabel(v.ctx)}</dt><dd id="max-batch">${v.max_batch !== null ? num(v.max_batch) : v.batch_unbounded ? "any (nothing is cached)" : "none"}</dd></div>` +
-    (r.fit.decode ? `<div><dt>decode at batch ${num(r.fit.batch)} × ${ctxLabel(r.fit.ctx)} (bandwidth bound)</dt><dd id="decode" data-value="${r.fit.decode.tokens_per_sec_per_sequence}">≤ ${r.fit.decode.tokens_per_sec_per_sequence.toLocaleString("en-US", {maximumFractionDigits: 1})} tokens/s a sequence</dd></div>` : "") +
+    (v.decode ? `<div><dt>decode at batch ${num(v.decode.batch)} × ${ctxLabel(v.ctx)} (${v.decode.source === "latency" ? "roofline" : "bandwidth bound"})</dt><dd id="decode" data-value="${v.decode.tokens_per_sec_per_sequence}" data-source="${v.decode.source}">≤ ${rate(v.decode.tokens_per_sec_per_sequence)} tokens/s a sequence</dd></div>` : "") +
+    (v.decode && v.decode.ttft_s !== null ? `<div><dt>first token</dt><dd id="ttft" data-value="${v.decode.ttft_s}">≥ ${ms(v.decode.ttft_s)}</dd></div>` : "") +
     `<div><dt>largest context at batch ${num(v.batch)}</dt><dd id="max-ctx">${v.max_ctx === null ? "none" : num(v.max_ctx)}${v.limited_by_context_limit ? " (the model's limit)" : ""}</dd></div>` +
     `</dl>` +
     (notes.length ? `<ul id="notes" class="notes">${notes.map((n) => `<li>note: ${esc(n)}</li>`).join("")}</ul>` : "");
@@ -547,28 +614,217 @@ function drawMemory() {
   exportBar("memory", "memory", toJSON(models.map(([r]) => ({memory: r.memory, fit: r.fit, series: r.series}))), csv(rows), models.flatMap(([r]) => [r.commands.memory, r.commands.fit]));
 }
 
+const rate = (x) => Number(x).toLocaleString("en-US", {maximumFractionDigits: 1});
+const ms = (s) => (s * 1e3).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " ms";
 const exactShort = (v) => `<span title="${num(v)}" data-value="${v}">${short(v)}</span>`;
+// a table with one column per model: rows of [label, key, cell(figures)], data-key on each cell
+function figureTable(id, models, rows) {
+  let html = `<thead><tr><th scope="col"><span class="sr">figure</span></th>${models.map(([r, i]) => `<th scope="col" style="color:${COLORS[i]}">${esc(r.label)}</th>`).join("")}</tr></thead><tbody>`;
+  for (const [label, key, f] of rows) html += `<tr><th scope="row">${label}</th>${models.map(([r, i, x]) => `<td class="n" data-model="${i}" data-key="${key}">${f(x)}</td>`).join("")}</tr>`;
+  $(id).innerHTML = models.length ? html + "</tbody>" : "";
+}
+const valued = (v, text) => `<span data-value="${v}">${text}</span>`;
+
+function drawSpeed() {
+  const models = ok().filter(([r]) => r.latency).map(([r, i]) => [r, i, r.latency]);
+  const tp = models.length ? models[0][2].inputs.tp : 1;
+  figureTable("speed-table", models, [
+    ["time to first token (prefill)", "ttft_s", (l) => valued(l.ttft_s, ms(l.ttft_s))],
+    ["time per output token", "tpot_s", (l) => valued(l.tpot_s, ms(l.tpot_s))],
+    ["end to end (TTFT + (gen − 1) × TPOT)", "e2e_s", (l) => valued(l.e2e_s, ms(l.e2e_s))],
+    ["decode tokens/s per user", "tokens_per_s_per_request", (l) => valued(l.tokens_per_s_per_request, rate(l.tokens_per_s_per_request))],
+    ["decode tokens/s, all users (batch)", "tokens_per_s", (l) => valued(l.tokens_per_s, rate(l.tokens_per_s))],
+    [`decode tokens/s per GPU (tp ${tp})`, "tokens_per_s_per_gpu", (l) => valued(l.tokens_per_s_per_gpu, rate(l.tokens_per_s_per_gpu))],
+    ["output tokens/s per GPU over the request", "throughput_per_gpu", (l) => valued(l.throughput_per_gpu, rate(l.throughput_per_gpu))],
+    ["prefill bound by", "prefill_bound", (l) => l.prefill.bound],
+    ["decode bound by", "decode_bound", (l) => l.decode_step.bound],
+    ["decode turns compute bound at batch", "ridge_batch", (l) => l.ridge_batch === null ? "never" : valued(l.ridge_batch, num(l.ridge_batch))],
+  ]);
+  if (models.length) $("speed-table").insertAdjacentHTML("afterbegin", `<caption>batch ${num(models[0][2].inputs.batch)} users × prompt ${num(models[0][2].inputs.ctx)} tokens, ${num(models[0][2].inputs.gen)} generated; roofline bounds at full efficiency</caption>`);
+  // the same roofline at 1, 2, 4 … users up to the largest batch that fits at the context
+  const users = models.filter(([r]) => r.latency_by_batch.length);
+  $("users-table").innerHTML = users.length ? `<caption>each row as llmcalc latency … --batch N prints it, up to the largest batch that fits at ${num(models[0][2].inputs.ctx)} tokens</caption>` +
+    `<thead><tr><th scope="col">model</th><th scope="col">users (batch)</th><th scope="col">first token</th><th scope="col">time per output token</th><th scope="col">tokens/s each</th><th scope="col">tokens/s in all</th></tr></thead><tbody>` +
+    users.flatMap(([r, i]) => r.latency_by_batch.map((u) => `<tr data-model="${i}" data-batch="${u.batch}"><th scope="row" style="color:${COLORS[i]}">${esc(r.label)}</th><td class="n">${num(u.batch)}</td>` +
+      `<td class="n" data-key="ttft_s">${valued(u.ttft_s, ms(u.ttft_s))}</td><td class="n" data-key="tpot_s">${valued(u.tpot_s, ms(u.tpot_s))}</td>` +
+      `<td class="n" data-key="tokens_per_s_per_request">${valued(u.tokens_per_s_per_request, rate(u.tokens_per_s_per_request))}</td><td class="n" data-key="tokens_per_s">${valued(u.tokens_per_s, rate(u.tokens_per_s))}</td></tr>`)).join("") + "</tbody>" : "";
+  const rows = [["model", "figure", "value"]];
+  for (const [r, , l] of models) for (const k of ["ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_request", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_per_gpu", "ridge_batch"]) rows.push([r.label, k, String(l[k])]);
+  exportBar("speed", "latency", toJSON(models.map(([, , l]) => l)), csv(rows), models.map(([r]) => r.commands.latency));
+}
+
+function drawFinetune() {
+  // the plan at the chosen micro-batch (train --method), else the one at the largest that fits
+  const models = ok().filter(([r]) => r.finetune_fit).map(([r, i]) => [r, i, r.finetune || r.finetune_fit.plan]);
+  const planned = models.filter(([, , p]) => p);
+  const keys = [...new Set(planned.flatMap(([, , p]) => Object.keys(p.memory_per_gpu)))];
+  const method = {lora: "LoRA", qlora: "QLoRA", full: "full fine-tune"}[state.settings.method] || state.settings.method;
+  const plan = (f) => (p) => p ? f(p) : "—";
+  figureTable("finetune-table", models.map(([r, i, p]) => [r, i, p]), [
+    ["micro-batch", "micro_batch", plan((p) => valued(p.inputs.micro_batch, num(p.inputs.micro_batch) + (p.inputs.micro_batch === Number(state.settings.micro_batch) ? "" : " (the largest that fits)")))],
+    ["trainable parameters", "trainable", plan((p) => valued(p.trainable, num(p.trainable)))],
+    ...keys.map((k) => [`memory per GPU: ${esc(k)}`, "memory/" + esc(k), plan((p) => p.memory_per_gpu[k] === undefined ? "—" : valued(p.memory_per_gpu[k], gib(p.memory_per_gpu[k])))]),
+    ["memory per GPU", "memory_per_gpu_bytes", plan((p) => `<b>${valued(p.memory_per_gpu_bytes, gib(p.memory_per_gpu_bytes))}</b>`)],
+    ["usable per GPU", "usable_memory_bytes", plan((p) => valued(p.usable_memory_bytes, gib(p.usable_memory_bytes)))],
+    ["fits", "fits", plan((p) => p.fits ? "yes" : "no")],
+  ].concat([[`largest micro-batch at context ${models.length ? num(models[0][0].memory.ctx) : ""}`, "max_micro_batch", () => ""]]));
+  // the last row reads the fit, not the plan
+  for (const [r, i] of models) {
+    const cell = document.querySelector(`#finetune-table td[data-model="${i}"][data-key="max_micro_batch"]`);
+    const mb = r.finetune_fit.micro_batch;
+    if (cell) cell.innerHTML = mb === null ? "none" : valued(mb, num(mb));
+  }
+  if (models.length) $("finetune-table").insertAdjacentHTML("afterbegin", `<caption>${esc(method)} at context ${num(models[0][0].memory.ctx)} on ${num(models[0][0].fit.gpus)} × ${esc(models[0][0].fit.accelerator.name)}, the micro-batch from the training panel</caption>`);
+  if (models.length && !models.every(([r]) => r.finetune) && !$("finetune-note").textContent)
+    $("finetune-note").textContent = state.settings.method === "full" ? "full fine-tune: shown at the largest micro-batch that fits; the training panel plans a full run with its options" : "memory at the chosen micro-batch needs a FLOP rate for this card (FLOP/s per GPU): shown at the largest micro-batch that fits";
+  const rows = [["model", "figure", "value"]];
+  for (const [r, , p] of models) {
+    if (p) { rows.push([r.label, "micro_batch", String(p.inputs.micro_batch)]); for (const [k, v] of Object.entries(p.memory_per_gpu)) rows.push([r.label, "memory_per_gpu/" + k, String(v)]); rows.push([r.label, "memory_per_gpu_bytes", String(p.memory_per_gpu_bytes)]); }
+    rows.push([r.label, "max_micro_batch", String(r.finetune_fit.micro_batch)]);
+  }
+  exportBar("finetune", "finetune", toJSON(models.map(([r]) => ({plan: r.finetune, fit: r.finetune_fit}))), csv(rows),
+    models.flatMap(([r]) => [r.commands.finetune, r.commands.finetune_fit].filter(Boolean)));
+}
+
 function drawTrain() {
-  const flopless = ok().filter(([r]) => !r.train);
-  const models = ok().filter(([r]) => r.train);
-  $("train-note").textContent = flopless.length ? `${flopless.map(([r]) => r.label).join(", ")}: no training time on ${flopless[0][0].fit.accelerator.name}, which has no published FLOP rate in the table.` : "";
-  const rows = [
-    ["tokens", (t) => exactShort(t.tokens)],
-    ["compute-optimal tokens (20 per parameter)", (t) => exactShort(t.compute_optimal_tokens)],
-    ["training FLOPs (6·N·D + attention)", (t) => exactShort(t.training_flops)],
-    ["6·N·D", (t) => exactShort(t.six_n_d)],
-    ["GPU-hours at " + (models.length ? Math.round(models[0][0].train.mfu * 100) : 40) + "% MFU", (t) => num(Math.round(t.gpu_hours))],
-    ["GPU-days", (t) => (t.gpu_hours / 24).toLocaleString("en-US", {maximumFractionDigits: 1})],
-    ["wall-clock days on the GPUs", (t) => t.wall_clock_days.toLocaleString("en-US", {maximumFractionDigits: 1})],
-    ["memory per GPU (AdamW, no sharding)", (t) => gib(t.memory_per_gpu_bytes)],
-    ["fits", (t) => t.fits ? "yes" : "no"],
-  ];
-  let html = `<thead><tr><th></th>${models.map(([r, i]) => `<th style="color:${COLORS[i]}">${esc(r.label)}</th>`).join("")}</tr></thead><tbody>`;
-  for (const [label, f] of rows) html += `<tr><td>${label}</td>${models.map(([r, i]) => `<td class="n" data-model="${i}">${f(r.train)}</td>`).join("")}</tr>`;
-  $("train-table").innerHTML = html + "</tbody>";
+  const models = ok().filter(([r]) => r.train).map(([r, i]) => [r, i, r.train]);
+  const t0 = models.length ? models[0][2] : null;
+  const par = t0 ? t0.parallelism : null;
+  const how = t0 ? `ZeRO ${par.zero}, tp ${par.tp}, pp ${par.pp}, dp ${par.dp}, micro-batch ${t0.micro_batch}, recompute ${t0.recompute}${t0.flash_attention ? ", FlashAttention" : ""}` : "";
+  figureTable("train-table", models, [
+    ["tokens", "tokens", (t) => exactShort(t.tokens)],
+    ["compute-optimal tokens (20 per parameter)", "compute_optimal_tokens", (t) => exactShort(t.compute_optimal_tokens)],
+    ["training FLOPs (6·N·D + attention)", "training_flops", (t) => exactShort(t.training_flops)],
+    ["6·N·D", "six_n_d", (t) => exactShort(t.six_n_d)],
+    ["GPU-hours at " + (t0 ? Math.round(t0.mfu * 100) : 40) + "% MFU", "gpu_hours", (t) => valued(t.gpu_hours, num(Math.round(t.gpu_hours)))],
+    ["GPU-days", "gpu_days", (t) => (t.gpu_hours / 24).toLocaleString("en-US", {maximumFractionDigits: 1})],
+    ["wall-clock days on the GPUs", "wall_clock_days", (t) => valued(t.wall_clock_days, t.wall_clock_days.toLocaleString("en-US", {maximumFractionDigits: 1}))],
+    [`memory per GPU (AdamW; ${how})`, "memory_per_gpu_bytes", (t) => `<b>${valued(t.memory_per_gpu_bytes, gib(t.memory_per_gpu_bytes))}</b>`],
+    ["usable per GPU", "usable_memory_bytes", (t) => valued(t.usable_memory_bytes, gib(t.usable_memory_bytes))],
+    ["fits", "fits", (t) => t.fits ? "yes" : "no"],
+  ]);
   const csvRows = [["model", "figure", "value"]];
   for (const [r] of models) for (const k of ["tokens", "compute_optimal_tokens", "training_flops", "six_n_d", "gpu_hours", "wall_clock_days", "memory_per_gpu_bytes", "fits"]) csvRows.push([r.label, k, String(r.train[k])]);
   exportBar("train", "train", toJSON(models.map(([r]) => r.train)), csv(csvRows), models.map(([r]) => r.commands.train));
+}
+
+// ---- what fits this machine: `llmcalc fit --gpu NAME` without a model, sorted and filtered here ----
+const FIT_ORDER = {
+  params: (a, b) => cmpBig(b.params, a.params) || cmpName(a, b),
+  name: (a, b) => cmpName(a, b),
+  ctx: (a, b) => (Number(b.largest_ctx || 0) - Number(a.largest_ctx || 0)) || cmpName(a, b),
+  speed: (a, b) => ((b.decode_tokens_per_sec || 0) - (a.decode_tokens_per_sec || 0)) || cmpName(a, b),
+};
+function cmpBig(a, b) { return BigInt(a) < BigInt(b) ? -1 : BigInt(a) > BigInt(b) ? 1 : 0; }
+function cmpName(a, b) { return a.model < b.model ? -1 : a.model > b.model ? 1 : 0; }
+// the filter as `--match` takes it: a glob (fnmatch, either case); plain text matches anywhere
+function globOf(text) { const t = text.trim(); return !t ? "" : /[*?[]/.test(t) ? t : `*${t}*`; }
+function globRegExp(glob) {
+  let out = "";
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i];
+    if (c === "*") out += ".*";
+    else if (c === "?") out += ".";
+    else if (c === "[") {
+      const j = glob.indexOf("]", i + 2);
+      if (j < 0) out += "\\[";
+      else { let set = glob.slice(i + 1, j).replace(/\\/g, "\\\\"); if (set[0] === "!") set = "^" + set.slice(1); out += `[${set}]`; i = j; }
+    } else out += c.replace(/[.+^${}()|\\\]]/g, "\\$&");
+  }
+  return new RegExp("^" + out + "$", "s");
+}
+async function runFits() {
+  const mine = ++fitsSeq;
+  const body = {gpu: state.settings.gpu || null, gpu_mem: state.settings.gpu_mem || null, ctx: state.settings.ctx || null,
+    gpus: /^\d+$/.test(String(state.settings.gpus).trim()) ? Number(state.settings.gpus) : String(state.settings.gpus)};
+  let answer;
+  try {
+    const resp = await fetch("/api/fits", {method: "POST", headers: {"Content-Type": "application/json", ...AUTH}, body: JSON.stringify(body)});
+    const data = parseExact(await resp.text());
+    answer = resp.ok ? data : {error: data.error || `HTTP ${resp.status}`};
+  } catch (e) { answer = {error: String(e)}; }
+  if (mine !== fitsSeq) return;
+  fits = answer;
+  drawFits();
+  if (!dirty) document.body.dataset.idle = "1";
+}
+function drawFits() {
+  const table = $("fits-table"), box = $("fits-export");
+  const [field, words] = fits && fits.error ? placeError(fits.error) : [null, ""];
+  for (const k of ["ctx", "gpu", "gpu_mem", "gpus"]) {
+    $("err-" + k).textContent = k === field ? words : "";
+    if (k === field) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
+  }
+  if (!fits || fits.error) {
+    table.innerHTML = ""; box.innerHTML = "";
+    $("fits-summary").textContent = fits ? (field ? "" : "error: " + pageWords(fits.error)) : "…";
+    return;
+  }
+  const glob = globOf(state.fits.match);
+  const re = glob ? globRegExp(glob.toLowerCase()) : null;
+  const rows = fits.models.filter((m) => (state.fits.all || m.format !== null) && (!re || re.test(m.model.toLowerCase())))
+    .sort(FIT_ORDER[state.fits.sort]);
+  const a = fits.accelerator;
+  $("fits-head").textContent = `What fits ${fits.gpus > 1 ? fits.gpus + " × " : ""}${a.name} (${gib(BigInt(a.memory_bytes) * BigInt(fits.gpus)).replace(".00", "")})`;
+  const fitting = fits.models.filter((m) => m.format !== null).length;
+  $("fits-summary").textContent = `${num(rows.length)} shown; ${num(fitting)} of ${num(fits.models.length)} bundled and locally cached models fit ${num(fits.min_ctx)} tokens at batch 1 in their own format or the first of fp16, q8_0, q4_k_m, q4_0 that fits` +
+    (fits.skipped.length ? `; not planned: ${fits.skipped.join(", ")}` : "");
+  const cols = [["model", "model", "name"], ["parameters", "params", "params"], ["format", "format", null],
+    ["weights", "weights_bytes", null], ["largest context at batch 1", "largest_ctx", "ctx"], ["tokens/s ≤ (decode)", "decode_tokens_per_sec", "speed"]];
+  const head = cols.map(([label, , sort]) => {
+    if (!sort) return `<th scope="col">${label}</th>`;
+    const on = state.fits.sort === sort;
+    return `<th scope="col" ${on ? `aria-sort="${sort === "name" ? "ascending" : "descending"}"` : ""}><button type="button" class="sort" data-sort="${sort}">${label}${on ? (sort === "name" ? " ▲" : " ▼") : ""}</button></th>`;
+  }).join("");
+  table.innerHTML = `<thead><tr>${head}</tr></thead><tbody>` + rows.map((m) =>
+    `<tr data-model="${esc(m.model)}"><th scope="row"><button type="button" class="open" data-model="${esc(m.model)}" aria-label="open ${esc(m.model)}">${esc(m.model)}</button></th>` +
+    `<td class="n" data-key="params" data-value="${m.params}">${num(m.params)}</td>` +
+    `<td data-key="format">${m.format === null ? "does not fit" : esc(m.format)}</td>` +
+    `<td class="n" data-key="weights_bytes" data-value="${m.weights_bytes ?? ""}">${m.weights_bytes === null ? "—" : gib(m.weights_bytes)}</td>` +
+    `<td class="n" data-key="largest_ctx" data-value="${m.largest_ctx ?? ""}">${m.largest_ctx === null ? "—" : num(m.largest_ctx)}</td>` +
+    `<td class="n" data-key="decode_tokens_per_sec" data-value="${m.decode_tokens_per_sec ?? ""}">${m.decode_tokens_per_sec === null ? "—" : rate(m.decode_tokens_per_sec)}</td></tr>`).join("") + "</tbody>";
+  for (const b of table.querySelectorAll("button.sort")) b.onclick = () => {
+    state.fits.sort = b.dataset.sort; writeURL(); drawFits();
+    table.querySelector(`button.sort[data-sort="${b.dataset.sort}"]`).focus();
+  };
+  for (const b of table.querySelectorAll("button.open")) b.onclick = () => openModel(b.dataset.model);
+  // the same list from the CLI
+  const command = fits.command.split(" ").filter((w) => state.fits.all || w !== "--all");
+  const at = command.indexOf("--json");
+  const extra = [...(state.fits.sort !== "params" ? ["--sort", state.fits.sort] : []), ...(glob ? ["--match", shellQuote(glob)] : [])];
+  command.splice(at, 0, ...extra);
+  box.innerHTML = "";
+  const dl = document.createElement("a");
+  dl.textContent = "JSON"; dl.className = "button"; dl.download = "llmcalc-fits.json";
+  dl.href = URL.createObjectURL(new Blob([toJSON({...fits, models: rows, command: undefined})], {type: "application/json"}));
+  box.appendChild(dl);
+  const code = document.createElement("code");
+  code.className = "cli"; code.id = "fits-command"; code.textContent = command.join(" ");
+  box.appendChild(code);
+}
+function shellQuote(w) { return /^[\w@%+=:,./-]+$/.test(w) ? w : `'${w.replace(/'/g, `'"'"'`)}'`; }
+function openModel(name) {
+  // a row of the what-fits list opens as the one model shown, in the format the list chose
+  const row = fits && !fits.error ? fits.models.find((m) => m.model === name) : null;
+  state.models = [{name, set: []}]; state.active = 0; results = []; stash = [];
+  if (row && row.format) { state.settings.dtype = row.format; $("dtype").value = row.format; }
+  showView("model");
+  fillEditor(); update();
+}
+function showView(view) {
+  state.view = view;
+  const fitsView = view === "fits";
+  $("fits").hidden = !fitsView;
+  for (const id of ["verdict", "models"]) $(id).hidden = fitsView;
+  document.querySelector("main").hidden = fitsView;
+  // what fits reads only the hardware and the least context; the rest of the settings stand by
+  for (const k of SETTINGS) if ($(k).closest("#settings")) $(k).closest("label").hidden = fitsView && !["ctx", "gpu", "gpu_mem", "gpus"].includes(k);
+  $("ctx").previousSibling.textContent = fitsView ? "least context " : "context ";
+  $("view-model").setAttribute("aria-pressed", String(!fitsView));
+  $("view-fits").setAttribute("aria-pressed", String(fitsView));
+  $("fits-match").value = state.fits.match;
+  $("fits-all").checked = state.fits.all;
+  writeURL();
 }
 
 // ---- wiring ----
@@ -579,6 +835,7 @@ async function main() {
   const resp = await fetch("/api/catalog", {headers: AUTH});
   catalog = parseExact(await resp.text());
   if (!resp.ok) {  // e.g. a server that wants its token: say so, and draw nothing
+    setEditor(true);
     $("error").textContent = "error: " + (catalog.error || `HTTP ${resp.status}`);
     $("error").hidden = false;
     return;
@@ -593,10 +850,10 @@ async function main() {
   fillSelect("start", Object.keys(catalog.scratch).map((k) => [k, `${k} defaults`]));
   state = readURL();
   for (const k of SETTINGS) {
-    $(k).value = state.settings[k] ?? "";
+    setField(k, state.settings[k]);
     if ($(k).tagName === "SELECT" && $(k).value !== String(state.settings[k] ?? "")) {
       linkProblems.push(`${LABELS[k]}: ${JSON.stringify(state.settings[k])} is not one of the choices`);
-      state.settings[k] = catalog.defaults[k] ?? ""; $(k).value = state.settings[k];
+      state.settings[k] = catalog.defaults[k] ?? ""; setField(k, state.settings[k]);
     }
   }
   $("link-problems").hidden = !linkProblems.length;
@@ -604,9 +861,15 @@ async function main() {
   fillEditor();
   drawTabs();
   $("add-model").onclick = addModel;
+  $("edit-model").onclick = () => setEditor($("editor").hidden);
+  $("view-model").onclick = () => { showView("model"); update(); };
+  $("view-fits").onclick = () => { showView("fits"); update(); };
+  $("fits-match").addEventListener("input", () => { state.fits.match = $("fits-match").value; writeURL(); if (fits) drawFits(); });
+  $("fits-all").addEventListener("change", () => { state.fits.all = $("fits-all").checked; writeURL(); if (fits) drawFits(); });
+  showView(state.view);
   $("remove-model").onclick = () => removeModel(state.active);
-  for (const k of SETTINGS) $(k).addEventListener("input", () => { state.settings[k] = $(k).value; update(); });
-  for (const k of SETTINGS) $(k).addEventListener("change", () => { state.settings[k] = $(k).value; update(); });
+  for (const k of SETTINGS) $(k).addEventListener("input", () => { state.settings[k] = fieldValue(k); update(); });
+  for (const k of SETTINGS) $(k).addEventListener("change", () => { state.settings[k] = fieldValue(k); update(); });
   for (const el of document.querySelectorAll("input[name=mode]")) el.addEventListener("change", () => switchMode(el.value));
   for (const el of document.querySelectorAll("#editor input:not([name=mode]), #editor textarea, #editor select:not(#start)"))
     el.addEventListener("input", () => { readEditor(el.id); update(); });
@@ -630,6 +893,7 @@ async function main() {
   run();
 }
 main().catch((e) => {  // never a blank page: say what went wrong
+  setEditor(true);
   $("error").textContent = "error: the page could not start: " + e;
   $("error").hidden = false;
 });
