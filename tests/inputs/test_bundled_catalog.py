@@ -102,6 +102,25 @@ def test_deepseek_memory_defaults_to_its_fp8_storage(cli: Any, name: str) -> Non
     assert "626.92 GiB" in cli("memory", name).stdout
 
 
+# DeepSeek-V4's published quantization_config (ue8m0 scales) beside expert_dtype fp4
+DEEPSEEK_V4_FP8 = {**DEEPSEEK_FP8, "scale_fmt": "ue8m0"}
+
+
+@pytest.mark.parametrize(("name", "stored", "total"), [
+    ("deepseek-v4-flash", 155_581_568_240, 284_332_230_231),
+    ("deepseek-v4-pro", 849_678_994_014, 1_572_997_179_491),
+])
+def test_deepseek_v4_memory_defaults_to_its_fp8_and_fp4_storage(
+        cli: Any, name: str, stored: int, total: int) -> None:
+    config = load_spec(name).config
+    assert (config["quantization_config"], config["expert_dtype"]) == (DEEPSEEK_V4_FP8, "fp4")
+    data = cli("memory", name, "--json").json()
+    assert (data["dtype"], data["weights_bytes"]) == ("fp8-fp4", stored)
+    assert cli("memory", name, "--dtype", "fp8-fp4", "--json").json()["weights_bytes"] == stored
+    bf16 = cli("memory", name, "--dtype", "bf16", "--json").json()
+    assert bf16["weights_bytes"] == 2 * total
+
+
 def test_list_pattern_is_a_substring(cli: Any) -> None:
     rows = cli("list", "llama", "--json").json()
     names = [r["name"] for r in rows]
