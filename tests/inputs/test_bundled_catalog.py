@@ -178,18 +178,10 @@ def test_list_marks_class_defaults_apart(cli: Any) -> None:
             "(model types with no published checkpoint bundled)") in " ".join(out.split())
 
 
-# unmarked, yet neither a quoted config.json nor assembled from quoted parts: its source says its
-# values were recalled (the checkpoint's config.json was not found offline)
-NOT_QUOTED = {"lfm2-8b-a1b"}
-
-
 def test_class_defaults_marks_agree_with_the_sources() -> None:
     """A file named *-default(s) is marked; a marked file's source says whose defaults it holds;
     an unmarked file names a published config.json or says how its values were assembled."""
     for path in bundled.paths():
-        if path.stem in NOT_QUOTED:
-            assert "not found offline" in yaml.safe_load(path.read_text(encoding="utf-8"))["source"]
-            continue
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
         source = " ".join(str(data["source"]).split())
         if data.get("class_defaults"):
