@@ -265,7 +265,7 @@ FP8_FP4_SOURCE = ("DeepSeek-V4 checkpoints (quantization_config scale_fmt ue8m0,
 def fp8_fp4(tile: int) -> QuantFormat:
     """DeepSeek-V4's storage: FP8 linears with ue8m0 tile scales, MXFP4-laid FP4 routed experts."""
     return QuantFormat("fp8-fp4" if tile == 128 else f"fp8-fp4-tile{tile}",
-                       "FP8 e4m3 with ue8m0 128×128 block scales, FP4 e2m1 experts",
+                       f"FP8 e4m3 with ue8m0 {tile}×{tile} block scales, FP4 e2m1 experts",
                        {"linear": fp8_block_layout(tile, ue8m0=True), "experts": MXFP4},
                        FP8_FP4_SOURCE)
 
