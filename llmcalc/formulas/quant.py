@@ -33,6 +33,12 @@ the tensors such checkpoints hold):
 - **FP8 with block scales** (DeepSeek-V3 §3.3.2; transformers' FineGrainedFP8): e4m3 weights, one
   fp32 ``weight_scale_inv`` per 128 × 128 tile (8.002 bits per weight); read from a config's
   ``quantization_config`` (``quant_method: fp8``, ``weight_block_size``) or ``--dtype fp8-block``.
+- **FP8 with FP4 experts** (DeepSeek-V4's checkpoints: ``quantization_config`` fp8 with
+  ``scale_fmt: ue8m0`` and the config's ``expert_dtype: fp4``; DeepSeek-V4 inference ``model.py``,
+  ``fp4_block_size = 32``): linears e4m3 with one ue8m0 (8-bit) scale per 128 × 128 tile (8.0005
+  bits per weight), routed experts FP4 e2m1 with one ue8m0 scale per 32 along the input (the MXFP4
+  layout, 4.25 bits); embeddings, lm_head, routers and vectors bf16, as for ``fp8-block``. A
+  checkpoint with fp8 experts (``expert_dtype: fp8`` or none) keeps fp32 scales: ``fp8-block``.
 - **GGUF** (ggml ``ggml-common.h`` block structs): q8_0 = 34 B per 32 (fp16 scale + 32 int8),
   q4_0 = 18 B per 32, Q4_K = 144 B per 256, Q5_K = 176 B per 256, Q6_K = 210 B per 256; 1-D tensors
   are f32. **q4_k_m** is llama.cpp's mix (``llama_tensor_get_type``): Q4_K everywhere, Q6_K for
@@ -144,8 +150,11 @@ def awq_layout(group: int) -> Layout:
                   pack="cols")
 
 
-def fp8_block_layout(tile: int) -> Layout:
-    return Layout(f"fp8 e4m3, {tile}×{tile} tiles, fp32 scale", 8, block_bits=32, tile=tile)
+def fp8_block_layout(tile: int, *, ue8m0: bool = False) -> Layout:
+    """e4m3 weights, one scale per tile × tile block: fp32, or ue8m0 (an 8-bit power of two)."""
+    scale = "ue8m0" if ue8m0 else "fp32"
+    return Layout(f"fp8 e4m3, {tile}×{tile} tiles, {scale} scale", 8, block_bits=8 if ue8m0 else 32,
+                  tile=tile)
 
 
 MXFP4 = Layout("fp4 e2m1, 32-blocks, e8m0 scale", 4, block=32, block_bits=8)
@@ -249,6 +258,19 @@ FORMATS["fp8-block"] = QuantFormat(
                                                         "experts": fp8_block_layout(128)},
     "DeepSeek-V3 §3.3.2 (fine-grained quantization); transformers FineGrainedFP8",
 )
+FP8_FP4_SOURCE = ("DeepSeek-V4 checkpoints (quantization_config scale_fmt ue8m0, expert_dtype fp4); "
+                  "DeepSeek-V4 inference model.py, fp4_block_size 32")
+
+
+def fp8_fp4(tile: int) -> QuantFormat:
+    """DeepSeek-V4's storage: FP8 linears with ue8m0 tile scales, MXFP4-laid FP4 routed experts."""
+    return QuantFormat("fp8-fp4" if tile == 128 else f"fp8-fp4-tile{tile}",
+                       f"FP8 e4m3 with ue8m0 {tile}×{tile} block scales, FP4 e2m1 experts",
+                       {"linear": fp8_block_layout(tile, ue8m0=True), "experts": MXFP4},
+                       FP8_FP4_SOURCE)
+
+
+FORMATS["fp8-fp4"] = fp8_fp4(128)
 DEFAULT_GROUP = 128
 _GROUPED = re.compile(r"^(gptq|awq)(?:[-_:]?g(?:roup)?(\d+))?$")
 
@@ -319,7 +341,8 @@ def kv_dtype_for(fmt: WeightFormat) -> DType:
 
 def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
     """The format a config's ``quantization_config`` names (None without one), with its
-    ``modules_to_not_convert`` kept at bf16: mxfp4 (gpt-oss), gptq/awq (bits 4, group_size),
+    ``modules_to_not_convert`` kept at bf16: mxfp4 (gpt-oss), fp8 block-scaled (DeepSeek-V3; with
+    the config's ``expert_dtype: fp4``, DeepSeek-V4's fp8-fp4), gptq/awq (bits 4, group_size),
     bitsandbytes 4-bit (nf4/fp4, double quantization as configured)."""
     q = config.get("quantization_config")
     if not isinstance(q, Mapping):
@@ -336,10 +359,17 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
         if tile < 1:
             raise UsageError(f"quantization_config: fp8 weight_block_size {size!r} is not a "
                              "square tile; pass --dtype")
-        base = FORMATS["fp8-block"]
-        lay = fp8_block_layout(tile)
-        fmt = QuantFormat(base.name if tile == 128 else f"fp8-block{tile}", base.description,
-                          {"linear": lay, "experts": lay}, base.source)
+        experts = str(config.get("expert_dtype") or "fp8").lower()
+        if experts == "fp4":  # DeepSeek-V4: ue8m0 scales throughout, FP4 routed experts
+            fmt = fp8_fp4(tile)
+        elif experts != "fp8":
+            raise UsageError(f"quantization_config: fp8 with expert_dtype {experts!r} is not "
+                             "supported (fp8 or fp4); pass --dtype")
+        else:
+            base = FORMATS["fp8-block"]
+            lay = fp8_block_layout(tile)
+            fmt = QuantFormat(base.name if tile == 128 else f"fp8-block{tile}", base.description,
+                              {"linear": lay, "experts": lay}, base.source)
     elif method in ("gptq", "awq"):
         if int(q.get("bits", 4)) != 4:
             raise UsageError(f"quantization_config: {method} with bits {q.get('bits')} is not "

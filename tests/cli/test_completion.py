@@ -36,7 +36,8 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_complete_bundled_names_and_repo_ids() -> None:
     assert complete_model("llama-2") == ["llama-2-13b", "llama-2-70b", "llama-2-7b"]
     assert "meta-llama/Llama-2-7b-hf" in complete_model("meta-llama/")
-    assert complete_model("MISTRAL-") == ["mistral-7b", "mistral-community/pixtral-12b"]
+    assert complete_model("MISTRAL-") == [
+        "mistral-7b", "mistral-small-24b", "mistral-community/pixtral-12b"]
 
 
 def test_complete_and_count_from_the_local_cache(hub: Path, cli: Any) -> None:

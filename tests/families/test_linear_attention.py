@@ -259,7 +259,8 @@ def test_explain_shows_each_mixer_sum_as_computed(cli: Any, name: str) -> None:
 
 
 def test_kimi_checkpoint_lists_equal_layer_types(write: Any) -> None:
-    """The checkpoint's 1-based linear_attn_config lists describe the bundled layer_types."""
+    """The bundled config.json's 1-based linear_attn_config lists, given instead as transformers'
+    layer_types, describe the same model."""
     import yaml
 
     from llmcalc.inputs import bundled
@@ -267,12 +268,13 @@ def test_kimi_checkpoint_lists_equal_layer_types(write: Any) -> None:
     path = bundled.find("kimi-linear-48b-a3b")
     assert path is not None
     fields = yaml.safe_load(path.read_text())
-    listed = load_spec("kimi-linear-48b-a3b")
-    fields.pop("layer_types")
+    lists = load_spec("kimi-linear-48b-a3b")
     fields.pop("expected")
-    fields["linear_attn_config"].update(
-        full_attn_layers=[4, 8, 12, 16, 20, 24, 27],
-        kda_layers=[i for i in range(1, 28) if i not in (4, 8, 12, 16, 20, 24, 27)])
-    lists = load_spec(write("config.json", fields))
+    lac = fields["linear_attn_config"]
+    assert lac.pop("full_attn_layers") == [4, 8, 12, 16, 20, 24, 27]
+    assert lac.pop("kda_layers") == [i for i in range(1, 28) if i not in (4, 8, 12, 16, 20, 24, 27)]
+    fields["layer_types"] = ["full_attention" if i % 4 == 0 or i == 27 else "linear_attention"
+                             for i in range(1, 28)]
+    listed = load_spec(write("config.json", fields))
     assert dict(lists.named_shapes()) == dict(listed.named_shapes())
     assert [g.layers for g in lists.layer_groups] == [g.layers for g in listed.layer_groups]

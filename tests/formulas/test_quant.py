@@ -182,3 +182,52 @@ def test_fp8_block_scales_from_quantization_config() -> None:
     with pytest.raises(UsageError, match=r"^quantization_config: quant_method 'hqq' is not "
                        r"supported; pass --dtype \(one of nf4, fp4"):
         from_config(odd.config)
+
+
+# DeepSeek-V4's published quantization_config, with the config's expert_dtype beside it
+DEEPSEEK_V4_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
+                   "scale_fmt": "ue8m0", "weight_block_size": [128, 128]}
+TINY_MIXTRAL = {
+    "model_type": "mixtral", "hidden_size": 256, "intermediate_size": 192,
+    "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+    "num_local_experts": 4, "num_experts_per_tok": 2, "vocab_size": 1000,
+    "max_position_embeddings": 512, "tie_word_embeddings": False,
+}
+
+
+def test_fp8_with_fp4_experts_from_quantization_config() -> None:
+    """expert_dtype fp4 (DeepSeek-V4): linears e4m3 with a 1-byte ue8m0 scale per 128 × 128 tile,
+    routed experts two FP4 codes a byte with a 1-byte ue8m0 scale per 32 inputs, the rest bf16."""
+    spec = spec_from_dict({**TINY_MIXTRAL, "quantization_config": DEEPSEEK_V4_FP8,
+                           "expert_dtype": "fp4"})
+    fmt = from_config(spec.config)
+    assert fmt is not None and fmt.name == "fp8-fp4"
+    assert parse_weight_format("fp8-fp4") is FORMATS["fp8-fp4"]
+    expected = 0
+    for t, g in spec.all_tensors():
+        times = len(g.layers) if g is not None else 1
+        if role(t) == "linear":  # weight [out, in] + scale [⌈out/128⌉, ⌈in/128⌉], 1 byte each
+            out_f, in_f = t.shape
+            expected += times * (out_f * in_f + math.ceil(out_f / 128) * math.ceil(in_f / 128))
+        elif role(t) == "experts":  # [E, out, in]: in/2 bytes of codes + in/32 scales a row
+            e, out_f, in_f = t.shape
+            expected += times * e * out_f * (in_f // 2 + in_f // 32)
+        elif t.tied_to is None:
+            expected += times * 2 * t.numel
+    # 2 layers × 4 experts × ([384, 256] + [256, 192]): 384·(128 + 8) + 256·(96 + 6) bytes each
+    assert [(p.layout, p.elements, p.bytes) for p in breakdown(spec, fmt)] == [
+        ("bf16", 515_328, 1_030_656),
+        ("fp8 e4m3, 128×128 tiles, ue8m0 scale", 393_216, 393_216 + 24),
+        ("fp4 e2m1, 32-blocks, e8m0 scale", 1_179_648, 8 * (384 * 136 + 256 * 102)),
+    ]
+    assert weight_bytes(spec, fmt) == expected == 2_050_584
+    # fp8 experts (or no expert_dtype, DeepSeek-V3) keep the fp32 scales of fp8-block
+    for experts in ({"expert_dtype": "fp8"}, {}):
+        plain = spec_from_dict({**TINY_MIXTRAL, "quantization_config": DEEPSEEK_V4_FP8, **experts})
+        assert from_config(plain.config) == FORMATS["fp8-block"]
+    odd = spec_from_dict({**TINY_MIXTRAL, "quantization_config": DEEPSEEK_V4_FP8,
+                          "expert_dtype": "int2"})
+    with pytest.raises(UsageError) as err:
+        from_config(odd.config)
+    assert str(err.value) == ("quantization_config: fp8 with expert_dtype 'int2' is not supported "
+                              "(fp8 or fp4); pass --dtype")
