@@ -279,17 +279,8 @@ describe_mbart = describe  # mBART is a row: pre-norm with a final norm per stac
 
 
 def _shape(c: BartConfig, layers: int, ff: int, heads: int) -> Shape:
-    return Shape(
-        num_layers=layers,
-        hidden_size=c.d_model,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=c.d_model // heads,
-        intermediate_size=ff,
-        vocab_size=c.output_vocab,
-        tied_embeddings=c.tie_word_embeddings,
-        max_position_embeddings=c.max_position_embeddings,
-    )
+    return Shape(layers, c.d_model, heads, heads, c.d_model // heads, ff, c.output_vocab,
+                 c.tie_word_embeddings, c.max_position_embeddings)
 
 
 # ---- Whisper ------------------------------------------------------------------------------------
@@ -400,17 +391,8 @@ def describe_whisper(c: WhisperConfig) -> Architecture:
 
 
 def _whisper_shape(c: WhisperConfig, layers: int, ff: int, heads: int) -> Shape:
-    return Shape(
-        num_layers=layers,
-        hidden_size=c.d_model,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=c.d_model // heads,
-        intermediate_size=ff,
-        vocab_size=c.vocab_size,
-        tied_embeddings=c.tie_word_embeddings,
-        max_position_embeddings=c.max_target_positions,
-    )
+    return Shape(layers, c.d_model, heads, heads, c.d_model // heads, ff, c.vocab_size,
+                 c.tie_word_embeddings, c.max_target_positions)
 
 
 # ---- TrOCR's decoder ------------------------------------------------------------------------------

@@ -54,16 +54,7 @@ def describe(c: BloomConfig) -> Architecture:
         *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layer,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-        ),
+        shape=Shape(c.n_layer, d, h, h, hd, ff, v, c.tie_word_embeddings),
         tensors=tensors,
         layer_groups=uniform_layers(c.n_layer, layer, Attention(h, h, hd, hd)),
     )

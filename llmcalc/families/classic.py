@@ -42,17 +42,7 @@ from llmcalc.spec import Attention, LayerGroup, Shape, Tensor
 def _shape(
     layers: int, d: int, heads: int, ff: int, vocab: int, *, tied: bool, positions: int | None
 ) -> Shape:
-    return Shape(
-        num_layers=layers,
-        hidden_size=d,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=d // heads,
-        intermediate_size=ff,
-        vocab_size=vocab,
-        tied_embeddings=tied,
-        max_position_embeddings=positions,
-    )
+    return Shape(layers, d, heads, heads, d // heads, ff, vocab, tied, positions)
 
 
 def _mha(d: int, heads: int, *, hidden_field: str, heads_field: str) -> Attention:

@@ -91,17 +91,7 @@ def describe(c: DbrxConfig) -> Architecture:
         *lm_head("lm_head", v, d, tied_to=f"{wte}.weight" if c.tie_word_embeddings else None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_seq_len,
-        ),
+        shape=Shape(L, d, h, kv, hd, ff, v, c.tie_word_embeddings, c.max_seq_len),
         tensors=tensors,
         layer_groups=uniform_layers(L, layer, Attention(h, kv, hd, hd), name="moe"),
         moe=MoE(num_experts=E, experts_per_tok=k),

@@ -507,17 +507,8 @@ def describe_mla(c: DenseMLAConfig) -> Architecture:
     ]
     attention = Attention(h, h, qk, vd, kv_latent_dim=c.kv_lora_rank + c.qk_rope_head_dim)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=qk,
-            intermediate_size=c.intermediate_size,
-            vocab_size=c.vocab_size,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, h, qk, c.intermediate_size, c.vocab_size,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(c.vocab_size, d, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(L, layer, attention),
     )

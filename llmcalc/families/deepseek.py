@@ -558,17 +558,8 @@ def describe(c: DeepseekConfig) -> Architecture:
     if n_mtp:
         notes = (mtp_note(n_mtp, mtp),)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=qk,
-            intermediate_size=c.moe_intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, h, qk, c.moe_intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=(
             *llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
             *(hyper_head("model.hc_head", "hyper/final_mixer/hc_head", d, streams=c.hc_mult)

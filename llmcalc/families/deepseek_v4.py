@@ -269,17 +269,8 @@ def describe(c: DeepseekV4Config) -> Architecture:
         notes.append(f"n_shared_experts={c.n_shared_experts} is not read by transformers' "
                      "DeepseekV4: one shared expert of moe_intermediate_size, as counted")
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=1,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=c.vocab_size,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, 1, hd, ff, c.vocab_size,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=(
             *llama_outer_tensors(c.vocab_size, d, tied=c.tie_word_embeddings),
             *hyper_head("model.hc_head", "hyper/final_mixer/hc_head", d, streams=s),

@@ -44,17 +44,8 @@ def describe(c: GPT2Config) -> Architecture:
         *conv1d(f"{p}.mlp.c_proj", "mlp/fc_out", ff, d),
     ]
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layer,
-            hidden_size=d,
-            num_heads=c.n_head,
-            num_kv_heads=c.n_head,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.n_positions,
-        ),
+        shape=Shape(c.n_layer, d, c.n_head, c.n_head, hd, ff, v,
+                    c.tie_word_embeddings, c.n_positions),
         tensors=gpt2_outer_tensors(v, d, c.n_positions, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(c.n_layer, layer, Attention(c.n_head, c.n_head, hd, hd)),
         notes=c.d_ff_notes(),

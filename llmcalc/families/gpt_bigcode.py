@@ -48,17 +48,7 @@ def describe(c: GPTBigCodeConfig) -> Architecture:
         *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=True),
     ]
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layer,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.n_positions,
-        ),
+        shape=Shape(c.n_layer, d, h, kv, hd, ff, v, c.tie_word_embeddings, c.n_positions),
         tensors=gpt2_outer_tensors(v, d, c.n_positions, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(c.n_layer, layer, Attention(h, kv, hd, hd)),
         notes=c.d_ff_notes(),

@@ -104,17 +104,8 @@ def describe(c: GPTNeoConfig) -> Architecture:
         ("intermediate_size=null: d_ff = 4 · hidden_size",) if c.intermediate_size is None else ()
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_layers, d, h, h, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=gpt2_outer_tensors(v, d, c.max_position_embeddings, tied=c.tie_word_embeddings),
         layer_groups=planned_layers(plan, build),
         notes=notes,

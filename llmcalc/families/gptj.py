@@ -45,17 +45,7 @@ def describe(c: GPTJConfig) -> Architecture:
         *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None, bias=True),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layer,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.n_positions,
-        ),
+        shape=Shape(c.n_layer, d, h, h, hd, ff, v, c.tie_word_embeddings, c.n_positions),
         tensors=tensors,
         layer_groups=uniform_layers(c.n_layer, layer, Attention(h, h, hd, hd)),
         notes=c.d_ff_notes(),

@@ -1205,17 +1205,8 @@ def describe(c: GqaMoeConfig) -> Architecture:
     n_mtp = getattr(c, "num_nextn_predict_layers", None) or 0
     mtp = mtp_params([*attn, *moe_mlp], d=d, vocab=v, modules=n_mtp)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=c.expert_ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, kv, hd, c.expert_ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, head_bias=c.head_bias),
         layer_groups=tuple(groups),
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=_shared_count(c)),

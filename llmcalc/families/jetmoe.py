@@ -72,17 +72,8 @@ def describe(c: JetMoeConfig) -> Architecture:
         *_moe(f"{p}.mlp", "moe/experts", d, c.intermediate_size, E, gated=True),
     ]
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=k * kv,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=c.intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, k * kv, kv, hd, c.intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(L, layer, Attention(k * kv, kv, hd, hd), name="moe"),
         moe=MoE(num_experts=E, experts_per_tok=k),

@@ -291,17 +291,7 @@ def describe(c: KimiLinearConfig) -> Architecture:
     mtp = mtp_params([*mla_tensors, *ffn[SPARSE], *norms], d=d, vocab=v, modules=n_mtp,
                      own_vocab=False)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=qk,
-            intermediate_size=c.intermediate_size,
-            vocab_size=v,
-            tied_embeddings=False,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, h, qk, c.intermediate_size, v, False, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=False),  # never tied: see the module docstring
         layer_groups=tuple(groups),
         moe=MoE(E, k, shared_experts=c.n_shared_experts) if has_moe else None,

@@ -84,17 +84,7 @@ def describe(c: LongcatFlashConfig) -> Architecture:
     latent = c.kv_lora_rank + c.qk_rope_head_dim
     attention = Attention(2 * h, 2 * h, qk, c.v_head_dim, kv_latent_dim=2 * latent)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=qk,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, h, qk, ff, v, c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(L, layer, attention, name="moe"),
         moe=MoE(num_experts=E, experts_per_tok=k),

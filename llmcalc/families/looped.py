@@ -237,17 +237,7 @@ def describe_dory(c: DoryConfig) -> Architecture:
         *llama_outer_tensors(v, d, tied=c.tie_word_embeddings, final_norm=None),
         Tensor("lm_head.logit_scale", (v,), "lm_head"),  # a learned scale per vocabulary entry
     )
-    shape = Shape(
-        num_layers=L,
-        hidden_size=d,
-        num_heads=h,
-        num_kv_heads=kv,
-        head_dim=hd,
-        intermediate_size=ff,
-        vocab_size=v,
-        tied_embeddings=c.tie_word_embeddings,
-        max_position_embeddings=c.max_position_embeddings,
-    )
+    shape = Shape(L, d, h, kv, hd, ff, v, c.tie_word_embeddings, c.max_position_embeddings)
     note = (
         f"looped: the {n_rec} recurrent layers run {loops}× per token (n_recurrent_loops); FLOPs "
         f"count every run, the KV cache {cached} cop{'y' if cached == 1 else 'ies'} per layer "

@@ -114,17 +114,8 @@ def describe(c: MiMoV2FlashConfig) -> Architecture:
         for kinds, layers in plan.items()
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv_full,
-            head_dim=hd,
-            intermediate_size=c.moe_intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv_full, hd, c.moe_intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k),

@@ -102,17 +102,8 @@ def describe(c: MiniMaxConfig) -> Architecture:
         return [*tensors, *common], attn, mix
 
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=mixed_layers(layer_plan(c), build),
         moe=MoE(num_experts=E, experts_per_tok=k),

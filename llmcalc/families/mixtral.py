@@ -138,17 +138,8 @@ def describe(c: SparseMoEConfig) -> Architecture:
     )
     window = getattr(c, "sliding_window", None)
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=tensors,
         layer_groups=uniform_layers(
             c.num_hidden_layers, layer, Attention(h, kv, hd, hd, window=window), name="moe"

@@ -75,17 +75,7 @@ def describe(c: MptConfig) -> Architecture:
         *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_seq_len,
-        ),
+        shape=Shape(c.n_layers, d, h, h, hd, ff, v, c.tie_word_embeddings, c.max_seq_len),
         tensors=tensors,
         layer_groups=uniform_layers(c.n_layers, layer, Attention(h, h, hd, hd)),
     )

@@ -94,17 +94,8 @@ def describe(c: OPTConfig) -> Architecture:
     if wd != d:
         notes.append(f"word_embed_proj_dim={wd} != hidden_size={d}: project_in/out added")
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=tensors,
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, hd, hd)),
         notes=tuple(notes),

@@ -90,17 +90,7 @@ def describe(c: RwkvConfig) -> Architecture:
         *lm_head("head", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=0,
-            num_kv_heads=0,
-            head_dim=0,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.context_length,
-        ),
+        shape=Shape(L, d, 0, 0, 0, ff, v, c.tie_word_embeddings, c.context_length),
         tensors=tensors,
         layer_groups=groups,
     )

@@ -186,13 +186,4 @@ def _describe(c: T5Config, *, every_block_bias: bool) -> Architecture:
 
 
 def _shape(c: T5Config, layers: int) -> Shape:
-    return Shape(
-        num_layers=layers,
-        hidden_size=c.d_model,
-        num_heads=c.num_heads,
-        num_kv_heads=c.num_heads,
-        head_dim=c.d_kv,
-        intermediate_size=c.d_ff,
-        vocab_size=c.vocab_size,
-        tied_embeddings=True,
-    )
+    return Shape(layers, c.d_model, c.num_heads, c.num_heads, c.d_kv, c.d_ff, c.vocab_size, True)

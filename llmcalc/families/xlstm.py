@@ -114,16 +114,7 @@ def describe(c: XLSTMConfig) -> Architecture:
         *lm_head("lm_head", v_, d, tied_to=None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.blocks,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=0,
-            head_dim=v // h,
-            intermediate_size=up,
-            vocab_size=v_,
-            tied_embeddings=False,
-        ),
+        shape=Shape(c.blocks, d, h, 0, v // h, up, v_, False),
         tensors=tensors,
         layer_groups=layers,
     )

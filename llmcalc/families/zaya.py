@@ -167,17 +167,8 @@ def describe(c: ZayaConfig) -> Architecture:
         Tensor("model.input_hidden_states_bias", (d,), "embed/scale"),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=c.moe_intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, kv, hd, c.moe_intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=(*outer, *scales),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k),
