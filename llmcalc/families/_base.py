@@ -40,7 +40,11 @@ C = TypeVar("C", bound="FamilyConfig")
 class FamilyConfig(BaseModel):
     """Base for the fields one family reads; unknown keys are ignored, types are strict.
 
-    A field with a default is a stated default: the notes list every default that was used.
+    A field with a default is a stated default: the notes list every default that was used. A
+    row's transformers class defaults are not restated here: the loader fills a field the config
+    leaves out from ``family_defaults.json`` (``config.with_declared_defaults``), so a field
+    declared there has no default in its class; a class default is for what the table leaves out
+    (a class that serves several rows, a sub-config, a default derived by a rule).
     """
 
     # defer_build: a schema is built for the one family config a run validates, not for the bases

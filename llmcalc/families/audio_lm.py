@@ -63,8 +63,8 @@ class MossTranscribeDiarizeConfig(CompositeConfig):
     tie_from_text: ClassVar[bool] = False
 
     audio_config: dict[str, Any] | None = None
-    audio_merge_size: Size = 4
-    projector_bias: bool = True
+    audio_merge_size: Size
+    projector_bias: bool
 
 
 def audio_tokens(frames: int, merge: int) -> int:

@@ -46,16 +46,16 @@ class BartConfig(FamilyConfig):
 
     transformers_class = "BartConfig"
 
-    vocab_size: Size = 50265
-    max_position_embeddings: Size = 1024
-    d_model: Size = 1024
-    encoder_layers: Size = 12
-    encoder_ffn_dim: Size = 4096
-    encoder_attention_heads: Size = 16
-    decoder_layers: Size = 12
-    decoder_ffn_dim: Size = 4096
-    decoder_attention_heads: Size = 16
-    tie_word_embeddings: bool = True
+    vocab_size: Size
+    max_position_embeddings: Size
+    d_model: Size
+    encoder_layers: Size
+    encoder_ffn_dim: Size
+    encoder_attention_heads: Size
+    decoder_layers: Size
+    decoder_ffn_dim: Size
+    decoder_attention_heads: Size
+    tie_word_embeddings: bool
 
     # rows past max_position_embeddings in each position table (BART's learned offset of 2; 0 for
     # the sinusoidal tables of Pegasus and Marian and the learned ones of Blenderbot)
@@ -87,14 +87,14 @@ class MBartConfig(BartConfig):
 
 class PLBartConfig(BartConfig):
     transformers_class = "PLBartConfig"
-    vocab_size: Size = 50005
-    d_model: Size = 768
-    encoder_layers: Size = 6
-    encoder_ffn_dim: Size = 3072
-    encoder_attention_heads: Size = 12
-    decoder_layers: Size = 6
-    decoder_ffn_dim: Size = 3072
-    decoder_attention_heads: Size = 12
+    vocab_size: Size
+    d_model: Size
+    encoder_layers: Size
+    encoder_ffn_dim: Size
+    encoder_attention_heads: Size
+    decoder_layers: Size
+    decoder_ffn_dim: Size
+    decoder_attention_heads: Size
 
 
 class MvpConfig(BartConfig):
@@ -102,8 +102,8 @@ class MvpConfig(BartConfig):
     tuning) that llmcalc does not count."""
 
     transformers_class = "MvpConfig"
-    vocab_size: Size = 50267
-    use_prompt: bool = False
+    vocab_size: Size
+    use_prompt: bool
 
 
 class PegasusConfig(BartConfig):
@@ -116,15 +116,15 @@ class PegasusConfig(BartConfig):
 
 class BlenderbotConfig(BartConfig):
     transformers_class = "BlenderbotConfig"
-    vocab_size: Size = 8008
-    max_position_embeddings: Size = 128
-    d_model: Size = 2560
-    encoder_layers: Size = 2
-    encoder_ffn_dim: Size = 10240
-    encoder_attention_heads: Size = 32
-    decoder_layers: Size = 24
-    decoder_ffn_dim: Size = 10240
-    decoder_attention_heads: Size = 32
+    vocab_size: Size
+    max_position_embeddings: Size
+    d_model: Size
+    encoder_layers: Size
+    encoder_ffn_dim: Size
+    encoder_attention_heads: Size
+    decoder_layers: Size
+    decoder_ffn_dim: Size
+    decoder_attention_heads: Size
     position_offset = 0
     embedding_norm = False
     final_norm = True
@@ -132,14 +132,14 @@ class BlenderbotConfig(BartConfig):
 
 class BlenderbotSmallConfig(BartConfig):
     transformers_class = "BlenderbotSmallConfig"
-    max_position_embeddings: Size = 512
-    d_model: Size = 512
-    encoder_layers: Size = 8
-    encoder_ffn_dim: Size = 2048
-    encoder_attention_heads: Size = 16
-    decoder_layers: Size = 8
-    decoder_ffn_dim: Size = 2048
-    decoder_attention_heads: Size = 16
+    max_position_embeddings: Size
+    d_model: Size
+    encoder_layers: Size
+    encoder_ffn_dim: Size
+    encoder_attention_heads: Size
+    decoder_layers: Size
+    decoder_ffn_dim: Size
+    decoder_attention_heads: Size
     position_offset = 0
 
 
@@ -151,9 +151,9 @@ class MarianConfig(BartConfig):
     to the decoder's table."""
 
     transformers_class = "MarianConfig"
-    vocab_size: Size = 58101
+    vocab_size: Size
     decoder_vocab_size: Size | None = None  # null means vocab_size
-    share_encoder_decoder_embeddings: bool = True
+    share_encoder_decoder_embeddings: bool
     position_offset = 0
     sinusoidal = True
     embedding_norm = False
@@ -289,18 +289,18 @@ def _shape(c: BartConfig, layers: int, ff: int, heads: int) -> Shape:
 class WhisperConfig(FamilyConfig):
     transformers_class = "WhisperConfig"
 
-    vocab_size: Size = 51865
-    num_mel_bins: Size = 80
-    encoder_layers: Size = 4
-    encoder_attention_heads: Size = 6
-    decoder_layers: Size = 4
-    decoder_attention_heads: Size = 6
-    decoder_ffn_dim: Size = 1536
-    encoder_ffn_dim: Size = 1536
-    d_model: Size = 384
-    max_source_positions: Size = 1500
-    max_target_positions: Size = 448
-    tie_word_embeddings: bool = True
+    vocab_size: Size
+    num_mel_bins: Size
+    encoder_layers: Size
+    encoder_attention_heads: Size
+    decoder_layers: Size
+    decoder_attention_heads: Size
+    decoder_ffn_dim: Size
+    encoder_ffn_dim: Size
+    d_model: Size
+    max_source_positions: Size
+    max_target_positions: Size
+    tie_word_embeddings: bool
 
 
 def _whisper_layers(
@@ -401,16 +401,16 @@ def _whisper_shape(c: WhisperConfig, layers: int, ff: int, heads: int) -> Shape:
 class TrOCRConfig(FamilyConfig):
     transformers_class = "TrOCRConfig"
 
-    vocab_size: Size = 50265
-    d_model: Size = 1024
-    decoder_layers: Size = 12
-    decoder_attention_heads: Size = 16
-    decoder_ffn_dim: Size = 4096
-    max_position_embeddings: Size = 512
-    use_learned_position_embeddings: bool = True
-    layernorm_embedding: bool = True
+    vocab_size: Size
+    d_model: Size
+    decoder_layers: Size
+    decoder_attention_heads: Size
+    decoder_ffn_dim: Size
+    max_position_embeddings: Size
+    use_learned_position_embeddings: bool
+    layernorm_embedding: bool
     cross_attention_hidden_size: Size | None = None  # null: d_model
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe_trocr(c: TrOCRConfig) -> Architecture:

@@ -29,7 +29,7 @@ class BloomConfig(FamilyConfig):
     n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
     n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
     vocab_size: Size
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe(c: BloomConfig) -> Architecture:

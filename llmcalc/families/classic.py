@@ -112,7 +112,7 @@ class CodeGenConfig(_GPTFields):
         2048, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
     n_inner: Size | None = None  # null means 4 · n_embd
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
 
 
 def describe_codegen(c: CodeGenConfig) -> Architecture:
@@ -149,7 +149,7 @@ class CTRLConfig(_GPTFields):
     n_positions: Size = Field(
         256, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
-    dff: Size = 8192
+    dff: Size
 
 
 def describe_ctrl(c: CTRLConfig) -> Architecture:
@@ -211,9 +211,9 @@ class XGLMConfig(FamilyConfig):
     )
     ffn_dim: Size = Field(validation_alias=AliasChoices("ffn_dim", "intermediate_size"))
     vocab_size: Size
-    max_position_embeddings: Size = 2048
-    tie_word_embeddings: bool = True
-    add_cross_attention: bool = False
+    max_position_embeddings: Size
+    tie_word_embeddings: bool
+    add_cross_attention: bool
 
 
 def describe_xglm(c: XGLMConfig) -> Architecture:
@@ -247,8 +247,8 @@ def describe_xglm(c: XGLMConfig) -> Architecture:
 class BioGptConfig(DecoderConfig):
     transformers_class = "BioGptConfig"
 
-    max_position_embeddings: Size = 1024
-    tie_word_embeddings: bool = True
+    max_position_embeddings: Size
+    tie_word_embeddings: bool
 
 
 def describe_biogpt(c: BioGptConfig) -> Architecture:
@@ -280,9 +280,9 @@ class GPTNeoXJapaneseConfig(FamilyConfig):
     num_hidden_layers: Size
     num_attention_heads: Size
     vocab_size: Size
-    intermediate_multiple_size: Size = 4
+    intermediate_multiple_size: Size
     max_position_embeddings: Size | None = None
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe_gpt_neox_japanese(c: GPTNeoXJapaneseConfig) -> Architecture:
@@ -331,8 +331,8 @@ def describe_gpt_neox_japanese(c: GPTNeoXJapaneseConfig) -> Architecture:
 class PersimmonConfig(DecoderConfig):
     transformers_class = "PersimmonConfig"
 
-    qk_layernorm: bool = True
-    tie_word_embeddings: bool = False
+    qk_layernorm: bool
+    tie_word_embeddings: bool
 
 
 def describe_persimmon(c: PersimmonConfig) -> Architecture:
@@ -376,13 +376,13 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
 class ModernBertDecoderConfig(DecoderConfig):
     transformers_class = "ModernBertDecoderConfig"
 
-    tie_word_embeddings: bool = True
-    norm_bias: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    classifier_bias: bool = False
-    decoder_bias: bool = True
-    local_attention: Size | None = 128
+    tie_word_embeddings: bool
+    norm_bias: bool
+    attention_bias: bool
+    mlp_bias: bool
+    classifier_bias: bool
+    decoder_bias: bool
+    local_attention: Size | None
     global_attn_every_n_layers: Size = 3
     layer_types: list[str] | None = None
 

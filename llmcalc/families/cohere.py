@@ -23,9 +23,9 @@ from llmcalc.spec import Tensor
 class CohereConfig(DecoderConfig):
     transformers_class = "CohereConfig"
 
-    attention_bias: bool = False
-    use_qk_norm: bool = False
-    tie_word_embeddings: bool = True
+    attention_bias: bool
+    use_qk_norm: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: CohereConfig) -> Architecture:

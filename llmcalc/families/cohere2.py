@@ -24,9 +24,9 @@ from llmcalc.families._base import (
 class Cohere2Config(DecoderConfig):
     transformers_class = "Cohere2Config"
 
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size | None = 4096
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size | None
     sliding_window_pattern: Size = 4
     layer_types: list[str] | None = None
 

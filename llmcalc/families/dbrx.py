@@ -46,14 +46,14 @@ class DbrxFfnConfig(_Nested):
 class DbrxConfig(FamilyConfig):
     transformers_class = "DbrxConfig"
 
-    d_model: Size = 2048
-    n_heads: Size = 16
-    n_layers: Size = 24
-    max_seq_len: Size = 2048
-    vocab_size: Size = 32000
+    d_model: Size
+    n_heads: Size
+    n_layers: Size
+    max_seq_len: Size
+    vocab_size: Size
     attn_config: DbrxAttnConfig = Field(default_factory=DbrxAttnConfig)
     ffn_config: DbrxFfnConfig = Field(default_factory=DbrxFfnConfig)
-    tie_word_embeddings: bool = False  # transformers refuses true
+    tie_word_embeddings: bool  # transformers refuses true
 
 
 def describe(c: DbrxConfig) -> Architecture:

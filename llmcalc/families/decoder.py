@@ -197,7 +197,7 @@ class DogeConfig(SlidingAllConfig):
     transformers_class = "DogeConfig"
     layout = Layout(qk_norm="head", dynamic_mask=True, residual_scales=True)
 
-    is_moe: bool = False
+    is_moe: bool
 
     def layer_plan(self) -> LayerPlan:
         require(not self.is_moe, "is_moe", "Doge's CDMoE layers are not counted yet")
@@ -209,9 +209,9 @@ class Ernie45Config(DenseConfig):
 
     transformers_class = "Ernie4_5Config"
 
-    head_dim: Size | None = 128
-    tie_word_embeddings: bool = True
-    use_bias: bool = False
+    head_dim: Size | None
+    tie_word_embeddings: bool
+    use_bias: bool
 
     @property
     def qkv_bias(self) -> bool:
@@ -244,8 +244,8 @@ class Exaone4Config(DenseConfig):
     transformers_class = "Exaone4Config"
     layout = Layout(norms=POST_NORMS, qk_norm="head")
 
-    sliding_window: Size | None = 4096
-    sliding_window_pattern: Size | None = 4
+    sliding_window: Size | None
+    sliding_window_pattern: Size | None
 
     def default_plan(self) -> LayerPlan:
         """Every ``sliding_window_pattern``-th layer full, the rest sliding (transformers 5.24
@@ -262,8 +262,8 @@ class GlmConfig(DenseConfig):
     transformers_class = "GlmConfig"
     layout = Layout(mlp="fused")
 
-    head_dim: Size | None = 128
-    attention_bias: bool = True
+    head_dim: Size | None
+    attention_bias: bool
 
     @property
     def o_bias(self) -> bool:
@@ -290,8 +290,8 @@ class GraniteSWAConfig(DenseConfig):
     transformers_class = "GraniteSWAConfig"
     layout = Layout(sinks=True)
 
-    tie_word_embeddings: bool = True
-    sliding_window: Size | None = 128
+    tie_word_embeddings: bool
+    sliding_window: Size | None
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
@@ -301,7 +301,7 @@ class HeliumConfig(DenseConfig):
     transformers_class = "HeliumConfig"
     layout = Layout(o_from_hidden=True)
 
-    head_dim: Size | None = 128
+    head_dim: Size | None
 
 
 class HunYuanDenseV1Config(DenseConfig):
@@ -316,7 +316,7 @@ class HyperCLOVAXConfig(DenseConfig):
     """HyperCLOVA X: Llama plus norms after attention and after the MLP (``use_post_norm``)."""
 
     transformers_class = "HyperCLOVAXConfig"
-    use_post_norm: bool = True
+    use_post_norm: bool
 
     def layer_layout(self) -> Layout:
         post: Norms = (("post_norm1", "attn/post_norm"), ("post_norm2", "mlp/post_norm"))
@@ -327,7 +327,7 @@ class HyperCLOVAXConfig(DenseConfig):
 class InternLM3Config(DenseConfig):
     transformers_class = "InternLM3Config"
 
-    head_dim: Size | None = 128
+    head_dim: Size | None
     attention_bias: bool = Field(False, validation_alias=AliasChoices("attention_bias", "qkv_bias"))
     mlp_bias: bool = Field(False, validation_alias=AliasChoices("mlp_bias", "bias"))
 
@@ -335,7 +335,7 @@ class InternLM3Config(DenseConfig):
 class IQuestCoderConfig(DenseConfig):
     transformers_class = "IQuestCoderConfig"
 
-    head_dim: Size | None = 128
+    head_dim: Size | None
 
 
 class Jais2Config(DenseConfig):
@@ -344,21 +344,21 @@ class Jais2Config(DenseConfig):
     transformers_class = "Jais2Config"
     layout = Layout(norm_bias=True, mlp="plain")
 
-    attention_bias: bool = True
-    mlp_bias: bool = True
+    attention_bias: bool
+    mlp_bias: bool
 
 
 class MinistralConfig(SlidingAllConfig):
     transformers_class = "MinistralConfig"
     needed = ("head_dim",)
 
-    sliding_window: Size | None = 4096
+    sliding_window: Size | None
 
 
 class Ministral3Config(SlidingAllConfig):
     transformers_class = "Ministral3Config"
 
-    head_dim: Size | None = 128
+    head_dim: Size | None
 
 
 class NanoChatConfig(DenseConfig):
@@ -375,7 +375,7 @@ class Olmo3Config(DenseConfig):
     transformers_class = "Olmo3Config"
     layout = Layout(norms=POST_NORMS, qk_norm="full")
 
-    sliding_window: Size | None = 4096
+    sliding_window: Size | None
 
     def default_plan(self) -> LayerPlan:
         return periodic_plan(self.num_hidden_layers, period=4, every=FULL, others=SLIDING)
@@ -386,9 +386,9 @@ class SeedOssConfig(DenseConfig):
 
     transformers_class = "SeedOssConfig"
 
-    head_dim: Size | None = 128
-    attention_bias: bool = True
-    attention_out_bias: bool = False
+    head_dim: Size | None
+    attention_bias: bool
+    attention_out_bias: bool
 
     @property
     def o_bias(self) -> bool:
@@ -401,9 +401,9 @@ class SmolLM3Config(DenseConfig):
 
     transformers_class = "SmolLM3Config"
 
-    tie_word_embeddings: bool = True
-    use_sliding_window: bool = False
-    no_rope_layer_interval: Size = 4
+    tie_word_embeddings: bool
+    use_sliding_window: bool
+    no_rope_layer_interval: Size
 
     def default_plan(self) -> LayerPlan:
         if not (self.use_sliding_window and self.sliding_window is not None):
@@ -422,10 +422,10 @@ class VaultGemmaConfig(DenseConfig):
         norms=(("input_layernorm", "attn/norm"), ("pre_feedforward_layernorm", "mlp/norm"))
     )
 
-    head_dim: Size | None = 256
-    num_key_value_heads: Size | None = 4
-    tie_word_embeddings: bool = True
-    sliding_window: Size | None = 4096
+    head_dim: Size | None
+    num_key_value_heads: Size | None
+    tie_word_embeddings: bool
+    sliding_window: Size | None
 
     def default_plan(self) -> LayerPlan:
         return periodic_plan(self.num_hidden_layers, period=2, every=FULL, others=SLIDING)
@@ -438,8 +438,8 @@ class CohereCompassTextConfig(DenseConfig):
     transformers_class = "CohereCompassTextConfig"
     layout = Layout(norms=(("input_layernorm", "attn/norm"),))
 
-    tie_word_embeddings: bool = True
-    sliding_window: Size | None = 4096
+    tie_word_embeddings: bool
+    sliding_window: Size | None
 
 
 class CwmConfig(DenseConfig):
@@ -447,9 +447,9 @@ class CwmConfig(DenseConfig):
 
     transformers_class = "CwmConfig"
 
-    head_dim: Size | None = 128
-    num_key_value_heads: Size | None = 8
-    sliding_window: Size | None = 8192
+    head_dim: Size | None
+    num_key_value_heads: Size | None
+    sliding_window: Size | None
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
@@ -482,10 +482,10 @@ class MiniCPM3Config(DenseMLAConfig):
 
     transformers_class = "MiniCPM3Config"
 
-    q_lora_rank: Size | None = 768
-    kv_lora_rank: Size = 256
-    qk_nope_head_dim: Size = 64
-    qk_rope_head_dim: Size = 32
+    q_lora_rank: Size | None
+    kv_lora_rank: Size
+    qk_nope_head_dim: Size
+    qk_rope_head_dim: Size
     v_head_dim: Size | None = None
 
 

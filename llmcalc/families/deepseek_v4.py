@@ -82,38 +82,38 @@ class DeepseekV4Config(FamilyConfig):
 
     transformers_class = "DeepseekV4Config"
 
-    vocab_size: Size = 129280
-    hidden_size: Size = 4096
+    vocab_size: Size
+    hidden_size: Size
     moe_intermediate_size: Size = Field(
         2048, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
-    num_hidden_layers: Size = 43
-    num_attention_heads: Size = 64
-    head_dim: Size = 512
-    q_lora_rank: Size = 1024
-    num_experts_per_tok: Size = 6
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    head_dim: Size
+    q_lora_rank: Size
+    num_experts_per_tok: Size
     n_routed_experts: Size = Field(
         256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
-    n_shared_experts: Count = 1  # not read by transformers: one shared expert whatever it says
-    max_position_embeddings: Size | None = 1048576
+    n_shared_experts: Count  # not read by transformers: one shared expert whatever it says
+    max_position_embeddings: Size | None
     layer_types: list[str] | None = None
     compress_ratios: list[int] | None = None  # a checkpoint's per-layer 0 / 4 / 128
     compress_rates: dict[str, Size] | None = None
     compress_rate_csa: Size | None = None  # legacy: folded into compress_rates
     compress_rate_hca: Size | None = None
-    hc_mult: Size = 4
+    hc_mult: Size
     mlp_layer_types: list[str] | None = None
     num_hash_layers: Count | None = None  # legacy: the first layers hash-routed (default 3)
-    sliding_window: Size = 128
-    o_groups: Size = 8
-    o_lora_rank: Size = 1024
-    index_n_heads: Size = 64
-    index_head_dim: Size = 128
-    index_topk: Size = 512
-    num_nextn_predict_layers: Count = 1
-    tie_word_embeddings: bool = False
-    mlp_bias: bool = False
+    sliding_window: Size
+    o_groups: Size
+    o_lora_rank: Size
+    index_n_heads: Size
+    index_head_dim: Size
+    index_topk: Size
+    num_nextn_predict_layers: Count
+    tie_word_embeddings: bool
+    mlp_bias: bool
 
     def rates(self) -> dict[str, int]:
         """Each compressed kind's rate: compress_rates (whole, as given), else 4 and 128, with the

@@ -105,7 +105,7 @@ class Dots3NoteConfig(FamilyConfig):
     text_config: dict[str, Any] | None = None
     vision_config: dict[str, Any] | None = None
     audio_config: dict[str, Any] | None = None
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
     image_size: Size | None = None  # llmcalc's own (--image-size)
 
     def text(self) -> dict[str, Any]:

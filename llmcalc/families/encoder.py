@@ -201,23 +201,23 @@ def describe_roberta(c: RobertaConfig) -> Architecture:
 class DebertaV2Config(_BertFields):
     transformers_class = "DebertaV2Config"
 
-    hidden_size: Size = 1536
-    num_hidden_layers: Size = 24
-    num_attention_heads: Size = 24
-    intermediate_size: Size = 6144
-    vocab_size: Size = 128100
-    type_vocab_size: Count = 0
-    relative_attention: bool = False
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    vocab_size: Size
+    type_vocab_size: Count
+    relative_attention: bool
     max_relative_positions: int = Field(-1, strict=True, le=2**53 - 1)
     position_buckets: int = Field(-1, strict=True, le=2**53 - 1)
-    position_biased_input: bool = True
+    position_biased_input: bool
     pos_att_type: str | list[str] | None = None
     share_att_key: bool = False
     norm_rel_ebd: str = "none"
     conv_kernel_size: Count = 0
     conv_groups: Size = 1
     embedding_size: Size | None = None  # null means hidden_size
-    legacy: bool = True
+    legacy: bool
 
     @property
     def att_types(self) -> list[str]:
@@ -324,18 +324,18 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
 class ModernBertConfig(_BertFields):
     transformers_class = "ModernBertConfig"
 
-    hidden_size: Size = 768
-    num_hidden_layers: Size = 22
-    num_attention_heads: Size = 12
-    intermediate_size: Size = 1152
-    vocab_size: Size = 50368
-    max_position_embeddings: Size = 8192
-    norm_bias: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    classifier_bias: bool = False
-    decoder_bias: bool = True
-    local_attention: Size = 128
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    vocab_size: Size
+    max_position_embeddings: Size
+    norm_bias: bool
+    attention_bias: bool
+    mlp_bias: bool
+    classifier_bias: bool
+    decoder_bias: bool
+    local_attention: Size
     global_attn_every_n_layers: Size = 3
     layer_types: list[str] | None = None
 
@@ -489,7 +489,7 @@ class Data2VecTextConfig(BertRowConfig):
 
 class RobertaPreLayerNormConfig(BertRowConfig):
     transformers_class = "RobertaPreLayerNormConfig"
-    vocab_size: Size = 50265
+    vocab_size: Size
     prefix = "roberta_prelayernorm"
     head = "roberta"
     layer_norms = PRE_LN
@@ -497,13 +497,13 @@ class RobertaPreLayerNormConfig(BertRowConfig):
 
 class XLMRobertaXLConfig(BertRowConfig):
     transformers_class = "XLMRobertaXLConfig"
-    vocab_size: Size = 250880
-    hidden_size: Size = 2560
-    num_hidden_layers: Size = 36
-    num_attention_heads: Size = 32
-    intermediate_size: Size = 10240
-    max_position_embeddings: Size = 514
-    type_vocab_size: Count = 1
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    max_position_embeddings: Size
+    type_vocab_size: Count
     prefix = "roberta"
     head = "roberta"
     layer_norms = XL_LN
@@ -513,8 +513,8 @@ class XLMRobertaXLConfig(BertRowConfig):
 class ErnieConfig(BertRowConfig):
     transformers_class = "ErnieConfig"
     prefix = "ernie"
-    task_type_vocab_size: Count = 3
-    use_task_id: bool = False
+    task_type_vocab_size: Count
+    use_task_id: bool
 
     def extra_embeddings(self) -> list[Tensor]:
         if not self.use_task_id:
@@ -525,11 +525,11 @@ class ErnieConfig(BertRowConfig):
 
 class MegatronBertConfig(BertRowConfig):
     transformers_class = "MegatronBertConfig"
-    vocab_size: Size = 29056
-    hidden_size: Size = 1024
-    num_hidden_layers: Size = 24
-    num_attention_heads: Size = 16
-    intermediate_size: Size = 4096
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     layer_norms = MEGATRON_LN
     embedding_norm = False
 
@@ -540,10 +540,10 @@ class ElectraConfig(BertRowConfig):
     generator_lm_head V × E (tied to the word embeddings) with a bias."""
 
     transformers_class = "ElectraConfig"
-    embedding_size: Size = 128
-    hidden_size: Size = 256
-    num_attention_heads: Size = 4
-    intermediate_size: Size = 1024
+    embedding_size: Size
+    hidden_size: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     prefix = "electra"
     head = "electra"
 
@@ -558,10 +558,10 @@ class RoFormerConfig(BertRowConfig):
     (null: hidden_size), projected when the widths differ; the head's transform maps d → E."""
 
     transformers_class = "RoFormerConfig"
-    vocab_size: Size = 50000
-    max_position_embeddings: Size = 1536
+    vocab_size: Size
+    max_position_embeddings: Size
     embedding_size: Size | None = None
-    rotary_value: bool = False
+    rotary_value: bool
     prefix = "roformer"
 
     @property
@@ -579,14 +579,14 @@ class RemBertConfig(BertRowConfig):
     2020, decoupled embeddings)."""
 
     transformers_class = "RemBertConfig"
-    vocab_size: Size = 250300
-    hidden_size: Size = 1152
-    num_hidden_layers: Size = 32
-    num_attention_heads: Size = 18
-    intermediate_size: Size = 4608
-    input_embedding_size: Size = 256
-    output_embedding_size: Size = 1664
-    tie_word_embeddings: bool = False
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    input_embedding_size: Size
+    output_embedding_size: Size
+    tie_word_embeddings: bool
     prefix = "rembert"
     head = "rembert"
     embed_proj = "{prefix}.encoder.embedding_hidden_mapping_in"
@@ -605,9 +605,9 @@ class XmodConfig(BertRowConfig):
     own language's adapter only: the others are parameters without FLOPs for it."""
 
     transformers_class = "XmodConfig"
-    pre_norm: bool = False
-    adapter_reduction_factor: Size = 2
-    adapter_layer_norm: bool = False
+    pre_norm: bool
+    adapter_reduction_factor: Size
+    adapter_layer_norm: bool
     languages: list[str] = Field(default_factory=lambda: ["en_XX"])
     default_language: str | None = None
     prefix = "roberta"
@@ -651,11 +651,11 @@ class BertGenerationConfig(BertRowConfig):
     is_decoder (false by default: bidirectional, as transformers builds it)."""
 
     transformers_class = "BertGenerationConfig"
-    vocab_size: Size = 50358
-    hidden_size: Size = 1024
-    num_hidden_layers: Size = 24
-    num_attention_heads: Size = 16
-    intermediate_size: Size = 4096
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     token_types = False
     head = "generation"
     head_part = "lm_head"
@@ -669,13 +669,13 @@ class RoCBertConfig(BertRowConfig):
 
     transformers_class = "RoCBertConfig"
     prefix = "roc_bert"
-    enable_pronunciation: bool = True
-    enable_shape: bool = True
-    pronunciation_embed_dim: Size = 768
-    pronunciation_vocab_size: Size = 910
-    shape_embed_dim: Size = 512
-    shape_vocab_size: Size = 24858
-    concat_input: bool = True
+    enable_pronunciation: bool
+    enable_shape: bool
+    pronunciation_embed_dim: Size
+    pronunciation_vocab_size: Size
+    shape_embed_dim: Size
+    shape_vocab_size: Size
+    concat_input: bool
 
     def extra_embeddings(self) -> list[Tensor]:
         d, p0 = self.hidden_size, self.prefix
@@ -781,13 +781,13 @@ class XLMConfig(FamilyConfig):
     n_layers: Size = Field(12, validation_alias=AliasChoices("n_layers", "num_hidden_layers"))
     n_heads: Size = Field(16, validation_alias=AliasChoices("n_heads", "num_attention_heads"))
     vocab_size: Size = Field(30145, validation_alias=AliasChoices("vocab_size", "n_words"))
-    max_position_embeddings: Size = 512
-    n_langs: Size = 1
-    use_lang_emb: bool = True
-    causal: bool = False
-    asm: bool = False
-    is_encoder: bool = True
-    tie_word_embeddings: bool = True
+    max_position_embeddings: Size
+    n_langs: Size
+    use_lang_emb: bool
+    causal: bool
+    asm: bool
+    is_encoder: bool
+    tie_word_embeddings: bool
 
     @property
     def head_dim(self) -> int:

@@ -48,12 +48,12 @@ class FalconConfig(FamilyConfig):
     vocab_size: Size
     max_position_embeddings: Size | None = None
     ffn_hidden_size: Size | None = None  # null means 4 · hidden_size
-    new_decoder_architecture: bool = False
-    multi_query: bool = True
-    parallel_attn: bool = True
+    new_decoder_architecture: bool
+    multi_query: bool
+    parallel_attn: bool
     num_ln_in_parallel_attn: Size | None = None
-    bias: bool = False
-    tie_word_embeddings: bool = True
+    bias: bool
+    tie_word_embeddings: bool
 
 
 def _kv_heads(c: FalconConfig) -> int:

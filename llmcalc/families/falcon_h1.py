@@ -28,22 +28,22 @@ from llmcalc.spec import LayerGroup
 class FalconH1Config(DecoderConfig):
     transformers_class = "FalconH1Config"
 
-    num_key_value_heads: Size | None = 8
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    projectors_bias: bool = False
-    mamba_d_ssm: Size | None = 1024
-    mamba_n_heads: Size = 128
-    mamba_d_head: Size | str = "auto"
-    mamba_n_groups: Size = 1
-    mamba_d_state: Size = 256
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_chunk_size: Size = 256
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
-    mamba_rms_norm: bool = False
+    num_key_value_heads: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    projectors_bias: bool
+    mamba_d_ssm: Size | None
+    mamba_n_heads: Size
+    mamba_d_head: Size | str
+    mamba_n_groups: Size
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_chunk_size: Size
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
+    mamba_rms_norm: bool
 
 
 def describe(c: FalconH1Config) -> Architecture:

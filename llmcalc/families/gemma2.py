@@ -32,11 +32,11 @@ class Gemma2Config(DecoderConfig):
     transformers_class = "Gemma2Config"
     qk_norm: ClassVar[bool] = False
 
-    num_key_value_heads: Size = 4
-    head_dim: Size = 256
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size | None = 4096
+    num_key_value_heads: Size
+    head_dim: Size
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size | None
     layer_types: list[str] | None = None
 
     @property
@@ -50,8 +50,8 @@ class Gemma3TextConfig(Gemma2Config):
     transformers_class = "Gemma3TextConfig"
     qk_norm: ClassVar[bool] = True
 
-    num_attention_heads: Size = 8
-    vocab_size: Size = 262_208
+    num_attention_heads: Size
+    vocab_size: Size
     sliding_window_pattern: Size = 6
 
     @property

@@ -50,23 +50,23 @@ OWN, SHARED = "own_kv", "shared_kv"
 class Gemma3nTextConfig(DecoderConfig):
     transformers_class = "Gemma3nTextConfig"
 
-    vocab_size: Size = 262400
-    vocab_size_per_layer_input: Size = 262144
-    hidden_size: Size = 2048
-    hidden_size_per_layer_input: Size = 256
-    intermediate_size: Size | list[Size] = 16384  # type: ignore[assignment]  # one, or one per layer
-    num_hidden_layers: Size = 35
-    num_attention_heads: Size = 8
-    num_key_value_heads: Size | None = 2
-    head_dim: Size | None = 256
-    max_position_embeddings: Size | None = 32768
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size = 512
+    vocab_size: Size
+    vocab_size_per_layer_input: Size
+    hidden_size: Size
+    hidden_size_per_layer_input: Size
+    intermediate_size: Size | list[Size]  # type: ignore[assignment]  # one, or one per layer
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None
+    head_dim: Size | None
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size
     layer_types: list[str] | None = None
-    altup_num_inputs: Size = 4
-    num_kv_shared_layers: Count = 15
-    laurel_rank: Size = 64
+    altup_num_inputs: Size
+    num_kv_shared_layers: Count
+    laurel_rank: Size
 
     @property
     def ff(self) -> int:
@@ -248,9 +248,9 @@ class Gemma3nConfig(FamilyConfig):
     text_config: dict[str, Any] | None = None
     vision_config: dict[str, Any] | None = None
     audio_config: dict[str, Any] | None = None
-    vision_soft_tokens_per_image: Size = 256
-    audio_soft_tokens_per_image: Size = 188
-    tie_word_embeddings: bool = True
+    vision_soft_tokens_per_image: Size
+    audio_soft_tokens_per_image: Size
+    tie_word_embeddings: bool
     image_size: Size | None = None  # llmcalc's own (--image-size); the processor's is 768
 
 

@@ -58,22 +58,22 @@ class Gemma4UnifiedTextConfig(DecoderConfig):
 
     transformers_class = "Gemma4UnifiedTextConfig"
 
-    vocab_size: Size = 262_144
-    hidden_size: Size = 2304
-    intermediate_size: Size = 9216
-    num_hidden_layers: Size = 30
-    num_attention_heads: Size = 8
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 256
-    max_position_embeddings: Size | None = 262_144
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size = 1024
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None
+    head_dim: Size | None
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size
     layer_types: list[str] | None = None
-    use_bidirectional_attention: Literal["all", "vision"] | None = "vision"
-    attention_k_eq_v: bool = False
-    num_kv_shared_layers: Count = 0
-    use_double_wide_mlp: bool = False
+    use_bidirectional_attention: Literal["all", "vision"] | None
+    attention_k_eq_v: bool
+    num_kv_shared_layers: Count
+    use_double_wide_mlp: bool
     global_head_dim: Size = 512
     num_global_key_value_heads: Size | None = None
     per_layer_config: dict[str, dict[str, Size]] | None = None
@@ -99,12 +99,12 @@ class Gemma4TextConfig(Gemma4UnifiedTextConfig):
 
     transformers_class = "Gemma4TextConfig"
 
-    max_position_embeddings: Size | None = 131_072
-    sliding_window: Size = 512
+    max_position_embeddings: Size | None
+    sliding_window: Size
     use_bidirectional_attention: Literal["all", "vision"] | None = None
-    vocab_size_per_layer_input: Size = 262_144
-    hidden_size_per_layer_input: Count = 256
-    enable_moe_block: bool = False
+    vocab_size_per_layer_input: Size
+    hidden_size_per_layer_input: Count
+    enable_moe_block: bool
     num_experts: Size | None = None
     top_k_experts: Size | None = None
     moe_intermediate_size: Size | None = None
@@ -305,7 +305,7 @@ class Gemma4Config(FamilyConfig):
     vision_config: dict[str, Any] | None = None
     audio_config: dict[str, Any] | None = None
     vision_soft_tokens_per_image: Size = 280
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
     image_size: Size | None = None  # llmcalc's own (--image-size): the processor resizes anyway
 
 

@@ -26,8 +26,8 @@ class GPT2Config(GPT2StyleConfig):
     n_positions: Size = Field(
         1024, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
-    tie_word_embeddings: bool = True
-    add_cross_attention: bool = False
+    tie_word_embeddings: bool
+    add_cross_attention: bool
 
 
 def describe(c: GPT2Config) -> Architecture:

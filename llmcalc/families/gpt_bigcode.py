@@ -27,9 +27,9 @@ class GPTBigCodeConfig(GPT2StyleConfig):
     n_positions: Size = Field(
         validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
-    multi_query: bool = True
-    add_cross_attention: bool = False
-    tie_word_embeddings: bool = True
+    multi_query: bool
+    add_cross_attention: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: GPTBigCodeConfig) -> Architecture:

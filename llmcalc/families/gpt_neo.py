@@ -39,8 +39,8 @@ class GPTNeoConfig(FamilyConfig):
     max_position_embeddings: Size
     intermediate_size: Size | None = None  # null means 4 · hidden_size
     attention_types: list[Any] | None = None  # null means [[["global", "local"], 12]]
-    window_size: Size = 256
-    tie_word_embeddings: bool = True
+    window_size: Size
+    tie_word_embeddings: bool
 
 
 def expand_attention_types(attention_types: list[Any] | None) -> tuple[LayerPlan, int]:

@@ -31,8 +31,8 @@ class GPTNeoXConfig(FamilyConfig):
     intermediate_size: Size
     vocab_size: Size
     max_position_embeddings: Size | None = None
-    tie_word_embeddings: bool = False
-    attention_bias: bool = True
+    tie_word_embeddings: bool
+    attention_bias: bool
 
 
 def describe(c: GPTNeoXConfig) -> Architecture:

@@ -30,14 +30,14 @@ class GptOssConfig(DecoderConfig):
 
     transformers_class = "GptOssConfig"
 
-    num_key_value_heads: Size = 8
-    head_dim: Size = 64
-    num_local_experts: Size = 128
-    num_experts_per_tok: Size = 4
-    sliding_window: Size | None = 128
+    num_key_value_heads: Size
+    head_dim: Size
+    num_local_experts: Size
+    num_experts_per_tok: Size
+    sliding_window: Size | None
     layer_types: list[str] | None = None
-    attention_bias: bool = True
-    tie_word_embeddings: bool = False
+    attention_bias: bool
+    tie_word_embeddings: bool
 
 
 def experts(p: str, d: int, ff: int, num_experts: int) -> list[Tensor]:

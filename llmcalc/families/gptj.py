@@ -21,7 +21,7 @@ from llmcalc.spec import Attention, Shape
 class GPTJConfig(GPT2StyleConfig):
     transformers_class = "GPTJConfig"
 
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
 
 
 def describe(c: GPTJConfig) -> Architecture:

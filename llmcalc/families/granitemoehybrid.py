@@ -37,21 +37,21 @@ MIXER_OF = {"mamba": "mamba", "linear_attention": "mamba",
 class GraniteMoeHybridConfig(DecoderConfig):
     transformers_class = "GraniteMoeHybridConfig"
 
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    num_local_experts: Count = 8
-    num_experts_per_tok: Size = 2
-    shared_intermediate_size: Size = 1024
+    tie_word_embeddings: bool
+    attention_bias: bool
+    num_local_experts: Count
+    num_experts_per_tok: Size
+    shared_intermediate_size: Size
     layer_types: list[str] | None = None  # absent: every layer Mamba
-    mamba_n_heads: Size = 128
-    mamba_n_groups: Size = 1
-    mamba_d_state: Size = 256
-    mamba_d_head: Size | str = "auto"
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_chunk_size: Size = 256
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
+    mamba_n_heads: Size
+    mamba_n_groups: Size
+    mamba_d_state: Size
+    mamba_d_head: Size | str
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_chunk_size: Size
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
 
 
 def describe(c: GraniteMoeHybridConfig) -> Architecture:

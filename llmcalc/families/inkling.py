@@ -62,20 +62,20 @@ FFN_OF = {"dense": "mlp", "sparse": "moe"}
 class InklingTextConfig(DecoderConfig):
     transformers_class = "InklingTextConfig"
 
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    intermediate_size: Size = 24576
+    num_key_value_heads: Size | None
+    head_dim: Size | None
+    intermediate_size: Size
     max_position_embeddings: Size | None = Field(
         131072, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
     )
-    swa_num_attention_heads: Size = 64
-    swa_num_key_value_heads: Size = 16
-    swa_head_dim: Size = 128
+    swa_num_attention_heads: Size
+    swa_num_key_value_heads: Size
+    swa_head_dim: Size
     sliding_window_size: Size = Field(
         512, validation_alias=AliasChoices("sliding_window_size", "sliding_window")
     )
-    d_rel: Size = 16
-    rel_extent: Size = 1024
+    d_rel: Size
+    rel_extent: Size
     local_layer_ids: list[Count] | None = None
     layer_types: list[str] | None = None
     conv_kernel_size: Size = Field(
@@ -85,12 +85,12 @@ class InklingTextConfig(DecoderConfig):
     dense_mlp_idx: Count = 0  # without mlp_layer_types: the first dense_mlp_idx layers dense
     # in checkpoints that give it, intermediate_size is the experts' width and this the dense MLP's
     dense_intermediate_size: Size | None = None
-    moe_intermediate_size: Size = 3072
+    moe_intermediate_size: Size
     n_routed_experts: Size = Field(
         256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
-    num_experts_per_tok: Size = 6
-    n_shared_experts: Size = 2
+    num_experts_per_tok: Size
+    n_shared_experts: Size
 
     @property
     def dense_ff(self) -> int:
@@ -247,23 +247,23 @@ FULL, SLIDING = "attention", "sliding_attention"
 class Inkling2TextConfig(DecoderConfig):
     transformers_class = "Inkling2TextConfig"
 
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
+    num_key_value_heads: Size | None
+    head_dim: Size | None
     intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
         2304, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
-    unpadded_vocab_size: Size = 200058
+    unpadded_vocab_size: Size
     max_position_embeddings: Size | None = Field(
         1048576, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
     )
-    swa_num_attention_heads: Size = 48
-    swa_num_key_value_heads: Size = 8
-    swa_head_dim: Size = 128
+    swa_num_attention_heads: Size
+    swa_num_key_value_heads: Size
+    swa_head_dim: Size
     sliding_window_size: Size = Field(
         1024, validation_alias=AliasChoices("sliding_window_size", "sliding_window")
     )
-    d_rel: Size = 16
-    rel_extent: Size = 1024
+    d_rel: Size
+    rel_extent: Size
     layer_types: list[str] | None = None
     conv_kernel_size: Size = Field(
         4, validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
@@ -271,8 +271,8 @@ class Inkling2TextConfig(DecoderConfig):
     n_routed_experts: Size = Field(
         384, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
-    num_experts_per_tok: Size = 8
-    n_layers_per_attn_res_block: Size = 6
+    num_experts_per_tok: Size
+    n_layers_per_attn_res_block: Size
 
 
 def _inkling2_plan(c: Inkling2TextConfig) -> LayerPlan:
@@ -463,14 +463,14 @@ class Inkling2LoopTextConfig(Inkling2TextConfig):
     intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
         1152, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
-    swa_num_attention_heads: Size = 24
+    swa_num_attention_heads: Size
     n_routed_experts: Size = Field(
         128, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
-    loop_layer_index_start: Count = 6
-    loop_layer_index_end: Count = 18
-    loop_num_passes: Count = 3
-    loop_gate_rank: Size = 64
+    loop_layer_index_start: Count
+    loop_layer_index_end: Count
+    loop_num_passes: Count
+    loop_gate_rank: Size
 
     @classmethod
     def read(cls, fields: Mapping[str, Any]) -> Self:

@@ -33,20 +33,20 @@ from llmcalc.spec import MoE
 class JambaConfig(DecoderConfig):
     transformers_class = "JambaConfig"
 
-    num_key_value_heads: Size | None = 8  # transformers' JambaConfig default, not the heads
-    tie_word_embeddings: bool = False
-    num_experts: Size = 16
-    num_experts_per_tok: Size = 2
-    expert_layer_period: Size = 2
-    expert_layer_offset: int = 1
-    attn_layer_period: Size = 8
-    attn_layer_offset: int = 4
-    mamba_d_state: Size = 16
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_dt_rank: Size | str = "auto"
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
+    num_key_value_heads: Size | None  # transformers' JambaConfig default, not the heads
+    tie_word_embeddings: bool
+    num_experts: Size
+    num_experts_per_tok: Size
+    expert_layer_period: Size
+    expert_layer_offset: int
+    attn_layer_period: Size
+    attn_layer_offset: int
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_dt_rank: Size | str
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
 
     @property
     def dt_rank(self) -> int:

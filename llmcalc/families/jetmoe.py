@@ -28,16 +28,16 @@ from llmcalc.spec import Attention, MoE, Shape, Tensor
 class JetMoeConfig(FamilyConfig):
     transformers_class = "JetMoeConfig"
 
-    vocab_size: Size = 32000
-    hidden_size: Size = 2048
-    num_hidden_layers: Size = 12
-    num_key_value_heads: Size = 16
-    kv_channels: Size = 128
-    intermediate_size: Size = 5632
-    max_position_embeddings: Size | None = 4096
-    num_local_experts: Size = 8
-    num_experts_per_tok: Size = 2
-    tie_word_embeddings: bool = True
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_key_value_heads: Size
+    kv_channels: Size
+    intermediate_size: Size
+    max_position_embeddings: Size | None
+    num_local_experts: Size
+    num_experts_per_tok: Size
+    tie_word_embeddings: bool
 
 
 def _moe(p: str, component: str, d: int, inner: int, E: int, *, gated: bool) -> list[Tensor]:

@@ -80,20 +80,20 @@ class KimiLinearConfig(FamilyConfig):
     gated_mla: ClassVar[bool] = False  # a per-head sigmoid gate on MLA's output (g_proj h × d)
     top_k_field: ClassVar[str] = "num_experts_per_token"  # as the checkpoint's config.json spells it
 
-    vocab_size: Size = 163840
-    hidden_size: Size = 2304
-    intermediate_size: Size = 9216
-    moe_intermediate_size: Size = 1024
-    num_hidden_layers: Size = 27
-    num_attention_heads: Size = 32
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    moe_intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
     max_position_embeddings: Size | None = Field(
         1048576, validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
-    attention_bias: bool = False
+    attention_bias: bool
     q_lora_rank: Size | None = None
-    kv_lora_rank: Size = 512
-    qk_nope_head_dim: Size = 128
-    qk_rope_head_dim: Size = 64
-    v_head_dim: Size = 128
+    kv_lora_rank: Size
+    qk_nope_head_dim: Size
+    qk_rope_head_dim: Size
+    v_head_dim: Size
     num_local_experts: Size = Field(
         256, validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: Size = Field(
@@ -103,9 +103,9 @@ class KimiLinearConfig(FamilyConfig):
     first_k_dense_replace: Count = 1
     mlp_layer_types: list[str] | None = None
     layer_types: list[str] | None = None
-    linear_head_dim: Size = 128
-    linear_num_heads: Size = 32
-    linear_conv_kernel_dim: Size = 4
+    linear_head_dim: Size
+    linear_num_heads: Size
+    linear_conv_kernel_dim: Size
     linear_attn_config: LinearAttnConfig | None = None
 
     def _linear(self, name: str, own: int) -> int:
@@ -138,19 +138,19 @@ class BailingHybridConfig(KimiLinearConfig):
     gated_mla = True
     top_k_field = "num_experts_per_tok"
 
-    vocab_size: Size = 157184
-    hidden_size: Size = 2560
-    intermediate_size: Size = 6144
-    moe_intermediate_size: Size = 768
-    num_hidden_layers: Size = 42
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    moe_intermediate_size: Size
+    num_hidden_layers: Size
     max_position_embeddings: Size | None = Field(
         262144, validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
     num_local_experts: Size = Field(
         512, validation_alias=AliasChoices("num_experts", "num_local_experts"))
-    first_k_dense_replace: Count = 2
-    head_dim: Size = 128  # KDA's head dim (MLA's are qk_nope/qk_rope/v_head_dim)
-    short_conv_kernel_size: Size = 4
-    layer_group_size: Size = 6  # the last layer of each group is MLA
+    first_k_dense_replace: Count
+    head_dim: Size  # KDA's head dim (MLA's are qk_nope/qk_rope/v_head_dim)
+    short_conv_kernel_size: Size
+    layer_group_size: Size  # the last layer of each group is MLA
     # transformers derives these from head_dim, num_attention_heads and short_conv_kernel_size
     # unless given (a config transformers saved gives them)
     linear_head_dim: Size | None = None  # type: ignore[assignment]

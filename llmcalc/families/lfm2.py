@@ -50,7 +50,7 @@ KINDS = {"conv": "conv", "full_attention": "attention", "attention": "attention"
 class Lfm2Config(DecoderConfig):
     transformers_class = "Lfm2Config"
 
-    num_key_value_heads: Size | None = 8  # transformers' Lfm2Config default, not the heads
+    num_key_value_heads: Size | None  # transformers' Lfm2Config default, not the heads
     # LFM2's own names win over the standard ones, as transformers reads them
     intermediate_size: Size = Field(
         validation_alias=AliasChoices("block_ff_dim", "intermediate_size")
@@ -58,8 +58,8 @@ class Lfm2Config(DecoderConfig):
     tie_word_embeddings: bool = Field(
         True, validation_alias=AliasChoices("tie_embedding", "tie_word_embeddings")
     )
-    conv_bias: bool = False
-    conv_L_cache: Size = 3
+    conv_bias: bool
+    conv_L_cache: Size
     block_multiple_of: Size = 256
     block_ffn_dim_multiplier: float | int | None = 1.0
     block_auto_adjust_ff_dim: bool = True
@@ -135,12 +135,12 @@ def describe(c: Lfm2Config) -> Architecture:
 class Lfm2MoeConfig(Lfm2Config):
     transformers_class = "Lfm2MoeConfig"
 
-    intermediate_size: Size = 7168  # the dense layers' MLP, as given (no auto-adjust)
+    intermediate_size: Size  # the dense layers' MLP, as given (no auto-adjust)
     layer_types: list[str]  # required here: transformers indexes it for every layer
-    moe_intermediate_size: Size = 1792
-    num_dense_layers: Count = 2
-    num_experts: Size = 32
-    num_experts_per_tok: Size = 4
+    moe_intermediate_size: Size
+    num_dense_layers: Count
+    num_experts: Size
+    num_experts_per_tok: Size
 
 
 def describe_moe(c: Lfm2MoeConfig) -> Architecture:
@@ -200,15 +200,15 @@ LFM3_KINDS = {"conv": "conv", "full_attention": "attention",
 class Lfm3Config(DecoderConfig):
     transformers_class = "Lfm3Config"
 
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 128
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    conv_bias: bool = False
-    conv_L_cache: Size = 7
-    sliding_window: Size | None = 256
-    use_sandwich_norm: bool = True
-    use_attention_gate: bool = True
+    num_key_value_heads: Size | None
+    head_dim: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    conv_bias: bool
+    conv_L_cache: Size
+    sliding_window: Size | None
+    use_sandwich_norm: bool
+    use_attention_gate: bool
     layer_types: list[str] | None = None
 
 

@@ -24,7 +24,7 @@ from llmcalc.families._base import (
 class LlamaConfig(DecoderConfig):
     transformers_class = "LlamaConfig"
 
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
     attention_bias: bool = False
     mlp_bias: bool = False
 
@@ -42,7 +42,7 @@ class GraniteConfig(LlamaConfig):
 class GemmaConfig(LlamaConfig):
     transformers_class = "GemmaConfig"
 
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe(c: LlamaConfig) -> Architecture:

@@ -41,24 +41,24 @@ DENSE, SPARSE = "dense", "moe"
 class Llama4TextConfig(DecoderConfig):
     transformers_class = "Llama4TextConfig"
 
-    vocab_size: Size = 202048
-    hidden_size: Size = 5120
-    intermediate_size: Size = 8192  # one routed expert and the shared expert
-    intermediate_size_mlp: Size = 16384  # the dense layers
-    num_hidden_layers: Size = 48
-    num_attention_heads: Size = 40
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    max_position_embeddings: Size | None = 131072
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    num_experts_per_tok: Size = 1
-    num_local_experts: Size = 16
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size  # one routed expert and the shared expert
+    intermediate_size_mlp: Size  # the dense layers
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None
+    head_dim: Size | None
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    num_experts_per_tok: Size
+    num_local_experts: Size
     moe_layers: list[Count] | None = None  # absent: every interleave_moe_layer_step-th layer
-    interleave_moe_layer_step: Size = 1
+    interleave_moe_layer_step: Size
     no_rope_layers: list[Count] | None = None  # 1: RoPE (chunked), 0: no RoPE (full)
-    no_rope_layer_interval: Size = 4
-    attention_chunk_size: Size | None = 8192
+    no_rope_layer_interval: Size
+    attention_chunk_size: Size | None
     layer_types: list[str] | None = None
 
 

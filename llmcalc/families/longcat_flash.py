@@ -34,23 +34,23 @@ from llmcalc.spec import Attention, MoE, Shape, Tensor
 class LongcatFlashConfig(FamilyConfig):
     transformers_class = "LongcatFlashConfig"
 
-    vocab_size: Size = 131072
-    hidden_size: Size = 6144
-    num_layers: Size = 28
-    num_attention_heads: Size = 64
-    max_position_embeddings: Size | None = 131072
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    ffn_hidden_size: Size = 12288
-    q_lora_rank: Size = 1536
-    kv_lora_rank: Size = 512
-    qk_nope_head_dim: Size = 128
-    qk_rope_head_dim: Size = 64
-    v_head_dim: Size = 128
-    moe_topk: Size = 12
-    n_routed_experts: Size = 512
-    zero_expert_num: int = 256  # 0 or null: none
-    expert_ffn_hidden_size: Size = 2048
+    vocab_size: Size
+    hidden_size: Size
+    num_layers: Size
+    num_attention_heads: Size
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    ffn_hidden_size: Size
+    q_lora_rank: Size
+    kv_lora_rank: Size
+    qk_nope_head_dim: Size
+    qk_rope_head_dim: Size
+    v_head_dim: Size
+    moe_topk: Size
+    n_routed_experts: Size
+    zero_expert_num: int  # 0 or null: none
+    expert_ffn_hidden_size: Size
     router_bias: bool = False
 
 

@@ -48,18 +48,18 @@ from llmcalc.spec import Attention, LayerGroup, LayerSet, Shape, Tensor
 class HrmTextConfig(DecoderConfig):
     transformers_class = "HrmTextConfig"
 
-    vocab_size: Size = 151_808
-    hidden_size: Size = 1536
-    intermediate_size: Size = 4096
-    num_hidden_layers: Size = 16
-    num_attention_heads: Size = 12
-    head_dim: Size | None = 128
-    max_position_embeddings: Size | None = 2048
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    H_cycles: Size = 2
-    L_cycles: Size = 3
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    head_dim: Size | None
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    H_cycles: Size
+    L_cycles: Size
     num_layers_per_stack: Size | None = None
 
     @property
@@ -130,24 +130,24 @@ INPUT, RECURRENT, OUTPUT = "input", "recurrent", "output"
 class DoryConfig(DecoderConfig):
     transformers_class = "DoryConfig"
 
-    vocab_size: Size = 131_072
-    hidden_size: Size = 2560
-    intermediate_size: Size = 7168
-    num_hidden_layers: Size = 36
-    num_attention_heads: Size = 16
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 256
-    max_position_embeddings: Size | None = 8192
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    sliding_window: Size = 1024
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None
+    head_dim: Size | None
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    sliding_window: Size
     layer_types: list[str] | None = None
-    n_input_layers: Count = 8
+    n_input_layers: Count
     n_recurrent_layers: Count | None = None
-    n_output_layers: Count = 8
-    n_recurrent_loops: Size = 2
-    recurrent_kv_cache_mode: Literal["per_loop", "last_loop"] = "per_loop"
+    n_output_layers: Count
+    n_recurrent_loops: Size
+    recurrent_kv_cache_mode: Literal["per_loop", "last_loop"]
 
 
 def _dory_layout(c: DoryConfig) -> tuple[int, int, int, int, list[str] | None]:

@@ -36,21 +36,21 @@ DENSE, SPARSE = "dense", "moe"
 class MiMoV2FlashConfig(FamilyConfig):
     transformers_class = "MiMoV2FlashConfig"
 
-    vocab_size: Size = 152576
-    hidden_size: Size = 4096
-    intermediate_size: Size = 16384
-    num_hidden_layers: Size = 48
-    num_attention_heads: Size = 64
-    num_key_value_heads: Size = 4  # full layers; sliding ones hold twice as many
-    max_position_embeddings: Size | None = 131072
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False  # q, k, v (o_proj has none)
-    moe_intermediate_size: Size = 2048
-    num_experts_per_tok: Size = 8
-    n_routed_experts: Size = 256
-    head_dim: Size = 192
-    v_head_dim: Size = 128
-    sliding_window: Size = 129
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size  # full layers; sliding ones hold twice as many
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool  # q, k, v (o_proj has none)
+    moe_intermediate_size: Size
+    num_experts_per_tok: Size
+    n_routed_experts: Size
+    head_dim: Size
+    v_head_dim: Size
+    sliding_window: Size
     layer_types: list[str] | None = None
     mlp_layer_types: list[str] | None = None
 

@@ -46,7 +46,7 @@ class MiniMaxConfig(MixtralConfig):
     num_local_experts: Size = Field(
         8, validation_alias=AliasChoices("num_local_experts", "num_experts"))
     layer_types: list[str] | None = None
-    block_size: Size = 256
+    block_size: Size
 
 
 def layer_plan(c: MiniMaxConfig) -> LayerPlan:

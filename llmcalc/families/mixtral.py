@@ -69,9 +69,9 @@ class SparseMoEConfig(FamilyConfig):
 class MixtralConfig(SparseMoEConfig):
     transformers_class = "MixtralConfig"
 
-    num_key_value_heads: Size = 8
+    num_key_value_heads: Size
     head_dim: Size | None = None
-    num_local_experts: Size = 8
+    num_local_experts: Size
     sliding_window: Size | None = None
 
     def head_dim_field(self) -> int | None:
@@ -83,10 +83,10 @@ class PhimoeConfig(SparseMoEConfig):
     router_name: ClassVar[str] = "router"
     layer_norm_bias: ClassVar[bool] = True
 
-    num_key_value_heads: Size = 8
-    num_local_experts: Size = 16
-    attention_bias: bool = False
-    lm_head_bias: bool = False
+    num_key_value_heads: Size
+    num_local_experts: Size
+    attention_bias: bool
+    lm_head_bias: bool
     sliding_window: Size | None = None
 
 
@@ -95,17 +95,17 @@ class GraniteMoeConfig(SparseMoEConfig):
     moe_module: ClassVar[str] = "block_sparse_moe"
     router_name: ClassVar[str] = "router"
 
-    num_local_experts: Size = 8
-    attention_bias: bool = False
+    num_local_experts: Size
+    attention_bias: bool
 
 
 class OlmoeConfig(SparseMoEConfig):
     transformers_class = "OlmoeConfig"
     experts_field: ClassVar[str] = "num_experts"
 
-    num_experts: Size = 64
-    num_experts_per_tok: Size = 8
-    attention_bias: bool = False
+    num_experts: Size
+    num_experts_per_tok: Size
+    attention_bias: bool
 
     def qk_norms(self, p: str, h: int, kv: int, hd: int) -> list[Tensor]:
         # OLMoE normalises the whole q and k projections: RMSNorm over h·hd and kv·hd.

@@ -37,9 +37,9 @@ class MptConfig(FamilyConfig):
     vocab_size: Size
     max_seq_len: Size | None = None
     expansion_ratio: Size = EXPANSION_RATIO
-    no_bias: bool = True
+    no_bias: bool
     attn_config: dict[str, Any] | None = None
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe(c: MptConfig) -> Architecture:

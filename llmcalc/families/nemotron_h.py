@@ -48,25 +48,25 @@ class NemotronHConfig(FamilyConfig):
     hybrid_override_pattern: str | None = None
     layers_block_type: list[str] | None = None
     num_hidden_layers: Size | None = None  # ignored, as transformers does: the pattern's length
-    num_attention_heads: Size = 32
-    num_key_value_heads: Size | None = 8
-    head_dim: Size = 128
+    num_attention_heads: Size
+    num_key_value_heads: Size | None
+    head_dim: Size
     max_position_embeddings: Size | None = None
-    attention_bias: bool = False
-    intermediate_size: Size = 21504
-    mlp_bias: bool = False
-    ssm_state_size: Size = 128
-    mamba_num_heads: Size = 128
-    mamba_head_dim: Size = 64
-    n_groups: Size = 8
-    conv_kernel: Size = 4
-    chunk_size: Size = 128
-    use_conv_bias: bool = True
-    use_bias: bool = False
-    n_routed_experts: Size = 8
-    num_experts_per_tok: Size = 2
-    moe_intermediate_size: Size = 7688
-    moe_shared_expert_intermediate_size: Size = 7688
+    attention_bias: bool
+    intermediate_size: Size
+    mlp_bias: bool
+    ssm_state_size: Size
+    mamba_num_heads: Size
+    mamba_head_dim: Size
+    n_groups: Size
+    conv_kernel: Size
+    chunk_size: Size
+    use_conv_bias: bool
+    use_bias: bool
+    n_routed_experts: Size
+    num_experts_per_tok: Size
+    moe_intermediate_size: Size
+    moe_shared_expert_intermediate_size: Size
     moe_latent_size: Size | None = None
 
     def kinds(self) -> list[str]:

@@ -32,8 +32,8 @@ class OlmoConfig(FamilyConfig):
     intermediate_size: Size
     vocab_size: Size
     max_position_embeddings: Size | None = None
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
+    tie_word_embeddings: bool
+    attention_bias: bool
 
 
 def describe(c: OlmoConfig) -> Architecture:

@@ -22,8 +22,8 @@ from llmcalc.families._base import (
 class Olmo2Config(DecoderConfig):
     transformers_class = "Olmo2Config"
 
-    attention_bias: bool = False
-    tie_word_embeddings: bool = False
+    attention_bias: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: Olmo2Config) -> Architecture:

@@ -32,14 +32,14 @@ MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention
 class OlmoHybridConfig(DecoderConfig):
     transformers_class = "OlmoHybridConfig"
 
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
+    tie_word_embeddings: bool
+    attention_bias: bool
     layer_types: list[str] | None = None
     linear_num_key_heads: Size | None = None
     linear_num_value_heads: Size | None = None
     linear_key_head_dim: Size | None = None
     linear_value_head_dim: Size | None = None
-    linear_conv_kernel_dim: Size = 4
+    linear_conv_kernel_dim: Size
 
 
 def describe(c: OlmoHybridConfig) -> Architecture:

@@ -36,11 +36,11 @@ class OPTConfig(FamilyConfig):
     vocab_size: Size
     max_position_embeddings: Size
     word_embed_proj_dim: Size | None = None  # null means hidden_size
-    do_layer_norm_before: bool = True
+    do_layer_norm_before: bool
     remove_final_layer_norm: bool = Field(False, validation_alias="_remove_final_layer_norm")
-    enable_bias: bool = True
-    layer_norm_elementwise_affine: bool = True
-    tie_word_embeddings: bool = True
+    enable_bias: bool
+    layer_norm_elementwise_affine: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: OPTConfig) -> Architecture:

@@ -21,8 +21,8 @@ from llmcalc.families._base import (
 class PhiConfig(DecoderConfig):
     transformers_class = "PhiConfig"
 
-    qk_layernorm: bool = False
-    tie_word_embeddings: bool = False
+    qk_layernorm: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: PhiConfig) -> Architecture:

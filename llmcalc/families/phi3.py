@@ -21,7 +21,7 @@ class Phi3Config(DecoderConfig):
     transformers_class = "Phi3Config"
 
     sliding_window: Size | None = None
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
 
 
 def describe(c: Phi3Config) -> Architecture:

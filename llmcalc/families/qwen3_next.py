@@ -51,15 +51,15 @@ SLIDING = {"sliding_attention": "sliding_attention"}
 class Qwen3NextConfig(DecoderConfig):
     transformers_class = "Qwen3NextConfig"
 
-    num_key_value_heads: Size | None = 2
-    head_dim: Size | None = 256
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    linear_conv_kernel_dim: Size = 4
-    linear_key_head_dim: Size = 128
-    linear_value_head_dim: Size = 128
-    linear_num_key_heads: Size = 16
-    linear_num_value_heads: Size = 32
+    num_key_value_heads: Size | None
+    head_dim: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    linear_conv_kernel_dim: Size
+    linear_key_head_dim: Size
+    linear_value_head_dim: Size
+    linear_num_key_heads: Size
+    linear_num_value_heads: Size
     decoder_sparse_step: Size = 1
     moe_intermediate_size: Size = 512
     shared_expert_intermediate_size: Size = 512
@@ -86,7 +86,7 @@ class Qwen3NextConfig(DecoderConfig):
 class Qwen3_5TextConfig(Qwen3NextConfig):
     transformers_class = "Qwen3_5TextConfig"
 
-    num_key_value_heads: Size | None = 4
+    num_key_value_heads: Size | None
     split_projections = True
     every_layer = "mlp"
 
@@ -95,8 +95,8 @@ class Qwen3_5MoeTextConfig(Qwen3NextConfig):
     transformers_class = "Qwen3_5MoeTextConfig"
 
     intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
-    num_experts_per_tok: Size = 8
-    num_experts: Count = 256
+    num_experts_per_tok: Size
+    num_experts: Count
     split_projections = True
     every_layer = "moe"
 
@@ -105,14 +105,14 @@ class LaraMiniConfig(Qwen3NextConfig):
     transformers_class = "LaraMiniConfig"
 
     intermediate_size: Size | None = None  # type: ignore[assignment]  # every layer routed
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 128
-    tie_word_embeddings: bool = True
-    linear_num_key_heads: Size = 8
-    linear_num_value_heads: Size = 16
-    num_experts_per_tok: Size = 4
-    num_experts: Count = 128
-    sliding_window: Size | None = 512
+    num_key_value_heads: Size | None
+    head_dim: Size | None
+    tie_word_embeddings: bool
+    linear_num_key_heads: Size
+    linear_num_value_heads: Size
+    num_experts_per_tok: Size
+    num_experts: Count
+    sliding_window: Size | None
     split_projections = True
     every_layer = "moe"
     mixer_of = {**MIXER_OF, **SLIDING}

@@ -69,18 +69,18 @@ MAX_NGRAM_HEADS = 1 << 12
 class Qwen4ExpTextConfig(Qwen3_5MoeTextConfig):
     transformers_class = "Qwen4ExpTextConfig"
 
-    num_key_value_heads: Size | None = 2
-    num_experts_per_tok: Size = 10
-    num_experts: Size = 512  # every layer routed: at least one
-    hc_count: Size = 4
-    hc_lowrank: Size = 320
+    num_key_value_heads: Size | None
+    num_experts_per_tok: Size
+    num_experts: Size  # every layer routed: at least one
+    hc_count: Size
+    hc_lowrank: Size
     ple_layer_ids: list[Size] | None = None
     ple_embed_dim: Size | None = None  # absent: hidden_size
-    ple_conv_kernel_size: Size = 4
-    ngram_size: Size = 3
-    heads_per_ngram: Size = 8
-    ngram_vocab_size_base: Size = 20_000_000
-    make_ngram_vocab_size_divisible_by: Size = 128
+    ple_conv_kernel_size: Size
+    ngram_size: Size
+    heads_per_ngram: Size
+    ngram_vocab_size_base: Size
+    make_ngram_vocab_size_divisible_by: Size
     indexer_n_heads: Size | None = None
     indexer_kv_heads: Size | None = None
     indexer_head_dim: Size | None = None

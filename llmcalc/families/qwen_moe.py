@@ -65,15 +65,15 @@ class QwenMoeConfig(FamilyConfig):
 class Qwen2MoeConfig(QwenMoeConfig):
     transformers_class = "Qwen2MoeConfig"
 
-    shared_expert_intermediate_size: Size = 5632
-    qkv_bias: bool = True  # q, k, v biases; o_proj has none
+    shared_expert_intermediate_size: Size
+    qkv_bias: bool  # q, k, v biases; o_proj has none
 
 
 class Qwen3MoeConfig(QwenMoeConfig):
     transformers_class = "Qwen3MoeConfig"
     qk_norm: ClassVar[bool] = True
 
-    num_key_value_heads: Size = 4
+    num_key_value_heads: Size
     head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
     # transformers 5 writes num_local_experts (the attribute num_experts maps to); older
     # config.json files say num_experts. Given both (a written text_config on its class defaults,
@@ -81,8 +81,8 @@ class Qwen3MoeConfig(QwenMoeConfig):
     num_experts: Size = Field(
         128, validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
-    num_experts_per_tok: Size = 8
-    attention_bias: bool = False  # q, k, v and o biases
+    num_experts_per_tok: Size
+    attention_bias: bool  # q, k, v and o biases
 
 
 def layer_kinds(c: QwenMoeConfig) -> LayerPlan:

@@ -33,19 +33,19 @@ REPEATS = 100  # RecurrentGemmaConfig.layers_block_type: (block_types * 100)[:nu
 class RecurrentGemmaConfig(FamilyConfig):
     transformers_class = "RecurrentGemmaConfig"
 
-    num_hidden_layers: Size = 26
-    vocab_size: Size = 256000
-    hidden_size: Size = 2560
+    num_hidden_layers: Size
+    vocab_size: Size
+    hidden_size: Size
     intermediate_size: Size = 3 * 2560
-    num_attention_heads: Size = 10
+    num_attention_heads: Size
     num_key_value_heads: Size | None = None  # absent: the heads
     head_dim: Size | None = None  # absent: hidden_size // heads (a config.json's value wins)
     lru_width: Size | None = None  # absent: hidden_size
-    attention_window_size: Size = 2048
-    conv1d_width: Size = 4
+    attention_window_size: Size
+    conv1d_width: Size
     block_types: list[str] = list(("recurrent", "recurrent", "attention"))
-    attention_bias: bool = False
-    tie_word_embeddings: bool = True
+    attention_bias: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: RecurrentGemmaConfig) -> Architecture:

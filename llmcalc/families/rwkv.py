@@ -35,14 +35,14 @@ from llmcalc.spec import RWKV, LayerGroup, LayerSet, Mixer, Shape, Tensor
 class RwkvConfig(FamilyConfig):
     transformers_class = "RwkvConfig"
 
-    vocab_size: Size = 50277
+    vocab_size: Size
     context_length: Size | None = Field(
         1024, validation_alias=AliasChoices("context_length", "max_position_embeddings"))
-    hidden_size: Size = 4096
-    num_hidden_layers: Size = 32
+    hidden_size: Size
+    num_hidden_layers: Size
     attention_hidden_size: Size | None = None  # null: hidden_size
     intermediate_size: Size | None = None  # null: 4 · hidden_size
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
 
 
 def block(p: str, d: int, a: int, ff: int, *, first: bool) -> list[Tensor]:

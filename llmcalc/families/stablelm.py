@@ -30,14 +30,14 @@ class StableLmConfig(FamilyConfig):
     hidden_size: Size
     num_hidden_layers: Size
     num_attention_heads: Size
-    num_key_value_heads: Size = 32  # the transformers default, not heads
+    num_key_value_heads: Size  # the transformers default, not heads
     intermediate_size: Size
     vocab_size: Size
     max_position_embeddings: Size | None = None
-    use_qkv_bias: bool = False
-    qk_layernorm: bool = False
-    use_parallel_residual: bool = False
-    tie_word_embeddings: bool = False
+    use_qkv_bias: bool
+    qk_layernorm: bool
+    use_parallel_residual: bool
+    tie_word_embeddings: bool
 
 
 def _per_head_norms(name: str, component: str, heads: int, hd: int) -> list[Tensor]:

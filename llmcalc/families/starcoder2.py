@@ -22,10 +22,10 @@ from llmcalc.families._base import (
 class Starcoder2Config(DecoderConfig):
     transformers_class = "Starcoder2Config"
 
-    num_key_value_heads: Size = 2  # the transformers default, not heads
+    num_key_value_heads: Size  # the transformers default, not heads
     sliding_window: Size | None = None
-    use_bias: bool = True
-    tie_word_embeddings: bool = True
+    use_bias: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: Starcoder2Config) -> Architecture:

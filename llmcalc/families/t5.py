@@ -32,15 +32,15 @@ from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
 class T5Config(FamilyConfig):
     transformers_class = "T5Config"
 
-    vocab_size: Size = 32128
-    d_model: Size = 512
-    d_kv: Size = 64
-    d_ff: Size = 2048
-    num_layers: Size = 6
+    vocab_size: Size
+    d_model: Size
+    d_kv: Size
+    d_ff: Size
+    num_layers: Size
     num_decoder_layers: Size | None = None  # null means num_layers
-    num_heads: Size = 8
-    relative_attention_num_buckets: Size = 32
-    feed_forward_proj: str = "relu"
+    num_heads: Size
+    relative_attention_num_buckets: Size
+    feed_forward_proj: str
     tie_word_embeddings: bool = True
 
     @property
@@ -61,11 +61,11 @@ class T5Config(FamilyConfig):
 class MT5Config(T5Config):
     transformers_class = "MT5Config"
 
-    vocab_size: Size = 250112
-    d_ff: Size = 1024
-    num_layers: Size = 8
-    num_heads: Size = 6
-    feed_forward_proj: str = "gated-gelu"
+    vocab_size: Size
+    d_ff: Size
+    num_layers: Size
+    num_heads: Size
+    feed_forward_proj: str
 
 
 class UMT5Config(MT5Config):

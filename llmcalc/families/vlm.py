@@ -171,9 +171,9 @@ class LlavaConfig(FeatureLayersConfig):
     transformers_class = "LlavaConfig"
     composite_type: ClassVar[str] = "llava"
 
-    vision_feature_layer: int | list[int] = -2
-    vision_feature_select_strategy: str = "default"
-    multimodal_projector_bias: bool = True
+    vision_feature_layer: int | list[int]
+    vision_feature_select_strategy: str
+    multimodal_projector_bias: bool
 
 
 def _feature_layers(c: FeatureLayersConfig) -> int:
@@ -240,7 +240,7 @@ class Gemma3Config(CompositeConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    mm_tokens_per_image: Size = 256
+    mm_tokens_per_image: Size
 
 
 def describe_gemma3(c: Gemma3Config) -> Architecture:
@@ -278,9 +278,9 @@ class Mistral3Config(FeatureLayersConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    vision_feature_layer: int | list[int] = -1
-    multimodal_projector_bias: bool = False
-    spatial_merge_size: Size = 2
+    vision_feature_layer: int | list[int]
+    multimodal_projector_bias: bool
+    spatial_merge_size: Size
 
 
 def describe_mistral3(c: Mistral3Config) -> Architecture:
@@ -326,7 +326,7 @@ class PaliGemmaConfig(CompositeConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    projection_dim: Size = 2048
+    projection_dim: Size
 
 
 def describe_paligemma(c: PaliGemmaConfig) -> Architecture:
@@ -439,9 +439,9 @@ class LlavaOnevisionConfig(LlavaNextConfig):
     default_vision: ClassVar[str] = "siglip_vision_model"
     tie_from_text: ClassVar[bool] = True
 
-    vision_feature_select_strategy: str = "full"
-    vision_feature_layer: int | list[int] = -1
-    vision_aspect_ratio: str = "anyres_max_9"
+    vision_feature_select_strategy: str
+    vision_feature_layer: int | list[int]
+    vision_aspect_ratio: str
 
 
 # LlavaOnevisionConfig.__post_init__: every [384·i, 384·j], i, j = 1..6
@@ -501,9 +501,9 @@ class AyaVisionConfig(CompositeConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    vision_feature_layer: int | list[int] = -1
-    vision_feature_select_strategy: str = "full"
-    downsample_factor: Size = 2
+    vision_feature_layer: int | list[int]
+    vision_feature_select_strategy: str
+    downsample_factor: Size
     alignment_intermediate_size: Size | None = None
 
 
@@ -546,9 +546,9 @@ class InternVLConfig(CompositeConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    downsample_ratio: float = 0.5
-    vision_feature_layer: int | list[int] = -1
-    vision_feature_select_strategy: str = "default"
+    downsample_ratio: float
+    vision_feature_layer: int | list[int]
+    vision_feature_select_strategy: str
 
 
 def describe_internvl(c: InternVLConfig) -> Architecture:
@@ -588,7 +588,7 @@ class Idefics3Config(CompositeConfig):
     default_vision: ClassVar[str] = "idefics3_vision"
     tie_from_text: ClassVar[bool] = False
 
-    scale_factor: Size = 2
+    scale_factor: Size
 
 
 class SmolVLMConfig(Idefics3Config):
@@ -1064,10 +1064,10 @@ class FuyuConfig(CompositeConfig):
     default_text: ClassVar[str] = "persimmon"
     tie_from_text: ClassVar[bool] = False
 
-    patch_size: Size = 30
-    num_channels: Size = 3
+    patch_size: Size
+    num_channels: Size
     # FuyuConfig.image_size: the side of the square image the per-image figures assume
-    image_size: Size | None = 300
+    image_size: Size | None
 
     def text(self) -> dict[str, Any]:
         if self.text_config is not None:

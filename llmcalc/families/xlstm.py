@@ -36,19 +36,19 @@ from llmcalc.spec import MLSTM, LayerGroup, LayerSet, Mixer, Shape, Tensor
 class XLSTMConfig(FamilyConfig):
     transformers_class = "xLSTMConfig"
 
-    vocab_size: Size = 50304
-    hidden_size: Size = 4096
+    vocab_size: Size
+    hidden_size: Size
     embedding_dim: Size | None = None  # null: hidden_size
-    num_hidden_layers: Size = 32
+    num_hidden_layers: Size
     num_blocks: Size | None = None  # the blocks built; null: num_hidden_layers
-    num_heads: Size = 8
-    use_bias: bool = False
+    num_heads: Size
+    use_bias: bool
     qk_dim_factor: float = Field(0.5, gt=0, le=2**20)
     v_dim_factor: float = Field(1.0, gt=0, le=2**20)
     ffn_proj_factor: float = Field(2.667, gt=0, le=2**20)
-    ffn_round_up_to_multiple_of: Size = 64
-    weight_mode: str = "single"
-    chunk_size: Size = 64
+    ffn_round_up_to_multiple_of: Size
+    weight_mode: str
+    chunk_size: Size
 
     @property
     def blocks(self) -> int:

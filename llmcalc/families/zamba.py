@@ -55,26 +55,26 @@ REUSED = "hybrid (shared block reused)"
 class ZambaConfig(FamilyConfig):
     transformers_class = "ZambaConfig"
 
-    vocab_size: Size = 32000
-    tie_word_embeddings: bool = True
-    hidden_size: Size = 3712
+    vocab_size: Size
+    tie_word_embeddings: bool
+    hidden_size: Size
     attention_hidden_size: Size | None = None  # absent: 2 · hidden_size
-    intermediate_size: Size = 14848
-    num_hidden_layers: Size = 76
-    num_attention_heads: Size = 16
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
     attention_head_dim: Size | None = Field(
         None, validation_alias=AliasChoices("attention_head_dim", "head_dim"))
-    num_key_value_heads: Size = 16
-    n_mamba_heads: Size = 2
-    max_position_embeddings: Size | None = 4096
-    attn_layer_period: Size = 6
-    attn_layer_offset: int = 4
-    mamba_d_state: Size = 16
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_dt_rank: Size | str = "auto"
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
+    num_key_value_heads: Size
+    n_mamba_heads: Size
+    max_position_embeddings: Size | None
+    attn_layer_period: Size
+    attn_layer_offset: int
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_dt_rank: Size | str
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
     layers_block_type: list[str] | None = Field(
         None, validation_alias=AliasChoices("layers_block_type", "layer_types"))
 
@@ -200,27 +200,27 @@ ZAMBA2_DEFAULT_LAYERS = (
 class Zamba2Config(FamilyConfig):
     transformers_class = "Zamba2Config"
 
-    vocab_size: Size = 32000
-    max_position_embeddings: Size = 4096
-    hidden_size: Size = 2560
-    num_hidden_layers: Size = 54
+    vocab_size: Size
+    max_position_embeddings: Size
+    hidden_size: Size
+    num_hidden_layers: Size
     layers_block_type: list[str] | None = None
     layer_types: list[str] | None = None  # its alias (see kinds)
-    mamba_d_state: Size = 64
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_ngroups: Size = 1
-    n_mamba_heads: Size = 8
-    chunk_size: Size = 256
-    add_bias_linear: bool = False
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_ngroups: Size
+    n_mamba_heads: Size
+    chunk_size: Size
+    add_bias_linear: bool
     intermediate_size: Size | None = None  # absent: 4 · hidden_size
-    num_attention_heads: Size = 32
+    num_attention_heads: Size
     num_key_value_heads: Size | None = None  # absent: the heads
-    num_mem_blocks: Size = 1
-    use_shared_attention_adapter: bool = False
-    adapter_rank: Size = 128
-    use_long_context: bool = False
-    tie_word_embeddings: bool = True
+    num_mem_blocks: Size
+    use_shared_attention_adapter: bool
+    adapter_rank: Size
+    use_long_context: bool
+    tie_word_embeddings: bool
     # derived in Zamba2Config.__post_init__, but a config.json's values (as save_pretrained writes
     # them) are set after it and win: absent, 2d, 2d / heads, d_inner / n_mamba_heads, the hybrids
     attention_hidden_size: Size | None = None

@@ -42,25 +42,25 @@ FIRST, LATER = "first_layer", "eda"  # the first layer's router has no router_st
 
 
 class ZayaConfig(FamilyConfig):
-    """The fields transformers' ZayaConfig reads (its defaults mirror Zyphra/ZAYA1-8B)."""
+    """The fields transformers' ZayaConfig reads (its declared defaults mirror Zyphra/ZAYA1-8B)."""
 
     transformers_class = "ZayaConfig"
 
-    vocab_size: Size = 262272
-    hidden_size: Size = 2048
-    num_hidden_layers: Size = 40
-    num_attention_heads: Size = 8
-    num_key_value_heads: Size | None = 2
-    head_dim: Size = 128
-    moe_intermediate_size: Size = 2048
-    num_experts: Size = 16
-    num_experts_per_tok: Size = 1
-    router_hidden_size: Size = 256
-    cca_time0: Size = 2
-    cca_time1: Size = 2
-    attention_bias: bool = False
-    lm_head_bias: bool = False
-    tie_word_embeddings: bool = True
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None
+    head_dim: Size
+    moe_intermediate_size: Size
+    num_experts: Size
+    num_experts_per_tok: Size
+    router_hidden_size: Size
+    cca_time0: Size
+    cca_time1: Size
+    attention_bias: bool
+    lm_head_bias: bool
+    tie_word_embeddings: bool
     sliding_window: Size | None = None
     layer_types: list[str] | None = None
     max_position_embeddings: Size | None = None
