@@ -28,7 +28,6 @@ from llmcalc.spec import LayerSet
 class BambaConfig(DecoderConfig):
     transformers_class = "BambaConfig"
 
-    num_key_value_heads: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     mlp_bias: bool

@@ -87,14 +87,6 @@ class MBartConfig(BartConfig):
 
 class PLBartConfig(BartConfig):
     transformers_class = "PLBartConfig"
-    vocab_size: Size
-    d_model: Size
-    encoder_layers: Size
-    encoder_ffn_dim: Size
-    encoder_attention_heads: Size
-    decoder_layers: Size
-    decoder_ffn_dim: Size
-    decoder_attention_heads: Size
 
 
 class MvpConfig(BartConfig):
@@ -102,7 +94,6 @@ class MvpConfig(BartConfig):
     tuning) that llmcalc does not count."""
 
     transformers_class = "MvpConfig"
-    vocab_size: Size
     use_prompt: bool
 
 
@@ -116,15 +107,6 @@ class PegasusConfig(BartConfig):
 
 class BlenderbotConfig(BartConfig):
     transformers_class = "BlenderbotConfig"
-    vocab_size: Size
-    max_position_embeddings: Size
-    d_model: Size
-    encoder_layers: Size
-    encoder_ffn_dim: Size
-    encoder_attention_heads: Size
-    decoder_layers: Size
-    decoder_ffn_dim: Size
-    decoder_attention_heads: Size
     position_offset = 0
     embedding_norm = False
     final_norm = True
@@ -132,14 +114,6 @@ class BlenderbotConfig(BartConfig):
 
 class BlenderbotSmallConfig(BartConfig):
     transformers_class = "BlenderbotSmallConfig"
-    max_position_embeddings: Size
-    d_model: Size
-    encoder_layers: Size
-    encoder_ffn_dim: Size
-    encoder_attention_heads: Size
-    decoder_layers: Size
-    decoder_ffn_dim: Size
-    decoder_attention_heads: Size
     position_offset = 0
 
 
@@ -151,7 +125,6 @@ class MarianConfig(BartConfig):
     to the decoder's table."""
 
     transformers_class = "MarianConfig"
-    vocab_size: Size
     decoder_vocab_size: Size | None = None  # null means vocab_size
     share_encoder_decoder_embeddings: bool
     position_offset = 0

@@ -209,8 +209,6 @@ class Ernie45Config(DenseConfig):
 
     transformers_class = "Ernie4_5Config"
 
-    head_dim: Size | None
-    tie_word_embeddings: bool
     use_bias: bool
 
     @property
@@ -244,7 +242,6 @@ class Exaone4Config(DenseConfig):
     transformers_class = "Exaone4Config"
     layout = Layout(norms=POST_NORMS, qk_norm="head")
 
-    sliding_window: Size | None
     sliding_window_pattern: Size | None
 
     def default_plan(self) -> LayerPlan:
@@ -262,8 +259,6 @@ class GlmConfig(DenseConfig):
     transformers_class = "GlmConfig"
     layout = Layout(mlp="fused")
 
-    head_dim: Size | None
-    attention_bias: bool
 
     @property
     def o_bias(self) -> bool:
@@ -290,8 +285,6 @@ class GraniteSWAConfig(DenseConfig):
     transformers_class = "GraniteSWAConfig"
     layout = Layout(sinks=True)
 
-    tie_word_embeddings: bool
-    sliding_window: Size | None
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
@@ -301,7 +294,6 @@ class HeliumConfig(DenseConfig):
     transformers_class = "HeliumConfig"
     layout = Layout(o_from_hidden=True)
 
-    head_dim: Size | None
 
 
 class HunYuanDenseV1Config(DenseConfig):
@@ -327,7 +319,6 @@ class HyperCLOVAXConfig(DenseConfig):
 class InternLM3Config(DenseConfig):
     transformers_class = "InternLM3Config"
 
-    head_dim: Size | None
     attention_bias: bool = Field(False, validation_alias=AliasChoices("attention_bias", "qkv_bias"))
     mlp_bias: bool = Field(False, validation_alias=AliasChoices("mlp_bias", "bias"))
 
@@ -335,7 +326,6 @@ class InternLM3Config(DenseConfig):
 class IQuestCoderConfig(DenseConfig):
     transformers_class = "IQuestCoderConfig"
 
-    head_dim: Size | None
 
 
 class Jais2Config(DenseConfig):
@@ -344,21 +334,17 @@ class Jais2Config(DenseConfig):
     transformers_class = "Jais2Config"
     layout = Layout(norm_bias=True, mlp="plain")
 
-    attention_bias: bool
-    mlp_bias: bool
 
 
 class MinistralConfig(SlidingAllConfig):
     transformers_class = "MinistralConfig"
     needed = ("head_dim",)
 
-    sliding_window: Size | None
 
 
 class Ministral3Config(SlidingAllConfig):
     transformers_class = "Ministral3Config"
 
-    head_dim: Size | None
 
 
 class NanoChatConfig(DenseConfig):
@@ -375,7 +361,6 @@ class Olmo3Config(DenseConfig):
     transformers_class = "Olmo3Config"
     layout = Layout(norms=POST_NORMS, qk_norm="full")
 
-    sliding_window: Size | None
 
     def default_plan(self) -> LayerPlan:
         return periodic_plan(self.num_hidden_layers, period=4, every=FULL, others=SLIDING)
@@ -386,8 +371,6 @@ class SeedOssConfig(DenseConfig):
 
     transformers_class = "SeedOssConfig"
 
-    head_dim: Size | None
-    attention_bias: bool
     attention_out_bias: bool
 
     @property
@@ -401,7 +384,6 @@ class SmolLM3Config(DenseConfig):
 
     transformers_class = "SmolLM3Config"
 
-    tie_word_embeddings: bool
     use_sliding_window: bool
     no_rope_layer_interval: Size
 
@@ -422,10 +404,6 @@ class VaultGemmaConfig(DenseConfig):
         norms=(("input_layernorm", "attn/norm"), ("pre_feedforward_layernorm", "mlp/norm"))
     )
 
-    head_dim: Size | None
-    num_key_value_heads: Size | None
-    tie_word_embeddings: bool
-    sliding_window: Size | None
 
     def default_plan(self) -> LayerPlan:
         return periodic_plan(self.num_hidden_layers, period=2, every=FULL, others=SLIDING)
@@ -438,8 +416,6 @@ class CohereCompassTextConfig(DenseConfig):
     transformers_class = "CohereCompassTextConfig"
     layout = Layout(norms=(("input_layernorm", "attn/norm"),))
 
-    tie_word_embeddings: bool
-    sliding_window: Size | None
 
 
 class CwmConfig(DenseConfig):
@@ -447,9 +423,6 @@ class CwmConfig(DenseConfig):
 
     transformers_class = "CwmConfig"
 
-    head_dim: Size | None
-    num_key_value_heads: Size | None
-    sliding_window: Size | None
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
@@ -482,10 +455,6 @@ class MiniCPM3Config(DenseMLAConfig):
 
     transformers_class = "MiniCPM3Config"
 
-    q_lora_rank: Size | None
-    kv_lora_rank: Size
-    qk_nope_head_dim: Size
-    qk_rope_head_dim: Size
     v_head_dim: Size | None = None
 
 

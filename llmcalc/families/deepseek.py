@@ -99,8 +99,6 @@ class DeepseekV2Config(DeepseekConfig):
 class DeepseekV3Config(DeepseekConfig):
     transformers_class = "DeepseekV3Config"
 
-    n_routed_experts: Size
-    n_shared_experts: Size
     num_experts_per_tok: Size
     first_k_dense_replace: Count
 
@@ -110,8 +108,6 @@ class SarvamMlaConfig(DeepseekV3Config):
 
     transformers_class = "SarvamMLAConfig"
 
-    n_routed_experts: Size
-    first_k_dense_replace: Count
     q_lora_rank: Size | None = None
 
 
@@ -121,12 +117,7 @@ class Glm4MoeLiteConfig(DeepseekV3Config):
 
     transformers_class = "Glm4MoeLiteConfig"
 
-    n_routed_experts: Size
-    num_experts_per_tok: Size
     first_k_dense_replace: Count = 1
-    q_lora_rank: Size | None
-    qk_nope_head_dim: Size
-    v_head_dim: Size
     mlp_layer_types: list[str] | None = None
 
 
@@ -139,17 +130,9 @@ class AXK1Config(DeepseekV3Config):
     post_moe_norm: ClassVar[bool] = True
     q_latent_required: ClassVar[bool] = True
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    moe_intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    n_routed_experts: Size
     first_k_dense_replace: Count = 1
     moe_layer_freq: Size = 1
     q_lora_rank: Size | None  # must be set: A.X-K1 has no plain q_proj
-    max_position_embeddings: Size | None
     mlp_layer_types: list[str] | None = None
 
 
@@ -176,22 +159,8 @@ class AXK2Config(DeepseekV32Config):
     q_latent_required: ClassVar[bool] = True
     q_gate: ClassVar[bool] = True
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    moe_intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    n_routed_experts: Size
     first_k_dense_replace: Count = 1
     moe_layer_freq: Size = 1
-    kv_lora_rank: Size
-    q_lora_rank: Size | None
-    qk_rope_head_dim: Size
-    v_head_dim: Size
-    qk_nope_head_dim: Size
-    max_position_embeddings: Size | None
-    index_n_heads: Size
     gated_norm_rank: Size  # the low-rank gate of the gated norms
 
 
@@ -205,12 +174,6 @@ class Dots3NoteTextConfig(DeepseekV32Config):
     transformers_class = "Dots3NoteTextConfig"
     q_latent_required: ClassVar[bool] = True
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    moe_intermediate_size: Size
     shared_experts_intermediate_size: Size = Field(
         1536,
         validation_alias=AliasChoices(
@@ -219,8 +182,6 @@ class Dots3NoteTextConfig(DeepseekV32Config):
     )
     first_k_dense_replace: Count = 1
     moe_layer_freq: Size | list[Count] = 1
-    q_lora_rank: Size | None
-    max_position_embeddings: Size | None
     sliding_window: Size | None = Field(
         512, validation_alias=AliasChoices("sliding_window", "sliding_window_size")
     )
@@ -275,10 +236,6 @@ class GlmMoeDsaConfig(DeepseekV32Config):
 
     transformers_class = "GlmMoeDsaConfig"
 
-    q_lora_rank: Size | None
-    qk_nope_head_dim: Size
-    v_head_dim: Size
-    index_n_heads: Size
     indexer_types: list[str] | None = None
     index_topk_freq: Size = 1
     index_skip_topk_offset: Count = 2
@@ -296,17 +253,7 @@ class HYV4Config(DeepseekV32Config):
     transformers_class = "HYV4Config"
     q_latent_required: ClassVar[bool] = True
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    moe_intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    max_position_embeddings: Size | None
     first_k_dense_replace: Count = 1
-    qk_nope_head_dim: Size
-    v_head_dim: Size
-    index_n_heads: Size
     indexer_types: list[str] | None = None
     hc_mult: Size
 

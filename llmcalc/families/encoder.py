@@ -201,11 +201,6 @@ def describe_roberta(c: RobertaConfig) -> Architecture:
 class DebertaV2Config(_BertFields):
     transformers_class = "DebertaV2Config"
 
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    intermediate_size: Size
-    vocab_size: Size
     type_vocab_size: Count
     relative_attention: bool
     max_relative_positions: int = Field(-1, strict=True, le=2**53 - 1)
@@ -324,12 +319,6 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
 class ModernBertConfig(_BertFields):
     transformers_class = "ModernBertConfig"
 
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    intermediate_size: Size
-    vocab_size: Size
-    max_position_embeddings: Size
     norm_bias: bool
     attention_bias: bool
     mlp_bias: bool
@@ -489,7 +478,6 @@ class Data2VecTextConfig(BertRowConfig):
 
 class RobertaPreLayerNormConfig(BertRowConfig):
     transformers_class = "RobertaPreLayerNormConfig"
-    vocab_size: Size
     prefix = "roberta_prelayernorm"
     head = "roberta"
     layer_norms = PRE_LN
@@ -497,13 +485,6 @@ class RobertaPreLayerNormConfig(BertRowConfig):
 
 class XLMRobertaXLConfig(BertRowConfig):
     transformers_class = "XLMRobertaXLConfig"
-    vocab_size: Size
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    intermediate_size: Size
-    max_position_embeddings: Size
-    type_vocab_size: Count
     prefix = "roberta"
     head = "roberta"
     layer_norms = XL_LN
@@ -525,11 +506,6 @@ class ErnieConfig(BertRowConfig):
 
 class MegatronBertConfig(BertRowConfig):
     transformers_class = "MegatronBertConfig"
-    vocab_size: Size
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    intermediate_size: Size
     layer_norms = MEGATRON_LN
     embedding_norm = False
 
@@ -541,9 +517,6 @@ class ElectraConfig(BertRowConfig):
 
     transformers_class = "ElectraConfig"
     embedding_size: Size
-    hidden_size: Size
-    num_attention_heads: Size
-    intermediate_size: Size
     prefix = "electra"
     head = "electra"
 
@@ -558,8 +531,6 @@ class RoFormerConfig(BertRowConfig):
     (null: hidden_size), projected when the widths differ; the head's transform maps d → E."""
 
     transformers_class = "RoFormerConfig"
-    vocab_size: Size
-    max_position_embeddings: Size
     embedding_size: Size | None = None
     rotary_value: bool
     prefix = "roformer"
@@ -579,14 +550,8 @@ class RemBertConfig(BertRowConfig):
     2020, decoupled embeddings)."""
 
     transformers_class = "RemBertConfig"
-    vocab_size: Size
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    intermediate_size: Size
     input_embedding_size: Size
     output_embedding_size: Size
-    tie_word_embeddings: bool
     prefix = "rembert"
     head = "rembert"
     embed_proj = "{prefix}.encoder.embedding_hidden_mapping_in"
@@ -651,11 +616,6 @@ class BertGenerationConfig(BertRowConfig):
     is_decoder (false by default: bidirectional, as transformers builds it)."""
 
     transformers_class = "BertGenerationConfig"
-    vocab_size: Size
-    hidden_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    intermediate_size: Size
     token_types = False
     head = "generation"
     head_part = "lm_head"

@@ -28,7 +28,6 @@ from llmcalc.spec import LayerGroup
 class FalconH1Config(DecoderConfig):
     transformers_class = "FalconH1Config"
 
-    num_key_value_heads: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     mlp_bias: bool

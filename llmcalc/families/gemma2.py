@@ -50,8 +50,6 @@ class Gemma3TextConfig(Gemma2Config):
     transformers_class = "Gemma3TextConfig"
     qk_norm: ClassVar[bool] = True
 
-    num_attention_heads: Size
-    vocab_size: Size
     sliding_window_pattern: Size = 6
 
     @property

@@ -50,16 +50,9 @@ OWN, SHARED = "own_kv", "shared_kv"
 class Gemma3nTextConfig(DecoderConfig):
     transformers_class = "Gemma3nTextConfig"
 
-    vocab_size: Size
     vocab_size_per_layer_input: Size
-    hidden_size: Size
     hidden_size_per_layer_input: Size
     intermediate_size: Size | list[Size]  # type: ignore[assignment]  # one, or one per layer
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    max_position_embeddings: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     sliding_window: Size

@@ -58,14 +58,6 @@ class Gemma4UnifiedTextConfig(DecoderConfig):
 
     transformers_class = "Gemma4UnifiedTextConfig"
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    max_position_embeddings: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     sliding_window: Size
@@ -99,8 +91,6 @@ class Gemma4TextConfig(Gemma4UnifiedTextConfig):
 
     transformers_class = "Gemma4TextConfig"
 
-    max_position_embeddings: Size | None
-    sliding_window: Size
     use_bidirectional_attention: Literal["all", "vision"] | None = None
     vocab_size_per_layer_input: Size
     hidden_size_per_layer_input: Count

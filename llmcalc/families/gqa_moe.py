@@ -228,8 +228,6 @@ class Glm4MoeConfig(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "n_shared_experts"
     dense_layers_field: ClassVar[str | None] = "first_k_dense_replace"
 
-    num_key_value_heads: Size | None
-    intermediate_size: Size
     moe_intermediate_size: Size
     n_routed_experts: Size
     n_shared_experts: Count
@@ -254,15 +252,9 @@ class SarvamMoeConfig(Glm4MoeConfig):
 
     transformers_class = "SarvamMoeConfig"
 
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    intermediate_size: Size
-    moe_intermediate_size: Size
     n_shared_experts: Count = Field(
         1, validation_alias=AliasChoices("n_shared_experts", "num_shared_experts")
     )
-    num_experts_per_tok: Size
-    use_qk_norm: bool
 
 
 class Dots1Config(GqaMoeConfig):
@@ -338,7 +330,6 @@ class Ernie45MoeConfig(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "moe_num_shared_experts"
 
     num_key_value_heads: Size | None = None
-    tie_word_embeddings: bool
     use_bias: bool
     moe_intermediate_size: Size
     moe_k: Size
@@ -399,11 +390,6 @@ class HunYuanMoeV1Config(GqaMoeConfig):
     floor_head_dim: ClassVar[bool] = False
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
     num_experts: Size
     moe_topk: Size | list[Size]  # released configs list it per layer
     attention_bias: bool
@@ -436,13 +422,7 @@ class MiniMaxM2Config(GqaMoeConfig):
     transformers_class = "MiniMaxM2Config"
     experts_field: ClassVar[str] = "num_local_experts"
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size  # one expert
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     num_experts_per_tok: Size
     num_local_experts: Size
 
@@ -473,14 +453,8 @@ class AfmoeConfig(GqaMoeConfig):
         "post_mlp_layernorm",
     )
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
     moe_intermediate_size: Size
-    num_hidden_layers: Size
     num_dense_layers: Count
-    num_attention_heads: Size
-    head_dim: Size | None
     num_experts: Size
     num_experts_per_tok: Size
     num_shared_experts: Count
@@ -517,11 +491,6 @@ class FlexOlmoConfig(GqaMoeConfig):
         "post_feedforward_layernorm",
     )
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
     num_experts_per_tok: Size
     num_experts: Size
     attention_bias: bool
@@ -540,11 +509,7 @@ class GraniteMoeSharedConfig(GqaMoeConfig):
     router_name: ClassVar[str] = "router"
     experts_field: ClassVar[str] = "num_local_experts"
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size  # one expert
-    num_hidden_layers: Size
-    num_attention_heads: Size
     num_local_experts: Size
     num_experts_per_tok: Size
     shared_intermediate_size: Count
@@ -597,13 +562,7 @@ class Cohere2MoeConfig(GqaMoeConfig):
     layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm",)
     floor_head_dim: ClassVar[bool] = True
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size  # one expert
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    head_dim: Size | None
-    tie_word_embeddings: bool
     attention_bias: bool
     sliding_window: Size | None
     num_experts: Size
@@ -667,14 +626,8 @@ class SolarOpenConfig(GqaMoeConfig):
     always_shared: ClassVar[bool] = True
     shared_experts_field: ClassVar[str | None] = "n_shared_experts"
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
     moe_intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     n_routed_experts: Size
     n_shared_experts: Count
     num_experts_per_tok: Size
@@ -701,13 +654,7 @@ class Kolibri1Config(GqaMoeConfig):
         "post_mlp_layernorm",
     )
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     moe_intermediate_size: Size
     shared_expert_intermediate_size: Count
     num_experts: Size
@@ -738,14 +685,7 @@ class HYV3Config(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "num_shared_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
     moe_intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     num_experts: Size
     num_experts_per_tok: Size
     num_shared_experts: Count
@@ -779,14 +719,7 @@ class MellumConfig(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_local_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
     moe_intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     num_local_experts: Size = Field(
         64, validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
@@ -819,15 +752,8 @@ class LagunaConfig(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
     moe_intermediate_size: Size
     shared_expert_intermediate_size: Count
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     num_experts: Size
     num_experts_per_tok: Size
     attention_bias: bool
@@ -900,15 +826,9 @@ class MiniMaxM3VLTextConfig(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_local_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size  # one routed expert
     dense_intermediate_size: Size
     shared_intermediate_size: Count
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     num_local_experts: Size = Field(
         128, validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
@@ -1009,12 +929,7 @@ class AriaTextConfig(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "moe_num_shared_experts"
     floor_head_dim: ClassVar[bool] = False
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size  # one routed (and one shared) expert
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    max_position_embeddings: Size | None
     moe_num_experts: Size
     moe_topk: Size
     moe_num_shared_experts: Count
@@ -1045,14 +960,7 @@ class FlintConfig(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size  # the dense layers
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    max_position_embeddings: Size | None
     sliding_window: Size | None
     moe_intermediate_size: Size
     shared_expert_intermediate_size: Count
@@ -1103,14 +1011,7 @@ class BeamConfig(GqaMoeConfig):
         "post_feedforward_layernorm",
     )
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size  # the dense layers
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    max_position_embeddings: Size | None
     sliding_window: Size | None
     moe_intermediate_size: Size
     num_experts: Size

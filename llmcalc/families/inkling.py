@@ -62,9 +62,6 @@ FFN_OF = {"dense": "mlp", "sparse": "moe"}
 class InklingTextConfig(DecoderConfig):
     transformers_class = "InklingTextConfig"
 
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    intermediate_size: Size
     max_position_embeddings: Size | None = Field(
         131072, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
     )
@@ -247,8 +244,6 @@ FULL, SLIDING = "attention", "sliding_attention"
 class Inkling2TextConfig(DecoderConfig):
     transformers_class = "Inkling2TextConfig"
 
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
         2304, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
@@ -463,7 +458,6 @@ class Inkling2LoopTextConfig(Inkling2TextConfig):
     intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
         1152, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
-    swa_num_attention_heads: Size
     n_routed_experts: Size = Field(
         128, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )

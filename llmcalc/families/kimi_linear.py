@@ -138,16 +138,10 @@ class BailingHybridConfig(KimiLinearConfig):
     gated_mla = True
     top_k_field = "num_experts_per_tok"
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    moe_intermediate_size: Size
-    num_hidden_layers: Size
     max_position_embeddings: Size | None = Field(
         262144, validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
     num_local_experts: Size = Field(
         512, validation_alias=AliasChoices("num_experts", "num_local_experts"))
-    first_k_dense_replace: Count
     head_dim: Size  # KDA's head dim (MLA's are qk_nope/qk_rope/v_head_dim)
     short_conv_kernel_size: Size
     layer_group_size: Size  # the last layer of each group is MLA

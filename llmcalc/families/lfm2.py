@@ -200,8 +200,6 @@ LFM3_KINDS = {"conv": "conv", "full_attention": "attention",
 class Lfm3Config(DecoderConfig):
     transformers_class = "Lfm3Config"
 
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     conv_bias: bool

@@ -42,7 +42,6 @@ class GraniteConfig(LlamaConfig):
 class GemmaConfig(LlamaConfig):
     transformers_class = "GemmaConfig"
 
-    tie_word_embeddings: bool
 
 
 def describe(c: LlamaConfig) -> Architecture:

@@ -41,15 +41,8 @@ DENSE, SPARSE = "dense", "moe"
 class Llama4TextConfig(DecoderConfig):
     transformers_class = "Llama4TextConfig"
 
-    vocab_size: Size
-    hidden_size: Size
     intermediate_size: Size  # one routed expert and the shared expert
     intermediate_size_mlp: Size  # the dense layers
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    max_position_embeddings: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     num_experts_per_tok: Size

@@ -48,13 +48,6 @@ from llmcalc.spec import Attention, LayerGroup, LayerSet, Shape, Tensor
 class HrmTextConfig(DecoderConfig):
     transformers_class = "HrmTextConfig"
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    head_dim: Size | None
-    max_position_embeddings: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     mlp_bias: bool
@@ -130,14 +123,6 @@ INPUT, RECURRENT, OUTPUT = "input", "recurrent", "output"
 class DoryConfig(DecoderConfig):
     transformers_class = "DoryConfig"
 
-    vocab_size: Size
-    hidden_size: Size
-    intermediate_size: Size
-    num_hidden_layers: Size
-    num_attention_heads: Size
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    max_position_embeddings: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     mlp_bias: bool

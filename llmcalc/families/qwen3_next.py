@@ -51,8 +51,6 @@ SLIDING = {"sliding_attention": "sliding_attention"}
 class Qwen3NextConfig(DecoderConfig):
     transformers_class = "Qwen3NextConfig"
 
-    num_key_value_heads: Size | None
-    head_dim: Size | None
     tie_word_embeddings: bool
     attention_bias: bool
     linear_conv_kernel_dim: Size
@@ -86,7 +84,6 @@ class Qwen3NextConfig(DecoderConfig):
 class Qwen3_5TextConfig(Qwen3NextConfig):
     transformers_class = "Qwen3_5TextConfig"
 
-    num_key_value_heads: Size | None
     split_projections = True
     every_layer = "mlp"
 
@@ -95,8 +92,6 @@ class Qwen3_5MoeTextConfig(Qwen3NextConfig):
     transformers_class = "Qwen3_5MoeTextConfig"
 
     intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
-    num_experts_per_tok: Size
-    num_experts: Count
     split_projections = True
     every_layer = "moe"
 
@@ -105,13 +100,6 @@ class LaraMiniConfig(Qwen3NextConfig):
     transformers_class = "LaraMiniConfig"
 
     intermediate_size: Size | None = None  # type: ignore[assignment]  # every layer routed
-    num_key_value_heads: Size | None
-    head_dim: Size | None
-    tie_word_embeddings: bool
-    linear_num_key_heads: Size
-    linear_num_value_heads: Size
-    num_experts_per_tok: Size
-    num_experts: Count
     sliding_window: Size | None
     split_projections = True
     every_layer = "moe"

@@ -69,8 +69,6 @@ MAX_NGRAM_HEADS = 1 << 12
 class Qwen4ExpTextConfig(Qwen3_5MoeTextConfig):
     transformers_class = "Qwen4ExpTextConfig"
 
-    num_key_value_heads: Size | None
-    num_experts_per_tok: Size
     num_experts: Size  # every layer routed: at least one
     hc_count: Size
     hc_lowrank: Size

@@ -61,11 +61,6 @@ class T5Config(FamilyConfig):
 class MT5Config(T5Config):
     transformers_class = "MT5Config"
 
-    vocab_size: Size
-    d_ff: Size
-    num_layers: Size
-    num_heads: Size
-    feed_forward_proj: str
 
 
 class UMT5Config(MT5Config):

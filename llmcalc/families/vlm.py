@@ -171,9 +171,7 @@ class LlavaConfig(FeatureLayersConfig):
     transformers_class = "LlavaConfig"
     composite_type: ClassVar[str] = "llava"
 
-    vision_feature_layer: int | list[int]
     vision_feature_select_strategy: str
-    multimodal_projector_bias: bool
 
 
 def _feature_layers(c: FeatureLayersConfig) -> int:
@@ -278,8 +276,6 @@ class Mistral3Config(FeatureLayersConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    vision_feature_layer: int | list[int]
-    multimodal_projector_bias: bool
     spatial_merge_size: Size
 
 
@@ -439,8 +435,6 @@ class LlavaOnevisionConfig(LlavaNextConfig):
     default_vision: ClassVar[str] = "siglip_vision_model"
     tie_from_text: ClassVar[bool] = True
 
-    vision_feature_select_strategy: str
-    vision_feature_layer: int | list[int]
     vision_aspect_ratio: str
 
 
@@ -1067,7 +1061,6 @@ class FuyuConfig(CompositeConfig):
     patch_size: Size
     num_channels: Size
     # FuyuConfig.image_size: the side of the square image the per-image figures assume
-    image_size: Size | None
 
     def text(self) -> dict[str, Any]:
         if self.text_config is not None:
