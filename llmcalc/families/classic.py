@@ -112,6 +112,7 @@ class CodeGenConfig(_GPTFields):
         2048, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
     n_inner: Size | None = None  # null means 4 · n_embd
+    tie_word_embeddings: bool
 
 
 def describe_codegen(c: CodeGenConfig) -> Architecture:

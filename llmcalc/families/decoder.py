@@ -209,6 +209,7 @@ class Ernie45Config(DenseConfig):
 
     transformers_class = "Ernie4_5Config"
 
+    tie_word_embeddings: bool
     use_bias: bool
 
     @property
@@ -259,6 +260,7 @@ class GlmConfig(DenseConfig):
     transformers_class = "GlmConfig"
     layout = Layout(mlp="fused")
 
+    attention_bias: bool
 
     @property
     def o_bias(self) -> bool:
@@ -285,6 +287,7 @@ class GraniteSWAConfig(DenseConfig):
     transformers_class = "GraniteSWAConfig"
     layout = Layout(sinks=True)
 
+    tie_word_embeddings: bool
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
@@ -334,6 +337,8 @@ class Jais2Config(DenseConfig):
     transformers_class = "Jais2Config"
     layout = Layout(norm_bias=True, mlp="plain")
 
+    attention_bias: bool
+    mlp_bias: bool
 
 
 class MinistralConfig(SlidingAllConfig):
@@ -371,6 +376,7 @@ class SeedOssConfig(DenseConfig):
 
     transformers_class = "SeedOssConfig"
 
+    attention_bias: bool
     attention_out_bias: bool
 
     @property
@@ -384,6 +390,7 @@ class SmolLM3Config(DenseConfig):
 
     transformers_class = "SmolLM3Config"
 
+    tie_word_embeddings: bool
     use_sliding_window: bool
     no_rope_layer_interval: Size
 
@@ -404,6 +411,7 @@ class VaultGemmaConfig(DenseConfig):
         norms=(("input_layernorm", "attn/norm"), ("pre_feedforward_layernorm", "mlp/norm"))
     )
 
+    tie_word_embeddings: bool
 
     def default_plan(self) -> LayerPlan:
         return periodic_plan(self.num_hidden_layers, period=2, every=FULL, others=SLIDING)
@@ -416,6 +424,7 @@ class CohereCompassTextConfig(DenseConfig):
     transformers_class = "CohereCompassTextConfig"
     layout = Layout(norms=(("input_layernorm", "attn/norm"),))
 
+    tie_word_embeddings: bool
 
 
 class CwmConfig(DenseConfig):
@@ -455,6 +464,10 @@ class MiniCPM3Config(DenseMLAConfig):
 
     transformers_class = "MiniCPM3Config"
 
+    q_lora_rank: Size | None
+    kv_lora_rank: Size
+    qk_nope_head_dim: Size
+    qk_rope_head_dim: Size
     v_head_dim: Size | None = None
 
 

@@ -99,6 +99,8 @@ class DeepseekV2Config(DeepseekConfig):
 class DeepseekV3Config(DeepseekConfig):
     transformers_class = "DeepseekV3Config"
 
+    n_routed_experts: Size
+    n_shared_experts: Size
     num_experts_per_tok: Size
     first_k_dense_replace: Count
 
@@ -118,6 +120,9 @@ class Glm4MoeLiteConfig(DeepseekV3Config):
     transformers_class = "Glm4MoeLiteConfig"
 
     first_k_dense_replace: Count = 1
+    q_lora_rank: Size | None
+    qk_nope_head_dim: Size
+    v_head_dim: Size
     mlp_layer_types: list[str] | None = None
 
 
@@ -161,6 +166,11 @@ class AXK2Config(DeepseekV32Config):
 
     first_k_dense_replace: Count = 1
     moe_layer_freq: Size = 1
+    kv_lora_rank: Size
+    q_lora_rank: Size | None
+    qk_rope_head_dim: Size
+    v_head_dim: Size
+    qk_nope_head_dim: Size
     gated_norm_rank: Size  # the low-rank gate of the gated norms
 
 
@@ -182,6 +192,7 @@ class Dots3NoteTextConfig(DeepseekV32Config):
     )
     first_k_dense_replace: Count = 1
     moe_layer_freq: Size | list[Count] = 1
+    q_lora_rank: Size | None
     sliding_window: Size | None = Field(
         512, validation_alias=AliasChoices("sliding_window", "sliding_window_size")
     )
@@ -236,6 +247,9 @@ class GlmMoeDsaConfig(DeepseekV32Config):
 
     transformers_class = "GlmMoeDsaConfig"
 
+    q_lora_rank: Size | None
+    qk_nope_head_dim: Size
+    v_head_dim: Size
     indexer_types: list[str] | None = None
     index_topk_freq: Size = 1
     index_skip_topk_offset: Count = 2
@@ -254,6 +268,8 @@ class HYV4Config(DeepseekV32Config):
     q_latent_required: ClassVar[bool] = True
 
     first_k_dense_replace: Count = 1
+    qk_nope_head_dim: Size
+    v_head_dim: Size
     indexer_types: list[str] | None = None
     hc_mult: Size
 

@@ -319,6 +319,7 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
 class ModernBertConfig(_BertFields):
     transformers_class = "ModernBertConfig"
 
+    max_position_embeddings: Size
     norm_bias: bool
     attention_bias: bool
     mlp_bias: bool
@@ -478,6 +479,7 @@ class Data2VecTextConfig(BertRowConfig):
 
 class RobertaPreLayerNormConfig(BertRowConfig):
     transformers_class = "RobertaPreLayerNormConfig"
+    vocab_size: Size
     prefix = "roberta_prelayernorm"
     head = "roberta"
     layer_norms = PRE_LN
@@ -485,6 +487,13 @@ class RobertaPreLayerNormConfig(BertRowConfig):
 
 class XLMRobertaXLConfig(BertRowConfig):
     transformers_class = "XLMRobertaXLConfig"
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    max_position_embeddings: Size
+    type_vocab_size: Count
     prefix = "roberta"
     head = "roberta"
     layer_norms = XL_LN
@@ -506,6 +515,11 @@ class ErnieConfig(BertRowConfig):
 
 class MegatronBertConfig(BertRowConfig):
     transformers_class = "MegatronBertConfig"
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     layer_norms = MEGATRON_LN
     embedding_norm = False
 
@@ -517,6 +531,9 @@ class ElectraConfig(BertRowConfig):
 
     transformers_class = "ElectraConfig"
     embedding_size: Size
+    hidden_size: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     prefix = "electra"
     head = "electra"
 
@@ -531,6 +548,8 @@ class RoFormerConfig(BertRowConfig):
     (null: hidden_size), projected when the widths differ; the head's transform maps d → E."""
 
     transformers_class = "RoFormerConfig"
+    vocab_size: Size
+    max_position_embeddings: Size
     embedding_size: Size | None = None
     rotary_value: bool
     prefix = "roformer"
@@ -550,8 +569,14 @@ class RemBertConfig(BertRowConfig):
     2020, decoupled embeddings)."""
 
     transformers_class = "RemBertConfig"
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     input_embedding_size: Size
     output_embedding_size: Size
+    tie_word_embeddings: bool
     prefix = "rembert"
     head = "rembert"
     embed_proj = "{prefix}.encoder.embedding_hidden_mapping_in"
@@ -616,6 +641,11 @@ class BertGenerationConfig(BertRowConfig):
     is_decoder (false by default: bidirectional, as transformers builds it)."""
 
     transformers_class = "BertGenerationConfig"
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     token_types = False
     head = "generation"
     head_part = "lm_head"

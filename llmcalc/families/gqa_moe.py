@@ -330,6 +330,7 @@ class Ernie45MoeConfig(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "moe_num_shared_experts"
 
     num_key_value_heads: Size | None = None
+    tie_word_embeddings: bool
     use_bias: bool
     moe_intermediate_size: Size
     moe_k: Size
@@ -563,6 +564,7 @@ class Cohere2MoeConfig(GqaMoeConfig):
     floor_head_dim: ClassVar[bool] = True
 
     intermediate_size: Size  # one expert
+    tie_word_embeddings: bool
     attention_bias: bool
     sliding_window: Size | None
     num_experts: Size

@@ -142,6 +142,7 @@ class BailingHybridConfig(KimiLinearConfig):
         262144, validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
     num_local_experts: Size = Field(
         512, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+    first_k_dense_replace: Count
     head_dim: Size  # KDA's head dim (MLA's are qk_nope/qk_rope/v_head_dim)
     short_conv_kernel_size: Size
     layer_group_size: Size  # the last layer of each group is MLA

@@ -104,6 +104,7 @@ class OlmoeConfig(SparseMoEConfig):
     experts_field: ClassVar[str] = "num_experts"
 
     num_experts: Size
+    num_experts_per_tok: Size
     attention_bias: bool
 
     def qk_norms(self, p: str, h: int, kv: int, hd: int) -> list[Tensor]:

@@ -92,6 +92,8 @@ class Qwen3_5MoeTextConfig(Qwen3NextConfig):
     transformers_class = "Qwen3_5MoeTextConfig"
 
     intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
+    num_experts_per_tok: Size
+    num_experts: Count
     split_projections = True
     every_layer = "moe"
 
@@ -100,6 +102,8 @@ class LaraMiniConfig(Qwen3NextConfig):
     transformers_class = "LaraMiniConfig"
 
     intermediate_size: Size | None = None  # type: ignore[assignment]  # every layer routed
+    num_experts_per_tok: Size
+    num_experts: Count
     sliding_window: Size | None
     split_projections = True
     every_layer = "moe"

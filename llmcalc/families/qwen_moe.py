@@ -73,6 +73,7 @@ class Qwen3MoeConfig(QwenMoeConfig):
     transformers_class = "Qwen3MoeConfig"
     qk_norm: ClassVar[bool] = True
 
+    num_key_value_heads: Size
     head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
     # transformers 5 writes num_local_experts (the attribute num_experts maps to); older
     # config.json files say num_experts. Given both (a written text_config on its class defaults,
@@ -80,6 +81,7 @@ class Qwen3MoeConfig(QwenMoeConfig):
     num_experts: Size = Field(
         128, validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
+    num_experts_per_tok: Size
     attention_bias: bool  # q, k, v and o biases
 
 

@@ -171,6 +171,7 @@ class LlavaConfig(FeatureLayersConfig):
     transformers_class = "LlavaConfig"
     composite_type: ClassVar[str] = "llava"
 
+    vision_feature_layer: int | list[int]
     vision_feature_select_strategy: str
 
 
@@ -276,6 +277,8 @@ class Mistral3Config(FeatureLayersConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
+    vision_feature_layer: int | list[int]
+    multimodal_projector_bias: bool
     spatial_merge_size: Size
 
 
