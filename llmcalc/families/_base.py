@@ -491,18 +491,22 @@ def layer_kinds(layer_types: Sequence[str] | None, num_layers: int, *, pattern: 
     """Each layer's attention type: as listed, else every ``pattern``-th layer full, the rest sliding."""
     if layer_types is None:
         return periodic_plan(num_layers, period=pattern, every=FULL, others=SLIDING)
-    require(
-        len(layer_types) == num_layers,
-        "layer_types",
-        f"has {len(layer_types)} entries, num_hidden_layers is {num_layers}",
-    )
+    return plan_from_kinds(listed_kinds(layer_types, num_layers, {t: t for t in LAYER_TYPES}))
+
+
+def listed_kinds(
+    layer_types: Sequence[str], num_layers: int, kind_of: Mapping[str, str],
+    *, shown: Sequence[str] | None = None,
+) -> list[str]:
+    """A config's per-layer ``layer_types`` as the family's layer kinds (``kind_of``: a type → its
+    kind), checked: one entry per layer, each a known type (the message lists ``shown``, else
+    every type)."""
+    require(len(layer_types) == num_layers, "layer_types",
+            f"has {len(layer_types)} entries, num_hidden_layers is {num_layers}")
     for i, kind in enumerate(layer_types):
-        require(
-            kind in LAYER_TYPES,
-            f"layer_types.{i}",
-            f"unknown layer type {kind!r} (one of: {', '.join(LAYER_TYPES)})",
-        )
-    return plan_from_kinds(layer_types)
+        require(kind in kind_of, f"layer_types.{i}",
+                f"unknown layer type {kind!r} (one of: {', '.join(shown or kind_of)})")
+    return [kind_of[kind] for kind in layer_types]
 
 
 def sliding_full_layers(

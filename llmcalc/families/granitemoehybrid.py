@@ -19,10 +19,10 @@ from llmcalc.families._base import (
     check_top_k,
     gqa_projections,
     linear,
+    listed_kinds,
     llama_outer_tensors,
     norm,
     plan_from_kinds,
-    require,
     routed_experts,
     router,
 )
@@ -63,12 +63,7 @@ def describe(c: GraniteMoeHybridConfig) -> Architecture:
         check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok",
                     e_field="num_local_experts")
     types = c.layer_types if c.layer_types is not None else ["mamba"] * c.num_hidden_layers
-    require(len(types) == c.num_hidden_layers, "layer_types",
-            f"has {len(types)} entries, num_hidden_layers is {c.num_hidden_layers}")
-    for i, kind in enumerate(types):
-        require(kind in MIXER_OF, f"layer_types.{i}",
-                f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
-    plan = plan_from_kinds([MIXER_OF[kind] for kind in types])
+    plan = plan_from_kinds(listed_kinds(types, c.num_hidden_layers, MIXER_OF))
     p = "model.layers.{i}"
     fs = c.shared_intermediate_size
     ffn = [

@@ -38,6 +38,7 @@ from llmcalc.families._base import (
     check_top_k,
     embedding,
     linear,
+    listed_kinds,
     lm_head,
     norm,
     override_plan,
@@ -105,12 +106,7 @@ def _attention_plan(c: InklingTextConfig) -> LayerPlan:
     every 6th layer full (i + 1 ≡ 0 mod 6), the others sliding."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in ATTENTION_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(ATTENTION_OF)})")
-        return plan_from_kinds([ATTENTION_OF[kind] for kind in c.layer_types])
+        return plan_from_kinds(listed_kinds(c.layer_types, L, ATTENTION_OF))
     if c.local_layer_ids is not None:
         local = sorted({i for i in c.local_layer_ids if i < L})
         return override_plan({"attention": LayerSet.span(0, L)}, local, "sliding_attention")
@@ -275,12 +271,7 @@ def _inkling2_plan(c: Inkling2TextConfig) -> LayerPlan:
     attention_input)."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in ATTENTION_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(ATTENTION_OF)})")
-        plan = plan_from_kinds([ATTENTION_OF[kind] for kind in c.layer_types])
+        plan = plan_from_kinds(listed_kinds(c.layer_types, L, ATTENTION_OF))
     else:
         plan = periodic_plan(L, period=6, every=FULL, others=SLIDING)
     first = next(kind for kind, layers in plan.items() if 0 in layers)

@@ -31,6 +31,7 @@ from llmcalc.families._base import (
     check_top_k,
     gqa_projections,
     linear,
+    listed_kinds,
     llama_outer_tensors,
     norm,
     override_plan,
@@ -84,12 +85,7 @@ def _mixer_kinds(c: Lfm2Config) -> list[str]:
     """Each layer's mixer, "conv" or "attention", from layer_types or full_attn_idxs."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in KINDS, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: conv, full_attention)")
-        return [KINDS[kind] for kind in c.layer_types]
+        return listed_kinds(c.layer_types, L, KINDS, shown=("conv", "full_attention"))
     full = set(c.full_attn_idxs) if c.full_attn_idxs is not None else None
     return ["attention" if full is None or i in full else "conv" for i in range(L)]
 
@@ -215,12 +211,7 @@ def _lfm3_plan(c: Lfm3Config) -> LayerPlan:
     where i mod 4 = 0 (but not layer 0), the short convolution elsewhere."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in LFM3_KINDS, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(LFM3_KINDS)})")
-        return plan_from_kinds([LFM3_KINDS[kind] for kind in c.layer_types])
+        return plan_from_kinds(listed_kinds(c.layer_types, L, LFM3_KINDS))
     by_residue = {0: "sliding_attention", 2: "attention"}
     plan = residue_plan(L, 4, lambda r: by_residue.get(r, "conv"), field="layer_types")
     return override_plan(plan, [0], "conv")

@@ -16,6 +16,7 @@ from llmcalc.families._base import (
     DecoderConfig,
     Size,
     gqa_projections,
+    listed_kinds,
     llama_outer_tensors,
     norm,
     periodic_plan,
@@ -45,12 +46,7 @@ class OlmoHybridConfig(DecoderConfig):
 def describe(c: OlmoHybridConfig) -> Architecture:
     d, v, L = c.hidden_size, c.vocab_size, c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in MIXER_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
-        plan = plan_from_kinds([MIXER_OF[kind] for kind in c.layer_types])
+        plan = plan_from_kinds(listed_kinds(c.layer_types, L, MIXER_OF))
     elif L >= 4:
         plan = periodic_plan(L, period=4, every="attention", others="linear_attention")
     else:  # fewer than 4 layers: the last one is the attention layer

@@ -31,6 +31,7 @@ from llmcalc.families._base import (
     check_top_k,
     gqa_projections,
     linear,
+    listed_kinds,
     llama_outer_tensors,
     norm,
     override_plan,
@@ -129,12 +130,7 @@ def _plan(c: Qwen3NextConfig) -> LayerPlan:
         return "moe" if E > 0 and (i + 1) % step == 0 else "mlp"
 
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in c.mixer_of, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(c.mixer_of)})")
-        mixers = [c.mixer_of[kind] for kind in c.layer_types]
+        mixers = listed_kinds(c.layer_types, L, c.mixer_of)
         plan = plan_from_kinds([f"{m}, {ffn(i)}" for i, m in enumerate(mixers)])
 
         def mixer_of(i: int) -> str:

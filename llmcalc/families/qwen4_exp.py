@@ -41,6 +41,7 @@ from llmcalc.families._base import (
     check_top_k,
     gqa_projections,
     linear,
+    listed_kinds,
     llama_outer_tensors,
     norm,
     override_plan,
@@ -204,12 +205,7 @@ def _mixers(c: Qwen4ExpTextConfig) -> tuple[LayerPlan, list[str] | None]:
     """Each layer's mixer as runs, and the list when the config gives one."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in MIXER_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
-        mixers = [MIXER_OF[kind] for kind in c.layer_types]
+        mixers = listed_kinds(c.layer_types, L, MIXER_OF)
         return plan_from_kinds([f"{m}, moe" for m in mixers]), mixers
     k = c.full_attention_interval
 
