@@ -301,12 +301,28 @@ def gqa_projections(
     ]
 
 
+def fused_mha(qkv: str, o: str, d: int, *, bias: bool) -> list[Tensor]:
+    """Multi-head attention with q, k, v fused, by its modules' names: qkv 3d × d, o d × d."""
+    return [
+        *linear(qkv, "attn/qkv", 3 * d, d, bias=bias),
+        *linear(o, "attn/o_proj", d, d, bias=bias),
+    ]
+
+
 def swiglu(p: str, component: str, d: int, ff: int, *, bias: bool = False) -> list[Tensor]:
     """gate, up: ff × d;  down: d × ff  (SwiGLU, Shazeer 2020)."""
     return [
         *linear(f"{p}.gate_proj", f"{component}/gate_proj", ff, d, bias=bias),
         *linear(f"{p}.up_proj", f"{component}/up_proj", ff, d, bias=bias),
         *linear(f"{p}.down_proj", f"{component}/down_proj", d, ff, bias=bias),
+    ]
+
+
+def fc_mlp(up: str, down: str, d: int, ff: int, *, bias: bool) -> list[Tensor]:
+    """The two-matrix MLP (no gate), by its modules' names: up ff × d, down d × ff."""
+    return [
+        *linear(up, "mlp/fc_in", ff, d, bias=bias),
+        *linear(down, "mlp/fc_out", d, ff, bias=bias),
     ]
 
 
@@ -339,11 +355,11 @@ def llama_outer_tensors(
     norm_bias: bool = False,
     head_bias: bool = False,
     final_norm: str | None = "model.norm",
+    embed: str = "model.embed_tokens",
 ) -> tuple[Tensor, ...]:
-    """Around Llama-style layers: model.embed_tokens [V, d], the final norm [d] (RMSNorm, or
-    LayerNorm with ``norm_bias``; none when ``final_norm`` is None) and lm_head [V, d] (+ bias [V]),
-    tied to the embedding or not."""
-    embed = "model.embed_tokens"
+    """Around Llama-style layers: the token embedding [V, d] (``embed``), the final norm [d]
+    (RMSNorm, or LayerNorm with ``norm_bias``; none when ``final_norm`` is None) and lm_head [V, d]
+    (+ bias [V]), tied to the embedding or not."""
     return (
         embedding(embed, "embed/tokens", v, d),
         *(norm(final_norm, "final_norm", d, bias=norm_bias) if final_norm else []),

@@ -30,6 +30,7 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     embedding,
+    fc_mlp,
     linear,
     lm_head,
     norm,
@@ -200,8 +201,7 @@ def _stack(
             *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
         ]
     layer += [
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=True),
         *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
     ]
     group = LayerGroup(
@@ -294,8 +294,7 @@ def _whisper_layers(
             *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
         ]
     layer += [
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=True),
         *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
     ]
     return LayerGroup(
@@ -413,8 +412,7 @@ def describe_trocr(c: TrOCRConfig) -> Architecture:
         *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
         *attention(f"{p}.encoder_attn", d, cross=True, kv_in=c.cross_attention_hidden_size),
         *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=True),
         *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
     ]
     group = LayerGroup(

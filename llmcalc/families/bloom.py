@@ -13,7 +13,8 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     embedding,
-    linear,
+    fc_mlp,
+    fused_mha,
     lm_head,
     norm,
     resolve_head_dim,
@@ -40,11 +41,9 @@ def describe(c: BloomConfig) -> Architecture:
     # query_key_value: 3d × d;  dense: d × d;  dense_h_to_4h: 4d × d;  dense_4h_to_h: d × 4d; biased
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
-        *linear(f"{p}.self_attention.query_key_value", "attn/qkv", 3 * d, d, bias=True),
-        *linear(f"{p}.self_attention.dense", "attn/o_proj", d, d, bias=True),
+        *fused_mha(f"{p}.self_attention.query_key_value", f"{p}.self_attention.dense", d, bias=True),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=True),
     ]
     embed = "transformer.word_embeddings.weight"
     tensors = (

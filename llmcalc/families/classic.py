@@ -24,6 +24,8 @@ from llmcalc.families._base import (
     Size,
     conv1d,
     embedding,
+    fc_mlp,
+    fused_mha,
     layer_kinds,
     linear,
     lm_head,
@@ -123,10 +125,8 @@ def describe_codegen(c: CodeGenConfig) -> Architecture:
     p = "transformer.h.{i}"
     layer = [
         *norm(f"{p}.ln_1", "attn/norm", d, bias=True),
-        *linear(f"{p}.attn.qkv_proj", "attn/qkv", 3 * d, d, bias=False),
-        *linear(f"{p}.attn.out_proj", "attn/o_proj", d, d, bias=False),
-        *linear(f"{p}.mlp.fc_in", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.fc_out", "mlp/fc_out", d, ff, bias=True),
+        *fused_mha(f"{p}.attn.qkv_proj", f"{p}.attn.out_proj", d, bias=False),
+        *fc_mlp(f"{p}.mlp.fc_in", f"{p}.mlp.fc_out", d, ff, bias=True),
     ]
     embed = "transformer.wte"
     return Architecture(
@@ -163,8 +163,7 @@ def describe_ctrl(c: CTRLConfig) -> Architecture:
         *linear(f"{a}.Wk", "attn/k_proj", d, d, bias=True),
         *linear(f"{a}.Wv", "attn/v_proj", d, d, bias=True),
         *linear(f"{a}.dense", "attn/o_proj", d, d, bias=True),
-        *linear(f"{p}.ffn.0", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.ffn.2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.ffn.0", f"{p}.ffn.2", d, ff, bias=True),
         *norm(f"{p}.layernorm1", "attn/norm", d, bias=True),
         *norm(f"{p}.layernorm2", "mlp/norm", d, bias=True),
     ]
@@ -195,8 +194,7 @@ def _fairseq_layer(p: str, d: int, ff: int) -> list[Tensor]:
         *linear(f"{a}.q_proj", "attn/q_proj", d, d, bias=True),
         *linear(f"{a}.out_proj", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=True),
         *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
     ]
 
@@ -294,10 +292,8 @@ def describe_gpt_neox_japanese(c: GPTNeoXJapaneseConfig) -> Architecture:
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
-        *linear(f"{p}.attention.query_key_value", "attn/qkv", 3 * d, d, bias=False),
-        *linear(f"{p}.attention.dense", "attn/o_proj", d, d, bias=False),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=False),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=False),
+        *fused_mha(f"{p}.attention.query_key_value", f"{p}.attention.dense", d, bias=False),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=False),
     ]
     last = [*layer, Tensor(f"{p}.attention.dense_bias", (d,), "attn/o_proj")]
     attention = _mha(
@@ -343,8 +339,7 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
     p = "model.layers.{i}"
     a = f"{p}.self_attn"
     layer = [
-        *linear(f"{a}.query_key_value", "attn/qkv", 3 * d, d, bias=True),
-        *linear(f"{a}.dense", "attn/o_proj", d, d, bias=True),
+        *fused_mha(f"{a}.query_key_value", f"{a}.dense", d, bias=True),
         *(
             [
                 *norm(f"{a}.q_layernorm", "attn/q_norm", hd, bias=True),
@@ -353,8 +348,7 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
             if c.qk_layernorm
             else []
         ),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=True),
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
     ]

@@ -28,6 +28,8 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     embedding,
+    fc_mlp,
+    fused_mha,
     layer_kinds,
     linear,
     lm_head,
@@ -96,8 +98,7 @@ def bert_layer(p: str, d: int, ff: int, *, q: str = "query", k: str = "key", v: 
         *linear(f"{p}.attention.self.{v}", "attn/v_proj", d, d, bias=True),
         *linear(f"{p}.attention.output.dense", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.attention.output.LayerNorm", "attn/norm", d, bias=True),
-        *linear(f"{p}.intermediate.dense", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.output.dense", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.intermediate.dense", f"{p}.output.dense", d, ff, bias=True),
         *norm(f"{p}.output.LayerNorm", "mlp/norm", d, bias=True),
     ]
 
@@ -341,8 +342,7 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
     h, hd = c.num_attention_heads, c.head_dim
     p = "model.layers.{i}"
     body = [
-        *linear(f"{p}.attn.Wqkv", "attn/qkv", 3 * d, d, bias=ab),
-        *linear(f"{p}.attn.Wo", "attn/o_proj", d, d, bias=ab),
+        *fused_mha(f"{p}.attn.Wqkv", f"{p}.attn.Wo", d, bias=ab),
         *norm(f"{p}.mlp_norm", "mlp/norm", d, bias=nb),
         *linear(f"{p}.mlp.Wi", "mlp/gate_up_proj", 2 * ff, d, bias=mb),
         *linear(f"{p}.mlp.Wo", "mlp/down_proj", d, ff, bias=mb),
@@ -809,8 +809,7 @@ def describe_xlm(c: XLMConfig) -> Architecture:
         *linear(f"{p}.attentions.{{i}}.v_lin", "attn/v_proj", d, d, bias=True),
         *linear(f"{p}.attentions.{{i}}.out_lin", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.layer_norm1.{{i}}", "attn/norm", d, bias=True),
-        *linear(f"{p}.ffns.{{i}}.lin1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.ffns.{{i}}.lin2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.ffns.{{i}}.lin1", f"{p}.ffns.{{i}}.lin2", d, ff, bias=True),
         *norm(f"{p}.layer_norm2.{{i}}", "mlp/norm", d, bias=True),
     ]
     head = lm_head("pred_layer.proj", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,

@@ -21,6 +21,7 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     embedding,
+    fc_mlp,
     linear,
     lm_head,
     norm,
@@ -93,8 +94,7 @@ def describe(c: FalconConfig) -> Architecture:
             f"{p}.self_attention.query_key_value", "attn/qkv", (h + 2 * kv) * hd, d, bias=c.bias
         ),
         *linear(f"{p}.self_attention.dense", "attn/o_proj", d, d, bias=c.bias),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=c.bias),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=c.bias),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=c.bias),
         *_layer_norms(c, p, d),
     ]
     embed = "transformer.word_embeddings.weight"

@@ -12,6 +12,7 @@ from llmcalc.families._base import (
     Architecture,
     GPT2StyleConfig,
     Size,
+    fc_mlp,
     gpt2_outer_tensors,
     linear,
     norm,
@@ -44,8 +45,7 @@ def describe(c: GPTBigCodeConfig) -> Architecture:
         *linear(f"{p}.attn.c_attn", "attn/qkv", d + 2 * kv * hd, d, bias=True),
         *linear(f"{p}.attn.c_proj", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.ln_2", "mlp/norm", d, bias=True),
-        *linear(f"{p}.mlp.c_fc", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.c_fc", f"{p}.mlp.c_proj", d, ff, bias=True),
     ]
     return Architecture(
         shape=Shape(c.n_layer, d, h, kv, hd, ff, v, c.tie_word_embeddings, c.n_positions),

@@ -17,6 +17,7 @@ from llmcalc.families._base import (
     FieldError,
     LayerPlan,
     Size,
+    fc_mlp,
     gpt2_outer_tensors,
     linear,
     norm,
@@ -92,8 +93,7 @@ def describe(c: GPTNeoConfig) -> Architecture:
         *linear(f"{p}.attn.attention.v_proj", "attn/v_proj", d, d, bias=False),
         *linear(f"{p}.attn.attention.out_proj", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.ln_2", "mlp/norm", d, bias=True),
-        *linear(f"{p}.mlp.c_fc", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.c_fc", f"{p}.mlp.c_proj", d, ff, bias=True),
     ]
     windows = {"global": None, "local": c.window_size}
 

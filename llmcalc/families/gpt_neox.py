@@ -12,9 +12,9 @@ from llmcalc.families._base import (
     Architecture,
     FamilyConfig,
     Size,
-    embedding,
-    linear,
-    lm_head,
+    fc_mlp,
+    fused_mha,
+    llama_outer_tensors,
     norm,
     resolve_head_dim,
     uniform_layers,
@@ -43,17 +43,11 @@ def describe(c: GPTNeoXConfig) -> Architecture:
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
-        *linear(f"{p}.attention.query_key_value", "attn/qkv", 3 * d, d, bias=c.attention_bias),
-        *linear(f"{p}.attention.dense", "attn/o_proj", d, d, bias=c.attention_bias),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=True),
+        *fused_mha(f"{p}.attention.query_key_value", f"{p}.attention.dense", d, bias=c.attention_bias),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=True),
     ]
-    embed = "gpt_neox.embed_in.weight"
-    tensors = (
-        embedding("gpt_neox.embed_in", "embed/tokens", v, d),
-        *norm("gpt_neox.final_layer_norm", "final_norm", d, bias=True),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
+    tensors = llama_outer_tensors(v, d, tied=c.tie_word_embeddings, embed="gpt_neox.embed_in",
+                                  final_norm="gpt_neox.final_layer_norm", norm_bias=True)
     return Architecture(
         shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, v,
                     c.tie_word_embeddings, c.max_position_embeddings),

@@ -9,9 +9,9 @@ from __future__ import annotations
 from llmcalc.families._base import (
     Architecture,
     GPT2StyleConfig,
-    embedding,
+    fc_mlp,
     linear,
-    lm_head,
+    llama_outer_tensors,
     norm,
     uniform_layers,
 )
@@ -35,15 +35,10 @@ def describe(c: GPTJConfig) -> Architecture:
         *linear(f"{p}.attn.k_proj", "attn/k_proj", d, d, bias=False),
         *linear(f"{p}.attn.v_proj", "attn/v_proj", d, d, bias=False),
         *linear(f"{p}.attn.out_proj", "attn/o_proj", d, d, bias=False),
-        *linear(f"{p}.mlp.fc_in", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.fc_out", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.fc_in", f"{p}.mlp.fc_out", d, ff, bias=True),
     ]
-    wte = "transformer.wte.weight"
-    tensors = (
-        embedding("transformer.wte", "embed/tokens", v, d),
-        *norm("transformer.ln_f", "final_norm", d, bias=True),
-        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None, bias=True),
-    )
+    tensors = llama_outer_tensors(v, d, tied=c.tie_word_embeddings, embed="transformer.wte",
+                                  final_norm="transformer.ln_f", norm_bias=True, head_bias=True)
     return Architecture(
         shape=Shape(c.n_layer, d, h, h, hd, ff, v, c.tie_word_embeddings, c.n_positions),
         tensors=tensors,

@@ -15,9 +15,9 @@ from llmcalc.families._base import (
     Architecture,
     FamilyConfig,
     Size,
-    embedding,
-    linear,
-    lm_head,
+    fc_mlp,
+    fused_mha,
+    llama_outer_tensors,
     norm,
     require,
     resolve_head_dim,
@@ -62,18 +62,12 @@ def describe(c: MptConfig) -> Architecture:
     # Wqkv: 3d × d;  out_proj: d × d;  up_proj: 4d × d;  down_proj: d × 4d;  LayerNorms weight only
     layer = [
         *norm(f"{p}.norm_1", "attn/norm", d, bias=False),
-        *linear(f"{p}.attn.Wqkv", "attn/qkv", 3 * d, d, bias=False),
-        *linear(f"{p}.attn.out_proj", "attn/o_proj", d, d, bias=False),
+        *fused_mha(f"{p}.attn.Wqkv", f"{p}.attn.out_proj", d, bias=False),
         *norm(f"{p}.norm_2", "mlp/norm", d, bias=False),
-        *linear(f"{p}.ffn.up_proj", "mlp/fc_in", ff, d, bias=False),
-        *linear(f"{p}.ffn.down_proj", "mlp/fc_out", d, ff, bias=False),
+        *fc_mlp(f"{p}.ffn.up_proj", f"{p}.ffn.down_proj", d, ff, bias=False),
     ]
-    wte = "transformer.wte.weight"
-    tensors = (
-        embedding("transformer.wte", "embed/tokens", v, d),
-        *norm("transformer.norm_f", "final_norm", d, bias=False),
-        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None),
-    )
+    tensors = llama_outer_tensors(v, d, tied=c.tie_word_embeddings, embed="transformer.wte",
+                                  final_norm="transformer.norm_f")
     return Architecture(
         shape=Shape(c.n_layers, d, h, h, hd, ff, v, c.tie_word_embeddings, c.max_seq_len),
         tensors=tensors,

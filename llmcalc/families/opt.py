@@ -15,6 +15,7 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     embedding,
+    fc_mlp,
     linear,
     lm_head,
     norm,
@@ -62,8 +63,7 @@ def describe(c: OPTConfig) -> Architecture:
         *linear(f"{p}.self_attn.v_proj", "attn/v_proj", d, d, bias=b),
         *linear(f"{p}.self_attn.out_proj", "attn/o_proj", d, d, bias=b),
         *layer_norm(f"{p}.self_attn_layer_norm", "attn/norm"),
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=b),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=b),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=b),
         *layer_norm(f"{p}.final_layer_norm", "mlp/norm"),
     ]
     # project_out: wd × d;  project_in: d × wd  (only when the widths differ; no bias)

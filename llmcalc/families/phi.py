@@ -11,6 +11,7 @@ from __future__ import annotations
 from llmcalc.families._base import (
     Architecture,
     DecoderConfig,
+    fc_mlp,
     linear,
     llama_outer_tensors,
     norm,
@@ -37,8 +38,7 @@ def describe(c: PhiConfig) -> Architecture:
         *linear(f"{a}.k_proj", "attn/k_proj", kv * hd, d, bias=True),
         *linear(f"{a}.v_proj", "attn/v_proj", kv * hd, d, bias=True),
         *linear(f"{a}.dense", "attn/o_proj", d, h * hd, bias=True),
-        *linear(f"{p}.mlp.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.fc1", f"{p}.mlp.fc2", d, ff, bias=True),
     ]
     if c.qk_layernorm:
         layer += [

@@ -11,8 +11,8 @@ from llmcalc.families._base import (
     Architecture,
     DecoderConfig,
     Size,
+    fc_mlp,
     gqa_projections,
-    linear,
     llama_outer_tensors,
     norm,
     uniform_layers,
@@ -37,8 +37,7 @@ def describe(c: Starcoder2Config) -> Architecture:
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
         *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.use_bias),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
-        *linear(f"{p}.mlp.c_fc", "mlp/fc_in", ff, d, bias=c.use_bias),
-        *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=c.use_bias),
+        *fc_mlp(f"{p}.mlp.c_fc", f"{p}.mlp.c_proj", d, ff, bias=c.use_bias),
     ]
     return Architecture(
         shape=c.shape(tied=c.tie_word_embeddings),

@@ -21,6 +21,7 @@ from llmcalc.families._base import (
     FamilyConfig,
     Size,
     embedding,
+    fc_mlp,
     linear,
     lm_head,
     norm,
@@ -93,8 +94,7 @@ def feed_forward(p: str, d: int, ff: int, *, gated: bool) -> list[Tensor]:
             *linear(f"{p}.DenseReluDense.wo", "mlp/down_proj", d, ff, bias=False),
         ]
     return [
-        *linear(f"{p}.DenseReluDense.wi", "mlp/fc_in", ff, d, bias=False),
-        *linear(f"{p}.DenseReluDense.wo", "mlp/fc_out", d, ff, bias=False),
+        *fc_mlp(f"{p}.DenseReluDense.wi", f"{p}.DenseReluDense.wo", d, ff, bias=False),
     ]
 
 
