@@ -16,8 +16,6 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field
 
 from llmcalc.families._base import (
-    FULL,
-    SLIDING,
     Architecture,
     DecoderConfig,
     FamilyConfig,
@@ -26,18 +24,15 @@ from llmcalc.families._base import (
     embedding,
     fc_mlp,
     fused_mha,
-    layer_kinds,
     linear,
     lm_head,
     norm,
-    override_plan,
-    planned_layers,
     require,
     resolve_head_dim,
     split_plan,
     uniform_layers,
 )
-from llmcalc.families.decoder import first_of_plan
+from llmcalc.families.encoder import modernbert_layers
 from llmcalc.spec import Attention, LayerGroup, Shape, Tensor
 
 
@@ -386,7 +381,7 @@ def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:
     ``norm_bias``), none before attention in layer 0; a norm after the embedding; the head is
     lm_head.dense d × d, lm_head.norm, then decoder V × d (tied) with a bias [V]. Every
     ``global_attn_every_n_layers``-th layer from 0 is global; the others see local_attention / 2."""
-    d, v, ff, L = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_hidden_layers
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     nb, ab, mb = c.norm_bias, c.attention_bias, c.mlp_bias
     p = "model.layers.{i}"
     body = [
@@ -398,19 +393,6 @@ def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:
         *linear(f"{p}.mlp.Wi", "mlp/gate_up_proj", 2 * ff, d, bias=mb),
         *linear(f"{p}.mlp.Wo", "mlp/down_proj", d, ff, bias=mb),
     ]
-    layer = [*norm(f"{p}.attn_norm", "attn/norm", d, bias=nb), *body]
-    if c.layer_types is not None:
-        plan = layer_kinds(c.layer_types, L, pattern=1)
-    else:
-        plan = first_of_plan(L, c.global_attn_every_n_layers)
-    first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
-    plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
-    window = c.local_attention // 2 if c.local_attention else None
-    windows = {
-        SLIDING: window,
-        FULL: None,
-        "first_layer": window if first_kind == SLIDING else None,
-    }
     embed = "model.embeddings.tok_embeddings"
     return Architecture(
         shape=c.shape(tied=c.tie_word_embeddings),
@@ -422,11 +404,5 @@ def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:
             *norm("lm_head.norm", "lm_head/norm", d, bias=nb),
             *_head("decoder", v, d, embed, tied=c.tie_word_embeddings, bias=c.decoder_bias),
         ),
-        layer_groups=planned_layers(
-            plan,
-            lambda kind: (
-                body if kind == "first_layer" else layer,
-                c.attention(window=windows[kind]),
-            ),
-        ),
+        layer_groups=modernbert_layers(c, body, lambda window: c.attention(window=window)),
     )

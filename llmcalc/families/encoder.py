@@ -15,8 +15,9 @@ its pooler), the other the masked-LM head (``mlm_head``), which every token goes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from pydantic import AliasChoices, Field
 
@@ -42,7 +43,7 @@ from llmcalc.families._base import (
 )
 from llmcalc.families.decoder import first_of_plan
 from llmcalc.limits import MAX_MODULE_COPIES, shown
-from llmcalc.spec import Attention, Part, Shape, Tensor
+from llmcalc.spec import Attention, LayerGroup, Part, Shape, Tensor
 
 # ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
 
@@ -337,7 +338,7 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
     head.dense d × d and head.norm; decoder V × d (tied) with a bias [V]. LayerNorms carry a bias
     with norm_bias. Layer i is global when i is a multiple of global_attn_every_n_layers, else it
     attends within local_attention / 2 tokens either side."""
-    d, v, ff, L = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_hidden_layers
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     nb, ab, mb = c.norm_bias, c.attention_bias, c.mlp_bias
     h, hd = c.num_attention_heads, c.head_dim
     p = "model.layers.{i}"
@@ -347,15 +348,6 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
         *linear(f"{p}.mlp.Wi", "mlp/gate_up_proj", 2 * ff, d, bias=mb),
         *linear(f"{p}.mlp.Wo", "mlp/down_proj", d, ff, bias=mb),
     ]
-    layer = [*norm(f"{p}.attn_norm", "attn/norm", d, bias=nb), *body]
-    if c.layer_types is not None:
-        plan = layer_kinds(c.layer_types, L, pattern=1)
-    else:
-        plan = first_of_plan(L, c.global_attn_every_n_layers)
-    first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
-    plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
-    window = c.local_attention // 2  # ModernBertConfig.sliding_window: |i − j| ≤ window
-    windows = {SLIDING: window, FULL: None, "first_layer": window if first_kind == SLIDING else None}
     embed = "model.embeddings.tok_embeddings"
     head = [
         *linear("head.dense", "dense", d, d, bias=c.classifier_bias),
@@ -375,15 +367,31 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
             *norm("model.embeddings.norm", "embed/norm", d, bias=nb),
             *norm("model.final_norm", "final_norm", d, bias=nb),
         ),
-        layer_groups=planned_layers(
-            plan,
-            lambda kind: (
-                body if kind == "first_layer" else layer,
-                Attention(h, h, hd, hd, window=windows[kind], causal=False),
-            ),
-        ),
+        layer_groups=modernbert_layers(
+            c, body, lambda window: Attention(h, h, hd, hd, window=window, causal=False)),
         notes=_direction_note(False),
     ), head)
+
+
+def modernbert_layers(
+    c: Any, body: list[Tensor], attention: Callable[[int | None], Attention]
+) -> tuple[LayerGroup, ...]:
+    """ModernBERT's layers (``c``: a ModernBertConfig or ModernBertDecoderConfig): ``body`` after
+    an attention norm, which layer 0 lacks; global (full) as layer_types lists, else every
+    global_attn_every_n_layers-th layer from 0; the others attend within local_attention / 2
+    (ModernBertConfig.sliding_window: |i − j| ≤ window)."""
+    L, d = c.num_hidden_layers, c.hidden_size
+    layer = [*norm("model.layers.{i}.attn_norm", "attn/norm", d, bias=c.norm_bias), *body]
+    if c.layer_types is not None:
+        plan = layer_kinds(c.layer_types, L, pattern=1)
+    else:
+        plan = first_of_plan(L, c.global_attn_every_n_layers)
+    first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
+    plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
+    window = c.local_attention // 2 if c.local_attention else None
+    windows = {SLIDING: window, FULL: None, "first_layer": window if first_kind == SLIDING else None}
+    return planned_layers(
+        plan, lambda kind: (body if kind == "first_layer" else layer, attention(windows[kind])))
 
 
 # ---- BERT's near-copies: rows (a config class, the fields it renames, the switches) -------------
