@@ -322,8 +322,8 @@ class HyperCLOVAXConfig(DenseConfig):
 class InternLM3Config(DenseConfig):
     transformers_class = "InternLM3Config"
 
-    attention_bias: bool = Field(False, validation_alias=AliasChoices("attention_bias", "qkv_bias"))
-    mlp_bias: bool = Field(False, validation_alias=AliasChoices("mlp_bias", "bias"))
+    attention_bias: bool = Field(validation_alias=AliasChoices("attention_bias", "qkv_bias"))
+    mlp_bias: bool = Field(validation_alias=AliasChoices("mlp_bias", "bias"))
 
 
 class IQuestCoderConfig(DenseConfig):

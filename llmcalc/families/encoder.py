@@ -205,7 +205,7 @@ class DebertaV2Config(_BertFields):
 
     type_vocab_size: Count
     relative_attention: bool
-    max_relative_positions: int = Field(-1, strict=True, le=2**53 - 1)
+    max_relative_positions: int = Field(strict=True, le=2**53 - 1)
     position_buckets: int = Field(-1, strict=True, le=2**53 - 1)
     position_biased_input: bool
     pos_att_type: str | list[str] | None = None
@@ -775,10 +775,10 @@ class XLMConfig(FamilyConfig):
 
     transformers_class = "XLMConfig"
 
-    emb_dim: Size = Field(2048, validation_alias=AliasChoices("emb_dim", "hidden_size"))
-    n_layers: Size = Field(12, validation_alias=AliasChoices("n_layers", "num_hidden_layers"))
-    n_heads: Size = Field(16, validation_alias=AliasChoices("n_heads", "num_attention_heads"))
-    vocab_size: Size = Field(30145, validation_alias=AliasChoices("vocab_size", "n_words"))
+    emb_dim: Size = Field(validation_alias=AliasChoices("emb_dim", "hidden_size"))
+    n_layers: Size = Field(validation_alias=AliasChoices("n_layers", "num_hidden_layers"))
+    n_heads: Size = Field(validation_alias=AliasChoices("n_heads", "num_attention_heads"))
+    vocab_size: Size = Field(validation_alias=AliasChoices("vocab_size", "n_words"))
     max_position_embeddings: Size
     n_langs: Size
     use_lang_emb: bool

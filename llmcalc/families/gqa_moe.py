@@ -693,7 +693,7 @@ class HYV3Config(GqaMoeConfig):
     num_shared_experts: Count
     attention_bias: bool
     # the config's mlp_bias (the name of GqaMoeConfig's property, which reads it)
-    mlp_bias_field: bool = Field(False, validation_alias="mlp_bias")
+    mlp_bias_field: bool = Field(validation_alias="mlp_bias")
     mlp_layer_types: list[str] | None = None
 
     @property
@@ -936,7 +936,7 @@ class AriaTextConfig(GqaMoeConfig):
     moe_topk: Size
     moe_num_shared_experts: Count
     attention_bias: bool
-    shared_bias: bool = Field(False, validation_alias="mlp_bias")
+    shared_bias: bool = Field(validation_alias="mlp_bias")
 
     @property
     def expert_ff(self) -> int:

@@ -38,7 +38,7 @@ class OPTConfig(FamilyConfig):
     max_position_embeddings: Size
     word_embed_proj_dim: Size | None = None  # null means hidden_size
     do_layer_norm_before: bool
-    remove_final_layer_norm: bool = Field(False, validation_alias="_remove_final_layer_norm")
+    remove_final_layer_norm: bool = Field(validation_alias="_remove_final_layer_norm")
     enable_bias: bool
     layer_norm_elementwise_affine: bool
     tie_word_embeddings: bool

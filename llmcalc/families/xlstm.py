@@ -43,9 +43,9 @@ class XLSTMConfig(FamilyConfig):
     num_blocks: Size | None = None  # the blocks built; null: num_hidden_layers
     num_heads: Size
     use_bias: bool
-    qk_dim_factor: float = Field(0.5, gt=0, le=2**20)
-    v_dim_factor: float = Field(1.0, gt=0, le=2**20)
-    ffn_proj_factor: float = Field(2.667, gt=0, le=2**20)
+    qk_dim_factor: float = Field(gt=0, le=2**20)
+    v_dim_factor: float = Field(gt=0, le=2**20)
+    ffn_proj_factor: float = Field(gt=0, le=2**20)
     ffn_round_up_to_multiple_of: Size
     weight_mode: str
     chunk_size: Size
