@@ -72,7 +72,7 @@ class OpenAIGPTConfig(_GPTFields):
     transformers_class = "OpenAIGPTConfig"
 
     n_positions: Size = Field(
-        512, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+        validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
 
 
@@ -106,7 +106,7 @@ class CodeGenConfig(_GPTFields):
     transformers_class = "CodeGenConfig"
 
     n_positions: Size = Field(
-        2048, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+        validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
     n_inner: Size | None = None  # null means 4 · n_embd
     tie_word_embeddings: bool
@@ -142,7 +142,7 @@ class CTRLConfig(_GPTFields):
     transformers_class = "CTRLConfig"
 
     n_positions: Size = Field(
-        256, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+        validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
     dff: Size
 

@@ -185,7 +185,6 @@ class Dots3NoteTextConfig(DeepseekV32Config):
     q_latent_required: ClassVar[bool] = True
 
     shared_experts_intermediate_size: Size = Field(
-        1536,
         validation_alias=AliasChoices(
             "shared_experts_intermediate_size", "moe_shared_expert_intermediate_size"
         ),

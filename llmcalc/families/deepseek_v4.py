@@ -85,7 +85,7 @@ class DeepseekV4Config(FamilyConfig):
     vocab_size: Size
     hidden_size: Size
     moe_intermediate_size: Size = Field(
-        2048, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
+        validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
     num_hidden_layers: Size
     num_attention_heads: Size
@@ -93,7 +93,7 @@ class DeepseekV4Config(FamilyConfig):
     q_lora_rank: Size
     num_experts_per_tok: Size
     n_routed_experts: Size = Field(
-        256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+        validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
     n_shared_experts: Count  # not read by transformers: one shared expert whatever it says
     max_position_embeddings: Size | None

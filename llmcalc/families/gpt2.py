@@ -24,7 +24,7 @@ class GPT2Config(GPT2StyleConfig):
     transformers_class = "GPT2Config"
 
     n_positions: Size = Field(
-        1024, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+        validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
     tie_word_embeddings: bool
     add_cross_attention: bool

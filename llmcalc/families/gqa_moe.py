@@ -253,7 +253,7 @@ class SarvamMoeConfig(Glm4MoeConfig):
     transformers_class = "SarvamMoeConfig"
 
     n_shared_experts: Count = Field(
-        1, validation_alias=AliasChoices("n_shared_experts", "num_shared_experts")
+        validation_alias=AliasChoices("n_shared_experts", "num_shared_experts")
     )
 
 
@@ -723,7 +723,7 @@ class MellumConfig(GqaMoeConfig):
 
     moe_intermediate_size: Size
     num_local_experts: Size = Field(
-        64, validation_alias=AliasChoices("num_local_experts", "num_experts")
+        validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
     num_experts_per_tok: Size
     attention_bias: bool
@@ -832,7 +832,7 @@ class MiniMaxM3VLTextConfig(GqaMoeConfig):
     dense_intermediate_size: Size
     shared_intermediate_size: Count
     num_local_experts: Size = Field(
-        128, validation_alias=AliasChoices("num_local_experts", "num_experts")
+        validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
     num_experts_per_tok: Size
     index_n_heads: Size

@@ -64,20 +64,20 @@ class InklingTextConfig(DecoderConfig):
     transformers_class = "InklingTextConfig"
 
     max_position_embeddings: Size | None = Field(
-        131072, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
+        validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
     )
     swa_num_attention_heads: Size
     swa_num_key_value_heads: Size
     swa_head_dim: Size
     sliding_window_size: Size = Field(
-        512, validation_alias=AliasChoices("sliding_window_size", "sliding_window")
+        validation_alias=AliasChoices("sliding_window_size", "sliding_window")
     )
     d_rel: Size
     rel_extent: Size
     local_layer_ids: list[Count] | None = None
     layer_types: list[str] | None = None
     conv_kernel_size: Size = Field(
-        4, validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
+        validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
     )
     mlp_layer_types: list[str] | None = None
     dense_mlp_idx: Count = 0  # without mlp_layer_types: the first dense_mlp_idx layers dense
@@ -85,7 +85,7 @@ class InklingTextConfig(DecoderConfig):
     dense_intermediate_size: Size | None = None
     moe_intermediate_size: Size
     n_routed_experts: Size = Field(
-        256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+        validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
     num_experts_per_tok: Size
     n_shared_experts: Size
@@ -241,26 +241,26 @@ class Inkling2TextConfig(DecoderConfig):
     transformers_class = "Inkling2TextConfig"
 
     intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
-        2304, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
+        validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
     unpadded_vocab_size: Size
     max_position_embeddings: Size | None = Field(
-        1048576, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
+        validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
     )
     swa_num_attention_heads: Size
     swa_num_key_value_heads: Size
     swa_head_dim: Size
     sliding_window_size: Size = Field(
-        1024, validation_alias=AliasChoices("sliding_window_size", "sliding_window")
+        validation_alias=AliasChoices("sliding_window_size", "sliding_window")
     )
     d_rel: Size
     rel_extent: Size
     layer_types: list[str] | None = None
     conv_kernel_size: Size = Field(
-        4, validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
+        validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
     )
     n_routed_experts: Size = Field(
-        384, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+        validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
     num_experts_per_tok: Size
     n_layers_per_attn_res_block: Size
@@ -447,10 +447,10 @@ class Inkling2LoopTextConfig(Inkling2TextConfig):
     transformers_class = "Inkling2LoopTextConfig"
 
     intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
-        1152, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
+        validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
     n_routed_experts: Size = Field(
-        128, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+        validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
     loop_layer_index_start: Count
     loop_layer_index_end: Count

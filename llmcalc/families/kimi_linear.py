@@ -87,7 +87,7 @@ class KimiLinearConfig(FamilyConfig):
     num_hidden_layers: Size
     num_attention_heads: Size
     max_position_embeddings: Size | None = Field(
-        1048576, validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
+        validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
     attention_bias: bool
     q_lora_rank: Size | None = None
     kv_lora_rank: Size
@@ -95,11 +95,11 @@ class KimiLinearConfig(FamilyConfig):
     qk_rope_head_dim: Size
     v_head_dim: Size
     num_local_experts: Size = Field(
-        256, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+        validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: Size = Field(
-        8, validation_alias=AliasChoices("num_experts_per_token", "num_experts_per_tok"))
+        validation_alias=AliasChoices("num_experts_per_token", "num_experts_per_tok"))
     n_shared_experts: Count = Field(
-        1, validation_alias=AliasChoices("num_shared_experts", "n_shared_experts"))
+        validation_alias=AliasChoices("num_shared_experts", "n_shared_experts"))
     first_k_dense_replace: Count = 1
     mlp_layer_types: list[str] | None = None
     layer_types: list[str] | None = None
@@ -139,9 +139,9 @@ class BailingHybridConfig(KimiLinearConfig):
     top_k_field = "num_experts_per_tok"
 
     max_position_embeddings: Size | None = Field(
-        262144, validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
+        validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
     num_local_experts: Size = Field(
-        512, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+        validation_alias=AliasChoices("num_experts", "num_local_experts"))
     first_k_dense_replace: Count
     head_dim: Size  # KDA's head dim (MLA's are qk_nope/qk_rope/v_head_dim)
     short_conv_kernel_size: Size
@@ -152,7 +152,7 @@ class BailingHybridConfig(KimiLinearConfig):
     linear_num_heads: Size | None = None  # type: ignore[assignment]
     linear_conv_kernel_dim: Size | None = None  # type: ignore[assignment]
     num_nextn_predict_layers: Count = Field(
-        1, validation_alias=AliasChoices("num_nextn_predict_layers", "num_mtp_layers"))
+        validation_alias=AliasChoices("num_nextn_predict_layers", "num_mtp_layers"))
 
     @property
     def kda_heads(self) -> int:

@@ -57,7 +57,7 @@ class Lfm2Config(DecoderConfig):
         validation_alias=AliasChoices("block_ff_dim", "intermediate_size")
     )
     tie_word_embeddings: bool = Field(
-        True, validation_alias=AliasChoices("tie_embedding", "tie_word_embeddings")
+        validation_alias=AliasChoices("tie_embedding", "tie_word_embeddings")
     )
     conv_bias: bool
     conv_L_cache: Size

@@ -44,7 +44,7 @@ class MiniMaxConfig(MixtralConfig):
     transformers_class = "MiniMaxConfig"
 
     num_local_experts: Size = Field(
-        8, validation_alias=AliasChoices("num_local_experts", "num_experts"))
+        validation_alias=AliasChoices("num_local_experts", "num_experts"))
     layer_types: list[str] | None = None
     block_size: Size
 

@@ -36,7 +36,7 @@ class MptConfig(FamilyConfig):
     n_heads: Size = Field(validation_alias=AliasChoices("n_heads", "num_attention_heads"))
     vocab_size: Size
     max_seq_len: Size | None = None
-    expansion_ratio: Size = EXPANSION_RATIO
+    expansion_ratio: Size
     no_bias: bool
     attn_config: dict[str, Any] | None = None
     tie_word_embeddings: bool

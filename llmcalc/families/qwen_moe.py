@@ -79,7 +79,7 @@ class Qwen3MoeConfig(QwenMoeConfig):
     # config.json files say num_experts. Given both (a written text_config on its class defaults,
     # which name the __init__ argument), the attribute wins, as in transformers.
     num_experts: Size = Field(
-        128, validation_alias=AliasChoices("num_local_experts", "num_experts")
+        validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
     num_experts_per_tok: Size
     attention_bias: bool  # q, k, v and o biases

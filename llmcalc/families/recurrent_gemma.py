@@ -36,7 +36,7 @@ class RecurrentGemmaConfig(FamilyConfig):
     num_hidden_layers: Size
     vocab_size: Size
     hidden_size: Size
-    intermediate_size: Size = 3 * 2560
+    intermediate_size: Size
     num_attention_heads: Size
     num_key_value_heads: Size | None = None  # absent: the heads
     head_dim: Size | None = None  # absent: hidden_size // heads (a config.json's value wins)

@@ -37,7 +37,7 @@ class RwkvConfig(FamilyConfig):
 
     vocab_size: Size
     context_length: Size | None = Field(
-        1024, validation_alias=AliasChoices("context_length", "max_position_embeddings"))
+        validation_alias=AliasChoices("context_length", "max_position_embeddings"))
     hidden_size: Size
     num_hidden_layers: Size
     attention_hidden_size: Size | None = None  # null: hidden_size
