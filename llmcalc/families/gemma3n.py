@@ -205,20 +205,20 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
 
 
 class Gemma3nAudioConfig(FamilyConfig):
-    """Gemma3nAudioConfig: the USM conformer's sizes (defaults: transformers 5.24's)."""
+    """Gemma3nAudioConfig: the USM conformer's sizes (defaults: family_defaults.json)."""
 
     transformers_class = "Gemma3nAudioConfig"
 
-    hidden_size: Size = 1536
-    input_feat_size: Size = 128
-    vocab_size: Size = 128
-    conf_num_hidden_layers: Size = 12
-    conf_num_attention_heads: Size = 8
-    conf_conv_kernel_size: Size = 5
-    conf_reduction_factor: Size = 4
-    sscp_conv_channel_size: list[Size] = [128, 32]
-    sscp_conv_kernel_size: list[list[Size]] = [[3, 3], [3, 3]]
-    sscp_conv_stride_size: list[list[Size]] = [[2, 2], [2, 2]]
+    hidden_size: Size
+    input_feat_size: Size
+    vocab_size: Size
+    conf_num_hidden_layers: Size
+    conf_num_attention_heads: Size
+    conf_conv_kernel_size: Size
+    conf_reduction_factor: Size
+    sscp_conv_channel_size: list[Size]
+    sscp_conv_kernel_size: list[list[Size]]
+    sscp_conv_stride_size: list[list[Size]]
 
 
 class Gemma3nVisionConfig(FamilyConfig):
@@ -226,10 +226,10 @@ class Gemma3nVisionConfig(FamilyConfig):
 
     transformers_class = "Gemma3nVisionConfig"
 
-    architecture: str = "mobilenetv5_300m_enc"
+    architecture: str
     model_args: dict[str, Any] | None = None
-    hidden_size: Size = 2048
-    vocab_size: Size = 128
+    hidden_size: Size
+    vocab_size: Size
 
 
 class Gemma3nConfig(FamilyConfig):
@@ -330,7 +330,9 @@ def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
                       family_defaults.sub_defaults("gemma3n_text") or {})
     lm = text_model(text, rename=prefixer("model.", "model.language_model."),
                     tied=c.tie_word_embeddings)
-    v = read_sub(Gemma3nVisionConfig, c.vision_config or {}, "vision_config")
+    declared = family_defaults.sub_defaults("gemma3n") or {}
+    v = read_sub(Gemma3nVisionConfig, sub_fields(c.vision_config, "vision_config", "gemma3n_vision",
+                                                 declared["vision_config"]), "vision_config")
     require(v.architecture == "mobilenetv5_300m_enc", "vision_config.architecture",
             f"vision_config.architecture {v.architecture!r}: llmcalc counts only "
             "mobilenetv5_300m_enc (Gemma 3n's); --part language or --part audio counts the rest")
@@ -342,7 +344,8 @@ def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
     require(c.vision_soft_tokens_per_image == MSFA_RESOLUTION ** 2, "vision_soft_tokens_per_image",
             f"vision_soft_tokens_per_image must be {MSFA_RESOLUTION ** 2} (MobileNetV5's 16 × 16 "
             f"output), got {c.vision_soft_tokens_per_image}")
-    a = read_sub(Gemma3nAudioConfig, c.audio_config or {}, "audio_config")
+    a = read_sub(Gemma3nAudioConfig, sub_fields(c.audio_config, "audio_config", "gemma3n_audio",
+                                                declared["audio_config"]), "audio_config")
     d_t = lm.shape.hidden_size
     side = c.image_size or MOBILENET_SIDE
     tower = mobilenetv5("model.vision_tower.timm_model", image_size=side,

@@ -256,32 +256,32 @@ def describe(c: Gemma4UnifiedTextConfig) -> Architecture:
 
 
 class Gemma4VisionConfig(FamilyConfig):
-    """Gemma4VisionConfig (defaults: transformers 5.24's, google/gemma-4-E2B's sizes)."""
+    """Gemma4VisionConfig (defaults: family_defaults.json, google/gemma-4-E2B's sizes)."""
 
     transformers_class = "Gemma4VisionConfig"
 
-    hidden_size: Size = 768
-    intermediate_size: Size = 3072
-    num_hidden_layers: Size = 16
-    num_attention_heads: Size = 12
-    num_key_value_heads: Size = 12
-    head_dim: Size = 64
-    pooling_kernel_size: Size = 3
-    patch_size: Size = 16
-    position_embedding_size: Size = 10 * 1024
+    hidden_size: Size
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size
+    head_dim: Size
+    pooling_kernel_size: Size
+    patch_size: Size
+    position_embedding_size: Size
 
 
 class Gemma4AudioConfig(FamilyConfig):
-    """Gemma4AudioConfig (defaults: transformers 5.24's, google/gemma-4-E2B's sizes)."""
+    """Gemma4AudioConfig (defaults: family_defaults.json, google/gemma-4-E2B's sizes)."""
 
     transformers_class = "Gemma4AudioConfig"
 
-    hidden_size: Size = 1024
-    num_hidden_layers: Size = 12
-    num_attention_heads: Size = 8
-    subsampling_conv_channels: list[Size] = [128, 32]
-    conv_kernel_size: Size = 5
-    output_proj_dims: Size = 1536
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    subsampling_conv_channels: list[Size]
+    conv_kernel_size: Size
+    output_proj_dims: Size
 
 
 class Gemma4Config(FamilyConfig):
@@ -422,14 +422,15 @@ def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
 
 
 def describe_gemma4(c: Gemma4Config) -> Architecture:
-    from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import read_sub, sub_fields
 
     lm = _language_model(c, "gemma4_text")
     d_t = lm.shape.hidden_size
     parts: list[Part] = []
     notes: tuple[str, ...] = ()
     if c.vision_config is not None:
-        v = read_sub(Gemma4VisionConfig, c.vision_config, "vision_config")
+        fields = sub_fields(c.vision_config, "vision_config", "gemma4_vision", {})
+        v = read_sub(Gemma4VisionConfig, fields, "vision_config")
         tower = vision_tower("model.vision_tower", v, budget=c.vision_soft_tokens_per_image)
         # the soft tokens that reach the language model go through the norm and the projection
         parts += [tower, Part(name="projector",
@@ -443,7 +444,8 @@ def describe_gemma4(c: Gemma4Config) -> Architecture:
                       f"{side}×{side} pixels and pads its patches to "
                       f"{tower.tokens_for('layers'):,}; the per-image figures are the same",)
     if c.audio_config is not None:
-        a = read_sub(Gemma4AudioConfig, c.audio_config, "audio_config")
+        fields = sub_fields(c.audio_config, "audio_config", "gemma4_audio", {})
+        a = read_sub(Gemma4AudioConfig, fields, "audio_config")
         audio = audio_tower("model.audio_tower", a)
         parts.append(replace(audio, tensors=(*audio.tensors, *embedder(
             "model.embed_audio", "embed_audio", a.output_proj_dims, d_t))))
@@ -463,15 +465,15 @@ AUDIO_RATE = 16_000  # Hz: the feature extractor's sampling rate; one soft token
 
 
 class Gemma4UnifiedVisionConfig(FamilyConfig):
-    """Gemma4UnifiedVisionConfig (defaults: transformers 5.24's, google/gemma-4-12B's sizes)."""
+    """Gemma4UnifiedVisionConfig (defaults: family_defaults.json, google/gemma-4-12B's sizes)."""
 
     transformers_class = "Gemma4UnifiedVisionConfig"
 
-    patch_size: Size = 16
-    pooling_kernel_size: Size = 3
-    mm_embed_dim: Size = 3840
-    mm_posemb_size: Size = 1120
-    output_proj_dims: Size = 3840
+    patch_size: Size
+    pooling_kernel_size: Size
+    mm_embed_dim: Size
+    mm_posemb_size: Size
+    output_proj_dims: Size
 
 
 class Gemma4UnifiedAudioConfig(FamilyConfig):
@@ -480,7 +482,7 @@ class Gemma4UnifiedAudioConfig(FamilyConfig):
 
     transformers_class = "Gemma4UnifiedAudioConfig"
 
-    audio_embed_dim: Size = 640
+    audio_embed_dim: Size
 
 
 class Gemma4UnifiedConfig(Gemma4Config):
@@ -521,14 +523,15 @@ def unified_vision(prefix: str, v: Gemma4UnifiedVisionConfig, *, d_t: int,
 
 
 def describe_gemma4_unified(c: Gemma4UnifiedConfig) -> Architecture:
-    from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import read_sub, sub_fields
 
     lm = _language_model(c, "gemma4_unified_text")
     d_t = lm.shape.hidden_size
     parts: list[Part] = []
     notes: tuple[str, ...] = ()
     if c.vision_config is not None:
-        v = read_sub(Gemma4UnifiedVisionConfig, c.vision_config, "vision_config")
+        fields = sub_fields(c.vision_config, "vision_config", "gemma4_unified_vision", {})
+        v = read_sub(Gemma4UnifiedVisionConfig, fields, "vision_config")
         vision, proj = unified_vision("model.embed_vision", v, d_t=d_t,
                                       budget=c.vision_soft_tokens_per_image)
         parts += [vision, proj]
@@ -538,7 +541,8 @@ def describe_gemma4_unified(c: Gemma4UnifiedConfig) -> Architecture:
                       f"{side}×{side} pixels and pads it to {c.vision_soft_tokens_per_image:,} "
                       "merged patches; the per-image figures are the same",)
     if c.audio_config is not None:
-        a = read_sub(Gemma4UnifiedAudioConfig, c.audio_config, "audio_config")
+        fields = sub_fields(c.audio_config, "audio_config", "gemma4_unified_audio", {})
+        a = read_sub(Gemma4UnifiedAudioConfig, fields, "audio_config")
         s = a.audio_embed_dim
         n = -(-AUDIO_RATE // s)  # soft tokens of one second: ⌈duration / (s samples)⌉
         audio = Part(name="audio", tensors=tuple(embedder("model.embed_audio", "embed_audio", s, d_t)),
