@@ -15,11 +15,15 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from llmcalc.families._base import Architecture, FamilyConfig, FieldError
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import FieldError
 
 
 @dataclass(frozen=True)

@@ -7,13 +7,29 @@ transformers' GPT-2 ``Conv1D(out, in)`` holds weight [in, out]; ``nn.Embedding(n
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated
+from typing import Any
+from typing import ClassVar
+from typing import TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
 
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Part, Run, Shape, Tensor
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import MoE
+from llmcalc.spec import Part
+from llmcalc.spec import Run
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 # The largest size or count a config may give: 2⁵³ − 1, the largest integer a JSON reader in any
 # language keeps exact. Every product llmcalc forms from such numbers stays well inside a float's

@@ -9,19 +9,20 @@ Attention as in Llama (rotary on half of each head, no parameters); the Mamba-2 
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mamba2_head_dim
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mixed_layers
 from llmcalc.spec import LayerSet
 
 

@@ -25,19 +25,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    fc_mlp,
-    linear,
-    lm_head,
-    norm,
-    require,
-    resolve_head_dim,
-)
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Part
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding.offset
 

@@ -13,27 +13,29 @@ causal: no norm before attention in layer 0, a dense + norm head). Tensor names 
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    FamilyConfig,
-    Size,
-    conv1d,
-    embedding,
-    fc_mlp,
-    fused_mha,
-    linear,
-    lm_head,
-    norm,
-    require,
-    resolve_head_dim,
-    split_plan,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import conv1d
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import fused_mha
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import uniform_layers
 from llmcalc.families.encoder import modernbert_layers
-from llmcalc.spec import Attention, LayerGroup, Shape, Tensor
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 
 def _shape(

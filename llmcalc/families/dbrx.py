@@ -9,24 +9,27 @@ row-stacked: ``ffn.experts.mlp.w1``, ``v1`` (gate, up) and ``w2`` (down, transpo
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    require,
-    resolve_head_dim,
-    resolve_kv_heads,
-    router,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import embedding
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import router
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import MoE
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 
 class _Nested(BaseModel):

@@ -11,32 +11,39 @@ config class's ``layer_plan``. Source: tensor names and shapes as in each transf
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal, cast
+from dataclasses import dataclass
+from dataclasses import replace
+from typing import Any
+from typing import ClassVar
+from typing import Literal
+from typing import cast
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    gqa_projections,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    periodic_plan,
-    planned_layers,
-    require,
-    resolve_head_dim,
-    swiglu,
-    uniform_layers,
-)
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
 from llmcalc.families.deepseek import mla
-from llmcalc.spec import Attention, LayerSet, Run, Shape, Tensor
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Run
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 # A layer's norms over d: (module name, breakdown key). Llama: before attention, before the MLP;
 # OLMo 2 style: after attention, after the MLP.

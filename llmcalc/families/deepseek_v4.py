@@ -43,27 +43,36 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    linear,
-    llama_outer_tensors,
-    norm,
-    planned_layers,
-    require,
-    routed_experts,
-    router,
-    swiglu,
-)
-from llmcalc.families._hyper import hyper_connection, hyper_head, stream_mixing_flops
-from llmcalc.families._moe import listed_plan, mtp_note, mtp_params
-from llmcalc.spec import Attention, Compressor, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._hyper import hyper_connection
+from llmcalc.families._hyper import hyper_head
+from llmcalc.families._hyper import stream_mixing_flops
+from llmcalc.families._moe import listed_plan
+from llmcalc.families._moe import mtp_note
+from llmcalc.families._moe import mtp_params
+from llmcalc.spec import Attention
+from llmcalc.spec import Compressor
+from llmcalc.spec import LayerSet
+from llmcalc.spec import MoE
+from llmcalc.spec import Run
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 SLIDING = "sliding_attention"
 CSA = "compressed_sparse_attention"

@@ -27,19 +27,25 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    linear,
-    norm,
-    plan_from_kinds,
-    require,
-    routed_experts,
-    swiglu,
-)
-from llmcalc.families._vision import prefixer, read_sub, smart_grid, text_model
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import swiglu
+from llmcalc.families._vision import prefixer
+from llmcalc.families._vision import read_sub
+from llmcalc.families._vision import smart_grid
+from llmcalc.families._vision import text_model
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Part
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 # transformers' default expert schedule (Dots3NoteVisionConfig.__post_init__): 25 dense layers, then
 # 4, 8, …, 64 and 64 routed experts

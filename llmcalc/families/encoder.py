@@ -17,33 +17,38 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    FamilyConfig,
-    Size,
-    embedding,
-    fc_mlp,
-    fused_mha,
-    layer_kinds,
-    linear,
-    lm_head,
-    norm,
-    override_plan,
-    planned_layers,
-    require,
-    resolve_head_dim,
-    uniform_layers,
-)
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import fused_mha
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import uniform_layers
 from llmcalc.families.decoder import first_of_plan
-from llmcalc.limits import MAX_MODULE_COPIES, shown
-from llmcalc.spec import Attention, LayerGroup, Part, Shape, Tensor
+from llmcalc.limits import MAX_MODULE_COPIES
+from llmcalc.limits import shown
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import Part
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 # ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
 

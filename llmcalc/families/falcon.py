@@ -14,22 +14,24 @@ one (``input_layernorm``) for parallel attention otherwise, and ``input_layernor
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    fc_mlp,
-    linear,
-    lm_head,
-    norm,
-    resolve_head_dim,
-    resolve_kv_heads,
-    uniform_layers,
-)
-from llmcalc.spec import CACHE_NOTE, Attention, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import CACHE_NOTE
+from llmcalc.spec import Attention
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 
 class FalconConfig(FamilyConfig):

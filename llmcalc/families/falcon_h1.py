@@ -11,17 +11,16 @@ buffer, not parameters. Tensor names as in transformers ``FalconH1ForCausalLM``.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    swiglu,
-    uniform_layers,
-)
-from llmcalc.families._ssm import mamba2_head_dim, mamba2_mixer
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
+from llmcalc.families._ssm import mamba2_head_dim
+from llmcalc.families._ssm import mamba2_mixer
 from llmcalc.spec import LayerGroup
 
 

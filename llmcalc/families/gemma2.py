@@ -13,18 +13,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    layer_kinds,
-    llama_outer_tensors,
-    norm,
-    qk_norms,
-    sliding_full_layers,
-    swiglu,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import sliding_full_layers
+from llmcalc.families._base import swiglu
 from llmcalc.spec import Tensor
 
 

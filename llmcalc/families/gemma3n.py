@@ -22,27 +22,31 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    DecoderConfig,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    embedding,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    require,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
 from llmcalc.limits import MAX_MODULE_COPIES
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Part
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 OWN, SHARED = "own_kv", "shared_kv"
 
@@ -323,8 +327,13 @@ MOBILENET_SIDE = 768  # Gemma3nImageProcessor resizes every image to 768 × 768
 
 def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
     from llmcalc import family_defaults
-    from llmcalc.families._mobilenet import FEATURES, MSFA_RESOLUTION, mobilenetv5
-    from llmcalc.families._vision import prefixer, read_sub, sub_fields, text_model
+    from llmcalc.families._mobilenet import FEATURES
+    from llmcalc.families._mobilenet import MSFA_RESOLUTION
+    from llmcalc.families._mobilenet import mobilenetv5
+    from llmcalc.families._vision import prefixer
+    from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import sub_fields
+    from llmcalc.families._vision import text_model
 
     text = sub_fields(c.text_config, "text_config", "gemma3n_text",
                       family_defaults.sub_defaults("gemma3n_text") or {})

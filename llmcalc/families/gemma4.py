@@ -23,32 +23,41 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    DecoderConfig,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    require,
-    resolve_kv_heads,
-    routed_experts,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name
-from llmcalc.families.gemma3n import OWN, SHARED, per_layer_input_layer, per_layer_input_outer
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Part, Shape, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families.gemma3n import OWN
+from llmcalc.families.gemma3n import SHARED
+from llmcalc.families.gemma3n import per_layer_input_layer
+from llmcalc.families.gemma3n import per_layer_input_outer
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import MoE
+from llmcalc.spec import Part
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 PER_LAYER_KEYS = ("head_dim", "num_key_value_heads")  # the per_layer_config overrides read
 
@@ -413,7 +422,9 @@ def embedder(prefix: str, component: str, d_in: int, d_t: int) -> list[Tensor]:
 def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
     """The language model of a whole Gemma 4 (its text_config on ``text_type``'s defaults)."""
     from llmcalc import family_defaults
-    from llmcalc.families._vision import prefixer, sub_fields, text_model
+    from llmcalc.families._vision import prefixer
+    from llmcalc.families._vision import sub_fields
+    from llmcalc.families._vision import text_model
 
     text = sub_fields(c.text_config, "text_config", text_type,
                       family_defaults.sub_defaults(text_type) or {})
@@ -422,7 +433,8 @@ def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
 
 
 def describe_gemma4(c: Gemma4Config) -> Architecture:
-    from llmcalc.families._vision import read_sub, sub_fields
+    from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import sub_fields
 
     lm = _language_model(c, "gemma4_text")
     d_t = lm.shape.hidden_size
@@ -523,7 +535,8 @@ def unified_vision(prefix: str, v: Gemma4UnifiedVisionConfig, *, d_t: int,
 
 
 def describe_gemma4_unified(c: Gemma4UnifiedConfig) -> Architecture:
-    from llmcalc.families._vision import read_sub, sub_fields
+    from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import sub_fields
 
     lm = _language_model(c, "gemma4_unified_text")
     d_t = lm.shape.hidden_size

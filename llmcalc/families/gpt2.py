@@ -5,19 +5,19 @@ Source: Radford et al. 2019; tensor names and shapes as in transformers ``GPT2LM
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    GPT2StyleConfig,
-    Size,
-    conv1d,
-    gpt2_outer_tensors,
-    norm,
-    require,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import GPT2StyleConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import conv1d
+from llmcalc.families._base import gpt2_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import Shape
 
 
 class GPT2Config(GPT2StyleConfig):

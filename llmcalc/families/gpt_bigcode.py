@@ -6,20 +6,20 @@ transformers ``GPTBigCodeForCausalLM`` (nn.Linear, so weights are [out, in], unl
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    GPT2StyleConfig,
-    Size,
-    fc_mlp,
-    gpt2_outer_tensors,
-    linear,
-    norm,
-    require,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import GPT2StyleConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import gpt2_outer_tensors
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import Shape
 
 
 class GPTBigCodeConfig(GPT2StyleConfig):

@@ -9,23 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    FieldError,
-    LayerPlan,
-    Size,
-    fc_mlp,
-    gpt2_outer_tensors,
-    linear,
-    norm,
-    planned_layers,
-    require,
-    resolve_head_dim,
-)
-from llmcalc.spec import Attention, LayerSet, Run, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import FieldError
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import gpt2_outer_tensors
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Run
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 ATTENTION_KINDS = ("global", "local")
 

@@ -9,20 +9,19 @@ down_proj [E, ff, d] + [E, d].
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    check_top_k,
-    gqa_projections,
-    layer_kinds,
-    llama_outer_tensors,
-    norm,
-    router,
-    sliding_full_layers,
-    stacked_experts,
-)
-from llmcalc.spec import MoE, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import router
+from llmcalc.families._base import sliding_full_layers
+from llmcalc.families._base import stacked_experts
+from llmcalc.spec import MoE
+from llmcalc.spec import Tensor
 
 
 class GptOssConfig(DecoderConfig):

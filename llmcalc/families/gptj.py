@@ -6,16 +6,15 @@ Source: Wang & Komatsuzaki 2021 (GPT-J-6B); tensor names and shapes as in transf
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    GPT2StyleConfig,
-    fc_mlp,
-    linear,
-    llama_outer_tensors,
-    norm,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import GPT2StyleConfig
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import Shape
 
 
 class GPTJConfig(GPT2StyleConfig):

@@ -19,44 +19,48 @@ store them otherwise: ``expert_tensors``).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar
+from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    periodic_plan,
-    plan_from_kinds,
-    require,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import (
-    cross_plans,
-    crossed_name,
-    experts_transposed,
-    listed_plan,
-    mlp_kinds_plan,
-    mtp_note,
-    mtp_params,
-)
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import experts_transposed
+from llmcalc.families._moe import listed_plan
+from llmcalc.families._moe import mlp_kinds_plan
+from llmcalc.families._moe import mtp_note
+from llmcalc.families._moe import mtp_params
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import MoE
+from llmcalc.spec import Run
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 DENSE, SPARSE = "dense", "moe"
 QkNorm = Literal["head", "all"] | None

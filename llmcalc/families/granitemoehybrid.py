@@ -11,22 +11,23 @@ The embedding, attention, residual and logit multipliers are scalars, not parame
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    listed_kinds,
-    llama_outer_tensors,
-    norm,
-    plan_from_kinds,
-    routed_experts,
-    router,
-)
-from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mamba2_head_dim
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mixed_layers
 from llmcalc.spec import MoE
 
 # a config's layer type → the kind of its sequence mixer

@@ -25,36 +25,45 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Self
+from typing import Any
+from typing import Self
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    embedding,
-    linear,
-    listed_kinds,
-    lm_head,
-    norm,
-    override_plan,
-    periodic_plan,
-    plan_from_kinds,
-    qk_norms,
-    require,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-    swiglu,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import embedding
+from llmcalc.families._base import linear
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
 from llmcalc.families._moe import cross_plans
-from llmcalc.families._ssm import LayerBuild, depthwise_conv, mixed_layers
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import depthwise_conv
+from llmcalc.families._ssm import mixed_layers
 from llmcalc.limits import shown
-from llmcalc.spec import SHORT_CONV, Attention, LayerGroup, LayerSet, Mixer, MoE, Run, Tensor
+from llmcalc.spec import SHORT_CONV
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Mixer
+from llmcalc.spec import MoE
+from llmcalc.spec import Run
+from llmcalc.spec import Tensor
 
 ATTENTION_OF = {"hybrid": "attention", "hybrid_sliding": "sliding_attention"}
 FFN_OF = {"dense": "mlp", "sparse": "moe"}

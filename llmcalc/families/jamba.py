@@ -13,20 +13,21 @@ import math
 import operator
 from functools import reduce
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    check_top_k,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    require,
-    routed_experts,
-    router,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, mamba_mixer, mixed_layers, residue_plan
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mamba_mixer
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import residue_plan
 from llmcalc.spec import MoE
 
 

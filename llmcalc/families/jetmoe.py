@@ -10,19 +10,20 @@ MLP: E SwiGLU experts, input_linear [E, 2·ff, d] and output_linear [E, d, ff], 
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    linear,
-    llama_outer_tensors,
-    norm,
-    router,
-    stacked_experts,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import router
+from llmcalc.families._base import stacked_experts
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import MoE
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 
 class JetMoeConfig(FamilyConfig):

@@ -20,30 +20,33 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    listed_kinds,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    plan_from_kinds,
-    qk_norms,
-    require,
-    routed_experts,
-    router,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, mixed_layers, residue_plan, short_conv
-from llmcalc.spec import MoE, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import residue_plan
+from llmcalc.families._ssm import short_conv
+from llmcalc.spec import MoE
+from llmcalc.spec import Tensor
 
 KINDS = {"conv": "conv", "full_attention": "attention", "attention": "attention"}
 

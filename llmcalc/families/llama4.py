@@ -13,26 +13,31 @@ no RoPE and attends to the whole context. The q/k norm is an L2 norm without wei
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    FULL,
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    periodic_plan,
-    plan_from_kinds,
-    require,
-    router,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name, experts_transposed, listed_plan
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import experts_transposed
+from llmcalc.families._moe import listed_plan
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import MoE
+from llmcalc.spec import Tensor
 
 CHUNKED = "chunked_attention"
 DENSE, SPARSE = "dense", "moe"

@@ -16,19 +16,20 @@ cached latent (2 · (kv_lora_rank + qk_rope_head_dim) per token per layer).
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    llama_outer_tensors,
-    norm,
-    stacked_experts,
-    swiglu,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import stacked_experts
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
 from llmcalc.families.deepseek import mla
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.spec import Attention
+from llmcalc.spec import MoE
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 
 class LongcatFlashConfig(FamilyConfig):

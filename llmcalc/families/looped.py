@@ -25,22 +25,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    require,
-    resolve_kv_heads,
-)
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
 from llmcalc.families._moe import cross_plans
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Shape, Tensor
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 # ---- HRM-Text -----------------------------------------------------------------------------------
 

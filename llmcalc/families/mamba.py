@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import math
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    lm_head,
-    norm,
-    require,
-)
-from llmcalc.families._ssm import check_mamba2, mamba2_mixer, mamba_mixer
-from llmcalc.spec import LayerGroup, LayerSet, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._ssm import check_mamba2
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mamba_mixer
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Shape
 
 
 class SSMConfig(FamilyConfig):

@@ -10,25 +10,31 @@ The router is a bare [E, d] parameter (``mlp.gate.weight``); no shared expert.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    routed_experts,
-    router,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan
-from llmcalc.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import mlp_kinds_plan
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import MoE
+from llmcalc.spec import Run
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 DENSE, SPARSE = "dense", "moe"
 

@@ -16,26 +16,32 @@ at the model's dtype (``MiniMaxCache.linear_cache``); no convolution.
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    llama_outer_tensors,
-    norm,
-    resolve_head_dim,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
 from llmcalc.families._moe import listed_plan
 from llmcalc.families._ssm import mixed_layers
 from llmcalc.families.mixtral import MixtralConfig
-from llmcalc.spec import LIGHTNING, Attention, LayerSet, Mixer, MoE, Run, Shape, Tensor
+from llmcalc.spec import LIGHTNING
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Mixer
+from llmcalc.spec import MoE
+from llmcalc.spec import Run
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 FULL, LINEAR = "attention", "lightning"
 

@@ -10,22 +10,23 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    qk_norms,
-    resolve_head_dim,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, MoE, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import MoE
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 # ---- the family ------------------------------------------------------------------------------------
 

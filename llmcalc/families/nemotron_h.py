@@ -13,24 +13,26 @@ transformers model ties nothing, whatever tie_word_embeddings says).
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    embedding,
-    gqa_projections,
-    linear,
-    lm_head,
-    norm,
-    plan_from_kinds,
-    require,
-    resolve_kv_heads,
-    router,
-    stacked_experts,
-)
-from llmcalc.families._ssm import LayerBuild, mamba2_mixer, mixed_layers
-from llmcalc.spec import Attention, MoE, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import embedding
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import router
+from llmcalc.families._base import stacked_experts
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import MoE
+from llmcalc.spec import Shape
 
 # a pattern character or a layers_block_type entry → the block's kind
 KIND_OF = {

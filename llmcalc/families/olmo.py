@@ -8,18 +8,17 @@ the end).
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    gqa_projections,
-    llama_outer_tensors,
-    resolve_head_dim,
-    resolve_kv_heads,
-    swiglu,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import Shape
 
 
 class OlmoConfig(FamilyConfig):

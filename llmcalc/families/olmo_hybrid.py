@@ -11,21 +11,21 @@ Tensor names as in transformers ``OlmoHybridForCausalLM``.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    listed_kinds,
-    llama_outer_tensors,
-    norm,
-    periodic_plan,
-    plan_from_kinds,
-    qk_norms,
-    require,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, gated_delta_net, mixed_layers
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import require
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import gated_delta_net
+from llmcalc.families._ssm import mixed_layers
 
 MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention"}
 

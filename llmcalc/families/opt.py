@@ -10,19 +10,19 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    fc_mlp,
-    linear,
-    lm_head,
-    norm,
-    resolve_head_dim,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 POSITION_OFFSET = 2  # transformers OPTLearnedPositionalEmbedding.offset
 

@@ -8,15 +8,13 @@ on queries and keys (shared across heads). Rotary on ``partial_rotary_factor`` o
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    fc_mlp,
-    linear,
-    llama_outer_tensors,
-    norm,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import uniform_layers
 
 
 class PhiConfig(DecoderConfig):

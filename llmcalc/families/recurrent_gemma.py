@@ -13,18 +13,20 @@ Every layer: temporal_pre_norm, channel_pre_norm (RMSNorm [d]); MLP gate, up [ff
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    linear,
-    llama_outer_tensors,
-    norm,
-    require,
-    resolve_kv_heads,
-)
-from llmcalc.families._ssm import LayerBuild, mixed_layers, residue_plan, rg_lru_block
-from llmcalc.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import residue_plan
+from llmcalc.families._ssm import rg_lru_block
+from llmcalc.spec import Attention
+from llmcalc.spec import Shape
 
 KINDS = ("recurrent", "attention")
 REPEATS = 100  # RecurrentGemmaConfig.layers_block_type: (block_types * 100)[:num_hidden_layers]

@@ -18,18 +18,22 @@ convention, which llmcalc keeps; a token's FLOPs are its matrices' 2 × elements
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-)
-from llmcalc.spec import RWKV, LayerGroup, LayerSet, Mixer, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.spec import RWKV
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Mixer
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 
 class RwkvConfig(FamilyConfig):

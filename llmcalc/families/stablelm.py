@@ -9,19 +9,19 @@ adds one bias-free LayerNorm(head_dim) per query head and per key/value head; wi
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    linear,
-    llama_outer_tensors,
-    norm,
-    resolve_head_dim,
-    resolve_kv_heads,
-    swiglu,
-    uniform_layers,
-)
-from llmcalc.spec import Attention, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
+from llmcalc.spec import Attention
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 
 class StableLmConfig(FamilyConfig):

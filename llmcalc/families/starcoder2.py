@@ -7,16 +7,14 @@ linears; every layer attends within ``sliding_window`` when it is set.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    fc_mlp,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import uniform_layers
 
 
 class Starcoder2Config(DecoderConfig):

@@ -24,54 +24,56 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 from pydantic import ConfigDict
 
-from llmcalc.families._base import (
-    MAX_SIZE,
-    Architecture,
-    DecoderConfig,
-    FamilyConfig,
-    FieldError,
-    Size,
-    embedding,
-    gqa_projections,
-    linear,
-    lm_head,
-    norm,
-    override_plan,
-    require,
-    resolve_head_dim,
-    resolve_kv_heads,
-    swiglu,
-)
-from llmcalc.families._vision import (
-    CLIP,
-    INTERNVIT,
-    LLAMA4_VIT,
-    PIXTRAL,
-    QWEN2_5_VIT,
-    QWEN2_VIT,
-    QWEN3_VIT,
-    SIGLIP,
-    InternVisionConfig,
-    MllamaVisionConfig,
-    QwenVisionConfig,
-    SamVisionConfig,
-    VisionConfig,
-    ViT,
-    mllama_tower,
-    prefixer,
-    projector,
-    read_sub,
-    sam_tower,
-    styled,
-    sub_fields,
-    text_model,
-    vit,
-)
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import MAX_SIZE
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import FieldError
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import swiglu
+from llmcalc.families._vision import CLIP
+from llmcalc.families._vision import INTERNVIT
+from llmcalc.families._vision import LLAMA4_VIT
+from llmcalc.families._vision import PIXTRAL
+from llmcalc.families._vision import QWEN2_5_VIT
+from llmcalc.families._vision import QWEN2_VIT
+from llmcalc.families._vision import QWEN3_VIT
+from llmcalc.families._vision import SIGLIP
+from llmcalc.families._vision import InternVisionConfig
+from llmcalc.families._vision import MllamaVisionConfig
+from llmcalc.families._vision import QwenVisionConfig
+from llmcalc.families._vision import SamVisionConfig
+from llmcalc.families._vision import VisionConfig
+from llmcalc.families._vision import ViT
+from llmcalc.families._vision import mllama_tower
+from llmcalc.families._vision import prefixer
+from llmcalc.families._vision import projector
+from llmcalc.families._vision import read_sub
+from llmcalc.families._vision import sam_tower
+from llmcalc.families._vision import styled
+from llmcalc.families._vision import sub_fields
+from llmcalc.families._vision import text_model
+from llmcalc.families._vision import vit
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Part
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 # The towers a composite config's vision_config may name, by its model_type.
 TOWERS: dict[str, ViT] = {

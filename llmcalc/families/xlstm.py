@@ -20,17 +20,20 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    require,
-)
-from llmcalc.spec import MLSTM, LayerGroup, LayerSet, Mixer, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.spec import MLSTM
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Mixer
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 
 class XLSTMConfig(FamilyConfig):

@@ -19,31 +19,34 @@ from __future__ import annotations
 
 import math
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    plan_from_kinds,
-    require,
-    resolve_kv_heads,
-)
-from llmcalc.families._ssm import (
-    LayerBuild,
-    check_mamba2,
-    mamba2_mixer,
-    mixed_layers,
-    multihead_mamba_mixer,
-    shared_block,
-)
-from llmcalc.spec import Attention, LayerGroup, LayerSet, Mixer, Run, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import check_mamba2
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import multihead_mamba_mixer
+from llmcalc.families._ssm import shared_block
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Mixer
+from llmcalc.spec import Run
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 MAMBA, HYBRID = "mamba", "hybrid"
 # a layers_block_type entry → the layer's kind (transformers remaps "mamba" to "linear_attention")

@@ -19,24 +19,31 @@ lm_head_bias.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    linear,
-    llama_outer_tensors,
-    norm,
-    require,
-    resolve_kv_heads,
-    routed_experts,
-    split_plan,
-)
-from llmcalc.families._moe import cross_plans, crossed_name, listed_plan
-from llmcalc.spec import CCA, Attention, LayerGroup, LayerSet, Mixer, MoE, Shape, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import split_plan
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import listed_plan
+from llmcalc.spec import CCA
+from llmcalc.spec import Attention
+from llmcalc.spec import LayerGroup
+from llmcalc.spec import LayerSet
+from llmcalc.spec import Mixer
+from llmcalc.spec import MoE
+from llmcalc.spec import Shape
+from llmcalc.spec import Tensor
 
 FIRST, LATER = "first_layer", "eda"  # the first layer's router has no router_states_scale
 
