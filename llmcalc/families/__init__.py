@@ -4,18 +4,26 @@ To add a family: write a module here with a :class:`FamilyConfig` subclass (usua
 ``DecoderConfig`` in ``_base``, which holds the standard Hugging Face fields and builds the shape)
 and a ``describe`` function returning an :class:`Architecture` made from the blocks in ``_base``,
 then list its model types in ``MODEL_TYPES`` below as ``Family(module, config class name[,
-describe function name])``. Modules are imported only when a config of theirs is read, so the CLI
-starts fast however many families there are.
+describe function name])``. A model type that is a row of an existing structure and differs from
+its config class only in class attributes (its transformers class name, the structure's switches)
+is one line here: ``Family(module, base class, describe, row={"transformers_class": …, switch:
+value})`` makes the subclass. Modules are imported only when a config of theirs is read, so the
+CLI starts fast however many families there are.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
+from collections.abc import Mapping
 from dataclasses import dataclass
+from dataclasses import field
 from typing import Any
 
-from llmcalc.families._base import Architecture, FamilyConfig, FieldError
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import FieldError
 
 
 @dataclass(frozen=True)
@@ -25,11 +33,13 @@ class Family:
     module: str  # llmcalc/families/<module>.py
     config_class: str
     describe_function: str = "describe"
+    # a row's class attributes over config_class's (transformers_class and switches), or none
+    row: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
     @property
     def config(self) -> type[FamilyConfig]:
         cls: type[FamilyConfig] = getattr(self._module(), self.config_class)
-        return cls
+        return _row_class(cls, tuple(self.row.items())) if self.row else cls
 
     @property
     def describe(self) -> Callable[[Any], Architecture]:
@@ -38,6 +48,14 @@ class Family:
 
     def _module(self) -> Any:
         return importlib.import_module(f"llmcalc.families.{self.module}")
+
+
+@functools.cache
+def _row_class(base: type[FamilyConfig], row: tuple[tuple[str, Any], ...]) -> type[FamilyConfig]:
+    """``base`` with a row's class attributes: a subclass named after its transformers class."""
+    attributes = dict(row)
+    name = str(attributes["transformers_class"])
+    return type(name, (base,), {"__module__": base.__module__, **attributes})
 
 
 # one row per model_type, in alphabetical order (tests/families/test_families_registry.py)
@@ -132,6 +150,8 @@ MODEL_TYPES: dict[str, Family] = {
     "hy_v3": Family("gqa_moe", "HYV3Config"),
     "hy_v4": Family("deepseek", "HYV4Config"),
     "hyperclovax": Family("decoder", "HyperCLOVAXConfig"),
+    "ibert": Family("encoder", "BertRowConfig", "describe_bert_row",
+                    row={"transformers_class": "IBertConfig", "prefix": "ibert", "head": "roberta"}),
     "idefics3": Family("vlm", "Idefics3Config", "describe_idefics3"),
     "inkling2_loop_text": Family("inkling", "Inkling2LoopTextConfig", "describe_inkling2_loop"),
     "inkling2_text": Family("inkling", "Inkling2TextConfig", "describe_inkling2"),

@@ -28,8 +28,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmcalc.families._base import FamilyConfig, Size, linear, norm, require
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # Phi4MultimodalAudioModel.forward: "maximum position for absolute positional encoding"; a longer
 # clip is cut into windows of this many tokens

@@ -7,13 +7,29 @@ transformers' GPT-2 ``Conv1D(out, in)`` holds weight [in, out]; ``nn.Embedding(n
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable
+from collections.abc import Collection
+from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, ClassVar, TypeVar
+from typing import Annotated
+from typing import Any
+from typing import ClassVar
+from typing import TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
 
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Part, Run, Shape, Tensor
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # The largest size or count a config may give: 2⁵³ − 1, the largest integer a JSON reader in any
 # language keeps exact. Every product llmcalc forms from such numbers stays well inside a float's
@@ -40,7 +56,11 @@ C = TypeVar("C", bound="FamilyConfig")
 class FamilyConfig(BaseModel):
     """Base for the fields one family reads; unknown keys are ignored, types are strict.
 
-    A field with a default is a stated default: the notes list every default that was used.
+    A field with a default is a stated default: the notes list every default that was used. A
+    row's transformers class defaults are not restated here: the loader fills a field the config
+    leaves out from ``family_defaults.json`` (``config.with_declared_defaults``), so a field
+    declared there has no default in its class; a class default is for what the table leaves out
+    (a class that serves several rows, a sub-config, a default derived by a rule).
     """
 
     # defer_build: a schema is built for the one family config a run validates, not for the bases
@@ -297,12 +317,28 @@ def gqa_projections(
     ]
 
 
+def fused_mha(qkv: str, o: str, d: int, *, bias: bool) -> list[Tensor]:
+    """Multi-head attention with q, k, v fused, by its modules' names: qkv 3d × d, o d × d."""
+    return [
+        *linear(qkv, "attn/qkv", 3 * d, d, bias=bias),
+        *linear(o, "attn/o_proj", d, d, bias=bias),
+    ]
+
+
 def swiglu(p: str, component: str, d: int, ff: int, *, bias: bool = False) -> list[Tensor]:
     """gate, up: ff × d;  down: d × ff  (SwiGLU, Shazeer 2020)."""
     return [
         *linear(f"{p}.gate_proj", f"{component}/gate_proj", ff, d, bias=bias),
         *linear(f"{p}.up_proj", f"{component}/up_proj", ff, d, bias=bias),
         *linear(f"{p}.down_proj", f"{component}/down_proj", d, ff, bias=bias),
+    ]
+
+
+def fc_mlp(up: str, down: str, d: int, ff: int, *, bias: bool) -> list[Tensor]:
+    """The two-matrix MLP (no gate), by its modules' names: up ff × d, down d × ff."""
+    return [
+        *linear(up, "mlp/fc_in", ff, d, bias=bias),
+        *linear(down, "mlp/fc_out", d, ff, bias=bias),
     ]
 
 
@@ -335,11 +371,11 @@ def llama_outer_tensors(
     norm_bias: bool = False,
     head_bias: bool = False,
     final_norm: str | None = "model.norm",
+    embed: str = "model.embed_tokens",
 ) -> tuple[Tensor, ...]:
-    """Around Llama-style layers: model.embed_tokens [V, d], the final norm [d] (RMSNorm, or
-    LayerNorm with ``norm_bias``; none when ``final_norm`` is None) and lm_head [V, d] (+ bias [V]),
-    tied to the embedding or not."""
-    embed = "model.embed_tokens"
+    """Around Llama-style layers: the token embedding [V, d] (``embed``), the final norm [d]
+    (RMSNorm, or LayerNorm with ``norm_bias``; none when ``final_norm`` is None) and lm_head [V, d]
+    (+ bias [V]), tied to the embedding or not."""
     return (
         embedding(embed, "embed/tokens", v, d),
         *(norm(final_norm, "final_norm", d, bias=norm_bias) if final_norm else []),
@@ -487,18 +523,22 @@ def layer_kinds(layer_types: Sequence[str] | None, num_layers: int, *, pattern: 
     """Each layer's attention type: as listed, else every ``pattern``-th layer full, the rest sliding."""
     if layer_types is None:
         return periodic_plan(num_layers, period=pattern, every=FULL, others=SLIDING)
-    require(
-        len(layer_types) == num_layers,
-        "layer_types",
-        f"has {len(layer_types)} entries, num_hidden_layers is {num_layers}",
-    )
+    return plan_from_kinds(listed_kinds(layer_types, num_layers, {t: t for t in LAYER_TYPES}))
+
+
+def listed_kinds(
+    layer_types: Sequence[str], num_layers: int, kind_of: Mapping[str, str],
+    *, shown: Sequence[str] | None = None,
+) -> list[str]:
+    """A config's per-layer ``layer_types`` as the family's layer kinds (``kind_of``: a type → its
+    kind), checked: one entry per layer, each a known type (the message lists ``shown``, else
+    every type)."""
+    require(len(layer_types) == num_layers, "layer_types",
+            f"has {len(layer_types)} entries, num_hidden_layers is {num_layers}")
     for i, kind in enumerate(layer_types):
-        require(
-            kind in LAYER_TYPES,
-            f"layer_types.{i}",
-            f"unknown layer type {kind!r} (one of: {', '.join(LAYER_TYPES)})",
-        )
-    return plan_from_kinds(layer_types)
+        require(kind in kind_of, f"layer_types.{i}",
+                f"unknown layer type {kind!r} (one of: {', '.join(shown or kind_of)})")
+    return [kind_of[kind] for kind in layer_types]
 
 
 def sliding_full_layers(

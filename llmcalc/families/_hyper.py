@@ -19,7 +19,8 @@ Sinkhorn-normalised s × s matrix per token, a matmul that is no weight (2·s²�
 
 from __future__ import annotations
 
-from llmcalc.families._base import linear, norm
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
 from llmcalc.model.spec import Tensor
 
 

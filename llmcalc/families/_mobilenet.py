@@ -22,9 +22,12 @@ channels (weight only), every conv but the stem's is bias-free:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from dataclasses import replace
 
-from llmcalc.model.spec import Part, Shape, Tensor
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 @dataclass(frozen=True)

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import math
 
-from llmcalc.families._base import (
-    LayerPlan,
-    linear,
-    norm,
-    plan_from_kinds,
-    require,
-    stacked_experts,
-)
-from llmcalc.model.spec import LayerSet, Run, Tensor
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import stacked_experts
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Tensor
 
 # ---- layer plans ------------------------------------------------------------------------------------
 

@@ -10,24 +10,26 @@ models): ``nn.Conv1d(C, C, k, groups=C)`` is a depthwise causal convolution, wei
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 from dataclasses import replace
 
-from llmcalc.families._base import LayerPlan, linear, norm, require
-from llmcalc.model.spec import (
-    GATED_DELTA,
-    LAYER,
-    MAMBA,
-    MAMBA2,
-    RG_LRU,
-    SHORT_CONV,
-    Attention,
-    LayerGroup,
-    LayerSet,
-    Mixer,
-    Run,
-    Tensor,
-)
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.model.spec import GATED_DELTA
+from llmcalc.model.spec import LAYER
+from llmcalc.model.spec import MAMBA
+from llmcalc.model.spec import MAMBA2
+from llmcalc.model.spec import RG_LRU
+from llmcalc.model.spec import SHORT_CONV
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Mixer
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Tensor
 
 COMPONENT = "mamba"
 

@@ -18,24 +18,31 @@ model (:func:`text_model`), and the config fields composite configs share.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
-from pydantic import AliasChoices, Field, ValidationError
+from pydantic import AliasChoices
+from pydantic import Field
+from pydantic import ValidationError
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    FieldError,
-    Size,
-    linear,
-    norm,
-    override_plan,
-    require,
-    resolve_head_dim,
-)
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import FieldError
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # ---- sub-configs: a composite config's text_config / vision_config --------------------------------
 

@@ -25,14 +25,23 @@ at 16 kHz): 13 for one second, 375 for a whole window (processing_moss_transcrib
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import Architecture, FamilyConfig, Size, linear, norm
-from llmcalc.families._vision import projector, read_sub, text_model
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._vision import projector
+from llmcalc.families._vision import read_sub
+from llmcalc.families._vision import text_model
 from llmcalc.families.bart import whisper_encoder
-from llmcalc.families.vlm import LANGUAGE, CompositeConfig
+from llmcalc.families.vlm import LANGUAGE
+from llmcalc.families.vlm import CompositeConfig
 from llmcalc.model.tower_flops import part_flops
 
 # feature_extraction_moss_transcribe_diarize.py: 16 kHz, a hop of 160 samples → 100 mel frames a
@@ -63,8 +72,8 @@ class MossTranscribeDiarizeConfig(CompositeConfig):
     tie_from_text: ClassVar[bool] = False
 
     audio_config: dict[str, Any] | None = None
-    audio_merge_size: Size = 4
-    projector_bias: bool = True
+    audio_merge_size: Size
+    projector_bias: bool
 
 
 def audio_tokens(frames: int, merge: int) -> int:

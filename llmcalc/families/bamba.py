@@ -9,39 +9,39 @@ Attention as in Llama (rotary on half of each head, no parameters); the Mamba-2 
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mamba2_head_dim
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mixed_layers
 from llmcalc.model.spec import LayerSet
 
 
 class BambaConfig(DecoderConfig):
     transformers_class = "BambaConfig"
 
-    num_key_value_heads: Size | None = 8
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
     attn_layer_indices: list[Count] | None = None
-    mamba_n_heads: Size = 128
-    mamba_d_head: Size | str = "auto"  # "auto": mamba_expand · hidden_size / mamba_n_heads
-    mamba_n_groups: Size = 1
-    mamba_d_state: Size = 256
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_chunk_size: Size = 256
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
+    mamba_n_heads: Size
+    mamba_d_head: Size | str  # "auto": mamba_expand · hidden_size / mamba_n_heads
+    mamba_n_groups: Size
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_chunk_size: Size
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
 
 
 def attention_at(indices: list[int] | None, num_layers: int) -> LayerPlan:

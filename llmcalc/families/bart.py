@@ -25,18 +25,22 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    require,
-    resolve_head_dim,
-)
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 POSITION_OFFSET = 2  # BartLearnedPositionalEmbedding.offset
 
@@ -46,16 +50,16 @@ class BartConfig(FamilyConfig):
 
     transformers_class = "BartConfig"
 
-    vocab_size: Size = 50265
-    max_position_embeddings: Size = 1024
-    d_model: Size = 1024
-    encoder_layers: Size = 12
-    encoder_ffn_dim: Size = 4096
-    encoder_attention_heads: Size = 16
-    decoder_layers: Size = 12
-    decoder_ffn_dim: Size = 4096
-    decoder_attention_heads: Size = 16
-    tie_word_embeddings: bool = True
+    vocab_size: Size
+    max_position_embeddings: Size
+    d_model: Size
+    encoder_layers: Size
+    encoder_ffn_dim: Size
+    encoder_attention_heads: Size
+    decoder_layers: Size
+    decoder_ffn_dim: Size
+    decoder_attention_heads: Size
+    tie_word_embeddings: bool
 
     # rows past max_position_embeddings in each position table (BART's learned offset of 2; 0 for
     # the sinusoidal tables of Pegasus and Marian and the learned ones of Blenderbot)
@@ -87,14 +91,6 @@ class MBartConfig(BartConfig):
 
 class PLBartConfig(BartConfig):
     transformers_class = "PLBartConfig"
-    vocab_size: Size = 50005
-    d_model: Size = 768
-    encoder_layers: Size = 6
-    encoder_ffn_dim: Size = 3072
-    encoder_attention_heads: Size = 12
-    decoder_layers: Size = 6
-    decoder_ffn_dim: Size = 3072
-    decoder_attention_heads: Size = 12
 
 
 class MvpConfig(BartConfig):
@@ -102,8 +98,7 @@ class MvpConfig(BartConfig):
     tuning) that llmcalc does not count."""
 
     transformers_class = "MvpConfig"
-    vocab_size: Size = 50267
-    use_prompt: bool = False
+    use_prompt: bool
 
 
 class PegasusConfig(BartConfig):
@@ -116,15 +111,6 @@ class PegasusConfig(BartConfig):
 
 class BlenderbotConfig(BartConfig):
     transformers_class = "BlenderbotConfig"
-    vocab_size: Size = 8008
-    max_position_embeddings: Size = 128
-    d_model: Size = 2560
-    encoder_layers: Size = 2
-    encoder_ffn_dim: Size = 10240
-    encoder_attention_heads: Size = 32
-    decoder_layers: Size = 24
-    decoder_ffn_dim: Size = 10240
-    decoder_attention_heads: Size = 32
     position_offset = 0
     embedding_norm = False
     final_norm = True
@@ -132,14 +118,6 @@ class BlenderbotConfig(BartConfig):
 
 class BlenderbotSmallConfig(BartConfig):
     transformers_class = "BlenderbotSmallConfig"
-    max_position_embeddings: Size = 512
-    d_model: Size = 512
-    encoder_layers: Size = 8
-    encoder_ffn_dim: Size = 2048
-    encoder_attention_heads: Size = 16
-    decoder_layers: Size = 8
-    decoder_ffn_dim: Size = 2048
-    decoder_attention_heads: Size = 16
     position_offset = 0
 
 
@@ -151,9 +129,8 @@ class MarianConfig(BartConfig):
     to the decoder's table."""
 
     transformers_class = "MarianConfig"
-    vocab_size: Size = 58101
     decoder_vocab_size: Size | None = None  # null means vocab_size
-    share_encoder_decoder_embeddings: bool = True
+    share_encoder_decoder_embeddings: bool
     position_offset = 0
     sinusoidal = True
     embedding_norm = False
@@ -227,8 +204,7 @@ def _stack(
             *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
         ]
     layer += [
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=True),
         *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
     ]
     group = LayerGroup(
@@ -279,17 +255,8 @@ describe_mbart = describe  # mBART is a row: pre-norm with a final norm per stac
 
 
 def _shape(c: BartConfig, layers: int, ff: int, heads: int) -> Shape:
-    return Shape(
-        num_layers=layers,
-        hidden_size=c.d_model,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=c.d_model // heads,
-        intermediate_size=ff,
-        vocab_size=c.output_vocab,
-        tied_embeddings=c.tie_word_embeddings,
-        max_position_embeddings=c.max_position_embeddings,
-    )
+    return Shape(layers, c.d_model, heads, heads, c.d_model // heads, ff, c.output_vocab,
+                 c.tie_word_embeddings, c.max_position_embeddings)
 
 
 # ---- Whisper ------------------------------------------------------------------------------------
@@ -298,18 +265,18 @@ def _shape(c: BartConfig, layers: int, ff: int, heads: int) -> Shape:
 class WhisperConfig(FamilyConfig):
     transformers_class = "WhisperConfig"
 
-    vocab_size: Size = 51865
-    num_mel_bins: Size = 80
-    encoder_layers: Size = 4
-    encoder_attention_heads: Size = 6
-    decoder_layers: Size = 4
-    decoder_attention_heads: Size = 6
-    decoder_ffn_dim: Size = 1536
-    encoder_ffn_dim: Size = 1536
-    d_model: Size = 384
-    max_source_positions: Size = 1500
-    max_target_positions: Size = 448
-    tie_word_embeddings: bool = True
+    vocab_size: Size
+    num_mel_bins: Size
+    encoder_layers: Size
+    encoder_attention_heads: Size
+    decoder_layers: Size
+    decoder_attention_heads: Size
+    decoder_ffn_dim: Size
+    encoder_ffn_dim: Size
+    d_model: Size
+    max_source_positions: Size
+    max_target_positions: Size
+    tie_word_embeddings: bool
 
 
 def _whisper_layers(
@@ -330,8 +297,7 @@ def _whisper_layers(
             *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
         ]
     layer += [
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=True),
         *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
     ]
     return LayerGroup(
@@ -400,17 +366,8 @@ def describe_whisper(c: WhisperConfig) -> Architecture:
 
 
 def _whisper_shape(c: WhisperConfig, layers: int, ff: int, heads: int) -> Shape:
-    return Shape(
-        num_layers=layers,
-        hidden_size=c.d_model,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=c.d_model // heads,
-        intermediate_size=ff,
-        vocab_size=c.vocab_size,
-        tied_embeddings=c.tie_word_embeddings,
-        max_position_embeddings=c.max_target_positions,
-    )
+    return Shape(layers, c.d_model, heads, heads, c.d_model // heads, ff, c.vocab_size,
+                 c.tie_word_embeddings, c.max_target_positions)
 
 
 # ---- TrOCR's decoder ------------------------------------------------------------------------------
@@ -419,16 +376,16 @@ def _whisper_shape(c: WhisperConfig, layers: int, ff: int, heads: int) -> Shape:
 class TrOCRConfig(FamilyConfig):
     transformers_class = "TrOCRConfig"
 
-    vocab_size: Size = 50265
-    d_model: Size = 1024
-    decoder_layers: Size = 12
-    decoder_attention_heads: Size = 16
-    decoder_ffn_dim: Size = 4096
-    max_position_embeddings: Size = 512
-    use_learned_position_embeddings: bool = True
-    layernorm_embedding: bool = True
+    vocab_size: Size
+    d_model: Size
+    decoder_layers: Size
+    decoder_attention_heads: Size
+    decoder_ffn_dim: Size
+    max_position_embeddings: Size
+    use_learned_position_embeddings: bool
+    layernorm_embedding: bool
     cross_attention_hidden_size: Size | None = None  # null: d_model
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe_trocr(c: TrOCRConfig) -> Architecture:
@@ -458,8 +415,7 @@ def describe_trocr(c: TrOCRConfig) -> Architecture:
         *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
         *attention(f"{p}.encoder_attn", d, cross=True, kv_in=c.cross_attention_hidden_size),
         *norm(f"{p}.encoder_attn_layer_norm", "cross_attn/norm", d, bias=True),
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=True),
         *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
     ]
     group = LayerGroup(

@@ -6,20 +6,21 @@ transformers ``BloomForCausalLM``. The MLP is always 4 · hidden_size wide.
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    resolve_head_dim,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import fused_mha
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
 
 
 class BloomConfig(FamilyConfig):
@@ -29,7 +30,7 @@ class BloomConfig(FamilyConfig):
     n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
     n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
     vocab_size: Size
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe(c: BloomConfig) -> Architecture:
@@ -40,11 +41,9 @@ def describe(c: BloomConfig) -> Architecture:
     # query_key_value: 3d × d;  dense: d × d;  dense_h_to_4h: 4d × d;  dense_4h_to_h: d × 4d; biased
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
-        *linear(f"{p}.self_attention.query_key_value", "attn/qkv", 3 * d, d, bias=True),
-        *linear(f"{p}.self_attention.dense", "attn/o_proj", d, d, bias=True),
+        *fused_mha(f"{p}.self_attention.query_key_value", f"{p}.self_attention.dense", d, bias=True),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=True),
     ]
     embed = "transformer.word_embeddings.weight"
     tensors = (
@@ -54,16 +53,7 @@ def describe(c: BloomConfig) -> Architecture:
         *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layer,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-        ),
+        shape=Shape(c.n_layer, d, h, h, hd, ff, v, c.tie_word_embeddings),
         tensors=tensors,
         layer_groups=uniform_layers(c.n_layer, layer, Attention(h, h, hd, hd)),
     )

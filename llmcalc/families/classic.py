@@ -13,46 +13,35 @@ causal: no norm before attention in layer 0, a dense + norm head). Tensor names 
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    DecoderConfig,
-    FamilyConfig,
-    Size,
-    conv1d,
-    embedding,
-    layer_kinds,
-    linear,
-    lm_head,
-    norm,
-    override_plan,
-    planned_layers,
-    require,
-    resolve_head_dim,
-    split_plan,
-    uniform_layers,
-)
-from llmcalc.families.decoder import first_of_plan
-from llmcalc.model.spec import Attention, LayerGroup, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import conv1d
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import fused_mha
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import uniform_layers
+from llmcalc.families.encoder import modernbert_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 def _shape(
     layers: int, d: int, heads: int, ff: int, vocab: int, *, tied: bool, positions: int | None
 ) -> Shape:
-    return Shape(
-        num_layers=layers,
-        hidden_size=d,
-        num_heads=heads,
-        num_kv_heads=heads,
-        head_dim=d // heads,
-        intermediate_size=ff,
-        vocab_size=vocab,
-        tied_embeddings=tied,
-        max_position_embeddings=positions,
-    )
+    return Shape(layers, d, heads, heads, d // heads, ff, vocab, tied, positions)
 
 
 def _mha(d: int, heads: int, *, hidden_field: str, heads_field: str) -> Attention:
@@ -85,7 +74,7 @@ class OpenAIGPTConfig(_GPTFields):
     transformers_class = "OpenAIGPTConfig"
 
     n_positions: Size = Field(
-        512, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+        validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
 
 
@@ -119,10 +108,10 @@ class CodeGenConfig(_GPTFields):
     transformers_class = "CodeGenConfig"
 
     n_positions: Size = Field(
-        2048, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+        validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
     n_inner: Size | None = None  # null means 4 · n_embd
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
 
 
 def describe_codegen(c: CodeGenConfig) -> Architecture:
@@ -133,10 +122,8 @@ def describe_codegen(c: CodeGenConfig) -> Architecture:
     p = "transformer.h.{i}"
     layer = [
         *norm(f"{p}.ln_1", "attn/norm", d, bias=True),
-        *linear(f"{p}.attn.qkv_proj", "attn/qkv", 3 * d, d, bias=False),
-        *linear(f"{p}.attn.out_proj", "attn/o_proj", d, d, bias=False),
-        *linear(f"{p}.mlp.fc_in", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.fc_out", "mlp/fc_out", d, ff, bias=True),
+        *fused_mha(f"{p}.attn.qkv_proj", f"{p}.attn.out_proj", d, bias=False),
+        *fc_mlp(f"{p}.mlp.fc_in", f"{p}.mlp.fc_out", d, ff, bias=True),
     ]
     embed = "transformer.wte"
     return Architecture(
@@ -157,9 +144,9 @@ class CTRLConfig(_GPTFields):
     transformers_class = "CTRLConfig"
 
     n_positions: Size = Field(
-        256, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+        validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
-    dff: Size = 8192
+    dff: Size
 
 
 def describe_ctrl(c: CTRLConfig) -> Architecture:
@@ -173,8 +160,7 @@ def describe_ctrl(c: CTRLConfig) -> Architecture:
         *linear(f"{a}.Wk", "attn/k_proj", d, d, bias=True),
         *linear(f"{a}.Wv", "attn/v_proj", d, d, bias=True),
         *linear(f"{a}.dense", "attn/o_proj", d, d, bias=True),
-        *linear(f"{p}.ffn.0", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.ffn.2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.ffn.0", f"{p}.ffn.2", d, ff, bias=True),
         *norm(f"{p}.layernorm1", "attn/norm", d, bias=True),
         *norm(f"{p}.layernorm2", "mlp/norm", d, bias=True),
     ]
@@ -205,8 +191,7 @@ def _fairseq_layer(p: str, d: int, ff: int) -> list[Tensor]:
         *linear(f"{a}.q_proj", "attn/q_proj", d, d, bias=True),
         *linear(f"{a}.out_proj", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.self_attn_layer_norm", "attn/norm", d, bias=True),
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=True),
         *norm(f"{p}.final_layer_norm", "mlp/norm", d, bias=True),
     ]
 
@@ -221,9 +206,9 @@ class XGLMConfig(FamilyConfig):
     )
     ffn_dim: Size = Field(validation_alias=AliasChoices("ffn_dim", "intermediate_size"))
     vocab_size: Size
-    max_position_embeddings: Size = 2048
-    tie_word_embeddings: bool = True
-    add_cross_attention: bool = False
+    max_position_embeddings: Size
+    tie_word_embeddings: bool
+    add_cross_attention: bool
 
 
 def describe_xglm(c: XGLMConfig) -> Architecture:
@@ -257,8 +242,8 @@ def describe_xglm(c: XGLMConfig) -> Architecture:
 class BioGptConfig(DecoderConfig):
     transformers_class = "BioGptConfig"
 
-    max_position_embeddings: Size = 1024
-    tie_word_embeddings: bool = True
+    max_position_embeddings: Size
+    tie_word_embeddings: bool
 
 
 def describe_biogpt(c: BioGptConfig) -> Architecture:
@@ -290,9 +275,9 @@ class GPTNeoXJapaneseConfig(FamilyConfig):
     num_hidden_layers: Size
     num_attention_heads: Size
     vocab_size: Size
-    intermediate_multiple_size: Size = 4
+    intermediate_multiple_size: Size
     max_position_embeddings: Size | None = None
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe_gpt_neox_japanese(c: GPTNeoXJapaneseConfig) -> Architecture:
@@ -304,10 +289,8 @@ def describe_gpt_neox_japanese(c: GPTNeoXJapaneseConfig) -> Architecture:
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
-        *linear(f"{p}.attention.query_key_value", "attn/qkv", 3 * d, d, bias=False),
-        *linear(f"{p}.attention.dense", "attn/o_proj", d, d, bias=False),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=False),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=False),
+        *fused_mha(f"{p}.attention.query_key_value", f"{p}.attention.dense", d, bias=False),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=False),
     ]
     last = [*layer, Tensor(f"{p}.attention.dense_bias", (d,), "attn/o_proj")]
     attention = _mha(
@@ -341,8 +324,8 @@ def describe_gpt_neox_japanese(c: GPTNeoXJapaneseConfig) -> Architecture:
 class PersimmonConfig(DecoderConfig):
     transformers_class = "PersimmonConfig"
 
-    qk_layernorm: bool = True
-    tie_word_embeddings: bool = False
+    qk_layernorm: bool
+    tie_word_embeddings: bool
 
 
 def describe_persimmon(c: PersimmonConfig) -> Architecture:
@@ -353,8 +336,7 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
     p = "model.layers.{i}"
     a = f"{p}.self_attn"
     layer = [
-        *linear(f"{a}.query_key_value", "attn/qkv", 3 * d, d, bias=True),
-        *linear(f"{a}.dense", "attn/o_proj", d, d, bias=True),
+        *fused_mha(f"{a}.query_key_value", f"{a}.dense", d, bias=True),
         *(
             [
                 *norm(f"{a}.q_layernorm", "attn/q_norm", hd, bias=True),
@@ -363,8 +345,7 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
             if c.qk_layernorm
             else []
         ),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=True),
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
     ]
@@ -386,13 +367,13 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
 class ModernBertDecoderConfig(DecoderConfig):
     transformers_class = "ModernBertDecoderConfig"
 
-    tie_word_embeddings: bool = True
-    norm_bias: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    classifier_bias: bool = False
-    decoder_bias: bool = True
-    local_attention: Size | None = 128
+    tie_word_embeddings: bool
+    norm_bias: bool
+    attention_bias: bool
+    mlp_bias: bool
+    classifier_bias: bool
+    decoder_bias: bool
+    local_attention: Size | None
     global_attn_every_n_layers: Size = 3
     layer_types: list[str] | None = None
 
@@ -402,7 +383,7 @@ def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:
     ``norm_bias``), none before attention in layer 0; a norm after the embedding; the head is
     lm_head.dense d × d, lm_head.norm, then decoder V × d (tied) with a bias [V]. Every
     ``global_attn_every_n_layers``-th layer from 0 is global; the others see local_attention / 2."""
-    d, v, ff, L = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_hidden_layers
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     nb, ab, mb = c.norm_bias, c.attention_bias, c.mlp_bias
     p = "model.layers.{i}"
     body = [
@@ -414,19 +395,6 @@ def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:
         *linear(f"{p}.mlp.Wi", "mlp/gate_up_proj", 2 * ff, d, bias=mb),
         *linear(f"{p}.mlp.Wo", "mlp/down_proj", d, ff, bias=mb),
     ]
-    layer = [*norm(f"{p}.attn_norm", "attn/norm", d, bias=nb), *body]
-    if c.layer_types is not None:
-        plan = layer_kinds(c.layer_types, L, pattern=1)
-    else:
-        plan = first_of_plan(L, c.global_attn_every_n_layers)
-    first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
-    plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
-    window = c.local_attention // 2 if c.local_attention else None
-    windows = {
-        SLIDING: window,
-        FULL: None,
-        "first_layer": window if first_kind == SLIDING else None,
-    }
     embed = "model.embeddings.tok_embeddings"
     return Architecture(
         shape=c.shape(tied=c.tie_word_embeddings),
@@ -438,11 +406,5 @@ def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:
             *norm("lm_head.norm", "lm_head/norm", d, bias=nb),
             *_head("decoder", v, d, embed, tied=c.tie_word_embeddings, bias=c.decoder_bias),
         ),
-        layer_groups=planned_layers(
-            plan,
-            lambda kind: (
-                body if kind == "first_layer" else layer,
-                c.attention(window=windows[kind]),
-            ),
-        ),
+        layer_groups=modernbert_layers(c, body, lambda window: c.attention(window=window)),
     )

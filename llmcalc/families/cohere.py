@@ -8,24 +8,22 @@ the key norm weight [kv, hd]. ``logit_scale`` multiplies the logits and holds no
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    swiglu,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
 from llmcalc.model.spec import Tensor
 
 
 class CohereConfig(DecoderConfig):
     transformers_class = "CohereConfig"
 
-    attention_bias: bool = False
-    use_qk_norm: bool = False
-    tie_word_embeddings: bool = True
+    attention_bias: bool
+    use_qk_norm: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: CohereConfig) -> Architecture:

@@ -8,25 +8,23 @@ otherwise. The head is tied to the embedding by default.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    layer_kinds,
-    llama_outer_tensors,
-    norm,
-    sliding_full_layers,
-    swiglu,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import sliding_full_layers
+from llmcalc.families._base import swiglu
 
 
 class Cohere2Config(DecoderConfig):
     transformers_class = "Cohere2Config"
 
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size | None = 4096
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size | None
     sliding_window_pattern: Size = 4
     layer_types: list[str] | None = None
 

@@ -9,24 +9,27 @@ row-stacked: ``ffn.experts.mlp.w1``, ``v1`` (gate, up) and ``w2`` (down, transpo
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    require,
-    resolve_head_dim,
-    resolve_kv_heads,
-    router,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, MoE, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import embedding
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import router
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 class _Nested(BaseModel):
@@ -46,14 +49,14 @@ class DbrxFfnConfig(_Nested):
 class DbrxConfig(FamilyConfig):
     transformers_class = "DbrxConfig"
 
-    d_model: Size = 2048
-    n_heads: Size = 16
-    n_layers: Size = 24
-    max_seq_len: Size = 2048
-    vocab_size: Size = 32000
+    d_model: Size
+    n_heads: Size
+    n_layers: Size
+    max_seq_len: Size
+    vocab_size: Size
     attn_config: DbrxAttnConfig = Field(default_factory=DbrxAttnConfig)
     ffn_config: DbrxFfnConfig = Field(default_factory=DbrxFfnConfig)
-    tie_word_embeddings: bool = False  # transformers refuses true
+    tie_word_embeddings: bool  # transformers refuses true
 
 
 def describe(c: DbrxConfig) -> Architecture:
@@ -91,17 +94,7 @@ def describe(c: DbrxConfig) -> Architecture:
         *lm_head("lm_head", v, d, tied_to=f"{wte}.weight" if c.tie_word_embeddings else None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_seq_len,
-        ),
+        shape=Shape(L, d, h, kv, hd, ff, v, c.tie_word_embeddings, c.max_seq_len),
         tensors=tensors,
         layer_groups=uniform_layers(L, layer, Attention(h, kv, hd, hd), name="moe"),
         moe=MoE(num_experts=E, experts_per_tok=k),

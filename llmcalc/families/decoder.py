@@ -11,32 +11,39 @@ config class's ``layer_plan``. Source: tensor names and shapes as in each transf
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-from typing import Any, ClassVar, Literal, cast
+from dataclasses import dataclass
+from dataclasses import replace
+from typing import Any
+from typing import ClassVar
+from typing import Literal
+from typing import cast
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    gqa_projections,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    periodic_plan,
-    planned_layers,
-    require,
-    resolve_head_dim,
-    swiglu,
-    uniform_layers,
-)
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
 from llmcalc.families.deepseek import mla
-from llmcalc.model.spec import Attention, LayerSet, Run, Shape, Tensor
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # A layer's norms over d: (module name, breakdown key). Llama: before attention, before the MLP;
 # OLMo 2 style: after attention, after the MLP.
@@ -197,7 +204,7 @@ class DogeConfig(SlidingAllConfig):
     transformers_class = "DogeConfig"
     layout = Layout(qk_norm="head", dynamic_mask=True, residual_scales=True)
 
-    is_moe: bool = False
+    is_moe: bool
 
     def layer_plan(self) -> LayerPlan:
         require(not self.is_moe, "is_moe", "Doge's CDMoE layers are not counted yet")
@@ -209,9 +216,8 @@ class Ernie45Config(DenseConfig):
 
     transformers_class = "Ernie4_5Config"
 
-    head_dim: Size | None = 128
-    tie_word_embeddings: bool = True
-    use_bias: bool = False
+    tie_word_embeddings: bool
+    use_bias: bool
 
     @property
     def qkv_bias(self) -> bool:
@@ -244,8 +250,7 @@ class Exaone4Config(DenseConfig):
     transformers_class = "Exaone4Config"
     layout = Layout(norms=POST_NORMS, qk_norm="head")
 
-    sliding_window: Size | None = 4096
-    sliding_window_pattern: Size | None = 4
+    sliding_window_pattern: Size | None
 
     def default_plan(self) -> LayerPlan:
         """Every ``sliding_window_pattern``-th layer full, the rest sliding (transformers 5.24
@@ -262,8 +267,7 @@ class GlmConfig(DenseConfig):
     transformers_class = "GlmConfig"
     layout = Layout(mlp="fused")
 
-    head_dim: Size | None = 128
-    attention_bias: bool = True
+    attention_bias: bool
 
     @property
     def o_bias(self) -> bool:
@@ -290,8 +294,7 @@ class GraniteSWAConfig(DenseConfig):
     transformers_class = "GraniteSWAConfig"
     layout = Layout(sinks=True)
 
-    tie_word_embeddings: bool = True
-    sliding_window: Size | None = 128
+    tie_word_embeddings: bool
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
@@ -301,7 +304,6 @@ class HeliumConfig(DenseConfig):
     transformers_class = "HeliumConfig"
     layout = Layout(o_from_hidden=True)
 
-    head_dim: Size | None = 128
 
 
 class HunYuanDenseV1Config(DenseConfig):
@@ -316,7 +318,7 @@ class HyperCLOVAXConfig(DenseConfig):
     """HyperCLOVA X: Llama plus norms after attention and after the MLP (``use_post_norm``)."""
 
     transformers_class = "HyperCLOVAXConfig"
-    use_post_norm: bool = True
+    use_post_norm: bool
 
     def layer_layout(self) -> Layout:
         post: Norms = (("post_norm1", "attn/post_norm"), ("post_norm2", "mlp/post_norm"))
@@ -327,15 +329,13 @@ class HyperCLOVAXConfig(DenseConfig):
 class InternLM3Config(DenseConfig):
     transformers_class = "InternLM3Config"
 
-    head_dim: Size | None = 128
-    attention_bias: bool = Field(False, validation_alias=AliasChoices("attention_bias", "qkv_bias"))
-    mlp_bias: bool = Field(False, validation_alias=AliasChoices("mlp_bias", "bias"))
+    attention_bias: bool = Field(validation_alias=AliasChoices("attention_bias", "qkv_bias"))
+    mlp_bias: bool = Field(validation_alias=AliasChoices("mlp_bias", "bias"))
 
 
 class IQuestCoderConfig(DenseConfig):
     transformers_class = "IQuestCoderConfig"
 
-    head_dim: Size | None = 128
 
 
 class Jais2Config(DenseConfig):
@@ -344,21 +344,19 @@ class Jais2Config(DenseConfig):
     transformers_class = "Jais2Config"
     layout = Layout(norm_bias=True, mlp="plain")
 
-    attention_bias: bool = True
-    mlp_bias: bool = True
+    attention_bias: bool
+    mlp_bias: bool
 
 
 class MinistralConfig(SlidingAllConfig):
     transformers_class = "MinistralConfig"
     needed = ("head_dim",)
 
-    sliding_window: Size | None = 4096
 
 
 class Ministral3Config(SlidingAllConfig):
     transformers_class = "Ministral3Config"
 
-    head_dim: Size | None = 128
 
 
 class NanoChatConfig(DenseConfig):
@@ -375,7 +373,6 @@ class Olmo3Config(DenseConfig):
     transformers_class = "Olmo3Config"
     layout = Layout(norms=POST_NORMS, qk_norm="full")
 
-    sliding_window: Size | None = 4096
 
     def default_plan(self) -> LayerPlan:
         return periodic_plan(self.num_hidden_layers, period=4, every=FULL, others=SLIDING)
@@ -386,9 +383,8 @@ class SeedOssConfig(DenseConfig):
 
     transformers_class = "SeedOssConfig"
 
-    head_dim: Size | None = 128
-    attention_bias: bool = True
-    attention_out_bias: bool = False
+    attention_bias: bool
+    attention_out_bias: bool
 
     @property
     def o_bias(self) -> bool:
@@ -401,9 +397,9 @@ class SmolLM3Config(DenseConfig):
 
     transformers_class = "SmolLM3Config"
 
-    tie_word_embeddings: bool = True
-    use_sliding_window: bool = False
-    no_rope_layer_interval: Size = 4
+    tie_word_embeddings: bool
+    use_sliding_window: bool
+    no_rope_layer_interval: Size
 
     def default_plan(self) -> LayerPlan:
         if not (self.use_sliding_window and self.sliding_window is not None):
@@ -422,10 +418,7 @@ class VaultGemmaConfig(DenseConfig):
         norms=(("input_layernorm", "attn/norm"), ("pre_feedforward_layernorm", "mlp/norm"))
     )
 
-    head_dim: Size | None = 256
-    num_key_value_heads: Size | None = 4
-    tie_word_embeddings: bool = True
-    sliding_window: Size | None = 4096
+    tie_word_embeddings: bool
 
     def default_plan(self) -> LayerPlan:
         return periodic_plan(self.num_hidden_layers, period=2, every=FULL, others=SLIDING)
@@ -438,8 +431,7 @@ class CohereCompassTextConfig(DenseConfig):
     transformers_class = "CohereCompassTextConfig"
     layout = Layout(norms=(("input_layernorm", "attn/norm"),))
 
-    tie_word_embeddings: bool = True
-    sliding_window: Size | None = 4096
+    tie_word_embeddings: bool
 
 
 class CwmConfig(DenseConfig):
@@ -447,9 +439,6 @@ class CwmConfig(DenseConfig):
 
     transformers_class = "CwmConfig"
 
-    head_dim: Size | None = 128
-    num_key_value_heads: Size | None = 8
-    sliding_window: Size | None = 8192
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
@@ -482,10 +471,10 @@ class MiniCPM3Config(DenseMLAConfig):
 
     transformers_class = "MiniCPM3Config"
 
-    q_lora_rank: Size | None = 768
-    kv_lora_rank: Size = 256
-    qk_nope_head_dim: Size = 64
-    qk_rope_head_dim: Size = 32
+    q_lora_rank: Size | None
+    kv_lora_rank: Size
+    qk_nope_head_dim: Size
+    qk_rope_head_dim: Size
     v_head_dim: Size | None = None
 
 
@@ -507,17 +496,8 @@ def describe_mla(c: DenseMLAConfig) -> Architecture:
     ]
     attention = Attention(h, h, qk, vd, kv_latent_dim=c.kv_lora_rank + c.qk_rope_head_dim)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=qk,
-            intermediate_size=c.intermediate_size,
-            vocab_size=c.vocab_size,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, h, qk, c.intermediate_size, c.vocab_size,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(c.vocab_size, d, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(L, layer, attention),
     )

@@ -24,37 +24,41 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    MAX_SIZE,
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    linear,
-    llama_outer_tensors,
-    norm,
-    planned_layers,
-    require,
-    routed_experts,
-    router,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._hyper import hyper_connection, hyper_head
-from llmcalc.families._moe import (
-    cross_plans,
-    crossed_name,
-    indexer,
-    listed_plan,
-    mlp_kinds_plan,
-    mtp_note,
-    mtp_params,
-)
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.families._base import MAX_SIZE
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._hyper import hyper_connection
+from llmcalc.families._hyper import hyper_head
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import indexer
+from llmcalc.families._moe import listed_plan
+from llmcalc.families._moe import mlp_kinds_plan
+from llmcalc.families._moe import mtp_note
+from llmcalc.families._moe import mtp_params
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 DENSE, SPARSE = "dense", "moe"
 
@@ -93,16 +97,16 @@ class DeepseekConfig(FamilyConfig):
 class DeepseekV2Config(DeepseekConfig):
     transformers_class = "DeepseekV2Config"
 
-    mlp_bias: bool = False  # dense and shared-expert MLP biases
+    mlp_bias: bool  # dense and shared-expert MLP biases
 
 
 class DeepseekV3Config(DeepseekConfig):
     transformers_class = "DeepseekV3Config"
 
-    n_routed_experts: Size = 256
-    n_shared_experts: Size = 1
-    num_experts_per_tok: Size = 8
-    first_k_dense_replace: Count = 3
+    n_routed_experts: Size
+    n_shared_experts: Size
+    num_experts_per_tok: Size
+    first_k_dense_replace: Count
 
 
 class SarvamMlaConfig(DeepseekV3Config):
@@ -110,8 +114,6 @@ class SarvamMlaConfig(DeepseekV3Config):
 
     transformers_class = "SarvamMLAConfig"
 
-    n_routed_experts: Size = 128
-    first_k_dense_replace: Count = 1
     q_lora_rank: Size | None = None
 
 
@@ -121,12 +123,10 @@ class Glm4MoeLiteConfig(DeepseekV3Config):
 
     transformers_class = "Glm4MoeLiteConfig"
 
-    n_routed_experts: Size = 64
-    num_experts_per_tok: Size = 4
     first_k_dense_replace: Count = 1
-    q_lora_rank: Size | None = 768
-    qk_nope_head_dim: Size = 192
-    v_head_dim: Size = 256
+    q_lora_rank: Size | None
+    qk_nope_head_dim: Size
+    v_head_dim: Size
     mlp_layer_types: list[str] | None = None
 
 
@@ -139,17 +139,9 @@ class AXK1Config(DeepseekV3Config):
     post_moe_norm: ClassVar[bool] = True
     q_latent_required: ClassVar[bool] = True
 
-    vocab_size: Size = 163840
-    hidden_size: Size = 7168
-    intermediate_size: Size = 18432
-    moe_intermediate_size: Size = 2048
-    num_hidden_layers: Size = 61
-    num_attention_heads: Size = 64
-    n_routed_experts: Size = 192
     first_k_dense_replace: Count = 1
     moe_layer_freq: Size = 1
-    q_lora_rank: Size | None = 1536  # must be set: A.X-K1 has no plain q_proj
-    max_position_embeddings: Size | None = 32768
+    q_lora_rank: Size | None  # must be set: A.X-K1 has no plain q_proj
     mlp_layer_types: list[str] | None = None
 
 
@@ -161,9 +153,9 @@ class DeepseekV32Config(DeepseekV3Config):
     indexed: ClassVar[bool] = True
 
     mlp_layer_types: list[str] | None = None
-    index_n_heads: Size = 64
-    index_head_dim: Size = 128
-    index_topk: Size = 2048
+    index_n_heads: Size
+    index_head_dim: Size
+    index_topk: Size
 
 
 class AXK2Config(DeepseekV32Config):
@@ -176,23 +168,14 @@ class AXK2Config(DeepseekV32Config):
     q_latent_required: ClassVar[bool] = True
     q_gate: ClassVar[bool] = True
 
-    vocab_size: Size = 163840
-    hidden_size: Size = 2048
-    intermediate_size: Size = 5120
-    moe_intermediate_size: Size = 512
-    num_hidden_layers: Size = 48
-    num_attention_heads: Size = 32
-    n_routed_experts: Size = 128
     first_k_dense_replace: Count = 1
     moe_layer_freq: Size = 1
-    kv_lora_rank: Size = 128
-    q_lora_rank: Size | None = 384
-    qk_rope_head_dim: Size = 32
-    v_head_dim: Size = 64
-    qk_nope_head_dim: Size = 64
-    max_position_embeddings: Size | None = 131072
-    index_n_heads: Size = 16
-    gated_norm_rank: Size = 16  # the low-rank gate of the gated norms
+    kv_lora_rank: Size
+    q_lora_rank: Size | None
+    qk_rope_head_dim: Size
+    v_head_dim: Size
+    qk_nope_head_dim: Size
+    gated_norm_rank: Size  # the low-rank gate of the gated norms
 
 
 class Dots3NoteTextConfig(DeepseekV32Config):
@@ -205,22 +188,14 @@ class Dots3NoteTextConfig(DeepseekV32Config):
     transformers_class = "Dots3NoteTextConfig"
     q_latent_required: ClassVar[bool] = True
 
-    vocab_size: Size = 152064
-    hidden_size: Size = 5120
-    intermediate_size: Size = 13824
-    num_hidden_layers: Size = 46
-    num_attention_heads: Size = 128
-    moe_intermediate_size: Size = 1536
     shared_experts_intermediate_size: Size = Field(
-        1536,
         validation_alias=AliasChoices(
             "shared_experts_intermediate_size", "moe_shared_expert_intermediate_size"
         ),
     )
     first_k_dense_replace: Count = 1
     moe_layer_freq: Size | list[Count] = 1
-    q_lora_rank: Size | None = 1024
-    max_position_embeddings: Size | None = 524288
+    q_lora_rank: Size | None
     sliding_window: Size | None = Field(
         512, validation_alias=AliasChoices("sliding_window", "sliding_window_size")
     )
@@ -275,10 +250,9 @@ class GlmMoeDsaConfig(DeepseekV32Config):
 
     transformers_class = "GlmMoeDsaConfig"
 
-    q_lora_rank: Size | None = 2048
-    qk_nope_head_dim: Size = 192
-    v_head_dim: Size = 256
-    index_n_heads: Size = 32
+    q_lora_rank: Size | None
+    qk_nope_head_dim: Size
+    v_head_dim: Size
     indexer_types: list[str] | None = None
     index_topk_freq: Size = 1
     index_skip_topk_offset: Count = 2
@@ -296,19 +270,11 @@ class HYV4Config(DeepseekV32Config):
     transformers_class = "HYV4Config"
     q_latent_required: ClassVar[bool] = True
 
-    vocab_size: Size = 120832
-    hidden_size: Size = 2816
-    intermediate_size: Size = 6912
-    moe_intermediate_size: Size = 768
-    num_hidden_layers: Size = 34
-    num_attention_heads: Size = 32
-    max_position_embeddings: Size | None = 262144
     first_k_dense_replace: Count = 1
-    qk_nope_head_dim: Size = 192
-    v_head_dim: Size = 256
-    index_n_heads: Size = 16
+    qk_nope_head_dim: Size
+    v_head_dim: Size
     indexer_types: list[str] | None = None
-    hc_mult: Size = 4
+    hc_mult: Size
 
 
 def mlp_plan(c: DeepseekConfig) -> LayerPlan:
@@ -558,17 +524,8 @@ def describe(c: DeepseekConfig) -> Architecture:
     if n_mtp:
         notes = (mtp_note(n_mtp, mtp),)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=qk,
-            intermediate_size=c.moe_intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, h, qk, c.moe_intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=(
             *llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
             *(hyper_head("model.hc_head", "hyper/final_mixer/hc_head", d, streams=c.hc_mult)

@@ -43,27 +43,36 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    linear,
-    llama_outer_tensors,
-    norm,
-    planned_layers,
-    require,
-    routed_experts,
-    router,
-    swiglu,
-)
-from llmcalc.families._hyper import hyper_connection, hyper_head, stream_mixing_flops
-from llmcalc.families._moe import listed_plan, mtp_note, mtp_params
-from llmcalc.model.spec import Attention, Compressor, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._hyper import hyper_connection
+from llmcalc.families._hyper import hyper_head
+from llmcalc.families._hyper import stream_mixing_flops
+from llmcalc.families._moe import listed_plan
+from llmcalc.families._moe import mtp_note
+from llmcalc.families._moe import mtp_params
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Compressor
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 SLIDING = "sliding_attention"
 CSA = "compressed_sparse_attention"
@@ -82,38 +91,38 @@ class DeepseekV4Config(FamilyConfig):
 
     transformers_class = "DeepseekV4Config"
 
-    vocab_size: Size = 129280
-    hidden_size: Size = 4096
+    vocab_size: Size
+    hidden_size: Size
     moe_intermediate_size: Size = Field(
-        2048, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
+        validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
-    num_hidden_layers: Size = 43
-    num_attention_heads: Size = 64
-    head_dim: Size = 512
-    q_lora_rank: Size = 1024
-    num_experts_per_tok: Size = 6
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    head_dim: Size
+    q_lora_rank: Size
+    num_experts_per_tok: Size
     n_routed_experts: Size = Field(
-        256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+        validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
-    n_shared_experts: Count = 1  # not read by transformers: one shared expert whatever it says
-    max_position_embeddings: Size | None = 1048576
+    n_shared_experts: Count  # not read by transformers: one shared expert whatever it says
+    max_position_embeddings: Size | None
     layer_types: list[str] | None = None
     compress_ratios: list[int] | None = None  # a checkpoint's per-layer 0 / 4 / 128
     compress_rates: dict[str, Size] | None = None
     compress_rate_csa: Size | None = None  # legacy: folded into compress_rates
     compress_rate_hca: Size | None = None
-    hc_mult: Size = 4
+    hc_mult: Size
     mlp_layer_types: list[str] | None = None
     num_hash_layers: Count | None = None  # legacy: the first layers hash-routed (default 3)
-    sliding_window: Size = 128
-    o_groups: Size = 8
-    o_lora_rank: Size = 1024
-    index_n_heads: Size = 64
-    index_head_dim: Size = 128
-    index_topk: Size = 512
-    num_nextn_predict_layers: Count = 1
-    tie_word_embeddings: bool = False
-    mlp_bias: bool = False
+    sliding_window: Size
+    o_groups: Size
+    o_lora_rank: Size
+    index_n_heads: Size
+    index_head_dim: Size
+    index_topk: Size
+    num_nextn_predict_layers: Count
+    tie_word_embeddings: bool
+    mlp_bias: bool
 
     def rates(self) -> dict[str, int]:
         """Each compressed kind's rate: compress_rates (whole, as given), else 4 and 128, with the
@@ -269,17 +278,8 @@ def describe(c: DeepseekV4Config) -> Architecture:
         notes.append(f"n_shared_experts={c.n_shared_experts} is not read by transformers' "
                      "DeepseekV4: one shared expert of moe_intermediate_size, as counted")
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=1,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=c.vocab_size,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, 1, hd, ff, c.vocab_size,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=(
             *llama_outer_tensors(c.vocab_size, d, tied=c.tie_word_embeddings),
             *hyper_head("model.hc_head", "hyper/final_mixer/hc_head", d, streams=s),

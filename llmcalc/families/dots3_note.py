@@ -27,19 +27,25 @@ from typing import Any
 
 from pydantic import ConfigDict
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    linear,
-    norm,
-    plan_from_kinds,
-    require,
-    routed_experts,
-    swiglu,
-)
-from llmcalc.families._vision import prefixer, read_sub, smart_grid, text_model
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import swiglu
+from llmcalc.families._vision import prefixer
+from llmcalc.families._vision import read_sub
+from llmcalc.families._vision import smart_grid
+from llmcalc.families._vision import text_model
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # transformers' default expert schedule (Dots3NoteVisionConfig.__post_init__): 25 dense layers, then
 # 4, 8, …, 64 and 64 routed experts
@@ -105,7 +111,7 @@ class Dots3NoteConfig(FamilyConfig):
     text_config: dict[str, Any] | None = None
     vision_config: dict[str, Any] | None = None
     audio_config: dict[str, Any] | None = None
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
     image_size: Size | None = None  # llmcalc's own (--image-size)
 
     def text(self) -> dict[str, Any]:

@@ -15,32 +15,40 @@ its pooler), the other the masked-LM head (``mlm_head``), which every token goes
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 from typing import ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    FamilyConfig,
-    Size,
-    embedding,
-    layer_kinds,
-    linear,
-    lm_head,
-    norm,
-    override_plan,
-    planned_layers,
-    require,
-    resolve_head_dim,
-    uniform_layers,
-)
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import fused_mha
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import uniform_layers
 from llmcalc.families.decoder import first_of_plan
-from llmcalc.limits import MAX_MODULE_COPIES, shown
-from llmcalc.model.spec import Attention, Part, Shape, Tensor
+from llmcalc.limits import MAX_MODULE_COPIES
+from llmcalc.limits import shown
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # ---- the BERT layer (bert, roberta, deberta-v2) --------------------------------------------------
 
@@ -96,8 +104,7 @@ def bert_layer(p: str, d: int, ff: int, *, q: str = "query", k: str = "key", v: 
         *linear(f"{p}.attention.self.{v}", "attn/v_proj", d, d, bias=True),
         *linear(f"{p}.attention.output.dense", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.attention.output.LayerNorm", "attn/norm", d, bias=True),
-        *linear(f"{p}.intermediate.dense", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.output.dense", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.intermediate.dense", f"{p}.output.dense", d, ff, bias=True),
         *norm(f"{p}.output.LayerNorm", "mlp/norm", d, bias=True),
     ]
 
@@ -201,23 +208,18 @@ def describe_roberta(c: RobertaConfig) -> Architecture:
 class DebertaV2Config(_BertFields):
     transformers_class = "DebertaV2Config"
 
-    hidden_size: Size = 1536
-    num_hidden_layers: Size = 24
-    num_attention_heads: Size = 24
-    intermediate_size: Size = 6144
-    vocab_size: Size = 128100
-    type_vocab_size: Count = 0
-    relative_attention: bool = False
-    max_relative_positions: int = Field(-1, strict=True, le=2**53 - 1)
+    type_vocab_size: Count
+    relative_attention: bool
+    max_relative_positions: int = Field(strict=True, le=2**53 - 1)
     position_buckets: int = Field(-1, strict=True, le=2**53 - 1)
-    position_biased_input: bool = True
+    position_biased_input: bool
     pos_att_type: str | list[str] | None = None
     share_att_key: bool = False
     norm_rel_ebd: str = "none"
     conv_kernel_size: Count = 0
     conv_groups: Size = 1
     embedding_size: Size | None = None  # null means hidden_size
-    legacy: bool = True
+    legacy: bool
 
     @property
     def att_types(self) -> list[str]:
@@ -324,18 +326,13 @@ def describe_deberta_v2(c: DebertaV2Config) -> Architecture:
 class ModernBertConfig(_BertFields):
     transformers_class = "ModernBertConfig"
 
-    hidden_size: Size = 768
-    num_hidden_layers: Size = 22
-    num_attention_heads: Size = 12
-    intermediate_size: Size = 1152
-    vocab_size: Size = 50368
-    max_position_embeddings: Size = 8192
-    norm_bias: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    classifier_bias: bool = False
-    decoder_bias: bool = True
-    local_attention: Size = 128
+    max_position_embeddings: Size
+    norm_bias: bool
+    attention_bias: bool
+    mlp_bias: bool
+    classifier_bias: bool
+    decoder_bias: bool
+    local_attention: Size
     global_attn_every_n_layers: Size = 3
     layer_types: list[str] | None = None
 
@@ -346,26 +343,16 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
     head.dense d × d and head.norm; decoder V × d (tied) with a bias [V]. LayerNorms carry a bias
     with norm_bias. Layer i is global when i is a multiple of global_attn_every_n_layers, else it
     attends within local_attention / 2 tokens either side."""
-    d, v, ff, L = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_hidden_layers
+    d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     nb, ab, mb = c.norm_bias, c.attention_bias, c.mlp_bias
     h, hd = c.num_attention_heads, c.head_dim
     p = "model.layers.{i}"
     body = [
-        *linear(f"{p}.attn.Wqkv", "attn/qkv", 3 * d, d, bias=ab),
-        *linear(f"{p}.attn.Wo", "attn/o_proj", d, d, bias=ab),
+        *fused_mha(f"{p}.attn.Wqkv", f"{p}.attn.Wo", d, bias=ab),
         *norm(f"{p}.mlp_norm", "mlp/norm", d, bias=nb),
         *linear(f"{p}.mlp.Wi", "mlp/gate_up_proj", 2 * ff, d, bias=mb),
         *linear(f"{p}.mlp.Wo", "mlp/down_proj", d, ff, bias=mb),
     ]
-    layer = [*norm(f"{p}.attn_norm", "attn/norm", d, bias=nb), *body]
-    if c.layer_types is not None:
-        plan = layer_kinds(c.layer_types, L, pattern=1)
-    else:
-        plan = first_of_plan(L, c.global_attn_every_n_layers)
-    first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
-    plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
-    window = c.local_attention // 2  # ModernBertConfig.sliding_window: |i − j| ≤ window
-    windows = {SLIDING: window, FULL: None, "first_layer": window if first_kind == SLIDING else None}
     embed = "model.embeddings.tok_embeddings"
     head = [
         *linear("head.dense", "dense", d, d, bias=c.classifier_bias),
@@ -385,15 +372,31 @@ def describe_modernbert(c: ModernBertConfig) -> Architecture:
             *norm("model.embeddings.norm", "embed/norm", d, bias=nb),
             *norm("model.final_norm", "final_norm", d, bias=nb),
         ),
-        layer_groups=planned_layers(
-            plan,
-            lambda kind: (
-                body if kind == "first_layer" else layer,
-                Attention(h, h, hd, hd, window=windows[kind], causal=False),
-            ),
-        ),
+        layer_groups=modernbert_layers(
+            c, body, lambda window: Attention(h, h, hd, hd, window=window, causal=False)),
         notes=_direction_note(False),
     ), head)
+
+
+def modernbert_layers(
+    c: Any, body: list[Tensor], attention: Callable[[int | None], Attention]
+) -> tuple[LayerGroup, ...]:
+    """ModernBERT's layers (``c``: a ModernBertConfig or ModernBertDecoderConfig): ``body`` after
+    an attention norm, which layer 0 lacks; global (full) as layer_types lists, else every
+    global_attn_every_n_layers-th layer from 0; the others attend within local_attention / 2
+    (ModernBertConfig.sliding_window: |i − j| ≤ window)."""
+    L, d = c.num_hidden_layers, c.hidden_size
+    layer = [*norm("model.layers.{i}.attn_norm", "attn/norm", d, bias=c.norm_bias), *body]
+    if c.layer_types is not None:
+        plan = layer_kinds(c.layer_types, L, pattern=1)
+    else:
+        plan = first_of_plan(L, c.global_attn_every_n_layers)
+    first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
+    plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
+    window = c.local_attention // 2 if c.local_attention else None
+    windows = {SLIDING: window, FULL: None, "first_layer": window if first_kind == SLIDING else None}
+    return planned_layers(
+        plan, lambda kind: (body if kind == "first_layer" else layer, attention(windows[kind])))
 
 
 # ---- BERT's near-copies: rows (a config class, the fields it renames, the switches) -------------
@@ -489,7 +492,7 @@ class Data2VecTextConfig(BertRowConfig):
 
 class RobertaPreLayerNormConfig(BertRowConfig):
     transformers_class = "RobertaPreLayerNormConfig"
-    vocab_size: Size = 50265
+    vocab_size: Size
     prefix = "roberta_prelayernorm"
     head = "roberta"
     layer_norms = PRE_LN
@@ -497,13 +500,13 @@ class RobertaPreLayerNormConfig(BertRowConfig):
 
 class XLMRobertaXLConfig(BertRowConfig):
     transformers_class = "XLMRobertaXLConfig"
-    vocab_size: Size = 250880
-    hidden_size: Size = 2560
-    num_hidden_layers: Size = 36
-    num_attention_heads: Size = 32
-    intermediate_size: Size = 10240
-    max_position_embeddings: Size = 514
-    type_vocab_size: Count = 1
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    max_position_embeddings: Size
+    type_vocab_size: Count
     prefix = "roberta"
     head = "roberta"
     layer_norms = XL_LN
@@ -513,8 +516,8 @@ class XLMRobertaXLConfig(BertRowConfig):
 class ErnieConfig(BertRowConfig):
     transformers_class = "ErnieConfig"
     prefix = "ernie"
-    task_type_vocab_size: Count = 3
-    use_task_id: bool = False
+    task_type_vocab_size: Count
+    use_task_id: bool
 
     def extra_embeddings(self) -> list[Tensor]:
         if not self.use_task_id:
@@ -525,11 +528,11 @@ class ErnieConfig(BertRowConfig):
 
 class MegatronBertConfig(BertRowConfig):
     transformers_class = "MegatronBertConfig"
-    vocab_size: Size = 29056
-    hidden_size: Size = 1024
-    num_hidden_layers: Size = 24
-    num_attention_heads: Size = 16
-    intermediate_size: Size = 4096
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     layer_norms = MEGATRON_LN
     embedding_norm = False
 
@@ -540,10 +543,10 @@ class ElectraConfig(BertRowConfig):
     generator_lm_head V × E (tied to the word embeddings) with a bias."""
 
     transformers_class = "ElectraConfig"
-    embedding_size: Size = 128
-    hidden_size: Size = 256
-    num_attention_heads: Size = 4
-    intermediate_size: Size = 1024
+    embedding_size: Size
+    hidden_size: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     prefix = "electra"
     head = "electra"
 
@@ -558,10 +561,10 @@ class RoFormerConfig(BertRowConfig):
     (null: hidden_size), projected when the widths differ; the head's transform maps d → E."""
 
     transformers_class = "RoFormerConfig"
-    vocab_size: Size = 50000
-    max_position_embeddings: Size = 1536
+    vocab_size: Size
+    max_position_embeddings: Size
     embedding_size: Size | None = None
-    rotary_value: bool = False
+    rotary_value: bool
     prefix = "roformer"
 
     @property
@@ -579,14 +582,14 @@ class RemBertConfig(BertRowConfig):
     2020, decoupled embeddings)."""
 
     transformers_class = "RemBertConfig"
-    vocab_size: Size = 250300
-    hidden_size: Size = 1152
-    num_hidden_layers: Size = 32
-    num_attention_heads: Size = 18
-    intermediate_size: Size = 4608
-    input_embedding_size: Size = 256
-    output_embedding_size: Size = 1664
-    tie_word_embeddings: bool = False
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
+    input_embedding_size: Size
+    output_embedding_size: Size
+    tie_word_embeddings: bool
     prefix = "rembert"
     head = "rembert"
     embed_proj = "{prefix}.encoder.embedding_hidden_mapping_in"
@@ -605,9 +608,9 @@ class XmodConfig(BertRowConfig):
     own language's adapter only: the others are parameters without FLOPs for it."""
 
     transformers_class = "XmodConfig"
-    pre_norm: bool = False
-    adapter_reduction_factor: Size = 2
-    adapter_layer_norm: bool = False
+    pre_norm: bool
+    adapter_reduction_factor: Size
+    adapter_layer_norm: bool
     languages: list[str] = Field(default_factory=lambda: ["en_XX"])
     default_language: str | None = None
     prefix = "roberta"
@@ -651,11 +654,11 @@ class BertGenerationConfig(BertRowConfig):
     is_decoder (false by default: bidirectional, as transformers builds it)."""
 
     transformers_class = "BertGenerationConfig"
-    vocab_size: Size = 50358
-    hidden_size: Size = 1024
-    num_hidden_layers: Size = 24
-    num_attention_heads: Size = 16
-    intermediate_size: Size = 4096
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    intermediate_size: Size
     token_types = False
     head = "generation"
     head_part = "lm_head"
@@ -669,13 +672,13 @@ class RoCBertConfig(BertRowConfig):
 
     transformers_class = "RoCBertConfig"
     prefix = "roc_bert"
-    enable_pronunciation: bool = True
-    enable_shape: bool = True
-    pronunciation_embed_dim: Size = 768
-    pronunciation_vocab_size: Size = 910
-    shape_embed_dim: Size = 512
-    shape_vocab_size: Size = 24858
-    concat_input: bool = True
+    enable_pronunciation: bool
+    enable_shape: bool
+    pronunciation_embed_dim: Size
+    pronunciation_vocab_size: Size
+    shape_embed_dim: Size
+    shape_vocab_size: Size
+    concat_input: bool
 
     def extra_embeddings(self) -> list[Tensor]:
         d, p0 = self.hidden_size, self.prefix
@@ -777,17 +780,17 @@ class XLMConfig(FamilyConfig):
 
     transformers_class = "XLMConfig"
 
-    emb_dim: Size = Field(2048, validation_alias=AliasChoices("emb_dim", "hidden_size"))
-    n_layers: Size = Field(12, validation_alias=AliasChoices("n_layers", "num_hidden_layers"))
-    n_heads: Size = Field(16, validation_alias=AliasChoices("n_heads", "num_attention_heads"))
-    vocab_size: Size = Field(30145, validation_alias=AliasChoices("vocab_size", "n_words"))
-    max_position_embeddings: Size = 512
-    n_langs: Size = 1
-    use_lang_emb: bool = True
-    causal: bool = False
-    asm: bool = False
-    is_encoder: bool = True
-    tie_word_embeddings: bool = True
+    emb_dim: Size = Field(validation_alias=AliasChoices("emb_dim", "hidden_size"))
+    n_layers: Size = Field(validation_alias=AliasChoices("n_layers", "num_hidden_layers"))
+    n_heads: Size = Field(validation_alias=AliasChoices("n_heads", "num_attention_heads"))
+    vocab_size: Size = Field(validation_alias=AliasChoices("vocab_size", "n_words"))
+    max_position_embeddings: Size
+    n_langs: Size
+    use_lang_emb: bool
+    causal: bool
+    asm: bool
+    is_encoder: bool
+    tie_word_embeddings: bool
 
     @property
     def head_dim(self) -> int:
@@ -819,8 +822,7 @@ def describe_xlm(c: XLMConfig) -> Architecture:
         *linear(f"{p}.attentions.{{i}}.v_lin", "attn/v_proj", d, d, bias=True),
         *linear(f"{p}.attentions.{{i}}.out_lin", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.layer_norm1.{{i}}", "attn/norm", d, bias=True),
-        *linear(f"{p}.ffns.{{i}}.lin1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.ffns.{{i}}.lin2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.ffns.{{i}}.lin1", f"{p}.ffns.{{i}}.lin2", d, ff, bias=True),
         *norm(f"{p}.layer_norm2.{{i}}", "mlp/norm", d, bias=True),
     ]
     head = lm_head("pred_layer.proj", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,

@@ -14,21 +14,24 @@ one (``input_layernorm``) for parallel attention otherwise, and ``input_layernor
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    resolve_head_dim,
-    resolve_kv_heads,
-    uniform_layers,
-)
-from llmcalc.model.spec import CACHE_NOTE, Attention, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import CACHE_NOTE
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 class FalconConfig(FamilyConfig):
@@ -48,12 +51,12 @@ class FalconConfig(FamilyConfig):
     vocab_size: Size
     max_position_embeddings: Size | None = None
     ffn_hidden_size: Size | None = None  # null means 4 · hidden_size
-    new_decoder_architecture: bool = False
-    multi_query: bool = True
-    parallel_attn: bool = True
+    new_decoder_architecture: bool
+    multi_query: bool
+    parallel_attn: bool
     num_ln_in_parallel_attn: Size | None = None
-    bias: bool = False
-    tie_word_embeddings: bool = True
+    bias: bool
+    tie_word_embeddings: bool
 
 
 def _kv_heads(c: FalconConfig) -> int:
@@ -93,8 +96,7 @@ def describe(c: FalconConfig) -> Architecture:
             f"{p}.self_attention.query_key_value", "attn/qkv", (h + 2 * kv) * hd, d, bias=c.bias
         ),
         *linear(f"{p}.self_attention.dense", "attn/o_proj", d, d, bias=c.bias),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=c.bias),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=c.bias),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=c.bias),
         *_layer_norms(c, p, d),
     ]
     embed = "transformer.word_embeddings.weight"
@@ -111,17 +113,8 @@ def describe(c: FalconConfig) -> Architecture:
                   f"transformers' Falcon cache holds K and V repeated to all {h} heads, "
                   f"{h // kv}× these bytes",)
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=tensors,
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, kv, hd, hd)),
         notes=notes,

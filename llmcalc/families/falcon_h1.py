@@ -11,39 +11,37 @@ buffer, not parameters. Tensor names as in transformers ``FalconH1ForCausalLM``.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    swiglu,
-    uniform_layers,
-)
-from llmcalc.families._ssm import mamba2_head_dim, mamba2_mixer
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
+from llmcalc.families._ssm import mamba2_head_dim
+from llmcalc.families._ssm import mamba2_mixer
 from llmcalc.model.spec import LayerGroup
 
 
 class FalconH1Config(DecoderConfig):
     transformers_class = "FalconH1Config"
 
-    num_key_value_heads: Size | None = 8
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    projectors_bias: bool = False
-    mamba_d_ssm: Size | None = 1024
-    mamba_n_heads: Size = 128
-    mamba_d_head: Size | str = "auto"
-    mamba_n_groups: Size = 1
-    mamba_d_state: Size = 256
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_chunk_size: Size = 256
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
-    mamba_rms_norm: bool = False
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    projectors_bias: bool
+    mamba_d_ssm: Size | None
+    mamba_n_heads: Size
+    mamba_d_head: Size | str
+    mamba_n_groups: Size
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_chunk_size: Size
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
+    mamba_rms_norm: bool
 
 
 def describe(c: FalconH1Config) -> Architecture:

@@ -13,18 +13,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    layer_kinds,
-    llama_outer_tensors,
-    norm,
-    qk_norms,
-    sliding_full_layers,
-    swiglu,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import sliding_full_layers
+from llmcalc.families._base import swiglu
 from llmcalc.model.spec import Tensor
 
 
@@ -32,11 +30,11 @@ class Gemma2Config(DecoderConfig):
     transformers_class = "Gemma2Config"
     qk_norm: ClassVar[bool] = False
 
-    num_key_value_heads: Size = 4
-    head_dim: Size = 256
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size | None = 4096
+    num_key_value_heads: Size
+    head_dim: Size
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size | None
     layer_types: list[str] | None = None
 
     @property
@@ -50,8 +48,6 @@ class Gemma3TextConfig(Gemma2Config):
     transformers_class = "Gemma3TextConfig"
     qk_norm: ClassVar[bool] = True
 
-    num_attention_heads: Size = 8
-    vocab_size: Size = 262_208
     sliding_window_pattern: Size = 6
 
     @property

@@ -22,27 +22,31 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    DecoderConfig,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    embedding,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    require,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
 from llmcalc.limits import MAX_MODULE_COPIES
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 OWN, SHARED = "own_kv", "shared_kv"
 
@@ -50,23 +54,16 @@ OWN, SHARED = "own_kv", "shared_kv"
 class Gemma3nTextConfig(DecoderConfig):
     transformers_class = "Gemma3nTextConfig"
 
-    vocab_size: Size = 262400
-    vocab_size_per_layer_input: Size = 262144
-    hidden_size: Size = 2048
-    hidden_size_per_layer_input: Size = 256
-    intermediate_size: Size | list[Size] = 16384  # type: ignore[assignment]  # one, or one per layer
-    num_hidden_layers: Size = 35
-    num_attention_heads: Size = 8
-    num_key_value_heads: Size | None = 2
-    head_dim: Size | None = 256
-    max_position_embeddings: Size | None = 32768
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size = 512
+    vocab_size_per_layer_input: Size
+    hidden_size_per_layer_input: Size
+    intermediate_size: Size | list[Size]  # type: ignore[assignment]  # one, or one per layer
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size
     layer_types: list[str] | None = None
-    altup_num_inputs: Size = 4
-    num_kv_shared_layers: Count = 15
-    laurel_rank: Size = 64
+    altup_num_inputs: Size
+    num_kv_shared_layers: Count
+    laurel_rank: Size
 
     @property
     def ff(self) -> int:
@@ -212,20 +209,20 @@ def describe(c: Gemma3nTextConfig) -> Architecture:
 
 
 class Gemma3nAudioConfig(FamilyConfig):
-    """Gemma3nAudioConfig: the USM conformer's sizes (defaults: transformers 5.24's)."""
+    """Gemma3nAudioConfig: the USM conformer's sizes (defaults: family_defaults.json)."""
 
     transformers_class = "Gemma3nAudioConfig"
 
-    hidden_size: Size = 1536
-    input_feat_size: Size = 128
-    vocab_size: Size = 128
-    conf_num_hidden_layers: Size = 12
-    conf_num_attention_heads: Size = 8
-    conf_conv_kernel_size: Size = 5
-    conf_reduction_factor: Size = 4
-    sscp_conv_channel_size: list[Size] = [128, 32]
-    sscp_conv_kernel_size: list[list[Size]] = [[3, 3], [3, 3]]
-    sscp_conv_stride_size: list[list[Size]] = [[2, 2], [2, 2]]
+    hidden_size: Size
+    input_feat_size: Size
+    vocab_size: Size
+    conf_num_hidden_layers: Size
+    conf_num_attention_heads: Size
+    conf_conv_kernel_size: Size
+    conf_reduction_factor: Size
+    sscp_conv_channel_size: list[Size]
+    sscp_conv_kernel_size: list[list[Size]]
+    sscp_conv_stride_size: list[list[Size]]
 
 
 class Gemma3nVisionConfig(FamilyConfig):
@@ -233,10 +230,10 @@ class Gemma3nVisionConfig(FamilyConfig):
 
     transformers_class = "Gemma3nVisionConfig"
 
-    architecture: str = "mobilenetv5_300m_enc"
+    architecture: str
     model_args: dict[str, Any] | None = None
-    hidden_size: Size = 2048
-    vocab_size: Size = 128
+    hidden_size: Size
+    vocab_size: Size
 
 
 class Gemma3nConfig(FamilyConfig):
@@ -248,9 +245,9 @@ class Gemma3nConfig(FamilyConfig):
     text_config: dict[str, Any] | None = None
     vision_config: dict[str, Any] | None = None
     audio_config: dict[str, Any] | None = None
-    vision_soft_tokens_per_image: Size = 256
-    audio_soft_tokens_per_image: Size = 188
-    tie_word_embeddings: bool = True
+    vision_soft_tokens_per_image: Size
+    audio_soft_tokens_per_image: Size
+    tie_word_embeddings: bool
     image_size: Size | None = None  # llmcalc's own (--image-size); the processor's is 768
 
 
@@ -330,14 +327,21 @@ MOBILENET_SIDE = 768  # Gemma3nImageProcessor resizes every image to 768 × 768
 
 def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
     from llmcalc.inputs import family_defaults
-    from llmcalc.families._mobilenet import FEATURES, MSFA_RESOLUTION, mobilenetv5
-    from llmcalc.families._vision import prefixer, read_sub, sub_fields, text_model
+    from llmcalc.families._mobilenet import FEATURES
+    from llmcalc.families._mobilenet import MSFA_RESOLUTION
+    from llmcalc.families._mobilenet import mobilenetv5
+    from llmcalc.families._vision import prefixer
+    from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import sub_fields
+    from llmcalc.families._vision import text_model
 
     text = sub_fields(c.text_config, "text_config", "gemma3n_text",
                       family_defaults.sub_defaults("gemma3n_text") or {})
     lm = text_model(text, rename=prefixer("model.", "model.language_model."),
                     tied=c.tie_word_embeddings)
-    v = read_sub(Gemma3nVisionConfig, c.vision_config or {}, "vision_config")
+    declared = family_defaults.sub_defaults("gemma3n") or {}
+    v = read_sub(Gemma3nVisionConfig, sub_fields(c.vision_config, "vision_config", "gemma3n_vision",
+                                                 declared["vision_config"]), "vision_config")
     require(v.architecture == "mobilenetv5_300m_enc", "vision_config.architecture",
             f"vision_config.architecture {v.architecture!r}: llmcalc counts only "
             "mobilenetv5_300m_enc (Gemma 3n's); --part language or --part audio counts the rest")
@@ -349,7 +353,8 @@ def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
     require(c.vision_soft_tokens_per_image == MSFA_RESOLUTION ** 2, "vision_soft_tokens_per_image",
             f"vision_soft_tokens_per_image must be {MSFA_RESOLUTION ** 2} (MobileNetV5's 16 × 16 "
             f"output), got {c.vision_soft_tokens_per_image}")
-    a = read_sub(Gemma3nAudioConfig, c.audio_config or {}, "audio_config")
+    a = read_sub(Gemma3nAudioConfig, sub_fields(c.audio_config, "audio_config", "gemma3n_audio",
+                                                declared["audio_config"]), "audio_config")
     d_t = lm.shape.hidden_size
     side = c.image_size or MOBILENET_SIDE
     tower = mobilenetv5("model.vision_tower.timm_model", image_size=side,

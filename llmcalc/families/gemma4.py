@@ -23,32 +23,41 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
+from typing import Literal
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    DecoderConfig,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    require,
-    resolve_kv_heads,
-    routed_experts,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name
-from llmcalc.families.gemma3n import OWN, SHARED, per_layer_input_layer, per_layer_input_outer
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Part, Shape, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families.gemma3n import OWN
+from llmcalc.families.gemma3n import SHARED
+from llmcalc.families.gemma3n import per_layer_input_layer
+from llmcalc.families.gemma3n import per_layer_input_outer
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 PER_LAYER_KEYS = ("head_dim", "num_key_value_heads")  # the per_layer_config overrides read
 
@@ -58,22 +67,14 @@ class Gemma4UnifiedTextConfig(DecoderConfig):
 
     transformers_class = "Gemma4UnifiedTextConfig"
 
-    vocab_size: Size = 262_144
-    hidden_size: Size = 2304
-    intermediate_size: Size = 9216
-    num_hidden_layers: Size = 30
-    num_attention_heads: Size = 8
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 256
-    max_position_embeddings: Size | None = 262_144
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size = 1024
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size
     layer_types: list[str] | None = None
-    use_bidirectional_attention: Literal["all", "vision"] | None = "vision"
-    attention_k_eq_v: bool = False
-    num_kv_shared_layers: Count = 0
-    use_double_wide_mlp: bool = False
+    use_bidirectional_attention: Literal["all", "vision"] | None
+    attention_k_eq_v: bool
+    num_kv_shared_layers: Count
+    use_double_wide_mlp: bool
     global_head_dim: Size = 512
     num_global_key_value_heads: Size | None = None
     per_layer_config: dict[str, dict[str, Size]] | None = None
@@ -99,12 +100,10 @@ class Gemma4TextConfig(Gemma4UnifiedTextConfig):
 
     transformers_class = "Gemma4TextConfig"
 
-    max_position_embeddings: Size | None = 131_072
-    sliding_window: Size = 512
     use_bidirectional_attention: Literal["all", "vision"] | None = None
-    vocab_size_per_layer_input: Size = 262_144
-    hidden_size_per_layer_input: Count = 256
-    enable_moe_block: bool = False
+    vocab_size_per_layer_input: Size
+    hidden_size_per_layer_input: Count
+    enable_moe_block: bool
     num_experts: Size | None = None
     top_k_experts: Size | None = None
     moe_intermediate_size: Size | None = None
@@ -266,32 +265,32 @@ def describe(c: Gemma4UnifiedTextConfig) -> Architecture:
 
 
 class Gemma4VisionConfig(FamilyConfig):
-    """Gemma4VisionConfig (defaults: transformers 5.24's, google/gemma-4-E2B's sizes)."""
+    """Gemma4VisionConfig (defaults: family_defaults.json, google/gemma-4-E2B's sizes)."""
 
     transformers_class = "Gemma4VisionConfig"
 
-    hidden_size: Size = 768
-    intermediate_size: Size = 3072
-    num_hidden_layers: Size = 16
-    num_attention_heads: Size = 12
-    num_key_value_heads: Size = 12
-    head_dim: Size = 64
-    pooling_kernel_size: Size = 3
-    patch_size: Size = 16
-    position_embedding_size: Size = 10 * 1024
+    hidden_size: Size
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size
+    head_dim: Size
+    pooling_kernel_size: Size
+    patch_size: Size
+    position_embedding_size: Size
 
 
 class Gemma4AudioConfig(FamilyConfig):
-    """Gemma4AudioConfig (defaults: transformers 5.24's, google/gemma-4-E2B's sizes)."""
+    """Gemma4AudioConfig (defaults: family_defaults.json, google/gemma-4-E2B's sizes)."""
 
     transformers_class = "Gemma4AudioConfig"
 
-    hidden_size: Size = 1024
-    num_hidden_layers: Size = 12
-    num_attention_heads: Size = 8
-    subsampling_conv_channels: list[Size] = [128, 32]
-    conv_kernel_size: Size = 5
-    output_proj_dims: Size = 1536
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    subsampling_conv_channels: list[Size]
+    conv_kernel_size: Size
+    output_proj_dims: Size
 
 
 class Gemma4Config(FamilyConfig):
@@ -305,7 +304,7 @@ class Gemma4Config(FamilyConfig):
     vision_config: dict[str, Any] | None = None
     audio_config: dict[str, Any] | None = None
     vision_soft_tokens_per_image: Size = 280
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
     image_size: Size | None = None  # llmcalc's own (--image-size): the processor resizes anyway
 
 
@@ -423,7 +422,9 @@ def embedder(prefix: str, component: str, d_in: int, d_t: int) -> list[Tensor]:
 def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
     """The language model of a whole Gemma 4 (its text_config on ``text_type``'s defaults)."""
     from llmcalc.inputs import family_defaults
-    from llmcalc.families._vision import prefixer, sub_fields, text_model
+    from llmcalc.families._vision import prefixer
+    from llmcalc.families._vision import sub_fields
+    from llmcalc.families._vision import text_model
 
     text = sub_fields(c.text_config, "text_config", text_type,
                       family_defaults.sub_defaults(text_type) or {})
@@ -433,13 +434,15 @@ def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
 
 def describe_gemma4(c: Gemma4Config) -> Architecture:
     from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import sub_fields
 
     lm = _language_model(c, "gemma4_text")
     d_t = lm.shape.hidden_size
     parts: list[Part] = []
     notes: tuple[str, ...] = ()
     if c.vision_config is not None:
-        v = read_sub(Gemma4VisionConfig, c.vision_config, "vision_config")
+        fields = sub_fields(c.vision_config, "vision_config", "gemma4_vision", {})
+        v = read_sub(Gemma4VisionConfig, fields, "vision_config")
         tower = vision_tower("model.vision_tower", v, budget=c.vision_soft_tokens_per_image)
         # the soft tokens that reach the language model go through the norm and the projection
         parts += [tower, Part(name="projector",
@@ -453,7 +456,8 @@ def describe_gemma4(c: Gemma4Config) -> Architecture:
                       f"{side}×{side} pixels and pads its patches to "
                       f"{tower.tokens_for('layers'):,}; the per-image figures are the same",)
     if c.audio_config is not None:
-        a = read_sub(Gemma4AudioConfig, c.audio_config, "audio_config")
+        fields = sub_fields(c.audio_config, "audio_config", "gemma4_audio", {})
+        a = read_sub(Gemma4AudioConfig, fields, "audio_config")
         audio = audio_tower("model.audio_tower", a)
         parts.append(replace(audio, tensors=(*audio.tensors, *embedder(
             "model.embed_audio", "embed_audio", a.output_proj_dims, d_t))))
@@ -473,15 +477,15 @@ AUDIO_RATE = 16_000  # Hz: the feature extractor's sampling rate; one soft token
 
 
 class Gemma4UnifiedVisionConfig(FamilyConfig):
-    """Gemma4UnifiedVisionConfig (defaults: transformers 5.24's, google/gemma-4-12B's sizes)."""
+    """Gemma4UnifiedVisionConfig (defaults: family_defaults.json, google/gemma-4-12B's sizes)."""
 
     transformers_class = "Gemma4UnifiedVisionConfig"
 
-    patch_size: Size = 16
-    pooling_kernel_size: Size = 3
-    mm_embed_dim: Size = 3840
-    mm_posemb_size: Size = 1120
-    output_proj_dims: Size = 3840
+    patch_size: Size
+    pooling_kernel_size: Size
+    mm_embed_dim: Size
+    mm_posemb_size: Size
+    output_proj_dims: Size
 
 
 class Gemma4UnifiedAudioConfig(FamilyConfig):
@@ -490,7 +494,7 @@ class Gemma4UnifiedAudioConfig(FamilyConfig):
 
     transformers_class = "Gemma4UnifiedAudioConfig"
 
-    audio_embed_dim: Size = 640
+    audio_embed_dim: Size
 
 
 class Gemma4UnifiedConfig(Gemma4Config):
@@ -532,13 +536,15 @@ def unified_vision(prefix: str, v: Gemma4UnifiedVisionConfig, *, d_t: int,
 
 def describe_gemma4_unified(c: Gemma4UnifiedConfig) -> Architecture:
     from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import sub_fields
 
     lm = _language_model(c, "gemma4_unified_text")
     d_t = lm.shape.hidden_size
     parts: list[Part] = []
     notes: tuple[str, ...] = ()
     if c.vision_config is not None:
-        v = read_sub(Gemma4UnifiedVisionConfig, c.vision_config, "vision_config")
+        fields = sub_fields(c.vision_config, "vision_config", "gemma4_unified_vision", {})
+        v = read_sub(Gemma4UnifiedVisionConfig, fields, "vision_config")
         vision, proj = unified_vision("model.embed_vision", v, d_t=d_t,
                                       budget=c.vision_soft_tokens_per_image)
         parts += [vision, proj]
@@ -548,7 +554,8 @@ def describe_gemma4_unified(c: Gemma4UnifiedConfig) -> Architecture:
                       f"{side}×{side} pixels and pads it to {c.vision_soft_tokens_per_image:,} "
                       "merged patches; the per-image figures are the same",)
     if c.audio_config is not None:
-        a = read_sub(Gemma4UnifiedAudioConfig, c.audio_config, "audio_config")
+        fields = sub_fields(c.audio_config, "audio_config", "gemma4_unified_audio", {})
+        a = read_sub(Gemma4UnifiedAudioConfig, fields, "audio_config")
         s = a.audio_embed_dim
         n = -(-AUDIO_RATE // s)  # soft tokens of one second: ⌈duration / (s samples)⌉
         audio = Part(name="audio", tensors=tuple(embedder("model.embed_audio", "embed_audio", s, d_t)),

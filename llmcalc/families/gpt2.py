@@ -5,29 +5,29 @@ Source: Radford et al. 2019; tensor names and shapes as in transformers ``GPT2LM
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    GPT2StyleConfig,
-    Size,
-    conv1d,
-    gpt2_outer_tensors,
-    norm,
-    require,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import GPT2StyleConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import conv1d
+from llmcalc.families._base import gpt2_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
 
 
 class GPT2Config(GPT2StyleConfig):
     transformers_class = "GPT2Config"
 
     n_positions: Size = Field(
-        1024, validation_alias=AliasChoices("n_positions", "max_position_embeddings")
+        validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
-    tie_word_embeddings: bool = True
-    add_cross_attention: bool = False
+    tie_word_embeddings: bool
+    add_cross_attention: bool
 
 
 def describe(c: GPT2Config) -> Architecture:
@@ -44,17 +44,8 @@ def describe(c: GPT2Config) -> Architecture:
         *conv1d(f"{p}.mlp.c_proj", "mlp/fc_out", ff, d),
     ]
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layer,
-            hidden_size=d,
-            num_heads=c.n_head,
-            num_kv_heads=c.n_head,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.n_positions,
-        ),
+        shape=Shape(c.n_layer, d, c.n_head, c.n_head, hd, ff, v,
+                    c.tie_word_embeddings, c.n_positions),
         tensors=gpt2_outer_tensors(v, d, c.n_positions, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(c.n_layer, layer, Attention(c.n_head, c.n_head, hd, hd)),
         notes=c.d_ff_notes(),

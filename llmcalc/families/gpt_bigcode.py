@@ -6,19 +6,20 @@ transformers ``GPTBigCodeForCausalLM`` (nn.Linear, so weights are [out, in], unl
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    GPT2StyleConfig,
-    Size,
-    gpt2_outer_tensors,
-    linear,
-    norm,
-    require,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import GPT2StyleConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import gpt2_outer_tensors
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
 
 
 class GPTBigCodeConfig(GPT2StyleConfig):
@@ -27,9 +28,9 @@ class GPTBigCodeConfig(GPT2StyleConfig):
     n_positions: Size = Field(
         validation_alias=AliasChoices("n_positions", "max_position_embeddings")
     )
-    multi_query: bool = True
-    add_cross_attention: bool = False
-    tie_word_embeddings: bool = True
+    multi_query: bool
+    add_cross_attention: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: GPTBigCodeConfig) -> Architecture:
@@ -44,21 +45,10 @@ def describe(c: GPTBigCodeConfig) -> Architecture:
         *linear(f"{p}.attn.c_attn", "attn/qkv", d + 2 * kv * hd, d, bias=True),
         *linear(f"{p}.attn.c_proj", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.ln_2", "mlp/norm", d, bias=True),
-        *linear(f"{p}.mlp.c_fc", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.c_fc", f"{p}.mlp.c_proj", d, ff, bias=True),
     ]
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layer,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.n_positions,
-        ),
+        shape=Shape(c.n_layer, d, h, kv, hd, ff, v, c.tie_word_embeddings, c.n_positions),
         tensors=gpt2_outer_tensors(v, d, c.n_positions, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(c.n_layer, layer, Attention(h, kv, hd, hd)),
         notes=c.d_ff_notes(),

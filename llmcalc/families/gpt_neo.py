@@ -9,22 +9,26 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    FieldError,
-    LayerPlan,
-    Size,
-    gpt2_outer_tensors,
-    linear,
-    norm,
-    planned_layers,
-    require,
-    resolve_head_dim,
-)
-from llmcalc.model.spec import Attention, LayerSet, Run, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import FieldError
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import gpt2_outer_tensors
+from llmcalc.families._base import linear
+from llmcalc.families._base import norm
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 ATTENTION_KINDS = ("global", "local")
 
@@ -39,8 +43,8 @@ class GPTNeoConfig(FamilyConfig):
     max_position_embeddings: Size
     intermediate_size: Size | None = None  # null means 4 · hidden_size
     attention_types: list[Any] | None = None  # null means [[["global", "local"], 12]]
-    window_size: Size = 256
-    tie_word_embeddings: bool = True
+    window_size: Size
+    tie_word_embeddings: bool
 
 
 def expand_attention_types(attention_types: list[Any] | None) -> tuple[LayerPlan, int]:
@@ -92,8 +96,7 @@ def describe(c: GPTNeoConfig) -> Architecture:
         *linear(f"{p}.attn.attention.v_proj", "attn/v_proj", d, d, bias=False),
         *linear(f"{p}.attn.attention.out_proj", "attn/o_proj", d, d, bias=True),
         *norm(f"{p}.ln_2", "mlp/norm", d, bias=True),
-        *linear(f"{p}.mlp.c_fc", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.c_fc", f"{p}.mlp.c_proj", d, ff, bias=True),
     ]
     windows = {"global": None, "local": c.window_size}
 
@@ -104,17 +107,8 @@ def describe(c: GPTNeoConfig) -> Architecture:
         ("intermediate_size=null: d_ff = 4 · hidden_size",) if c.intermediate_size is None else ()
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_layers, d, h, h, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=gpt2_outer_tensors(v, d, c.max_position_embeddings, tied=c.tie_word_embeddings),
         layer_groups=planned_layers(plan, build),
         notes=notes,

@@ -8,18 +8,17 @@ add no parameters: both LayerNorms exist either way.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    resolve_head_dim,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import fused_mha
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
 
 
 class GPTNeoXConfig(FamilyConfig):
@@ -31,8 +30,8 @@ class GPTNeoXConfig(FamilyConfig):
     intermediate_size: Size
     vocab_size: Size
     max_position_embeddings: Size | None = None
-    tie_word_embeddings: bool = False
-    attention_bias: bool = True
+    tie_word_embeddings: bool
+    attention_bias: bool
 
 
 def describe(c: GPTNeoXConfig) -> Architecture:
@@ -43,29 +42,14 @@ def describe(c: GPTNeoXConfig) -> Architecture:
     layer = [
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
-        *linear(f"{p}.attention.query_key_value", "attn/qkv", 3 * d, d, bias=c.attention_bias),
-        *linear(f"{p}.attention.dense", "attn/o_proj", d, d, bias=c.attention_bias),
-        *linear(f"{p}.mlp.dense_h_to_4h", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.dense_4h_to_h", "mlp/fc_out", d, ff, bias=True),
+        *fused_mha(f"{p}.attention.query_key_value", f"{p}.attention.dense", d, bias=c.attention_bias),
+        *fc_mlp(f"{p}.mlp.dense_h_to_4h", f"{p}.mlp.dense_4h_to_h", d, ff, bias=True),
     ]
-    embed = "gpt_neox.embed_in.weight"
-    tensors = (
-        embedding("gpt_neox.embed_in", "embed/tokens", v, d),
-        *norm("gpt_neox.final_layer_norm", "final_norm", d, bias=True),
-        *lm_head("lm_head", v, d, tied_to=embed if c.tie_word_embeddings else None),
-    )
+    tensors = llama_outer_tensors(v, d, tied=c.tie_word_embeddings, embed="gpt_neox.embed_in",
+                                  final_norm="gpt_neox.final_layer_norm", norm_bias=True)
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=tensors,
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, hd, hd)),
     )

@@ -9,20 +9,19 @@ down_proj [E, ff, d] + [E, d].
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    check_top_k,
-    gqa_projections,
-    layer_kinds,
-    llama_outer_tensors,
-    norm,
-    router,
-    sliding_full_layers,
-    stacked_experts,
-)
-from llmcalc.model.spec import MoE, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import router
+from llmcalc.families._base import sliding_full_layers
+from llmcalc.families._base import stacked_experts
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Tensor
 
 
 class GptOssConfig(DecoderConfig):
@@ -30,14 +29,14 @@ class GptOssConfig(DecoderConfig):
 
     transformers_class = "GptOssConfig"
 
-    num_key_value_heads: Size = 8
-    head_dim: Size = 64
-    num_local_experts: Size = 128
-    num_experts_per_tok: Size = 4
-    sliding_window: Size | None = 128
+    num_key_value_heads: Size
+    head_dim: Size
+    num_local_experts: Size
+    num_experts_per_tok: Size
+    sliding_window: Size | None
     layer_types: list[str] | None = None
-    attention_bias: bool = True
-    tie_word_embeddings: bool = False
+    attention_bias: bool
+    tie_word_embeddings: bool
 
 
 def experts(p: str, d: int, ff: int, num_experts: int) -> list[Tensor]:

@@ -6,22 +6,21 @@ Source: Wang & Komatsuzaki 2021 (GPT-J-6B); tensor names and shapes as in transf
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    GPT2StyleConfig,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import GPT2StyleConfig
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
 
 
 class GPTJConfig(GPT2StyleConfig):
     transformers_class = "GPTJConfig"
 
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
 
 
 def describe(c: GPTJConfig) -> Architecture:
@@ -35,27 +34,12 @@ def describe(c: GPTJConfig) -> Architecture:
         *linear(f"{p}.attn.k_proj", "attn/k_proj", d, d, bias=False),
         *linear(f"{p}.attn.v_proj", "attn/v_proj", d, d, bias=False),
         *linear(f"{p}.attn.out_proj", "attn/o_proj", d, d, bias=False),
-        *linear(f"{p}.mlp.fc_in", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.fc_out", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.fc_in", f"{p}.mlp.fc_out", d, ff, bias=True),
     ]
-    wte = "transformer.wte.weight"
-    tensors = (
-        embedding("transformer.wte", "embed/tokens", v, d),
-        *norm("transformer.ln_f", "final_norm", d, bias=True),
-        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None, bias=True),
-    )
+    tensors = llama_outer_tensors(v, d, tied=c.tie_word_embeddings, embed="transformer.wte",
+                                  final_norm="transformer.ln_f", norm_bias=True, head_bias=True)
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layer,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.n_positions,
-        ),
+        shape=Shape(c.n_layer, d, h, h, hd, ff, v, c.tie_word_embeddings, c.n_positions),
         tensors=tensors,
         layer_groups=uniform_layers(c.n_layer, layer, Attention(h, h, hd, hd)),
         notes=c.d_ff_notes(),

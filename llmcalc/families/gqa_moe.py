@@ -19,44 +19,48 @@ store them otherwise: ``expert_tensors``).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import ClassVar
+from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    periodic_plan,
-    plan_from_kinds,
-    require,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import (
-    cross_plans,
-    crossed_name,
-    experts_transposed,
-    listed_plan,
-    mlp_kinds_plan,
-    mtp_note,
-    mtp_params,
-)
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import experts_transposed
+from llmcalc.families._moe import listed_plan
+from llmcalc.families._moe import mlp_kinds_plan
+from llmcalc.families._moe import mtp_note
+from llmcalc.families._moe import mtp_params
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 DENSE, SPARSE = "dense", "moe"
 QkNorm = Literal["head", "all"] | None
@@ -228,15 +232,13 @@ class Glm4MoeConfig(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "n_shared_experts"
     dense_layers_field: ClassVar[str | None] = "first_k_dense_replace"
 
-    num_key_value_heads: Size | None = 8
-    intermediate_size: Size = 10944
-    moe_intermediate_size: Size = 1408
-    n_routed_experts: Size = 128
-    n_shared_experts: Count = 1
-    num_experts_per_tok: Size = 8
-    first_k_dense_replace: Count = 1
-    use_qk_norm: bool = False
-    attention_bias: bool = False
+    moe_intermediate_size: Size
+    n_routed_experts: Size
+    n_shared_experts: Count
+    num_experts_per_tok: Size
+    first_k_dense_replace: Count
+    use_qk_norm: bool
+    attention_bias: bool
     # GLM's multi-token-prediction layers: transformers does not build them (see mtp_params)
     num_nextn_predict_layers: Count | None = None
 
@@ -254,15 +256,9 @@ class SarvamMoeConfig(Glm4MoeConfig):
 
     transformers_class = "SarvamMoeConfig"
 
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 64
-    intermediate_size: Size = 8192
-    moe_intermediate_size: Size = 1024
     n_shared_experts: Count = Field(
-        1, validation_alias=AliasChoices("n_shared_experts", "num_shared_experts")
+        validation_alias=AliasChoices("n_shared_experts", "num_shared_experts")
     )
-    num_experts_per_tok: Size = 6
-    use_qk_norm: bool = True
 
 
 class Dots1Config(GqaMoeConfig):
@@ -274,14 +270,14 @@ class Dots1Config(GqaMoeConfig):
     dense_layers_field: ClassVar[str | None] = "first_k_dense_replace"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    moe_intermediate_size: Size = 1408
+    moe_intermediate_size: Size
     n_routed_experts: Size
     n_shared_experts: Count
     num_experts_per_tok: Size
-    first_k_dense_replace: Count = 0
-    attention_bias: bool = False
-    sliding_window: Size | None = 4096
-    max_window_layers: Count = 62
+    first_k_dense_replace: Count
+    attention_bias: bool
+    sliding_window: Size | None
+    max_window_layers: Count
     layer_types: list[str] | None = None
 
     def attention_plan(self) -> LayerPlan:
@@ -305,14 +301,14 @@ class ExaoneMoeConfig(GqaMoeConfig):
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
     num_key_value_heads: Size | None = None
-    moe_intermediate_size: Size = 1024
-    num_experts: Size = 64
-    num_experts_per_tok: Size = 8
-    num_shared_experts: Count = 1
-    first_k_dense_replace: Count = 1
+    moe_intermediate_size: Size
+    num_experts: Size
+    num_experts_per_tok: Size
+    num_shared_experts: Count
+    first_k_dense_replace: Count
     mlp_layer_types: list[str] | None = None
-    sliding_window: Size | None = 4096
-    sliding_window_pattern: Count | None = 4
+    sliding_window: Size | None
+    sliding_window_pattern: Count | None
     layer_types: list[str] | None = None
 
     def mlp_plan(self) -> LayerPlan:
@@ -338,15 +334,15 @@ class Ernie45MoeConfig(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "moe_num_shared_experts"
 
     num_key_value_heads: Size | None = None
-    tie_word_embeddings: bool = True
-    use_bias: bool = False
-    moe_intermediate_size: Size = 1536
-    moe_k: Size = 6
-    moe_num_experts: Size = 64
-    moe_num_shared_experts: Count = 2
-    moe_layer_start_index: Count = 1
-    moe_layer_end_index: int = -1  # -1: the last layer
-    moe_layer_interval: Size = 1
+    tie_word_embeddings: bool
+    use_bias: bool
+    moe_intermediate_size: Size
+    moe_k: Size
+    moe_num_experts: Size
+    moe_num_shared_experts: Count
+    moe_layer_start_index: Count
+    moe_layer_end_index: int  # -1: the last layer
+    moe_layer_interval: Size
 
     @property
     def qkv_bias(self) -> bool:
@@ -399,14 +395,9 @@ class HunYuanMoeV1Config(GqaMoeConfig):
     floor_head_dim: ClassVar[bool] = False
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size = 290943
-    hidden_size: Size = 4096
-    intermediate_size: Size = 11008
-    num_hidden_layers: Size = 32
-    num_attention_heads: Size = 32
-    num_experts: Size = 1
-    moe_topk: Size | list[Size] = 1  # released configs list it per layer
-    attention_bias: bool = False
+    num_experts: Size
+    moe_topk: Size | list[Size]  # released configs list it per layer
+    attention_bias: bool
 
     @property
     def top_k(self) -> int:
@@ -436,15 +427,9 @@ class MiniMaxM2Config(GqaMoeConfig):
     transformers_class = "MiniMaxM2Config"
     experts_field: ClassVar[str] = "num_local_experts"
 
-    vocab_size: Size = 200064
-    hidden_size: Size = 3072
-    intermediate_size: Size = 1536  # one expert
-    num_hidden_layers: Size = 62
-    num_attention_heads: Size = 48
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    num_experts_per_tok: Size = 8
-    num_local_experts: Size = 256
+    intermediate_size: Size  # one expert
+    num_experts_per_tok: Size
+    num_local_experts: Size
 
     @property
     def qkv_bias(self) -> bool:
@@ -473,21 +458,15 @@ class AfmoeConfig(GqaMoeConfig):
         "post_mlp_layernorm",
     )
 
-    vocab_size: Size = 200192
-    hidden_size: Size = 2048
-    intermediate_size: Size = 6144
-    moe_intermediate_size: Size = 1408
-    num_hidden_layers: Size = 32
-    num_dense_layers: Count = 1
-    num_attention_heads: Size = 16
-    head_dim: Size | None = 128
-    num_experts: Size = 64
-    num_experts_per_tok: Size = 6
-    num_shared_experts: Count = 2
-    global_attn_every_n_layers: Size = 4
-    sliding_window: Size | None = 1024
+    moe_intermediate_size: Size
+    num_dense_layers: Count
+    num_experts: Size
+    num_experts_per_tok: Size
+    num_shared_experts: Count
+    global_attn_every_n_layers: Size
+    sliding_window: Size | None
     layer_types: list[str] | None = None
-    attention_bias: bool = False
+    attention_bias: bool
 
     def attention_plan(self) -> LayerPlan:
         return layer_kinds(
@@ -517,14 +496,9 @@ class FlexOlmoConfig(GqaMoeConfig):
         "post_feedforward_layernorm",
     )
 
-    vocab_size: Size = 100352
-    hidden_size: Size = 4096
-    intermediate_size: Size = 11008
-    num_hidden_layers: Size = 32
-    num_attention_heads: Size = 32
-    num_experts_per_tok: Size = 5
-    num_experts: Size = 7
-    attention_bias: bool = False
+    num_experts_per_tok: Size
+    num_experts: Size
+    attention_bias: bool
 
     @property
     def qk_norm(self) -> QkNorm:
@@ -540,15 +514,11 @@ class GraniteMoeSharedConfig(GqaMoeConfig):
     router_name: ClassVar[str] = "router"
     experts_field: ClassVar[str] = "num_local_experts"
 
-    vocab_size: Size = 32000
-    hidden_size: Size = 4096
-    intermediate_size: Size = 11008  # one expert
-    num_hidden_layers: Size = 32
-    num_attention_heads: Size = 32
-    num_local_experts: Size = 8
-    num_experts_per_tok: Size = 2
-    shared_intermediate_size: Count = 0
-    attention_bias: bool = False
+    intermediate_size: Size  # one expert
+    num_local_experts: Size
+    num_experts_per_tok: Size
+    shared_intermediate_size: Count
+    attention_bias: bool
 
     @property
     def shared_ff(self) -> int:
@@ -570,7 +540,7 @@ class GraniteMoeSwaConfig(GraniteMoeSharedConfig):
 
     transformers_class = "GraniteMoeSWAConfig"
 
-    sliding_window: Size | None = 128
+    sliding_window: Size | None
     layer_types: list[str] | None = None
 
     def attention_plan(self) -> LayerPlan:
@@ -597,24 +567,19 @@ class Cohere2MoeConfig(GqaMoeConfig):
     layer_norms: ClassVar[tuple[str, ...]] = ("input_layernorm",)
     floor_head_dim: ClassVar[bool] = True
 
-    vocab_size: Size = 256000
-    hidden_size: Size = 8192
-    intermediate_size: Size = 22528  # one expert
-    num_hidden_layers: Size = 40
-    num_attention_heads: Size = 64
-    head_dim: Size | None = 128
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    sliding_window: Size | None = 4096
-    num_experts: Size = 8
-    num_experts_per_tok: Size = 2
-    num_shared_experts: Count = 0
+    intermediate_size: Size  # one expert
+    tie_word_embeddings: bool
+    attention_bias: bool
+    sliding_window: Size | None
+    num_experts: Size
+    num_experts_per_tok: Size
+    num_shared_experts: Count
     layer_types: list[str] | None = None
     mlp_layer_types: list[str] | None = None
     first_k_dense_replace: Count = 0
     prefix_dense_intermediate_size: Size | None = None
-    sliding_window_pattern: Size = 4
-    prefix_dense_sliding_window_pattern: Size = 1
+    sliding_window_pattern: Size
+    prefix_dense_sliding_window_pattern: Size
 
     @property
     def expert_ff(self) -> int:
@@ -667,18 +632,12 @@ class SolarOpenConfig(GqaMoeConfig):
     always_shared: ClassVar[bool] = True
     shared_experts_field: ClassVar[str | None] = "n_shared_experts"
 
-    vocab_size: Size = 196608
-    hidden_size: Size = 4096
     intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
-    moe_intermediate_size: Size = 1280
-    num_hidden_layers: Size = 48
-    num_attention_heads: Size = 64
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    n_routed_experts: Size = 128
-    n_shared_experts: Count = 1
-    num_experts_per_tok: Size = 8
-    attention_bias: bool = False
+    moe_intermediate_size: Size
+    n_routed_experts: Size
+    n_shared_experts: Count
+    num_experts_per_tok: Size
+    attention_bias: bool
 
     @property
     def o_bias(self) -> bool:
@@ -701,18 +660,12 @@ class Kolibri1Config(GqaMoeConfig):
         "post_mlp_layernorm",
     )
 
-    vocab_size: Size = 128000
-    hidden_size: Size = 2560
     intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
-    num_hidden_layers: Size = 50
-    num_attention_heads: Size = 48
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 128
-    moe_intermediate_size: Size = 512
-    shared_expert_intermediate_size: Count = 512
-    num_experts: Size = 384
-    num_experts_per_tok: Size = 6
-    sliding_window: Size | None = 513
+    moe_intermediate_size: Size
+    shared_expert_intermediate_size: Count
+    num_experts: Size
+    num_experts_per_tok: Size
+    sliding_window: Size | None
     layer_types: list[str] | None = None
 
     @property
@@ -738,20 +691,13 @@ class HYV3Config(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "num_shared_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size = 120832
-    hidden_size: Size = 4096
-    intermediate_size: Size = 13312
-    moe_intermediate_size: Size = 1536
-    num_hidden_layers: Size = 80
-    num_attention_heads: Size = 64
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    num_experts: Size = 192
-    num_experts_per_tok: Size = 8
-    num_shared_experts: Count = 1
-    attention_bias: bool = False
+    moe_intermediate_size: Size
+    num_experts: Size
+    num_experts_per_tok: Size
+    num_shared_experts: Count
+    attention_bias: bool
     # the config's mlp_bias (the name of GqaMoeConfig's property, which reads it)
-    mlp_bias_field: bool = Field(False, validation_alias="mlp_bias")
+    mlp_bias_field: bool = Field(validation_alias="mlp_bias")
     mlp_layer_types: list[str] | None = None
 
     @property
@@ -779,20 +725,13 @@ class MellumConfig(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_local_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size = 98304
-    hidden_size: Size = 2304
-    intermediate_size: Size = 7168
-    moe_intermediate_size: Size = 896
-    num_hidden_layers: Size = 28
-    num_attention_heads: Size = 32
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 128
+    moe_intermediate_size: Size
     num_local_experts: Size = Field(
-        64, validation_alias=AliasChoices("num_local_experts", "num_experts")
+        validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
-    num_experts_per_tok: Size = 8
-    attention_bias: bool = False
-    sliding_window: Size | None = 1024
+    num_experts_per_tok: Size
+    attention_bias: bool
+    sliding_window: Size | None
     layer_types: list[str] | None = None
     mlp_layer_types: list[str] | None = None
 
@@ -819,21 +758,14 @@ class LagunaConfig(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size = 100352
-    hidden_size: Size = 2048
-    intermediate_size: Size = 8192
-    moe_intermediate_size: Size = 512
-    shared_expert_intermediate_size: Count = 512
-    num_hidden_layers: Size = 40
-    num_attention_heads: Size = 48
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    num_experts: Size = 256
-    num_experts_per_tok: Size = 8
-    attention_bias: bool = False
-    gating: bool | str = True  # True / "per-head": a gate per head; otherwise one per channel
+    moe_intermediate_size: Size
+    shared_expert_intermediate_size: Count
+    num_experts: Size
+    num_experts_per_tok: Size
+    attention_bias: bool
+    gating: bool | str  # True / "per-head": a gate per head; otherwise one per channel
     num_attention_heads_per_layer: list[Size] | None = None
-    sliding_window: Size | None = 512
+    sliding_window: Size | None
     layer_types: list[str] | None = None
     mlp_layer_types: list[str] | None = None
 
@@ -900,21 +832,15 @@ class MiniMaxM3VLTextConfig(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_local_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size = 200064
-    hidden_size: Size = 6144
-    intermediate_size: Size = 3072  # one routed expert
-    dense_intermediate_size: Size = 12288
-    shared_intermediate_size: Count = 3072
-    num_hidden_layers: Size = 60
-    num_attention_heads: Size = 64
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 128
+    intermediate_size: Size  # one routed expert
+    dense_intermediate_size: Size
+    shared_intermediate_size: Count
     num_local_experts: Size = Field(
-        128, validation_alias=AliasChoices("num_local_experts", "num_experts")
+        validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
-    num_experts_per_tok: Size = 4
-    index_n_heads: Size = 4
-    index_head_dim: Size = 128
+    num_experts_per_tok: Size
+    index_n_heads: Size
+    index_head_dim: Size
     layer_types: list[str] | None = None
     mlp_layer_types: list[str] | None = None
     # the older spellings transformers still reads
@@ -1009,17 +935,12 @@ class AriaTextConfig(GqaMoeConfig):
     shared_experts_field: ClassVar[str | None] = "moe_num_shared_experts"
     floor_head_dim: ClassVar[bool] = False
 
-    vocab_size: Size = 32000
-    hidden_size: Size = 4096
-    intermediate_size: Size = 4096  # one routed (and one shared) expert
-    num_hidden_layers: Size = 32
-    num_attention_heads: Size = 32
-    max_position_embeddings: Size | None = 2048
-    moe_num_experts: Size = 8
-    moe_topk: Size = 2
-    moe_num_shared_experts: Count = 2
-    attention_bias: bool = False
-    shared_bias: bool = Field(False, validation_alias="mlp_bias")
+    intermediate_size: Size  # one routed (and one shared) expert
+    moe_num_experts: Size
+    moe_topk: Size
+    moe_num_shared_experts: Count
+    attention_bias: bool
+    shared_bias: bool = Field(validation_alias="mlp_bias")
 
     @property
     def expert_ff(self) -> int:
@@ -1045,23 +966,16 @@ class FlintConfig(GqaMoeConfig):
     experts_field: ClassVar[str] = "num_experts"
     qk_norm_kind: ClassVar[QkNorm] = "head"
 
-    vocab_size: Size = 150144
-    hidden_size: Size = 2048
-    intermediate_size: Size = 6144  # the dense layers
-    num_hidden_layers: Size = 49
-    num_attention_heads: Size = 32
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 128
-    max_position_embeddings: Size | None = 262144
-    sliding_window: Size | None = 513
-    moe_intermediate_size: Size = 512
-    shared_expert_intermediate_size: Count = 1024
-    num_experts: Size = 256
-    num_experts_per_tok: Size = 6
-    decoder_sparse_step: Size = 1
+    intermediate_size: Size  # the dense layers
+    sliding_window: Size | None
+    moe_intermediate_size: Size
+    shared_expert_intermediate_size: Count
+    num_experts: Size
+    num_experts_per_tok: Size
+    decoder_sparse_step: Size
     mlp_only_layers: list[Count] | None = None  # null: [0, 1]
     layer_types: list[str] | None = None
-    attention_bias: bool = False
+    attention_bias: bool
 
     @property
     def shared_ff(self) -> int:
@@ -1103,21 +1017,14 @@ class BeamConfig(GqaMoeConfig):
         "post_feedforward_layernorm",
     )
 
-    vocab_size: Size = 151936
-    hidden_size: Size = 5120
-    intermediate_size: Size = 20480  # the dense layers
-    num_hidden_layers: Size = 52
-    num_attention_heads: Size = 48
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    max_position_embeddings: Size | None = 8192
-    sliding_window: Size | None = 512
-    moe_intermediate_size: Size = 2560
-    num_experts: Size = 256
-    num_experts_per_tok: Size = 8
+    intermediate_size: Size  # the dense layers
+    sliding_window: Size | None
+    moe_intermediate_size: Size
+    num_experts: Size
+    num_experts_per_tok: Size
     layer_types: list[str] | None = None
     mlp_layer_types: list[str] | None = None
-    attention_bias: bool = False
+    attention_bias: bool
 
     def mlp_plan(self) -> LayerPlan:
         if self.mlp_layer_types is not None:
@@ -1205,17 +1112,8 @@ def describe(c: GqaMoeConfig) -> Architecture:
     n_mtp = getattr(c, "num_nextn_predict_layers", None) or 0
     mtp = mtp_params([*attn, *moe_mlp], d=d, vocab=v, modules=n_mtp)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=c.expert_ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, kv, hd, c.expert_ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, head_bias=c.head_bias),
         layer_groups=tuple(groups),
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=_shared_count(c)),

@@ -11,22 +11,23 @@ The embedding, attention, residual and logit multipliers are scalars, not parame
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    llama_outer_tensors,
-    norm,
-    plan_from_kinds,
-    require,
-    routed_experts,
-    router,
-)
-from llmcalc.families._ssm import LayerBuild, mamba2_head_dim, mamba2_mixer, mixed_layers
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mamba2_head_dim
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mixed_layers
 from llmcalc.model.spec import MoE
 
 # a config's layer type → the kind of its sequence mixer
@@ -37,21 +38,21 @@ MIXER_OF = {"mamba": "mamba", "linear_attention": "mamba",
 class GraniteMoeHybridConfig(DecoderConfig):
     transformers_class = "GraniteMoeHybridConfig"
 
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    num_local_experts: Count = 8
-    num_experts_per_tok: Size = 2
-    shared_intermediate_size: Size = 1024
+    tie_word_embeddings: bool
+    attention_bias: bool
+    num_local_experts: Count
+    num_experts_per_tok: Size
+    shared_intermediate_size: Size
     layer_types: list[str] | None = None  # absent: every layer Mamba
-    mamba_n_heads: Size = 128
-    mamba_n_groups: Size = 1
-    mamba_d_state: Size = 256
-    mamba_d_head: Size | str = "auto"
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_chunk_size: Size = 256
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
+    mamba_n_heads: Size
+    mamba_n_groups: Size
+    mamba_d_state: Size
+    mamba_d_head: Size | str
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_chunk_size: Size
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
 
 
 def describe(c: GraniteMoeHybridConfig) -> Architecture:
@@ -63,12 +64,7 @@ def describe(c: GraniteMoeHybridConfig) -> Architecture:
         check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok",
                     e_field="num_local_experts")
     types = c.layer_types if c.layer_types is not None else ["mamba"] * c.num_hidden_layers
-    require(len(types) == c.num_hidden_layers, "layer_types",
-            f"has {len(types)} entries, num_hidden_layers is {c.num_hidden_layers}")
-    for i, kind in enumerate(types):
-        require(kind in MIXER_OF, f"layer_types.{i}",
-                f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
-    plan = plan_from_kinds([MIXER_OF[kind] for kind in types])
+    plan = plan_from_kinds(listed_kinds(types, c.num_hidden_layers, MIXER_OF))
     p = "model.layers.{i}"
     fs = c.shared_intermediate_size
     ffn = [

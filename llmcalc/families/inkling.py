@@ -25,35 +25,45 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, Self
+from typing import Any
+from typing import Self
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    override_plan,
-    periodic_plan,
-    plan_from_kinds,
-    qk_norms,
-    require,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-    swiglu,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import embedding
+from llmcalc.families._base import linear
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
 from llmcalc.families._moe import cross_plans
-from llmcalc.families._ssm import LayerBuild, depthwise_conv, mixed_layers
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import depthwise_conv
+from llmcalc.families._ssm import mixed_layers
 from llmcalc.limits import shown
-from llmcalc.model.spec import SHORT_CONV, Attention, LayerGroup, LayerSet, Mixer, MoE, Run, Tensor
+from llmcalc.model.spec import SHORT_CONV
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Mixer
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Tensor
 
 ATTENTION_OF = {"hybrid": "attention", "hybrid_sliding": "sliding_attention"}
 FFN_OF = {"dense": "mlp", "sparse": "moe"}
@@ -62,35 +72,32 @@ FFN_OF = {"dense": "mlp", "sparse": "moe"}
 class InklingTextConfig(DecoderConfig):
     transformers_class = "InklingTextConfig"
 
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    intermediate_size: Size = 24576
     max_position_embeddings: Size | None = Field(
-        131072, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
+        validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
     )
-    swa_num_attention_heads: Size = 64
-    swa_num_key_value_heads: Size = 16
-    swa_head_dim: Size = 128
+    swa_num_attention_heads: Size
+    swa_num_key_value_heads: Size
+    swa_head_dim: Size
     sliding_window_size: Size = Field(
-        512, validation_alias=AliasChoices("sliding_window_size", "sliding_window")
+        validation_alias=AliasChoices("sliding_window_size", "sliding_window")
     )
-    d_rel: Size = 16
-    rel_extent: Size = 1024
+    d_rel: Size
+    rel_extent: Size
     local_layer_ids: list[Count] | None = None
     layer_types: list[str] | None = None
     conv_kernel_size: Size = Field(
-        4, validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
+        validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
     )
     mlp_layer_types: list[str] | None = None
     dense_mlp_idx: Count = 0  # without mlp_layer_types: the first dense_mlp_idx layers dense
     # in checkpoints that give it, intermediate_size is the experts' width and this the dense MLP's
     dense_intermediate_size: Size | None = None
-    moe_intermediate_size: Size = 3072
+    moe_intermediate_size: Size
     n_routed_experts: Size = Field(
-        256, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+        validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
-    num_experts_per_tok: Size = 6
-    n_shared_experts: Size = 2
+    num_experts_per_tok: Size
+    n_shared_experts: Size
 
     @property
     def dense_ff(self) -> int:
@@ -108,12 +115,7 @@ def _attention_plan(c: InklingTextConfig) -> LayerPlan:
     every 6th layer full (i + 1 ≡ 0 mod 6), the others sliding."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in ATTENTION_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(ATTENTION_OF)})")
-        return plan_from_kinds([ATTENTION_OF[kind] for kind in c.layer_types])
+        return plan_from_kinds(listed_kinds(c.layer_types, L, ATTENTION_OF))
     if c.local_layer_ids is not None:
         local = sorted({i for i in c.local_layer_ids if i < L})
         return override_plan({"attention": LayerSet.span(0, L)}, local, "sliding_attention")
@@ -247,32 +249,30 @@ FULL, SLIDING = "attention", "sliding_attention"
 class Inkling2TextConfig(DecoderConfig):
     transformers_class = "Inkling2TextConfig"
 
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
     intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
-        2304, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
+        validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
-    unpadded_vocab_size: Size = 200058
+    unpadded_vocab_size: Size
     max_position_embeddings: Size | None = Field(
-        1048576, validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
+        validation_alias=AliasChoices("max_position_embeddings", "model_max_length")
     )
-    swa_num_attention_heads: Size = 48
-    swa_num_key_value_heads: Size = 8
-    swa_head_dim: Size = 128
+    swa_num_attention_heads: Size
+    swa_num_key_value_heads: Size
+    swa_head_dim: Size
     sliding_window_size: Size = Field(
-        1024, validation_alias=AliasChoices("sliding_window_size", "sliding_window")
+        validation_alias=AliasChoices("sliding_window_size", "sliding_window")
     )
-    d_rel: Size = 16
-    rel_extent: Size = 1024
+    d_rel: Size
+    rel_extent: Size
     layer_types: list[str] | None = None
     conv_kernel_size: Size = Field(
-        4, validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
+        validation_alias=AliasChoices("conv_kernel_size", "sconv_kernel_size")
     )
     n_routed_experts: Size = Field(
-        384, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+        validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
-    num_experts_per_tok: Size = 8
-    n_layers_per_attn_res_block: Size = 6
+    num_experts_per_tok: Size
+    n_layers_per_attn_res_block: Size
 
 
 def _inkling2_plan(c: Inkling2TextConfig) -> LayerPlan:
@@ -280,12 +280,7 @@ def _inkling2_plan(c: Inkling2TextConfig) -> LayerPlan:
     attention_input)."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in ATTENTION_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(ATTENTION_OF)})")
-        plan = plan_from_kinds([ATTENTION_OF[kind] for kind in c.layer_types])
+        plan = plan_from_kinds(listed_kinds(c.layer_types, L, ATTENTION_OF))
     else:
         plan = periodic_plan(L, period=6, every=FULL, others=SLIDING)
     first = next(kind for kind, layers in plan.items() if 0 in layers)
@@ -461,16 +456,15 @@ class Inkling2LoopTextConfig(Inkling2TextConfig):
     transformers_class = "Inkling2LoopTextConfig"
 
     intermediate_size: Size = Field(  # the experts' width (transformers maps one onto the other)
-        1152, validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
+        validation_alias=AliasChoices("moe_intermediate_size", "intermediate_size")
     )
-    swa_num_attention_heads: Size = 24
     n_routed_experts: Size = Field(
-        128, validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
+        validation_alias=AliasChoices("n_routed_experts", "num_local_experts")
     )
-    loop_layer_index_start: Count = 6
-    loop_layer_index_end: Count = 18
-    loop_num_passes: Count = 3
-    loop_gate_rank: Size = 64
+    loop_layer_index_start: Count
+    loop_layer_index_end: Count
+    loop_num_passes: Count
+    loop_gate_rank: Size
 
     @classmethod
     def read(cls, fields: Mapping[str, Any]) -> Self:

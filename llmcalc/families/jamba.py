@@ -13,40 +13,41 @@ import math
 import operator
 from functools import reduce
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    check_top_k,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    require,
-    routed_experts,
-    router,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, mamba_mixer, mixed_layers, residue_plan
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mamba_mixer
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import residue_plan
 from llmcalc.model.spec import MoE
 
 
 class JambaConfig(DecoderConfig):
     transformers_class = "JambaConfig"
 
-    num_key_value_heads: Size | None = 8  # transformers' JambaConfig default, not the heads
-    tie_word_embeddings: bool = False
-    num_experts: Size = 16
-    num_experts_per_tok: Size = 2
-    expert_layer_period: Size = 2
-    expert_layer_offset: int = 1
-    attn_layer_period: Size = 8
-    attn_layer_offset: int = 4
-    mamba_d_state: Size = 16
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_dt_rank: Size | str = "auto"
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
+    num_key_value_heads: Size | None  # transformers' JambaConfig default, not the heads
+    tie_word_embeddings: bool
+    num_experts: Size
+    num_experts_per_tok: Size
+    expert_layer_period: Size
+    expert_layer_offset: int
+    attn_layer_period: Size
+    attn_layer_offset: int
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_dt_rank: Size | str
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
 
     @property
     def dt_rank(self) -> int:

@@ -10,34 +10,35 @@ MLP: E SwiGLU experts, input_linear [E, 2·ff, d] and output_linear [E, d, ff], 
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    linear,
-    llama_outer_tensors,
-    norm,
-    router,
-    stacked_experts,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, MoE, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import router
+from llmcalc.families._base import stacked_experts
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 class JetMoeConfig(FamilyConfig):
     transformers_class = "JetMoeConfig"
 
-    vocab_size: Size = 32000
-    hidden_size: Size = 2048
-    num_hidden_layers: Size = 12
-    num_key_value_heads: Size = 16
-    kv_channels: Size = 128
-    intermediate_size: Size = 5632
-    max_position_embeddings: Size | None = 4096
-    num_local_experts: Size = 8
-    num_experts_per_tok: Size = 2
-    tie_word_embeddings: bool = True
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_key_value_heads: Size
+    kv_channels: Size
+    intermediate_size: Size
+    max_position_embeddings: Size | None
+    num_local_experts: Size
+    num_experts_per_tok: Size
+    tie_word_embeddings: bool
 
 
 def _moe(p: str, component: str, d: int, inner: int, E: int, *, gated: bool) -> list[Tensor]:
@@ -72,17 +73,8 @@ def describe(c: JetMoeConfig) -> Architecture:
         *_moe(f"{p}.mlp", "moe/experts", d, c.intermediate_size, E, gated=True),
     ]
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=k * kv,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=c.intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, k * kv, kv, hd, c.intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(L, layer, Attention(k * kv, kv, hd, hd), name="moe"),
         moe=MoE(num_experts=E, experts_per_tok=k),

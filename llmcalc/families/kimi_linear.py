@@ -36,30 +36,41 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    linear,
-    llama_outer_tensors,
-    norm,
-    periodic_plan,
-    plan_from_kinds,
-    require,
-    routed_experts,
-    router,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name, listed_plan, mtp_note, mtp_params
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import listed_plan
+from llmcalc.families._moe import mtp_note
+from llmcalc.families._moe import mtp_params
 from llmcalc.families._ssm import depthwise_conv
 from llmcalc.families.deepseek import mla
-from llmcalc.model.spec import KDA, Attention, LayerGroup, LayerSet, Mixer, MoE, Run, Shape, Tensor
+from llmcalc.model.spec import KDA
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Mixer
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 KDA_LAYER, MLA_LAYER, DENSE, SPARSE = "kda", "mla", "dense", "moe"
 
@@ -80,32 +91,32 @@ class KimiLinearConfig(FamilyConfig):
     gated_mla: ClassVar[bool] = False  # a per-head sigmoid gate on MLA's output (g_proj h × d)
     top_k_field: ClassVar[str] = "num_experts_per_token"  # as the checkpoint's config.json spells it
 
-    vocab_size: Size = 163840
-    hidden_size: Size = 2304
-    intermediate_size: Size = 9216
-    moe_intermediate_size: Size = 1024
-    num_hidden_layers: Size = 27
-    num_attention_heads: Size = 32
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    moe_intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
     max_position_embeddings: Size | None = Field(
-        1048576, validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
-    attention_bias: bool = False
+        validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
+    attention_bias: bool
     q_lora_rank: Size | None = None
-    kv_lora_rank: Size = 512
-    qk_nope_head_dim: Size = 128
-    qk_rope_head_dim: Size = 64
-    v_head_dim: Size = 128
+    kv_lora_rank: Size
+    qk_nope_head_dim: Size
+    qk_rope_head_dim: Size
+    v_head_dim: Size
     num_local_experts: Size = Field(
-        256, validation_alias=AliasChoices("num_experts", "num_local_experts"))
+        validation_alias=AliasChoices("num_experts", "num_local_experts"))
     num_experts_per_tok: Size = Field(
-        8, validation_alias=AliasChoices("num_experts_per_token", "num_experts_per_tok"))
+        validation_alias=AliasChoices("num_experts_per_token", "num_experts_per_tok"))
     n_shared_experts: Count = Field(
-        1, validation_alias=AliasChoices("num_shared_experts", "n_shared_experts"))
+        validation_alias=AliasChoices("num_shared_experts", "n_shared_experts"))
     first_k_dense_replace: Count = 1
     mlp_layer_types: list[str] | None = None
     layer_types: list[str] | None = None
-    linear_head_dim: Size = 128
-    linear_num_heads: Size = 32
-    linear_conv_kernel_dim: Size = 4
+    linear_head_dim: Size
+    linear_num_heads: Size
+    linear_conv_kernel_dim: Size
     linear_attn_config: LinearAttnConfig | None = None
 
     def _linear(self, name: str, own: int) -> int:
@@ -138,26 +149,21 @@ class BailingHybridConfig(KimiLinearConfig):
     gated_mla = True
     top_k_field = "num_experts_per_tok"
 
-    vocab_size: Size = 157184
-    hidden_size: Size = 2560
-    intermediate_size: Size = 6144
-    moe_intermediate_size: Size = 768
-    num_hidden_layers: Size = 42
     max_position_embeddings: Size | None = Field(
-        262144, validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
+        validation_alias=AliasChoices("model_max_length", "max_position_embeddings"))
     num_local_experts: Size = Field(
-        512, validation_alias=AliasChoices("num_experts", "num_local_experts"))
-    first_k_dense_replace: Count = 2
-    head_dim: Size = 128  # KDA's head dim (MLA's are qk_nope/qk_rope/v_head_dim)
-    short_conv_kernel_size: Size = 4
-    layer_group_size: Size = 6  # the last layer of each group is MLA
+        validation_alias=AliasChoices("num_experts", "num_local_experts"))
+    first_k_dense_replace: Count
+    head_dim: Size  # KDA's head dim (MLA's are qk_nope/qk_rope/v_head_dim)
+    short_conv_kernel_size: Size
+    layer_group_size: Size  # the last layer of each group is MLA
     # transformers derives these from head_dim, num_attention_heads and short_conv_kernel_size
     # unless given (a config transformers saved gives them)
     linear_head_dim: Size | None = None  # type: ignore[assignment]
     linear_num_heads: Size | None = None  # type: ignore[assignment]
     linear_conv_kernel_dim: Size | None = None  # type: ignore[assignment]
     num_nextn_predict_layers: Count = Field(
-        1, validation_alias=AliasChoices("num_nextn_predict_layers", "num_mtp_layers"))
+        validation_alias=AliasChoices("num_nextn_predict_layers", "num_mtp_layers"))
 
     @property
     def kda_heads(self) -> int:
@@ -291,17 +297,7 @@ def describe(c: KimiLinearConfig) -> Architecture:
     mtp = mtp_params([*mla_tensors, *ffn[SPARSE], *norms], d=d, vocab=v, modules=n_mtp,
                      own_vocab=False)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=qk,
-            intermediate_size=c.intermediate_size,
-            vocab_size=v,
-            tied_embeddings=False,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, h, qk, c.intermediate_size, v, False, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=False),  # never tied: see the module docstring
         layer_groups=tuple(groups),
         moe=MoE(E, k, shared_experts=c.n_shared_experts) if has_moe else None,

@@ -20,29 +20,33 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    plan_from_kinds,
-    qk_norms,
-    require,
-    routed_experts,
-    router,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, mixed_layers, residue_plan, short_conv
-from llmcalc.model.spec import MoE, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import residue_plan
+from llmcalc.families._ssm import short_conv
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Tensor
 
 KINDS = {"conv": "conv", "full_attention": "attention", "attention": "attention"}
 
@@ -50,16 +54,16 @@ KINDS = {"conv": "conv", "full_attention": "attention", "attention": "attention"
 class Lfm2Config(DecoderConfig):
     transformers_class = "Lfm2Config"
 
-    num_key_value_heads: Size | None = 8  # transformers' Lfm2Config default, not the heads
+    num_key_value_heads: Size | None  # transformers' Lfm2Config default, not the heads
     # LFM2's own names win over the standard ones, as transformers reads them
     intermediate_size: Size = Field(
         validation_alias=AliasChoices("block_ff_dim", "intermediate_size")
     )
     tie_word_embeddings: bool = Field(
-        True, validation_alias=AliasChoices("tie_embedding", "tie_word_embeddings")
+        validation_alias=AliasChoices("tie_embedding", "tie_word_embeddings")
     )
-    conv_bias: bool = False
-    conv_L_cache: Size = 3
+    conv_bias: bool
+    conv_L_cache: Size
     block_multiple_of: Size = 256
     block_ffn_dim_multiplier: float | int | None = 1.0
     block_auto_adjust_ff_dim: bool = True
@@ -84,12 +88,7 @@ def _mixer_kinds(c: Lfm2Config) -> list[str]:
     """Each layer's mixer, "conv" or "attention", from layer_types or full_attn_idxs."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in KINDS, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: conv, full_attention)")
-        return [KINDS[kind] for kind in c.layer_types]
+        return listed_kinds(c.layer_types, L, KINDS, shown=("conv", "full_attention"))
     full = set(c.full_attn_idxs) if c.full_attn_idxs is not None else None
     return ["attention" if full is None or i in full else "conv" for i in range(L)]
 
@@ -135,12 +134,12 @@ def describe(c: Lfm2Config) -> Architecture:
 class Lfm2MoeConfig(Lfm2Config):
     transformers_class = "Lfm2MoeConfig"
 
-    intermediate_size: Size = 7168  # the dense layers' MLP, as given (no auto-adjust)
+    intermediate_size: Size  # the dense layers' MLP, as given (no auto-adjust)
     layer_types: list[str]  # required here: transformers indexes it for every layer
-    moe_intermediate_size: Size = 1792
-    num_dense_layers: Count = 2
-    num_experts: Size = 32
-    num_experts_per_tok: Size = 4
+    moe_intermediate_size: Size
+    num_dense_layers: Count
+    num_experts: Size
+    num_experts_per_tok: Size
 
 
 def describe_moe(c: Lfm2MoeConfig) -> Architecture:
@@ -200,15 +199,13 @@ LFM3_KINDS = {"conv": "conv", "full_attention": "attention",
 class Lfm3Config(DecoderConfig):
     transformers_class = "Lfm3Config"
 
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 128
-    tie_word_embeddings: bool = True
-    attention_bias: bool = False
-    conv_bias: bool = False
-    conv_L_cache: Size = 7
-    sliding_window: Size | None = 256
-    use_sandwich_norm: bool = True
-    use_attention_gate: bool = True
+    tie_word_embeddings: bool
+    attention_bias: bool
+    conv_bias: bool
+    conv_L_cache: Size
+    sliding_window: Size | None
+    use_sandwich_norm: bool
+    use_attention_gate: bool
     layer_types: list[str] | None = None
 
 
@@ -217,12 +214,7 @@ def _lfm3_plan(c: Lfm3Config) -> LayerPlan:
     where i mod 4 = 0 (but not layer 0), the short convolution elsewhere."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in LFM3_KINDS, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(LFM3_KINDS)})")
-        return plan_from_kinds([LFM3_KINDS[kind] for kind in c.layer_types])
+        return plan_from_kinds(listed_kinds(c.layer_types, L, LFM3_KINDS))
     by_residue = {0: "sliding_attention", 2: "attention"}
     plan = residue_plan(L, 4, lambda r: by_residue.get(r, "conv"), field="layer_types")
     return override_plan(plan, [0], "conv")

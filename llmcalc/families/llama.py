@@ -9,22 +9,20 @@ transformers ``LlamaForCausalLM`` and its copies.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    swiglu,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
 
 
 class LlamaConfig(DecoderConfig):
     transformers_class = "LlamaConfig"
 
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
     attention_bias: bool = False
     mlp_bias: bool = False
 
@@ -42,7 +40,6 @@ class GraniteConfig(LlamaConfig):
 class GemmaConfig(LlamaConfig):
     transformers_class = "GemmaConfig"
 
-    tie_word_embeddings: bool = True
 
 
 def describe(c: LlamaConfig) -> Architecture:

@@ -13,26 +13,31 @@ no RoPE and attends to the whole context. The q/k norm is an L2 norm without wei
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    FULL,
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    periodic_plan,
-    plan_from_kinds,
-    require,
-    router,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name, experts_transposed, listed_plan
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import experts_transposed
+from llmcalc.families._moe import listed_plan
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Tensor
 
 CHUNKED = "chunked_attention"
 DENSE, SPARSE = "dense", "moe"
@@ -41,24 +46,17 @@ DENSE, SPARSE = "dense", "moe"
 class Llama4TextConfig(DecoderConfig):
     transformers_class = "Llama4TextConfig"
 
-    vocab_size: Size = 202048
-    hidden_size: Size = 5120
-    intermediate_size: Size = 8192  # one routed expert and the shared expert
-    intermediate_size_mlp: Size = 16384  # the dense layers
-    num_hidden_layers: Size = 48
-    num_attention_heads: Size = 40
-    num_key_value_heads: Size | None = 8
-    head_dim: Size | None = 128
-    max_position_embeddings: Size | None = 131072
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    num_experts_per_tok: Size = 1
-    num_local_experts: Size = 16
+    intermediate_size: Size  # one routed expert and the shared expert
+    intermediate_size_mlp: Size  # the dense layers
+    tie_word_embeddings: bool
+    attention_bias: bool
+    num_experts_per_tok: Size
+    num_local_experts: Size
     moe_layers: list[Count] | None = None  # absent: every interleave_moe_layer_step-th layer
-    interleave_moe_layer_step: Size = 1
+    interleave_moe_layer_step: Size
     no_rope_layers: list[Count] | None = None  # 1: RoPE (chunked), 0: no RoPE (full)
-    no_rope_layer_interval: Size = 4
-    attention_chunk_size: Size | None = 8192
+    no_rope_layer_interval: Size
+    attention_chunk_size: Size | None
     layer_types: list[str] | None = None
 
 

@@ -16,41 +16,42 @@ cached latent (2 · (kv_lora_rank + qk_rope_head_dim) per token per layer).
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    llama_outer_tensors,
-    norm,
-    stacked_experts,
-    swiglu,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import stacked_experts
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
 from llmcalc.families.deepseek import mla
-from llmcalc.model.spec import Attention, MoE, Shape, Tensor
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 class LongcatFlashConfig(FamilyConfig):
     transformers_class = "LongcatFlashConfig"
 
-    vocab_size: Size = 131072
-    hidden_size: Size = 6144
-    num_layers: Size = 28
-    num_attention_heads: Size = 64
-    max_position_embeddings: Size | None = 131072
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    ffn_hidden_size: Size = 12288
-    q_lora_rank: Size = 1536
-    kv_lora_rank: Size = 512
-    qk_nope_head_dim: Size = 128
-    qk_rope_head_dim: Size = 64
-    v_head_dim: Size = 128
-    moe_topk: Size = 12
-    n_routed_experts: Size = 512
-    zero_expert_num: int = 256  # 0 or null: none
-    expert_ffn_hidden_size: Size = 2048
+    vocab_size: Size
+    hidden_size: Size
+    num_layers: Size
+    num_attention_heads: Size
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool
+    ffn_hidden_size: Size
+    q_lora_rank: Size
+    kv_lora_rank: Size
+    qk_nope_head_dim: Size
+    qk_rope_head_dim: Size
+    v_head_dim: Size
+    moe_topk: Size
+    n_routed_experts: Size
+    zero_expert_num: int  # 0 or null: none
+    expert_ffn_hidden_size: Size
     router_bias: bool = False
 
 
@@ -84,17 +85,7 @@ def describe(c: LongcatFlashConfig) -> Architecture:
     latent = c.kv_lora_rank + c.qk_rope_head_dim
     attention = Attention(2 * h, 2 * h, qk, c.v_head_dim, kv_latent_dim=2 * latent)
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=qk,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, h, qk, ff, v, c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(L, layer, attention, name="moe"),
         moe=MoE(num_experts=E, experts_per_tok=k),

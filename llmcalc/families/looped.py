@@ -25,22 +25,24 @@ from __future__ import annotations
 
 from typing import Literal
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    require,
-    resolve_kv_heads,
-)
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
 from llmcalc.families._moe import cross_plans
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Shape, Tensor
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # ---- HRM-Text -----------------------------------------------------------------------------------
 
@@ -48,18 +50,11 @@ from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Shape, Tensor
 class HrmTextConfig(DecoderConfig):
     transformers_class = "HrmTextConfig"
 
-    vocab_size: Size = 151_808
-    hidden_size: Size = 1536
-    intermediate_size: Size = 4096
-    num_hidden_layers: Size = 16
-    num_attention_heads: Size = 12
-    head_dim: Size | None = 128
-    max_position_embeddings: Size | None = 2048
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    H_cycles: Size = 2
-    L_cycles: Size = 3
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    H_cycles: Size
+    L_cycles: Size
     num_layers_per_stack: Size | None = None
 
     @property
@@ -130,24 +125,16 @@ INPUT, RECURRENT, OUTPUT = "input", "recurrent", "output"
 class DoryConfig(DecoderConfig):
     transformers_class = "DoryConfig"
 
-    vocab_size: Size = 131_072
-    hidden_size: Size = 2560
-    intermediate_size: Size = 7168
-    num_hidden_layers: Size = 36
-    num_attention_heads: Size = 16
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 256
-    max_position_embeddings: Size | None = 8192
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    mlp_bias: bool = False
-    sliding_window: Size = 1024
+    tie_word_embeddings: bool
+    attention_bias: bool
+    mlp_bias: bool
+    sliding_window: Size
     layer_types: list[str] | None = None
-    n_input_layers: Count = 8
+    n_input_layers: Count
     n_recurrent_layers: Count | None = None
-    n_output_layers: Count = 8
-    n_recurrent_loops: Size = 2
-    recurrent_kv_cache_mode: Literal["per_loop", "last_loop"] = "per_loop"
+    n_output_layers: Count
+    n_recurrent_loops: Size
+    recurrent_kv_cache_mode: Literal["per_loop", "last_loop"]
 
 
 def _dory_layout(c: DoryConfig) -> tuple[int, int, int, int, list[str] | None]:
@@ -237,17 +224,7 @@ def describe_dory(c: DoryConfig) -> Architecture:
         *llama_outer_tensors(v, d, tied=c.tie_word_embeddings, final_norm=None),
         Tensor("lm_head.logit_scale", (v,), "lm_head"),  # a learned scale per vocabulary entry
     )
-    shape = Shape(
-        num_layers=L,
-        hidden_size=d,
-        num_heads=h,
-        num_kv_heads=kv,
-        head_dim=hd,
-        intermediate_size=ff,
-        vocab_size=v,
-        tied_embeddings=c.tie_word_embeddings,
-        max_position_embeddings=c.max_position_embeddings,
-    )
+    shape = Shape(L, d, h, kv, hd, ff, v, c.tie_word_embeddings, c.max_position_embeddings)
     note = (
         f"looped: the {n_rec} recurrent layers run {loops}× per token (n_recurrent_loops); FLOPs "
         f"count every run, the KV cache {cached} cop{'y' if cached == 1 else 'ies'} per layer "

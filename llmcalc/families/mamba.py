@@ -12,17 +12,19 @@ from __future__ import annotations
 
 import math
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    lm_head,
-    norm,
-    require,
-)
-from llmcalc.families._ssm import check_mamba2, mamba2_mixer, mamba_mixer
-from llmcalc.model.spec import LayerGroup, LayerSet, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._ssm import check_mamba2
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mamba_mixer
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Shape
 
 
 class SSMConfig(FamilyConfig):
@@ -36,13 +38,13 @@ class SSMConfig(FamilyConfig):
 class MambaConfig(SSMConfig):
     transformers_class = "MambaConfig"
 
-    state_size: Size = 16
-    expand: Size = 2
-    conv_kernel: Size = 4
-    time_step_rank: Size | str = "auto"  # "auto": ceil(hidden_size / 16)
-    use_bias: bool = False
-    use_conv_bias: bool = True
-    tie_word_embeddings: bool = True
+    state_size: Size
+    expand: Size
+    conv_kernel: Size
+    time_step_rank: Size | str  # "auto": ceil(hidden_size / 16)
+    use_bias: bool
+    use_conv_bias: bool
+    tie_word_embeddings: bool
     intermediate_size: Size | None = None  # absent: expand · hidden_size
 
     @property
@@ -67,16 +69,16 @@ class FalconMambaConfig(MambaConfig):
 class Mamba2Config(SSMConfig):
     transformers_class = "Mamba2Config"
 
-    num_heads: Size = 128
-    head_dim: Size = 64
-    state_size: Size = 128
-    expand: Size = 2
-    conv_kernel: Size = 4
-    n_groups: Size = 8
-    chunk_size: Size = 256
-    use_bias: bool = False
-    use_conv_bias: bool = True
-    tie_word_embeddings: bool = False
+    num_heads: Size
+    head_dim: Size
+    state_size: Size
+    expand: Size
+    conv_kernel: Size
+    n_groups: Size
+    chunk_size: Size
+    use_bias: bool
+    use_conv_bias: bool
+    tie_word_embeddings: bool
 
 
 def _ssm_model(

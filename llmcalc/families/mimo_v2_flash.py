@@ -10,25 +10,31 @@ The router is a bare [E, d] parameter (``mlp.gate.weight``); no shared expert.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    layer_kinds,
-    linear,
-    llama_outer_tensors,
-    norm,
-    routed_experts,
-    router,
-    split_plan,
-    swiglu,
-)
-from llmcalc.families._moe import cross_plans, crossed_name, mlp_kinds_plan
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, MoE, Run, Shape, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import mlp_kinds_plan
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 DENSE, SPARSE = "dense", "moe"
 
@@ -36,21 +42,21 @@ DENSE, SPARSE = "dense", "moe"
 class MiMoV2FlashConfig(FamilyConfig):
     transformers_class = "MiMoV2FlashConfig"
 
-    vocab_size: Size = 152576
-    hidden_size: Size = 4096
-    intermediate_size: Size = 16384
-    num_hidden_layers: Size = 48
-    num_attention_heads: Size = 64
-    num_key_value_heads: Size = 4  # full layers; sliding ones hold twice as many
-    max_position_embeddings: Size | None = 131072
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False  # q, k, v (o_proj has none)
-    moe_intermediate_size: Size = 2048
-    num_experts_per_tok: Size = 8
-    n_routed_experts: Size = 256
-    head_dim: Size = 192
-    v_head_dim: Size = 128
-    sliding_window: Size = 129
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size  # full layers; sliding ones hold twice as many
+    max_position_embeddings: Size | None
+    tie_word_embeddings: bool
+    attention_bias: bool  # q, k, v (o_proj has none)
+    moe_intermediate_size: Size
+    num_experts_per_tok: Size
+    n_routed_experts: Size
+    head_dim: Size
+    v_head_dim: Size
+    sliding_window: Size
     layer_types: list[str] | None = None
     mlp_layer_types: list[str] | None = None
 
@@ -114,17 +120,8 @@ def describe(c: MiMoV2FlashConfig) -> Architecture:
         for kinds, layers in plan.items()
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv_full,
-            head_dim=hd,
-            intermediate_size=c.moe_intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv_full, hd, c.moe_intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k),

@@ -16,26 +16,32 @@ at the model's dtype (``MiniMaxCache.linear_cache``); no convolution.
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    llama_outer_tensors,
-    norm,
-    resolve_head_dim,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
 from llmcalc.families._moe import listed_plan
 from llmcalc.families._ssm import mixed_layers
 from llmcalc.families.mixtral import MixtralConfig
-from llmcalc.model.spec import LIGHTNING, Attention, LayerSet, Mixer, MoE, Run, Shape, Tensor
+from llmcalc.model.spec import LIGHTNING
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Mixer
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 FULL, LINEAR = "attention", "lightning"
 
@@ -44,9 +50,9 @@ class MiniMaxConfig(MixtralConfig):
     transformers_class = "MiniMaxConfig"
 
     num_local_experts: Size = Field(
-        8, validation_alias=AliasChoices("num_local_experts", "num_experts"))
+        validation_alias=AliasChoices("num_local_experts", "num_experts"))
     layer_types: list[str] | None = None
-    block_size: Size = 256
+    block_size: Size
 
 
 def layer_plan(c: MiniMaxConfig) -> LayerPlan:
@@ -102,17 +108,8 @@ def describe(c: MiniMaxConfig) -> Architecture:
         return [*tensors, *common], attn, mix
 
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=mixed_layers(layer_plan(c), build),
         moe=MoE(num_experts=E, experts_per_tok=k),

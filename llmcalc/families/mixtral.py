@@ -10,22 +10,23 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    qk_norms,
-    resolve_head_dim,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, MoE, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # ---- the family ------------------------------------------------------------------------------------
 
@@ -69,9 +70,9 @@ class SparseMoEConfig(FamilyConfig):
 class MixtralConfig(SparseMoEConfig):
     transformers_class = "MixtralConfig"
 
-    num_key_value_heads: Size = 8
+    num_key_value_heads: Size
     head_dim: Size | None = None
-    num_local_experts: Size = 8
+    num_local_experts: Size
     sliding_window: Size | None = None
 
     def head_dim_field(self) -> int | None:
@@ -83,10 +84,10 @@ class PhimoeConfig(SparseMoEConfig):
     router_name: ClassVar[str] = "router"
     layer_norm_bias: ClassVar[bool] = True
 
-    num_key_value_heads: Size = 8
-    num_local_experts: Size = 16
-    attention_bias: bool = False
-    lm_head_bias: bool = False
+    num_key_value_heads: Size
+    num_local_experts: Size
+    attention_bias: bool
+    lm_head_bias: bool
     sliding_window: Size | None = None
 
 
@@ -95,17 +96,17 @@ class GraniteMoeConfig(SparseMoEConfig):
     moe_module: ClassVar[str] = "block_sparse_moe"
     router_name: ClassVar[str] = "router"
 
-    num_local_experts: Size = 8
-    attention_bias: bool = False
+    num_local_experts: Size
+    attention_bias: bool
 
 
 class OlmoeConfig(SparseMoEConfig):
     transformers_class = "OlmoeConfig"
     experts_field: ClassVar[str] = "num_experts"
 
-    num_experts: Size = 64
-    num_experts_per_tok: Size = 8
-    attention_bias: bool = False
+    num_experts: Size
+    num_experts_per_tok: Size
+    attention_bias: bool
 
     def qk_norms(self, p: str, h: int, kv: int, hd: int) -> list[Tensor]:
         # OLMoE normalises the whole q and k projections: RMSNorm over h·hd and kv·hd.
@@ -138,17 +139,8 @@ def describe(c: SparseMoEConfig) -> Architecture:
     )
     window = getattr(c, "sliding_window", None)
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=tensors,
         layer_groups=uniform_layers(
             c.num_hidden_layers, layer, Attention(h, kv, hd, hd, window=window), name="moe"

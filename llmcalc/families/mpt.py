@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    require,
-    resolve_head_dim,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import fused_mha
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
 
 EXPANSION_RATIO = 4  # transformers MptMLP: up_proj is always 4 · d_model
 
@@ -36,10 +36,10 @@ class MptConfig(FamilyConfig):
     n_heads: Size = Field(validation_alias=AliasChoices("n_heads", "num_attention_heads"))
     vocab_size: Size
     max_seq_len: Size | None = None
-    expansion_ratio: Size = EXPANSION_RATIO
-    no_bias: bool = True
+    expansion_ratio: Size
+    no_bias: bool
     attn_config: dict[str, Any] | None = None
-    tie_word_embeddings: bool = True
+    tie_word_embeddings: bool
 
 
 def describe(c: MptConfig) -> Architecture:
@@ -62,30 +62,14 @@ def describe(c: MptConfig) -> Architecture:
     # Wqkv: 3d × d;  out_proj: d × d;  up_proj: 4d × d;  down_proj: d × 4d;  LayerNorms weight only
     layer = [
         *norm(f"{p}.norm_1", "attn/norm", d, bias=False),
-        *linear(f"{p}.attn.Wqkv", "attn/qkv", 3 * d, d, bias=False),
-        *linear(f"{p}.attn.out_proj", "attn/o_proj", d, d, bias=False),
+        *fused_mha(f"{p}.attn.Wqkv", f"{p}.attn.out_proj", d, bias=False),
         *norm(f"{p}.norm_2", "mlp/norm", d, bias=False),
-        *linear(f"{p}.ffn.up_proj", "mlp/fc_in", ff, d, bias=False),
-        *linear(f"{p}.ffn.down_proj", "mlp/fc_out", d, ff, bias=False),
+        *fc_mlp(f"{p}.ffn.up_proj", f"{p}.ffn.down_proj", d, ff, bias=False),
     ]
-    wte = "transformer.wte.weight"
-    tensors = (
-        embedding("transformer.wte", "embed/tokens", v, d),
-        *norm("transformer.norm_f", "final_norm", d, bias=False),
-        *lm_head("lm_head", v, d, tied_to=wte if c.tie_word_embeddings else None),
-    )
+    tensors = llama_outer_tensors(v, d, tied=c.tie_word_embeddings, embed="transformer.wte",
+                                  final_norm="transformer.norm_f")
     return Architecture(
-        shape=Shape(
-            num_layers=c.n_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_seq_len,
-        ),
+        shape=Shape(c.n_layers, d, h, h, hd, ff, v, c.tie_word_embeddings, c.max_seq_len),
         tensors=tensors,
         layer_groups=uniform_layers(c.n_layers, layer, Attention(h, h, hd, hd)),
     )

@@ -13,24 +13,26 @@ transformers model ties nothing, whatever tie_word_embeddings says).
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    check_top_k,
-    embedding,
-    gqa_projections,
-    linear,
-    lm_head,
-    norm,
-    plan_from_kinds,
-    require,
-    resolve_kv_heads,
-    router,
-    stacked_experts,
-)
-from llmcalc.families._ssm import LayerBuild, mamba2_mixer, mixed_layers
-from llmcalc.model.spec import Attention, MoE, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import embedding
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import router
+from llmcalc.families._base import stacked_experts
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Shape
 
 # a pattern character or a layers_block_type entry → the block's kind
 KIND_OF = {
@@ -48,25 +50,25 @@ class NemotronHConfig(FamilyConfig):
     hybrid_override_pattern: str | None = None
     layers_block_type: list[str] | None = None
     num_hidden_layers: Size | None = None  # ignored, as transformers does: the pattern's length
-    num_attention_heads: Size = 32
-    num_key_value_heads: Size | None = 8
-    head_dim: Size = 128
+    num_attention_heads: Size
+    num_key_value_heads: Size | None
+    head_dim: Size
     max_position_embeddings: Size | None = None
-    attention_bias: bool = False
-    intermediate_size: Size = 21504
-    mlp_bias: bool = False
-    ssm_state_size: Size = 128
-    mamba_num_heads: Size = 128
-    mamba_head_dim: Size = 64
-    n_groups: Size = 8
-    conv_kernel: Size = 4
-    chunk_size: Size = 128
-    use_conv_bias: bool = True
-    use_bias: bool = False
-    n_routed_experts: Size = 8
-    num_experts_per_tok: Size = 2
-    moe_intermediate_size: Size = 7688
-    moe_shared_expert_intermediate_size: Size = 7688
+    attention_bias: bool
+    intermediate_size: Size
+    mlp_bias: bool
+    ssm_state_size: Size
+    mamba_num_heads: Size
+    mamba_head_dim: Size
+    n_groups: Size
+    conv_kernel: Size
+    chunk_size: Size
+    use_conv_bias: bool
+    use_bias: bool
+    n_routed_experts: Size
+    num_experts_per_tok: Size
+    moe_intermediate_size: Size
+    moe_shared_expert_intermediate_size: Size
     moe_latent_size: Size | None = None
 
     def kinds(self) -> list[str]:

@@ -8,18 +8,17 @@ the end).
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    gqa_projections,
-    llama_outer_tensors,
-    resolve_head_dim,
-    resolve_kv_heads,
-    swiglu,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
 
 
 class OlmoConfig(FamilyConfig):
@@ -32,8 +31,8 @@ class OlmoConfig(FamilyConfig):
     intermediate_size: Size
     vocab_size: Size
     max_position_embeddings: Size | None = None
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
+    tie_word_embeddings: bool
+    attention_bias: bool
 
 
 def describe(c: OlmoConfig) -> Architecture:
@@ -47,17 +46,8 @@ def describe(c: OlmoConfig) -> Architecture:
         *swiglu(f"{p}.mlp", "mlp", d, ff),
     ]
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         # the final LayerNorm holds no parameters
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, final_norm=None),
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, kv, hd, hd)),

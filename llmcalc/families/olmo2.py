@@ -7,23 +7,21 @@ Source: OLMo Team 2024 ("2 OLMo 2 Furious"); tensor names and shapes as in trans
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    qk_norms,
-    swiglu,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
 
 
 class Olmo2Config(DecoderConfig):
     transformers_class = "Olmo2Config"
 
-    attention_bias: bool = False
-    tie_word_embeddings: bool = False
+    attention_bias: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: Olmo2Config) -> Architecture:

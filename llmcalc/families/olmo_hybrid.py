@@ -11,20 +11,21 @@ Tensor names as in transformers ``OlmoHybridForCausalLM``.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    llama_outer_tensors,
-    norm,
-    periodic_plan,
-    plan_from_kinds,
-    qk_norms,
-    require,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, gated_delta_net, mixed_layers
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import require
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import gated_delta_net
+from llmcalc.families._ssm import mixed_layers
 
 MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention"}
 
@@ -32,25 +33,20 @@ MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention
 class OlmoHybridConfig(DecoderConfig):
     transformers_class = "OlmoHybridConfig"
 
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
+    tie_word_embeddings: bool
+    attention_bias: bool
     layer_types: list[str] | None = None
     linear_num_key_heads: Size | None = None
     linear_num_value_heads: Size | None = None
     linear_key_head_dim: Size | None = None
     linear_value_head_dim: Size | None = None
-    linear_conv_kernel_dim: Size = 4
+    linear_conv_kernel_dim: Size
 
 
 def describe(c: OlmoHybridConfig) -> Architecture:
     d, v, L = c.hidden_size, c.vocab_size, c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in MIXER_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
-        plan = plan_from_kinds([MIXER_OF[kind] for kind in c.layer_types])
+        plan = plan_from_kinds(listed_kinds(c.layer_types, L, MIXER_OF))
     elif L >= 4:
         plan = periodic_plan(L, period=4, every="attention", others="linear_attention")
     else:  # fewer than 4 layers: the last one is the attention layer

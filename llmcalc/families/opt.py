@@ -10,18 +10,19 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    resolve_head_dim,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 POSITION_OFFSET = 2  # transformers OPTLearnedPositionalEmbedding.offset
 
@@ -36,11 +37,11 @@ class OPTConfig(FamilyConfig):
     vocab_size: Size
     max_position_embeddings: Size
     word_embed_proj_dim: Size | None = None  # null means hidden_size
-    do_layer_norm_before: bool = True
-    remove_final_layer_norm: bool = Field(False, validation_alias="_remove_final_layer_norm")
-    enable_bias: bool = True
-    layer_norm_elementwise_affine: bool = True
-    tie_word_embeddings: bool = True
+    do_layer_norm_before: bool
+    remove_final_layer_norm: bool = Field(validation_alias="_remove_final_layer_norm")
+    enable_bias: bool
+    layer_norm_elementwise_affine: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: OPTConfig) -> Architecture:
@@ -62,8 +63,7 @@ def describe(c: OPTConfig) -> Architecture:
         *linear(f"{p}.self_attn.v_proj", "attn/v_proj", d, d, bias=b),
         *linear(f"{p}.self_attn.out_proj", "attn/o_proj", d, d, bias=b),
         *layer_norm(f"{p}.self_attn_layer_norm", "attn/norm"),
-        *linear(f"{p}.fc1", "mlp/fc_in", ff, d, bias=b),
-        *linear(f"{p}.fc2", "mlp/fc_out", d, ff, bias=b),
+        *fc_mlp(f"{p}.fc1", f"{p}.fc2", d, ff, bias=b),
         *layer_norm(f"{p}.final_layer_norm", "mlp/norm"),
     ]
     # project_out: wd × d;  project_in: d × wd  (only when the widths differ; no bias)
@@ -94,17 +94,8 @@ def describe(c: OPTConfig) -> Architecture:
     if wd != d:
         notes.append(f"word_embed_proj_dim={wd} != hidden_size={d}: project_in/out added")
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=h,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=tensors,
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, hd, hd)),
         notes=tuple(notes),

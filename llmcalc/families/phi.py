@@ -8,21 +8,20 @@ on queries and keys (shared across heads). Rotary on ``partial_rotary_factor`` o
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    linear,
-    llama_outer_tensors,
-    norm,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import uniform_layers
 
 
 class PhiConfig(DecoderConfig):
     transformers_class = "PhiConfig"
 
-    qk_layernorm: bool = False
-    tie_word_embeddings: bool = False
+    qk_layernorm: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: PhiConfig) -> Architecture:
@@ -37,8 +36,7 @@ def describe(c: PhiConfig) -> Architecture:
         *linear(f"{a}.k_proj", "attn/k_proj", kv * hd, d, bias=True),
         *linear(f"{a}.v_proj", "attn/v_proj", kv * hd, d, bias=True),
         *linear(f"{a}.dense", "attn/o_proj", d, h * hd, bias=True),
-        *linear(f"{p}.mlp.fc1", "mlp/fc_in", ff, d, bias=True),
-        *linear(f"{p}.mlp.fc2", "mlp/fc_out", d, ff, bias=True),
+        *fc_mlp(f"{p}.mlp.fc1", f"{p}.mlp.fc2", d, ff, bias=True),
     ]
     if c.qk_layernorm:
         layer += [

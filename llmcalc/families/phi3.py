@@ -6,22 +6,20 @@ Every layer attends within ``sliding_window`` when it is set.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    linear,
-    llama_outer_tensors,
-    norm,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import uniform_layers
 
 
 class Phi3Config(DecoderConfig):
     transformers_class = "Phi3Config"
 
     sliding_window: Size | None = None
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
 
 
 def describe(c: Phi3Config) -> Architecture:

@@ -31,12 +31,23 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from llmcalc.families._audio import ConformerConfig, conformer
-from llmcalc.families._base import Architecture, FieldError, Size, linear, require
-from llmcalc.families._vision import SIGLIP, VisionConfig, projector, read_sub, sub_fields, vit
+from llmcalc.families._audio import ConformerConfig
+from llmcalc.families._audio import conformer
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FieldError
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import require
+from llmcalc.families._vision import SIGLIP
+from llmcalc.families._vision import VisionConfig
+from llmcalc.families._vision import projector
+from llmcalc.families._vision import read_sub
+from llmcalc.families._vision import sub_fields
+from llmcalc.families._vision import vit
 from llmcalc.families.phi3 import Phi3Config
 from llmcalc.families.phi3 import describe as describe_phi3
-from llmcalc.model.spec import Part, Tensor
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Tensor
 
 # image_processing_phi4_multimodal.py: dynamic_hd, the most crops one image is cut into
 MAX_CROPS = 36

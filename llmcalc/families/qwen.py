@@ -10,27 +10,28 @@ drops those biases (``attention_bias``) and adds RMSNorm(head_dim) on queries an
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
+from collections.abc import Sequence
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    gqa_projections,
-    layer_kinds,
-    llama_outer_tensors,
-    norm,
-    qk_norms,
-    sliding_full_layers,
-    split_plan,
-    swiglu,
-    uniform_layers,
-)
-from llmcalc.model.spec import LayerGroup, LayerSet, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import sliding_full_layers
+from llmcalc.families._base import split_plan
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Tensor
 
 
 class Qwen2Config(DecoderConfig):

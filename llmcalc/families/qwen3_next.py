@@ -22,26 +22,28 @@ import math
 from dataclasses import replace
 from typing import ClassVar
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    DecoderConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    plan_from_kinds,
-    qk_norms,
-    require,
-    routed_experts,
-    router,
-    swiglu,
-)
-from llmcalc.families._ssm import LayerBuild, gated_delta_net, mixed_layers, residue_plan
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import gated_delta_net
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import residue_plan
 from llmcalc.model.spec import MoE
 
 MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention"}
@@ -51,15 +53,13 @@ SLIDING = {"sliding_attention": "sliding_attention"}
 class Qwen3NextConfig(DecoderConfig):
     transformers_class = "Qwen3NextConfig"
 
-    num_key_value_heads: Size | None = 2
-    head_dim: Size | None = 256
-    tie_word_embeddings: bool = False
-    attention_bias: bool = False
-    linear_conv_kernel_dim: Size = 4
-    linear_key_head_dim: Size = 128
-    linear_value_head_dim: Size = 128
-    linear_num_key_heads: Size = 16
-    linear_num_value_heads: Size = 32
+    tie_word_embeddings: bool
+    attention_bias: bool
+    linear_conv_kernel_dim: Size
+    linear_key_head_dim: Size
+    linear_value_head_dim: Size
+    linear_num_key_heads: Size
+    linear_num_value_heads: Size
     decoder_sparse_step: Size = 1
     moe_intermediate_size: Size = 512
     shared_expert_intermediate_size: Size = 512
@@ -86,7 +86,6 @@ class Qwen3NextConfig(DecoderConfig):
 class Qwen3_5TextConfig(Qwen3NextConfig):
     transformers_class = "Qwen3_5TextConfig"
 
-    num_key_value_heads: Size | None = 4
     split_projections = True
     every_layer = "mlp"
 
@@ -95,8 +94,8 @@ class Qwen3_5MoeTextConfig(Qwen3NextConfig):
     transformers_class = "Qwen3_5MoeTextConfig"
 
     intermediate_size: Size | None = None  # type: ignore[assignment]  # no dense MLP to size
-    num_experts_per_tok: Size = 8
-    num_experts: Count = 256
+    num_experts_per_tok: Size
+    num_experts: Count
     split_projections = True
     every_layer = "moe"
 
@@ -105,14 +104,9 @@ class LaraMiniConfig(Qwen3NextConfig):
     transformers_class = "LaraMiniConfig"
 
     intermediate_size: Size | None = None  # type: ignore[assignment]  # every layer routed
-    num_key_value_heads: Size | None = 4
-    head_dim: Size | None = 128
-    tie_word_embeddings: bool = True
-    linear_num_key_heads: Size = 8
-    linear_num_value_heads: Size = 16
-    num_experts_per_tok: Size = 4
-    num_experts: Count = 128
-    sliding_window: Size | None = 512
+    num_experts_per_tok: Size
+    num_experts: Count
+    sliding_window: Size | None
     split_projections = True
     every_layer = "moe"
     mixer_of = {**MIXER_OF, **SLIDING}
@@ -137,12 +131,7 @@ def _plan(c: Qwen3NextConfig) -> LayerPlan:
         return "moe" if E > 0 and (i + 1) % step == 0 else "mlp"
 
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in c.mixer_of, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(c.mixer_of)})")
-        mixers = [c.mixer_of[kind] for kind in c.layer_types]
+        mixers = listed_kinds(c.layer_types, L, c.mixer_of)
         plan = plan_from_kinds([f"{m}, {ffn(i)}" for i, m in enumerate(mixers)])
 
         def mixer_of(i: int) -> str:

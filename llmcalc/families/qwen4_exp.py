@@ -34,27 +34,31 @@ from collections.abc import Collection
 from dataclasses import replace
 from typing import ClassVar
 
-from llmcalc.families._base import (
-    Architecture,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    plan_from_kinds,
-    qk_norms,
-    require,
-    routed_experts,
-    router,
-    swiglu,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import listed_kinds
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import require
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
 from llmcalc.families._hyper import gated_residual
-from llmcalc.families._ssm import LayerBuild, gated_delta_net, mixed_layers, residue_plan
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import gated_delta_net
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import residue_plan
 from llmcalc.families.qwen3_next import Qwen3_5MoeTextConfig
-from llmcalc.model.spec import Attention, MoE, Tensor
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Tensor
 
 MIXER_OF = {"linear_attention": "linear_attention", "indexed_attention": "indexed_attention",
             "full_attention": "indexed_attention"}  # checkpoints name the indexed layers full
@@ -69,18 +73,16 @@ MAX_NGRAM_HEADS = 1 << 12
 class Qwen4ExpTextConfig(Qwen3_5MoeTextConfig):
     transformers_class = "Qwen4ExpTextConfig"
 
-    num_key_value_heads: Size | None = 2
-    num_experts_per_tok: Size = 10
-    num_experts: Size = 512  # every layer routed: at least one
-    hc_count: Size = 4
-    hc_lowrank: Size = 320
+    num_experts: Size  # every layer routed: at least one
+    hc_count: Size
+    hc_lowrank: Size
     ple_layer_ids: list[Size] | None = None
     ple_embed_dim: Size | None = None  # absent: hidden_size
-    ple_conv_kernel_size: Size = 4
-    ngram_size: Size = 3
-    heads_per_ngram: Size = 8
-    ngram_vocab_size_base: Size = 20_000_000
-    make_ngram_vocab_size_divisible_by: Size = 128
+    ple_conv_kernel_size: Size
+    ngram_size: Size
+    heads_per_ngram: Size
+    ngram_vocab_size_base: Size
+    make_ngram_vocab_size_divisible_by: Size
     indexer_n_heads: Size | None = None
     indexer_kv_heads: Size | None = None
     indexer_head_dim: Size | None = None
@@ -206,12 +208,7 @@ def _mixers(c: Qwen4ExpTextConfig) -> tuple[LayerPlan, list[str] | None]:
     """Each layer's mixer as runs, and the list when the config gives one."""
     L = c.num_hidden_layers
     if c.layer_types is not None:
-        require(len(c.layer_types) == L, "layer_types",
-                f"has {len(c.layer_types)} entries, num_hidden_layers is {L}")
-        for i, kind in enumerate(c.layer_types):
-            require(kind in MIXER_OF, f"layer_types.{i}",
-                    f"unknown layer type {kind!r} (one of: {', '.join(MIXER_OF)})")
-        mixers = [MIXER_OF[kind] for kind in c.layer_types]
+        mixers = listed_kinds(c.layer_types, L, MIXER_OF)
         return plan_from_kinds([f"{m}, moe" for m in mixers]), mixers
     k = c.full_attention_interval
 

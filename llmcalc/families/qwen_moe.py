@@ -13,30 +13,32 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    gqa_projections,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    periodic_plan,
-    planned_layers,
-    qk_norms,
-    resolve_head_dim,
-    resolve_kv_heads,
-    routed_experts,
-    router,
-    swiglu,
-)
-from llmcalc.model.spec import Attention, MoE, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import periodic_plan
+from llmcalc.families._base import planned_layers
+from llmcalc.families._base import qk_norms
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import router
+from llmcalc.families._base import swiglu
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 DENSE, SPARSE = "dense", "moe"
 
@@ -65,24 +67,24 @@ class QwenMoeConfig(FamilyConfig):
 class Qwen2MoeConfig(QwenMoeConfig):
     transformers_class = "Qwen2MoeConfig"
 
-    shared_expert_intermediate_size: Size = 5632
-    qkv_bias: bool = True  # q, k, v biases; o_proj has none
+    shared_expert_intermediate_size: Size
+    qkv_bias: bool  # q, k, v biases; o_proj has none
 
 
 class Qwen3MoeConfig(QwenMoeConfig):
     transformers_class = "Qwen3MoeConfig"
     qk_norm: ClassVar[bool] = True
 
-    num_key_value_heads: Size = 4
+    num_key_value_heads: Size
     head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
     # transformers 5 writes num_local_experts (the attribute num_experts maps to); older
     # config.json files say num_experts. Given both (a written text_config on its class defaults,
     # which name the __init__ argument), the attribute wins, as in transformers.
     num_experts: Size = Field(
-        128, validation_alias=AliasChoices("num_local_experts", "num_experts")
+        validation_alias=AliasChoices("num_local_experts", "num_experts")
     )
-    num_experts_per_tok: Size = 8
-    attention_bias: bool = False  # q, k, v and o biases
+    num_experts_per_tok: Size
+    attention_bias: bool  # q, k, v and o biases
 
 
 def layer_kinds(c: QwenMoeConfig) -> LayerPlan:
@@ -127,17 +129,8 @@ def describe(c: QwenMoeConfig) -> Architecture:
     attention = Attention(h, kv, hd, hd)
     groups = planned_layers(layer_kinds(c), lambda kind: ([*attn, *blocks[kind]], attention))
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=c.moe_intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv, hd, c.moe_intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=1 if shared_ff else 0),

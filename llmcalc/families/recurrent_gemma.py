@@ -13,18 +13,20 @@ Every layer: temporal_pre_norm, channel_pre_norm (RMSNorm [d]); MLP gate, up [ff
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    linear,
-    llama_outer_tensors,
-    norm,
-    require,
-    resolve_kv_heads,
-)
-from llmcalc.families._ssm import LayerBuild, mixed_layers, residue_plan, rg_lru_block
-from llmcalc.model.spec import Attention, Shape
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import residue_plan
+from llmcalc.families._ssm import rg_lru_block
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
 
 KINDS = ("recurrent", "attention")
 REPEATS = 100  # RecurrentGemmaConfig.layers_block_type: (block_types * 100)[:num_hidden_layers]
@@ -33,19 +35,19 @@ REPEATS = 100  # RecurrentGemmaConfig.layers_block_type: (block_types * 100)[:nu
 class RecurrentGemmaConfig(FamilyConfig):
     transformers_class = "RecurrentGemmaConfig"
 
-    num_hidden_layers: Size = 26
-    vocab_size: Size = 256000
-    hidden_size: Size = 2560
-    intermediate_size: Size = 3 * 2560
-    num_attention_heads: Size = 10
+    num_hidden_layers: Size
+    vocab_size: Size
+    hidden_size: Size
+    intermediate_size: Size
+    num_attention_heads: Size
     num_key_value_heads: Size | None = None  # absent: the heads
     head_dim: Size | None = None  # absent: hidden_size // heads (a config.json's value wins)
     lru_width: Size | None = None  # absent: hidden_size
-    attention_window_size: Size = 2048
-    conv1d_width: Size = 4
+    attention_window_size: Size
+    conv1d_width: Size
     block_types: list[str] = list(("recurrent", "recurrent", "attention"))
-    attention_bias: bool = False
-    tie_word_embeddings: bool = True
+    attention_bias: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: RecurrentGemmaConfig) -> Architecture:

@@ -18,31 +18,35 @@ convention, which llmcalc keeps; a token's FLOPs are its matrices' 2 × elements
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-)
-from llmcalc.model.spec import RWKV, LayerGroup, LayerSet, Mixer, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.model.spec import RWKV
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Mixer
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 class RwkvConfig(FamilyConfig):
     transformers_class = "RwkvConfig"
 
-    vocab_size: Size = 50277
+    vocab_size: Size
     context_length: Size | None = Field(
-        1024, validation_alias=AliasChoices("context_length", "max_position_embeddings"))
-    hidden_size: Size = 4096
-    num_hidden_layers: Size = 32
+        validation_alias=AliasChoices("context_length", "max_position_embeddings"))
+    hidden_size: Size
+    num_hidden_layers: Size
     attention_hidden_size: Size | None = None  # null: hidden_size
     intermediate_size: Size | None = None  # null: 4 · hidden_size
-    tie_word_embeddings: bool = False
+    tie_word_embeddings: bool
 
 
 def block(p: str, d: int, a: int, ff: int, *, first: bool) -> list[Tensor]:
@@ -90,17 +94,7 @@ def describe(c: RwkvConfig) -> Architecture:
         *lm_head("head", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=0,
-            num_kv_heads=0,
-            head_dim=0,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.context_length,
-        ),
+        shape=Shape(L, d, 0, 0, 0, ff, v, c.tie_word_embeddings, c.context_length),
         tensors=tensors,
         layer_groups=groups,
     )

@@ -9,19 +9,19 @@ adds one bias-free LayerNorm(head_dim) per query head and per key/value head; wi
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    linear,
-    llama_outer_tensors,
-    norm,
-    resolve_head_dim,
-    resolve_kv_heads,
-    swiglu,
-    uniform_layers,
-)
-from llmcalc.model.spec import Attention, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import swiglu
+from llmcalc.families._base import uniform_layers
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 class StableLmConfig(FamilyConfig):
@@ -30,14 +30,14 @@ class StableLmConfig(FamilyConfig):
     hidden_size: Size
     num_hidden_layers: Size
     num_attention_heads: Size
-    num_key_value_heads: Size = 32  # the transformers default, not heads
+    num_key_value_heads: Size  # the transformers default, not heads
     intermediate_size: Size
     vocab_size: Size
     max_position_embeddings: Size | None = None
-    use_qkv_bias: bool = False
-    qk_layernorm: bool = False
-    use_parallel_residual: bool = False
-    tie_word_embeddings: bool = False
+    use_qkv_bias: bool
+    qk_layernorm: bool
+    use_parallel_residual: bool
+    tie_word_embeddings: bool
 
 
 def _per_head_norms(name: str, component: str, heads: int, hd: int) -> list[Tensor]:
@@ -68,17 +68,8 @@ def describe(c: StableLmConfig) -> Architecture:
         layer += norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True)
     layer += swiglu(f"{p}.mlp", "mlp", d, ff)
     return Architecture(
-        shape=Shape(
-            num_layers=c.num_hidden_layers,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=ff,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(c.num_hidden_layers, d, h, kv, hd, ff, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings, norm_bias=True),
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, kv, hd, hd)),
     )

@@ -7,25 +7,23 @@ linears; every layer attends within ``sliding_window`` when it is set.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    DecoderConfig,
-    Size,
-    gqa_projections,
-    linear,
-    llama_outer_tensors,
-    norm,
-    uniform_layers,
-)
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import uniform_layers
 
 
 class Starcoder2Config(DecoderConfig):
     transformers_class = "Starcoder2Config"
 
-    num_key_value_heads: Size = 2  # the transformers default, not heads
+    num_key_value_heads: Size  # the transformers default, not heads
     sliding_window: Size | None = None
-    use_bias: bool = True
-    tie_word_embeddings: bool = True
+    use_bias: bool
+    tie_word_embeddings: bool
 
 
 def describe(c: Starcoder2Config) -> Architecture:
@@ -37,8 +35,7 @@ def describe(c: Starcoder2Config) -> Architecture:
         *norm(f"{p}.input_layernorm", "attn/norm", d, bias=True),
         *gqa_projections(f"{p}.self_attn", d, h, kv, hd, bias=c.use_bias),
         *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=True),
-        *linear(f"{p}.mlp.c_fc", "mlp/fc_in", ff, d, bias=c.use_bias),
-        *linear(f"{p}.mlp.c_proj", "mlp/fc_out", d, ff, bias=c.use_bias),
+        *fc_mlp(f"{p}.mlp.c_fc", f"{p}.mlp.c_proj", d, ff, bias=c.use_bias),
     ]
     return Architecture(
         shape=c.shape(tied=c.tie_word_embeddings),

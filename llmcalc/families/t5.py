@@ -16,31 +16,35 @@ whose K and V projections run once per source token and are cached for the whole
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    require,
-)
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import fc_mlp
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 class T5Config(FamilyConfig):
     transformers_class = "T5Config"
 
-    vocab_size: Size = 32128
-    d_model: Size = 512
-    d_kv: Size = 64
-    d_ff: Size = 2048
-    num_layers: Size = 6
+    vocab_size: Size
+    d_model: Size
+    d_kv: Size
+    d_ff: Size
+    num_layers: Size
     num_decoder_layers: Size | None = None  # null means num_layers
-    num_heads: Size = 8
-    relative_attention_num_buckets: Size = 32
-    feed_forward_proj: str = "relu"
+    num_heads: Size
+    relative_attention_num_buckets: Size
+    feed_forward_proj: str
     tie_word_embeddings: bool = True
 
     @property
@@ -61,11 +65,6 @@ class T5Config(FamilyConfig):
 class MT5Config(T5Config):
     transformers_class = "MT5Config"
 
-    vocab_size: Size = 250112
-    d_ff: Size = 1024
-    num_layers: Size = 8
-    num_heads: Size = 6
-    feed_forward_proj: str = "gated-gelu"
 
 
 class UMT5Config(MT5Config):
@@ -98,8 +97,7 @@ def feed_forward(p: str, d: int, ff: int, *, gated: bool) -> list[Tensor]:
             *linear(f"{p}.DenseReluDense.wo", "mlp/down_proj", d, ff, bias=False),
         ]
     return [
-        *linear(f"{p}.DenseReluDense.wi", "mlp/fc_in", ff, d, bias=False),
-        *linear(f"{p}.DenseReluDense.wo", "mlp/fc_out", d, ff, bias=False),
+        *fc_mlp(f"{p}.DenseReluDense.wi", f"{p}.DenseReluDense.wo", d, ff, bias=False),
     ]
 
 
@@ -186,13 +184,4 @@ def _describe(c: T5Config, *, every_block_bias: bool) -> Architecture:
 
 
 def _shape(c: T5Config, layers: int) -> Shape:
-    return Shape(
-        num_layers=layers,
-        hidden_size=c.d_model,
-        num_heads=c.num_heads,
-        num_kv_heads=c.num_heads,
-        head_dim=c.d_kv,
-        intermediate_size=c.d_ff,
-        vocab_size=c.vocab_size,
-        tied_embeddings=True,
-    )
+    return Shape(layers, c.d_model, c.num_heads, c.num_heads, c.d_kv, c.d_ff, c.vocab_size, True)

@@ -24,54 +24,56 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import Any
+from typing import ClassVar
 
 from pydantic import ConfigDict
 
-from llmcalc.families._base import (
-    MAX_SIZE,
-    Architecture,
-    DecoderConfig,
-    FamilyConfig,
-    FieldError,
-    Size,
-    embedding,
-    gqa_projections,
-    linear,
-    lm_head,
-    norm,
-    override_plan,
-    require,
-    resolve_head_dim,
-    resolve_kv_heads,
-    swiglu,
-)
-from llmcalc.families._vision import (
-    CLIP,
-    INTERNVIT,
-    LLAMA4_VIT,
-    PIXTRAL,
-    QWEN2_5_VIT,
-    QWEN2_VIT,
-    QWEN3_VIT,
-    SIGLIP,
-    InternVisionConfig,
-    MllamaVisionConfig,
-    QwenVisionConfig,
-    SamVisionConfig,
-    VisionConfig,
-    ViT,
-    mllama_tower,
-    prefixer,
-    projector,
-    read_sub,
-    sam_tower,
-    styled,
-    sub_fields,
-    text_model,
-    vit,
-)
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Part, Shape, Tensor
+from llmcalc.families._base import MAX_SIZE
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import FieldError
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import gqa_projections
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_head_dim
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import swiglu
+from llmcalc.families._vision import CLIP
+from llmcalc.families._vision import INTERNVIT
+from llmcalc.families._vision import LLAMA4_VIT
+from llmcalc.families._vision import PIXTRAL
+from llmcalc.families._vision import QWEN2_5_VIT
+from llmcalc.families._vision import QWEN2_VIT
+from llmcalc.families._vision import QWEN3_VIT
+from llmcalc.families._vision import SIGLIP
+from llmcalc.families._vision import InternVisionConfig
+from llmcalc.families._vision import MllamaVisionConfig
+from llmcalc.families._vision import QwenVisionConfig
+from llmcalc.families._vision import SamVisionConfig
+from llmcalc.families._vision import VisionConfig
+from llmcalc.families._vision import ViT
+from llmcalc.families._vision import mllama_tower
+from llmcalc.families._vision import prefixer
+from llmcalc.families._vision import projector
+from llmcalc.families._vision import read_sub
+from llmcalc.families._vision import sam_tower
+from llmcalc.families._vision import styled
+from llmcalc.families._vision import sub_fields
+from llmcalc.families._vision import text_model
+from llmcalc.families._vision import vit
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Part
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 # The towers a composite config's vision_config may name, by its model_type.
 TOWERS: dict[str, ViT] = {
@@ -171,9 +173,8 @@ class LlavaConfig(FeatureLayersConfig):
     transformers_class = "LlavaConfig"
     composite_type: ClassVar[str] = "llava"
 
-    vision_feature_layer: int | list[int] = -2
-    vision_feature_select_strategy: str = "default"
-    multimodal_projector_bias: bool = True
+    vision_feature_layer: int | list[int]
+    vision_feature_select_strategy: str
 
 
 def _feature_layers(c: FeatureLayersConfig) -> int:
@@ -240,7 +241,7 @@ class Gemma3Config(CompositeConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    mm_tokens_per_image: Size = 256
+    mm_tokens_per_image: Size
 
 
 def describe_gemma3(c: Gemma3Config) -> Architecture:
@@ -278,9 +279,9 @@ class Mistral3Config(FeatureLayersConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    vision_feature_layer: int | list[int] = -1
-    multimodal_projector_bias: bool = False
-    spatial_merge_size: Size = 2
+    vision_feature_layer: int | list[int]
+    multimodal_projector_bias: bool
+    spatial_merge_size: Size
 
 
 def describe_mistral3(c: Mistral3Config) -> Architecture:
@@ -326,7 +327,7 @@ class PaliGemmaConfig(CompositeConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    projection_dim: Size = 2048
+    projection_dim: Size
 
 
 def describe_paligemma(c: PaliGemmaConfig) -> Architecture:
@@ -439,9 +440,7 @@ class LlavaOnevisionConfig(LlavaNextConfig):
     default_vision: ClassVar[str] = "siglip_vision_model"
     tie_from_text: ClassVar[bool] = True
 
-    vision_feature_select_strategy: str = "full"
-    vision_feature_layer: int | list[int] = -1
-    vision_aspect_ratio: str = "anyres_max_9"
+    vision_aspect_ratio: str
 
 
 # LlavaOnevisionConfig.__post_init__: every [384·i, 384·j], i, j = 1..6
@@ -501,9 +500,9 @@ class AyaVisionConfig(CompositeConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    vision_feature_layer: int | list[int] = -1
-    vision_feature_select_strategy: str = "full"
-    downsample_factor: Size = 2
+    vision_feature_layer: int | list[int]
+    vision_feature_select_strategy: str
+    downsample_factor: Size
     alignment_intermediate_size: Size | None = None
 
 
@@ -546,9 +545,9 @@ class InternVLConfig(CompositeConfig):
     default_tie: ClassVar[bool] = True
     tie_from_text: ClassVar[bool] = False
 
-    downsample_ratio: float = 0.5
-    vision_feature_layer: int | list[int] = -1
-    vision_feature_select_strategy: str = "default"
+    downsample_ratio: float
+    vision_feature_layer: int | list[int]
+    vision_feature_select_strategy: str
 
 
 def describe_internvl(c: InternVLConfig) -> Architecture:
@@ -588,7 +587,7 @@ class Idefics3Config(CompositeConfig):
     default_vision: ClassVar[str] = "idefics3_vision"
     tie_from_text: ClassVar[bool] = False
 
-    scale_factor: Size = 2
+    scale_factor: Size
 
 
 class SmolVLMConfig(Idefics3Config):
@@ -1064,10 +1063,9 @@ class FuyuConfig(CompositeConfig):
     default_text: ClassVar[str] = "persimmon"
     tie_from_text: ClassVar[bool] = False
 
-    patch_size: Size = 30
-    num_channels: Size = 3
+    patch_size: Size
+    num_channels: Size
     # FuyuConfig.image_size: the side of the square image the per-image figures assume
-    image_size: Size | None = 300
 
     def text(self) -> dict[str, Any]:
         if self.text_config is not None:

@@ -20,35 +20,38 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    FamilyConfig,
-    Size,
-    embedding,
-    linear,
-    lm_head,
-    norm,
-    require,
-)
-from llmcalc.model.spec import MLSTM, LayerGroup, LayerSet, Mixer, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
+from llmcalc.families._base import linear
+from llmcalc.families._base import lm_head
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.model.spec import MLSTM
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Mixer
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 
 class XLSTMConfig(FamilyConfig):
     transformers_class = "xLSTMConfig"
 
-    vocab_size: Size = 50304
-    hidden_size: Size = 4096
+    vocab_size: Size
+    hidden_size: Size
     embedding_dim: Size | None = None  # null: hidden_size
-    num_hidden_layers: Size = 32
+    num_hidden_layers: Size
     num_blocks: Size | None = None  # the blocks built; null: num_hidden_layers
-    num_heads: Size = 8
-    use_bias: bool = False
-    qk_dim_factor: float = Field(0.5, gt=0, le=2**20)
-    v_dim_factor: float = Field(1.0, gt=0, le=2**20)
-    ffn_proj_factor: float = Field(2.667, gt=0, le=2**20)
-    ffn_round_up_to_multiple_of: Size = 64
-    weight_mode: str = "single"
-    chunk_size: Size = 64
+    num_heads: Size
+    use_bias: bool
+    qk_dim_factor: float = Field(gt=0, le=2**20)
+    v_dim_factor: float = Field(gt=0, le=2**20)
+    ffn_proj_factor: float = Field(gt=0, le=2**20)
+    ffn_round_up_to_multiple_of: Size
+    weight_mode: str
+    chunk_size: Size
 
     @property
     def blocks(self) -> int:
@@ -114,16 +117,7 @@ def describe(c: XLSTMConfig) -> Architecture:
         *lm_head("lm_head", v_, d, tied_to=None),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=c.blocks,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=0,
-            head_dim=v // h,
-            intermediate_size=up,
-            vocab_size=v_,
-            tied_embeddings=False,
-        ),
+        shape=Shape(c.blocks, d, h, 0, v // h, up, v_, False),
         tensors=tensors,
         layer_groups=layers,
     )

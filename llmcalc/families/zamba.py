@@ -19,31 +19,34 @@ from __future__ import annotations
 
 import math
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices
+from pydantic import Field
 
-from llmcalc.families._base import (
-    Architecture,
-    Count,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    linear,
-    llama_outer_tensors,
-    norm,
-    override_plan,
-    plan_from_kinds,
-    require,
-    resolve_kv_heads,
-)
-from llmcalc.families._ssm import (
-    LayerBuild,
-    check_mamba2,
-    mamba2_mixer,
-    mixed_layers,
-    multihead_mamba_mixer,
-    shared_block,
-)
-from llmcalc.model.spec import Attention, LayerGroup, LayerSet, Mixer, Run, Shape, Tensor
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import override_plan
+from llmcalc.families._base import plan_from_kinds
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._ssm import LayerBuild
+from llmcalc.families._ssm import check_mamba2
+from llmcalc.families._ssm import mamba2_mixer
+from llmcalc.families._ssm import mixed_layers
+from llmcalc.families._ssm import multihead_mamba_mixer
+from llmcalc.families._ssm import shared_block
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Mixer
+from llmcalc.model.spec import Run
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 MAMBA, HYBRID = "mamba", "hybrid"
 # a layers_block_type entry → the layer's kind (transformers remaps "mamba" to "linear_attention")
@@ -55,26 +58,26 @@ REUSED = "hybrid (shared block reused)"
 class ZambaConfig(FamilyConfig):
     transformers_class = "ZambaConfig"
 
-    vocab_size: Size = 32000
-    tie_word_embeddings: bool = True
-    hidden_size: Size = 3712
+    vocab_size: Size
+    tie_word_embeddings: bool
+    hidden_size: Size
     attention_hidden_size: Size | None = None  # absent: 2 · hidden_size
-    intermediate_size: Size = 14848
-    num_hidden_layers: Size = 76
-    num_attention_heads: Size = 16
+    intermediate_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
     attention_head_dim: Size | None = Field(
         None, validation_alias=AliasChoices("attention_head_dim", "head_dim"))
-    num_key_value_heads: Size = 16
-    n_mamba_heads: Size = 2
-    max_position_embeddings: Size | None = 4096
-    attn_layer_period: Size = 6
-    attn_layer_offset: int = 4
-    mamba_d_state: Size = 16
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_dt_rank: Size | str = "auto"
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
+    num_key_value_heads: Size
+    n_mamba_heads: Size
+    max_position_embeddings: Size | None
+    attn_layer_period: Size
+    attn_layer_offset: int
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_dt_rank: Size | str
+    mamba_conv_bias: bool
+    mamba_proj_bias: bool
     layers_block_type: list[str] | None = Field(
         None, validation_alias=AliasChoices("layers_block_type", "layer_types"))
 
@@ -200,27 +203,27 @@ ZAMBA2_DEFAULT_LAYERS = (
 class Zamba2Config(FamilyConfig):
     transformers_class = "Zamba2Config"
 
-    vocab_size: Size = 32000
-    max_position_embeddings: Size = 4096
-    hidden_size: Size = 2560
-    num_hidden_layers: Size = 54
+    vocab_size: Size
+    max_position_embeddings: Size
+    hidden_size: Size
+    num_hidden_layers: Size
     layers_block_type: list[str] | None = None
     layer_types: list[str] | None = None  # its alias (see kinds)
-    mamba_d_state: Size = 64
-    mamba_d_conv: Size = 4
-    mamba_expand: Size = 2
-    mamba_ngroups: Size = 1
-    n_mamba_heads: Size = 8
-    chunk_size: Size = 256
-    add_bias_linear: bool = False
+    mamba_d_state: Size
+    mamba_d_conv: Size
+    mamba_expand: Size
+    mamba_ngroups: Size
+    n_mamba_heads: Size
+    chunk_size: Size
+    add_bias_linear: bool
     intermediate_size: Size | None = None  # absent: 4 · hidden_size
-    num_attention_heads: Size = 32
+    num_attention_heads: Size
     num_key_value_heads: Size | None = None  # absent: the heads
-    num_mem_blocks: Size = 1
-    use_shared_attention_adapter: bool = False
-    adapter_rank: Size = 128
-    use_long_context: bool = False
-    tie_word_embeddings: bool = True
+    num_mem_blocks: Size
+    use_shared_attention_adapter: bool
+    adapter_rank: Size
+    use_long_context: bool
+    tie_word_embeddings: bool
     # derived in Zamba2Config.__post_init__, but a config.json's values (as save_pretrained writes
     # them) are set after it and win: absent, 2d, 2d / heads, d_inner / n_mamba_heads, the hybrids
     attention_hidden_size: Size | None = None

@@ -19,48 +19,55 @@ lm_head_bias.
 
 from __future__ import annotations
 
-from llmcalc.families._base import (
-    FULL,
-    SLIDING,
-    Architecture,
-    FamilyConfig,
-    LayerPlan,
-    Size,
-    check_top_k,
-    linear,
-    llama_outer_tensors,
-    norm,
-    require,
-    resolve_kv_heads,
-    routed_experts,
-    split_plan,
-)
-from llmcalc.families._moe import cross_plans, crossed_name, listed_plan
-from llmcalc.model.spec import CCA, Attention, LayerGroup, LayerSet, Mixer, MoE, Shape, Tensor
+from llmcalc.families._base import FULL
+from llmcalc.families._base import SLIDING
+from llmcalc.families._base import Architecture
+from llmcalc.families._base import FamilyConfig
+from llmcalc.families._base import LayerPlan
+from llmcalc.families._base import Size
+from llmcalc.families._base import check_top_k
+from llmcalc.families._base import linear
+from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import norm
+from llmcalc.families._base import require
+from llmcalc.families._base import resolve_kv_heads
+from llmcalc.families._base import routed_experts
+from llmcalc.families._base import split_plan
+from llmcalc.families._moe import cross_plans
+from llmcalc.families._moe import crossed_name
+from llmcalc.families._moe import listed_plan
+from llmcalc.model.spec import CCA
+from llmcalc.model.spec import Attention
+from llmcalc.model.spec import LayerGroup
+from llmcalc.model.spec import LayerSet
+from llmcalc.model.spec import Mixer
+from llmcalc.model.spec import MoE
+from llmcalc.model.spec import Shape
+from llmcalc.model.spec import Tensor
 
 FIRST, LATER = "first_layer", "eda"  # the first layer's router has no router_states_scale
 
 
 class ZayaConfig(FamilyConfig):
-    """The fields transformers' ZayaConfig reads (its defaults mirror Zyphra/ZAYA1-8B)."""
+    """The fields transformers' ZayaConfig reads (its declared defaults mirror Zyphra/ZAYA1-8B)."""
 
     transformers_class = "ZayaConfig"
 
-    vocab_size: Size = 262272
-    hidden_size: Size = 2048
-    num_hidden_layers: Size = 40
-    num_attention_heads: Size = 8
-    num_key_value_heads: Size | None = 2
-    head_dim: Size = 128
-    moe_intermediate_size: Size = 2048
-    num_experts: Size = 16
-    num_experts_per_tok: Size = 1
-    router_hidden_size: Size = 256
-    cca_time0: Size = 2
-    cca_time1: Size = 2
-    attention_bias: bool = False
-    lm_head_bias: bool = False
-    tie_word_embeddings: bool = True
+    vocab_size: Size
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    num_key_value_heads: Size | None
+    head_dim: Size
+    moe_intermediate_size: Size
+    num_experts: Size
+    num_experts_per_tok: Size
+    router_hidden_size: Size
+    cca_time0: Size
+    cca_time1: Size
+    attention_bias: bool
+    lm_head_bias: bool
+    tie_word_embeddings: bool
     sliding_window: Size | None = None
     layer_types: list[str] | None = None
     max_position_embeddings: Size | None = None
@@ -167,17 +174,8 @@ def describe(c: ZayaConfig) -> Architecture:
         Tensor("model.input_hidden_states_bias", (d,), "embed/scale"),
     )
     return Architecture(
-        shape=Shape(
-            num_layers=L,
-            hidden_size=d,
-            num_heads=h,
-            num_kv_heads=kv,
-            head_dim=hd,
-            intermediate_size=c.moe_intermediate_size,
-            vocab_size=v,
-            tied_embeddings=c.tie_word_embeddings,
-            max_position_embeddings=c.max_position_embeddings,
-        ),
+        shape=Shape(L, d, h, kv, hd, c.moe_intermediate_size, v,
+                    c.tie_word_embeddings, c.max_position_embeddings),
         tensors=(*outer, *scales),
         layer_groups=groups,
         moe=MoE(num_experts=E, experts_per_tok=k),

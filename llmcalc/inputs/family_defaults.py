@@ -52,7 +52,8 @@ SUB_CONFIG_TYPES = (
     "qwen2_5_vl_text", "llama4_vision_model", "qwen3_vl_vision", "qwen3_vl_text",
     "qwen3_vl_moe_vision", "qwen3_vl_moe_text", "qwen3_5_vision", "qwen3_5_moe_vision",
     "phi4_multimodal_vision", "phi4_multimodal_audio", "moss_transcribe_diarize_audio",
-    "qwen4_exp_vision",
+    "qwen4_exp_vision", "gemma3n_vision", "gemma3n_audio", "gemma4_vision", "gemma4_audio",
+    "gemma4_unified_vision", "gemma4_unified_audio",
     "mllama_text_model", "mllama_vision_model",
 )
 

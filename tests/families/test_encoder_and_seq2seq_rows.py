@@ -40,6 +40,8 @@ ENCODER_CASES = [
     ("electra", "ElectraForMaskedLM", {}, 206_068),  # embedding_size 128 > hidden 64: projected
     ("electra", "ElectraForMaskedLM", {"embedding_size": 64, "tie_word_embeddings": False}, 160_500),
     ("ernie", "ErnieForMaskedLM", {"use_task_id": True}, 128_692),
+    ("ibert", "IBertForMaskedLM", {}, 128_500),  # a row written in MODEL_TYPES alone
+    ("ibert", "IBertForMaskedLM", {"quant_mode": True, "tie_word_embeddings": False}, 161_000),
     ("megatron-bert", "MegatronBertForMaskedLM", {}, 128_500),
     ("xmod", "XmodForMaskedLM", {}, 136_884),
     ("xmod", "XmodForMaskedLM",
@@ -86,6 +88,7 @@ BUNDLED = [
     ("xlm-roberta-xl-default", "XLMRobertaXLForMaskedLM", 3_482_741_760),
     ("electra-default", "ElectraForMaskedLM", 13_546_682),
     ("ernie-default", "ErnieForMaskedLM", 109_514_298),
+    ("ibert-default", "IBertForMaskedLM", 109_514_298),
     ("megatron-bert-default", "MegatronBertForMaskedLM", 333_671_808),
     ("xmod-default", "XmodForMaskedLM", 116_606_010),
     ("rembert-default", "RemBertForMaskedLM", 993_263_548),

@@ -169,3 +169,49 @@ def test_no_family_default_differs_from_the_declared_one() -> None:
             if known and info.default not in (PydanticUndefined, None, declared[known[0]]):
                 differ.append(f"{model_type}.{name}: {info.default} (declared {declared[known[0]]})")
     assert differ == []
+
+
+# Classes whose defaults also serve a composite's text_config, which the table does not fill
+SUB_CONFIG_CLASSES = {"Qwen2Config", "Qwen3Config"}
+
+
+def test_no_row_class_restates_the_declared_defaults() -> None:
+    """A default a row's class states is one its transformers class declares for none of the rows
+    it serves in the same way: the declared one lives in family_defaults.json alone."""
+    import importlib
+    from pathlib import Path
+
+    import llmcalc.families as families
+    from llmcalc.families import MODEL_TYPES
+    from llmcalc.families._base import FamilyConfig
+
+    for module in Path(families.__file__).parent.glob("*.py"):
+        importlib.import_module(f"llmcalc.families.{module.stem}")
+    rows: dict[type, list[str]] = {}
+    for model_type, fam in MODEL_TYPES.items():
+        rows.setdefault(fam.config, []).append(model_type)
+
+    def below(cls: type) -> set[type]:
+        return {s for c in cls.__subclasses__() for s in {c, *below(c)}}
+
+    restated = []
+    for cls in below(FamilyConfig):
+        users = {cls, *below(cls)}
+        if cls.__name__ in SUB_CONFIG_CLASSES or not users <= set(rows):
+            continue
+        for name in cls.__dict__.get("__annotations__", {}):
+            info = cls.model_fields.get(name)
+            if info is None or not isinstance(info.default, (bool, int, float, str)):
+                continue  # a class variable, a required field, a null or a sub-config
+            default, alias = info.default, info.validation_alias
+            names = [alias] if isinstance(alias, str) else [
+                c for c in getattr(alias, "choices", ()) if isinstance(c, str)] or [name]
+            # the rows that take this class's default (no class between redeclares the field)
+            takers = [t for u in users for t in rows[u]
+                      if not any(name in k.__dict__.get("__annotations__", {})
+                                 for k in u.__mro__[:u.__mro__.index(cls)])]
+            declared = [next((fields[n] for n in names if n in fields), None)
+                        for fields in (family_defaults.sub_defaults(t) or {} for t in takers)]
+            if takers and all(type(d) is type(default) and d == default for d in declared):
+                restated.append(f"{cls.__name__}.{name} = {default!r}")
+    assert restated == []
