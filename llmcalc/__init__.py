@@ -11,8 +11,6 @@
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from llmcalc.inputs.config import load_spec, spec_from_dict
-    from llmcalc.formulas.counting import GroupCount, ParamCount, count
     from llmcalc.errors import (
         ConfigError,
         LLMCalcError,
@@ -20,6 +18,7 @@ if TYPE_CHECKING:
         UnknownModelError,
         UsageError,
     )
+    from llmcalc.formulas.counting import GroupCount, ParamCount, count
     from llmcalc.formulas.flops import (
         attention_flops_per_token,
         forward_flops_per_sequence,
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
         weight_flops_per_token,
     )
     from llmcalc.formulas.memory import kv_cache_bytes, kv_cache_bytes_per_token, weight_bytes
+    from llmcalc.inputs.config import load_spec, spec_from_dict
     from llmcalc.model.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
     from llmcalc.units import DType, parse_context, parse_count, parse_dtype
 

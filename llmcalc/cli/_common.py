@@ -13,9 +13,9 @@ import typer
 from llmcalc.cli._complete import complete_model
 from llmcalc.errors import LLMCalcError, UsageError
 from llmcalc.limits import escape_output, one_line
+from llmcalc.model.spec import ModelSpec
 from llmcalc.render import console, dumps
 from llmcalc.render.grid import Grid, to_csv, to_markdown, to_rich
-from llmcalc.model.spec import ModelSpec
 
 P = ParamSpec("P")
 R = TypeVar("R")

@@ -15,8 +15,8 @@ from llmcalc.errors import UsageError
 from llmcalc.render import n
 
 if TYPE_CHECKING:  # train needs neither planning's serving fit nor the spec module here
-    from llmcalc.planning.serving import ServingFit
     from llmcalc.model.spec import ModelSpec
+    from llmcalc.planning.serving import ServingFit
 
 NOT_FIT = 1  # the exit code of a plan that does not fit (0: it fits; 2: a usage error)
 

@@ -61,7 +61,10 @@ def config_from_options(
     spec: ModelSpec, *, r: int, alpha: int, targets: str | None, embeddings: bool, experts: bool,
     modules_to_save: str | None, dora: bool, rslora: bool,
 ) -> LoraConfig:
-    from llmcalc.formulas.lora import lora_config, resolve_targets  # only when adapters are asked for
+    from llmcalc.formulas.lora import (  # only when adapters are asked for
+        lora_config,
+        resolve_targets,
+    )
 
     names = [t.strip() for t in (targets or DEFAULT_TARGETS).split(",") if t.strip()]
     return lora_config(

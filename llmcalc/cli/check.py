@@ -8,12 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmcalc.verify.check import CheckRun, check_paths
 from llmcalc.cli._common import Format, JsonOpt, emit, handles_errors, output_format
 from llmcalc.errors import UsageError
 from llmcalc.limits import escape_output
 from llmcalc.render import dumps
 from llmcalc.render.check import check_github, check_gitlab, check_grid, check_json, check_junit
+from llmcalc.verify.check import CheckRun, check_paths
 
 
 class CheckFormat(str, Enum):

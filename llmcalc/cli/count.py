@@ -40,8 +40,8 @@ from llmcalc.cli._lora import (
     config_from_options,
 )
 from llmcalc.cli._options import speaks_flags
-from llmcalc.formulas.counting import count as count_params
 from llmcalc.errors import UsageError
+from llmcalc.formulas.counting import count as count_params
 from llmcalc.limits import MAX_LISTED_TENSORS
 from llmcalc.render.grid import Grid
 

@@ -45,12 +45,12 @@ from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.errors import UsageError
+from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
+from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.finetune import Method, Optimizer
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
 from llmcalc.planning.local import DEFAULT_MIN_CTX
 from llmcalc.planning.serving import fit as fit_plan
-from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
-from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType, parse_context, parse_dtype
 
 
@@ -247,8 +247,8 @@ def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None,
     """Bundled and locally cached models, each in the best format that fits (llmcalc.planning.local)."""
     import fnmatch
 
-    from llmcalc.inputs import bundled, hfcache
     from llmcalc.cli._common import spec_for
+    from llmcalc.inputs import bundled, hfcache
     from llmcalc.planning.local import what_fits
     from llmcalc.render.local import what_fits_grid, what_fits_json
 

@@ -26,9 +26,9 @@ from llmcalc.cli._common import (
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
 from llmcalc.cli._options import DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.errors import UsageError
+from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.planning.latency import latency as compute_latency
-from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
 

@@ -15,12 +15,12 @@ from llmcalc.cli._common import (
     handles_errors,
     output_format,
 )
-from llmcalc.formulas.counting import ParamCount, count
 from llmcalc.errors import UsageError
+from llmcalc.formulas.counting import ParamCount, count
 from llmcalc.limits import shown
+from llmcalc.model.spec import ModelSpec
 from llmcalc.render import short
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.model.spec import ModelSpec
 
 PUBLISHED = "published"
 CLASS_DEFAULTS = "class defaults"

@@ -43,17 +43,17 @@ from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.memory import memory as compute_memory
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
-from llmcalc.render import gib
 from llmcalc.inputs.safetensors_index import DTypeBytes, StoredWeights
 from llmcalc.model.spec import ModelSpec
+from llmcalc.render import gib
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
 
 def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
     """What the checkpoint behind MODEL stores, by dtype: a Hub repo's safetensors headers (range
     requests) or a local folder's; None when there is no checkpoint to read."""
-    from llmcalc.inputs import hub
     from llmcalc.errors import LLMCalcError
+    from llmcalc.inputs import hub
     from llmcalc.inputs.safetensors_index import bytes_by_dtype, has_safetensors, read_checkpoint
 
     origin = spec.origin

@@ -28,8 +28,8 @@ from llmcalc.cli._hardware import GpuFlopsOpt, GpuOpt, GpusOpt
 from llmcalc.cli._options import TrainCtxOpt, speaks_flags
 from llmcalc.planning.hardware import require, resolve
 from llmcalc.planning.serving import model_flops_utilisation
-from llmcalc.render.mfu import explain_lines, mfu_grid, mfu_json, mfu_view
 from llmcalc.planning.training import DEFAULT_CTX
+from llmcalc.render.mfu import explain_lines, mfu_grid, mfu_json, mfu_view
 from llmcalc.units import parse_context, parse_count
 
 

@@ -121,9 +121,9 @@ def _memory(
     dtype: str, kv_dtype: str | None, gpu: str | None, gpus: int,
 ) -> Any:
     from llmcalc.formulas.activations import serving_kernel
+    from llmcalc.formulas.series import memory_series
     from llmcalc.planning.hardware import resolve
     from llmcalc.planning.serving import fit
-    from llmcalc.formulas.series import memory_series
 
     n_batch = parse_count(batch, option="--batch")
     w = parse_dtype(dtype, option="--dtype")

@@ -7,7 +7,6 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.text import Text
 
-from llmcalc.formulas.activations import Kernel, Loss, OptimizerImpl, Precision
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -48,9 +47,9 @@ from llmcalc.cli._lora import (
 )
 from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, speaks_flags
 from llmcalc.errors import UsageError
+from llmcalc.formulas.activations import Kernel, Loss, OptimizerImpl, Precision
 from llmcalc.planning.finetune import Method, Optimizer
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, require, resolve
-from llmcalc.render.train import explain_lines, train_grid, train_json, train_view
 from llmcalc.planning.training import (
     CHINCHILLA_TOKENS_PER_PARAM,
     DEFAULT_CTX,
@@ -60,6 +59,7 @@ from llmcalc.planning.training import (
     parallelism,
     plan_training,
 )
+from llmcalc.render.train import explain_lines, train_grid, train_json, train_view
 from llmcalc.units import parse_context, parse_count
 
 

@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from rich.console import Group
 
-from llmcalc.inputs import hub
 from llmcalc.cli._common import (
     FamilyOpt,
     FormatOpt,
@@ -24,8 +23,9 @@ from llmcalc.cli._common import (
     spec_for,
 )
 from llmcalc.errors import UsageError
-from llmcalc.render.verify import flops_json, flops_view, parts_grid, verify_json, verify_view
+from llmcalc.inputs import hub
 from llmcalc.inputs.safetensors_index import has_safetensors
+from llmcalc.render.verify import flops_json, flops_view, parts_grid, verify_json, verify_view
 from llmcalc.verify.reference import (
     FLOPS_SEQ_LEN,
     compare_checkpoint,

@@ -326,7 +326,6 @@ MOBILENET_SIDE = 768  # Gemma3nImageProcessor resizes every image to 768 × 768
 
 
 def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
-    from llmcalc.inputs import family_defaults
     from llmcalc.families._mobilenet import FEATURES
     from llmcalc.families._mobilenet import MSFA_RESOLUTION
     from llmcalc.families._mobilenet import mobilenetv5
@@ -334,6 +333,7 @@ def describe_gemma3n(c: Gemma3nConfig) -> Architecture:
     from llmcalc.families._vision import read_sub
     from llmcalc.families._vision import sub_fields
     from llmcalc.families._vision import text_model
+    from llmcalc.inputs import family_defaults
 
     text = sub_fields(c.text_config, "text_config", "gemma3n_text",
                       family_defaults.sub_defaults("gemma3n_text") or {})

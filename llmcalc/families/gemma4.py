@@ -421,10 +421,10 @@ def embedder(prefix: str, component: str, d_in: int, d_t: int) -> list[Tensor]:
 
 def _language_model(c: Gemma4Config, text_type: str) -> Architecture:
     """The language model of a whole Gemma 4 (its text_config on ``text_type``'s defaults)."""
-    from llmcalc.inputs import family_defaults
     from llmcalc.families._vision import prefixer
     from llmcalc.families._vision import sub_fields
     from llmcalc.families._vision import text_model
+    from llmcalc.inputs import family_defaults
 
     text = sub_fields(c.text_config, "text_config", text_type,
                       family_defaults.sub_defaults(text_type) or {})

@@ -61,8 +61,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmcalc.formulas.counting import count, percent_off
 from llmcalc.errors import UsageError
+from llmcalc.formulas.counting import count, percent_off
 from llmcalc.model.spec import (
     CCA,
     GATED_DELTA,

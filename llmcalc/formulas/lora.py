@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from llmcalc.formulas.counting import count
 from llmcalc.errors import ParameterError
+from llmcalc.formulas.counting import count
 from llmcalc.model.spec import LayerGroup, ModelSpec, Tensor
 
 ALL_LINEAR = "all-linear"

@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmcalc.formulas import quant
 from llmcalc.errors import UsageError
+from llmcalc.formulas import quant
 from llmcalc.formulas.quant import QuantFormat
 from llmcalc.model.spec import Attention, Compressor, LayerGroup, Mixer, ModelSpec, context_notes
 from llmcalc.units import DType, nbytes
@@ -358,7 +358,9 @@ def memory(
     cross_model = has_cross_attention(spec)
     source = None
     if cross_model:
-        from llmcalc.formulas.flops import source_len_of  # Whisper's encoder: a fixed number of tokens
+        from llmcalc.formulas.flops import (
+            source_len_of,  # Whisper's encoder: a fixed number of tokens
+        )
 
         source = source_len_of(spec, ctx if source_len is None else source_len)
     kv = kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype, source_len=source)

@@ -9,7 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from llmcalc.errors import ParameterError
-from llmcalc.formulas.flops import attention_crossover_ctx, attention_flops_per_token, weight_flops_per_token
+from llmcalc.formulas.flops import (
+    attention_crossover_ctx,
+    attention_flops_per_token,
+    weight_flops_per_token,
+)
 from llmcalc.formulas.memory import kv_cache_bytes, weight_bytes
 from llmcalc.formulas.quant import WeightFormat
 from llmcalc.model.spec import ModelSpec

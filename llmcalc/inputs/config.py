@@ -18,13 +18,15 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from llmcalc.inputs import bundled
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
+from llmcalc.inputs import bundled
 from llmcalc.inputs.files import YAML_SUFFIXES, _Loader, parse_file
 from llmcalc.inputs.files import check_shape as _check_shape
 from llmcalc.inputs.files import is_dir as _is_dir
 from llmcalc.inputs.files import is_file as _is_file
+from llmcalc.inputs.validation import quoted as _json
+from llmcalc.inputs.validation import validation_message as _validation_message
 from llmcalc.limits import (
     MAX_META_CHARS,
     MAX_SET_CHARS,
@@ -32,8 +34,6 @@ from llmcalc.limits import (
     shown,
 )
 from llmcalc.model.spec import ModelSpec, Origin
-from llmcalc.inputs.validation import quoted as _json
-from llmcalc.inputs.validation import validation_message as _validation_message
 
 META_KEYS = ("name", "source", "expected", "class_defaults")
 
@@ -276,8 +276,8 @@ def _stored_parameters_note(spec: ModelSpec) -> ModelSpec:
         return spec
     from dataclasses import replace
 
-    from llmcalc.inputs import gguf_model
     from llmcalc.formulas.memory import weight_elements
+    from llmcalc.inputs import gguf_model
 
     note = gguf_model.parameter_note(q, weight_elements(spec))
     return replace(spec, notes=(*spec.notes, note)) if note else spec

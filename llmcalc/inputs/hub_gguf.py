@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llmcalc.inputs import hub
 from llmcalc.errors import HubError, LLMCalcError
+from llmcalc.inputs import hub
 from llmcalc.inputs.gguf_file import MAX_GGUF_HEADER, GgufHeader, GgufTensor, Truncated, parse
 from llmcalc.limits import MiB, shown
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from llmcalc.inputs import family_defaults
 from llmcalc.errors import UsageError
+from llmcalc.inputs import family_defaults
 
 # (positions, ffn, norm, moe) → model type
 ARCHITECTURES: dict[tuple[str, str, str, bool], str] = {

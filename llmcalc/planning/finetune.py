@@ -37,15 +37,15 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from llmcalc.errors import ParameterError
 from llmcalc.formulas import activations as act
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.counting import count
-from llmcalc.errors import ParameterError
-from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.formulas.lora import LoraConfig, LoraCount, lora_count
-from llmcalc.planning.serving import largest
 from llmcalc.formulas.quant import FORMATS, WeightFormat
 from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
+from llmcalc.planning.serving import largest
 from llmcalc.planning.training import (
     ADAMW_BYTES,
     DEFAULT_MFU,

@@ -30,11 +30,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from llmcalc.formulas import flops, memory
 from llmcalc.errors import ParameterError
-from llmcalc.planning.hardware import Accelerator, Interconnect
+from llmcalc.formulas import flops, memory
 from llmcalc.formulas.quant import WeightFormat, is_routed_expert, weight_bytes
 from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.hardware import Accelerator, Interconnect
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce

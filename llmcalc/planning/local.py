@@ -19,11 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from llmcalc.formulas import memory
 from llmcalc.errors import LLMCalcError, ParameterError
-from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
-from llmcalc.planning.serving import DecodeBound, decode_bound
-from llmcalc.planning.serving import fit as serving_fit
+from llmcalc.formulas import memory
 from llmcalc.formulas.quant import (
     FORMATS,
     StoredFormat,
@@ -33,6 +30,9 @@ from llmcalc.formulas.quant import (
     weight_bytes,
 )
 from llmcalc.model.spec import LayerGroup, ModelSpec, Tensor
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
+from llmcalc.planning.serving import DecodeBound, decode_bound
+from llmcalc.planning.serving import fit as serving_fit
 from llmcalc.units import DType
 
 # llama.cpp's common formats, most bits first (GGUF F16, Q8_0, Q4_K_M, Q4_0)

@@ -17,12 +17,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from llmcalc.errors import ParameterError
 from llmcalc.formulas import activations as act
 from llmcalc.formulas import flops, memory
-from llmcalc.errors import ParameterError
-from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.formulas.quant import WeightFormat
 from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.planning.training import training_flops
 from llmcalc.units import DType
 

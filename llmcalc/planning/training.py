@@ -24,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from llmcalc.errors import ParameterError
 from llmcalc.formulas import activations as act
 from llmcalc.formulas import flops
 from llmcalc.formulas.counting import count
-from llmcalc.errors import ParameterError
-from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 
 # ---- compute -------------------------------------------------------------------------------------
 

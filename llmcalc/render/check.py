@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from llmcalc.verify.check import CheckRun, FileCheck, Location, figure_message, first_difference
 from llmcalc.limits import escape
 from llmcalc.render.grid import Col, Grid
 from llmcalc.render.verify import verify_json
+from llmcalc.verify.check import CheckRun, FileCheck, Location, figure_message, first_difference
 
 
 def summary(run: CheckRun) -> str:

@@ -9,9 +9,9 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.formulas.counting import ParamCount, percent_off
+from llmcalc.model.spec import LAYER, ModelSpec, Tensor
 from llmcalc.render import n, pct, short
 from llmcalc.render.grid import Cell, Col, Fig, Fitted, Grid
-from llmcalc.model.spec import LAYER, ModelSpec, Tensor
 
 OUTER_LABELS = {
     "embed/tokens": "token embeddings",

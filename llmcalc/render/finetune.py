@@ -8,11 +8,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.finetune import OPTIMIZER_BYTES, FinetuneFit, FinetunePlan
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.render import gib, n, short
 from llmcalc.render.train import accelerator_line, verdict
-from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
 
 STATE_LABELS = {

@@ -8,14 +8,14 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from llmcalc.formulas.quant import QuantFormat, WeightFormat
+from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.serving import ServingFit
-from llmcalc.formulas.quant import QuantFormat, WeightFormat
 from llmcalc.render import gib, n
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.render.memory import window_cap
 from llmcalc.render.train import accelerator_line, verdict
-from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
 
 

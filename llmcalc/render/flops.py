@@ -16,10 +16,10 @@ from llmcalc.formulas.flops import (
     FlopsResult,
     position_flops,
 )
+from llmcalc.model.spec import CCA, MLSTM, RWKV, Mixer, ModelSpec
 from llmcalc.render import n, pct, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.model.spec import CCA, MLSTM, RWKV, Mixer, ModelSpec
 
 SI_FLOPS = (("Z", 10**21), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
             ("M", 10**6), ("K", 10**3))

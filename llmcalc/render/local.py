@@ -8,12 +8,12 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.local import LocalFit, Offload
 from llmcalc.render import gib, n
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.render.train import accelerator_line
-from llmcalc.model.spec import ModelSpec
 
 
 def what_fits_grid(rows: list[LocalFit], *, accelerator: Accelerator, gpus: int, min_ctx: int,

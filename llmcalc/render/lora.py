@@ -8,9 +8,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 
 from llmcalc.formulas.lora import LoraCount
+from llmcalc.model.spec import ModelSpec
 from llmcalc.render import n
 from llmcalc.render.count import header
-from llmcalc.model.spec import ModelSpec
 
 RSLORA_NOTE = "rsLoRA scales the update by α/√r instead of α/r: no parameter count changes"
 

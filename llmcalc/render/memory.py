@@ -9,12 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.formulas.memory import MemoryResult
+from llmcalc.inputs.safetensors_index import STORED_AS, StoredWeights, other_dtypes
+from llmcalc.model.spec import ModelSpec
 from llmcalc.render import GiB, gib, n
 from llmcalc.render.count import header
 from llmcalc.render.flops import ctx_label, note_lines, plural
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.inputs.safetensors_index import STORED_AS, StoredWeights, other_dtypes
-from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DTYPE_BITS, DType
 
 

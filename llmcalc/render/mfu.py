@@ -8,11 +8,11 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.serving import Utilisation
 from llmcalc.render import n, per_second
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.model.spec import ModelSpec
 
 
 def mfu_view(

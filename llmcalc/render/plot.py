@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Literal
 
 from llmcalc.formulas.counting import ParamCount
-from llmcalc.render import n, short
 from llmcalc.formulas.series import FlopsSeries, MemorySeries
+from llmcalc.render import n, short
 
 COLORS = ("#2563eb", "#dc2626", "#059669", "#9333ea", "#d97706", "#0891b2")
 INK, MUTED, GRID = "#111827", "#6b7280", "#e5e7eb"

@@ -8,16 +8,16 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.planning.hardware import Accelerator
-from llmcalc.render import gib, n, per_second, sci, short
-from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.training import (
     CHINCHILLA_TOKENS_PER_PARAM,
     ZERO_PARTITIONED,
     Recompute,
     TrainingPlan,
 )
+from llmcalc.render import gib, n, per_second, sci, short
+from llmcalc.render.grid import Col, Fig, Grid
 
 STATE_LABELS = {
     "weights": "weights (bf16)",

@@ -18,15 +18,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from llmcalc.errors import ConfigError, HubError, UsageError
+from llmcalc.formulas.counting import count
 from llmcalc.inputs import bundled
 from llmcalc.inputs.config import load_spec
-from llmcalc.formulas.counting import count
-from llmcalc.errors import ConfigError, HubError, UsageError
 from llmcalc.inputs.files import is_dir as _is_dir
 from llmcalc.inputs.files import is_file as _is_file
 from llmcalc.inputs.files import parse_file
-from llmcalc.limits import check_model_arg, escape, one_line, shown
 from llmcalc.inputs.safetensors_index import has_safetensors
+from llmcalc.limits import check_model_arg, escape, one_line, shown
 from llmcalc.model.spec import ModelSpec
 from llmcalc.verify.reference import Comparison, verify_checkpoint, verify_transformers
 

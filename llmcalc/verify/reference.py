@@ -16,8 +16,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from llmcalc.formulas.counting import LM_HEAD
 from llmcalc.errors import ConfigError, LLMCalcError, MissingExtraError
+from llmcalc.formulas.counting import LM_HEAD
 from llmcalc.formulas.flops import FLOPS_PER_MAC
 from llmcalc.formulas.memory import has_cross_attention
 from llmcalc.inputs.safetensors_index import Checkpoint, read_checkpoint
@@ -93,8 +93,8 @@ def check_buildable(spec: ModelSpec, *, cpu_layers: int | None = None) -> None:
             "and totals are verified without them)",
         )
     if cpu_layers is not None:
-        from llmcalc.inputs.config import spec_from_dict
         from llmcalc.formulas.counting import count
+        from llmcalc.inputs.config import spec_from_dict
 
         cut = spec_from_dict({**spec.config, **cut_fields(spec, num_layers=cpu_layers)},
                              name=spec.name)
@@ -607,8 +607,8 @@ class FlopsCheck:
 
 def verify_flops(spec: ModelSpec, *, seq_len: int = FLOPS_SEQ_LEN) -> FlopsCheck:
     """Hold llmcalc's forward FLOPs (full attention, no cache) to FlopCounterMode's count."""
-    from llmcalc.inputs.config import spec_from_dict
     from llmcalc.formulas.flops import forward_flops_per_sequence
+    from llmcalc.inputs.config import spec_from_dict
 
     start = time.perf_counter()
     check_buildable(spec, cpu_layers=max(FLOPS_DEPTHS))

@@ -17,14 +17,20 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
-from llmcalc.inputs import bundled, family_defaults, hfcache, scratch, speccache
-from llmcalc.planning import local
-from llmcalc.formulas.activations import serving_kernel
-from llmcalc.inputs.config import read_config, spec_from_raw
-from llmcalc.formulas.counting import count
 from llmcalc.errors import ConfigError, LLMCalcError, ParameterError, UsageError
-from llmcalc.planning.finetune import Method, Optimizer, fit_finetune, plan_finetune
+from llmcalc.formulas.activations import serving_kernel
+from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import flops, image_cross_tokens
+from llmcalc.formulas.lora import LoraConfig, lora_config, resolve_targets
+from llmcalc.formulas.memory import kv_cache_bytes, memory
+from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
+from llmcalc.formulas.series import context_grid, flops_series, memory_series
+from llmcalc.inputs import bundled, family_defaults, hfcache, scratch, speccache
+from llmcalc.inputs.config import read_config, spec_from_raw
+from llmcalc.limits import one_line, shown
+from llmcalc.model.spec import ModelSpec, Origin
+from llmcalc.planning import local
+from llmcalc.planning.finetune import Method, Optimizer, fit_finetune, plan_finetune
 from llmcalc.planning.hardware import (
     ACCELERATORS,
     Accelerator,
@@ -34,11 +40,8 @@ from llmcalc.planning.hardware import (
     usable_memory,
 )
 from llmcalc.planning.latency import latency
-from llmcalc.limits import one_line, shown
-from llmcalc.formulas.lora import LoraConfig, lora_config, resolve_targets
-from llmcalc.formulas.memory import kv_cache_bytes, memory
 from llmcalc.planning.serving import ServingFit, decode_bound, fit
-from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
+from llmcalc.planning.training import DEFAULT_MFU, Recompute, parallelism, plan_training
 from llmcalc.render.count import count_json, provenance
 from llmcalc.render.finetune import finetune_json, fit_finetune_json
 from llmcalc.render.fit import fit_json
@@ -47,9 +50,6 @@ from llmcalc.render.latency import latency_json
 from llmcalc.render.local import what_fits_json
 from llmcalc.render.memory import memory_json
 from llmcalc.render.train import train_json
-from llmcalc.formulas.series import context_grid, flops_series, memory_series
-from llmcalc.model.spec import ModelSpec, Origin
-from llmcalc.planning.training import DEFAULT_MFU, Recompute, parallelism, plan_training
 from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
 
 PASTED = "pasted config"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from llmcalc.inputs.config import load_spec
 from llmcalc.formulas.counting import count
+from llmcalc.inputs.config import load_spec
 
 COUNT_PARTS = ("embeddings", "layers (all)", "lm_head", "final norm and other tensors")
 

@@ -4,11 +4,11 @@ separated as people write them, typer's bad-choice message without its "Value er
 
 from __future__ import annotations
 
-import pytest
-
 import json
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from llmcalc import load_spec
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 import llmcalc.cli._common as common
 from llmcalc import count, load_spec
-from llmcalc.inputs import bundled
 from llmcalc.cli import COMMANDS, app
+from llmcalc.inputs import bundled
 from llmcalc.render.grid import Grid
 
 WIDTHS = (80, 120)

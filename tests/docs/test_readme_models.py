@@ -14,8 +14,8 @@ import pytest
 from helpers import docs
 
 from llmcalc import count, load_spec
-from llmcalc.inputs import bundled
 from llmcalc.families import MODEL_TYPES
+from llmcalc.inputs import bundled
 
 README = docs.page("docs/models.md")
 HEADING = "# Supported model types"

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from llmcalc.inputs.config import spec_from_dict
-from llmcalc.formulas.counting import count
 from llmcalc.errors import LLMCalcError
+from llmcalc.formulas.counting import count
+from llmcalc.inputs.config import spec_from_dict
 
 transformers = pytest.importorskip("transformers")
 torch = pytest.importorskip("torch")

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from llmcalc import ConfigError, count, load_spec
+from llmcalc.families import MODEL_TYPES
 from llmcalc.inputs import bundled
 from llmcalc.inputs.config import RawConfig, spec_from_raw
-from llmcalc.families import MODEL_TYPES
 from llmcalc.model.spec import ModelSpec
 
 # MoE language models; whole models with an MoE language model (llama-4-scout-whole …) are held

@@ -24,7 +24,11 @@ from llmcalc.formulas.flops import (
     qsa_causal_pairs,
     weight_flops_per_token,
 )
-from llmcalc.formulas.memory import kv_cache_bytes, kv_cache_bytes_per_token, state_bytes_per_sequence
+from llmcalc.formulas.memory import (
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    state_bytes_per_sequence,
+)
 from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
 from llmcalc.verify.reference import measure_forward

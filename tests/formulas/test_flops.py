@@ -13,7 +13,6 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from llmcalc import load_spec
-from llmcalc.inputs import bundled
 from llmcalc.formulas.flops import (
     attention_crossover_ctx,
     attention_flops_per_token,
@@ -26,6 +25,7 @@ from llmcalc.formulas.flops import (
     weight_flops_breakdown,
     weight_flops_per_token,
 )
+from llmcalc.inputs import bundled
 from llmcalc.model.spec import Attention, LayerGroup, ModelSpec, MoE, Shape, Tensor
 
 LLAMA2_MATMUL = 6_607_077_376  # 6,738,415,616 params − 131,072,000 embedding − 65 × 4,096 norms

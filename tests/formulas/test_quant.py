@@ -7,7 +7,6 @@ import math
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.inputs.config import spec_from_dict
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import (
     FORMATS,
@@ -17,6 +16,7 @@ from llmcalc.formulas.quant import (
     role,
     weight_bytes,
 )
+from llmcalc.inputs.config import spec_from_dict
 from llmcalc.units import DType
 
 TINY_LLAMA = {

@@ -305,8 +305,8 @@ def estimate(case: Case) -> dict[str, int]:
     """llmcalc's figures for ``case``: the peak and its parts (bytes), from the formulas alone."""
     from llmcalc.formulas import activations as A
     from llmcalc.formulas import memory
-    from llmcalc.inputs.config import spec_from_dict
     from llmcalc.formulas.lora import LoraConfig, lora_count
+    from llmcalc.inputs.config import spec_from_dict
     from llmcalc.units import DType
 
     spec = spec_from_dict(MODELS[case.model])

@@ -16,8 +16,8 @@ from helpers import REPO
 from helpers.configs import TINY_LLAMA
 from helpers.fake_hub import GOOD_TOKEN, FakeHub, serve, sha_of
 
-from llmcalc.inputs.config import spec_from_dict
 from llmcalc.formulas.counting import count
+from llmcalc.inputs.config import spec_from_dict
 
 TINY = {**TINY_LLAMA, "rms_norm_eps": 1e-5}
 TINY_V2 = {**TINY, "num_hidden_layers": 3}

@@ -20,10 +20,10 @@ import pytest
 from helpers import REPO
 from helpers.reference import numel
 
-from llmcalc.inputs.config import spec_from_dict
-from llmcalc.formulas.counting import count
 from llmcalc.errors import LLMCalcError
+from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import flops
+from llmcalc.inputs.config import spec_from_dict
 from llmcalc.model.spec import ModelSpec, spec_part
 
 transformers = pytest.importorskip("transformers")

@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 from helpers.reference import numel
 
-from llmcalc.inputs.config import spec_from_dict
-from llmcalc.formulas.counting import count
 from llmcalc.errors import LLMCalcError
+from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import flops, part_flops
+from llmcalc.inputs.config import spec_from_dict
 from llmcalc.model.spec import ModelSpec, spec_part
 
 transformers = pytest.importorskip("transformers")

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from helpers.reference import matches_whole_model
 
-from llmcalc.inputs.config import load_spec, spec_from_dict
-from llmcalc.formulas.counting import count
 from llmcalc.errors import LLMCalcError, UsageError
+from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import flops, part_flops
 from llmcalc.formulas.memory import memory
+from llmcalc.inputs.config import load_spec, spec_from_dict
 from llmcalc.model.spec import spec_part
 from llmcalc.units import DType
 

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from helpers.reference import matches_whole_model
 
-from llmcalc.inputs.config import load_spec, spec_from_dict
-from llmcalc.formulas.counting import count
 from llmcalc.families.audio_lm import audio_tokens
+from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import part_flops
 from llmcalc.formulas.memory import memory
+from llmcalc.inputs.config import load_spec, spec_from_dict
 from llmcalc.units import DType
 
 transformers = pytest.importorskip("transformers")

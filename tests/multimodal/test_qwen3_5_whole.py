@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 from helpers.reference import matches_whole_model, text_forward_cache
 
-from llmcalc.inputs.config import load_spec, spec_from_dict
 from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import flops, part_flops
 from llmcalc.formulas.memory import kv_cache_bytes, memory, state_bytes_per_sequence
+from llmcalc.inputs.config import load_spec, spec_from_dict
 from llmcalc.model.spec import spec_part
 from llmcalc.units import DType
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.planning.finetune import Method, Optimizer, plan_finetune
 from llmcalc.formulas.flops import weight_flops_per_token
-from llmcalc.planning.hardware import lookup
 from llmcalc.formulas.lora import lora_config, resolve_targets
+from llmcalc.planning.finetune import Method, Optimizer, plan_finetune
+from llmcalc.planning.hardware import lookup
 
 
 def _qlora_7b(**kw):  # type: ignore[no-untyped-def]

@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.planning.hardware import GiB, lookup, usable_memory
-from llmcalc.planning.local import DEFAULT_RAM_BANDWIDTH, LADDER, best_fit, offload
 from llmcalc.formulas.memory import kv_cache_bytes, weight_bytes
 from llmcalc.formulas.quant import FORMATS
+from llmcalc.planning.hardware import GiB, lookup, usable_memory
+from llmcalc.planning.local import DEFAULT_RAM_BANDWIDTH, LADDER, best_fit, offload
 from llmcalc.units import DType
 
 

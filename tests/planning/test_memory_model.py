@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from llmcalc.errors import ParameterError
 from llmcalc.formulas import activations as A
 from llmcalc.inputs.config import load_spec, spec_from_dict
-from llmcalc.errors import ParameterError
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.serving import fit
 from llmcalc.units import DType

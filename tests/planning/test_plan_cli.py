@@ -138,7 +138,8 @@ def test_train_headroom_decides_the_verdict(cli: Any) -> None:
 
 
 def test_train_and_fit_share_the_headroom() -> None:
-    from llmcalc.planning import hardware, serving as planning, training
+    from llmcalc.planning import hardware, training
+    from llmcalc.planning import serving as planning
 
     assert planning.DEFAULT_HEADROOM is hardware.DEFAULT_HEADROOM
     assert training.DEFAULT_HEADROOM is hardware.DEFAULT_HEADROOM

@@ -10,9 +10,9 @@ import pytest
 from helpers import REPO
 
 from llmcalc import count, load_spec
+from llmcalc.errors import ConfigError
 from llmcalc.inputs import bundled
 from llmcalc.verify.check import Expectation, FigureCheck, find_configs, parse_expected
-from llmcalc.errors import ConfigError
 
 # gpt2 at 2 layers of width 32: wte 100·32, wpe 64·32; per layer 2 LayerNorms 4·32, c_attn
 # 32·96+96, c_proj 32·32+32, c_fc 32·128+128, c_proj 128·32+32 = 12,704; ln_f 2·32.

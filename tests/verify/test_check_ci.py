@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from llmcalc.verify.check import CheckRun, FileCheck, Location, Skipped
 from llmcalc.render.check import check_github
+from llmcalc.verify.check import CheckRun, FileCheck, Location, Skipped
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,12 +16,12 @@ import pytest
 from helpers import REPO
 from helpers.configs import TINY_LLAMA
 
-from llmcalc.inputs.config import spec_from_dict
-from llmcalc.formulas.counting import count
 from llmcalc.errors import ConfigError
 from llmcalc.families import MODEL_TYPES
+from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import attention_flops_per_token, weight_flops_per_token
 from llmcalc.formulas.memory import kv_cache_bytes_per_token
+from llmcalc.inputs.config import spec_from_dict
 from llmcalc.units import DType
 
 pytest.importorskip("transformers")
