@@ -162,6 +162,12 @@ def escape_streams() -> None:
 def _parsed(args: list[str]) -> object:
     """The command line parsed by typer and run: the app holds just the command named first."""
     first = args[0] if args else ""
+    if first.endswith("-completion"):  # --show-completion / --install-completion [SHELL]
+        from llmcalc.cli._complete import shell_completion
+
+        code = shell_completion(args)
+        if code is not None:
+            return code
     app = build_app([first] if first in COMMANDS else COMMANDS)
     command = typer.main.get_command(app)
     cap_integer_options(command)

@@ -67,6 +67,11 @@ def fit_view(
             f"capped at the model's max_position_embeddings ({n(f.context_limit)}); more would fit",
             style="dim",
         ))
+    if f.limited_by_batch_limit:
+        parts.append(Text(
+            f"the model keeps no KV cache or state: memory sets no largest batch; capped at the "
+            f"{n(f.batch)} searched", style="dim",
+        ))
     if f.decode is not None:
         d = f.decode
         r = Table(title="decode speed bound (memory-bandwidth roofline)", title_justify="left")
@@ -207,4 +212,7 @@ def fit_grid(
         cap = window_cap(spec, f.ctx) if f.ctx is not None else None
         if cap:
             g.notes.append(f"{label}: {cap}")
+        if f.limited_by_batch_limit:
+            g.notes.append(f"{label}: keeps no KV cache or state: memory sets no largest batch; "
+                           f"capped at the {n(f.batch)} searched")
     return g
