@@ -212,7 +212,7 @@ def fit_grid(
         cap = window_cap(spec, f.ctx) if f.ctx is not None else None
         if cap:
             g.notes.append(f"{label}: {cap}")
-        if f.limited_by_batch_limit:
+        if f.limited_by_batch_limit and f.batch is not None:
             g.notes.append(f"{label}: keeps no KV cache or state: memory sets no largest batch; "
                            f"capped at the {n(f.batch)} searched")
     return g

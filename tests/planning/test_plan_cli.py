@@ -264,6 +264,7 @@ def test_fit_batch_of_a_model_that_keeps_no_cache() -> None:
     # BERT keeps no KV cache and no state (0 B a token): weights alone, 2 × 109,514,298 B in
     # bf16, set what fits, so any batch does; the search's cap answers, and says so
     from helpers.shell import llmcalc
+
     from llmcalc.planning import UNBOUNDED_BATCH_LIMIT
 
     run = llmcalc("fit", "bert-base-uncased", "--gpu", "h100", "--ctx", "512")
