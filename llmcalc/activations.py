@@ -41,6 +41,24 @@ class OptimizerImpl(str, Enum):
     fused = "fused"  # one fused kernel per dtype group
 
 
+class Method(str, Enum):
+    """A fine-tune's method (``fit``/``train --method``): llmcalc.finetune plans each."""
+
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class Optimizer(str, Enum):
+    """A fine-tune's optimizer (``--optimizer``): its states per trainable parameter are
+    llmcalc.finetune.OPTIMIZER_BYTES."""
+
+    adamw = "adamw"
+    adamw_8bit = "adamw-8bit"
+    paged_adamw = "paged-adamw"
+    paged_adamw_8bit = "paged-adamw-8bit"
+
+
 class Loss(str, Enum):
     """How the cross-entropy over the vocabulary is computed."""
 
@@ -107,10 +125,12 @@ class LayerKind:
 
 
 def _config_value(spec: ModelSpec, *keys: str) -> object:
-    base = defaults(spec.model_type) or {}
+    base: dict[str, object] | None = None  # the class defaults, read only when needed
     for key in keys:
         if key in spec.config:
             return spec.config[key]
+        if base is None:
+            base = defaults(spec.model_type) or {}
         if key in base:
             return base[key]
     return None

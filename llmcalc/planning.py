@@ -18,12 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from llmcalc import activations as act
-from llmcalc import flops, memory
+from llmcalc import memory
 from llmcalc.errors import ParameterError
 from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.quant import WeightFormat
 from llmcalc.spec import ModelSpec
-from llmcalc.training import training_flops
 from llmcalc.units import DType
 
 # Largest context searched when a config states no max_position_embeddings.
@@ -241,6 +240,9 @@ def model_flops_utilisation(
                              value=tokens_per_sec)
     if gpus < 1:
         raise ParameterError("{gpus} {value}: must be 1 or more", value=gpus)
+    from llmcalc import flops  # MFU only: serving plans need no FLOPs
+    from llmcalc.training import training_flops
+
     per_token = flops.training_flops_per_token(spec, ctx=ctx)
     per_token_causal = training_flops(spec, tokens=ctx, ctx=ctx).total / ctx
     capacity = gpus * accelerator.peak_flops

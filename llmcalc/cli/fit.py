@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
+from llmcalc.activations import Method, Optimizer
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -45,9 +46,7 @@ from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.errors import UsageError
-from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
-from llmcalc.local import DEFAULT_MIN_CTX
 from llmcalc.planning import fit as fit_plan
 from llmcalc.quant import WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.spec import ModelSpec
@@ -201,6 +200,8 @@ def fit(
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
     if offload:
+        from llmcalc.local import DEFAULT_MIN_CTX
+
         _offload(specs[0][1], acc, weights, kv, n_ctx or DEFAULT_MIN_CTX, ram_bandwidth,
                  gpu_layers, headroom, how)
         return
@@ -249,7 +250,7 @@ def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None,
 
     from llmcalc import bundled, hfcache
     from llmcalc.cli._common import spec_for
-    from llmcalc.local import what_fits
+    from llmcalc.local import DEFAULT_MIN_CTX, what_fits
     from llmcalc.render.local import what_fits_grid, what_fits_json
 
     min_ctx = parse_context(ctx, option="--ctx") if ctx is not None else DEFAULT_MIN_CTX

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.text import Text
 
-from llmcalc.activations import Kernel, Loss, OptimizerImpl, Precision
+from llmcalc.activations import Kernel, Loss, Method, Optimizer, OptimizerImpl, Precision
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -48,7 +48,6 @@ from llmcalc.cli._lora import (
 )
 from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, speaks_flags
 from llmcalc.errors import UsageError
-from llmcalc.finetune import Method, Optimizer
 from llmcalc.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.render.train import explain_lines, train_grid, train_json, train_view
 from llmcalc.training import (

@@ -6,11 +6,16 @@ import json
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.text import Text
 
 from llmcalc.limits import escape_output
+
+if TYPE_CHECKING:
+    from llmcalc.hardware import Accelerator
+    from llmcalc.spec import ModelSpec
 
 GiB = 1024**3
 
@@ -112,6 +117,40 @@ def gib(nbytes: int) -> str:
 def pct(value: float) -> str:
     """A signed percentage: +1.23%."""
     return f"{value:+.2f}%"
+
+
+# ---- shared by several commands' output ----------------------------------------------------------
+
+
+def verdict(fits: bool) -> Text:
+    return Text("fits", style="bold green") if fits else Text("does not fit", style="bold red")
+
+
+def accelerator_line(acc: Accelerator, gpus: int) -> str:
+    """16,384 × NVIDIA H100 SXM: 80.00 GiB, 989 TFLOP/s dense bf16 (a figure not given to a
+    custom card, such as --gpu-mem alone, is left out rather than shown as 0)."""
+    figures = [gib(acc.memory_bytes) if acc.memory_bytes else "",
+               f"{per_second(acc.peak_flops)} dense bf16" if acc.peak_flops else ""]
+    return f"{n(gpus)} × {acc.name}: " + ", ".join(f for f in figures if f)
+
+
+def window_cap(spec: ModelSpec, ctx: int) -> str | None:
+    """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None. Only
+    layers that cache count (not Gemma's KV-shared layers, nor an encoder's), each layer once (a
+    looped block's layers too), one figure per window (and per compression ratio: DeepSeek-V4's
+    compressed layers also keep one pooled entry per m tokens)."""
+    capped: dict[tuple[int, int], int] = {}  # (window, compress) → layers
+    for g in spec.layer_groups:
+        a = g.attention
+        if a is None or a.window is None or a.window >= ctx or a.kv_shared or not a.causal:
+            continue
+        capped[(a.window, a.compress)] = capped.get((a.window, a.compress), 0) + len(g.layers)
+    if not capped:
+        return None
+    parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"
+                      + (f" (and one pooled entry per {m})" if m else "")
+                      for (w, m), k in capped.items())
+    return f"sliding window caps the KV cache: {parts}"
 
 
 def dumps(obj: Any) -> str:

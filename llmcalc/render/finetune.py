@@ -10,8 +10,7 @@ from rich.text import Text
 
 from llmcalc.finetune import OPTIMIZER_BYTES, FinetuneFit, FinetunePlan
 from llmcalc.hardware import Accelerator
-from llmcalc.render import gib, n, short
-from llmcalc.render.train import accelerator_line, verdict
+from llmcalc.render import accelerator_line, gib, n, short, verdict
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
 

@@ -11,10 +11,8 @@ from rich.text import Text
 from llmcalc.hardware import Accelerator
 from llmcalc.planning import ServingFit
 from llmcalc.quant import QuantFormat, WeightFormat
-from llmcalc.render import gib, n
+from llmcalc.render import accelerator_line, gib, n, verdict, window_cap
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.render.memory import window_cap
-from llmcalc.render.train import accelerator_line, verdict
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
 

@@ -10,9 +10,8 @@ from rich.text import Text
 
 from llmcalc.hardware import Accelerator
 from llmcalc.local import LocalFit, Offload
-from llmcalc.render import gib, n
+from llmcalc.render import accelerator_line, gib, n
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.render.train import accelerator_line
 from llmcalc.spec import ModelSpec
 
 

@@ -8,8 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.hardware import Accelerator
-from llmcalc.render import gib, n, per_second, sci, short
+from llmcalc.render import accelerator_line, gib, n, sci, short, verdict
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.training import (
@@ -49,18 +48,6 @@ RECOMPUTE_LABELS = {
 def flops_sci(value: int) -> str:
     """A FLOP total as it is quoted: 3.78e25 FLOPs (SI prefixes past P mean nothing to readers)."""
     return f"{sci(value)} FLOPs"
-
-
-def verdict(fits: bool) -> Text:
-    return Text("fits", style="bold green") if fits else Text("does not fit", style="bold red")
-
-
-def accelerator_line(acc: Accelerator, gpus: int) -> str:
-    """16,384 × NVIDIA H100 SXM: 80.00 GiB, 989 TFLOP/s dense bf16 (a figure not given to a
-    custom card, such as --gpu-mem alone, is left out rather than shown as 0)."""
-    figures = [gib(acc.memory_bytes) if acc.memory_bytes else "",
-               f"{per_second(acc.peak_flops)} dense bf16" if acc.peak_flops else ""]
-    return f"{n(gpus)} × {acc.name}: " + ", ".join(f for f in figures if f)
 
 
 def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
