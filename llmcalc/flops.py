@@ -77,6 +77,7 @@ from llmcalc.spec import (
     ModelSpec,
     Tensor,
     context_notes,
+    image_cross_tokens,
 )
 from llmcalc.tower_flops import FLOPS_PER_MAC as FLOPS_PER_MAC
 from llmcalc.tower_flops import PartFlops as PartFlops
@@ -502,13 +503,6 @@ def source_len_of(spec: ModelSpec, source_len: int) -> int:
     part = spec.part("encoder")
     fixed = part.tokens_for("layers") if part is not None and part.input_tokens else 0
     return fixed or source_len
-
-
-def image_cross_tokens(spec: ModelSpec) -> int:
-    """Tokens one image puts before the language model's cross-attention layers (Llama 3.2
-    Vision: every tile's patches and class token); 0 where cross-attention, if any, reads an
-    encoder's output."""
-    return sum(p.cross_tokens for p in spec.parts)
 
 
 def image_cross_source(

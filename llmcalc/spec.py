@@ -636,6 +636,13 @@ class ModelSpec:
 CACHE_NOTE = "KV cache:"  # a spec note that memory figures are read with (a family's cache layout)
 
 
+def image_cross_tokens(spec: ModelSpec) -> int:
+    """Tokens one image puts before the language model's cross-attention layers (Llama 3.2
+    Vision: every tile's patches and class token); 0 where cross-attention, if any, reads an
+    encoder's output."""
+    return sum(p.cross_tokens for p in spec.parts)
+
+
 def context_notes(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
     """What a figure at ``ctx`` should be read with: a context past max_position_embeddings, a
     family's note on its KV cache."""

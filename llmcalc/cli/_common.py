@@ -15,7 +15,7 @@ from llmcalc.errors import LLMCalcError, UsageError
 from llmcalc.limits import escape_output, one_line
 from llmcalc.render import console, dumps
 from llmcalc.render.grid import Grid, to_csv, to_markdown, to_rich
-from llmcalc.spec import ModelSpec
+from llmcalc.spec import ModelSpec, image_cross_tokens
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -229,8 +229,6 @@ def takes_text(spec: ModelSpec, command: str) -> ModelSpec:
     """A command that sizes text tokens only refuses a model whose language model reads images
     through cross-attention (Llama 3.2 Vision): with or without an image, its FLOPs and cache
     differ, and only ``flops`` and ``memory`` take ``--images``."""
-    from llmcalc.flops import image_cross_tokens
-
     if image_cross_tokens(spec):
         raise UsageError(
             f"{command}: {spec.name} reads images through cross-attention, which {command} does "
