@@ -14,6 +14,8 @@ from rich.text import Text
 from llmcalc.limits import escape_output
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from llmcalc.hardware import Accelerator
     from llmcalc.spec import ModelSpec
 
@@ -120,6 +122,25 @@ def pct(value: float) -> str:
 
 
 # ---- shared by several commands' output ----------------------------------------------------------
+
+
+def heading(name: str, assumptions: str) -> Text:
+    """A view's first line: the model's name in bold, then what its figures assume."""
+    head = Text()
+    head.append(name, style="bold")
+    head.append(f"  {assumptions}")
+    return head
+
+
+def figures_table(title: str, label: str, *figures: str) -> Table:
+    """A titled table: a column of labels (headed ``label``), then right-aligned figure columns."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    t.add_column(label)
+    for figure in figures:
+        t.add_column(figure, justify="right")
+    return t
 
 
 def verdict(fits: bool) -> Text:

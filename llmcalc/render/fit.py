@@ -5,13 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from llmcalc.hardware import Accelerator
 from llmcalc.planning import ServingFit
 from llmcalc.quant import QuantFormat, WeightFormat
-from llmcalc.render import accelerator_line, gib, n, verdict, window_cap
+from llmcalc.render import accelerator_line, figures_table, gib, heading, n, verdict, window_cap
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
@@ -20,15 +19,9 @@ from llmcalc.units import DType
 def fit_view(
     spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: WeightFormat, kv_dtype: DType
 ) -> RenderableType:
-    head = Text()
-    head.append(spec.name, style="bold")
-    head.append(
-        f"  weights {dtype.value} · KV cache {kv_dtype.value} · "
-        f"{accelerator_line(accelerator, f.gpus)}"
-    )
-    t = Table(title="memory (all GPUs together)", title_justify="left")
-    t.add_column("")
-    t.add_column("bytes", justify="right")
+    head = heading(spec.name, f"weights {dtype.value} · KV cache {kv_dtype.value} · "
+                   f"{accelerator_line(accelerator, f.gpus)}")
+    t = figures_table("memory (all GPUs together)", "", "bytes")
     if accelerator.unified_bytes:
         t.add_row(f"GPU memory (of {gib(accelerator.unified_bytes * f.gpus)} unified)",
                   gib(f.capacity))
@@ -72,9 +65,7 @@ def fit_view(
         ))
     if f.decode is not None:
         d = f.decode
-        r = Table(title="decode speed bound (memory-bandwidth roofline)", title_justify="left")
-        r.add_column("")
-        r.add_column("value", justify="right")
+        r = figures_table("decode speed bound (memory-bandwidth roofline)", "", "value")
         r.add_row("bytes read per step (weights + KV cache)", gib(d.bytes_per_step))
         r.add_row("bandwidth (all GPUs)", f"{d.bandwidth / 1e12:,.2f} TB/s")
         r.add_row("step time ≥", f"{d.seconds_per_step * 1e3:,.2f} ms")

@@ -16,7 +16,7 @@ from llmcalc.flops import (
     FlopsResult,
     position_flops,
 )
-from llmcalc.render import n, pct, sci
+from llmcalc.render import figures_table, n, pct, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import CCA, MLSTM, RWKV, Mixer, ModelSpec
@@ -64,10 +64,7 @@ def _mixer_expression(m: Mixer) -> str:
 
 
 def _table(title: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    t.add_column("figure")
-    t.add_column("FLOPs", justify="right")
-    t.add_column("", justify="right")
+    t = figures_table(title, "figure", "FLOPs", "")
     return t
 
 

@@ -9,7 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.memory import MemoryResult
-from llmcalc.render import GiB, gib, n, window_cap
+from llmcalc.render import GiB, figures_table, gib, n, window_cap
 from llmcalc.render.count import header
 from llmcalc.render.flops import ctx_label, note_lines, plural
 from llmcalc.render.grid import Col, Fig, Grid
@@ -46,12 +46,8 @@ def _dtype_label(dtype: str) -> str:
 
 
 def stored_table(stored: StoredWeights) -> Table:
-    t = Table(title=f"stored in checkpoint {stored.where}", title_justify="left")
-    t.add_column("dtype")
-    t.add_column("tensors", justify="right")
-    t.add_column("elements", justify="right")
-    t.add_column("bytes", justify="right")
-    t.add_column("", justify="right")
+    t = figures_table(f"stored in checkpoint {stored.where}", "dtype", "tensors", "elements",
+                      "bytes", "")
     for row in stored.rows:
         t.add_row(_dtype_label(row.dtype), n(row.tensors), n(row.numel), n(row.nbytes), gib(row.nbytes))
     t.add_section()

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.render import accelerator_line, gib, n, sci, short, verdict
+from llmcalc.render import accelerator_line, figures_table, gib, heading, n, sci, short, verdict
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.spec import ModelSpec
 from llmcalc.training import (
@@ -52,17 +52,10 @@ def flops_sci(value: int) -> str:
 
 def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
     p = plan
-    head = Text()
-    head.append(spec.name, style="bold")
-    head.append(
-        f"  {n(p.params)} parameters · training sequence length {n(p.ctx)} (--ctx) · "
-        f"{accelerator_line(p.accelerator, p.par.gpus)}"
-    )
+    head = heading(spec.name, f"{n(p.params)} parameters · training sequence length "
+                   f"{n(p.ctx)} (--ctx) · {accelerator_line(p.accelerator, p.par.gpus)}")
 
-    compute = Table(title="compute", title_justify="left")
-    compute.add_column("")
-    compute.add_column("value", justify="right")
-    compute.add_column("", justify="right")
+    compute = figures_table("compute", "", "value", "")
     compute.add_row("tokens", n(p.tokens), short(p.tokens))
     compute.add_row(
         f"compute-optimal tokens ({CHINCHILLA_TOKENS_PER_PARAM} per parameter, Hoffmann 2022)",
