@@ -38,6 +38,7 @@ from llmcalc.spec import (
     Mixer,
     ModelSpec,
     context_notes,
+    image_cross_source,
     image_cross_tokens,
 )
 from llmcalc.units import DType, nbytes
@@ -356,8 +357,6 @@ def memory(
     decoder's ``ctx`` tokens, the cross-attention K and V of ``source_len`` encoder tokens
     (default: ``ctx``); a model whose cross-attention reads images (Llama 3.2 Vision) those of
     ``images`` images, its cross-attention layers idle without one."""
-    from llmcalc.flops import image_cross_source
-
     _check(batch=batch, ctx=ctx)
     source_tokens = "vision" if image_cross_tokens(spec) else "encoder"
     kv_dtype = quant.kv_dtype_for(dtype) if kv_dtype is None else kv_dtype

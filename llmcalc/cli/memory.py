@@ -52,7 +52,6 @@ from llmcalc.units import parse_context, parse_count, parse_dtype
 def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
     """What the checkpoint behind MODEL stores, by dtype: a Hub repo's safetensors headers (range
     requests) or a local folder's; None when there is no checkpoint to read."""
-    from llmcalc import hub
     from llmcalc.errors import LLMCalcError
     from llmcalc.safetensors_index import bytes_by_dtype, has_safetensors, read_checkpoint
 
@@ -63,6 +62,8 @@ def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
         return StoredWeights(f"{model} (GGUF tensor table)", gguf, as_computed=True)
     try:
         if origin is not None and origin.repo_id is not None:
+            from llmcalc import hub
+
             where = f"{spec.name} (Hub, safetensors headers)"
             return StoredWeights(where, bytes_by_dtype(hub.read_checkpoint(origin.repo_id, origin.revision)))
         folder = Path(model)

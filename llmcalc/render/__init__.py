@@ -174,6 +174,23 @@ def window_cap(spec: ModelSpec, ctx: int) -> str | None:
     return f"sliding window caps the KV cache: {parts}"
 
 
+def ctx_label(ctx: int) -> str:
+    """131,072 (128k): the exact count, and its binary short form when it has one."""
+    for suffix, size in (("M", 2**20), ("k", 2**10)):
+        if ctx >= size and ctx % size == 0:
+            return f"{n(ctx)} ({ctx // size}{suffix})"
+    return n(ctx)
+
+
+def note_lines(notes: tuple[str, ...]) -> list[Text]:
+    return [Text(f"note: {note}", style="yellow") for note in notes]
+
+
+def plural(count: int, word: str) -> str:
+    """1 layer, 32 layers."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
 def dumps(obj: Any) -> str:
     """JSON for scripts: exact integers, stable key order as built. Control characters in strings
     are \\u escapes (json writes C0 ones so; DEL, C1 and bidi controls are escaped here too)."""

@@ -9,9 +9,8 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.memory import MemoryResult
-from llmcalc.render import GiB, figures_table, gib, n, window_cap
+from llmcalc.render import GiB, ctx_label, figures_table, gib, n, note_lines, plural, window_cap
 from llmcalc.render.count import header
-from llmcalc.render.flops import ctx_label, note_lines, plural
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.safetensors_index import STORED_AS, StoredWeights, other_dtypes
 from llmcalc.spec import ModelSpec
