@@ -41,6 +41,16 @@ ModelsArg = Annotated[
         autocompletion=complete_model,
     ),
 ]
+CatalogModelsArg = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
+    typer.Argument(
+        help="Models to compare: bundled names, config.json files, checkpoint folders or "
+        "YAML files. Without one: one row per bundled model.",
+        show_default=False,
+        metavar="MODEL",
+        autocompletion=complete_model,
+    ),
+]
 SetOpt = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option("--set", metavar="KEY=VALUE",

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Any
 
-import typer
 from rich.text import Text
 
 from llmcalc.cli._common import (
+    CatalogModelsArg,
     ExplainOpt,
     FamilyOpt,
     Format,
@@ -28,7 +28,6 @@ from llmcalc.cli._common import (
     refuse_explain,
     show,
 )
-from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import (
     BatchOpt,
     CtxOpt,
@@ -87,16 +86,7 @@ def _gguf_rows(spec: ModelSpec) -> tuple[DTypeBytes, ...] | None:
 @handles_errors
 @speaks_flags
 def memory(
-    models: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Argument(
-            help="Models to compare: bundled names, config.json files, checkpoint folders or "
-            "YAML files. Without one: one row per bundled model.",
-            show_default=False,
-            metavar="MODEL",
-            autocompletion=complete_model,
-        ),
-    ] = None,
+    models: CatalogModelsArg = None,
     ctx: CtxOpt = "4k",
     images: ImagesOpt = 0,
     source_len: SourceLenOpt = None,

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from llmcalc import load_spec
 
 
@@ -46,6 +48,7 @@ def test_a_bad_choice_reads_without_value_error(cli: Any) -> None:
                           "'json', 'csv', 'markdown'.\n")
 
 
+@pytest.mark.torch
 def test_check_verify_with_nothing_expected_says_what_it_compared(cli: Any,
                                                                   tmp_path: Path) -> None:
     gpt2 = load_spec("gpt2")

@@ -117,6 +117,7 @@ def test_sliding_window_mask_is_not_a_saving_flop_counter_sees() -> None:
     assert full - causal == (64 - 26) * pair  # 8 × 8 pairs; the mask keeps 1+2+3+4+4+4+4+4 = 26
 
 
+@pytest.mark.torch
 def test_differential_attention_counts_both_maps() -> None:
     """DiffLlama runs softmax attention twice per layer (two calls sharing Q and K, each over half
     of V repeated to all kv heads): 2 maps × 2 · 64² · 32 heads · (64 + 64) per layer."""
@@ -126,6 +127,7 @@ def test_differential_attention_counts_both_maps() -> None:
     assert m.flops_by_op["aten.bmm"] == 2 * 2 * 2 * LONG**2 * 32 * (64 + 64) == 134_217_728
 
 
+@pytest.mark.torch
 def test_grouped_mm_experts_count_as_eager() -> None:
     """transformers' default experts implementation multiplies the routed tokens by torch's
     grouped_mm, which torch 2.13's FlopCounterMode counts as 0 (Lara-Mini then reads 7.2% below
@@ -140,6 +142,7 @@ def test_grouped_mm_experts_count_as_eager() -> None:
     assert grouped.flops - grouped.flops_by_op["aten._grouped_mm"] == 22_286_532_608
 
 
+@pytest.mark.torch
 def test_altup_router_runs_twice_and_predicts_with_a_matmul() -> None:
     """Gemma 3n's AltUp: per layer the router [n, d] reads the stream in predict and again in
     correct, and predict multiplies the n streams by an n × n matrix per token (a bmm)."""

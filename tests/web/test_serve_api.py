@@ -320,6 +320,7 @@ def test_charts_reach_the_chosen_context() -> None:
     assert s["context_limit"] == 131_072
 
 
+@pytest.mark.torch
 def test_cards_without_a_flop_rate_and_models_without_a_cache() -> None:
     """Training time needs a FLOP rate the table lacks for some cards: no train panel, never a
     division by zero; a model that caches nothing leaves the batch unbounded by memory."""

@@ -128,6 +128,7 @@ def test_set_values_and_odd_text_get_a_4xx(served: Served) -> None:
                                                          "surrogate (\\ud800), which is not text"})
 
 
+@pytest.mark.torch
 def test_answers_name_no_local_folder_or_library_version(served: Served, hf_cache: Path) -> None:
     import transformers
 
