@@ -38,8 +38,8 @@ from typing import Any
 
 from llmcalc import activations as act
 from llmcalc import flops, memory
-from llmcalc.activations import Method as Method
-from llmcalc.activations import Optimizer as Optimizer
+from llmcalc.choices import Method as Method
+from llmcalc.choices import Optimizer as Optimizer
 from llmcalc.counting import count
 from llmcalc.errors import ParameterError
 from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory

@@ -6,8 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmcalc.activations import Kernel, require_supported
-from llmcalc.activations import serving_kernel as default_kernel
+from llmcalc.choices import Kernel
 from llmcalc.spec import ModelSpec
 
 AttentionOpt = Annotated[
@@ -27,6 +26,9 @@ PrefillChunkOpt = Annotated[
 def serving_kernel(spec: ModelSpec, attention: Kernel | None) -> Kernel | None:
     """The kernel whose prefill is counted: the one asked for (refused, in one line, for a layer
     kind that is not modelled), else sdpa where the layer kinds are modelled, else none."""
+    from llmcalc.activations import require_supported
+    from llmcalc.activations import serving_kernel as default_kernel
+
     if attention is not None:
         require_supported(spec, training=False)
         return attention

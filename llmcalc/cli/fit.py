@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
-from llmcalc.activations import Method, Optimizer
+from llmcalc.choices import Method, Optimizer
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,

@@ -7,7 +7,14 @@ from typing import Annotated, Any, NamedTuple, Optional
 
 import typer
 
-from llmcalc.cli._common import FormatOpt, JsonOpt, emit, handles_errors, output_format
+from llmcalc.cli._common import (
+    FormatOpt,
+    JsonOpt,
+    bundled_specs,
+    emit,
+    handles_errors,
+    output_format,
+)
 from llmcalc.errors import UsageError
 from llmcalc.limits import shown
 from llmcalc.render import short
@@ -66,7 +73,6 @@ def list_models(pattern: PatternArg = None, as_json: JsonOpt = False, fmt: Forma
 def _rows() -> list[Row]:
     """Every bundled config's row, in file order."""
     from llmcalc import bundled
-    from llmcalc.cli._common import bundled_specs
     from llmcalc.counting import count
 
     kinds = {p.stem: CLASS_DEFAULTS if bundled.is_class_defaults(p) else PUBLISHED

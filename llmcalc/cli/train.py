@@ -7,7 +7,8 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.text import Text
 
-from llmcalc.activations import Kernel, Loss, Method, Optimizer, OptimizerImpl, Precision
+from llmcalc.activations import Precision
+from llmcalc.choices import Kernel, Loss, Method, Optimizer, OptimizerImpl
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
