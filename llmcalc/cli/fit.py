@@ -43,8 +43,9 @@ from llmcalc.cli._decide import (
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
-from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import CONTEXT_SUFFIXES, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
+from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
 from llmcalc.planning import fit as fit_plan

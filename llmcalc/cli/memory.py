@@ -31,7 +31,6 @@ from llmcalc.cli._common import (
 from llmcalc.cli._options import (
     BatchOpt,
     CtxOpt,
-    DTypeOpt,
     ImageSizeOpt,
     ImagesOpt,
     KvDTypeOpt,
@@ -39,6 +38,7 @@ from llmcalc.cli._options import (
     speaks_flags,
 )
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt
+from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.memory import memory as compute_memory
 from llmcalc.quant import kv_dtype_for, resolve_format
