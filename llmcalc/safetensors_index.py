@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmcalc.errors import ConfigError
-from llmcalc.files import parse_json, read_text
 from llmcalc.limits import (
     MAX_CHECKPOINT_TENSORS,
     MAX_HEADER_BYTES,
@@ -281,6 +280,8 @@ def other_dtypes(rows: tuple[DTypeBytes, ...], dtype: str) -> tuple[str, ...]:
 
 
 def _weight_map(index: Path) -> dict[str, str]:
+    from llmcalc.files import parse_json, read_text  # (with YAML's parser) only to read an index
+
     label = str(index)
     data = parse_json(read_text(index, label, limit=MAX_INDEX_BYTES), label)
     weight_map = data.get("weight_map") if isinstance(data, dict) else None
