@@ -162,6 +162,12 @@ def escape_streams() -> None:
 def _parsed(args: list[str]) -> object:
     """The command line parsed by typer and run: the app holds just the command named first."""
     first = args[0] if args else ""
+    if first.endswith("-completion"):  # --show-completion / --install-completion [SHELL]
+        from llmcalc.cli._complete import shell_completion
+
+        code = shell_completion(args)
+        if code is not None:
+            return code
     app = build_app([first] if first in COMMANDS else COMMANDS)
     command = typer.main.get_command(app)
     cap_integer_options(command)
@@ -227,8 +233,6 @@ def usage_line(message: str) -> str:
     return " ".join(message.replace(": Value error, ", ": ").split())
 
 
-
-
 def run() -> None:
     """The ``llmcalc`` entry point. ``llmcalc COMMAND MODEL... [--ctx 128k --json …]`` (models,
     options that take text, flags) calls its command as typer would, skipping what
@@ -240,14 +244,16 @@ def run() -> None:
     if args == ["--version"]:
         print(version_line())
         sys.exit(0)
-    if args and args[0] in COMMANDS and "_LLMCALC_COMPLETE" not in os.environ:
+    completing = "_LLMCALC_COMPLETE" in os.environ
+    asks_help = _fast.asks_help(args, COMMANDS) and not completing
+    if args and args[0] in COMMANDS and not completing and not asks_help:
         module, function = COMMANDS[args[0]]
         command = getattr(importlib.import_module(f"llmcalc.cli.{module}"), function)
         kwargs = _fast.parse(command, args[1:])
         if kwargs is not None:
             escape_streams()
             guarded(lambda: command(**kwargs))
-    if _fast.asks_help(args, COMMANDS) and "_LLMCALC_COMPLETE" not in os.environ:
+    if asks_help:  # before the command's module is imported: the kept text is all it needs
         entry = _fast.help_entry(args)
         kept = _fast.kept_help(entry)
         if kept is not None:

@@ -13,7 +13,7 @@ import typer
 from llmcalc.cli._complete import complete_model
 from llmcalc.errors import LLMCalcError, UsageError
 from llmcalc.limits import escape_output, one_line
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec, image_cross_tokens
 from llmcalc.render import console, dumps
 from llmcalc.render.grid import Grid, to_csv, to_markdown, to_rich
 
@@ -36,6 +36,16 @@ ModelsArg = Annotated[
     typer.Argument(
         help="One or more models to compare: bundled names (gpt2-medium, "
         "meta-llama/Llama-2-7b-hf), config.json files, checkpoint folders or YAML files.",
+        show_default=False,
+        metavar="MODEL",
+        autocompletion=complete_model,
+    ),
+]
+CatalogModelsArg = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
+    typer.Argument(
+        help="Models to compare: bundled names, config.json files, checkpoint folders or "
+        "YAML files. Without one: one row per bundled model.",
         show_default=False,
         metavar="MODEL",
         autocompletion=complete_model,
@@ -229,8 +239,6 @@ def takes_text(spec: ModelSpec, command: str) -> ModelSpec:
     """A command that sizes text tokens only refuses a model whose language model reads images
     through cross-attention (Llama 3.2 Vision): with or without an image, its FLOPs and cache
     differ, and only ``flops`` and ``memory`` take ``--images``."""
-    from llmcalc.formulas.flops import image_cross_tokens
-
     if image_cross_tokens(spec):
         raise UsageError(
             f"{command}: {spec.name} reads images through cross-attention, which {command} does "

@@ -10,7 +10,6 @@ from typing import Annotated, Optional, ParamSpec, TypeVar
 import typer
 
 from llmcalc.errors import ParameterError, UsageError
-from llmcalc.formulas.quant import FORMAT_NAMES
 from llmcalc.units import DType, parse_context, parse_count
 
 P = ParamSpec("P")
@@ -34,7 +33,6 @@ def _worked(examples: tuple[str, ...], parse: Callable[[str], int]) -> str:
 
 
 DTYPES = ", ".join(d.value for d in DType)
-QUANT_FORMATS = ", ".join(FORMAT_NAMES)
 CONTEXT_SUFFIXES = (
     "binary suffixes, as context windows are quoted: "
     + _worked(("4k", "128k", "1M"), parse_context)
@@ -44,17 +42,6 @@ COUNT_SUFFIXES = (
     + _worked(("3.2M", "70B", "2T"), lambda ex: parse_count(ex, option="--tokens"))
 )
 
-DTypeOpt = Annotated[
-    Optional[str],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Option(
-        "--dtype",
-        metavar="DTYPE",
-        help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4 packs two per byte, "
-        f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (gptq/awq "
-        "group 128, or gptq-g64 …). Default: the config's quantization_config, else bf16.",
-        show_default=False,
-    ),
-]
 KvDTypeOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option("--kv-dtype", metavar="DTYPE",

@@ -6,7 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from llmcalc.formulas.activations import Kernel, require_supported
+from llmcalc.choices import Kernel
+from llmcalc.formulas.activations import require_supported
 from llmcalc.formulas.activations import serving_kernel as default_kernel
 from llmcalc.model.spec import ModelSpec
 
@@ -27,6 +28,7 @@ PrefillChunkOpt = Annotated[
 def serving_kernel(spec: ModelSpec, attention: Kernel | None) -> Kernel | None:
     """The kernel whose prefill is counted: the one asked for (refused, in one line, for a layer
     kind that is not modelled), else sdpa where the layer kinds are modelled, else none."""
+
     if attention is not None:
         require_supported(spec, training=False)
         return attention

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
+from llmcalc.choices import Method, Optimizer
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -42,12 +43,12 @@ from llmcalc.cli._decide import (
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
-from llmcalc.cli._options import CONTEXT_SUFFIXES, DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import CONTEXT_SUFFIXES, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
+from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.model.spec import ModelSpec
-from llmcalc.planning.finetune import Method, Optimizer
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
 from llmcalc.planning.local import DEFAULT_MIN_CTX
 from llmcalc.planning.serving import fit as fit_plan
@@ -201,6 +202,8 @@ def fit(
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
     if offload:
+        from llmcalc.planning.local import DEFAULT_MIN_CTX
+
         _offload(specs[0][1], acc, weights, kv, n_ctx or DEFAULT_MIN_CTX, ram_bandwidth,
                  gpu_layers, headroom, how)
         return

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
-
-import typer
 from rich.text import Text
 
 from llmcalc.cli._common import (
+    CatalogModelsArg,
     ExplainOpt,
     FamilyOpt,
     FormatOpt,
@@ -26,7 +24,6 @@ from llmcalc.cli._common import (
     refuse_explain,
     show,
 )
-from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import (
     BatchOpt,
     CtxOpt,
@@ -44,16 +41,7 @@ from llmcalc.units import parse_context, parse_count
 @handles_errors
 @speaks_flags
 def flops(
-    models: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Argument(
-            help="Models to compare: bundled names, config.json files, checkpoint folders or "
-            "YAML files. Without one: one row per bundled model.",
-            show_default=False,
-            metavar="MODEL",
-            autocompletion=complete_model,
-        ),
-    ] = None,
+    models: CatalogModelsArg = None,
     ctx: CtxOpt = "4k",
     batch: BatchOpt = "1",
     tokens: TokensOpt = None,

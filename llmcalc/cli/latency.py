@@ -24,7 +24,8 @@ from llmcalc.cli._common import (
     takes_text,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
-from llmcalc.cli._options import DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import KvDTypeOpt, speaks_flags
+from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve

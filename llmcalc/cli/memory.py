@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Any
 
-import typer
 from rich.text import Text
 
 from llmcalc.cli._common import (
+    CatalogModelsArg,
     ExplainOpt,
     FamilyOpt,
     Format,
@@ -28,11 +28,9 @@ from llmcalc.cli._common import (
     refuse_explain,
     show,
 )
-from llmcalc.cli._complete import complete_model
 from llmcalc.cli._options import (
     BatchOpt,
     CtxOpt,
-    DTypeOpt,
     ImageSizeOpt,
     ImagesOpt,
     KvDTypeOpt,
@@ -40,6 +38,7 @@ from llmcalc.cli._options import (
     speaks_flags,
 )
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt
+from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.memory import memory as compute_memory
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
@@ -63,6 +62,8 @@ def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
         return StoredWeights(f"{model} (GGUF tensor table)", gguf, as_computed=True)
     try:
         if origin is not None and origin.repo_id is not None:
+            from llmcalc.inputs import hub
+
             where = f"{spec.name} (Hub, safetensors headers)"
             return StoredWeights(where, bytes_by_dtype(hub.read_checkpoint(origin.repo_id, origin.revision)))
         folder = Path(model)
@@ -86,16 +87,7 @@ def _gguf_rows(spec: ModelSpec) -> tuple[DTypeBytes, ...] | None:
 @handles_errors
 @speaks_flags
 def memory(
-    models: Annotated[
-        Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
-        typer.Argument(
-            help="Models to compare: bundled names, config.json files, checkpoint folders or "
-            "YAML files. Without one: one row per bundled model.",
-            show_default=False,
-            metavar="MODEL",
-            autocompletion=complete_model,
-        ),
-    ] = None,
+    models: CatalogModelsArg = None,
     ctx: CtxOpt = "4k",
     images: ImagesOpt = 0,
     source_len: SourceLenOpt = None,

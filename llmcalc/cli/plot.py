@@ -15,7 +15,8 @@ import typer
 
 from llmcalc.cli._common import FamilyOpt, SetOpt, handles_errors, spec_for, takes_text
 from llmcalc.cli._hardware import GpuOpt, GpusOpt
-from llmcalc.cli._options import BatchOpt, DTypeOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import BatchOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import MissingExtraError, UsageError
 from llmcalc.limits import escape_output
 from llmcalc.model.spec import ModelSpec

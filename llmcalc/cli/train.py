@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.text import Text
 
+from llmcalc.choices import Kernel, Loss, Method, Optimizer, OptimizerImpl
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -47,8 +48,7 @@ from llmcalc.cli._lora import (
 )
 from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, speaks_flags
 from llmcalc.errors import UsageError
-from llmcalc.formulas.activations import Kernel, Loss, OptimizerImpl, Precision
-from llmcalc.planning.finetune import Method, Optimizer
+from llmcalc.formulas.activations import Precision
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, require, resolve
 from llmcalc.planning.training import (
     CHINCHILLA_TOKENS_PER_PARAM,

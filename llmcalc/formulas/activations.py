@@ -18,34 +18,15 @@ attention, cross-attention, encoders) are refused by :func:`unsupported` with th
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
+from llmcalc.choices import Kernel as Kernel
+from llmcalc.choices import Loss as Loss
+from llmcalc.choices import Method as Method
+from llmcalc.choices import Optimizer as Optimizer
+from llmcalc.choices import OptimizerImpl as OptimizerImpl
 from llmcalc.errors import ParameterError
 from llmcalc.inputs.family_defaults import defaults
 from llmcalc.model.spec import LayerGroup, ModelSpec
-
-
-class Kernel(str, Enum):
-    """How attention runs: transformers' ``attn_implementation``."""
-
-    sdpa = "sdpa"  # torch's scaled_dot_product_attention (flash / memory-efficient kernels)
-    eager = "eager"  # matmul + softmax: the a × s scores of every query are materialised
-    flash = "flash"  # FlashAttention-2: like sdpa, never the scores
-
-
-class OptimizerImpl(str, Enum):
-    """torch.optim.AdamW's implementation (``foreach=``/``fused=``): what its step allocates."""
-
-    loop = "loop"  # one parameter at a time
-    foreach = "foreach"  # multi-tensor kernels; the default on CUDA
-    fused = "fused"  # one fused kernel per dtype group
-
-
-class Loss(str, Enum):
-    """How the cross-entropy over the vocabulary is computed."""
-
-    full = "full"  # transformers' ForCausalLMLoss: fp32 log-probabilities of every token
-    chunked = "chunked"  # fused / chunked (Liger-style): one chunk of tokens at a time
 
 
 @dataclass(frozen=True)
@@ -107,10 +88,12 @@ class LayerKind:
 
 
 def _config_value(spec: ModelSpec, *keys: str) -> object:
-    base = defaults(spec.model_type) or {}
+    base: dict[str, object] | None = None  # the class defaults, read only when needed
     for key in keys:
         if key in spec.config:
             return spec.config[key]
+        if base is None:
+            base = defaults(spec.model_type) or {}
         if key in base:
             return base[key]
     return None

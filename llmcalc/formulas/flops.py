@@ -77,6 +77,8 @@ from llmcalc.model.spec import (
     ModelSpec,
     Tensor,
     context_notes,
+    image_cross_source,
+    image_cross_tokens,
 )
 from llmcalc.model.tower_flops import FLOPS_PER_MAC as FLOPS_PER_MAC
 from llmcalc.model.tower_flops import PartFlops as PartFlops
@@ -502,39 +504,6 @@ def source_len_of(spec: ModelSpec, source_len: int) -> int:
     part = spec.part("encoder")
     fixed = part.tokens_for("layers") if part is not None and part.input_tokens else 0
     return fixed or source_len
-
-
-def image_cross_tokens(spec: ModelSpec) -> int:
-    """Tokens one image puts before the language model's cross-attention layers (Llama 3.2
-    Vision: every tile's patches and class token); 0 where cross-attention, if any, reads an
-    encoder's output."""
-    return sum(p.cross_tokens for p in spec.parts)
-
-
-def image_cross_source(
-    spec: ModelSpec, *, images: int, source_len: int | None
-) -> tuple[ModelSpec, int | None]:
-    """The spec and cross-attention source for ``images`` images of a model whose cross-attention
-    reads them: images × :func:`image_cross_tokens` tokens, or, without an image, the language
-    model as a text-only input runs it (MllamaTextModel skips a cross-attention layer when it has
-    no image and nothing cached: its MLP too). Other models: as given."""
-    per_image = image_cross_tokens(spec)
-    # layers that only cross-attend (no self-attention): a language model that reads images so,
-    # alone (--part language) it takes --source-len vision tokens, or none
-    image_only = any(g.attention is None and g.cross_attention is not None
-                     for g in spec.layer_groups)
-    if not per_image and (not image_only or source_len is not None):
-        return spec, source_len
-    if per_image and source_len is not None:
-        raise UsageError(f"--source-len: {spec.name}'s cross-attention reads its images' tokens "
-                         f"({per_image:,} an image); give --images")
-    if images:
-        return spec, images * per_image
-    kept = tuple(g for g in spec.layer_groups if g.attention is not None or g.cross_attention is None)
-    skipped = sum(len(g.layers) for g in spec.layer_groups if g not in kept)
-    note = (f"no image: the {skipped} cross-attention layers are skipped (--images N for a "
-            "context with images)")
-    return replace(spec, layer_groups=kept, notes=(*spec.notes, note)), None
 
 
 def encoder_flops(spec: ModelSpec, *, source_len: int) -> PartFlops:

@@ -31,7 +31,16 @@ from dataclasses import dataclass
 from llmcalc.errors import UsageError
 from llmcalc.formulas import quant
 from llmcalc.formulas.quant import QuantFormat
-from llmcalc.model.spec import Attention, Compressor, LayerGroup, Mixer, ModelSpec, context_notes
+from llmcalc.model.spec import (
+    Attention,
+    Compressor,
+    LayerGroup,
+    Mixer,
+    ModelSpec,
+    context_notes,
+    image_cross_source,
+    image_cross_tokens,
+)
 from llmcalc.units import DType, nbytes
 
 STATE_FP32 = DType.fp32  # the dtype transformers keeps an SSM state in (MambaMixer, Mamba2Mixer)
@@ -244,7 +253,7 @@ def kv_cache_bytes(
     )
     cross = 0
     if has_cross_attention(spec):
-        from llmcalc.formulas.flops import image_cross_tokens, source_len_of
+        from llmcalc.formulas.flops import source_len_of
 
         if source_len is None and image_cross_tokens(spec):
             source_len = image_cross_tokens(spec)  # images in the cross-attention: one image
@@ -348,8 +357,6 @@ def memory(
     decoder's ``ctx`` tokens, the cross-attention K and V of ``source_len`` encoder tokens
     (default: ``ctx``); a model whose cross-attention reads images (Llama 3.2 Vision) those of
     ``images`` images, its cross-attention layers idle without one."""
-    from llmcalc.formulas.flops import image_cross_source, image_cross_tokens
-
     _check(batch=batch, ctx=ctx)
     source_tokens = "vision" if image_cross_tokens(spec) else "encoder"
     kv_dtype = quant.kv_dtype_for(dtype) if kv_dtype is None else kv_dtype

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import os
 import re
 from pathlib import Path
 from typing import NoReturn
@@ -26,7 +27,13 @@ GLOB_CHARS = frozenset("*?[")
 
 def paths() -> list[Path]:
     """Every bundled config file, sorted by name."""
-    return sorted(CONFIG_DIR.glob("*.yaml"))
+    return [CONFIG_DIR / name for name in sorted(os.listdir(CONFIG_DIR)) if name.endswith(".yaml")]
+
+
+@functools.cache
+def _stems() -> dict[str, Path]:
+    """lower-cased file name (without .yaml) → file: no file is read."""
+    return {path.stem.lower(): path for path in paths()}
 
 
 @functools.cache
@@ -79,7 +86,9 @@ def matches(pattern: str, *names: str) -> bool:
 def find(name: str) -> Path | None:
     """The bundled file a name refers to, or None. A name is looked up in the index of the
     bundled files, never joined onto the folder: ``../../etc/x`` is no bundled name."""
-    return _index().get(name.strip().lower())
+    key = name.strip().lower()
+    # a file name wins over every repo id (as in the index), so it needs no file read
+    return _stems().get(key) or _index().get(key)
 
 
 def label(path: Path) -> str:

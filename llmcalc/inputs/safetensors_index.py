@@ -281,6 +281,7 @@ def other_dtypes(rows: tuple[DTypeBytes, ...], dtype: str) -> tuple[str, ...]:
 
 
 def _weight_map(index: Path) -> dict[str, str]:
+
     label = str(index)
     data = parse_json(read_text(index, label, limit=MAX_INDEX_BYTES), label)
     weight_map = data.get("weight_map") if isinstance(data, dict) else None

@@ -18,13 +18,14 @@ import pickle
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar, cast
 
 from llmcalc.inputs import bundled
 
 if TYPE_CHECKING:
     from llmcalc.model.spec import ModelSpec
 
+T = TypeVar("T")
 PACKAGE = Path(__file__).resolve().parent.parent
 FORMAT = b"llmcalc-spec-1"
 
@@ -74,28 +75,45 @@ def load(model: str, validate: Callable[[], ModelSpec]) -> ModelSpec:
 
 def load_file(path: Path, validate: Callable[[], ModelSpec]) -> ModelSpec:
     """The spec of the bundled config at ``path`` from the cache, else ``validate()``."""
-    where = folder()
-    if where is None:
-        return validate()
-    try:
-        key = hashlib.sha256(_fingerprint() + path.read_bytes()).hexdigest()
-    except OSError:
-        return validate()
-    entry = where / f"{path.stem}-{key[:32]}.pickle"
     from llmcalc.model.spec import ModelSpec
 
+    return _kept(path.stem, [path], validate, ModelSpec, named=False)
+
+
+def load_derived(tag: str, paths: list[Path], compute: Callable[[], T], kind: type) -> T:
+    """A value of type ``kind`` that depends only on the bundled configs at ``paths`` and on
+    llmcalc's code (``llmcalc list``'s rows), from the cache, else ``compute()`` (then kept)."""
+    return _kept(tag, paths, compute, kind, named=True)
+
+
+def _kept(tag: str, paths: list[Path], compute: Callable[[], T], kind: type, *,
+          named: bool) -> T:
+    """The entry keyed by llmcalc's fingerprint and the files' bytes (and ``named``: their
+    names), else ``compute()``."""
+    where = folder()
+    if where is None:
+        return compute()
     try:
-        spec = pickle.loads(entry.read_bytes())
-        if isinstance(spec, ModelSpec):
-            return spec
-    except Exception:  # noqa: BLE001 - missing, partial or from another version: validate again
+        h = hashlib.sha256(_fingerprint())
+        for path in paths:
+            if named:
+                h.update(path.name.encode() + b"\0")
+            h.update(path.read_bytes())
+    except OSError:
+        return compute()
+    entry = where / f"{tag}-{h.hexdigest()[:32]}.pickle"
+    try:
+        value = pickle.loads(entry.read_bytes())
+        if isinstance(value, kind):
+            return cast(T, value)
+    except Exception:  # noqa: BLE001 - missing, partial or from another version: compute again
         pass
-    spec = validate()
+    value = compute()
     try:
         where.mkdir(parents=True, exist_ok=True)
         partial = entry.with_suffix(f".{os.getpid()}.tmp")
-        partial.write_bytes(pickle.dumps(spec, protocol=pickle.HIGHEST_PROTOCOL))
+        partial.write_bytes(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
         os.replace(partial, entry)
     except OSError:
         pass
-    return spec
+    return value

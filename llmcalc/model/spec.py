@@ -12,8 +12,10 @@ import functools
 import heapq
 import math
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
+
+from llmcalc.errors import UsageError
 
 LAYER = "{i}"  # stands for the layer index in a layer tensor's name
 EXPERT = "{e}"  # stands for the expert index where experts are separate modules
@@ -634,6 +636,39 @@ class ModelSpec:
 
 
 CACHE_NOTE = "KV cache:"  # a spec note that memory figures are read with (a family's cache layout)
+
+
+def image_cross_tokens(spec: ModelSpec) -> int:
+    """Tokens one image puts before the language model's cross-attention layers (Llama 3.2
+    Vision: every tile's patches and class token); 0 where cross-attention, if any, reads an
+    encoder's output."""
+    return sum(p.cross_tokens for p in spec.parts)
+
+
+def image_cross_source(
+    spec: ModelSpec, *, images: int, source_len: int | None
+) -> tuple[ModelSpec, int | None]:
+    """The spec and cross-attention source for ``images`` images of a model whose cross-attention
+    reads them: images × :func:`image_cross_tokens` tokens, or, without an image, the language
+    model as a text-only input runs it (MllamaTextModel skips a cross-attention layer when it has
+    no image and nothing cached: its MLP too). Other models: as given."""
+    per_image = image_cross_tokens(spec)
+    # layers that only cross-attend (no self-attention): a language model that reads images so,
+    # alone (--part language) it takes --source-len vision tokens, or none
+    image_only = any(g.attention is None and g.cross_attention is not None
+                     for g in spec.layer_groups)
+    if not per_image and (not image_only or source_len is not None):
+        return spec, source_len
+    if per_image and source_len is not None:
+        raise UsageError(f"--source-len: {spec.name}'s cross-attention reads its images' tokens "
+                         f"({per_image:,} an image); give --images")
+    if images:
+        return spec, images * per_image
+    kept = tuple(g for g in spec.layer_groups if g.attention is not None or g.cross_attention is None)
+    skipped = sum(len(g.layers) for g in spec.layer_groups if g not in kept)
+    note = (f"no image: the {skipped} cross-attention layers are skipped (--images N for a "
+            "context with images)")
+    return replace(spec, layer_groups=kept, notes=(*spec.notes, note)), None
 
 
 def context_notes(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:

@@ -34,9 +34,10 @@ Pure functions; nothing here prints. Sources, each used once below:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
+from llmcalc.choices import Method as Method
+from llmcalc.choices import Optimizer as Optimizer
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import activations as act
 from llmcalc.formulas import flops, memory
@@ -56,20 +57,6 @@ from llmcalc.planning.training import (
     compute_time,
 )
 from llmcalc.units import DType
-
-
-class Method(str, Enum):
-    full = "full"
-    lora = "lora"
-    qlora = "qlora"
-
-
-class Optimizer(str, Enum):
-    adamw = "adamw"
-    adamw_8bit = "adamw-8bit"
-    paged_adamw = "paged-adamw"
-    paged_adamw_8bit = "paged-adamw-8bit"
-
 
 # bytes per trainable parameter by state (weights and gradients bf16; fp32 master; Adam's m and v)
 OPTIMIZER_BYTES: dict[Optimizer, dict[str, int]] = {

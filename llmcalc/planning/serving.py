@@ -28,6 +28,8 @@ from llmcalc.units import DType
 
 # Largest context searched when a config states no max_position_embeddings.
 UNSTATED_CONTEXT_LIMIT = 2**24
+# Largest batch searched when a sequence keeps nothing in memory (no KV cache, no state).
+UNBOUNDED_BATCH_LIMIT = 2**24
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class ServingFit:
     attention: act.Kernel | None = None  # prefill transients counted for this kernel; None: not
     prefill_chunk: int | None = None  # tokens prefilled at once (chunked prefill); None: all
     prefill_bytes: int | None = None  # the prefill's largest transient at the answer
+    limited_by_batch_limit: bool = False  # a sequence keeps nothing: UNBOUNDED_BATCH_LIMIT answers
 
     @property
     def steady_bytes(self) -> int | None:
@@ -148,11 +151,13 @@ def fit(
             best_batch = largest(lambda b: ok(b, ctx), best_batch)
         best_ctx = ctx
         limited = False
+        batch_limited = best_batch == UNBOUNDED_BATCH_LIMIT and cache(1, ctx) == 0
     else:
         solve_for = "ctx"
         b = best_batch = batch or 1
         best_ctx = largest(lambda c: ok(b, c), limit) if budget > 0 else None
         limited = best_ctx == limit
+        batch_limited = False
     kv = cache(best_batch, best_ctx) if best_batch and best_ctx else None
     decode = (
         decode_bound(spec, batch=best_batch, ctx=best_ctx, dtype=dtype, kv_dtype=kv_dtype,
@@ -179,12 +184,17 @@ def fit(
         prefill_chunk=prefill_chunk,
         prefill_bytes=transient(best_batch, best_ctx) if attention is not None and best_batch
         and best_ctx else None,
+        limited_by_batch_limit=batch_limited,
     )
 
 
 def _largest_batch(per_sequence: int, budget: int) -> int | None:
-    """How many sequences of ``per_sequence`` cache bytes fit in ``budget``; None if not one."""
-    return budget // per_sequence if budget >= per_sequence else None
+    """How many sequences of ``per_sequence`` cache bytes fit in ``budget``; None if not one.
+    A model that keeps nothing per sequence (no KV cache, no state) is not held back by the
+    cache: any batch fits beside the weights, so the search's cap answers."""
+    if budget < per_sequence:
+        return None
+    return budget // per_sequence if per_sequence else UNBOUNDED_BATCH_LIMIT
 
 
 def largest(ok: Callable[[int], bool], limit: int) -> int | None:
@@ -231,6 +241,7 @@ def model_flops_utilisation(
                              value=tokens_per_sec)
     if gpus < 1:
         raise ParameterError("{gpus} {value}: must be 1 or more", value=gpus)
+
     per_token = flops.training_flops_per_token(spec, ctx=ctx)
     per_token_causal = training_flops(spec, tokens=ctx, ctx=ctx).total / ctx
     capacity = gpus * accelerator.peak_flops

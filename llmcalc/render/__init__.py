@@ -6,11 +6,18 @@ import json
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
+from rich.text import Text
 
 from llmcalc.limits import escape_output
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from llmcalc.model.spec import ModelSpec
+    from llmcalc.planning.hardware import Accelerator
 
 GiB = 1024**3
 
@@ -112,6 +119,76 @@ def gib(nbytes: int) -> str:
 def pct(value: float) -> str:
     """A signed percentage: +1.23%."""
     return f"{value:+.2f}%"
+
+
+# ---- shared by several commands' output ----------------------------------------------------------
+
+
+def heading(name: str, assumptions: str) -> Text:
+    """A view's first line: the model's name in bold, then what its figures assume."""
+    head = Text()
+    head.append(name, style="bold")
+    head.append(f"  {assumptions}")
+    return head
+
+
+def figures_table(title: str, label: str, *figures: str) -> Table:
+    """A titled table: a column of labels (headed ``label``), then right-aligned figure columns."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    t.add_column(label)
+    for figure in figures:
+        t.add_column(figure, justify="right")
+    return t
+
+
+def verdict(fits: bool) -> Text:
+    return Text("fits", style="bold green") if fits else Text("does not fit", style="bold red")
+
+
+def accelerator_line(acc: Accelerator, gpus: int) -> str:
+    """16,384 × NVIDIA H100 SXM: 80.00 GiB, 989 TFLOP/s dense bf16 (a figure not given to a
+    custom card, such as --gpu-mem alone, is left out rather than shown as 0)."""
+    figures = [gib(acc.memory_bytes) if acc.memory_bytes else "",
+               f"{per_second(acc.peak_flops)} dense bf16" if acc.peak_flops else ""]
+    return f"{n(gpus)} × {acc.name}: " + ", ".join(f for f in figures if f)
+
+
+def window_cap(spec: ModelSpec, ctx: int) -> str | None:
+    """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None. Only
+    layers that cache count (not Gemma's KV-shared layers, nor an encoder's), each layer once (a
+    looped block's layers too), one figure per window (and per compression ratio: DeepSeek-V4's
+    compressed layers also keep one pooled entry per m tokens)."""
+    capped: dict[tuple[int, int], int] = {}  # (window, compress) → layers
+    for g in spec.layer_groups:
+        a = g.attention
+        if a is None or a.window is None or a.window >= ctx or a.kv_shared or not a.causal:
+            continue
+        capped[(a.window, a.compress)] = capped.get((a.window, a.compress), 0) + len(g.layers)
+    if not capped:
+        return None
+    parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"
+                      + (f" (and one pooled entry per {m})" if m else "")
+                      for (w, m), k in capped.items())
+    return f"sliding window caps the KV cache: {parts}"
+
+
+def ctx_label(ctx: int) -> str:
+    """131,072 (128k): the exact count, and its binary short form when it has one."""
+    for suffix, size in (("M", 2**20), ("k", 2**10)):
+        if ctx >= size and ctx % size == 0:
+            return f"{n(ctx)} ({ctx // size}{suffix})"
+    return n(ctx)
+
+
+def note_lines(notes: tuple[str, ...]) -> list[Text]:
+    return [Text(f"note: {note}", style="yellow") for note in notes]
+
+
+def plural(count: int, word: str) -> str:
+    """1 layer, 32 layers."""
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def dumps(obj: Any) -> str:

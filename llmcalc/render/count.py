@@ -10,7 +10,7 @@ from rich.text import Text
 
 from llmcalc.formulas.counting import ParamCount, percent_off
 from llmcalc.model.spec import LAYER, ModelSpec, Tensor
-from llmcalc.render import n, pct, short
+from llmcalc.render import figures_table, n, pct, short
 from llmcalc.render.grid import Cell, Col, Fig, Fitted, Grid
 
 OUTER_LABELS = {
@@ -150,10 +150,7 @@ def _expert_label(tensors: tuple[Tensor, ...], component: str, params: int) -> s
 
 
 def totals_table(spec: ModelSpec, pc: ParamCount) -> Table:
-    t = Table(title="model", title_justify="left")
-    t.add_column("part")
-    t.add_column("parameters", justify="right")
-    t.add_column("share", justify="right")
+    t = figures_table("model", "part", "parameters", "share")
     layered = bool(spec.layer_groups)  # a part without layers (a projector): its tensors and total
     rows: list[tuple[str, int | None]] = []
     seen: set[str] = set()
@@ -216,10 +213,7 @@ def _layers_position(spec: ModelSpec) -> int:
 
 def parts_table(spec: ModelSpec, pc: ParamCount) -> Table:
     """A whole model's parts: the main one (language model) and each other part, adding up to total."""
-    t = Table(title="parts (whole model)", title_justify="left")
-    t.add_column("part")
-    t.add_column("parameters", justify="right")
-    t.add_column("share", justify="right")
+    t = figures_table("parts (whole model)", "part", "parameters", "share")
     for name, params in pc.parts.items():
         t.add_row(name, n(params), f"{params / pc.total:.1%}")
     t.add_section()

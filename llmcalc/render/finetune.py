@@ -5,14 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.finetune import OPTIMIZER_BYTES, FinetuneFit, FinetunePlan
 from llmcalc.planning.hardware import Accelerator
-from llmcalc.render import gib, n, short
-from llmcalc.render.train import accelerator_line, verdict
+from llmcalc.render import accelerator_line, figures_table, gib, heading, n, short, verdict
 from llmcalc.units import DType
 
 STATE_LABELS = {
@@ -30,15 +28,11 @@ def _fmt(p: FinetunePlan) -> str:
 
 
 def finetune_view(spec: ModelSpec, p: FinetunePlan, acc: Accelerator) -> RenderableType:
-    head = Text()
-    head.append(spec.name, style="bold")
-    head.append(f"  {p.method.value} fine-tune · {n(p.params)} parameters, {n(p.trainable)} "
-                f"trainable · sequence length {n(p.ctx)} · {accelerator_line(acc, p.tp)}")
-    mem = Table(title=f"memory per GPU (tp {p.tp}, optimizer {p.optimizer.value})",
-                title_justify="left")
-    mem.add_column("")
-    mem.add_column("bytes/param", justify="right")
-    mem.add_column("per GPU", justify="right")
+    head = heading(spec.name, f"{p.method.value} fine-tune · {n(p.params)} parameters, "
+                   f"{n(p.trainable)} trainable · sequence length {n(p.ctx)} · "
+                   f"{accelerator_line(acc, p.tp)}")
+    mem = figures_table(f"memory per GPU (tp {p.tp}, optimizer {p.optimizer.value})", "",
+                        "bytes/param", "per GPU")
     if p.base_format is not None:
         mem.add_row(f"frozen base ({_fmt(p)})", "", gib(p.frozen_bytes))
     per = OPTIMIZER_BYTES[p.optimizer]
@@ -53,9 +47,7 @@ def finetune_view(spec: ModelSpec, p: FinetunePlan, acc: Accelerator) -> Rendera
     mem.add_row("total", "", gib(p.memory_per_gpu), style="bold")
     mem.add_row(f"usable after {p.headroom:.0%} headroom", "", gib(p.usable_memory))
     mem.add_row("", "", verdict(p.fits))
-    comp = Table(title="compute", title_justify="left")
-    comp.add_column("")
-    comp.add_column("value", justify="right")
+    comp = figures_table("compute", "", "value")
     base = "6N (trained)" if p.lora is None else "4N (frozen: no weight gradients)"
     comp.add_row(f"FLOPs per token: weights, base {base} + 6 × adapters",
                  n(p.weight_flops_per_token))

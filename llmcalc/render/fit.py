@@ -5,32 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from llmcalc.formulas.quant import QuantFormat, WeightFormat
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.serving import ServingFit
-from llmcalc.render import gib, n
+from llmcalc.render import accelerator_line, figures_table, gib, heading, n, verdict, window_cap
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.render.memory import window_cap
-from llmcalc.render.train import accelerator_line, verdict
 from llmcalc.units import DType
 
 
 def fit_view(
     spec: ModelSpec, f: ServingFit, *, accelerator: Accelerator, dtype: WeightFormat, kv_dtype: DType
 ) -> RenderableType:
-    head = Text()
-    head.append(spec.name, style="bold")
-    head.append(
-        f"  weights {dtype.value} · KV cache {kv_dtype.value} · "
-        f"{accelerator_line(accelerator, f.gpus)}"
-    )
-    t = Table(title="memory (all GPUs together)", title_justify="left")
-    t.add_column("")
-    t.add_column("bytes", justify="right")
+    head = heading(spec.name, f"weights {dtype.value} · KV cache {kv_dtype.value} · "
+                   f"{accelerator_line(accelerator, f.gpus)}")
+    t = figures_table("memory (all GPUs together)", "", "bytes")
     if accelerator.unified_bytes:
         t.add_row(f"GPU memory (of {gib(accelerator.unified_bytes * f.gpus)} unified)",
                   gib(f.capacity))
@@ -67,11 +58,14 @@ def fit_view(
             f"capped at the model's max_position_embeddings ({n(f.context_limit)}); more would fit",
             style="dim",
         ))
+    if f.limited_by_batch_limit:
+        parts.append(Text(
+            f"the model keeps no KV cache or state: memory sets no largest batch; capped at the "
+            f"{n(f.batch)} searched", style="dim",
+        ))
     if f.decode is not None:
         d = f.decode
-        r = Table(title="decode speed bound (memory-bandwidth roofline)", title_justify="left")
-        r.add_column("")
-        r.add_column("value", justify="right")
+        r = figures_table("decode speed bound (memory-bandwidth roofline)", "", "value")
         r.add_row("bytes read per step (weights + KV cache)", gib(d.bytes_per_step))
         r.add_row("bandwidth (all GPUs)", f"{d.bandwidth / 1e12:,.2f} TB/s")
         r.add_row("step time ≥", f"{d.seconds_per_step * 1e3:,.2f} ms")
@@ -207,4 +201,7 @@ def fit_grid(
         cap = window_cap(spec, f.ctx) if f.ctx is not None else None
         if cap:
             g.notes.append(f"{label}: {cap}")
+        if f.limited_by_batch_limit and f.batch is not None:
+            g.notes.append(f"{label}: keeps no KV cache or state: memory sets no largest batch; "
+                           f"capped at the {n(f.batch)} searched")
     return g

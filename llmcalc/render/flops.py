@@ -6,7 +6,6 @@ from typing import Any
 
 from rich.console import Group, RenderableType
 from rich.table import Table
-from rich.text import Text
 
 from llmcalc.formulas.flops import (
     FLOPS_PER_MAC,
@@ -17,7 +16,7 @@ from llmcalc.formulas.flops import (
     position_flops,
 )
 from llmcalc.model.spec import CCA, MLSTM, RWKV, Mixer, ModelSpec
-from llmcalc.render import n, pct, sci
+from llmcalc.render import ctx_label, figures_table, n, note_lines, pct, plural, sci
 from llmcalc.render.count import header
 from llmcalc.render.grid import Col, Fig, Grid
 
@@ -31,15 +30,6 @@ def flop(value: int) -> str:
         if value >= size:
             return f"{value / size:,.2f} {unit}FLOP"
     return f"{value} FLOP"
-
-
-def ctx_label(ctx: int) -> str:
-    """131,072 (128k): the exact count, and its binary short form when it has one."""
-    for suffix, size in (("M", 2**20), ("k", 2**10)):
-        if ctx >= size and ctx % size == 0:
-            return f"{n(ctx)} ({ctx // size}{suffix})"
-    return n(ctx)
-
 
 
 def _pair_dims(a: AttentionTerm) -> str:
@@ -64,10 +54,7 @@ def _mixer_expression(m: Mixer) -> str:
 
 
 def _table(title: str) -> Table:
-    t = Table(title=title, title_justify="left")
-    t.add_column("figure")
-    t.add_column("FLOPs", justify="right")
-    t.add_column("", justify="right")
+    t = figures_table(title, "figure", "FLOPs", "")
     return t
 
 
@@ -176,10 +163,6 @@ def image_table(r: FlopsResult) -> Table:
 def never(r: FlopsResult) -> str:
     """Why attention never overtakes the weights."""
     return "never (every layer is windowed)" if r.attention_terms else "never (no attention layer)"
-
-
-def note_lines(notes: tuple[str, ...]) -> list[Text]:
-    return [Text(f"note: {note}", style="yellow") for note in notes]
 
 
 def flops_json(r: FlopsResult) -> dict[str, Any]:
@@ -405,11 +388,6 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
 
 def plus(expr: str) -> str:
     return f" + {expr}" if expr else ""
-
-
-def plural(count: int, word: str) -> str:
-    """1 layer, 32 layers."""
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
 def past_limit(spec: ModelSpec, ctx: int) -> bool:

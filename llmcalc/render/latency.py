@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from llmcalc.planning.latency import Latency, Stage
-from llmcalc.render import n
+from llmcalc.render import heading, n
 from llmcalc.render.grid import Col, Fitted, Grid
 
 
@@ -24,12 +24,10 @@ def _stage_rows(t: Grid, label: str, s: Stage) -> None:
 
 
 def latency_view(r: Latency) -> RenderableType:
-    head = Text()
-    head.append(r.model, style="bold")
-    head.append(f"  {r.tp} × {r.accelerator.name} (tp {r.tp}, {r.interconnect.name}) · batch "
-                f"{r.batch} · prompt {n(r.ctx)} · generate {n(r.gen)} · weights {r.dtype.value} · "
-                f"KV {r.kv_dtype.value} · efficiency compute {r.compute_efficiency:g}, bandwidth "
-                f"{r.bandwidth_efficiency:g}")
+    head = heading(r.model, f"{r.tp} × {r.accelerator.name} (tp {r.tp}, {r.interconnect.name}) · "
+                   f"batch {r.batch} · prompt {n(r.ctx)} · generate {n(r.gen)} · weights "
+                   f"{r.dtype.value} · KV {r.kv_dtype.value} · efficiency compute "
+                   f"{r.compute_efficiency:g}, bandwidth {r.bandwidth_efficiency:g}")
     # labels and a worded value wrap at spaces, sharing a narrow terminal's width
     t = Grid("roofline (a bound: no engine is faster at these efficiencies)",
              [Col("", wrap=True), Col("time", right=True, wrap=True), Col("", right=True)])

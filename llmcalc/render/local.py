@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.local import LocalFit, Offload
-from llmcalc.render import gib, n
+from llmcalc.render import accelerator_line, figures_table, gib, heading, n
 from llmcalc.render.grid import Col, Fig, Grid
-from llmcalc.render.train import accelerator_line
 
 
 def what_fits_grid(rows: list[LocalFit], *, accelerator: Accelerator, gpus: int, min_ctx: int,
@@ -63,13 +61,10 @@ def what_fits_json(rows: list[LocalFit], *, accelerator: Accelerator, gpus: int,
 
 def offload_view(spec: ModelSpec, o: Offload, *, accelerator: Accelerator, dtype: str, ctx: int
                  ) -> RenderableType:
-    head = Text()
-    head.append(spec.name, style="bold")
-    head.append(f"  weights {dtype} · {accelerator_line(accelerator, 1)} · context {n(ctx)}")
-    t = Table(title="llama.cpp offload (-ngl): the last layers on the GPU, the rest in system "
-              "memory", title_justify="left")
-    t.add_column("")
-    t.add_column("value", justify="right")
+    head = heading(spec.name,
+                   f"weights {dtype} · {accelerator_line(accelerator, 1)} · context {n(ctx)}")
+    t = figures_table("llama.cpp offload (-ngl): the last layers on the GPU, the rest in system "
+                      "memory", "", "value")
     t.add_row("GPU memory less headroom", gib(o.usable))
     t.add_row(f"layers on the GPU (-ngl {o.gpu_layers + (1 if o.output_on_gpu else 0)})",
               f"{n(o.gpu_layers)} of {n(o.layers)}", style="bold")

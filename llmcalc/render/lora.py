@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 
 from llmcalc.formulas.lora import LoraCount
 from llmcalc.model.spec import ModelSpec
-from llmcalc.render import n
+from llmcalc.render import figures_table, n
 from llmcalc.render.count import header
 
 RSLORA_NOTE = "rsLoRA scales the update by α/√r instead of α/r: no parameter count changes"
@@ -17,11 +16,8 @@ RSLORA_NOTE = "rsLoRA scales the update by α/√r instead of α/r: no parameter
 
 def lora_view(spec: ModelSpec, lc: LoraCount) -> RenderableType:
     c = lc.config
-    t = Table(title=f"LoRA r={c.r} α={c.alpha}" + (" DoRA" if c.dora else "")
-              + (" rsLoRA" if c.rslora else ""), title_justify="left")
-    t.add_column("adapted")
-    t.add_column("modules", justify="right")
-    t.add_column("parameters", justify="right")
+    t = figures_table(f"LoRA r={c.r} α={c.alpha}" + (" DoRA" if c.dora else "")
+                      + (" rsLoRA" if c.rslora else ""), "adapted", "modules", "parameters")
     for a in lc.adapters:
         t.add_row(a.component, n(a.modules), n(a.params))
     if lc.saved_params:

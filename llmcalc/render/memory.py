@@ -11,9 +11,8 @@ from rich.text import Text
 from llmcalc.formulas.memory import MemoryResult
 from llmcalc.inputs.safetensors_index import STORED_AS, StoredWeights, other_dtypes
 from llmcalc.model.spec import ModelSpec
-from llmcalc.render import GiB, gib, n
+from llmcalc.render import GiB, ctx_label, figures_table, gib, n, note_lines, plural, window_cap
 from llmcalc.render.count import header
-from llmcalc.render.flops import ctx_label, note_lines, plural
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.units import DTYPE_BITS, DType
 
@@ -46,12 +45,8 @@ def _dtype_label(dtype: str) -> str:
 
 
 def stored_table(stored: StoredWeights) -> Table:
-    t = Table(title=f"stored in checkpoint {stored.where}", title_justify="left")
-    t.add_column("dtype")
-    t.add_column("tensors", justify="right")
-    t.add_column("elements", justify="right")
-    t.add_column("bytes", justify="right")
-    t.add_column("", justify="right")
+    t = figures_table(f"stored in checkpoint {stored.where}", "dtype", "tensors", "elements",
+                      "bytes", "")
     for row in stored.rows:
         t.add_row(_dtype_label(row.dtype), n(row.tensors), n(row.numel), n(row.nbytes), gib(row.nbytes))
     t.add_section()
@@ -270,25 +265,6 @@ def explain_lines(r: MemoryResult) -> list[str]:
         f"({gib(r.total_bytes)})"
     )
     return lines
-
-
-def window_cap(spec: ModelSpec, ctx: int) -> str | None:
-    """'sliding window caps the KV cache: 20 of 26 layers hold at most 512 tokens', or None. Only
-    layers that cache count (not Gemma's KV-shared layers, nor an encoder's), each layer once (a
-    looped block's layers too), one figure per window (and per compression ratio: DeepSeek-V4's
-    compressed layers also keep one pooled entry per m tokens)."""
-    capped: dict[tuple[int, int], int] = {}  # (window, compress) → layers
-    for g in spec.layer_groups:
-        a = g.attention
-        if a is None or a.window is None or a.window >= ctx or a.kv_shared or not a.causal:
-            continue
-        capped[(a.window, a.compress)] = capped.get((a.window, a.compress), 0) + len(g.layers)
-    if not capped:
-        return None
-    parts = ", ".join(f"{k} of {spec.num_layers} layers hold at most {n(w)} tokens"
-                      + (f" (and one pooled entry per {m})" if m else "")
-                      for (w, m), k in capped.items())
-    return f"sliding window caps the KV cache: {parts}"
 
 
 def memory_grid(items: list[tuple[str, ModelSpec, MemoryResult]]) -> Grid:

@@ -5,25 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.serving import Utilisation
-from llmcalc.render import n, per_second
+from llmcalc.render import figures_table, heading, n, per_second
 from llmcalc.render.grid import Col, Fig, Grid
 
 
 def mfu_view(
     spec: ModelSpec, u: Utilisation, *, accelerator: Accelerator, gpus: int, ctx: int
 ) -> RenderableType:
-    head = Text()
-    head.append(spec.name, style="bold")
-    head.append(f"  sequence length {n(ctx)} (--ctx) · {n(gpus)} × {accelerator.name}")
-    t = Table(title="model FLOPs utilisation (PaLM, App. B)", title_justify="left")
-    t.add_column("")
-    t.add_column("value", justify="right")
+    head = heading(spec.name, f"sequence length {n(ctx)} (--ctx) · {n(gpus)} × {accelerator.name}")
+    t = figures_table("model FLOPs utilisation (PaLM, App. B)", "", "value")
     t.add_row("tokens/s (all GPUs)", f"{u.tokens_per_sec:,.0f}")
     t.add_row("training FLOPs per token: 6N + 12·L·H·Q·T (PaLM)", n(u.flops_per_token))
     t.add_row("achieved FLOP/s per GPU", per_second(u.achieved_flops))

@@ -9,14 +9,22 @@ from rich.table import Table
 from rich.text import Text
 
 from llmcalc.model.spec import ModelSpec
-from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.training import (
     CHINCHILLA_TOKENS_PER_PARAM,
     ZERO_PARTITIONED,
     Recompute,
     TrainingPlan,
 )
-from llmcalc.render import gib, n, per_second, sci, short
+from llmcalc.render import (
+    accelerator_line,
+    figures_table,
+    gib,
+    heading,
+    n,
+    sci,
+    short,
+    verdict,
+)
 from llmcalc.render.grid import Col, Fig, Grid
 
 STATE_LABELS = {
@@ -51,31 +59,12 @@ def flops_sci(value: int) -> str:
     return f"{sci(value)} FLOPs"
 
 
-def verdict(fits: bool) -> Text:
-    return Text("fits", style="bold green") if fits else Text("does not fit", style="bold red")
-
-
-def accelerator_line(acc: Accelerator, gpus: int) -> str:
-    """16,384 × NVIDIA H100 SXM: 80.00 GiB, 989 TFLOP/s dense bf16 (a figure not given to a
-    custom card, such as --gpu-mem alone, is left out rather than shown as 0)."""
-    figures = [gib(acc.memory_bytes) if acc.memory_bytes else "",
-               f"{per_second(acc.peak_flops)} dense bf16" if acc.peak_flops else ""]
-    return f"{n(gpus)} × {acc.name}: " + ", ".join(f for f in figures if f)
-
-
 def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
     p = plan
-    head = Text()
-    head.append(spec.name, style="bold")
-    head.append(
-        f"  {n(p.params)} parameters · training sequence length {n(p.ctx)} (--ctx) · "
-        f"{accelerator_line(p.accelerator, p.par.gpus)}"
-    )
+    head = heading(spec.name, f"{n(p.params)} parameters · training sequence length "
+                   f"{n(p.ctx)} (--ctx) · {accelerator_line(p.accelerator, p.par.gpus)}")
 
-    compute = Table(title="compute", title_justify="left")
-    compute.add_column("")
-    compute.add_column("value", justify="right")
-    compute.add_column("", justify="right")
+    compute = figures_table("compute", "", "value", "")
     compute.add_row("tokens", n(p.tokens), short(p.tokens))
     compute.add_row(
         f"compute-optimal tokens ({CHINCHILLA_TOKENS_PER_PARAM} per parameter, Hoffmann 2022)",

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from llmcalc.render import n
+from llmcalc.render import figures_table, n
 from llmcalc.render.grid import Col, Fig, Grid
 from llmcalc.verify.reference import FLOPS_DEPTHS, Comparison, DiffKind, FlopsCheck, TensorDiff
 
@@ -33,11 +33,8 @@ def _signed(value: int) -> str:
 
 def parts_table(c: Comparison) -> Table:
     side = SIDE[c.kind]
-    t = Table(title=f"{c.model}: llmcalc vs {c.against}", title_justify="left")
-    t.add_column("part")
-    t.add_column("llmcalc", justify="right")
-    t.add_column(side, justify="right")
-    t.add_column(f"difference ({side} − llmcalc)", justify="right")
+    t = figures_table(f"{c.model}: llmcalc vs {c.against}", "part", "llmcalc", side,
+                      f"difference ({side} − llmcalc)")
     for row in c.rows:
         if row.label == "total":
             t.add_section()

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 from llmcalc.errors import ConfigError, LLMCalcError, ParameterError, UsageError
 from llmcalc.formulas.activations import serving_kernel
 from llmcalc.formulas.counting import count
-from llmcalc.formulas.flops import flops, image_cross_tokens
+from llmcalc.formulas.flops import flops
 from llmcalc.formulas.lora import LoraConfig, lora_config, resolve_targets
 from llmcalc.formulas.memory import kv_cache_bytes, memory
 from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
@@ -28,7 +28,7 @@ from llmcalc.formulas.series import context_grid, flops_series, memory_series
 from llmcalc.inputs import bundled, family_defaults, hfcache, scratch, speccache
 from llmcalc.inputs.config import read_config, spec_from_raw
 from llmcalc.limits import one_line, shown
-from llmcalc.model.spec import ModelSpec, Origin
+from llmcalc.model.spec import ModelSpec, Origin, image_cross_tokens
 from llmcalc.planning import local
 from llmcalc.planning.finetune import Method, Optimizer, fit_finetune, plan_finetune
 from llmcalc.planning.hardware import (

@@ -48,10 +48,15 @@ def error(status: int, message: str) -> Answer:
 
 # ---- in the worker ----
 
+_budget: int | None = None  # this worker's memory budget (set by _start_worker; none in-process)
+
+
 def _start_worker(memory_bytes: int) -> None:
     """A worker's set-up: Ctrl-C left to the server, its memory watched, the calculator
     imported."""
+    global _budget
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _budget = memory_bytes
     threading.Thread(target=_watch_memory, args=(memory_bytes,), daemon=True).start()
     import llmcalc.web.api  # noqa: F401 - ready before the first request
 
@@ -82,7 +87,16 @@ def _resident() -> int | None:
 
 def answer(request: Mapping[str, Any], view: str = "calc") -> Answer:
     """The status and JSON body for one /api/calc (or, ``view`` "fits", /api/fits) request (run
-    in a worker)."""
+    in a worker). A worker that holds more than its budget once the calculation is done stops as
+    the watch would stop it: the 50 ms watch may not have run since (a short calculation on a
+    loaded machine), and the answer must not depend on which came first."""
+    result = _answer(request, view)
+    if _budget is not None and (resident := _resident()) is not None and resident > _budget:
+        os._exit(MEMORY_EXIT)
+    return result
+
+
+def _answer(request: Mapping[str, Any], view: str) -> Answer:
     from llmcalc.errors import LLMCalcError
     from llmcalc.limits import one_line
     from llmcalc.web import api

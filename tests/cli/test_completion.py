@@ -75,7 +75,29 @@ def test_bash_completion_end_to_end() -> None:
 
 
 def test_show_completion_prints_the_script() -> None:
+    # the shell named wins over the one found among the parent processes (none, run detached)
     out = _shell({}, "--show-completion", "bash")
     assert out.returncode == 0, out.stderr
     assert "_LLMCALC_COMPLETE=complete_bash" in out.stdout
     assert "complete -o default -F _llmcalc_completion llmcalc" in out.stdout
+    zsh = _shell({"SHELL": "/bin/bash"}, "--show-completion", "zsh")
+    assert zsh.returncode == 0, zsh.stderr
+    assert zsh.stdout.startswith("#compdef llmcalc\n")
+
+
+def test_completion_without_a_shell_to_find(monkeypatch: pytest.MonkeyPatch,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    # no shell among the parent processes (a CI runner, a detached job): $SHELL's, else one line
+    import typer._completion_shared as shared
+
+    from llmcalc.cli._complete import shell_completion
+
+    monkeypatch.setattr(shared, "_get_shell_name", lambda: None)
+    monkeypatch.setenv("SHELL", "/usr/bin/fish")
+    assert shell_completion(["--show-completion"]) == 0
+    assert "complete --command llmcalc" in capsys.readouterr().out
+    monkeypatch.delenv("SHELL")
+    assert shell_completion(["--show-completion"]) == 2
+    assert capsys.readouterr().err == (
+        "error: --show-completion: no shell found running llmcalc, nor in $SHELL; name one: "
+        "--show-completion bash | zsh | fish | powershell | pwsh\n")

@@ -26,6 +26,8 @@ tiny = partial(configs.tiny, base=configs.DECODER)
 
 GPT = dict(vocab_size=1000, n_layer=3, n_embd=64, n_head=4, n_positions=128)
 ROPE = {"rope_parameters": {"rope_type": "default", "rope_theta": 10000.0}}
+NEOX_JAPANESE = dict(model_type="gpt_neox_japanese", vocab_size=1000, num_hidden_layers=3,
+                     hidden_size=64, num_attention_heads=4, bos_token_id=0, eos_token_id=1)
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "arcee-tied-biases": tiny(
@@ -140,25 +142,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
         pad_token_id=0,
     ),
     "gpt_neox_japanese-untied-1-layer": dict(
-        model_type="gpt_neox_japanese",
-        vocab_size=1000,
-        num_hidden_layers=1,
-        hidden_size=64,
-        num_attention_heads=4,
-        intermediate_multiple_size=2,
-        tie_word_embeddings=False,
-        bos_token_id=0,
-        eos_token_id=1,
+        NEOX_JAPANESE, num_hidden_layers=1, intermediate_multiple_size=2, tie_word_embeddings=False
     ),
-    "gpt_neox_japanese-tied": dict(
-        model_type="gpt_neox_japanese",
-        vocab_size=1000,
-        num_hidden_layers=3,
-        hidden_size=64,
-        num_attention_heads=4,
-        bos_token_id=0,
-        eos_token_id=1,
-    ),
+    "gpt_neox_japanese-tied": dict(NEOX_JAPANESE),
     "modernbert-decoder-biases-untied": tiny(
         "modernbert-decoder",
         num_key_value_heads=None,

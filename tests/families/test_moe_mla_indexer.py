@@ -13,14 +13,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers.reference import hf_active, total_from_names
+from helpers.reference import matches_transformers, total_from_names
 
 from llmcalc import ConfigError, count, load_spec
 from llmcalc.formulas.flops import forward_flops_per_sequence
 from llmcalc.formulas.memory import kv_cache_bytes
 from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
-from llmcalc.verify.reference import build_meta_model, figures, measure_forward
+from llmcalc.verify.reference import measure_forward
 
 SMALL = {
     "hidden_size": 64,
@@ -33,17 +33,8 @@ SMALL = {
 
 
 def assert_exact(spec: ModelSpec, covers: str) -> None:
-    model = build_meta_model(spec)
-    real = figures(model, spec.num_layers)
-    assert dict(spec.named_shapes()) == real.named_shapes, covers
-    pc = count(spec)
-    assert (pc.total, pc.embedding, pc.lm_head) == (
-        real.total,
-        real.embedding,
-        real.lm_head,
-    ), covers
-    assert total_from_names(spec) == pc.total
-    assert pc.active == hf_active(model), covers
+    matches_transformers(spec, per_layer=False, active=True)
+    assert total_from_names(spec) == count(spec).total, covers
 
 
 # ---- bundled configs ----------------------------------------------------------------------------

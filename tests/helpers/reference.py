@@ -200,3 +200,29 @@ def text_forward_cache(fields: dict[str, Any], *, token_ids: tuple[int, int]) ->
     cache = out.past_key_values
     measured = sum(t.nbytes for layer in cache.layers for t in _cached_tensors(layer))
     return measured, [type(layer).__name__ for layer in cache.layers]
+
+
+def qwen_tower_flops(fields: dict[str, Any], *, side: int) -> tuple[int, Any, Any, int, str]:
+    """One ``side`` × ``side`` image through a Qwen-VL-style whole model's tower and merger (eager
+    attention, patches of 16 merged 2 × 2): FlopCounterMode's total, the vision and projector
+    parts of llmcalc's spec for ``fields`` at that image size, the patch grid's side and the
+    class transformers built."""
+    import torch
+    import transformers
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from llmcalc.inputs.config import spec_from_dict
+
+    fields = {**fields, "image_size": side}
+    spec = spec_from_dict(fields, name="tower-flops")
+    config = transformers.AutoConfig.for_model(
+        fields["model_type"],
+        **{k: v for k, v in fields.items() if k not in ("model_type", "image_size")})
+    model = transformers.AutoModelForImageTextToText.from_config(config, attn_implementation="eager")
+    grid = side // 16
+    pixels = torch.zeros(grid * grid, 3 * 2 * 16 * 16)
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model.model.visual(pixels, grid_thw=torch.tensor([[1, grid, grid]]))
+    vision, proj = spec.part("vision"), spec.part("projector")
+    assert vision is not None and proj is not None
+    return counter.get_total_flops(), vision, proj, grid, type(model).__name__

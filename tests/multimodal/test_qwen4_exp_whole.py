@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from helpers.reference import matches_whole_model, text_forward_cache
+from helpers.reference import matches_whole_model, qwen_tower_flops, text_forward_cache
 
 from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import flops, part_flops
@@ -116,24 +116,11 @@ def test_text_tied_only_stays_untied() -> None:
 def test_tower_flops_equal_flop_counter(side: int) -> None:
     """One image through the tower and the merger (eager attention): FlopCounterMode equals the
     vision and projector parts' figures."""
-    from torch.utils.flop_counter import FlopCounterMode
-
-    fields = {**qwen4(), "image_size": side}
-    spec = spec_from_dict(fields, name="qwen4-exp-flops")
-    config = transformers.AutoConfig.for_model(
-        "qwen4_exp", **{k: v for k, v in fields.items() if k not in ("model_type", "image_size")})
-    model = transformers.AutoModelForImageTextToText.from_config(config, attn_implementation="eager")
-    assert type(model).__name__ == "Qwen4ExpForConditionalGeneration"
-    grid = side // 16
-    pixels = torch.zeros(grid * grid, 3 * 2 * 16 * 16)
-    thw = torch.tensor([[1, grid, grid]])
-    with FlopCounterMode(display=False) as counter, torch.no_grad():
-        model.model.visual(pixels, grid_thw=thw)
-    vision, proj = spec.part("vision"), spec.part("projector")
-    assert vision is not None and proj is not None
+    measured, vision, proj, grid, built = qwen_tower_flops(qwen4(), side=side)
+    assert built == "Qwen4ExpForConditionalGeneration"
     assert vision.input_tokens[0][1] == grid * grid
     assert vision.context_tokens == (grid // 2) ** 2  # what one image adds to the context
-    assert counter.get_total_flops() == part_flops(vision).total + part_flops(proj).total
+    assert measured == part_flops(vision).total + part_flops(proj).total
     # the merger by hand: fc1 [4d, 4d] and fc2 [64, 4d] on each merged token
     assert part_flops(proj).total == 2 * (grid // 2) ** 2 * (128 * 128 + 64 * 128)
 

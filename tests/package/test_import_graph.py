@@ -140,10 +140,10 @@ LAYERS = ("inputs", "model", "formulas", "planning", "verify")
 
 
 def test_the_core_is_in_its_layers() -> None:
-    """The top level holds only the package's entry points and its three leaf modules; the rest lives
+    """The top level holds only the package's entry points and its four leaf modules; the rest lives
     in one of the layers (a package each), the families, or the front (cli, render, web)."""
     top = sorted(p.name for p in PACKAGE.glob("*.py"))
-    assert top == ["__init__.py", "__main__.py", "errors.py", "limits.py", "units.py"]
+    assert top == ["__init__.py", "__main__.py", "choices.py", "errors.py", "limits.py", "units.py"]
     assert all((PACKAGE / layer / "__init__.py").is_file() for layer in LAYERS)
 
 

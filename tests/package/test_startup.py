@@ -3,6 +3,7 @@ loads neither pydantic's validators nor typer's parsing (bench/startup.py measur
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -63,12 +64,15 @@ def test_off_local_files_and_unknown_names_bypass_it(
     assert speccache.bundled_file("x" * 5000) is None  # too long for a file name: no OSError
 
 
-def run_plain(*args: str, cache_dir: Path) -> subprocess.CompletedProcess[str]:
+WATCHED = ("pydantic.main", "llmcalc.inputs.config", "llmcalc.families", "typer._adapters")
+
+
+def run_plain(*args: str, cache_dir: Path,
+              watched: tuple[str, ...] = WATCHED) -> subprocess.CompletedProcess[str]:
     code = (
         "import sys, atexit\n"
         "atexit.register(lambda: print('LOADED', ','.join(sorted(m for m in sys.modules if m in "
-        "('pydantic.main', 'llmcalc.inputs.config', 'llmcalc.families', 'typer._adapters'))), "
-        "file=sys.stderr))\n"
+        f"{watched!r})), file=sys.stderr))\n"
         "from llmcalc.cli import run\n"
         "sys.argv = ['llmcalc', *sys.argv[1:]]\n"
         "run()\n"
@@ -127,3 +131,20 @@ def test_help_is_kept_and_read_back(tmp_path: Path) -> None:
     assert first.stdout == again.stdout and first.stdout.startswith("Usage: llmcalc count")
     assert "typer._adapters" in first.stderr and again.stderr.strip() == "LOADED"
     assert len(list(tmp_path.glob("help-*.txt"))) == 1
+
+
+def test_list_rows_are_kept_and_help_needs_no_command_module(tmp_path: Path) -> None:
+    watched = (*WATCHED, "llmcalc.formulas.counting", "llmcalc.cli.fit")
+    cold = run_plain("list", "llama", cache_dir=tmp_path, watched=watched)
+    warm = run_plain("list", "--json", cache_dir=tmp_path, watched=watched)
+    assert cold.returncode == warm.returncode == 0
+    assert "llmcalc.formulas.counting" in cold.stderr and warm.stderr.strip() == "LOADED"
+    assert len(list(tmp_path.glob("list-*.pickle"))) == 1
+    assert {"name": "llama-2-7b", "repo_id": "meta-llama/Llama-2-7b-hf", "config": "published",
+            "model_type": "llama", "family": "llama", "num_layers": 32, "hidden_size": 4096,
+            "num_heads": 32, "num_kv_heads": 32, "total_params": 6_738_415_616,
+            "active_params": 6_738_415_616} in json.loads(warm.stdout)
+    run_plain("fit", "--help", cache_dir=tmp_path)
+    kept = run_plain("fit", "--help", cache_dir=tmp_path, watched=watched)
+    assert kept.returncode == 0 and kept.stdout.startswith("Usage: llmcalc fit")
+    assert kept.stderr.strip() == "LOADED"  # not even fit's module

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -258,6 +259,31 @@ def test_fit_no_sequence_fits_beside_the_weights(cli: Any) -> None:
     table = cli("fit", "llama-2-7b", "--gpu", "rtx4090", "--ctx", "1M")
     assert "not one sequence of 1,048,576 tokens fits beside the weights" in table.stdout
     assert "KV cache at batch" not in table.stdout
+
+
+def test_fit_batch_of_a_model_that_keeps_no_cache() -> None:
+    # BERT keeps no KV cache and no state (0 B a token): weights alone, 2 × 109,514,298 B in
+    # bf16, set what fits, so any batch does; the search's cap answers, and says so
+    from helpers.shell import llmcalc
+
+    from llmcalc.planning.serving import UNBOUNDED_BATCH_LIMIT
+
+    run = llmcalc("fit", "bert-base-uncased", "--gpu", "h100", "--ctx", "512")
+    assert run.returncode == 0, run.stderr
+    assert "largest batch at context 512 │ 16,777,216" in " ".join(run.stdout.split())
+    assert ("the model keeps no KV cache or state: memory sets no largest batch; capped at the "
+            "16,777,216 searched") in run.stdout
+    asked = llmcalc("fit", "bert-base-uncased", "--gpu", "h100", "--batch", "64", "--ctx", "512")
+    assert asked.returncode == 0, asked.stderr
+    assert "batch 64 at context 512: fits (the largest batch is 16,777,216)" in asked.stdout
+    d = llmcalc("fit", "bert-base-uncased", "--gpu", "h100", "--ctx", "512", "--json")
+    data = json.loads(d.stdout)
+    assert data["max_batch"] == UNBOUNDED_BATCH_LIMIT == 2**24
+    assert data["weight_bytes"] == 2 * 109_514_298 and data["kv_cache_bytes"] == 0
+    # weights that do not fit still answer "not one"
+    small = llmcalc("fit", "bert-base-uncased", "--gpu-mem", "100MB", "--ctx", "512", "--json")
+    assert small.returncode == 0, small.stderr
+    assert json.loads(small.stdout)["max_batch"] is None
 
 
 def test_fit_core_returns_none_not_zero() -> None:

@@ -348,28 +348,17 @@ def test_header_read_without_weights(tmp_path: Path) -> None:
     }
 
 
-def test_truncated_file(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("content", "why"), [
+    (b"\x01\x02", "shorter than its 8-byte header length"),
+    (struct.pack("<Q", 1000) + b"{}", "its header length is past the end"),
+    (struct.pack("<Q", 3) + b"abc", "its header is not JSON"),
+], ids=["truncated", "header-past-the-end", "header-not-json"])
+def test_not_a_safetensors_file(tmp_path: Path, content: bytes, why: str) -> None:
     path = tmp_path / "model.safetensors"
-    path.write_bytes(b"\x01\x02")
+    path.write_bytes(content)
     with pytest.raises(ConfigError) as e:
         read_header(path)
-    assert str(e.value) == f"{path}: not a safetensors file (shorter than its 8-byte header length)"
-
-
-def test_header_longer_than_file(tmp_path: Path) -> None:
-    path = tmp_path / "model.safetensors"
-    path.write_bytes(struct.pack("<Q", 1000) + b"{}")
-    with pytest.raises(ConfigError) as e:
-        read_header(path)
-    assert str(e.value) == f"{path}: not a safetensors file (its header length is past the end)"
-
-
-def test_header_not_json(tmp_path: Path) -> None:
-    path = tmp_path / "model.safetensors"
-    path.write_bytes(struct.pack("<Q", 3) + b"abc")
-    with pytest.raises(ConfigError) as e:
-        read_header(path)
-    assert str(e.value) == f"{path}: not a safetensors file (its header is not JSON)"
+    assert str(e.value) == f"{path}: not a safetensors file ({why})"
 
 
 @pytest.mark.torch

@@ -378,7 +378,9 @@ def test_a_calculation_past_its_memory_stops_its_worker() -> None:
         await asyncio.sleep(3600)
 
     async def scenario() -> Any:
-        pools = Pools(workers=1, memory_bytes=200 * 2**20)  # torch alone takes more
+        # torch alone takes more than 200 MiB; the deadline is no part of this (a loaded machine
+        # may take a minute to import torch), so it is far off
+        pools = Pools(workers=1, memory_bytes=200 * 2**20, seconds=600)
         try:
             return await pools.run("calc", {"model": {"text": XLNET_SMALL}}, never)
         finally:
@@ -387,6 +389,26 @@ def test_a_calculation_past_its_memory_stops_its_worker() -> None:
     assert asyncio.run(scenario()) == (400, json.dumps({"error": (
         "this model needs more than the 200 MiB of memory the server gives one request")
     }).encode())
+
+
+def test_a_worker_over_its_memory_when_done_stops_though_the_watch_never_ran(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A calculation that ends holding more than the budget stops its worker as the watch does,
+    whichever comes first: the answer does not depend on when the 50 ms watch last ran."""
+    from llmcalc.web import work
+
+    def exit_(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(work.os, "_exit", exit_)
+    monkeypatch.setattr(work, "_resident", lambda: 300 * 2**20)
+    monkeypatch.setattr(work, "_budget", 200 * 2**20)
+    with pytest.raises(SystemExit) as stopped:
+        work.answer(GPT2)
+    assert stopped.value.code == work.MEMORY_EXIT
+    monkeypatch.setattr(work, "_budget", 400 * 2**20)
+    status, body = work.answer(GPT2)
+    assert status == 200 and json.loads(body)["count"]["total_params"] == 124_439_808
 
 
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="Linux: /proc")

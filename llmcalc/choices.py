@@ -1,0 +1,49 @@
+"""The named choices of the planning options (``--attention``, ``--optimizer-impl``,
+``--method``, ``--optimizer``, ``--loss``): small ``str`` enums in a module of their own, so the
+command line can type its options without importing the plans (llmcalc.formulas.activations,
+llmcalc.planning.finetune) that use them."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class Kernel(str, Enum):
+    """How attention runs: transformers' ``attn_implementation``."""
+
+    sdpa = "sdpa"  # torch's scaled_dot_product_attention (flash / memory-efficient kernels)
+    eager = "eager"  # matmul + softmax: the a × s scores of every query are materialised
+    flash = "flash"  # FlashAttention-2: like sdpa, never the scores
+
+
+class OptimizerImpl(str, Enum):
+    """torch.optim.AdamW's implementation (``foreach=``/``fused=``): what its step allocates."""
+
+    loop = "loop"  # one parameter at a time
+    foreach = "foreach"  # multi-tensor kernels; the default on CUDA
+    fused = "fused"  # one fused kernel per dtype group
+
+
+class Method(str, Enum):
+    """A fine-tune's method (``fit``/``train --method``): llmcalc.planning.finetune plans each."""
+
+    full = "full"
+    lora = "lora"
+    qlora = "qlora"
+
+
+class Optimizer(str, Enum):
+    """A fine-tune's optimizer (``--optimizer``): its states per trainable parameter are
+    llmcalc.planning.finetune.OPTIMIZER_BYTES."""
+
+    adamw = "adamw"
+    adamw_8bit = "adamw-8bit"
+    paged_adamw = "paged-adamw"
+    paged_adamw_8bit = "paged-adamw-8bit"
+
+
+class Loss(str, Enum):
+    """How the cross-entropy over the vocabulary is computed."""
+
+    full = "full"  # transformers' ForCausalLMLoss: fp32 log-probabilities of every token
+    chunked = "chunked"  # fused / chunked (Liger-style): one chunk of tokens at a time

@@ -1,0 +1,26 @@
+"""`--dtype` of the commands that size weights (memory, fit, latency, plot): a dtype or a quantized
+format, its help built from both tables; apart from the shared options so that the commands
+without it do not import the quantized formats' table."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from llmcalc.cli._options import DTYPES
+from llmcalc.formulas.quant import FORMAT_NAMES
+
+QUANT_FORMATS = ", ".join(FORMAT_NAMES)
+
+DTypeOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer reads this annotation at run time
+    typer.Option(
+        "--dtype",
+        metavar="DTYPE",
+        help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4 packs two per byte, "
+        f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (gptq/awq "
+        "group 128, or gptq-g64 …). Default: the config's quantization_config, else bf16.",
+        show_default=False,
+    ),
+]
