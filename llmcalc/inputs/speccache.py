@@ -41,12 +41,13 @@ def folder() -> Path | None:
 
 @cache
 def _fingerprint() -> bytes:
-    """Names, sizes and modification times of llmcalc's modules: a new version, a new key."""
+    """Names, sizes and modification times of llmcalc's modules and the data tables they read
+    (transformers' declared defaults, the hardware table): a new version, a new key."""
     h = hashlib.sha256(FORMAT)
     for root, dirs, files in os.walk(PACKAGE):
         dirs[:] = sorted(d for d in dirs if d != "__pycache__")
         for name in sorted(files):
-            if name.endswith(".py"):
+            if name.endswith((".py", ".json")):
                 st = os.stat(os.path.join(root, name))
                 h.update(f"{root}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return h.digest()

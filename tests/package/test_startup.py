@@ -148,3 +148,24 @@ def test_list_rows_are_kept_and_help_needs_no_command_module(tmp_path: Path) -> 
     kept = run_plain("fit", "--help", cache_dir=tmp_path, watched=watched)
     assert kept.returncode == 0 and kept.stdout.startswith("Usage: llmcalc fit")
     assert kept.stderr.strip() == "LOADED"  # not even fit's module
+
+
+def test_a_changed_data_table_is_a_new_key(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The declared-defaults and hardware tables shape a spec as much as the code does."""
+    (tmp_path / "module.py").write_text("x = 1\n")
+    table = tmp_path / "inputs" / "family_defaults.json"
+    table.parent.mkdir()
+    table.write_text("{}")
+    monkeypatch.setattr(speccache, "PACKAGE", tmp_path)
+    speccache._fingerprint.cache_clear()
+    before = speccache._fingerprint()
+    table.write_text('{"llama": {}}')
+    speccache._fingerprint.cache_clear()
+    assert speccache._fingerprint() != before
+    (tmp_path / "notes.txt").write_text("not read")
+    speccache._fingerprint.cache_clear()
+    after = speccache._fingerprint()
+    assert speccache._fingerprint() == after
+    speccache._fingerprint.cache_clear()
+    assert speccache._fingerprint() == after  # other files are not part of the key
+    speccache._fingerprint.cache_clear()
