@@ -16,7 +16,6 @@ from llmcalc.cli._common import (
     output_format,
 )
 from llmcalc.errors import UsageError
-from llmcalc.formulas.counting import count
 from llmcalc.limits import shown
 from llmcalc.render import short
 from llmcalc.render.grid import Col, Fig, Grid
