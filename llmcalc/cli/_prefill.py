@@ -7,8 +7,6 @@ from typing import Annotated, Optional
 import typer
 
 from llmcalc.choices import Kernel
-from llmcalc.formulas.activations import require_supported
-from llmcalc.formulas.activations import serving_kernel as default_kernel
 from llmcalc.model.spec import ModelSpec
 
 AttentionOpt = Annotated[
@@ -28,6 +26,8 @@ PrefillChunkOpt = Annotated[
 def serving_kernel(spec: ModelSpec, attention: Kernel | None) -> Kernel | None:
     """The kernel whose prefill is counted: the one asked for (refused, in one line, for a layer
     kind that is not modelled), else sdpa where the layer kinds are modelled, else none."""
+    from llmcalc.formulas.activations import require_supported
+    from llmcalc.formulas.activations import serving_kernel as default_kernel
 
     if attention is not None:
         require_supported(spec, training=False)

@@ -50,7 +50,6 @@ from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
-from llmcalc.planning.local import DEFAULT_MIN_CTX
 from llmcalc.planning.serving import fit as fit_plan
 from llmcalc.units import DType, parse_context, parse_dtype
 
@@ -252,7 +251,7 @@ def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None,
 
     from llmcalc.cli._common import spec_for
     from llmcalc.inputs import bundled, hfcache
-    from llmcalc.planning.local import what_fits
+    from llmcalc.planning.local import DEFAULT_MIN_CTX, what_fits
     from llmcalc.render.local import what_fits_grid, what_fits_json
 
     min_ctx = parse_context(ctx, option="--ctx") if ctx is not None else DEFAULT_MIN_CTX

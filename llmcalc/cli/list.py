@@ -72,6 +72,7 @@ def list_models(pattern: PatternArg = None, as_json: JsonOpt = False, fmt: Forma
 
 def _rows() -> list[Row]:
     """Every bundled config's row, in file order."""
+    from llmcalc.formulas.counting import count
     from llmcalc.inputs import bundled
 
     kinds = {p.stem: CLASS_DEFAULTS if bundled.is_class_defaults(p) else PUBLISHED

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from llmcalc.errors import ConfigError
-from llmcalc.inputs.files import parse_json, read_text
 from llmcalc.limits import (
     MAX_CHECKPOINT_TENSORS,
     MAX_HEADER_BYTES,
@@ -281,6 +280,10 @@ def other_dtypes(rows: tuple[DTypeBytes, ...], dtype: str) -> tuple[str, ...]:
 
 
 def _weight_map(index: Path) -> dict[str, str]:
+    from llmcalc.inputs.files import (  # (with YAML's parser) only to read an index
+        parse_json,
+        read_text,
+    )
 
     label = str(index)
     data = parse_json(read_text(index, label, limit=MAX_INDEX_BYTES), label)

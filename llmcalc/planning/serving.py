@@ -19,11 +19,10 @@ from dataclasses import dataclass
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import activations as act
-from llmcalc.formulas import flops, memory
+from llmcalc.formulas import memory
 from llmcalc.formulas.quant import WeightFormat
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
-from llmcalc.planning.training import training_flops
 from llmcalc.units import DType
 
 # Largest context searched when a config states no max_position_embeddings.
@@ -241,6 +240,8 @@ def model_flops_utilisation(
                              value=tokens_per_sec)
     if gpus < 1:
         raise ParameterError("{gpus} {value}: must be 1 or more", value=gpus)
+    from llmcalc.formulas import flops  # MFU only: serving plans need no FLOPs
+    from llmcalc.planning.training import training_flops
 
     per_token = flops.training_flops_per_token(spec, ctx=ctx)
     per_token_causal = training_flops(spec, tokens=ctx, ctx=ctx).total / ctx
