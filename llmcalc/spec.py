@@ -431,6 +431,10 @@ class MoE:
     num_experts: int
     experts_per_tok: int | None  # None: the config leaves it unset (DeepseekV2Config's default)
     shared_experts: int = 0
+    # transformers' forward multiplies every token by all E routed experts, the unrouted ones'
+    # inputs zeroed (Llama 4's Llama4TextExperts: one dense bmm); llmcalc's figures count the k a
+    # routed kernel runs, and flops says how many more the dense run does
+    dense_run: bool = False
 
 
 @dataclass(frozen=True)

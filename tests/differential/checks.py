@@ -164,7 +164,14 @@ def flops_outcome(variant: Variant) -> Outcome:
         if ours != f.flops:
             return Outcome(WRONG, f"{f.depth} layer(s): llmcalc {ours:,}, FlopCounterMode "
                                   f"{f.flops:,} ({(ours - f.flops) / f.flops:+.2%})")
-    return Outcome(EXACT, shrunk)
+    return Outcome(EXACT, _said(spec, shrunk))
+
+
+def _said(spec: Any, *details: str) -> str:
+    """An exact outcome's detail: what the measured copy changed, and what it measured."""
+    dense = "experts run dense (flops' note)" if spec.moe is not None and spec.moe.dense_run else ""
+    text = measure.TEXT_ONLY if measure.whole_model(spec) else ""
+    return "; ".join(d for d in (*details, text, dense) if d)
 
 
 def cache_outcome(variant: Variant) -> Outcome:
@@ -197,7 +204,7 @@ def cache_outcome(variant: Variant) -> Outcome:
     # a depth transformers cannot run with a cache (a cut to linear-attention layers only)
     skipped = [f"{f.depth} layer(s) without a cache: {f.cache_error}" for f in forwards
                if f.cache_error]
-    return Outcome(EXACT, "; ".join([shrunk, *skipped]).strip("; "))
+    return Outcome(EXACT, _said(spec, shrunk, *skipped))
 
 
 # the checks, one column each in bench/differential.py

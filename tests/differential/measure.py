@@ -25,8 +25,10 @@ FLOPs and cache checks share them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,7 +36,7 @@ from variants import Variant
 
 from llmcalc import spec_from_dict
 from llmcalc.errors import ConfigError, UsageError
-from llmcalc.flops import forward_flops_per_sequence
+from llmcalc.flops import dense_run_flops_per_token, forward_flops_per_sequence
 from llmcalc.memory import has_cross_attention, memory
 from llmcalc.spec import ModelSpec
 from llmcalc.units import DType
@@ -82,9 +84,10 @@ def _run(spec: ModelSpec, *, depth: int, dtype: DType) -> Forward:
                 for n in lengths}
     except Exception:  # noqa: BLE001 - a cut to linear-attention layers: give the positions
         try:
-            runs = {n: run_forward(model, seq_len=n, use_cache=True, position_ids=True,
-                                   encoder_states=encoder_states)
-                    for n in lengths}
+            with _linear_only_cache():
+                runs = {n: run_forward(model, seq_len=n, use_cache=True, position_ids=True,
+                                       encoder_states=encoder_states)
+                        for n in lengths}
         except Exception as e:  # noqa: BLE001 - it cannot run with a cache: FLOPs without
             plain = run_forward(model, seq_len=SEQ, encoder_states=encoder_states)
             error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
@@ -92,6 +95,34 @@ def _run(spec: ModelSpec, *, depth: int, dtype: DType) -> Forward:
     full = runs[SEQ]
     return Forward(depth, dtype, full.flops, full.flops_by_op,
                    {n: m.kv_cache_bytes for n, m in runs.items()}, full.cache_layers)
+
+
+@contextlib.contextmanager
+def _linear_only_cache() -> Iterator[None]:
+    """A cache of linear-attention (SSM) layers only: transformers' mask helper asks it for the
+    tokens before the prefill and the mask's sizes, which only attention layers keep, and raises
+    (``get_seq_length`` …); in a prefill they are 0 and the query's length, given instead."""
+    from transformers.cache_utils import Cache
+
+    real_offset, real_sizes = Cache.get_query_offset, Cache.get_mask_sizes
+
+    def offset(self: Any, layer_idx: int = 0) -> int:
+        try:
+            return int(real_offset(self, layer_idx))
+        except ValueError:
+            return 0
+
+    def sizes(self: Any, query_length: int, layer_idx: int = 0) -> tuple[int, int]:
+        try:
+            return real_sizes(self, query_length, layer_idx)  # type: ignore[no-any-return]
+        except ValueError:
+            return query_length, 0
+
+    Cache.get_query_offset, Cache.get_mask_sizes = offset, sizes  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Cache.get_query_offset, Cache.get_mask_sizes = real_offset, real_sizes  # type: ignore[method-assign]
 
 
 @functools.lru_cache(maxsize=8)
@@ -179,19 +210,30 @@ def measure(config: dict[str, Any], *, depth: int) -> Forward:
     more weights than verify's CPU limit), else what transformers raises."""
     from llmcalc.verify import check_buildable
 
-    try:
-        check_buildable(spec_from_dict(config, name="measured"), cpu_layers=max(DEPTHS))
-    except ConfigError as e:
-        if "GiB" not in str(e):
-            raise
-        if reason := _too_large(config):
-            raise ConfigError("measured", reason) from None
+    spec = spec_from_dict(config, name="measured")
+    check_buildable(spec)
+    if whole_model(spec) and not isinstance(config.get("text_config"), dict):
+        raise ConfigError("measured", "a whole model without its text_config: no language model "
+                                      "fields to cut")
+    if reason := _too_large(config):
+        raise ConfigError("measured", reason)
     return _measure(json.dumps(config, sort_keys=True), depth)
 
 
+def whole_model(spec: ModelSpec) -> bool:
+    """A language model with towers (vision, audio): measured on text alone, its towers idle."""
+    return bool(spec.parts) and spec.main_part == "language"
+
+
+TEXT_ONLY = "text only: the whole model run on text tokens, its towers idle"
+
+
 def ours_flops(spec: ModelSpec) -> int:
-    """llmcalc's prefill of one SEQ-token sequence over all n² pairs (what FlopCounterMode sees)."""
-    return forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+    """llmcalc's prefill of one SEQ-token sequence over all n² pairs (what FlopCounterMode sees),
+    plus, where transformers multiplies every token by all routed experts (``MoE.dense_run``:
+    Llama 4), the FLOPs ``llmcalc flops``' note gives for the experts a token is not routed to."""
+    return (forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+            + SEQ * dense_run_flops_per_token(spec))
 
 
 def dynamic_cache_view(spec: ModelSpec) -> ModelSpec:
