@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
@@ -47,6 +48,9 @@ DEPTHS = (1, 2)
 DTYPES = (DType.bf16, DType.fp32)  # the first that runs on the CPU
 FIT_VOCAB = 1024
 FIT_EXPERTS = (4, 8, 16, 32, 64)
+FFN_WIDTH = re.compile(r"intermediate_size|ffn_hidden_size")  # feed-forward widths, halved to fit
+FIT_HALVINGS = 4
+FIT_MIN_WIDTH = 64
 
 
 @dataclass(frozen=True)
@@ -154,15 +158,20 @@ def _too_large(config: dict[str, Any]) -> str:
             f"more than {MAX_CPU_BYTES // 1024**3} GiB")
 
 
+_HALF = object()  # _set's value: half the old one
+
+
 def _set(config: dict[str, Any], want: Any, value: Any) -> dict[str, Any]:
     """``config`` (sub-configs walked into) with every field ``want(key, old)`` picks set to
-    ``value``."""
+    ``value`` (:data:`_HALF`: half its old value)."""
     out = {}
     for key, old in config.items():
         if isinstance(old, dict):
             out[key] = _set(old, want, value)
+        elif want(key, old):
+            out[key] = old // 2 if value is _HALF else value
         else:
-            out[key] = value if want(key, old) else old
+            out[key] = old
     return out
 
 
@@ -194,6 +203,17 @@ def fitted(variant: Variant) -> tuple[dict[str, Any], str]:
                 done.append(f"{fewer} routed experts")
                 if not _too_large(config):
                     break
+    # then the feed-forward widths halved (dense, shared and routed experts' alike) until it fits
+    for _ in range(FIT_HALVINGS):
+        if spec is None or not _too_large(config) or any(
+                w in variant.change for w in ("intermediate", "ffn")):
+            break
+        smaller = _set(config, lambda key, old: bool(FFN_WIDTH.search(key)) and isinstance(old, int)
+                       and not isinstance(old, bool) and old > FIT_MIN_WIDTH, _HALF)
+        if _spec(smaller) is None:
+            break
+        config = smaller
+        done.append("feed-forward widths halved")
     return config, ", ".join(done)
 
 
