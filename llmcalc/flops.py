@@ -177,8 +177,14 @@ def dense_run_flops_per_token(spec: ModelSpec) -> int:
     )
 
 
-def dense_run_note(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
-    """What the FLOPs count of routed experts where transformers runs them all (``MoE.dense_run``)."""
+def routed_experts_note(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
+    """What the FLOPs count of routed experts where transformers runs them all (``MoE.dense_run``),
+    or where a pick may be a zero-computation expert (``MoE.zero_experts``)."""
+    if spec.moe is not None and spec.moe.zero_experts:
+        k, z = _experts_per_tok(spec), spec.moe.zero_experts
+        return (f"routed experts: all {k} picks of a token counted as real experts, the most it "
+                f"costs; those that pick one of the {z} zero-computation experts (identities) "
+                "cost nothing",)
     extra = dense_run_flops_per_token(spec)
     if not extra or spec.moe is None:
         return ()
@@ -844,7 +850,7 @@ def flops(
         active_params=active,
         # and what an --image-size came to (a tower that resizes every image ignores it)
         notes=(*context_notes(spec, ctx=ctx),
-               *dense_run_note(spec, ctx=ctx),
+               *routed_experts_note(spec, ctx=ctx),
                *(note for note in spec.notes if (spec.parts and note.startswith("image_size "))
                  or note.startswith("no image: ")),
                *([f"{', '.join(uncomputed)}: the FLOPs of an audio input are not computed yet"]

@@ -435,6 +435,9 @@ class MoE:
     # inputs zeroed (Llama 4's Llama4TextExperts: one dense bmm); llmcalc's figures count the k a
     # routed kernel runs, and flops says how many more the dense run does
     dense_run: bool = False
+    # zero-computation experts besides the E real ones (LongCat-Flash): a token's k picks may be
+    # identities that cost nothing; the figures count all k as real experts, the most a token costs
+    zero_experts: int = 0
 
 
 @dataclass(frozen=True)

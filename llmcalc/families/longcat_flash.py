@@ -97,7 +97,7 @@ def describe(c: LongcatFlashConfig) -> Architecture:
         ),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(L, layer, attention, name="moe"),
-        moe=MoE(num_experts=E, experts_per_tok=k),
+        moe=MoE(num_experts=E, experts_per_tok=k, zero_experts=Z),
         notes=(
             f"zero_expert_num={Z}: a token's {k} routed picks may include zero-computation experts; "
             f"the active count assumes all {k} are real experts (the upper bound)",

@@ -158,7 +158,10 @@ def flops_outcome(variant: Variant) -> Outcome:
     spec = spec_from_dict(config, name=variant.label)
     for f in forwards:
         try:
-            ours = measure.ours_flops(measure.cut_spec(spec, num_layers=f.depth))
+            cut = measure.cut_spec(spec, num_layers=f.depth)
+            # flops' note: every pick counted as a real expert; those of a zero expert cost nothing
+            ours = measure.ours_flops(cut) - (
+                f.zero_picks * measure.expert_pick_flops(cut) if f.zero_picks else 0)
         except Exception as e:  # noqa: BLE001 - a traceback is a defect, reported as such
             return Outcome(WRONG, f"{f.depth} layer(s): llmcalc raised {_first_line(e)}")
         if ours != f.flops:
@@ -169,9 +172,12 @@ def flops_outcome(variant: Variant) -> Outcome:
 
 def _said(spec: Any, *details: str) -> str:
     """An exact outcome's detail: what the measured copy changed, and what it measured."""
-    dense = "experts run dense (flops' note)" if spec.moe is not None and spec.moe.dense_run else ""
+    moe = spec.moe
+    dense = "experts run dense (flops' note)" if moe is not None and moe.dense_run else ""
+    zero = ("picks of zero experts taken off (flops' note)" if moe is not None and moe.zero_experts
+            else "")
     text = measure.TEXT_ONLY if measure.whole_model(spec) else ""
-    return "; ".join(d for d in (*details, text, dense) if d)
+    return "; ".join(d for d in (*details, text, dense, zero) if d)
 
 
 def cache_outcome(variant: Variant) -> Outcome:

@@ -66,6 +66,7 @@ class Forward:
     cache_bytes: dict[int, int | None]
     cache_layers: tuple[str, ...] = ()
     cache_error: str = ""
+    zero_picks: int = 0  # routed picks of zero-computation experts in the SEQ-token forward
 
 
 def cut_spec(spec: ModelSpec, *, num_layers: int) -> ModelSpec:
@@ -83,22 +84,49 @@ def _run(spec: ModelSpec, *, depth: int, dtype: DType) -> Forward:
         model.set_default_language(next(iter(model.config.languages)))
     encoder_states = has_cross_attention(spec)
     lengths = (SEQ, SHORT) if depth == max(DEPTHS) else (SEQ,)
+    zero = _count_zero_picks(model)
     try:
         runs = {n: run_forward(model, seq_len=n, use_cache=True, encoder_states=encoder_states)
                 for n in lengths}
     except Exception:  # noqa: BLE001 - a cut to linear-attention layers: give the positions
+        zero.clear()
         try:
             with _linear_only_cache():
                 runs = {n: run_forward(model, seq_len=n, use_cache=True, position_ids=True,
                                        encoder_states=encoder_states)
                         for n in lengths}
         except Exception as e:  # noqa: BLE001 - it cannot run with a cache: FLOPs without
+            zero.clear()
             plain = run_forward(model, seq_len=SEQ, encoder_states=encoder_states)
             error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
-            return Forward(depth, dtype, plain.flops, plain.flops_by_op, {}, (), error)
+            return Forward(depth, dtype, plain.flops, plain.flops_by_op, {}, (), error,
+                           zero.get(SEQ, 0))
     full = runs[SEQ]
     return Forward(depth, dtype, full.flops, full.flops_by_op,
-                   {n: m.kv_cache_bytes for n, m in runs.items()}, full.cache_layers)
+                   {n: m.kv_cache_bytes for n, m in runs.items()}, full.cache_layers,
+                   zero_picks=zero.get(SEQ, 0))
+
+
+def _count_zero_picks(model: Any) -> dict[int, int]:
+    """Picks of zero-computation experts (LongCat-Flash's identities, no FLOPs) per forward, keyed
+    by the tokens it ran: an experts module's routed indices past its real experts."""
+    counts: dict[int, int] = {}
+
+    def hook(module: Any, args: tuple[Any, ...]) -> None:
+        hidden, indices = args[0], args[1]
+        tokens = hidden.shape[0]
+        counts[tokens] = counts.get(tokens, 0) + int((indices >= module.num_routed_experts).sum())
+
+    for module in model.modules():
+        if getattr(module, "zero_expert_num", 0) and hasattr(module, "num_routed_experts"):
+            module.register_forward_pre_hook(hook)
+    return counts
+
+
+def expert_pick_flops(spec: ModelSpec) -> int:
+    """FLOPs of one token through one routed expert of one layer: 2 × one expert's elements."""
+    group = next(g for g in spec.layer_groups if any(t.experts for t in g.tensors))
+    return sum(2 * t.numel // t.experts for t in group.tensors if t.matmul and t.experts)
 
 
 @contextlib.contextmanager
@@ -204,6 +232,7 @@ def fitted(variant: Variant) -> tuple[dict[str, Any], str]:
                 if not _too_large(config):
                     break
     # then the feed-forward widths halved (dense, shared and routed experts' alike) until it fits
+    halved = 0
     for _ in range(FIT_HALVINGS):
         if spec is None or not _too_large(config) or any(
                 w in variant.change for w in ("intermediate", "ffn")):
@@ -212,8 +241,9 @@ def fitted(variant: Variant) -> tuple[dict[str, Any], str]:
                        and not isinstance(old, bool) and old > FIT_MIN_WIDTH, _HALF)
         if _spec(smaller) is None:
             break
-        config = smaller
-        done.append("feed-forward widths halved")
+        config, halved = smaller, halved + 1
+    if halved:
+        done.append(f"feed-forward widths / {2**halved}")
     return config, ", ".join(done)
 
 
