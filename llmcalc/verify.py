@@ -737,8 +737,8 @@ def _cut_fields(config: Mapping[str, Any], spec: ModelSpec, *, num_layers: int) 
             cut[key] = num_layers
     runs = config.get("attention_types")  # GPT-Neo: [[["global", "local"], 12]] repeats a pattern
     if isinstance(runs, list):
-        kinds = (kind for pattern, times in runs for _ in range(times) for kind in pattern)
-        cut["attention_types"] = [[[kind], 1] for kind in itertools.islice(kinds, num_layers)]
+        each = (kind for pattern, times in runs for _ in range(times) for kind in pattern)
+        cut["attention_types"] = [[[kind], 1] for kind in itertools.islice(each, num_layers)]
     elif spec.model_type == "gpt_neo" and num_layers < spec.num_layers:
         # left out: the class's pattern, as the spec's layer groups (named for the kinds) hold it
         named = [next(g.name for g in spec.layer_groups if i in g.layers) for i in range(num_layers)]
