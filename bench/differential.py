@@ -82,6 +82,7 @@ def main() -> int:
             for check, label, kind, detail in rows:
                 if kind in args.list:
                     listed.append(f"{kind.upper():<8}{check}: {label}: {detail}")
+                    print(f"    {listed[-1]}", flush=True)  # as it comes: a crash keeps it
     print("-" * len(header))
     line = f"{'total':<26}"
     for name in checks:
