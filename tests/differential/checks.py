@@ -129,32 +129,45 @@ def count_outcome(variant: Variant) -> Outcome:
 # ---- FLOPs and cache bytes: a real forward pass of the config cut to 1 and 2 layers (measure.py) ---
 
 
-def _forwards(variant: Variant) -> tuple[list[measure.Forward], Outcome | None]:
-    """The measured copies (of :func:`measure.fitted`'s config), or the outcome that ends the check
-    before any comparison: llmcalc's refusal as the count check classes it, verify's refusal to
-    build the cut copy (unmeasured), or what transformers raises (unbuilt)."""
+def _forwards(
+    variant: Variant,
+) -> tuple[list[measure.Forward], dict[str, Any], str, Outcome | None]:
+    """The measured copies, the config they were cut from (:func:`measure.fitted`'s) and what it
+    changed, or the outcome that ends the check before any comparison: llmcalc's refusal as the
+    count check classes it, verify's refusal to build the cut copy (unmeasured), or what
+    transformers raises (unbuilt). Where the smaller copy fails and the config itself fits, the
+    config is run instead: its own failure is transformers'."""
     try:
         spec_from_dict(variant.config, name=variant.label)
     except (ConfigError, UsageError):
-        return [], count_outcome(variant)
+        return [], variant.config, "", count_outcome(variant)
     config, shrunk = measure.fitted(variant)
     try:
-        return [measure.measure(config, depth=d) for d in measure.DEPTHS], None
+        return [measure.measure(config, depth=d) for d in measure.DEPTHS], config, shrunk, None
     except ConfigError as e:
-        return [], Outcome(UNMEASURED, str(e))
+        return [], config, shrunk, Outcome(UNMEASURED, str(e))
     except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
-        if shrunk:  # the smaller copy, not the config: nothing said about the config itself
-            return [], Outcome(UNMEASURED, f"{shrunk}: {_first_line(e)}")
-        return [], Outcome(UNBUILT, _first_line(e))
+        error = e
+    if shrunk and measure._too_large(variant.config):
+        # the smaller copy, not the config: nothing said about the config itself
+        return [], config, shrunk, Outcome(UNMEASURED, f"{shrunk}: {_first_line(error)}")
+    if shrunk:
+        try:
+            forwards = [measure.measure(variant.config, depth=d) for d in measure.DEPTHS]
+            return forwards, variant.config, "", None
+        except ConfigError as e:
+            return [], variant.config, "", Outcome(UNMEASURED, str(e))
+        except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
+            error = e
+    return [], variant.config, "", Outcome(UNBUILT, _first_line(error))
 
 
 def flops_outcome(variant: Variant) -> Outcome:
     """FlopCounterMode's count of a SEQ-token forward of ``variant`` cut to 1 and 2 layers against
     ``forward_flops_per_sequence``."""
-    forwards, ended = _forwards(variant)
+    forwards, config, shrunk, ended = _forwards(variant)
     if ended is not None:
         return ended
-    config, shrunk = measure.fitted(variant)
     spec = spec_from_dict(config, name=variant.label)
     for f in forwards:
         try:
@@ -183,10 +196,9 @@ def _said(spec: Any, *details: str) -> str:
 def cache_outcome(variant: Variant) -> Outcome:
     """The bytes transformers' cache holds after SEQ and SHORT tokens of ``variant`` cut to 1 and 2
     layers against ``memory``'s cache bytes."""
-    forwards, ended = _forwards(variant)
+    forwards, config, shrunk, ended = _forwards(variant)
     if ended is not None:
         return ended
-    config, shrunk = measure.fitted(variant)
     spec = spec_from_dict(config, name=variant.label)
     ran = [f for f in forwards if not f.cache_error]
     if not ran:

@@ -232,13 +232,16 @@ def fitted(variant: Variant) -> tuple[dict[str, Any], str]:
                 if not _too_large(config):
                     break
     # then the feed-forward widths halved (dense, shared and routed experts' alike) until it fits
+    # (all but a width the change set: the change is what is checked)
     halved = 0
+    changed = set(re.findall(r"([\w.]+)=", variant.change))
+    keep = {path.rsplit(".", 1)[-1] for path in changed}
     for _ in range(FIT_HALVINGS):
-        if spec is None or not _too_large(config) or any(
-                w in variant.change for w in ("intermediate", "ffn")):
+        if spec is None or not _too_large(config):
             break
-        smaller = _set(config, lambda key, old: bool(FFN_WIDTH.search(key)) and isinstance(old, int)
-                       and not isinstance(old, bool) and old > FIT_MIN_WIDTH, _HALF)
+        smaller = _set(config, lambda key, old: bool(FFN_WIDTH.search(key)) and key not in keep
+                       and isinstance(old, int) and not isinstance(old, bool)
+                       and old > FIT_MIN_WIDTH, _HALF)
         if _spec(smaller) is None:
             break
         config, halved = smaller, halved + 1
