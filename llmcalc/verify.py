@@ -826,6 +826,7 @@ def run_forward(
     static_cache: bool = False,
     position_ids: bool = False,
     encoder_states: bool = False,
+    cache: Any = None,
 ) -> ForwardMeasurement:
     """One forward pass of ``batch`` random sequences of ``seq_len`` tokens through ``model`` (one
     :func:`build_random_model` made), under FlopCounterMode; the cache it leaves (see
@@ -833,6 +834,8 @@ def run_forward(
     layers only otherwise asks its new cache for a length only attention layers keep: Lara-Mini).
     ``encoder_states``: a decoder that cross-attends to an encoder it does not hold (TrOCR) reads
     ``seq_len`` random encoder states, as llmcalc's source length defaults to the context.
+    ``cache``: a cache to pass, for a model that returns none (RecurrentGemma: its attention layers
+    fill it, its recurrent layers keep their states in the modules, :data:`MODULE_STATES`).
     Raises what transformers raises."""
     torch, transformers = _import()
     from torch.utils.flop_counter import FlopCounterMode
@@ -844,6 +847,8 @@ def run_forward(
         plain = next(i for i in range(vocab) if i not in placeholders)
         ids[torch.isin(ids, torch.tensor(sorted(placeholders)))] = plain
     kwargs: dict[str, Any] = {"use_cache": use_cache or static_cache}
+    if cache is not None:
+        kwargs["cache"] = cache
     if static_cache:
         kwargs["cache"] = transformers.StaticCache(config=model.config, max_cache_len=seq_len)
     inputs: dict[str, Any] = {"input_ids": ids}
@@ -870,7 +875,8 @@ def run_forward(
     with torch.no_grad(), counter:
         out = model(**inputs, **kwargs)
     by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
-    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    passed = cache
+    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None) or passed
     kv_bytes = None
     layers: tuple[str, ...] = ()
     rnn_state = getattr(cache, "rnn_state", None)  # xLSTM: {layer: (C, n, m)}, no cache layers
@@ -884,10 +890,18 @@ def run_forward(
         # MiniMax keeps its lightning-attention states beside the layers (MiniMaxCache.linear_cache)
         kv_bytes += sum(t.nbytes for t in getattr(cache, "linear_cache", []) if hasattr(t, "nbytes"))
         layers = tuple(type(layer).__name__ for c in parts for layer in c.layers)
+    if passed is not None and kv_bytes is not None:  # states the modules keep beside the cache
+        kv_bytes += sum(t.nbytes for m in model.modules() for name in MODULE_STATES
+                        if isinstance(t := getattr(m, name, None), torch.Tensor))
     state = getattr(out, "state", None)  # RWKV returns its state tensors, not a cache object
     if cache is None and isinstance(state, (list, tuple)):
         kv_bytes = sum(t.nbytes for t in state if hasattr(t, "nbytes"))
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
+
+
+# Recurrent states a model keeps in its modules, not in the cache it is given (RecurrentGemma's
+# recurrent blocks: the convolution's last inputs and the RG-LRU state).
+MODULE_STATES = ("conv1d_state", "recurrent_states")
 
 
 def _placeholder_ids(config: Any, vocab: int) -> set[int]:

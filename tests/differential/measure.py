@@ -101,10 +101,24 @@ def _run(spec: ModelSpec, *, depth: int, dtype: DType) -> Forward:
             error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
             return Forward(depth, dtype, plain.flops, plain.flops_by_op, {}, (), error,
                            zero.get(SEQ, 0))
+    if all(m.kv_cache_bytes is None for m in runs.values()) and _keeps_states(model):
+        # RecurrentGemma returns no cache: given one, its attention layers fill it and its
+        # recurrent layers keep their states in their modules (verify.MODULE_STATES)
+        from transformers import DynamicCache
+
+        with _linear_only_cache():
+            runs = {n: run_forward(model, seq_len=n, use_cache=True, position_ids=True,
+                                   cache=DynamicCache(config=model.config)) for n in lengths}
     full = runs[SEQ]
     return Forward(depth, dtype, full.flops, full.flops_by_op,
                    {n: m.kv_cache_bytes for n, m in runs.items()}, full.cache_layers,
                    zero_picks=zero.get(SEQ, 0))
+
+
+def _keeps_states(model: Any) -> bool:
+    from llmcalc.verify import MODULE_STATES
+
+    return any(hasattr(m, name) for m in model.modules() for name in MODULE_STATES)
 
 
 def _count_zero_picks(model: Any) -> dict[int, int]:
