@@ -148,8 +148,11 @@ def _forwards(
         return [], config, shrunk, Outcome(UNMEASURED, str(e))
     except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
         error = e
-    if shrunk and measure._too_large(variant.config):
-        # the smaller copy, not the config: nothing said about the config itself
+    try:
+        too_large = bool(shrunk) and bool(measure._too_large(variant.config))
+    except (ConfigError, UsageError):  # the config's cut copy is no model llmcalc reads
+        too_large = True
+    if too_large:  # the smaller copy, not the config: nothing said about the config itself
         return [], config, shrunk, Outcome(UNMEASURED, f"{shrunk}: {_first_line(error)}")
     if shrunk:
         try:

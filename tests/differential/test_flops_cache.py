@@ -173,3 +173,18 @@ def test_a_hybrid_cut_keeps_an_attention_layer() -> None:
     assert measure.measure(variant.config, depth=2).cache_layers == (
         "LinearAttentionLayer", "DynamicLayer")
     assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)
+
+
+def test_states_kept_in_modules_are_measured() -> None:
+    """RecurrentGemma returns no cache: given one, its attention layer fills it (the window − 1
+    tokens DynamicCache keeps), and its recurrent layer keeps its states in its modules."""
+    variant = small("recurrent_gemma", num_hidden_layers=3, hidden_size=256, lru_width=256,
+                    intermediate_size=512, num_attention_heads=4, num_key_value_heads=1,
+                    head_dim=64, attention_window_size=16, vocab_size=1000)
+    # recurrent: the convolution's last 3 inputs of 256 (bf16) and the RG-LRU's 256 (float32)
+    recurrent = 3 * 256 * 2 + 256 * 4
+    attention = 2 * 15 * 64 * 2  # K and V, 1 kv head × 64, the last 15 tokens, bf16
+    assert measure.measure(variant.config, depth=1).cache_bytes == {SEQ: recurrent}
+    assert measure.measure(variant.config, depth=2).cache_bytes == {
+        SEQ: recurrent + attention, measure.SHORT: recurrent + attention}
+    assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)
