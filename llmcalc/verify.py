@@ -678,12 +678,18 @@ SECOND_KIND_FIELDS = {"jamba": {"attn_layer_period": 2, "attn_layer_offset": 1}}
 CYCLE_FIELDS = ("block_types",)
 
 
-def _layer_kinds(config: Mapping[str, Any], spec: ModelSpec) -> list[Any] | None:
-    """Each layer's kind (``layer_types``, listed or as transformers' class derives it), or None."""
-    listed = config.get("layer_types")
-    if isinstance(listed, list):
-        return listed if len(listed) == spec.num_layers else None
-    if spec.parts or "layer_types" in config or not spec.model_type:
+# The fields that list each layer's kind (Zamba's: layers_block_type)
+KIND_FIELDS = ("layer_types", "layers_block_type")
+
+
+def _layer_kinds(config: Mapping[str, Any], spec: ModelSpec) -> tuple[str, list[Any]] | None:
+    """The field that lists each layer's kind and its list (given, or as transformers' class
+    derives it), or None."""
+    for field in KIND_FIELDS:
+        listed = config.get(field)
+        if isinstance(listed, list):
+            return (field, listed) if len(listed) == spec.num_layers else None
+    if spec.parts or not spec.model_type:
         return None
     try:
         _, transformers = _import()
@@ -693,10 +699,12 @@ def _layer_kinds(config: Mapping[str, Any], spec: ModelSpec) -> list[Any] | None
         return None
     import dataclasses
 
-    if "layer_types" not in {f.name for f in dataclasses.fields(hf)}:  # a property, not a field
-        return None
-    derived = hf.layer_types
-    return list(derived) if isinstance(derived, list) and len(derived) == spec.num_layers else None
+    names = {f.name for f in dataclasses.fields(hf)}
+    for field in KIND_FIELDS:  # a field, not a property the class computes from others
+        derived = getattr(hf, field, None) if field in names else None
+        if isinstance(derived, list) and len(derived) == spec.num_layers:
+            return field, list(derived)
+    return None
 
 
 def kept_layers(kinds: list[Any] | None, *, num_layers: int) -> list[int]:
@@ -716,10 +724,10 @@ def _cut_fields(config: Mapping[str, Any], spec: ModelSpec, *, num_layers: int) 
     sections = SECTION_FIELDS.get(spec.model_type, ()) if num_layers != spec.num_layers else ()
     for j, name in enumerate(sections):
         cut[name] = min(1, max(0, num_layers - j)) + (max(0, num_layers - len(sections)) if j == 0 else 0)
-    kinds = _layer_kinds(config, spec) if num_layers < spec.num_layers else None
-    kept = kept_layers(kinds, num_layers=num_layers)
-    if kinds is not None and kept != list(range(num_layers)):
-        cut["layer_types"] = [kinds[i] for i in kept]
+    listed = _layer_kinds(config, spec) if num_layers < spec.num_layers else None
+    kept = kept_layers(listed[1] if listed else None, num_layers=num_layers)
+    if listed is not None and (kept != list(range(num_layers)) or listed[0] not in config):
+        cut[listed[0]] = [listed[1][i] for i in kept]
     for key, value in config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
             cut[key] = [value[i] for i in kept]

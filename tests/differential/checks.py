@@ -142,10 +142,19 @@ def _forwards(
     except (ConfigError, UsageError):
         return [], variant.config, "", count_outcome(variant)
     config, shrunk = measure.fitted(variant)
+    error: Exception
     try:
-        return [measure.measure(config, depth=d) for d in measure.DEPTHS], config, shrunk, None
+        forwards = [measure.measure(config, depth=max(measure.DEPTHS))]
+        try:  # a 1-layer cut transformers refuses (OLMo-Hybrid's needs an attention layer)
+            forwards.insert(0, measure.measure(config, depth=min(measure.DEPTHS)))
+        except Exception as e:  # noqa: BLE001 - the 2-layer copy is measured all the same
+            note = f"{min(measure.DEPTHS)} layer: {_first_line(e)[:120]}"
+            return forwards, config, ", ".join(x for x in (shrunk, note) if x), None
+        return forwards, config, shrunk, None
     except ConfigError as e:
-        return [], config, shrunk, Outcome(UNMEASURED, str(e))
+        if "transformers cannot" not in str(e):  # verify's limits, not transformers' refusal
+            return [], config, shrunk, Outcome(UNMEASURED, str(e))
+        error = e
     except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
         error = e
     try:
@@ -159,7 +168,9 @@ def _forwards(
             forwards = [measure.measure(variant.config, depth=d) for d in measure.DEPTHS]
             return forwards, variant.config, "", None
         except ConfigError as e:
-            return [], variant.config, "", Outcome(UNMEASURED, str(e))
+            if "transformers cannot" not in str(e):
+                return [], variant.config, "", Outcome(UNMEASURED, str(e))
+            error = e
         except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
             error = e
     return [], variant.config, "", Outcome(UNBUILT, _first_line(error))

@@ -82,7 +82,9 @@ def _run(spec: ModelSpec, *, depth: int, dtype: DType) -> Forward:
     model = build_random_model(spec, num_layers=depth, dtype=dtype.value)
     if hasattr(model, "set_default_language"):  # X-MOD: one language's adapters
         model.set_default_language(next(iter(model.config.languages)))
-    encoder_states = has_cross_attention(spec)
+    # a decoder's cross-attention to an encoder it lacks (TrOCR); a whole model's to its images
+    # stays idle on text (Mllama: flops' "no image" note)
+    encoder_states = has_cross_attention(spec) and not whole_model(spec)
     lengths = (SEQ, SHORT) if depth == max(DEPTHS) else (SEQ,)
     zero = _count_zero_picks(model)
     try:
@@ -193,7 +195,10 @@ def _too_large(config: dict[str, Any]) -> str:
     spec = _spec(config)
     if spec is None:
         return ""
-    nbytes = 2 * count(cut_spec(spec, num_layers=max(DEPTHS))).total
+    try:
+        nbytes = 2 * count(cut_spec(spec, num_layers=max(DEPTHS))).total
+    except (ConfigError, UsageError) as e:  # llmcalc reads no cut copy of it
+        return f"the {max(DEPTHS)}-layer copy: {e}"
     if nbytes <= MAX_CPU_BYTES:
         return ""
     return (f"the {max(DEPTHS)}-layer copy needs {nbytes / 1024**3:,.1f} GiB of bf16 weights, "
@@ -275,11 +280,12 @@ def measure(config: dict[str, Any], *, depth: int) -> Forward:
     """``config`` cut to ``depth`` layers, built and run (kept for the next check of the same
     config). Raises llmcalc's ConfigError where verify refuses to build the copy (a whole model, or
     more weights than verify's CPU limit), else what transformers raises."""
-    from llmcalc.verify import check_buildable
+    from llmcalc.verify import LAYER_COUNT_FIELDS, check_buildable
 
     spec = spec_from_dict(config, name="measured")
     check_buildable(spec)
-    if whole_model(spec) and not isinstance(config.get("text_config"), dict):
+    if whole_model(spec) and not isinstance(config.get("text_config"), dict) and not any(
+            f in config for f in LAYER_COUNT_FIELDS):  # Phi-4-multimodal's are at the top
         raise ConfigError("measured", "a whole model without its text_config: no language model "
                                       "fields to cut")
     if reason := _too_large(config):
