@@ -726,7 +726,10 @@ def _cut_fields(config: Mapping[str, Any], spec: ModelSpec, *, num_layers: int) 
         cut[name] = min(1, max(0, num_layers - j)) + (max(0, num_layers - len(sections)) if j == 0 else 0)
     listed = _layer_kinds(config, spec) if num_layers < spec.num_layers else None
     kept = kept_layers(listed[1] if listed else None, num_layers=num_layers)
-    if listed is not None and (kept != list(range(num_layers)) or listed[0] not in config):
+    # the kinds listed where the cut keeps other layers than the first, and where the class
+    # would otherwise derive them for the whole depth (Zamba's layers_block_type)
+    if listed is not None and (kept != list(range(num_layers)) or (
+            listed[0] != "layer_types" and listed[0] not in config)):
         cut[listed[0]] = [listed[1][i] for i in kept]
     for key, value in config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
