@@ -40,7 +40,12 @@ def run_type(args: tuple[str, int, tuple[str, ...], int | None]) -> tuple[str, R
         variants = [defaults, *rng.sample(changed, min(sample, len(changed)))]
     for variant in variants:
         for name in checks:
-            outcome = CHECKS[name](variant)
+            try:
+                outcome = CHECKS[name](variant)
+            except Exception as e:  # noqa: BLE001 - a check that raises is a defect: wrong
+                rows.append((name, variant.label, WRONG, f"the check raised {type(e).__name__}: "
+                                                         f"{str(e).splitlines()[0][:200] if str(e) else ''}"))
+                continue
             rows.append((name, variant.label, outcome.kind, outcome.detail))
     return model_type, rows, time.perf_counter() - start
 
@@ -82,6 +87,7 @@ def main() -> int:
             for check, label, kind, detail in rows:
                 if kind in args.list:
                     listed.append(f"{kind.upper():<8}{check}: {label}: {detail}")
+                    print(f"    {listed[-1]}", flush=True)  # as it comes: a crash keeps it
     print("-" * len(header))
     line = f"{'total':<26}"
     for name in checks:

@@ -120,5 +120,5 @@ def describe(c: Llama4TextConfig) -> Architecture:
         shape=c.shape(tied=c.tie_word_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=groups,
-        moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=1),
+        moe=MoE(num_experts=E, experts_per_tok=k, shared_experts=1, dense_run=True),
     )

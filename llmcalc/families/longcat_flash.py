@@ -88,7 +88,7 @@ def describe(c: LongcatFlashConfig) -> Architecture:
         shape=Shape(L, d, h, h, qk, ff, v, c.tie_word_embeddings, c.max_position_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=uniform_layers(L, layer, attention, name="moe"),
-        moe=MoE(num_experts=E, experts_per_tok=k),
+        moe=MoE(num_experts=E, experts_per_tok=k, zero_experts=Z),
         notes=(
             f"zero_expert_num={Z}: a token's {k} routed picks may include zero-computation experts; "
             f"the active count assumes all {k} are real experts (the upper bound)",

@@ -39,6 +39,8 @@ class SparseMoEConfig(FamilyConfig):
     router_name: ClassVar[str] = "gate"
     layer_norm_bias: ClassVar[bool] = False  # LayerNorm with bias (phimoe) vs RMSNorm
     experts_field: ClassVar[str] = "num_local_experts"
+    # experts the router picks per token whatever num_experts_per_tok says (None: that field)
+    routes: ClassVar[int | None] = None
 
     hidden_size: Size
     num_hidden_layers: Size
@@ -83,6 +85,9 @@ class PhimoeConfig(SparseMoEConfig):
     transformers_class = "PhimoeConfig"
     router_name: ClassVar[str] = "router"
     layer_norm_bias: ClassVar[bool] = True
+    # transformers' sparsemixer (PhimoeTopKRouter) picks a first and a second expert per token;
+    # it reads no num_experts_per_tok
+    routes: ClassVar[int | None] = 2
 
     num_key_value_heads: Size
     num_local_experts: Size
@@ -145,5 +150,7 @@ def describe(c: SparseMoEConfig) -> Architecture:
         layer_groups=uniform_layers(
             c.num_hidden_layers, layer, Attention(h, kv, hd, hd, window=window), name="moe"
         ),
-        moe=MoE(num_experts=E, experts_per_tok=k),
+        moe=MoE(num_experts=E, experts_per_tok=c.routes or k),
+        notes=(f"num_experts_per_tok={k}: the router picks {c.routes} experts per token whatever "
+               "it says (transformers' sparsemixer)",) if c.routes not in (None, k) else (),
     )

@@ -165,6 +165,37 @@ def weight_flops_per_token(spec: ModelSpec) -> int:
     return sum(weight_flops_breakdown(spec).values())
 
 
+def dense_run_flops_per_token(spec: ModelSpec) -> int:
+    """FLOPs per token a forward that multiplies every token by all E routed experts does beyond
+    the k it routes to (``MoE.dense_run``: Llama 4's eager experts, a dense bmm with the unrouted
+    inputs zeroed); 0 where experts run routed. Experts [E, …] used k of E: 2·(E − k)/E × their
+    elements, per layer they repeat in."""
+    if spec.moe is None or not spec.moe.dense_run:
+        return 0
+    k = _experts_per_tok(spec)
+    return sum(
+        FLOPS_PER_MAC * (t.numel - t.active_numel(k)) * (1 if g is None else g.tensor_runs(t))
+        for t, g in spec.main_tensors() if t.matmul and t.experts
+    )
+
+
+def routed_experts_note(spec: ModelSpec, *, ctx: int) -> tuple[str, ...]:
+    """What the FLOPs count of routed experts where transformers runs them all (``MoE.dense_run``),
+    or where a pick may be a zero-computation expert (``MoE.zero_experts``)."""
+    if spec.moe is not None and spec.moe.zero_experts:
+        k, z = _experts_per_tok(spec), spec.moe.zero_experts
+        return (f"routed experts: all {k} picks of a token counted as real experts, the most it "
+                f"costs; those that pick one of the {z} zero-computation experts (identities) "
+                "cost nothing",)
+    extra = dense_run_flops_per_token(spec)
+    if not extra or spec.moe is None:
+        return ()
+    k, e = _experts_per_tok(spec), spec.moe.num_experts
+    return (f"routed experts: the {k} of {e} a token is routed to, as a routed kernel runs them; "
+            f"transformers' eager forward multiplies every token by all {e} (the others' inputs "
+            f"zeroed), {extra:,} FLOPs more per token ({ctx * extra:,} per sequence)",)
+
+
 # ---- attention -------------------------------------------------------------------------------------
 
 
@@ -788,6 +819,7 @@ def flops(
         active_params=active,
         # and what an --image-size came to (a tower that resizes every image ignores it)
         notes=(*context_notes(spec, ctx=ctx),
+               *routed_experts_note(spec, ctx=ctx),
                *(note for note in spec.notes if (spec.parts and note.startswith("image_size "))
                  or note.startswith("no image: ")),
                *([f"{', '.join(uncomputed)}: the FLOPs of an audio input are not computed yet"]

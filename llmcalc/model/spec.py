@@ -433,6 +433,13 @@ class MoE:
     num_experts: int
     experts_per_tok: int | None  # None: the config leaves it unset (DeepseekV2Config's default)
     shared_experts: int = 0
+    # transformers' forward multiplies every token by all E routed experts, the unrouted ones'
+    # inputs zeroed (Llama 4's Llama4TextExperts: one dense bmm); llmcalc's figures count the k a
+    # routed kernel runs, and flops says how many more the dense run does
+    dense_run: bool = False
+    # zero-computation experts besides the E real ones (LongCat-Flash): a token's k picks may be
+    # identities that cost nothing; the figures count all k as real experts, the most a token costs
+    zero_experts: int = 0
 
 
 @dataclass(frozen=True)

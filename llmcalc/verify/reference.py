@@ -663,25 +663,97 @@ SECTION_FIELDS = {"dory": ("n_recurrent_layers", "n_input_layers", "n_output_lay
 
 
 def cut_fields(spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
-    """The config fields that cut ``spec`` to ``num_layers`` decoder layers (per-layer lists too)."""
-    field = next((f for f in LAYER_COUNT_FIELDS if f in spec.config), LAYER_COUNT_FIELDS[0])
+    """The config fields that cut ``spec`` to ``num_layers`` decoder layers (per-layer lists too).
+    A whole model's language model is cut inside its ``text_config`` (its towers kept whole)."""
+    text = spec.config.get("text_config")
+    if spec.parts and spec.main_part == "language" and isinstance(text, dict):
+        return {"text_config": {**text, **_cut_fields(text, spec, num_layers=num_layers)}}
+    return _cut_fields(spec.config, spec, num_layers=num_layers)
+
+
+# Layer patterns a class derives from a period rather than a list: the fields that make a 2-layer
+# cut hold the pattern's second kind at layer 1 (Jamba: a Mamba layer, then an attention layer).
+SECOND_KIND_FIELDS = {"jamba": {"attn_layer_period": 2, "attn_layer_offset": 1}}
+# Patterns given as a cycle (RecurrentGemma's block_types: recurrent, recurrent, attention, …).
+CYCLE_FIELDS = ("block_types",)
+
+
+# The fields that list each layer's kind (Zamba's: layers_block_type)
+KIND_FIELDS = ("layer_types", "layers_block_type")
+
+
+def _layer_kinds(config: Mapping[str, Any], spec: ModelSpec) -> tuple[str, list[Any]] | None:
+    """The field that lists each layer's kind and its list (given, or as transformers' class
+    derives it), or None."""
+    for field in KIND_FIELDS:
+        listed = config.get(field)
+        if isinstance(listed, list):
+            return (field, listed) if len(listed) == spec.num_layers else None
+    if spec.parts or not spec.model_type:
+        return None
+    try:
+        _, transformers = _import()
+        fields = {k: v for k, v in config.items() if k != "model_type"}
+        hf = transformers.AutoConfig.for_model(spec.model_type, **fields)
+    except Exception:  # noqa: BLE001 - no derived pattern to keep: the first layers as they are
+        return None
+    import dataclasses
+
+    names = {f.name for f in dataclasses.fields(hf)}
+    for field in KIND_FIELDS:  # a field, not a property the class computes from others
+        derived = getattr(hf, field, None) if field in names else None
+        if isinstance(derived, list) and len(derived) == spec.num_layers:
+            return field, list(derived)
+    return None
+
+
+def kept_layers(kinds: list[Any] | None, *, num_layers: int) -> list[int]:
+    """The layers a cut to ``num_layers`` keeps: the first ones, except that where those are all of
+    one kind the last is the first layer of the pattern's next kind (a hybrid's first attention
+    layer, a sliding pattern's first full layer), so that a 2-layer cut measures both."""
+    first = list(range(num_layers))
+    if not kinds or num_layers < 2 or num_layers >= len(kinds) or len(set(map(str, kinds[:num_layers]))) > 1:
+        return first
+    other = next((i for i, kind in enumerate(kinds) if str(kind) != str(kinds[0])), None)
+    return first if other is None else [*first[:-1], other]
+
+
+def _cut_fields(config: Mapping[str, Any], spec: ModelSpec, *, num_layers: int) -> dict[str, Any]:
+    field = next((f for f in LAYER_COUNT_FIELDS if f in config), LAYER_COUNT_FIELDS[0])
     cut: dict[str, Any] = {field: num_layers}
     sections = SECTION_FIELDS.get(spec.model_type, ()) if num_layers != spec.num_layers else ()
     for j, name in enumerate(sections):
         cut[name] = min(1, max(0, num_layers - j)) + (max(0, num_layers - len(sections)) if j == 0 else 0)
-    for key, value in spec.config.items():  # per-layer lists: layer_types, attention_layers …
+    listed = _layer_kinds(config, spec) if num_layers < spec.num_layers else None
+    kept = kept_layers(listed[1] if listed else None, num_layers=num_layers)
+    # the kinds listed where the cut keeps other layers than the first, and where the class
+    # would otherwise derive them for the whole depth (Zamba's layers_block_type)
+    if listed is not None and (kept != list(range(num_layers)) or (
+            listed[0] != "layer_types" and listed[0] not in config)):
+        cut[listed[0]] = [listed[1][i] for i in kept]
+    for key, value in config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
-            cut[key] = value[:num_layers]
+            cut[key] = [value[i] for i in kept]
+    if num_layers == 2 < spec.num_layers:
+        cut.update(SECOND_KIND_FIELDS.get(spec.model_type, {}))
+    for key in CYCLE_FIELDS:
+        if isinstance(cycle := config.get(key), list) and cycle and num_layers < spec.num_layers:
+            cycled = [cycle[i % len(cycle)] for i in range(spec.num_layers)]
+            cut[key] = [cycled[i] for i in kept_layers(cycled, num_layers=num_layers)]
     for key in LAST_LAYER_FIELDS:  # the first layers hold those of the last ones they reach
-        if isinstance(last := spec.config.get(key), int):
+        if isinstance(last := config.get(key), int):
             cut[key] = max(0, num_layers - max(0, spec.num_layers - last))
     for key in STACK_LAYER_FIELDS:  # an encoder–decoder: both stacks
-        if key in spec.config:
+        if key in config:
             cut[key] = num_layers
-    runs = spec.config.get("attention_types")  # GPT-Neo: [[["global", "local"], 12]] repeats a pattern
+    runs = config.get("attention_types")  # GPT-Neo: [[["global", "local"], 12]] repeats a pattern
     if isinstance(runs, list):
-        kinds = (kind for pattern, times in runs for _ in range(times) for kind in pattern)
-        cut["attention_types"] = [[[kind], 1] for kind in itertools.islice(kinds, num_layers)]
+        each = (kind for pattern, times in runs for _ in range(times) for kind in pattern)
+        cut["attention_types"] = [[[kind], 1] for kind in itertools.islice(each, num_layers)]
+    elif spec.model_type == "gpt_neo" and num_layers < spec.num_layers:
+        # left out: the class's pattern, as the spec's layer groups (named for the kinds) hold it
+        named = [next(g.name for g in spec.layer_groups if i in g.layers) for i in range(num_layers)]
+        cut["attention_types"] = [[[kind], 1] for kind in named]
     return cut
 
 
@@ -765,6 +837,7 @@ def run_forward(
     static_cache: bool = False,
     position_ids: bool = False,
     encoder_states: bool = False,
+    cache: Any = None,
 ) -> ForwardMeasurement:
     """One forward pass of ``batch`` random sequences of ``seq_len`` tokens through ``model`` (one
     :func:`build_random_model` made), under FlopCounterMode; the cache it leaves (see
@@ -772,6 +845,8 @@ def run_forward(
     layers only otherwise asks its new cache for a length only attention layers keep: Lara-Mini).
     ``encoder_states``: a decoder that cross-attends to an encoder it does not hold (TrOCR) reads
     ``seq_len`` random encoder states, as llmcalc's source length defaults to the context.
+    ``cache``: a cache to pass, for a model that returns none (RecurrentGemma: its attention layers
+    fill it, its recurrent layers keep their states in the modules, :data:`MODULE_STATES`).
     Raises what transformers raises."""
     torch, transformers = _import()
     from torch.utils.flop_counter import FlopCounterMode
@@ -779,7 +854,12 @@ def run_forward(
     gen = torch.Generator().manual_seed(1)
     vocab = model.get_input_embeddings().weight.shape[0]
     ids = torch.randint(0, vocab, (batch, seq_len), generator=gen)
+    if placeholders := _placeholder_ids(model.config, vocab):  # text only: no image token
+        plain = next(i for i in range(vocab) if i not in placeholders)
+        ids[torch.isin(ids, torch.tensor(sorted(placeholders)))] = plain
     kwargs: dict[str, Any] = {"use_cache": use_cache or static_cache}
+    if cache is not None:
+        kwargs["cache"] = cache
     if static_cache:
         kwargs["cache"] = transformers.StaticCache(config=model.config, max_cache_len=seq_len)
     inputs: dict[str, Any] = {"input_ids": ids}
@@ -806,7 +886,8 @@ def run_forward(
     with torch.no_grad(), counter:
         out = model(**inputs, **kwargs)
     by_op = {str(op): int(n) for op, n in counter.get_flop_counts().get("Global", {}).items()}
-    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None)
+    passed = cache
+    cache = getattr(out, "cache", None) or getattr(out, "past_key_values", None) or passed
     kv_bytes = None
     layers: tuple[str, ...] = ()
     rnn_state = getattr(cache, "rnn_state", None)  # xLSTM: {layer: (C, n, m)}, no cache layers
@@ -820,10 +901,33 @@ def run_forward(
         # MiniMax keeps its lightning-attention states beside the layers (MiniMaxCache.linear_cache)
         kv_bytes += sum(t.nbytes for t in getattr(cache, "linear_cache", []) if hasattr(t, "nbytes"))
         layers = tuple(type(layer).__name__ for c in parts for layer in c.layers)
+    if passed is not None and kv_bytes is not None:  # states the modules keep beside the cache
+        kv_bytes += sum(t.nbytes for m in model.modules() for name in MODULE_STATES
+                        if isinstance(t := getattr(m, name, None), torch.Tensor))
     state = getattr(out, "state", None)  # RWKV returns its state tensors, not a cache object
     if cache is None and isinstance(state, (list, tuple)):
         kv_bytes = sum(t.nbytes for t in state if hasattr(t, "nbytes"))
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
+
+
+# Recurrent states a model keeps in its modules, not in the cache it is given (RecurrentGemma's
+# recurrent blocks: the convolution's last inputs and the RG-LRU state).
+MODULE_STATES = ("conv1d_state", "recurrent_states")
+
+
+def _placeholder_ids(config: Any, vocab: int) -> set[int]:
+    """A whole model's special token ids (``image_token_id``, ``audio_token_index`` …, and its
+    text_config's), which text-only random input must not hold: an image token asks for an image."""
+    if getattr(config, "text_config", None) is None:
+        return set()
+    ids = set()
+    for c in (config, config.text_config):
+        for key, value in vars(c).items():
+            if re.search(r"token_(id|index)s?$", key):
+                for i in value if isinstance(value, list) else [value]:
+                    if isinstance(i, int) and 0 <= i < vocab:
+                        ids.add(i)
+    return ids
 
 
 def grouped_mm_flops(a: tuple[int, ...], b: tuple[int, ...], *_: Any, **__: Any) -> int:

@@ -129,51 +129,90 @@ def count_outcome(variant: Variant) -> Outcome:
 # ---- FLOPs and cache bytes: a real forward pass of the config cut to 1 and 2 layers (measure.py) ---
 
 
-def _forwards(variant: Variant) -> tuple[list[measure.Forward], Outcome | None]:
-    """The measured copies (of :func:`measure.fitted`'s config), or the outcome that ends the check
-    before any comparison: llmcalc's refusal as the count check classes it, verify's refusal to
-    build the cut copy (unmeasured), or what transformers raises (unbuilt)."""
+def _forwards(
+    variant: Variant,
+) -> tuple[list[measure.Forward], dict[str, Any], str, Outcome | None]:
+    """The measured copies, the config they were cut from (:func:`measure.fitted`'s) and what it
+    changed, or the outcome that ends the check before any comparison: llmcalc's refusal as the
+    count check classes it, verify's refusal to build the cut copy (unmeasured), or what
+    transformers raises (unbuilt). Where the smaller copy fails and the config itself fits, the
+    config is run instead: its own failure is transformers'."""
     try:
         spec_from_dict(variant.config, name=variant.label)
     except (ConfigError, UsageError):
-        return [], count_outcome(variant)
+        return [], variant.config, "", count_outcome(variant)
     config, shrunk = measure.fitted(variant)
+    error: Exception
     try:
-        return [measure.measure(config, depth=d) for d in measure.DEPTHS], None
+        forwards = [measure.measure(config, depth=max(measure.DEPTHS))]
+        try:  # a 1-layer cut transformers refuses (OLMo-Hybrid's needs an attention layer)
+            forwards.insert(0, measure.measure(config, depth=min(measure.DEPTHS)))
+        except Exception as e:  # noqa: BLE001 - the 2-layer copy is measured all the same
+            note = f"{min(measure.DEPTHS)} layer: {_first_line(e)[:120]}"
+            return forwards, config, ", ".join(x for x in (shrunk, note) if x), None
+        return forwards, config, shrunk, None
     except ConfigError as e:
-        return [], Outcome(UNMEASURED, str(e))
+        if "transformers cannot" not in str(e):  # verify's limits, not transformers' refusal
+            return [], config, shrunk, Outcome(UNMEASURED, str(e))
+        error = e
     except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
-        if shrunk:  # the smaller copy, not the config: nothing said about the config itself
-            return [], Outcome(UNMEASURED, f"{shrunk}: {_first_line(e)}")
-        return [], Outcome(UNBUILT, _first_line(e))
+        error = e
+    try:
+        too_large = bool(shrunk) and bool(measure._too_large(variant.config))
+    except (ConfigError, UsageError):  # the config's cut copy is no model llmcalc reads
+        too_large = True
+    if too_large:  # the smaller copy, not the config: nothing said about the config itself
+        return [], config, shrunk, Outcome(UNMEASURED, f"{shrunk}: {_first_line(error)}")
+    if shrunk:
+        try:
+            forwards = [measure.measure(variant.config, depth=d) for d in measure.DEPTHS]
+            return forwards, variant.config, "", None
+        except ConfigError as e:
+            if "transformers cannot" not in str(e):
+                return [], variant.config, "", Outcome(UNMEASURED, str(e))
+            error = e
+        except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
+            error = e
+    return [], variant.config, "", Outcome(UNBUILT, _first_line(error))
 
 
 def flops_outcome(variant: Variant) -> Outcome:
     """FlopCounterMode's count of a SEQ-token forward of ``variant`` cut to 1 and 2 layers against
     ``forward_flops_per_sequence``."""
-    forwards, ended = _forwards(variant)
+    forwards, config, shrunk, ended = _forwards(variant)
     if ended is not None:
         return ended
-    config, shrunk = measure.fitted(variant)
     spec = spec_from_dict(config, name=variant.label)
     for f in forwards:
         try:
-            ours = measure.ours_flops(measure.cut_spec(spec, num_layers=f.depth))
+            cut = measure.cut_spec(spec, num_layers=f.depth)
+            # flops' note: every pick counted as a real expert; those of a zero expert cost nothing
+            ours = measure.ours_flops(cut) - (
+                f.zero_picks * measure.expert_pick_flops(cut) if f.zero_picks else 0)
         except Exception as e:  # noqa: BLE001 - a traceback is a defect, reported as such
             return Outcome(WRONG, f"{f.depth} layer(s): llmcalc raised {_first_line(e)}")
         if ours != f.flops:
             return Outcome(WRONG, f"{f.depth} layer(s): llmcalc {ours:,}, FlopCounterMode "
                                   f"{f.flops:,} ({(ours - f.flops) / f.flops:+.2%})")
-    return Outcome(EXACT, shrunk)
+    return Outcome(EXACT, _said(spec, shrunk))
+
+
+def _said(spec: Any, *details: str) -> str:
+    """An exact outcome's detail: what the measured copy changed, and what it measured."""
+    moe = spec.moe
+    dense = "experts run dense (flops' note)" if moe is not None and moe.dense_run else ""
+    zero = ("picks of zero experts taken off (flops' note)" if moe is not None and moe.zero_experts
+            else "")
+    text = measure.TEXT_ONLY if measure.whole_model(spec) else ""
+    return "; ".join(d for d in (*details, text, dense, zero) if d)
 
 
 def cache_outcome(variant: Variant) -> Outcome:
     """The bytes transformers' cache holds after SEQ and SHORT tokens of ``variant`` cut to 1 and 2
     layers against ``memory``'s cache bytes."""
-    forwards, ended = _forwards(variant)
+    forwards, config, shrunk, ended = _forwards(variant)
     if ended is not None:
         return ended
-    config, shrunk = measure.fitted(variant)
     spec = spec_from_dict(config, name=variant.label)
     ran = [f for f in forwards if not f.cache_error]
     if not ran:
@@ -197,7 +236,7 @@ def cache_outcome(variant: Variant) -> Outcome:
     # a depth transformers cannot run with a cache (a cut to linear-attention layers only)
     skipped = [f"{f.depth} layer(s) without a cache: {f.cache_error}" for f in forwards
                if f.cache_error]
-    return Outcome(EXACT, "; ".join([shrunk, *skipped]).strip("; "))
+    return Outcome(EXACT, _said(spec, shrunk, *skipped))
 
 
 # the checks, one column each in bench/differential.py

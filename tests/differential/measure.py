@@ -25,8 +25,11 @@ FLOPs and cache checks share them.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
+import re
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,7 +37,7 @@ from variants import Variant
 
 from llmcalc import spec_from_dict
 from llmcalc.errors import ConfigError, UsageError
-from llmcalc.formulas.flops import forward_flops_per_sequence
+from llmcalc.formulas.flops import dense_run_flops_per_token, forward_flops_per_sequence
 from llmcalc.formulas.memory import has_cross_attention, memory
 from llmcalc.model.spec import ModelSpec
 from llmcalc.units import DType
@@ -45,6 +48,9 @@ DEPTHS = (1, 2)
 DTYPES = (DType.bf16, DType.fp32)  # the first that runs on the CPU
 FIT_VOCAB = 1024
 FIT_EXPERTS = (4, 8, 16, 32, 64)
+FFN_WIDTH = re.compile(r"intermediate_size|ffn_hidden_size")  # feed-forward widths, halved to fit
+FIT_HALVINGS = 4
+FIT_MIN_WIDTH = 64
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,7 @@ class Forward:
     cache_bytes: dict[int, int | None]
     cache_layers: tuple[str, ...] = ()
     cache_error: str = ""
+    zero_picks: int = 0  # routed picks of zero-computation experts in the SEQ-token forward
 
 
 def cut_spec(spec: ModelSpec, *, num_layers: int) -> ModelSpec:
@@ -75,23 +82,95 @@ def _run(spec: ModelSpec, *, depth: int, dtype: DType) -> Forward:
     model = build_random_model(spec, num_layers=depth, dtype=dtype.value)
     if hasattr(model, "set_default_language"):  # X-MOD: one language's adapters
         model.set_default_language(next(iter(model.config.languages)))
-    encoder_states = has_cross_attention(spec)
+    # a decoder's cross-attention to an encoder it lacks (TrOCR); a whole model's to its images
+    # stays idle on text (Mllama: flops' "no image" note)
+    encoder_states = has_cross_attention(spec) and not whole_model(spec)
     lengths = (SEQ, SHORT) if depth == max(DEPTHS) else (SEQ,)
+    zero = _count_zero_picks(model)
     try:
         runs = {n: run_forward(model, seq_len=n, use_cache=True, encoder_states=encoder_states)
                 for n in lengths}
     except Exception:  # noqa: BLE001 - a cut to linear-attention layers: give the positions
+        zero.clear()
         try:
-            runs = {n: run_forward(model, seq_len=n, use_cache=True, position_ids=True,
-                                   encoder_states=encoder_states)
-                    for n in lengths}
+            with _linear_only_cache():
+                runs = {n: run_forward(model, seq_len=n, use_cache=True, position_ids=True,
+                                       encoder_states=encoder_states)
+                        for n in lengths}
         except Exception as e:  # noqa: BLE001 - it cannot run with a cache: FLOPs without
+            zero.clear()
             plain = run_forward(model, seq_len=SEQ, encoder_states=encoder_states)
             error = f"{type(e).__name__}: {e}".splitlines()[0][:300]
-            return Forward(depth, dtype, plain.flops, plain.flops_by_op, {}, (), error)
+            return Forward(depth, dtype, plain.flops, plain.flops_by_op, {}, (), error,
+                           zero.get(SEQ, 0))
+    if all(m.kv_cache_bytes is None for m in runs.values()) and _keeps_states(model):
+        # RecurrentGemma returns no cache: given one, its attention layers fill it and its
+        # recurrent layers keep their states in their modules (verify.MODULE_STATES)
+        from transformers import DynamicCache
+
+        with _linear_only_cache():
+            runs = {n: run_forward(model, seq_len=n, use_cache=True, position_ids=True,
+                                   cache=DynamicCache(config=model.config)) for n in lengths}
     full = runs[SEQ]
     return Forward(depth, dtype, full.flops, full.flops_by_op,
-                   {n: m.kv_cache_bytes for n, m in runs.items()}, full.cache_layers)
+                   {n: m.kv_cache_bytes for n, m in runs.items()}, full.cache_layers,
+                   zero_picks=zero.get(SEQ, 0))
+
+
+def _keeps_states(model: Any) -> bool:
+    from llmcalc.verify.reference import MODULE_STATES
+
+    return any(hasattr(m, name) for m in model.modules() for name in MODULE_STATES)
+
+
+def _count_zero_picks(model: Any) -> dict[int, int]:
+    """Picks of zero-computation experts (LongCat-Flash's identities, no FLOPs) per forward, keyed
+    by the tokens it ran: an experts module's routed indices past its real experts."""
+    counts: dict[int, int] = {}
+
+    def hook(module: Any, args: tuple[Any, ...]) -> None:
+        hidden, indices = args[0], args[1]
+        tokens = hidden.shape[0]
+        counts[tokens] = counts.get(tokens, 0) + int((indices >= module.num_routed_experts).sum())
+
+    for module in model.modules():
+        if getattr(module, "zero_expert_num", 0) and hasattr(module, "num_routed_experts"):
+            module.register_forward_pre_hook(hook)
+    return counts
+
+
+def expert_pick_flops(spec: ModelSpec) -> int:
+    """FLOPs of one token through one routed expert of one layer: 2 × one expert's elements."""
+    group = next(g for g in spec.layer_groups if any(t.experts for t in g.tensors))
+    return sum(2 * t.numel // t.experts for t in group.tensors if t.matmul and t.experts)
+
+
+@contextlib.contextmanager
+def _linear_only_cache() -> Iterator[None]:
+    """A cache of linear-attention (SSM) layers only: transformers' mask helper asks it for the
+    tokens before the prefill and the mask's sizes, which only attention layers keep, and raises
+    (``get_seq_length`` …); in a prefill they are 0 and the query's length, given instead."""
+    from transformers.cache_utils import Cache
+
+    real_offset, real_sizes = Cache.get_query_offset, Cache.get_mask_sizes
+
+    def offset(self: Any, layer_idx: int = 0) -> int:
+        try:
+            return int(real_offset(self, layer_idx))
+        except ValueError:
+            return 0
+
+    def sizes(self: Any, query_length: int, layer_idx: int = 0) -> tuple[int, int]:
+        try:
+            return real_sizes(self, query_length, layer_idx)  # type: ignore[no-any-return]
+        except ValueError:
+            return query_length, 0
+
+    Cache.get_query_offset, Cache.get_mask_sizes = offset, sizes  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Cache.get_query_offset, Cache.get_mask_sizes = real_offset, real_sizes  # type: ignore[method-assign]
 
 
 @functools.lru_cache(maxsize=8)
@@ -116,22 +195,30 @@ def _too_large(config: dict[str, Any]) -> str:
     spec = _spec(config)
     if spec is None:
         return ""
-    nbytes = 2 * count(cut_spec(spec, num_layers=max(DEPTHS))).total
+    try:
+        nbytes = 2 * count(cut_spec(spec, num_layers=max(DEPTHS))).total
+    except (ConfigError, UsageError) as e:  # llmcalc reads no cut copy of it
+        return f"the {max(DEPTHS)}-layer copy: {e}"
     if nbytes <= MAX_CPU_BYTES:
         return ""
     return (f"the {max(DEPTHS)}-layer copy needs {nbytes / 1024**3:,.1f} GiB of bf16 weights, "
             f"more than {MAX_CPU_BYTES // 1024**3} GiB")
 
 
+_HALF = object()  # _set's value: half the old one
+
+
 def _set(config: dict[str, Any], want: Any, value: Any) -> dict[str, Any]:
     """``config`` (sub-configs walked into) with every field ``want(key, old)`` picks set to
-    ``value``."""
+    ``value`` (:data:`_HALF`: half its old value)."""
     out = {}
     for key, old in config.items():
         if isinstance(old, dict):
             out[key] = _set(old, want, value)
+        elif want(key, old):
+            out[key] = old // 2 if value is _HALF else value
         else:
-            out[key] = value if want(key, old) else old
+            out[key] = old
     return out
 
 
@@ -163,6 +250,22 @@ def fitted(variant: Variant) -> tuple[dict[str, Any], str]:
                 done.append(f"{fewer} routed experts")
                 if not _too_large(config):
                     break
+    # then the feed-forward widths halved (dense, shared and routed experts' alike) until it fits
+    # (all but a width the change set: the change is what is checked)
+    halved = 0
+    changed = set(re.findall(r"([\w.]+)=", variant.change))
+    keep = {path.rsplit(".", 1)[-1] for path in changed}
+    for _ in range(FIT_HALVINGS):
+        if spec is None or not _too_large(config):
+            break
+        smaller = _set(config, lambda key, old: bool(FFN_WIDTH.search(key)) and key not in keep
+                       and isinstance(old, int) and not isinstance(old, bool)
+                       and old > FIT_MIN_WIDTH, _HALF)
+        if _spec(smaller) is None:
+            break
+        config, halved = smaller, halved + 1
+    if halved:
+        done.append(f"feed-forward widths / {2**halved}")
     return config, ", ".join(done)
 
 
@@ -177,21 +280,33 @@ def measure(config: dict[str, Any], *, depth: int) -> Forward:
     """``config`` cut to ``depth`` layers, built and run (kept for the next check of the same
     config). Raises llmcalc's ConfigError where verify refuses to build the copy (a whole model, or
     more weights than verify's CPU limit), else what transformers raises."""
-    from llmcalc.verify.reference import check_buildable
+    from llmcalc.verify.reference import LAYER_COUNT_FIELDS, check_buildable
 
-    try:
-        check_buildable(spec_from_dict(config, name="measured"), cpu_layers=max(DEPTHS))
-    except ConfigError as e:
-        if "GiB" not in str(e):
-            raise
-        if reason := _too_large(config):
-            raise ConfigError("measured", reason) from None
+    spec = spec_from_dict(config, name="measured")
+    check_buildable(spec)
+    if whole_model(spec) and not isinstance(config.get("text_config"), dict) and not any(
+            f in config for f in LAYER_COUNT_FIELDS):  # Phi-4-multimodal's are at the top
+        raise ConfigError("measured", "a whole model without its text_config: no language model "
+                                      "fields to cut")
+    if reason := _too_large(config):
+        raise ConfigError("measured", reason)
     return _measure(json.dumps(config, sort_keys=True), depth)
 
 
+def whole_model(spec: ModelSpec) -> bool:
+    """A language model with towers (vision, audio): measured on text alone, its towers idle."""
+    return bool(spec.parts) and spec.main_part == "language"
+
+
+TEXT_ONLY = "text only: the whole model run on text tokens, its towers idle"
+
+
 def ours_flops(spec: ModelSpec) -> int:
-    """llmcalc's prefill of one SEQ-token sequence over all n² pairs (what FlopCounterMode sees)."""
-    return forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+    """llmcalc's prefill of one SEQ-token sequence over all n² pairs (what FlopCounterMode sees),
+    plus, where transformers multiplies every token by all routed experts (``MoE.dense_run``:
+    Llama 4), the FLOPs ``llmcalc flops``' note gives for the experts a token is not routed to."""
+    return (forward_flops_per_sequence(spec, ctx=SEQ, causal=False)
+            + SEQ * dense_run_flops_per_token(spec))
 
 
 def dynamic_cache_view(spec: ModelSpec) -> ModelSpec:

@@ -19,24 +19,27 @@ from measure import SEQ  # noqa: E402
 from variants import Variant, counted_types, iter_variants  # noqa: E402
 
 from llmcalc import spec_from_dict  # noqa: E402
-from llmcalc.errors import ConfigError  # noqa: E402
+from llmcalc.errors import ConfigError, UsageError  # noqa: E402
+from llmcalc.formulas.flops import dense_run_flops_per_token, flops, forward_flops_per_sequence  # noqa: E402
 from llmcalc.formulas.memory import kv_cache_bytes  # noqa: E402
 from llmcalc.units import DType  # noqa: E402
-from llmcalc.verify.reference import check_buildable  # noqa: E402
+from llmcalc.verify.reference import check_buildable, cut_fields, kept_layers  # noqa: E402
 
 pytestmark = [pytest.mark.torch]
 
 SEED = 0
-SAMPLE = 24  # configs run (about 5 s each on one core)
+SAMPLE = 48  # configs run (a second or a few each on one core): with the tests below, about 1 min
 
 
 def measurable(variant: Variant) -> bool:
-    """llmcalc reads it and verify would build its cut copy (not a whole model, within 4 GiB)."""
+    """llmcalc reads it and its cut copy (made smaller where needed) is within verify's limits."""
     try:
-        check_buildable(spec_from_dict(variant.config, name=variant.label), cpu_layers=2)
-    except ConfigError:
+        config, _ = measure.fitted(variant)
+        spec = spec_from_dict(config, name=variant.label)
+        check_buildable(spec)
+    except (ConfigError, UsageError):
         return False
-    return True
+    return not measure._too_large(config)
 
 
 def sample() -> list[Variant]:
@@ -98,3 +101,90 @@ def test_dynamic_cache_keeps_window_minus_one() -> None:
     assert forward.cache_bytes == {SEQ: 4 * per_token, measure.SHORT: 4 * per_token}
     assert kv_cache_bytes(spec, batch=1, ctx=SEQ, dtype=DType.bf16) == 5 * per_token
     assert measure.ours_cache_bytes(spec, ctx=SEQ, dtype=DType.bf16) == 4 * per_token
+
+
+def small(model_type: str, **changes: object) -> Variant:
+    """``model_type``'s default config with ``changes``: a copy small enough to run in seconds."""
+    return Variant(f"{model_type}/test", {**next(iter_variants(model_type)).config, **changes}, "test")
+
+
+def test_dense_run_experts_are_named_and_held() -> None:
+    """Llama 4's experts run dense in transformers (every token times all E, the unrouted inputs
+    zeroed): FlopCounterMode's count is llmcalc's routed figure plus, exactly, the FLOPs flops'
+    note gives for the E − k experts a token is not routed to."""
+    variant = small("llama4_text", num_hidden_layers=2, hidden_size=256, intermediate_size=128,
+                    intermediate_size_mlp=256, num_attention_heads=4, num_key_value_heads=2,
+                    head_dim=64, num_local_experts=4, num_experts_per_tok=1, vocab_size=1000)
+    assert flops_outcome(variant) == Outcome(EXACT, "experts run dense (flops' note)")
+    cut = measure.cut_spec(spec_from_dict(variant.config, name="llama4_text"), num_layers=1)
+    # 3 un-routed experts × 2 × (gate_up 256 × 2·128 + down 128 × 256) in the one MoE layer
+    assert dense_run_flops_per_token(cut) == 3 * 2 * (256 * 256 + 128 * 256) == 589_824
+    assert measure.measure(variant.config, depth=1).flops == 125_173_760 == (
+        forward_flops_per_sequence(cut, ctx=SEQ, causal=False) + SEQ * 589_824)
+    assert flops(cut, ctx=SEQ).notes == (
+        "routed experts: the 1 of 4 a token is routed to, as a routed kernel runs them; "
+        "transformers' eager forward multiplies every token by all 4 (the others' inputs zeroed), "
+        "589,824 FLOPs more per token (37,748,736 per sequence)",)
+
+
+def test_zero_computation_expert_picks_cost_nothing() -> None:
+    """LongCat-Flash: llmcalc counts all k picks as real experts (the most, as flops' note says);
+    the forward's count is that less, exactly, one expert's FLOPs per pick of a zero expert."""
+    variant = small("longcat_flash", num_layers=2, hidden_size=256, ffn_hidden_size=256,
+                    expert_ffn_hidden_size=64, num_attention_heads=4, n_routed_experts=4,
+                    zero_expert_num=4, moe_topk=2, q_lora_rank=64, kv_lora_rank=32,
+                    qk_nope_head_dim=32, qk_rope_head_dim=16, v_head_dim=32, head_dim=16,
+                    vocab_size=1000)
+    assert flops_outcome(variant) == Outcome(EXACT, "picks of zero experts taken off (flops' note)")
+    forward = measure.measure(variant.config, depth=1)
+    cut = measure.cut_spec(spec_from_dict(variant.config, name="longcat_flash"), num_layers=1)
+    assert 0 < forward.zero_picks < 2 * SEQ  # some of the 2 × 64 picks, not all
+    assert measure.expert_pick_flops(cut) == 2 * (256 * 2 * 64 + 64 * 256)
+    assert forward.flops == measure.ours_flops(cut) - forward.zero_picks * 98_304
+
+
+def test_whole_model_runs_on_text() -> None:
+    """A vision–language model is cut inside its text_config and run on text tokens (none of them
+    its image token): the language model's FLOPs and cache, its towers idle."""
+    config = next(iter_variants("llava")).config
+    text = {**config["text_config"], "hidden_size": 256, "intermediate_size": 512,
+            "num_attention_heads": 4, "num_key_value_heads": 2}
+    variant = Variant("llava/test", {**config, "text_config": text}, "test")
+    spec = spec_from_dict(variant.config, name="llava")
+    assert cut_fields(spec, num_layers=1)["text_config"]["num_hidden_layers"] == 1
+    detail = f"vocab_size={measure.FIT_VOCAB}; {measure.TEXT_ONLY}"
+    assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT, detail)
+
+
+def test_a_hybrid_cut_keeps_an_attention_layer() -> None:
+    """Cut to 2 layers, a pattern whose first layers are all linear attention keeps layer 0 and its
+    first full-attention layer, so that transformers' cache holds both kinds and is measured."""
+    kinds = ["linear_attention"] * 3 + ["full_attention"]
+    assert kept_layers(kinds * 2, num_layers=2) == [0, 3]
+    assert kept_layers(kinds * 2, num_layers=1) == [0]
+    assert kept_layers(["full_attention", "sliding_attention"] * 2, num_layers=2) == [0, 1]
+    variant = small("qwen3_next", num_hidden_layers=8, hidden_size=256, intermediate_size=256,
+                    moe_intermediate_size=64, shared_expert_intermediate_size=64,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=64, num_experts=4,
+                    num_experts_per_tok=2, linear_num_key_heads=2, linear_num_value_heads=4,
+                    vocab_size=1000)
+    spec = spec_from_dict(variant.config, name="qwen3_next")
+    assert cut_fields(spec, num_layers=2)["layer_types"] == ["linear_attention", "full_attention"]
+    assert measure.measure(variant.config, depth=2).cache_layers == (
+        "LinearAttentionLayer", "DynamicLayer")
+    assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)
+
+
+def test_states_kept_in_modules_are_measured() -> None:
+    """RecurrentGemma returns no cache: given one, its attention layer fills it (the window − 1
+    tokens DynamicCache keeps), and its recurrent layer keeps its states in its modules."""
+    variant = small("recurrent_gemma", num_hidden_layers=3, hidden_size=256, lru_width=256,
+                    intermediate_size=512, num_attention_heads=4, num_key_value_heads=1,
+                    head_dim=64, attention_window_size=16, vocab_size=1000)
+    # recurrent: the convolution's last 3 inputs of 256 (bf16) and the RG-LRU's 256 (float32)
+    recurrent = 3 * 256 * 2 + 256 * 4
+    attention = 2 * 15 * 64 * 2  # K and V, 1 kv head × 64, the last 15 tokens, bf16
+    assert measure.measure(variant.config, depth=1).cache_bytes == {SEQ: recurrent}
+    assert measure.measure(variant.config, depth=2).cache_bytes == {
+        SEQ: recurrent + attention, measure.SHORT: recurrent + attention}
+    assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)

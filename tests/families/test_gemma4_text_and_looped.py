@@ -523,9 +523,11 @@ def test_verify_flops_cuts_dory_keeping_its_sections() -> None:
     small = ["hidden_size=128", "intermediate_size=256", "vocab_size=512", "num_attention_heads=4",
              "head_dim=32"]
     spec = load_spec("dory-default", overrides=small)
+    # the 2-layer copy keeps the pattern's first full-attention layer beside the sliding one
     assert [cut_fields(spec, num_layers=k) for k in (1, 2)] == [
         {"num_hidden_layers": 1, "n_recurrent_layers": 1, "n_input_layers": 0, "n_output_layers": 0},
-        {"num_hidden_layers": 2, "n_recurrent_layers": 1, "n_input_layers": 1, "n_output_layers": 0},
+        {"num_hidden_layers": 2, "n_recurrent_layers": 1, "n_input_layers": 1, "n_output_layers": 0,
+         "layer_types": ["sliding_attention", "full_attention"]},
     ]
     check = verify_flops(spec)
     assert check.ok and check.ours == check.measured
