@@ -25,10 +25,10 @@ from llmcalc.formulas.lora import LoraConfig, lora_config, resolve_targets
 from llmcalc.formulas.memory import kv_cache_bytes, memory
 from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.formulas.series import context_grid, flops_series, memory_series
-from llmcalc.inputs import bundled, family_defaults, hfcache, scratch, speccache
+from llmcalc.inputs import bundled, family_defaults, scratch, speccache
 from llmcalc.inputs.config import read_config, spec_from_raw
 from llmcalc.limits import one_line, shown
-from llmcalc.model.spec import ModelSpec, Origin, image_cross_tokens
+from llmcalc.model.spec import ModelSpec, Origin
 from llmcalc.planning import local
 from llmcalc.planning.finetune import Method, Optimizer, fit_finetune, plan_finetune
 from llmcalc.planning.hardware import (
@@ -395,10 +395,8 @@ def what_fits(request: Mapping[str, Any]) -> dict[str, Any]:
     min_ctx = parse_context(ctx_text, option="--ctx")
     acc = resolve(gpu, memory=gpu_mem, needs=("memory",))
     require(acc, "memory_bytes")
-    names = [p.stem for p in bundled.paths() if not bundled.is_class_defaults(p)]
-    names += [repo for repo in hfcache.repo_ids() if repo not in names]
-    rows, skipped = local.what_fits([(name, _local_loader(name)) for name in names],
-                                    accelerator=acc, gpus=gpus, min_ctx=min_ctx,
+    models = [(name, _local_loader(name)) for name in bundled.with_cached()]
+    rows, skipped = local.what_fits(models, accelerator=acc, gpus=gpus, min_ctx=min_ctx,
                                     fitting_only=False)
     words = ["llmcalc", "fit", *([] if gpu is None else ["--gpu", gpu]),
              *([] if gpu_mem is None else ["--gpu-mem", gpu_mem]), "--gpus", str(gpus),
@@ -409,14 +407,8 @@ def what_fits(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _local_loader(name: str) -> Callable[[], ModelSpec]:
-    """A model of the what-fits list, read as `fit` reads it (a bundled one from the spec cache);
-    one whose language model reads images through cross-attention is refused, as `fit` does."""
-    def load() -> ModelSpec:
-        spec = speccache.load(name, lambda: spec_from_raw(read_config(name, paths=False)))
-        if image_cross_tokens(spec):
-            raise UsageError(f"fit: {spec.name} reads images through cross-attention")
-        return spec
-    return load
+    """A model of the what-fits list, read as `fit` reads it (a bundled one from the spec cache)."""
+    return lambda: speccache.load(name, lambda: spec_from_raw(read_config(name, paths=False)))
 
 
 def verdict(spec: ModelSpec, mem: Mapping[str, Any], at_ctx: ServingFit | None,
