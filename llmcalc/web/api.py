@@ -204,6 +204,14 @@ def _opt(request: Mapping[str, Any], key: str) -> Any:
     return DEFAULTS[key] if value in (None, "") and DEFAULTS[key] is not None else value
 
 
+def _gpus(request: Mapping[str, Any]) -> int:
+    """The GPU count: a JSON integer (not its digits as text, unlike the panels' settings)."""
+    gpus = _opt(request, "gpus")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
+        raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
+    return gpus
+
+
 def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     """Every panel's figures for one model, as the CLI's --json prints them."""
     model = request.get("model")
@@ -224,9 +232,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 else parse_dtype(kv_text, option="--kv-dtype"))
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
     gpu_flops = _text_or_none(request, "gpu_flops")
-    gpus = _opt(request, "gpus")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
-        raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
+    gpus = _gpus(request)
     tokens_text = request.get("tokens") or None
     tokens = None if tokens_text is None else parse_count(str(tokens_text), option="--tokens")
     ctx_max_text = str(_opt(request, "ctx_max"))
@@ -301,10 +307,11 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                                   str(batch), "--ctx", ctx_text, "--gen", gen_text, *dt, "--json")
         # users served together: 1, 2, 4 … up to the largest batch that fits at the context
         top = MAX_USERS if at_ctx is None else min(MAX_USERS, at_ctx.batch or 0)
-        for b in sorted({*(1 << i for i in range(top.bit_length())), *([top] if top else [])}):
-            figures = at(b)
-            by_batch.append({"batch": b, **{k: figures[k] for k in USERS_FIGURES}})
-        return at(batch)
+        users = {b: at(b) for b in
+                 sorted({*(1 << i for i in range(top.bit_length())), *([top] if top else [])})}
+        by_batch.extend({"batch": b, **{k: figures[k] for k in USERS_FIGURES}}
+                        for b, figures in users.items())
+        return users[batch] if batch in users else at(batch)  # the chosen batch: once
 
     lat_json = panel("latency", speed)
     options = PanelOptions(request)
@@ -388,9 +395,7 @@ def what_fits(request: Mapping[str, Any]) -> dict[str, Any]:
     fits (``llmcalc fit --gpu NAME --all --json``, no model): every row, sorted by parameters;
     the page sorts and filters them."""
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
-    gpus = _opt(request, "gpus")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
-        raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
+    gpus = _gpus(request)
     ctx_text = str(_opt(request, "ctx"))
     min_ctx = parse_context(ctx_text, option="--ctx")
     acc = resolve(gpu, memory=gpu_mem, needs=("memory",))
