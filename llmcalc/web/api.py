@@ -571,9 +571,7 @@ def _choice(request: Mapping[str, Any], key: str, option: str, kind: type[E]) ->
 
 
 def _flag(request: Mapping[str, Any], key: str, option: str) -> bool:
-    value = request.get(key, DEFAULTS[key])
-    if value in (None, ""):
-        return bool(DEFAULTS[key])
+    value = _opt(request, key)  # unset or empty: the default
     if isinstance(value, bool):
         return value
     if value in ("true", "false"):
