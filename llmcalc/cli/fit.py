@@ -250,18 +250,17 @@ def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None,
     import fnmatch
 
     from llmcalc.cli._common import spec_for
-    from llmcalc.inputs import bundled, hfcache
+    from llmcalc.inputs import bundled
     from llmcalc.planning.local import DEFAULT_MIN_CTX, what_fits
     from llmcalc.render.local import what_fits_grid, what_fits_json
 
     min_ctx = parse_context(ctx, option="--ctx") if ctx is not None else DEFAULT_MIN_CTX
-    names = [p.stem for p in bundled.paths() if not bundled.is_class_defaults(p)]
-    names += [r for r in hfcache.repo_ids() if r not in names]
+    names = bundled.with_cached()
     if match is not None:
         names = [m for m in names if fnmatch.fnmatch(m.lower(), match.lower())]
 
     def loader(model: str) -> Callable[[], ModelSpec]:
-        return lambda: takes_text(spec_for(model, None), "fit")
+        return lambda: spec_for(model, None)
 
     rows, skipped = what_fits([(m, loader(m)) for m in names], accelerator=acc, gpus=gpus,
                               headroom=headroom, min_ctx=min_ctx, sort=sort,

@@ -74,6 +74,15 @@ def is_class_defaults(path: Path) -> bool:
     return path.parent == CONFIG_DIR and path.stem in _class_defaults()
 
 
+def with_cached() -> list[str]:
+    """The published bundled configs' names, then the local Hugging Face cache's repo ids not
+    among them: the models ``fit --gpu NAME`` (no model) plans."""
+    from llmcalc.inputs import hfcache
+
+    names = [p.stem for p in paths() if not is_class_defaults(p)]
+    return names + [repo for repo in hfcache.repo_ids() if repo not in names]
+
+
 def matches(pattern: str, *names: str) -> bool:
     """``pattern`` as ``llmcalc list`` reads it: a shell glob matched against a whole name when it
     has ``*``, ``?`` or ``[``, else a substring of one; both case-insensitive."""

@@ -29,7 +29,7 @@ from llmcalc.formulas.quant import (
     kv_dtype_for,
     weight_bytes,
 )
-from llmcalc.model.spec import LayerGroup, ModelSpec, Tensor
+from llmcalc.model.spec import LayerGroup, ModelSpec, Tensor, image_cross_tokens
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.planning.serving import DecodeBound, decode_bound
 from llmcalc.planning.serving import fit as serving_fit
@@ -108,7 +108,13 @@ def what_fits(
     skipped: list[str] = []
     for name, load in models:
         try:
-            row = best_fit(name, load(), accelerator=accelerator, gpus=gpus, headroom=headroom,
+            spec = load()
+            # text tokens only: a language model that reads images through cross-attention is
+            # sized with --images, which this list does not take
+            if image_cross_tokens(spec):
+                skipped.append(name)
+                continue
+            row = best_fit(name, spec, accelerator=accelerator, gpus=gpus, headroom=headroom,
                            min_ctx=min_ctx)
         except LLMCalcError:
             skipped.append(name)

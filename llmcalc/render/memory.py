@@ -118,10 +118,8 @@ def memory_view(
 def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int) -> Table:
     batch = rows[0][1].batch if rows else 1
     seqs = f"{n(batch)} sequences" if batch > 1 else "one sequence"
-    t = Table(title=f"memory for {seqs} at context {ctx_label(ctx)}", title_justify="left")
-    for col in ("model", "weights", "KV per token", "state per sequence", "KV cache + state",
-                "total"):
-        t.add_column(col, justify="left" if col == "model" else "right")
+    t = figures_table(f"memory for {seqs} at context {ctx_label(ctx)}", "model", "weights",
+                      "KV per token", "state per sequence", "KV cache + state", "total")
     for name, r in rows:
         t.add_row(
             name,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from llmcalc.model.spec import ModelSpec
@@ -89,14 +88,8 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
 
     par = p.par
     parts = ", ".join(sorted(ZERO_PARTITIONED[par.zero])) or "nothing"
-    mem = Table(
-        title=f"memory per GPU (tp {par.tp} × pp {par.pp} × dp {par.dp}; "
-        f"ZeRO-{par.zero} shards {parts} over dp)",
-        title_justify="left",
-    )
-    mem.add_column("")
-    mem.add_column("bytes/param", justify="right")
-    mem.add_column("per GPU", justify="right")
+    mem = figures_table(f"memory per GPU (tp {par.tp} × pp {par.pp} × dp {par.dp}; "
+                        f"ZeRO-{par.zero} shards {parts} over dp)", "", "bytes/param", "per GPU")
     for key, nbytes in p.states.items():
         mem.add_row(state_label(p, key), str(p.bytes_per_param[key]), gib(nbytes))
     mem.add_row("model states", str(sum(p.bytes_per_param.values())), gib(p.states_total),

@@ -124,14 +124,9 @@ def verify_view(c: Comparison) -> RenderableType:
 
 
 def flops_table(f: FlopsCheck) -> Table:
-    t = Table(
-        title=f"forward FLOPs of one {f.seq_len}-token sequence (full attention, no cache)",
-        title_justify="left",
-    )
-    t.add_column("layers")
-    t.add_column("llmcalc", justify="right")
-    t.add_column("FlopCounterMode", justify="right")
-    t.add_column("difference", justify="right")
+    t = figures_table(
+        f"forward FLOPs of one {f.seq_len}-token sequence (full attention, no cache)",
+        "layers", "llmcalc", "FlopCounterMode", "difference")
     for depth, ours, measured in zip(FLOPS_DEPTHS, f.ours, f.measured, strict=True):
         t.add_row(str(depth), n(ours), n(measured), _signed(measured - ours))
     t.add_section()

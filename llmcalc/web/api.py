@@ -25,10 +25,10 @@ from llmcalc.formulas.lora import LoraConfig, lora_config, resolve_targets
 from llmcalc.formulas.memory import kv_cache_bytes, memory
 from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.formulas.series import context_grid, flops_series, memory_series
-from llmcalc.inputs import bundled, family_defaults, hfcache, scratch, speccache
+from llmcalc.inputs import bundled, family_defaults, scratch, speccache
 from llmcalc.inputs.config import read_config, spec_from_raw
 from llmcalc.limits import one_line, shown
-from llmcalc.model.spec import ModelSpec, Origin, image_cross_tokens
+from llmcalc.model.spec import ModelSpec, Origin
 from llmcalc.planning import local
 from llmcalc.planning.finetune import Method, Optimizer, fit_finetune, plan_finetune
 from llmcalc.planning.hardware import (
@@ -204,6 +204,14 @@ def _opt(request: Mapping[str, Any], key: str) -> Any:
     return DEFAULTS[key] if value in (None, "") and DEFAULTS[key] is not None else value
 
 
+def _gpus(request: Mapping[str, Any]) -> int:
+    """The GPU count: a JSON integer (not its digits as text, unlike the panels' settings)."""
+    gpus = _opt(request, "gpus")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
+        raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
+    return gpus
+
+
 def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     """Every panel's figures for one model, as the CLI's --json prints them."""
     model = request.get("model")
@@ -224,9 +232,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 else parse_dtype(kv_text, option="--kv-dtype"))
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
     gpu_flops = _text_or_none(request, "gpu_flops")
-    gpus = _opt(request, "gpus")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
-        raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
+    gpus = _gpus(request)
     tokens_text = request.get("tokens") or None
     tokens = None if tokens_text is None else parse_count(str(tokens_text), option="--tokens")
     ctx_max_text = str(_opt(request, "ctx_max"))
@@ -301,10 +307,11 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                                   str(batch), "--ctx", ctx_text, "--gen", gen_text, *dt, "--json")
         # users served together: 1, 2, 4 … up to the largest batch that fits at the context
         top = MAX_USERS if at_ctx is None else min(MAX_USERS, at_ctx.batch or 0)
-        for b in sorted({*(1 << i for i in range(top.bit_length())), *([top] if top else [])}):
-            figures = at(b)
-            by_batch.append({"batch": b, **{k: figures[k] for k in USERS_FIGURES}})
-        return at(batch)
+        users = {b: at(b) for b in
+                 sorted({*(1 << i for i in range(top.bit_length())), *([top] if top else [])})}
+        by_batch.extend({"batch": b, **{k: figures[k] for k in USERS_FIGURES}}
+                        for b, figures in users.items())
+        return users[batch] if batch in users else at(batch)  # the chosen batch: once
 
     lat_json = panel("latency", speed)
     options = PanelOptions(request)
@@ -388,17 +395,13 @@ def what_fits(request: Mapping[str, Any]) -> dict[str, Any]:
     fits (``llmcalc fit --gpu NAME --all --json``, no model): every row, sorted by parameters;
     the page sorts and filters them."""
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
-    gpus = _opt(request, "gpus")
-    if isinstance(gpus, bool) or not isinstance(gpus, int) or not 1 <= gpus <= MAX_NUMBER:
-        raise UsageError(f"--gpus {shown(gpus)}: expected a whole number from 1 to 2^53 - 1")
+    gpus = _gpus(request)
     ctx_text = str(_opt(request, "ctx"))
     min_ctx = parse_context(ctx_text, option="--ctx")
     acc = resolve(gpu, memory=gpu_mem, needs=("memory",))
     require(acc, "memory_bytes")
-    names = [p.stem for p in bundled.paths() if not bundled.is_class_defaults(p)]
-    names += [repo for repo in hfcache.repo_ids() if repo not in names]
-    rows, skipped = local.what_fits([(name, _local_loader(name)) for name in names],
-                                    accelerator=acc, gpus=gpus, min_ctx=min_ctx,
+    models = [(name, _local_loader(name)) for name in bundled.with_cached()]
+    rows, skipped = local.what_fits(models, accelerator=acc, gpus=gpus, min_ctx=min_ctx,
                                     fitting_only=False)
     words = ["llmcalc", "fit", *([] if gpu is None else ["--gpu", gpu]),
              *([] if gpu_mem is None else ["--gpu-mem", gpu_mem]), "--gpus", str(gpus),
@@ -409,14 +412,8 @@ def what_fits(request: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _local_loader(name: str) -> Callable[[], ModelSpec]:
-    """A model of the what-fits list, read as `fit` reads it (a bundled one from the spec cache);
-    one whose language model reads images through cross-attention is refused, as `fit` does."""
-    def load() -> ModelSpec:
-        spec = speccache.load(name, lambda: spec_from_raw(read_config(name, paths=False)))
-        if image_cross_tokens(spec):
-            raise UsageError(f"fit: {spec.name} reads images through cross-attention")
-        return spec
-    return load
+    """A model of the what-fits list, read as `fit` reads it (a bundled one from the spec cache)."""
+    return lambda: speccache.load(name, lambda: spec_from_raw(read_config(name, paths=False)))
 
 
 def verdict(spec: ModelSpec, mem: Mapping[str, Any], at_ctx: ServingFit | None,
@@ -574,9 +571,7 @@ def _choice(request: Mapping[str, Any], key: str, option: str, kind: type[E]) ->
 
 
 def _flag(request: Mapping[str, Any], key: str, option: str) -> bool:
-    value = request.get(key, DEFAULTS[key])
-    if value in (None, ""):
-        return bool(DEFAULTS[key])
+    value = _opt(request, key)  # unset or empty: the default
     if isinstance(value, bool):
         return value
     if value in ("true", "false"):
