@@ -5,6 +5,7 @@ llmcalc.planning.finetune) that use them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from enum import Enum
 
 
@@ -47,3 +48,47 @@ class Loss(str, Enum):
 
     full = "full"  # transformers' ForCausalLMLoss: fp32 log-probabilities of every token
     chunked = "chunked"  # fused / chunked (Liger-style): one chunk of tokens at a time
+
+
+class EngineName(str, Enum):
+    """An inference engine whose own rules a plan follows (``--engine NAME[==VERSION]``)."""
+
+    llama_cpp = "llama.cpp"
+    vllm = "vllm"
+    sglang = "sglang"
+    trtllm = "trtllm"
+    transformers = "transformers"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """``--engine vllm==0.6``: the engine and, where one was named, the version whose rules apply
+    (None: the version llmcalc follows for that engine, named in its module)."""
+
+    name: EngineName
+    version: str | None = None
+
+    def __str__(self) -> str:
+        return self.name.value + (f"=={self.version}" if self.version else "")
+
+
+ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "tensorrt-llm": "trtllm",
+                  "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "hf": "transformers"}
+
+
+def parse_engine(text: str) -> Engine:
+    """'vllm', 'vllm==0.6.3', 'llama.cpp' → :class:`Engine`; anything else raises UsageError."""
+    from llmcalc.errors import UsageError
+
+    name, sep, version = text.strip().partition("==")
+    key = ENGINE_ALIASES.get(name.strip().lower(), name.strip().lower())
+    names = ", ".join(e.value for e in EngineName)
+    try:
+        engine = EngineName(key)
+    except ValueError:
+        raise UsageError(f"--engine {text!r}: not an engine llmcalc models ({names}; "
+                         "a version as vllm==0.6)") from None
+    version = version.strip()
+    if sep and not (version and all(part.isdigit() for part in version.split("."))):
+        raise UsageError(f"--engine {text!r}: a version is digits and dots, as vllm==0.6.3")
+    return Engine(engine, version or None)

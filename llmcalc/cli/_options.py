@@ -113,3 +113,12 @@ def speaks_flags(func: Callable[P, R]) -> Callable[P, R]:
             raise UsageError(e.spelled(flag)) from None
 
     return wrapper
+
+
+EngineOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--engine", metavar="NAME[==VERSION]",
+                 help="Follow an inference engine's own rules: llama.cpp, vllm, sglang, trtllm, "
+                 "transformers (a version as vllm==0.6; default: the version llmcalc follows).",
+                 show_default=False),
+]
