@@ -17,6 +17,7 @@ The context, NCCL and the activation peak are estimates (llmcalc.planning.engine
 
 from __future__ import annotations
 
+from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.engines.budget import (
@@ -61,6 +62,10 @@ def plan(
 ) -> EngineBudget:
     """TensorRT-LLM's cache on one GPU of ``accelerator`` (None: its default)."""
     not_modelled(spec, "trtllm")
+    if kv_memory is None and tuple(int(p) for p in (version or VERSION).split(".")) < (1,):
+        raise UsageError(f"--engine trtllm=={version}: before 1.0 a built TensorRT engine sizes "
+                         "the runtime's buffers, which llmcalc does not read; give --kv-memory "
+                         "from its log ('Allocated X GiB for max tokens in paged KV cache')")
     total = cuda_memory(accelerator)
     frac = fraction(kv_cache_free_gpu_memory_fraction if kv_cache_free_gpu_memory_fraction
                     is not None else DEFAULT_FRACTION, "--kv-cache-free-gpu-memory-fraction")

@@ -50,19 +50,22 @@ DEFAULT_BLOCK_SIZE = 16
 # batched tokens and 1024 sequences on a card of 70 GiB or more other than an A100, else 2048/256
 LARGE_CARD = 70 * GiB
 SERVE_DEFAULTS = {True: (8192, 1024), False: (2048, 256)}
-# V0 (vllm 0.6 SchedulerConfig): no chunked prefill up to 32k context, so the profile batch is
-# max(max_model_len, 2048) tokens; above it chunked prefill at 512 tokens; 256 sequences
+# V0 (vllm 0.6/0.7 EngineArgs, SchedulerConfig): no chunked prefill up to 32k context, so the
+# profile batch is max(max_model_len, 2048) tokens; above it chunked prefill of 512 tokens
+# (0.6: vllm#10517's 35,000-token profile peaked 0.06 GiB) or 2048 from 0.7 (a 131,072-token
+# Llama-3.1-8B on an A10 peaked 0.22 GiB, oracle-samples/oci-data-science-ai-samples); 256 sequences
 V0_CHUNKED_ABOVE = 32768
-V0_CHUNK = 512
+V0_CHUNK = {(0, 7): 2048, (0, 0): 512}
 V0_MAX_NUM_SEQS = 256
 
-# Non-torch memory (cuBLAS workspaces; NCCL and the custom all-reduce buffers with tp > 1):
-# vllm#10517 (0.6, RTX 3090, tp 1) logged 0.35 GiB; vllm#10511 (H100) logged non_torch 1.79 GiB
-# at tp 1 and 3.58 GiB at tp 2, so a second rank adds 1.79 GiB of NCCL/all-reduce buffers. V1
-# counts only the increase after its start-up snapshot (the CUDA context is before it).
-NON_TORCH = int(0.35 * GiB)
-NON_TORCH_V1 = int(0.2 * GiB)  # cuBLAS/attention workspaces after the snapshot (an estimate)
-NON_TORCH_TP = int(1.79 * GiB)
+# Non-torch memory (cuBLAS workspaces; NCCL and the custom all-reduce buffers with tp > 1): the
+# logs spread from 0.05 GiB (A10, oracle-samples above) through 0.20 (RTX 3090, vllm#14447) to
+# 0.35 (RTX 3090, vllm#10517) at tp 1; llmcalc takes 0.2 GiB. With tp > 1 NCCL and the custom
+# all-reduce buffers add about 1.5 GiB to the rank the KV budget follows (the smallest rank's):
+# vllm#10511 logged 1.79 GiB more at tp 2 than at tp 1, and vllm#13061's tp-2 cache (81,536
+# tokens) is 1.2 GiB below the rank whose figure it logged.
+NON_TORCH = int(0.2 * GiB)
+NON_TORCH_TP = int(1.5 * GiB)
 # CUDA graphs (0.21: "Estimated CUDA graph memory"): about 1 GiB for a 30B-class model
 # (a logged 1.11 GiB); llmcalc takes 1 GiB, none with --enforce-eager
 CUDA_GRAPHS = 1 * GiB
@@ -105,7 +108,8 @@ def plan(
     if v1:
         batched, seqs = defaults(accelerator)
     else:
-        batched = V0_CHUNK if model_len > V0_CHUNKED_ABOVE else max(model_len, 2048)
+        chunk = next(c for since, c in V0_CHUNK.items() if ver >= since)
+        batched = chunk if model_len > V0_CHUNKED_ABOVE else max(model_len, 2048)
         seqs = V0_MAX_NUM_SEQS
     batched = max_num_batched_tokens or batched
     seqs = max_num_seqs or seqs
@@ -117,7 +121,7 @@ def plan(
     terms = {
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
         "activation_peak": max(forward_peak(spec, tokens=batched, tp=tp), sampler),
-        "non_torch": (NON_TORCH_V1 if v1 else NON_TORCH) + (NON_TORCH_TP if tp > 1 else 0),
+        "non_torch": NON_TORCH + (NON_TORCH_TP if tp > 1 else 0),
     }
     if v1 and ver >= CUDA_GRAPHS_FROM:
         terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS
