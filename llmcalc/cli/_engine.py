@@ -12,6 +12,7 @@ from llmcalc.choices import Engine, EngineName
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat
 from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.engines.budget import EngineBudget
 from llmcalc.planning.hardware import Accelerator, parse_bytes
 from llmcalc.units import DType, parse_context
 
@@ -21,73 +22,73 @@ _T = "(with --engine trtllm)"
 
 GpuMemoryUtilizationOpt = Annotated[
     Optional[float],  # noqa: UP045 - typer reads this annotation at run time
-    typer.Option("--gpu-memory-utilization", metavar="F", show_default=False,
+    typer.Option("--gpu-memory-utilization", hidden=True, metavar="F", show_default=False,
                  help=f"Share of the GPU vLLM may use (default 0.9) {_H}."),
 ]
 MaxModelLenOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--max-model-len", "--context-length", "--max-seq-len", metavar="CTX",
                  show_default=False,
-                 help="With --engine: the longest request (default: the model's window); "
-                 "takes --ctx's place."),
+                 help="With --engine: the longest request (default: the model's window); the "
+                 "engine's own settings: docs/serving-engines.md."),
 ]
 MaxNumSeqsOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--max-num-seqs", metavar="N", min=1, show_default=False,
+    typer.Option("--max-num-seqs", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Sequences scheduled at once (default 1024 on an 80 GB card, else 256) {_H}."),
 ]
 MaxNumBatchedTokensOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--max-num-batched-tokens", metavar="N", min=1, show_default=False,
+    typer.Option("--max-num-batched-tokens", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Tokens per step; the profiling run's size (default 8192 on an 80 GB "
                  f"card, else 2048) {_H}."),
 ]
 BlockSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--block-size", metavar="N", min=1, show_default=False,
+    typer.Option("--block-size", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Tokens per KV block (default 16) {_H}."),
 ]
 EnforceEagerOpt = Annotated[
-    bool, typer.Option("--enforce-eager", help=f"No CUDA graphs {_H}."),
+    bool, typer.Option("--enforce-eager", hidden=True, help=f"No CUDA graphs {_H}."),
 ]
 MemFractionStaticOpt = Annotated[
     Optional[float],  # noqa: UP045
-    typer.Option("--mem-fraction-static", metavar="F", show_default=False,
+    typer.Option("--mem-fraction-static", hidden=True, metavar="F", show_default=False,
                  help=f"Share for weights + KV pool (default: SGLang's rule from the card) {_S}."),
 ]
 ChunkedPrefillSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--chunked-prefill-size", metavar="N", min=1, show_default=False,
+    typer.Option("--chunked-prefill-size", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Prefill chunk (default by card: 8192 on 80 GB) {_S}."),
 ]
 MaxRunningRequestsOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--max-running-requests", metavar="N", min=1, show_default=False,
+    typer.Option("--max-running-requests", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Requests running at once {_S}."),
 ]
 PageSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--page-size", metavar="N", min=1, show_default=False,
+    typer.Option("--page-size", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Tokens per page (default 1) {_S}."),
 ]
 KvFractionOpt = Annotated[
     Optional[float],  # noqa: UP045
-    typer.Option("--kv-cache-free-gpu-memory-fraction", metavar="F", show_default=False,
+    typer.Option("--kv-cache-free-gpu-memory-fraction", hidden=True, metavar="F", show_default=False,
                  help=f"Share of the free memory for the KV cache (default 0.9) {_T}."),
 ]
 MaxBatchSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--max-batch-size", metavar="N", min=1, show_default=False,
+    typer.Option("--max-batch-size", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Requests at once (default 2048) {_T}."),
 ]
 MaxNumTokensOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--max-num-tokens", metavar="N", min=1, show_default=False,
+    typer.Option("--max-num-tokens", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Tokens per step (default 8192) {_T}."),
 ]
 TokensPerBlockOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--tokens-per-block", metavar="N", min=1, show_default=False,
+    typer.Option("--tokens-per-block", hidden=True, metavar="N", min=1, show_default=False,
                  help=f"Tokens per KV block (default 32) {_T}."),
 ]
 KvMemoryOpt = Annotated[
@@ -161,7 +162,7 @@ def check_given(engine: Engine | None, s: EngineSettings) -> None:
 
 
 def engine_plan(spec: ModelSpec, engine: Engine, s: EngineSettings, *, acc: Accelerator,
-                dtype: WeightFormat, kv_dtype: DType, tp: int) -> object:
+                dtype: WeightFormat, kv_dtype: DType, tp: int) -> EngineBudget:
     """The engine's budget (llmcalc.planning.engines.<engine>.plan) with the options given."""
     model_len = (parse_context(s.max_model_len, option="--max-model-len")
                  if s.max_model_len is not None else None)
@@ -205,14 +206,14 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     from llmcalc.choices import parse_engine
     from llmcalc.cli._common import Format, one_model, print_json, show, specs_for, takes_text
     from llmcalc.formulas.quant import kv_dtype_for, resolve_format
-    from llmcalc.planning.engines.budget import EngineBudget
     from llmcalc.planning.hardware import require, resolve
     from llmcalc.render.engine import engine_json, engine_view
     from llmcalc.units import parse_dtype
 
     engine = parse_engine(engine_text) if engine_text is not None else None
     check_given(engine, s)
-    assert engine is not None  # check_given refuses the engine's settings without --engine
+    if engine is None:
+        raise UsageError("the engine settings go with --engine vllm, sglang or trtllm")
     for flag, given in refused.items():
         if given:
             why = {"--headroom": "the engine's own reserve replaces it",
@@ -230,7 +231,6 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     n_tp = tp if tp is not None else gpus
     budget = engine_plan(spec, engine, s, acc=acc, dtype=weights, kv_dtype=kv, tp=n_tp)
-    assert isinstance(budget, EngineBudget)
     if how is Format.json:
         print_json(engine_json(spec, budget, accelerator=acc))
     elif how is Format.table:

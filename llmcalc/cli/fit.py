@@ -30,6 +30,17 @@ from llmcalc.cli._common import (
     takes_text,
 )
 from llmcalc.cli._complete import complete_model
+from llmcalc.cli._decide import (
+    NOT_FIT,
+    FailIfNotFitOpt,
+    ServePpOpt,
+    ServeTpOpt,
+    asked_fits,
+    fewest_gpus,
+    say_serving,
+    serving_gpus,
+    warn_beyond_window,
+)
 from llmcalc.cli._engine import (
     BlockSizeOpt,
     ChunkedPrefillSizeOpt,
@@ -47,17 +58,6 @@ from llmcalc.cli._engine import (
     MemFractionStaticOpt,
     PageSizeOpt,
     TokensPerBlockOpt,
-)
-from llmcalc.cli._decide import (
-    NOT_FIT,
-    FailIfNotFitOpt,
-    ServePpOpt,
-    ServeTpOpt,
-    asked_fits,
-    fewest_gpus,
-    say_serving,
-    serving_gpus,
-    warn_beyond_window,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options

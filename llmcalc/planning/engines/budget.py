@@ -15,7 +15,7 @@ from llmcalc.errors import UsageError
 from llmcalc.formulas.memory import weight_bytes
 from llmcalc.formulas.quant import WeightFormat
 from llmcalc.model.spec import ModelSpec
-from llmcalc.planning.hardware import GiB, Accelerator
+from llmcalc.planning.hardware import Accelerator, GiB
 from llmcalc.units import DType, nbytes
 
 # An H100 80GB reports 79.22 GiB to CUDA (hardware.json's h100 row, vllm#10511): the share a card

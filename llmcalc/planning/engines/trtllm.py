@@ -30,7 +30,7 @@ from llmcalc.planning.engines.budget import (
     sampler_peak,
     weights_per_gpu,
 )
-from llmcalc.planning.hardware import GiB, Accelerator
+from llmcalc.planning.hardware import Accelerator, GiB
 from llmcalc.units import DType
 
 VERSION = "1.0"

@@ -36,7 +36,7 @@ from llmcalc.planning.engines.budget import (
     not_modelled,
     weights_per_gpu,
 )
-from llmcalc.planning.hardware import GiB, Accelerator
+from llmcalc.planning.hardware import Accelerator, GiB
 from llmcalc.units import DType
 
 VERSION = "0.21"
