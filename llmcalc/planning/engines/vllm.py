@@ -66,8 +66,9 @@ V0_MAX_NUM_SEQS = 256
 # tokens) is 1.2 GiB below the rank whose figure it logged.
 NON_TORCH = int(0.2 * GiB)
 NON_TORCH_TP = int(1.5 * GiB)
-# CUDA graphs (0.21: "Estimated CUDA graph memory"): about 1 GiB for a 30B-class model
-# (a logged 1.11 GiB); llmcalc takes 1 GiB, none with --enforce-eager
+# CUDA graphs (0.21: "Estimated CUDA graph memory: N GiB total", subtracted since 0.21): logs show
+# 0.61 to 1.58 GiB with the default capture sizes (0.30 with two), whatever the model's size;
+# llmcalc takes 1 GiB, none with --enforce-eager
 CUDA_GRAPHS = 1 * GiB
 
 
