@@ -79,7 +79,7 @@ def not_modelled(spec: ModelSpec, engine: str) -> None:
     if any(g.mixer is not None for g in spec.layer_groups):
         raise UsageError(f"--engine {engine}: {spec.name} keeps recurrent state beside its KV "
                          "cache; llmcalc does not follow that engine's hybrid allocator yet")
-    if not any(g.attention is not None and g.cached_runs for g in spec.layer_groups):
+    if kv_elements_per_token_rank(spec, tp=1) == 0:
         raise UsageError(f"--engine {engine}: {spec.name} keeps no KV cache")
 
 
