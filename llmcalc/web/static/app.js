@@ -66,11 +66,13 @@ function shortAxis(v) {
   return String(x);
 }
 // bytes in the binary unit that fits their size (the CLI's rule): 512 B, 112.50 KiB, 12.55 GiB, 1.25 TiB
+// two decimals rounded as Python's format rounds them (an exact tie to even: 224.625 → 224.62)
+const fixed2 = (x) => x.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2, roundingMode: "halfEven"});
 const BYTE_UNITS = [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]];
 const byteUnit = (b) => BYTE_UNITS.find(([, s]) => Math.abs(b) >= s) || ["B", 1];
 function size(b) {
   const x = Number(b), [u, s] = byteUnit(x);
-  return s === 1 ? num(x) + " B" : (x / s).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " " + u;
+  return s === 1 ? num(x) + " B" : fixed2(x / s) + " " + u;
 }
 // a chart axis: every tick in the one unit that fits the axis's largest value
 const sizeAxis = (unit) => (b) => (Number(b) / unit[1]).toLocaleString("en-US", {maximumFractionDigits: 2}) + " " + unit[0];
@@ -658,8 +660,7 @@ function drawMemory() {
 
 const rate = (x) => Number(x).toLocaleString("en-US", {maximumFractionDigits: 1});
 // a time in ms below a second, in seconds from one on: 473.40 ms, 3.58 s
-const secs = (s) => s >= 1 ? s.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " s"
-  : (s * 1e3).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " ms";
+const secs = (s) => s >= 1 ? fixed2(s) + " s" : fixed2(s * 1e3) + " ms";
 const exactShort = (v) => `<span title="${num(v)}" data-value="${v}">${short(v)}</span>`;
 // a table with one column per model: rows of [label, key, cell(figures)], data-key on each cell
 function figureTable(id, models, rows) {
