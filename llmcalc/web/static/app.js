@@ -455,7 +455,7 @@ function drawCompare() {
   box.hidden = state.models.length < 2;
   if (box.hidden) { box.innerHTML = ""; return; }
   // the verdict next to the name, so that a phone shows it without scrolling sideways
-  let html = `<table id="compare-table"><caption>models compared on the same settings</caption><thead><tr><th scope="col">model</th><th scope="col">verdict</th><th scope="col">total</th><th scope="col">largest context</th><th scope="col">weights</th><th scope="col">KV cache</th><th scope="col">parameters</th><th scope="col">active</th><th scope="col"><span class="sr">remove</span></th></tr></thead><tbody>`;
+  let html = `<table id="compare-table"><caption>models compared on the same settings</caption><thead><tr><th scope="col">model</th><th scope="col" class="verdict">verdict</th><th scope="col">total</th><th scope="col">largest context</th><th scope="col">weights</th><th scope="col">KV cache</th><th scope="col">parameters</th><th scope="col">active</th><th scope="col"><span class="sr">remove</span></th></tr></thead><tbody>`;
   state.models.forEach((m, i) => {
     const r = results[i];
     const name = `<th scope="row" style="color:${COLORS[i]}">${esc(modelLabel(i))}</th>`;
