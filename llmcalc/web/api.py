@@ -21,7 +21,13 @@ from llmcalc.errors import ConfigError, LLMCalcError, ParameterError, UsageError
 from llmcalc.formulas.activations import serving_kernel
 from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import flops
-from llmcalc.formulas.lora import LoraConfig, lora_config, resolve_targets
+from llmcalc.formulas.lora import (
+    ALL_LINEAR,
+    LoraConfig,
+    lora_config,
+    lora_count,
+    resolve_targets,
+)
 from llmcalc.formulas.memory import kv_cache_bytes, memory
 from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.formulas.series import context_grid, flops_series, memory_series
@@ -346,13 +352,34 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     train_figures = panel("train", training)
 
     finetune_plan: dict[str, Any] | None = None
+    panel_notes: dict[str, str] = {}  # a panel's note beside its figures (not an error)
 
     def finetuning() -> dict[str, Any]:
         nonlocal finetune_plan
         o = options.finetune()
-        lora = None if o.method is Method.full else lora_config(
-            r=o.lora_r, alpha=32, targets=resolve_targets(spec, o.targets or LoraConfig.targets),
-            embeddings=False, experts=False, modules_to_save=[""], dora=False, rslora=False)
+
+        def adapters(targets: tuple[str, ...]) -> LoraConfig:
+            c = lora_config(
+                r=o.lora_r, alpha=32, targets=resolve_targets(spec, targets), embeddings=False,
+                experts=False, modules_to_save=[""], dora=False, rslora=False)
+            lora_count(spec, c)  # the targets checked against the model's modules here
+            return c
+
+        lora = None
+        if o.method is not Method.full:
+            try:
+                lora = adapters(o.targets or LoraConfig.targets)
+            except ParameterError:
+                if o.targets is not None:  # targets typed in: their error stands
+                    raise
+                # the field left blank on a model without q/k/v/o projections (GPT-2's c_attn):
+                # every linear layer, said so, and the command line names it
+                lora = adapters((ALL_LINEAR,))
+                o = dataclasses.replace(o, targets=(ALL_LINEAR,))
+                panel_notes["finetune"] = (
+                    f"LoRA targets: {','.join(LoraConfig.targets)} (the default) match no module "
+                    "of this model, so every linear layer but lm_head is adapted "
+                    f"(--lora-targets {ALL_LINEAR})")
         common: dict[str, Any] = dict(method=o.method, accelerator=acc, optimizer=o.optimizer,
                                       tp=gpus, lora=lora)
         # the largest micro-batch at the context, as `fit --method` finds it (any card)
@@ -388,6 +415,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         "finetune": finetune_plan,
         "finetune_fit": finetune_fit,
         "unavailable": unavailable,
+        "panel_notes": panel_notes,
         "series": {
             "ctx": list(fs.ctx),
             "weight_flops_per_token": fs.weight_flops_per_token,

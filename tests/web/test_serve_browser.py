@@ -904,3 +904,26 @@ def test_times_past_a_second_are_in_seconds_and_bytes_in_a_unit_that_fits(
     assert page.inner_text('.part[data-part="headroom"]') == "8.00 GiB"
     assert page.inner_text('.part[data-part="kv_cache"]') == (
         f"{want['kv_cache_bytes'] / 2**20:,.2f} MiB")
+
+
+def test_lora_targets_left_blank_fit_a_model_without_q_k_v_o(server: str, page: Any,
+                                                             cli: Any) -> None:
+    """GPT-2 has c_attn, not q/k/v/o projections: the untouched LoRA field adapts every linear
+    layer and says so (the command line names it), never an error; targets typed in are checked."""
+    page.goto(server + "?model=gpt2")
+    settled(page)
+    assert page.inner_text("#err-lora_targets") == ""
+    assert page.inner_text("#finetune-note") == (
+        "note: LoRA targets: q_proj,k_proj,v_proj,o_proj (the default) match no module of this "
+        "model, so every linear layer but lm_head is adapted (LoRA targets all-linear)")
+    words = ["--gpu", "h100", "--tp", "1", "--ctx", "4k", "--micro-batch", "1", "--method", "lora",
+             "--lora-r", "16", "--lora-targets", "all-linear", "--json"]
+    want = cli("train", "gpt2", *words).json()
+    assert int(cells(page, "finetune-table")["trainable"]) == want["trainable"] == 2_359_296
+    assert page.locator("#panel-finetune code.cli").first.inner_text() == (
+        "llmcalc train gpt2 " + " ".join(words))
+    edit(page, "#lora_targets", "q_proj")
+    assert page.inner_text("#err-lora_targets") == (
+        "LoRA targets q_proj: no module of this model matches (names as in the transformers "
+        "module tree, e.g. q_proj; or all-linear)")
+    assert page.get_attribute("#lora_targets", "aria-invalid") == "true"

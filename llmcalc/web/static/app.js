@@ -375,7 +375,9 @@ function render() {
     $("err-" + k).textContent = fieldErrors[k] || "";
     if (fieldErrors[k]) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
   }
-  for (const panel of ["speed", "train", "finetune"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel] : "";
+  const panelNotes = r && !r.error ? r.panel_notes || {} : {};
+  for (const panel of ["speed", "train", "finetune"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel]
+    : panelNotes[panel] ? "note: " + pageWords(panelNotes[panel]) : "";
   for (const el of document.querySelectorAll("#editor input, #editor textarea")) el.removeAttribute("aria-invalid");
   if (r && r.error && field === null) {
     const md = mode(state.models[state.active]);
