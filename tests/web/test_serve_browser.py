@@ -890,6 +890,14 @@ def test_times_past_a_second_are_in_seconds_and_bytes_in_a_unit_that_fits(
     assert cell.inner_text() == f"{speed['e2e_s']:,.2f} s" == "1.33 s"
     ttft = page.locator('#speed-table td[data-key="ttft_s"]')
     assert ttft.inner_text() == f"{speed['ttft_s'] * 1e3:,.2f} ms" == "66.61 ms"
+    # the page's two formats, held to Python's rounding (an exact tie goes to even)
+    times = [0.0666, 0.999996, 3.57962, 4000.0]
+    assert page.evaluate(f"{times}.map(secs)") == ["66.60 ms", "1.00 s", "3.58 s", "4,000.00 s"]
+    sizes = [0, 512, 1023, 1024, 230_528, 80 * 2**30, 5 * 2**38, 2**50]
+    want_sizes = ["0 B", "512 B", "1,023 B", "1.00 KiB", "225.12 KiB", "80.00 GiB", "1.25 TiB",
+                  "1,024.00 TiB"]
+    assert page.evaluate(f"{sizes}.map(size)") == want_sizes
+    assert f"{230_528 / 1024:,.2f}" == "225.12"  # as Python's format rounds the same tie
     # a 115k-parameter model: its weights in KiB, the card's memory in GiB
     text = ("model_type: llama\nhidden_size: 64\nnum_hidden_layers: 2\nnum_attention_heads: 4\n"
             "num_key_value_heads: 4\nintermediate_size: 128\nvocab_size: 256\n"

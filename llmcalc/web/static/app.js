@@ -662,7 +662,7 @@ function drawMemory() {
 
 const rate = (x) => Number(x).toLocaleString("en-US", {maximumFractionDigits: 1});
 // a time in ms below a second, in seconds from one on: 473.40 ms, 3.58 s
-const secs = (s) => s >= 1 ? fixed2(s) + " s" : fixed2(s * 1e3) + " ms";
+const secs = (s) => s * 1e3 >= 999.995 ? fixed2(s) + " s" : fixed2(s * 1e3) + " ms";  // never "1,000.00 ms"
 const exactShort = (v) => `<span title="${num(v)}" data-value="${v}">${short(v)}</span>`;
 // a table with one column per model: rows of [label, key, cell(figures)], data-key on each cell
 function figureTable(id, models, rows) {
