@@ -48,7 +48,7 @@ from llmcalc.planning.hardware import (
 from llmcalc.planning.latency import latency
 from llmcalc.planning.serving import ServingFit, decode_bound, fit
 from llmcalc.planning.training import DEFAULT_MFU, Recompute, parallelism, plan_training
-from llmcalc.render import gib as size
+from llmcalc.render import gib
 from llmcalc.render.count import count_json, provenance
 from llmcalc.render.finetune import finetune_json, fit_finetune_json
 from llmcalc.render.fit import fit_json
@@ -66,7 +66,8 @@ DEFAULT_MODEL = "llama-3.1-8b"
 MAX_SETS = 64
 # dtype/kv_dtype None: the checkpoint's own format (its quantization_config), as the CLI reads it
 DEFAULTS = {"ctx": "4k", "batch": "1", "dtype": None, "kv_dtype": None, "gpu": "h100",
-            "gpu_mem": None, "gpu_flops": None, "gpu_bandwidth": None, "gpus": 1, "tokens": None, "ctx_max": "128k",
+            "gpu_mem": None, "gpu_flops": None, "gpu_bandwidth": None, "gpus": 1,
+            "tokens": None, "ctx_max": "128k",
             # the speed panel (latency): tokens generated after the prompt
             "gen": "256",
             # the training panel (train): parallelism and memory savers, as its options
@@ -312,7 +313,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         if need > sf.usable:  # a setup that does not run has no speed
             where = f"{gpus} × {acc.name}" if gpus > 1 else acc.name
             raise UsageError(f"does not fit {where} at batch {batch:,} × context {ctx:,} "
-                             f"({size(need)} needed, {size(sf.usable)} usable): no speed for "
+                             f"({gib(need)} needed, {gib(sf.usable)} usable): no speed for "
                              "a setup that does not run")
         card_only = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bw, needs=("flops", "bandwidth"))
         require(card_only, "peak_flops", "bandwidth")
