@@ -215,6 +215,7 @@ class Cache:
     layers: tuple[int, ...]
     k_bytes: int
     v_bytes: int
+    per_layer: tuple[tuple[int, int], ...] = ()  # (K, V) bytes of each of ``layers``
 
 
 def kv_caches(hp: Hparams, p: Params, ctx: Context) -> list[Cache]:
@@ -238,14 +239,15 @@ def kv_caches(hp: Hparams, p: Params, ctx: Context) -> list[Cache]:
     v_trans = not ctx.flash_attn
     v_max = max((hp.n_head_kv[il] * hp.head_v for il in attn), default=0)
     for name, layers, cells in groups:
-        k = v = 0
+        per_layer = []
         for il in layers:
             n_k = hp.n_head_kv[il] * hp.head_k
             # [TAG_V_CACHE_VARIABLE]: a transposed V is as wide as the widest layer's
             n_v = v_max if v_trans else hp.n_head_kv[il] * hp.head_v
-            k += row_bytes(p.type_k, n_k) * cells * ctx.n_stream
-            v += row_bytes(p.type_v, n_v) * cells * ctx.n_stream
-        out.append(Cache(name, cells, tuple(layers), k, v))
+            per_layer.append((row_bytes(p.type_k, n_k) * cells * ctx.n_stream,
+                              row_bytes(p.type_v, n_v) * cells * ctx.n_stream))
+        out.append(Cache(name, cells, tuple(layers), sum(k for k, _ in per_layer),
+                         sum(v for _, v in per_layer), tuple(per_layer)))
     return out
 
 
@@ -313,3 +315,83 @@ def buffers(header: GgufHeader, p: Params) -> Buffers:
     ctx = context(p, n_ctx_train=n_ctx_train)
     caches = kv_caches(hp, p, ctx)
     return Buffers(model_buffer_bytes(header, mmap=p.mmap), caches, recurrent_bytes(hp, ctx), ctx)
+
+
+# common/common.h: LLM_FFN_EXPS_REGEX, llm_ffn_block_regex — --n-cpu-moe N keeps the experts of
+# blocks 0..N-1 on the CPU, one override "blk\.<i>\.ffn_(up|down|gate|gate_up)_(ch|)exps" each
+FFN_EXPS_REGEX = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"
+GPU_ALIGNMENT = 128  # ggml/src/ggml-cuda/ggml-cuda.cu: ggml_backend_cuda_buffer_type_get_alignment
+
+
+def tensor_layer(name: str, n_layer: int) -> int:
+    """The layer a tensor belongs to: -1 input (token_embd …), n_layer the output layer."""
+    if name.startswith("blk."):
+        return int(name.split(".")[1])
+    if name.startswith("output"):
+        return n_layer
+    return -1
+
+
+def overrides(n_cpu_moe: int, override_tensor: Sequence[str]) -> list[tuple[str, str]]:
+    """(pattern, buffer type) in the order the engine tries them: -ot's, then --n-cpu-moe's."""
+    out = []
+    for item in override_tensor:
+        for part in item.split(","):
+            pattern, sep, buft = part.partition("=")
+            if not sep or not pattern or not buft:
+                raise UsageError(f"--override-tensor {part!r}: <tensor name pattern>=<buffer type>")
+            out.append((pattern, buft))
+    if n_cpu_moe < 0:
+        raise UsageError(f"--n-cpu-moe {n_cpu_moe}: at least 0")
+    out += [(rf"blk\.{i}{FFN_EXPS_REGEX}", "CPU") for i in range(n_cpu_moe)]
+    return out
+
+
+def placement(header: GgufHeader, n_layer: int, n_gpu_layers: int,
+              rules: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """Tensor name → "CPU" or "GPU". src/llama-model.cpp: load_tensors — layers from i_gpu_start
+    (the output layer counted as one of -ngl's) on the GPU, the input layer on the CPU;
+    src/llama-model-loader.cpp: create_tensor — the first -ot pattern found in the name
+    (std::regex_search) decides instead, "CPU" keeping the tensor in host memory."""
+    import re
+
+    start = gpu_layer_start(n_layer, n_gpu_layers)
+    compiled = [(re.compile(p), b) for p, b in rules]
+    out = {}
+    for t in header.tensors:
+        il = tensor_layer(t.name, n_layer)
+        dev = "GPU" if il >= start and il >= 0 else "CPU"
+        for pattern, buft in compiled:
+            if pattern.search(t.name):
+                dev = "CPU" if buft.upper().startswith("CPU") else "GPU"
+                break
+        out[t.name] = dev
+    names = {t.name for t in header.tensors}
+    if "token_embd.weight" in names and ("output.weight" not in names
+                                         or header.architecture == "gemma2"):
+        # a tied output: token_embd created again (TENSOR_DUPLICATED) for the output layer, a
+        # second copy where the output layer is on the GPU (on the CPU it shares the data)
+        dev = "GPU" if n_layer >= start else "CPU"
+        for pattern, buft in compiled:
+            if pattern.search("token_embd.weight"):
+                dev = "CPU" if buft.upper().startswith("CPU") else "GPU"
+                break
+        out[TIED] = dev
+    return out
+
+
+TIED = "token_embd.weight (output)"
+
+
+def model_buffers(header: GgufHeader, place: Mapping[str, str], *, mmap: bool) -> dict[str, int]:
+    """Model buffer per device: the CPU's as model_buffer_bytes does it over its tensors, the GPU's
+    each tensor in a 128-byte aligned slot."""
+    cpu = [t for t in header.tensors if place[t.name] == "CPU"]
+    gpu = [t for t in header.tensors if place[t.name] == "GPU"]
+    if place.get(TIED) == "GPU":
+        gpu += [t for t in header.tensors if t.name == "token_embd.weight"]
+    if mmap and cpu:
+        cpu_bytes = max(t.offset + t.nbytes for t in cpu) - min(t.offset for t in cpu)
+    else:
+        cpu_bytes = sum(_pad(t.nbytes, CPU_ALIGNMENT) for t in cpu)
+    return {"CPU": cpu_bytes, "GPU": sum(_pad(t.nbytes, GPU_ALIGNMENT) for t in gpu)}
