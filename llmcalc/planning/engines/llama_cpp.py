@@ -395,3 +395,78 @@ def model_buffers(header: GgufHeader, place: Mapping[str, str], *, mmap: bool) -
     else:
         cpu_bytes = sum(_pad(t.nbytes, CPU_ALIGNMENT) for t in cpu)
     return {"CPU": cpu_bytes, "GPU": sum(_pad(t.nbytes, GPU_ALIGNMENT) for t in gpu)}
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device's buffers (bytes); compute is None: the compute buffer is not modelled."""
+
+    name: str
+    model: int
+    kv_k: int
+    kv_v: int
+    recurrent: int
+
+    @property
+    def total(self) -> int:
+        return self.model + self.kv_k + self.kv_v + self.recurrent
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A GGUF in llama.cpp under the given flags: the context it settles on, its caches and what
+    each device holds."""
+
+    params: Params
+    hparams: Hparams
+    context: Context
+    caches: Sequence[Cache]
+    recurrent: int
+    devices: Sequence[Device]
+
+    @property
+    def model(self) -> int:
+        return sum(d.model for d in self.devices)
+
+    @property
+    def kv_k(self) -> int:
+        return sum(c.k_bytes for c in self.caches)
+
+    @property
+    def kv_v(self) -> int:
+        return sum(c.v_bytes for c in self.caches)
+
+    @property
+    def total(self) -> int:
+        return sum(d.total for d in self.devices)
+
+
+def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
+         override_tensor: Sequence[str] = ()) -> Plan:
+    """Everything llama.cpp allocates for the GGUF but its compute buffer, per device. The KV and
+    recurrent state of a layer live where the layer does (src/llama-kv-cache.cpp: model.dev_layer,
+    with offload_kqv, llama-server's default)."""
+    hp = hparams(header)
+    n_ctx_train = int(header.metadata.get(f"{hp.arch}.context_length", 0) or 0)
+    ctx = context(p, n_ctx_train=n_ctx_train)
+    if p.n_gpu_layers < 0:
+        raise UsageError(f"--n-gpu-layers {p.n_gpu_layers}: at least 0 (auto is fit's to find)")
+    place = placement(header, hp.n_layer, p.n_gpu_layers, overrides(n_cpu_moe, override_tensor))
+    weights = model_buffers(header, place, mmap=p.mmap)
+    start = gpu_layer_start(hp.n_layer, p.n_gpu_layers)
+    caches = kv_caches(hp, p, ctx)
+    kv = {"CPU": [0, 0], "GPU": [0, 0]}
+    for cache in caches:
+        for il, (k, v) in zip(cache.layers, cache.per_layer, strict=True):
+            dev = "GPU" if il >= start else "CPU"
+            kv[dev][0] += k
+            kv[dev][1] += v
+    rows = max(1, ctx.n_seq)
+    rs = {"CPU": 0, "GPU": 0}
+    for il in range(hp.n_layer):
+        if hp.is_recr[il]:
+            rs["GPU" if il >= start else "CPU"] += 4 * (hp.n_embd_r + hp.n_embd_s) * rows
+    devices = [Device(name, weights[name], kv[name][0], kv[name][1], rs[name])
+               for name in ("CPU", "GPU")
+               if name == "CPU" or weights[name] or kv[name][0] or rs[name]]
+    return Plan(p, hp, ctx, caches, recurrent_bytes(hp, ctx), devices)
