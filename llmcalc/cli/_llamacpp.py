@@ -11,8 +11,9 @@ from llmcalc.errors import UsageError
 
 CtxSizeOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--ctx-size", metavar="N", help="With --engine llama.cpp: the same as --ctx "
-                 "(llama.cpp's total n_ctx, shared by --parallel sequences; default: the model's).",
+    typer.Option("--ctx-size", metavar="N", help="With --engine llama.cpp: as --ctx, llama.cpp's "
+                 "total n_ctx shared by --parallel sequences (0: the model's training context, "
+                 "llama-server's default; --ctx's default 4k applies otherwise).",
                  show_default=False),
 ]
 BatchSizeOpt = Annotated[
@@ -76,7 +77,7 @@ NoMmapOpt = Annotated[
 ]
 
 
-def engine_params(*, ctx: str | None, ctx_size: str | None, batch_size: int | None,
+def engine_params(*, ctx: str, ctx_size: str | None, batch_size: int | None,
                   ubatch_size: int | None, cache_type_k: str | None, cache_type_v: str | None,
                   flash_attn: str | None, n_gpu_layers: int | None, swa_full: bool,
                   parallel: int | None, kv_unified: bool | None, no_mmap: bool) -> Any:
@@ -85,10 +86,14 @@ def engine_params(*, ctx: str | None, ctx_size: str | None, batch_size: int | No
     from llmcalc.planning.engines.llama_cpp import Params
     from llmcalc.units import parse_context
 
-    if ctx is not None and ctx_size is not None:
+    if ctx_size is not None and ctx != "4k":
         raise UsageError("--ctx and --ctx-size are the same flag: give one")
-    text = ctx_size if ctx_size is not None else ctx
-    n_ctx = 0 if text is None else parse_context(text, option="--ctx-size" if ctx_size else "--ctx")
+    if ctx_size is not None and ctx_size.strip() == "0":
+        n_ctx = 0
+    elif ctx_size is not None:
+        n_ctx = parse_context(ctx_size, option="--ctx-size")
+    else:
+        n_ctx = parse_context(ctx, option="--ctx")
     n_parallel = 4 if parallel is None else parallel
     unified = (parallel is None) if kv_unified is None else kv_unified
     return Params(n_ctx=n_ctx, n_batch=2048 if batch_size is None else batch_size,

@@ -104,11 +104,11 @@ def _gguf_rows(spec: ModelSpec) -> tuple[DTypeBytes, ...] | None:
 @speaks_flags
 def memory(
     models: CatalogModelsArg = None,
-    ctx: CtxOpt = None,  # type: ignore[assignment]  # 4k; None: not given (llama.cpp: the model's)
+    ctx: CtxOpt = "4k",
     images: ImagesOpt = 0,
     source_len: SourceLenOpt = None,
     image_size: ImageSizeOpt = None,
-    batch: BatchOpt = None,  # type: ignore[assignment]  # 1; None: not given
+    batch: BatchOpt = "1",
     dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     set_: SetOpt = None,
@@ -150,7 +150,7 @@ def memory(
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     given = {name for name, value in (
-        ("batch", batch), ("kv_dtype", kv_dtype), ("ctx_size", ctx_size),
+        ("batch", None if batch == "1" else batch), ("kv_dtype", kv_dtype), ("ctx_size", ctx_size),
         ("batch_size", batch_size), ("ubatch_size", ubatch_size), ("cache_type_k", cache_type_k),
         ("cache_type_v", cache_type_v), ("flash_attn", flash_attn), ("n_gpu_layers", n_gpu_layers),
         ("n_cpu_moe", n_cpu_moe or None), ("override_tensor", override_tensor),
@@ -186,8 +186,6 @@ def memory(
     if given & engine_flags:
         flags = ", ".join("--" + f.replace("_", "-") for f in sorted(given & engine_flags))
         raise UsageError(f"{flags}: llama.cpp's flags go with --engine llama.cpp")
-    ctx = "4k" if ctx is None else ctx
-    batch = "1" if batch is None else batch
     if not models:
         if explain or set_ or family:
             raise UsageError("--explain, --set and --family need a MODEL")
