@@ -45,8 +45,8 @@ from llmcalc.cli._llamacpp import (
 )
 from llmcalc.cli._options import (
     BatchOpt,
-    EngineOpt,
     CtxOpt,
+    EngineOpt,
     ImageSizeOpt,
     ImagesOpt,
     KvDTypeOpt,

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from helpers import tiny_gguf
 
 from llmcalc.errors import UsageError
 from llmcalc.inputs.gguf_file import read_header
 from llmcalc.planning.engines import llama_cpp as L
-from helpers import tiny_gguf
 
 pytestmark = pytest.mark.llamacpp
 

@@ -59,12 +59,14 @@ class Hparams:
     n_embd_s: int
 
 
-def _per_layer(meta: Mapping[str, Any], key: str, n_layer: int, default: int) -> tuple[int, ...]:
+def _per_layer(meta: Mapping[str, Any], key: str, n_layer: int, default: int,
+               label: str) -> tuple[int, ...]:
     # src/llama-model-loader.cpp: get_key_or_arr — a scalar or one value per layer
     value = meta.get(key, default)
     if isinstance(value, list):
         if len(value) != n_layer:
-            raise UsageError(f"GGUF metadata {key}: {len(value)} values for {n_layer} layers")
+            raise UsageError(f"{label}: GGUF metadata {key}: {len(value)} values for "
+                             f"{n_layer} layers")
         return tuple(int(v) for v in value)
     return (int(value),) * n_layer
 
@@ -99,8 +101,10 @@ def hparams(header: GgufHeader) -> Hparams:
     n_embd = int(meta[key("embedding_length")])
     recurrent = arch in RECURRENT
     # src/llama-model.cpp: llama_model::load_hparams — head counts default to 0 for recurrent models
-    n_head = _per_layer(meta, key("attention.head_count"), n_layer, 0 if recurrent else 1)
-    n_head_kv = _per_layer(meta, key("attention.head_count_kv"), n_layer, n_head[0])
+    n_head = _per_layer(meta, key("attention.head_count"), n_layer, 0 if recurrent else 1,
+                        header.label)
+    n_head_kv = _per_layer(meta, key("attention.head_count_kv"), n_layer, n_head[0],
+                           header.label)
     n_head_kv = tuple(kv if key("attention.head_count_kv") in meta else h
                       for kv, h in zip(n_head_kv, n_head, strict=True))
     # the head size: n_embd / n_head unless key_length / value_length say otherwise
