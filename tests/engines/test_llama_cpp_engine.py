@@ -36,6 +36,11 @@ GRID = [
     {"n_ctx": 2048, "flash_attn": "off", "n_ubatch": 128, "mmap": False},
     {"n_ctx": 5000, "n_parallel": 2, "kv_unified": True, "swa_full": True},
     {"n_ctx": 700, "n_batch": 256, "type_k": "q4_0", "type_v": "f16", "flash_attn": "on"},
+    {"n_ctx": 6000, "n_ubatch": 64, "n_parallel": 2, "kv_unified": True, "type_k": "bf16",
+     "type_v": "q5_1"},
+    {"n_ctx": 9000, "n_batch": 512, "n_ubatch": 300, "n_parallel": 5, "type_k": "iq4_nl",
+     "type_v": "q4_1", "mmap": False},
+    {"n_ctx": 1500, "type_k": "f32", "type_v": "f32", "flash_attn": "off", "n_parallel": 2},
 ]
 
 

@@ -450,8 +450,11 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     """Everything llama.cpp allocates for the GGUF but its compute buffer, per device. The KV and
     recurrent state of a layer live where the layer does (src/llama-kv-cache.cpp: model.dev_layer,
     with offload_kqv, llama-server's default)."""
-    hp = hparams(header)
-    n_ctx_train = int(header.metadata.get(f"{hp.arch}.context_length", 0) or 0)
+    try:
+        hp = hparams(header)
+        n_ctx_train = int(header.metadata.get(f"{hp.arch}.context_length", 0) or 0)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{header.label}: GGUF metadata not as llama.cpp reads it ({e})") from None
     ctx = context(p, n_ctx_train=n_ctx_train)
     if p.n_gpu_layers < 0:
         raise UsageError(f"--n-gpu-layers {p.n_gpu_layers}: at least 0 (auto is fit's to find)")
