@@ -357,6 +357,25 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         return fit_finetune_json(spec, ff, acc)
 
     finetune_fit = panel("finetune", finetuning)
+
+    def serving_engine(name: str) -> Callable[[], dict[str, Any]]:
+        """`fit --engine NAME --max-model-len CTX --tp GPUS`: the engine's KV budget on one GPU."""
+        def work() -> dict[str, Any]:
+            from llmcalc.choices import parse_engine
+            from llmcalc.cli._engine import EngineSettings, engine_plan
+            from llmcalc.render.engine import engine_json
+
+            b = engine_plan(spec, parse_engine(name), EngineSettings(max_model_len=ctx_text),
+                            acc=acc, dtype=dtype, kv_dtype=kv_dtype, tp=gpus)
+            if b.refusal is None:  # the CLI exits 1 where the engine would refuse to start
+                commands[f"engine_{name}"] = cli("fit", *card, *mem, "--engine", name, "--tp",
+                                                 str(gpus), "--max-model-len", ctx_text, *dt,
+                                                 "--json")
+            return engine_json(spec, b, accelerator=acc)
+        return work
+
+    engines = {f"engine_{n}": panel(f"engine_{n}", serving_engine(n))
+               for n in ("vllm", "sglang", "trtllm")}
     memory_figures = {**memory_json(m), **provenance(spec)}  # as the CLI's memory --json
     return {
         "label": r.label or spec.name,
@@ -373,6 +392,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         "train": train_figures,
         "finetune": finetune_plan,
         "finetune_fit": finetune_fit,
+        **engines,
         "unavailable": unavailable,
         "series": {
             "ctx": list(fs.ctx),

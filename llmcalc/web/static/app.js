@@ -19,7 +19,9 @@ const OPTIONS = [["--ctx-max", "ctx_max"], ["--ctx", "ctx"], ["--batch", "batch"
   ["--micro-batch", "micro_batch"], ["--recompute", "recompute"], ["--flash-attention", "flash_attention"],
   ["--method", "method"], ["--optimizer", "optimizer"], ["--lora-r", "lora_r"], ["--lora-targets", "lora_targets"]];
 // the panels that answer on their own (/api/calc's "unavailable" names them)
-const PANEL_OF = {latency: "speed", train: "train", finetune: "finetune"};
+const PANEL_OF = {latency: "speed", train: "train", finetune: "finetune", engine_vllm: "engines",
+  engine_sglang: "engines", engine_trtllm: "engines"};
+const ENGINES = {engine_vllm: "vLLM", engine_sglang: "SGLang", engine_trtllm: "TensorRT-LLM"};
 // what fits this machine: the CLI's --sort keys, each ordered as `llmcalc fit --sort KEY` orders it
 const FIT_SORTS = {params: "params", name: "name", ctx: "ctx", speed: "speed"};
 const DEBOUNCE_MS = 400;
@@ -365,7 +367,7 @@ function render() {
     $("err-" + k).textContent = fieldErrors[k] || "";
     if (fieldErrors[k]) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
   }
-  for (const panel of ["speed", "train", "finetune"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel] : "";
+  for (const panel of ["speed", "train", "finetune", "engines"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel] : "";
   for (const el of document.querySelectorAll("#editor input, #editor textarea")) el.removeAttribute("aria-invalid");
   if (r && r.error && field === null) {
     const md = mode(state.models[state.active]);
@@ -382,7 +384,7 @@ function render() {
   drawTabs();
   for (const box of document.querySelectorAll(".export")) box.innerHTML = "";
   drawVerdict(); drawCompare();
-  drawParams(); drawFlops(); drawMemory(); drawSpeed(); drawFinetune(); drawTrain();
+  drawParams(); drawFlops(); drawMemory(); drawSpeed(); drawEngines(); drawFinetune(); drawTrain();
   foldEditor();
   if (!dirty) document.body.dataset.idle = "1";
 }
@@ -651,6 +653,26 @@ function drawSpeed() {
   const rows = [["model", "figure", "value"]];
   for (const [r, , l] of models) for (const k of ["ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_request", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_per_gpu", "ridge_batch"]) rows.push([r.label, k, String(l[k])]);
   exportBar("speed", "latency", toJSON(models.map(([, , l]) => l)), csv(rows), models.map(([r]) => r.commands.latency));
+}
+
+// fit --engine NAME at the context and GPUs chosen: each engine's budget per GPU, as its log shows it
+function drawEngines() {
+  const rows = [["model", "engine", "kv_cache_bytes", "kv_cache_tokens", "max_concurrency", "starts"]];
+  let html = `<thead><tr><th scope="col">model</th><th scope="col">engine</th><th scope="col">memory CUDA reports</th><th scope="col">KV cache per GPU</th><th scope="col">KV cache tokens</th><th scope="col">requests at the context</th><th scope="col">starts</th></tr></thead><tbody>`;
+  const found = [], commands = [];
+  for (const [r, i] of ok()) for (const [key, name] of Object.entries(ENGINES)) {
+    const e = r[key];
+    if (!e) continue;
+    found.push(e);
+    if (r.commands[key]) commands.push(r.commands[key]);
+    rows.push([r.label, e.engine, String(e.kv_cache_bytes), String(e.kv_cache_tokens), String(e.max_concurrency), String(e.starts)]);
+    html += `<tr data-model="${i}" data-engine="${e.engine}"><th scope="row" style="color:${COLORS[i]}">${esc(r.label)}</th><td>${name} ${esc(e.engine_version)}</td>` +
+      `<td class="n">${gib(e.cuda_memory_bytes)}</td><td class="n" data-key="kv_cache_bytes">${valued(e.kv_cache_bytes, gib(e.kv_cache_bytes))}</td>` +
+      `<td class="n" data-key="kv_cache_tokens">${valued(e.kv_cache_tokens, num(e.kv_cache_tokens))}</td><td class="n" data-key="max_concurrency">${e.max_concurrency.toFixed(2)}×</td>` +
+      `<td>${e.starts ? "yes" : "no: " + esc(e.refusal)}</td></tr>`;
+  }
+  $("engines-table").innerHTML = found.length ? html + "</tbody>" : "";
+  exportBar("engines", "engines", toJSON(found), csv(rows), commands);
 }
 
 function drawFinetune() {
