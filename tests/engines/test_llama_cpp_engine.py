@@ -28,6 +28,8 @@ ARCHS: dict[str, dict[str, Any]] = {
     "phi3": {},  # fused qkv
     "qwen3moe": {"n_expert": 4},
     "lfm2": {"n_layer": 4},  # short convolutions between attention layers
+    "lfm2-swa": {"n_layer": 5, "swa": 200},  # its attention layers sliding
+    "phi3-swa": {"swa": 128},  # Phi's sliding window is read and disabled
     "mamba": {},
 }
 GRID = [
@@ -65,8 +67,8 @@ def test_buffers_equal_the_engines(ggufs: dict[str, Path], arch: str, case: int)
     assert _mib(ours.model) == engine["model"]
     assert [(c.cells, _mib(c.k_bytes), _mib(c.v_bytes)) for c in ours.kv_caches] == engine["caches"]
     assert _mib(ours.recurrent) == engine["rs"]
-    assert (ours.recurrent > 0) == (arch in ("mamba", "lfm2"))
-    assert (len(ours.kv_caches) == 2) == (arch in ("gemma2", "gemma3"))
+    assert (ours.recurrent > 0) == (arch in ("mamba", "lfm2", "lfm2-swa"))
+    assert (len(ours.kv_caches) == 2) == (arch in ("gemma2", "gemma3", "lfm2-swa"))
 
 
 def test_quantized_v_without_flash_attention_is_refused_as_by_the_engine(

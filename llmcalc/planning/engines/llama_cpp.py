@@ -119,14 +119,18 @@ def hparams(header: GgufHeader) -> Hparams:
         is_swa = _swa_layers(pattern, n_layer, 2)
     elif arch == "gemma3" and n_swa > 0:  # src/models/gemma3.cpp: load_arch_hparams (pattern 6)
         is_swa = _swa_layers(pattern, n_layer, 6)
-    elif arch == "phi3" and n_swa > 0:  # src/models/phi3.cpp: every layer slides
-        is_swa = _swa_pattern(n_layer, 1)
+    elif arch == "phi3":  # src/models/phi3.cpp: load_arch_hparams — Phi's SWA is disabled
+        n_swa = 0
+    elif arch not in ("gemma3", "lfm2"):
+        n_swa = 0  # the other architectures counted here read no sliding window
     is_recr: tuple[bool, ...] = (recurrent,) * n_layer
     n_embd_r = n_embd_s = 0
     if arch == "lfm2":
         # src/models/lfm2.cpp: load_arch_hparams — a layer without KV heads is a short conv;
         # src/llama-hparams.cpp: n_embd_r = n_embd × (L_cache − 1), n_embd_s = 0
         is_recr = tuple(kv == 0 for kv in n_head_kv)
+        if n_swa > 0:  # every attention layer slides
+            is_swa = tuple(not r for r in is_recr)
         l_cache = int(meta.get(key("shortconv.l_cache"), 0))
         n_embd_r = n_embd * (l_cache - 1)
     elif recurrent:
