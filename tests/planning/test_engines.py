@@ -28,6 +28,7 @@ PREDICTED = {
     "vllm-v0-4090x2-qwen14b-131k": 84064,
     "vllm-v1-h100x4-qwen3-235b-fp8": 305680,
     "sglang-h100x4-qwen3-235b-fp8": 368554,
+    "vllm-v1-a5000-qwen3-8b-16k": 45696,
 }
 
 
@@ -54,9 +55,26 @@ def test_errors_over_the_logs() -> None:
     assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0031
 
 
+def test_docs_state_each_error_and_the_summary() -> None:
+    """docs/serving-engines.md's table gives each log's count and signed error, and the median
+    and the share off by more than 10% as computed here."""
+    doc = (Path(__file__).parents[2] / "docs" / "serving-engines.md").read_text()
+    signed = {i: (p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
+    for i, e in signed.items():
+        row = f"| {BY_ID[i]['tokens']:,} | {PREDICTED[i]:,}"
+        assert row in doc, i
+        assert f"{row}{' (refused)' if BY_ID[i].get('refused') else ''} | " \
+               f"{'+' if e >= 0 else '−'}{abs(e):.1%} |" in doc, i
+    median = statistics.median(abs(e) for e in signed.values())
+    over = sum(abs(e) > 0.10 for e in signed.values())
+    assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
+           f"({over / len(signed):.0%}) off by more than 10%" in doc
+    assert (round(median, 4), over) == (0.031, 1)
+
+
 EXACT = ["vllm-v0-3090-llama31-8b-20k", "vllm-v0-3090-llama31-8b-29k",
          "vllm-v0-a10-llama31-8b-131k", "sglang-h100x4-qwen3-235b-fp8",
-         "trtllm-a4000-qwen25-coder-05b-kvmem"]
+         "trtllm-a4000-qwen25-coder-05b-kvmem", "vllm-v1-a5000-qwen3-8b-16k"]
 
 
 @pytest.mark.parametrize("log_id", EXACT)
