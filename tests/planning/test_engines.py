@@ -74,7 +74,8 @@ def test_docs_state_each_error_and_the_summary() -> None:
 
 EXACT = ["vllm-v0-3090-llama31-8b-20k", "vllm-v0-3090-llama31-8b-29k",
          "vllm-v0-a10-llama31-8b-131k", "sglang-h100x4-qwen3-235b-fp8",
-         "trtllm-a4000-qwen25-coder-05b-kvmem", "vllm-v1-a5000-qwen3-8b-16k"]
+         "trtllm-a4000-qwen25-coder-05b-kvmem", "vllm-v1-a5000-qwen3-8b-16k",
+         "vllm-v1-5090-qwen36-35b-hybrid-a", "vllm-v1-5090-qwen36-35b-hybrid-b"]
 
 
 @pytest.mark.parametrize("log_id", EXACT)
@@ -193,6 +194,20 @@ def test_kv_heads_replicated_past_tp() -> None:
 
 
 def test_hybrid_model_refused(cli: Any) -> None:
-    r = cli("fit", "qwen3-next-80b-a3b", "--engine", "vllm", "--gpu", "h100", "--tp", "4")
+    """Mamba-2 hybrids are refused (only gated-delta hybrids follow vLLM's hybrid allocator)."""
+    r = cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100", "--tp", "4")
     assert r.code == 2
     assert "keeps recurrent state beside its KV cache" in r.stderr
+
+
+def test_vllm_hybrid_layout_from_the_logs(cli: Any) -> None:
+    """Qwen3.6-35B-A3B (10 attention layers of 2 fp8 KV heads × 256, 30 gated-delta layers with
+    float32 state): the state page is 3 × 8,192 × 2 + 32 × 128 × 128 × 4 = 2,146,304 bytes, the
+    attention block 16 × cdiv(2,146,304, 16 × 1,024) = 2,096 tokens; groups of 10 layers, so
+    6.01 GiB holds 6.01 GiB // 2,146,304 // 10 = 300 blocks; one 131,072-token request holds
+    cdiv(131,072, 2,096) + 3 × 2 = 69 of them: 300 / 69 × 131,072 = 569,878 (club-3090#652)."""
+    row = BY_ID["vllm-v1-5090-qwen36-35b-hybrid-a"]
+    out = json.loads(cli(*_args(row, "--kv-memory", "6.01GiB")).stdout)
+    assert (out["block_tokens"], out["kv_cache_tokens"], out["max_concurrency"]) == \
+        (2096, 569878, 4.3478)
+    assert "--block-size 16" in out["command"]
