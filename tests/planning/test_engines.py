@@ -211,3 +211,12 @@ def test_vllm_hybrid_layout_from_the_logs(cli: Any) -> None:
     assert (out["block_tokens"], out["kv_cache_tokens"], out["max_concurrency"]) == \
         (2096, 569878, 4.3478)
     assert "--block-size 16" in out["command"]
+
+
+def test_vllm_hybrid_table_says_how_tokens_are_counted(cli: Any) -> None:
+    row = BY_ID["vllm-v1-5090-qwen36-35b-hybrid-b"]
+    r = cli("fit", row["model"], "--engine", row["engine"], "--gpu", row["gpu"], *row["flags"],
+            "--kv-memory", "5.98GiB")
+    assert r.code == 0
+    assert "KV cache tokens (concurrency × max_model_len, blocks of 2096)" in r.stdout
+    assert "567,978" in r.stdout

@@ -215,6 +215,7 @@ def plan(
         max_model_len=model_len, max_concurrency=concurrency, settings=settings,
         command=command(spec, settings, kv_dtype=kv_dtype, dtype=dtype),
         refusal=refusal, from_log=kv_memory is not None,
+        tokens_rule=(f"concurrency × max_model_len, blocks of {block}" if hybrid else ""),
     )
 
 
