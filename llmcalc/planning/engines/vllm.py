@@ -84,15 +84,17 @@ HYBRID_BLOCK_ALIGN = 16
 MAMBA_PAGES_PER_REQUEST = 2
 
 
-def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int) -> tuple[int, int, int, int]:
-    """(block_size, page bytes, group_size, mamba groups) for a gated-delta hybrid in vLLM V1: the state page of one layer on one rank
+def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int
+                  ) -> tuple[int, int, int, int, int]:
+    """(block_size, page bytes, group_size, attention groups, mamba groups) for a gated-delta
+    hybrid in vLLM V1: the state page of one layer on one rank
     is the conv state, (kernel − 1) × conv_dim/tp at the model's bf16, plus the temporal state,
     v_heads/tp × d_k × d_v at float32 where the config sets mamba_ssm_dtype float32 (Qwen3.5's
     config override), else bf16 (vllm/model_executor/layers/mamba/mamba_utils.py
     ``MambaStateShapeCalculator.gated_delta_net_state_shape``, ``MambaStateDtypeCalculator``).
     Layers are grouped by type into groups of the smallest type's layer count
-    (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``); returned last:
-    the mamba groups."""
+    (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``: the largest
+    where the largest is under 1.25 × the smallest; a type's last group padded)."""
     mixers = [g for g in spec.layer_groups if g.mixer is not None]
     m = mixers[0].mixer
     assert m is not None
@@ -108,7 +110,8 @@ def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int) -> tuple[in
     group = min(attention, recurrent)
     if max(attention, recurrent) < group * 1.25:
         group = max(attention, recurrent)
-    return block, block * per_token_layer, group, -(-recurrent // group)
+    return (block, block * per_token_layer, group, -(-attention // group),
+            -(-recurrent // group))
 
 
 def version_tuple(version: str | None) -> tuple[int, ...]:
@@ -170,9 +173,9 @@ def plan(
         terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS
     per_token = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
     layers = kv_layers(spec)
-    mamba_groups = 0
+    attention_groups, mamba_groups = 1, 0
     if hybrid:
-        block, page, layers, mamba_groups = hybrid_layout(spec, tp=tp,
+        block, page, layers, attention_groups, mamba_groups = hybrid_layout(spec, tp=tp,
                                                           per_token_layer=per_token // layers)
     else:
         page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
@@ -182,7 +185,8 @@ def plan(
     # kv_cache_utils.get_max_concurrency_for_kv_cache_config: the blocks one request holds, its
     # attention pages plus each mamba group's state pages; a hybrid's logged token count is
     # _report_kv_cache_config's int(max_concurrency × max_model_len)
-    per_request = -(-model_len // block) + mamba_groups * MAMBA_PAGES_PER_REQUEST
+    per_request = (attention_groups * -(-model_len // block)
+                   + mamba_groups * MAMBA_PAGES_PER_REQUEST)
     concurrency = blocks / per_request if v1 else tokens / model_len
     if hybrid:
         tokens = int(concurrency * model_len)
