@@ -24,14 +24,19 @@ from llmcalc.cli._common import (
     takes_text,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
-from llmcalc.cli._options import KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import EngineOpt, KvDTypeOpt, speaks_flags
+from llmcalc.choices import parse_engine
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
+from llmcalc.planning.latency import Latency
 from llmcalc.planning.latency import latency as compute_latency
+from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_stage, rows_for
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
+
+BACKENDS = ("cuda", "metal", "rocm", "vulkan", "cpu")
 
 
 @handles_errors
@@ -70,6 +75,12 @@ def latency(
     draft_tokens: Annotated[
         int, typer.Option("--draft-tokens", help="Speculative decoding: draft tokens γ per step.")
     ] = 4,
+    engine: EngineOpt = None,
+    backend: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--backend", help=f"The engine's backend: {', '.join(BACKENDS)} (default: "
+                     "metal on Apple silicon, cuda on the rest).", show_default=False),
+    ] = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
     as_json: JsonOpt = False,
@@ -94,9 +105,41 @@ def latency(
         draft=spec_for(draft, None) if draft is not None else None, accept_rate=accept_rate,
         draft_tokens=draft_tokens,
     )
+    exp = None
+    if engine is not None:
+        exp = _expected(r, engine=parse_engine(engine).name.value,
+                        backend=_backend(backend, acc.kind))
+    elif backend is not None:
+        raise UsageError("--backend: names an engine's backend; give --engine too")
     if how is Format.json:
-        print_json(latency_json(r))
+        print_json(latency_json(r, exp))
         return
-    show(latency_view(r))
+    show(latency_view(r, exp))
     if explain:
         show(*(Text(line) for line in latency_explain(r)))
+
+
+def _backend(backend: str | None, kind: str) -> str:
+    if backend is None:
+        return "metal" if kind == "apple" else "cuda"
+    key = backend.strip().lower()
+    if key not in BACKENDS:
+        raise UsageError(f"--backend {backend!r}: not a backend llmcalc models ({', '.join(BACKENDS)})")
+    return key
+
+
+def row_latency(row: MeasuredRow) -> Latency:
+    """The roofline of one measured row's run, on the row's card figures."""
+    spec = spec_for(row.model, None)
+    acc = resolve(None, flops=row.flops, bandwidth=row.bandwidth)
+    weights = resolve_format(spec, row.dtype)
+    return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc),
+                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights,
+                           kv_dtype=kv_dtype_for(weights))
+
+
+def _expected(r: Latency, *, engine: str, backend: str) -> Expected:
+    pairs = [(row, row_latency(row)) for row in rows_for(engine, backend)]
+    return expected(r, engine=engine, backend=backend,
+                    prefill=fit_stage("prefill", pairs, engine=engine, backend=backend),
+                    decode=fit_stage("decode", pairs, engine=engine, backend=backend))

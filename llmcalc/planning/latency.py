@@ -100,6 +100,7 @@ class Latency:
     throughput_per_gpu: float  # batch·gen / e2e / tp: output tokens/s/GPU over the whole request
     ridge_batch: int | None  # decode turns compute bound here (None: never)
     speculation: Speculation | None
+    layers: int = 0  # the model's layers (the expected speed's per-layer cost)
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -220,5 +221,5 @@ def latency(
         tokens_per_s_per_gpu=batch / tpot / tp, throughput_per_gpu=batch * gen / e2e / tp,
         ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
                                 ce=ce, be=be),
-        speculation=spec_result,
+        speculation=spec_result, layers=spec.num_layers,
     )

@@ -8,6 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from llmcalc.planning.latency import Latency, Stage
+from llmcalc.planning.speed import Expected, Fit
 from llmcalc.render import heading, n
 from llmcalc.render.grid import Col, Fitted, Grid
 
@@ -23,7 +24,7 @@ def _stage_rows(t: Grid, label: str, s: Stage) -> None:
         t.add(f"{label}: all-reduces ({n(s.comm_bytes)} B per GPU)", _ms(s.comm_s), "added")
 
 
-def latency_view(r: Latency) -> RenderableType:
+def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
     head = heading(r.model, f"{r.tp} × {r.accelerator.name} (tp {r.tp}, {r.interconnect.name}) · "
                    f"batch {r.batch} · prompt {n(r.ctx)} · generate {n(r.gen)} · weights "
                    f"{r.dtype.value} · KV {r.kv_dtype.value} · efficiency compute "
@@ -45,6 +46,8 @@ def latency_view(r: Latency) -> RenderableType:
              else n(r.ridge_batch))
     t.add("decode turns compute bound at batch", ridge, "")
     parts: list[RenderableType] = [head, Fitted(t)]
+    if exp is not None:
+        parts.append(_expected_grid(r, exp))
     if r.speculation:
         s = r.speculation
         parts.append(Text(
@@ -55,13 +58,55 @@ def latency_view(r: Latency) -> RenderableType:
     return Group(*parts)
 
 
+def _error(f: Fit) -> str:
+    e = f.loo_median_abs_error
+    return "" if e is None else f"±{e * 100:.1f}% (median, leave-one-out, {f.rows} rows)"
+
+
+def _expected_grid(r: Latency, e: Expected) -> Fitted:
+    t = Grid(f"expected on {e.engine} ({e.backend}): a step-time model fitted on published "
+             "measurements, beside the bound",
+             [Col("", wrap=True), Col("expected", right=True), Col("bound", right=True),
+              Col("error", wrap=True)])
+    t.add("prefill tokens/s", f"{e.prefill_tokens_per_s:,.1f}",
+          f"{r.batch * r.ctx / r.prefill.seconds:,.1f}", _error(e.prefill))
+    t.add("decode tokens/s, whole batch", f"{e.decode_tokens_per_s:,.1f}",
+          f"{r.batch / r.decode.seconds:,.1f}", _error(e.decode))
+    t.add("output tokens/s per GPU over the request", f"{e.throughput_tokens_per_s:,.1f}",
+          f"{r.throughput_per_gpu:,.1f}", "")
+    return Fitted(t)
+
+
+def _fit_json(f: Fit) -> dict[str, Any]:
+    return {"coefficients": list(f.coefficients), "rows": f.rows,
+            "median_abs_error_leave_one_out": f.loo_median_abs_error}
+
+
+def expected_json(e: Expected) -> dict[str, Any]:
+    return {
+        "engine": e.engine, "backend": e.backend,
+        "prefill_tokens_per_s": e.prefill_tokens_per_s,
+        "decode_tokens_per_s": e.decode_tokens_per_s,
+        "throughput_tokens_per_s": e.throughput_tokens_per_s,
+        "basis": {
+            "decode": {"model": "t = a · bytes / bandwidth + c · layers (a = 1/η, c seconds per "
+                       "layer)", **_fit_json(e.decode)},
+            "prefill": {"model": "t = p · FLOPs / peak + q · bytes / bandwidth (p = 1/η)",
+                        **_fit_json(e.prefill)},
+            "rows": "llmcalc/planning/measured_speed.json",
+        },
+        "error": {"decode": e.decode.loo_median_abs_error,
+                  "prefill": e.prefill.loo_median_abs_error},
+    }
+
+
 def _stage_json(s: Stage) -> dict[str, Any]:
     return {"flops_per_gpu": s.flops, "bytes_per_gpu": s.bytes, "all_reduce_bytes_per_gpu":
             s.comm_bytes, "compute_s": s.compute_s, "memory_s": s.memory_s,
             "all_reduce_s": s.comm_s, "bound": s.bound, "seconds": s.seconds}
 
 
-def latency_json(r: Latency) -> dict[str, Any]:
+def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
     a, link = r.accelerator, r.interconnect
     sp = r.speculation
     return {
@@ -92,6 +137,7 @@ def latency_json(r: Latency) -> dict[str, Any]:
             "tokens_per_step": sp.tokens_per_step, "cost_ratio": sp.cost_ratio,
             "draft_step_s": sp.draft_step_s, "speedup": sp.speedup,
         },
+        **({} if exp is None else {"expected": expected_json(exp)}),
     }
 
 

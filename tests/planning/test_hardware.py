@@ -48,22 +48,24 @@ DATASHEET = {
     "rtx-5090": (32, 1_792 * G, 0),
     "rx-7900-xtx": (24, 960 * G, 122_800 * G),
 }
-# Apple silicon: (unified GiB, bandwidth); the GPU may wire 2/3 of it up to 36 GB, 3/4 above.
+# Apple silicon: (unified GiB, bandwidth, GPU FLOP/s); the GPU may wire 2/3 of it up to 36 GB, 3/4
+# above. FLOP/s: Apple's own for M1; for M2–M4 (Apple publishes none) GPU cores × 128 ALUs × 2 × clock.
 APPLE = {
-    "apple-m1-pro": (32, 200 * G), "apple-m1-max": (64, 400 * G), "apple-m1-ultra": (128, 800 * G),
-    "apple-m2-pro": (32, 200 * G), "apple-m2-max": (96, 400 * G), "apple-m2-ultra": (192, 800 * G),
-    "apple-m3-pro": (36, 150 * G), "apple-m3-max": (128, 400 * G),
-    "apple-m3-ultra": (512, 819 * G), "apple-m4-pro": (64, 273 * G),
-    "apple-m4-max": (128, 546 * G),
+    "apple-m1-pro": (32, 200 * G, 5_200 * G), "apple-m1-max": (64, 400 * G, 10_400 * G),
+    "apple-m1-ultra": (128, 800 * G, 21 * TF), "apple-m2-pro": (32, 200 * G, 6_800 * G),
+    "apple-m2-max": (96, 400 * G, 13_600 * G), "apple-m2-ultra": (192, 800 * G, 27_200 * G),
+    "apple-m3-pro": (36, 150 * G, 6_350 * G), "apple-m3-max": (128, 400 * G, 14_100 * G),
+    "apple-m3-ultra": (512, 819 * G, 28_300 * G), "apple-m4-pro": (64, 273 * G, 8_100 * G),
+    "apple-m4-max": (128, 546 * G, 16_200 * G),
 }
 
 
 @pytest.mark.parametrize("key", APPLE)
 def test_apple_silicon_rows(key: str) -> None:
     acc = ACCELERATORS[key]
-    unified, bw = APPLE[key]
+    unified, bw, peak = APPLE[key]
     share = (2, 3) if unified <= 36 else (3, 4)
-    assert (acc.unified_bytes, acc.bandwidth, acc.peak_flops) == (unified * GiB, bw, 0)
+    assert (acc.unified_bytes, acc.bandwidth, acc.peak_flops) == (unified * GiB, bw, peak)
     assert acc.memory_bytes == unified * GiB * share[0] // share[1]
     assert "recommendedMaxWorkingSetSize" in acc.source
 
