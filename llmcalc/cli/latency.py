@@ -107,7 +107,7 @@ def latency(
     )
     exp = None
     if engine is not None:
-        exp = _expected(r, engine=parse_engine(engine).name.value,
+        exp = expected_for(r, engine=parse_engine(engine).name.value,
                         backend=_backend(backend, acc.kind))
     elif backend is not None:
         raise UsageError("--backend: names an engine's backend; give --engine too")
@@ -138,7 +138,7 @@ def row_latency(row: MeasuredRow) -> Latency:
                            kv_dtype=kv_dtype_for(weights))
 
 
-def _expected(r: Latency, *, engine: str, backend: str) -> Expected:
+def expected_for(r: Latency, *, engine: str, backend: str) -> Expected:
     pairs = [(row, row_latency(row)) for row in rows_for(engine, backend)]
     return expected(r, engine=engine, backend=backend,
                     prefill=fit_stage("prefill", pairs, engine=engine, backend=backend),

@@ -332,7 +332,17 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                  sorted({*(1 << i for i in range(top.bit_length())), *([top] if top else [])})}
         by_batch.extend({"batch": b, **{k: figures[k] for k in USERS_FIGURES}}
                         for b, figures in users.items())
-        return users[batch] if batch in users else at(batch)  # the chosen batch: once
+        chosen = users[batch] if batch in users else at(batch)  # the chosen batch: once
+        if card_only.kind == "apple":  # llama.cpp's Metal fit, beside the bound (latency --engine)
+            from llmcalc.cli.latency import expected_for
+            from llmcalc.render.latency import expected_json
+
+            lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
+                          tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype)
+            chosen = {**chosen, "expected": expected_json(
+                expected_for(lat, engine="llama.cpp", backend="metal"))}
+            commands["latency"] += " --engine llama.cpp"
+        return chosen
 
     lat_json = panel("latency", speed)
     options = PanelOptions(request)

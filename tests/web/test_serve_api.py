@@ -479,3 +479,18 @@ def test_what_fits_equals_the_cli(cli: Any) -> None:
     assert custom["accelerator"]["memory_bytes"] == 12 * 2**30
     with pytest.raises(UsageError, match=r"^--ctx 'soon': expected a positive whole number"):
         api.what_fits({"gpu": "rtx-4090", "ctx": "soon"})
+
+
+def test_apple_speed_panel_carries_the_expected_figure_of_the_cli(cli: Any) -> None:
+    """On Apple silicon the speed panel is `latency --engine llama.cpp`: the expected figure (fitted
+    on llama.cpp's Metal measurements) beside the bound, equal to the CLI's JSON."""
+    got = api.calculate({"model": {"name": "llama-2-7b"}, "ctx": "1k", "batch": "1",
+                         "gpu": "apple-m2-ultra", "gen": "128", "dtype": "q4_0"})
+    assert got["commands"]["latency"] == (
+        "llmcalc latency llama-2-7b --gpu apple-m2-ultra --tp 1 --batch 1 --ctx 1k --gen 128 "
+        "--dtype q4_0 --json --engine llama.cpp")
+    run = cli(*got["commands"]["latency"].split()[1:])
+    assert run.code == 0 and run.json() == got["latency"]
+    e = got["latency"]["expected"]
+    assert (e["engine"], e["backend"]) == ("llama.cpp", "metal")
+    assert e["decode_tokens_per_s"] <= got["latency"]["tokens_per_s"]

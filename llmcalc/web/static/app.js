@@ -685,6 +685,8 @@ function drawSpeed() {
     ["decode tokens/s, all users (batch)", "tokens_per_s", (l) => valued(l.tokens_per_s, rate(l.tokens_per_s))],
     [`decode tokens/s per GPU (tp ${tp})`, "tokens_per_s_per_gpu", (l) => valued(l.tokens_per_s_per_gpu, rate(l.tokens_per_s_per_gpu))],
     ["output tokens/s per GPU over the request", "throughput_per_gpu", (l) => valued(l.throughput_per_gpu, rate(l.throughput_per_gpu))],
+    ["expected prefill tokens/s (llama.cpp, Metal: fitted on published runs)", "expected_prefill", (l) => l.expected ? valued(l.expected.prefill_tokens_per_s, rate(l.expected.prefill_tokens_per_s)) : "—"],
+    ["expected decode tokens/s, all users (llama.cpp, Metal; the bound above)", "expected_decode", (l) => l.expected ? valued(l.expected.decode_tokens_per_s, rate(l.expected.decode_tokens_per_s)) : "—"],
     ["prefill bound by", "prefill_bound", (l) => l.prefill.bound],
     ["decode bound by", "decode_bound", (l) => l.decode_step.bound],
     ["decode turns compute bound at batch", "ridge_batch", (l) => l.ridge_batch === null ? "never" : valued(l.ridge_batch, num(l.ridge_batch))],
