@@ -935,3 +935,20 @@ def test_lora_targets_left_blank_fit_a_model_without_q_k_v_o(server: str, page: 
         "LoRA targets q_proj: no module of this model matches (names as in the transformers "
         "module tree, e.g. q_proj; or all-linear)")
     assert page.get_attribute("#lora_targets", "aria-invalid") == "true"
+
+
+def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, page: Any,
+                                                              cli: Any) -> None:
+    """On Apple silicon the speed table adds llama.cpp's expected tokens/s (`latency --engine
+    llama.cpp`), below the bound; on an H100 the rows say — (no fit shown)."""
+    page.goto(server + "?model=llama-2-7b&gpu=apple-m2-ultra&ctx=1k&batch=1&gen=128&dtype=q4_0")
+    settled(page)
+    want = cli("latency", "llama-2-7b", "--gpu", "apple-m2-ultra", "--batch", "1", "--ctx", "1k",
+               "--gen", "128", "--dtype", "q4_0", "--engine", "llama.cpp", "--json").json()
+    got = cells(page, "speed-table")
+    assert float(got["expected_decode"]) == want["expected"]["decode_tokens_per_s"]
+    assert float(got["expected_prefill"]) == want["expected"]["prefill_tokens_per_s"]
+    assert float(got["expected_decode"]) <= float(got["tokens_per_s"])
+    page.goto(server + "?model=llama-2-7b&gpu=h100")
+    settled(page)
+    assert cells(page, "speed-table")["expected_decode"] == "—"
