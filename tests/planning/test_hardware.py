@@ -56,7 +56,10 @@ APPLE = {
     "apple-m2-max": (96, 400 * G, 13_600 * G), "apple-m2-ultra": (192, 800 * G, 27_200 * G),
     "apple-m3-pro": (36, 150 * G, 6_350 * G), "apple-m3-max": (128, 400 * G, 14_100 * G),
     "apple-m3-ultra": (512, 819 * G, 28_300 * G), "apple-m4-pro": (64, 273 * G, 8_100 * G),
-    "apple-m4-max": (128, 546 * G, 16_200 * G),
+    "apple-m4-max": (128, 546 * G, 16_200 * G), "apple-m1": (16, 68 * G, 2_600 * G),
+    "apple-m2": (24, 100 * G, 3_600 * G), "apple-m3": (24, 100 * G, 3_500 * G),
+    "apple-m4": (32, 120 * G, 4 * TF), "apple-m3-max-30c": (96, 300 * G, 10_600 * G),
+    "apple-m4-max-32c": (36, 410 * G, 12_900 * G),
 }
 
 
