@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 from rich.text import Text
 
+from llmcalc.choices import parse_engine
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -25,7 +26,6 @@ from llmcalc.cli._common import (
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
 from llmcalc.cli._options import EngineOpt, KvDTypeOpt, speaks_flags
-from llmcalc.choices import parse_engine
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format

@@ -81,7 +81,7 @@ def _prefill_features(lat: Latency) -> tuple[float, float]:
 def _fit2(xs: list[tuple[float, float]], ts: list[float]) -> tuple[float, float]:
     """Least squares of Σ((u·x0 + v·x1)/t − 1)²: the 2 × 2 normal equations."""
     s00 = s01 = s11 = b0 = b1 = 0.0
-    for (x0, x1), t in zip(xs, ts):
+    for (x0, x1), t in zip(xs, ts, strict=True):
         y0, y1 = x0 / t, x1 / t
         s00, s01, s11 = s00 + y0 * y0, s01 + y0 * y1, s11 + y1 * y1
         b0, b1 = b0 + y0, b1 + y1
@@ -126,11 +126,7 @@ def fit_stage(stage: str, pairs: list[tuple[MeasuredRow, Latency]], *, engine: s
                              f"{backend} backend to fit an expected speed on", value=engine)
     xs = [_features(stage, lat) for _, lat in pairs]
     ts = [_measured_seconds(r) for r, _ in pairs]
-    errors = []
-    for i in range(len(pairs)) if len(pairs) > 2 else ():
-        u, v = _fit2(xs[:i] + xs[i + 1:], ts[:i] + ts[i + 1:])
-        predicted = max(u * xs[i][0] + v * xs[i][1], _bound_seconds(stage, pairs[i][1]))
-        errors.append(abs(ts[i] / predicted - 1))  # error of the predicted tokens/s
+    errors = [abs(e) for _, e in loo_errors(stage, pairs)] if len(pairs) > 2 else []
     return Fit(stage, _fit2(xs, ts), len(pairs), statistics.median(errors) if errors else None)
 
 
