@@ -235,7 +235,11 @@ def spec_from_raw(
             origin=raw.origin,
             trust_remote_code=trust_remote_code,
         )
-    read, filled = with_declared_defaults(fields, model_type, fam)
+    from llmcalc.inputs import family_defaults
+
+    # config keys read through the class's attribute_map (the one place aliases are resolved)
+    named = family_defaults.dealiased(fields, model_type, keep=_field_names(fam))
+    read, filled = with_declared_defaults(named, model_type, fam)
     try:
         cfg = fam.config.read(read)
         arch = fam.describe(cfg)
