@@ -382,10 +382,6 @@ ERRORS = [
         "num_attention_heads (8) must divide hidden_size (70) when head_dim is not given",
     ),
     (
-        tiny("falcon", new_decoder_architecture=True, num_kv_heads=3),
-        "num_kv_heads (3) must divide num_attention_heads (8)",
-    ),
-    (
         # (Qwen2Config declares 32 KV heads: a tiny config states its own)
         tiny("qwen2", num_key_value_heads=2, layer_types=["full_attention"]),
         "layer_types: has 1 entries, num_hidden_layers is 3",
