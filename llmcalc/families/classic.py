@@ -378,6 +378,7 @@ class ModernBertDecoderConfig(DecoderConfig):
     local_attention: Size | None
     global_attn_every_n_layers: Size = 3
     layer_types: list[str] | None = None
+    sliding_window: int | None = None  # undeclared; given, it wins over local_attention / 2
 
 
 def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:

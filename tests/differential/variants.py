@@ -212,15 +212,18 @@ def _fallback(built: Any, texts: list[str]) -> Any:
 
     for text in texts:
         try:
-            return eval(text, {"config": built, "self": types.SimpleNamespace(config=built)})  # noqa: S307
+            value = eval(text, {"config": built, "self": types.SimpleNamespace(config=built)})  # noqa: S307
         except Exception:  # noqa: BLE001,S112 - a fallback that reads the module's own locals
             continue
+        if value is not None:  # getattr(config, "head_dim", None) or …: the next one
+            return value
     return None
 
 
 def _undeclared(model_type: str, base: dict[str, Any]) -> list[tuple[str, Any]]:
     """(dotted path, value) of each field a config class's attribute_map names, or its modelling
-    source reads with getattr, that the default config does not hold: the value transformers'
+    source reads with getattr, or it declares with a None default, that the default config does
+    not hold: the value transformers'
     config object gives it (an alias: the field it stands for), None where it has none."""
     out: list[tuple[str, Any]] = []
     for path, cls in _classes(model_type).items():
@@ -235,13 +238,21 @@ def _undeclared(model_type: str, base: dict[str, Any]) -> list[tuple[str, Any]]:
             built = None
         aliases = dict(getattr(cls, "attribute_map", None) or {})
         reads = _read_names(cls)
-        names = set(aliases) | set(aliases.values()) | set(reads)
+        # declared fields whose default is None (left out of the default config: the class
+        # derives them, and a saved config.json holds what it derived)
+        derived = {f.name for f in dataclasses.fields(cls) if f.default is None}
+        # and what its __post_init__ derives and sets beside them (a saved config.json holds it)
+        declared = {f.name for f in dataclasses.fields(cls)}
+        extra = {k for k in vars(built) if k not in declared} if built is not None else set()
+        names = set(aliases) | set(aliases.values()) | set(reads) | derived | extra
         for name in sorted(names):
             if name in sub or name in BASE_FIELDS or name.startswith("_") or name.endswith("_config"):
                 continue
             value = getattr(built, name, None) if built is not None else None
             if value is None and built is not None:
                 value = _fallback(built, reads.get(name, []))
+            if value is None and name == "head_dim" and built is not None:  # … or d // heads
+                value = _fallback(built, ["config.hidden_size // config.num_attention_heads"])
             if isinstance(value, (int, float, str, list)) or value is None:
                 out.append((f"{path}.{name}".lstrip("."), _plain(value)))
     return out
