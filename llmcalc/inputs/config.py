@@ -238,7 +238,10 @@ def spec_from_raw(
     from llmcalc.inputs import family_defaults
 
     # config keys read through the class's attribute_map (the one place aliases are resolved)
-    named = family_defaults.dealiased(fields, model_type, keep=_field_names(fam))
+    # a field the family reads under the alias's own name alone knows what transformers derives
+    # before the alias lands (Zamba 2's layer_types); one read under several names does not
+    own = {n for n, info in fam.config.model_fields.items() if info.validation_alias is None}
+    named = family_defaults.dealiased(fields, model_type, keep=own)
     read, filled = with_declared_defaults(named, model_type, fam)
     try:
         cfg = fam.config.read(read)
