@@ -26,9 +26,9 @@ to whole windows, as ``Phi4MultimodalAudioModel.forward`` unfolds it).
 
 from __future__ import annotations
 
-from pydantic import Field
-
 from dataclasses import dataclass
+
+from pydantic import Field
 
 from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import Size

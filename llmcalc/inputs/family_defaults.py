@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
-from pathlib import Path
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 DATA = Path(__file__).with_name("family_defaults.json")
