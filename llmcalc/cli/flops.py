@@ -8,6 +8,8 @@ from llmcalc.cli._common import (
     CatalogModelsArg,
     ExplainOpt,
     FamilyOpt,
+    StrictOpt,
+    set_strict,
     FormatOpt,
     JsonOpt,
     PartOpt,
@@ -51,6 +53,7 @@ def flops(
     set_: SetOpt = None,
     part: PartOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
@@ -63,6 +66,7 @@ def flops(
     tied or not; for MoE only the active experts); attention adds 2·n·h·(d_qk + d_v) per layer.
     Several models print side by side (--json: an array).
     """
+    set_strict(strict)
     how = output_format(fmt, as_json)
     if not models and explain:
         raise UsageError("--explain needs a MODEL")

@@ -10,6 +10,8 @@ from rich.text import Text
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
+    StrictOpt,
+    set_strict,
     Format,
     FormatOpt,
     JsonOpt,
@@ -72,11 +74,13 @@ def latency(
     ] = 4,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """Prefill time (compute bound), time per output token (memory bound), throughput, TTFT."""
+    set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     if how in (Format.csv, Format.markdown):

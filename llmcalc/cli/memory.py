@@ -11,6 +11,8 @@ from llmcalc.cli._common import (
     CatalogModelsArg,
     ExplainOpt,
     FamilyOpt,
+    StrictOpt,
+    set_strict,
     Format,
     FormatOpt,
     JsonOpt,
@@ -98,6 +100,7 @@ def memory(
     set_: SetOpt = None,
     part: PartOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
@@ -114,6 +117,7 @@ def memory(
     in the table, exact bytes in --json. Several models print side by side; without MODEL, one row
     per bundled model.
     """
+    set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     if not models:
