@@ -147,11 +147,14 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        token = _STRICT.set(False)  # each command sets its own --strict
         try:
             return func(*args, **kwargs)
         except LLMCalcError as e:
             typer.echo(f"error: {one_line(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None
+        finally:
+            _STRICT.reset(token)
 
     return wrapper
 

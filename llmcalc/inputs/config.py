@@ -377,6 +377,8 @@ def _check_family_fits(fields: Mapping[str, Any], family: str, fam: Family, note
     _name_unmodelled(fields, None, fam, notes)
 
 
+# … and switches that may add tensors when on (Kimi-K3's mla_use_output_gate, latent_moe_use_norm).
+SWITCH_LIKE = re.compile(r"(^|_)use_.*(norm|gate|bias|proj)")
 # The keys every transformers config has (PretrainedConfig's own, for generation and heads): they
 # size no tensor of the base model, whatever their names say.
 GENERIC_KEYS = frozenset({
@@ -419,8 +421,16 @@ def unmodelled(fields: Mapping[str, Any], model_type: str | None, fam: Family) -
         known |= family_defaults.declared_names(model_type)
     # a key repeated in a sub-config is the old flat copy of it (Qwen2-VL's text fields)
     known |= {n for v in fields.values() if isinstance(v, dict) for n in v}
-    return [k for k in fields if k not in known and fields[k] not in (None, 0, 1, "", [], {})
-            and (SIZE_LIKE.search(k) or (isinstance(fields[k], dict) and not k.endswith("_map")))]
+    return [k for k in fields if k not in known and not _off(fields[k])
+            and (SIZE_LIKE.search(k) or SWITCH_LIKE.search(k)
+                 or (isinstance(fields[k], dict) and not k.endswith("_map")))]
+
+
+def _off(value: Any) -> bool:
+    """A value that adds nothing whatever the key: unset, false, empty, or a count of 0 or 1."""
+    if value is None or value is False or value in ("", [], {}):
+        return True
+    return type(value) is int and value in (0, 1)
 
 
 def _name_unmodelled(
