@@ -96,3 +96,19 @@ def test_a_switch_default_is_not_an_assumption(cli: Any) -> None:
     r = cli("count", "gpt2", "--strict", "--json")
     assert r.code == 0
     assert r.json()["total_params"] == 124_439_808
+
+
+MPT_LINE = ("fields this count does not model: expansion_ratio (3; transformers' MptMLP builds "
+            "4 · d_model whatever it says)")
+
+
+def test_mpt_counts_what_transformers_builds_and_names_expansion_ratio(cli: Any, write: Any) -> None:
+    path = write("mpt.json", {"model_type": "mpt", "vocab_size": 100, "d_model": 64, "n_layers": 2,
+                              "n_heads": 4, "expansion_ratio": 3})
+    r = cli("count", path, "--json")
+    # MptForCausalLM(MptConfig(…, expansion_ratio=3)) on the meta device: 105,024 (up_proj 256 × 64)
+    assert (r.code, r.json()["total_params"]) == (0, 105_024)
+    assert MPT_LINE in r.json()["notes"]
+    assert r.stderr == f"warning: {MPT_LINE}\n"
+    refused = cli("count", path, "--strict")
+    assert (refused.code, refused.stderr) == (2, f"error: --strict: {path}: {MPT_LINE}\n")
