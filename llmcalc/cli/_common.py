@@ -181,7 +181,7 @@ def spec_for(
             trust_remote_code=trust_remote_code,
         )
         for note in spec.notes:
-            if note.startswith(("--family ", UNMODELLED_NOTE)):
+            if note.startswith(("--family ", UNMODELLED_NOTE)) and not _STRICT.get():
                 typer.echo(f"warning: {note}", err=True)
         return spec
 
