@@ -327,9 +327,13 @@ def _pick_family(
 
     if model_type not in MODEL_TYPES and model_type not in NOT_COUNTED and isinstance(text, dict):
         inner = text.get("model_type")
-        if isinstance(inner, str) and inner in MODEL_TYPES:
+        read_as = TEXT_TYPE_REWRITES.get((model_type, inner)) if isinstance(inner, str) else None
+        if read_as is not None:
+            text = {**text, "model_type": read_as}
+            inner = f"{read_as}: its model_type {inner!r} read so, as transformers reads it"
+        if isinstance(inner, str) and text["model_type"] in MODEL_TYPES:
             notes.append(f"multimodal {model_type}: counted its text model ({inner}) only")
-            model_type, fields = inner, dict(text)
+            model_type, fields = text["model_type"], dict(text)
     if family is not None:
         if family not in MODEL_TYPES:
             raise UsageError(f"--family {family}: unknown family; supported: {_supported(family)}")
@@ -342,6 +346,11 @@ def _pick_family(
     if model_type not in MODEL_TYPES:
         return None, model_type, fields
     return MODEL_TYPES[model_type], model_type, fields
+
+
+# A composite's text_config model_type that transformers' class rewrites before it builds the model:
+# Kimi_K25Config.__post_init__ reads Moonshot's remote "kimi_k2" as deepseek_v3.
+TEXT_TYPE_REWRITES = {("kimi_k25", "kimi_k2"): "deepseek_v3"}
 
 
 # Fields that change the tensors when a family does not read them: --family refuses for these …

@@ -112,3 +112,20 @@ def test_mpt_counts_what_transformers_builds_and_names_expansion_ratio(cli: Any,
     assert r.stderr == f"warning: {MPT_LINE}\n"
     refused = cli("count", path, "--strict")
     assert (refused.code, refused.stderr) == (2, f"error: --strict: {path}: {MPT_LINE}\n")
+
+
+def test_kimi_k25_reads_kimi_k2_as_deepseek_v3(cli: Any, write: Any) -> None:
+    # Kimi_K25Config.__post_init__ rewrites text_config.model_type "kimi_k2" to deepseek_v3
+    text = yaml.safe_load((CONFIGS / "deepseek-v3.yaml").read_text())
+    for key in ("name", "source", "expected", "auto_map", "architectures"):
+        text.pop(key, None)
+    path = write("config.json", {"model_type": "kimi_k25", "text_config": {**text, "model_type": "kimi_k2"},
+                                 "auto_map": {"AutoConfig": "configuration_kimi_k25.KimiK25Config"}})
+    r = cli("count", path, "--json")
+    assert (r.code, r.stderr) == (0, "")
+    assert r.json()["total_params"] == cli("count", "deepseek-v3", "--json").json()["total_params"]
+    assert r.json()["total_params"] == 671_026_404_352
+    assert r.json()["notes"][0] == (
+        "multimodal kimi_k25: counted its text model (deepseek_v3: its model_type 'kimi_k2' read "
+        "so, as transformers reads it) only"
+    )
