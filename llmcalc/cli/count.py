@@ -10,8 +10,6 @@ import typer
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
-    StrictOpt,
-    set_strict,
     Format,
     FormatOpt,
     JsonOpt,
@@ -19,6 +17,7 @@ from llmcalc.cli._common import (
     PartOpt,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     emit,
     handles_errors,
@@ -26,6 +25,7 @@ from llmcalc.cli._common import (
     output_format,
     print_json,
     refuse_explain,
+    set_strict,
     show,
     specs_for,
 )

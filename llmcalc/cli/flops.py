@@ -8,13 +8,12 @@ from llmcalc.cli._common import (
     CatalogModelsArg,
     ExplainOpt,
     FamilyOpt,
-    StrictOpt,
-    set_strict,
     FormatOpt,
     JsonOpt,
     PartOpt,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     bundled_specs,
     emit,
@@ -24,6 +23,7 @@ from llmcalc.cli._common import (
     output_format,
     parts_of,
     refuse_explain,
+    set_strict,
     show,
 )
 from llmcalc.cli._options import (

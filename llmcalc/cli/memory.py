@@ -11,14 +11,13 @@ from llmcalc.cli._common import (
     CatalogModelsArg,
     ExplainOpt,
     FamilyOpt,
-    StrictOpt,
-    set_strict,
     Format,
     FormatOpt,
     JsonOpt,
     PartOpt,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     emit,
     handles_errors,
@@ -28,6 +27,7 @@ from llmcalc.cli._common import (
     parts_of,
     print_json,
     refuse_explain,
+    set_strict,
     show,
 )
 from llmcalc.cli._options import (

@@ -327,7 +327,7 @@ def _pick_family(
 
     if model_type not in MODEL_TYPES and model_type not in NOT_COUNTED and isinstance(text, dict):
         inner = text.get("model_type")
-        read_as = TEXT_TYPE_REWRITES.get((model_type, inner)) if isinstance(inner, str) else None
+        read_as = TEXT_TYPE_REWRITES.get((str(model_type), str(inner)))
         if read_as is not None:
             text = {**text, "model_type": read_as}
             inner = f"{read_as}: its model_type {inner!r} read so, as transformers reads it"

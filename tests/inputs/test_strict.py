@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 import yaml
-
 from helpers.configs import TINY_LLAMA
 
 CONFIGS = Path(__file__).parents[2] / "llmcalc" / "configs"
