@@ -111,9 +111,7 @@ StrictOpt = Annotated[
     bool,
     typer.Option(
         "--strict",
-        help="Refuse (exit 2) instead of printing a figure that rests on an assumption: a field "
-        "the count does not model, a class default taken for a missing field, anything noted as "
-        "assumed or not modelled.",
+        help="Refuse (exit 2) a figure resting on an assumption.",
     ),
 ]
 
