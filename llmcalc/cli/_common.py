@@ -303,6 +303,7 @@ def one_model(models: list[str], option: str) -> None:
 
 
 def print_json(obj: object) -> None:
+    refuse_assumed(_notes_in(obj), "the output")
     typer.echo(dumps(obj))
 
 
@@ -374,12 +375,8 @@ def emit(
 ) -> None:
     """Print in the chosen format: JSON from ``data``, CSV/Markdown from ``grids``, the table from
     ``view`` (or the grids themselves, fitted to the terminal's width)."""
-    if _STRICT.get():
-        obj = data()
-        refuse_assumed(_notes_in(obj), "the output")
-        if fmt is Format.json:
-            print_json(obj)
-            return
+    if _STRICT.get() and fmt is not Format.json:  # (print_json checks its own)
+        refuse_assumed(_notes_in(data()), "the output")
     if fmt is Format.json:
         print_json(data())
     elif fmt is Format.csv:
