@@ -91,6 +91,13 @@ def dealiased(fields: dict[str, Any], model_type: str | None = None,
     return out
 
 
+def declared_names(model_type: str) -> set[str]:
+    """The names ``model_type``'s class maps through its ``attribute_map`` (both sides), where the
+    table stores them; the declared fields themselves are :func:`sub_defaults`'s keys."""
+    aliases: dict[str, str] = _table().get("aliases", {}).get(model_type, {})
+    return set(aliases) | set(aliases.values())
+
+
 def source(model_type: str) -> str:
     """Where the defaults come from, as the output states it."""
     cls = _table()["classes"][model_type]

@@ -369,10 +369,6 @@ ERRORS = [
         "got [['global', 'sliding'], 1]",
     ),
     (
-        dict(MPT, expansion_ratio=3),
-        "transformers' MPT builds only expansion_ratio 4, got 3",
-    ),
-    (
         dict(MPT, attn_config={"attn_type": "multiquery_attention"}),
         "attn_config.attn_type: transformers' MPT builds only multihead_attention, "
         "got 'multiquery_attention'",
