@@ -46,6 +46,7 @@ class MeasuredRow:
     batch: int
     test: str  # pp… (prefill) or tg… (decode)
     tokens_per_s: float
+    quoted_in: str = ""  # where the figure was read, when not at the source itself
 
     @property
     def stage(self) -> str:
@@ -61,6 +62,7 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
         hw_class=r["class"], bandwidth=r["bandwidth"], flops=r["flops"],
         flops_basis=r["flops_basis"], model=r["model"], dtype=r["dtype"], ctx=r["ctx"],
         gen=r["gen"], batch=r["batch"], test=r["test"], tokens_per_s=r["tokens_per_s"],
+        quoted_in=r.get("quoted_in", ""),
     ) for r in rows)
 
 

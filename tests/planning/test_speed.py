@@ -21,7 +21,7 @@ def _pairs(engine: str, backend: str) -> list[tuple[MeasuredRow, Any]]:
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 115
+    assert len(rows) == 14
     assert {r.hw_class for r in rows} == {"apple", "consumer"}
     for r in rows:
         assert r.source.startswith("https://")
@@ -29,13 +29,19 @@ def test_rows_carry_their_source_and_figures() -> None:
         # llama-bench: pp512 is a 512-token prompt, one token out; tg128 128 tokens from 1
         assert (r.ctx, r.gen, r.batch) == ((512, 1, 1) if r.test == "pp512" else (1, 128, 1))
         assert r.tokens_per_s > 0 and r.flops_basis
+        # every figure was read in a source someone can open: llama.cpp's scoreboards (#4167,
+        # #15013) as quoted in a public survey, Llama-2 7B Q4_0, llama-bench -ngl 99
+        assert r.source.rsplit("/", 1)[1] in ("4167", "15013") and r.quoted_in
+        assert r.dtype == "q4_0"
 
 
 # (engine, backend): leave-one-out median |error| of decode and prefill, and whether the targets
-# (decode ≤ 8%, prefill ≤ 12%, each hardware class ≤ 15%) hold. CUDA has 7 rows, and llama.cpp's
-# F16 prefill (cuBLAS) and quantized prefill (MMQ, INT8 tensor cores) need coefficients apart:
-# its figures miss the targets and are pinned here as they are.
-LOO = {("llama.cpp", "metal"): (0.039, 0.054, True), ("llama.cpp", "cuda"): (0.120, 0.188, False)}
+# (decode ≤ 8%, prefill ≤ 12%, each hardware class ≤ 15%) hold. Only rows read in a public source
+# remain: 10 Apple (5 chips × pp512/tg128) and 4 CUDA (RTX 4090, 3090). Metal's decode misses 8%
+# (the M4 Pro's tg128 is 31% off with it left out); CUDA misses both: pinned here as they are.
+LOO = {("llama.cpp", "metal"): (0.088, 0.071, False), ("llama.cpp", "cuda"): (0.104, 0.206, False)}
+
+CLASS_MEDIAN = {"apple": 0.079, "consumer": 0.147}
 
 
 @pytest.mark.parametrize(("engine", "backend"), ENGINES)
@@ -47,6 +53,10 @@ def test_leave_one_out_error_of_every_row(engine: str, backend: str) -> None:
     med_p = statistics.median(abs(e) for _, e in prefill)
     want_d, want_p, meets = LOO[engine, backend]
     assert (round(med_d, 3), round(med_p, 3)) == (want_d, want_p)
+    # each hardware class's median over both stages (docs/latency.md's table)
+    for cls in {r.hw_class for r, _ in pairs}:
+        errs = [abs(e) for r, e in decode + prefill if r.hw_class == cls]
+        assert round(statistics.median(errs), 3) == CLASS_MEDIAN[cls], cls
     if not meets:
         assert med_d > 0.08 or med_p > 0.12
         return
@@ -88,12 +98,12 @@ def test_expected_json_keys_and_never_above_the_bound(cli: Any, args: tuple[str,
 
 
 def test_a_tg128_row_reproduced(cli: Any) -> None:
-    """M2 Ultra 76-core, llama-2-7b Q4_0 tg128: 94.27 tokens/s measured (llama.cpp #4167)."""
+    """M2 Ultra 76-core, llama-2-7b Q4_0 tg128: 94.3 tokens/s measured (llama.cpp #4167)."""
     r = cli("latency", "llama-2-7b", "--gpu", "apple-m2-ultra", "--dtype", "q4_0", "--ctx", "1",
             "--gen", "128", "--batch", "1", "--engine", "llama.cpp", "--json")
     got = json.loads(r.stdout)["expected"]["decode_tokens_per_s"]
-    assert abs(got / 94.27 - 1) <= 0.08
-    assert round(got, 1) == 87.8
+    assert abs(got / 94.3 - 1) <= 0.08
+    assert round(got, 1) == 91.5
 
 
 def test_without_engine_no_expected(cli: Any) -> None:
