@@ -101,6 +101,7 @@ MODEL_TYPES: dict[str, Family] = {
     "dots3_note": Family("dots3_note", "Dots3NoteConfig"),
     "dots3_note_text": Family("deepseek", "Dots3NoteTextConfig"),
     "electra": Family("encoder", "ElectraConfig", "describe_bert_row"),
+    "emu3": Family("decoder", "Emu3Config", "describe_emu3"),
     "ernie": Family("encoder", "ErnieConfig", "describe_bert_row"),
     "ernie4_5": Family("decoder", "Ernie45Config"),
     "ernie4_5_moe": Family("gqa_moe", "Ernie45MoeConfig"),

@@ -25,6 +25,7 @@ from llmcalc.families._base import FULL
 from llmcalc.families._base import SLIDING
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import LayerPlan
 from llmcalc.families._base import Size
 from llmcalc.families._base import gqa_projections
@@ -442,6 +443,37 @@ class CwmConfig(DenseConfig):
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
+
+
+class Emu3TextModelConfig(DenseConfig):
+    """Emu3's language model (Emu3TextConfig): Llama's tensors."""
+
+    transformers_class = "Emu3TextConfig"
+
+
+class Emu3Config(FamilyConfig):
+    """Emu3 (Wang et al. 2024, arXiv 2409.18869): a Llama over text and VQ image tokens. Its causal
+    LM (transformers' ``Emu3ForCausalLM``, which ``AutoModelForCausalLM`` builds from this config's
+    text_config) is the language model alone; the VQ-VAE image tokenizer (vq_config) is part of
+    ``Emu3ForConditionalGeneration`` only."""
+
+    transformers_class = "Emu3Config"
+
+    text_config: dict[str, Any] | None = None
+
+
+def describe_emu3(c: Emu3Config) -> Architecture:
+    """Emu3ForCausalLM: its text_config (on Emu3TextConfig's defaults) as a Llama; the head ties as
+    text_config says (the causal LM is built from it)."""
+    from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import sub_fields
+    from llmcalc.inputs import family_defaults
+
+    fields = sub_fields(c.text_config, "text_config", "emu3_text_model",
+                        (family_defaults.sub_defaults("emu3") or {}).get("text_config", {}))
+    arch = describe(read_sub(Emu3TextModelConfig, fields, "text_config"))
+    return replace(arch, notes=(*arch.notes, "Emu3ForCausalLM: the language model; the VQ-VAE "
+                                "image tokenizer (vq_config) is not part of it"))
 
 
 # ---- dense decoders with multi-head latent attention ----------------------------------------------

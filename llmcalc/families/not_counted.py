@@ -18,7 +18,6 @@ NOT_COUNTED: dict[str, str] = {
     "bigbird_pegasus": ENC_DEC,
     "blt": MULTIMODAL + " (byte latent transformer: local encoder, global model, local decoder)",
     "cpmant": ENCODER,
-    "emu3": MULTIMODAL,
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
     "gemma4_unified_assistant": MULTIMODAL,
     "git": MULTIMODAL,

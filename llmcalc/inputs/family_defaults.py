@@ -54,7 +54,7 @@ SUB_CONFIG_TYPES = (
     "phi4_multimodal_vision", "phi4_multimodal_audio", "moss_transcribe_diarize_audio",
     "qwen4_exp_vision", "gemma3n_vision", "gemma3n_audio", "gemma4_vision", "gemma4_audio",
     "gemma4_unified_vision", "gemma4_unified_audio",
-    "mllama_text_model", "mllama_vision_model",
+    "mllama_text_model", "mllama_vision_model", "emu3_text_model",
 )
 
 
