@@ -198,6 +198,7 @@ MODEL_TYPES: dict[str, Family] = {
     "modernbert-decoder": Family(
         "classic", "ModernBertDecoderConfig", "describe_modernbert_decoder"
     ),
+    "moshi": Family("decoder", "MoshiConfig", "describe_moshi"),
     "moss_transcribe_diarize": Family(
         "audio_lm", "MossTranscribeDiarizeConfig", "describe_moss_transcribe_diarize"
     ),

@@ -21,7 +21,6 @@ NOT_COUNTED: dict[str, str] = {
     "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
     "gemma4_unified_assistant": MULTIMODAL,
     "git": MULTIMODAL,
-    "moshi": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,
     "prophetnet": ENC_DEC,
