@@ -85,6 +85,7 @@ MODEL_TYPES: dict[str, Family] = {
     "cohere2": Family("cohere2", "Cohere2Config"),
     "cohere2_moe": Family("gqa_moe", "Cohere2MoeConfig"),
     "cohere_compass_text": Family("decoder", "CohereCompassTextConfig"),
+    "cpmant": Family("classic", "CpmAntConfig", "describe_cpmant"),
     "ctrl": Family("classic", "CTRLConfig", "describe_ctrl"),
     "cwm": Family("decoder", "CwmConfig"),
     "data2vec-text": Family("encoder", "Data2VecTextConfig", "describe_bert_row"),

@@ -138,9 +138,11 @@ def _forwards(
     transformers raises (unbuilt). Where the smaller copy fails and the config itself fits, the
     config is run instead: its own failure is transformers'."""
     try:
-        spec_from_dict(variant.config, name=variant.label)
+        spec = spec_from_dict(variant.config, name=variant.label)
     except (ConfigError, UsageError):
         return [], variant.config, "", count_outcome(variant)
+    if spec.forward_unmodelled:  # counted, its forward refused in one line (ModelSpec.require_forward)
+        return [], variant.config, "", Outcome(REFUSED, spec.forward_unmodelled)
     config, shrunk = measure.fitted(variant)
     error: Exception
     try:
