@@ -122,8 +122,12 @@ MODEL_TYPES: dict[str, Family] = {
     "gemma3n": Family("gemma3n", "Gemma3nConfig", "describe_gemma3n"),
     "gemma3n_text": Family("gemma3n", "Gemma3nTextConfig"),
     "gemma4": Family("gemma4", "Gemma4Config", "describe_gemma4"),
+    "gemma4_assistant": Family("gemma4", "Gemma4AssistantConfig", "describe_gemma4_assistant"),
     "gemma4_text": Family("gemma4", "Gemma4TextConfig"),
     "gemma4_unified": Family("gemma4", "Gemma4UnifiedConfig", "describe_gemma4_unified"),
+    "gemma4_unified_assistant": Family(
+        "gemma4", "Gemma4UnifiedAssistantConfig", "describe_gemma4_assistant"
+    ),
     "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
     "glm": Family("decoder", "GlmConfig"),
     "glm4": Family("decoder", "Glm4Config"),

@@ -17,8 +17,6 @@ NOT_COUNTED: dict[str, str] = {
     "big_bird": ENCODER,
     "bigbird_pegasus": ENC_DEC,
     "blt": MULTIMODAL + " (byte latent transformer: local encoder, global model, local decoder)",
-    "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
-    "gemma4_unified_assistant": MULTIMODAL,
     "git": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,

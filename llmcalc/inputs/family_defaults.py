@@ -77,14 +77,14 @@ def generate() -> dict[str, Any]:
     """Build the table from the installed transformers (only for regenerating the data file): the
     declared defaults of each config class (its dataclass fields' defaults, as
     ``default_config_fields`` collects them), not the attributes ``__init__`` derives from them."""
-    from transformers import AutoConfig, PretrainedConfig, __version__
+    from transformers import CONFIG_MAPPING, PretrainedConfig, __version__
 
     from llmcalc.families import MODEL_TYPES
 
     base = PretrainedConfig().to_dict()
     out: dict[str, Any] = {"transformers_version": __version__, "classes": {}, "declared": {}}
     for model_type in (*MODEL_TYPES, *SUB_CONFIG_TYPES):
-        cls = type(AutoConfig.for_model(model_type))
+        cls = CONFIG_MAPPING[model_type]  # the class, even one whose defaults it refuses itself
         if model_type in MODEL_TYPES:
             out["classes"][model_type] = cls.__name__
         fields = json.loads(json.dumps(cls.default_config_fields(), default=str))  # type: ignore[no-untyped-call]
