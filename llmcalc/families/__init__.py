@@ -79,6 +79,7 @@ MODEL_TYPES: dict[str, Family] = {
     "blenderbot": Family("bart", "BlenderbotConfig"),
     "blenderbot-small": Family("bart", "BlenderbotSmallConfig"),
     "bloom": Family("bloom", "BloomConfig"),
+    "blt": Family("blt", "BltConfig"),
     "camembert": Family("encoder", "CamembertConfig", "describe_bert_row"),
     "codegen": Family("classic", "CodeGenConfig", "describe_codegen"),
     "cohere": Family("cohere", "CohereConfig"),

@@ -16,7 +16,6 @@ NO_DEFAULT = "transformers 5.24 cannot build its default config"
 NOT_COUNTED: dict[str, str] = {
     "big_bird": ENCODER,
     "bigbird_pegasus": ENC_DEC,
-    "blt": MULTIMODAL + " (byte latent transformer: local encoder, global model, local decoder)",
     "git": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,

@@ -55,6 +55,7 @@ SUB_CONFIG_TYPES = (
     "qwen4_exp_vision", "gemma3n_vision", "gemma3n_audio", "gemma4_vision", "gemma4_audio",
     "gemma4_unified_vision", "gemma4_unified_audio",
     "mllama_text_model", "mllama_vision_model", "emu3_text_model",
+    "blt_patcher", "blt_local_encoder", "blt_local_decoder", "blt_global_transformer",
 )
 
 
