@@ -74,6 +74,7 @@ MODEL_TYPES: dict[str, Family] = {
     "beam": Family("gqa_moe", "BeamConfig"),
     "bert": Family("encoder", "BertConfig", "describe_bert"),
     "bert-generation": Family("encoder", "BertGenerationConfig", "describe_bert_row"),
+    "big_bird": Family("encoder", "BigBirdConfig", "describe_big_bird"),
     "biogpt": Family("classic", "BioGptConfig", "describe_biogpt"),
     "bitnet": Family("decoder", "BitNetConfig"),
     "blenderbot": Family("bart", "BlenderbotConfig"),

@@ -734,6 +734,36 @@ def describe_bert_row(c: BertRowConfig) -> Architecture:
     ), head, part=c.head_part)
 
 
+class BigBirdConfig(BertRowConfig):
+    """BigBird (Zaheer et al. 2020): BERT's tensors, q/k/v biased as ``use_bias`` says, and a pooler
+    (BigBirdForMaskedLM builds BigBirdModel with one: nn.Linear d × d on the first token)."""
+
+    transformers_class = "BigBirdConfig"
+
+    vocab_size: Size
+    max_position_embeddings: Size
+    use_bias: bool
+    attention_type: str
+
+
+def describe_big_bird(c: BigBirdConfig) -> Architecture:
+    """BigBirdForMaskedLM (big_bird/modeling_big_bird.py): BERT's row under ``bert.`` without the
+    q/k/v biases when use_bias is false, bert.pooler [d, d] + bias [d]. Its forward is refused:
+    block-sparse attention (global, window and random blocks, Zaheer et al. §2) past
+    (5 + 2·num_random_blocks)·block_size tokens, full attention below, and the pooler's one token
+    per sequence."""
+    arch = describe_bert_row(c)
+    (group,) = arch.layer_groups
+    qkv = tuple(f".attention.self.{x}.bias" for x in ("query", "key", "value"))
+    layer = tuple(t for t in group.tensors if c.use_bias or not t.name.endswith(qkv))
+    pooler = linear("bert.pooler", "pooler", c.hidden_size, c.hidden_size, bias=True)
+    return replace(
+        arch, tensors=(*arch.tensors, *pooler), layer_groups=(replace(group, tensors=layer),),
+        forward_unmodelled=f"attention_type {c.attention_type}: BigBird switches between "
+        "block-sparse and full attention by sequence length, and its pooler runs on one token per "
+        "sequence; these formulas follow neither")
+
+
 def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
     d, v, e, tied = c.hidden_size, c.vocab_size, c.embedding_width, c.tie_word_embeddings
     tied_to = f"{embed}.weight" if tied else None
