@@ -269,6 +269,7 @@ MODEL_TYPES: dict[str, Family] = {
     "xlm": Family("encoder", "XLMConfig", "describe_xlm"),
     "xlm-roberta": Family("encoder", "XLMRobertaConfig", "describe_bert_row"),
     "xlm-roberta-xl": Family("encoder", "XLMRobertaXLConfig", "describe_bert_row"),
+    "xlnet": Family("encoder", "XLNetConfig", "describe_xlnet"),
     "xlstm": Family("xlstm", "XLSTMConfig"),
     "xmod": Family("encoder", "XmodConfig", "describe_bert_row"),
     "youtu": Family("decoder", "YoutuConfig", "describe_mla"),

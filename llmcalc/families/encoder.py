@@ -869,3 +869,54 @@ def describe_xlm(c: XLMConfig) -> Architecture:
                                     name="encoder"),
         notes=_direction_note(c.causal),
     ), head)
+
+
+# ---- XLNet (Yang et al. 2019): a permutation LM with two-stream relative attention ----------------
+
+
+class XLNetConfig(FamilyConfig):
+    transformers_class = "XLNetConfig"
+
+    vocab_size: Size = Field(validation_alias=AliasChoices("vocab_size", "n_token"))
+    d_model: Size = Field(validation_alias=AliasChoices("d_model", "hidden_size"))
+    n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
+    n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
+    d_inner: Size
+    d_head: Size | None = None  # XLNetConfig: d_model // n_head, and nothing else
+    tie_word_embeddings: bool
+
+
+def describe_xlnet(c: XLNetConfig) -> Architecture:
+    """XLNetLMHeadModel (xlnet/modeling_xlnet.py): transformer.word_embedding [V, d] and mask_emb
+    [1, 1, d]; per layer rel_attn.q, k, v, o and r (the relative positions' keys) [d, h, hd] each,
+    the biases r_w_bias, r_r_bias, r_s_bias [h, hd] and seg_embed [2, h, hd], a LayerNorm [d];
+    ff.layer_1 [ff, d], layer_2 [d, ff] with biases and a LayerNorm [d]; lm_loss [V, d] (tied to
+    the word embedding) with its bias [V]. No final norm. Its forward is refused: the two-stream
+    attention over relative positions and the memory of earlier segments are no formula here."""
+    d, h, L, v, ff = c.d_model, c.n_head, c.n_layer, c.vocab_size, c.d_inner
+    require(d % h == 0, "n_head", f"n_head ({h}) must divide d_model ({d}) (XLNetConfig)")
+    hd = d // h
+    require(c.d_head in (None, hd), "d_head", f"d_head ({c.d_head}) must be d_model // n_head "
+            f"({hd}) (XLNetConfig)")
+    a, f = "transformer.layer.{i}.rel_attn", "transformer.layer.{i}.ff"
+    embed = "transformer.word_embedding"
+    layer = [
+        *(Tensor(f"{a}.{x}", (d, h, hd), f"attn/{x}_proj", matmul=True) for x in "qkvor"),
+        *(Tensor(f"{a}.{x}", (h, hd), "attn/bias") for x in ("r_r_bias", "r_s_bias", "r_w_bias")),
+        Tensor(f"{a}.seg_embed", (2, h, hd), "attn/seg_embed"),
+        *norm(f"{a}.layer_norm", "attn/norm", d, bias=True),
+        *norm(f"{f}.layer_norm", "mlp/norm", d, bias=True),
+        *fc_mlp(f"{f}.layer_1", f"{f}.layer_2", d, ff, bias=True),
+    ]
+    return Architecture(
+        shape=Shape(L, d, h, h, hd, ff, v, c.tie_word_embeddings),
+        tensors=(
+            Tensor("transformer.mask_emb", (1, 1, d), "embed/mask"),
+            embedding(embed, "embed/tokens", v, d),
+            *lm_head("lm_loss", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,
+                     bias=True),
+        ),
+        layer_groups=uniform_layers(L, layer, Attention(h, h, hd, hd, causal=False)),
+        forward_unmodelled="XLNet's two-stream attention over relative positions and its memory of "
+                           "earlier segments",
+    )

@@ -20,5 +20,4 @@ NOT_COUNTED: dict[str, str] = {
     "musicgen_melody": ENC_DEC,
     "prophetnet": ENC_DEC,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
-    "xlnet": ENCODER + " (permutation LM)",
 }
