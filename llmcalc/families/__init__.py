@@ -75,6 +75,7 @@ MODEL_TYPES: dict[str, Family] = {
     "bert": Family("encoder", "BertConfig", "describe_bert"),
     "bert-generation": Family("encoder", "BertGenerationConfig", "describe_bert_row"),
     "big_bird": Family("encoder", "BigBirdConfig", "describe_big_bird"),
+    "bigbird_pegasus": Family("bart", "BigBirdPegasusConfig", "describe_bigbird_pegasus"),
     "biogpt": Family("classic", "BioGptConfig", "describe_biogpt"),
     "bitnet": Family("decoder", "BitNetConfig"),
     "blenderbot": Family("bart", "BlenderbotConfig"),
