@@ -231,6 +231,7 @@ MODEL_TYPES: dict[str, Family] = {
     "phi4_multimodal": Family("phi4mm", "Phi4MultimodalConfig"),
     "phimoe": Family("mixtral", "PhimoeConfig"),
     "plbart": Family("bart", "PLBartConfig"),
+    "prophetnet": Family("prophetnet", "ProphetNetConfig"),
     "qwen2": Family("qwen", "Qwen2Config"),
     "qwen2_5_vl": Family("vlm", "Qwen2_5_VLConfig", "describe_qwen2_vl"),
     "qwen2_moe": Family("qwen_moe", "Qwen2MoeConfig"),

@@ -17,6 +17,5 @@ NOT_COUNTED: dict[str, str] = {
     "git": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,
-    "prophetnet": ENC_DEC,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
 }
