@@ -132,6 +132,7 @@ MODEL_TYPES: dict[str, Family] = {
         "gemma4", "Gemma4UnifiedAssistantConfig", "describe_gemma4_assistant"
     ),
     "gemma4_unified_text": Family("gemma4", "Gemma4UnifiedTextConfig"),
+    "git": Family("git", "GitConfig"),
     "glm": Family("decoder", "GlmConfig"),
     "glm4": Family("decoder", "Glm4Config"),
     "glm4_moe": Family("gqa_moe", "Glm4MoeConfig"),

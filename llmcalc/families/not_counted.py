@@ -14,7 +14,6 @@ MULTIMODAL = "multimodal or composite model"
 NO_DEFAULT = "transformers 5.24 cannot build its default config"
 
 NOT_COUNTED: dict[str, str] = {
-    "git": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,
     "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",

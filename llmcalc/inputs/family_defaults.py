@@ -56,6 +56,7 @@ SUB_CONFIG_TYPES = (
     "gemma4_unified_vision", "gemma4_unified_audio",
     "mllama_text_model", "mllama_vision_model", "emu3_text_model",
     "blt_patcher", "blt_local_encoder", "blt_local_decoder", "blt_global_transformer",
+    "git_vision_model",
 )
 
 
