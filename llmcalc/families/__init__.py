@@ -249,6 +249,7 @@ MODEL_TYPES: dict[str, Family] = {
     "qwen4_exp": Family("vlm", "Qwen4ExpConfig", "describe_qwen3_vl"),
     "qwen4_exp_text": Family("qwen4_exp", "Qwen4ExpTextConfig"),
     "recurrent_gemma": Family("recurrent_gemma", "RecurrentGemmaConfig"),
+    "reformer": Family("encoder", "ReformerConfig", "describe_reformer"),
     "rembert": Family("encoder", "RemBertConfig", "describe_bert_row"),
     "roberta": Family("encoder", "RobertaConfig", "describe_roberta"),
     "roberta-prelayernorm": Family("encoder", "RobertaPreLayerNormConfig", "describe_bert_row"),

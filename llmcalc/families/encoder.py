@@ -37,6 +37,7 @@ from llmcalc.families._base import linear
 from llmcalc.families._base import lm_head
 from llmcalc.families._base import norm
 from llmcalc.families._base import override_plan
+from llmcalc.families._base import plan_from_kinds
 from llmcalc.families._base import planned_layers
 from llmcalc.families._base import require
 from llmcalc.families._base import resolve_head_dim
@@ -920,3 +921,90 @@ def describe_xlnet(c: XLNetConfig) -> Architecture:
         forward_unmodelled="XLNet's two-stream attention over relative positions and its memory of "
                            "earlier segments",
     )
+
+
+# ---- Reformer (Kitaev et al. 2020): reversible layers of LSH and chunked local attention ---------
+
+
+class ReformerConfig(FamilyConfig):
+    transformers_class = "ReformerConfig"
+
+    vocab_size: Size
+    hidden_size: Size
+    num_attention_heads: Size
+    attention_head_size: Size
+    feed_forward_size: Size
+    attn_layers: list[str]
+    axial_pos_embds: bool
+    axial_pos_shape: list[Size]
+    axial_pos_embds_dim: list[Size]
+    max_position_embeddings: Size
+    is_decoder: bool
+    local_attn_chunk_length: Size | None = None
+    lsh_attn_chunk_length: Size | None = None
+
+
+# ReformerAttention's layer types: the projections each holds besides value (LSH shares q and k)
+REFORMER_ATTENTION = {"local": ("query", "key"), "lsh": ("query_key",)}
+
+
+def describe_reformer(c: ReformerConfig) -> Architecture:
+    """ReformerForMaskedLM (reformer/modeling_reformer.py): word_embeddings [V, d]; axial position
+    embeddings (one weight per axis k, [1, …, s_k, …, 1, e_k] with Σ e_k = d) or a table
+    position_embeddings.embedding [P, d]; per layer (``attn_layers``: "local" or "lsh") a LayerNorm
+    [d], query and key (local) or one shared query_key (LSH) and value [h·hs, d], output.dense
+    [d, h·hs], all without bias; the feed-forward's LayerNorm [d], dense [ff, d] and output [d, ff]
+    with biases; the encoder's closing LayerNorm over both reversible streams [2d]; the head's bias
+    [V] and decoder [V, 2d] with a bias of its own, never tied (the table is d wide). Its forward
+    is refused: LSH buckets, chunked local attention and reversible layers are no formula here."""
+    require(not c.is_decoder, "is_decoder", "is_decoder=true: ReformerForMaskedLM needs a "
+            "bidirectional model (transformers refuses it)")
+    d, v, h, hs, ff = (c.hidden_size, c.vocab_size, c.num_attention_heads, c.attention_head_size,
+                       c.feed_forward_size)
+    for i, kind in enumerate(c.attn_layers):
+        require(kind in REFORMER_ATTENTION, f"attn_layers.{i}",
+                f"unknown layer type {kind!r} (one of: local, lsh)")
+        length = f"{kind}_attn_chunk_length"
+        require(getattr(c, length) is not None, length, f"{length} is null: transformers cannot "
+                f"build a model with {kind} layers without it")
+    p0 = "reformer.embeddings"
+    outer: list[Tensor] = [embedding(f"{p0}.word_embeddings", "embed/tokens", v, d)]
+    if c.axial_pos_embds:
+        shape, dims = c.axial_pos_shape, c.axial_pos_embds_dim
+        require(sum(dims) == d, "axial_pos_embds_dim",
+                f"axial_pos_embds_dim {dims} must sum to hidden_size ({d})")
+        require(len(dims) <= len(shape), "axial_pos_embds_dim",
+                f"axial_pos_embds_dim names {len(dims)} axes, axial_pos_shape {len(shape)}")
+        for k, e in enumerate(dims):
+            axes = tuple(shape[k] if j == k else 1 for j in range(len(shape)))
+            outer.append(Tensor(f"{p0}.position_embeddings.weights.{k}", (*axes, e),
+                                "embed/positions"))
+    else:
+        outer.append(embedding(f"{p0}.position_embeddings.embedding", "embed/positions",
+                               c.max_position_embeddings, d))
+    outer += norm("reformer.encoder.layer_norm", "final_norm", 2 * d, bias=True)
+    L = len(c.attn_layers)
+    require(L > 0, "attn_layers", "attn_layers must name at least one layer")
+
+    def layer(kind: str) -> tuple[list[Tensor], Attention]:
+        p = "reformer.encoder.layers.{i}"
+        a, f = f"{p}.attention", f"{p}.feed_forward"
+        return [
+            *norm(f"{a}.layer_norm", "attn/norm", d, bias=True),
+            *(t for x in (*REFORMER_ATTENTION[kind], "value")
+              for t in linear(f"{a}.self_attention.{x}", f"attn/{x}", h * hs, d, bias=False)),
+            *linear(f"{a}.output.dense", "attn/o_proj", d, h * hs, bias=False),
+            *norm(f"{f}.layer_norm", "mlp/norm", d, bias=True),
+            *fc_mlp(f"{f}.dense.dense", f"{f}.output.dense", d, ff, bias=True),
+        ], Attention(h, h, hs, hs, causal=False)
+
+    head = [
+        Tensor("lm_head.bias", (v,), "bias"),
+        *lm_head("lm_head.decoder", v, 2 * d, tied_to=None, bias=True),
+    ]
+    return _with_head(Architecture(
+        shape=Shape(L, d, h, h, hs, ff, v, False, c.max_position_embeddings),
+        tensors=tuple(outer),
+        layer_groups=planned_layers(plan_from_kinds(c.attn_layers), layer),
+        forward_unmodelled="Reformer's LSH buckets, chunked local attention and reversible layers",
+    ), head)

@@ -16,5 +16,4 @@ NO_DEFAULT = "transformers 5.24 cannot build its default config"
 NOT_COUNTED: dict[str, str] = {
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,
-    "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
 }
