@@ -18,6 +18,7 @@ from llmcalc.cli._common import (
     JsonOpt,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     emit,
     handles_errors,
@@ -25,6 +26,7 @@ from llmcalc.cli._common import (
     output_format,
     print_json,
     refuse_explain,
+    set_strict,
     show,
     specs_for,
     takes_text,
@@ -41,9 +43,27 @@ from llmcalc.cli._decide import (
     serving_gpus,
     warn_beyond_window,
 )
+from llmcalc.cli._engine import (
+    BlockSizeOpt,
+    ChunkedPrefillSizeOpt,
+    EnforceEagerOpt,
+    EngineSettings,
+    GpuMemoryUtilizationOpt,
+    KvFractionOpt,
+    KvMemoryOpt,
+    MaxBatchSizeOpt,
+    MaxModelLenOpt,
+    MaxNumBatchedTokensOpt,
+    MaxNumSeqsOpt,
+    MaxNumTokensOpt,
+    MaxRunningRequestsOpt,
+    MemFractionStaticOpt,
+    PageSizeOpt,
+    TokensPerBlockOpt,
+)
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
-from llmcalc.cli._options import CONTEXT_SUFFIXES, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import CONTEXT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
@@ -85,6 +105,7 @@ def fit(
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
@@ -133,14 +154,47 @@ def fit(
     tp: ServeTpOpt = None,
     pp: ServePpOpt = None,
     fail_if_not_fit: FailIfNotFitOpt = False,
+    engine: EngineOpt = None,
+    gpu_memory_utilization: GpuMemoryUtilizationOpt = None,
+    max_model_len: MaxModelLenOpt = None,
+    max_num_seqs: MaxNumSeqsOpt = None,
+    max_num_batched_tokens: MaxNumBatchedTokensOpt = None,
+    block_size: BlockSizeOpt = None,
+    enforce_eager: EnforceEagerOpt = False,
+    mem_fraction_static: MemFractionStaticOpt = None,
+    chunked_prefill_size: ChunkedPrefillSizeOpt = None,
+    max_running_requests: MaxRunningRequestsOpt = None,
+    page_size: PageSizeOpt = None,
+    kv_cache_free_gpu_memory_fraction: KvFractionOpt = None,
+    max_batch_size: MaxBatchSizeOpt = None,
+    max_num_tokens: MaxNumTokensOpt = None,
+    tokens_per_block: TokensPerBlockOpt = None,
+    kv_memory: KvMemoryOpt = None,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
 
     With both --batch and --ctx: does that fit? Exit 0 yes, 1 no. Several models print side by
     side, on the same GPUs (--json: an array).
     """
+    set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
+    engine_settings = EngineSettings(
+        gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, block_size,
+        enforce_eager, mem_fraction_static, chunked_prefill_size, max_running_requests, page_size,
+        kv_cache_free_gpu_memory_fraction, max_batch_size, max_num_tokens, tokens_per_block,
+        kv_memory)
+    if engine is not None or engine_settings.given():
+        from llmcalc.cli._engine import fit_engine
+
+        fit_engine(models, engine, engine_settings, gpu=gpu, gpus=gpus, gpu_mem=gpu_mem,
+                   dtype=dtype, kv_dtype=kv_dtype, tp=tp, how=how,
+                   refused={"--headroom": headroom != DEFAULT_HEADROOM, "--ctx": ctx is not None,
+                            "--batch": batch is not None, "--method": method is not None,
+                            "--offload": offload, "--pp": pp is not None, "--explain": explain},
+                   set_=set_, family=family, revision=revision,
+                   trust_remote_code=trust_remote_code)
+        return
     if not models:
         if set_ or family or revision or method is not None or offload or explain:
             raise UsageError("--set, --family, --revision, --method, --offload and --explain "

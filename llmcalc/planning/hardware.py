@@ -50,6 +50,7 @@ class Accelerator:
     source: str
     kind: str = "custom"  # datacenter, workstation, consumer, apple, custom
     unified_bytes: int = 0  # Apple silicon: the unified memory the GPU shares
+    cuda_bytes: int = 0  # the memory CUDA reports (a cited log's figure); 0: none logged
 
 
 TABLE = Path(__file__).with_name("hardware.json")
@@ -78,8 +79,9 @@ def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str
         unified = memory if row["kind"] == "apple" else 0
         usable = int(memory * _apple_share(memory, rules)) if unified else memory
         source = row["source"] + (f"; {rules['source']}" if unified else "")
+        cuda = int(Fraction(row["cuda_gib"]) * GiB) if row.get("cuda_gib") else 0
         accs[row["key"]] = Accelerator(row["key"], row["name"], usable, _figure(row["bandwidth"]),
-                                       _figure(row["flops"]), source, row["kind"], unified)
+                                       _figure(row["flops"]), source, row["kind"], unified, cuda)
         aliases.update(dict.fromkeys(row["aliases"], row["key"]))
         if row["link"]:
             links[row["key"]] = row["link"]

@@ -21,7 +21,13 @@ from llmcalc.errors import ConfigError, LLMCalcError, ParameterError, UsageError
 from llmcalc.formulas.activations import serving_kernel
 from llmcalc.formulas.counting import count
 from llmcalc.formulas.flops import flops
-from llmcalc.formulas.lora import LoraConfig, lora_config, resolve_targets
+from llmcalc.formulas.lora import (
+    ALL_LINEAR,
+    LoraConfig,
+    lora_config,
+    lora_count,
+    resolve_targets,
+)
 from llmcalc.formulas.memory import kv_cache_bytes, memory
 from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.formulas.series import context_grid, flops_series, memory_series
@@ -42,6 +48,7 @@ from llmcalc.planning.hardware import (
 from llmcalc.planning.latency import latency
 from llmcalc.planning.serving import ServingFit, decode_bound, fit
 from llmcalc.planning.training import DEFAULT_MFU, Recompute, parallelism, plan_training
+from llmcalc.render import gib
 from llmcalc.render.count import count_json, provenance
 from llmcalc.render.finetune import finetune_json, fit_finetune_json
 from llmcalc.render.fit import fit_json
@@ -53,10 +60,14 @@ from llmcalc.render.train import train_json
 from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
 
 PASTED = "pasted config"
+# the model a bare page shows: one whose defaults below agree with it (a 4k context within its
+# limit, the default LoRA targets among its modules), so the first screen holds no error
+DEFAULT_MODEL = "llama-3.1-8b"
 MAX_SETS = 64
 # dtype/kv_dtype None: the checkpoint's own format (its quantization_config), as the CLI reads it
 DEFAULTS = {"ctx": "4k", "batch": "1", "dtype": None, "kv_dtype": None, "gpu": "h100",
-            "gpu_mem": None, "gpu_flops": None, "gpus": 1, "tokens": None, "ctx_max": "128k",
+            "gpu_mem": None, "gpu_flops": None, "gpu_bandwidth": None, "gpus": 1,
+            "tokens": None, "ctx_max": "128k",
             # the speed panel (latency): tokens generated after the prompt
             "gen": "256",
             # the training panel (train): parallelism and memory savers, as its options
@@ -90,6 +101,7 @@ def catalog() -> dict[str, Any]:
         "weight_formats": [*(d.value for d in DType), *FORMAT_NAMES],
         "scratch": {mt: dataclasses.asdict(scratch.knobs_of(mt)) for mt in SCRATCH_TYPES},
         "defaults": DEFAULTS,
+        "default_model": DEFAULT_MODEL,
     }
 
 
@@ -232,12 +244,13 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 else parse_dtype(kv_text, option="--kv-dtype"))
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
     gpu_flops = _text_or_none(request, "gpu_flops")
+    gpu_bw = _text_or_none(request, "gpu_bandwidth")
     gpus = _gpus(request)
     tokens_text = request.get("tokens") or None
     tokens = None if tokens_text is None else parse_count(str(tokens_text), option="--tokens")
     ctx_max_text = str(_opt(request, "ctx_max"))
     ctx_max = parse_context(ctx_max_text, option="--ctx-max")
-    acc = resolve(gpu, memory=gpu_mem, needs=("memory",))
+    acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bw, needs=("memory",))
     require(acc, "memory_bytes")
 
     pc = count(spec)
@@ -266,15 +279,16 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     card = [] if gpu is None else ["--gpu", gpu]
     mem = [] if gpu_mem is None else ["--gpu-mem", gpu_mem]
     fl = [] if gpu_flops is None else ["--gpu-flops", gpu_flops]
+    bw = [] if gpu_bw is None else ["--gpu-bandwidth", gpu_bw]  # fit and latency read it
     hw = [*card, *mem, "--gpus", str(gpus)]
     tok = [] if tokens_text is None else ["--tokens", str(tokens_text)]
     commands = {
         "count": cli("count", "--json"),
         "flops": cli("flops", "--ctx", ctx_text, "--batch", str(batch), *tok, "--json"),
         "memory": cli("memory", "--ctx", ctx_text, "--batch", str(batch), *dt, "--json"),
-        "fit": cli("fit", *hw, "--batch", str(batch), *dt, "--json"),
+        "fit": cli("fit", *hw, *bw, "--batch", str(batch), *dt, "--json"),
         **({} if at_ctx is None else
-           {"fit_at_ctx": cli("fit", *hw, "--ctx", ctx_text, *dt, "--json")}),
+           {"fit_at_ctx": cli("fit", *hw, *bw, "--ctx", ctx_text, *dt, "--json")}),
         "plot": cli("plot flops", "--ctx-max", ctx_max_text, "-o", "chart.svg"),
     }
     # the panels below answer on their own: a setting one of them refuses (a card without a FLOP
@@ -293,8 +307,15 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     gen_text = str(_opt(request, "gen"))
     by_batch: list[dict[str, Any]] = []
 
+    need = sf.weights + kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype)
+
     def speed() -> dict[str, Any]:
-        card_only = resolve(gpu, flops=gpu_flops, needs=("flops", "bandwidth"))
+        if need > sf.usable:  # a setup that does not run has no speed
+            where = f"{gpus} × {acc.name}" if gpus > 1 else acc.name
+            raise UsageError(f"does not fit {where} at batch {batch:,} × context {ctx:,} "
+                             f"({gib(need)} needed, {gib(sf.usable)} usable): no speed for "
+                             "a setup that does not run")
+        card_only = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bw, needs=("flops", "bandwidth"))
         require(card_only, "peak_flops", "bandwidth")
         gen = parse_count(gen_text, option="--gen")
 
@@ -303,7 +324,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 spec, accelerator=card_only, interconnect=interconnect(None, card_only), tp=gpus,
                 batch=b, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype))
 
-        commands["latency"] = cli("latency", *card, *fl, "--tp", str(gpus), "--batch",
+        commands["latency"] = cli("latency", *card, *fl, *bw, "--tp", str(gpus), "--batch",
                                   str(batch), "--ctx", ctx_text, "--gen", gen_text, *dt, "--json")
         # users served together: 1, 2, 4 … up to the largest batch that fits at the context
         top = MAX_USERS if at_ctx is None else min(MAX_USERS, at_ctx.batch or 0)
@@ -332,13 +353,34 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     train_figures = panel("train", training)
 
     finetune_plan: dict[str, Any] | None = None
+    panel_notes: dict[str, str] = {}  # a panel's note beside its figures (not an error)
 
     def finetuning() -> dict[str, Any]:
         nonlocal finetune_plan
         o = options.finetune()
-        lora = None if o.method is Method.full else lora_config(
-            r=o.lora_r, alpha=32, targets=resolve_targets(spec, o.targets or LoraConfig.targets),
-            embeddings=False, experts=False, modules_to_save=[""], dora=False, rslora=False)
+
+        def adapters(targets: tuple[str, ...]) -> LoraConfig:
+            c = lora_config(
+                r=o.lora_r, alpha=32, targets=resolve_targets(spec, targets), embeddings=False,
+                experts=False, modules_to_save=[""], dora=False, rslora=False)
+            lora_count(spec, c)  # the targets checked against the model's modules here
+            return c
+
+        lora = None
+        if o.method is not Method.full:
+            try:
+                lora = adapters(o.targets or LoraConfig.targets)
+            except ParameterError:
+                if o.targets is not None:  # targets typed in: their error stands
+                    raise
+                # the field left blank on a model without q/k/v/o projections (GPT-2's c_attn):
+                # every linear layer, said so, and the command line names it
+                lora = adapters((ALL_LINEAR,))
+                o = dataclasses.replace(o, targets=(ALL_LINEAR,))
+                panel_notes["finetune"] = (
+                    f"LoRA targets: {','.join(LoraConfig.targets)} (the default) match no module "
+                    "of this model, so every linear layer but lm_head is adapted "
+                    f"(--lora-targets {ALL_LINEAR})")
         common: dict[str, Any] = dict(method=o.method, accelerator=acc, optimizer=o.optimizer,
                                       tp=gpus, lora=lora)
         # the largest micro-batch at the context, as `fit --method` finds it (any card)
@@ -357,6 +399,25 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         return fit_finetune_json(spec, ff, acc)
 
     finetune_fit = panel("finetune", finetuning)
+
+    def serving_engine(name: str) -> Callable[[], dict[str, Any]]:
+        """`fit --engine NAME --max-model-len CTX --tp GPUS`: the engine's KV budget on one GPU."""
+        def work() -> dict[str, Any]:
+            from llmcalc.choices import parse_engine
+            from llmcalc.cli._engine import EngineSettings, engine_plan
+            from llmcalc.render.engine import engine_json
+
+            b = engine_plan(spec, parse_engine(name), EngineSettings(max_model_len=ctx_text),
+                            acc=acc, dtype=dtype, kv_dtype=kv_dtype, tp=gpus)
+            if b.refusal is None:  # the CLI exits 1 where the engine would refuse to start
+                commands[f"engine_{name}"] = cli("fit", *card, *mem, "--engine", name, "--tp",
+                                                 str(gpus), "--max-model-len", ctx_text, *dt,
+                                                 "--json")
+            return engine_json(spec, b, accelerator=acc)
+        return work
+
+    engines = {f"engine_{n}": panel(f"engine_{n}", serving_engine(n))
+               for n in ("vllm", "sglang", "trtllm")}
     memory_figures = {**memory_json(m), **provenance(spec)}  # as the CLI's memory --json
     return {
         "label": r.label or spec.name,
@@ -373,7 +434,9 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         "train": train_figures,
         "finetune": finetune_plan,
         "finetune_fit": finetune_fit,
+        **engines,
         "unavailable": unavailable,
+        "panel_notes": panel_notes,
         "series": {
             "ctx": list(fs.ctx),
             "weight_flops_per_token": fs.weight_flops_per_token,
@@ -395,16 +458,18 @@ def what_fits(request: Mapping[str, Any]) -> dict[str, Any]:
     fits (``llmcalc fit --gpu NAME --all --json``, no model): every row, sorted by parameters;
     the page sorts and filters them."""
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
+    gpu_bw = _text_or_none(request, "gpu_bandwidth")
     gpus = _gpus(request)
     ctx_text = str(_opt(request, "ctx"))
     min_ctx = parse_context(ctx_text, option="--ctx")
-    acc = resolve(gpu, memory=gpu_mem, needs=("memory",))
+    acc = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bw, needs=("memory",))
     require(acc, "memory_bytes")
     models = [(name, _local_loader(name)) for name in bundled.with_cached()]
     rows, skipped = local.what_fits(models, accelerator=acc, gpus=gpus, min_ctx=min_ctx,
                                     fitting_only=False)
     words = ["llmcalc", "fit", *([] if gpu is None else ["--gpu", gpu]),
-             *([] if gpu_mem is None else ["--gpu-mem", gpu_mem]), "--gpus", str(gpus),
+             *([] if gpu_mem is None else ["--gpu-mem", gpu_mem]),
+             *([] if gpu_bw is None else ["--gpu-bandwidth", gpu_bw]), "--gpus", str(gpus),
              "--ctx", ctx_text, "--all", "--json"]
     return {**what_fits_json(rows, accelerator=acc, gpus=gpus, min_ctx=min_ctx,
                              skipped=skipped),
@@ -453,8 +518,9 @@ def verdict(spec: ModelSpec, mem: Mapping[str, Any], at_ctx: ServingFit | None,
         "max_ctx": at_batch.ctx,
         "limited_by_context_limit": at_batch.limited_by_context_limit,
         "context_limit": at_batch.context_limit,
-        "decode": _decode(spec, speed, acc, batch=batch, ctx=ctx, gpus=f.gpus, dtype=dtype,
-                          kv_dtype=kv_dtype),
+        # no speed for a setup that does not run
+        "decode": None if need > usable else _decode(spec, speed, acc, batch=batch, ctx=ctx,
+                                                     gpus=f.gpus, dtype=dtype, kv_dtype=kv_dtype),
     }
 
 

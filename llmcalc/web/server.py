@@ -5,14 +5,16 @@
   it ``BODY_SECONDS`` for the body (:mod:`llmcalc.web.app`);
 - headers are at most ``MAX_HEADER_BYTES``; at most ``MAX_CONNECTIONS`` connections and requests
   at a time (then 503);
-- stopping (Ctrl-C) answers requests waiting for a body or a worker with 503 at once, waits
-  ``SHUTDOWN_SECONDS`` for the rest, then cancels them.
+- stopping (Ctrl-C or SIGTERM) answers requests waiting for a body or a worker with 503 at once,
+  waits ``SHUTDOWN_SECONDS`` for the rest, then cancels them; ``run`` then returns (the signal is
+  not raised again), so that `llmcalc serve` stops its workers and exits 0.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from types import FrameType
 from typing import Any
 
 import uvicorn
@@ -48,7 +50,13 @@ class Protocol(H11Protocol):
 
 class Server(uvicorn.Server):
     """uvicorn's server that, when it starts to stop, tells the app (``app.stopping``), so that
-    requests waiting for a body or a worker answer 503 at once instead of being cancelled."""
+    requests waiting for a body or a worker answer 503 at once instead of being cancelled; a
+    SIGINT or SIGTERM stops it and ``run`` returns (uvicorn would raise the signal again once
+    stopped, and SIGTERM's default action ends the process before its workers are stopped)."""
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        self._captured_signals.clear()  # a stop asked for: nothing to raise again after it
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         stopping = getattr(self.config.app, "stopping", None)

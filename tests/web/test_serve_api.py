@@ -215,6 +215,44 @@ def test_ctrl_c_stops_cleanly(served: Any) -> None:
     assert "Traceback" not in err
 
 
+def children(pid: int) -> set[int]:
+    """The processes ``pid`` started (Linux: /proc), its workers among them."""
+    out: set[int] = set()
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with open(f"/proc/{pid}/task/{task}/children") as f:
+            out |= {int(c) for c in f.read().split()}
+    return out
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_stops_the_workers_and_exits_0(sig: int) -> None:
+    """Stopped by SIGTERM (a service manager, `kill`) as by Ctrl-C: its worker processes are
+    stopped, nothing is left for the resource tracker to warn about, and the exit code is 0."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "llmcalc", "serve", "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().split()[3]
+        status, data = post(url, json.dumps({"model": {"name": "gpt2"}}).encode())
+        assert status == 200 and data["count"]["total_params"] == 124_439_808
+        workers = children(proc.pid)
+        assert len(workers) >= 2  # the resource tracker and at least one worker
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=20)
+        assert (proc.returncode, out, err) == (0, "stopped\n", "")
+        deadline = time.monotonic() + 10
+        while (left := {w for w in workers if os.path.exists(f"/proc/{w}")
+                        and "Z" not in open(f"/proc/{w}/stat").read().split(")")[-1][:3]}):
+            assert time.monotonic() < deadline, f"workers still running: {left}"
+            time.sleep(0.1)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def test_without_the_extra_serve_names_it() -> None:
     code = ("import sys\nfor m in ('uvicorn', 'starlette'):\n    sys.modules[m] = None\n"
             "sys.argv = ['llmcalc', 'serve', '--no-browser']\n"

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from helpers import REPO
@@ -296,7 +297,7 @@ def test_with_a_token_the_page_sends_it(page: Any) -> None:
     with serving(create_app(allowed_hosts=None, token="t0k3n-for-the-test")) as url:
         page.goto(url + "?token=t0k3n-for-the-test")
         settled(page)
-        assert page.inner_text("#total") == "124,439,808"
+        assert page.inner_text("#total") == "8,030,261,248"  # the default model, Llama-3.1-8B
         edit(page, "#name", "gpt2-medium")
         assert page.inner_text("#total") == "354,823,168"
         assert "?token=t0k3n-for-the-test&model=gpt2-medium" in page.url
@@ -389,13 +390,15 @@ def test_a_bad_link_says_what_it_could_not_read(server: str, page: Any, link: st
     page.goto(server + link)
     settled(page)
     assert problem in page.inner_text("#link-problems")
-    # the rest of the page is there: the default model's verdict and its figures
-    assert page.inner_text("#verdict-head").startswith("Fits: openai-community/gpt2 on")
-    assert page.inner_text("#total") == "124,439,808"
+    # the rest of the page is there: the link's model (else the default) with its figures
+    head, total = (("openai-community/gpt2", "124,439,808") if "model=gpt2" in link
+                   else ("meta-llama/Llama-3.1-8B", "8,030,261,248"))
+    assert page.inner_text("#verdict-head").startswith(f"Fits: {head} on")
+    assert page.inner_text("#total") == total
 
 
 def test_notes_and_errors_sit_where_they_apply(server: str, page: Any) -> None:
-    page.goto(server)
+    page.goto(server + "?model=gpt2")
     settled(page)
     # GPT-2 at 4k is four times its limit: the note is on the first screen
     assert page.locator("#notes li").first.inner_text() == (
@@ -663,3 +666,272 @@ def test_what_fits_this_machine_equals_the_cli_json(server: str, browser: Any,
     assert page.input_value("#dtype") == "q8_0"
     context.close()
     assert errors == []
+
+
+# ---- rough edges: each checked at a laptop's and a phone's size ----
+
+SIZES = ((1280, 800), (390, 844))
+
+
+@contextmanager
+def sized(browser: Any, width: int, height: int) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": width, "height": height})
+    pg = context.new_page()
+    pg.set_default_timeout(15000)
+    errors: list[str] = []
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    try:
+        yield pg
+    finally:
+        context.close()
+    assert errors == []
+
+
+def test_the_default_page_agrees_with_itself(server: str, browser: Any, cli: Any) -> None:
+    """A bare page shows a model its defaults agree with: a 4k context within its limit, and
+    every panel (LoRA included) worked out — no note, no error before anyone touched it."""
+    lora = cli("train", "llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--ctx", "4k",
+               "--micro-batch", "1", "--method", "lora", "--lora-r", "16", "--json").json()
+    speed = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--ctx",
+                "4k", "--gen", "256", "--json").json()
+    for width, height in SIZES:
+        with sized(browser, width, height) as pg:
+            pg.goto(server)
+            settled(pg)
+            assert pg.inner_text("#verdict-head") == "Fits: meta-llama/Llama-3.1-8B on NVIDIA H100 SXM"
+            assert pg.input_value("#ctx") == "4k"
+            assert pg.locator("#notes").count() == 0
+            assert "max_position_embeddings" not in pg.inner_text("body")
+            assert pg.evaluate("[...document.querySelectorAll('.field-error')]"
+                               ".map(e => e.textContent).join('')") == ""
+            assert pg.locator("[aria-invalid=true]").count() == 0
+            assert pg.is_hidden("#error") and pg.is_hidden("#link-problems")
+            for panel in ("speed", "train", "finetune"):
+                assert pg.inner_text(f"#{panel}-note") == "", panel
+            assert int(cells(pg, "finetune-table")["trainable"]) == lora["trainable"]
+            assert float(pg.get_attribute("#decode", "data-value")) == speed[
+                "tokens_per_s_per_request"]
+            pg.screenshot(path=str(SHOTS / f"default-{width}x{height}.png"))
+
+
+def test_a_setup_that_does_not_fit_shows_no_speed(server: str, browser: Any, cli: Any) -> None:
+    """Llama-2-70B in bf16 on one H100 does not fit: no tokens/s and no first-token time in the
+    verdict or the speed panel, which says why; on two it fits and both come back."""
+    memory = cli("memory", "llama-2-70b", "--ctx", "4k", "--json").json()
+    for width, height in SIZES:
+        with sized(browser, width, height) as pg:
+            pg.goto(server + "?model=llama-2-70b")
+            settled(pg)
+            assert pg.inner_text("#verdict-head") == (
+                "Does not fit: meta-llama/Llama-2-70b-hf on NVIDIA H100 SXM")
+            assert int(pg.get_attribute("#needed", "data-value")) == memory["total_bytes"]
+            assert pg.locator("#decode").count() == 0 and pg.locator("#ttft").count() == 0
+            assert "tokens/s" not in pg.inner_text("#verdict-card")
+            assert "first token" not in pg.inner_text("#verdict-card")
+            assert pg.inner_text("#speed-note") == (
+                "not worked out: does not fit NVIDIA H100 SXM at batch 1 × context 4,096 "
+                "(129.73 GiB needed, 72.00 GiB usable): no speed for a setup that does not run")
+            assert pg.locator("#speed-table td").count() == 0
+            assert pg.locator("#users-table tr").count() == 0
+            assert pg.locator("#panel-speed code.cli").count() == 0
+            pg.screenshot(path=str(SHOTS / f"nofit-{width}x{height}.png"))
+    with sized(browser, 1280, 800) as pg:  # a card without a FLOP rate: no bandwidth bound either
+        pg.goto(server + "?model=llama-2-70b&gpu=rtx-5090")
+        settled(pg)
+        assert pg.inner_text("#verdict-head").startswith("Does not fit:")
+        assert pg.locator("#decode").count() == 0
+        pg.goto(server + "?model=llama-2-70b&gpus=2")
+        settled(pg)
+        speed = cli("latency", "llama-2-70b", "--gpu", "h100", "--tp", "2", "--batch", "1",
+                    "--ctx", "4k", "--gen", "256", "--json").json()
+        assert pg.inner_text("#verdict-head").startswith("Fits:")
+        assert float(pg.get_attribute("#decode", "data-value")) == speed["tokens_per_s_per_request"]
+        assert float(pg.get_attribute("#ttft", "data-value")) == speed["ttft_s"]
+        assert pg.inner_text("#speed-note") == ""
+
+
+# the width a select needs to show one option's text whole (a bare select holding only it)
+CUT = """() => [...document.querySelectorAll('select')].filter(s => s.offsetParent !== null)
+  .flatMap(s => [...s.options].filter(o => o.selected || innerWidth > 800).map(o => {
+    const c = document.createElement('select'); c.add(new Option(o.text));
+    document.body.append(c); const need = c.getBoundingClientRect().width; c.remove();
+    return need > s.getBoundingClientRect().width + 0.5 ? s.id + ': ' + o.text : null;
+  })).filter(Boolean)"""
+
+
+def test_dropdowns_show_whole_names(server: str, browser: Any) -> None:
+    """Every dropdown is as wide as the names it offers (at 1280 px every option, on a phone the
+    chosen one): "NVIDIA H100 SXM (80 GiB)" and "the checkpoint's own" whole."""
+    for width, height in SIZES:
+        with sized(browser, width, height) as pg:
+            pg.goto(server)
+            settled(pg)
+            pg.click("#edit-model")
+            assert pg.evaluate(CUT) == []
+            assert pg.evaluate("document.documentElement.scrollWidth") <= width
+            texts = pg.evaluate("['gpu', 'dtype'].map(k => $(k).selectedOptions[0].text)")
+            assert texts == ["NVIDIA H100 SXM (80 GiB)", "the checkpoint's own"]
+            pg.check("input[name=mode][value=scratch]")  # the editor's own dropdowns
+            settled(pg)
+            assert pg.evaluate(CUT) == []
+            pg.screenshot(path=str(SHOTS / f"dropdowns-{width}x{height}.png"))
+
+
+def test_a_custom_card_takes_its_bandwidth(server: str, page: Any, cli: Any) -> None:
+    """A card not in the table: memory, FLOP/s and memory bandwidth per GPU, each as the CLI's
+    --gpu-mem, --gpu-flops and --gpu-bandwidth take them."""
+    fit = cli("fit", "llama-3.1-8b", "--gpu-mem", "24GiB", "--gpu-bandwidth", "1TB/s", "--ctx",
+              "4k", "--json").json()
+    top = fit["max_batch"]
+    page.goto(server + f"?gpu=&gpu_mem=24GiB&gpu_bandwidth=1TB/s&batch={top}")
+    settled(page)
+    assert page.input_value("#gpu") == "" and page.input_value("#gpu_bandwidth") == "1TB/s"
+    assert page.get_attribute("#decode", "data-source") == "bandwidth"
+    assert float(page.get_attribute("#decode", "data-value")) == fit["decode"][
+        "tokens_per_sec_per_sequence"]
+    assert (f"llmcalc fit llama-3.1-8b --gpu-mem 24GiB --gpus 1 --gpu-bandwidth 1TB/s --batch "
+            f"{top} --json") in page.locator("#panel-memory code.cli").all_inner_texts()
+    edit(page, "#gpu_flops", "100T")  # with a FLOP rate too: the roofline, at this bandwidth
+    speed = cli("latency", "llama-3.1-8b", "--gpu-flops", "100T", "--gpu-bandwidth", "1TB/s",
+                "--tp", "1", "--batch", str(top), "--ctx", "4k", "--gen", "256", "--json").json()
+    got = cells(page, "speed-table")
+    for key in ("ttft_s", "tpot_s", "tokens_per_s_per_request"):
+        assert float(got[key]) == speed[key], key
+    assert page.locator("#panel-speed code.cli").all_inner_texts() == [
+        f"llmcalc latency llama-3.1-8b --gpu-flops 100T --gpu-bandwidth 1TB/s --tp 1 --batch "
+        f"{top} --ctx 4k --gen 256 --json"]
+    edit(page, "#gpu_bandwidth", "fast")
+    assert page.inner_text("#err-gpu_bandwidth") == (
+        "memory bandwidth per GPU fast: expected a bandwidth such as 3.35TB/s or 900GB/s")
+    assert page.get_attribute("#gpu_bandwidth", "aria-invalid") == "true"
+    # what fits this machine reads it too, as `fit --gpu-bandwidth` does
+    page.goto(server + "?view=fits&gpu=rtx-4090&gpu_bandwidth=500GB/s")
+    settled(page)
+    assert page.is_visible("#gpu_bandwidth")
+    assert page.inner_text("#fits-command") == (
+        "llmcalc fit --gpu rtx-4090 --gpu-bandwidth 500GB/s --gpus 1 --ctx 4k --json")
+    want = cli("fit", "--gpu", "rtx-4090", "--gpu-bandwidth", "500GB/s", "--json").json()
+    first = want["models"][0]
+    cell = page.locator(f'#fits-table tr[data-model="{first["model"]}"] '
+                        'td[data-key="decode_tokens_per_sec"]')
+    assert float(cell.get_attribute("data-value")) == first["decode_tokens_per_sec"]
+
+
+FOUR = "?model=llama-2-7b&model=mistral-7b&model=qwen2.5-0.5b&model=llama-3.1-70b"
+CLIPPED = """() => [...document.querySelectorAll('main .scroll')].filter(s => s.offsetParent !== null
+  && s.scrollWidth > s.clientWidth + 1).map(s => s.getAttribute('aria-label'))"""
+
+
+def test_compare_fits_1280_and_a_phone_shows_the_verdict(server: str, browser: Any) -> None:
+    """Four models at 1280 px: every column of every panel's table shows whole (no sideways
+    scroll); on a phone the comparison's verdict is on the first screen."""
+    with sized(browser, 1280, 800) as pg:
+        pg.goto(server + FOUR)
+        settled(pg)
+        for box in pg.locator("main details").all():
+            box.locator("summary").click()
+        assert pg.evaluate(CLIPPED) == []
+        for table in ("params-table", "finetune-table", "train-table"):
+            heads = pg.locator(f"#{table} thead th").all()
+            last = heads[-1].bounding_box()
+            panel = pg.locator(f"#{table}").evaluate("t => t.closest('.panel')"
+                                                     ".getBoundingClientRect().right")
+            assert last is not None and last["x"] + last["width"] <= panel, table
+        verdicts = pg.locator("#compare-table td.verdict").all_inner_texts()
+        assert verdicts == ["fits", "fits", "fits", "does not fit"]
+        pg.screenshot(path=str(SHOTS / "compare-four-1280x800.png"), full_page=True)
+    with sized(browser, 390, 844) as pg:
+        pg.goto(server + "?model=llama-2-7b&model=mistral-7b")
+        settled(pg)
+        for i in range(2):
+            box = pg.locator(f'#compare-table tr[data-model="{i}"] td.verdict').bounding_box()
+            assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= 390, box
+            assert box["y"] + box["height"] <= 844, box
+        assert pg.locator("#compare-table td.verdict").all_inner_texts() == ["fits", "fits"]
+        assert pg.evaluate("document.documentElement.scrollWidth") <= 390
+        pg.screenshot(path=str(SHOTS / "compare-390x844.png"))
+
+
+def overlaps(a: dict[str, float], b: dict[str, float]) -> bool:
+    return (a["l"] < b["l"] + b["w"] and b["l"] < a["l"] + a["w"]
+            and a["t"] < b["t"] + b["h"] and b["t"] < a["t"] + a["h"])
+
+
+def test_chart_labels_never_overlap_at_long_contexts(server: str, browser: Any) -> None:
+    """Two models at a 1M context, charts up to 16M: each marker's label is drawn once, inside
+    the plot, over no other label."""
+    for width, height in SIZES:
+        with sized(browser, width, height) as pg:
+            pg.goto(server + "?model=llama-3.1-8b&model=mistral-7b&ctx=1M&ctx_max=16M")
+            settled(pg)
+            for chart, want in (("memory-chart", {"fits up to 128k", "fits up to 32k",
+                                                  "model's limit 128k", "model's limit 32k",
+                                                  "chosen 1M"}),
+                                ("flops-chart", {"attention > weights at 28,629"})):
+                labels = json.loads(pg.get_attribute(f"#{chart}", "data-labels"))
+                plot = json.loads(pg.get_attribute(f"#{chart}", "data-plot"))
+                assert {b["label"] for b in labels} == want and len(labels) == len(want), chart
+                for i, a in enumerate(labels):
+                    assert plot["l"] <= a["l"] and a["l"] + a["w"] <= plot["l"] + plot["w"] + 0.5
+                    assert plot["t"] <= a["t"] and a["t"] + a["h"] <= plot["t"] + plot["h"]
+                    for b in labels[i + 1:]:
+                        assert not overlaps(a, b), (chart, a, b)
+            pg.locator("#memory-chart").screenshot(path=str(SHOTS / f"chart-{width}.png"))
+
+
+def test_times_past_a_second_are_in_seconds_and_bytes_in_a_unit_that_fits(
+        server: str, page: Any, cli: Any, write: Any) -> None:
+    speed = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--ctx",
+                "4k", "--gen", "256", "--json").json()
+    page.goto(server)
+    settled(page)
+    cell = page.locator('#speed-table td[data-key="e2e_s"]')
+    assert speed["e2e_s"] > 1 > speed["ttft_s"]
+    assert cell.inner_text() == f"{speed['e2e_s']:,.2f} s" == "1.33 s"
+    ttft = page.locator('#speed-table td[data-key="ttft_s"]')
+    assert ttft.inner_text() == f"{speed['ttft_s'] * 1e3:,.2f} ms" == "66.61 ms"
+    # the page's two formats, held to Python's rounding (an exact tie goes to even)
+    times = [0.0666, 0.999996, 3.57962, 4000.0]
+    assert page.evaluate(f"{times}.map(secs)") == ["66.60 ms", "1.00 s", "3.58 s", "4,000.00 s"]
+    sizes = [0, 512, 1023, 1024, 230_528, 80 * 2**30, 5 * 2**38, 2**50]
+    want_sizes = ["0 B", "512 B", "1,023 B", "1.00 KiB", "225.12 KiB", "80.00 GiB", "1.25 TiB",
+                  "1,024.00 TiB"]
+    assert page.evaluate(f"{sizes}.map(size)") == want_sizes
+    assert f"{230_528 / 1024:,.2f}" == "225.12"  # as Python's format rounds the same tie
+    # a 115k-parameter model: its weights in KiB, the card's memory in GiB
+    text = ("model_type: llama\nhidden_size: 64\nnum_hidden_layers: 2\nnum_attention_heads: 4\n"
+            "num_key_value_heads: 4\nintermediate_size: 128\nvocab_size: 256\n"
+            "max_position_embeddings: 4096\n")
+    page.goto(server + "#" + quote(json.dumps({"models": [{"text": text, "format": "yaml"}]})))
+    settled(page)
+    want = cli("memory", write("tiny.yaml", text), "--ctx", "4k", "--json").json()
+    assert cli("count", write("tiny.yaml", text), "--json").json()["total_params"] == 115_008
+    weights = page.locator('.part[data-part="weights"]')
+    assert int(weights.get_attribute("data-value")) == want["weights_bytes"]
+    assert weights.inner_text() == f"{want['weights_bytes'] / 1024:,.2f} KiB" == "224.62 KiB"
+    assert page.inner_text('.part[data-part="headroom"]') == "8.00 GiB"
+    assert page.inner_text('.part[data-part="kv_cache"]') == (
+        f"{want['kv_cache_bytes'] / 2**20:,.2f} MiB")
+
+
+def test_lora_targets_left_blank_fit_a_model_without_q_k_v_o(server: str, page: Any,
+                                                             cli: Any) -> None:
+    """GPT-2 has c_attn, not q/k/v/o projections: the untouched LoRA field adapts every linear
+    layer and says so (the command line names it), never an error; targets typed in are checked."""
+    page.goto(server + "?model=gpt2")
+    settled(page)
+    assert page.inner_text("#err-lora_targets") == ""
+    assert page.inner_text("#finetune-note") == (
+        "note: LoRA targets: q_proj,k_proj,v_proj,o_proj (the default) match no module of this "
+        "model, so every linear layer but lm_head is adapted (LoRA targets all-linear)")
+    words = ["--gpu", "h100", "--tp", "1", "--ctx", "4k", "--micro-batch", "1", "--method", "lora",
+             "--lora-r", "16", "--lora-targets", "all-linear", "--json"]
+    want = cli("train", "gpt2", *words).json()
+    assert int(cells(page, "finetune-table")["trainable"]) == want["trainable"] == 2_359_296
+    assert page.locator("#panel-finetune code.cli").first.inner_text() == (
+        "llmcalc train gpt2 " + " ".join(words))
+    edit(page, "#lora_targets", "q_proj")
+    assert page.inner_text("#err-lora_targets") == (
+        "LoRA targets q_proj: no module of this model matches (names as in the transformers "
+        "module tree, e.g. q_proj; or all-linear)")
+    assert page.get_attribute("#lora_targets", "aria-invalid") == "true"

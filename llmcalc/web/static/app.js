@@ -5,21 +5,24 @@
 const $ = (id) => document.getElementById(id);
 const COLORS = ["#1d4ed8", "#b91c1c", "#047857", "#7e22ce"];  // each ≥ 4.5:1 on white (AA)
 const MAX_MODELS = 4;
-const SETTINGS = ["ctx", "batch", "dtype", "kv_dtype", "gpu", "gpu_mem", "gpu_flops", "gpus", "tokens", "ctx_max",
+const SETTINGS = ["ctx", "batch", "dtype", "kv_dtype", "gpu", "gpu_mem", "gpu_flops", "gpu_bandwidth", "gpus", "tokens", "ctx_max",
   "gen", "tp", "pp", "zero", "micro_batch", "recompute", "flash_attention", "method", "optimizer", "lora_r", "lora_targets"];
 // the page's words for a setting, and the CLI option an error names it by (longest first)
 const LABELS = {ctx: "context", batch: "batch", dtype: "weights format", kv_dtype: "KV cache dtype",
-  gpu: "GPU", gpu_mem: "memory per GPU", gpu_flops: "FLOP/s per GPU", gpus: "GPUs", tokens: "training tokens",
+  gpu: "GPU", gpu_mem: "memory per GPU", gpu_flops: "FLOP/s per GPU",
+  gpu_bandwidth: "memory bandwidth per GPU", gpus: "GPUs", tokens: "training tokens",
   ctx_max: "charts up to", gen: "tokens generated", tp: "tensor parallel", pp: "pipeline parallel",
   zero: "ZeRO stage", micro_batch: "micro-batch", recompute: "recompute", flash_attention: "FlashAttention",
   method: "method", optimizer: "optimizer", lora_r: "LoRA rank", lora_targets: "LoRA targets"};
 const OPTIONS = [["--ctx-max", "ctx_max"], ["--ctx", "ctx"], ["--batch", "batch"], ["--kv-dtype", "kv_dtype"],
-  ["--dtype", "dtype"], ["--gpu-mem", "gpu_mem"], ["--gpu-flops", "gpu_flops"], ["--gpus", "gpus"], ["--gpu", "gpu"],
+  ["--dtype", "dtype"], ["--gpu-mem", "gpu_mem"], ["--gpu-flops", "gpu_flops"], ["--gpu-bandwidth", "gpu_bandwidth"], ["--gpus", "gpus"], ["--gpu", "gpu"],
   ["--tokens", "tokens"], ["--gen", "gen"], ["--tp", "tp"], ["--pp", "pp"], ["--zero", "zero"],
   ["--micro-batch", "micro_batch"], ["--recompute", "recompute"], ["--flash-attention", "flash_attention"],
   ["--method", "method"], ["--optimizer", "optimizer"], ["--lora-r", "lora_r"], ["--lora-targets", "lora_targets"]];
 // the panels that answer on their own (/api/calc's "unavailable" names them)
-const PANEL_OF = {latency: "speed", train: "train", finetune: "finetune"};
+const PANEL_OF = {latency: "speed", train: "train", finetune: "finetune", engine_vllm: "engines",
+  engine_sglang: "engines", engine_trtllm: "engines"};
+const ENGINES = {engine_vllm: "vLLM", engine_sglang: "SGLang", engine_trtllm: "TensorRT-LLM"};
 // what fits this machine: the CLI's --sort keys, each ordered as `llmcalc fit --sort KEY` orders it
 const FIT_SORTS = {params: "params", name: "name", ctx: "ctx", speed: "speed"};
 const DEBOUNCE_MS = 400;
@@ -64,9 +67,18 @@ function shortAxis(v) {
     if (Math.abs(x) >= s) return Number((x / s).toPrecision(3)) + u;
   return String(x);
 }
-const gib = (b) => (Number(b) / 2 ** 30).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " GiB";
-const gibAxis = (b) => (Number(b) / 2 ** 30).toLocaleString("en-US", {maximumFractionDigits: 1}) + " GiB";
-const GIB_STEPS = [0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384].map((g) => g * 2 ** 30);
+// bytes in the binary unit that fits their size (the CLI's rule): 512 B, 112.50 KiB, 12.55 GiB, 1.25 TiB
+// two decimals rounded as Python's format rounds them (an exact tie to even: 224.625 → 224.62)
+const fixed2 = (x) => x.toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2, roundingMode: "halfEven"});
+const BYTE_UNITS = [["TiB", 2 ** 40], ["GiB", 2 ** 30], ["MiB", 2 ** 20], ["KiB", 2 ** 10]];
+const byteUnit = (b) => BYTE_UNITS.find(([, s]) => Math.abs(b) >= s) || ["B", 1];
+function size(b) {
+  const x = Number(b), [u, s] = byteUnit(x);
+  return s === 1 ? num(x) + " B" : fixed2(x / s) + " " + u;
+}
+// a chart axis: every tick in the one unit that fits the axis's largest value
+const sizeAxis = (unit) => (b) => (Number(b) / unit[1]).toLocaleString("en-US", {maximumFractionDigits: 2}) + " " + unit[0];
+const BYTE_STEPS = Array.from({length: 61}, (_, i) => 2 ** i);  // 1 B … 1 EiB, powers of two
 function ctxLabel(c) {
   for (const [u, s] of [["M", 2 ** 20], ["k", 2 ** 10]]) if (c >= s && c % s === 0) return c / s + u;
   return String(c);
@@ -80,7 +92,7 @@ function esc(s) {
 function defaultState() {
   const settings = {};
   for (const k of SETTINGS) settings[k] = catalog.defaults[k] ?? "";
-  return {models: [{name: "gpt2", set: []}], active: 0, settings, view: "model", fits: {sort: "params", match: "", all: false}};
+  return {models: [{name: catalog.default_model, set: []}], active: 0, settings, view: "model", fits: {sort: "params", match: "", all: false}};
 }
 function validModel(m) {
   // one model read from a link, or null (with the reason in linkProblems)
@@ -249,7 +261,7 @@ function switchMode(md) {
   const kept = stash[state.active] || (stash[state.active] = {});
   kept[mode(m)] = m;  // switching back finds it as it was
   if (kept[md]) state.models[state.active] = kept[md];
-  else if (md === "name") state.models[state.active] = {name: "gpt2", set: []};
+  else if (md === "name") state.models[state.active] = {name: catalog.default_model, set: []};
   else if (md === "text") state.models[state.active] = {text: "", format: "json", set: []};
   else state.models[state.active] = {scratch: scratchStart("llama"), from: "llama", set: []};
   fillEditor();
@@ -365,7 +377,9 @@ function render() {
     $("err-" + k).textContent = fieldErrors[k] || "";
     if (fieldErrors[k]) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
   }
-  for (const panel of ["speed", "train", "finetune"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel] : "";
+  const panelNotes = r && !r.error ? r.panel_notes || {} : {};
+  for (const panel of ["speed", "train", "finetune", "engines"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel]
+    : panelNotes[panel] ? "note: " + pageWords(panelNotes[panel]) : "";
   for (const el of document.querySelectorAll("#editor input, #editor textarea")) el.removeAttribute("aria-invalid");
   if (r && r.error && field === null) {
     const md = mode(state.models[state.active]);
@@ -380,9 +394,11 @@ function render() {
     }
   }
   drawTabs();
+  // three or four models: a panel a row, so that a column per model is never cut at 1280 px
+  document.querySelector("main").classList.toggle("many", ok().length > 2);
   for (const box of document.querySelectorAll(".export")) box.innerHTML = "";
   drawVerdict(); drawCompare();
-  drawParams(); drawFlops(); drawMemory(); drawSpeed(); drawFinetune(); drawTrain();
+  drawParams(); drawFlops(); drawMemory(); drawSpeed(); drawEngines(); drawFinetune(); drawTrain();
   foldEditor();
   if (!dirty) document.body.dataset.idle = "1";
 }
@@ -416,22 +432,22 @@ function drawVerdict() {
   const used = v.gpus > 1 ? `${v.gpus} × ${esc(v.accelerator)}` : esc(v.accelerator);
   const own = state.settings.dtype ? "" : " (the checkpoint's own)";
   const segs = PARTS.filter(([k]) => Number(v.parts[k]) > 0).map(([k, label, color]) =>
-    `<span class="seg seg-${k}" style="width:${(100 * Number(v.parts[k]) / scale).toFixed(2)}%;background:${color}" title="${label}: ${gib(v.parts[k])}"></span>`).join("");
+    `<span class="seg seg-${k}" style="width:${(100 * Number(v.parts[k]) / scale).toFixed(2)}%;background:${color}" title="${label}: ${size(v.parts[k])}"></span>`).join("");
   const legend = PARTS.filter(([k]) => Number(v.parts[k]) > 0 || k === "weights" || k === "kv_cache").map(([k, label, color]) =>
-    `<li><span class="swatch" style="background:${color}"></span>${label} <b class="part" data-part="${k}" data-value="${v.parts[k]}">${gib(v.parts[k])}</b></li>`).join("");
+    `<li><span class="swatch" style="background:${color}"></span>${label} <b class="part" data-part="${k}" data-value="${v.parts[k]}">${size(v.parts[k])}</b></li>`).join("");
   const notes = [...new Set([...(r.memory.notes || []), ...(r.flops.notes || []), ...(r.count.notes || [])])];
   card.innerHTML =
     `<h2 id="verdict-head" class="${v.fits ? "fits" : "nofit"}">${v.fits ? "Fits" : "Does not fit"}: ${esc(r.label)} on ${used}</h2>` +
     `<p class="verdict-line">${num(v.ctx)} tokens × batch ${num(v.batch)} in ${esc(v.dtype)}${own}, KV cache ${esc(v.kv_dtype)}: ` +
-    `<b id="needed" data-value="${v.needed_bytes}">${gib(v.needed_bytes)}</b> of <span id="usable" data-value="${v.usable_bytes}">${gib(v.usable_bytes)}</span> usable ` +
-    `(${gib(v.memory_bytes)} less ${Math.round(v.headroom * 100)}% headroom)</p>` +
+    `<b id="needed" data-value="${v.needed_bytes}">${size(v.needed_bytes)}</b> of <span id="usable" data-value="${v.usable_bytes}">${size(v.usable_bytes)}</span> usable ` +
+    `(${size(v.memory_bytes)} less ${Math.round(v.headroom * 100)}% headroom)</p>` +
     `<div class="stack" role="img" aria-label="memory use: the list below gives each part">${segs}</div>` +
     `<ul class="legend">${legend}</ul>` +
     `<dl class="facts">` +
     `<div><dt>fewest GPUs that fit</dt><dd id="min-gpus">${v.min_gpus === null ? "more than 65,536" : num(v.min_gpus)}</dd></div>` +
     `<div><dt>largest batch at ${ctxLabel(v.ctx)}</dt><dd id="max-batch">${v.max_batch !== null ? num(v.max_batch) : v.batch_unbounded ? "any (nothing is cached)" : "none"}</dd></div>` +
     (v.decode ? `<div><dt>decode at batch ${num(v.decode.batch)} × ${ctxLabel(v.ctx)} (${v.decode.source === "latency" ? "roofline" : "bandwidth bound"})</dt><dd id="decode" data-value="${v.decode.tokens_per_sec_per_sequence}" data-source="${v.decode.source}">≤ ${rate(v.decode.tokens_per_sec_per_sequence)} tokens/s a sequence</dd></div>` : "") +
-    (v.decode && v.decode.ttft_s !== null ? `<div><dt>first token</dt><dd id="ttft" data-value="${v.decode.ttft_s}">≥ ${ms(v.decode.ttft_s)}</dd></div>` : "") +
+    (v.decode && v.decode.ttft_s !== null ? `<div><dt>first token</dt><dd id="ttft" data-value="${v.decode.ttft_s}">≥ ${secs(v.decode.ttft_s)}</dd></div>` : "") +
     `<div><dt>largest context at batch ${num(v.batch)}</dt><dd id="max-ctx">${v.max_ctx === null ? "none" : num(v.max_ctx)}${v.limited_by_context_limit ? " (the model's limit)" : ""}</dd></div>` +
     `</dl>` +
     (notes.length ? `<ul id="notes" class="notes">${notes.map((n) => `<li>note: ${esc(n)}</li>`).join("")}</ul>` : "");
@@ -442,16 +458,18 @@ function drawCompare() {
   const box = $("compare");
   box.hidden = state.models.length < 2;
   if (box.hidden) { box.innerHTML = ""; return; }
-  let html = `<table id="compare-table"><caption>models compared on the same settings</caption><thead><tr><th scope="col">model</th><th scope="col">parameters</th><th scope="col">active</th><th scope="col">weights</th><th scope="col">KV cache</th><th scope="col">total</th><th scope="col">verdict</th><th scope="col">largest context</th><th scope="col"><span class="sr">remove</span></th></tr></thead><tbody>`;
+  // the verdict next to the name, so that a phone shows it without scrolling sideways
+  let html = `<table id="compare-table"><caption>models compared on the same settings</caption><thead><tr><th scope="col">model</th><th scope="col" class="verdict">verdict</th><th scope="col">total</th><th scope="col">largest context</th><th scope="col">weights</th><th scope="col">KV cache</th><th scope="col">parameters</th><th scope="col">active</th><th scope="col"><span class="sr">remove</span></th></tr></thead><tbody>`;
   state.models.forEach((m, i) => {
     const r = results[i];
     const name = `<th scope="row" style="color:${COLORS[i]}">${esc(modelLabel(i))}</th>`;
     const rm = `<td><button type="button" class="remove" data-model="${i}" aria-label="remove ${esc(modelLabel(i))}">×</button></td>`;
     if (!r || r.error) { html += `<tr data-model="${i}">${name}<td colspan="7">${r ? esc(pageWords(r.error)) : "…"}</td>${rm}</tr>`; return; }
     const v = r.verdict;
-    html += `<tr data-model="${i}">${name}<td class="n">${num(r.count.total_params)}</td><td class="n">${num(r.count.active_params)}</td>` +
-      `<td class="n">${gib(r.memory.weights_bytes)}</td><td class="n">${gib(r.memory.kv_cache_bytes)}</td><td class="n" data-value="${r.memory.total_bytes}">${gib(r.memory.total_bytes)}</td>` +
-      `<td>${v.fits ? "fits" : "does not fit"}</td><td class="n">${v.max_ctx === null ? "none" : num(v.max_ctx)}</td>${rm}</tr>`;
+    html += `<tr data-model="${i}">${name}<td class="verdict ${v.fits ? "fits" : "nofit"}">${v.fits ? "fits" : "does not fit"}</td>` +
+      `<td class="n" data-value="${r.memory.total_bytes}">${size(r.memory.total_bytes)}</td><td class="n">${v.max_ctx === null ? "none" : num(v.max_ctx)}</td>` +
+      `<td class="n">${size(r.memory.weights_bytes)}</td><td class="n">${size(r.memory.kv_cache_bytes)}</td>` +
+      `<td class="n">${num(r.count.total_params)}</td><td class="n">${num(r.count.active_params)}</td>${rm}</tr>`;
   });
   box.innerHTML = html + "</tbody></table>";
   for (const b of box.querySelectorAll("button.remove")) b.onclick = () => removeModel(Number(b.dataset.model));
@@ -520,20 +538,49 @@ function drawParams() {
 
 function chartWidth(el) { return Math.max(280, Math.min(el.clientWidth || 600, 900)); }
 function markers(lines) {
-  // vertical lines at x values (crossover, largest fitting context), drawn after the series
+  // vertical lines at x values (crossover, largest fitting context), drawn after the series; each
+  // label beside its line, in the first row where it overlaps no other label and stays inside the
+  // plot, on a white ground (the boxes, in CSS pixels, are kept in data-labels for the tests)
   return {hooks: {draw: [(u) => {
-    const g = u.ctx;
-    lines.forEach(({x, color, label}, i) => {
-      if (!x || x < u.scales.x.min || x > u.scales.x.max) return;
+    const g = u.ctx, dpr = devicePixelRatio, row = 14 * dpr, pad = 4 * dpr;
+    const left = u.bbox.left, right = u.bbox.left + u.bbox.width, top = u.bbox.top;
+    const seen = new Set(), placed = [];
+    g.save();
+    g.font = `${11 * dpr}px sans-serif`; g.textBaseline = "alphabetic";
+    for (const {x, color, label} of lines) {
+      if (!x || x < u.scales.x.min || x > u.scales.x.max || seen.has(x + " " + label)) continue;
+      seen.add(x + " " + label);
       const px = u.valToPos(x, "x", true);
-      g.save(); g.strokeStyle = color; g.setLineDash([4, 4]); g.lineWidth = 1.5 * devicePixelRatio;
-      g.beginPath(); g.moveTo(px, u.bbox.top); g.lineTo(px, u.bbox.top + u.bbox.height); g.stroke();
-      g.fillStyle = color; g.font = `${11 * devicePixelRatio}px sans-serif`;
-      const right = px > u.bbox.left + u.bbox.width * 0.6;
-      g.textAlign = right ? "right" : "left";
-      g.fillText(label, px + (right ? -4 : 4) * devicePixelRatio, u.bbox.top + (12 + 14 * i) * devicePixelRatio); g.restore();
-    });
+      g.strokeStyle = color; g.setLineDash([4, 4]); g.lineWidth = 1.5 * dpr;
+      g.beginPath(); g.moveTo(px, top); g.lineTo(px, top + u.bbox.height); g.stroke();
+      const w = g.measureText(label).width + 2 * dpr;
+      // right of the line, else left of it, else wherever it fits inside the plot
+      const xs = [px + pad, px - pad - w, Math.min(Math.max(left, px - w / 2), right - w)].filter((l) => l >= left && l + w <= right);
+      let box = null;
+      for (let r = 0; !box && r < Math.floor(u.bbox.height / row); r++)
+        for (const l of xs) {
+          const b = {l, t: top + r * row + 2 * dpr, w, h: row - 2 * dpr};
+          if (!placed.some((o) => b.l < o.l + o.w && o.l < b.l + b.w && b.t < o.t + o.h && o.t < b.t + b.h)) { box = b; break; }
+        }
+      if (!box) continue;  // no room left: the line alone (the table below has the figure)
+      placed.push({...box, label});
+      g.fillStyle = "rgba(255,255,255,0.85)"; g.fillRect(box.l, box.t, box.w, box.h);
+      g.fillStyle = color; g.textAlign = "left";
+      g.fillText(label, box.l + dpr, box.t + box.h - 3 * dpr);
+    }
+    g.restore();
+    u.root.parentElement.dataset.labels = JSON.stringify(placed.map((b) => ({label: b.label, l: b.l / dpr, t: b.t / dpr, w: b.w / dpr, h: b.h / dpr})));
+    u.root.parentElement.dataset.plot = JSON.stringify({l: left / dpr, t: top / dpr, w: u.bbox.width / dpr, h: u.bbox.height / dpr});
   }]}};
+}
+// the y axis as wide as its widest label (uPlot's default font), never cut at the left edge
+function axisSize(u, values) {
+  if (!values) return 48;
+  const g = u.ctx, font = u.axes[1] && u.axes[1].font;
+  g.save(); g.font = Array.isArray(font) ? font[0] : `${12 * devicePixelRatio}px system-ui, sans-serif`;
+  const widest = Math.max(0, ...values.map((v) => g.measureText(String(v)).width)) / devicePixelRatio;
+  g.restore();
+  return Math.ceil(widest) + 18;
 }
 const isPow = (v, b) => v > 0 && Math.abs(Math.log(v) / Math.log(b) - Math.round(Math.log(v) / Math.log(b))) < 1e-9;
 function lineChart(id, title, yLog, yFormat, series, data, lines) {
@@ -545,7 +592,7 @@ function lineChart(id, title, yLog, yFormat, series, data, lines) {
     title, width: chartWidth(el), height: 300,
     scales: {x: {time: false, distr: 3, log: 2}, y: yLog ? {distr: 3, log: 10} : {range: (u, lo, hi) => [0, hi * 1.05]}},
     axes: [{values: (u, vs) => vs.map((v) => isPow(v, 2) ? ctxLabel(v) : ""), label: "context (tokens)", space: 34},
-      {values: (u, vs) => vs.map((v) => !yLog || isPow(v, 10) ? yFormat(v) : ""), size: 72, ...(yLog ? {} : {incrs: GIB_STEPS})}],
+      {values: (u, vs) => vs.map((v) => !yLog || isPow(v, 10) ? yFormat(v) : ""), size: axisSize, ...(yLog ? {} : {incrs: BYTE_STEPS})}],
     series: [{label: "context", value: (u, v) => v == null ? "" : ctxLabel(v)}, ...series],
     legend: {live: false},
     plugins: [markers(lines)],
@@ -592,8 +639,8 @@ function drawMemory() {
     columns.push(xs.map((x) => at(x) < 0 ? null : w));
     columns.push(xs.map((x) => at(x) < 0 ? null : w + Number(s.kv_cache_bytes[at(x)])));
     const name = models.length > 1 ? r.label + " " : "";
-    series.push({label: name + "weights", stroke: COLORS[i], dash: [6, 4], value: (u, v) => v == null ? "" : gib(v)});
-    series.push({label: name + "weights + KV cache", stroke: COLORS[i], width: 2.5, value: (u, v) => v == null ? "" : gib(v)});
+    series.push({label: name + "weights", stroke: COLORS[i], dash: [6, 4], value: (u, v) => v == null ? "" : size(v)});
+    series.push({label: name + "weights + KV cache", stroke: COLORS[i], width: 2.5, value: (u, v) => v == null ? "" : size(v)});
     if (r.fit.max_ctx) lines.push({x: r.fit.max_ctx, color: COLORS[i], label: "fits up to " + ctxLabel(r.fit.max_ctx)});
     if (s.context_limit) lines.push({x: s.context_limit, color: "#4b5563", label: "model's limit " + ctxLabel(s.context_limit)});
   }
@@ -602,11 +649,12 @@ function drawMemory() {
     // the same budget the fit uses: memory less its headroom
     const cap = Number(models[0][0].series.usable_bytes);
     columns.push(xs.map(() => cap));
-    series.push({label: `usable on ${f.gpus} × ${f.accelerator.name} (less ${Math.round(f.headroom * 100)}%)`, stroke: "#111", width: 1.5, value: (u, v) => v == null ? "" : gib(v)});
+    series.push({label: `usable on ${f.gpus} × ${f.accelerator.name} (less ${Math.round(f.headroom * 100)}%)`, stroke: "#111", width: 1.5, value: (u, v) => v == null ? "" : size(v)});
     lines.push({x: models[0][0].series.chosen_ctx, color: "#111", label: "chosen " + ctxLabel(models[0][0].series.chosen_ctx)});
   }
-  $("memory-summary").innerHTML = models.map(([r, i]) => `<div style="color:${COLORS[i]}">${esc(r.label)}: weights ${gib(r.memory.weights_bytes)} (${r.memory.dtype}) + KV cache ${gib(r.memory.kv_cache_bytes)} at batch ${r.memory.batch} × ${num(r.memory.ctx)} = <b><span class="memory-total" data-model="${i}" data-value="${r.memory.total_bytes}">${num(r.memory.total_bytes)}</span> bytes</b>; largest context that fits on ${r.fit.gpus} × ${esc(r.fit.accelerator.name)} (less ${Math.round(r.fit.headroom * 100)}% headroom): <b><span class="max-ctx" data-model="${i}">${r.fit.max_ctx === null ? "none" : num(r.fit.max_ctx)}</span></b>${r.fit.limited_by_context_limit ? " (the model's context limit)" : ""}</div>`).join("");
-  lineChart("memory-chart", `memory at batch ${models.length ? models[0][0].memory.batch : ""}`, false, gibAxis, series, [xs, ...columns], lines);
+  $("memory-summary").innerHTML = models.map(([r, i]) => `<div style="color:${COLORS[i]}">${esc(r.label)}: weights ${size(r.memory.weights_bytes)} (${r.memory.dtype}) + KV cache ${size(r.memory.kv_cache_bytes)} at batch ${r.memory.batch} × ${num(r.memory.ctx)} = <b><span class="memory-total" data-model="${i}" data-value="${r.memory.total_bytes}">${num(r.memory.total_bytes)}</span> bytes</b>; largest context that fits on ${r.fit.gpus} × ${esc(r.fit.accelerator.name)} (less ${Math.round(r.fit.headroom * 100)}% headroom): <b><span class="max-ctx" data-model="${i}">${r.fit.max_ctx === null ? "none" : num(r.fit.max_ctx)}</span></b>${r.fit.limited_by_context_limit ? " (the model's context limit)" : ""}</div>`).join("");
+  const top = Math.max(0, ...columns.flat().filter((v) => v != null));
+  lineChart("memory-chart", `memory at batch ${models.length ? models[0][0].memory.batch : ""}`, false, sizeAxis(byteUnit(top)), series, [xs, ...columns], lines);
   dataTable("memory-data", ["model", "context", "weights (bytes)", "KV cache (bytes)", "total (bytes)"],
     models.flatMap(([r]) => r.series.ctx.map((x, j) => [r.label, num(x), num(r.series.weights_bytes), num(r.series.kv_cache_bytes[j]), num(BigInt(r.series.weights_bytes) + BigInt(r.series.kv_cache_bytes[j]))])));
   const rows = [["model", "ctx", "batch", "weights_bytes", "kv_cache_bytes", "total_bytes"]];
@@ -615,7 +663,8 @@ function drawMemory() {
 }
 
 const rate = (x) => Number(x).toLocaleString("en-US", {maximumFractionDigits: 1});
-const ms = (s) => (s * 1e3).toLocaleString("en-US", {minimumFractionDigits: 2, maximumFractionDigits: 2}) + " ms";
+// a time in ms below a second, in seconds from one on: 473.40 ms, 3.58 s
+const secs = (s) => s * 1e3 >= 999.995 ? fixed2(s) + " s" : fixed2(s * 1e3) + " ms";  // never "1,000.00 ms"
 const exactShort = (v) => `<span title="${num(v)}" data-value="${v}">${short(v)}</span>`;
 // a table with one column per model: rows of [label, key, cell(figures)], data-key on each cell
 function figureTable(id, models, rows) {
@@ -629,9 +678,9 @@ function drawSpeed() {
   const models = ok().filter(([r]) => r.latency).map(([r, i]) => [r, i, r.latency]);
   const tp = models.length ? models[0][2].inputs.tp : 1;
   figureTable("speed-table", models, [
-    ["time to first token (prefill)", "ttft_s", (l) => valued(l.ttft_s, ms(l.ttft_s))],
-    ["time per output token", "tpot_s", (l) => valued(l.tpot_s, ms(l.tpot_s))],
-    ["end to end (TTFT + (gen − 1) × TPOT)", "e2e_s", (l) => valued(l.e2e_s, ms(l.e2e_s))],
+    ["time to first token (prefill)", "ttft_s", (l) => valued(l.ttft_s, secs(l.ttft_s))],
+    ["time per output token", "tpot_s", (l) => valued(l.tpot_s, secs(l.tpot_s))],
+    ["end to end (TTFT + (gen − 1) × TPOT)", "e2e_s", (l) => valued(l.e2e_s, secs(l.e2e_s))],
     ["decode tokens/s per user", "tokens_per_s_per_request", (l) => valued(l.tokens_per_s_per_request, rate(l.tokens_per_s_per_request))],
     ["decode tokens/s, all users (batch)", "tokens_per_s", (l) => valued(l.tokens_per_s, rate(l.tokens_per_s))],
     [`decode tokens/s per GPU (tp ${tp})`, "tokens_per_s_per_gpu", (l) => valued(l.tokens_per_s_per_gpu, rate(l.tokens_per_s_per_gpu))],
@@ -646,11 +695,31 @@ function drawSpeed() {
   $("users-table").innerHTML = users.length ? `<caption>each row as llmcalc latency … --batch N prints it, up to the largest batch that fits at ${num(models[0][2].inputs.ctx)} tokens</caption>` +
     `<thead><tr><th scope="col">model</th><th scope="col">users (batch)</th><th scope="col">first token</th><th scope="col">time per output token</th><th scope="col">tokens/s each</th><th scope="col">tokens/s in all</th></tr></thead><tbody>` +
     users.flatMap(([r, i]) => r.latency_by_batch.map((u) => `<tr data-model="${i}" data-batch="${u.batch}"><th scope="row" style="color:${COLORS[i]}">${esc(r.label)}</th><td class="n">${num(u.batch)}</td>` +
-      `<td class="n" data-key="ttft_s">${valued(u.ttft_s, ms(u.ttft_s))}</td><td class="n" data-key="tpot_s">${valued(u.tpot_s, ms(u.tpot_s))}</td>` +
+      `<td class="n" data-key="ttft_s">${valued(u.ttft_s, secs(u.ttft_s))}</td><td class="n" data-key="tpot_s">${valued(u.tpot_s, secs(u.tpot_s))}</td>` +
       `<td class="n" data-key="tokens_per_s_per_request">${valued(u.tokens_per_s_per_request, rate(u.tokens_per_s_per_request))}</td><td class="n" data-key="tokens_per_s">${valued(u.tokens_per_s, rate(u.tokens_per_s))}</td></tr>`)).join("") + "</tbody>" : "";
   const rows = [["model", "figure", "value"]];
   for (const [r, , l] of models) for (const k of ["ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_request", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_per_gpu", "ridge_batch"]) rows.push([r.label, k, String(l[k])]);
   exportBar("speed", "latency", toJSON(models.map(([, , l]) => l)), csv(rows), models.map(([r]) => r.commands.latency));
+}
+
+// fit --engine NAME at the context and GPUs chosen: each engine's budget per GPU, as its log shows it
+function drawEngines() {
+  const rows = [["model", "engine", "kv_cache_bytes", "kv_cache_tokens", "max_concurrency", "starts"]];
+  let html = `<thead><tr><th scope="col">model</th><th scope="col">engine</th><th scope="col">memory CUDA reports</th><th scope="col">KV cache per GPU</th><th scope="col">KV cache tokens</th><th scope="col">requests at the context</th><th scope="col">starts</th></tr></thead><tbody>`;
+  const found = [], commands = [];
+  for (const [r, i] of ok()) for (const [key, name] of Object.entries(ENGINES)) {
+    const e = r[key];
+    if (!e) continue;
+    found.push(e);
+    if (r.commands[key]) commands.push(r.commands[key]);
+    rows.push([r.label, e.engine, String(e.kv_cache_bytes), String(e.kv_cache_tokens), String(e.max_concurrency), String(e.starts)]);
+    html += `<tr data-model="${i}" data-engine="${e.engine}"><th scope="row" style="color:${COLORS[i]}">${esc(r.label)}</th><td>${name} ${esc(e.engine_version)}</td>` +
+      `<td class="n">${size(e.cuda_memory_bytes)}</td><td class="n" data-key="kv_cache_bytes">${valued(e.kv_cache_bytes, size(e.kv_cache_bytes))}</td>` +
+      `<td class="n" data-key="kv_cache_tokens">${valued(e.kv_cache_tokens, num(e.kv_cache_tokens))}</td><td class="n" data-key="max_concurrency">${e.max_concurrency.toFixed(2)}×</td>` +
+      `<td class="why">${e.starts ? "yes" : "no: " + esc(e.refusal)}</td></tr>`;
+  }
+  $("engines-table").innerHTML = found.length ? html + "</tbody>" : "";
+  exportBar("engines", "engines", toJSON(found), csv(rows), commands);
 }
 
 function drawFinetune() {
@@ -663,9 +732,9 @@ function drawFinetune() {
   figureTable("finetune-table", models.map(([r, i, p]) => [r, i, p]), [
     ["micro-batch", "micro_batch", plan((p) => valued(p.inputs.micro_batch, num(p.inputs.micro_batch) + (p.inputs.micro_batch === Number(state.settings.micro_batch) ? "" : " (the largest that fits)")))],
     ["trainable parameters", "trainable", plan((p) => valued(p.trainable, num(p.trainable)))],
-    ...keys.map((k) => [`memory per GPU: ${esc(k)}`, "memory/" + esc(k), plan((p) => p.memory_per_gpu[k] === undefined ? "—" : valued(p.memory_per_gpu[k], gib(p.memory_per_gpu[k])))]),
-    ["memory per GPU", "memory_per_gpu_bytes", plan((p) => `<b>${valued(p.memory_per_gpu_bytes, gib(p.memory_per_gpu_bytes))}</b>`)],
-    ["usable per GPU", "usable_memory_bytes", plan((p) => valued(p.usable_memory_bytes, gib(p.usable_memory_bytes)))],
+    ...keys.map((k) => [`memory per GPU: ${esc(k)}`, "memory/" + esc(k), plan((p) => p.memory_per_gpu[k] === undefined ? "—" : valued(p.memory_per_gpu[k], size(p.memory_per_gpu[k])))]),
+    ["memory per GPU", "memory_per_gpu_bytes", plan((p) => `<b>${valued(p.memory_per_gpu_bytes, size(p.memory_per_gpu_bytes))}</b>`)],
+    ["usable per GPU", "usable_memory_bytes", plan((p) => valued(p.usable_memory_bytes, size(p.usable_memory_bytes)))],
     ["fits", "fits", plan((p) => p.fits ? "yes" : "no")],
   ].concat([[`largest micro-batch at context ${models.length ? num(models[0][0].memory.ctx) : ""}`, "max_micro_batch", () => ""]]));
   // the last row reads the fit, not the plan
@@ -699,8 +768,8 @@ function drawTrain() {
     ["GPU-hours at " + (t0 ? Math.round(t0.mfu * 100) : 40) + "% MFU", "gpu_hours", (t) => valued(t.gpu_hours, num(Math.round(t.gpu_hours)))],
     ["GPU-days", "gpu_days", (t) => (t.gpu_hours / 24).toLocaleString("en-US", {maximumFractionDigits: 1})],
     ["wall-clock days on the GPUs", "wall_clock_days", (t) => valued(t.wall_clock_days, t.wall_clock_days.toLocaleString("en-US", {maximumFractionDigits: 1}))],
-    [`memory per GPU (AdamW; ${how})`, "memory_per_gpu_bytes", (t) => `<b>${valued(t.memory_per_gpu_bytes, gib(t.memory_per_gpu_bytes))}</b>`],
-    ["usable per GPU", "usable_memory_bytes", (t) => valued(t.usable_memory_bytes, gib(t.usable_memory_bytes))],
+    [`memory per GPU (AdamW; ${how})`, "memory_per_gpu_bytes", (t) => `<b>${valued(t.memory_per_gpu_bytes, size(t.memory_per_gpu_bytes))}</b>`],
+    ["usable per GPU", "usable_memory_bytes", (t) => valued(t.usable_memory_bytes, size(t.usable_memory_bytes))],
     ["fits", "fits", (t) => t.fits ? "yes" : "no"],
   ]);
   const csvRows = [["model", "figure", "value"]];
@@ -735,7 +804,8 @@ function globRegExp(glob) {
 }
 async function runFits() {
   const mine = ++fitsSeq;
-  const body = {gpu: state.settings.gpu || null, gpu_mem: state.settings.gpu_mem || null, ctx: state.settings.ctx || null,
+  const body = {gpu: state.settings.gpu || null, gpu_mem: state.settings.gpu_mem || null,
+    gpu_bandwidth: state.settings.gpu_bandwidth || null, ctx: state.settings.ctx || null,
     gpus: /^\d+$/.test(String(state.settings.gpus).trim()) ? Number(state.settings.gpus) : String(state.settings.gpus)};
   let answer;
   try {
@@ -751,7 +821,7 @@ async function runFits() {
 function drawFits() {
   const table = $("fits-table"), box = $("fits-export");
   const [field, words] = fits && fits.error ? placeError(fits.error) : [null, ""];
-  for (const k of ["ctx", "gpu", "gpu_mem", "gpus"]) {
+  for (const k of ["ctx", "gpu", "gpu_mem", "gpu_bandwidth", "gpus"]) {
     $("err-" + k).textContent = k === field ? words : "";
     if (k === field) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
   }
@@ -765,7 +835,7 @@ function drawFits() {
   const rows = fits.models.filter((m) => (state.fits.all || m.format !== null) && (!re || re.test(m.model.toLowerCase())))
     .sort(FIT_ORDER[state.fits.sort]);
   const a = fits.accelerator;
-  $("fits-head").textContent = `What fits ${fits.gpus > 1 ? fits.gpus + " × " : ""}${a.name} (${gib(BigInt(a.memory_bytes) * BigInt(fits.gpus)).replace(".00", "")})`;
+  $("fits-head").textContent = `What fits ${fits.gpus > 1 ? fits.gpus + " × " : ""}${a.name} (${size(BigInt(a.memory_bytes) * BigInt(fits.gpus)).replace(".00", "")})`;
   const fitting = fits.models.filter((m) => m.format !== null).length;
   $("fits-summary").textContent = `${num(rows.length)} shown; ${num(fitting)} of ${num(fits.models.length)} bundled and locally cached models fit ${num(fits.min_ctx)} tokens at batch 1 in their own format or the first of fp16, q8_0, q4_k_m, q4_0 that fits` +
     (fits.skipped.length ? `; not planned: ${fits.skipped.join(", ")}` : "");
@@ -780,7 +850,7 @@ function drawFits() {
     `<tr data-model="${esc(m.model)}"><th scope="row"><button type="button" class="open" data-model="${esc(m.model)}" aria-label="open ${esc(m.model)}">${esc(m.model)}</button></th>` +
     `<td class="n" data-key="params" data-value="${m.params}">${num(m.params)}</td>` +
     `<td data-key="format">${m.format === null ? "does not fit" : esc(m.format)}</td>` +
-    `<td class="n" data-key="weights_bytes" data-value="${m.weights_bytes ?? ""}">${m.weights_bytes === null ? "—" : gib(m.weights_bytes)}</td>` +
+    `<td class="n" data-key="weights_bytes" data-value="${m.weights_bytes ?? ""}">${m.weights_bytes === null ? "—" : size(m.weights_bytes)}</td>` +
     `<td class="n" data-key="largest_ctx" data-value="${m.largest_ctx ?? ""}">${m.largest_ctx === null ? "—" : num(m.largest_ctx)}</td>` +
     `<td class="n" data-key="decode_tokens_per_sec" data-value="${m.decode_tokens_per_sec ?? ""}">${m.decode_tokens_per_sec === null ? "—" : rate(m.decode_tokens_per_sec)}</td></tr>`).join("") + "</tbody>";
   for (const b of table.querySelectorAll("button.sort")) b.onclick = () => {
@@ -818,7 +888,7 @@ function showView(view) {
   for (const id of ["verdict", "models"]) $(id).hidden = fitsView;
   document.querySelector("main").hidden = fitsView;
   // what fits reads only the hardware and the least context; the rest of the settings stand by
-  for (const k of SETTINGS) if ($(k).closest("#settings")) $(k).closest("label").hidden = fitsView && !["ctx", "gpu", "gpu_mem", "gpus"].includes(k);
+  for (const k of SETTINGS) if ($(k).closest("#settings")) $(k).closest("label").hidden = fitsView && !["ctx", "gpu", "gpu_mem", "gpu_bandwidth", "gpus"].includes(k);
   $("ctx").previousSibling.textContent = fitsView ? "least context " : "context ";
   $("view-model").setAttribute("aria-pressed", String(!fitsView));
   $("view-fits").setAttribute("aria-pressed", String(fitsView));
@@ -845,8 +915,8 @@ async function main() {
   fillSelect("kv_dtype", [["", "as the weights"], ...catalog.dtypes.map((d) => [d, d])]);
   const kinds = {datacenter: "data centre", workstation: "workstation", consumer: "consumer", apple: "Apple silicon (GPU share of unified memory)"};
   $("gpu").innerHTML = Object.entries(kinds).map(([kind, title]) => `<optgroup label="${title}">` +
-    catalog.gpus.filter((g) => g.kind === kind).map((g) => `<option value="${esc(g.key)}">${esc(g.name)} (${gib(g.memory_bytes).replace(".00", "")})</option>`).join("") + "</optgroup>").join("") +
-    `<option value="">custom (memory per GPU)</option>`;
+    catalog.gpus.filter((g) => g.kind === kind).map((g) => `<option value="${esc(g.key)}">${esc(g.name)} (${size(g.memory_bytes).replace(".00", "")})</option>`).join("") + "</optgroup>").join("") +
+    `<option value="">custom (memory, FLOP/s, bandwidth)</option>`;
   fillSelect("start", Object.keys(catalog.scratch).map((k) => [k, `${k} defaults`]));
   state = readURL();
   for (const k of SETTINGS) {

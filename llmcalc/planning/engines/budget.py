@@ -1,0 +1,173 @@
+"""What the serving engines (vLLM, SGLang, TensorRT-LLM) share: the KV budget one of them lays out
+on one GPU, term by term, and the model facts each engine's rules read (KV bytes per token on one
+tensor-parallel rank, the profiling run's activation peak).
+
+Each engine module (vllm.py, sglang.py, trtllm.py) turns its own settings into an
+:class:`EngineBudget`; the terms are bytes per GPU, named with slash keys, and the budget's
+``kv_cache_bytes`` is the card's usable share less them (``budget_adds_up`` checks it)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from llmcalc.errors import UsageError
+from llmcalc.formulas.memory import weight_bytes
+from llmcalc.formulas.quant import WeightFormat
+from llmcalc.model.spec import ModelSpec
+from llmcalc.planning.hardware import Accelerator, GiB
+from llmcalc.units import DType, nbytes
+
+# An H100 80GB reports 79.22 GiB to CUDA (hardware.json's h100 row, vllm#10511): the share a card
+# without a logged figure keeps (the driver and ECC reserve scale with the memory).
+CUDA_SHARE = Fraction("79.22") / 80
+
+ACTIVATION_BYTES = 2  # bf16/fp16 activations in every engine's forward
+
+
+@dataclass(frozen=True)
+class EngineBudget:
+    """One GPU's budget as the engine lays it out.
+
+    ``usable`` is what the engine lets itself hold (vLLM: total × gpu_memory_utilization); the
+    ``terms`` (slash keys → bytes) are what it takes out before the KV cache; ``kv_cache_bytes``
+    is the rest (or the figure the user's log gave with ``--kv-memory``); ``kv_cache_tokens`` the
+    token capacity the engine logs (whole blocks/pages); ``max_concurrency`` the requests of
+    ``max_model_len`` tokens that fit at once. ``refusal``: the engine's own message where it would
+    refuse to start (None: it starts)."""
+
+    engine: str  # "vllm", "sglang", "trtllm"
+    version: str  # the version whose rules apply
+    cuda_memory_bytes: int  # the card as CUDA reports it
+    usable_bytes: int
+    terms: dict[str, int]
+    kv_cache_bytes: int
+    bytes_per_token: int  # KV bytes one token takes on one GPU, all layers
+    block_tokens: int  # tokens per block/page
+    kv_cache_tokens: int
+    max_model_len: int
+    max_concurrency: float
+    settings: dict[str, object] = field(default_factory=dict)  # the engine's own names
+    command: str = ""
+    refusal: str | None = None
+    from_log: bool = False  # kv_cache_bytes came from --kv-memory
+    # how kv_cache_tokens is counted where not whole blocks (vLLM's hybrids: concurrency × length)
+    tokens_rule: str = ""
+
+
+def budget_adds_up(b: EngineBudget) -> bool:
+    """usable − Σ terms = the KV cache (where the budget was computed, not given)."""
+    return b.from_log or b.usable_bytes - sum(b.terms.values()) == b.kv_cache_bytes
+
+
+def cuda_memory(acc: Accelerator) -> int:
+    """The card's memory as CUDA reports it (torch.cuda.mem_get_info's total): the row's
+    ``cuda_gib`` in hardware.json where a log gives it, else the datasheet size less the reserve the
+    H100 row's log shows (CUDA_SHARE)."""
+    if acc.cuda_bytes:
+        return acc.cuda_bytes
+    return int(acc.memory_bytes * CUDA_SHARE)
+
+
+def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
+    """KV heads one tensor-parallel rank holds: kv/tp, replicated (one each) where tp exceeds them
+    (vLLM ``ModelConfig.get_num_kv_heads``: max(1, total // tp); SGLang and TensorRT-LLM alike)."""
+    return max(1, kv_heads // tp)
+
+
+def not_modelled(spec: ModelSpec, engine: str) -> None:
+    """Refuse a model whose cache the engine lays out in a way llmcalc does not follow yet:
+    recurrent (SSM / linear-attention) state beside attention, or no attention cache at all."""
+    if any(g.mixer is not None for g in spec.layer_groups):
+        raise UsageError(f"--engine {engine}: {spec.name} keeps recurrent state beside its KV "
+                         "cache; llmcalc does not follow that engine's hybrid allocator yet")
+    if kv_elements_per_token_rank(spec, tp=1) == 0:
+        raise UsageError(f"--engine {engine}: {spec.name} keeps no KV cache")
+
+
+def kv_layers(spec: ModelSpec) -> int:
+    """Layers that hold a KV cache (each engine allocates every attention layer's pages)."""
+    return sum(g.cached_runs for g in spec.layer_groups if g.attention is not None)
+
+
+def kv_elements_per_token_rank(spec: ModelSpec, *, tp: int) -> int:
+    """Cached elements one token adds on one rank, over all layers: K and V of the rank's kv heads
+    (kv_heads_per_rank × (d_qk + d_v)), or MLA's latent (kv_lora_rank + rope dim: every rank
+    holds all of it)."""
+    total = 0
+    for g in spec.layer_groups:
+        a = g.attention
+        if a is None or a.kv_shared or not a.causal:
+            continue
+        if a.kv_latent_dim is not None:
+            per_layer = a.kv_latent_dim
+        else:
+            per_layer = kv_heads_per_rank(a.kv_heads, tp) * (a.qk_head_dim + a.v_head_dim)
+        total += g.cached_runs * per_layer
+    return total
+
+
+def kv_bytes_per_token_rank(spec: ModelSpec, *, tp: int, kv_dtype: DType) -> int:
+    return nbytes(kv_elements_per_token_rank(spec, tp=tp), kv_dtype)
+
+
+def weights_per_gpu(spec: ModelSpec, *, dtype: WeightFormat, tp: int) -> int:
+    """The weights one rank loads: the model's bytes split evenly over tp (the engines shard every
+    projection and the vocabulary; the norms they replicate are a rounding error beside them)."""
+    return -(-weight_bytes(spec, dtype=dtype) // tp)
+
+
+def _config_int(spec: ModelSpec, *names: str) -> int:
+    for name in names:
+        value = spec.config.get(name)
+        if isinstance(value, int) and value > 0:
+            return value
+    text = spec.config.get("text_config")
+    if isinstance(text, dict):
+        for name in names:
+            value = text.get(name)
+            if isinstance(value, int) and value > 0:
+                return value
+    return 0
+
+
+def mlp_width_per_token(spec: ModelSpec) -> int:
+    """The MLP's intermediate width one token passes through: a dense model's intermediate_size;
+    a mixture-of-experts model's top-k experts × moe_intermediate_size (+ the shared experts')."""
+    moe = spec.moe
+    if moe is None or not moe.experts_per_tok:
+        return spec.shape.intermediate_size
+    expert = _config_int(spec, "moe_intermediate_size", "expert_intermediate_size")
+    if not expert:
+        expert = spec.shape.intermediate_size
+    shared = _config_int(spec, "shared_expert_intermediate_size") or expert * moe.shared_experts
+    return max(spec.shape.intermediate_size if moe.dense_run else 0,
+               moe.experts_per_tok * expert + shared)
+
+
+def forward_peak(spec: ModelSpec, *, tokens: int, tp: int) -> int:
+    """The activation peak of one forward over ``tokens`` tokens on one rank: in one layer's MLP,
+    the gate/up output (tokens × 2·I/tp), the activation's output (tokens × I/tp) and three
+    hidden-state buffers (residual, normed input, output: tokens × 3·d), at 2 bytes.
+    Checked against vLLM 0.6's own profile (vllm#10517: Llama-3.1-8B at 20,000 and 29,000
+    tokens peaked 2.07 and 2.99 GiB above the weights; this gives 2.06 and 2.99)."""
+    width = mlp_width_per_token(spec)
+    per_token = 3 * -(-width // tp) + 3 * spec.shape.hidden_size
+    return tokens * per_token * ACTIVATION_BYTES
+
+
+def sampler_peak(spec: ModelSpec, *, seqs: int) -> int:
+    """The sampler's peak for ``seqs`` sequences: the float32 logits over the whole vocabulary
+    and the probabilities the sampler derives from them (two [seqs, vocab] fp32 tensors)."""
+    return 2 * seqs * spec.shape.vocab_size * 4
+
+
+def gib(n: int | float) -> float:
+    return float(n) / GiB
+
+
+def fraction(value: float, option: str) -> Fraction:
+    """A memory fraction option (0 < f ≤ 1) as an exact fraction of its decimal text."""
+    if not 0 < value <= 1:
+        raise UsageError(f"{option} {value}: must be above 0 and at most 1")
+    return Fraction(str(value))

@@ -1,0 +1,239 @@
+"""vLLM's KV cache budget (``fit --engine vllm``), read from its source.
+
+Followed: vLLM 0.21 (the V1 engine, CUDA graphs' memory counted before the KV cache);
+``--engine vllm==0.6`` (any version below 0.8) follows the V0 engine; 0.8–0.20 the V1 engine
+without the CUDA-graph term.
+
+The budget (vllm/v1/worker/gpu_worker.py ``Worker.determine_available_memory``)::
+
+    requested = total_memory × gpu_memory_utilization
+    available_kv = requested − (weights + torch activation peak + non-torch increase [+ CUDA graphs])
+
+and the cache (vllm/v1/core/kv_cache_utils.py ``get_num_blocks``, ``_report_kv_cache_config``)::
+
+    page = block_size × kv_heads_per_rank × (d_k + d_v) × dtype_bytes        (per layer)
+    num_blocks = available_kv // page // num_layers;  tokens = num_blocks × block_size
+    max_concurrency = num_blocks / cdiv(max_model_len, block_size)
+
+Hybrid models whose recurrent layers are gated-delta (Qwen3-Next, Qwen3.5/3.6) follow V1's hybrid
+allocator (``hybrid_layout`` below); other hybrids are refused in one line.
+
+V0 (vllm/worker/worker.py ``Worker.determine_num_available_blocks``): the same budget, blocks of
+block_size × (all layers' K and V) bytes, ``num_gpu_blocks = int(available // cache_block_size)``.
+The activation peak, the non-torch memory and the CUDA graphs are measured at start-up by the
+engine; llmcalc estimates them (llmcalc.planning.engines.budget.forward_peak and the constants
+below, each with the log it comes from)."""
+
+from __future__ import annotations
+
+from llmcalc.formulas.quant import WeightFormat
+from llmcalc.model.spec import GATED_DELTA, ModelSpec
+from llmcalc.planning.engines.budget import (
+    EngineBudget,
+    cuda_memory,
+    forward_peak,
+    fraction,
+    gib,
+    kv_bytes_per_token_rank,
+    kv_layers,
+    not_modelled,
+    weights_per_gpu,
+)
+from llmcalc.planning.hardware import Accelerator, GiB
+from llmcalc.units import DType
+
+VERSION = "0.21"
+V1_FROM = (0, 8)  # VLLM_USE_V1 became the default in 0.8
+CUDA_GRAPHS_FROM = (0, 21)  # determine_available_memory subtracts the estimated graph memory
+
+# vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9, block_size 16
+DEFAULT_UTILIZATION = 0.9
+DEFAULT_BLOCK_SIZE = 16
+# vllm/engine/arg_utils.py EngineArgs._set_default_args (the `vllm serve` defaults): 8192
+# batched tokens and 1024 sequences on a card of 70 GiB or more other than an A100, else 2048/256
+LARGE_CARD = 70 * GiB
+SERVE_DEFAULTS = {True: (8192, 1024), False: (2048, 256)}
+# V0 (vllm 0.6/0.7 EngineArgs, SchedulerConfig): no chunked prefill up to 32k context, so the
+# profile batch is max(max_model_len, 2048) tokens; above it chunked prefill of 512 tokens
+# (0.6: vllm#10517's 35,000-token profile peaked 0.06 GiB) or 2048 from 0.7 (a 131,072-token
+# Llama-3.1-8B on an A10 peaked 0.22 GiB, oracle-samples/oci-data-science-ai-samples); 256 sequences
+V0_CHUNKED_ABOVE = 32768
+V0_CHUNK = {(0, 7): 2048, (0, 0): 512}
+V0_MAX_NUM_SEQS = 256
+
+# Non-torch memory (cuBLAS workspaces; NCCL and the custom all-reduce buffers with tp > 1): the
+# logs spread from 0.05 GiB (A10, oracle-samples above) through 0.20 (RTX 3090, vllm#14447) to
+# 0.35 (RTX 3090, vllm#10517) at tp 1; llmcalc takes 0.2 GiB. With tp > 1 NCCL and the custom
+# all-reduce buffers add about 1.5 GiB to the rank the KV budget follows (the smallest rank's):
+# vllm#10511 logged 1.79 GiB more at tp 2 than at tp 1, and vllm#13061's tp-2 cache (81,536
+# tokens) is 1.2 GiB below the rank whose figure it logged.
+NON_TORCH = int(0.2 * GiB)
+NON_TORCH_TP = int(1.5 * GiB)
+# CUDA graphs (0.21: "Estimated CUDA graph memory: N GiB total", subtracted since 0.21): logs show
+# 0.61 to 1.58 GiB with the default capture sizes (0.30 with two), whatever the model's size;
+# llmcalc takes 1 GiB, none with --enforce-eager
+CUDA_GRAPHS = 1 * GiB
+
+
+# vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config:
+# the attention block grows in steps of the kernel's alignment (16 tokens) until its page holds
+# the mamba state page, and the mamba page is padded to the attention page
+HYBRID_BLOCK_ALIGN = 16
+# vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes: with prefix caching (V1's
+# default; mamba_cache_mode "align") a request holds 2 state pages per mamba group, else 1
+MAMBA_PAGES_PER_REQUEST = 2
+
+
+def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int
+                  ) -> tuple[int, int, int, int, int]:
+    """(block_size, page bytes, group_size, attention groups, mamba groups) for a gated-delta
+    hybrid in vLLM V1: the state page of one layer on one rank
+    is the conv state, (kernel − 1) × conv_dim/tp at the model's bf16, plus the temporal state,
+    v_heads/tp × d_k × d_v at float32 where the config sets mamba_ssm_dtype float32 (Qwen3.5's
+    config override), else bf16 (vllm/model_executor/layers/mamba/mamba_utils.py
+    ``MambaStateShapeCalculator.gated_delta_net_state_shape``, ``MambaStateDtypeCalculator``).
+    Layers are grouped by type into groups of the smallest type's layer count
+    (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``: the largest
+    where the largest is under 1.25 × the smallest; a type's last group padded)."""
+    mixers = [g for g in spec.layer_groups if g.mixer is not None]
+    m = mixers[0].mixer
+    assert m is not None
+    text = spec.config.get("text_config")
+    cfg = text if isinstance(text, dict) else spec.config
+    ssm_bytes = 4 if cfg.get("mamba_ssm_dtype") == "float32" else 2
+    state = ((m.conv_kernel - 1) * (m.conv_dim // tp) * 2
+             + (m.heads // tp) * m.head_dim * m.state_size * ssm_bytes)
+    align = HYBRID_BLOCK_ALIGN
+    block = align * -(-state // (align * per_token_layer))
+    attention = kv_layers(spec)
+    recurrent = sum(g.cached_runs for g in mixers)
+    group = min(attention, recurrent)
+    if max(attention, recurrent) < group * 1.25:
+        group = max(attention, recurrent)
+    return (block, block * per_token_layer, group, -(-attention // group),
+            -(-recurrent // group))
+
+
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    return tuple(int(p) for p in (version or VERSION).split("."))
+
+
+def defaults(acc: Accelerator) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) `vllm serve` takes on this card (V1)."""
+    large = cuda_memory(acc) >= LARGE_CARD and "a100" not in acc.key
+    return SERVE_DEFAULTS[large]
+
+
+def plan(
+    spec: ModelSpec,
+    *,
+    accelerator: Accelerator,
+    dtype: WeightFormat,
+    kv_dtype: DType,
+    tp: int = 1,
+    version: str | None = None,
+    gpu_memory_utilization: float | None = None,
+    max_model_len: int | None = None,
+    max_num_seqs: int | None = None,
+    max_num_batched_tokens: int | None = None,
+    block_size: int | None = None,
+    enforce_eager: bool = False,
+    kv_memory: int | None = None,
+) -> EngineBudget:
+    """vLLM's budget on one GPU of ``accelerator`` with these settings (None: vLLM's default)."""
+    ver = version_tuple(version)
+    v1 = ver >= V1_FROM
+    mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
+    hybrid = v1 and mixers == {GATED_DELTA} and kv_layers(spec) > 0
+    if not hybrid:
+        not_modelled(spec, "vllm")
+    util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
+                    else DEFAULT_UTILIZATION, "--gpu-memory-utilization")
+    block = block_size or DEFAULT_BLOCK_SIZE
+    model_len = max_model_len or spec.shape.max_position_embeddings or 2048
+    if v1:
+        batched, seqs = defaults(accelerator)
+    else:
+        chunk = next(c for since, c in V0_CHUNK.items() if ver >= since)
+        batched = chunk if model_len > V0_CHUNKED_ABOVE else max(model_len, 2048)
+        seqs = V0_MAX_NUM_SEQS
+    batched = max_num_batched_tokens or batched
+    seqs = max_num_seqs or seqs
+    total = cuda_memory(accelerator)
+    requested = int(total * util)
+    # V1's dummy sampler run holds fp32 logits and probabilities for max_num_seqs rows; V0's
+    # profile keeps the bf16 logits of its sequences (vllm#10517's 512-token profile: 0.06 GiB)
+    sampler = (2 * 4 if v1 else 2) * min(seqs, batched) * spec.shape.vocab_size
+    terms = {
+        "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
+        "activation_peak": max(forward_peak(spec, tokens=batched, tp=tp), sampler),
+        "non_torch": NON_TORCH + (NON_TORCH_TP if tp > 1 else 0),
+    }
+    if v1 and ver >= CUDA_GRAPHS_FROM:
+        terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS
+    per_token = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
+    layers = kv_layers(spec)
+    attention_groups, mamba_groups = 1, 0
+    if hybrid:
+        block, page, layers, attention_groups, mamba_groups = hybrid_layout(spec, tp=tp,
+                                                          per_token_layer=per_token // layers)
+    else:
+        page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
+    available = kv_memory if kv_memory is not None else requested - sum(terms.values())
+    blocks = max(available, 0) // page // (layers if v1 else 1)
+    tokens = blocks * block
+    # kv_cache_utils.get_max_concurrency_for_kv_cache_config: the blocks one request holds, its
+    # attention pages plus each mamba group's state pages; a hybrid's logged token count is
+    # _report_kv_cache_config's int(max_concurrency × max_model_len)
+    per_request = (attention_groups * -(-model_len // block)
+                   + mamba_groups * MAMBA_PAGES_PER_REQUEST)
+    concurrency = blocks / per_request if v1 else tokens / model_len
+    if hybrid:
+        tokens = int(concurrency * model_len)
+    refusal = None
+    if available <= 0:
+        refusal = ("No available memory for the cache blocks. Try increasing "
+                   "`gpu_memory_utilization` when initializing the engine.")
+    elif v1 and per_request * page * layers > available:
+        refusal = (f"To serve at least one request with the model's max seq len ({model_len}), "
+                   f"({gib(per_request * page * layers):.2f} GiB KV cache is needed, which is "
+                   f"larger than the available KV cache memory ({gib(available):.2f} GiB). "
+                   f"Based on the available memory, the estimated maximum model length is "
+                   f"{tokens}. Try increasing `gpu_memory_utilization` or decreasing "
+                   "`max_model_len` when initializing the engine.")
+    elif not v1 and model_len > tokens:
+        refusal = (f"The model's max seq len ({model_len}) is larger than the maximum number of "
+                   f"tokens that can be stored in KV cache ({tokens}). Try increasing "
+                   "`gpu_memory_utilization` or decreasing `max_model_len` when initializing "
+                   "the engine.")
+    settings: dict[str, object] = {
+        "tensor_parallel_size": tp, "gpu_memory_utilization": float(util),
+        "max_model_len": model_len, "max_num_seqs": seqs, "max_num_batched_tokens": batched,
+        "block_size": block_size or DEFAULT_BLOCK_SIZE if hybrid else block,
+        "enforce_eager": enforce_eager,
+    }
+    return EngineBudget(
+        engine="vllm", version=".".join(map(str, ver)), cuda_memory_bytes=total,
+        usable_bytes=requested, terms=terms, kv_cache_bytes=max(available, 0),
+        bytes_per_token=per_token, block_tokens=block, kv_cache_tokens=tokens,
+        max_model_len=model_len, max_concurrency=concurrency, settings=settings,
+        command=command(spec, settings, kv_dtype=kv_dtype, dtype=dtype),
+        refusal=refusal, from_log=kv_memory is not None,
+        tokens_rule=(f"concurrency × max_model_len, blocks of {block}" if hybrid else ""),
+    )
+
+
+def command(spec: ModelSpec, s: dict[str, object], *, kv_dtype: DType, dtype: WeightFormat
+            ) -> str:
+    """The `vllm serve` line with these settings."""
+    model = spec.origin.repo_id if spec.origin and spec.origin.repo_id else spec.name
+    parts = [f"vllm serve {model}", f"--tensor-parallel-size {s['tensor_parallel_size']}",
+             f"--gpu-memory-utilization {s['gpu_memory_utilization']}",
+             f"--max-model-len {s['max_model_len']}", f"--max-num-seqs {s['max_num_seqs']}",
+             f"--max-num-batched-tokens {s['max_num_batched_tokens']}",
+             f"--block-size {s['block_size']}"]
+    if kv_dtype.value.startswith("fp8"):
+        parts.append("--kv-cache-dtype fp8")
+    if s["enforce_eager"]:
+        parts.append("--enforce-eager")
+    return " ".join(parts)

@@ -1,0 +1,30 @@
+"""The page's serving-engine rows: fit --engine at the page's context and GPUs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmcalc.web import api
+
+
+def test_engine_rows_equal_the_cli_and_a_refusal_has_no_command(cli: Any) -> None:
+    got = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "128k", "batch": "1",
+                         "gpu": "rtx-3090", "gpus": 1})
+    vllm = got["engine_vllm"]
+    assert vllm["starts"] is False and "engine_vllm" not in got["commands"]
+    assert vllm["kv_cache_tokens"] == 39472
+    run = cli("fit", "llama-3.1-8b", "--gpu", "rtx-3090", "--engine", "vllm", "--tp", "1",
+              "--max-model-len", "128k", "--json")
+    assert run.code == 1 and run.json() == vllm
+    assert got["commands"]["engine_sglang"] == (
+        "llmcalc fit llama-3.1-8b --gpu rtx-3090 --engine sglang --tp 1 --max-model-len 128k "
+        "--json")
+
+
+def test_a_hybrid_model_is_unavailable_in_the_engines_words() -> None:
+    got = api.calculate({"model": {"name": "qwen3-next-80b-a3b"}, "ctx": "4k", "batch": "1",
+                         "gpu": "h200", "gpus": 2})
+    assert got["engine_vllm"] is None
+    assert got["unavailable"]["engine_vllm"] == (
+        "--engine vllm: Qwen/Qwen3-Next-80B-A3B-Instruct keeps recurrent state beside its KV "
+        "cache; llmcalc does not follow that engine's hybrid allocator yet")
