@@ -947,6 +947,7 @@ class ReformerConfig(FamilyConfig):
     is_decoder: bool
     local_attn_chunk_length: Size | None = None
     lsh_attn_chunk_length: Size | None = None
+    num_hidden_layers: Size | None = None  # ReformerConfig derives it from attn_layers
 
 
 # ReformerAttention's layer types: the projections each holds besides value (LSH shares q and k)
@@ -990,6 +991,9 @@ def describe_reformer(c: ReformerConfig) -> Architecture:
     outer += norm("reformer.encoder.layer_norm", "final_norm", 2 * d, bias=True)
     L = len(c.attn_layers)
     require(L > 0, "attn_layers", "attn_layers must name at least one layer")
+    require(c.num_hidden_layers in (None, L), "num_hidden_layers",
+            f"num_hidden_layers ({c.num_hidden_layers}) differs from the {L} layers attn_layers "
+            "lists: how transformers builds that is not modelled")
 
     def layer(kind: str) -> tuple[list[Tensor], Attention]:
         p = "reformer.encoder.layers.{i}"
