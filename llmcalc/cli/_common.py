@@ -208,6 +208,14 @@ def bundled_specs() -> list[tuple[str, ModelSpec]]:
     return [(p.stem, speccache.load_file(p, validate(p))) for p in bundled.paths()]
 
 
+def forward_specs() -> tuple[list[tuple[str, ModelSpec]], list[str]]:
+    """The bundled configs whose forward pass is modelled (the FLOPs and memory catalogs), and the
+    names of those left out (ModelSpec.forward_unmodelled), for the table's note."""
+    specs = bundled_specs()
+    return ([(stem, spec) for stem, spec in specs if not spec.forward_unmodelled],
+            [stem for stem, spec in specs if spec.forward_unmodelled])
+
+
 def specs_for(
     models: list[str],
     overrides: list[str] | None,

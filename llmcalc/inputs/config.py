@@ -273,6 +273,7 @@ def spec_from_raw(
         depth_flops_per_token=arch.depth_flops_per_token,
         depth_flops_what=arch.depth_flops_what,
         cache_bytes_per_token=arch.cache_bytes_per_token,
+        forward_unmodelled=arch.forward_unmodelled,
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,

@@ -138,6 +138,22 @@ def count_outcome(variant: Variant) -> Outcome:
 def _forwards(
     variant: Variant,
 ) -> tuple[list[measure.Forward], dict[str, Any], str, Outcome | None]:
+    """:func:`_measured`, where llmcalc refuses the forward pass of a config it counts
+    (ModelSpec.forward_unmodelled): refused where transformers runs it, refused by both where it
+    cannot (a Gemma 4 assistant runs only on its backbone's keys and values)."""
+    forwards, config, shrunk, ended = _measured(variant)
+    try:
+        why = spec_from_dict(variant.config, name=variant.label).forward_unmodelled
+    except (ConfigError, UsageError):
+        why = ""
+    if not why or (ended is not None and ended.kind != UNBUILT):
+        return forwards, config, shrunk, ended
+    return [], config, shrunk, Outcome(REFUSED if ended is None else BOTH_REFUSE, why)
+
+
+def _measured(
+    variant: Variant,
+) -> tuple[list[measure.Forward], dict[str, Any], str, Outcome | None]:
     """The measured copies, the config they were cut from (:func:`measure.fitted`'s) and what it
     changed, or the outcome that ends the check before any comparison: llmcalc's refusal as the
     count check classes it, verify's refusal to build the cut copy (unmeasured), or what

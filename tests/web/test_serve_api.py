@@ -365,11 +365,12 @@ def test_cards_without_a_flop_rate_and_models_without_a_cache() -> None:
     got = api.calculate({"model": {"name": "llama-2-7b"}, "gpu": "rtx-5090"})
     assert got["train"] is None and "train" not in got["commands"]
     assert got["verdict"]["accelerator"] == "NVIDIA GeForce RTX 5090"
-    xlnet = api.calculate({"model": {"text": json.dumps(
-        {"model_type": "xlnet", "n_layer": 2, "d_model": 32, "n_head": 2, "d_inner": 64,
-         "vocab_size": 128})}})
-    v = xlnet["verdict"]
-    assert xlnet["fit_at_ctx"] is None and "fit_at_ctx" not in xlnet["commands"]
+    # an encoder caches nothing
+    encoder = api.calculate({"model": {"text": json.dumps(
+        {"model_type": "bert", "num_hidden_layers": 2, "hidden_size": 32, "num_attention_heads": 2,
+         "intermediate_size": 64, "vocab_size": 128})}})
+    v = encoder["verdict"]
+    assert encoder["fit_at_ctx"] is None and "fit_at_ctx" not in encoder["commands"]
     assert v["fits"] is True and v["max_batch"] is None and v["batch_unbounded"] is True
 
 
