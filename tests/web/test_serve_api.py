@@ -16,6 +16,7 @@ import pytest
 
 from llmcalc.errors import ConfigError, LLMCalcError, UsageError
 from llmcalc.web import api
+from helpers import REPO
 
 SETS = ["num_hidden_layers=20", "hidden_size=3072"]
 
@@ -260,7 +261,7 @@ def test_without_the_extra_serve_names_it() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.returncode == 2
     assert run.stderr == ("error: llmcalc serve needs the 'serve' extra: "
-                          "pip install 'llmcalc-exact[serve]'\n")
+                          f"pip install -e '{REPO}[serve]'\n")
     assert run.stdout == ""
 
 
