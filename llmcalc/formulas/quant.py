@@ -497,6 +497,26 @@ def weight_bytes(
     return sum(p.bytes for p in breakdown(spec, fmt, select=select))
 
 
+BNB_NAMES = ("nf4", "fp4", "nf4-nodq")
+
+
+def format_notes(spec: ModelSpec, fmt: WeightFormat) -> tuple[str, ...]:
+    """What a format leaves wide that a reader would not expect: bitsandbytes (transformers'
+    ``replace_with_bnb_linear``) swaps only ``nn.Linear`` modules, so experts stored as fused
+    parameters stay bf16."""
+    if not isinstance(fmt, QuantFormat) or fmt.name not in BNB_NAMES:
+        return ()
+    wide = sum(p.elements for p in breakdown(spec, DType.bf16, select=_fused_expert))
+    if not wide:
+        return ()
+    return (f"{fmt.name}: bitsandbytes quantizes only nn.Linear, so the fused expert weights "
+            f"({wide:,} parameters) stay bf16",)
+
+
+def _fused_expert(t: Tensor) -> bool:
+    return role(t) == "experts"
+
+
 def resolve_format(spec: ModelSpec, text: str | None, *, option: str = "--dtype") -> WeightFormat:
     """``--dtype`` as given, or else the config's ``quantization_config``, or else bf16."""
     if text is not None:

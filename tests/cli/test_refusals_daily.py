@@ -17,3 +17,16 @@ def test_latency_tp_must_divide_the_heads(cli: Any) -> None:
         "split evenly over 3 GPUs; use a --tp that divides them\n"))
     ok = cli("latency", "llama-3-8b", "--gpu", "h100", "--tp", "8", "--json")
     assert (ok.code, ok.json()["inputs"]["tp"]) == (0, 8)
+
+
+def test_fp4_on_an_moe_says_the_experts_stay_bf16(cli: Any) -> None:
+    # Qwen3.6-35B-A3B: 40 layers × 256 experts × 3 projections × 2,048 × 512 in fused parameters
+    experts = 40 * 256 * 3 * 2048 * 512
+    note = (f"fp4: bitsandbytes quantizes only nn.Linear, so the fused expert weights "
+            f"({experts:,} parameters) stay bf16")
+    assert experts == 32_212_254_720
+    r = cli("memory", "qwen3.6-35b-a3b", "--dtype", "fp4")
+    assert r.code == 0 and note in " ".join(r.stderr.split())
+    assert "note:" not in r.stdout
+    assert note in cli("memory", "qwen3.6-35b-a3b", "--dtype", "fp4", "--json").json()["notes"]
+    assert cli("memory", "llama-3-8b", "--dtype", "nf4", "--json").json()["notes"] == []
