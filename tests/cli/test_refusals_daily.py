@@ -30,3 +30,22 @@ def test_fp4_on_an_moe_says_the_experts_stay_bf16(cli: Any) -> None:
     assert "note:" not in r.stdout
     assert note in cli("memory", "qwen3.6-35b-a3b", "--dtype", "fp4", "--json").json()["notes"]
     assert cli("memory", "llama-3-8b", "--dtype", "nf4", "--json").json()["notes"] == []
+
+
+def test_a_set_error_blames_the_set(cli: Any) -> None:
+    r = cli("count", "gpt2", "--set", "n_layer=-1")
+    assert (r.code, r.stdout, r.stderr) == (
+        2, "", "error: --set n_layer=-1: n_layer must be a positive integer, got -1\n")
+    r = cli("count", "gpt2", "--set", "n_head=7")
+    assert (r.code, r.stderr) == (2, "error: --set n_head=7: n_head (7) must divide n_embd (768) "
+                                     "when head_dim is not given\n")
+
+
+def test_not_planned_gives_its_reason(cli: Any) -> None:
+    reason = ("llama-3.2-11b-vision (reads images through cross-attention, whose cache and FLOPs "
+              "depend on the images: size it with memory --images)")
+    r = cli("fit", "--gpu", "h100", "--match", "llama-3.2-11b*")
+    assert r.code == 0
+    assert f"not planned (1): {reason}" in " ".join(r.stdout.split())
+    assert cli("fit", "--gpu", "h100", "--match", "llama-3.2-11b*", "--json").json()[
+        "skipped"] == [reason]
