@@ -36,10 +36,10 @@ from llmcalc.cli._decide import (
     ServePpOpt,
     ServeTpOpt,
     asked_fits,
+    beyond_window,
     fewest_gpus,
     say_serving,
     serving_gpus,
-    beyond_window,
     warn_beyond_window,
 )
 from llmcalc.cli._engine import (

@@ -147,7 +147,7 @@ def test_install_hints_name_the_distribution() -> None:
     assert not re.search(r"pip install '?llmcalc[\[' ]", DOCS)
     assert not re.search(r"pip install '?llmcalc-exact", DOCS)
     assert '["llmcalc"]' not in DOCS and '"llmcalc-exact"]' not in DOCS
-    assert f"pip install -e '/path/to/this/clone[verify]'" in DOCS
+    assert "pip install -e '/path/to/this/clone[verify]'" in DOCS
 
 
 def _yaml_blocks(text: str) -> list[Any]:

@@ -14,16 +14,17 @@ from llmcalc.units import DType
 LAYERS = 10**12
 SCRIPT = """
 import json, sys
+LAYERS = 10**12
 from typer.testing import CliRunner
 from llmcalc.cli import app
 out = {}
 for fmt in sys.argv[1:]:
-    r = CliRunner().invoke(app, ["memory", "llama", "--set", "num_hidden_layers=%d",
+    r = CliRunner().invoke(app, ["memory", "llama", "--set", "num_hidden_layers=" + str(LAYERS),
                                  "--dtype", fmt, "--json"], catch_exceptions=False)
     out[fmt] = [r.exit_code, json.loads(r.stdout)["weights_bytes"] if r.exit_code == 0 else
                 r.stderr]
 print(json.dumps(out))
-""" % LAYERS
+"""
 
 
 def test_every_format_at_a_trillion_layers() -> None:

@@ -13,10 +13,10 @@ import urllib.request
 from typing import Any
 
 import pytest
+from helpers import REPO
 
 from llmcalc.errors import ConfigError, LLMCalcError, UsageError
 from llmcalc.web import api
-from helpers import REPO
 
 SETS = ["num_hidden_layers=20", "hidden_size=3072"]
 
