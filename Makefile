@@ -14,7 +14,7 @@ $(VENV)/.core: pyproject.toml
 	touch $@
 
 $(VENV)/.test: $(VENV)/.core requirements-test.txt
-	$(PY) -m pip install -q --disable-pip-version-check -e . --config-settings editable_mode=compat -r requirements-test.txt
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PY) -m pip install -q --disable-pip-version-check -e . --config-settings editable_mode=compat -r requirements-test.txt
 	touch $@
 
 run: $(VENV)/.core

@@ -28,9 +28,25 @@ from llmcalc.cli._common import (
     refuse_explain,
     show,
 )
+from llmcalc.cli._llamacpp import (
+    BatchSizeOpt,
+    CacheTypeKOpt,
+    CacheTypeVOpt,
+    CtxSizeOpt,
+    FlashAttnOpt,
+    KvUnifiedOpt,
+    NCpuMoeOpt,
+    NGpuLayersOpt,
+    NoMmapOpt,
+    OverrideTensorOpt,
+    ParallelOpt,
+    SwaFullOpt,
+    UbatchSizeOpt,
+)
 from llmcalc.cli._options import (
     BatchOpt,
     CtxOpt,
+    EngineOpt,
     ImageSizeOpt,
     ImagesOpt,
     KvDTypeOpt,
@@ -105,6 +121,20 @@ def memory(
     explain: ExplainOpt = False,
     attention: AttentionOpt = None,
     prefill_chunk: PrefillChunkOpt = None,
+    engine: EngineOpt = None,
+    ctx_size: CtxSizeOpt = None,
+    batch_size: BatchSizeOpt = None,
+    ubatch_size: UbatchSizeOpt = None,
+    cache_type_k: CacheTypeKOpt = None,
+    cache_type_v: CacheTypeVOpt = None,
+    flash_attn: FlashAttnOpt = None,
+    n_gpu_layers: NGpuLayersOpt = None,
+    n_cpu_moe: NCpuMoeOpt = 0,
+    override_tensor: OverrideTensorOpt = None,
+    swa_full: SwaFullOpt = False,
+    parallel: ParallelOpt = None,
+    kv_unified: KvUnifiedOpt = None,
+    no_mmap: NoMmapOpt = False,
 ) -> None:
     """Bytes of the weights and of the KV cache for a batch of sequences at a context.
 
@@ -113,9 +143,49 @@ def memory(
     K and V beside it; SSM layers (Mamba, hybrids) keep a fixed state per sequence beside it. GiB
     in the table, exact bytes in --json. Several models print side by side; without MODEL, one row
     per bundled model.
+
+    --engine llama.cpp: the buffers llama.cpp itself allocates for a GGUF under its own flags
+    (model, KV K and V, recurrent state; per device), held to the engine (llama-cpp-python 0.3.36).
     """
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
+    given = {name for name, value in (
+        ("batch", None if batch == "1" else batch), ("kv_dtype", kv_dtype), ("ctx_size", ctx_size),
+        ("batch_size", batch_size), ("ubatch_size", ubatch_size), ("cache_type_k", cache_type_k),
+        ("cache_type_v", cache_type_v), ("flash_attn", flash_attn), ("n_gpu_layers", n_gpu_layers),
+        ("n_cpu_moe", n_cpu_moe or None), ("override_tensor", override_tensor),
+        ("swa_full", swa_full or None), ("parallel", parallel), ("kv_unified", kv_unified),
+        ("no_mmap", no_mmap or None)) if value is not None}
+    engine_flags = {"ctx_size", "batch_size", "ubatch_size", "cache_type_k", "cache_type_v",
+                    "flash_attn", "n_gpu_layers", "n_cpu_moe", "override_tensor", "swa_full",
+                    "parallel", "kv_unified", "no_mmap"}
+    if engine is not None:
+        from llmcalc.choices import EngineName, parse_engine
+
+        chosen = parse_engine(engine)
+        if chosen.name is EngineName.llama_cpp:
+            from llmcalc.cli._llamacpp import engine_params
+
+            if "batch" in given:
+                raise UsageError("--batch: with --engine llama.cpp, sequences are --parallel N")
+            if "kv_dtype" in given:
+                raise UsageError("--kv-dtype: with --engine llama.cpp, the cache types are "
+                                 "--cache-type-k and --cache-type-v")
+            params = engine_params(
+                ctx=ctx, ctx_size=ctx_size, batch_size=batch_size,
+                ubatch_size=ubatch_size, cache_type_k=cache_type_k, cache_type_v=cache_type_v,
+                flash_attn=flash_attn, n_gpu_layers=n_gpu_layers, swa_full=swa_full,
+                parallel=parallel, kv_unified=kv_unified, no_mmap=no_mmap)
+            if not models:
+                raise UsageError("--engine llama.cpp needs a MODEL (a GGUF file)")
+            one_model(models, "--engine llama.cpp")
+            _llama_cpp(models[0], params, chosen.version, n_cpu_moe, override_tensor or [], how)
+            return
+        raise UsageError(f"--engine {chosen}: memory follows llama.cpp's rules only "
+                         "(--engine llama.cpp)")
+    if given & engine_flags:
+        flags = ", ".join("--" + f.replace("_", "-") for f in sorted(given & engine_flags))
+        raise UsageError(f"{flags}: llama.cpp's flags go with --engine llama.cpp")
     if not models:
         if explain or set_ or family:
             raise UsageError("--explain, --set and --family need a MODEL")
@@ -206,3 +276,27 @@ def with_images(spec: ModelSpec, images: int) -> int:
     if not per_image:
         raise UsageError(f"--images {images}: {spec.name} takes no images")
     return images * per_image
+
+
+def _llama_cpp(model: str, params: Any, version: str | None, n_cpu_moe: int,
+               override_tensor: list[str], how: Format) -> None:
+    """memory --engine llama.cpp: a GGUF file's buffers in llama.cpp, per device."""
+    from llmcalc.inputs.gguf_file import is_gguf_path, read_header
+    from llmcalc.planning.engines import llama_cpp as engine
+    from llmcalc.render.llama_cpp import plan_json, plan_view
+
+    if version is not None and version != engine.VERSION:
+        raise UsageError(f"--engine llama.cpp=={version}: llmcalc follows llama-cpp-python "
+                         f"{engine.VERSION}'s llama.cpp only")
+    path = Path(model)
+    if not is_gguf_path(path) or not path.is_file():
+        raise UsageError(f"{model}: --engine llama.cpp reads a local GGUF file (an HF config with "
+                         "a GGUF quant type is not modelled for this engine yet)")
+    header = read_header(path)
+    plan = engine.plan(header, params, n_cpu_moe=n_cpu_moe, override_tensor=override_tensor)
+    if how is Format.json:
+        print_json(plan_json(plan))
+    elif how is Format.table:
+        show(plan_view(model, plan))
+    else:
+        raise UsageError(f"--format {how.value}: memory --engine llama.cpp prints a table or JSON")

@@ -46,6 +46,7 @@ class GgufTensor:
     shape: tuple[int, ...]
     elements: int
     nbytes: int
+    offset: int = 0  # the data's offset from the start of the tensor data section
 
 
 @dataclass(frozen=True)
@@ -209,9 +210,10 @@ def _metadata(reader: Any, gguf: Any) -> dict[str, Any]:
             out[name] = bytes(f.parts[-1]).decode("utf-8", errors="replace")
         elif types[0] == value_type.ARRAY:
             itype = types[1] if len(types) > 1 else value_type.UINT8
-            length = int(f.parts[1][0])
+            # parts: key length, key, value type, then the array's item type, length, values
+            length = int(f.parts[4][0])
             if itype != value_type.STRING and length <= MAX_KEPT_ARRAY:
-                out[name] = [_scalar(v) for v in f.parts[2]]
+                out[name] = [_scalar(v) for v in f.parts[5]]
             else:
                 out[name] = ArrayInfo(itype.name.lower(), length)
         else:
@@ -225,7 +227,7 @@ def _tensors(reader: Any, gguf: Any) -> tuple[GgufTensor, ...]:
     seen: set[str] = set()
     out = []
     for f in reader.tensor_infos:
-        _len, name_data, _n_dims, dims, raw_dtype, _offset = f.parts
+        _len, name_data, _n_dims, dims, raw_dtype, offset = f.parts
         name = bytes(name_data).decode("utf-8", errors="replace")
         if name in seen:
             raise ValueError(f"tensor {shown(name)} is listed twice")
@@ -242,7 +244,8 @@ def _tensors(reader: Any, gguf: Any) -> tuple[GgufTensor, ...]:
         if shape and shape[0] % block:
             raise ValueError(f"tensor {shown(name)}: rows of {shape[0]} are not whole "
                              f"{kind.name} blocks of {block}")
-        out.append(GgufTensor(name, kind.name, shape, elements, elements // block * block_bytes))
+        out.append(GgufTensor(name, kind.name, shape, elements, elements // block * block_bytes,
+                              int(offset[0])))
     return tuple(out)
 
 

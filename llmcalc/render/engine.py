@@ -61,7 +61,8 @@ def engine_view(spec: ModelSpec, b: EngineBudget, *, accelerator: Accelerator) -
     t.add_row(Text("KV cache" + (" (from --kv-memory)" if b.from_log else ""), style="bold"),
               Text(gib(b.kv_cache_bytes), style="bold"))
     t.add_row("KV bytes per token", n(b.bytes_per_token))
-    t.add_row(f"KV cache tokens (blocks of {b.block_tokens})", n(b.kv_cache_tokens))
+    t.add_row(f"KV cache tokens ({b.tokens_rule or f'blocks of {b.block_tokens}'})",
+              n(b.kv_cache_tokens))
     t.add_row(f"max concurrency at {n(b.max_model_len)} tokens", f"{b.max_concurrency:.2f}x")
     lines: list[Text | Any] = [heading(spec.name, settings), t]
     if b.refusal is not None:

@@ -94,6 +94,10 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(bundled.paths()[0], tmp_path / "models")
     shutil.copy(bundled.paths()[0], tmp_path / "my-model.yaml")
     (tmp_path / "configs").symlink_to(REPO / "configs")
+    from helpers import tiny_gguf  # the GGUFs of memory --engine llama.cpp's examples
+
+    tiny_gguf.write(tmp_path / "model.gguf", "llama")
+    tiny_gguf.write(tmp_path / "mixtral.gguf", "llama", n_expert=4, n_layer=9)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

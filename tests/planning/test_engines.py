@@ -28,6 +28,7 @@ PREDICTED = {
     "vllm-v0-4090x2-qwen14b-131k": 84064,
     "vllm-v1-h100x4-qwen3-235b-fp8": 305680,
     "sglang-h100x4-qwen3-235b-fp8": 368554,
+    "vllm-v1-a5000-qwen3-8b-16k": 45696,
 }
 
 
@@ -54,9 +55,27 @@ def test_errors_over_the_logs() -> None:
     assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0031
 
 
+def test_docs_state_each_error_and_the_summary() -> None:
+    """docs/serving-engines.md's table gives each log's count and signed error, and the median
+    and the share off by more than 10% as computed here."""
+    doc = (Path(__file__).parents[2] / "docs" / "serving-engines.md").read_text()
+    signed = {i: (p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
+    for i, e in signed.items():
+        row = f"| {BY_ID[i]['tokens']:,} | {PREDICTED[i]:,}"
+        assert row in doc, i
+        assert f"{row}{' (refused)' if BY_ID[i].get('refused') else ''} | " \
+               f"{'+' if e >= 0 else '−'}{abs(e):.1%} |" in doc, i
+    median = statistics.median(abs(e) for e in signed.values())
+    over = sum(abs(e) > 0.10 for e in signed.values())
+    assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
+           f"({over / len(signed):.0%}) off by more than 10%" in doc
+    assert (round(median, 4), over) == (0.031, 1)
+
+
 EXACT = ["vllm-v0-3090-llama31-8b-20k", "vllm-v0-3090-llama31-8b-29k",
          "vllm-v0-a10-llama31-8b-131k", "sglang-h100x4-qwen3-235b-fp8",
-         "trtllm-a4000-qwen25-coder-05b-kvmem"]
+         "trtllm-a4000-qwen25-coder-05b-kvmem", "vllm-v1-a5000-qwen3-8b-16k",
+         "vllm-v1-5090-qwen36-35b-hybrid-a", "vllm-v1-5090-qwen36-35b-hybrid-b"]
 
 
 @pytest.mark.parametrize("log_id", EXACT)
@@ -175,6 +194,29 @@ def test_kv_heads_replicated_past_tp() -> None:
 
 
 def test_hybrid_model_refused(cli: Any) -> None:
-    r = cli("fit", "qwen3-next-80b-a3b", "--engine", "vllm", "--gpu", "h100", "--tp", "4")
+    """Mamba-2 hybrids are refused (only gated-delta hybrids follow vLLM's hybrid allocator)."""
+    r = cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100", "--tp", "4")
     assert r.code == 2
     assert "keeps recurrent state beside its KV cache" in r.stderr
+
+
+def test_vllm_hybrid_layout_from_the_logs(cli: Any) -> None:
+    """Qwen3.6-35B-A3B (10 attention layers of 2 fp8 KV heads × 256, 30 gated-delta layers with
+    float32 state): the state page is 3 × 8,192 × 2 + 32 × 128 × 128 × 4 = 2,146,304 bytes, the
+    attention block 16 × cdiv(2,146,304, 16 × 1,024) = 2,096 tokens; groups of 10 layers, so
+    6.01 GiB holds 6.01 GiB // 2,146,304 // 10 = 300 blocks; one 131,072-token request holds
+    cdiv(131,072, 2,096) + 3 × 2 = 69 of them: 300 / 69 × 131,072 = 569,878 (club-3090#652)."""
+    row = BY_ID["vllm-v1-5090-qwen36-35b-hybrid-a"]
+    out = json.loads(cli(*_args(row, "--kv-memory", "6.01GiB")).stdout)
+    assert (out["block_tokens"], out["kv_cache_tokens"], out["max_concurrency"]) == \
+        (2096, 569878, 4.3478)
+    assert "--block-size 16" in out["command"]
+
+
+def test_vllm_hybrid_table_says_how_tokens_are_counted(cli: Any) -> None:
+    row = BY_ID["vllm-v1-5090-qwen36-35b-hybrid-b"]
+    r = cli("fit", row["model"], "--engine", row["engine"], "--gpu", row["gpu"], *row["flags"],
+            "--kv-memory", "5.98GiB")
+    assert r.code == 0
+    assert "KV cache tokens (concurrency × max_model_len, blocks of 2096)" in r.stdout
+    assert "567,978" in r.stdout

@@ -51,6 +51,8 @@ class EngineBudget:
     command: str = ""
     refusal: str | None = None
     from_log: bool = False  # kv_cache_bytes came from --kv-memory
+    # how kv_cache_tokens is counted where not whole blocks (vLLM's hybrids: concurrency × length)
+    tokens_rule: str = ""
 
 
 def budget_adds_up(b: EngineBudget) -> bool:

@@ -15,6 +15,9 @@ and the cache (vllm/v1/core/kv_cache_utils.py ``get_num_blocks``, ``_report_kv_c
     num_blocks = available_kv // page // num_layers;  tokens = num_blocks × block_size
     max_concurrency = num_blocks / cdiv(max_model_len, block_size)
 
+Hybrid models whose recurrent layers are gated-delta (Qwen3-Next, Qwen3.5/3.6) follow V1's hybrid
+allocator (``hybrid_layout`` below); other hybrids are refused in one line.
+
 V0 (vllm/worker/worker.py ``Worker.determine_num_available_blocks``): the same budget, blocks of
 block_size × (all layers' K and V) bytes, ``num_gpu_blocks = int(available // cache_block_size)``.
 The activation peak, the non-torch memory and the CUDA graphs are measured at start-up by the
@@ -24,7 +27,7 @@ below, each with the log it comes from)."""
 from __future__ import annotations
 
 from llmcalc.formulas.quant import WeightFormat
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import GATED_DELTA, ModelSpec
 from llmcalc.planning.engines.budget import (
     EngineBudget,
     cuda_memory,
@@ -72,6 +75,45 @@ NON_TORCH_TP = int(1.5 * GiB)
 CUDA_GRAPHS = 1 * GiB
 
 
+# vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config:
+# the attention block grows in steps of the kernel's alignment (16 tokens) until its page holds
+# the mamba state page, and the mamba page is padded to the attention page
+HYBRID_BLOCK_ALIGN = 16
+# vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes: with prefix caching (V1's
+# default; mamba_cache_mode "align") a request holds 2 state pages per mamba group, else 1
+MAMBA_PAGES_PER_REQUEST = 2
+
+
+def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int
+                  ) -> tuple[int, int, int, int, int]:
+    """(block_size, page bytes, group_size, attention groups, mamba groups) for a gated-delta
+    hybrid in vLLM V1: the state page of one layer on one rank
+    is the conv state, (kernel − 1) × conv_dim/tp at the model's bf16, plus the temporal state,
+    v_heads/tp × d_k × d_v at float32 where the config sets mamba_ssm_dtype float32 (Qwen3.5's
+    config override), else bf16 (vllm/model_executor/layers/mamba/mamba_utils.py
+    ``MambaStateShapeCalculator.gated_delta_net_state_shape``, ``MambaStateDtypeCalculator``).
+    Layers are grouped by type into groups of the smallest type's layer count
+    (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``: the largest
+    where the largest is under 1.25 × the smallest; a type's last group padded)."""
+    mixers = [g for g in spec.layer_groups if g.mixer is not None]
+    m = mixers[0].mixer
+    assert m is not None
+    text = spec.config.get("text_config")
+    cfg = text if isinstance(text, dict) else spec.config
+    ssm_bytes = 4 if cfg.get("mamba_ssm_dtype") == "float32" else 2
+    state = ((m.conv_kernel - 1) * (m.conv_dim // tp) * 2
+             + (m.heads // tp) * m.head_dim * m.state_size * ssm_bytes)
+    align = HYBRID_BLOCK_ALIGN
+    block = align * -(-state // (align * per_token_layer))
+    attention = kv_layers(spec)
+    recurrent = sum(g.cached_runs for g in mixers)
+    group = min(attention, recurrent)
+    if max(attention, recurrent) < group * 1.25:
+        group = max(attention, recurrent)
+    return (block, block * per_token_layer, group, -(-attention // group),
+            -(-recurrent // group))
+
+
 def version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in (version or VERSION).split("."))
 
@@ -99,9 +141,12 @@ def plan(
     kv_memory: int | None = None,
 ) -> EngineBudget:
     """vLLM's budget on one GPU of ``accelerator`` with these settings (None: vLLM's default)."""
-    not_modelled(spec, "vllm")
     ver = version_tuple(version)
     v1 = ver >= V1_FROM
+    mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
+    hybrid = v1 and mixers == {GATED_DELTA} and kv_layers(spec) > 0
+    if not hybrid:
+        not_modelled(spec, "vllm")
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
                     else DEFAULT_UTILIZATION, "--gpu-memory-utilization")
     block = block_size or DEFAULT_BLOCK_SIZE
@@ -128,12 +173,23 @@ def plan(
         terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS
     per_token = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
     layers = kv_layers(spec)
-    page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
+    attention_groups, mamba_groups = 1, 0
+    if hybrid:
+        block, page, layers, attention_groups, mamba_groups = hybrid_layout(spec, tp=tp,
+                                                          per_token_layer=per_token // layers)
+    else:
+        page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
     available = kv_memory if kv_memory is not None else requested - sum(terms.values())
     blocks = max(available, 0) // page // (layers if v1 else 1)
     tokens = blocks * block
-    per_request = -(-model_len // block)
+    # kv_cache_utils.get_max_concurrency_for_kv_cache_config: the blocks one request holds, its
+    # attention pages plus each mamba group's state pages; a hybrid's logged token count is
+    # _report_kv_cache_config's int(max_concurrency × max_model_len)
+    per_request = (attention_groups * -(-model_len // block)
+                   + mamba_groups * MAMBA_PAGES_PER_REQUEST)
     concurrency = blocks / per_request if v1 else tokens / model_len
+    if hybrid:
+        tokens = int(concurrency * model_len)
     refusal = None
     if available <= 0:
         refusal = ("No available memory for the cache blocks. Try increasing "
@@ -153,7 +209,8 @@ def plan(
     settings: dict[str, object] = {
         "tensor_parallel_size": tp, "gpu_memory_utilization": float(util),
         "max_model_len": model_len, "max_num_seqs": seqs, "max_num_batched_tokens": batched,
-        "block_size": block, "enforce_eager": enforce_eager,
+        "block_size": block_size or DEFAULT_BLOCK_SIZE if hybrid else block,
+        "enforce_eager": enforce_eager,
     }
     return EngineBudget(
         engine="vllm", version=".".join(map(str, ver)), cuda_memory_bytes=total,
@@ -162,6 +219,7 @@ def plan(
         max_model_len=model_len, max_concurrency=concurrency, settings=settings,
         command=command(spec, settings, kv_dtype=kv_dtype, dtype=dtype),
         refusal=refusal, from_log=kv_memory is not None,
+        tokens_rule=(f"concurrency × max_model_len, blocks of {block}" if hybrid else ""),
     )
 
 

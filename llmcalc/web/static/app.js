@@ -714,9 +714,9 @@ function drawEngines() {
     if (r.commands[key]) commands.push(r.commands[key]);
     rows.push([r.label, e.engine, String(e.kv_cache_bytes), String(e.kv_cache_tokens), String(e.max_concurrency), String(e.starts)]);
     html += `<tr data-model="${i}" data-engine="${e.engine}"><th scope="row" style="color:${COLORS[i]}">${esc(r.label)}</th><td>${name} ${esc(e.engine_version)}</td>` +
-      `<td class="n">${gib(e.cuda_memory_bytes)}</td><td class="n" data-key="kv_cache_bytes">${valued(e.kv_cache_bytes, gib(e.kv_cache_bytes))}</td>` +
+      `<td class="n">${size(e.cuda_memory_bytes)}</td><td class="n" data-key="kv_cache_bytes">${valued(e.kv_cache_bytes, size(e.kv_cache_bytes))}</td>` +
       `<td class="n" data-key="kv_cache_tokens">${valued(e.kv_cache_tokens, num(e.kv_cache_tokens))}</td><td class="n" data-key="max_concurrency">${e.max_concurrency.toFixed(2)}×</td>` +
-      `<td>${e.starts ? "yes" : "no: " + esc(e.refusal)}</td></tr>`;
+      `<td class="why">${e.starts ? "yes" : "no: " + esc(e.refusal)}</td></tr>`;
   }
   $("engines-table").innerHTML = found.length ? html + "</tbody>" : "";
   exportBar("engines", "engines", toJSON(found), csv(rows), commands);

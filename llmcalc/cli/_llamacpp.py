@@ -1,0 +1,104 @@
+"""llama.cpp's own flags (under llama-server's long names), shared by the commands that take
+``--engine llama.cpp``, and the one step that turns them into the engine's parameters."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Optional
+
+import typer
+
+from llmcalc.errors import UsageError
+
+CtxSizeOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--ctx-size", metavar="N", help="With --engine llama.cpp: as --ctx, llama.cpp's "
+                 "total n_ctx shared by --parallel sequences (0: the model's training context, "
+                 "llama-server's default; --ctx's default 4k applies otherwise).",
+                 show_default=False),
+]
+BatchSizeOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--batch-size", metavar="N", help="llama.cpp's logical batch (default 2048).",
+                 show_default=False),
+]
+UbatchSizeOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--ubatch-size", metavar="N", help="llama.cpp's physical batch (default 512).",
+                 show_default=False),
+]
+CacheTypeKOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--cache-type-k", metavar="TYPE", help="llama.cpp's K cache type: f32, f16, "
+                 "bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (default f16).", show_default=False),
+]
+CacheTypeVOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--cache-type-v", metavar="TYPE", help="llama.cpp's V cache type (default f16; "
+                 "a quantized one needs flash attention).", show_default=False),
+]
+FlashAttnOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--flash-attn", metavar="on|off|auto", help="llama.cpp's flash attention "
+                 "(default auto: on for the CPU backend).", show_default=False),
+]
+NGpuLayersOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="llama.cpp's -ngl: the "
+                 "output layer counts as one and goes first, the token embedding stays on the CPU "
+                 "(default 0 here: llama-server's auto fits the free GPU memory, see fit).",
+                 show_default=False),
+]
+NCpuMoeOpt = Annotated[
+    int, typer.Option("--n-cpu-moe", metavar="N", help="Keep the experts of the first N layers "
+                      "on the CPU (llama.cpp).")
+]
+OverrideTensorOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045
+    typer.Option("--override-tensor", metavar="PATTERN=BUFT", help="llama.cpp's -ot: tensors "
+                 "whose name matches the regex go to that buffer type (CPU keeps them in RAM).",
+                 show_default=False),
+]
+SwaFullOpt = Annotated[
+    bool, typer.Option("--swa-full", help="llama.cpp: a full-size cache for sliding-window layers.")
+]
+ParallelOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--parallel", metavar="N", help="llama.cpp's sequences (server slots; default as "
+                 "llama-server's auto: 4 with a unified KV cache).", show_default=False),
+]
+KvUnifiedOpt = Annotated[
+    Optional[bool],  # noqa: UP045
+    typer.Option("--kv-unified/--no-kv-unified", help="llama.cpp: one KV buffer shared by all "
+                 "sequences.", show_default=False),
+]
+NoMmapOpt = Annotated[
+    bool, typer.Option("--no-mmap", help="llama.cpp: read the weights into a buffer instead of "
+                       "mapping the file.")
+]
+
+
+def engine_params(*, ctx: str, ctx_size: str | None, batch_size: int | None,
+                  ubatch_size: int | None, cache_type_k: str | None, cache_type_v: str | None,
+                  flash_attn: str | None, n_gpu_layers: int | None, swa_full: bool,
+                  parallel: int | None, kv_unified: bool | None, no_mmap: bool) -> Any:
+    """llama.cpp's parameters: unset flags take llama-server's defaults (common/common.h
+    common_params; tools/server/server.cpp: main — --parallel auto is 4 with kv_unified)."""
+    from llmcalc.planning.engines.llama_cpp import Params
+    from llmcalc.units import parse_context
+
+    if ctx_size is not None and ctx != "4k":
+        raise UsageError("--ctx and --ctx-size are the same flag: give one")
+    if ctx_size is not None and ctx_size.strip() == "0":
+        n_ctx = 0
+    elif ctx_size is not None:
+        n_ctx = parse_context(ctx_size, option="--ctx-size")
+    else:
+        n_ctx = parse_context(ctx, option="--ctx")
+    n_parallel = 4 if parallel is None else parallel
+    unified = (parallel is None) if kv_unified is None else kv_unified
+    return Params(n_ctx=n_ctx, n_batch=2048 if batch_size is None else batch_size,
+                  n_ubatch=512 if ubatch_size is None else ubatch_size,
+                  type_k=(cache_type_k or "f16").lower(), type_v=(cache_type_v or "f16").lower(),
+                  flash_attn=(flash_attn or "auto").lower(),
+                  n_gpu_layers=0 if n_gpu_layers is None else n_gpu_layers, swa_full=swa_full,
+                  n_parallel=n_parallel, kv_unified=unified, mmap=not no_mmap)

@@ -1,0 +1,483 @@
+"""llama.cpp's own rules: the buffers it allocates for a GGUF (model, KV K/V, recurrent state) and
+where it places them, read from llama-cpp-python 0.3.36's ``vendor/llama.cpp`` (cited below as
+``src/<file>: <function>``). Pure: a GGUF header and the engine's parameters in, bytes out.
+
+The compute buffer (the graph's scratch, ``sched_reserve``) is not modelled here: it is reported as
+unknown (None), never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llmcalc.errors import UsageError
+from llmcalc.inputs.gguf_file import GgufHeader
+
+VERSION = "0.3.36"  # llama-cpp-python; its vendor/llama.cpp is the source cited below
+
+# common/arg.cpp: kv_cache_types — the cache types -ctk/-ctv accept
+CACHE_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+FLASH_ATTN = ("on", "off", "auto")
+# ggml/src/ggml-cpu/ggml-cpu.c: the CPU buffer type's alignment (TENSOR_ALIGNMENT)
+CPU_ALIGNMENT = 32
+
+
+@dataclass(frozen=True)
+class Params:
+    """llama-server's flags that size the buffers; defaults as common/common.h sets them."""
+
+    n_ctx: int = 4096
+    n_batch: int = 2048
+    n_ubatch: int = 512
+    type_k: str = "f16"
+    type_v: str = "f16"
+    flash_attn: str = "auto"
+    n_gpu_layers: int = 0
+    swa_full: bool = False
+    n_parallel: int = 1
+    kv_unified: bool = False
+    mmap: bool = True
+
+
+@dataclass(frozen=True)
+class Hparams:
+    """What llama.cpp's load_hparams reads from a GGUF's metadata, per layer where it varies."""
+
+    arch: str
+    n_layer: int
+    n_embd: int
+    n_head: tuple[int, ...]
+    n_head_kv: tuple[int, ...]
+    head_k: int
+    head_v: int
+    n_swa: int
+    is_swa: tuple[bool, ...]
+    is_recr: tuple[bool, ...]
+    n_embd_r: int
+    n_embd_s: int
+
+
+def _per_layer(meta: Mapping[str, Any], key: str, n_layer: int, default: int,
+               label: str) -> tuple[int, ...]:
+    # src/llama-model-loader.cpp: get_key_or_arr — a scalar or one value per layer
+    value = meta.get(key, default)
+    if isinstance(value, list):
+        if len(value) != n_layer:
+            raise UsageError(f"{label}: GGUF metadata {key}: {len(value)} values for "
+                             f"{n_layer} layers")
+        return tuple(int(v) for v in value)
+    return (int(value),) * n_layer
+
+
+def _swa_pattern(n_layer: int, n_pattern: int, dense_first: bool = False) -> tuple[bool, ...]:
+    # src/llama-hparams.cpp: llama_hparams::set_swa_pattern
+    if dense_first:
+        return tuple(n_pattern == 0 or il % n_pattern != 0 for il in range(n_layer))
+    return tuple(n_pattern == 0 or il % n_pattern < n_pattern - 1 for il in range(n_layer))
+
+
+RECURRENT = ("mamba",)  # src/llama-arch.cpp: llm_arch_is_recurrent (the ones counted here)
+SUPPORTED = ("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "phi3", "gemma2", "gemma3",
+             "lfm2", "mamba")
+
+
+def hparams(header: GgufHeader) -> Hparams:
+    """The hyperparameters that size llama.cpp's caches, from the GGUF's metadata."""
+    meta = header.metadata
+    arch = header.architecture
+    if arch not in SUPPORTED:
+        raise UsageError(f"{header.label}: general.architecture {arch!r} is not one llmcalc "
+                         f"follows llama.cpp for ({', '.join(SUPPORTED)})")
+
+    def key(name: str) -> str:
+        return f"{arch}.{name}"
+
+    if key("block_count") not in meta or key("embedding_length") not in meta:
+        raise UsageError(f"{header.label}: GGUF metadata {key('block_count')} or "
+                         f"{key('embedding_length')} is missing")
+    n_layer = int(meta[key("block_count")])
+    n_embd = int(meta[key("embedding_length")])
+    recurrent = arch in RECURRENT
+    # src/llama-model.cpp: llama_model::load_hparams — head counts default to 0 for recurrent models
+    n_head = _per_layer(meta, key("attention.head_count"), n_layer, 0 if recurrent else 1,
+                        header.label)
+    n_head_kv = _per_layer(meta, key("attention.head_count_kv"), n_layer, n_head[0],
+                           header.label)
+    n_head_kv = tuple(kv if key("attention.head_count_kv") in meta else h
+                      for kv, h in zip(n_head_kv, n_head, strict=True))
+    # the head size: n_embd / n_head unless key_length / value_length say otherwise
+    base = n_embd // n_head[0] if n_head[0] else 0
+    head_k = int(meta.get(key("attention.key_length"), base))
+    head_v = int(meta.get(key("attention.value_length"), base))
+    n_swa = int(meta.get(key("attention.sliding_window"), 0))
+    is_swa: tuple[bool, ...] = (False,) * n_layer
+    pattern = meta.get(key("attention.sliding_window_pattern"))
+    if arch == "gemma2":  # src/models/gemma2.cpp: load_arch_hparams (n_swa 4096, pattern 2)
+        n_swa = n_swa or 4096
+        is_swa = _swa_layers(pattern, n_layer, 2)
+    elif arch == "gemma3" and n_swa > 0:  # src/models/gemma3.cpp: load_arch_hparams (pattern 6)
+        is_swa = _swa_layers(pattern, n_layer, 6)
+    elif arch == "phi3":  # src/models/phi3.cpp: load_arch_hparams — Phi's SWA is disabled
+        n_swa = 0
+    elif arch not in ("gemma3", "lfm2"):
+        n_swa = 0  # the other architectures counted here read no sliding window
+    is_recr: tuple[bool, ...] = (recurrent,) * n_layer
+    n_embd_r = n_embd_s = 0
+    if arch == "lfm2":
+        # src/models/lfm2.cpp: load_arch_hparams — a layer without KV heads is a short conv;
+        # src/llama-hparams.cpp: n_embd_r = n_embd × (L_cache − 1), n_embd_s = 0
+        is_recr = tuple(kv == 0 for kv in n_head_kv)
+        if n_swa > 0:  # every attention layer slides
+            is_swa = tuple(not r for r in is_recr)
+        l_cache = int(meta.get(key("shortconv.l_cache"), 0))
+        n_embd_r = n_embd * (l_cache - 1)
+    elif recurrent:
+        # src/llama-hparams.cpp: n_embd_r = (d_conv − 1)(d_inner + 2·n_group·d_state),
+        # n_embd_s = d_state × d_inner
+        d_conv = int(meta.get(key("ssm.conv_kernel"), 0))
+        d_inner = int(meta.get(key("ssm.inner_size"), 0))
+        d_state = int(meta.get(key("ssm.state_size"), 0))
+        n_group = int(meta.get(key("ssm.group_count"), 0))
+        n_embd_r = (d_conv - 1 if d_conv > 0 else 0) * (d_inner + 2 * n_group * d_state)
+        n_embd_s = d_state * d_inner
+    return Hparams(arch, n_layer, n_embd, n_head, n_head_kv, head_k, head_v, n_swa, is_swa,
+                   is_recr, n_embd_r, n_embd_s)
+
+
+def _swa_layers(pattern: Any, n_layer: int, default: int) -> tuple[bool, ...]:
+    # src/llama-model.cpp: llama_model_base::load_swa_pattern — an array of flags, or a period
+    if isinstance(pattern, list):
+        return tuple(bool(v) for v in pattern)
+    return _swa_pattern(n_layer, int(pattern) if pattern is not None else default)
+
+
+def _pad(x: int, n: int) -> int:
+    return (x + n - 1) // n * n  # ggml.h: GGML_PAD
+
+
+def row_bytes(type_name: str, n: int) -> int:
+    """ggml_row_size: bytes of n elements of a ggml type (whole blocks)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    block, block_bytes = GGML_QUANT_SIZES[GGMLQuantizationType[type_name.upper()]]
+    if n % block:
+        raise UsageError(f"a row of {n} is not whole {type_name} blocks of {block}")
+    return n // block * block_bytes
+
+
+def _is_quantized(type_name: str) -> bool:
+    return type_name not in ("f32", "f16", "bf16")
+
+
+@dataclass(frozen=True)
+class Context:
+    """The context the engine settles on (src/llama-context.cpp: llama_context::llama_context)."""
+
+    n_ctx: int
+    n_ctx_seq: int
+    n_seq: int
+    n_stream: int
+    n_batch: int
+    n_ubatch: int
+    flash_attn: bool
+
+
+def context(p: Params, *, n_ctx_train: int) -> Context:
+    """n_ctx padded to 256; without --kv-unified each of --parallel sequences gets n_ctx / n_seq,
+    padded to 256, and n_ctx becomes their sum; n_batch ≤ n_ctx, n_ubatch ≤ n_batch."""
+    for name, value in (("--batch-size", p.n_batch), ("--ubatch-size", p.n_ubatch),
+                        ("--parallel", p.n_parallel)):
+        if value < 1:
+            raise UsageError(f"{name} {value}: at least 1")
+    if p.type_k not in CACHE_TYPES or p.type_v not in CACHE_TYPES:
+        bad = p.type_k if p.type_k not in CACHE_TYPES else p.type_v
+        raise UsageError(f"cache type {bad!r}: llama.cpp takes {', '.join(CACHE_TYPES)}")
+    if p.flash_attn not in FLASH_ATTN:
+        raise UsageError(f"--flash-attn {p.flash_attn!r}: on, off or auto")
+    # src/llama-context.cpp: llama_init_from_model — a quantized V cache needs flash attention
+    if _is_quantized(p.type_v) and p.flash_attn == "off":
+        raise UsageError(f"--cache-type-v {p.type_v}: llama.cpp refuses a quantized V cache "
+                         "without flash attention (--flash-attn on or auto)")
+    n_ctx = _pad(p.n_ctx if p.n_ctx > 0 else n_ctx_train, 256)
+    n_seq = p.n_parallel
+    if p.kv_unified:
+        n_ctx_seq = n_ctx
+    else:
+        n_ctx_seq = _pad(n_ctx // n_seq, 256)
+        n_ctx = n_ctx_seq * n_seq
+    n_batch = min(n_ctx, p.n_batch)  # causal attention
+    n_ubatch = min(n_batch, p.n_ubatch)
+    # flash attention "auto" resolves to on for the CPU backend (it supports FLASH_ATTN_EXT)
+    return Context(n_ctx, n_ctx_seq, n_seq, 1 if p.kv_unified else n_seq, n_batch, n_ubatch,
+                   p.flash_attn != "off")
+
+
+@dataclass(frozen=True)
+class Cache:
+    """One KV cache (the full one, or the sliding-window one): cells and per-layer bytes."""
+
+    name: str
+    cells: int
+    layers: tuple[int, ...]
+    k_bytes: int
+    v_bytes: int
+    per_layer: tuple[tuple[int, int], ...] = ()  # (K, V) bytes of each of ``layers``
+
+
+def kv_caches(hp: Hparams, p: Params, ctx: Context) -> list[Cache]:
+    """src/llama-kv-cache.cpp: llama_kv_cache::llama_kv_cache — per attention layer a K tensor
+    [n_embd_k_gqa, kv_size, n_stream] and a V tensor [n_embd_v_gqa, kv_size, n_stream];
+    src/llama-kv-cache-iswa.cpp: llama_kv_cache_iswa — the SWA layers' cache holds
+    pad256(min(n_ctx_seq, n_swa × (unified ? n_seq : 1) + n_ubatch)) cells unless --swa-full."""
+    attn = [il for il in range(hp.n_layer) if not hp.is_recr[il] and hp.n_head_kv[il] > 0]
+    if not attn:  # a recurrent model (mamba) has no KV cache at all
+        return []
+    swa = [il for il in attn if hp.is_swa[il]]
+    full = [il for il in attn if not hp.is_swa[il]]
+    size_swa = _pad(min(ctx.n_ctx_seq, hp.n_swa * (ctx.n_seq if p.kv_unified else 1)
+                        + ctx.n_ubatch), 256)
+    if p.swa_full:
+        size_swa = ctx.n_ctx_seq
+    groups = [("full", full, ctx.n_ctx_seq)]
+    if swa:
+        groups.append(("swa", swa, size_swa))
+    out = []
+    v_trans = not ctx.flash_attn
+    v_max = max((hp.n_head_kv[il] * hp.head_v for il in attn), default=0)
+    for name, layers, cells in groups:
+        per_layer = []
+        for il in layers:
+            n_k = hp.n_head_kv[il] * hp.head_k
+            # [TAG_V_CACHE_VARIABLE]: a transposed V is as wide as the widest layer's
+            n_v = v_max if v_trans else hp.n_head_kv[il] * hp.head_v
+            per_layer.append((row_bytes(p.type_k, n_k) * cells * ctx.n_stream,
+                              row_bytes(p.type_v, n_v) * cells * ctx.n_stream))
+        out.append(Cache(name, cells, tuple(layers), sum(k for k, _ in per_layer),
+                         sum(v for _, v in per_layer), tuple(per_layer)))
+    return out
+
+
+def recurrent_bytes(hp: Hparams, ctx: Context) -> int:
+    """src/llama-memory-recurrent.cpp: llama_memory_recurrent — per recurrent layer R [n_embd_r,
+    mem_size] and S [n_embd_s, mem_size], f32, mem_size = max(1, n_seq_max)."""
+    rows = max(1, ctx.n_seq)
+    return sum(4 * (hp.n_embd_r + hp.n_embd_s) * rows for il in range(hp.n_layer)
+               if hp.is_recr[il])
+
+
+def model_buffer_bytes(header: GgufHeader, *, mmap: bool) -> int:
+    """The CPU model buffer. With mmap: the file's byte range from the first tensor's data to the
+    last one's end (src/llama-model.cpp: load_tensors, llama_model_loader::get_mapping_range);
+    without: each tensor in its own aligned slot of one buffer
+    (ggml-alloc.c: ggml_backend_alloc_ctx_tensors_from_buft); a tied output (TENSOR_DUPLICATED)
+    shares token_embd's data on the CPU, no second copy (held to the engine in tests). Repacked layouts (CPU_REPACK) are
+    not modelled: this is the layout without repacking."""
+    if not header.tensors:
+        return 0
+    if mmap:
+        first = min(t.offset for t in header.tensors)
+        last = max(t.offset + t.nbytes for t in header.tensors)
+        return last - first
+    return sum(_pad(t.nbytes, CPU_ALIGNMENT) for t in header.tensors)
+
+
+def gpu_layer_start(n_layer: int, n_gpu_layers: int) -> int:
+    """src/llama-model.cpp: load_tensors — i_gpu_start = max(n_layer + 1 − n_gpu_layers, 0): the
+    output layer counts as one of -ngl's layers and is placed first; layers ≥ i_gpu_start go to
+    the GPU, the token embedding stays on the CPU."""
+    return max(n_layer + 1 - n_gpu_layers, 0)
+
+
+def layer_on_gpu(il: int, n_layer: int, n_gpu_layers: int) -> bool:
+    """Layer il (n_layer: the output layer) on the GPU under -ngl n_gpu_layers."""
+    return il >= gpu_layer_start(n_layer, n_gpu_layers)
+
+
+@dataclass(frozen=True)
+class Buffers:
+    """What llama.cpp allocates, in bytes (CPU backend)."""
+
+    model: int
+    kv_caches: Sequence[Cache]
+    recurrent: int
+    context: Context
+
+    @property
+    def kv_k(self) -> int:
+        return sum(c.k_bytes for c in self.kv_caches)
+
+    @property
+    def kv_v(self) -> int:
+        return sum(c.v_bytes for c in self.kv_caches)
+
+    @property
+    def total(self) -> int:
+        return self.model + self.kv_k + self.kv_v + self.recurrent
+
+
+def buffers(header: GgufHeader, p: Params) -> Buffers:
+    hp = hparams(header)
+    n_ctx_train = int(header.metadata.get(f"{hp.arch}.context_length", 0) or 0)
+    ctx = context(p, n_ctx_train=n_ctx_train)
+    caches = kv_caches(hp, p, ctx)
+    return Buffers(model_buffer_bytes(header, mmap=p.mmap), caches, recurrent_bytes(hp, ctx), ctx)
+
+
+# common/common.h: LLM_FFN_EXPS_REGEX, llm_ffn_block_regex — --n-cpu-moe N keeps the experts of
+# blocks 0..N-1 on the CPU, one override "blk\.<i>\.ffn_(up|down|gate|gate_up)_(ch|)exps" each
+FFN_EXPS_REGEX = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"
+GPU_ALIGNMENT = 128  # ggml/src/ggml-cuda/ggml-cuda.cu: ggml_backend_cuda_buffer_type_get_alignment
+
+
+def tensor_layer(name: str, n_layer: int) -> int:
+    """The layer a tensor belongs to: -1 input (token_embd …), n_layer the output layer."""
+    if name.startswith("blk."):
+        return int(name.split(".")[1])
+    if name.startswith("output"):
+        return n_layer
+    return -1
+
+
+def overrides(n_cpu_moe: int, override_tensor: Sequence[str]) -> list[tuple[str, str]]:
+    """(pattern, buffer type) in the order the engine tries them: -ot's, then --n-cpu-moe's."""
+    out = []
+    for item in override_tensor:
+        for part in item.split(","):
+            pattern, sep, buft = part.partition("=")
+            if not sep or not pattern or not buft:
+                raise UsageError(f"--override-tensor {part!r}: <tensor name pattern>=<buffer type>")
+            out.append((pattern, buft))
+    if n_cpu_moe < 0:
+        raise UsageError(f"--n-cpu-moe {n_cpu_moe}: at least 0")
+    out += [(rf"blk\.{i}{FFN_EXPS_REGEX}", "CPU") for i in range(n_cpu_moe)]
+    return out
+
+
+def placement(header: GgufHeader, n_layer: int, n_gpu_layers: int,
+              rules: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """Tensor name → "CPU" or "GPU". src/llama-model.cpp: load_tensors — layers from i_gpu_start
+    (the output layer counted as one of -ngl's) on the GPU, the input layer on the CPU;
+    src/llama-model-loader.cpp: create_tensor — the first -ot pattern found in the name
+    (std::regex_search) decides instead, "CPU" keeping the tensor in host memory."""
+    import re
+
+    start = gpu_layer_start(n_layer, n_gpu_layers)
+    compiled = [(re.compile(p), b) for p, b in rules]
+    out = {}
+    for t in header.tensors:
+        il = tensor_layer(t.name, n_layer)
+        dev = "GPU" if il >= start and il >= 0 else "CPU"
+        for pattern, buft in compiled:
+            if pattern.search(t.name):
+                dev = "CPU" if buft.upper().startswith("CPU") else "GPU"
+                break
+        out[t.name] = dev
+    names = {t.name for t in header.tensors}
+    if "token_embd.weight" in names and ("output.weight" not in names
+                                         or header.architecture == "gemma2"):
+        # a tied output: token_embd created again (TENSOR_DUPLICATED) for the output layer, a
+        # second copy where the output layer is on the GPU (on the CPU it shares the data)
+        dev = "GPU" if n_layer >= start else "CPU"
+        for pattern, buft in compiled:
+            if pattern.search("token_embd.weight"):
+                dev = "CPU" if buft.upper().startswith("CPU") else "GPU"
+                break
+        out[TIED] = dev
+    return out
+
+
+TIED = "token_embd.weight (output)"
+
+
+def model_buffers(header: GgufHeader, place: Mapping[str, str], *, mmap: bool) -> dict[str, int]:
+    """Model buffer per device: the CPU's as model_buffer_bytes does it over its tensors, the GPU's
+    each tensor in a 128-byte aligned slot."""
+    cpu = [t for t in header.tensors if place[t.name] == "CPU"]
+    gpu = [t for t in header.tensors if place[t.name] == "GPU"]
+    if place.get(TIED) == "GPU":
+        gpu += [t for t in header.tensors if t.name == "token_embd.weight"]
+    if mmap and cpu:
+        cpu_bytes = max(t.offset + t.nbytes for t in cpu) - min(t.offset for t in cpu)
+    else:
+        cpu_bytes = sum(_pad(t.nbytes, CPU_ALIGNMENT) for t in cpu)
+    return {"CPU": cpu_bytes, "GPU": sum(_pad(t.nbytes, GPU_ALIGNMENT) for t in gpu)}
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device's buffers (bytes); compute is None: the compute buffer is not modelled."""
+
+    name: str
+    model: int
+    kv_k: int
+    kv_v: int
+    recurrent: int
+
+    @property
+    def total(self) -> int:
+        return self.model + self.kv_k + self.kv_v + self.recurrent
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A GGUF in llama.cpp under the given flags: the context it settles on, its caches and what
+    each device holds."""
+
+    params: Params
+    hparams: Hparams
+    context: Context
+    caches: Sequence[Cache]
+    recurrent: int
+    devices: Sequence[Device]
+
+    @property
+    def model(self) -> int:
+        return sum(d.model for d in self.devices)
+
+    @property
+    def kv_k(self) -> int:
+        return sum(c.k_bytes for c in self.caches)
+
+    @property
+    def kv_v(self) -> int:
+        return sum(c.v_bytes for c in self.caches)
+
+    @property
+    def total(self) -> int:
+        return sum(d.total for d in self.devices)
+
+
+def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
+         override_tensor: Sequence[str] = ()) -> Plan:
+    """Everything llama.cpp allocates for the GGUF but its compute buffer, per device. The KV and
+    recurrent state of a layer live where the layer does (src/llama-kv-cache.cpp: model.dev_layer,
+    with offload_kqv, llama-server's default)."""
+    try:
+        hp = hparams(header)
+        n_ctx_train = int(header.metadata.get(f"{hp.arch}.context_length", 0) or 0)
+    except (TypeError, ValueError) as e:
+        raise UsageError(f"{header.label}: GGUF metadata not as llama.cpp reads it ({e})") from None
+    ctx = context(p, n_ctx_train=n_ctx_train)
+    if p.n_gpu_layers < 0:
+        raise UsageError(f"--n-gpu-layers {p.n_gpu_layers}: at least 0 (auto is fit's to find)")
+    place = placement(header, hp.n_layer, p.n_gpu_layers, overrides(n_cpu_moe, override_tensor))
+    weights = model_buffers(header, place, mmap=p.mmap)
+    start = gpu_layer_start(hp.n_layer, p.n_gpu_layers)
+    caches = kv_caches(hp, p, ctx)
+    kv = {"CPU": [0, 0], "GPU": [0, 0]}
+    for cache in caches:
+        for il, (k, v) in zip(cache.layers, cache.per_layer, strict=True):
+            dev = "GPU" if il >= start else "CPU"
+            kv[dev][0] += k
+            kv[dev][1] += v
+    rows = max(1, ctx.n_seq)
+    rs = {"CPU": 0, "GPU": 0}
+    for il in range(hp.n_layer):
+        if hp.is_recr[il]:
+            rs["GPU" if il >= start else "CPU"] += 4 * (hp.n_embd_r + hp.n_embd_s) * rows
+    devices = [Device(name, weights[name], kv[name][0], kv[name][1], rs[name])
+               for name in ("CPU", "GPU")
+               if name == "CPU" or weights[name] or kv[name][0] or rs[name]]
+    return Plan(p, hp, ctx, caches, recurrent_bytes(hp, ctx), devices)

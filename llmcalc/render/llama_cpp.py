@@ -1,0 +1,62 @@
+"""memory --engine llama.cpp: the buffers llama.cpp allocates, per device, as a table and as JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+
+from llmcalc.limits import escape
+from llmcalc.planning.engines.llama_cpp import VERSION, Plan
+
+MiB = 1024 * 1024
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    p, c = plan.params, plan.context
+    return {
+        "engine": "llama.cpp", "engine_version": f"llama-cpp-python=={VERSION}",
+        "architecture": plan.hparams.arch,
+        "n_ctx": c.n_ctx, "n_ctx_seq": c.n_ctx_seq, "parallel": c.n_seq,
+        "kv_unified": p.kv_unified, "batch_size": c.n_batch, "ubatch_size": c.n_ubatch,
+        "cache_type_k": p.type_k, "cache_type_v": p.type_v, "flash_attn": c.flash_attn,
+        "swa_full": p.swa_full, "n_gpu_layers": p.n_gpu_layers, "mmap": p.mmap,
+        "layout": "CPU model buffer without repacking (CPU_REPACK not modelled)"
+                  + (", the mapped file range" if p.mmap else ""),
+        "model_buffer_bytes": plan.model, "kv_k_bytes": plan.kv_k, "kv_v_bytes": plan.kv_v,
+        "recurrent_state_bytes": plan.recurrent,
+        "compute_buffer_bytes": None,  # not modelled: unknown, never guessed
+        "total_bytes": plan.total,
+        "caches": [{"kind": cache.name, "cells": cache.cells, "layers": len(cache.layers),
+                    "k_bytes": cache.k_bytes, "v_bytes": cache.v_bytes} for cache in plan.caches],
+        "devices": {d.name: {"model_buffer_bytes": d.model, "kv_k_bytes": d.kv_k,
+                             "kv_v_bytes": d.kv_v, "recurrent_state_bytes": d.recurrent,
+                             "compute_buffer_bytes": None, "total_bytes": d.total}
+                    for d in plan.devices},
+    }
+
+
+def _mib(n: int) -> str:
+    return f"{n / MiB:,.2f} MiB"
+
+
+def plan_view(model: str, plan: Plan) -> Table:
+    c, p = plan.context, plan.params
+    caches = ", ".join(f"{x.name} {x.cells:,} cells × {len(x.layers)} layers" for x in plan.caches)
+    title = (f"{escape(model)} in llama.cpp (llama-cpp-python {VERSION}): n_ctx {c.n_ctx:,} "
+             f"({c.n_seq} × {c.n_ctx_seq:,}{', unified' if p.kv_unified else ''}), "
+             f"K {p.type_k}, V {p.type_v}, flash attention {'on' if c.flash_attn else 'off'}"
+             + (f"; KV {caches}" if caches else ""))
+    table = Table(title=title, title_justify="left")
+    table.add_column("buffer")
+    for d in plan.devices:
+        table.add_column(d.name, justify="right")
+    rows = [("model", "model"), ("KV K", "kv_k"), ("KV V", "kv_v"),
+            ("recurrent state", "recurrent")]
+    for label, attr in rows:
+        if attr == "recurrent" and not plan.recurrent:
+            continue
+        table.add_row(label, *(_mib(getattr(d, attr)) for d in plan.devices))
+    table.add_row("compute", *("not modelled" for _ in plan.devices))
+    table.add_row("sum (without compute)", *(_mib(d.total) for d in plan.devices))
+    return table
