@@ -36,7 +36,6 @@ from llmcalc.cli._decide import (
     ServePpOpt,
     ServeTpOpt,
     asked_fits,
-    beyond_window,
     fewest_gpus,
     say_serving,
     serving_gpus,
@@ -261,7 +260,6 @@ def fit(
 
     if batch is not None and batch < 1:
         raise UsageError(f"--batch {batch}: must be 1 or more")
-    beyond = [beyond_window(spec, n_ctx) for _, spec in specs]
     if how is not Format.json:
         for _, spec in specs:
             warn_beyond_window(spec, n_ctx)
@@ -276,8 +274,7 @@ def fit(
         for m, spec in specs
     ]
     answers = [asked_fits(f, batch) for _, _, f in items]
-    data = [{**r.fit_json(s, f, accelerator=acc, dtype=weights, kv_dtype=kv),
-             "notes": [w] if w else []} for (_, s, f), w in zip(items, beyond, strict=True)]
+    data = [r.fit_json(s, f, accelerator=acc, dtype=weights, kv_dtype=kv) for _, s, f in items]
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.fit_grid(items, accelerator=acc, dtype=weights, kv_dtype=kv)],
          view=(lambda: r.fit_view(items[0][1], items[0][2], accelerator=acc, dtype=weights,
