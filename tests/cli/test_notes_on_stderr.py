@@ -56,3 +56,11 @@ def test_fit_warning_on_stderr_or_in_notes(cli: Any) -> None:
     assert j.json()["notes"] == [warning]
     assert json.loads(cli("fit", "gpt2", "--gpu", "h100", "--ctx", "1k", "--json").stdout)[
         "notes"] == []
+
+
+def test_readme_says_where_notes_go() -> None:
+    from helpers import REPO
+
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert ("Every `note:` and `warning:` line of every command goes to stderr" in readme
+            and "with `--json` they are only in the answer's `notes`" in readme)
