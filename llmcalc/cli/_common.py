@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextvars
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional, ParamSpec, TypeVar
@@ -97,16 +98,61 @@ ExplainOpt = Annotated[
 ]
 
 
+_STRICT: contextvars.ContextVar[bool] = contextvars.ContextVar("strict", default=False)
+
+
+def set_strict(value: bool) -> None:
+    """``--strict`` for this run: each command that takes it sets it first (typer's callbacks
+    are skipped by the fast path, :mod:`llmcalc.cli._fast`)."""
+    _STRICT.set(value)
+
+
+StrictOpt = Annotated[
+    bool,
+    typer.Option(
+        "--strict",
+        help="Refuse (exit 2) a figure resting on an assumption.",
+    ),
+]
+
+
+def refuse_assumed(notes: Iterable[str], what: str) -> None:
+    """Under ``--strict``, the first note that says a figure rests on an assumption is an error."""
+    if not _STRICT.get():
+        return
+    from llmcalc.inputs.config import is_assumed
+
+    for note in notes:
+        if is_assumed(note):
+            raise UsageError(f"--strict: {what}: {note}")
+
+
+def _notes_in(obj: object) -> Iterable[str]:
+    """Every string under a ``notes`` key of a command's JSON."""
+    if isinstance(obj, dict):
+        for key, value in obj.items():
+            if key == "notes" and isinstance(value, (list, tuple)):
+                yield from (v for v in value if isinstance(v, str))
+            else:
+                yield from _notes_in(value)
+    elif isinstance(obj, (list, tuple)):
+        for value in obj:
+            yield from _notes_in(value)
+
+
 def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
     """Turn an :class:`LLMCalcError` into one line on stderr and its exit code; no traceback."""
 
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        token = _STRICT.set(False)  # each command sets its own --strict
         try:
             return func(*args, **kwargs)
         except LLMCalcError as e:
             typer.echo(f"error: {one_line(str(e))}", err=True)
             raise typer.Exit(e.exit_code) from None
+        finally:
+            _STRICT.reset(token)
 
     return wrapper
 
@@ -123,7 +169,7 @@ def spec_for(
     ``--family`` leaves unread are also warned about on stderr."""
 
     def validate() -> ModelSpec:
-        from llmcalc.inputs.config import load_spec
+        from llmcalc.inputs.config import UNMODELLED_NOTE, load_spec
 
         spec = load_spec(
             model,
@@ -133,15 +179,18 @@ def spec_for(
             trust_remote_code=trust_remote_code,
         )
         for note in spec.notes:
-            if note.startswith("--family "):
+            if note.startswith(("--family ", UNMODELLED_NOTE)) and not _STRICT.get():
                 typer.echo(f"warning: {note}", err=True)
         return spec
 
     if overrides or family is not None or revision is not None:
-        return validate()
-    from llmcalc.inputs import speccache
+        spec = validate()
+    else:
+        from llmcalc.inputs import speccache
 
-    return speccache.load(model, validate)
+        spec = speccache.load(model, validate)
+    refuse_assumed(spec.notes, model)
+    return spec
 
 
 def bundled_specs() -> list[tuple[str, ModelSpec]]:
@@ -254,6 +303,7 @@ def one_model(models: list[str], option: str) -> None:
 
 
 def print_json(obj: object) -> None:
+    refuse_assumed(_notes_in(obj), "the output")
     typer.echo(dumps(obj))
 
 
@@ -356,6 +406,8 @@ def emit(
 ) -> None:
     """Print in the chosen format: JSON from ``data``, CSV/Markdown from ``grids``, the table from
     ``view`` (or the grids themselves, fitted to the terminal's width)."""
+    if _STRICT.get() and fmt is not Format.json:  # (print_json checks its own)
+        refuse_assumed(_notes_in(data()), "the output")
     if fmt is Format.json:
         print_json(data())
     elif fmt is Format.csv:

@@ -79,6 +79,14 @@ def check(
         ),
     ] = False,
     as_json: JsonOpt = False,
+    strict: Annotated[
+        bool,
+        typer.Option(
+            "--strict",
+            help="A file whose figures rest on an assumption (a field not modelled, a class "
+            "default taken) is an error (exit 2).",
+        ),
+    ] = False,
     fmt: Annotated[
         Optional[CheckFormat],  # noqa: UP045
         typer.Option(
@@ -99,7 +107,8 @@ def check(
     if ci is not None and as_json:
         raise UsageError(f"--json and --format {fmt.value if fmt else ''} cannot be combined")
     how = output_format(None if fmt is None or ci else Format(fmt.value), as_json)
-    run = check_paths(paths or (), verify=verify, changed=changed, write_expected=write_expected)
+    run = check_paths(paths or (), verify=verify, changed=changed, write_expected=write_expected,
+                       strict=strict)
     if ci is not None:
         typer.echo(escape_output(ci(run)), nl=False)
     else:

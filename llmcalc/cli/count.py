@@ -17,6 +17,7 @@ from llmcalc.cli._common import (
     PartOpt,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     emit,
     handles_errors,
@@ -24,6 +25,7 @@ from llmcalc.cli._common import (
     output_format,
     print_json,
     refuse_explain,
+    set_strict,
     show,
     specs_for,
 )
@@ -53,6 +55,7 @@ def count(
     set_: SetOpt = None,
     part: PartOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
@@ -75,6 +78,7 @@ def count(
     Several models print side by side, one column each (--json: an array). With --lora-r:
     trainable and total parameters once peft adds LoRA adapters.
     """
+    set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     if lora_r is None:

@@ -18,6 +18,7 @@ from llmcalc.cli._common import (
     JsonOpt,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     emit,
     handles_errors,
@@ -25,6 +26,7 @@ from llmcalc.cli._common import (
     output_format,
     print_json,
     refuse_explain,
+    set_strict,
     show,
     specs_for,
     takes_text,
@@ -103,6 +105,7 @@ def fit(
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
@@ -173,6 +176,7 @@ def fit(
     With both --batch and --ctx: does that fit? Exit 0 yes, 1 no. Several models print side by
     side, on the same GPUs (--json: an array).
     """
+    set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     engine_settings = EngineSettings(

@@ -13,6 +13,7 @@ from llmcalc.cli._common import (
     PartOpt,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     bundled_specs,
     emit,
@@ -22,6 +23,7 @@ from llmcalc.cli._common import (
     output_format,
     parts_of,
     refuse_explain,
+    set_strict,
     show,
 )
 from llmcalc.cli._options import (
@@ -51,6 +53,7 @@ def flops(
     set_: SetOpt = None,
     part: PartOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
@@ -63,6 +66,7 @@ def flops(
     tied or not; for MoE only the active experts); attention adds 2·n·h·(d_qk + d_v) per layer.
     Several models print side by side (--json: an array).
     """
+    set_strict(strict)
     how = output_format(fmt, as_json)
     if not models and explain:
         raise UsageError("--explain needs a MODEL")

@@ -15,10 +15,12 @@ from llmcalc.cli._common import (
     JsonOpt,
     ModelArg,
     SetOpt,
+    StrictOpt,
     handles_errors,
     output_format,
     print_json,
     refuse_explain,
+    set_strict,
     show,
     spec_for,
     takes_text,
@@ -72,11 +74,13 @@ def latency(
     ] = 4,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     as_json: JsonOpt = False,
     fmt: FormatOpt = None,
     explain: ExplainOpt = False,
 ) -> None:
     """Prefill time (compute bound), time per output token (memory bound), throughput, TTFT."""
+    set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     if how in (Format.csv, Format.markdown):

@@ -17,6 +17,7 @@ from llmcalc.cli._common import (
     PartOpt,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     emit,
     handles_errors,
@@ -26,6 +27,7 @@ from llmcalc.cli._common import (
     parts_of,
     print_json,
     refuse_explain,
+    set_strict,
     show,
 )
 from llmcalc.cli._llamacpp import (
@@ -114,6 +116,7 @@ def memory(
     set_: SetOpt = None,
     part: PartOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
@@ -147,6 +150,7 @@ def memory(
     --engine llama.cpp: the buffers llama.cpp itself allocates for a GGUF under its own flags
     (model, KV K and V, recurrent state; per device), held to the engine (llama-cpp-python 0.3.36).
     """
+    set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     given = {name for name, value in (

@@ -17,12 +17,14 @@ from llmcalc.cli._common import (
     ModelArg,
     RevisionOpt,
     SetOpt,
+    StrictOpt,
     TrustRemoteCodeOpt,
     emit,
     handles_errors,
     output_format,
     print_json,
     refuse_explain,
+    set_strict,
     show,
     spec_for,
     takes_text,
@@ -156,6 +158,7 @@ def train(
     headroom: HeadroomOpt = DEFAULT_HEADROOM,
     set_: SetOpt = None,
     family: FamilyOpt = None,
+    strict: StrictOpt = False,
     revision: RevisionOpt = None,
     trust_remote_code: TrustRemoteCodeOpt = False,
     as_json: JsonOpt = False,
@@ -164,6 +167,7 @@ def train(
     fail_if_not_fit: FailIfNotFitOpt = False,
 ) -> None:
     """Plan a training run: FLOPs (6·N·D plus causal attention), GPU-hours, memory per GPU, fit."""
+    set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     spec = takes_text(spec_for(model, set_, family, revision, trust_remote_code), "train")

@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import Field
+
 from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import Size
 from llmcalc.families._base import linear
@@ -64,6 +66,10 @@ class ConformerConfig(FamilyConfig):
     bias_symmetric: bool = False
     nemo_conv_channels: Size
     downsample_rate: Size = 1
+    # undeclared: the attention reads getattr(config, "head_dim", d // heads)
+    given_head_dim: Size | None = Field(None, validation_alias="head_dim")
+    # derived in __post_init__; a config.json's, set after it, wins
+    nemo_final_size: Size | None = None
 
     @property
     def stages(self) -> int:
@@ -73,6 +79,8 @@ class ConformerConfig(FamilyConfig):
     @property
     def final_bins(self) -> int:
         """Mel bins left after the stages (Phi4MultimodalAudioConfig.nemo_final_size)."""
+        if self.nemo_final_size is not None:
+            return self.nemo_final_size
         f = self.input_size
         for _ in range(self.stages):
             f = (f + 1) // 2  # floor((f - 1) / 2 + 1)
@@ -80,7 +88,7 @@ class ConformerConfig(FamilyConfig):
 
     @property
     def head_dim(self) -> int:
-        return self.hidden_size // self.num_attention_heads
+        return self.given_head_dim or self.hidden_size // self.num_attention_heads
 
     def check(self, key: str) -> None:
         require(self.time_reduction % 2 == 0, f"{key}.time_reduction",

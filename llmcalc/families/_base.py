@@ -168,15 +168,11 @@ def resolve_kv_heads(
     heads_field: str = "num_attention_heads",
     kv_field: str = "num_key_value_heads",
 ) -> int:
-    """kv heads as given (GQA/MQA), else equal to the heads (multi-head attention)."""
-    if kv_heads is None:
-        return heads
-    require(
-        heads % kv_heads == 0,
-        kv_field,
-        f"{kv_field} ({kv_heads}) must divide {heads_field} ({heads})",
-    )
-    return kv_heads
+    """kv heads as given (GQA/MQA), else equal to the heads (multi-head attention). KV heads that
+    do not divide the heads are counted as given: transformers builds k/v projections of
+    kv·head_dim whatever the heads (only its attention forward, repeating each KV head
+    heads // kv times, fails)."""
+    return heads if kv_heads is None else kv_heads
 
 
 # ---- the standard decoder config ------------------------------------------------------------------

@@ -552,11 +552,12 @@ LLAMA4_VIT = ViT(
     embeddings="", patch="patch_embedding.linear", patch_linear=True, class_token=True,
     positions="positional_embedding_vlm", positions_param=True, pre_norm="layernorm_pre",
     post_norm="layernorm_post", layers="model.layers", o_proj="o_proj", norm1="input_layernorm",
-    norm2="post_attention_layernorm",
+    norm2="post_attention_layernorm", head_dim_field=False,  # Llama4VisionAttention: d / heads
 )
 QWEN2_VIT = ViT(
     embeddings="", patch="patch_embed.proj", positions=None, post_norm=None, layers="blocks",
     attn="attn", qkv="qkv", o_proj="proj", norm1="norm1", norm2="norm2",
+    head_dim_field=False,  # Qwen2-VL/2.5-VL/3-VL's VisionAttention: dim // num_heads
 )
 QWEN2_5_VIT = replace(QWEN2_VIT, norm_bias=False, gated=True)
 # Qwen3-VL: a biased patch conv, a learned position table (interpolated to the grid: no matmul)

@@ -332,7 +332,9 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
     """Persimmon: query_key_value 3d × d and dense d × d with bias, LayerNorm(hd) on queries and
     keys (``qk_layernorm``), a biased ReLU² MLP; LayerNorms with bias; partial rotary (buffers)."""
     d, v, ff, L = c.hidden_size, c.vocab_size, c.intermediate_size, c.num_hidden_layers
-    hd = c.resolved_head_dim
+    # PersimmonAttention: head_dim = hidden_size // heads, which must divide (it raises otherwise),
+    # and its q/k LayerNorms are sized so, whatever head_dim a config gives
+    hd = resolve_head_dim(d, c.num_attention_heads)
     p = "model.layers.{i}"
     a = f"{p}.self_attn"
     layer = [
@@ -376,6 +378,7 @@ class ModernBertDecoderConfig(DecoderConfig):
     local_attention: Size | None
     global_attn_every_n_layers: Size = 3
     layer_types: list[str] | None = None
+    sliding_window: int | None = None  # undeclared; given, it wins over local_attention / 2
 
 
 def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:

@@ -409,8 +409,11 @@ def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
         "q_lora_rank",
         "must be set: this model's queries always go through the q latent",
     )
+    # LongCat-Flash's attention reads the config's qk_head_dim (derived from nope + rope only
+    # when not given, so a saved one stays as it is when its parts change)
+    q_dim = getattr(c, "qk_head_dim", None) or qk
     if c.q_lora_rank is None:
-        q = linear(f"{p}.q_proj", "attn/q_proj", h * qk, d, bias=False)
+        q = linear(f"{p}.q_proj", "attn/q_proj", h * q_dim, d, bias=False)
     elif q_gate:
         # A.X-K2: [q_a_layernorm(q_a), q_a] (2·q_lora) → h·(qk + v): queries and an output gate
         r = c.q_lora_rank
@@ -424,7 +427,7 @@ def mla(p: str, c: DeepseekConfig) -> list[Tensor]:
         q = [
             *linear(f"{p}.q_a_proj", "attn/q_a_proj", r, d, bias=b),
             *norm(f"{p}.q_a_layernorm", "attn/q_a_norm", r, bias=False),
-            *linear(f"{p}.q_b_proj", "attn/q_b_proj", h * qk, r, bias=False),
+            *linear(f"{p}.q_b_proj", "attn/q_b_proj", h * q_dim, r, bias=False),
         ]
     kv_rank = c.kv_lora_rank
     return [

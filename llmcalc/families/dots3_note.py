@@ -94,6 +94,8 @@ class Dots3NoteAudioConfig(FamilyConfig):
     feature_size: Size = 128
     hop_length: Size = 160
     downsample_hidden_size: Size = 480
+    # derived in __post_init__ (c · ⌈features / 8⌉); a config.json's, set after it, wins
+    conv_output_size: Size | None = None
     attention_bias: bool = True
     adapter_input_size: Size = 1280
     adapter_out_dim: Size = 5120
@@ -250,8 +252,8 @@ def audio_tower(prefix: str, a: Dots3NoteAudioConfig, *, d_t: int) -> Part:
     for i, c_in in enumerate((1, c, c)):
         outer += [Tensor(f"{st}.convs.{i}.weight", (c, c_in, 3, 3), "conv_stem/conv", matmul=True),
                   Tensor(f"{st}.convs.{i}.bias", (c,), "conv_stem/conv")]
-    outer += linear(f"{st}.conv_out", "conv_stem/conv_out", d, c * ((a.feature_size + 7) // 8),
-                    bias=False)
+    conv_out = a.conv_output_size or c * ((a.feature_size + 7) // 8)
+    outer += linear(f"{st}.conv_out", "conv_stem/conv_out", d, conv_out, bias=False)
     outer += norm(f"{prefix}.layer_norm", "final_norm", d, bias=False)
     ad = f"{prefix}.adapter"
     outer += [*norm(f"{ad}.norm", "adapter/norm", d, bias=True),

@@ -394,6 +394,11 @@ def modernbert_layers(
     first_kind = next(kind for kind, layers in plan.items() if 0 in layers)
     plan = override_plan(plan, [0], "first_layer")  # layer 0: no attention norm
     window = c.local_attention // 2 if c.local_attention else None
+    # ModernBERT-decoder's class derives sliding_window so in __post_init__, then sets the keys it
+    # does not declare: a config.json's sliding_window wins (a saved one: the same)
+    explicit = getattr(c, "sliding_window", None)
+    if explicit is not None and explicit > 0:
+        window = explicit
     windows = {SLIDING: window, FULL: None, "first_layer": window if first_kind == SLIDING else None}
     return planned_layers(
         plan, lambda kind: (body if kind == "first_layer" else layer, attention(windows[kind])))

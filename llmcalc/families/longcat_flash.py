@@ -47,6 +47,9 @@ class LongcatFlashConfig(FamilyConfig):
     kv_lora_rank: Size
     qk_nope_head_dim: Size
     qk_rope_head_dim: Size
+    # LongcatFlashConfig derives it from nope + rope when null; given (a saved config), q_b_proj
+    # and the attention's query heads use it as it is
+    qk_head_dim: Size | None = None
     v_head_dim: Size
     moe_topk: Size
     n_routed_experts: Size
@@ -81,7 +84,7 @@ def describe(c: LongcatFlashConfig) -> Architecture:
         stacked_experts(f"{m}.experts.gate_up_proj", "moe/experts/gate_up_proj", E + Z, 2 * ff, d),
         stacked_experts(f"{m}.experts.down_proj", "moe/experts/down_proj", E, d, ff),
     ]
-    qk = c.qk_nope_head_dim + c.qk_rope_head_dim
+    qk = c.qk_head_dim or c.qk_nope_head_dim + c.qk_rope_head_dim
     latent = c.kv_lora_rank + c.qk_rope_head_dim
     attention = Attention(2 * h, 2 * h, qk, c.v_head_dim, kv_latent_dim=2 * latent)
     return Architecture(

@@ -42,6 +42,10 @@ class SparseMoEConfig(FamilyConfig):
     # experts the router picks per token whatever num_experts_per_tok says (None: that field)
     routes: ClassVar[int | None] = None
 
+    # declared by Mixtral; GraniteMoE, OLMoE and PhiMoE's attention reads
+    # getattr(config, "head_dim", hidden_size // num_attention_heads): a config.json may set it
+    head_dim: Size | None = None
+
     hidden_size: Size
     num_hidden_layers: Size
     num_attention_heads: Size
@@ -66,19 +70,15 @@ class SparseMoEConfig(FamilyConfig):
         return []
 
     def head_dim_field(self) -> int | None:
-        return None
+        return self.head_dim
 
 
 class MixtralConfig(SparseMoEConfig):
     transformers_class = "MixtralConfig"
 
     num_key_value_heads: Size
-    head_dim: Size | None = None
     num_local_experts: Size
     sliding_window: Size | None = None
-
-    def head_dim_field(self) -> int | None:
-        return self.head_dim
 
 
 class PhimoeConfig(SparseMoEConfig):
@@ -114,8 +114,10 @@ class OlmoeConfig(SparseMoEConfig):
     attention_bias: bool
 
     def qk_norms(self, p: str, h: int, kv: int, hd: int) -> list[Tensor]:
-        # OLMoE normalises the whole q and k projections: RMSNorm over h·hd and kv·hd.
-        return qk_norms(p, h * hd, kv * hd)
+        # OLMoE normalises the whole q and k projections (OlmoeAttention): RMSNorm over hidden_size
+        # and (hidden_size // heads)·kv, sized by hidden/heads whatever head_dim a config gives
+        d = self.hidden_size
+        return qk_norms(p, d, d // h * kv)
 
 
 def describe(c: SparseMoEConfig) -> Architecture:

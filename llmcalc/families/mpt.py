@@ -1,8 +1,9 @@
 """MPT (``model_type: mpt``): ALiBi, bias-free linears and LayerNorms, fused Wqkv, tied head.
 
 Source: MosaicML 2023 (MPT-7B); tensor names and shapes as in transformers ``MptForCausalLM``, which
-builds the MLP 4 · d_model wide, multi-head attention, no biases and no position table whatever the
-config says; configs asking for anything else are refused rather than counted wrongly.
+builds the MLP 4 · d_model wide whatever expansion_ratio says (counted so, the field named as not
+modelled), multi-head attention, no biases and no position table; configs asking for another
+attention or biases are refused rather than counted wrongly.
 """
 
 from __future__ import annotations
@@ -43,10 +44,11 @@ class MptConfig(FamilyConfig):
 
 
 def describe(c: MptConfig) -> Architecture:
-    require(
-        c.expansion_ratio == EXPANSION_RATIO,
-        "expansion_ratio",
-        f"transformers' MPT builds only expansion_ratio {EXPANSION_RATIO}, got {c.expansion_ratio}",
+    # transformers' MptMLP sizes up_proj 4 · d_model and never reads expansion_ratio: count what
+    # it builds, and say the field is not modelled (MosaicML's own code would follow it)
+    notes = () if c.expansion_ratio == EXPANSION_RATIO else (
+        f"fields this count does not model: expansion_ratio ({c.expansion_ratio}; transformers' "
+        f"MptMLP builds {EXPANSION_RATIO} · d_model whatever it says)",
     )
     require(c.no_bias, "no_bias", "transformers' MPT builds only bias-free layers (no_bias: true)")
     attn_type = (c.attn_config or {}).get("attn_type", "multihead_attention")
@@ -72,4 +74,5 @@ def describe(c: MptConfig) -> Architecture:
         shape=Shape(c.n_layers, d, h, h, hd, ff, v, c.tie_word_embeddings, c.max_seq_len),
         tensors=tensors,
         layer_groups=uniform_layers(c.n_layers, layer, Attention(h, h, hd, hd)),
+        notes=notes,
     )

@@ -33,12 +33,14 @@ class OlmoConfig(FamilyConfig):
     max_position_embeddings: Size | None = None
     tie_word_embeddings: bool
     attention_bias: bool
+    # not declared by OlmoConfig; its attention reads getattr(config, "head_dim", d / heads)
+    head_dim: Size | None = None
 
 
 def describe(c: OlmoConfig) -> Architecture:
     d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     h = c.num_attention_heads
-    hd = resolve_head_dim(d, h)
+    hd = resolve_head_dim(d, h, c.head_dim)
     kv = resolve_kv_heads(h, c.num_key_value_heads)
     p = "model.layers.{i}"
     layer = [

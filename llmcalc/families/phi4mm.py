@@ -57,6 +57,9 @@ SECOND_FRAMES = (16000 - 400) // 160 + 1
 IMAGE = "model.embed_tokens_extend.image_embed"
 AUDIO = "model.embed_tokens_extend.audio_embed"
 
+# Phi4MultimodalVisionAttention: head_dim = embed_dim // heads, whatever a config's head_dim says
+PHI4MM_VIT = replace(SIGLIP, head_dim_field=False)
+
 
 class Phi4MultimodalVisionConfig(VisionConfig):
     transformers_class = "Phi4MultimodalVisionConfig"
@@ -129,7 +132,7 @@ def describe(c: Phi4MultimodalConfig) -> Architecture:
     runs, tokens = image_tokens(side, v.crop_size, v.patch_size)
     per_side = v.crop_size // v.patch_size
     # every crop (and the resized whole image) is crop_size pixels a side
-    tower = vit(f"{IMAGE}.img_processor", v, SIGLIP, context_tokens=tokens, head=True,
+    tower = vit(f"{IMAGE}.img_processor", v, PHI4MM_VIT, context_tokens=tokens, head=True,
                 patches=per_side * per_side, image_side=side, passes=runs)
     d_v = v.hidden_size
     proj = [

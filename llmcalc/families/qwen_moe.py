@@ -55,6 +55,8 @@ class QwenMoeConfig(FamilyConfig):
     moe_intermediate_size: Size  # one routed expert
     vocab_size: Size
     max_position_embeddings: Size | None = None
+    # declared by Qwen3-MoE; Qwen2-MoE's attention reads getattr(config, "head_dim", d / heads)
+    head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
     decoder_sparse_step: Size = 1
     mlp_only_layers: list[Count] | None = None  # null or absent: none
     tie_word_embeddings: bool = False
@@ -76,7 +78,6 @@ class Qwen3MoeConfig(QwenMoeConfig):
     qk_norm: ClassVar[bool] = True
 
     num_key_value_heads: Size
-    head_dim: Size | None = None  # absent: hidden_size / num_attention_heads
     # transformers 5 writes num_local_experts (the attribute num_experts maps to); older
     # config.json files say num_experts. Given both (a written text_config on its class defaults,
     # which name the __init__ argument), the attribute wins, as in transformers.
@@ -100,7 +101,7 @@ def describe(c: QwenMoeConfig) -> Architecture:
     d, v, E, k = c.hidden_size, c.vocab_size, c.num_experts, c.num_experts_per_tok
     check_top_k(k, E, k_field="num_experts_per_tok", e_field="num_experts")
     h = c.num_attention_heads
-    hd = resolve_head_dim(d, h, getattr(c, "head_dim", None))
+    hd = resolve_head_dim(d, h, c.head_dim)
     kv = resolve_kv_heads(h, c.num_key_value_heads)
     shared_ff = getattr(c, "shared_expert_intermediate_size", 0)
     bias = getattr(c, "qkv_bias", False) or getattr(c, "attention_bias", False)

@@ -42,14 +42,24 @@ class T5Config(FamilyConfig):
     d_ff: Size
     num_layers: Size
     num_decoder_layers: Size | None = None  # null means num_layers
+    # the attribute_map alias of num_layers, read here itself: T5Config derives the decoder's
+    # layers from num_layers in __post_init__, before the alias lands, so it sets the encoder's alone
+    num_hidden_layers: Size | None = None
     num_heads: Size
     relative_attention_num_buckets: Size
     feed_forward_proj: str
     tie_word_embeddings: bool = True
+    # derived from feed_forward_proj in T5Config.__post_init__; a config.json's, set after it as
+    # a key the class does not declare, wins (null: not gated)
+    is_gated_act: bool | None = None
 
     @property
     def decoder_layers(self) -> int:
         return self.num_decoder_layers if self.num_decoder_layers is not None else self.num_layers
+
+    @property
+    def encoder_layers(self) -> int:
+        return self.num_hidden_layers or self.num_layers
 
     @property
     def gated(self) -> bool:
@@ -59,6 +69,8 @@ class T5Config(FamilyConfig):
             "feed_forward_proj",
             f"must be gated-ACT or ACT (e.g. gated-gelu, relu), got {self.feed_forward_proj!r}",
         )
+        if "is_gated_act" in self.model_fields_set:
+            return bool(self.is_gated_act)
         return parts[0] == "gated" and len(parts) == 2
 
 
@@ -165,8 +177,8 @@ def _describe(c: T5Config, *, every_block_bias: bool) -> Architecture:
     encoder = Part(
         "encoder",
         tensors=tuple(norm("encoder.final_layer_norm", "final_norm", d, bias=False)),
-        layer_groups=_stack(c, "encoder", c.num_layers, every_block_bias=every_block_bias),
-        shape=_shape(c, c.num_layers),
+        layer_groups=_stack(c, "encoder", c.encoder_layers, every_block_bias=every_block_bias),
+        shape=_shape(c, c.encoder_layers),
     )
     return Architecture(
         shape=_shape(c, c.decoder_layers),

@@ -690,6 +690,10 @@ class Qwen2VLConfig(CompositeConfig):
         else:
             fields = self.sub("text_config", self.default_text)
         kind = str(fields.get("model_type"))
+        if kind in ("qwen2_vl_text", "qwen2_5_vl_text"):
+            # Qwen2VLAttention / Qwen2_5_VLAttention: head_dim = hidden_size // heads, whatever a
+            # config's head_dim says (Qwen2's own attention reads it)
+            fields = {k: v for k, v in fields.items() if k != "head_dim"}
         return {**fields, "model_type": TEXT_AS.get(kind, kind)}
 
 

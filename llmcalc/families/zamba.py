@@ -66,7 +66,7 @@ class ZambaConfig(FamilyConfig):
     num_hidden_layers: Size
     num_attention_heads: Size
     attention_head_dim: Size | None = Field(
-        None, validation_alias=AliasChoices("attention_head_dim", "head_dim"))
+        None, validation_alias="attention_head_dim")  # head_dim: an alias (dealiased)
     num_key_value_heads: Size
     n_mamba_heads: Size
     max_position_embeddings: Size | None
@@ -228,7 +228,7 @@ class Zamba2Config(FamilyConfig):
     # them) are set after it and win: absent, 2d, 2d / heads, d_inner / n_mamba_heads, the hybrids
     attention_hidden_size: Size | None = None
     attention_head_dim: Size | None = Field(
-        None, validation_alias=AliasChoices("attention_head_dim", "head_dim"))
+        None, validation_alias="attention_head_dim")  # head_dim: an alias (dealiased)
     mamba_headdim: Size | None = None
     hybrid_layer_ids: list[Count] | None = None
 

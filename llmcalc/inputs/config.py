@@ -219,6 +219,9 @@ def spec_from_raw(
     fields = dict(raw.fields)
     notes: list[str] = list(raw.notes)
     fam, model_type, fields = _pick_family(raw.label, fields, family, notes)
+    # custom code (auto_map), or a text model inside a type llmcalc does not list: keys no class
+    # declares may size tensors this count has not
+    outer = "auto_map" in raw.fields
     fields = apply_overrides(fields, overrides, fam)
     if overrides:
         notes.append("changed with --set: " + ", ".join(overrides))
@@ -235,7 +238,16 @@ def spec_from_raw(
             origin=raw.origin,
             trust_remote_code=trust_remote_code,
         )
-    read, filled = with_declared_defaults(fields, model_type, fam)
+    if family is None and (outer or "auto_map" in fields):
+        _name_unmodelled(fields, model_type, fam, notes)
+    from llmcalc.inputs import family_defaults
+
+    # config keys read through the class's attribute_map (the one place aliases are resolved)
+    # a field the family reads under the alias's own name alone knows what transformers derives
+    # before the alias lands (Zamba 2's layer_types); one read under several names does not
+    own = {n for n, info in fam.config.model_fields.items() if info.validation_alias is None}
+    named = family_defaults.dealiased(fields, model_type, keep=own)
+    read, filled = with_declared_defaults(named, model_type, fam)
     try:
         cfg = fam.config.read(read)
         arch = fam.describe(cfg)
@@ -322,9 +334,13 @@ def _pick_family(
 
     if model_type not in MODEL_TYPES and model_type not in NOT_COUNTED and isinstance(text, dict):
         inner = text.get("model_type")
-        if isinstance(inner, str) and inner in MODEL_TYPES:
+        read_as = TEXT_TYPE_REWRITES.get((str(model_type), str(inner)))
+        if read_as is not None:
+            text = {**text, "model_type": read_as}
+            inner = f"{read_as}: its model_type {inner!r} read so, as transformers reads it"
+        if isinstance(inner, str) and text["model_type"] in MODEL_TYPES:
             notes.append(f"multimodal {model_type}: counted its text model ({inner}) only")
-            model_type, fields = inner, dict(text)
+            model_type, fields = text["model_type"], dict(text)
     if family is not None:
         if family not in MODEL_TYPES:
             raise UsageError(f"--family {family}: unknown family; supported: {_supported(family)}")
@@ -339,6 +355,11 @@ def _pick_family(
     return MODEL_TYPES[model_type], model_type, fields
 
 
+# A composite's text_config model_type that transformers' class rewrites before it builds the model:
+# Kimi_K25Config.__post_init__ reads Moonshot's remote "kimi_k2" as deepseek_v3.
+TEXT_TYPE_REWRITES = {("kimi_k25", "kimi_k2"): "deepseek_v3"}
+
+
 # Fields that change the tensors when a family does not read them: --family refuses for these …
 COUNT_CHANGING = re.compile(
     r"^(num_(local_|routed_)?experts|n_routed_experts|moe_num_experts|num_experts_per_tok|"
@@ -348,7 +369,9 @@ COUNT_CHANGING = re.compile(
 # … and layer types that are not attention (Mamba, linear attention, convolution …).
 ATTENTION_LAYER_TYPES = ("full_attention", "sliding_attention", "attention", "global", "local")
 # … and warns, naming them, for these size-like ones.
-SIZE_LIKE = re.compile(r"(^num_|^n_|_size$|_dim$|_dims$|_layers$|_heads$|_rank$|experts|_types$)")
+SIZE_LIKE = re.compile(
+    r"(^num_|^n_|_size$|_dim$|_dims$|hidden|experts|heads|layers|rank|_ratio$|_types$)"
+)
 
 
 def _check_family_fits(fields: Mapping[str, Any], family: str, fam: Family, notes: list[str]) -> None:
@@ -367,9 +390,72 @@ def _check_family_fits(fields: Mapping[str, Any], family: str, fam: Family, note
             f"--family {family}: the config has {', '.join(changing)}, which {family} does not "
             f"read and which change the count; leave out --family to measure it with transformers"
         )
-    sized = [k for k in unread if SIZE_LIKE.search(k) or isinstance(fields[k], dict)]
-    if sized:
-        notes.append(f"--family {family} does not read: {', '.join(sized)} (check the total)")
+    _name_unmodelled(fields, None, fam, notes)
+
+
+# … and switches that may add tensors when on (Kimi-K3's mla_use_output_gate, latent_moe_use_norm).
+SWITCH_LIKE = re.compile(r"(^|_)use_.*(norm|gate|bias|proj)")
+# The keys every transformers config has (PretrainedConfig's own, for generation and heads): they
+# size no tensor of the base model, whatever their names say.
+GENERIC_KEYS = frozenset({
+    "chunk_size_feed_forward", "num_beams", "num_beam_groups", "num_return_sequences", "num_labels",
+    "output_hidden_states", "max_length", "min_length", "no_repeat_ngram_size",
+    "encoder_no_repeat_ngram_size", "output_attentions", "return_dict", "torchscript", "dtype",
+    "torch_dtype", "architectures", "auto_map", "transformers_version", "model_type",
+    "quantization_config", "rope_scaling", "rope_parameters", "id2label", "label2id",
+})
+UNMODELLED_NOTE = "fields this count does not model: "
+# Notes that say a figure rests on something assumed, left unmodelled or taken by default: what
+# ``--strict`` refuses (the CLI's :func:`llmcalc.cli._common.refuse_assumed`).
+ASSUMED = re.compile(
+    r"^(fields this count does not model: |not in config, |--family |counted as |"
+    r"experts found but no experts-per-token field)|not modell|\bassum"
+)
+
+
+def is_assumed(note: str) -> bool:
+    """Whether ``note`` says a figure rests on an assumption (see :data:`ASSUMED`). A class
+    default taken for a missing switch (``tie_word_embeddings``) is what transformers takes too
+    when it loads the file; one taken for a size (``hidden_size``) means the file does not say
+    what model it is."""
+    if note.startswith("not in config, "):
+        names = [part.split("=")[0].strip() for part in note.split(": ", 1)[1].split(", ")]
+        return any(SIZE_LIKE.search(name) for name in names)
+    return ASSUMED.search(note) is not None
+
+
+def unmodelled(fields: Mapping[str, Any], model_type: str | None, fam: Family) -> list[str]:
+    """The size-like keys of ``fields`` (``*_size``, ``*_dim``, ``*hidden*``, ``*experts*``,
+    ``*heads*``, ``*layers*``, ``*rank*``, ``*_ratio``, ``num_*`` …, and sub-configs) that neither
+    the family reads nor ``model_type``'s transformers class declares or maps (attribute_map): keys of
+    custom code, or of another type under ``--family``, that may size tensors this count has not."""
+    from llmcalc.inputs import family_defaults
+
+    known = _field_names(fam) | set(META_KEYS) | GENERIC_KEYS
+    if model_type is not None:
+        known |= set(family_defaults.sub_defaults(model_type) or {})
+        known |= family_defaults.declared_names(model_type)
+    # a key repeated in a sub-config is the old flat copy of it (Qwen2-VL's text fields)
+    known |= {n for v in fields.values() if isinstance(v, dict) for n in v}
+    return [k for k in fields if k not in known and not _off(fields[k])
+            and (SIZE_LIKE.search(k) or SWITCH_LIKE.search(k)
+                 or (isinstance(fields[k], dict) and not k.endswith("_map")))]
+
+
+def _off(value: Any) -> bool:
+    """A value that adds nothing whatever the key: unset, false, empty, or a count of 0 or 1."""
+    if value is None or value is False or value in ("", [], {}):
+        return True
+    return type(value) is int and value in (0, 1)
+
+
+def _name_unmodelled(
+    fields: Mapping[str, Any], model_type: str | None, fam: Family, notes: list[str]
+) -> None:
+    """The one line naming :func:`unmodelled` keys, as a note (stderr and the JSON notes)."""
+    names = unmodelled(fields, model_type, fam)
+    if names:
+        notes.append(UNMODELLED_NOTE + ", ".join(names))
 
 
 def _blame(label: str, message: str, overrides: Sequence[str]) -> Exception:

@@ -9,8 +9,10 @@ test checks that it has not drifted.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,36 @@ def sub_defaults(model_type: str) -> dict[str, Any] | None:
     return None if fields is None else dict(json.loads(json.dumps(fields)))
 
 
+def dealiased(fields: dict[str, Any], model_type: str | None = None,
+              keep: Collection[str] = ()) -> dict[str, Any]:
+    """``fields`` read through the class's ``attribute_map`` as transformers reads them, sub-configs
+    (a dict with a ``model_type``) walked into: the one place aliases are resolved, so a family reads
+    the declared names alone. transformers' dataclass ``__init__`` (configuration_utils.py) sets the
+    declared fields first, through ``__setattr__``, which maps an alias to its field; the keys it
+    does not declare are set after them (``__post_init__``): so of a declared name and an undeclared
+    one that name one attribute, the undeclared one wins, null or not (Kolibri-1 declares
+    ``num_experts`` and maps it to ``num_local_experts``; Zamba 2 declares ``layers_block_type``
+    and maps ``layer_types`` to it). The table stores each alias as undeclared → declared. ``keep``:
+    names a family reads itself (what the class derives from the declared one before the alias
+    lands: Zamba 2's hybrid layers)."""
+    aliases = _table()["aliases"].get(model_type or fields.get("model_type"), {})
+    out = {k: v for k, v in fields.items() if k not in aliases or k in keep}
+    for key, value in fields.items():
+        if key in aliases and key not in keep:
+            out[aliases[key]] = value
+    for key, value in out.items():
+        if isinstance(value, dict) and "model_type" in value:
+            out[key] = dealiased(value)
+    return out
+
+
+def declared_names(model_type: str) -> set[str]:
+    """The names ``model_type``'s class maps through its ``attribute_map`` (both sides), where the
+    table stores them; the declared fields themselves are :func:`sub_defaults`'s keys."""
+    aliases: dict[str, str] = _table().get("aliases", {}).get(model_type, {})
+    return set(aliases) | set(aliases.values())
+
+
 def source(model_type: str) -> str:
     """Where the defaults come from, as the output states it."""
     cls = _table()["classes"][model_type]
@@ -82,9 +114,16 @@ def generate() -> dict[str, Any]:
     from llmcalc.families import MODEL_TYPES
 
     base = PretrainedConfig().to_dict()
-    out: dict[str, Any] = {"transformers_version": __version__, "classes": {}, "declared": {}}
+    out: dict[str, Any] = {"transformers_version": __version__, "classes": {}, "declared": {},
+                           "aliases": {}}
     for model_type in (*MODEL_TYPES, *SUB_CONFIG_TYPES):
         cls = type(AutoConfig.for_model(model_type))
+        if cls.attribute_map:  # as undeclared name → declared one (see dealiased)
+            declared = {f.name for f in dataclasses.fields(cls)}
+            out["aliases"][model_type] = {
+                (v if k in declared and v not in declared else k): (k if k in declared and v not in declared else v)
+                for k, v in cls.attribute_map.items()
+            }
         if model_type in MODEL_TYPES:
             out["classes"][model_type] = cls.__name__
         fields = json.loads(json.dumps(cls.default_config_fields(), default=str))  # type: ignore[no-untyped-call]

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from llmcalc.errors import ConfigError, HubError, UsageError
 from llmcalc.formulas.counting import count
 from llmcalc.inputs import bundled
-from llmcalc.inputs.config import load_spec
+from llmcalc.inputs.config import is_assumed, load_spec
 from llmcalc.inputs.files import is_dir as _is_dir
 from llmcalc.inputs.files import is_file as _is_file
 from llmcalc.inputs.files import parse_file
@@ -318,11 +318,13 @@ def targets(args: Iterable[str | Path]) -> tuple[list[Target], list[Skipped]]:
 
 
 def check_file(
-    target: Target | Path, *, label: str | None = None, verify: bool = False, write: bool = False
+    target: Target | Path, *, label: str | None = None, verify: bool = False, write: bool = False,
+    strict: bool = False,
 ) -> FileCheck:
     """Validate one config file, compute its expected figures and (``verify``) build the model;
     ``write`` first writes the computed figures into its ``expected:`` block
-    (:func:`write_figures`).
+    (:func:`write_figures`); ``strict``: a spec noted as resting on an assumption
+    (:func:`llmcalc.inputs.config.is_assumed`) is an error.
 
     A missing transformers install is raised (:class:`MissingExtraError`): no file could be
     verified.
@@ -330,11 +332,11 @@ def check_file(
     if isinstance(target, Path):
         target = Target(label or str(target), target)
     start = time.perf_counter()
-    result = _check_file(target, verify=verify, write=write)
+    result = _check_file(target, verify=verify, write=write, strict=strict)
     return replace(result, seconds=time.perf_counter() - start)
 
 
-def _check_file(target: Target, *, verify: bool, write: bool) -> FileCheck:
+def _check_file(target: Target, *, verify: bool, write: bool, strict: bool = False) -> FileCheck:
     label, path = target.label, target.path
     if path is not None and not (_is_file(path) or _is_dir(path)):
         return FileCheck(label, "error", "no such file or folder")
@@ -358,6 +360,9 @@ def _check_file(target: Target, *, verify: bool, write: bool) -> FileCheck:
         return FileCheck(label, "error", e.detail if e.source == label else str(e), at=at)
     except HubError as e:  # a repo id: the Hub unreachable, the repo missing or gated …
         return FileCheck(label, "error", str(e), at=Location(label))
+    assumed = [note for note in spec.notes if is_assumed(note)] if strict else []
+    if assumed:
+        return FileCheck(label, "error", f"--strict: {assumed[0]}", spec.name, at=Location(label))
     figures = tuple(FigureCheck(x, FIGURES[x.figure](spec)) for x in expectations)
     if block.path is not None and not all(f.ok for f in figures):  # where to point, for CI
         lines = expected_lines(block.path)
@@ -563,6 +568,7 @@ def check_paths(
     verify: bool = False,
     changed: str | None = None,
     write_expected: bool = False,
+    strict: bool = False,
 ) -> CheckRun:
     """Check every config file under ``paths`` (default: the bundled configs); ``changed``: only
     those changed against that git base; ``write_expected``: write each file's computed figures
@@ -578,7 +584,7 @@ def check_paths(
         items = [Target(bundled.label(p), p) for p in bundled.paths()]
     if changed is not None:
         items, skipped = only_changed(items, skipped, changed)
-    files = tuple(check_file(t, verify=verify, write=write_expected) for t in items)
+    files = tuple(check_file(t, verify=verify, write=write_expected, strict=strict) for t in items)
     return CheckRun(files, time.perf_counter() - start, tuple(skipped), changed)
 
 

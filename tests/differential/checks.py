@@ -83,16 +83,22 @@ def _no_torch_init() -> Iterator[None]:
             setattr(torch.nn.init, name, fn)
 
 
-def transformers_model(config: dict[str, Any]) -> Any:
-    """``config`` built by transformers on the meta device (raises what transformers raises)."""
+def transformers_model(config: dict[str, Any], spec: Any = None) -> Any:
+    """``config`` built by transformers on the meta device (raises what transformers raises), by
+    the class verify picks for ``spec`` where llmcalc read one (a whole model where llmcalc
+    describes one, even when the type's default config is refused: Qwen4-Exp's default has no
+    indexer heads, its cut to linear-attention layers does), else the type's."""
     import torch
     import transformers
+
+    from llmcalc.verify.reference import model_class
 
     model_type = config["model_type"]
     fields = {k: v for k, v in config.items() if k != "model_type"}
     hf = transformers.AutoConfig.for_model(model_type, **fields)
+    auto = model_class(spec) if spec is not None else _auto_class(model_type)
     with torch.device("meta"), _no_torch_init():
-        return _auto_class(model_type).from_config(hf)
+        return auto.from_config(hf)
 
 
 def count_outcome(variant: Variant) -> Outcome:
@@ -109,7 +115,7 @@ def count_outcome(variant: Variant) -> Outcome:
     except Exception as e:  # noqa: BLE001 - a traceback is a defect, reported as such
         return Outcome(WRONG, f"llmcalc raised {_first_line(e)}")
     try:
-        model = transformers_model(variant.config)
+        model = transformers_model(variant.config, spec if ours is not None else None)
         params = dict(model.named_parameters())
         real = sum(p.numel() for p in params.values())
     except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal

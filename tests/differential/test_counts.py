@@ -46,9 +46,8 @@ def test_a_wrong_total_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
     assert count_outcome(llama) == Outcome(EXACT)
     odd = Variant("llama/kv 5", {**llama.config, "num_key_value_heads": 5}, "kv 5")
-    # transformers builds it (the heads' reshape fails only in a forward pass): not a model
-    assert count_outcome(odd) == Outcome(
-        REFUSED, "llama/kv 5: num_key_value_heads (5) must divide num_attention_heads (32)")
+    # transformers builds it (the heads' reshape fails only in a forward pass): counted as built
+    assert count_outcome(odd) == Outcome(EXACT)
     both = Variant("llama/layers 2.5", {**llama.config, "num_hidden_layers": 2.5}, "layers 2.5")
     assert count_outcome(both).kind == BOTH_REFUSE
 
@@ -74,3 +73,33 @@ def test_a_patch_larger_than_the_image_is_refused(model_type: str) -> None:
     outcome = count_outcome(Variant(model_type, config, "image_size 3"))
     assert outcome == Outcome(
         REFUSED, f"{model_type}: vision_config.patch_size (14) must not exceed image_size (3)")
+
+
+@pytest.mark.parametrize(("model_type", "change"), [
+    ("falcon", {"new_decoder_architecture": True, "num_kv_heads": 3}),
+    ("qwen2", {"num_key_value_heads": 5}),
+    ("mixtral", {"num_key_value_heads": 3}),
+])
+def test_kv_heads_that_do_not_divide_the_heads_count_as_built(
+        model_type: str, change: dict[str, object]) -> None:
+    """transformers builds k/v projections of kv·head_dim whatever the heads (only the forward's
+    repeat of each KV head fails): llmcalc counts them, exactly."""
+    from variants import default_config
+
+    odd = Variant(f"{model_type}/odd kv", {**default_config(model_type), **change}, "odd kv")
+    assert count_outcome(odd) == Outcome(EXACT)
+
+
+@pytest.mark.parametrize(("model_type", "change"), [
+    ("olmo", {"head_dim": 256}), ("qwen2_moe", {"head_dim": 64}), ("granitemoe", {"head_dim": 64}),
+    ("phimoe", {"head_dim": 3}), ("olmoe", {"head_dim": 64}),  # read with getattr, undeclared
+    ("jetmoe", {"head_dim": 64}), ("zamba", {"head_dim": 64}), ("zamba2", {"head_dim": 64}),
+    ("glm4_moe_lite", {"head_dim": 32}),  # attribute_map aliases
+    ("kolibri1", {"num_local_experts": 16}),
+])
+def test_aliases_and_fields_read_with_getattr_count_as_transformers_reads_them(
+        model_type: str, change: dict[str, object]) -> None:
+    from variants import default_config
+
+    changed = Variant(f"{model_type}/changed", {**default_config(model_type), **change}, "changed")
+    assert count_outcome(changed) == Outcome(EXACT)

@@ -3,7 +3,9 @@
 From each type's default config (the declared defaults of its transformers config class, sub-configs
 included) the generator makes one-change variants: each integer size field set to a few other
 values (one of them odd), each optional field left out (so that the class default or a derived
-value applies), each nullable field set to null; then a few combinations of those changes. The
+value applies), each nullable field set to null; each field the class's ``attribute_map`` names
+or its modelling source reads with getattr that the default config leaves out set (a changed value,
+its own, null); then a few combinations of those changes. The
 order and the values chosen depend only on the type and ``seed``.
 
 Imported by the count test beside it, by ``bench/differential.py`` and by other differential checks
@@ -161,9 +163,117 @@ def _size_values(value: int, rng: random.Random) -> list[int]:
     return sorted(picked)
 
 
+def _classes(model_type: str) -> dict[str, Any]:
+    """Per config path ("" for the top, "text_config" …): its transformers config class."""
+    from transformers import CONFIG_MAPPING
+
+    out: dict[str, Any] = {}
+
+    def walk(cls: Any, path: str) -> None:
+        out[path] = cls
+        for key, spec in (getattr(cls, "sub_configs_defaults", None) or {}).items():
+            if key != "backbone_config":
+                walk(spec.get_config_class(spec.model_type), f"{path}.{key}".lstrip("."))
+
+    walk(CONFIG_MAPPING[model_type], "")
+    return out
+
+
+# A read of a config field with a fallback in a modelling file: getattr(config, "head_dim", …),
+# getattr(self.config, …), getattr(config.text_config, …), getattr(text_config, …)
+GETATTR = re.compile(r"getattr\(\s*(?:self\.)?[A-Za-z_]*config[A-Za-z_.]*\s*,\s*[\"'](\w+)[\"']")
+
+
+def _read_names(cls: Any) -> dict[str, list[str]]:
+    """The fields the modelling source of ``cls``'s model type reads with getattr (a key a
+    config.json may hold though the class does not declare it), each with the source text of its
+    fallbacks."""
+    import ast
+    import importlib
+    import inspect
+
+    module = cls.__module__.replace(".configuration_", ".modeling_")
+    try:
+        source = inspect.getsource(importlib.import_module(module))
+    except (ImportError, OSError, TypeError):
+        return {}
+    out: dict[str, list[str]] = {name: [] for name in GETATTR.findall(source)}
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id == "getattr" and len(node.args) == 3
+                and isinstance(node.args[1], ast.Constant) and node.args[1].value in out):
+            out[node.args[1].value].append(ast.unparse(node.args[2]))
+    return out
+
+
+def _fallback(built: Any, texts: list[str]) -> Any:
+    """The first of a getattr's fallbacks that evaluates on the config object ``built``."""
+    import types
+
+    for text in texts:
+        try:
+            value = eval(text, {"config": built, "self": types.SimpleNamespace(config=built)})  # noqa: S307
+        except Exception:  # noqa: BLE001,S112 - a fallback that reads the module's own locals
+            continue
+        if value is not None:  # getattr(config, "head_dim", None) or …: the next one
+            return value
+    return None
+
+
+def _undeclared(model_type: str, base: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(dotted path, value) of each field a config class's attribute_map names, or its modelling
+    source reads with getattr, or it declares with a None default, that the default config does
+    not hold: the value transformers'
+    config object gives it (an alias: the field it stands for), None where it has none."""
+    out: list[tuple[str, Any]] = []
+    for path, cls in _classes(model_type).items():
+        sub = base
+        for part in filter(None, path.split(".")):
+            sub = sub.get(part) if isinstance(sub, dict) else None
+        if not isinstance(sub, dict):
+            continue
+        try:
+            built = cls(**{k: v for k, v in sub.items() if k != "model_type"})
+        except Exception:  # noqa: BLE001 - a class its own defaults do not build: no object to read
+            built = None
+        aliases = dict(getattr(cls, "attribute_map", None) or {})
+        reads = _read_names(cls)
+        # declared fields whose default is None (left out of the default config: the class
+        # derives them, and a saved config.json holds what it derived)
+        derived = {f.name for f in dataclasses.fields(cls) if f.default is None}
+        # and what its __post_init__ derives and sets beside them (a saved config.json holds it)
+        declared = {f.name for f in dataclasses.fields(cls)}
+        extra = {k for k in vars(built) if k not in declared} if built is not None else set()
+        names = set(aliases) | set(aliases.values()) | set(reads) | derived | extra
+        for name in sorted(names):
+            if name in sub or name in BASE_FIELDS or name.startswith("_") or name.endswith("_config"):
+                continue
+            value = getattr(built, name, None) if built is not None else None
+            if value is None and built is not None:
+                value = _fallback(built, reads.get(name, []))
+            if value is None and name == "head_dim" and built is not None:  # … or d // heads
+                value = _fallback(built, ["config.hidden_size // config.num_attention_heads"])
+            if isinstance(value, (int, float, str, list)) or value is None:
+                out.append((f"{path}.{name}".lstrip("."), _plain(value)))
+    return out
+
+
 def _changes(model_type: str, base: dict[str, Any], rng: random.Random) -> list[Change]:
     nullable = _nullable(model_type)
     out: list[Change] = []
+    # each alias and each field read with getattr that the default config leaves out: given a
+    # changed value (double, half, odd …; a switch flipped), its own value, and null
+    for path, value in _undeclared(model_type, base):
+        key = path.rsplit(".", 1)[-1]
+        if isinstance(value, bool):
+            out.append((path, SET, not value))
+        elif isinstance(value, int) and not NOT_SIZES.search(key):
+            out.extend((path, SET, v) for v in _size_values(value, rng) if v > 0)
+            out.append((path, SET, value))
+        elif value is not None and not NOT_SIZES.search(key) and not NO_SHAPE.search(key):
+            out.append((path, SET, value))
+        if value is not None and not NO_SHAPE.search(key):
+            out.append((path, SET, None))
     for path, value in _fields(base):
         key = path.rsplit(".", 1)[-1]
         if isinstance(value, int) and not isinstance(value, bool) and not NOT_SIZES.search(key):

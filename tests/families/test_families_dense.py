@@ -369,10 +369,6 @@ ERRORS = [
         "got [['global', 'sliding'], 1]",
     ),
     (
-        dict(MPT, expansion_ratio=3),
-        "transformers' MPT builds only expansion_ratio 4, got 3",
-    ),
-    (
         dict(MPT, attn_config={"attn_type": "multiquery_attention"}),
         "attn_config.attn_type: transformers' MPT builds only multihead_attention, "
         "got 'multiquery_attention'",
@@ -380,10 +376,6 @@ ERRORS = [
     (
         tiny("falcon", hidden_size=70),
         "num_attention_heads (8) must divide hidden_size (70) when head_dim is not given",
-    ),
-    (
-        tiny("falcon", new_decoder_architecture=True, num_kv_heads=3),
-        "num_kv_heads (3) must divide num_attention_heads (8)",
     ),
     (
         # (Qwen2Config declares 32 KV heads: a tiny config states its own)

@@ -177,10 +177,6 @@ def test_gemma4_bundled_totals() -> None:
             "per_layer_config.1.intermediate_size: is not supported (only head_dim, "
             "num_key_value_heads)",
         ),
-        (
-            {"attention_k_eq_v": True, "num_global_key_value_heads": 3},
-            "num_global_key_value_heads (3) must divide num_attention_heads (4)",
-        ),
     ],
 )
 def test_gemma4_bad_fields_name_the_field(write: Any, fields: dict[str, Any], message: str) -> None:

@@ -67,11 +67,6 @@ CASES = [
         "num_attention_heads (12) must divide hidden_size (770) when head_dim is not given",
     ),
     (
-        "kv.json",
-        with_(num_key_value_heads=5),
-        "num_key_value_heads (5) must divide num_attention_heads (12)",
-    ),
-    (
         "notype.json",
         with_(model_type=...),
         f"missing required field model_type ({len(MODEL_TYPES)} model types, e.g. llama, "

@@ -215,3 +215,18 @@ def test_no_row_class_restates_the_declared_defaults() -> None:
             if takers and all(type(d) is type(default) and d == default for d in declared):
                 restated.append(f"{cls.__name__}.{name} = {default!r}")
     assert restated == []
+
+
+def test_aliases_are_read_as_transformers_sets_them() -> None:
+    """An undeclared key wins over the declared field it names (set after it, through
+    ``attribute_map``); sub-configs are walked into; a name the family reads itself is kept."""
+    from llmcalc.inputs.family_defaults import dealiased
+
+    assert dealiased({"model_type": "jetmoe", "head_dim": 64, "kv_channels": 128}) == {
+        "model_type": "jetmoe", "kv_channels": 64}
+    assert dealiased({"model_type": "kolibri1", "num_experts": 384, "num_local_experts": 16}) == {
+        "model_type": "kolibri1", "num_experts": 16}
+    assert dealiased({"model_type": "x", "text_config": {"model_type": "gpt2", "hidden_size": 8}}) == {
+        "model_type": "x", "text_config": {"model_type": "gpt2", "n_embd": 8}}
+    assert dealiased({"model_type": "zamba2", "layer_types": ["hybrid"]}, keep={"layer_types"}) == {
+        "model_type": "zamba2", "layer_types": ["hybrid"]}

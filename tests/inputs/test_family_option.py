@@ -15,10 +15,10 @@ def test_unread_size_fields_are_named_in_a_warning(cli: Any, write: Any) -> None
     r = cli("count", path, "--family", "llama", "--json")
     assert r.code == 0
     assert r.stderr == (
-        "warning: --family llama does not read: adapter_dim, vision_config (check the total)\n"
+        "warning: fields this count does not model: adapter_dim, vision_config\n"
     )
     assert r.json()["total_params"] == 106_816
-    assert "--family llama does not read: adapter_dim, vision_config (check the total)" in r.json()["notes"]
+    assert "fields this count does not model: adapter_dim, vision_config" in r.json()["notes"]
 
 
 def test_a_plain_llama_like_config_gets_no_warning(cli: Any, write: Any) -> None:
