@@ -454,7 +454,7 @@ def memory(
         )
         if mla
         else None,
-        notes=context_notes(spec, ctx=ctx),
+        notes=(*context_notes(spec, ctx=ctx), *quant.format_notes(spec, dtype)),
         weight_parts=quant.breakdown(spec, dtype),
         state_bytes_per_sequence=state_bytes_per_sequence(spec, dtype=kv_dtype),
         state_terms=state_terms,

@@ -266,7 +266,7 @@ def test_cli_ctx_beyond_max_position_embeddings_is_noted_not_refused(cli) -> Non
     r = cli("flops", "llama-3-8b", "--ctx", "16k", "--json")
     assert r.code == 0, r.stderr
     assert r.json()["notes"] == [note]
-    assert f"note: {note}" in cli("flops", "llama-3-8b", "--ctx", "16k").stdout.replace("\n", " ")
+    assert f"note: {note}" in cli("flops", "llama-3-8b", "--ctx", "16k").stderr.replace("\n", " ")
     assert cli("flops", "llama-3-8b", "--ctx", "8k", "--json").json()["notes"] == []
     assert flops(load_spec("llama-3-8b"), ctx=8193).notes == (
         "context 8,193 is above the model's max_position_embeddings (8,192); "

@@ -153,7 +153,7 @@ def test_without_the_verify_extra_the_error_names_it(tmp_path: Path) -> None:
         2,
         f"error: {config}: llmcalc has no formula for model_type 'musicgen'; measuring it (building "
         "transformers' model on the meta device) needs the 'verify' extra: "
-        "pip install 'llmcalc-exact[verify]'\n",
+        f"pip install -e '{REPO}[verify]'\n",
     )
 
 
