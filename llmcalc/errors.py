@@ -71,8 +71,52 @@ class ParameterError(UsageError):
         )
 
 
+DISTRIBUTION = "llmcalc-exact"
+
+
+def install_command(extra: str) -> str:
+    """A pip command that adds ``extra`` to this copy, as it was installed (PEP 610's
+    direct_url.json in the distribution's metadata): an editable or local install names its
+    folder (``pip install -e '/src/llmcalc[verify]'``), a wheel file its path, a VCS install its
+    URL; otherwise the extra's own requirements, which any index has. ``llmcalc-exact`` itself is
+    on no index."""
+    import json
+    import shlex
+    from importlib import metadata
+    from urllib.parse import unquote, urlparse
+
+    dists = list(metadata.distributions(name=DISTRIBUTION))
+    direct: dict[str, object] = {}
+    for d in dists:  # a clone's own *.egg-info may come first on sys.path, without direct_url
+        try:
+            direct = json.loads(d.read_text("direct_url.json") or "{}")
+        except ValueError:
+            continue
+        if direct:
+            break
+    url = str(direct.get("url") or "")
+    info = direct.get("dir_info")
+    if url.startswith("file://"):
+        path = unquote(urlparse(url).path)
+        editable = isinstance(info, dict) and info.get("editable") is True
+        return f"pip install {'-e ' if editable else ''}{shlex.quote(f'{path}[{extra}]')}"
+    vcs = direct.get("vcs_info")
+    if url:  # a VCS checkout or an archive by URL
+        ref = f"{vcs.get('vcs', 'git')}+{url}" if isinstance(vcs, dict) else url
+        return f"pip install {shlex.quote(f'{DISTRIBUTION}[{extra}] @ {ref}')}"
+    from pathlib import Path
+
+    source = Path(__file__).resolve().parent.parent  # a clone run without installing it
+    if (source / "pyproject.toml").is_file():
+        return f"pip install -e {shlex.quote(f'{source}[{extra}]')}"
+    marker = f'extra == "{extra}"'
+    wanted = [r.split(";")[0].replace(" ", "") for d in dists[:1] for r in d.requires or ()
+              if marker in r]
+    return "pip install " + " ".join(shlex.quote(r) for r in wanted)
+
+
 class MissingExtraError(LLMCalcError):
-    """An optional dependency is missing; the message says how to install it."""
+    """An optional dependency is missing; the message says how to install it for this copy."""
 
     def __init__(self, what: str, extra: str = "verify") -> None:
-        super().__init__(f"{what} needs the '{extra}' extra: pip install 'llmcalc-exact[{extra}]'")
+        super().__init__(f"{what} needs the '{extra}' extra: {install_command(extra)}")

@@ -48,6 +48,28 @@ def _parse(text: str, *, option: str, suffixes: dict[str, int], example: str) ->
     return int(value)
 
 
+# binary byte units, largest first: a size is shown in the largest one it reaches
+BYTE_UNITS: tuple[tuple[str, int], ...] = (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20),
+                                           ("KiB", 2**10))
+
+
+def byte_unit(nbytes: float) -> tuple[str, int]:
+    """The unit a size is shown in: the largest of TiB, GiB, MiB, KiB it reaches, else bytes
+    (``B``). Tables, plots and the page pick units with this one function."""
+    for name, size in BYTE_UNITS:
+        if abs(nbytes) >= size:
+            return name, size
+    return "B", 1
+
+
+def size_text(nbytes: float, *, unit: tuple[str, int] | None = None, digits: int = 2) -> str:
+    """A size in its unit (:func:`byte_unit`, or ``unit``): 12.55 GiB, 112.31 KiB, 512 B."""
+    name, size = unit or byte_unit(nbytes)
+    if size == 1:
+        return f"{nbytes:,.0f} B"
+    return f"{nbytes / size:,.{digits}f} {name}"
+
+
 def parse_context(text: str, *, option: str = "--ctx") -> int:
     """A context length in tokens: ``4096``, ``4k`` (= 4,096), ``128k`` (= 131,072), ``1M``."""
     return _parse(text, option=option, suffixes=BINARY_SUFFIXES, example="4096, 4k, 128k, 1M")

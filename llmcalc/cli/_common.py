@@ -208,6 +208,14 @@ def bundled_specs() -> list[tuple[str, ModelSpec]]:
     return [(p.stem, speccache.load_file(p, validate(p))) for p in bundled.paths()]
 
 
+def forward_specs() -> tuple[list[tuple[str, ModelSpec]], list[str]]:
+    """The bundled configs whose forward pass is modelled (the FLOPs and memory catalogs), and the
+    names of those left out (ModelSpec.forward_unmodelled), for the table's note."""
+    specs = bundled_specs()
+    return ([(stem, spec) for stem, spec in specs if not spec.forward_unmodelled],
+            [stem for stem, spec in specs if spec.forward_unmodelled])
+
+
 def specs_for(
     models: list[str],
     overrides: list[str] | None,
@@ -307,10 +315,41 @@ def print_json(obj: object) -> None:
     typer.echo(dumps(obj))
 
 
+NOTE_PREFIXES = ("note: ", "warning: ")
+
+
+def split_notes(renderable: object) -> tuple[object | None, list[object]]:
+    """(what stays on stdout, the ``note:``/``warning:`` lines in it): notes go to stderr, as
+    pip, cargo and ruff print theirs, so that stdout is the table alone."""
+    from rich.console import Group
+    from rich.text import Text
+
+    if isinstance(renderable, Text) and renderable.plain.startswith(NOTE_PREFIXES):
+        return None, [renderable]
+    if isinstance(renderable, Group):
+        kept: list[object] = []
+        notes: list[object] = []
+        for r in renderable.renderables:
+            k, more = split_notes(r)
+            notes += more
+            if k is not None:
+                kept.append(k)
+        return (Group(*kept) if kept else None), notes  # type: ignore[arg-type]
+    return renderable, []
+
+
 def show(*renderables: object) -> None:
     out = console()
+    notes: list[object] = []
     for r in renderables:
-        out.print(never_cut(r))
+        kept, more = split_notes(r)
+        notes += more
+        if kept is not None:
+            out.print(never_cut(kept))
+    if notes:
+        err = console(stderr=True)
+        for note in notes:
+            err.print(note)
 
 
 def never_cut(renderable: object) -> object:
@@ -393,6 +432,4 @@ def emit(
 
 
 def show_grids(grids: list[Grid]) -> None:
-    out = console()
-    for g in grids:
-        out.print(to_rich(g, out.width))
+    show(*(to_rich(g, console().width) for g in grids))

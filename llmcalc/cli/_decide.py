@@ -64,13 +64,21 @@ def serving_gpus(spec: ModelSpec, *, gpus: int, tp: int | None, pp: int | None) 
     return t * p
 
 
-def warn_beyond_window(spec: ModelSpec, ctx: int | None) -> None:
-    """--ctx beyond max_position_embeddings: sized as asked, but said on stderr."""
+def beyond_window(spec: ModelSpec, ctx: int | None) -> str | None:
+    """--ctx beyond max_position_embeddings: sized as asked, but said (stderr, or --json's notes)."""
     limit = spec.shape.max_position_embeddings
     if ctx is not None and limit and ctx > limit:
-        typer.echo(f"warning: --ctx {n(ctx)} is more than {spec.name}'s max_position_embeddings "
-                   f"({n(limit)}); the memory is sized as asked, but the model was not made for "
-                   "that context", err=True)
+        return (f"--ctx {n(ctx)} is more than {spec.name}'s max_position_embeddings "
+                f"({n(limit)}); the memory is sized as asked, but the model was not made for "
+                "that context")
+    return None
+
+
+def warn_beyond_window(spec: ModelSpec, ctx: int | None) -> None:
+    """:func:`beyond_window` as a warning line on stderr."""
+    warning = beyond_window(spec, ctx)
+    if warning:
+        typer.echo(f"warning: {warning}", err=True)
 
 
 # A change that may make a plan fit: the flags as typed, and the keyword arguments they set.

@@ -264,8 +264,9 @@ def fit(
 
     if batch is not None and batch < 1:
         raise UsageError(f"--batch {batch}: must be 1 or more")
-    for _, spec in specs:
-        warn_beyond_window(spec, n_ctx)
+    if how is not Format.json:
+        for _, spec in specs:
+            warn_beyond_window(spec, n_ctx)
     chunk = None if prefill_chunk is None else parse_context(prefill_chunk,
                                                              option="--prefill-chunk")
     # both --batch and --ctx: the largest batch at that context answers whether the batch fits

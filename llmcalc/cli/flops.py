@@ -15,8 +15,8 @@ from llmcalc.cli._common import (
     SetOpt,
     StrictOpt,
     TrustRemoteCodeOpt,
-    bundled_specs,
     emit,
+    forward_specs,
     handles_errors,
     image_specs_for,
     one_model,
@@ -84,10 +84,11 @@ def flops(
             raise UsageError("--set and --family need a MODEL")
         if part or images or image_size:
             raise UsageError("--part, --images and --image-size need a MODEL")
+        specs, left_out = forward_specs()
         rows = [(stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
-                for stem, spec in bundled_specs()]
+                for stem, spec in specs]
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
-             grids=lambda: [r.catalog_grid(rows, ctx=n_ctx)])
+             grids=lambda: [r.catalog_grid(rows, ctx=n_ctx, left_out=left_out)])
         return
     specs = image_specs_for(models, set_, family, revision, trust_remote_code,
                             image_size=image_size)

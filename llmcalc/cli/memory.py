@@ -252,11 +252,12 @@ def memory(
 
 def _catalog(ctx: int, batch: int, dtype: str | None, kv_dtype: str | None, how: Format) -> None:
     """One row per bundled model: weights, KV per token, state per sequence, total at ctx × batch."""
-    from llmcalc.cli._common import bundled_specs
+    from llmcalc.cli._common import forward_specs
     from llmcalc.render.memory import catalog_view, memory_json
 
     rows = []
-    for stem, spec in bundled_specs():
+    specs, left_out = forward_specs()
+    for stem, spec in specs:
         w_dtype = resolve_format(spec, dtype)
         c_dtype = kv_dtype_for(w_dtype) if kv_dtype is None else parse_dtype(kv_dtype,
                                                                               option="--kv-dtype")
@@ -265,7 +266,7 @@ def _catalog(ctx: int, batch: int, dtype: str | None, kv_dtype: str | None, how:
     if how is Format.json:
         print_json([{"name": stem, **memory_json(r)} for stem, r in rows])
     elif how is Format.table:
-        show(catalog_view(rows, ctx=ctx))
+        show(catalog_view(rows, ctx=ctx, left_out=left_out))
     else:
         raise UsageError(f"--format {how.value}: the catalog prints as a table or JSON")
 

@@ -129,6 +129,7 @@ class Architecture:
     depth_flops_per_token: int = 0  # ModelSpec.depth_flops_per_token
     depth_flops_what: str = "attention over the layers' block outputs"  # ModelSpec.depth_flops_what
     cache_bytes_per_token: int = 0  # ModelSpec.cache_bytes_per_token
+    forward_unmodelled: str = ""  # ModelSpec.forward_unmodelled
 
 
 # ---- checks shared by families ------------------------------------------------------------------

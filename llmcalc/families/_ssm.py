@@ -132,16 +132,18 @@ def mamba2_head_dim(
 
 def check_mamba2(
     *, d_inner: int, heads: int, head_dim: int, groups: int, inner_field: str, heads_field: str,
-    groups_field: str,
+    groups_field: str, groups_divide: bool = True,
 ) -> None:
-    """Mamba-2's heads tile the inner width, and the B/C groups divide the heads."""
+    """Mamba-2's heads tile the inner width, and the B/C groups divide the heads (unless
+    ``groups_divide`` is false: a family whose model builds either way, its forward refused)."""
     require(
         heads * head_dim == d_inner,
         heads_field,
         f"{heads_field} × head_dim ({heads} × {head_dim}) must equal the inner width "
         f"{inner_field} ({d_inner})",
     )
-    require(heads % groups == 0, groups_field, f"{groups_field} ({groups}) must divide {heads_field} ({heads})")
+    require(not groups_divide or heads % groups == 0, groups_field,
+            f"{groups_field} ({groups}) must divide {heads_field} ({heads})")
 
 
 def mamba2_mixer(

@@ -434,3 +434,58 @@ def describe_trocr(c: TrOCRConfig) -> Architecture:
         notes=("the decoder alone: its cross-attention reads an image encoder's output "
                "(--source-len tokens), whose own FLOPs are not counted",),
     )
+
+
+class BigBirdPegasusConfig(BartConfig):
+    """BigBird-Pegasus (Zaheer et al. 2020): Pegasus's pre-norm stacks with learned positions of
+    max_position_embeddings rows, the closing norm named layernorm_embedding; the encoder's
+    attention is BigBird's (self_attn.self.query, key, value and self_attn.output), and every
+    attention projection is biased only with ``use_bias``."""
+
+    transformers_class = "BigBirdPegasusConfig"
+    position_offset = 0
+    embedding_norm = False
+    final_norm = True
+
+    use_bias: bool
+    attention_type: str
+
+
+# BigBirdPegasusEncoderAttention's module names for BART's
+BIGBIRD_ENCODER_ATTENTION = {"q_proj": "self.query", "k_proj": "self.key", "v_proj": "self.value",
+                             "out_proj": "output"}
+
+
+def describe_bigbird_pegasus(c: BigBirdPegasusConfig) -> Architecture:
+    """BigBirdPegasusForConditionalGeneration (bigbird_pegasus/modeling_bigbird_pegasus.py): the
+    BART row above, renamed and with the attention biases as use_bias says. Its forward is refused
+    where the encoder's attention is block-sparse (BigBird switches to full attention below
+    (5 + 2·num_random_blocks)·block_size tokens); with original_full it is BART's."""
+    arch = describe(c)
+
+    def renamed(t: Tensor) -> Tensor | None:
+        name = t.name.replace(".layer_norm.", ".layernorm_embedding.")
+        for old, new in BIGBIRD_ENCODER_ATTENTION.items():
+            if name.startswith("model.encoder.") and f".self_attn.{old}." in name:
+                name = name.replace(f".self_attn.{old}.", f".self_attn.{new}.")
+        attn = any(f".{x}.{p}." in t.name for x in ("self_attn", "encoder_attn")
+                   for p in BIGBIRD_ENCODER_ATTENTION)
+        if attn and name.endswith(".bias") and not c.use_bias:
+            return None
+        return replace(t, name=name)
+
+    def stack(tensors: tuple[Tensor, ...]) -> tuple[Tensor, ...]:
+        return tuple(r for t in tensors if (r := renamed(t)) is not None)
+
+    (encoder,) = arch.parts
+    return replace(
+        arch,
+        tensors=stack(arch.tensors),
+        layer_groups=tuple(replace(g, tensors=stack(g.tensors)) for g in arch.layer_groups),
+        parts=(replace(encoder, tensors=stack(encoder.tensors), layer_groups=tuple(
+            replace(g, tensors=stack(g.tensors)) for g in encoder.layer_groups)),),
+        notes=("position tables: max_position_embeddings rows",),
+        forward_unmodelled="" if c.attention_type == "original_full" else (
+            f"attention_type {c.attention_type}: the encoder switches between block-sparse and "
+            "full attention by sequence length, which these formulas do not follow"),
+    )

@@ -17,6 +17,7 @@ from pydantic import AliasChoices
 from pydantic import Field
 
 from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import Size
@@ -410,4 +411,60 @@ def describe_modernbert_decoder(c: ModernBertDecoderConfig) -> Architecture:
             *_head("decoder", v, d, embed, tied=c.tie_word_embeddings, bias=c.decoder_bias),
         ),
         layer_groups=modernbert_layers(c, body, lambda window: c.attention(window=window)),
+    )
+
+
+# ---- CPM-Ant (OpenBMB 2022): pre-norm, gated FFN, relative position buckets, prompt tokens ---------
+
+
+class CpmAntConfig(FamilyConfig):
+    transformers_class = "CpmAntConfig"
+
+    hidden_size: Size
+    num_hidden_layers: Size
+    num_attention_heads: Size
+    dim_head: Size
+    dim_ff: Size
+    vocab_size: Size
+    position_bias_num_buckets: Count
+    segment_types: Count
+    prompt_types: Count
+    prompt_length: Count
+
+
+def describe_cpmant(c: CpmAntConfig) -> Architecture:
+    """CpmAntForCausalLM (cpmant/modeling_cpmant.py): input_embedding [V + prompt_types ·
+    prompt_length, d] (the vocabulary, then the prompt tokens' rows), segment_embedding [S, d],
+    position_bias.relative_attention_bias [S² + buckets, h] (looked up, no matmul); per layer a
+    weight-only norm [d] before attention, project_q, project_k, project_v [h·dh, d] and
+    attention_out [d, h·dh], a weight-only norm [d] before the gated FFN w_in.w_0, w_in.w_1 [ff, d]
+    and w_out [d, ff]; output_layernorm [d]; lm_head [V, d], never tied (the embedding holds more
+    rows than the vocabulary)."""
+    d, h, hd, ff, v = c.hidden_size, c.num_attention_heads, c.dim_head, c.dim_ff, c.vocab_size
+    s = c.segment_types
+    p = "cpmant.encoder.layers.{i}"
+    a, f = f"{p}.self_att", f"{p}.ffn"
+    layer = [
+        *norm(f"{a}.layernorm_before_attention", "attn/norm", d, bias=False),
+        *(t for x in ("project_q", "project_k", "project_v")
+          for t in linear(f"{a}.self_attention.{x}", f"attn/{x}", h * hd, d, bias=False)),
+        *linear(f"{a}.self_attention.attention_out", "attn/o_proj", d, h * hd, bias=False),
+        *norm(f"{f}.layernorm_before_ffn", "mlp/norm", d, bias=False),
+        *linear(f"{f}.ffn.w_in.w_0", "mlp/gate_proj", ff, d, bias=False),
+        *linear(f"{f}.ffn.w_in.w_1", "mlp/up_proj", ff, d, bias=False),
+        *linear(f"{f}.ffn.w_out", "mlp/down_proj", d, ff, bias=False),
+    ]
+    return Architecture(
+        shape=Shape(c.num_hidden_layers, d, h, h, hd, ff, v, False),
+        tensors=(
+            embedding("cpmant.input_embedding", "embed/tokens", v + c.prompt_types * c.prompt_length, d),
+            embedding("cpmant.segment_embedding", "embed/segments", s, d),
+            Tensor("cpmant.position_bias.relative_attention_bias", (s * s + c.position_bias_num_buckets, h),
+                   "embed/position_bias"),
+            *norm("cpmant.encoder.output_layernorm", "final_norm", d, bias=False),
+            *lm_head("lm_head", v, d, tied_to=None),
+        ),
+        layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, hd, hd)),
+        forward_unmodelled=f"CPM-Ant prepends prompt_length ({c.prompt_length}) prompt tokens to "
+                           "every sequence inside the model, which these formulas do not follow",
     )

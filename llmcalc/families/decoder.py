@@ -25,12 +25,15 @@ from llmcalc.families._base import FULL
 from llmcalc.families._base import SLIDING
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
+from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import LayerPlan
 from llmcalc.families._base import Size
+from llmcalc.families._base import embedding
 from llmcalc.families._base import gqa_projections
 from llmcalc.families._base import layer_kinds
 from llmcalc.families._base import linear
 from llmcalc.families._base import llama_outer_tensors
+from llmcalc.families._base import lm_head
 from llmcalc.families._base import norm
 from llmcalc.families._base import periodic_plan
 from llmcalc.families._base import planned_layers
@@ -442,6 +445,95 @@ class CwmConfig(DenseConfig):
 
     def default_plan(self) -> LayerPlan:
         return first_of_plan(self.num_hidden_layers, 4)
+
+
+class Emu3TextModelConfig(DenseConfig):
+    """Emu3's language model (Emu3TextConfig): Llama's tensors."""
+
+    transformers_class = "Emu3TextConfig"
+
+
+class Emu3Config(FamilyConfig):
+    """Emu3 (Wang et al. 2024, arXiv 2409.18869): a Llama over text and VQ image tokens. Its causal
+    LM (transformers' ``Emu3ForCausalLM``, which ``AutoModelForCausalLM`` builds from this config's
+    text_config) is the language model alone; the VQ-VAE image tokenizer (vq_config) is part of
+    ``Emu3ForConditionalGeneration`` only."""
+
+    transformers_class = "Emu3Config"
+
+    text_config: dict[str, Any] | None = None
+
+
+def describe_emu3(c: Emu3Config) -> Architecture:
+    """Emu3ForCausalLM: its text_config (on Emu3TextConfig's defaults) as a Llama; the head ties as
+    text_config says (the causal LM is built from it)."""
+    from llmcalc.families._vision import read_sub
+    from llmcalc.families._vision import sub_fields
+    from llmcalc.inputs import family_defaults
+
+    fields = sub_fields(c.text_config, "text_config", "emu3_text_model",
+                        (family_defaults.sub_defaults("emu3") or {}).get("text_config", {}))
+    arch = describe(read_sub(Emu3TextModelConfig, fields, "text_config"))
+    return replace(arch, notes=(*arch.notes, "Emu3ForCausalLM: the language model; the VQ-VAE "
+                                "image tokenizer (vq_config) is not part of it"))
+
+
+class MoshiConfig(DecoderConfig):
+    """Moshi's temporal transformer (Défossez et al. 2024, arXiv 2410.00037), the text model
+    ``MoshiForCausalLM`` builds: its feed-forward width is ``ffn_dim``, and every layer keeps a
+    window of ``sliding_window`` tokens in transformers' cache (attention itself is full causal).
+    The depth decoder and the Mimi codec (depth_decoder_config, audio_encoder_config) are parts of
+    ``MoshiForConditionalGeneration`` only."""
+
+    transformers_class = "MoshiConfig"
+
+    intermediate_size: Size = Field(validation_alias=AliasChoices("ffn_dim", "intermediate_size"))
+    sliding_window: Size
+    audio_vocab_size: Size | None = None
+    audio_encoder_config: dict[str, Any] | None = None
+    depth_decoder_config: dict[str, Any] | None = None
+
+
+def describe_moshi(c: MoshiConfig) -> Architecture:
+    """MoshiForCausalLM (moshi/modeling_moshi.py): embed_tokens [V + 1, d] (one more row, the
+    audio-padding token), per layer input and post-attention RMSNorms [d], q, k, v, o as
+    ``….linear`` (GQA shapes), a gated MLP fused in fc1 [ffn, d] (gate and value halves) and fc2
+    [d, ffn / 2]; the final norm [d] and lm_head [V, d], never tied (the tables differ in rows)."""
+    d, ff, v = c.hidden_size, c.intermediate_size, c.vocab_size
+    h, kv = c.num_attention_heads, c.resolved_kv_heads
+    # MoshiAttention refuses a width the heads do not divide, even with head_dim given
+    require(d % h == 0, "num_attention_heads",
+            f"num_attention_heads ({h}) must divide hidden_size ({d})")
+    require(ff % 2 == 0, "ffn_dim", f"ffn_dim ({ff}) must be even (MoshiConfig)")
+    depth_ff = (c.depth_decoder_config or {}).get("ffn_dim", 0)
+    require(not isinstance(depth_ff, int) or depth_ff % 2 == 0, "depth_decoder_config.ffn_dim",
+            f"depth_decoder_config.ffn_dim ({depth_ff}) must be even (MoshiDepthConfig)")
+    require(c.audio_encoder_config is not None or c.audio_vocab_size is not None,
+            "audio_vocab_size", "audio_vocab_size is not given and there is no "
+            "audio_encoder_config to take it from: transformers cannot build the model")
+    hd = c.resolved_head_dim
+    p = "model.layers.{i}"
+    a = f"{p}.self_attn"
+    layer = [
+        *norm(f"{p}.input_layernorm", "attn/norm", d, bias=False),
+        *(t for x, out_f, in_f in (("q_proj", h * hd, d), ("k_proj", kv * hd, d),
+                                   ("v_proj", kv * hd, d), ("o_proj", d, h * hd))
+          for t in linear(f"{a}.{x}.linear", f"attn/{x}", out_f, in_f, bias=False)),
+        *norm(f"{p}.post_attention_layernorm", "mlp/norm", d, bias=False),
+        *linear(f"{p}.mlp.fc1", "mlp/fc1", ff, d, bias=False),
+        *linear(f"{p}.mlp.fc2", "mlp/fc2", d, ff // 2, bias=False),
+    ]
+    return Architecture(
+        shape=replace(c.shape(tied=False), intermediate_size=ff // 2),
+        tensors=(
+            embedding("model.embed_tokens", "embed/tokens", v + 1, d),
+            *norm("model.norm", "final_norm", d, bias=False),
+            *lm_head("lm_head", v, d, tied_to=None),
+        ),
+        layer_groups=uniform_layers(c.num_hidden_layers, layer, c.attention(window=c.sliding_window)),
+        notes=("MoshiForCausalLM: the text model; the depth decoder and the Mimi audio codec are "
+               "parts of MoshiForConditionalGeneration only",),
+    )
 
 
 # ---- dense decoders with multi-head latent attention ----------------------------------------------

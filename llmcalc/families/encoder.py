@@ -37,6 +37,7 @@ from llmcalc.families._base import linear
 from llmcalc.families._base import lm_head
 from llmcalc.families._base import norm
 from llmcalc.families._base import override_plan
+from llmcalc.families._base import plan_from_kinds
 from llmcalc.families._base import planned_layers
 from llmcalc.families._base import require
 from llmcalc.families._base import resolve_head_dim
@@ -739,6 +740,36 @@ def describe_bert_row(c: BertRowConfig) -> Architecture:
     ), head, part=c.head_part)
 
 
+class BigBirdConfig(BertRowConfig):
+    """BigBird (Zaheer et al. 2020): BERT's tensors, q/k/v biased as ``use_bias`` says, and a pooler
+    (BigBirdForMaskedLM builds BigBirdModel with one: nn.Linear d × d on the first token)."""
+
+    transformers_class = "BigBirdConfig"
+
+    vocab_size: Size
+    max_position_embeddings: Size
+    use_bias: bool
+    attention_type: str
+
+
+def describe_big_bird(c: BigBirdConfig) -> Architecture:
+    """BigBirdForMaskedLM (big_bird/modeling_big_bird.py): BERT's row under ``bert.`` without the
+    q/k/v biases when use_bias is false, bert.pooler [d, d] + bias [d]. Its forward is refused:
+    block-sparse attention (global, window and random blocks, Zaheer et al. §2) past
+    (5 + 2·num_random_blocks)·block_size tokens, full attention below, and the pooler's one token
+    per sequence."""
+    arch = describe_bert_row(c)
+    (group,) = arch.layer_groups
+    qkv = tuple(f".attention.self.{x}.bias" for x in ("query", "key", "value"))
+    layer = tuple(t for t in group.tensors if c.use_bias or not t.name.endswith(qkv))
+    pooler = linear("bert.pooler", "pooler", c.hidden_size, c.hidden_size, bias=True)
+    return replace(
+        arch, tensors=(*arch.tensors, *pooler), layer_groups=(replace(group, tensors=layer),),
+        forward_unmodelled=f"attention_type {c.attention_type}: BigBird switches between "
+        "block-sparse and full attention by sequence length, and its pooler runs on one token per "
+        "sequence; these formulas follow neither")
+
+
 def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
     d, v, e, tied = c.hidden_size, c.vocab_size, c.embedding_width, c.tie_word_embeddings
     tied_to = f"{embed}.weight" if tied else None
@@ -843,4 +874,146 @@ def describe_xlm(c: XLMConfig) -> Architecture:
         layer_groups=uniform_layers(c.n_layers, layer, Attention(h, h, hd, hd, causal=c.causal),
                                     name="encoder"),
         notes=_direction_note(c.causal),
+    ), head)
+
+
+# ---- XLNet (Yang et al. 2019): a permutation LM with two-stream relative attention ----------------
+
+
+class XLNetConfig(FamilyConfig):
+    transformers_class = "XLNetConfig"
+
+    vocab_size: Size = Field(validation_alias=AliasChoices("vocab_size", "n_token"))
+    d_model: Size = Field(validation_alias=AliasChoices("d_model", "hidden_size"))
+    n_layer: Size = Field(validation_alias=AliasChoices("n_layer", "num_hidden_layers"))
+    n_head: Size = Field(validation_alias=AliasChoices("n_head", "num_attention_heads"))
+    d_inner: Size
+    d_head: Size | None = None  # XLNetConfig: d_model // n_head, and nothing else
+    tie_word_embeddings: bool
+
+
+def describe_xlnet(c: XLNetConfig) -> Architecture:
+    """XLNetLMHeadModel (xlnet/modeling_xlnet.py): transformer.word_embedding [V, d] and mask_emb
+    [1, 1, d]; per layer rel_attn.q, k, v, o and r (the relative positions' keys) [d, h, hd] each,
+    the biases r_w_bias, r_r_bias, r_s_bias [h, hd] and seg_embed [2, h, hd], a LayerNorm [d];
+    ff.layer_1 [ff, d], layer_2 [d, ff] with biases and a LayerNorm [d]; lm_loss [V, d] (tied to
+    the word embedding) with its bias [V]. No final norm. Its forward is refused: the two-stream
+    attention over relative positions and the memory of earlier segments are no formula here."""
+    d, h, L, v, ff = c.d_model, c.n_head, c.n_layer, c.vocab_size, c.d_inner
+    require(d % h == 0, "n_head", f"n_head ({h}) must divide d_model ({d}) (XLNetConfig)")
+    hd = d // h
+    require(c.d_head in (None, hd), "d_head", f"d_head ({c.d_head}) must be d_model // n_head "
+            f"({hd}) (XLNetConfig)")
+    a, f = "transformer.layer.{i}.rel_attn", "transformer.layer.{i}.ff"
+    embed = "transformer.word_embedding"
+    layer = [
+        *(Tensor(f"{a}.{x}", (d, h, hd), f"attn/{x}_proj", matmul=True) for x in "qkvor"),
+        *(Tensor(f"{a}.{x}", (h, hd), "attn/bias") for x in ("r_r_bias", "r_s_bias", "r_w_bias")),
+        Tensor(f"{a}.seg_embed", (2, h, hd), "attn/seg_embed"),
+        *norm(f"{a}.layer_norm", "attn/norm", d, bias=True),
+        *norm(f"{f}.layer_norm", "mlp/norm", d, bias=True),
+        *fc_mlp(f"{f}.layer_1", f"{f}.layer_2", d, ff, bias=True),
+    ]
+    return Architecture(
+        shape=Shape(L, d, h, h, hd, ff, v, c.tie_word_embeddings),
+        tensors=(
+            Tensor("transformer.mask_emb", (1, 1, d), "embed/mask"),
+            embedding(embed, "embed/tokens", v, d),
+            *lm_head("lm_loss", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,
+                     bias=True),
+        ),
+        layer_groups=uniform_layers(L, layer, Attention(h, h, hd, hd, causal=False)),
+        forward_unmodelled="XLNet's two-stream attention over relative positions and its memory of "
+                           "earlier segments",
+    )
+
+
+# ---- Reformer (Kitaev et al. 2020): reversible layers of LSH and chunked local attention ---------
+
+
+class ReformerConfig(FamilyConfig):
+    transformers_class = "ReformerConfig"
+
+    vocab_size: Size
+    hidden_size: Size
+    num_attention_heads: Size
+    attention_head_size: Size
+    feed_forward_size: Size
+    attn_layers: list[str]
+    axial_pos_embds: bool
+    axial_pos_shape: list[Size]
+    axial_pos_embds_dim: list[Size]
+    max_position_embeddings: Size
+    is_decoder: bool
+    local_attn_chunk_length: Size | None = None
+    lsh_attn_chunk_length: Size | None = None
+    num_hidden_layers: Size | None = None  # ReformerConfig derives it from attn_layers
+
+
+# ReformerAttention's layer types: the projections each holds besides value (LSH shares q and k)
+REFORMER_ATTENTION = {"local": ("query", "key"), "lsh": ("query_key",)}
+
+
+def describe_reformer(c: ReformerConfig) -> Architecture:
+    """ReformerForMaskedLM (reformer/modeling_reformer.py): word_embeddings [V, d]; axial position
+    embeddings (one weight per axis k, [1, …, s_k, …, 1, e_k] with Σ e_k = d) or a table
+    position_embeddings.embedding [P, d]; per layer (``attn_layers``: "local" or "lsh") a LayerNorm
+    [d], query and key (local) or one shared query_key (LSH) and value [h·hs, d], output.dense
+    [d, h·hs], all without bias; the feed-forward's LayerNorm [d], dense [ff, d] and output [d, ff]
+    with biases; the encoder's closing LayerNorm over both reversible streams [2d]; the head's bias
+    [V] and decoder [V, 2d] with a bias of its own, never tied (the table is d wide). Its forward
+    is refused: LSH buckets, chunked local attention and reversible layers are no formula here."""
+    require(not c.is_decoder, "is_decoder", "is_decoder=true: ReformerForMaskedLM needs a "
+            "bidirectional model (transformers refuses it)")
+    d, v, h, hs, ff = (c.hidden_size, c.vocab_size, c.num_attention_heads, c.attention_head_size,
+                       c.feed_forward_size)
+    for i, kind in enumerate(c.attn_layers):
+        require(kind in REFORMER_ATTENTION, f"attn_layers.{i}",
+                f"unknown layer type {kind!r} (one of: local, lsh)")
+        length = f"{kind}_attn_chunk_length"
+        require(getattr(c, length) is not None, length, f"{length} is null: transformers cannot "
+                f"build a model with {kind} layers without it")
+    p0 = "reformer.embeddings"
+    outer: list[Tensor] = [embedding(f"{p0}.word_embeddings", "embed/tokens", v, d)]
+    if c.axial_pos_embds:
+        shape, dims = c.axial_pos_shape, c.axial_pos_embds_dim
+        require(sum(dims) == d, "axial_pos_embds_dim",
+                f"axial_pos_embds_dim {dims} must sum to hidden_size ({d})")
+        require(len(dims) <= len(shape), "axial_pos_embds_dim",
+                f"axial_pos_embds_dim names {len(dims)} axes, axial_pos_shape {len(shape)}")
+        for k, e in enumerate(dims):
+            axes = tuple(shape[k] if j == k else 1 for j in range(len(shape)))
+            outer.append(Tensor(f"{p0}.position_embeddings.weights.{k}", (*axes, e),
+                                "embed/positions"))
+    else:
+        outer.append(embedding(f"{p0}.position_embeddings.embedding", "embed/positions",
+                               c.max_position_embeddings, d))
+    outer += norm("reformer.encoder.layer_norm", "final_norm", 2 * d, bias=True)
+    L = len(c.attn_layers)
+    require(L > 0, "attn_layers", "attn_layers must name at least one layer")
+    require(c.num_hidden_layers in (None, L), "num_hidden_layers",
+            f"num_hidden_layers ({c.num_hidden_layers}) differs from the {L} layers attn_layers "
+            "lists: how transformers builds that is not modelled")
+
+    def layer(kind: str) -> tuple[list[Tensor], Attention]:
+        p = "reformer.encoder.layers.{i}"
+        a, f = f"{p}.attention", f"{p}.feed_forward"
+        return [
+            *norm(f"{a}.layer_norm", "attn/norm", d, bias=True),
+            *(t for x in (*REFORMER_ATTENTION[kind], "value")
+              for t in linear(f"{a}.self_attention.{x}", f"attn/{x}", h * hs, d, bias=False)),
+            *linear(f"{a}.output.dense", "attn/o_proj", d, h * hs, bias=False),
+            *norm(f"{f}.layer_norm", "mlp/norm", d, bias=True),
+            *fc_mlp(f"{f}.dense.dense", f"{f}.output.dense", d, ff, bias=True),
+        ], Attention(h, h, hs, hs, causal=False)
+
+    head = [
+        Tensor("lm_head.bias", (v,), "bias"),
+        *lm_head("lm_head.decoder", v, 2 * d, tied_to=None, bias=True),
+    ]
+    return _with_head(Architecture(
+        shape=Shape(L, d, h, h, hs, ff, v, False, c.max_position_embeddings),
+        tensors=tuple(outer),
+        layer_groups=planned_layers(plan_from_kinds(c.attn_layers), layer),
+        forward_unmodelled="Reformer's LSH buckets, chunked local attention and reversible layers",
     ), head)

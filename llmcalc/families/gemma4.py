@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 from typing import Any
+from typing import ClassVar
 from typing import Literal
 
 from llmcalc.families._base import FULL
@@ -101,7 +102,7 @@ class Gemma4TextConfig(Gemma4UnifiedTextConfig):
     transformers_class = "Gemma4TextConfig"
 
     use_bidirectional_attention: Literal["all", "vision"] | None = None
-    vocab_size_per_layer_input: Size
+    vocab_size_per_layer_input: Count  # 0 in an assistant (Gemma4AssistantConfig)
     hidden_size_per_layer_input: Count
     enable_moe_block: bool
     num_experts: Size | None = None
@@ -566,3 +567,68 @@ def describe_gemma4_unified(c: Gemma4UnifiedConfig) -> Architecture:
                   f"samples in frames of {s}, is {n} tokens in the context; its projection costs "
                   f"{2 * n * s * d_t:,} FLOPs",)
     return replace(lm, notes=(*lm.notes, *notes), parts=tuple(parts))
+
+
+# ---- the assistants (gemma4_assistant, gemma4_unified_assistant): a drafter on the backbone's KV --
+#
+# transformers Gemma4AssistantForCausalLM / Gemma4UnifiedAssistantForCausalLM
+# (gemma4_assistant/modeling_gemma4_assistant.py, and its unified copy): the text model of the
+# text_config's type under ``model.`` with every layer reading the backbone's keys and values
+# (__post_init__ sets num_kv_shared_layers to the depth when the config leaves it 0), so no layer
+# holds k_proj, v_proj or k_norm; pre_projection [d, 2·B] from the backbone's embedding and hidden
+# state (B = backbone_hidden_size), post_projection [B, d] back, lm_head [V, d] tied to the
+# embedding as the top-level tie_word_embeddings says, and with use_ordered_embeddings the masked
+# embedder's centroids [C, d] (its token ordering is a buffer).
+
+
+class Gemma4UnifiedAssistantConfig(FamilyConfig):
+    transformers_class = "Gemma4UnifiedAssistantConfig"
+    model_type: ClassVar[str] = "gemma4_unified_assistant"
+    text_type: ClassVar[str] = "gemma4_unified_text"
+
+    text_config: dict[str, Any] | None = None
+    backbone_hidden_size: Size
+    use_ordered_embeddings: bool
+    num_centroids: Size
+    tie_word_embeddings: bool
+
+
+class Gemma4AssistantConfig(Gemma4UnifiedAssistantConfig):
+    transformers_class = "Gemma4AssistantConfig"
+    model_type = "gemma4_assistant"
+    text_type = "gemma4_text"
+
+
+# Gemma4AssistantConfig.validate_architecture: the text fields it holds to one value
+ASSISTANT_TEXT = (("hidden_size_per_layer_input", 0), ("enable_moe_block", False),
+                  ("use_double_wide_mlp", False), ("vocab_size_per_layer_input", 0))
+
+
+def describe_gemma4_assistant(c: Gemma4UnifiedAssistantConfig) -> Architecture:
+    from llmcalc.families._vision import sub_fields
+    from llmcalc.families._vision import text_model
+    from llmcalc.inputs import family_defaults
+
+    own = family_defaults.sub_defaults(c.model_type) or {}
+    text = sub_fields(c.text_config, "text_config", c.text_type, own.get("text_config", {}))
+    if not text.get("num_kv_shared_layers"):
+        text["num_kv_shared_layers"] = text.get("num_hidden_layers")
+    if c.text_type == "gemma4_text":
+        for name, value in ASSISTANT_TEXT:
+            require(text.get(name) == value, f"text_config.{name}",
+                    f"text_config.{name} must be {str(value).lower()} in a Gemma 4 assistant, got "
+                    f"{text.get(name)} (Gemma4AssistantConfig)")
+        require(text["num_kv_shared_layers"] == text.get("num_hidden_layers"),
+                "text_config.num_kv_shared_layers", "text_config.num_kv_shared_layers must equal "
+                "num_hidden_layers in a Gemma 4 assistant (Gemma4AssistantConfig)")
+    lm = text_model(text, rename=lambda name: name, tied=c.tie_word_embeddings)
+    d, b = lm.shape.hidden_size, c.backbone_hidden_size
+    extra = [
+        *linear("pre_projection", "projection/pre", d, 2 * b, bias=False),
+        *linear("post_projection", "projection/post", b, d, bias=False),
+        *(linear("masked_embedding.centroids", "lm_head/centroids", c.num_centroids, d, bias=False)
+          if c.use_ordered_embeddings else []),
+    ]
+    return replace(lm, tensors=(*lm.tensors, *extra), forward_unmodelled=(
+        "a Gemma 4 assistant drafts on its backbone's keys and values (shared_kv_states): it has "
+        "no forward pass or cache of its own"))

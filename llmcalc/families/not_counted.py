@@ -14,18 +14,6 @@ MULTIMODAL = "multimodal or composite model"
 NO_DEFAULT = "transformers 5.24 cannot build its default config"
 
 NOT_COUNTED: dict[str, str] = {
-    "big_bird": ENCODER,
-    "bigbird_pegasus": ENC_DEC,
-    "blt": MULTIMODAL + " (byte latent transformer: local encoder, global model, local decoder)",
-    "cpmant": ENCODER,
-    "emu3": MULTIMODAL,
-    "gemma4_assistant": NO_DEFAULT + " (hidden_size_per_layer_input must be 0)",
-    "gemma4_unified_assistant": MULTIMODAL,
-    "git": MULTIMODAL,
-    "moshi": MULTIMODAL,
     "musicgen": ENC_DEC,
     "musicgen_melody": ENC_DEC,
-    "prophetnet": ENC_DEC,
-    "reformer": NO_DEFAULT + " (its LM head needs is_decoder) ; LSH and chunked attention",
-    "xlnet": ENCODER + " (permutation LM)",
 }

@@ -302,7 +302,11 @@ def describe_zamba2(c: Zamba2Config) -> Architecture:
     p_head = c.mamba_headdim or d_inner // H
     check_mamba2(d_inner=d_inner, heads=H, head_dim=p_head, groups=c.mamba_ngroups,
                  inner_field="mamba_expand × hidden_size", heads_field="n_mamba_heads",
-                 groups_field="mamba_ngroups")
+                 groups_field="mamba_ngroups", groups_divide=False)
+    # Zamba2MambaMixer builds its B/C groups whatever they divide; its scan then cannot run
+    ungrouped = (f"mamba_ngroups ({c.mamba_ngroups}) does not divide n_mamba_heads ({H}): "
+                 "transformers builds the model, but its scan cannot run"
+                 if H % c.mamba_ngroups else "")
     h = c.num_attention_heads
     hd = c.attention_head_dim or 2 * d // h
     require(hd > 0, "num_attention_heads",
@@ -358,4 +362,5 @@ def describe_zamba2(c: Zamba2Config) -> Architecture:
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings,
                                     final_norm="model.final_layernorm"),
         layer_groups=tuple(groups),
+        forward_unmodelled=ungrouped,
     )

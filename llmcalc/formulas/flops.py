@@ -444,6 +444,7 @@ def _mixer_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int
 
 def forward_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
     """Weight, attention and mixer FLOPs of one token at context ``ctx`` (decoding with a cache)."""
+    spec.require_forward()
     return (
         weight_flops_per_token(spec)
         + attention_flops_per_token(spec, ctx=ctx)
@@ -501,6 +502,7 @@ def forward_flops_per_sequence(
     and value matmuls, the padded convolution, the chunked scan); ``causal=True`` counts only the
     pairs the mask keeps and n recurrent steps.
     """
+    spec.require_forward()
     encdec = 0
     if has_cross_attention(spec):
         n = source_len_of(spec, ctx if source_len is None else source_len)
@@ -728,6 +730,7 @@ def flops(
     ``source_len`` encoder tokens (default: ``ctx``; Whisper: its fixed 1,500).
     """
     _check_ctx(ctx)
+    spec.require_forward()
     if images < 0:
         raise UsageError(f"--images must be zero or more, got {images}")
     per_image = image_tokens(spec)

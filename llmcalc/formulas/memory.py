@@ -187,6 +187,7 @@ def kv_cache_bytes_per_token(
 ) -> int:
     """Bytes one token adds to the cache: 2 · layers · kv heads · head dim · bytes (MLA: the latent),
     plus the elements transformers keeps in float32."""
+    spec.require_forward()
     return (
         nbytes(kv_elements_per_token(spec, decompressed=decompressed), dtype)
         + nbytes(fp32_elements_per_token(spec), STATE_FP32)
@@ -244,6 +245,7 @@ def kv_cache_bytes(
     capped at their window) plus each sequence's recurrent state; an encoder–decoder adds the
     cross-attention keys and values of ``source_len`` encoder tokens (default: ``ctx``)."""
     _check(batch=batch, ctx=ctx)
+    spec.require_forward()
     elements = sum(
         _group_kv_elements(g, ctx=ctx, decompressed=decompressed) for g in spec.layer_groups
     )
@@ -452,7 +454,7 @@ def memory(
         )
         if mla
         else None,
-        notes=context_notes(spec, ctx=ctx),
+        notes=(*context_notes(spec, ctx=ctx), *quant.format_notes(spec, dtype)),
         weight_parts=quant.breakdown(spec, dtype),
         state_bytes_per_sequence=state_bytes_per_sequence(spec, dtype=kv_dtype),
         state_terms=state_terms,

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmcalc.errors import UsageError
-from llmcalc.model.spec import LAYER, ModelSpec, Tensor
+from llmcalc.model.spec import LAYER, LayerSet, ModelSpec, Run, Tensor
 from llmcalc.units import DType, nbytes, parse_dtype
 
 # ---- layouts -------------------------------------------------------------------------------------
@@ -213,18 +213,52 @@ class QuantFormat:
         if any(fnmatch.fnmatchcase(t.name.replace(LAYER, "*"), p) or
                fnmatch.fnmatchcase(t.name, p) for p in self.keep):
             return self.rest
-        if self.more_bits and layer is not None:
-            for suffix, lay in self.more_bits.items():
-                if t.component.endswith(suffix) and (
-                    suffix == "qkv" or use_more_bits(layer, num_layers)
-                ):
-                    return lay
+        if layer is not None:
+            return self.layout_at(t, more=use_more_bits(layer, num_layers))
+        return self.layouts.get(role(t), self.rest)
+
+    def layout_at(self, t: Tensor, *, more: bool) -> Layout:
+        """``t``'s layout in a layer llama.cpp's ``use_more_bits`` picks (``more``) or not."""
+        if any(fnmatch.fnmatchcase(t.name.replace(LAYER, "*"), p) or
+               fnmatch.fnmatchcase(t.name, p) for p in self.keep):
+            return self.rest
+        for suffix, lay in (self.more_bits or {}).items():
+            if t.component.endswith(suffix) and (suffix == "qkv" or more):
+                return lay
         return self.layouts.get(role(t), self.rest)
 
 
 def use_more_bits(i: int, n: int) -> bool:
     """llama.cpp ``use_more_bits``: the first and last eighth of the layers, every third between."""
     return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
+
+
+def _count_in(run: Run, lo: int, hi: int, *, mod: int = 1) -> int:
+    """Members i of ``run`` with lo <= i < hi and, where ``mod`` > 1, (i - lo) % mod == mod - 1;
+    counted in O(lcm(period, mod)) steps, never layer by layer."""
+    start, stop = max(lo, run.start), min(hi, run.stop)
+    if stop <= start:
+        return 0
+    clipped = Run(start, stop, run.origin, run.period, run.width)
+    if mod == 1:
+        return len(clipped)
+    span = math.lcm(run.period, mod)
+
+    def hits(a: int, b: int) -> int:
+        return sum(1 for i in range(a, b) if i in clipped and (i - lo) % mod == mod - 1)
+
+    full = (stop - start) // span
+    return full * hits(start, start + span) + hits(start + full * span, stop)
+
+
+def more_bits_layers(layers: LayerSet, n: int) -> int:
+    """How many of ``layers`` llama.cpp's ``use_more_bits`` picks in an ``n``-layer model: the
+    first and last eighth, and every third layer between (O(runs), whatever ``n`` is)."""
+    a, b = n // 8, 7 * n // 8
+    total = 0
+    for r in layers.runs:
+        total += _count_in(r, 0, a) + _count_in(r, b, r.stop) + _count_in(r, a, b, mod=3)
+    return total
 
 
 def _fmt(name: str, description: str, source: str, rest: Layout = BF16, **roles: Layout
@@ -444,9 +478,12 @@ def breakdown(
         if g is None:
             add(fmt.layout(t), t, 1)
         elif fmt.more_bits and any(t.component.endswith(s) for s in fmt.more_bits):
-            n = spec.num_layers
-            for i in g.layers:  # llama.cpp picks these layouts layer by layer
-                add(fmt.layout(t, layer=i, num_layers=n), t, 1)
+            # llama.cpp picks these layouts layer by layer: counted by runs, not walked
+            more = more_bits_layers(g.layers, spec.num_layers)
+            for lay, times in ((fmt.layout_at(t, more=True), more),
+                               (fmt.layout_at(t, more=False), len(g.layers) - more)):
+                if times:
+                    add(lay, t, times)
         else:
             add(fmt.layout(t), t, len(g.layers))
     return tuple(LayoutBytes(k, e, b) for k, (e, b) in totals.items())
@@ -458,6 +495,26 @@ def weight_bytes(
     """Bytes a checkpoint of ``spec`` stores in ``fmt``: quantized codes, their scales and zero
     points, and the tensors kept in higher precision (only those ``select`` keeps)."""
     return sum(p.bytes for p in breakdown(spec, fmt, select=select))
+
+
+BNB_NAMES = ("nf4", "fp4", "nf4-nodq")
+
+
+def format_notes(spec: ModelSpec, fmt: WeightFormat) -> tuple[str, ...]:
+    """What a format leaves wide that a reader would not expect: bitsandbytes (transformers'
+    ``replace_with_bnb_linear``) swaps only ``nn.Linear`` modules, so experts stored as fused
+    parameters stay bf16."""
+    if not isinstance(fmt, QuantFormat) or fmt.name not in BNB_NAMES:
+        return ()
+    wide = sum(p.elements for p in breakdown(spec, DType.bf16, select=_fused_expert))
+    if not wide:
+        return ()
+    return (f"{fmt.name}: bitsandbytes quantizes only nn.Linear, so the fused expert weights "
+            f"({wide:,} parameters) stay bf16",)
+
+
+def _fused_expert(t: Tensor) -> bool:
+    return role(t) == "experts"
 
 
 def resolve_format(spec: ModelSpec, text: str | None, *, option: str = "--dtype") -> WeightFormat:

@@ -252,9 +252,9 @@ def spec_from_raw(
         cfg = fam.config.read(read)
         arch = fam.describe(cfg)
     except ValidationError as e:
-        raise ConfigError(raw.label, _validation_message(e)) from None
+        raise _blame(raw.label, _validation_message(e), overrides) from None
     except FieldError as e:
-        raise ConfigError(raw.label, str(e)) from None
+        raise _blame(raw.label, str(e), overrides) from None
     defaulted = cfg.defaulted(filled)
     if defaulted:
         notes.append(f"not in config, {fam.config.transformers_class} default: " + ", ".join(defaulted))
@@ -273,6 +273,7 @@ def spec_from_raw(
         depth_flops_per_token=arch.depth_flops_per_token,
         depth_flops_what=arch.depth_flops_what,
         cache_bytes_per_token=arch.cache_bytes_per_token,
+        forward_unmodelled=arch.forward_unmodelled,
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,
@@ -456,6 +457,16 @@ def _name_unmodelled(
     names = unmodelled(fields, model_type, fam)
     if names:
         notes.append(UNMODELLED_NOTE + ", ".join(names))
+
+
+def _blame(label: str, message: str, overrides: Sequence[str]) -> Exception:
+    """A field's error names the ``--set`` that gave the field its value, else the file."""
+    for item in reversed(overrides):  # the last --set of a key is the one that holds
+        key = item.partition("=")[0].strip()
+        if key and any(message.startswith(k) and message[len(k):len(k) + 1] in (" ", ":", ".", ",")
+                       for k in (key, key.split(".")[-1])):
+            return UsageError(f"--set {item}: {message}")
+    return ConfigError(label, message)
 
 
 def apply_overrides(

@@ -56,7 +56,9 @@ SUB_CONFIG_TYPES = (
     "phi4_multimodal_vision", "phi4_multimodal_audio", "moss_transcribe_diarize_audio",
     "qwen4_exp_vision", "gemma3n_vision", "gemma3n_audio", "gemma4_vision", "gemma4_audio",
     "gemma4_unified_vision", "gemma4_unified_audio",
-    "mllama_text_model", "mllama_vision_model",
+    "mllama_text_model", "mllama_vision_model", "emu3_text_model",
+    "blt_patcher", "blt_local_encoder", "blt_local_decoder", "blt_global_transformer",
+    "git_vision_model",
 )
 
 
@@ -109,7 +111,7 @@ def generate() -> dict[str, Any]:
     """Build the table from the installed transformers (only for regenerating the data file): the
     declared defaults of each config class (its dataclass fields' defaults, as
     ``default_config_fields`` collects them), not the attributes ``__init__`` derives from them."""
-    from transformers import AutoConfig, PretrainedConfig, __version__
+    from transformers import CONFIG_MAPPING, PretrainedConfig, __version__
 
     from llmcalc.families import MODEL_TYPES
 
@@ -117,7 +119,7 @@ def generate() -> dict[str, Any]:
     out: dict[str, Any] = {"transformers_version": __version__, "classes": {}, "declared": {},
                            "aliases": {}}
     for model_type in (*MODEL_TYPES, *SUB_CONFIG_TYPES):
-        cls = type(AutoConfig.for_model(model_type))
+        cls = CONFIG_MAPPING[model_type]  # the class, even one whose defaults it refuses itself
         if cls.attribute_map:  # as undeclared name → declared one (see dealiased)
             declared = {f.name for f in dataclasses.fields(cls)}
             out["aliases"][model_type] = {

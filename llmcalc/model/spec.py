@@ -558,6 +558,10 @@ class ModelSpec:
     # bytes per token and sequence the cache keeps beside the layers' keys and values, whatever
     # the cache dtype (Qwen4-Exp: the first QSA layer's 3 int64 position ids, for every indexer)
     cache_bytes_per_token: int = 0
+    # why the forward pass is not modelled, where its FLOPs and cache are no formula of the weights
+    # (a byte model whose patches depend on the text; prompt tokens prepended to every sequence):
+    # counts stand, and flops, memory and the plans on them refuse in one line (require_forward)
+    forward_unmodelled: str = ""
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
     method: str = "formula"
     measured_seconds: float = 0.0
@@ -569,6 +573,12 @@ class ModelSpec:
     @property
     def num_layers(self) -> int:
         return self.shape.num_layers
+
+    def require_forward(self) -> None:
+        """Refuse a figure of the forward pass (FLOPs, cache bytes) this spec does not model."""
+        if self.forward_unmodelled:
+            raise UsageError(f"{self.name}: FLOPs and cache bytes are not computed: "
+                             f"{self.forward_unmodelled}")
 
     def main_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         """The main part's tensor entries (the language model of a whole model), with their group."""

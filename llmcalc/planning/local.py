@@ -100,7 +100,7 @@ def what_fits(
     sort: str = "params", fitting_only: bool = True,
 ) -> tuple[list[LocalFit], list[str]]:
     """Every model that fits (or all, with ``fitting_only`` False), sorted by ``sort``; and the
-    names of those that could not be planned (a model that reads images through cross-attention,
+    names of those that could not be planned, each with its reason in brackets (a model that reads images through cross-attention,
     an encoder …) — skipped, not guessed."""
     if sort not in SORT_KEYS:
         raise ParameterError("{sort} {value}: sort by one of " + ", ".join(SORT_KEYS), value=sort)
@@ -112,12 +112,13 @@ def what_fits(
             # text tokens only: a language model that reads images through cross-attention is
             # sized with --images, which this list does not take
             if image_cross_tokens(spec):
-                skipped.append(name)
+                skipped.append(f"{name} (reads images through cross-attention, whose cache and "
+                               "FLOPs depend on the images: size it with memory --images)")
                 continue
             row = best_fit(name, spec, accelerator=accelerator, gpus=gpus, headroom=headroom,
                            min_ctx=min_ctx)
-        except LLMCalcError:
-            skipped.append(name)
+        except LLMCalcError as e:
+            skipped.append(f"{name} ({' '.join(str(e).split())})")
             continue
         if row.format is not None or not fitting_only:
             rows.append(row)

@@ -112,8 +112,11 @@ def sci(value: float, digits: int = 3) -> str:
 
 
 def gib(nbytes: int) -> str:
-    """Bytes in binary gigabytes: 12.55 GiB."""
-    return f"{nbytes / GiB:,.2f} GiB"
+    """Bytes in the binary unit they reach (:func:`llmcalc.units.size_text`): 12.55 GiB,
+    112.31 KiB, 1.72 TiB."""
+    from llmcalc.units import size_text
+
+    return size_text(nbytes)
 
 
 def pct(value: float) -> str:

@@ -427,8 +427,10 @@ def flops_grid(items: list[tuple[str, ModelSpec, FlopsResult]]) -> Grid:
     return g
 
 
-def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int) -> Grid:
-    """One row per bundled model; * marks a context past the model's max_position_embeddings."""
+def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int,
+                 left_out: list[str] | None = None) -> Grid:
+    """One row per bundled model; * marks a context past the model's max_position_embeddings;
+    ``left_out``: the bundled models whose forward pass is not modelled, named in a note."""
     g = Grid(f"forward FLOPs per token at context {ctx_label(ctx)}", [
         Col("model"), Col("weights", right=True, drop=3), Col("attention", right=True),
         Col("SSM", right=True, drop=4), Col("forward", right=True), Col("attn share", right=True),
@@ -454,4 +456,7 @@ def catalog_grid(rows: list[tuple[str, ModelSpec, FlopsResult]], *, ctx: int) ->
     if marked:
         g.notes.append(f"* {marked} of {len(rows)} models computed past their "
                        f"max_position_embeddings (max ctx); the figures assume they run there anyway")
+    if left_out:
+        g.notes.append(f"left out, their FLOPs not computed ({', '.join(left_out)}): "
+                       "`llmcalc flops MODEL` says why")
     return g

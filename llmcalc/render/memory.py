@@ -115,7 +115,8 @@ def memory_view(
     return Group(*parts, *note_lines(tuple(notes)))
 
 
-def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int) -> Table:
+def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int,
+                 left_out: list[str] | None = None) -> Table:
     batch = rows[0][1].batch if rows else 1
     seqs = f"{n(batch)} sequences" if batch > 1 else "one sequence"
     t = figures_table(f"memory for {seqs} at context {ctx_label(ctx)}", "model", "weights",
@@ -129,6 +130,9 @@ def catalog_view(rows: list[tuple[str, MemoryResult]], *, ctx: int) -> Table:
             gib(r.kv_cache_bytes),
             gib(r.total_bytes),
         )
+    if left_out:  # their forward pass is not modelled (ModelSpec.forward_unmodelled)
+        t.caption = (f"left out, their cache bytes not computed ({', '.join(left_out)}): "
+                     "`llmcalc memory MODEL` says why")
     return t
 
 

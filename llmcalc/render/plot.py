@@ -17,6 +17,7 @@ from typing import Literal
 from llmcalc.formulas.counting import ParamCount
 from llmcalc.formulas.series import FlopsSeries, MemorySeries
 from llmcalc.render import n, short
+from llmcalc.units import byte_unit
 
 COLORS = ("#2563eb", "#dc2626", "#059669", "#9333ea", "#d97706", "#0891b2")
 INK, MUTED, GRID = "#111827", "#6b7280", "#e5e7eb"
@@ -81,9 +82,12 @@ def ctx_tick(ctx: float) -> str:
     return str(c)
 
 
-def gib_label(nbytes: float) -> str:
-    g = nbytes / GiB
-    return f"{g:,.0f} GiB" if g >= 10 or g == int(g) else f"{g:,.1f} GiB"
+def gib_label(nbytes: float, top: float | None = None) -> str:
+    """An axis label in the unit the axis's largest value ``top`` reaches (one unit per axis;
+    :func:`llmcalc.units.byte_unit`)."""
+    name, size = byte_unit(nbytes if top is None else top)
+    g = nbytes / size
+    return f"{g:,.0f} {name}" if g >= 10 or g == int(g) else f"{g:,.1f} {name}"
 
 
 def flops_chart(rows: list[tuple[str, FlopsSeries]]) -> LineChart:
@@ -205,12 +209,12 @@ def layout_line(chart: LineChart, width: int = 760) -> Canvas:
     if chart.y_log:
         ticks = [10.0**e for e in range(int(y0), int(y1) + 1)]
     else:
-        step = _nice_step(y1, 6, GiB / 4 if chart.y_unit == "bytes" else 1)
+        step = _nice_step(y1, 6, byte_unit(y1)[1] / 4 if chart.y_unit == "bytes" else 1)
         ticks = [i * step for i in range(int(y1 // step) + 1)]
     for t in ticks:
         y = py(t)
         c.line(left, y, left + pw, y, GRID)
-        label = gib_label(t) if chart.y_unit == "bytes" else short(t)
+        label = gib_label(t, y1) if chart.y_unit == "bytes" else short(t)
         c.text(left - 8, y + 4, label, size=11, color=MUTED, anchor="end")
     # x grid at powers of two, labels thinned to fit
     powers = [2**e for e in range(math.ceil(x0), math.floor(x1) + 1)]
@@ -447,10 +451,11 @@ def to_text(chart: Chart, *, width: int = 72, height: int = 14) -> str:
             line = height - 1 - round((f(y) - y0) / (y1 - y0) * (height - 1))
             grid[line][col] = marks[i % len(marks)]
 
-    def ylab(v: float) -> str:
-        return gib_label(v) if chart.y_unit == "bytes" else short(v)
-
     top = 10**y1 if chart.y_log else y1
+
+    def ylab(v: float) -> str:
+        return gib_label(v, top) if chart.y_unit == "bytes" else short(v)
+
     bot = 10**y0 if chart.y_log else y0
     lines = [chart.title]
     for r, row in enumerate(grid):

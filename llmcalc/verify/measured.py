@@ -86,7 +86,10 @@ def measure(
         )
     start = time.perf_counter()
     config = _config(transformers, label, model_type, fields, origin, trust_remote_code)
-    text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    try:
+        text = config.get_text_config() if hasattr(config, "get_text_config") else config
+    except ValueError:  # several text configs (MusicGen's text encoder and decoder): its own fields
+        text = config
     check_layers(label, {f: _get(text, f) for f in LAYER_FIELDS})
     try:
         with torch.device("meta"), _bounded_build(label, torch):

@@ -71,6 +71,6 @@ def test_memory_says_which_falcon_cache_it_counts(cli: Any) -> None:
     note = ("KV cache: the 8 KV heads serving engines (vLLM, TGI, llama.cpp) keep; transformers' "
             "Falcon cache holds K and V repeated to all 128 heads, 16× these bytes")
     assert data["notes"] == [note]
-    assert note in " ".join(cli("memory", "falcon-40b", "--ctx", "2k").stdout.split())
+    assert note in " ".join(cli("memory", "falcon-40b", "--ctx", "2k").stderr.split())
     # multi-query: one head, nothing to say
     assert cli("memory", "falcon-7b", "--ctx", "2k", "--json").json()["notes"] == []

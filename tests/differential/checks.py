@@ -83,16 +83,22 @@ def _no_torch_init() -> Iterator[None]:
             setattr(torch.nn.init, name, fn)
 
 
-def transformers_model(config: dict[str, Any]) -> Any:
-    """``config`` built by transformers on the meta device (raises what transformers raises)."""
+def transformers_model(config: dict[str, Any], spec: Any = None) -> Any:
+    """``config`` built by transformers on the meta device (raises what transformers raises), by
+    the class verify picks for ``spec`` where llmcalc read one (a whole model where llmcalc
+    describes one, even when the type's default config is refused: Qwen4-Exp's default has no
+    indexer heads, its cut to linear-attention layers does), else the type's."""
     import torch
     import transformers
+
+    from llmcalc.verify.reference import model_class
 
     model_type = config["model_type"]
     fields = {k: v for k, v in config.items() if k != "model_type"}
     hf = transformers.AutoConfig.for_model(model_type, **fields)
+    auto = model_class(spec) if spec is not None else _auto_class(model_type)
     with torch.device("meta"), _no_torch_init():
-        return _auto_class(model_type).from_config(hf)
+        return auto.from_config(hf)
 
 
 def count_outcome(variant: Variant) -> Outcome:
@@ -109,7 +115,7 @@ def count_outcome(variant: Variant) -> Outcome:
     except Exception as e:  # noqa: BLE001 - a traceback is a defect, reported as such
         return Outcome(WRONG, f"llmcalc raised {_first_line(e)}")
     try:
-        model = transformers_model(variant.config)
+        model = transformers_model(variant.config, spec if ours is not None else None)
         params = dict(model.named_parameters())
         real = sum(p.numel() for p in params.values())
     except Exception as e:  # noqa: BLE001 - whatever transformers raises is its refusal
@@ -130,6 +136,22 @@ def count_outcome(variant: Variant) -> Outcome:
 
 
 def _forwards(
+    variant: Variant,
+) -> tuple[list[measure.Forward], dict[str, Any], str, Outcome | None]:
+    """:func:`_measured`, where llmcalc refuses the forward pass of a config it counts
+    (ModelSpec.forward_unmodelled): refused where transformers runs it, refused by both where it
+    cannot (a Gemma 4 assistant runs only on its backbone's keys and values)."""
+    forwards, config, shrunk, ended = _measured(variant)
+    try:
+        why = spec_from_dict(variant.config, name=variant.label).forward_unmodelled
+    except (ConfigError, UsageError):
+        why = ""
+    if not why or (ended is not None and ended.kind != UNBUILT):
+        return forwards, config, shrunk, ended
+    return [], config, shrunk, Outcome(REFUSED if ended is None else BOTH_REFUSE, why)
+
+
+def _measured(
     variant: Variant,
 ) -> tuple[list[measure.Forward], dict[str, Any], str, Outcome | None]:
     """The measured copies, the config they were cut from (:func:`measure.fitted`'s) and what it

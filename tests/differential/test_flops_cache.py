@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("transformers")
 
 import measure  # noqa: E402
-from checks import EXACT, WRONG, Outcome, cache_outcome, flops_outcome  # noqa: E402
+from checks import EXACT, REFUSED, WRONG, Outcome, cache_outcome, flops_outcome  # noqa: E402
 from measure import SEQ  # noqa: E402
 from variants import Variant, counted_types, iter_variants  # noqa: E402
 
@@ -188,3 +188,13 @@ def test_states_kept_in_modules_are_measured() -> None:
     assert measure.measure(variant.config, depth=2).cache_bytes == {
         SEQ: recurrent + attention, measure.SHORT: recurrent + attention}
     assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)
+
+
+def test_a_forward_llmcalc_refuses_is_refused_where_transformers_runs_it() -> None:
+    """CPM-Ant's prompt tokens (ModelSpec.forward_unmodelled): the count is held, the FLOPs and
+    cache columns say refused with llmcalc's reason, as transformers runs the config."""
+    variant = next(iter_variants("cpmant", seed=SEED))
+    why = ("CPM-Ant prepends prompt_length (32) prompt tokens to every sequence inside the model, "
+           "which these formulas do not follow")
+    assert flops_outcome(variant) == Outcome(REFUSED, why)
+    assert cache_outcome(variant) == Outcome(REFUSED, why)

@@ -114,6 +114,10 @@ BUILD_FIXES: dict[str, dict[str, Any]] = {
                "attention_hidden_size": 128, "attention_head_dim": 16, "mamba_headdim": 16},
     # the default's input, recurrent and output sections (doubled by to_dict) must sum to 3 layers
     "dory": {"n_input_layers": 1, "n_recurrent_layers": 1, "n_output_layers": 1},
+    # d_head follows d_model // n_head (XLNetConfig refuses another)
+    "xlnet": {"d_head": 8},
+    # its axial position widths must sum to the width; its layer list sets the depth
+    "reformer": {"axial_pos_embds_dim": [16, 48], "attn_layers": ["local", "lsh", "local"]},
 }
 
 
@@ -165,6 +169,8 @@ NOT_SHRINKABLE = {
                "the CPU torch; tests/multimodal/test_gemma3n.py holds it part by part",
     "hunyuan_v1_moe": "per-layer expert widths are a list of the default's 32 layers",
     "dots1": "its default's expert layout does not build at the shrunk width",
+    "gemma4_assistant": "transformers refuses its class defaults (text_config's per-layer inputs "
+                        "must be 0 in an assistant)",
 }
 
 

@@ -295,7 +295,7 @@ def test_multimodal_text_config_is_counted_and_said(cli: Any, write: Any) -> Non
     assert data["model_type"] == "gemma3_text"
     assert data["notes"][0] == "multimodal my_vlm: counted its text model (gemma3_text) only"
     assert data["total_params"] == 3_880_263_168
-    out = cli("count", path).stdout
+    out = cli("count", path).stderr  # notes: on stderr
     assert "note: multimodal my_vlm: counted its text model (gemma3_text) only" in out
 
 
@@ -331,7 +331,7 @@ def test_family_llama_counts_an_unknown_model_type(cli: Any, write: Any) -> None
     assert data["total_params"] == 2 * layer + 2 * V * d + d
     assert (data["family"], data["model_type"]) == ("llama", "llama")  # counted as, and verified as
     assert "counted as llama (--family); model_type is 'my_llama'" in data["notes"]
-    out = cli("count", path, "--family", "llama").stdout
+    out = cli("count", path, "--family", "llama").stderr
     assert "note: counted as llama (--family); model_type is 'my_llama'" in out
     verified = cli("verify", path, "--family", "llama")
     assert verified.code == 0, verified.stderr

@@ -144,7 +144,7 @@ def test_cli_ctx_beyond_max_position_embeddings_is_noted_not_refused(cli) -> Non
     data = r.json()
     assert data["notes"] == [NOTE_8B_16K]
     assert data["kv_cache_bytes"] == 16_384 * 131_072
-    table = cli("memory", "llama-3-8b", "--ctx", "16k").stdout
+    table = cli("memory", "llama-3-8b", "--ctx", "16k").stderr  # notes: on stderr
     assert f"note: {NOTE_8B_16K}" in table.replace("\n", " ")
     assert "note:" not in cli("memory", "llama-3-8b", "--ctx", "8k").stdout
     assert cli("memory", "llama-3-8b", "--ctx", "8k", "--json").json()["notes"] == []

@@ -120,7 +120,7 @@ def write_corpus(folder: Path) -> list[Case]:
          fragment="num_hidden_layers must be at most 2^53 - 1")
     text("hidden-1e200.json", json.dumps({**SMALL_LLAMA, "hidden_size": 10**200}),
          fragment="hidden_size must be at most")
-    text("measured-1e12-layers.json", json.dumps({"model_type": "xlnet", "n_layer": 10**12}),
+    text("measured-1e12-layers.json", json.dumps({"model_type": "musicgen", "n_layer": 10**12}),
          fragment="measured by building it, up to 1,024 layers")
     raw("big.json", b'{"model_type": "llama", "pad": "' + b"x" * (5 * 1024**2) + b'"}',
         fragment="file is larger than 4 MiB")

@@ -328,11 +328,11 @@ def test_memory_shows_stored_bytes_by_dtype(llmcalc: Any, ckpt_hub: FakeHub) -> 
     assert r.json()["origin"]["source"] == "hub" and r.json()["method"] == "formula"
     assert stored["note"] == (
         "the checkpoint stores F8_E4M3 (fp8), I32 (packed quantized values), F32 (fp32), not only "
-        "bf16: 118,432 bytes (0.00 GiB) stored against 213,632 (0.00 GiB) computed at --dtype bf16"
+        "bf16: 118,432 bytes (115.66 KiB) stored against 213,632 (208.62 KiB) computed at --dtype bf16"
     )
     table = llmcalc("memory", "org/tiny-fp8", endpoint=ckpt_hub.url)
     assert "stored in checkpoint org/tiny-fp8 (Hub, safetensors headers)" in table.stdout
-    assert "note: the checkpoint stores F8_E4M3 (fp8)" in table.stdout
+    assert "note: the checkpoint stores F8_E4M3 (fp8)" in table.stderr  # notes: on stderr
     plain = llmcalc("memory", "org/tiny-bf16", "--json", endpoint=ckpt_hub.url).json()["checkpoint"]
     assert (plain["bytes"], plain["other_dtypes"], plain["note"]) == (2 * total(TINY), [], None)
 

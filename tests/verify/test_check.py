@@ -268,5 +268,5 @@ def test_without_torch(tmp_path: Path, write: Any) -> None:
     assert (verify.returncode, verify.stdout) == (2, "")
     assert verify.stderr == (
         "error: building the transformers model needs the 'verify' extra: "
-        "pip install 'llmcalc-exact[verify]'\n"
+        f"pip install -e '{REPO}[verify]'\n"
     )

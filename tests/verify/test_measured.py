@@ -102,8 +102,12 @@ def test_cli_says_measured_and_how_long(cli: Any, write: Any, monkeypatch: pytes
     assert any("standard fields only" in n for n in memory.json()["notes"])
 
 
-def test_no_attention_fields_leaves_attention_out(cli: Any, write: Any) -> None:
-    """BLT: no num_attention_heads in its config: no KV cache, said in a note."""
+def test_no_attention_fields_leaves_attention_out(
+    cli: Any, write: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BLT measured (its formula taken out): no num_attention_heads in its config: no KV cache,
+    said in a note."""
+    monkeypatch.delitem(MODEL_TYPES, "blt")
     path = write("config.json", {
         "model_type": "blt", "hidden_size": 32, "num_hidden_layers": 2, "vocab_size": 128,
     })
@@ -139,7 +143,7 @@ def test_without_the_verify_extra_the_error_names_it(tmp_path: Path) -> None:
         "import sys\nfor m in ('torch', 'transformers'):\n    sys.modules[m] = None\n"
     )
     config = tmp_path / "config.json"
-    config.write_text('{"model_type": "blt", "hidden_size": 32}')
+    config.write_text('{"model_type": "musicgen", "hidden_size": 32}')
     out = subprocess.run(
         [sys.executable, "-m", "llmcalc", "count", str(config)],
         capture_output=True, text=True,
@@ -147,9 +151,9 @@ def test_without_the_verify_extra_the_error_names_it(tmp_path: Path) -> None:
     )
     assert (out.returncode, out.stderr) == (
         2,
-        f"error: {config}: llmcalc has no formula for model_type 'blt'; measuring it (building "
+        f"error: {config}: llmcalc has no formula for model_type 'musicgen'; measuring it (building "
         "transformers' model on the meta device) needs the 'verify' extra: "
-        "pip install 'llmcalc-exact[verify]'\n",
+        f"pip install -e '{REPO}[verify]'\n",
     )
 
 
@@ -162,6 +166,8 @@ def test_what_is_built_is_bounded(cli: Any, write: Any, monkeypatch: pytest.Monk
     are counted while transformers builds, which stops at the first one past the cap."""
     from llmcalc.verify import measured
 
+    formula = count(spec_from_dict(XLNET_SMALL)).total
+    monkeypatch.delitem(MODEL_TYPES, "xlnet")  # measured, its formula taken out
     path = write("config.json", {**XLNET_SMALL, "n_layer": 10**12})
     r = cli("count", path)
     assert (r.code, r.stdout, r.stderr) == (2, "", (
@@ -176,7 +182,7 @@ def test_what_is_built_is_bounded(cli: Any, write: Any, monkeypatch: pytest.Monk
     # seg_embed 2×2×16, two LayerNorms, FFN 32·64+64 + 64·32+32; then 128×32 words (tied
     # head), mask_emb 32, the head's bias 128
     layer = 5 * 32 * 32 + 3 * 32 + 64 + 2 * 64 + (32 * 64 + 64) + (64 * 32 + 32)
-    assert count(spec_from_dict(XLNET_SMALL)).total == 3 * layer + 128 * 32 + 32 + 128
+    assert count(spec_from_dict(XLNET_SMALL)).total == 3 * layer + 128 * 32 + 32 + 128 == formula
     monkeypatch.setattr(measured, "MAX_MEASURED_TENSORS", 20)
     with pytest.raises(ConfigError) as e:
         spec_from_dict(XLNET_SMALL, name="xl")

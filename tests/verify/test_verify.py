@@ -403,7 +403,7 @@ def test_without_torch(tmp_path: Path, llama_ckpt: Path) -> None:
     assert (r.returncode, r.stdout) == (2, "")
     assert r.stderr == (
         "error: building the transformers model needs the 'verify' extra: "
-        "pip install 'llmcalc-exact[verify]'\n"
+        f"pip install -e '{REPO}[verify]'\n"
     )
     r = _run_without_torch(tmp_path, "verify", str(llama_ckpt), "--json")
     assert r.returncode == 0, r.stderr

@@ -25,7 +25,10 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("pebble")
 pytest.importorskip("psutil")
 
-XLNET = json.dumps({"model_type": "xlnet", "n_layer": 10**12})
+# MusicGen has no formula: the measured path (torch imported, transformers' model built); XLNet is
+# counted by formula, its FLOPs and cache refused
+MEASURED_HUGE = json.dumps({"model_type": "musicgen", "n_layer": 10**12})
+MEASURED_SMALL = json.dumps({"model_type": "musicgen", "decoder": {"num_hidden_layers": 2}})
 XLNET_SMALL = json.dumps({"model_type": "xlnet", "n_layer": 2, "d_model": 32, "n_head": 2,
                           "d_inner": 64, "vocab_size": 128})
 GPT2 = {"model": {"name": "gpt2"}}
@@ -103,7 +106,7 @@ def test_every_answer_has_the_security_headers(served: Served) -> None:
 def test_a_trillion_layer_paste_is_refused_in_seconds(served: Served) -> None:
     before = served.rss()
     t0 = time.monotonic()
-    status, data = served.calc({"model": {"text": XLNET}})
+    status, data = served.calc({"model": {"text": MEASURED_HUGE}})
     assert time.monotonic() - t0 < 10
     assert (status, data) == (400, {"error": (
         "pasted config: n_layer is 1,000,000,000,000; a model without a formula is measured by "
@@ -128,7 +131,7 @@ def test_set_values_and_odd_text_get_a_4xx(served: Served) -> None:
                                                          "surrogate (\\ud800), which is not text"})
 
 
-@pytest.mark.torch  # XLNet is measured on transformers' model
+@pytest.mark.torch  # MusicGen goes to the measured path (transformers' model)
 def test_answers_name_no_local_folder_or_library_version(served: Served, hf_cache: Path) -> None:
     import transformers
 
@@ -136,12 +139,18 @@ def test_answers_name_no_local_folder_or_library_version(served: Served, hf_cach
         served.calc({"model": {"name": "org/tiny-llama"}}),  # read from the local HF cache
         served.calc({"model": {"name": "org/absent"}}),  # not in the cache, offline
         served.calc({"model": {"text": "a: [", "format": "yaml"}}),
-        served.calc({"model": {"text": XLNET_SMALL}}),  # measured on transformers' model
+        served.calc({"model": {"text": MEASURED_SMALL}}),  # the measured path: transformers
+        served.calc({"model": {"text": XLNET_SMALL}}),  # its forward refused by llmcalc
     ]
     assert answers[0][0] == 200 and answers[0][1]["count"]["total_params"] == 2 * (
         4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64 + 2 * 256 * 64
     assert answers[1][0] == 400 and answers[2][0] == 400
-    assert answers[3][0] == 200 and answers[3][1]["count"]["method"] == "measured"
+    # MusicGen's composite config is no causal LM transformers builds: refused in one line
+    assert answers[3][0] == 400 and answers[3][1]["error"].startswith(
+        "pasted config: transformers cannot build a causal-LM model of this config")
+    assert answers[4] == (400, {"error": "pasted config: FLOPs and cache bytes are not computed: "
+                                         "XLNet's two-stream attention over relative positions and "
+                                         "its memory of earlier segments"})
     text = json.dumps(answers, ensure_ascii=False)
     for local in (str(hf_cache), tempfile.gettempdir(), os.getcwd(), str(Path.home()),
                   sys.prefix, transformers.__version__):
@@ -313,7 +322,7 @@ def test_a_connection_without_headers_is_closed(monkeypatch: pytest.MonkeyPatch)
 
 def test_cli_count_refuses_a_trillion_layer_measured_model(tmp_path: Path) -> None:
     path = tmp_path / "config.json"
-    path.write_text(XLNET)
+    path.write_text(MEASURED_HUGE)
     run = subprocess.run([sys.executable, "-m", "llmcalc", "count", str(path)],
                          capture_output=True, text=True, timeout=60)
     assert (run.returncode, run.stdout) == (2, "")
@@ -328,7 +337,7 @@ def test_a_calculation_past_its_deadline_or_left_by_its_client_stops_its_worker(
 
     from llmcalc.web.work import Pools
 
-    measured = {"model": {"text": XLNET_SMALL}}
+    measured = {"model": {"text": MEASURED_SMALL}}
 
     def workers() -> set[int]:
         return {p.pid for p in psutil.Process().children(recursive=True)}
@@ -382,7 +391,7 @@ def test_a_calculation_past_its_memory_stops_its_worker() -> None:
         # may take a minute to import torch), so it is far off
         pools = Pools(workers=1, memory_bytes=200 * 2**20, seconds=600)
         try:
-            return await pools.run("calc", {"model": {"text": XLNET_SMALL}}, never)
+            return await pools.run("calc", {"model": {"text": MEASURED_SMALL}}, never)
         finally:
             pools.close()
 

@@ -1,0 +1,66 @@
+"""Every `note:` and `warning:` line goes to stderr, so stdout is the table alone; with --json the
+notes are only in its `notes`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+TINY = """model_type: llama
+hidden_size: 64
+intermediate_size: 128
+num_hidden_layers: 2
+num_attention_heads: 4
+vocab_size: 256
+"""
+BEYOND = ("context 4,096 is above the model's max_position_embeddings ({limit}); the figures "
+          "assume it runs there anyway")
+DEFAULTS = ("not in config, LlamaConfig default: max_position_embeddings=2048, "
+            "tie_word_embeddings=false, attention_bias=false, mlp_bias=false")
+
+
+def _no_notes(text: str) -> None:
+    assert not [line for line in text.splitlines() if line.startswith(("note:", "warning:"))]
+
+
+@pytest.mark.parametrize(("args", "note"), [
+    (("flops", "gpt2", "--ctx", "4k"), BEYOND.format(limit="1,024")),
+    (("memory", "gpt2", "--ctx", "4k"), BEYOND.format(limit="1,024")),
+    (("memory", "{yaml}", "--ctx", "4k"), BEYOND.format(limit="2,048")),
+    (("count", "{yaml}"), DEFAULTS),
+    (("count", "gpt2", "--set", "n_layer=2"), "changed with --set: n_layer=2"),
+])
+def test_notes_go_to_stderr(cli: Any, write: Any, args: tuple[str, ...], note: str) -> None:
+    yaml = write("tiny.yaml", TINY)
+    args = tuple(a.format(yaml=yaml) for a in args)
+    r = cli(*args)
+    assert r.code == 0
+    assert f"note: {note}" in " ".join(r.stderr.split())  # wrapped at the terminal's width
+    _no_notes(r.stdout)
+    assert r.stdout.strip()  # the table itself
+    j = cli(*args, "--json")
+    assert (j.code, j.stderr) == (0, "")
+    assert note in j.json()["notes"]
+
+
+def test_fit_warning_on_stderr_or_in_notes(cli: Any) -> None:
+    warning = ("--ctx 4,096 is more than openai-community/gpt2's max_position_embeddings (1,024); "
+               "the memory is sized as asked, but the model was not made for that context")
+    r = cli("fit", "gpt2", "--gpu", "h100", "--ctx", "4k")
+    assert r.stderr == f"warning: {warning}\n"
+    _no_notes(r.stdout)
+    j = cli("fit", "gpt2", "--gpu", "h100", "--ctx", "4k", "--json")
+    assert (j.code, j.stderr) == (0, "")
+    assert j.json()["notes"] == [warning]
+    assert json.loads(cli("fit", "gpt2", "--gpu", "h100", "--ctx", "1k", "--json").stdout)[
+        "notes"] == []
+
+
+def test_readme_says_where_notes_go() -> None:
+    from helpers import REPO
+
+    readme = " ".join((REPO / "README.md").read_text().split())
+    assert ("Every `note:` and `warning:` line of every command goes to stderr" in readme
+            and "with `--json` they are only in the answer's `notes`" in readme)

@@ -1,0 +1,51 @@
+"""Nonsense refused in one line, exit 2 (issue 35)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def test_latency_tp_must_divide_the_heads(cli: Any) -> None:
+    r = cli("latency", "llama", "--gpu", "h100", "--tp", "1099511627776")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "error: --tp 1099511627776: llama (transformers defaults)'s 32 attention heads and 32 KV "
+        "heads do not split evenly over 1099511627776 GPUs; use a --tp that divides them\n")
+    r = cli("latency", "llama-3-8b", "--gpu", "h100", "--tp", "3")
+    assert (r.code, r.stderr) == (2, (
+        "error: --tp 3: meta-llama/Meta-Llama-3-8B's 32 attention heads and 8 KV heads do not "
+        "split evenly over 3 GPUs; use a --tp that divides them\n"))
+    ok = cli("latency", "llama-3-8b", "--gpu", "h100", "--tp", "8", "--json")
+    assert (ok.code, ok.json()["inputs"]["tp"]) == (0, 8)
+
+
+def test_fp4_on_an_moe_says_the_experts_stay_bf16(cli: Any) -> None:
+    # Qwen3.6-35B-A3B: 40 layers × 256 experts × 3 projections × 2,048 × 512 in fused parameters
+    experts = 40 * 256 * 3 * 2048 * 512
+    note = (f"fp4: bitsandbytes quantizes only nn.Linear, so the fused expert weights "
+            f"({experts:,} parameters) stay bf16")
+    assert experts == 32_212_254_720
+    r = cli("memory", "qwen3.6-35b-a3b", "--dtype", "fp4")
+    assert r.code == 0 and note in " ".join(r.stderr.split())
+    assert "note:" not in r.stdout
+    assert note in cli("memory", "qwen3.6-35b-a3b", "--dtype", "fp4", "--json").json()["notes"]
+    assert cli("memory", "llama-3-8b", "--dtype", "nf4", "--json").json()["notes"] == []
+
+
+def test_a_set_error_blames_the_set(cli: Any) -> None:
+    r = cli("count", "gpt2", "--set", "n_layer=-1")
+    assert (r.code, r.stdout, r.stderr) == (
+        2, "", "error: --set n_layer=-1: n_layer must be a positive integer, got -1\n")
+    r = cli("count", "gpt2", "--set", "n_head=7")
+    assert (r.code, r.stderr) == (2, "error: --set n_head=7: n_head (7) must divide n_embd (768) "
+                                     "when head_dim is not given\n")
+
+
+def test_not_planned_gives_its_reason(cli: Any) -> None:
+    reason = ("llama-3.2-11b-vision (reads images through cross-attention, whose cache and FLOPs "
+              "depend on the images: size it with memory --images)")
+    r = cli("fit", "--gpu", "h100", "--match", "llama-3.2-11b*")
+    assert r.code == 0
+    assert f"not planned (1): {reason}" in " ".join(r.stdout.split())
+    assert cli("fit", "--gpu", "h100", "--match", "llama-3.2-11b*", "--json").json()[
+        "skipped"] == [reason]
