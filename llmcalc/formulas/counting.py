@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from llmcalc.model.spec import LayerGroup, ModelSpec, Part, Tensor
 
-EMBEDDING_COMPONENTS = ("embed/tokens", "embed/positions", "embed/per_layer")  # every lookup table
+# every lookup table (nn.Embedding): tokens, positions, per-layer tables, CPM-Ant's segment table
+EMBEDDING_COMPONENTS = ("embed/tokens", "embed/positions", "embed/per_layer", "embed/segments")
 LM_HEAD = "lm_head"
 
 

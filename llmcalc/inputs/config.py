@@ -273,13 +273,27 @@ def spec_from_raw(
         depth_flops_per_token=arch.depth_flops_per_token,
         depth_flops_what=arch.depth_flops_what,
         cache_bytes_per_token=arch.cache_bytes_per_token,
-        forward_unmodelled=arch.forward_unmodelled,
+        forward_unmodelled=arch.forward_unmodelled or _rotary_without_pairs(read, arch),
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,
         parts=arch.parts,
         main_part=arch.main_part,
     ))
+
+
+def _rotary_without_pairs(read: dict[str, Any], arch: Any) -> str:
+    """Attention heads of one element: a rotary model rotates head_dim // 2 = 0 pairs, and
+    transformers' rotary step (``apply_rotary_pos_emb``: q·cos over an empty table) broadcasts the
+    query to nothing — a forward no formula follows (measured: Granite-MoE-SWA at head_dim 1 is
+    262,144 FLOPs off every attention count). Whether a config rotates is not always in its fields
+    (transformers fills rope_parameters in), so any such head is refused for FLOPs and memory; the
+    count stands."""
+    for group in arch.layer_groups:
+        if group.attention is not None and group.attention.qk_head_dim < 2:
+            return (f"head_dim {group.attention.qk_head_dim}: a rotary embedding over head_dim // 2 = 0 "
+                    "pairs leaves transformers' attention an empty query, a forward llmcalc does not follow")
+    return ""
 
 
 def _stored_parameters_note(spec: ModelSpec) -> ModelSpec:

@@ -129,7 +129,7 @@ def test_set_without_value(cli: Any) -> None:
 
 def test_set_bad_value_names_the_field(cli: Any) -> None:
     run = cli("count", "gpt2", "--set", "n_layer=1.5")
-    assert (run.code, run.stderr) == (2, "error: configs/gpt2.yaml: n_layer must be an integer, got 1.5\n")
+    assert (run.code, run.stderr) == (2, "error: --set n_layer=1.5: n_layer must be an integer, got 1.5\n")
 
 
 def test_expected_must_be_mapping(cli: Any, write: Any) -> None:

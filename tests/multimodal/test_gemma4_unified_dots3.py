@@ -181,7 +181,7 @@ def test_unified_bundled_image_figures(cli: Any) -> None:
     big = cli("flops", UNIFIED, "--image-size", "1024", "--ctx", "1000", "--images", "1", "--json")
     assert big.json()["per_image"] == data["per_image"]
     assert ("image_size 1024: the processor resizes every square image to 768×768 pixels and pads "
-            "it to 280 merged patches") in cli("flops", UNIFIED, "--image-size", "1024").stdout
+            "it to 280 merged patches") in " ".join(cli("flops", UNIFIED, "--image-size", "1024").stderr.split())
 
 
 def test_unified_part_option(cli: Any) -> None:
@@ -383,7 +383,7 @@ def test_dots3_bundled_image_figures(cli: Any) -> None:
                  for e in [*range(4, 65, 4), 64])
     assert vision["weight_flops"] == 2 * n * d * 3 * 14 * 14 + dense + sparse
     assert vision["attention_flops"] == 42 * n * n * 4 * d
-    notes = cli("count", DOTS).stdout
+    notes = " ".join(cli("count", DOTS).stderr.split())  # notes on stderr
     assert "audio tower: parameters and weights only; its FLOPs per clip are not computed" in notes
 
 

@@ -120,7 +120,7 @@ def test_a_pattern_longer_than_the_model_is_its_first_layers(cli: Any) -> None:
             "--set", "num_hidden_layers=1000000000000")
     assert r.code == 2
     assert r.stderr == (
-        "error: configs/qwen3-next-80b-a3b.yaml: decoder_sparse_step: the layer pattern repeats "
+        "error: --set decoder_sparse_step=1000000000000: decoder_sparse_step: the layer pattern repeats "
         "every 1,000,000,000,000 layers; llmcalc describes at most 65,536\n")
     # Qwen3.5-MoE's every layer is MoE: its decoder_sparse_step is not read
     r = cli("count", "qwen3.5-35b-a3b", "--set", "decoder_sparse_step=1000000000000",

@@ -22,9 +22,10 @@ def test_engine_rows_equal_the_cli_and_a_refusal_has_no_command(cli: Any) -> Non
 
 
 def test_a_hybrid_model_is_unavailable_in_the_engines_words() -> None:
-    got = api.calculate({"model": {"name": "qwen3-next-80b-a3b"}, "ctx": "4k", "batch": "1",
+    # Qwen3-Next's gated DeltaNet follows vLLM's hybrid allocator now; Granite 4.0-H's Mamba-2 not yet
+    got = api.calculate({"model": {"name": "granite-4.0-h-small"}, "ctx": "4k", "batch": "1",
                          "gpu": "h200", "gpus": 2})
     assert got["engine_vllm"] is None
     assert got["unavailable"]["engine_vllm"] == (
-        "--engine vllm: Qwen/Qwen3-Next-80B-A3B-Instruct keeps recurrent state beside its KV "
+        "--engine vllm: ibm-granite/granite-4.0-h-small keeps recurrent state beside its KV "
         "cache; llmcalc does not follow that engine's hybrid allocator yet")
