@@ -32,7 +32,7 @@ from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
-from llmcalc.planning.latency import Latency
+from llmcalc.planning.latency import Latency, compute_peak
 from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_stage, rows_for
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
@@ -98,8 +98,10 @@ def latency(
         raise UsageError(f"--format {how.value}: latency prints as a table or JSON")
     spec = takes_text(spec_for(model, set_, family), "latency")
     acc = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bandwidth)
-    require(acc, "peak_flops", "bandwidth")
     weights = resolve_format(spec, dtype)
+    if compute_peak(acc, weights) == 0:  # the card's other peaks stand in for a missing bf16 one
+        require(acc, "peak_flops")
+    require(acc, "bandwidth")
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     r = compute_latency(
         spec, accelerator=acc, interconnect=interconnect(link, acc), tp=tp,
@@ -135,7 +137,8 @@ def _backend(backend: str | None, kind: str) -> str:
 def row_latency(row: MeasuredRow) -> Latency:
     """The roofline of one measured row's run, on the row's card figures."""
     spec = spec_for(row.model, None)
-    acc = resolve(None, flops=row.flops, bandwidth=row.bandwidth)
+    acc = (resolve(row.gpu) if row.gpu else
+           resolve(None, flops=row.flops, bandwidth=row.bandwidth))
     weights = resolve_format(spec, row.dtype)
     return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc),
                            batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights,

@@ -4,11 +4,16 @@ The roofline (llmcalc.planning.latency) is a bound no engine beats; this is the 
 see, a step-time model whose coefficients are fitted per engine × backend on the measured rows in
 ``measured_speed.json`` (each row with its source) by least squares on the relative error:
 
-- decode step:  t = a · bytes / bandwidth + c · layers      (a = 1/η_bandwidth; c: a per-layer
-  kernel launch / synchronisation cost in seconds); bytes are the roofline's — the weights the step
-  reads (MoE: the experts the batch's tokens reach) and the KV cache at the mean context;
-- prefill:      t = p · FLOPs / peak + q · bytes / bandwidth   (p = 1/η_compute; q: the weights
-  and cache streamed, e.g. dequantised, once per ubatch).
+- decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak   (a = 1/η_bandwidth;
+  c: a per-layer kernel launch / synchronisation cost, in ms per layer; f: the batch's compute,
+  which batched decode reaches); bytes are the roofline's — the weights the step reads (MoE: the
+  experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and the KV cache at the mean context;
+- prefill:      t = p · FLOPs / peak + q · bytes / bandwidth + r · layers   (p = 1/η_compute at the
+  peak of the format the weights are computed in, llmcalc.planning.latency.compute_peak; q: the
+  weights and cache streamed, e.g. dequantised, once per ubatch; r: per-layer cost).
+
+Coefficients are ≥ 0 (non-negative least squares on the relative error: a term the rows do not
+support is 0).
 
 The expected time is never below the roofline's (``max`` with the bound), so the expected tokens/s
 never exceed the bound. Pure: nothing here prints or reads a model config; the caller passes each
@@ -36,6 +41,7 @@ class MeasuredRow:
     backend: str
     card: str
     hw_class: str  # apple | consumer | datacentre
+    gpu: str  # a key of hardware.json, or "" where bandwidth and flops describe the card
     bandwidth: str
     flops: str
     flops_basis: str
@@ -47,6 +53,8 @@ class MeasuredRow:
     test: str  # pp… (prefill) or tg… (decode)
     tokens_per_s: float
     quoted_in: str = ""  # where the figure was read, when not at the source itself
+    quote: str = ""  # the line as read
+    build: str = ""  # the engine build, where the source gives it
 
     @property
     def stage(self) -> str:
@@ -59,10 +67,11 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
     rows = json.loads(text)["rows"]
     return tuple(MeasuredRow(
         source=r["source"], engine=r["engine"], backend=r["backend"], card=r["card"],
-        hw_class=r["class"], bandwidth=r["bandwidth"], flops=r["flops"],
-        flops_basis=r["flops_basis"], model=r["model"], dtype=r["dtype"], ctx=r["ctx"],
-        gen=r["gen"], batch=r["batch"], test=r["test"], tokens_per_s=r["tokens_per_s"],
-        quoted_in=r.get("quoted_in", ""),
+        hw_class=r["class"], gpu=r.get("gpu", ""), bandwidth=r.get("bandwidth", ""),
+        flops=r.get("flops", ""), flops_basis=r.get("flops_basis", ""), model=r["model"],
+        dtype=r["dtype"], ctx=r["ctx"], gen=r["gen"], batch=r["batch"], test=r["test"],
+        tokens_per_s=r["tokens_per_s"], quoted_in=r.get("quoted_in", ""),
+        quote=r.get("quote", ""), build=r.get("build", ""),
     ) for r in rows)
 
 
@@ -70,30 +79,58 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
     return tuple(r for r in measured_rows() if r.engine == engine and r.backend == backend)
 
 
-def _decode_features(lat: Latency) -> tuple[float, float]:
+LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
+
+
+def _decode_features(lat: Latency) -> tuple[float, ...]:
+    """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs."""
     d = lat.decode
-    return d.bytes / lat.accelerator.bandwidth, float(lat.layers)
+    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / lat.peak_flops)
 
 
-def _prefill_features(lat: Latency) -> tuple[float, float]:
+def _prefill_features(lat: Latency) -> tuple[float, ...]:
+    """FLOPs at the weight format's compute peak, bytes streamed, layers (launch/sync)."""
     p = lat.prefill
-    return p.flops / lat.accelerator.peak_flops, p.bytes / lat.accelerator.bandwidth
+    return (p.flops / lat.peak_flops, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S)
 
 
-def _fit2(xs: list[tuple[float, float]], ts: list[float]) -> tuple[float, float]:
-    """Least squares of Σ((u·x0 + v·x1)/t − 1)²: the 2 × 2 normal equations."""
-    s00 = s01 = s11 = b0 = b1 = 0.0
-    for (x0, x1), t in zip(xs, ts, strict=True):
-        y0, y1 = x0 / t, x1 / t
-        s00, s01, s11 = s00 + y0 * y0, s01 + y0 * y1, s11 + y1 * y1
-        b0, b1 = b0 + y0, b1 + y1
-    det = s00 * s11 - s01 * s01
-    if abs(det) < 1e-12 * max(s00 * s11, 1e-300):  # one feature only: fit it alone
-        return b0 / s00, 0.0
-    u, v = (b0 * s11 - b1 * s01) / det, (b1 * s00 - b0 * s01) / det
-    if v < 0:  # a negative overhead has no meaning: fit the first feature alone
-        return b0 / s00, 0.0
-    return u, v
+def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting; None when the system is singular."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-12 * max(1.0, max(abs(x) for x in m[p][:n])):
+            return None
+        m[c], m[p] = m[p], m[c]
+        for r in range(n):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c], strict=True)]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def _fit(xs: list[tuple[float, ...]], ts: list[float]) -> tuple[float, ...]:
+    """Non-negative least squares of Σ(Σ_j c_j·x_j / t − 1)²: the best of the fits on each subset
+    of the features whose coefficients are all ≥ 0 (a negative cost has no meaning); 3 features,
+    7 subsets, each solved by its normal equations."""
+    n = len(xs[0])
+    ys = [[x / t for x in row] for row, t in zip(xs, ts, strict=True)]
+    best: tuple[float, tuple[float, ...]] | None = None
+    for mask in range(1, 2**n):
+        cols = [j for j in range(n) if mask >> j & 1]
+        a = [[sum(y[i] * y[j] for y in ys) for j in cols] for i in cols]
+        c = _solve(a, [sum(y[i] for y in ys) for i in cols])
+        if c is None or min(c) < 0:
+            continue
+        full = [0.0] * n
+        for j, v in zip(cols, c, strict=True):
+            full[j] = v
+        resid = sum((sum(f * x for f, x in zip(full, y, strict=True)) - 1) ** 2 for y in ys)
+        if best is None or resid < best[0]:
+            best = (resid, tuple(full))
+    assert best is not None  # a single positive feature always fits
+    return best[1]
 
 
 @dataclass(frozen=True)
@@ -101,15 +138,15 @@ class Fit:
     """Coefficients of one stage's step-time model and the rows they came from."""
 
     stage: str
-    coefficients: tuple[float, float]
+    coefficients: tuple[float, ...]
     rows: int
     loo_median_abs_error: float | None  # leave-one-out, as a fraction
 
-    def seconds(self, features: tuple[float, float]) -> float:
-        return self.coefficients[0] * features[0] + self.coefficients[1] * features[1]
+    def seconds(self, features: tuple[float, ...]) -> float:
+        return sum(c * x for c, x in zip(self.coefficients, features, strict=True))
 
 
-def _features(stage: str, lat: Latency) -> tuple[float, float]:
+def _features(stage: str, lat: Latency) -> tuple[float, ...]:
     return _decode_features(lat) if stage == "decode" else _prefill_features(lat)
 
 
@@ -129,7 +166,7 @@ def fit_stage(stage: str, pairs: list[tuple[MeasuredRow, Latency]], *, engine: s
     xs = [_features(stage, lat) for _, lat in pairs]
     ts = [_measured_seconds(r) for r, _ in pairs]
     errors = [abs(e) for _, e in loo_errors(stage, pairs)] if len(pairs) > 2 else []
-    return Fit(stage, _fit2(xs, ts), len(pairs), statistics.median(errors) if errors else None)
+    return Fit(stage, _fit(xs, ts), len(pairs), statistics.median(errors) if errors else None)
 
 
 def _bound_seconds(stage: str, lat: Latency) -> float:
@@ -144,8 +181,9 @@ def loo_errors(stage: str, pairs: list[tuple[MeasuredRow, Latency]]) -> list[tup
     ts = [_measured_seconds(r) for r, _ in pairs]
     out = []
     for i, (row, lat) in enumerate(pairs):
-        u, v = _fit2(xs[:i] + xs[i + 1:], ts[:i] + ts[i + 1:])
-        predicted = max(u * xs[i][0] + v * xs[i][1], _bound_seconds(stage, lat))
+        c = _fit(xs[:i] + xs[i + 1:], ts[:i] + ts[i + 1:])
+        fitted = sum(f * x for f, x in zip(c, xs[i], strict=True))
+        predicted = max(fitted, _bound_seconds(stage, lat))
         out.append((row, ts[i] / predicted - 1))
     return out
 
