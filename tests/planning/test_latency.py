@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from llmcalc import load_spec
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
-from llmcalc.planning.latency import all_reduce_bytes, latency, step_weight_bytes
+from llmcalc.formulas.quant import resolve_format
+from llmcalc.planning.latency import all_reduce_bytes, compute_peak, latency, step_weight_bytes
 from llmcalc.units import DType
 
 A100 = lookup("a100-80gb")
@@ -93,3 +97,24 @@ def test_cli_latency(cli) -> None:
     assert r.code == 2 and r.stderr.startswith("error: --interconnect token-ring: unknown link")
     r = cli("latency", "llama-2-7b", "--gpu", "h100", "--dtype", "nf4", "--explain")
     assert r.code == 0 and "Williams et al. 2009" in " ".join(r.stdout.split())
+
+
+@pytest.mark.parametrize(("gpu", "dtype", "peak"), [
+    ("rtx-4090", "q4_0", 660_600 * 10**9),  # GGUF blocks on INT8 tensor cores (llama.cpp's MMQ)
+    ("rtx-4090", "bf16", 330_300 * 10**9),  # FP16 with FP16 accumulation: twice the FP32-acc 165.2T
+    ("rtx-3090", "q4_0", 142 * 10**12),  # no INT8 figure read: the FP16-accumulate one
+    ("h100", "fp8", 1_979 * 10**12),
+    ("h100", "bf16", 989 * 10**12),
+    ("apple-m2-ultra", "q4_0", 27_200 * 10**9),  # Apple: one (derived) figure for every format
+])
+def test_bound_runs_at_the_weight_formats_compute_peak(gpu: str, dtype: str, peak: int) -> None:
+    spec = load_spec("llama-2-7b")
+    assert compute_peak(lookup(gpu), resolve_format(spec, dtype)) == peak
+
+
+def test_gpu_flops_replaces_only_the_bf16_peak(cli: Any) -> None:
+    """RTX 5090: no FP32-accumulate bf16 figure; its INT8 peak (838T) bounds a Q4_0 prefill."""
+    r = cli("latency", "llama-2-7b", "--gpu", "rtx-5090", "--gpu-flops", "100T", "--dtype", "q4_0",
+            "--ctx", "512", "--gen", "1", "--json")
+    acc = json.loads(r.stdout)["inputs"]["accelerator"]
+    assert (acc["peak_flops"], acc["compute_peak_flops"]) == (100 * 10**12, 838 * 10**12)
