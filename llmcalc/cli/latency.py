@@ -34,7 +34,7 @@ from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.planning.latency import Latency, compute_peak
 from llmcalc.planning.latency import latency as compute_latency
-from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_stage, rows_for
+from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_model, rows_for
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -140,13 +140,12 @@ def row_latency(row: MeasuredRow) -> Latency:
     acc = (resolve(row.gpu) if row.gpu else
            resolve(None, flops=row.flops, bandwidth=row.bandwidth))
     weights = resolve_format(spec, row.dtype)
-    return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc),
-                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights,
-                           kv_dtype=kv_dtype_for(weights))
+    kv = parse_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype else kv_dtype_for(weights)
+    return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc), tp=row.tp,
+                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv)
 
 
 def expected_for(r: Latency, *, engine: str, backend: str) -> Expected:
     pairs = [(row, row_latency(row)) for row in rows_for(engine, backend)]
     return expected(r, engine=engine, backend=backend,
-                    prefill=fit_stage("prefill", pairs, engine=engine, backend=backend),
-                    decode=fit_stage("decode", pairs, engine=engine, backend=backend))
+                    model=fit_model(pairs, engine=engine, backend=backend))

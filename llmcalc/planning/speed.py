@@ -4,13 +4,17 @@ The roofline (llmcalc.planning.latency) is a bound no engine beats; this is the 
 see, a step-time model whose coefficients are fitted per engine × backend on the measured rows in
 ``measured_speed.json`` (each row with its source) by least squares on the relative error:
 
-- decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak   (a = 1/η_bandwidth;
-  c: a per-layer kernel launch / synchronisation cost, in ms per layer; f: the batch's compute,
-  which batched decode reaches); bytes are the roofline's — the weights the step reads (MoE: the
-  experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and the KV cache at the mean context;
-- prefill:      t = p · FLOPs / peak + q · bytes / bandwidth + r · layers   (p = 1/η_compute at the
-  peak of the format the weights are computed in, llmcalc.planning.latency.compute_peak; q: the
-  weights and cache streamed, e.g. dequantised, once per ubatch; r: per-layer cost).
+- decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak + g · all-reduce
+  (a = 1/η_bandwidth; c: a per-layer kernel launch / synchronisation cost, in ms per layer; f: the
+  batch's compute, which batched decode reaches; g: the tensor-parallel all-reduces' time at the
+  link's bandwidth); bytes are the roofline's — the weights the step reads (MoE: the experts the
+  batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and the KV cache at the mean context;
+- prefill:      t = p · FLOPs / peak + q · bytes / bandwidth + r · layers + s · all-reduce
+  (p = 1/η_compute at the peak of the format the weights are computed in,
+  llmcalc.planning.latency.compute_peak; q: the weights and cache streamed, e.g. dequantised, once
+  per ubatch; r: per-layer cost);
+- a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
+  so such rows inform both stages' coefficients, fitted together.
 
 Coefficients are ≥ 0 (non-negative least squares on the relative error: a term the rows do not
 support is 0).
@@ -50,15 +54,20 @@ class MeasuredRow:
     ctx: int
     gen: int
     batch: int
-    test: str  # pp… (prefill) or tg… (decode)
-    tokens_per_s: float
+    test: str  # pp… or ttft (prefill), tg… (decode), throughput (whole requests)
+    tokens_per_s: float  # a ttft row: batch × ctx ÷ the time to first token
+    tp: int = 1
+    kv_dtype: str = ""  # the cache's dtype where the source gives it (else the format's default)
+    ttft_ms: float = 0.0  # a ttft row's figure as published
     quoted_in: str = ""  # where the figure was read, when not at the source itself
     quote: str = ""  # the line as read
     build: str = ""  # the engine build, where the source gives it
 
     @property
     def stage(self) -> str:
-        return "prefill" if self.test.startswith("pp") else "decode"
+        if self.test.startswith("pp") or self.test == "ttft":
+            return "prefill"
+        return "decode" if self.test.startswith("tg") else "throughput"
 
 
 @lru_cache(maxsize=1)
@@ -70,28 +79,56 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
         hw_class=r["class"], gpu=r.get("gpu", ""), bandwidth=r.get("bandwidth", ""),
         flops=r.get("flops", ""), flops_basis=r.get("flops_basis", ""), model=r["model"],
         dtype=r["dtype"], ctx=r["ctx"], gen=r["gen"], batch=r["batch"], test=r["test"],
-        tokens_per_s=r["tokens_per_s"], quoted_in=r.get("quoted_in", ""),
+        tokens_per_s=(r["tokens_per_s"] if "tokens_per_s" in r
+                      else r["batch"] * r["ctx"] * 1000 / r["ttft_ms"]),
+        tp=r.get("tp", 1), kv_dtype=r.get("kv_dtype", ""), ttft_ms=r.get("ttft_ms", 0.0), quoted_in=r.get("quoted_in", ""),
         quote=r.get("quote", ""), build=r.get("build", ""),
     ) for r in rows)
 
 
 def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
+    """The rows of one engine × backend, in the file's order."""
     return tuple(r for r in measured_rows() if r.engine == engine and r.backend == backend)
 
 
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
+STAGES = ("prefill", "decode")
 
 
 def _decode_features(lat: Latency) -> tuple[float, ...]:
-    """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs."""
+    """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs, the
+    tensor-parallel all-reduces."""
     d = lat.decode
-    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / lat.peak_flops)
+    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / lat.peak_flops,
+            d.comm_s)
 
 
 def _prefill_features(lat: Latency) -> tuple[float, ...]:
-    """FLOPs at the weight format's compute peak, bytes streamed, layers (launch/sync)."""
+    """FLOPs at the weight format's compute peak, bytes streamed, layers (launch/sync), the
+    tensor-parallel all-reduces."""
     p = lat.prefill
-    return (p.flops / lat.peak_flops, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S)
+    return (p.flops / lat.peak_flops, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
+            p.comm_s)
+
+
+def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
+    """The 8 features of one row (prefill's 4, then decode's): a throughput row's request takes
+    the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
+    pre, dec = _prefill_features(lat), _decode_features(lat)
+    if row.stage == "prefill":
+        return pre + (0.0,) * len(dec)
+    if row.stage == "decode":
+        return (0.0,) * len(pre) + dec
+    return pre + tuple((lat.gen - 1) * x for x in dec)
+
+
+def _measured_seconds(row: MeasuredRow) -> float:
+    """A prefill of batch × ctx tokens, one decode step of the batch, or a whole request."""
+    if row.stage == "prefill":
+        return row.batch * row.ctx / row.tokens_per_s
+    if row.stage == "decode":
+        return row.batch / row.tokens_per_s
+    return row.batch * row.gen / (row.tokens_per_s * row.tp)  # out tokens/s per GPU
 
 
 def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
@@ -110,26 +147,45 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
-def _fit(xs: list[tuple[float, ...]], ts: list[float]) -> tuple[float, ...]:
-    """Non-negative least squares of Σ(Σ_j c_j·x_j / t − 1)²: the best of the fits on each subset
-    of the features whose coefficients are all ≥ 0 (a negative cost has no meaning); 3 features,
-    7 subsets, each solved by its normal equations."""
-    n = len(xs[0])
-    ys = [[x / t for x in row] for row, t in zip(xs, ts, strict=True)]
-    best: tuple[float, tuple[float, ...]] | None = None
-    for mask in range(1, 2**n):
-        cols = [j for j in range(n) if mask >> j & 1]
-        a = [[sum(y[i] * y[j] for y in ys) for j in cols] for i in cols]
-        c = _solve(a, [sum(y[i] for y in ys) for i in cols])
+@dataclass(frozen=True)
+class _Sums:
+    """The normal equations of Σ(c·y − 1)² over rows y = features / measured seconds."""
+
+    s: tuple[tuple[float, ...], ...]  # Σ y yᵀ
+    b: tuple[float, ...]  # Σ y
+    m: int  # rows
+
+    @staticmethod
+    def of(ys: list[tuple[float, ...]]) -> _Sums:
+        n = len(ys[0])
+        return _Sums(tuple(tuple(sum(y[i] * y[j] for y in ys) for j in range(n)) for i in range(n)),
+                     tuple(sum(y[i] for y in ys) for i in range(n)), len(ys))
+
+    def without(self, y: tuple[float, ...]) -> _Sums:
+        return _Sums(tuple(tuple(v - y[i] * y[j] for j, v in enumerate(row))
+                           for i, row in enumerate(self.s)),
+                     tuple(v - y[i] for i, v in enumerate(self.b)), self.m - 1)
+
+
+def _nnls(sums: _Sums) -> tuple[float, ...]:
+    """Non-negative least squares of Σ(Σ_j c_j·y_j − 1)²: of the fits on each subset of the
+    features the rows inform, the best whose coefficients are all ≥ 0 (a negative cost has no
+    meaning; an uninformed feature stays 0). At most 2⁸ − 1 subsets of 8 features."""
+    n = len(sums.b)
+    informed = [j for j in range(n) if sums.s[j][j] > 0]
+    best: tuple[float, tuple[float, ...]] = (float(sums.m), (0.0,) * n)
+    for mask in range(1, 2 ** len(informed)):
+        cols = [j for k, j in enumerate(informed) if mask >> k & 1]
+        c = _solve([[sums.s[i][j] for j in cols] for i in cols], [sums.b[i] for i in cols])
         if c is None or min(c) < 0:
             continue
         full = [0.0] * n
         for j, v in zip(cols, c, strict=True):
             full[j] = v
-        resid = sum((sum(f * x for f, x in zip(full, y, strict=True)) - 1) ** 2 for y in ys)
-        if best is None or resid < best[0]:
+        resid = (sum(full[i] * full[j] * sums.s[i][j] for i in cols for j in cols)
+                 - 2 * sum(full[i] * sums.b[i] for i in cols) + sums.m)
+        if resid < best[0]:
             best = (resid, tuple(full))
-    assert best is not None  # a single positive feature always fits
     return best[1]
 
 
@@ -139,53 +195,74 @@ class Fit:
 
     stage: str
     coefficients: tuple[float, ...]
-    rows: int
-    loo_median_abs_error: float | None  # leave-one-out, as a fraction
+    rows: int  # rows measuring this stage (throughput rows inform both stages)
+    loo_median_abs_error: float | None  # leave-one-out over this stage's rows, as a fraction
 
     def seconds(self, features: tuple[float, ...]) -> float:
         return sum(c * x for c, x in zip(self.coefficients, features, strict=True))
 
 
-def _features(stage: str, lat: Latency) -> tuple[float, ...]:
-    return _decode_features(lat) if stage == "decode" else _prefill_features(lat)
+@dataclass(frozen=True)
+class Model:
+    """One engine × backend's fit: both stages, and the error on whole-request throughput rows."""
+
+    prefill: Fit
+    decode: Fit
+    throughput_rows: int
+    throughput_loo_median_abs_error: float | None
 
 
-def _measured_seconds(row: MeasuredRow) -> float:
-    """Seconds of one step: a prefill of batch × ctx tokens, or one decode step of the batch."""
+def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
+    """Seconds the fit gives a row, each stage at least the bound's."""
+    k = len(c) // 2
+    pre = max(sum(a * b for a, b in zip(c[:k], _prefill_features(lat), strict=True)),
+              lat.prefill.seconds)
+    dec = max(sum(a * b for a, b in zip(c[k:], _decode_features(lat), strict=True)),
+              lat.decode.seconds)
     if row.stage == "prefill":
-        return row.batch * row.ctx / row.tokens_per_s
-    return row.batch / row.tokens_per_s
+        return pre
+    if row.stage == "decode":
+        return dec
+    return pre + (lat.gen - 1) * dec
 
 
-def fit_stage(stage: str, pairs: list[tuple[MeasuredRow, Latency]], *, engine: str,
-              backend: str) -> Fit:
-    pairs = [(r, lat) for r, lat in pairs if r.stage == stage]
-    if not pairs:
-        raise ParameterError(f"{{engine}} {{value}}: no published {stage} measurements on the "
-                             f"{backend} backend to fit an expected speed on", value=engine)
-    xs = [_features(stage, lat) for _, lat in pairs]
-    ts = [_measured_seconds(r) for r, _ in pairs]
-    errors = [abs(e) for _, e in loo_errors(stage, pairs)] if len(pairs) > 2 else []
-    return Fit(stage, _fit(xs, ts), len(pairs), statistics.median(errors) if errors else None)
+def _ys(pairs: list[tuple[MeasuredRow, Latency]]) -> list[tuple[float, ...]]:
+    return [tuple(x / _measured_seconds(r) for x in _row_features(r, lat)) for r, lat in pairs]
 
 
-def _bound_seconds(stage: str, lat: Latency) -> float:
-    s: Stage = lat.decode if stage == "decode" else lat.prefill
-    return s.seconds
-
-
-def loo_errors(stage: str, pairs: list[tuple[MeasuredRow, Latency]]) -> list[tuple[MeasuredRow, float]]:
-    """Each row's signed error (expected / measured − 1) with that row left out of the fit."""
-    pairs = [(r, lat) for r, lat in pairs if r.stage == stage]
-    xs = [_features(stage, lat) for _, lat in pairs]
-    ts = [_measured_seconds(r) for r, _ in pairs]
+def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = None,
+               ) -> list[tuple[MeasuredRow, float]]:
+    """Each row's signed error (expected / measured speed − 1) with that row left out of the fit;
+    only ``stage``'s rows (prefill, decode, throughput) when given."""
+    ys = _ys(pairs)
+    sums = _Sums.of(ys)
     out = []
-    for i, (row, lat) in enumerate(pairs):
-        c = _fit(xs[:i] + xs[i + 1:], ts[:i] + ts[i + 1:])
-        fitted = sum(f * x for f, x in zip(c, xs[i], strict=True))
-        predicted = max(fitted, _bound_seconds(stage, lat))
-        out.append((row, ts[i] / predicted - 1))
+    for (row, lat), y in zip(pairs, ys, strict=True):
+        if stage is not None and row.stage != stage:
+            continue
+        c = _nnls(sums.without(y))
+        out.append((row, _measured_seconds(row) / _predicted(row, lat, c) - 1))
     return out
+
+
+def _median(errors: list[tuple[MeasuredRow, float]]) -> float | None:
+    return statistics.median(abs(e) for _, e in errors) if len(errors) > 2 else None
+
+
+def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend: str) -> Model:
+    """Both stages' coefficients from an engine × backend's rows, with their leave-one-out error."""
+    for stage in STAGES:
+        if not any(r.stage in (stage, "throughput") for r, _ in pairs):
+            raise ParameterError(f"{{engine}} {{value}}: no published {stage} measurements on the "
+                                 f"{backend} backend to fit an expected speed on", value=engine)
+    c = _nnls(_Sums.of(_ys(pairs)))
+    k = len(c) // 2
+    errors = loo_errors(pairs) if len(pairs) > 2 else []
+    fits = {stage: Fit(stage, coef, sum(r.stage == stage for r, _ in pairs),
+                       _median([(r, e) for r, e in errors if r.stage == stage]))
+            for stage, coef in (("prefill", c[:k]), ("decode", c[k:]))}
+    through = [(r, e) for r, e in errors if r.stage == "throughput"]
+    return Model(fits["prefill"], fits["decode"], len(through), _median(through))
 
 
 @dataclass(frozen=True)
@@ -199,17 +276,20 @@ class Expected:
     throughput_tokens_per_s: float
     prefill: Fit
     decode: Fit
+    throughput_rows: int = 0
+    throughput_loo_median_abs_error: float | None = None
 
 
-def expected(lat: Latency, *, engine: str, backend: str, prefill: Fit, decode: Fit) -> Expected:
+def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expected:
     """Expected speed of the run ``lat`` describes; each step's time is at least the bound's."""
-    t_pre = max(prefill.seconds(_prefill_features(lat)), lat.prefill.seconds)
-    t_dec = max(decode.seconds(_decode_features(lat)), lat.decode.seconds)
+    t_pre = max(model.prefill.seconds(_prefill_features(lat)), lat.prefill.seconds)
+    t_dec = max(model.decode.seconds(_decode_features(lat)), lat.decode.seconds)
     e2e = t_pre + (lat.gen - 1) * t_dec
     return Expected(
         engine=engine, backend=backend,
         prefill_tokens_per_s=lat.batch * lat.ctx / t_pre,
         decode_tokens_per_s=lat.batch / t_dec,
         throughput_tokens_per_s=lat.batch * lat.gen / e2e / lat.tp,
-        prefill=prefill, decode=decode,
+        prefill=model.prefill, decode=model.decode, throughput_rows=model.throughput_rows,
+        throughput_loo_median_abs_error=model.throughput_loo_median_abs_error,
     )

@@ -90,13 +90,16 @@ def expected_json(e: Expected) -> dict[str, Any]:
         "throughput_tokens_per_s": e.throughput_tokens_per_s,
         "basis": {
             "decode": {"model": "t = a · bytes / bandwidth + c · layers × 1 ms + f · FLOPs / peak "
-                       "(a = 1/η, c per layer, f the batch's compute)", **_fit_json(e.decode)},
+                       "+ g · all-reduce time (a = 1/η, c per layer, f the batch's compute)",
+                       **_fit_json(e.decode)},
             "prefill": {"model": "t = p · FLOPs / peak + q · bytes / bandwidth + r · layers × 1 ms "
-                        "(p = 1/η at the weight format's compute peak)", **_fit_json(e.prefill)},
+                        "+ s · all-reduce time (p = 1/η at the weight format's compute peak)",
+                        **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
         },
         "error": {"decode": e.decode.loo_median_abs_error,
-                  "prefill": e.prefill.loo_median_abs_error},
+                  "prefill": e.prefill.loo_median_abs_error,
+                  "throughput": e.throughput_loo_median_abs_error},
     }
 
 

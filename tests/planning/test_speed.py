@@ -61,7 +61,7 @@ CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.046, ("llama.cpp", "cuda", "c
 @pytest.mark.parametrize(("engine", "backend"), ENGINES)
 def test_leave_one_out_error_of_every_row(engine: str, backend: str) -> None:
     pairs = _pairs(engine, backend)
-    decode, prefill = loo_errors("decode", pairs), loo_errors("prefill", pairs)
+    decode, prefill = loo_errors(pairs, "decode"), loo_errors(pairs, "prefill")
     assert len(decode) + len(prefill) == len(pairs)
     med_d = statistics.median(abs(e) for _, e in decode)
     med_p = statistics.median(abs(e) for _, e in prefill)
