@@ -32,7 +32,7 @@ from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
-from llmcalc.planning.latency import Latency, compute_peak
+from llmcalc.planning.latency import Latency
 from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_model, rows_for
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
@@ -98,10 +98,8 @@ def latency(
         raise UsageError(f"--format {how.value}: latency prints as a table or JSON")
     spec = takes_text(spec_for(model, set_, family), "latency")
     acc = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bandwidth)
+    require(acc, "peak_flops", "bandwidth")
     weights = resolve_format(spec, dtype)
-    if compute_peak(acc, weights) == 0:  # the card's other peaks stand in for a missing bf16 one
-        require(acc, "peak_flops")
-    require(acc, "bandwidth")
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
     r = compute_latency(
         spec, accelerator=acc, interconnect=interconnect(link, acc), tp=tp,
