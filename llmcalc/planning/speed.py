@@ -33,7 +33,7 @@ from functools import lru_cache
 from importlib import resources
 
 from llmcalc.errors import ParameterError
-from llmcalc.planning.latency import Latency, Stage
+from llmcalc.planning.latency import Latency
 
 
 @dataclass(frozen=True)

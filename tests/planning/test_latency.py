@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
 from llmcalc.formulas.quant import resolve_format
+from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
 from llmcalc.planning.latency import all_reduce_bytes, compute_peak, latency, step_weight_bytes
 from llmcalc.units import DType
 
