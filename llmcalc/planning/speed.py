@@ -5,14 +5,15 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
 ``measured_speed.json`` (each row with its source) by least squares on the relative error:
 
 - decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak + g · all-reduce
-  (a = 1/η_bandwidth; c: a per-layer kernel launch / synchronisation cost, in ms per layer; f: the
-  batch's compute, which batched decode reaches; g: the tensor-parallel all-reduces' time at the
-  link's bandwidth); bytes are the roofline's — the weights the step reads (MoE: the experts the
-  batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and the KV cache at the mean context;
+  + c_dc · layers on a data-centre card (a = 1/η_bandwidth; c: a per-layer kernel launch /
+  synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches; g:
+  the tensor-parallel all-reduces' time at the link's bandwidth); bytes are the roofline's — the
+  weights the step reads (MoE: the experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and
+  the KV cache at the mean context;
 - prefill:      t = p · FLOPs / peak + q · bytes / bandwidth + r · layers + s · all-reduce
-  (p = 1/η_compute at the peak of the format the weights are computed in,
-  llmcalc.planning.latency.compute_peak; q: the weights and cache streamed, e.g. dequantised, once
-  per ubatch; r: per-layer cost);
+  + p_dc · FLOPs / peak on a data-centre card (p = 1/η_compute at the peak of the format the weights
+  are computed in, llmcalc.planning.latency.compute_peak; q: the weights and cache streamed, e.g.
+  dequantised, once per ubatch; r: per-layer cost);
 - a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
   so such rows inform both stages' coefficients, fitted together.
 
@@ -97,22 +98,26 @@ STAGES = ("prefill", "decode")
 
 def _decode_features(lat: Latency) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs, the
-    tensor-parallel all-reduces."""
+    tensor-parallel all-reduces, and the layers again on a data-centre card (its own per-layer
+    cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound on an H100/A100, 0.65–0.72 on GeForce)."""
     d = lat.decode
+    dc = lat.accelerator.kind == "datacenter"
     return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / lat.peak_flops,
-            d.comm_s)
+            d.comm_s, lat.layers * LAYER_S * dc)
 
 
 def _prefill_features(lat: Latency) -> tuple[float, ...]:
     """FLOPs at the weight format's compute peak, bytes streamed, layers (launch/sync), the
-    tensor-parallel all-reduces."""
+    tensor-parallel all-reduces, and the FLOPs again on a data-centre card (its own share of the
+    peak: llama.cpp's pp512 reaches about a fifth of what GeForce does of the same peak)."""
     p = lat.prefill
+    dc = lat.accelerator.kind == "datacenter"
     return (p.flops / lat.peak_flops, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
-            p.comm_s)
+            p.comm_s, p.flops / lat.peak_flops * dc)
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 8 features of one row (prefill's 4, then decode's): a throughput row's request takes
+    """The 10 features of one row (prefill's 5, then decode's): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre, dec = _prefill_features(lat), _decode_features(lat)
     if row.stage == "prefill":
@@ -170,7 +175,7 @@ class _Sums:
 def _nnls(sums: _Sums) -> tuple[float, ...]:
     """Non-negative least squares of Σ(Σ_j c_j·y_j − 1)²: of the fits on each subset of the
     features the rows inform, the best whose coefficients are all ≥ 0 (a negative cost has no
-    meaning; an uninformed feature stays 0). At most 2⁸ − 1 subsets of 8 features."""
+    meaning; an uninformed feature stays 0). At most 2¹⁰ − 1 subsets of 10 features."""
     n = len(sums.b)
     informed = [j for j in range(n) if sums.s[j][j] > 0]
     best: tuple[float, tuple[float, ...]] = (float(sums.m), (0.0,) * n)
