@@ -96,30 +96,46 @@ LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient re
 STAGES = ("prefill", "decode")
 
 
-def _decode_features(lat: Latency) -> tuple[float, ...]:
+# The formats a backend's GEMMs run quantised weights in, where not every one the bound allows
+# (llmcalc.planning.latency.COMPUTE_FORMATS): llama.cpp's Vulkan backend dequantises to FP16 for
+# its cooperative-matrix GEMMs rather than running INT8 tensor cores as CUDA's MMQ does.
+BACKEND_FORMATS: dict[str, tuple[str, ...]] = {"vulkan": ("fp16",)}
+
+
+def engine_peak(lat: Latency, backend: str) -> float:
+    """The peak the backend computes the weights in: the bound's, or a lower one of its formats."""
+    formats = BACKEND_FORMATS.get(backend)
+    if formats is None:
+        return lat.peak_flops
+    a = lat.accelerator
+    peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
+    return max(a.peak_flops, *(peaks[f] for f in formats)) or lat.peak_flops
+
+
+def _decode_features(lat: Latency, backend: str) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs, the
     tensor-parallel all-reduces, and the layers again on a data-centre card (its own per-layer
     cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound on an H100/A100, 0.65–0.72 on GeForce)."""
-    d = lat.decode
+    d, peak = lat.decode, engine_peak(lat, backend)
     dc = lat.accelerator.kind == "datacenter"
-    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / lat.peak_flops,
+    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / peak,
             d.comm_s, lat.layers * LAYER_S * dc)
 
 
-def _prefill_features(lat: Latency) -> tuple[float, ...]:
+def _prefill_features(lat: Latency, backend: str) -> tuple[float, ...]:
     """FLOPs at the weight format's compute peak, bytes streamed, layers (launch/sync), the
     tensor-parallel all-reduces, and the FLOPs again on a data-centre card (its own share of the
     peak: llama.cpp's pp512 reaches about a fifth of what GeForce does of the same peak)."""
-    p = lat.prefill
+    p, peak = lat.prefill, engine_peak(lat, backend)
     dc = lat.accelerator.kind == "datacenter"
-    return (p.flops / lat.peak_flops, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
-            p.comm_s, p.flops / lat.peak_flops * dc)
+    return (p.flops / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
+            p.flops / peak * dc)
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
     """The 10 features of one row (prefill's 5, then decode's): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
-    pre, dec = _prefill_features(lat), _decode_features(lat)
+    pre, dec = _prefill_features(lat, row.backend), _decode_features(lat, row.backend)
     if row.stage == "prefill":
         return pre + (0.0,) * len(dec)
     if row.stage == "decode":
@@ -220,9 +236,9 @@ class Model:
 def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     """Seconds the fit gives a row, each stage at least the bound's."""
     k = len(c) // 2
-    pre = max(sum(a * b for a, b in zip(c[:k], _prefill_features(lat), strict=True)),
+    pre = max(sum(a * b for a, b in zip(c[:k], _prefill_features(lat, row.backend), strict=True)),
               lat.prefill.seconds)
-    dec = max(sum(a * b for a, b in zip(c[k:], _decode_features(lat), strict=True)),
+    dec = max(sum(a * b for a, b in zip(c[k:], _decode_features(lat, row.backend), strict=True)),
               lat.decode.seconds)
     if row.stage == "prefill":
         return pre
@@ -287,8 +303,8 @@ class Expected:
 
 def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expected:
     """Expected speed of the run ``lat`` describes; each step's time is at least the bound's."""
-    t_pre = max(model.prefill.seconds(_prefill_features(lat)), lat.prefill.seconds)
-    t_dec = max(model.decode.seconds(_decode_features(lat)), lat.decode.seconds)
+    t_pre = max(model.prefill.seconds(_prefill_features(lat, backend)), lat.prefill.seconds)
+    t_dec = max(model.decode.seconds(_decode_features(lat, backend)), lat.decode.seconds)
     e2e = t_pre + (lat.gen - 1) * t_dec
     return Expected(
         engine=engine, backend=backend,

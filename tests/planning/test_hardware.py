@@ -53,6 +53,8 @@ DATASHEET = {
     "rtx-4070-ti-super": (16, 672 * G, 0),
     "rtx-4080-super": (16, 736 * G, 0),
     "rtx-pro-6000": (96, 1_792 * G, 0),
+    "strix-halo": (128, 256 * G, 59_400 * G),
+    "dgx-spark": (128, 273 * G, 0),
 }
 # The other dense peaks (FP16 with FP16 accumulation, INT8, FP8; 0 where none was read), as their
 # sources give them (sparse figures halved).
