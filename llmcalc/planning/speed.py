@@ -125,7 +125,7 @@ def _decode_features(lat: Latency, backend: str) -> tuple[float, ...]:
 def _prefill_features(lat: Latency, backend: str) -> tuple[float, ...]:
     """FLOPs at the weight format's compute peak, bytes streamed, layers (launch/sync), the
     tensor-parallel all-reduces, and the FLOPs again on a data-centre card (its own share of the
-    peak: llama.cpp's pp512 reaches about a fifth of what GeForce does of the same peak)."""
+    peak: llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share)."""
     p, peak = lat.prefill, engine_peak(lat, backend)
     dc = lat.accelerator.kind == "datacenter"
     return (p.flops / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
