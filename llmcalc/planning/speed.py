@@ -12,8 +12,9 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
   the KV cache at the mean context;
 - prefill:      t = p · FLOPs / peak + q · bytes / bandwidth + r · layers + s · all-reduce
   + p_dc · FLOPs / peak on a data-centre card (p = 1/η_compute at the peak of the format the weights
-  are computed in, llmcalc.planning.latency.compute_peak; q: the weights and cache streamed, e.g.
-  dequantised, once per ubatch; r: per-layer cost);
+  are computed in: the bound's, llmcalc.planning.latency.compute_peak, or the backend's own where
+  ``BACKEND_FORMATS`` names it; q: the weights and cache streamed, e.g. dequantised, once per
+  ubatch; r: per-layer cost);
 - a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
   so such rows inform both stages' coefficients, fitted together.
 
