@@ -467,7 +467,9 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
     fmt: QuantFormat
     if method == "gguf":
         return stored_gguf(q)
-    if method in ("modelopt", "modelopt_fp4"):
+    producer = q.get("producer")
+    if method in ("modelopt", "modelopt_fp4") or (  # hf_quant_config.json's shape: no method
+            not method and isinstance(producer, Mapping) and producer.get("name") == "modelopt"):
         return modelopt_nvfp4(q)
     if method == "compressed-tensors":
         return compressed_tensors_nvfp4(q)
@@ -552,6 +554,9 @@ def compressed_tensors_nvfp4(q: Mapping[str, Any]) -> QuantFormat:
                              f"{w.get('type')!r} {w.get('num_bits')!r}-bit are not NVFP4 (float "
                              "4-bit); pass --dtype")
         _nvfp4_group(w.get("group_size"))
+        if "lm_head" in (g.get("targets") or ()):
+            raise UsageError("quantization_config: compressed-tensors NVFP4 with lm_head among "
+                             "the targets is not supported (lm_head is kept bf16); pass --dtype")
     inputs = {bool(g.get("input_activations")) for g in groups}
     if len(inputs) > 1:
         raise UsageError("quantization_config: compressed-tensors groups with and without input "
