@@ -548,7 +548,8 @@ def compressed_tensors_nvfp4(q: Mapping[str, Any]) -> QuantFormat:
                          f"{', '.join(sorted(kinds)) or None!r} is not supported "
                          "(nvfp4-pack-quantized); pass --dtype")
     for g in groups:
-        w = g.get("weights") if isinstance(g.get("weights"), Mapping) else {}
+        weights = g.get("weights")
+        w: Mapping[str, Any] = weights if isinstance(weights, Mapping) else {}
         if w.get("type") != "float" or w.get("num_bits") != 4:
             raise UsageError("quantization_config: compressed-tensors weights "
                              f"{w.get('type')!r} {w.get('num_bits')!r}-bit are not NVFP4 (float "
