@@ -40,6 +40,14 @@ def test_fp4_on_an_moe_says_the_experts_stay_bf16(cli: Any) -> None:
     assert cli("memory", "llama-3-8b", "--dtype", "nf4", "--json").json()["notes"] == []
     assert cli("fit", "qwen3.6-35b-a3b", "--gpu", "h100", "--dtype", "nvfp4",
                "--json").json()["notes"] == []
+    # QLoRA's frozen NF4 base: the same experts stay bf16
+    nf4 = note.replace("fp4:", "nf4:", 1)
+    r = cli("train", "qwen3.6-35b-a3b", "--gpu", "h100", "--method", "qlora")
+    assert (r.code, " ".join(r.stderr.split())) == (0, f"note: {nf4}")
+    assert cli("train", "qwen3.6-35b-a3b", "--gpu", "h100", "--method", "qlora",
+               "--json").json()["notes"] == [nf4]
+    assert cli("fit", "qwen3.6-35b-a3b", "--gpu", "h200", "--method", "qlora",
+               "--json").json()["plan"]["notes"] == [nf4]
 
 
 def test_a_set_error_blames_the_set(cli: Any) -> None:
