@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
-from llmcalc.formulas.quant import WeightFormat, is_routed_expert, weight_bytes
+from llmcalc.formulas.quant import WeightFormat, format_notes, is_routed_expert, weight_bytes
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator, Interconnect
 from llmcalc.units import DType
@@ -103,6 +103,7 @@ class Latency:
     speculation: Speculation | None
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
     peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype)
+    notes: tuple[str, ...] = ()  # what the weights' format leaves wide (formulas.quant.format_notes)
 
 
 # The tensor formats an engine may run a weight format's GEMMs in, beside bf16: any weights can be
@@ -263,4 +264,5 @@ def latency(
         ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
                                 ce=ce, be=be),
         speculation=spec_result, layers=spec.num_layers, peak_flops=peak,
+        notes=format_notes(spec, dtype),
     )
