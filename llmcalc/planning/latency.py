@@ -103,6 +103,7 @@ class Latency:
     speculation: Speculation | None
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
     peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype)
+    prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
     notes: tuple[str, ...] = ()  # what the weights' format leaves wide (formulas.quant.format_notes)
 
 
@@ -264,5 +265,7 @@ def latency(
         ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
                                 ce=ce, be=be),
         speculation=spec_result, layers=spec.num_layers, peak_flops=peak,
+        prefill_attention_flops=-(-batch * flops.attention_flops_per_sequence(
+            spec, ctx=ctx, causal=True) // tp),
         notes=format_notes(spec, dtype),
     )

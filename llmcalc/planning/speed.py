@@ -10,11 +10,12 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
   the tensor-parallel all-reduces' time at the link's bandwidth); bytes are the roofline's — the
   weights the step reads (MoE: the experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and
   the KV cache at the mean context;
-- prefill:      t = p · FLOPs / peak + q · bytes / bandwidth + r · layers + s · all-reduce
-  + p_dc · FLOPs / peak on a data-centre card (p = 1/η_compute at the peak of the format the weights
-  are computed in: the bound's, llmcalc.planning.latency.compute_peak, or the backend's own where
-  ``BACKEND_FORMATS`` names it; q: the weights and cache streamed, e.g. dequantised, once per
-  ubatch; r: per-layer cost);
+- prefill:      t = p · weight FLOPs / peak + p_att · attention FLOPs / peak + q · bytes /
+  bandwidth + r · layers + s · all-reduce + p_dc · FLOPs / peak on a data-centre card
+  (p = 1/η_compute at the peak of the format the weights are computed in: the bound's,
+  llmcalc.planning.latency.compute_peak, or the engine's own where ``ENGINE_FORMATS`` names it;
+  the causal attention's FLOPs have their own share; q: the weights and cache streamed, e.g.
+  dequantised, once per ubatch; r: per-layer cost);
 - a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
   so such rows inform both stages' coefficients, fitted together.
 
@@ -94,18 +95,21 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 
 
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
+PREFILL_TERMS = 6  # _prefill_features' length; the row features are prefill's, then decode's 5
 STAGES = ("prefill", "decode")
 
 
-# The formats a backend's GEMMs run quantised weights in, where not every one the bound allows
-# (llmcalc.planning.latency.COMPUTE_FORMATS): llama.cpp's Vulkan backend dequantises to FP16 for
-# its cooperative-matrix GEMMs rather than running INT8 tensor cores as CUDA's MMQ does.
-BACKEND_FORMATS: dict[str, tuple[str, ...]] = {"vulkan": ("fp16",)}
+# The formats an engine × backend's prefill is fitted against, where not the bound's highest
+# (llmcalc.planning.latency.COMPUTE_FORMATS): llama.cpp's rows on CUDA and Vulkan reach one share
+# of the FP16-accumulate peak whatever the weights (RTX 4090, Llama-3-8B pp512: F16 0.43 of 330
+# TFLOP/s, Q4_K_M 0.33; of the INT8 peak Q4_K_M would be 0.16), so FP16 is their reference.
+ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("llama.cpp", "cuda"): ("fp16",), ("llama.cpp", "vulkan"): ("fp16",)}
 
 
-def engine_peak(lat: Latency, backend: str) -> float:
-    """The peak the backend computes the weights in: the bound's, or a lower one of its formats."""
-    formats = BACKEND_FORMATS.get(backend)
+def engine_peak(lat: Latency, engine: str, backend: str) -> float:
+    """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``."""
+    formats = ENGINE_FORMATS.get((engine, backend))
     if formats is None:
         return lat.peak_flops
     a = lat.accelerator
@@ -113,30 +117,33 @@ def engine_peak(lat: Latency, backend: str) -> float:
     return max(a.peak_flops, *(peaks[f] for f in formats)) or lat.peak_flops
 
 
-def _decode_features(lat: Latency, backend: str) -> tuple[float, ...]:
+def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs, the
     tensor-parallel all-reduces, and the layers again on a data-centre card (its own per-layer
     cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound on an H100/A100, 0.65–0.72 on GeForce)."""
-    d, peak = lat.decode, engine_peak(lat, backend)
+    d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / peak,
             d.comm_s, lat.layers * LAYER_S * dc)
 
 
-def _prefill_features(lat: Latency, backend: str) -> tuple[float, ...]:
-    """FLOPs at the weight format's compute peak, bytes streamed, layers (launch/sync), the
-    tensor-parallel all-reduces, and the FLOPs again on a data-centre card (its own share of the
-    peak: llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share)."""
-    p, peak = lat.prefill, engine_peak(lat, backend)
+def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
+    """The weights' FLOPs at the engine's compute peak, bytes streamed, layers (launch/sync), the
+    tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
+    llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), and the
+    causal attention's FLOPs (their own share: a pp4096 reaches less of the peak than a pp512)."""
+    p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
-    return (p.flops / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
-            p.flops / peak * dc)
+    dense = p.flops - lat.prefill_attention_flops
+    return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
+            p.flops / peak * dc, lat.prefill_attention_flops / peak)
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 10 features of one row (prefill's 5, then decode's): a throughput row's request takes
+    """The 11 features of one row (prefill's 6, then decode's 5): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
-    pre, dec = _prefill_features(lat, row.backend), _decode_features(lat, row.backend)
+    pre = _prefill_features(lat, row.engine, row.backend)
+    dec = _decode_features(lat, row.engine, row.backend)
     if row.stage == "prefill":
         return pre + (0.0,) * len(dec)
     if row.stage == "decode":
@@ -190,25 +197,45 @@ class _Sums:
 
 
 def _nnls(sums: _Sums) -> tuple[float, ...]:
-    """Non-negative least squares of Σ(Σ_j c_j·y_j − 1)²: of the fits on each subset of the
-    features the rows inform, the best whose coefficients are all ≥ 0 (a negative cost has no
-    meaning; an uninformed feature stays 0). At most 2¹⁰ − 1 subsets of 10 features."""
+    """Non-negative least squares of Σ(Σ_j c_j·y_j − 1)² on its normal equations (Lawson & Hanson
+    1974, ch. 23, in Gram form): coefficients ≥ 0, since a negative cost has no meaning; a feature
+    the rows never exercise (an all-zero column) stays 0."""
     n = len(sums.b)
-    informed = [j for j in range(n) if sums.s[j][j] > 0]
-    best: tuple[float, tuple[float, ...]] = (float(sums.m), (0.0,) * n)
-    for mask in range(1, 2 ** len(informed)):
-        cols = [j for k, j in enumerate(informed) if mask >> k & 1]
-        c = _solve([[sums.s[i][j] for j in cols] for i in cols], [sums.b[i] for i in cols])
-        if c is None or min(c) < 0:
-            continue
-        full = [0.0] * n
-        for j, v in zip(cols, c, strict=True):
-            full[j] = v
-        resid = (sum(full[i] * full[j] * sums.s[i][j] for i in cols for j in cols)
-                 - 2 * sum(full[i] * sums.b[i] for i in cols) + sums.m)
-        if resid < best[0]:
-            best = (resid, tuple(full))
-    return best[1]
+    c = [0.0] * n
+    free = {j for j in range(n) if sums.s[j][j] > 0}
+    active: list[int] = []
+    tol = 1e-12 * max((abs(v) for v in sums.b), default=1.0)
+
+    def gradient() -> list[float]:  # b − S c: the descent direction of each coefficient
+        return [sums.b[i] - sum(sums.s[i][j] * c[j] for j in range(n)) for i in range(n)]
+
+    for _ in range(3 * n):
+        w = gradient()
+        candidates = [j for j in free if w[j] > tol]
+        if not candidates:
+            break
+        j = max(candidates, key=lambda k: w[k])
+        free.discard(j)
+        active.append(j)
+        while True:
+            z = _solve([[sums.s[i][k] for k in active] for i in active], [sums.b[i] for i in active])
+            if z is None:  # a feature collinear with the active ones: drop it for good
+                active.remove(j)
+                break
+            if min(z) > 0:
+                for i, v in zip(active, z, strict=True):
+                    c[i] = v
+                break
+            alpha = min(c[i] / (c[i] - v) for i, v in zip(active, z, strict=True) if v <= 0)
+            for i, v in zip(active, z, strict=True):
+                c[i] += alpha * (v - c[i])
+            for i in [i for i in active if c[i] <= tol]:
+                active.remove(i)
+                free.add(i)
+                c[i] = 0.0
+            if not active:
+                break
+    return tuple(c)
 
 
 @dataclass(frozen=True)
@@ -236,11 +263,11 @@ class Model:
 
 def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     """Seconds the fit gives a row, each stage at least the bound's."""
-    k = len(c) // 2
-    pre = max(sum(a * b for a, b in zip(c[:k], _prefill_features(lat, row.backend), strict=True)),
-              lat.prefill.seconds)
-    dec = max(sum(a * b for a, b in zip(c[k:], _decode_features(lat, row.backend), strict=True)),
-              lat.decode.seconds)
+    pf = _prefill_features(lat, row.engine, row.backend)
+    k = len(pf)
+    pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), lat.prefill.seconds)
+    df = _decode_features(lat, row.engine, row.backend)
+    dec = max(sum(a * b for a, b in zip(c[k:], df, strict=True)), lat.decode.seconds)
     if row.stage == "prefill":
         return pre
     if row.stage == "decode":
@@ -278,7 +305,7 @@ def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend:
             raise ParameterError(f"{{engine}} {{value}}: no published {stage} measurements on the "
                                  f"{backend} backend to fit an expected speed on", value=engine)
     c = _nnls(_Sums.of(_ys(pairs)))
-    k = len(c) // 2
+    k = PREFILL_TERMS
     errors = loo_errors(pairs) if len(pairs) > 2 else []
     fits = {stage: Fit(stage, coef, sum(r.stage == stage for r, _ in pairs),
                        _median([(r, e) for r, e in errors if r.stage == stage]))
@@ -304,8 +331,9 @@ class Expected:
 
 def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expected:
     """Expected speed of the run ``lat`` describes; each step's time is at least the bound's."""
-    t_pre = max(model.prefill.seconds(_prefill_features(lat, backend)), lat.prefill.seconds)
-    t_dec = max(model.decode.seconds(_decode_features(lat, backend)), lat.decode.seconds)
+    t_pre = max(model.prefill.seconds(_prefill_features(lat, engine, backend)),
+                lat.prefill.seconds)
+    t_dec = max(model.decode.seconds(_decode_features(lat, engine, backend)), lat.decode.seconds)
     e2e = t_pre + (lat.gen - 1) * t_dec
     return Expected(
         engine=engine, backend=backend,
