@@ -1,0 +1,255 @@
+"""A compute graph as ggml builds it and the bytes ggml's graph allocator reserves for it, pure
+Python: the few ops llama.cpp's model graphs use (shapes, strides, views) and ggml-alloc.c's
+allocator run over the graph in its order. Sources: llama-cpp-python 0.3.36's ``vendor/llama.cpp``,
+cited as ``ggml/src/<file>: <function>``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+# ggml/src/ggml-impl.h: TENSOR_ALIGNMENT — the CPU buffer type's alignment
+# (ggml/src/ggml-backend.cpp: ggml_backend_cpu_buffer_type_get_alignment)
+ALIGNMENT = 32
+
+# ggml/src/ggml.c: type_traits — (block size, bytes per block)
+TYPES: dict[str, tuple[int, int]] = {
+    "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "i32": (1, 4), "i64": (1, 8),
+    "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24),
+    "iq4_nl": (32, 18),
+}
+
+# ggml/src/ggml-alloc.c: ggml_op_can_inplace — ops whose result may take a source's memory
+INPLACE = frozenset({"FILL", "SCALE", "DIAG_MASK_ZERO", "DIAG_MASK_INF", "ADD", "ADD_ID", "ADD1",
+                     "SUB", "MUL", "DIV", "SQR", "SQRT", "LOG", "UNARY", "ROPE", "ROPE_BACK",
+                     "SILU_BACK", "RMS_NORM", "RMS_NORM_BACK", "CLAMP", "SOFT_MAX",
+                     "SOFT_MAX_BACK"})
+VIEW_OPS = frozenset({"VIEW", "RESHAPE", "PERMUTE", "TRANSPOSE"})
+
+INPUT, OUTPUT = 1, 2  # ggml.h: GGML_TENSOR_FLAG_INPUT, GGML_TENSOR_FLAG_OUTPUT
+
+
+def row_size(type_name: str, n: int) -> int:
+    """ggml/src/ggml.c: ggml_row_size — bytes of n elements (whole blocks)."""
+    block, size = TYPES[type_name]
+    return n // block * size
+
+
+class Tensor:
+    """One ggml_tensor: its type, shape [ne0..ne3], strides, op and sources; ``external`` marks a
+    tensor with memory of its own (weights, the KV cache): the allocator never places it."""
+
+    __slots__ = ("type", "ne", "nb", "op", "src", "view_src", "flags", "external", "name")
+
+    def __init__(self, type_name: str, ne: Sequence[int], op: str = "NONE",
+                 src: Sequence[Tensor] = (), *, view_src: Tensor | None = None,
+                 nb: Sequence[int] | None = None, external: bool = False, name: str = ""):
+        self.type = type_name
+        self.ne = tuple(ne) + (1,) * (4 - len(ne))
+        if nb is None:  # ggml/src/ggml.c: ggml_new_tensor_impl — contiguous strides
+            block, size = TYPES[type_name]
+            strides = [size, size * (self.ne[0] // block)]
+            strides += [strides[1] * self.ne[1], strides[1] * self.ne[1] * self.ne[2]]
+            nb = strides
+        self.nb = tuple(nb)
+        self.op = op
+        self.src = tuple(src)
+        self.view_src = view_src.view_src or view_src if view_src is not None else None
+        self.flags = 0
+        self.external = external
+        self.name = name
+
+    @property
+    def nbytes(self) -> int:
+        """ggml/src/ggml.c: ggml_nbytes."""
+        block, size = TYPES[self.type]
+        if block == 1:
+            n = size
+            for i in range(4):
+                n += (self.ne[i] - 1) * self.nb[i]
+            return n
+        n = self.ne[0] * self.nb[0] // block
+        for i in range(1, 4):
+            n += (self.ne[i] - 1) * self.nb[i]
+        return n
+
+    def same_layout(self, other: Tensor) -> bool:
+        """ggml/src/ggml-impl.h: ggml_are_same_layout."""
+        return self.type == other.type and self.ne == other.ne and self.nb == other.nb
+
+
+class Graph:
+    """ggml/src/ggml.c: ggml_build_forward_expand — nodes and leafs in the order a depth-first
+    walk from each expanded tensor reaches them, sources left to right."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Tensor] = []
+        self.leafs: list[Tensor] = []
+        self._seen: set[int] = set()
+
+    def expand(self, tensor: Tensor) -> None:
+        # ggml/src/ggml.c: ggml_visit_parents_graph (iterative, same order)
+        stack: list[tuple[Tensor, int]] = [(tensor, 0)]
+        while stack:
+            t, i = stack.pop()
+            if i == 0:
+                if id(t) in self._seen:
+                    continue
+                self._seen.add(id(t))
+            if i < len(t.src):
+                stack.append((t, i + 1))
+                stack.append((t.src[i], 0))
+                continue
+            (self.leafs if t.op == "NONE" else self.nodes).append(t)
+
+
+class _Block:
+    __slots__ = ("offset", "size")
+
+    def __init__(self, offset: int, size: int):
+        self.offset = offset
+        self.size = size
+
+
+_HUGE = (2**64 - 1) // 2  # SIZE_MAX/2: the last block of a chunk, as good as endless
+
+
+class DynAllocator:
+    """ggml/src/ggml-alloc.c: ggml_dyn_tallocr — one chunk (the CPU buffer type has no maximum
+    size) with a free list sorted by offset whose last block is the endless tail."""
+
+    def __init__(self, alignment: int = ALIGNMENT):
+        self.alignment = alignment
+        self.blocks = [_Block(0, _HUGE)]
+        self.max_size = 0
+
+    def _align(self, n: int) -> int:
+        return (n + self.alignment - 1) // self.alignment * self.alignment
+
+    def alloc(self, size: int) -> int:
+        """ggml_dyn_tallocr_alloc: the smallest block that fits among all but the last (the later
+        one on a tie), else the tail."""
+        size = self._align(size)
+        best, best_size = -1, None
+        for i in range(len(self.blocks) - 1):
+            b = self.blocks[i]
+            if b.size >= size and (best_size is None or b.size <= best_size):
+                best, best_size = i, b.size
+        if best == -1:
+            best = len(self.blocks) - 1
+        block = self.blocks[best]
+        offset = block.offset
+        block.offset += size
+        block.size -= size
+        if block.size == 0:
+            del self.blocks[best]
+        self.max_size = max(self.max_size, offset + size)
+        return offset
+
+    def free(self, offset: int, size: int) -> None:
+        """ggml_dyn_tallocr_free_bytes: merged with a neighbour where one touches it."""
+        size = self._align(size)
+        blocks = self.blocks
+        for i, b in enumerate(blocks):
+            if b.offset + b.size == offset:
+                b.size += size
+                if i < len(blocks) - 1 and b.offset + b.size == blocks[i + 1].offset:
+                    b.size += blocks[i + 1].size
+                    del blocks[i + 1]
+                return
+            if offset + size == b.offset:
+                b.offset = offset
+                b.size += size
+                if i > 0 and blocks[i - 1].offset + blocks[i - 1].size == b.offset:
+                    blocks[i - 1].size += b.size
+                    del blocks[i]
+                return
+        pos = 0
+        while pos < len(blocks) and blocks[pos].offset < offset:
+            pos += 1
+        blocks.insert(pos, _Block(offset, size))
+
+
+class _Info:
+    __slots__ = ("children", "views", "allocated", "offset")
+
+    def __init__(self) -> None:
+        self.children = 0
+        self.views = 0
+        self.allocated = False
+        self.offset = 0
+
+
+def reserve(graph: Graph, alignment: int = ALIGNMENT) -> int:
+    """The bytes ggml's graph allocator reserves for the graph: ggml/src/ggml-alloc.c:
+    ggml_gallocr_alloc_graph_impl (leafs first, then inputs, then each node after its parents;
+    a parent freed once its last child has run) and ggml_gallocr_allocate_node (an in-place op
+    takes over a parent it alone uses, the extra space freed)."""
+    alloc = DynAllocator(alignment)
+    info: dict[int, _Info] = {}
+
+    def get(t: Tensor) -> _Info:
+        hn = info.get(id(t))
+        if hn is None:
+            hn = info[id(t)] = _Info()
+        return hn
+
+    def allocate(t: Tensor) -> None:
+        hn = get(t)
+        if t.external or hn.allocated or t.view_src is not None:
+            return
+        hn.allocated = True
+        if t.op in INPLACE:
+            for parent in t.src:
+                p_hn = get(parent)
+                # a view is never "own" (its allocated flag is never set): only real parents
+                if not p_hn.allocated or parent.flags & OUTPUT or not t.same_layout(parent):
+                    continue
+                if p_hn.children == 1 and p_hn.views == 0:
+                    hn.offset = p_hn.offset
+                    p_hn.allocated = False
+                    # ggml_gallocr_free_extra_space: same layout, so nothing is left over
+                    return
+        hn.offset = alloc.alloc(t.nbytes)
+
+    def free(t: Tensor) -> None:
+        if t.flags & OUTPUT:  # graph outputs are never freed
+            return
+        hn = get(t)
+        alloc.free(hn.offset, t.nbytes)
+        hn.allocated = False
+
+    for leaf in graph.leafs:
+        allocate(leaf)
+    for node in graph.nodes:
+        if node.view_src is not None and node.op != "NONE":
+            get(node.view_src).views += 1
+        if node.flags & INPUT:
+            allocate(node)
+        for s in node.src:
+            get(s).children += 1
+            if s.flags & INPUT:
+                allocate(s)
+    for node in graph.nodes:
+        for parent in node.src:
+            allocate(parent)
+        allocate(node)
+        for parent in node.src:
+            p_hn = get(parent)
+            p_hn.children -= 1
+            if p_hn.children == 0 and p_hn.views == 0:
+                if parent.view_src is not None:
+                    vs = parent.view_src
+                    vs_hn = get(vs)
+                    vs_hn.views -= 1
+                    if vs_hn.views == 0 and vs_hn.children == 0 and vs_hn.allocated:
+                        free(vs)
+                elif p_hn.allocated:
+                    free(parent)
+    return alloc.max_size
+
+
+def total(graphs: Iterable[Graph]) -> int:
+    """ggml/src/ggml-alloc.c: ggml_gallocr_reserve_n — a buffer grows to the largest graph
+    reserved in it, never shrinks."""
+    return max(reserve(g) for g in graphs)
