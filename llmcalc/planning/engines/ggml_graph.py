@@ -253,3 +253,141 @@ def total(graphs: Iterable[Graph]) -> int:
     """ggml/src/ggml-alloc.c: ggml_gallocr_reserve_n — a buffer grows to the largest graph
     reserved in it, never shrinks."""
     return max(reserve(g) for g in graphs)
+
+
+# The ops llama.cpp's graphs use, with ggml/src/ggml.c's result shapes and sources (each op's
+# function of the same name there); the op's arguments that do not size memory are left out.
+
+def _new(type_name: str, ne: Sequence[int], op: str, *src: Tensor | None) -> Tensor:
+    return Tensor(type_name, ne, op, [s for s in src if s is not None])
+
+
+def new_input(type_name: str, *ne: int, name: str = "") -> Tensor:
+    """ggml_new_tensor + ggml_set_input: a graph input the allocator places."""
+    t = Tensor(type_name, ne, name=name)
+    t.flags |= INPUT
+    return t
+
+
+def weight(*ne: int, name: str = "") -> Tensor:
+    """A tensor with memory of its own (a weight, a cache): never placed by the allocator."""
+    return Tensor("f32", ne, external=True, name=name)
+
+
+def unary(op: str, a: Tensor) -> Tensor:
+    """Elementwise ops of one source, the result shaped as it: RMS_NORM, NORM, SCALE, CLAMP,
+    SOFT_MAX (no mask), UNARY (silu, gelu, tanh …), SQR, SQRT, CONT of a contiguous tensor."""
+    return _new(a.type, a.ne, op, a)
+
+
+def binary(op: str, a: Tensor, b: Tensor) -> Tensor:
+    """ADD, MUL, DIV, SUB: the result shaped as a (b broadcast)."""
+    return _new(a.type, a.ne, op, a, b)
+
+
+def mul_mat(a: Tensor, b: Tensor) -> Tensor:
+    """ggml_mul_mat: f32 [a.ne1, b.ne1, b.ne2, b.ne3]."""
+    return _new("f32", (a.ne[1], b.ne[1], b.ne[2], b.ne[3]), "MUL_MAT", a, b)
+
+
+def mul_mat_id(a: Tensor, b: Tensor, ids: Tensor) -> Tensor:
+    """ggml_mul_mat_id: f32 [a.ne1, ids.ne0, b.ne2]."""
+    return _new("f32", (a.ne[1], ids.ne[0], b.ne[2], 1), "MUL_MAT_ID", a, b, ids)
+
+
+def get_rows(a: Tensor, b: Tensor) -> Tensor:
+    """ggml_get_rows: [a.ne0, b.ne0, b.ne1, b.ne2], f32 (i32 rows stay i32)."""
+    return _new("i32" if a.type == "i32" else "f32", (a.ne[0], b.ne[0], b.ne[1], b.ne[2]),
+                "GET_ROWS", a, b)
+
+
+def glu_split(a: Tensor, b: Tensor) -> Tensor:
+    """ggml_glu_impl with a second source (swiglu_split, geglu_split): shaped as a."""
+    return _new(a.type, a.ne, "GLU", a, b)
+
+
+def rope(a: Tensor, pos: Tensor, factors: Tensor | None = None) -> Tensor:
+    """ggml_rope_ext: shaped as a, sources a, positions, frequency factors."""
+    return _new(a.type, a.ne, "ROPE", a, pos, factors)
+
+
+def soft_max_ext(a: Tensor, mask: Tensor | None) -> Tensor:
+    """ggml_soft_max_ext: shaped as a, sources a and the mask."""
+    return _new(a.type, a.ne, "SOFT_MAX", a, mask)
+
+
+def cont(a: Tensor, *ne: int) -> Tensor:
+    """ggml_cont / ggml_cont_Nd: a contiguous copy, reshaped to ne when given."""
+    return _new(a.type, ne or a.ne, "CONT", a)
+
+
+def cast(a: Tensor, type_name: str) -> Tensor:
+    """ggml_cast: a CPY to a new type whose second source is the result itself."""
+    t = Tensor(type_name, a.ne, "CPY", [a])
+    t.src = (a, t)
+    return t
+
+
+def concat(a: Tensor, b: Tensor, dim: int) -> Tensor:
+    ne = list(a.ne)
+    ne[dim] += b.ne[dim]
+    return _new(a.type, ne, "CONCAT", a, b)
+
+
+def pad(a: Tensor, p0: int) -> Tensor:
+    return _new(a.type, (a.ne[0] + p0,) + a.ne[1:], "PAD", a)
+
+
+def argsort(a: Tensor) -> Tensor:
+    return _new("i32", a.ne, "ARGSORT", a)
+
+
+def sum_rows(a: Tensor) -> Tensor:
+    return _new(a.type, (1,) + a.ne[1:], "SUM_ROWS", a)
+
+
+def view(a: Tensor, ne: Sequence[int], nb: Sequence[int] = (), op: str = "VIEW") -> Tensor:
+    """ggml_view_Nd (op VIEW: strides nb1.. as given, nb0 the type's size, the rest packed) and
+    ggml_reshape_Nd (RESHAPE: contiguous strides): no memory of its own, the source's view_src
+    carried over."""
+    ne4 = tuple(ne) + (1,) * (4 - len(ne))
+    strides = None
+    if op == "VIEW":
+        block, size = TYPES[a.type]
+        strides = [size] + list(nb) + [0] * (3 - len(nb))
+        if len(nb) == 0:
+            strides[1] = size * (ne4[0] // block)
+        for i in range(max(len(nb) + 1, 2), 4):
+            strides[i] = strides[i - 1] * ne4[i - 1]
+    return Tensor(a.type, ne4, op, [a], view_src=a, nb=strides)
+
+
+def reshape(a: Tensor, *ne: int) -> Tensor:
+    return view(a, ne, op="RESHAPE")
+
+
+def permute(a: Tensor, a0: int, a1: int, a2: int, a3: int) -> Tensor:
+    """ggml_permute: axis i of a becomes axis a_i."""
+    ne, nb = [0] * 4, [0] * 4
+    for i, ax in enumerate((a0, a1, a2, a3)):
+        ne[ax], nb[ax] = a.ne[i], a.nb[i]
+    return Tensor(a.type, ne, "PERMUTE", [a], view_src=a, nb=nb)
+
+
+def transpose(a: Tensor) -> Tensor:
+    ne = (a.ne[1], a.ne[0], a.ne[2], a.ne[3])
+    nb = (a.nb[1], a.nb[0], a.nb[2], a.nb[3])
+    return Tensor(a.type, ne, "TRANSPOSE", [a], view_src=a, nb=nb)
+
+
+def set_rows(a: Tensor, b: Tensor, c: Tensor) -> Tensor:
+    """ggml_set_rows: a view of a (the cache), sources b, c, a in that order."""
+    t = Tensor(a.type, a.ne, "SET_ROWS", [b, c, a], view_src=a, nb=a.nb)
+    return t
+
+
+def flash_attn_ext(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
+                   sinks: Tensor | None = None) -> Tensor:
+    """ggml_flash_attn_ext: f32 [v.ne0, q.ne2, q.ne1, q.ne3]."""
+    return _new("f32", (v.ne[0], q.ne[2], q.ne[1], q.ne[3]), "FLASH_ATTN_EXT", q, k, v, mask,
+                sinks)

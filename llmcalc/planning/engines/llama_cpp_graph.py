@@ -1,0 +1,413 @@
+"""llama.cpp's compute buffer: the worst-case graphs the engine reserves, built op for op as its
+model code builds them, and the bytes ggml's allocator places them in (ggml_graph.reserve).
+Sources: llama-cpp-python 0.3.36's ``vendor/llama.cpp``, cited as ``src/<file>: <function>``.
+
+src/llama-context.cpp: llama_context::sched_reserve — the scheduler's buffer is sized by three
+reservations, a prompt graph of n_tokens = min(n_ctx, n_ubatch) tokens in n_seq_max sequences
+with n_outputs = min(n_tokens, n_batch), a generation graph of n_seq_max tokens and the prompt
+graph again; ggml_gallocr_reserve_n keeps the largest. graph_reserve rounds n_tokens up to a
+multiple of n_seqs. The CPU backend alone: one graph, one buffer (no splits, no copies).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from llmcalc.errors import UsageError
+from llmcalc.inputs.gguf_file import GgufHeader
+from llmcalc.planning.engines import ggml_graph as g
+from llmcalc.planning.engines.ggml_graph import Graph, Tensor
+
+# the architectures whose graphs are built here (src/models/<arch>.cpp)
+GRAPHS = ("llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "lfm2",
+          "mamba")
+
+
+@dataclass(frozen=True)
+class Setup:
+    """One reservation: the ubatch and the caches' views (src/llama-graph.cpp: llm_graph_context)."""
+
+    n_tokens: int
+    n_seqs: int
+    n_outputs: int
+    n_stream: int  # KV streams: 1 with a unified cache, else n_seqs
+    n_kv: int  # cells of the full cache (src/llama-kv-cache.cpp: init_full → get_size)
+    n_kv_swa: int  # cells of the sliding-window cache
+    flash_attn: bool
+    type_k: str
+    type_v: str
+
+
+class Weights:
+    """The GGUF's tensors as external graph leaves, by name (ne in ggml order)."""
+
+    def __init__(self, header: GgufHeader):
+        self._shapes: dict[str, tuple[int, ...]] = {t.name: tuple(t.shape)
+                                                    for t in header.tensors}
+        self._made: dict[str, Tensor] = {}
+
+    def has(self, name: str) -> bool:
+        return name in self._shapes
+
+    def __call__(self, name: str, fallback: str | None = None) -> Tensor:
+        if name not in self._shapes and fallback is not None:
+            name = fallback  # a tied output: token_embd created again (TENSOR_DUPLICATED)
+        if name not in self._shapes:
+            raise UsageError(f"GGUF tensor {name} is missing (llama.cpp's graph uses it)")
+        t = self._made.get(name)
+        if t is None:
+            t = self._made[name] = g.weight(*self._shapes[name], name=name)
+        return t
+
+    def opt(self, name: str) -> Tensor | None:
+        return self(name) if name in self._shapes else None
+
+    def shape(self, name: str) -> tuple[int, ...]:
+        return self._shapes[name]
+
+
+def _contiguous(t: Tensor) -> bool:
+    """ggml/src/ggml.c: ggml_is_contiguous."""
+    return t.nb == Tensor(t.type, t.ne).nb
+
+
+class Builder:
+    """The parts of src/llama-graph.cpp: llm_graph_context every model here uses."""
+
+    def __init__(self, header: GgufHeader, hp: object, s: Setup, *, is_swa: Sequence[bool],
+                 n_head: Sequence[int], n_head_kv: Sequence[int], head_k: int, head_v: int):
+        self.w = Weights(header)
+        self.s = s
+        self.gf = Graph()
+        self.is_swa = is_swa
+        self.n_head = n_head
+        self.n_head_kv = n_head_kv
+        self.head_k = head_k
+        self.head_v = head_v
+        self.v_trans = not s.flash_attn
+        attn = [il for il, kv in enumerate(n_head_kv) if kv > 0]
+        # src/llama-kv-cache.cpp: llama_kv_cache — a transposed V cache row is as wide as the
+        # widest layer's; Hadamard rotations of a quantized cache whose head size divides by 64
+        self.n_embd_v_max = max((n_head_kv[il] * head_v for il in attn), default=0)
+        self.rot_k = _quantized(s.type_k) and head_k % 64 == 0
+        self.rot_v = _quantized(s.type_v) and head_v % 64 == 0
+        self.caches: dict[tuple[int, str], Tensor] = {}
+
+    # --- inputs (src/llama-graph.cpp: build_inp_*) ---
+    def inp_embd(self, tok_embd: Tensor, n_embd: int) -> Tensor:
+        """build_inp_embd: the token ids and an embeddings input (allocated, never used in a
+        token batch: ggml_build_forward_select keeps it a leaf), the rows gathered."""
+        n = self.s.n_tokens
+        tokens = g.new_input("i32", n, name="inp_tokens")
+        embd = g.new_input("f32", n_embd, n, name="inp_embd")
+        rows = g.get_rows(tok_embd, tokens)
+        self.gf.expand(rows)
+        self.gf.expand(embd)
+        return rows
+
+    def inp_pos(self) -> Tensor:
+        return g.new_input("i32", self.s.n_tokens, name="inp_pos")
+
+    def inp_out_ids(self) -> Tensor:
+        return g.new_input("i32", self.s.n_outputs, name="out_ids")
+
+    def attn_inp(self, swa: bool) -> dict[str, Tensor | None]:
+        """build_attn_inp_kv_impl: k/v row indices, the mask [n_kv, n_tokens/n_stream, 1,
+        n_stream] (f16 for flash attention), the Hadamard rotations of a quantized cache
+        (src/llama-kv-cache.cpp: build_input_k_idxs, build_input_v_idxs, build_input_k_rot)."""
+        s = self.s
+        n_kv = s.n_kv_swa if swa else s.n_kv
+        k_idxs = g.new_input("i64", s.n_tokens)
+        v_idxs = g.new_input("i64", s.n_tokens * (self.n_embd_v_max if self.v_trans else 1))
+        mask = g.new_input("f16" if s.flash_attn else "f32", n_kv, s.n_tokens // s.n_stream, 1,
+                           s.n_stream, name="attn_inp_kq_mask")
+        return {"k_idxs": k_idxs, "v_idxs": v_idxs, "mask": mask, "n_kv": n_kv,  # type: ignore
+                "swa": swa}
+
+    def rot_inputs(self, inp: dict) -> None:
+        if self.rot_k:
+            nrot = 64
+            while self.head_k % (nrot * 2) == 0:
+                nrot *= 2
+            inp["k_rot"] = g.new_input("f32", nrot, nrot)
+        if self.rot_v:
+            inp["v_rot"] = g.new_input("f32", 64, 64)
+
+    # --- blocks ---
+    def norm(self, cur: Tensor, w: Tensor | None, b: Tensor | None = None,
+             op: str = "RMS_NORM") -> Tensor:
+        """build_norm: (RMS) norm, then × weight, + bias."""
+        cur = g.unary(op, cur)
+        if w is not None:
+            cur = g.binary("MUL", cur, w)
+        if b is not None:
+            cur = g.binary("ADD", cur, b)
+        return cur
+
+    def mm(self, w: Tensor, cur: Tensor, b: Tensor | None = None) -> Tensor:
+        """build_lora_mm (+ a bias)."""
+        out = g.mul_mat(w, cur)
+        return g.binary("ADD", out, b) if b is not None else out
+
+    def qkv(self, p: str, cur: Tensor, il: int) -> tuple[Tensor, Tensor, Tensor]:
+        """build_qkv: fused (a view of each part) or separate projections, reshaped to heads."""
+        w, n = self.w, self.s.n_tokens
+        hq, hk = self.n_head[il], self.n_head_kv[il]
+        dk, dv = self.head_k, self.head_v
+        if w.has(p + "attn_qkv.weight"):
+            qkv = self.mm(w(p + "attn_qkv.weight"), cur, w.opt(p + "attn_qkv.bias"))
+            nb1 = qkv.nb[1]
+            q = g.view(qkv, (dk, hq, n), (g.row_size(qkv.type, dk), nb1))
+            k = g.view(qkv, (dk, hk, n), (g.row_size(qkv.type, dk), nb1))
+            v = g.view(qkv, (dv, hk, n), (g.row_size(qkv.type, dv), nb1))
+            return q, k, v
+        q = self.mm(w(p + "attn_q.weight"), cur, w.opt(p + "attn_q.bias"))
+        k = self.mm(w(p + "attn_k.weight"), cur, w.opt(p + "attn_k.bias"))
+        v = self.mm(w(p + "attn_v.weight"), cur, w.opt(p + "attn_v.bias"))
+        return g.reshape(q, dk, hq, n), g.reshape(k, dk, hk, n), g.reshape(v, dv, hk, n)
+
+    def _cache(self, il: int, kind: str, inp: dict) -> Tensor:
+        key = (il, kind)
+        t = self.caches.get(key)
+        if t is None:
+            cells = inp["n_kv"]
+            width = (self.n_head_kv[il] * self.head_k if kind == "k" else
+                     self.n_embd_v_max if self.v_trans else self.n_head_kv[il] * self.head_v)
+            typ = self.s.type_k if kind == "k" else self.s.type_v
+            t = Tensor(typ, (width, cells, self.s.n_stream), external=True)
+            self.caches[key] = t
+        return t
+
+    def hadamard(self, cur: Tensor, rot: Tensor) -> Tensor:
+        """src/llama-impl.h: llama_mul_mat_hadamard."""
+        n = rot.ne[0]
+        total = cur.ne[0] * cur.ne[1] * cur.ne[2] * cur.ne[3]
+        res = (g.reshape(cur, n, total // n) if _contiguous(cur)
+               else g.cont(cur, n, total // n))
+        res = g.mul_mat(rot, res)
+        return g.reshape(res, *cur.ne)
+
+    def attn(self, inp: dict, il: int, q: Tensor, k: Tensor, v: Tensor, wo: Tensor | None,
+             wo_b: Tensor | None = None, soft_cap: bool = False,
+             sinks: Tensor | None = None) -> Tensor:
+        """build_attn (a KV cache): the new K and V stored into the cache (src/llama-kv-cache.cpp:
+        cpy_k, cpy_v), attention over the cache's views (get_k, get_v), the output projection."""
+        s, gf = self.s, self.gf
+        if "k_rot" in inp:
+            q = self.hadamard(q, inp["k_rot"])
+            k = self.hadamard(k, inp["k_rot"])
+        if "v_rot" in inp:
+            v = self.hadamard(v, inp["v_rot"])
+        gf.expand(q)
+        gf.expand(v)
+        gf.expand(k)
+        kc, vc = self._cache(il, "k", inp), self._cache(il, "v", inp)
+        gf.expand(self._cpy_k(kc, k, inp["k_idxs"]))
+        gf.expand(self._cpy_v(vc, v, inp["v_idxs"]))
+        kv_size = kc.ne[1]
+        dk, dv, hk = self.head_k, self.head_v, self.n_head_kv[il]
+        n_kv, ns = inp["n_kv"], s.n_stream
+        kview = g.view(kc, (dk, hk, n_kv, ns),
+                       (g.row_size(kc.type, dk), g.row_size(kc.type, dk * hk),
+                        g.row_size(kc.type, dk * hk * kv_size)))
+        if not self.v_trans:
+            vview = g.view(vc, (dv, hk, n_kv, ns),
+                           (g.row_size(vc.type, dv), g.row_size(vc.type, dv * hk),
+                            g.row_size(vc.type, vc.ne[0] * kv_size)))
+        else:
+            vview = g.view(vc, (n_kv, hk, dv, ns),
+                           (g.row_size(vc.type, kv_size * dv),
+                            g.row_size(vc.type, kv_size),
+                            g.row_size(vc.type, kv_size * vc.ne[0])))
+        cur = self.mha(q, kview, vview, inp["mask"], soft_cap, sinks)
+        if "v_rot" in inp:
+            cur = self.hadamard(cur, inp["v_rot"])
+        if wo is not None:
+            cur = self.mm(wo, cur, wo_b)
+        return cur
+
+    def _cpy_k(self, kc: Tensor, k: Tensor, idxs: Tensor) -> Tensor:
+        n_gqa = k.ne[0] * k.ne[1]
+        k2 = g.view(k, (n_gqa, k.ne[2]), (k.nb[2],))
+        if kc.ne[2] > 1:
+            kc = g.reshape(kc, kc.ne[0], kc.ne[1] * kc.ne[2])
+        return g.set_rows(kc, k2, idxs)
+
+    def _cpy_v(self, vc: Tensor, v: Tensor, idxs: Tensor) -> Tensor:
+        n_gqa = v.ne[0] * v.ne[1]
+        if not self.v_trans:
+            v2 = g.view(v, (n_gqa, v.ne[2]), (v.nb[2],))
+            if vc.ne[2] > 1:
+                vc = g.reshape(vc, vc.ne[0], vc.ne[1] * vc.ne[2])
+            return g.set_rows(vc, v2, idxs)
+        if g.row_size(v.type, n_gqa) == v.nb[2]:
+            v2 = g.reshape(v, n_gqa, v.ne[2])
+        else:
+            v2 = g.cont(v, n_gqa, v.ne[2])
+        if n_gqa < vc.ne[0]:
+            v2 = g.pad(v2, vc.ne[0] - n_gqa)
+        n_v = vc.ne[0] * vc.ne[1] * vc.ne[2]
+        vview = g.reshape(vc, 1, n_v)
+        v2 = g.reshape(v2, 1, v2.ne[0] * v2.ne[1])
+        return g.set_rows(vview, v2, idxs)
+
+    def mha(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor, soft_cap: bool,
+            sinks: Tensor | None) -> Tensor:
+        """build_attn_mha: flash attention (one fused op) or the score matrix
+        [n_kv, n_tokens, n_head] soft-maxed and multiplied into V."""
+        ns = k.ne[3]
+        q = g.view(q, (q.ne[0], q.ne[1], q.ne[2] // ns, ns),
+                   (q.nb[1], q.nb[2], q.nb[2] * (q.ne[2] // ns)))
+        q = g.permute(q, 0, 2, 1, 3)
+        k = g.permute(k, 0, 2, 1, 3)
+        v = g.permute(v, 0, 2, 1, 3)
+        if self.s.flash_attn:
+            if k.type == "f32":
+                k = g.cast(k, "f16")
+            if v.type == "f32":
+                v = g.cast(v, "f16")
+            cur = g.flash_attn_ext(q, k, v, mask, sinks)
+            return g.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+        kq = g.mul_mat(k, q)
+        if soft_cap:
+            kq = g.unary("SCALE", kq)
+            kq = g.unary("UNARY", kq)
+            kq = g.unary("SCALE", kq)
+        kq = g.soft_max_ext(kq, mask)
+        if sinks is not None:
+            kq.src = kq.src + (sinks,)
+        kqv = g.mul_mat(v, kq)
+        cur = g.permute(kqv, 0, 2, 1, 3)
+        return g.cont(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+
+    def ffn(self, p: str, cur: Tensor, act: str = "silu", gated: bool = True) -> Tensor:
+        """build_ffn with a parallel gate: up, gate, the GLU of the two (swiglu/geglu split),
+        down."""
+        w = self.w
+        if not w.has(p + "ffn_gate.weight"):  # phi3: one fused up+gate matrix, LLM_FFN_SWIGLU
+            up = self.mm(w(p + "ffn_up.weight"), cur)
+            cur = g.Tensor(up.type, (up.ne[0] // 2,) + up.ne[1:], "GLU", [up])
+            return self.mm(w(p + "ffn_down.weight"), cur, w.opt(p + "ffn_down.bias"))
+        up = self.mm(w(p + "ffn_up.weight"), cur, w.opt(p + "ffn_up.bias"))
+        gate = self.mm(w(p + "ffn_gate.weight"), cur, w.opt(p + "ffn_gate.bias"))
+        cur = g.glu_split(gate, up)
+        return self.mm(w(p + "ffn_down.weight"), cur, w.opt(p + "ffn_down.bias"))
+
+    def moe(self, p: str, cur: Tensor, n_expert_used: int, norm_w: bool) -> Tensor:
+        """build_moe_ffn (softmax gating, no groups): the router's top-k, the experts' up/gate/
+        down by ids, weighted, summed over the chosen experts."""
+        w, gf = self.w, self.gf
+        n_embd, n_tokens = cur.ne[0], cur.ne[1]
+        logits = self.mm(w(p + "ffn_gate_inp.weight"), cur)
+        n_expert = logits.ne[0]
+        probs = g.unary("SOFT_MAX", logits)
+        order = g.argsort(probs)
+        selected = g.view(order, (n_expert_used, n_tokens), (order.nb[1],))
+        weights = g.get_rows(g.reshape(probs, 1, n_expert, n_tokens), selected)
+        if norm_w:
+            weights = g.reshape(weights, n_expert_used, n_tokens)
+            total = g.unary("CLAMP", g.sum_rows(weights))
+            weights = g.binary("DIV", weights, total)
+            weights = g.reshape(weights, 1, n_expert_used, n_tokens)
+        gf.expand(weights)
+        cur = g.reshape(cur, n_embd, 1, n_tokens)
+        up = g.mul_mat_id(w(p + "ffn_up_exps.weight"), cur, selected)
+        gate = g.mul_mat_id(w(p + "ffn_gate_exps.weight"), cur, selected)
+        cur = g.glu_split(gate, up)
+        experts = g.mul_mat_id(w(p + "ffn_down_exps.weight"), cur, selected)
+        experts = g.binary("MUL", experts, weights)
+        gf.expand(experts)
+        parts = [g.view(experts, (n_embd, n_tokens), (experts.nb[2],))
+                 for _ in range(n_expert_used)]
+        for part in parts:
+            gf.expand(part)
+        out = parts[0]
+        for part in parts[1:]:
+            out = g.binary("ADD", out, part)
+            gf.expand(out)
+        if n_expert_used == 1:
+            out = g.cont(out)
+        return out
+
+    def finish(self, embd: Tensor, logits: Tensor) -> Graph:
+        """llm_graph_result::set_outputs: t_embd and t_logits are outputs (never freed)."""
+        embd.flags |= g.OUTPUT
+        logits.flags |= g.OUTPUT
+        self.gf.expand(logits)
+        return self.gf
+
+
+def _quantized(type_name: str) -> bool:
+    return type_name not in ("f32", "f16", "bf16")
+
+
+def build_llama(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, object],
+                arch: str) -> Graph:
+    """src/models/llama.cpp (and qwen2.cpp, qwen3.cpp, qwen3moe.cpp: the same block with q/k
+    norms or biases): embeddings, per layer RMS norm → Q/K/V (RoPE) → attention → + residual →
+    RMS norm → FFN or MoE → + residual; the last layer's rows cut to the outputs; norm, lm_head."""
+    w = b.w
+    inp_l = b.inp_embd(w("token_embd.weight"), n_embd)
+    pos = b.inp_pos()
+    inp = b.attn_inp(False)
+    b.rot_inputs(inp)
+    out_ids = b.inp_out_ids()
+    n_used = int(meta.get(f"{arch}.expert_used_count", 0) or 0)  # type: ignore[call-overload]
+    factors = w.opt("rope_freqs.weight")
+    for il in range(n_layer):
+        p = f"blk.{il}."
+        inp_sa = inp_l
+        cur = b.norm(inp_l, w(p + "attn_norm.weight"))
+        q, k, v = b.qkv(p, cur, il)
+        if w.has(p + "attn_q_norm.weight"):
+            q = b.norm(q, w(p + "attn_q_norm.weight"))
+        q = g.rope(q, pos, factors)
+        if w.has(p + "attn_k_norm.weight"):
+            k = b.norm(k, w(p + "attn_k_norm.weight"))
+        k = g.rope(k, pos, factors)
+        cur = b.attn(inp, il, q, k, v, w(p + "attn_output.weight"), w.opt(p + "attn_output.bias"))
+        if il == n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_sa = g.get_rows(inp_sa, out_ids)
+        ffn_inp = g.binary("ADD", cur, inp_sa)
+        cur = b.norm(ffn_inp, w(p + "ffn_norm.weight"))
+        if w.has(p + "ffn_gate_inp.weight"):
+            # src/models/llama.cpp, qwen3moe.cpp: build_moe_ffn(…, LLM_FFN_SILU, norm_w = true)
+            cur = b.moe(p, cur, n_used, True)
+        else:
+            cur = b.ffn(p, cur)
+        inp_l = g.binary("ADD", cur, ffn_inp)
+    embd = b.norm(inp_l, w("output_norm.weight"))
+    logits = b.mm(w("output.weight", "token_embd.weight"), embd)
+    return b.finish(embd, logits)
+
+
+def setups(ctx: object, n_kv: int, n_kv_swa: int, type_k: str, type_v: str
+           ) -> list[Setup]:
+    """src/llama-context.cpp: sched_reserve — the prompt graph and the generation graph."""
+    n_seqs = ctx.n_seq  # type: ignore[attr-defined]
+    n_tokens = min(ctx.n_ctx, ctx.n_ubatch)  # type: ignore[attr-defined]
+    n_outputs = min(n_tokens, ctx.n_batch)  # type: ignore[attr-defined]
+    n_stream = ctx.n_stream  # type: ignore[attr-defined]
+    fa = ctx.flash_attn  # type: ignore[attr-defined]
+    pp_tokens = -(-n_tokens // n_seqs) * n_seqs  # graph_reserve: a multiple of n_seqs
+    return [Setup(pp_tokens, n_seqs, n_outputs, n_stream, n_kv, n_kv_swa, fa, type_k, type_v),
+            Setup(n_seqs, n_seqs, n_seqs, n_stream, n_kv, n_kv_swa, fa, type_k, type_v)]
+
+
+def build(header: GgufHeader, hp: object, s: Setup) -> Graph:
+    arch = header.architecture
+    b = Builder(header, hp, s, is_swa=hp.is_swa, n_head=hp.n_head,  # type: ignore[attr-defined]
+                n_head_kv=hp.n_head_kv, head_k=hp.head_k,  # type: ignore[attr-defined]
+                head_v=hp.head_v)  # type: ignore[attr-defined]
+    if arch in ("llama", "qwen2", "qwen3", "qwen3moe"):
+        return build_llama(b, hp.n_layer, hp.n_embd, header.metadata, arch)  # type: ignore
+    raise UsageError(f"{header.label}: llama.cpp's compute graph of {arch} is not modelled")
+
+
+def compute_bytes(header: GgufHeader, hp: object, ctx: object, n_kv: int, n_kv_swa: int,
+                  type_k: str, type_v: str) -> int:
+    """The CPU compute buffer: the largest of the reserved graphs as ggml's allocator lays it."""
+    return max(g.reserve(build(header, hp, s))
+               for s in setups(ctx, n_kv, n_kv_swa, type_k, type_v))
