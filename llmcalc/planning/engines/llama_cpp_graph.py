@@ -93,6 +93,7 @@ class Builder:
         self.rot_k = _quantized(s.type_k) and head_k % 64 == 0
         self.rot_v = _quantized(s.type_v) and head_v % 64 == 0
         self.caches: dict[tuple[int, str], Tensor] = {}
+        self.n_kv_of: dict[int, int] = {}
 
     # --- inputs (src/llama-graph.cpp: build_inp_*) ---
     def inp_embd(self, tok_embd: Tensor, n_embd: int) -> Tensor:
@@ -112,20 +113,20 @@ class Builder:
     def inp_out_ids(self) -> Tensor:
         return g.new_input("i32", self.s.n_outputs, name="out_ids")
 
-    def attn_inp(self, swa: bool) -> dict[str, Tensor | None]:
-        """build_attn_inp_kv_impl: k/v row indices, the mask [n_kv, n_tokens/n_stream, 1,
+    def attn_inp(self, swa: bool = False) -> dict[str, Tensor]:
+        """build_attn_inp_kv_impl (one per cache; build_attn_inp_kv_iswa: the full and the
+        sliding-window cache's): k/v row indices, the mask [n_kv, n_tokens/n_stream, 1,
         n_stream] (f16 for flash attention), the Hadamard rotations of a quantized cache
-        (src/llama-kv-cache.cpp: build_input_k_idxs, build_input_v_idxs, build_input_k_rot)."""
+        (src/llama-kv-cache.cpp: build_input_k_idxs, build_input_v_idxs, build_input_k_rot,
+        build_input_v_rot; llama_kv_cache: attn_rot_k/v for a quantized type and a head size
+        that divides by 64)."""
         s = self.s
         n_kv = s.n_kv_swa if swa else s.n_kv
-        k_idxs = g.new_input("i64", s.n_tokens)
-        v_idxs = g.new_input("i64", s.n_tokens * (self.n_embd_v_max if self.v_trans else 1))
-        mask = g.new_input("f16" if s.flash_attn else "f32", n_kv, s.n_tokens // s.n_stream, 1,
-                           s.n_stream, name="attn_inp_kq_mask")
-        return {"k_idxs": k_idxs, "v_idxs": v_idxs, "mask": mask, "n_kv": n_kv,  # type: ignore
-                "swa": swa}
-
-    def rot_inputs(self, inp: dict) -> None:
+        inp = {"k_idxs": g.new_input("i64", s.n_tokens),
+               "v_idxs": g.new_input("i64", s.n_tokens * (self.n_embd_v_max if self.v_trans
+                                                          else 1)),
+               "mask": g.new_input("f16" if s.flash_attn else "f32", n_kv,
+                                   s.n_tokens // s.n_stream, 1, s.n_stream)}
         if self.rot_k:
             nrot = 64
             while self.head_k % (nrot * 2) == 0:
@@ -133,6 +134,8 @@ class Builder:
             inp["k_rot"] = g.new_input("f32", nrot, nrot)
         if self.rot_v:
             inp["v_rot"] = g.new_input("f32", 64, 64)
+        self.n_kv_of[id(inp["mask"])] = n_kv
+        return inp
 
     # --- blocks ---
     def norm(self, cur: Tensor, w: Tensor | None, b: Tensor | None = None,
@@ -167,11 +170,11 @@ class Builder:
         v = self.mm(w(p + "attn_v.weight"), cur, w.opt(p + "attn_v.bias"))
         return g.reshape(q, dk, hq, n), g.reshape(k, dk, hk, n), g.reshape(v, dv, hk, n)
 
-    def _cache(self, il: int, kind: str, inp: dict) -> Tensor:
+    def _cache(self, il: int, kind: str, inp: dict[str, Tensor]) -> Tensor:
         key = (il, kind)
         t = self.caches.get(key)
         if t is None:
-            cells = inp["n_kv"]
+            cells = self.n_kv_of[id(inp["mask"])]
             width = (self.n_head_kv[il] * self.head_k if kind == "k" else
                      self.n_embd_v_max if self.v_trans else self.n_head_kv[il] * self.head_v)
             typ = self.s.type_k if kind == "k" else self.s.type_v
@@ -188,9 +191,9 @@ class Builder:
         res = g.mul_mat(rot, res)
         return g.reshape(res, *cur.ne)
 
-    def attn(self, inp: dict, il: int, q: Tensor, k: Tensor, v: Tensor, wo: Tensor | None,
-             wo_b: Tensor | None = None, soft_cap: bool = False,
-             sinks: Tensor | None = None) -> Tensor:
+    def attn(self, inp: dict[str, Tensor], il: int, q: Tensor, k: Tensor, v: Tensor,
+             wo: Tensor | None, wo_b: Tensor | None = None, *, iswa: bool = False,
+             soft_cap: bool = False, sinks: Tensor | None = None) -> Tensor:
         """build_attn (a KV cache): the new K and V stored into the cache (src/llama-kv-cache.cpp:
         cpy_k, cpy_v), attention over the cache's views (get_k, get_v), the output projection."""
         s, gf = self.s, self.gf
@@ -199,15 +202,15 @@ class Builder:
             k = self.hadamard(k, inp["k_rot"])
         if "v_rot" in inp:
             v = self.hadamard(v, inp["v_rot"])
-        gf.expand(q)
-        gf.expand(v)
-        gf.expand(k)
+        # build_attn expands q, v, k; its iswa overload q, k, v
+        for t in ((q, k, v) if iswa else (q, v, k)):
+            gf.expand(t)
         kc, vc = self._cache(il, "k", inp), self._cache(il, "v", inp)
         gf.expand(self._cpy_k(kc, k, inp["k_idxs"]))
         gf.expand(self._cpy_v(vc, v, inp["v_idxs"]))
         kv_size = kc.ne[1]
         dk, dv, hk = self.head_k, self.head_v, self.n_head_kv[il]
-        n_kv, ns = inp["n_kv"], s.n_stream
+        n_kv, ns = self.n_kv_of[id(inp["mask"])], s.n_stream
         kview = g.view(kc, (dk, hk, n_kv, ns),
                        (g.row_size(kc.type, dk), g.row_size(kc.type, dk * hk),
                         g.row_size(kc.type, dk * hk * kv_size)))
@@ -350,8 +353,7 @@ def build_llama(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, object
     w = b.w
     inp_l = b.inp_embd(w("token_embd.weight"), n_embd)
     pos = b.inp_pos()
-    inp = b.attn_inp(False)
-    b.rot_inputs(inp)
+    inp = b.attn_inp()
     out_ids = b.inp_out_ids()
     n_used = int(meta.get(f"{arch}.expert_used_count", 0) or 0)  # type: ignore[call-overload]
     factors = w.opt("rope_freqs.weight")
@@ -383,6 +385,80 @@ def build_llama(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, object
     return b.finish(embd, logits)
 
 
+def build_phi3(b: Builder, n_layer: int, n_embd: int) -> Graph:
+    """src/models/phi3.cpp: one fused QKV matrix (views of its rows), Q scaled after RoPE, the
+    residual added first ((residual, cur) sources), a fused up+gate FFN (LLM_FFN_SWIGLU)."""
+    w = b.w
+    inp_l = b.inp_embd(w("token_embd.weight"), n_embd)
+    pos = b.inp_pos()
+    inp = b.attn_inp()
+    out_ids = b.inp_out_ids()
+    factors = w.opt("rope_factors_long.weight")
+    for il in range(n_layer):
+        p = f"blk.{il}."
+        residual = inp_l
+        cur = b.norm(inp_l, w(p + "attn_norm.weight"), w.opt(p + "attn_norm.bias"))
+        q, k, v = b.qkv(p, cur, il)
+        q = g.rope(q, pos, factors)
+        k = g.rope(k, pos, factors)
+        q = g.unary("SCALE", q)
+        cur = b.attn(inp, il, q, k, v, w(p + "attn_output.weight"), w.opt(p + "attn_output.bias"))
+        if il == n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            residual = g.get_rows(residual, out_ids)
+        cur = g.binary("ADD", cur, residual)
+        residual = cur
+        cur = b.norm(cur, w(p + "ffn_norm.weight"), w.opt(p + "ffn_norm.bias"))
+        cur = b.ffn(p, cur)
+        inp_l = g.binary("ADD", residual, cur)
+    embd = b.norm(inp_l, w("output_norm.weight"), w.opt("output_norm.bias"))
+    logits = b.mm(w("output.weight", "token_embd.weight"), embd, w.opt("output.bias"))
+    return b.finish(embd, logits)
+
+
+def build_gemma(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, object],
+                arch: str) -> Graph:
+    """src/models/gemma2.cpp, gemma3.cpp: embeddings scaled, per layer RMS norm → Q/K/V (gemma3:
+    q/k norms) → RoPE → Q scaled → attention (gemma2: soft-capped scores) over the full or the
+    sliding-window cache (build_attn_inp_kv_iswa) → post-attention norm → + residual → norm →
+    GELU FFN → post-FFN norm → + residual; the logits soft-capped (gemma2 always, gemma3 where
+    final_logit_softcapping is set)."""
+    w = b.w
+    inp_l = g.unary("SCALE", b.inp_embd(w("token_embd.weight"), n_embd))
+    pos = b.inp_pos()
+    iswa = any(b.is_swa)
+    inp_full = b.attn_inp()
+    inp_swa = b.attn_inp(True) if iswa else inp_full
+    out_ids = b.inp_out_ids()
+    for il in range(n_layer):
+        p = f"blk.{il}."
+        cur = b.norm(inp_l, w(p + "attn_norm.weight"))
+        q, k, v = b.qkv(p, cur, il)
+        if w.has(p + "attn_q_norm.weight"):
+            q = b.norm(q, w(p + "attn_q_norm.weight"))
+        q = g.rope(q, pos)
+        if w.has(p + "attn_k_norm.weight"):
+            k = b.norm(k, w(p + "attn_k_norm.weight"))
+        k = g.rope(k, pos)
+        q = g.unary("SCALE", q)
+        cur = b.attn(inp_swa if b.is_swa[il] else inp_full, il, q, k, v,
+                     w(p + "attn_output.weight"), iswa=iswa, soft_cap=arch == "gemma2")
+        if il == n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_l = g.get_rows(inp_l, out_ids)
+        cur = b.norm(cur, w(p + "post_attention_norm.weight"))
+        sa_out = g.binary("ADD", cur, inp_l)
+        cur = b.norm(sa_out, w(p + "ffn_norm.weight"))
+        cur = b.ffn(p, cur)
+        cur = b.norm(cur, w(p + "post_ffw_norm.weight"))
+        inp_l = g.binary("ADD", cur, sa_out)
+    embd = b.norm(inp_l, w("output_norm.weight"))
+    logits = b.mm(w("output.weight", "token_embd.weight"), embd)
+    if arch == "gemma2" or meta.get(f"{arch}.final_logit_softcapping"):
+        logits = g.unary("SCALE", g.unary("UNARY", g.unary("SCALE", logits)))
+    return b.finish(embd, logits)
+
+
 def setups(ctx: object, n_kv: int, n_kv_swa: int, type_k: str, type_v: str
            ) -> list[Setup]:
     """src/llama-context.cpp: sched_reserve — the prompt graph and the generation graph."""
@@ -403,6 +479,10 @@ def build(header: GgufHeader, hp: object, s: Setup) -> Graph:
                 head_v=hp.head_v)  # type: ignore[attr-defined]
     if arch in ("llama", "qwen2", "qwen3", "qwen3moe"):
         return build_llama(b, hp.n_layer, hp.n_embd, header.metadata, arch)  # type: ignore
+    if arch in ("gemma2", "gemma3"):
+        return build_gemma(b, hp.n_layer, hp.n_embd, header.metadata, arch)  # type: ignore
+    if arch == "phi3":
+        return build_phi3(b, hp.n_layer, hp.n_embd)  # type: ignore[attr-defined]
     raise UsageError(f"{header.label}: llama.cpp's compute graph of {arch} is not modelled")
 
 
