@@ -61,7 +61,9 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        """ggml/src/ggml.c: ggml_nbytes."""
+        """ggml/src/ggml.c: ggml_nbytes (0 for an empty tensor)."""
+        if min(self.ne) <= 0:
+            return 0
         block, size = TYPES[self.type]
         if block == 1:
             n = size
@@ -391,3 +393,26 @@ def flash_attn_ext(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None,
     """ggml_flash_attn_ext: f32 [v.ne0, q.ne2, q.ne1, q.ne3]."""
     return _new("f32", (v.ne[0], q.ne[2], q.ne[1], q.ne[3]), "FLASH_ATTN_EXT", q, k, v, mask,
                 sinks)
+
+
+def cpy(a: Tensor, b: Tensor) -> Tensor:
+    """ggml_cpy: a written into b — a view of b, sources a, b."""
+    return Tensor(b.type, b.ne, "CPY", [a, b], view_src=b, nb=b.nb)
+
+
+def inplace(op: str, a: Tensor) -> Tensor:
+    """ggml_scale_inplace and the like: a view of a."""
+    return Tensor(a.type, a.ne, op, [a], view_src=a, nb=a.nb)
+
+
+def ssm_conv(sx: Tensor, c: Tensor) -> Tensor:
+    """ggml_ssm_conv: f32 [sx.ne1, sx.ne0 − c.ne0 + 1, sx.ne2]."""
+    return _new("f32", (sx.ne[1], sx.ne[0] - c.ne[0] + 1, sx.ne[2]), "SSM_CONV", sx, c)
+
+
+def ssm_scan(s: Tensor, x: Tensor, dt: Tensor, a: Tensor, b: Tensor, c: Tensor,
+             ids: Tensor) -> Tensor:
+    """ggml_ssm_scan: f32 1-D, the outputs y (x's elements) then the final states
+    (s.ne0·s.ne1·s.ne2 per sequence)."""
+    n = x.ne[0] * x.ne[1] * x.ne[2] * x.ne[3] + s.ne[0] * s.ne[1] * s.ne[2] * ids.ne[0]
+    return _new("f32", (n,), "SSM_SCAN", s, x, dt, a, b, c, ids)

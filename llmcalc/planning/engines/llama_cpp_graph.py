@@ -271,7 +271,9 @@ class Builder:
             if v.type == "f32":
                 v = g.cast(v, "f16")
             cur = g.flash_attn_ext(q, k, v, mask, sinks)
-            return g.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+            cur = g.reshape(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+            self.gf.expand(cur)
+            return cur
         kq = g.mul_mat(k, q)
         if soft_cap:
             kq = g.unary("SCALE", kq)
@@ -282,7 +284,9 @@ class Builder:
             kq.src = kq.src + (sinks,)
         kqv = g.mul_mat(v, kq)
         cur = g.permute(kqv, 0, 2, 1, 3)
-        return g.cont(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+        cur = g.cont(cur, cur.ne[0] * cur.ne[1], cur.ne[2] * cur.ne[3])
+        self.gf.expand(cur)
+        return cur
 
     def ffn(self, p: str, cur: Tensor, act: str = "silu", gated: bool = True) -> Tensor:
         """build_ffn with a parallel gate: up, gate, the GLU of the two (swiglu/geglu split),
@@ -459,6 +463,144 @@ def build_gemma(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, object
     return b.finish(embd, logits)
 
 
+class _Rs:
+    """build_rs_inp_impl: the state-copy ids (one per state row; its first n_seqs the main
+    sequences' rows, the rest the others') and build_rs: a recurrent layer's states gathered."""
+
+    def __init__(self, b: Builder, n_rs: int):
+        self.b = b
+        self.n_rs = n_rs
+        self.s_copy = g.new_input("i32", n_rs, name="rs_s_copy")
+        n = b.s.n_seqs
+        self.main = g.view(self.s_copy, (n,))
+        self.extra = g.view(self.s_copy, (n_rs - n,))
+
+    def state(self, n_embd: int, name: str) -> Tensor:
+        """src/llama-memory-recurrent.cpp: a layer's R or S cache [n_embd, mem_size], f32."""
+        return g.weight(n_embd, self.n_rs, name=name)
+
+    def build(self, s: Tensor, state_size: int, get_rows: object = None) -> Tensor:
+        """src/llama-graph.cpp: build_rs — the zeroed row (a view, scaled in place), the main
+        rows gathered (get_rows, or the layer's own function), the other rows copied back."""
+        gf, n_seqs = self.b.gf, self.b.s.n_seqs
+        states = g.reshape(s, state_size, s.ne[1])
+        gf.expand(g.inplace("SCALE", g.view(states, (state_size,))))
+        fn = get_rows or g.get_rows
+        out = fn(states, self.main)  # type: ignore[operator]
+        gf.expand(out)
+        extra = g.get_rows(states, self.extra)
+        gf.expand(g.cpy(extra, g.view(s, (state_size, self.n_rs - n_seqs), (s.nb[1],))))
+        return out
+
+
+def build_lfm2(b: Builder, n_layer: int, n_embd: int, is_recr: Sequence[bool], n_rs: int,
+               d_conv: int) -> Graph:
+    """src/models/lfm2.cpp: short-convolution layers (in_proj → B·x gated, concatenated after the
+    conv state, the last d_conv columns stored back, SSM_CONV, × C, out_proj) between attention
+    layers (q/k norms, RoPE; build_inp_mem_hybrid / _iswa), each with an SwiGLU FFN; the residual
+    added first."""
+    w, gf, s = b.w, b.gf, b.s
+    cur = b.inp_embd(w("token_embd.weight"), n_embd)
+    iswa = any(b.is_swa)
+    rs = _Rs(b, n_rs)
+    inp_full = b.attn_inp()
+    inp_swa = b.attn_inp(True) if iswa else inp_full
+    pos = b.inp_pos()
+    out_ids = b.inp_out_ids()
+    n_seqs, n_st = s.n_seqs, s.n_tokens // s.n_seqs
+    for il in range(n_layer):
+        p = f"blk.{il}."
+        prev = cur
+        cur = b.norm(cur, w(p + "attn_norm.weight"))
+        if is_recr[il]:
+            cur = g.reshape(cur, cur.ne[0], n_st, n_seqs)
+            bcx = b.mm(w(p + "shortconv.in_proj.weight"), cur)
+            chunk = bcx.ne[0] // 3
+            bv, cv, xv = (g.view(bcx, (chunk, bcx.ne[1], bcx.ne[2]), (bcx.nb[1], bcx.nb[2]))
+                          for _ in range(3))
+            bx = g.transpose(g.binary("MUL", bv, xv))
+            r = rs.state(n_embd * d_conv, f"cache_r_l{il}")
+            conv = g.reshape(rs.build(r, n_embd * d_conv), d_conv, n_embd, n_seqs)
+            bx = g.concat(conv, bx, 0)
+            snap = g.view(bx, (d_conv, bx.ne[1], bx.ne[2]), (bx.nb[1], bx.nb[2]))
+            gf.expand(g.cpy(snap, g.view(r, (d_conv * n_embd, n_seqs), (r.nb[1],))))
+            conv_out = g.ssm_conv(bx, w(p + "shortconv.conv.weight"))
+            y = b.mm(w(p + "shortconv.out_proj.weight"), g.binary("MUL", cv, conv_out))
+            cur = g.reshape(y, y.ne[0], n_st * n_seqs)
+        else:
+            q, k, v = b.qkv(p, cur, il)
+            q = g.rope(b.norm(q, w(p + "attn_q_norm.weight")), pos)
+            k = g.rope(b.norm(k, w(p + "attn_k_norm.weight")), pos)
+            cur = b.attn(inp_swa if b.is_swa[il] else inp_full, il, q, k, v,
+                         w(p + "attn_output.weight"), iswa=iswa)
+        if il == n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            prev = g.get_rows(prev, out_ids)
+        cur = g.binary("ADD", prev, cur)
+        ffn_out = b.ffn(p, b.norm(cur, w(p + "ffn_norm.weight")))
+        cur = g.binary("ADD", cur, ffn_out)
+    embd = b.norm(cur, w("token_embd_norm.weight"))
+    logits = b.mm(w("output.weight", "token_embd.weight"), embd)
+    return b.finish(embd, logits)
+
+
+def build_mamba(b: Builder, n_layer: int, n_embd: int, n_rs: int, d_conv: int, d_inner: int,
+                d_state: int, dt_rank: int) -> Graph:
+    """src/models/mamba.cpp, mamba-base.cpp: build_mamba_layer — in_proj to x and z, x after the
+    conv state (concat, the last d_conv − 1 columns stored back), SSM_CONV + bias, SiLU, x_proj to
+    dt/B/C, dt_proj, the selective scan over the gathered SSM states (build_rs), its final states
+    stored back, y + x·D gated by SiLU(z), out_proj; the residual added last."""
+    w, gf, s = b.w, b.gf, b.s
+    inp_l = b.inp_embd(w("token_embd.weight"), n_embd)
+    rs = _Rs(b, n_rs)
+    out_ids = b.inp_out_ids()
+    n_seqs, n_st = s.n_seqs, s.n_tokens // s.n_seqs
+    for il in range(n_layer):
+        p = f"blk.{il}."
+        cur = b.norm(inp_l, w(p + "attn_norm.weight"))
+        r = rs.state((d_conv - 1) * d_inner, f"cache_r_l{il}")
+        st = rs.state(d_state * d_inner, f"cache_s_l{il}")
+        conv = g.reshape(rs.build(r, (d_conv - 1) * d_inner), d_conv - 1, d_inner, n_seqs)
+        cur = g.reshape(cur, cur.ne[0], n_st, n_seqs)
+        xz = b.mm(w(p + "ssm_in.weight"), cur)
+        x = g.view(xz, (d_inner, xz.ne[1], xz.ne[2]), (xz.nb[1], xz.nb[2]))
+        z = g.view(xz, (d_inner, xz.ne[1], xz.ne[2]), (xz.nb[1], xz.nb[2]))
+        conv_x = g.concat(conv, g.transpose(x), 0)
+        last = g.view(conv_x, (d_conv - 1, d_inner, n_seqs), (conv_x.nb[1], conv_x.nb[2]))
+        gf.expand(g.cpy(last, g.view(r, ((d_conv - 1) * d_inner * n_seqs,))))
+        x = g.ssm_conv(conv_x, w(p + "ssm_conv1d.weight"))
+        x = g.unary("UNARY", g.binary("ADD", x, w(p + "ssm_conv1d.bias")))
+        x_db = b.mm(w(p + "ssm_x.weight"), x)
+        dt = g.view(x_db, (dt_rank, n_st, n_seqs), (x_db.nb[1], x_db.nb[2]))
+        bb = g.view(x_db, (d_state, 1, n_st, n_seqs), (d_state * 4, x_db.nb[1], x_db.nb[2]))
+        cc = g.view(x_db, (d_state, 1, n_st, n_seqs), (d_state * 4, x_db.nb[1], x_db.nb[2]))
+        dt = g.binary("ADD", b.mm(w(p + "ssm_dt.weight"), g.cont(dt)), w(p + "ssm_dt.bias"))
+        xs = x
+        x4 = g.reshape(x, 1, d_inner, n_st, n_seqs)
+        a = w(p + "ssm_a")
+
+        def scan(states: Tensor, ids: Tensor, x4: Tensor = x4, dt: Tensor = dt,
+                 a: Tensor = a, bb: Tensor = bb, cc: Tensor = cc) -> Tensor:
+            ssm = g.reshape(states, d_state, 1, d_inner, n_rs)
+            return g.ssm_scan(ssm, x4, dt, a, bb, cc, ids)
+
+        y_ssm = rs.build(st, d_state * d_inner, scan)
+        gf.expand(g.cpy(g.view(y_ssm, (d_state * d_inner * n_seqs,)),
+                        g.view(st, (d_state * d_inner * n_seqs,))))
+        y = g.view(y_ssm, (d_inner, n_st, n_seqs), (x4.nb[2], x4.nb[3]))
+        y = g.binary("ADD", y, g.binary("MUL", xs, w(p + "ssm_d")))
+        y = g.glu_split(g.cont(z), y)
+        cur = b.mm(w(p + "ssm_out.weight"), y)
+        cur = g.reshape(cur, cur.ne[0], n_st * n_seqs)
+        if il == n_layer - 1:
+            cur = g.get_rows(cur, out_ids)
+            inp_l = g.get_rows(inp_l, out_ids)
+        inp_l = g.binary("ADD", cur, inp_l)
+    embd = b.norm(inp_l, w("output_norm.weight"))
+    logits = b.mm(w("output.weight", "token_embd.weight"), embd)
+    return b.finish(embd, logits)
+
+
 def setups(ctx: object, n_kv: int, n_kv_swa: int, type_k: str, type_v: str
            ) -> list[Setup]:
     """src/llama-context.cpp: sched_reserve — the prompt graph and the generation graph."""
@@ -481,6 +623,16 @@ def build(header: GgufHeader, hp: object, s: Setup) -> Graph:
         return build_llama(b, hp.n_layer, hp.n_embd, header.metadata, arch)  # type: ignore
     if arch in ("gemma2", "gemma3"):
         return build_gemma(b, hp.n_layer, hp.n_embd, header.metadata, arch)  # type: ignore
+    n_rs = max(1, s.n_seqs)  # src/llama-memory-recurrent.cpp: mem_size = max(1, n_seq_max)
+    meta = header.metadata
+    if arch == "lfm2":
+        d_conv = int(meta.get("lfm2.shortconv.l_cache", 0)) - 1  # type: ignore[call-overload]
+        return build_lfm2(b, hp.n_layer, hp.n_embd, hp.is_recr, n_rs, d_conv)  # type: ignore
+    if arch == "mamba":
+        def key(name: str) -> int:
+            return int(meta.get(f"mamba.ssm.{name}", 0))  # type: ignore[call-overload]
+        return build_mamba(b, hp.n_layer, hp.n_embd, n_rs, key("conv_kernel"),  # type: ignore
+                           key("inner_size"), key("state_size"), key("time_step_rank"))
     if arch == "phi3":
         return build_phi3(b, hp.n_layer, hp.n_embd)  # type: ignore[attr-defined]
     raise UsageError(f"{header.label}: llama.cpp's compute graph of {arch} is not modelled")
