@@ -2,8 +2,9 @@
 where it places them, read from llama-cpp-python 0.3.36's ``vendor/llama.cpp`` (cited below as
 ``src/<file>: <function>``). Pure: a GGUF header and the engine's parameters in, bytes out.
 
-The compute buffer (the graph's scratch, ``sched_reserve``) is not modelled here: it is reported as
-unknown (None), never guessed.
+The compute buffer (the graph's scratch, ``sched_reserve``) is llama_cpp_graph's: the engine's
+reserved graphs walked through ggml's allocator, on the CPU backend; with layers on a GPU it is
+reported as unknown (None), never guessed.
 """
 
 from __future__ import annotations
@@ -407,17 +408,19 @@ def model_buffers(header: GgufHeader, place: Mapping[str, str], *, mmap: bool) -
 
 @dataclass(frozen=True)
 class Device:
-    """One device's buffers (bytes); compute is None: the compute buffer is not modelled."""
+    """One device's buffers (bytes); compute None: not modelled (a plan with GPU layers)."""
 
     name: str
     model: int
     kv_k: int
     kv_v: int
     recurrent: int
+    compute: int | None = None
 
     @property
     def total(self) -> int:
-        return self.model + self.kv_k + self.kv_v + self.recurrent
+        """The buffers' sum, the compute buffer included where it is modelled."""
+        return self.model + self.kv_k + self.kv_v + self.recurrent + (self.compute or 0)
 
 
 @dataclass(frozen=True)
@@ -443,6 +446,12 @@ class Plan:
     @property
     def kv_v(self) -> int:
         return sum(c.v_bytes for c in self.caches)
+
+    @property
+    def compute(self) -> int | None:
+        """The compute buffers' sum; None where one is not modelled."""
+        parts = [d.compute for d in self.devices]
+        return None if any(c is None for c in parts) else sum(c or 0 for c in parts)
 
     @property
     def total(self) -> int:
@@ -480,4 +489,10 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     devices = [Device(name, weights[name], kv[name][0], kv[name][1], rs[name])
                for name in ("CPU", "GPU")
                if name == "CPU" or weights[name] or kv[name][0] or rs[name]]
+    if len(devices) == 1:  # the CPU backend alone: its compute buffer, modelled
+        from llmcalc.planning.engines.llama_cpp_graph import compute_bytes
+
+        compute = compute_bytes(header, hp, ctx, caches, p.type_k, p.type_v)
+        devices = [Device("CPU", *(getattr(devices[0], f) for f in
+                                   ("model", "kv_k", "kv_v", "recurrent")), compute)]
     return Plan(p, hp, ctx, caches, recurrent_bytes(hp, ctx), devices)

@@ -113,13 +113,13 @@ class Builder:
     def inp_out_ids(self) -> Tensor:
         return g.new_input("i32", self.s.n_outputs, name="out_ids")
 
-    def attn_inp(self, swa: bool = False) -> dict[str, Tensor]:
+    def attn_inp(self, swa: bool = False, rot: bool = True) -> dict[str, Tensor]:
         """build_attn_inp_kv_impl (one per cache; build_attn_inp_kv_iswa: the full and the
         sliding-window cache's): k/v row indices, the mask [n_kv, n_tokens/n_stream, 1,
         n_stream] (f16 for flash attention), the Hadamard rotations of a quantized cache
         (src/llama-kv-cache.cpp: build_input_k_idxs, build_input_v_idxs, build_input_k_rot,
         build_input_v_rot; llama_kv_cache: attn_rot_k/v for a quantized type and a head size
-        that divides by 64)."""
+        that divides by 64; build_inp_mem_hybrid_iswa builds no rotations: rot False)."""
         s = self.s
         n_kv = s.n_kv_swa if swa else s.n_kv
         inp = {"k_idxs": g.new_input("i64", s.n_tokens),
@@ -127,12 +127,12 @@ class Builder:
                                                           else 1)),
                "mask": g.new_input("f16" if s.flash_attn else "f32", n_kv,
                                    s.n_tokens // s.n_stream, 1, s.n_stream)}
-        if self.rot_k:
+        if self.rot_k and rot:
             nrot = 64
             while self.head_k % (nrot * 2) == 0:
                 nrot *= 2
             inp["k_rot"] = g.new_input("f32", nrot, nrot)
-        if self.rot_v:
+        if self.rot_v and rot:
             inp["v_rot"] = g.new_input("f32", 64, 64)
         self.n_kv_of[id(inp["mask"])] = n_kv
         return inp
@@ -503,8 +503,8 @@ def build_lfm2(b: Builder, n_layer: int, n_embd: int, is_recr: Sequence[bool], n
     cur = b.inp_embd(w("token_embd.weight"), n_embd)
     iswa = any(b.is_swa)
     rs = _Rs(b, n_rs)
-    inp_full = b.attn_inp()
-    inp_swa = b.attn_inp(True) if iswa else inp_full
+    inp_full = b.attn_inp(rot=not iswa)
+    inp_swa = b.attn_inp(True, rot=False) if iswa else inp_full
     pos = b.inp_pos()
     out_ids = b.inp_out_ids()
     n_seqs, n_st = s.n_seqs, s.n_tokens // s.n_seqs
@@ -638,8 +638,11 @@ def build(header: GgufHeader, hp: object, s: Setup) -> Graph:
     raise UsageError(f"{header.label}: llama.cpp's compute graph of {arch} is not modelled")
 
 
-def compute_bytes(header: GgufHeader, hp: object, ctx: object, n_kv: int, n_kv_swa: int,
+def compute_bytes(header: GgufHeader, hp: object, ctx: object, caches: Sequence[object],
                   type_k: str, type_v: str) -> int:
-    """The CPU compute buffer: the largest of the reserved graphs as ggml's allocator lays it."""
+    """The CPU compute buffer (sched_reserve: "CPU compute buffer size"): the largest of the
+    reserved graphs as ggml's allocator lays it out."""
+    n_kv = next((c.cells for c in caches if c.name == "full"), 0)  # type: ignore[attr-defined]
+    n_kv_swa = next((c.cells for c in caches if c.name == "swa"), 0)  # type: ignore[attr-defined]
     return max(g.reserve(build(header, hp, s))
                for s in setups(ctx, n_kv, n_kv_swa, type_k, type_v))
