@@ -489,9 +489,9 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     devices = [Device(name, weights[name], kv[name][0], kv[name][1], rs[name])
                for name in ("CPU", "GPU")
                if name == "CPU" or weights[name] or kv[name][0] or rs[name]]
-    if len(devices) == 1:  # the CPU backend alone: its compute buffer, modelled
-        from llmcalc.planning.engines.llama_cpp_graph import compute_bytes
+    from llmcalc.planning.engines.llama_cpp_graph import GRAPHS, compute_bytes
 
+    if len(devices) == 1 and hp.arch in GRAPHS:  # the CPU backend alone: its compute buffer
         compute = compute_bytes(header, hp, ctx, caches, p.type_k, p.type_v)
         devices = [Device("CPU", *(getattr(devices[0], f) for f in
                                    ("model", "kv_k", "kv_v", "recurrent")), compute)]

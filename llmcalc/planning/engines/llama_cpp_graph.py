@@ -43,6 +43,7 @@ class Weights:
     """The GGUF's tensors as external graph leaves, by name (ne in ggml order)."""
 
     def __init__(self, header: GgufHeader):
+        self.label = header.label
         self._shapes: dict[str, tuple[int, ...]] = {t.name: tuple(t.shape)
                                                     for t in header.tensors}
         self._made: dict[str, Tensor] = {}
@@ -54,7 +55,8 @@ class Weights:
         if name not in self._shapes and fallback is not None:
             name = fallback  # a tied output: token_embd created again (TENSOR_DUPLICATED)
         if name not in self._shapes:
-            raise UsageError(f"GGUF tensor {name} is missing (llama.cpp's graph uses it)")
+            raise UsageError(f"{self.label}: tensor {name} is missing (llama.cpp's graph uses "
+                             "it)")
         t = self._made.get(name)
         if t is None:
             t = self._made[name] = g.weight(*self._shapes[name], name=name)
