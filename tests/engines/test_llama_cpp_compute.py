@@ -37,6 +37,8 @@ GRID = [
     {"n_ctx": 2500, "n_parallel": 4, "n_batch": 512, "type_k": "q4_0", "type_v": "q8_0"},
     {"n_ctx": 3000, "n_parallel": 3, "kv_unified": True, "flash_attn": "off", "type_k": "q8_0"},
     {"n_ctx": 1200, "n_ubatch": 1024, "n_batch": 1024, "type_k": "f32", "type_v": "f32"},
+    # n_batch ≤ the n_ctx given (300), not the padded one (512): a 300-token ubatch, not 333
+    {"n_ctx": 300, "n_ubatch": 333, "n_batch": 512, "flash_attn": "off", "swa_full": True},
 ]
 
 

@@ -149,3 +149,11 @@ def test_memory_table_shows_the_compute_buffer(cli: Any, llama: Path) -> None:
     assert d["compute_buffer_bytes"] is None
     assert [v["compute_buffer_bytes"] for v in d["devices"].values()] == [None, None]
     assert d["total_bytes"] == d["model_buffer_bytes"] + d["kv_k_bytes"] + d["kv_v_bytes"]
+
+
+def test_the_batch_is_limited_by_the_context_as_given() -> None:
+    # src/llama-context.cpp: n_batch = min(n_ctx, n_batch) before n_ctx is padded to 256
+    c = L.context(L.Params(n_ctx=300, n_batch=512, n_ubatch=333), n_ctx_train=8192)
+    assert (c.n_ctx, c.n_batch, c.n_ubatch) == (512, 300, 300)
+    c = L.context(L.Params(n_ctx=0, n_batch=4096, n_ubatch=4096), n_ctx_train=1000)
+    assert (c.n_ctx, c.n_batch, c.n_ubatch) == (1024, 1000, 1000)

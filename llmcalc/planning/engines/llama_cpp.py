@@ -187,7 +187,8 @@ class Context:
 
 def context(p: Params, *, n_ctx_train: int) -> Context:
     """n_ctx padded to 256; without --kv-unified each of --parallel sequences gets n_ctx / n_seq,
-    padded to 256, and n_ctx becomes their sum; n_batch ≤ n_ctx, n_ubatch ≤ n_batch."""
+    padded to 256, and n_ctx becomes their sum; n_batch ≤ the n_ctx given (unpadded),
+    n_ubatch ≤ n_batch."""
     for name, value in (("--batch-size", p.n_batch), ("--ubatch-size", p.n_ubatch),
                         ("--parallel", p.n_parallel)):
         if value < 1:
@@ -201,14 +202,16 @@ def context(p: Params, *, n_ctx_train: int) -> Context:
     if _is_quantized(p.type_v) and p.flash_attn == "off":
         raise UsageError(f"--cache-type-v {p.type_v}: llama.cpp refuses a quantized V cache "
                          "without flash attention (--flash-attn on or auto)")
-    n_ctx = _pad(p.n_ctx if p.n_ctx > 0 else n_ctx_train, 256)
+    n_ctx_raw = p.n_ctx if p.n_ctx > 0 else n_ctx_train
+    n_ctx = _pad(n_ctx_raw, 256)
     n_seq = p.n_parallel
     if p.kv_unified:
         n_ctx_seq = n_ctx
     else:
         n_ctx_seq = _pad(n_ctx // n_seq, 256)
         n_ctx = n_ctx_seq * n_seq
-    n_batch = min(n_ctx, p.n_batch)  # causal attention
+    # causal attention: the batch is limited by n_ctx as given, before its padding
+    n_batch = min(n_ctx_raw, p.n_batch)
     n_ubatch = min(n_batch, p.n_ubatch)
     # flash attention "auto" resolves to on for the CPU backend (it supports FLASH_ATTN_EXT)
     return Context(n_ctx, n_ctx_seq, n_seq, 1 if p.kv_unified else n_seq, n_batch, n_ubatch,
