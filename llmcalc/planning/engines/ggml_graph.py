@@ -39,7 +39,8 @@ class Tensor:
     """One ggml_tensor: its type, shape [ne0..ne3], strides, op and sources; ``external`` marks a
     tensor with memory of its own (weights, the KV cache): the allocator never places it."""
 
-    __slots__ = ("type", "ne", "nb", "op", "src", "view_src", "flags", "external", "name")
+    __slots__ = ("type", "ne", "nb", "op", "src", "view_src", "flags", "external", "name",
+                 "children", "views", "allocated", "offset")
 
     def __init__(self, type_name: str, ne: Sequence[int], op: str = "NONE",
                  src: Sequence[Tensor] = (), *, view_src: Tensor | None = None,
@@ -58,6 +59,9 @@ class Tensor:
         self.flags = 0
         self.external = external
         self.name = name
+        # the allocator's per-tensor state (ggml-alloc.c: struct hash_node), set by reserve
+        self.children = self.views = self.offset = 0
+        self.allocated = False
 
     @property
     def nbytes(self) -> int:
@@ -172,81 +176,65 @@ class DynAllocator:
         blocks.insert(pos, _Block(offset, size))
 
 
-class _Info:
-    __slots__ = ("children", "views", "allocated", "offset")
-
-    def __init__(self) -> None:
-        self.children = 0
-        self.views = 0
-        self.allocated = False
-        self.offset = 0
-
-
 def reserve(graph: Graph, alignment: int = ALIGNMENT) -> int:
     """The bytes ggml's graph allocator reserves for the graph: ggml/src/ggml-alloc.c:
     ggml_gallocr_alloc_graph_impl (leafs first, then inputs, then each node after its parents;
     a parent freed once its last child has run) and ggml_gallocr_allocate_node (an in-place op
-    takes over a parent it alone uses, the extra space freed)."""
+    takes over a parent it alone uses)."""
     alloc = DynAllocator(alignment)
-    info: dict[int, _Info] = {}
-
-    def get(t: Tensor) -> _Info:
-        hn = info.get(id(t))
-        if hn is None:
-            hn = info[id(t)] = _Info()
-        return hn
+    for t in graph.leafs:
+        t.children = t.views = t.offset = 0
+        t.allocated = False
+    for t in graph.nodes:
+        t.children = t.views = t.offset = 0
+        t.allocated = False
 
     def allocate(t: Tensor) -> None:
-        hn = get(t)
-        if t.external or hn.allocated or t.view_src is not None:
+        if t.external or t.allocated or t.view_src is not None:
             return
-        hn.allocated = True
+        t.allocated = True
         if t.op in INPLACE:
             for parent in t.src:
-                p_hn = get(parent)
-                # a view is never "own" (its allocated flag is never set): only real parents
-                if not p_hn.allocated or parent.flags & OUTPUT or not t.same_layout(parent):
+                # a view is never "own" (its allocated flag is never set): only real parents;
+                # not an output; the same layout, so no extra space is left to free
+                if not parent.allocated or parent.flags & OUTPUT or not t.same_layout(parent):
                     continue
-                if p_hn.children == 1 and p_hn.views == 0:
-                    hn.offset = p_hn.offset
-                    p_hn.allocated = False
-                    # ggml_gallocr_free_extra_space: same layout, so nothing is left over
+                if parent.children == 1 and parent.views == 0:
+                    t.offset = parent.offset
+                    parent.allocated = False
                     return
-        hn.offset = alloc.alloc(t.nbytes)
+        t.offset = alloc.alloc(t.nbytes)
 
     def free(t: Tensor) -> None:
         if t.flags & OUTPUT:  # graph outputs are never freed
             return
-        hn = get(t)
-        alloc.free(hn.offset, t.nbytes)
-        hn.allocated = False
+        alloc.free(t.offset, t.nbytes)
+        t.allocated = False
 
     for leaf in graph.leafs:
         allocate(leaf)
     for node in graph.nodes:
         if node.view_src is not None and node.op != "NONE":
-            get(node.view_src).views += 1
+            node.view_src.views += 1
         if node.flags & INPUT:
             allocate(node)
-        for s in node.src:
-            get(s).children += 1
-            if s.flags & INPUT:
-                allocate(s)
+        for src in node.src:
+            src.children += 1
+            if src.flags & INPUT:
+                allocate(src)
     for node in graph.nodes:
         for parent in node.src:
             allocate(parent)
         allocate(node)
         for parent in node.src:
-            p_hn = get(parent)
-            p_hn.children -= 1
-            if p_hn.children == 0 and p_hn.views == 0:
-                if parent.view_src is not None:
-                    vs = parent.view_src
-                    vs_hn = get(vs)
-                    vs_hn.views -= 1
-                    if vs_hn.views == 0 and vs_hn.children == 0 and vs_hn.allocated:
+            parent.children -= 1
+            if parent.children == 0 and parent.views == 0:
+                vs = parent.view_src
+                if vs is not None:
+                    vs.views -= 1
+                    if vs.views == 0 and vs.children == 0 and vs.allocated:
                         free(vs)
-                elif p_hn.allocated:
+                elif parent.allocated:
                     free(parent)
     return alloc.max_size
 
