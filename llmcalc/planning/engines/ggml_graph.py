@@ -55,7 +55,9 @@ class Tensor:
         self.nb = tuple(nb)
         self.op = op
         self.src = tuple(src)
-        self.view_src = view_src.view_src or view_src if view_src is not None else None
+        # ggml_view_impl: a view of a view points at the tensor with the memory
+        self.view_src: Tensor | None = (view_src.view_src or view_src if view_src is not None
+                                        else None)
         self.flags = 0
         self.external = external
         self.name = name

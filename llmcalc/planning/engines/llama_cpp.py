@@ -496,6 +496,6 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
 
     if len(devices) == 1 and hp.arch in GRAPHS:  # the CPU backend alone: its compute buffer
         compute = compute_bytes(header, hp, ctx, caches, p.type_k, p.type_v)
-        devices = [Device("CPU", *(getattr(devices[0], f) for f in
-                                   ("model", "kv_k", "kv_v", "recurrent")), compute)]
+        cpu = devices[0]
+        devices = [Device("CPU", cpu.model, cpu.kv_k, cpu.kv_v, cpu.recurrent, compute)]
     return Plan(p, hp, ctx, caches, recurrent_bytes(hp, ctx), devices)

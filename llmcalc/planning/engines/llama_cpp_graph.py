@@ -11,13 +11,17 @@ multiple of n_seqs. The CPU backend alone: one graph, one buffer (no splits, no 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from llmcalc.errors import UsageError
 from llmcalc.inputs.gguf_file import GgufHeader
 from llmcalc.planning.engines import ggml_graph as g
 from llmcalc.planning.engines.ggml_graph import Graph, Tensor
+
+if TYPE_CHECKING:
+    from llmcalc.planning.engines.llama_cpp import Cache, Context, Hparams
 
 # the architectures whose graphs are built here (src/models/<arch>.cpp)
 GRAPHS = ("llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "lfm2",
@@ -65,9 +69,6 @@ class Weights:
     def opt(self, name: str) -> Tensor | None:
         return self(name) if name in self._shapes else None
 
-    def shape(self, name: str) -> tuple[int, ...]:
-        return self._shapes[name]
-
 
 def _contiguous(t: Tensor) -> bool:
     """ggml/src/ggml.c: ggml_is_contiguous."""
@@ -77,7 +78,7 @@ def _contiguous(t: Tensor) -> bool:
 class Builder:
     """The parts of src/llama-graph.cpp: llm_graph_context every model here uses."""
 
-    def __init__(self, header: GgufHeader, hp: object, s: Setup, *, is_swa: Sequence[bool],
+    def __init__(self, header: GgufHeader, s: Setup, *, is_swa: Sequence[bool],
                  n_head: Sequence[int], n_head_kv: Sequence[int], head_k: int, head_v: int):
         self.w = Weights(header)
         self.s = s
@@ -351,7 +352,7 @@ def _quantized(type_name: str) -> bool:
     return type_name not in ("f32", "f16", "bf16")
 
 
-def build_llama(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, object],
+def build_llama(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, Any],
                 arch: str) -> Graph:
     """src/models/llama.cpp (and qwen2.cpp, qwen3.cpp, qwen3moe.cpp: the same block with q/k
     norms or biases): embeddings, per layer RMS norm → Q/K/V (RoPE) → attention → + residual →
@@ -361,7 +362,7 @@ def build_llama(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, object
     pos = b.inp_pos()
     inp = b.attn_inp()
     out_ids = b.inp_out_ids()
-    n_used = int(meta.get(f"{arch}.expert_used_count", 0) or 0)  # type: ignore[call-overload]
+    n_used = int(meta.get(f"{arch}.expert_used_count", 0) or 0)
     factors = w.opt("rope_freqs.weight")
     for il in range(n_layer):
         p = f"blk.{il}."
@@ -422,7 +423,7 @@ def build_phi3(b: Builder, n_layer: int, n_embd: int) -> Graph:
     return b.finish(embd, logits)
 
 
-def build_gemma(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, object],
+def build_gemma(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, Any],
                 arch: str) -> Graph:
     """src/models/gemma2.cpp, gemma3.cpp: embeddings scaled, per layer RMS norm → Q/K/V (gemma3:
     q/k norms) → RoPE → Q scaled → attention (gemma2: soft-capped scores) over the full or the
@@ -481,14 +482,14 @@ class _Rs:
         """src/llama-memory-recurrent.cpp: a layer's R or S cache [n_embd, mem_size], f32."""
         return g.weight(n_embd, self.n_rs, name=name)
 
-    def build(self, s: Tensor, state_size: int, get_rows: object = None) -> Tensor:
+    def build(self, s: Tensor, state_size: int,
+              get_rows: Callable[[Tensor, Tensor], Tensor] = g.get_rows) -> Tensor:
         """src/llama-graph.cpp: build_rs — the zeroed row (a view, scaled in place), the main
         rows gathered (get_rows, or the layer's own function), the other rows copied back."""
         gf, n_seqs = self.b.gf, self.b.s.n_seqs
         states = g.reshape(s, state_size, s.ne[1])
         gf.expand(g.inplace("SCALE", g.view(states, (state_size,))))
-        fn = get_rows or g.get_rows
-        out = fn(states, self.main)  # type: ignore[operator]
+        out = get_rows(states, self.main)
         gf.expand(out)
         extra = g.get_rows(states, self.extra)
         gf.expand(g.cpy(extra, g.view(s, (state_size, self.n_rs - n_seqs), (s.nb[1],))))
@@ -603,48 +604,45 @@ def build_mamba(b: Builder, n_layer: int, n_embd: int, n_rs: int, d_conv: int, d
     return b.finish(embd, logits)
 
 
-def setups(ctx: object, n_kv: int, n_kv_swa: int, type_k: str, type_v: str
-           ) -> list[Setup]:
+def setups(ctx: Context, n_kv: int, n_kv_swa: int, type_k: str, type_v: str) -> list[Setup]:
     """src/llama-context.cpp: sched_reserve — the prompt graph and the generation graph."""
-    n_seqs = ctx.n_seq  # type: ignore[attr-defined]
-    n_tokens = min(ctx.n_ctx, ctx.n_ubatch)  # type: ignore[attr-defined]
-    n_outputs = min(n_tokens, ctx.n_batch)  # type: ignore[attr-defined]
-    n_stream = ctx.n_stream  # type: ignore[attr-defined]
-    fa = ctx.flash_attn  # type: ignore[attr-defined]
+    n_seqs = ctx.n_seq
+    n_tokens = min(ctx.n_ctx, ctx.n_ubatch)
+    n_outputs = min(n_tokens, ctx.n_batch)  # n_outputs_max: n_batch
     pp_tokens = -(-n_tokens // n_seqs) * n_seqs  # graph_reserve: a multiple of n_seqs
-    return [Setup(pp_tokens, n_seqs, n_outputs, n_stream, n_kv, n_kv_swa, fa, type_k, type_v),
-            Setup(n_seqs, n_seqs, n_seqs, n_stream, n_kv, n_kv_swa, fa, type_k, type_v)]
+    common = (ctx.n_stream, n_kv, n_kv_swa, ctx.flash_attn, type_k, type_v)
+    return [Setup(pp_tokens, n_seqs, n_outputs, *common),
+            Setup(n_seqs, n_seqs, n_seqs, *common)]
 
 
-def build(header: GgufHeader, hp: object, s: Setup) -> Graph:
-    arch = header.architecture
-    b = Builder(header, hp, s, is_swa=hp.is_swa, n_head=hp.n_head,  # type: ignore[attr-defined]
-                n_head_kv=hp.n_head_kv, head_k=hp.head_k,  # type: ignore[attr-defined]
-                head_v=hp.head_v)  # type: ignore[attr-defined]
+def build(header: GgufHeader, hp: Hparams, s: Setup) -> Graph:
+    """The graph src/models/<arch>.cpp builds for one reservation."""
+    arch, meta = header.architecture, header.metadata
+    b = Builder(header, s, is_swa=hp.is_swa, n_head=hp.n_head, n_head_kv=hp.n_head_kv,
+                head_k=hp.head_k, head_v=hp.head_v)
     if arch in ("llama", "qwen2", "qwen3", "qwen3moe"):
-        return build_llama(b, hp.n_layer, hp.n_embd, header.metadata, arch)  # type: ignore
+        return build_llama(b, hp.n_layer, hp.n_embd, meta, arch)
     if arch in ("gemma2", "gemma3"):
-        return build_gemma(b, hp.n_layer, hp.n_embd, header.metadata, arch)  # type: ignore
+        return build_gemma(b, hp.n_layer, hp.n_embd, meta, arch)
+    if arch == "phi3":
+        return build_phi3(b, hp.n_layer, hp.n_embd)
     n_rs = max(1, s.n_seqs)  # src/llama-memory-recurrent.cpp: mem_size = max(1, n_seq_max)
-    meta = header.metadata
     if arch == "lfm2":
-        d_conv = int(meta.get("lfm2.shortconv.l_cache", 0)) - 1  # type: ignore[call-overload]
-        return build_lfm2(b, hp.n_layer, hp.n_embd, hp.is_recr, n_rs, d_conv)  # type: ignore
+        d_conv = int(meta.get("lfm2.shortconv.l_cache", 0)) - 1
+        return build_lfm2(b, hp.n_layer, hp.n_embd, hp.is_recr, n_rs, d_conv)
     if arch == "mamba":
         def key(name: str) -> int:
-            return int(meta.get(f"mamba.ssm.{name}", 0))  # type: ignore[call-overload]
-        return build_mamba(b, hp.n_layer, hp.n_embd, n_rs, key("conv_kernel"),  # type: ignore
+            return int(meta.get(f"mamba.ssm.{name}", 0))
+        return build_mamba(b, hp.n_layer, hp.n_embd, n_rs, key("conv_kernel"),
                            key("inner_size"), key("state_size"), key("time_step_rank"))
-    if arch == "phi3":
-        return build_phi3(b, hp.n_layer, hp.n_embd)  # type: ignore[attr-defined]
     raise UsageError(f"{header.label}: llama.cpp's compute graph of {arch} is not modelled")
 
 
-def compute_bytes(header: GgufHeader, hp: object, ctx: object, caches: Sequence[object],
+def compute_bytes(header: GgufHeader, hp: Hparams, ctx: Context, caches: Sequence[Cache],
                   type_k: str, type_v: str) -> int:
     """The CPU compute buffer (sched_reserve: "CPU compute buffer size"): the largest of the
     reserved graphs as ggml's allocator lays it out."""
-    n_kv = next((c.cells for c in caches if c.name == "full"), 0)  # type: ignore[attr-defined]
-    n_kv_swa = next((c.cells for c in caches if c.name == "swa"), 0)  # type: ignore[attr-defined]
+    n_kv = next((c.cells for c in caches if c.name == "full"), 0)
+    n_kv_swa = next((c.cells for c in caches if c.name == "swa"), 0)
     return max(g.reserve(build(header, hp, s))
                for s in setups(ctx, n_kv, n_kv_swa, type_k, type_v))
