@@ -23,6 +23,7 @@ ARCHS: dict[str, dict[str, Any]] = {
               "vocab": 3000},
     "llama-moe": {"n_layer": 3, "n_expert": 8, "ff": 384, "vocab": 4000},
     "qwen2": {"n_layer": 3, "d": 384, "n_head": 6, "n_kv": 2, "ff": 1024, "vocab": 1000},
+    "qwen2moe": {"n_layer": 3, "n_expert": 4, "ff": 384, "vocab": 2000},  # a shared expert
     "qwen3moe": {"n_layer": 2, "d": 256, "n_head": 8, "n_kv": 4, "head": 64, "n_expert": 6},
     "gemma2": {"n_layer": 4, "d": 256, "n_head": 2, "n_kv": 1, "head": 128, "swa": 600},
     "gemma3": {"n_layer": 8, "d": 256, "n_head": 4, "n_kv": 1, "head": 256, "ff": 640,

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from llmcalc.planning.engines.llama_cpp import Cache, Context, Hparams
 
 # the architectures whose graphs are built here (src/models/<arch>.cpp)
-GRAPHS = ("llama", "qwen2", "qwen3", "qwen3moe", "phi3", "gemma2", "gemma3", "lfm2",
+GRAPHS = ("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe", "phi3", "gemma2", "gemma3", "lfm2",
           "mamba")
 
 
@@ -291,10 +291,14 @@ class Builder:
         self.gf.expand(cur)
         return cur
 
-    def ffn(self, p: str, cur: Tensor, act: str = "silu", gated: bool = True) -> Tensor:
+    def ffn(self, p: str, cur: Tensor, suffix: str = "") -> Tensor:
         """build_ffn with a parallel gate: up, gate, the GLU of the two (swiglu/geglu split),
-        down."""
+        down (suffix "_shexp": a shared expert's)."""
         w = self.w
+        if suffix:
+            up = self.mm(w(p + f"ffn_up{suffix}.weight"), cur)
+            gate = self.mm(w(p + f"ffn_gate{suffix}.weight"), cur)
+            return self.mm(w(p + f"ffn_down{suffix}.weight"), g.glu_split(gate, up))
         if not w.has(p + "ffn_gate.weight"):  # phi3: one fused up+gate matrix, LLM_FFN_SWIGLU
             up = self.mm(w(p + "ffn_up.weight"), cur)
             cur = g.Tensor(up.type, (up.ne[0] // 2,) + up.ne[1:], "GLU", [up])
@@ -354,8 +358,8 @@ def _quantized(type_name: str) -> bool:
 
 def build_llama(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, Any],
                 arch: str) -> Graph:
-    """src/models/llama.cpp (and qwen2.cpp, qwen3.cpp, qwen3moe.cpp: the same block with q/k
-    norms or biases): embeddings, per layer RMS norm → Q/K/V (RoPE) → attention → + residual →
+    """src/models/llama.cpp (and qwen2.cpp, qwen3.cpp, qwen2moe.cpp, qwen3moe.cpp: the same
+    block with q/k norms, biases, a shared expert): embeddings, per layer RMS norm → Q/K/V (RoPE) → attention → + residual →
     RMS norm → FFN or MoE → + residual; the last layer's rows cut to the outputs; norm, lm_head."""
     w = b.w
     inp_l = b.inp_embd(w("token_embd.weight"), n_embd)
@@ -382,8 +386,15 @@ def build_llama(b: Builder, n_layer: int, n_embd: int, meta: Mapping[str, Any],
         ffn_inp = g.binary("ADD", cur, inp_sa)
         cur = b.norm(ffn_inp, w(p + "ffn_norm.weight"))
         if w.has(p + "ffn_gate_inp.weight"):
-            # src/models/llama.cpp, qwen3moe.cpp: build_moe_ffn(…, LLM_FFN_SILU, norm_w = true)
-            cur = b.moe(p, cur, n_used, True)
+            # src/models/llama.cpp, qwen3moe.cpp: build_moe_ffn(…, LLM_FFN_SILU, norm_w = true);
+            # qwen2moe.cpp: norm_w false, then a shared expert gated by silu(x)/x of its router
+            moe_out = b.moe(p, cur, n_used, arch != "qwen2moe")
+            if w.has(p + "ffn_gate_inp_shexp.weight"):
+                gate_inp = b.mm(w(p + "ffn_gate_inp_shexp.weight"), cur)
+                gate = g.binary("DIV", g.unary("UNARY", gate_inp), gate_inp)
+                shared = b.ffn(p, cur, suffix="_shexp")
+                moe_out = g.binary("ADD", moe_out, g.binary("MUL", shared, gate))
+            cur = moe_out
         else:
             cur = b.ffn(p, cur)
         inp_l = g.binary("ADD", cur, ffn_inp)
@@ -620,7 +631,7 @@ def build(header: GgufHeader, hp: Hparams, s: Setup) -> Graph:
     arch, meta = header.architecture, header.metadata
     b = Builder(header, s, is_swa=hp.is_swa, n_head=hp.n_head, n_head_kv=hp.n_head_kv,
                 head_k=hp.head_k, head_v=hp.head_v)
-    if arch in ("llama", "qwen2", "qwen3", "qwen3moe"):
+    if arch in ("llama", "qwen2", "qwen3", "qwen2moe", "qwen3moe"):
         return build_llama(b, hp.n_layer, hp.n_embd, meta, arch)
     if arch in ("gemma2", "gemma3"):
         return build_gemma(b, hp.n_layer, hp.n_embd, meta, arch)
