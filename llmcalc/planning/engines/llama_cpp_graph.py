@@ -559,7 +559,7 @@ def build_lfm2(b: Builder, n_layer: int, n_embd: int, is_recr: Sequence[bool], n
 
 
 def build_mamba(b: Builder, n_layer: int, n_embd: int, n_rs: int, d_conv: int, d_inner: int,
-                d_state: int, dt_rank: int) -> Graph:
+                d_state: int, dt_rank: int, dt_b_c_rms: bool) -> Graph:
     """src/models/mamba.cpp, mamba-base.cpp: build_mamba_layer — in_proj to x and z, x after the
     conv state (concat, the last d_conv − 1 columns stored back), SSM_CONV + bias, SiLU, x_proj to
     dt/B/C, dt_proj, the selective scan over the gathered SSM states (build_rs), its final states
@@ -588,7 +588,11 @@ def build_mamba(b: Builder, n_layer: int, n_embd: int, n_rs: int, d_conv: int, d
         dt = g.view(x_db, (dt_rank, n_st, n_seqs), (x_db.nb[1], x_db.nb[2]))
         bb = g.view(x_db, (d_state, 1, n_st, n_seqs), (d_state * 4, x_db.nb[1], x_db.nb[2]))
         cc = g.view(x_db, (d_state, 1, n_st, n_seqs), (d_state * 4, x_db.nb[1], x_db.nb[2]))
-        dt = g.binary("ADD", b.mm(w(p + "ssm_dt.weight"), g.cont(dt)), w(p + "ssm_dt.bias"))
+        if dt_b_c_rms:  # falcon-mamba: dt, B and C RMS-normed (no weights) instead
+            dt, bb, cc = g.unary("RMS_NORM", dt), g.unary("RMS_NORM", bb), g.unary("RMS_NORM", cc)
+        else:
+            dt = g.cont(dt)
+        dt = g.binary("ADD", b.mm(w(p + "ssm_dt.weight"), dt), w(p + "ssm_dt.bias"))
         xs = x
         x4 = g.reshape(x, 1, d_inner, n_st, n_seqs)
         a = w(p + "ssm_a")
@@ -645,7 +649,8 @@ def build(header: GgufHeader, hp: Hparams, s: Setup) -> Graph:
         def key(name: str) -> int:
             return int(meta.get(f"mamba.ssm.{name}", 0))
         return build_mamba(b, hp.n_layer, hp.n_embd, n_rs, key("conv_kernel"),
-                           key("inner_size"), key("state_size"), key("time_step_rank"))
+                           key("inner_size"), key("state_size"), key("time_step_rank"),
+                           bool(meta.get("mamba.ssm.dt_b_c_rms", False)))
     raise UsageError(f"{header.label}: llama.cpp's compute graph of {arch} is not modelled")
 
 
