@@ -333,18 +333,14 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         by_batch.extend({"batch": b, **{k: figures[k] for k in USERS_FIGURES}}
                         for b, figures in users.items())
         chosen = users[batch] if batch in users else at(batch)  # the chosen batch: once
-        # llama.cpp's fit beside the bound (latency --engine): Metal on Apple silicon, CUDA on a
-        # GeForce card (the two the measured rows hold well)
-        backend = ("metal" if card_only.kind == "apple" else "cuda"
-                   if card_only.kind == "consumer" and card_only.key.startswith("rtx-") else None)
-        if backend is not None:
+        if card_only.kind == "apple":  # llama.cpp's Metal fit, beside the bound (latency --engine)
             from llmcalc.cli.latency import expected_for
             from llmcalc.render.latency import expected_json
 
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype)
             chosen = {**chosen, "expected": expected_json(
-                expected_for(lat, engine="llama.cpp", backend=backend))}
+                expected_for(lat, engine="llama.cpp", backend="metal"))}
             commands["latency"] += " --engine llama.cpp"
         return chosen
 
