@@ -20,6 +20,7 @@ from llmcalc.cli._common import (
     handles_errors,
     output_format,
     print_json,
+    refuse_assumed,
     refuse_explain,
     set_strict,
     show,
@@ -118,6 +119,7 @@ def latency(
     if how is Format.json:
         print_json(latency_json(r, exp))
         return
+    refuse_assumed(r.notes, "the output")  # --strict: a prompt past the model's window
     show(latency_view(r, exp))
     if explain:
         show(*(Text(line) for line in latency_explain(r)))
