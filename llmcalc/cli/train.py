@@ -23,6 +23,7 @@ from llmcalc.cli._common import (
     handles_errors,
     output_format,
     print_json,
+    refuse_assumed,
     refuse_explain,
     set_strict,
     show,
@@ -194,6 +195,7 @@ def train(
                 raise UsageError(f"--format {how.value}: a fine-tuning plan prints as a table or JSON")
             print_json(finetune_json(spec, fp, acc))
         else:
+            refuse_assumed(finetune_json(spec, fp, acc)["notes"], "the output")  # --strict
             show(finetune_view(spec, fp, acc))
             if explain:
                 show(*(Text(line) for line in finetune_explain(spec, fp)))

@@ -31,6 +31,13 @@ def _no_notes(text: str) -> None:
     (("memory", "{yaml}", "--ctx", "4k"), BEYOND.format(limit="2,048")),
     (("count", "{yaml}"), DEFAULTS),
     (("count", "gpt2", "--set", "n_layer=2"), "changed with --set: n_layer=2"),
+    # every command that sizes a sequence says so where it passes the model's window
+    (("latency", "gpt2", "--gpu", "h100", "--ctx", "4k"), BEYOND.format(limit="1,024")),
+    (("train", "gpt2", "--gpu", "h100", "--ctx", "4k"), BEYOND.format(limit="1,024")),
+    (("train", "{yaml}", "--gpu", "h100", "--ctx", "4k", "--method", "lora"),
+     BEYOND.format(limit="2,048")),
+    (("mfu", "gpt2", "--gpu", "h100", "--tokens-per-sec", "1000", "--ctx", "4k"),
+     BEYOND.format(limit="1,024")),
 ])
 def test_notes_go_to_stderr(cli: Any, write: Any, args: tuple[str, ...], note: str) -> None:
     yaml = write("tiny.yaml", TINY)
@@ -64,3 +71,20 @@ def test_readme_says_where_notes_go() -> None:
     readme = " ".join((REPO / "README.md").read_text().split())
     assert ("Every `note:` and `warning:` line of every command goes to stderr" in readme
             and "with `--json` they are only in the answer's `notes`" in readme)
+
+
+@pytest.mark.parametrize("args", [
+    ("latency", "gpt2", "--gpu", "h100"), ("train", "gpt2", "--gpu", "h100"),
+    ("train", "llama-2-7b", "--gpu", "h100", "--method", "lora"),
+])
+def test_strict_refuses_a_sequence_past_the_window(cli: Any, args: tuple[str, ...]) -> None:
+    """--strict: a figure at a context the model was not made for is refused, exit 2, in the
+    table and in --json alike; inside the window it runs, with no note."""
+    limit = "1,024" if "gpt2" in args else "4,096"
+    ctx = "4k" if "gpt2" in args else "8k"
+    note = BEYOND.format(limit=limit).replace("4,096 is", f"{int(ctx[0]) * 1024:,} is")
+    for extra in ((), ("--json",)):
+        r = cli(*args, "--ctx", ctx, "--strict", *extra)
+        assert (r.code, r.stdout, r.stderr) == (2, "", f"error: --strict: the output: {note}\n")
+        ok = cli(*args, "--ctx", "1k", "--strict", *extra)
+        assert ok.code == 0 and "note:" not in ok.stderr, ok.stderr
