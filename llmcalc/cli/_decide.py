@@ -103,7 +103,8 @@ def smallest_change(choices: Sequence[Sequence[Change]],
 def training_changes(*, gpus: int, tp: int, pp: int, zero: int, recompute: str,
                      flash_attention: bool, heads: int) -> list[list[Change]]:
     """What `train` may change, lightest first: FlashAttention, recomputation, a ZeRO stage,
-    tensor parallelism within a node (dividing the GPUs and the heads)."""
+    tensor parallelism within a node (dividing the GPUs and ``heads``, the largest degree that
+    divides every attention and KV head count: 0 where nothing splits)."""
     out: list[list[Change]] = []
     if not flash_attention:
         out.append([("--flash-attention", {"flash_attention": True})])

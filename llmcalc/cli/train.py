@@ -61,6 +61,7 @@ from llmcalc.planning.training import (
     TrainingPlan,
     parallelism,
     plan_training,
+    tp_unit,
 )
 from llmcalc.render.train import explain_lines, train_grid, train_json, train_view
 from llmcalc.units import parse_context, parse_count
@@ -239,7 +240,7 @@ def train(
     if how is Format.table and not plan.fits:
         say_change(smallest_change(
             training_changes(gpus=gpus, tp=tp, pp=pp, zero=zero, recompute=asked["recompute"],
-                             flash_attention=asked["flash_attention"], heads=spec.shape.num_heads),
+                             flash_attention=asked["flash_attention"], heads=tp_unit(spec)),
             lambda change: planned(**change).fits), fits=False)
     if fail_if_not_fit and not plan.fits:
         raise typer.Exit(NOT_FIT)

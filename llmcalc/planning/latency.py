@@ -35,6 +35,7 @@ from llmcalc.formulas import flops, memory
 from llmcalc.formulas.quant import WeightFormat, is_routed_expert, weight_bytes
 from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.hardware import Accelerator, Interconnect
+from llmcalc.planning.training import check_tp_heads
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
@@ -165,22 +166,6 @@ def ridge_batch(
     return max(1, -int(-b // 1))
 
 
-def _check_tp_heads(spec: ModelSpec, tp: int) -> None:
-    """Tensor parallelism splits each layer's attention heads and KV heads over the GPUs: ``tp``
-    must divide them all (an engine that repeats KV heads is not modelled; fit refuses it too)."""
-    if tp == 1:
-        return
-    kinds = [g.attention for g in spec.layer_groups if g.attention is not None]
-    heads = sorted({a.heads for a in kinds})
-    kv = sorted({a.kv_heads for a in kinds if not a.kv_latent_dim})
-    if any(h % tp for h in (*heads, *kv)):
-        shown = "/".join(map(str, heads)) + " attention heads" + (
-            f" and {'/'.join(map(str, kv))} KV heads" if kv else "")
-        raise ParameterError("{tp} {value}: {name}'s {shown} do not split evenly over {value} "
-                             "GPUs; use a {tp} that divides them", value=tp, name=spec.name,
-                             shown=shown)
-
-
 def latency(
     spec: ModelSpec,
     *,
@@ -203,7 +188,7 @@ def latency(
             raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)
     _check_fraction("compute_efficiency", compute_efficiency)
     _check_fraction("bandwidth_efficiency", bandwidth_efficiency)
-    _check_tp_heads(spec, tp)
+    check_tp_heads(spec, tp)
     acc, link, ce, be = accelerator, interconnect, compute_efficiency, bandwidth_efficiency
     kw = dict(acc=acc, link=link, tp=tp, ce=ce, be=be)
     prefill = _stage(

@@ -19,6 +19,23 @@ def test_latency_tp_must_divide_the_heads(cli: Any) -> None:
     assert (ok.code, ok.json()["inputs"]["tp"]) == (0, 8)
 
 
+def test_train_tp_must_divide_the_heads(cli: Any) -> None:
+    """As Megatron-LM asserts: 2^40-way tensor parallelism of 32 heads is refused, not planned
+    at 2 B of weights a GPU; a --tp dividing the heads but not Llama-3-8B's 8 KV heads too."""
+    r = cli("train", "llama", "--gpu", "h100", "--gpus", "1099511627776", "--tp",
+            "1099511627776", "--ctx", "2k")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "error: --tp 1099511627776: llama (transformers defaults)'s 32 attention heads and 32 KV "
+        "heads do not split evenly over 1099511627776 GPUs; use a --tp that divides them\n")
+    r = cli("train", "llama-3-8b", "--gpu", "h100", "--gpus", "16", "--tp", "16", "--json")
+    assert (r.code, r.stderr) == (2, (
+        "error: --tp 16: meta-llama/Meta-Llama-3-8B's 32 attention heads and 8 KV heads do not "
+        "split evenly over 16 GPUs; use a --tp that divides them\n"))
+    ok = cli("train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8", "--json")
+    assert (ok.code, ok.json()["parallelism"]["tp"]) == (0, 8)
+
+
 def test_fp4_on_an_moe_says_the_experts_stay_bf16(cli: Any) -> None:
     # Qwen3.6-35B-A3B: 40 layers × 256 experts × 3 projections × 2,048 × 512 in fused parameters
     experts = 40 * 256 * 3 * 2048 * 512
