@@ -66,3 +66,11 @@ def test_not_planned_gives_its_reason(cli: Any) -> None:
     assert f"not planned (1): {reason}" in " ".join(r.stdout.split())
     assert cli("fit", "--gpu", "h100", "--match", "llama-3.2-11b*", "--json").json()[
         "skipped"] == [reason]
+
+
+def test_an_offload_split_of_a_trillion_layers_names_the_model(cli: Any) -> None:
+    r = cli("fit", "llama", "--gpu", "h100", "--offload", "--set",
+            "num_hidden_layers=1000000000000")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: --offload: llama (transformers defaults) has 1,000,000,000,000 "
+                        "layers; a split is searched layer by layer, over at most 65,536\n")
