@@ -63,7 +63,13 @@ from llmcalc.cli._engine import (
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
-from llmcalc.cli._options import COUNT_SUFFIXES, CONTEXT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import (
+    CONTEXT_SUFFIXES,
+    COUNT_SUFFIXES,
+    EngineOpt,
+    KvDTypeOpt,
+    speaks_flags,
+)
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
