@@ -99,6 +99,15 @@ ExplainOpt = Annotated[
 
 
 _STRICT: contextvars.ContextVar[bool] = contextvars.ContextVar("strict", default=False)
+# what this command has already said on stderr (a warning), so that a format printing the notes
+# of its answer there (CSV, Markdown) does not say it twice
+_SAID: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("said", default=())
+
+
+def say(kind: str, text: str) -> None:
+    """One ``warning:`` (or ``note:``) line on stderr, remembered for this command."""
+    typer.echo(f"{kind}: {text}", err=True)
+    _SAID.set((*_SAID.get(), text))
 
 
 def set_strict(value: bool) -> None:
@@ -146,6 +155,7 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         token = _STRICT.set(False)  # each command sets its own --strict
+        said = _SAID.set(())
         try:
             return func(*args, **kwargs)
         except LLMCalcError as e:
@@ -153,6 +163,7 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(e.exit_code) from None
         finally:
             _STRICT.reset(token)
+            _SAID.reset(said)
 
     return wrapper
 
@@ -180,7 +191,7 @@ def spec_for(
         )
         for note in spec.notes:
             if note.startswith(("--family ", UNMODELLED_NOTE)) and not _STRICT.get():
-                typer.echo(f"warning: {note}", err=True)
+                say("warning", note)
         return spec
 
     if overrides or family is not None or revision is not None:
@@ -423,12 +434,30 @@ def emit(
         if len(tables) != 1:
             raise UsageError("--format csv: this output has several tables; use --format markdown")
         typer.echo(escape_output(to_csv(tables[0])), nl=False)
+        say_notes(data())
     elif fmt is Format.markdown:
         typer.echo(escape_output(to_markdown(grids())), nl=False)
+        say_notes(data())
     elif view is not None:
         show(view())
     else:
         show_grids(grids())
+        answer = data()
+        if isinstance(answer, list):  # a comparison: each model's notes, named
+            say_notes(answer)
+
+
+def say_notes(answer: object) -> None:
+    """The notes of a command's answer (its JSON's ``notes``) on stderr, for an output whose stdout
+    is data alone (CSV, Markdown, a comparison's table), as one model's table says them there:
+    none is lost, none said twice; in a comparison each names its model."""
+    said = set(_SAID.get())
+    models = answer if isinstance(answer, list) else [answer]
+    for item in models:
+        label = item.get("model") if isinstance(answer, list) and isinstance(item, dict) else None
+        for note in dict.fromkeys(_notes_in(item)):
+            if note not in said:
+                say("note", f"{label}: {note}" if isinstance(label, str) else note)
 
 
 def show_grids(grids: list[Grid]) -> None:

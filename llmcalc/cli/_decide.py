@@ -76,9 +76,11 @@ def beyond_window(spec: ModelSpec, ctx: int | None) -> str | None:
 
 def warn_beyond_window(spec: ModelSpec, ctx: int | None) -> None:
     """:func:`beyond_window` as a warning line on stderr."""
+    from llmcalc.cli._common import say
+
     warning = beyond_window(spec, ctx)
     if warning:
-        typer.echo(f"warning: {warning}", err=True)
+        say("warning", warning)
 
 
 # A change that may make a plan fit: the flags as typed, and the keyword arguments they set.
