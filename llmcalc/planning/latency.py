@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
-from llmcalc.formulas.quant import WeightFormat, is_routed_expert, weight_bytes
+from llmcalc.formulas.quant import WeightFormat, format_notes, is_routed_expert, weight_bytes
 from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.hardware import Accelerator, Interconnect
 from llmcalc.planning.training import check_tp_heads
@@ -102,7 +102,9 @@ class Latency:
     ridge_batch: int | None  # decode turns compute bound here (None: never)
     speculation: Speculation | None
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
-    notes: tuple[str, ...] = ()  # what the figures are read with (a prompt past the window …)
+    # what the figures are read with: a prompt past the window (the words flops and memory
+    # use), what the weights' format leaves wide (formulas.quant.format_notes)
+    notes: tuple[str, ...] = ()
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -225,5 +227,5 @@ def latency(
         ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
                                 ce=ce, be=be),
         speculation=spec_result, layers=spec.num_layers,
-        notes=context_notes(spec, ctx=ctx),  # the words flops and memory use for this prompt
+        notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype)),
     )

@@ -110,6 +110,7 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
     a, link = r.accelerator, r.interconnect
     sp = r.speculation
     return {
+        "notes": list(r.notes),
         "model": r.model,
         "inputs": {
             "accelerator": {"name": a.name, "peak_flops": a.peak_flops, "bandwidth": a.bandwidth,
@@ -138,7 +139,6 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
             "draft_step_s": sp.draft_step_s, "speedup": sp.speedup,
         },
         **({} if exp is None else {"expected": expected_json(exp)}),
-        "notes": list(r.notes),
     }
 
 
