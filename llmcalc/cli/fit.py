@@ -289,7 +289,8 @@ def fit(
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.fit_grid(items, accelerator=acc, dtype=weights, kv_dtype=kv)],
          view=(lambda: r.fit_view(items[0][1], items[0][2], accelerator=acc, dtype=weights,
-                                  kv_dtype=kv)) if len(items) == 1 else None)
+                                  kv_dtype=kv)) if len(items) == 1 else None,
+         labels=[m for m, _, _ in items])
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2], accelerator=acc)))
     show_format_notes(how, [(label, f.notes) for label, _, f in items])

@@ -108,8 +108,8 @@ def test_csv_and_markdown_keep_stdout_data_and_say_the_notes(cli: Any, fmt: str,
 
 
 def test_a_comparison_names_each_models_note_on_stderr(cli: Any) -> None:
-    notes = (f"note: openai-community/gpt2: {BEYOND.format(limit='1,024')}\n"
-             f"note: llama (transformers defaults): {BEYOND.format(limit='2,048')}\n")
+    notes = (f"note: gpt2: {BEYOND.format(limit='1,024')}\n"  # named as typed, as the columns
+             f"note: llama: {BEYOND.format(limit='2,048')}\n")
     for command in ("flops", "memory"):
         for extra in ((), ("--format", "csv"), ("--format", "markdown")):
             r = cli(command, "gpt2", "llama", "--ctx", "4k", *extra)
