@@ -1,4 +1,4 @@
-"""Nonsense refused in one line, exit 2 (issue 35)."""
+"""Nonsense refused in one line, exit 2."""
 
 from __future__ import annotations
 
