@@ -29,7 +29,7 @@ MaxModelLenOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--max-model-len", "--context-length", "--max-seq-len", metavar="CTX",
                  show_default=False,
-                 help="With --engine: the longest request (default: the model's window); the "
+                 help="With --engine: the longest request (4k = 4,096; default: the model's window); the "
                  "engine's own settings: docs/serving-engines.md."),
 ]
 MaxNumSeqsOpt = Annotated[

@@ -63,7 +63,13 @@ from llmcalc.cli._engine import (
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
-from llmcalc.cli._options import CONTEXT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import (
+    CONTEXT_SUFFIXES,
+    COUNT_SUFFIXES,
+    EngineOpt,
+    KvDTypeOpt,
+    speaks_flags,
+)
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.cli._weights import DTypeOpt, show_format_notes
 from llmcalc.errors import UsageError
@@ -71,7 +77,7 @@ from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
 from llmcalc.planning.serving import fit as fit_plan
-from llmcalc.units import DType, parse_context, parse_dtype
+from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
 
 
 @handles_errors
@@ -92,10 +98,10 @@ def fit(
     gpu_bandwidth: GpuBandwidthOpt = None,
     dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
-    batch: Annotated[
-        Optional[int],  # noqa: UP045 - typer reads this annotation at run time
+    batch_text: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads this annotation at run time
         typer.Option("--batch", help="Sequences served at once; finds the largest context "
-                     "(default 1).", show_default=False, metavar="N"),
+                     f"(default 1; {COUNT_SUFFIXES}).", show_default=False, metavar="N"),
     ] = None,
     ctx: Annotated[
         Optional[str],  # noqa: UP045
@@ -179,6 +185,7 @@ def fit(
     set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
+    batch = None if batch_text is None else _batch(batch_text)
     engine_settings = EngineSettings(
         gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, block_size,
         enforce_eager, mem_fraction_static, chunked_prefill_size, max_running_requests, page_size,
@@ -282,7 +289,8 @@ def fit(
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.fit_grid(items, accelerator=acc, dtype=weights, kv_dtype=kv)],
          view=(lambda: r.fit_view(items[0][1], items[0][2], accelerator=acc, dtype=weights,
-                                  kv_dtype=kv)) if len(items) == 1 else None)
+                                  kv_dtype=kv)) if len(items) == 1 else None,
+         labels=[m for m, _, _ in items])
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2], accelerator=acc)))
     show_format_notes(how, [(label, f.notes) for label, _, f in items])
@@ -328,6 +336,15 @@ def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None,
         return
     grid = what_fits_grid(rows, accelerator=acc, gpus=gpus, min_ctx=min_ctx, skipped=skipped)
     emit(how, data=lambda: None, grids=lambda: [grid])
+
+
+def _batch(text: str) -> int:
+    """--batch: a plain integer as typed (0 or less is refused below, in the flag's words), else
+    a count with its suffix (1k = 1,024, as every count option reads it)."""
+    plain = text.strip()
+    if plain.lstrip("+-").isdigit() and abs(int(plain)) <= MAX_NUMBER:
+        return int(plain)
+    return parse_count(text, option="--batch")
 
 
 def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType, ctx: int,

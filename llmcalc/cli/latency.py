@@ -20,6 +20,7 @@ from llmcalc.cli._common import (
     handles_errors,
     output_format,
     print_json,
+    refuse_assumed,
     refuse_explain,
     set_strict,
     show,
@@ -27,7 +28,7 @@ from llmcalc.cli._common import (
     takes_text,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
-from llmcalc.cli._options import EngineOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import COUNT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
@@ -49,9 +50,9 @@ def latency(
     gpu_flops: GpuFlopsOpt = None,
     gpu_bandwidth: GpuBandwidthOpt = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs.")] = 1,
-    batch: Annotated[str, typer.Option("--batch", help="Sequences served together.")] = "1",
+    batch: Annotated[str, typer.Option("--batch", help=f"Sequences served together ({COUNT_SUFFIXES}).")] = "1",
     ctx: Annotated[str, typer.Option("--ctx", help="Prompt tokens (4k = 4,096).")] = "1k",
-    gen: Annotated[str, typer.Option("--gen", help="Generated tokens per sequence.")] = "256",
+    gen: Annotated[str, typer.Option("--gen", help=f"Generated tokens per sequence ({COUNT_SUFFIXES}).")] = "256",
     dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     link: Annotated[
@@ -118,6 +119,7 @@ def latency(
     if how is Format.json:
         print_json(latency_json(r, exp))
         return
+    refuse_assumed(r.notes, "the output")  # --strict: a prompt past the model's window
     show(latency_view(r, exp))
     if explain:
         show(*(Text(line) for line in latency_explain(r)))

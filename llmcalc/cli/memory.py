@@ -240,7 +240,8 @@ def memory(
         raise UsageError("--prefill-chunk: it applies with --attention")
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.memory_grid(items)],
-         view=(lambda: r.memory_view(items[0][1], items[0][2], stored)) if len(items) == 1 else None)
+         view=(lambda: r.memory_view(items[0][1], items[0][2], stored)) if len(items) == 1 else None,
+         labels=[m for m, _, _ in items])
     if peaks and how is Format.table:
         for (m, _, _), p in zip(items, peaks, strict=True):
             show(Text(f"{m}: steady state {gib(p['steady_bytes'])} + prefill transients "

@@ -34,8 +34,9 @@ from dataclasses import dataclass, replace
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.quant import WeightFormat, format_notes, is_routed_expert, weight_bytes
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.hardware import Accelerator, Interconnect
+from llmcalc.planning.training import check_tp_heads
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
@@ -104,7 +105,9 @@ class Latency:
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
     peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype)
     prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
-    notes: tuple[str, ...] = ()  # what the weights' format leaves wide (formulas.quant.format_notes)
+    # what the figures are read with: a prompt past the window (the words flops and memory
+    # use), what the weights' format leaves wide (formulas.quant.format_notes)
+    notes: tuple[str, ...] = ()
 
 
 # The tensor formats an engine may run a weight format's GEMMs in, beside bf16: any weights can be
@@ -188,22 +191,6 @@ def ridge_batch(
     return max(1, -int(-b // 1))
 
 
-def _check_tp_heads(spec: ModelSpec, tp: int) -> None:
-    """Tensor parallelism splits each layer's attention heads and KV heads over the GPUs: ``tp``
-    must divide them all (an engine that repeats KV heads is not modelled; fit refuses it too)."""
-    if tp == 1:
-        return
-    kinds = [g.attention for g in spec.layer_groups if g.attention is not None]
-    heads = sorted({a.heads for a in kinds})
-    kv = sorted({a.kv_heads for a in kinds if not a.kv_latent_dim})
-    if any(h % tp for h in (*heads, *kv)):
-        shown = "/".join(map(str, heads)) + " attention heads" + (
-            f" and {'/'.join(map(str, kv))} KV heads" if kv else "")
-        raise ParameterError("{tp} {value}: {name}'s {shown} do not split evenly over {value} "
-                             "GPUs; use a {tp} that divides them", value=tp, name=spec.name,
-                             shown=shown)
-
-
 def latency(
     spec: ModelSpec,
     *,
@@ -226,7 +213,7 @@ def latency(
             raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)
     _check_fraction("compute_efficiency", compute_efficiency)
     _check_fraction("bandwidth_efficiency", bandwidth_efficiency)
-    _check_tp_heads(spec, tp)
+    check_tp_heads(spec, tp)
     peak = compute_peak(accelerator, dtype)
     acc = replace(accelerator, peak_flops=peak)  # the stages run at the weight format's peak
     link, ce, be = interconnect, compute_efficiency, bandwidth_efficiency
@@ -267,5 +254,5 @@ def latency(
         speculation=spec_result, layers=spec.num_layers, peak_flops=peak,
         prefill_attention_flops=-(-batch * flops.attention_flops_per_sequence(
             spec, ctx=ctx, causal=True) // tp),
-        notes=format_notes(spec, dtype),
+        notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype)),
     )

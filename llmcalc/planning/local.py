@@ -176,8 +176,9 @@ def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int
         return list(fmt.layer_bytes), fmt.head_bytes, weight_bytes(spec, fmt)
     n = spec.num_layers
     if n > MAX_OFFLOAD_LAYERS:
-        raise ParameterError("{spec}: " + f"{n:,} layers; an offload split walks at most "
-                             f"{MAX_OFFLOAD_LAYERS:,}")
+        raise ParameterError("{offload}: {name} has " + f"{n:,} layers; a split is searched "
+                             f"layer by layer, over at most {MAX_OFFLOAD_LAYERS:,}",
+                             name=spec.name)
     return [_layer_bytes(spec, fmt, i) for i in range(n)], _head_bytes(spec, fmt), \
         weight_bytes(spec, fmt)
 

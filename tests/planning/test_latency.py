@@ -119,3 +119,22 @@ def test_gpu_flops_replaces_only_the_bf16_peak(cli: Any) -> None:
             "--ctx", "512", "--gen", "1", "--json")
     acc = json.loads(r.stdout)["inputs"]["accelerator"]
     assert (acc["peak_flops"], acc["compute_peak_flops"]) == (100 * 10**12, 838 * 10**12)
+
+
+def test_a_prompt_past_the_window_is_noted_as_flops_notes_it(cli) -> None:
+    """latency gpt2 --ctx 4k: the roofline is computed as asked, with flops' own note on stderr
+    (in --json, only in notes); --strict refuses it; a prompt inside the window has no note."""
+    note = ("note: context 4,096 is above the model's max_position_embeddings (1,024); the "
+            "figures assume it runs there anyway\n")
+    flops = cli("flops", "gpt2", "--ctx", "4k")
+    r = cli("latency", "gpt2", "--gpu", "h100", "--ctx", "4k")
+    assert (r.code, r.stderr) == (0, note) and flops.stderr == note
+    assert "note:" not in r.stdout and "time to first token" in r.stdout
+    d = cli("latency", "gpt2", "--gpu", "h100", "--ctx", "4k", "--json")
+    assert (d.code, d.stderr) == (0, "")
+    assert d.json()["notes"] == [note[len("note: "):-1]] and d.json()["inputs"]["ctx"] == 4096
+    assert cli("latency", "gpt2", "--gpu", "h100", "--ctx", "1k", "--json").json()["notes"] == []
+    for extra in ((), ("--json",)):
+        s = cli("latency", "gpt2", "--gpu", "h100", "--ctx", "4k", "--strict", *extra)
+        assert (s.code, s.stdout) == (2, "")
+        assert s.stderr == "error: --strict: the output: " + note[len("note: "):]
