@@ -146,8 +146,9 @@ def fit(
     ] = None,
     gpu_layers: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--gpu-layers", metavar="N", help="With --offload: put N layers on the GPU "
-                     "instead of as many as fit.", show_default=False),
+        typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="With --offload: "
+                     "llama.cpp's -ngl N instead of as many as fit (the output layer counts as one "
+                     "and goes first, then the last layers).", show_default=False),
     ] = None,
     attention: AttentionOpt = None,
     prefill_chunk: PrefillChunkOpt = None,
@@ -338,7 +339,7 @@ def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType
     ram = (parse_bandwidth(ram_bandwidth, option="--ram-bandwidth") if ram_bandwidth is not None
            else DEFAULT_RAM_BANDWIDTH)
     o = offload(spec, accelerator=acc, dtype=weights, kv_dtype=kv, ctx=ctx, ram_bandwidth=ram,
-                headroom=headroom, gpu_layers=gpu_layers)
+                headroom=headroom, ngl=gpu_layers)
     if how is Format.json:
         print_json(offload_json(spec, o, accelerator=acc, dtype=weights.value, ctx=ctx))
     elif how is Format.table:
