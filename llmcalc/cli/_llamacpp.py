@@ -152,3 +152,28 @@ def fit_llama_cpp(model: str, version: str | None, params: Any, *, ngl_given: bo
         raise UsageError(f"--format {how.value}: fit --engine llama.cpp prints a table or JSON")
     if f.left < 0:
         raise typer.Exit(1)
+
+
+def hidden(option: Any) -> Any:
+    """The same option kept out of --help (fit lists the engines' settings in its docs page)."""
+    import copy
+    import typing
+
+    base, info = typing.get_args(option)
+    info = copy.copy(info)
+    info.hidden = True
+    return Annotated[base, info]
+
+
+FitCtxSizeOpt = hidden(CtxSizeOpt)
+FitBatchSizeOpt = hidden(BatchSizeOpt)
+FitUbatchSizeOpt = hidden(UbatchSizeOpt)
+FitCacheTypeKOpt = hidden(CacheTypeKOpt)
+FitCacheTypeVOpt = hidden(CacheTypeVOpt)
+FitFlashAttnOpt = hidden(FlashAttnOpt)
+FitNCpuMoeOpt = hidden(NCpuMoeOpt)
+FitOverrideTensorOpt = hidden(OverrideTensorOpt)
+FitSwaFullOpt = hidden(SwaFullOpt)
+FitParallelOpt = hidden(ParallelOpt)
+FitKvUnifiedOpt = hidden(KvUnifiedOpt)
+FitNoMmapOpt = hidden(NoMmapOpt)

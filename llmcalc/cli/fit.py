@@ -61,22 +61,22 @@ from llmcalc.cli._engine import (
     PageSizeOpt,
     TokensPerBlockOpt,
 )
-from llmcalc.cli._llamacpp import (
-    BatchSizeOpt,
-    CacheTypeKOpt,
-    CacheTypeVOpt,
-    CtxSizeOpt,
-    FitTargetOpt,
-    FlashAttnOpt,
-    KvUnifiedOpt,
-    NCpuMoeOpt,
-    NoMmapOpt,
-    OverrideTensorOpt,
-    ParallelOpt,
-    SwaFullOpt,
-    UbatchSizeOpt,
-)
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
+from llmcalc.cli._llamacpp import (
+    FitBatchSizeOpt,
+    FitCacheTypeKOpt,
+    FitCacheTypeVOpt,
+    FitCtxSizeOpt,
+    FitFlashAttnOpt,
+    FitKvUnifiedOpt,
+    FitNCpuMoeOpt,
+    FitNoMmapOpt,
+    FitOverrideTensorOpt,
+    FitParallelOpt,
+    FitSwaFullOpt,
+    FitTargetOpt,
+    FitUbatchSizeOpt,
+)
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
@@ -186,18 +186,18 @@ def fit(
     max_num_tokens: MaxNumTokensOpt = None,
     tokens_per_block: TokensPerBlockOpt = None,
     kv_memory: KvMemoryOpt = None,
-    ctx_size: CtxSizeOpt = None,
-    batch_size: BatchSizeOpt = None,
-    ubatch_size: UbatchSizeOpt = None,
-    cache_type_k: CacheTypeKOpt = None,
-    cache_type_v: CacheTypeVOpt = None,
-    flash_attn: FlashAttnOpt = None,
-    n_cpu_moe: NCpuMoeOpt = 0,
-    override_tensor: OverrideTensorOpt = None,
-    swa_full: SwaFullOpt = False,
-    parallel: ParallelOpt = None,
-    kv_unified: KvUnifiedOpt = None,
-    no_mmap: NoMmapOpt = False,
+    ctx_size: FitCtxSizeOpt = None,
+    batch_size: FitBatchSizeOpt = None,
+    ubatch_size: FitUbatchSizeOpt = None,
+    cache_type_k: FitCacheTypeKOpt = None,
+    cache_type_v: FitCacheTypeVOpt = None,
+    flash_attn: FitFlashAttnOpt = None,
+    n_cpu_moe: FitNCpuMoeOpt = 0,
+    override_tensor: FitOverrideTensorOpt = None,
+    swa_full: FitSwaFullOpt = False,
+    parallel: FitParallelOpt = None,
+    kv_unified: FitKvUnifiedOpt = None,
+    no_mmap: FitNoMmapOpt = False,
     fit_target: FitTargetOpt = None,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
