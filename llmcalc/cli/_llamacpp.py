@@ -112,8 +112,14 @@ FitTargetOpt = Annotated[
 ]
 
 
-def header_for(model: str, version: str | None, dtype: str | None = None) -> Any:
-    """The GGUF header --engine llama.cpp reads: a local GGUF file's."""
+def header_for(model: str, version: str | None, dtype: str | None = None, *,
+               as_json: bool = False, notes: list[str] | None = None) -> Any:
+    """The GGUF header --engine llama.cpp reads: a local GGUF file's, or an HF config's as
+    llama.cpp's converter and llama-quantize would write it at the GGUF quant type --dtype names
+    (llmcalc.planning.engines.llama_cpp_quant); its note on stderr, or added to ``notes`` for
+    --json."""
+    notes = [] if notes is None else notes
+    from llmcalc.cli._common import show, spec_for
     from llmcalc.inputs.gguf_file import is_gguf_path, read_header
     from llmcalc.planning.engines import llama_cpp as engine
 
@@ -121,13 +127,29 @@ def header_for(model: str, version: str | None, dtype: str | None = None) -> Any
         raise UsageError(f"--engine llama.cpp=={version}: llmcalc follows llama-cpp-python "
                          f"{engine.VERSION}'s llama.cpp only")
     path = Path(model)
-    if not is_gguf_path(path) or not path.is_file():
-        raise UsageError(f"{model}: --engine llama.cpp reads a local GGUF file (an HF config with "
-                         "a GGUF quant type is not modelled for this engine yet)")
-    return read_header(path)
+    if is_gguf_path(path) and path.is_file():
+        if dtype is not None:
+            raise UsageError(f"--dtype {dtype}: a GGUF file is loaded with its own tensor types")
+        return read_header(path)
+    if dtype is None:
+        raise UsageError(f"{model}: --engine llama.cpp reads a GGUF file, or an HF config with a "
+                         "GGUF quant type (--dtype q4_k_m, q8_0, q4_0, fp16, bf16)")
+    from rich.text import Text
+
+    from llmcalc.planning.engines.llama_cpp_quant import convert
+
+    converted = convert(spec_for(model, None), dtype.lower())
+    note = f"weights as {converted.mix} gives them" + (
+        f"; {converted.approximate}" if converted.approximate else "")
+    if as_json:
+        notes.append(note)
+    else:
+        show(Text(f"note: {note}"))
+    return converted.header
 
 
-def fit_llama_cpp(model: str, version: str | None, params: Any, *, ngl_given: bool,
+def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: Any, *,
+                  ngl_given: bool,
                   n_cpu_moe: int, override_tensor: list[str], fit_target: int | None,
                   gpu: str | None, gpu_mem: str | None, how: Any) -> None:
     """`fit MODEL --engine llama.cpp`: llama-server's --fit on one GPU, and the command line that
@@ -137,15 +159,19 @@ def fit_llama_cpp(model: str, version: str | None, params: Any, *, ngl_given: bo
     from llmcalc.planning.hardware import require, resolve
     from llmcalc.render.llama_cpp import fit_json, fit_view
 
-    header = header_for(model, version)
+    notes: list[str] = []
+    header = header_for(model, version, dtype, as_json=how is Format.json, notes=notes)
     acc = resolve(gpu, memory=gpu_mem, bandwidth=None, needs=("memory",))
     require(acc, "memory_bytes")
     f = fit(header, params, free=acc.memory_bytes,
             margin_mib=FIT_TARGET_MIB if fit_target is None else fit_target,
             ngl_given=ngl_given, n_cpu_moe=n_cpu_moe, override_tensor=override_tensor)
-    command = server_command(model, f)
+    # an HF config: the command names the file the conversion would write
+    gguf = model if dtype is None else f"{Path(model).name}-{dtype.upper()}.gguf"
+    command = server_command(gguf, f)
     if how is Format.json:
-        print_json(fit_json(f, accelerator=acc, command=command))
+        data = fit_json(f, accelerator=acc, command=command)
+        print_json({**data, "notes": notes + data["notes"]})
     elif how is Format.table:
         show(fit_view(model, f, accelerator=acc, command=command))
     else:

@@ -231,8 +231,9 @@ def fit(
                        n_cpu_moe=n_cpu_moe, override_tensor=override_tensor or [],
                        swa_full=swa_full, parallel=parallel, kv_unified=kv_unified,
                        no_mmap=no_mmap, fit_target=fit_target, gpu=gpu, gpu_mem=gpu_mem,
-                       how=how, refused={"--batch": batch is not None, "--kv-dtype": kv_dtype,
-                                         "--dtype": dtype, "--headroom":
+                       how=how, dtype=dtype,
+                       refused={"--batch": batch is not None, "--kv-dtype": kv_dtype,
+                                         "--headroom":
                                          headroom != DEFAULT_HEADROOM, "--offload": offload,
                                          "--method": method, "--tp": tp, "--pp": pp,
                                          **engine_settings.given()})
@@ -409,7 +410,7 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
                n_gpu_layers: int | None, n_cpu_moe: int, override_tensor: list[str],
                swa_full: bool, parallel: int | None, kv_unified: bool | None, no_mmap: bool,
                fit_target: int | None, gpu: str | None, gpu_mem: str | None, how: Format,
-               refused: dict[str, object]) -> None:
+               dtype: str | None, refused: dict[str, object]) -> None:
     """`fit MODEL --engine llama.cpp`: llama-server's --fit (llmcalc.planning.engines.llama_cpp_fit)."""
     from llmcalc.cli._llamacpp import engine_params, fit_llama_cpp
 
@@ -418,7 +419,7 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
             hint = {"--batch": ": sequences are --parallel N",
                     "--kv-dtype": ": the cache types are --cache-type-k and --cache-type-v",
                     "--headroom": ": llama.cpp's margin is --fit-target MiB",
-                    "--dtype": ": the GGUF file's own types are loaded"}.get(flag, "")
+                    }.get(flag, "")
             raise UsageError(f"{flag}: not with --engine llama.cpp{hint}")
     if not models:
         raise UsageError("--engine llama.cpp needs a MODEL (a GGUF file)")
@@ -432,6 +433,6 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
                            cache_type_k=cache_type_k, cache_type_v=cache_type_v,
                            flash_attn=flash_attn, n_gpu_layers=n_gpu_layers, swa_full=swa_full,
                            parallel=parallel, kv_unified=kv_unified, no_mmap=no_mmap)
-    fit_llama_cpp(models[0], version, params, ngl_given=n_gpu_layers is not None,
+    fit_llama_cpp(models[0], version, dtype, params, ngl_given=n_gpu_layers is not None,
                   n_cpu_moe=n_cpu_moe, override_tensor=override_tensor, fit_target=fit_target,
                   gpu=gpu, gpu_mem=gpu_mem, how=how)

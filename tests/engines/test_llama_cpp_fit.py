@@ -148,8 +148,7 @@ def test_fit_cli(cli: Any, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--batch", "2"], "error: --batch: not with --engine llama.cpp: sequences are --parallel N"),
-    (["--dtype", "q4_0"], "error: --dtype: not with --engine llama.cpp: the GGUF file's own "
-     "types are loaded"),
+    (["--dtype", "q4_0"], "error: --dtype q4_0: a GGUF file is loaded with its own tensor types"),
     (["--headroom", "0.2"], "error: --headroom: not with --engine llama.cpp: llama.cpp's margin "
      "is --fit-target MiB"),
     (["--ctx", "4k", "--ctx-size", "8k"], "error: --ctx and --ctx-size are the same flag: give one"),

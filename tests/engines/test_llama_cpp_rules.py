@@ -78,12 +78,14 @@ def test_memory_refusals(cli: Any, llama: Path, args: list[str], message: str) -
     assert (run.code, run.stderr.strip()) == (2, message)
 
 
-def test_an_hf_config_is_refused_in_one_line(cli: Any) -> None:
+def test_an_hf_config_needs_a_gguf_quant_type(cli: Any) -> None:
+    # an HF config is read as llama.cpp would convert and quantize it (llama_cpp_quant), so it
+    # needs the quant type; without one it is refused in one line
     run = cli("memory", "llama-3-8b", "--engine", "llama.cpp")
     assert run.code == 2
-    assert run.stderr.strip() == ("error: llama-3-8b: --engine llama.cpp reads a local GGUF file "
-                                  "(an HF config with a GGUF quant type is not modelled for this "
-                                  "engine yet)")
+    assert run.stderr.strip() == ("error: llama-3-8b: --engine llama.cpp reads a GGUF file, or an "
+                                  "HF config with a GGUF quant type (--dtype q4_k_m, q8_0, q4_0, "
+                                  "fp16, bf16)")
 
 
 def _gpu(header: Any, n_layer: int, ngl: int, rules: Any = ()) -> set[str]:
