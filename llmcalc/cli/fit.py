@@ -236,6 +236,7 @@ def fit(
                                          "--headroom":
                                          headroom != DEFAULT_HEADROOM, "--offload": offload,
                                          "--method": method, "--tp": tp, "--pp": pp,
+                                         "--gpus": gpus != 1,
                                          **engine_settings.given()})
             return
     if llama_flags:
@@ -419,6 +420,7 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
             hint = {"--batch": ": sequences are --parallel N",
                     "--kv-dtype": ": the cache types are --cache-type-k and --cache-type-v",
                     "--headroom": ": llama.cpp's margin is --fit-target MiB",
+                    "--gpus": ": llmcalc follows llama.cpp's --fit on one GPU",
                     }.get(flag, "")
             raise UsageError(f"{flag}: not with --engine llama.cpp{hint}")
     if not models:

@@ -1,7 +1,14 @@
 """`fit MODEL --engine llama.cpp`: llama-server's --fit on one GPU (vendor/llama.cpp
 common/fit.cpp: common_params_fit_impl), held to the source's rule by a second path (a plain scan
 over every -ngl / context, where the engine searches by false position and interpolation), and the
-llama-server command line held to the pinned common/arg.cpp's flag names."""
+llama-server command line held to the pinned common/arg.cpp's flag names.
+
+Lines of llama-cpp-python 0.3.36's vendor/llama.cpp (ggml-org/llama.cpp@0c1e57098): fit.cpp:261
+step 1 (defaults kept when they leave the margin), :373-433 step 2 (context by interpolation,
+rounded down to 256 × streams at :429), :488 step 3 (layers back to front), :548-586
+set_ngl_tensor_split_tbo (full layers first, then partial ones' -ot patterns), :735 and :810 step
+4 (MoE: partial → full, part of one more layer); common.h:480-483 (--fit-ctx 4096, --fit-target
+1024 MiB); src/llama-model.cpp:1589-1590 (i_gpu_start, act_gpu_layers)."""
 
 from __future__ import annotations
 
@@ -152,6 +159,8 @@ def test_fit_cli(cli: Any, tmp_path: Path) -> None:
     (["--headroom", "0.2"], "error: --headroom: not with --engine llama.cpp: llama.cpp's margin "
      "is --fit-target MiB"),
     (["--ctx", "4k", "--ctx-size", "8k"], "error: --ctx and --ctx-size are the same flag: give one"),
+    (["--gpus", "2"], "error: --gpus: not with --engine llama.cpp: llmcalc follows llama.cpp's "
+     "--fit on one GPU"),
 ])
 def test_fit_refusals(cli: Any, tmp_path: Path, args: list[str], message: str) -> None:
     path = tiny_gguf.write(tmp_path / "d.gguf", "llama")

@@ -59,7 +59,7 @@ def gpu_bytes(p: Plan) -> int:
     d = p.device("GPU")
     if d is None:
         return 0
-    return d.total + (getattr(d, "compute", None) or 0)
+    return d.model + d.kv_k + d.kv_v + d.recurrent + (getattr(d, "compute", None) or 0)
 
 
 def _c_div(a: int, b: int) -> int:
