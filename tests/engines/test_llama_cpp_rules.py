@@ -5,9 +5,9 @@ placement (-ngl, --n-cpu-moe, --override-tensor) held to the pinned source's rul
 A CPU build has no GPU device: act_gpu_layers is 0 and its log assigns every layer to the CPU
 whatever -ngl says, so placement is held to the source (llama-cpp-python 0.3.36's vendor/llama.cpp,
 ggml-org/llama.cpp@0c1e57098): src/llama-model.cpp:1589-1590 (i_gpu_start, act_gpu_layers),
-:1601-1612 (input layer on the CPU, the repeating layers, then the output layer);
-src/llama-model-loader.cpp:1164-1168 (a TENSOR_DUPLICATED token_embd is the output layer's),
-:1234-1262 (-ot: the first regex_search match decides, CPU → the CPU list), :1370-1375 (a
+:1603-1614 (input layer on the CPU, the repeating layers, then the output layer);
+src/llama-model-loader.cpp:1166-1168 (a TENSOR_DUPLICATED token_embd is the output layer's),
+:1234-1260 (-ot: the first regex_search match decides, CPU → the CPU list), :1371-1376 (a
 duplicated tensor once per buffer type); src/llama-arch.cpp:727-745 (LLM_TENSOR_INFOS: input and
 output layers); ggml-cuda.cu:897-920 (alignment 128, MATRIX_ROW_PADDING 512 from common.cuh:186);
 common/common.h LLM_FFN_EXPS_REGEX (--n-cpu-moe's pattern)."""
