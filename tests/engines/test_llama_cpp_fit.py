@@ -169,3 +169,19 @@ def test_fit_refusals(cli: Any, tmp_path: Path, args: list[str], message: str) -
     other = cli("fit", str(path), "--gpu", "rtx-4090", "--fit-target", "512")
     assert (other.code, other.stderr.strip()) == (
         2, "error: --fit-target: llama.cpp's flags go with --engine llama.cpp")
+
+
+def test_separate_sequences_multiply_the_context(dense: Any) -> None:
+    # two sequences without a unified cache: --fit works between 2 × 4,096 and 2 × 8,192 and
+    # rounds down to 256 × 2 (common/fit.cpp: n_streams)
+    p = L.Params(n_ctx=0, n_parallel=2, kv_unified=False)
+
+    def gpu(c: int) -> int:
+        return F.gpu_bytes(L.plan(dense, L.Params(n_ctx=c, n_parallel=2, kv_unified=False,
+                                                  n_gpu_layers=9)))
+
+    free = (gpu(8192) + gpu(16384)) // 2 + 1024 * MiB
+    f = F.fit(dense, p, free=free)
+    assert f.status == "context" and f.n_ctx % 512 == 0
+    assert f.n_ctx == max(c for c in range(8192, 16385, 512) if gpu(c) <= free - 1024 * MiB)
+    assert (f.plan.context.n_seq, f.plan.context.n_ctx_seq) == (2, f.n_ctx // 2)
