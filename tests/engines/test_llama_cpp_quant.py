@@ -95,3 +95,18 @@ def test_memory_with_an_hf_config(cli: Any) -> None:
 def test_refusals(cli: Any, model: str, dtype: str, message: str) -> None:
     run = cli("memory", model, "--engine", "llama.cpp", "--dtype", dtype)
     assert (run.code, run.stderr.strip()) == (2, message)
+
+
+def test_an_hf_moe_config_runs_every_engine_rule(cli: Any) -> None:
+    # the converter's metadata carries expert_used_count, which the reserved graphs route by
+    run = cli("memory", "qwen3-30b-a3b", "--engine", "llama.cpp", "--dtype", "q4_k_m", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    h = convert(load_spec("qwen3-30b-a3b"), "q4_k_m").header
+    assert h.metadata["qwen3moe.expert_used_count"] == 8
+    assert d["model_buffer_bytes"] == sum(t.nbytes for t in h.tensors)  # all 32-byte multiples
+    assert d["compute_buffer_bytes"] is not None
+    fit = cli("fit", "qwen3-30b-a3b", "--engine", "llama.cpp", "--dtype", "q4_k_m", "--gpu",
+              "rtx-3060", "--json")
+    assert fit.code == 0, fit.stderr
+    assert fit.json()["command"].startswith("llama-server --model qwen3-30b-a3b-Q4_K_M.gguf ")

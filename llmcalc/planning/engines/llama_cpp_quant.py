@@ -216,7 +216,10 @@ def _metadata(spec: ModelSpec, arch: str, n_expert: int) -> dict[str, Any]:
     }
     if s.head_dim and s.head_dim * s.num_heads != s.hidden_size:
         meta[f"{arch}.attention.key_length"] = meta[f"{arch}.attention.value_length"] = s.head_dim
+    if s.intermediate_size:
+        meta[f"{arch}.feed_forward_length"] = s.intermediate_size
     if n_expert:
         meta[f"{arch}.expert_count"] = n_expert
+        meta[f"{arch}.expert_used_count"] = int(spec.config.get("num_experts_per_tok") or 0)
     return meta
 
