@@ -87,8 +87,8 @@ def test_memory_with_an_hf_config(cli: Any) -> None:
 
 @pytest.mark.parametrize(("model", "dtype", "message"), [
     ("gpt2", "q4_k_m", "error: openai-community/gpt2: model_type 'gpt2' as a GGUF for --engine "
-     "llama.cpp is followed for llama, mistral, mixtral, qwen2, qwen2_moe, qwen3, qwen3_moe; name "
-     "a GGUF file"),
+     "llama.cpp is followed for gemma2, gemma3_text, llama, mistral, mixtral, phi3, qwen2, "
+     "qwen2_moe, qwen3, qwen3_moe; name a GGUF file"),
     ("llama-2-7b", "nf4", "error: --dtype nf4: with --engine llama.cpp an HF config takes a GGUF "
      "quant type: q4_k_m, q8_0, q4_0, fp16, bf16, fp32"),
 ])
@@ -110,3 +110,34 @@ def test_an_hf_moe_config_runs_every_engine_rule(cli: Any) -> None:
               "rtx-3060", "--json")
     assert fit.code == 0, fit.stderr
     assert fit.json()["command"].startswith("llama-server --model qwen3-30b-a3b-Q4_K_M.gguf ")
+
+
+@pytest.mark.parametrize(("model", "extra"), [("gemma-2-9b", 0), ("gemma-3-1b", 0),
+                                              ("phi-3-mini-4k", 0), ("llama-3.1-8b", 64),
+                                              ("qwen3-30b-a3b", 0), ("mixtral-8x7b", 0)])
+def test_the_converted_tensors_hold_the_models_parameters(model: str, extra: int) -> None:
+    # a second count: llmcalc's own (held to transformers) against the converted table's elements;
+    # Llama 3.1's file also holds rope_freqs [head_dim / 2] (conversion/llama.py, rope_type llama3)
+    from llmcalc import count
+
+    spec = load_spec(model)
+    h = convert(spec, "q4_k_m").header
+    assert sum(t.elements for t in h.tensors) == count(spec).total + extra
+    assert ("rope_freqs.weight" in {t.name for t in h.tensors}) == (extra > 0)
+
+
+def test_gemma_and_phi3_as_llama_cpp_reads_them() -> None:
+    g = convert(load_spec("gemma-3-1b"), "q4_k_m").header
+    hp = L.hparams(g)
+    # transformers' layer_types (five sliding layers of each six) written as the pattern array
+    assert hp.n_swa == 512 and sum(hp.is_swa) == 22 and not hp.is_swa[5]
+    # rows of 1,152 are not whole 256-blocks: Q4_K falls back to Q5_0 (tensor_type_fallback), the
+    # tied token_embd takes the output's Q6_K → Q8_0
+    types = {t.name: t.type for t in g.tensors}
+    assert types["blk.0.attn_q.weight"] == "Q5_0" and types["token_embd.weight"] == "Q8_0"
+    assert "output.weight" not in types
+    p = convert(load_spec("phi-3-mini-4k"), "q4_k_m").header
+    types = {t.name: t.type for t in p.tensors}
+    # category_is_attn_v: a fused attn_qkv gets attn_v's Q6_K in use_more_bits' layers
+    assert [types[f"blk.{i}.attn_qkv.weight"] for i in (0, 4, 6)] == ["Q6_K", "Q4_K", "Q6_K"]
+    assert next(t.shape for t in p.tensors if t.name == "blk.0.ffn_up.weight") == (3072, 16384)

@@ -6,7 +6,8 @@ quant type gives it — so that every engine rule (buffers, placement, --fit) re
 The mix follows llama-cpp-python 0.3.36's ``vendor/llama.cpp/src/llama-quant.cpp``:
 ``tensor_allows_quantization`` (1-D tensors, norms and ``ffn_gate_inp`` routers stay as converted,
 F32), ``llama_tensor_get_type_impl`` (for Q4_K_M: ``output.weight`` — and a tied ``token_embd`` —
-Q6_K, or Q8_0 where its rows are not whole 256-blocks; ``attn_v`` and ``ffn_down`` Q6_K in the
+Q6_K, or Q8_0 where its rows are not whole 256-blocks; ``attn_v`` (and a fused ``attn_qkv``,
+``category_is_attn_v``) and ``ffn_down`` Q6_K in the
 layers ``use_more_bits`` picks; an 8-expert model's ``attn_v``/``attn_k`` Q8_0 and ``attn_output``
 Q5_K; a 70B's other ``attn_v`` Q5_K) and ``tensor_type_fallback`` (rows that are not whole blocks:
 Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, then F16). ``use_more_bits`` is llmcalc's own
@@ -29,7 +30,8 @@ from llmcalc.units import DType
 
 # model_type → the GGUF architecture convert_hf_to_gguf.py writes (Mistral and Mixtral as llama)
 ARCHS = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2",
-         "qwen3": "qwen3", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe"}
+         "qwen3": "qwen3", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma2": "gemma2",
+         "gemma3_text": "gemma3", "phi3": "phi3"}
 # --dtype → llama-quantize's type: its default ggml type (llama_ftype_get_default_type)
 FTYPES = {"q4_k_m": "Q4_K", "q8_0": "Q8_0", "q4_0": "Q4_0", "fp16": "F16", "bf16": "BF16",
           "fp32": "F32"}
@@ -48,6 +50,8 @@ NAMES = [
     (r"model\.layers\.{i}\.self_attn\.q_norm\.weight", "blk.{i}.attn_q_norm.weight"),
     (r"model\.layers\.{i}\.self_attn\.k_norm\.weight", "blk.{i}.attn_k_norm.weight"),
     (r"model\.layers\.{i}\.post_attention_layernorm\.weight", "blk.{i}.ffn_norm.weight"),
+    (r"model\.layers\.{i}\.self_attn\.qkv_proj\.weight", "blk.{i}.attn_qkv.weight"),
+    (r"model\.layers\.{i}\.mlp\.gate_up_proj\.weight", "blk.{i}.ffn_up.weight"),
     (r"model\.layers\.{i}\.mlp\.gate_proj\.weight", "blk.{i}.ffn_gate.weight"),
     (r"model\.layers\.{i}\.mlp\.up_proj\.weight", "blk.{i}.ffn_up.weight"),
     (r"model\.layers\.{i}\.mlp\.down_proj\.weight", "blk.{i}.ffn_down.weight"),
@@ -60,6 +64,14 @@ NAMES = [
 ]
 
 
+# Gemma's norms: post_attention_layernorm follows attention (conversion/gemma.py's tensor map)
+GEMMA_NAMES = [
+    (r"model\.layers\.{i}\.post_attention_layernorm\.weight", "blk.{i}.post_attention_norm.weight"),
+    (r"model\.layers\.{i}\.pre_feedforward_layernorm\.weight", "blk.{i}.ffn_norm.weight"),
+    (r"model\.layers\.{i}\.post_feedforward_layernorm\.weight", "blk.{i}.post_ffw_norm.weight"),
+]
+
+
 @dataclass(frozen=True)
 class Converted:
     header: GgufHeader
@@ -69,7 +81,8 @@ class Converted:
 
 def _gguf_tensors(spec: ModelSpec) -> Iterator[tuple[str, tuple[int, ...]]]:
     """(llama.cpp name, ggml shape) of every tensor the converter writes, in layer order."""
-    compiled = [(re.compile(hf.replace("{i}", re.escape(LAYER)) + "$"), gg) for hf, gg in NAMES]
+    table = (GEMMA_NAMES if spec.config.get("model_type") in ("gemma2", "gemma3_text") else []) + NAMES
+    compiled = [(re.compile(hf.replace("{i}", re.escape(LAYER)) + "$"), gg) for hf, gg in table]
 
     def name(hf: str) -> str:
         for pattern, gg in compiled:
@@ -91,6 +104,7 @@ def _gguf_tensors(spec: ModelSpec) -> Iterator[tuple[str, tuple[int, ...]]]:
             continue
         for il in group.layers:
             layers.setdefault(il, []).append((t.name, gg.replace(LAYER, str(il)), shape))
+    yield from _rope_tensors(spec)
     yield from head
     for il in sorted(layers):
         for _hf, gg, shape in sorted(layers[il]):  # a shard's tensors in name order
@@ -101,6 +115,20 @@ def _gguf_tensors(spec: ModelSpec) -> Iterator[tuple[str, tuple[int, ...]]]:
             else:
                 yield gg, shape
     yield from sorted(tail)
+
+
+def _rope_tensors(spec: ModelSpec) -> Iterator[tuple[str, tuple[int, ...]]]:
+    """The RoPE factors the converter precomputes, [head_dim / 2] F32: Llama 3.1's rope_freqs
+    (conversion/llama.py, rope_type llama3), Phi-3's long and short factors (conversion/phi.py,
+    longrope)."""
+    rope = spec.config.get("rope_scaling") or {}
+    kind = str(rope.get("rope_type") or rope.get("type") or "").lower()
+    half = (spec.shape.head_dim or spec.shape.hidden_size // spec.shape.num_heads) // 2
+    if kind == "llama3" and spec.config.get("model_type") in ("llama", "mistral"):
+        yield "rope_freqs.weight", (half,)
+    if kind in ("longrope", "su") and spec.config.get("model_type") == "phi3":
+        yield "rope_factors_long.weight", (half,)
+        yield "rope_factors_short.weight", (half,)
 
 
 def _quantized(name: str, shape: tuple[int, ...]) -> bool:
@@ -144,7 +172,7 @@ def convert(spec: ModelSpec, dtype: str) -> Converted:
     tensors = list(_gguf_tensors(spec))
     names = {n for n, _ in tensors}
     tied = "output.weight" not in names
-    n_wv = sum(1 for n, _ in tensors if n.endswith("attn_v.weight"))
+    n_wv = sum(1 for n, _ in tensors if n.endswith(("attn_v.weight", "attn_qkv.weight")))
     i_wv = i_down = 0
     out: list[GgufTensor] = []
     offset = 0
@@ -156,7 +184,7 @@ def convert(spec: ModelSpec, dtype: str) -> Converted:
                 kind = _mix_type(key, base, name, ne, n_layer=n_layer, n_expert=n_expert,
                                  tied=tied, is_70b=is_70b, i_wv=i_wv, n_wv=n_wv, i_down=i_down)
                 kind = _fallback(kind, ne[0])
-            if name.endswith("attn_v.weight"):
+            if name.endswith(("attn_v.weight", "attn_qkv.weight")):
                 i_wv += 1
             if "ffn_down" in name:
                 i_down += 1
@@ -187,7 +215,7 @@ def _mix_type(ftype: str, base: str, name: str, ne: tuple[int, ...], *, n_layer:
         return base if base == "Q8_0" else "Q6_K"
     if ftype != "q4_k_m":
         return base
-    if name.endswith("attn_v.weight"):
+    if name.endswith(("attn_v.weight", "attn_qkv.weight")):  # category_is_attn_v
         kind = "Q6_K" if use_more_bits(i_wv, n_wv) else base
         if is_70b and kind == "Q4_K":
             kind = "Q5_K"
@@ -218,6 +246,18 @@ def _metadata(spec: ModelSpec, arch: str, n_expert: int) -> dict[str, Any]:
         meta[f"{arch}.attention.key_length"] = meta[f"{arch}.attention.value_length"] = s.head_dim
     if s.intermediate_size:
         meta[f"{arch}.feed_forward_length"] = s.intermediate_size
+    window = spec.config.get("sliding_window")
+    if arch in ("gemma2", "gemma3") and window:
+        # conversion/gemma.py: the window, and which layers slide (transformers' layer_types)
+        meta[f"{arch}.attention.sliding_window"] = int(window)
+        kinds = spec.config.get("layer_types")
+        if isinstance(kinds, list) and len(kinds) == s.num_layers:
+            meta[f"{arch}.attention.sliding_window_pattern"] = [k == "sliding_attention"
+                                                                for k in kinds]
+        elif spec.config.get("sliding_window_pattern"):
+            period = int(spec.config["sliding_window_pattern"])
+            meta[f"{arch}.attention.sliding_window_pattern"] = [
+                (il + 1) % period != 0 for il in range(s.num_layers)]
     if n_expert:
         meta[f"{arch}.expert_count"] = n_expert
         meta[f"{arch}.expert_used_count"] = int(spec.config.get("num_experts_per_tok") or 0)
