@@ -108,6 +108,9 @@ def fit(header: GgufHeader, p: Params, *, free: int, margin_mib: int = FIT_TARGE
     # step 1: the defaults — all layers on the GPU, the model's context (× streams if not unified)
     n_streams = 1 if p.kv_unified else max(1, p.n_parallel)
     n_ctx_auto = p.n_ctx == 0
+    if n_ctx_auto and n_ctx_train <= 0:
+        raise UsageError(f"{header.label}: GGUF metadata {hp.arch}.context_length is missing: "
+                         "give --ctx-size")
     n_ctx_max = n_ctx_train * n_streams
     n_ctx_min_total = n_ctx_min * n_streams
     n_ctx = n_ctx_max if n_ctx_auto else p.n_ctx
