@@ -233,11 +233,9 @@ def fit(
                        no_mmap=no_mmap, fit_target=fit_target, gpu=gpu, gpu_mem=gpu_mem,
                        how=how, dtype=dtype,
                        refused={"--batch": batch is not None, "--kv-dtype": kv_dtype,
-                                         "--headroom":
-                                         headroom != DEFAULT_HEADROOM, "--offload": offload,
-                                         "--method": method, "--tp": tp, "--pp": pp,
-                                         "--gpus": gpus != 1,
-                                         **engine_settings.given()})
+                                "--headroom": headroom != DEFAULT_HEADROOM, "--offload": offload,
+                                "--method": method, "--tp": tp, "--pp": pp, "--gpus": gpus != 1,
+                                "--explain": explain, **engine_settings.given()})
             return
     if llama_flags:
         raise UsageError(f"{', '.join(sorted(llama_flags))}: llama.cpp's flags go with --engine "
