@@ -193,7 +193,7 @@ def engine_plan(spec: ModelSpec, engine: Engine, s: EngineSettings, *, acc: Acce
                            max_batch_size=s.max_batch_size, max_num_tokens=s.max_num_tokens,
                            tokens_per_block=s.tokens_per_block, max_seq_len=model_len,
                            kv_memory=kv)
-    raise UsageError(f"fit --engine {engine}: fit follows vllm, sglang and trtllm")
+    raise UsageError(f"fit --engine {engine}: fit follows llama.cpp, vllm, sglang and trtllm")
 
 
 def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSettings, *,
