@@ -107,8 +107,8 @@ def engine_params(*, ctx: str, ctx_size: str | None, batch_size: int | None,
 
 FitTargetOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--fit-target", metavar="MiB", help="With --engine llama.cpp: the memory --fit "
-                 "leaves free on the GPU (llama.cpp's default 1024).", show_default=False),
+    typer.Option("--fit-target", metavar="MiB", help="With --engine llama.cpp: GPU memory "
+                 "--fit leaves free (default 1024).", show_default=False),
 ]
 
 

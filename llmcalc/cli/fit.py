@@ -168,8 +168,8 @@ def fit(
     gpu_layers: Annotated[
         Optional[int],  # noqa: UP045
         typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="With --offload: "
-                     "llama.cpp's -ngl N instead of as many as fit (the output layer counts as one "
-                     "and goes first, then the last layers).", show_default=False),
+                     "llama.cpp's -ngl N, the output layer first (default: as many as fit).",
+                     show_default=False),
     ] = None,
     attention: AttentionOpt = None,
     prefill_chunk: PrefillChunkOpt = None,
