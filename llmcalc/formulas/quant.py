@@ -58,9 +58,11 @@ the tensors such checkpoints hold):
   ``format: nvfp4-pack-quantized``; its ``ignore`` / ``exclude_modules`` kept bf16 too.
 - **GGUF** (ggml ``ggml-common.h`` block structs): q8_0 = 34 B per 32 (fp16 scale + 32 int8),
   q4_0 = 18 B per 32, Q4_K = 144 B per 256, Q5_K = 176 B per 256, Q6_K = 210 B per 256; 1-D tensors
-  are f32. **q4_k_m** is llama.cpp's mix (``llama_tensor_get_type``): Q4_K everywhere, Q6_K for
-  ``output.weight`` and, in the layers ``use_more_bits`` picks (the first and last eighth and every
-  third layer between), for attn_v and ffn_down; a fused attn_qkv is Q5_K.
+  are f32. **q4_k_m**, **q4_0**, **q8_0**: each tensor of the type llama.cpp's mix gives it
+  (:mod:`llmcalc.formulas.gguf_mix`, llama-quant.cpp ``llama_tensor_get_type``: Q4_K_M's Q6_K
+  output and attn_v / fused attn_qkv / ffn_down in the places ``use_more_bits`` picks, the
+  8-expert and 70B bumps, the fallbacks for rows that are not whole blocks), the same types the
+  GGUF of ``--engine llama.cpp`` holds.
 
 The plain element types (fp32 … int4, :class:`~llmcalc.units.DType`) store every tensor at that
 width with no scales; they stay what ``--dtype`` meant before.
@@ -76,7 +78,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmcalc.errors import UsageError
-from llmcalc.model.spec import LAYER, LayerSet, ModelSpec, Run, Tensor
+from llmcalc.formulas.gguf_mix import mix
+from llmcalc.model.spec import LAYER, ModelSpec, Tensor
 from llmcalc.units import DType, nbytes, parse_dtype
 
 # ---- layouts -------------------------------------------------------------------------------------
@@ -197,9 +200,14 @@ def _gguf(name: str, block_bytes: int, block: int, scale_bytes: int) -> Layout:
 
 Q8_0 = _gguf("Q8_0", 34, 32, 2)
 Q4_0 = _gguf("Q4_0", 18, 32, 2)
+Q5_0 = _gguf("Q5_0", 22, 32, 2)
+Q5_1 = _gguf("Q5_1", 24, 32, 4)
 Q4_K = _gguf("Q4_K", 144, 256, 16)
 Q5_K = _gguf("Q5_K", 176, 256, 16)
 Q6_K = _gguf("Q6_K", 210, 256, 18)
+# the ggml types llama.cpp's mix gives (formulas.gguf_mix), each as its layout
+GGML_LAYOUTS = {"Q8_0": Q8_0, "Q4_0": Q4_0, "Q5_0": Q5_0, "Q5_1": Q5_1, "Q4_K": Q4_K,
+                "Q5_K": Q5_K, "Q6_K": Q6_K, "F16": FP16, "F32": F32}
 
 
 # ---- roles ----------------------------------------------------------------------------------------
@@ -221,8 +229,8 @@ def role(t: Tensor) -> str:
 
 @dataclass(frozen=True)
 class QuantFormat:
-    """A weight format: the layout of each role; ``more_bits`` (GGUF k-quant mixes) overrides the
-    layout of some components in the layers llama.cpp's ``use_more_bits`` picks."""
+    """A weight format: the layout of each role; ``gguf`` (a llama.cpp quant type: q4_k_m, q8_0,
+    q4_0): each tensor's layout is the ggml type llama.cpp's mix gives it (:mod:`gguf_mix`)."""
 
     name: str
     description: str
@@ -231,7 +239,7 @@ class QuantFormat:
     kv_default: DType = DType.bf16
     keep: tuple[str, ...] = ()  # name patterns (``{i}`` → any layer) kept at ``rest``
     rest: Layout = BF16
-    more_bits: Mapping[str, Layout] | None = None  # component suffix → layout in those layers
+    gguf: str = ""
     bits_label: str = ""
     # NVFP4: only weights a matmul multiplies by are quantized (not convolutions or gate params)
     matmul_only: bool = False
@@ -256,20 +264,10 @@ class QuantFormat:
         hits = [layers for p, layers in self.keep_layers if fnmatch.fnmatchcase(t.name, p)]
         return frozenset().union(*hits) if hits else frozenset()
 
-    def layout(self, t: Tensor, *, layer: int | None = None, num_layers: int = 0) -> Layout:
-        if self.kept(t) or (layer is not None and layer in self.kept_layers(t)):
-            return self.rest
-        if layer is not None:
-            return self.layout_at(t, more=use_more_bits(layer, num_layers))
-        return self.layouts.get(role(t), self.rest)
-
-    def layout_at(self, t: Tensor, *, more: bool) -> Layout:
-        """``t``'s layout in a layer llama.cpp's ``use_more_bits`` picks (``more``) or not."""
+    def layout(self, t: Tensor) -> Layout:
+        """``t``'s layout by its role (a format without a GGUF mix)."""
         if self.kept(t):
             return self.rest
-        for suffix, lay in (self.more_bits or {}).items():
-            if t.component.endswith(suffix) and (suffix == "qkv" or more):
-                return lay
         return self.layouts.get(role(t), self.rest)
 
 
@@ -282,39 +280,6 @@ def _regex_keeps(rx: str, t: Tensor) -> bool:
         raise UsageError(f"quantization_config: ignore entry 're:{rx}' picks layers by number, "
                          "which is not supported; pass --dtype")
     return first
-
-
-def use_more_bits(i: int, n: int) -> bool:
-    """llama.cpp ``use_more_bits``: the first and last eighth of the layers, every third between."""
-    return i < n // 8 or i >= 7 * n // 8 or (i - n // 8) % 3 == 2
-
-
-def _count_in(run: Run, lo: int, hi: int, *, mod: int = 1) -> int:
-    """Members i of ``run`` with lo <= i < hi and, where ``mod`` > 1, (i - lo) % mod == mod - 1;
-    counted in O(lcm(period, mod)) steps, never layer by layer."""
-    start, stop = max(lo, run.start), min(hi, run.stop)
-    if stop <= start:
-        return 0
-    clipped = Run(start, stop, run.origin, run.period, run.width)
-    if mod == 1:
-        return len(clipped)
-    span = math.lcm(run.period, mod)
-
-    def hits(a: int, b: int) -> int:
-        return sum(1 for i in range(a, b) if i in clipped and (i - lo) % mod == mod - 1)
-
-    full = (stop - start) // span
-    return full * hits(start, start + span) + hits(start + full * span, stop)
-
-
-def more_bits_layers(layers: LayerSet, n: int) -> int:
-    """How many of ``layers`` llama.cpp's ``use_more_bits`` picks in an ``n``-layer model: the
-    first and last eighth, and every third layer between (O(runs), whatever ``n`` is)."""
-    a, b = n // 8, 7 * n // 8
-    total = 0
-    for r in layers.runs:
-        total += _count_in(r, 0, a) + _count_in(r, b, r.stop) + _count_in(r, a, b, mod=3)
-    return total
 
 
 def _fmt(name: str, description: str, source: str, rest: Layout = BF16, **roles: Layout
@@ -332,17 +297,14 @@ FORMATS: dict[str, QuantFormat] = {
                      linear=BNB4),
     "mxfp4": _fmt("mxfp4", "MXFP4 experts (gpt-oss layout)",
                   "OCP Microscaling Formats v1.0; gpt-oss checkpoints", experts=MXFP4),
-    "q8_0": _fmt("q8_0", "GGUF Q8_0", "ggml block_q8_0", rest=F32, linear=Q8_0, experts=Q8_0,
-                 embedding=Q8_0, lm_head=Q8_0, router=F32),
-    "q4_0": _fmt("q4_0", "GGUF Q4_0", "ggml block_q4_0", rest=F32, linear=Q4_0, experts=Q4_0,
-                 embedding=Q4_0, lm_head=Q6_K, router=F32),
+    "q8_0": QuantFormat("q8_0", "GGUF Q8_0", {}, "ggml block_q8_0; llama-quant.cpp", rest=F32,
+                        gguf="q8_0"),
+    "q4_0": QuantFormat("q4_0", "GGUF Q4_0", {}, "ggml block_q4_0; llama-quant.cpp", rest=F32,
+                        gguf="q4_0"),
+    "q4_k_m": QuantFormat("q4_k_m", "GGUF Q4_K_M mix", {},
+                          "ggml block_q4_K / block_q6_K; llama-quant.cpp llama_tensor_get_type",
+                          rest=F32, gguf="q4_k_m"),
 }
-FORMATS["q4_k_m"] = QuantFormat(
-    "q4_k_m", "GGUF Q4_K_M mix", {"linear": Q4_K, "experts": Q4_K, "embedding": Q4_K,
-                                  "lm_head": Q6_K, "router": F32},
-    "ggml block_q4_K / block_q6_K; llama.cpp llama_tensor_get_type", rest=F32,
-    more_bits={"v_proj": Q6_K, "down_proj": Q6_K, "fc_out": Q6_K, "qkv": Q5_K},
-)
 FORMATS["fp8-block"] = QuantFormat(
     "fp8-block", "FP8 e4m3 with 128×128 block scales", {"linear": fp8_block_layout(128),
                                                         "experts": fp8_block_layout(128)},
@@ -644,6 +606,15 @@ def breakdown(
         row[0] += t.numel * times
         row[1] += tensor_bytes(lay, t) * times
 
+    if isinstance(fmt, QuantFormat) and fmt.gguf:
+        m = mix(spec, fmt.gguf)
+        main = {id(t) for t, _ in spec.main_tensors()}
+        for t, g in spec.all_tensors():
+            if t.tied_to is None and (select is None or select(t)):
+                for kind, times in m.types(t, None if g is None else g.layers,
+                                           main=id(t) in main):
+                    add(GGML_LAYOUTS[kind], t, times)
+        return tuple(LayoutBytes(k, e, b) for k, (e, b) in totals.items())
     for t, g in spec.all_tensors():
         if t.tied_to is not None or (select is not None and not select(t)):
             continue
@@ -655,13 +626,6 @@ def breakdown(
             continue
         if g is None:
             add(fmt.layout(t), t, 1)
-        elif fmt.more_bits and any(t.component.endswith(s) for s in fmt.more_bits):
-            # llama.cpp picks these layouts layer by layer: counted by runs, not walked
-            more = more_bits_layers(g.layers, spec.num_layers)
-            for lay, times in ((fmt.layout_at(t, more=True), more),
-                               (fmt.layout_at(t, more=False), len(g.layers) - more)):
-                if times:
-                    add(lay, t, times)
         else:
             # exclusions naming single layers: counted over those layers, not walked
             kept = sum(1 for i in fmt.kept_layers(t) if i in g.layers)
@@ -670,6 +634,26 @@ def breakdown(
             if len(g.layers) - kept:
                 add(fmt.layout(t), t, len(g.layers) - kept)
     return tuple(LayoutBytes(k, e, b) for k, (e, b) in totals.items())
+
+
+def layer_weight_bytes(spec: ModelSpec, fmt: WeightFormat) -> list[int]:
+    """Bytes of each of the main part's layers in ``fmt`` (llama.cpp's mix layer by layer): walks
+    the layers, for a split between GPU and system memory."""
+    m = mix(spec, fmt.gguf) if isinstance(fmt, QuantFormat) and fmt.gguf else None
+    out = [0] * spec.num_layers
+    for g in spec.layer_groups:
+        for t in g.tensors:
+            if t.tied_to is not None:
+                continue
+            for i in g.layers:
+                if isinstance(fmt, DType):
+                    out[i] += nbytes(t.numel, fmt)
+                elif m is not None:
+                    out[i] += tensor_bytes(GGML_LAYOUTS[m.type_at(t, i)], t)
+                else:
+                    out[i] += tensor_bytes(fmt.rest if i in fmt.kept_layers(t)
+                                           else fmt.layout(t), t)
+    return out
 
 
 def stored_matrices(t: Tensor) -> int:

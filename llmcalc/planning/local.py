@@ -28,9 +28,10 @@ from llmcalc.formulas.quant import (
     WeightFormat,
     from_config,
     kv_dtype_for,
+    layer_weight_bytes,
     weight_bytes,
 )
-from llmcalc.model.spec import LayerGroup, ModelSpec, Tensor, image_cross_tokens
+from llmcalc.model.spec import ModelSpec, Tensor, image_cross_tokens
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.planning.serving import DecodeBound, decode_bound
 from llmcalc.planning.serving import fit as serving_fit
@@ -146,28 +147,6 @@ class Offload:
     tokens_per_sec: float
 
 
-def _layer_bytes(spec: ModelSpec, fmt: WeightFormat, i: int) -> int:
-    """Bytes of layer ``i``'s weights in ``fmt`` (llama.cpp's per-layer k-quant mix included)."""
-    total = 0
-    for g in spec.layer_groups:
-        if i not in g.layers:
-            continue
-        for t in g.tensors:
-            if t.tied_to is None:
-                total += _tensor_bytes(spec, t, g, fmt, i)
-    return total
-
-
-def _tensor_bytes(spec: ModelSpec, t: Tensor, g: LayerGroup, fmt: WeightFormat, i: int) -> int:
-    from llmcalc.formulas.quant import QuantFormat, tensor_bytes
-    from llmcalc.units import nbytes
-
-    if isinstance(fmt, DType):
-        return nbytes(t.numel, fmt)
-    assert isinstance(fmt, QuantFormat)
-    return tensor_bytes(fmt.layout(t, layer=i, num_layers=spec.num_layers), t)
-
-
 def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int]:
     """(bytes of each layer, bytes that follow the last layer, all weight bytes) in ``fmt``: a
     GGUF file's own (its blk.N.* tensors, output and output_norm), else from the description."""
@@ -181,8 +160,7 @@ def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int
         raise ParameterError("{offload}: {name} has " + f"{n:,} layers; a split is searched "
                              f"layer by layer, over at most {MAX_OFFLOAD_LAYERS:,}",
                              name=spec.name)
-    return [_layer_bytes(spec, fmt, i) for i in range(n)], _head_bytes(spec, fmt), \
-        weight_bytes(spec, fmt)
+    return layer_weight_bytes(spec, fmt), _head_bytes(spec, fmt), weight_bytes(spec, fmt)
 
 
 def offload(

@@ -7,7 +7,8 @@ import json
 import subprocess
 import sys
 
-from llmcalc.formulas.quant import FORMAT_NAMES, more_bits_layers, use_more_bits
+from llmcalc.formulas.gguf_mix import more_bits_layers, use_more_bits
+from llmcalc.formulas.quant import FORMAT_NAMES
 from llmcalc.model.spec import LayerSet, Run
 from llmcalc.units import DType
 

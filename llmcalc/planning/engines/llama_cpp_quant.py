@@ -3,15 +3,10 @@ q4_k_m``): the GGUF header llama.cpp's converter and ``llama-quantize`` would wr
 tensors under llama.cpp's names and ggml shapes, each of the type llama.cpp's default mix for that
 quant type gives it — so that every engine rule (buffers, placement, --fit) reads it as a file.
 
-The mix follows llama-cpp-python 0.3.36's ``vendor/llama.cpp/src/llama-quant.cpp``:
-``tensor_allows_quantization`` (1-D tensors, norms and ``ffn_gate_inp`` routers stay as converted,
-F32), ``llama_tensor_get_type_impl`` (for Q4_K_M: ``output.weight`` — and a tied ``token_embd`` —
-Q6_K, or Q8_0 where its rows are not whole 256-blocks; ``attn_v`` (and a fused ``attn_qkv``,
-``category_is_attn_v``) and ``ffn_down`` Q6_K in the
-layers ``use_more_bits`` picks; an 8-expert model's ``attn_v``/``attn_k`` Q8_0 and ``attn_output``
-Q5_K; a 70B's other ``attn_v`` Q5_K) and ``tensor_type_fallback`` (rows that are not whole blocks:
-Q4_K → Q5_0, Q5_K → Q5_1, Q6_K → Q8_0, then F16). ``use_more_bits`` is llmcalc's own
-(llmcalc.formulas.quant), the rule the k-quant layouts there use.
+Each tensor's type is llama.cpp's mix as :mod:`llmcalc.formulas.gguf_mix` gives it (the one
+implementation of llama-quant.cpp's ``llama_tensor_get_type``, which the weights' bytes without an
+engine read too), the tensors taken in the order the quantizer visits them: by layer, then by name
+(``llama-model-loader.h``, ``weight_name_comparer``).
 """
 
 from __future__ import annotations
@@ -22,16 +17,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from llmcalc.errors import UsageError
-from llmcalc.formulas.quant import FORMATS, use_more_bits
+from llmcalc.formulas import gguf_mix
+from llmcalc.formulas.gguf_mix import ARCHS
+from llmcalc.formulas.quant import FORMATS
 from llmcalc.inputs.gguf_file import GgufHeader, GgufTensor
 from llmcalc.model.spec import LAYER, ModelSpec
 from llmcalc.planning.engines.llama_cpp import row_bytes
 from llmcalc.units import DType
 
-# model_type → the GGUF architecture convert_hf_to_gguf.py writes (Mistral and Mixtral as llama)
-ARCHS = {"llama": "llama", "mistral": "llama", "mixtral": "llama", "qwen2": "qwen2",
-         "qwen3": "qwen3", "qwen2_moe": "qwen2moe", "qwen3_moe": "qwen3moe", "gemma2": "gemma2",
-         "gemma3_text": "gemma3", "phi3": "phi3"}
 # --dtype → llama-quantize's type: its default ggml type (llama_ftype_get_default_type)
 FTYPES = {"q4_k_m": "Q4_K", "q8_0": "Q8_0", "q4_0": "Q4_0", "fp16": "F16", "bf16": "BF16",
           "fp32": "F32"}
@@ -131,26 +124,6 @@ def _rope_tensors(spec: ModelSpec) -> Iterator[tuple[str, tuple[int, ...]]]:
         yield "rope_factors_short.weight", (half,)
 
 
-def _quantized(name: str, shape: tuple[int, ...]) -> bool:
-    # llama-quant.cpp: tensor_allows_quantization (a "weight" of 2+ dims, not a norm or a router)
-    return (name.endswith("weight") and len(shape) >= 2 and "_norm.weight" not in name
-            and "ffn_gate_inp.weight" not in name and "ffn_gate_inp_shexp" not in name)
-
-
-def _block(type_name: str) -> int:
-    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
-
-    return GGML_QUANT_SIZES[GGMLQuantizationType[type_name]][0]
-
-
-def _fallback(type_name: str, ne0: int) -> str:
-    # llama-quant.cpp: tensor_type_fallback
-    if ne0 % _block(type_name) == 0:
-        return type_name
-    smaller = {"Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}.get(type_name, type_name)
-    return smaller if ne0 % _block(smaller) == 0 else "F16"
-
-
 def convert(spec: ModelSpec, dtype: str) -> Converted:
     """The GGUF header of ``spec`` converted and quantized to ``dtype`` (q4_k_m, q8_0, q4_0, fp16,
     bf16, fp32), with its data laid out back to back at 32-byte alignment."""
@@ -164,36 +137,43 @@ def convert(spec: ModelSpec, dtype: str) -> Converted:
         raise UsageError(f"--dtype {dtype}: with --engine llama.cpp an HF config takes a GGUF quant "
                          f"type: {', '.join(FTYPES)}")
     base = FTYPES[key]
-    shape = spec.shape
-    n_layer = shape.num_layers
-    n_expert = int(spec.config.get("num_local_experts") or spec.config.get("num_experts") or 0)
-    gqa = shape.num_heads != shape.num_kv_heads
-    is_70b = n_layer == 80 and (arch == "qwen2" or (arch == "llama" and gqa and not n_expert))
     tensors = list(_gguf_tensors(spec))
-    names = {n for n, _ in tensors}
-    tied = "output.weight" not in names
-    n_wv = sum(1 for n, _ in tensors if n.endswith(("attn_v.weight", "attn_qkv.weight")))
+    model = gguf_mix.model_of(spec, key) if key in gguf_mix.QUANT_TYPES else None
+    # the running counts of llama_tensor_get_type_impl, in the quantizer's order
+    order = sorted(range(len(tensors)), key=lambda k: _visit_key(tensors[k][0]))
+    n_wv = sum(1 for n, ne in tensors
+               if gguf_mix.gguf_quantized(n, ne) and gguf_mix.gguf_category(n) == gguf_mix.ATTN_V)
+    place: dict[int, tuple[int, int]] = {}  # tensor → (count, what use_more_bits divides)
     i_wv = i_down = 0
+    for k in order:
+        name, ne = tensors[k]
+        cat = gguf_mix.gguf_category(name)
+        if not gguf_mix.gguf_quantized(name, ne):
+            continue
+        if cat == gguf_mix.ATTN_V:
+            place[k] = (i_wv, n_wv)
+            i_wv += 1
+        elif cat == gguf_mix.FFN_DOWN:
+            layer = int(name.split(".")[1]) if model and model.n_expert > 1 else i_down
+            place[k] = (layer, spec.shape.num_layers)
+            i_down += 1
     out: list[GgufTensor] = []
     offset = 0
-    for name, ne in tensors:
+    for k, (name, ne) in enumerate(tensors):
         kind = "F32"
-        if _quantized(name, ne):
+        if gguf_mix.gguf_quantized(name, ne):
             kind = base
-            if base not in ("F16", "BF16", "F32"):
-                kind = _mix_type(key, base, name, ne, n_layer=n_layer, n_expert=n_expert,
-                                 tied=tied, is_70b=is_70b, i_wv=i_wv, n_wv=n_wv, i_down=i_down)
-                kind = _fallback(kind, ne[0])
-            if name.endswith(("attn_v.weight", "attn_qkv.weight")):
-                i_wv += 1
-            if "ffn_down" in name:
-                i_down += 1
+            if model is not None:
+                i, n = place.get(k, (0, 0))
+                kind = gguf_mix.tensor_type(model, gguf_mix.gguf_category(name), ne[0],
+                                            more=k in place and gguf_mix.use_more_bits(i, n))
         elements = 1
         for x in ne:
             elements *= x
         nbytes = row_bytes(kind, ne[0]) * (elements // ne[0])
         out.append(GgufTensor(name, kind, ne, elements, nbytes, offset))
         offset += -(-nbytes // GGUF_ALIGNMENT) * GGUF_ALIGNMENT
+    n_expert = int(spec.config.get("num_local_experts") or spec.config.get("num_experts") or 0)
     metadata = _metadata(spec, arch, n_expert)
     header = GgufHeader(f"{spec.name} ({key}, as llama.cpp would convert it)", 3, metadata,
                         tuple(out), 0)
@@ -205,30 +185,10 @@ def convert(spec: ModelSpec, dtype: str) -> Converted:
     return Converted(header, f"llama.cpp's default {mix}", approximate)
 
 
-def _mix_type(ftype: str, base: str, name: str, ne: tuple[int, ...], *, n_layer: int,
-              n_expert: int, tied: bool, is_70b: bool, i_wv: int, n_wv: int, i_down: int) -> str:
-    """llama-quant.cpp: llama_tensor_get_type_impl for the types --dtype names."""
-    if name == "output.weight" or (tied and name == "token_embd.weight"):
-        # OUTPUT (and a tied TOKEN_EMBD): Q8_0 where rows are not whole blocks, else Q6_K
-        if ne[0] % _block(base) != 0:
-            return "Q8_0"
-        return base if base == "Q8_0" else "Q6_K"
-    if ftype != "q4_k_m":
-        return base
-    if name.endswith(("attn_v.weight", "attn_qkv.weight")):  # category_is_attn_v
-        kind = "Q6_K" if use_more_bits(i_wv, n_wv) else base
-        if is_70b and kind == "Q4_K":
-            kind = "Q5_K"
-        return "Q8_0" if n_expert == 8 else kind
-    if name.endswith("attn_k.weight"):
-        return "Q8_0" if n_expert == 8 else base
-    if "ffn_down" in name:
-        # layer_info: the counter for one expert, the block number from the name for several
-        il = int(name.split(".")[1]) if n_expert > 1 else i_down
-        return "Q6_K" if use_more_bits(il, n_layer) else base
-    if name.endswith("attn_output.weight") and n_expert == 8:
-        return "Q5_K"
-    return base
+def _visit_key(name: str) -> tuple[int, str]:
+    """llama-model-loader.h weight_name_comparer: by layer (-1 outside the layers), then name."""
+    m = re.match(r"blk\.(\d+)\.", name)
+    return (int(m.group(1)) if m else -1, name)
 
 
 def _metadata(spec: ModelSpec, arch: str, n_expert: int) -> dict[str, Any]:
