@@ -46,7 +46,7 @@ def test_llama_2_7b_q4_k_m_has_the_published_mix() -> None:
         by_type[t.type] += t.nbytes
     assert by_type == {"Q4_K": 3_159_687_168, "Q6_K": 919_511_040, "F32": 1_064_960}
     assert c.mix == "llama.cpp's default GGUF Q4_K_M mix"
-    assert c.approximate.startswith("approximate: the tensors' order in a converted file")
+    assert c.approximate.startswith("approximate: the tensors' order in the quantized file")
     # every tensor size is whole 32-byte units: the mapped range is the published data section
     assert L.model_buffer_bytes(c.header, mmap=True) == 4_080_263_168
 
@@ -80,9 +80,9 @@ def test_memory_with_an_hf_config(cli: Any) -> None:
     assert d["model_buffer_bytes"] == 4_080_263_168
     assert d["kv_k_bytes"] == 32 * 4096 * 4096 * 2  # 32 layers × 4,096 wide × 4,096 cells × f16
     assert d["notes"] == ["weights as llama.cpp's default GGUF Q4_K_M mix gives them; "
-                          "approximate: the tensors' order in a converted file (taken as layer "
-                          "order) decides which layers' attn_v and ffn_down get more bits and "
-                          "where the CPU buffer's mapped range ends; totals do not depend on it"]
+                          "approximate: the tensors' order in the quantized file is taken as "
+                          "the converter's; it decides where the CPU buffer's mapped range ends "
+                          "(totals do not depend on it)"]
 
 
 @pytest.mark.parametrize(("model", "dtype", "message"), [

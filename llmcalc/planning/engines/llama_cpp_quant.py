@@ -178,10 +178,9 @@ def convert(spec: ModelSpec, dtype: str) -> Converted:
     header = GgufHeader(f"{spec.name} ({key}, as llama.cpp would convert it)", 3, metadata,
                         tuple(out), 0)
     mix = FORMATS[key].description if key in FORMATS else f"GGUF {key.upper()}"
-    approximate = ("approximate: the tensors' order in a converted file (taken as layer order) "
-                   "decides which layers' attn_v and ffn_down get more bits and where the CPU "
-                   "buffer's mapped range ends; totals do not depend on it"
-                   if key == "q4_k_m" else "")
+    approximate = ("approximate: the tensors' order in the quantized file is taken as the "
+                   "converter's; it decides where the CPU buffer's mapped range ends (totals do "
+                   "not depend on it)" if key == "q4_k_m" else "")
     return Converted(header, f"llama.cpp's default {mix}", approximate)
 
 
