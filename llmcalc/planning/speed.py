@@ -81,8 +81,8 @@ def _published_tokens_per_s(r: dict[str, Any]) -> float:
     if "tokens_per_s" in r:
         return float(r["tokens_per_s"])
     if "ttft_ms" in r:
-        return r["batch"] * r["ctx"] * 1000 / r["ttft_ms"]
-    return r["batch"] * r["gen"] * 1000 / (r["latency_ms"] * r.get("tp", 1))
+        return float(r["batch"] * r["ctx"] * 1000 / r["ttft_ms"])
+    return float(r["batch"] * r["gen"] * 1000 / (r["latency_ms"] * r.get("tp", 1)))
 
 
 @lru_cache(maxsize=1)
