@@ -60,6 +60,8 @@ SERVE_DEFAULTS = {True: (8192, 1024), False: (2048, 256)}
 V0_CHUNKED_ABOVE = 32768
 V0_CHUNK = {(0, 7): 2048, (0, 0): 512}
 V0_MAX_NUM_SEQS = 256
+# [max_num_seqs, vocab] float32 tensors V0's dummy sampling holds at its peak (plan(), below)
+V0_SAMPLER_TENSORS = 10
 
 # Non-torch memory (cuBLAS workspaces; NCCL and the custom all-reduce buffers with tp > 1): the
 # logs spread from 0.05 GiB (A10, oracle-samples above) through 0.20 (RTX 3090, vllm#14447) to
@@ -161,9 +163,23 @@ def plan(
     seqs = max_num_seqs or seqs
     total = cuda_memory(accelerator)
     requested = int(total * util)
-    # V1's dummy sampler run holds fp32 logits and probabilities for max_num_seqs rows; V0's
-    # profile keeps the bf16 logits of its sequences (vllm#10517's 512-token profile: 0.06 GiB)
-    sampler = (2 * 4 if v1 else 2) * min(seqs, batched) * spec.shape.vocab_size
+    # V1's dummy sampler run holds fp32 logits and probabilities for max_num_seqs rows. V0's
+    # profile_run (vllm/worker/model_runner.py) samples every dummy sequence with
+    # SamplingParams(top_p=0.99, top_k=vocab_size - 1), so the sampler's top-k/top-p pass
+    # (vllm/model_executor/layers/sampler.py _apply_top_k_top_p, then probs and logprobs) holds
+    # about ten [max_num_seqs, vocab] float32-sized tensors at once: the fp32 logits, the sorted
+    # logits and their int64 indices (two), the top-k mask, softmax and cumsum of the sorted
+    # logits, the re-scattered logits, probs and logprobs. Held to V0 logs of 0.6.5–0.7 with
+    # 256 sequences: Meta-Llama-3-8B 1.26 GiB (vllm#10511), Phi-4 0.94 GiB (a 2,048-token
+    # profile), Qwen2.5-7B 1.42 GiB (vllm#13882): 10.3, 9.8 and 9.8 such tensors. With chunked
+    # prefill (above 32k) the logs show no such peak (vllm#10517's 512-token profile: 0.06 GiB,
+    # the A10's 2,048-token one 0.22 GiB): there the profile's bf16 logits are taken.
+    if v1:
+        sampler = 2 * 4 * min(seqs, batched) * spec.shape.vocab_size
+    elif model_len > V0_CHUNKED_ABOVE:
+        sampler = 2 * min(seqs, batched) * spec.shape.vocab_size
+    else:
+        sampler = V0_SAMPLER_TENSORS * 4 * min(seqs, batched) * spec.shape.vocab_size
     terms = {
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
         "activation_peak": max(forward_peak(spec, tokens=batched, tp=tp), sampler),
