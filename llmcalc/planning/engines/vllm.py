@@ -151,8 +151,8 @@ def window_layout(spec: ModelSpec, *, tp: int, model_len: int, batched: int, blo
         a = g.attention
         if a is None or a.kv_shared or not a.causal or g.cached_runs == 0:
             continue
-        kind = ("chunked" if a.chunked else "sliding", a.window) if a.window else ("full", 0)
-        counts[kind] = counts.get(kind, 0) + g.cached_runs
+        key = ("chunked" if a.chunked else "sliding", a.window) if a.window else ("full", 0)
+        counts[key] = counts.get(key, 0) + g.cached_runs
         widths.add(a.kv_latent_dim or kv_heads_per_rank(a.kv_heads, tp) * (a.qk_head_dim
                                                                            + a.v_head_dim))
     if len(counts) < 2:
