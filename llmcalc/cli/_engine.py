@@ -29,7 +29,7 @@ MaxModelLenOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--max-model-len", "--context-length", "--max-seq-len", metavar="CTX",
                  show_default=False,
-                 help="With --engine: the longest request (default: the model's window); the "
+                 help="With --engine: the longest request (4k = 4,096; default: the model's window); the "
                  "engine's own settings: docs/serving-engines.md."),
 ]
 MaxNumSeqsOpt = Annotated[
@@ -193,7 +193,7 @@ def engine_plan(spec: ModelSpec, engine: Engine, s: EngineSettings, *, acc: Acce
                            max_batch_size=s.max_batch_size, max_num_tokens=s.max_num_tokens,
                            tokens_per_block=s.tokens_per_block, max_seq_len=model_len,
                            kv_memory=kv)
-    raise UsageError(f"fit --engine {engine}: fit follows vllm, sglang and trtllm")
+    raise UsageError(f"fit --engine {engine}: fit follows llama.cpp, vllm, sglang and trtllm")
 
 
 # The engines' kv_cache_dtype "auto" is the model's activation dtype, whatever the weights' format:

@@ -33,9 +33,9 @@ def show_format_notes(how: Format, notes: list[tuple[str, tuple[str, ...]]]) -> 
     instead."""
     if how is Format.json:
         return
-    from llmcalc.cli._common import show
-    from llmcalc.render import note_lines
+    from llmcalc.cli._common import say, unsaid
 
     many = len(notes) > 1
-    show(*note_lines(tuple(f"{label}: {note}" if many else note
-                           for label, each in notes for note in each)))
+    for label, each in notes:  # what the answer's notes already said (CSV, a comparison) stays said
+        for note in unsaid(each):
+            say("note", f"{label}: {note}" if many else note, note=note)

@@ -110,6 +110,7 @@ def flops(
     data = [{**r.flops_json(x), **provenance(spec)} for _, spec, x in items]
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.flops_grid(items)],
-         view=(lambda: r.flops_view(items[0][1], items[0][2])) if len(items) == 1 else None)
+         view=(lambda: r.flops_view(items[0][1], items[0][2])) if len(items) == 1 else None,
+         labels=[m for m, _, _ in items])
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][1], items[0][2])))
