@@ -274,6 +274,8 @@ def spec_from_raw(
         depth_flops_what=arch.depth_flops_what,
         cache_bytes_per_token=arch.cache_bytes_per_token,
         forward_unmodelled=arch.forward_unmodelled or _rotary_without_pairs(read, arch),
+        prefix_tokens=arch.prefix_tokens,
+        sequence_flops=arch.sequence_flops,
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,
