@@ -620,8 +620,8 @@ class ModelSpec:
                  f"{self.sequence_flops:,} of its FLOPs are once per sequence (a pooler)"
                  if self.sequence_flops else "")
         if extra:
-            raise UsageError(f"{self.name}: {what} is not computed: {extra}, which it does not "
-                             "follow (flops and memory count them)")
+            raise UsageError(f"{self.name}: no {what}: {extra}, which the plan does not follow "
+                             "(flops and memory count them)")
 
     def main_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         """The main part's tensor entries (the language model of a whole model), with their group."""
