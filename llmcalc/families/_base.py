@@ -132,6 +132,7 @@ class Architecture:
     forward_unmodelled: str = ""  # ModelSpec.forward_unmodelled
     prefix_tokens: int = 0  # ModelSpec.prefix_tokens
     sequence_flops: int = 0  # ModelSpec.sequence_flops
+    sparse_what: str = ""  # ModelSpec.sparse_what
 
 
 # ---- checks shared by families ------------------------------------------------------------------
@@ -152,6 +153,9 @@ def block_sparse_threshold(attention_type: str, *, block_size: int, num_random_b
     if attention_type == "original_full":
         return None
     return (5 + 2 * num_random_blocks) * block_size
+
+
+BLOCK_SPARSE = "BigBird's block-sparse attention (global, window and random blocks)"
 
 
 def resolve_head_dim(

@@ -29,6 +29,7 @@ from llmcalc.families._base import Architecture
 from llmcalc.families._base import Count
 from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import Size
+from llmcalc.families._base import BLOCK_SPARSE
 from llmcalc.families._base import block_sparse_threshold
 from llmcalc.families._base import embedding
 from llmcalc.families._base import fc_mlp
@@ -498,4 +499,5 @@ def describe_bigbird_pegasus(c: BigBirdPegasusConfig) -> Architecture:
             replace(g, tensors=stack(g.tensors), attention=sparse(g.attention))
             for g in encoder.layer_groups)),),
         notes=("position tables: max_position_embeddings rows",),
+        sparse_what=BLOCK_SPARSE,
     )

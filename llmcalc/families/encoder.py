@@ -33,6 +33,7 @@ from llmcalc.families._base import embedding
 from llmcalc.families._base import fc_mlp
 from llmcalc.families._base import fused_mha
 from llmcalc.families._base import layer_kinds
+from llmcalc.families._base import BLOCK_SPARSE
 from llmcalc.families._base import block_sparse_threshold
 from llmcalc.families._base import linear
 from llmcalc.families._base import lm_head
@@ -774,7 +775,7 @@ def describe_big_bird(c: BigBirdConfig) -> Architecture:
     return replace(
         arch, tensors=(*arch.tensors, *pooler),
         layer_groups=(replace(group, tensors=layer, attention=attention),),
-        sequence_flops=2 * d * d)
+        sequence_flops=2 * d * d, sparse_what=BLOCK_SPARSE)
 
 
 def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
@@ -992,8 +993,15 @@ def describe_reformer(c: ReformerConfig) -> Architecture:
     [d], query and key (local) or one shared query_key (LSH) and value [h·hs, d], output.dense
     [d, h·hs], all without bias; the feed-forward's LayerNorm [d], dense [ff, d] and output [d, ff]
     with biases; the encoder's closing LayerNorm over both reversible streams [2d]; the head's bias
-    [V] and decoder [V, 2d] with a bias of its own, never tied (the table is d wide). Its forward
-    is refused: LSH buckets, chunked local attention and reversible layers are no formula here."""
+    [V] and decoder [V, 2d] with a bias of its own, never tied (the table is d wide).
+
+    Its forward over n tokens: each layer runs once (the reversible pair Y₁ = X₁ + Attention(X₂),
+    Y₂ = X₂ + FFN(Y₁), no recomputation in a forward pass), its projections on every token; a
+    layer whose chunk length (local_attn_chunk_length or lsh_attn_chunk_length) is n or more
+    attends in full, n² pairs (LocalSelfAttention / LSHSelfAttention.forward:
+    do_standard_self_attention, no hashing, no padding); past it, chunked local attention and LSH
+    buckets run, which no formula here follows (Attention.sparse_beyond: refused). The head [V, 2d]
+    on every token; ReformerForMaskedLM keeps no cache (use_cache=False)."""
     require(not c.is_decoder, "is_decoder", "is_decoder=true: ReformerForMaskedLM needs a "
             "bidirectional model (transformers refuses it)")
     d, v, h, hs, ff = (c.hidden_size, c.vocab_size, c.num_attention_heads, c.attention_head_size,
@@ -1036,7 +1044,8 @@ def describe_reformer(c: ReformerConfig) -> Architecture:
             *linear(f"{a}.output.dense", "attn/o_proj", d, h * hs, bias=False),
             *norm(f"{f}.layer_norm", "mlp/norm", d, bias=True),
             *fc_mlp(f"{f}.dense.dense", f"{f}.output.dense", d, ff, bias=True),
-        ], Attention(h, h, hs, hs, causal=False)
+        ], Attention(h, h, hs, hs, causal=False,
+                     sparse_beyond=getattr(c, f"{kind}_attn_chunk_length"))
 
     head = [
         Tensor("lm_head.bias", (v,), "bias"),
@@ -1046,5 +1055,5 @@ def describe_reformer(c: ReformerConfig) -> Architecture:
         shape=Shape(L, d, h, h, hs, ff, v, False, c.max_position_embeddings),
         tensors=tuple(outer),
         layer_groups=planned_layers(plan_from_kinds(c.attn_layers), layer),
-        forward_unmodelled="Reformer's LSH buckets, chunked local attention and reversible layers",
+        sparse_what="Reformer's chunked attention (local chunks, LSH buckets)",
     ), head)

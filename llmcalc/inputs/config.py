@@ -276,6 +276,7 @@ def spec_from_raw(
         forward_unmodelled=arch.forward_unmodelled or _rotary_without_pairs(read, arch),
         prefix_tokens=arch.prefix_tokens,
         sequence_flops=arch.sequence_flops,
+        sparse_what=arch.sparse_what,
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,

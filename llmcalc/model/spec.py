@@ -121,9 +121,10 @@ class Attention:
     over the same queries and keys, each time against all of its value heads (transformers'
     ``DiffLlamaAttention``: two calls, each over one half of V repeated to the full kv heads), so
     every query–key pair costs ``maps`` × 2·h·(d_qk + d_v); the cache holds K and V once.
-    ``sparse_beyond`` (BigBird's block-sparse attention): the layer attends in full over sequences
-    of up to this many tokens and in global, window and random blocks past it, which no formula
-    here follows: figures past it are refused (:func:`require_dense`).
+    ``sparse_beyond`` (BigBird's block-sparse attention, Reformer's chunked local and LSH
+    attention): the layer attends in full over sequences of up to this many tokens and in blocks
+    or chunks past it (``ModelSpec.sparse_what``), which no formula here follows: figures past it
+    are refused (:func:`require_dense`).
     ``relative_positions`` (a, b) (XLNet's relative attention, Dai et al. 2019 §3.3): over a
     sequence of n tokens each query also scores a·n + b relative positions (2·h·d_qk each; XLNet
     bidirectional: 2n, unidirectional: n + 1), whose keys the layer projects once per sequence
@@ -593,6 +594,8 @@ class ModelSpec:
     prefix_tokens: int = 0
     # FLOPs once per sequence whatever its length (BigBird's pooler: its first token through d × d)
     sequence_flops: int = 0
+    # what attention runs past a layer's Attention.sparse_beyond, for the refusal
+    sparse_what: str = ""
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
     method: str = "formula"
     measured_seconds: float = 0.0
@@ -702,8 +705,8 @@ def require_dense(spec: ModelSpec, attention: Attention, *, tokens: int) -> None
     """Refuse a figure at ``tokens`` where ``attention`` is block-sparse (``sparse_beyond``)."""
     if attention.sparse_beyond is not None and tokens > attention.sparse_beyond:
         raise UsageError(f"{spec.name}: FLOPs past {attention.sparse_beyond:,} tokens ({tokens:,} "
-                         "asked) are not computed: BigBird's block-sparse attention (global, window "
-                         "and random blocks) runs there, which these formulas do not follow")
+                         f"asked) are not computed: {spec.sparse_what} runs there, which these "
+                         "formulas do not follow")
 
 
 def image_cross_tokens(spec: ModelSpec) -> int:

@@ -191,10 +191,11 @@ def test_states_kept_in_modules_are_measured() -> None:
 
 
 def test_a_forward_llmcalc_refuses_is_refused_where_transformers_runs_it() -> None:
-    """Reformer's LSH buckets (ModelSpec.forward_unmodelled): the count is held, the FLOPs and
-    cache columns say refused with llmcalc's reason, as transformers runs the config."""
-    variant = next(iter_variants("reformer", seed=SEED))
-    why = "Reformer's LSH buckets, chunked local attention and reversible layers"
+    """ProphetNet's n-gram streams (ModelSpec.forward_unmodelled): the count is held, the FLOPs
+    and cache columns say refused with llmcalc's reason, as transformers runs the config."""
+    variant = next(iter_variants("prophetnet", seed=SEED))
+    why = ("ProphetNet's decoder runs 2 n-gram streams beside the main one, with relative "
+           "positions of their own")
     assert flops_outcome(variant) == Outcome(REFUSED, why)
     assert cache_outcome(variant) == Outcome(REFUSED, why)
 

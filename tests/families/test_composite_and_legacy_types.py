@@ -57,7 +57,6 @@ def test_blt_parts_are_its_stacks() -> None:
                     "not on the weights"),
     ("prophetnet-default", "ProphetNet's decoder runs 2 n-gram streams beside the main one, with "
                            "relative positions of their own"),
-    ("reformer-default", "Reformer's LSH buckets, chunked local attention and reversible layers"),
     ("gemma4-unified-assistant-default",
      "a Gemma 4 assistant drafts on its backbone's keys and values (shared_kv_states): it has no "
      "forward pass or cache of its own"),

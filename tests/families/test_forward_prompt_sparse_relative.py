@@ -1,6 +1,6 @@
 """Forward passes past the plain decoder's: CPM-Ant's own prompt tokens, BigBird's full attention
 below its block-sparse threshold (and the pooler once a sequence), XLNet's relative positions and
-memory. Each figure is a number worked by hand below, and (marker torch) FlopCounterMode's count and
+memory, Reformer's full attention within its chunk lengths. Each figure is a number worked by hand below, and (marker torch) FlopCounterMode's count and
 the bytes transformers' cache holds after the same forward."""
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ BIG_BIRD = {"model_type": "big_bird", "hidden_size": 64, "num_attention_heads": 
             "intermediate_size": 128, "vocab_size": 100, "num_hidden_layers": 2,
             "max_position_embeddings": 64, "attention_type": "block_sparse", "block_size": 2,
             "num_random_blocks": 1}
+REFORMER = {"model_type": "reformer", "attn_layers": ["local", "lsh"], "hidden_size": 64,
+            "num_attention_heads": 4, "attention_head_size": 16, "feed_forward_size": 128,
+            "vocab_size": 100, "axial_pos_embds": False, "max_position_embeddings": 16,
+            "local_attn_chunk_length": 8, "lsh_attn_chunk_length": 16}
 XLNET = {"model_type": "xlnet", "d_model": 64, "n_head": 4, "d_inner": 128, "vocab_size": 100,
          "n_layer": 2, "mem_len": 6}
 
@@ -50,6 +54,12 @@ CASES: list[tuple[str, dict[str, Any], int, int]] = [
      2 * (N * ENCODER_LAYER + N * N * PAIR + N * 2 * N * 2 * 4 * 16 + 2 * N * 2 * 64 * 64)
      + N * 2 * 100 * 64,
      2 * 6 * 64 * 4),
+    # N ≤ both chunk lengths: full attention; local q, k, v, o 4·64², LSH query_key, v, o 3·64²,
+    # FFN 2·128·64 each; the head [100, 2·64] on every token; ReformerForMaskedLM caches nothing
+    ("reformer", REFORMER,
+     N * 2 * (4 * 64 * 64 + 3 * 64 * 64 + 2 * 2 * 128 * 64) + 2 * N * N * PAIR
+     + N * 2 * 100 * 128,
+     0),
     # unidirectional: N + 1 relative positions; no memory without use_mems_eval
     ("xlnet uni", {**XLNET, "attn_type": "uni", "use_mems_eval": False},
      2 * (N * ENCODER_LAYER + N * N * PAIR + N * (N + 1) * 2 * 4 * 16 + (N + 1) * 2 * 64 * 64)
@@ -69,8 +79,8 @@ def test_forward_flops_and_cache_bytes(label: str, config: dict[str, Any], flops
 
 def test_the_figures_worked_out() -> None:
     # the sums above, as numbers: a change to a formula shows here first
-    assert [c[2] for c in CASES] == [2_854_912, 1_257_472, 1_478_656, 1_349_632]
-    assert [c[3] for c in CASES] == [16_384, 0, 3_072, 0]
+    assert [c[2] for c in CASES] == [2_854_912, 1_257_472, 1_478_656, 1_220_608, 1_349_632]
+    assert [c[3] for c in CASES] == [16_384, 0, 3_072, 0, 0]
 
 
 @pytest.mark.torch
@@ -102,6 +112,15 @@ def test_block_sparse_past_its_threshold_is_refused(cli: Any) -> None:
         "error: transformers BigBirdConfig defaults: FLOPs past 704 tokens (1,024 asked) are not "
         "computed: BigBird's block-sparse attention (global, window and random blocks) runs "
         "there, which these formulas do not follow\n")
+
+
+def test_reformer_past_a_chunk_length_is_refused() -> None:
+    spec = spec_from_dict(REFORMER, name="rf")
+    with pytest.raises(UsageError) as e:
+        forward_flops_per_sequence(spec, ctx=9, causal=False)
+    assert str(e.value) == (
+        "rf: FLOPs past 8 tokens (9 asked) are not computed: Reformer's chunked attention (local "
+        "chunks, LSH buckets) runs there, which these formulas do not follow")
 
 
 def test_bigbird_pegasus_encoder_past_its_threshold_is_refused() -> None:

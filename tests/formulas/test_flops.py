@@ -129,7 +129,8 @@ def test_moe_counts_only_the_active_experts() -> None:
 # the bundled configs whose forward pass is modelled; the others refuse FLOPs (test below)
 FORWARD = [p.stem for p in bundled.paths() if not load_spec(p.stem).forward_unmodelled]
 UNMODELLED = [p.stem for p in bundled.paths() if load_spec(p.stem).forward_unmodelled]
-# …at any length: BigBird's block-sparse attention is refused past its threshold (its own test)
+# …at any length: BigBird's block-sparse and Reformer's chunked attention are refused past their
+# thresholds (tests/families/test_forward_prompt_sparse_relative.py)
 ANY_LENGTH = [name for name in FORWARD if not any(
     t.attention is not None and t.attention.sparse_beyond is not None
     for t in (*load_spec(name).layer_groups,
@@ -203,9 +204,11 @@ def test_cli_catalog(cli) -> None:
     r = cli("flops", "--ctx", "128k", "--json")
     assert r.code == 0, r.stderr
     rows = r.json()
-    # BigBird's block-sparse attention past 704 tokens is left out with the unmodelled ones
+    # BigBird's block-sparse attention past 704 tokens and Reformer's chunked attention past 64
+    # are left out with the unmodelled ones
+    sparse = ["big-bird-default", "bigbird-pegasus-default", "reformer-default"]
     assert [row["name"] for row in rows] == ANY_LENGTH
-    assert sorted(set(FORWARD) - set(ANY_LENGTH)) == ["big-bird-default", "bigbird-pegasus-default"]
+    assert sorted(set(FORWARD) - set(ANY_LENGTH)) == sparse
     for row in rows:
         assert JSON_KEYS <= set(row)
         assert row["ctx"] == 131_072
@@ -215,7 +218,7 @@ def test_cli_catalog(cli) -> None:
     assert table.code == 0
     assert "llama-2-7b" in table.stdout and "forward FLOPs per token at context 131,072 (128k)" in table.stdout
     # the models whose forward pass is not modelled are named, not shown with figures
-    left_out = [*UNMODELLED, "big-bird-default", "bigbird-pegasus-default"]
+    left_out = [*UNMODELLED, *sparse]
     assert (f"left out, their FLOPs not computed ({', '.join(left_out)}): `llmcalc flops MODEL` "
             "says why") in " ".join(table.stdout.split())
 
