@@ -704,9 +704,10 @@ CACHE_NOTE = "KV cache:"  # a spec note that memory figures are read with (a fam
 def require_dense(spec: ModelSpec, attention: Attention, *, tokens: int) -> None:
     """Refuse a figure at ``tokens`` where ``attention`` is block-sparse (``sparse_beyond``)."""
     if attention.sparse_beyond is not None and tokens > attention.sparse_beyond:
-        raise UsageError(f"{spec.name}: FLOPs past {attention.sparse_beyond:,} tokens ({tokens:,} "
-                         f"asked) are not computed: {spec.sparse_what} runs there, which these "
-                         "formulas do not follow")
+        past = attention.sparse_beyond
+        raise UsageError(f"{spec.name}: FLOPs past {past:,} token{'' if past == 1 else 's'} "
+                         f"({tokens:,} asked) are not computed: {spec.sparse_what} runs there, "
+                         "which these formulas do not follow")
 
 
 def image_cross_tokens(spec: ModelSpec) -> int:

@@ -14,7 +14,15 @@ import pytest
 pytest.importorskip("transformers")
 
 import measure  # noqa: E402
-from checks import EXACT, REFUSED, WRONG, Outcome, cache_outcome, flops_outcome  # noqa: E402
+from checks import (  # noqa: E402
+    BOTH_REFUSE,
+    EXACT,
+    REFUSED,
+    WRONG,
+    Outcome,
+    cache_outcome,
+    flops_outcome,
+)
 from measure import SEQ  # noqa: E402
 from variants import Variant, counted_types, iter_variants  # noqa: E402
 
@@ -190,14 +198,15 @@ def test_states_kept_in_modules_are_measured() -> None:
     assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)
 
 
-def test_a_forward_llmcalc_refuses_is_refused_where_transformers_runs_it() -> None:
+def test_a_forward_llmcalc_refuses_is_refused_by_both_where_transformers_cannot_run_it() -> None:
     """ProphetNet's n-gram streams (ModelSpec.forward_unmodelled): the count is held, the FLOPs
-    and cache columns say refused with llmcalc's reason, as transformers runs the config."""
+    and cache columns give llmcalc's reason, refused by both: transformers cannot cut it to the
+    measured layers (it takes no num_hidden_layers)."""
     variant = next(iter_variants("prophetnet", seed=SEED))
     why = ("ProphetNet's decoder runs 2 n-gram streams beside the main one, with relative "
            "positions of their own")
-    assert flops_outcome(variant) == Outcome(REFUSED, why)
-    assert cache_outcome(variant) == Outcome(REFUSED, why)
+    assert flops_outcome(variant) == Outcome(BOTH_REFUSE, why)
+    assert cache_outcome(variant) == Outcome(BOTH_REFUSE, why)
 
 
 def test_a_figure_refused_at_the_measured_length_is_refused() -> None:
