@@ -25,11 +25,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
+from llmcalc.families._base import BLOCK_SPARSE
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import Count
 from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import Size
-from llmcalc.families._base import BLOCK_SPARSE
 from llmcalc.families._base import block_sparse_threshold
 from llmcalc.families._base import embedding
 from llmcalc.families._base import fc_mlp

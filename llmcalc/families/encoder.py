@@ -23,18 +23,18 @@ from typing import ClassVar
 from pydantic import AliasChoices
 from pydantic import Field
 
+from llmcalc.families._base import BLOCK_SPARSE
 from llmcalc.families._base import FULL
 from llmcalc.families._base import SLIDING
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import Count
 from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import Size
+from llmcalc.families._base import block_sparse_threshold
 from llmcalc.families._base import embedding
 from llmcalc.families._base import fc_mlp
 from llmcalc.families._base import fused_mha
 from llmcalc.families._base import layer_kinds
-from llmcalc.families._base import BLOCK_SPARSE
-from llmcalc.families._base import block_sparse_threshold
 from llmcalc.families._base import linear
 from llmcalc.families._base import lm_head
 from llmcalc.families._base import norm

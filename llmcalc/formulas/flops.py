@@ -73,7 +73,6 @@ from llmcalc.model.spec import (
     RG_LRU,
     RWKV,
     Attention,
-    LayerGroup,
     Mixer,
     ModelSpec,
     Tensor,
@@ -307,10 +306,8 @@ def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
     _check_ctx(ctx)
     ctx = layer_tokens(spec, ctx=ctx)
     return sum(
-        g.runs
-        * (attention_layer_flops_per_token(g.attention, ctx=ctx)
-           + position_flops(g.attention, ctx=ctx))
-        for g in _dense_groups(spec, tokens=ctx)
+        runs * (attention_layer_flops_per_token(a, ctx=ctx) + position_flops(a, ctx=ctx))
+        for runs, a in _dense_attention(spec, tokens=ctx)
     )
 
 
@@ -320,14 +317,13 @@ def layer_tokens(spec: ModelSpec, *, ctx: int) -> int:
     return ctx + spec.prefix_tokens
 
 
-def _dense_groups(spec: ModelSpec, *, tokens: int) -> list[LayerGroup]:
-    """The layer groups with attention, each held to attend in full at ``tokens`` (BigBird's
-    block-sparse attention past its threshold is refused: ``require_dense``)."""
-    groups = [g for g in spec.layer_groups if g.attention is not None]
-    for g in groups:
-        assert g.attention is not None
-        require_dense(spec, g.attention, tokens=tokens)
-    return groups
+def _dense_attention(spec: ModelSpec, *, tokens: int) -> list[tuple[int, Attention]]:
+    """(runs, attention) of each layer group with attention, each held to attend in full at
+    ``tokens`` (block-sparse or chunked attention past its threshold is refused: require_dense)."""
+    out = [(g.runs, g.attention) for g in spec.layer_groups if g.attention is not None]
+    for _, a in out:
+        require_dense(spec, a, tokens=tokens)
+    return out
 
 
 # ---- sequence mixers other than attention (SSM) ---------------------------------------------------
@@ -485,16 +481,17 @@ def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> 
     _check_ctx(ctx)
     ctx = layer_tokens(spec, ctx=ctx)
     return sum(
-        g.runs
+        runs
         * (
-            _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
-            + index_flops(g.attention, pairs=_index_pairs(g.attention, ctx=ctx, causal=causal))
-            # DeBERTa: every query's (or key's) relative-position scores, the table's projections
-            + ctx * position_flops(g.attention, ctx=ctx)
-            + relative_proj_flops(g.attention, ctx=ctx)
-            + g.attention.sequence_flops
+            _pairs(a, ctx=ctx, causal=causal) * pair_flops(a)
+            + index_flops(a, pairs=_index_pairs(a, ctx=ctx, causal=causal))
+            # DeBERTa, XLNet: every query's (or key's) relative-position scores, the table's
+            # projections
+            + ctx * position_flops(a, ctx=ctx)
+            + relative_proj_flops(a, ctx=ctx)
+            + a.sequence_flops
         )
-        for g in _dense_groups(spec, tokens=ctx)
+        for runs, a in _dense_attention(spec, tokens=ctx)
     )
 
 

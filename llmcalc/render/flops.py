@@ -273,11 +273,11 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     for g in spec.layer_groups:
         if g.attention is not None and (g.attention.position_keys or g.attention.relative_proj):
             att = g.attention
-            keys = att.position_keys + att.relative_count(r.ctx)
+            positions = att.position_keys + att.relative_count(r.ctx)
             table = att.sequence_flops + relative_proj_flops(att, ctx=r.ctx)
             lines.append(
                 f"  {g.name}, relative positions: {plural(len(g.layers), 'layer')} × 2 × "
-                f"{n(keys)} positions × {att.heads} heads × {att.qk_head_dim} = "
+                f"{n(positions)} positions × {att.heads} heads × {att.qk_head_dim} = "
                 f"{n(len(g.layers) * position_flops(att, ctx=r.ctx))} (and {n(table)} per layer "
                 "and sequence projecting the position table)"
             )
@@ -331,6 +331,12 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     depth += ([f"{r.prefix_tokens} prompt tokens × {n(r.layer_weight_flops_per_token)} (the "
                "layers' weights)"] if r.prefix_tokens else [])
     depth += [f"{n(r.sequence_flops)} (once per sequence: the pooler)"] if r.sequence_flops else []
+    # relative positions (DeBERTa, XLNet): every query's scores, the table projected once a layer
+    depth += [f"{len(g.layers)} × ({n(r.ctx)} × {n(position_flops(g.attention, ctx=r.ctx))} + "
+              f"{n(g.attention.sequence_flops + relative_proj_flops(g.attention, ctx=r.ctx))}) "
+              "(relative positions)"
+              for g in spec.layer_groups if g.attention is not None
+              and (g.attention.position_keys or g.attention.relative_proj)]
     actx = r.ctx + r.prefix_tokens  # the tokens the layers attend over
     full = " + ".join(
         [f"{a.num_layers} × {n(actx)}² × 2 × {a.heads} × {_pair_dims(a)}"
