@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from llmcalc.cli._common import Format
 from llmcalc.cli._options import DTYPES
 from llmcalc.formulas.quant import FORMAT_NAMES
 
@@ -24,3 +25,17 @@ DTypeOpt = Annotated[
         show_default=False,
     ),
 ]
+
+
+def show_format_notes(how: Format, notes: list[tuple[str, tuple[str, ...]]]) -> None:
+    """What each model's weight format leaves wide (:func:`llmcalc.formulas.quant.format_notes`),
+    as ``note:`` lines on stderr: a comparison names the model; JSON carries them in ``notes``
+    instead."""
+    if how is Format.json:
+        return
+    from llmcalc.cli._common import show
+    from llmcalc.render import note_lines
+
+    many = len(notes) > 1
+    show(*note_lines(tuple(f"{label}: {note}" if many else note
+                           for label, each in notes for note in each)))

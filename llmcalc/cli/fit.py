@@ -65,7 +65,7 @@ from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, H
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import CONTEXT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
-from llmcalc.cli._weights import DTypeOpt
+from llmcalc.cli._weights import DTypeOpt, show_format_notes
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.model.spec import ModelSpec
@@ -285,6 +285,8 @@ def fit(
                                   kv_dtype=kv)) if len(items) == 1 else None)
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2], accelerator=acc)))
+    show_format_notes(how, [(label, f.notes) for label, _, f in items])
+
     def fits_on(spec: ModelSpec, g: int) -> bool:
         return asked_fits(fit_plan(spec, accelerator=acc, gpus=g, dtype=weights, kv_dtype=kv,
                                    batch=None if n_ctx is not None else batch, ctx=n_ctx,

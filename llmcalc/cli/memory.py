@@ -56,10 +56,10 @@ from llmcalc.cli._options import (
     speaks_flags,
 )
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt
-from llmcalc.cli._weights import DTypeOpt
+from llmcalc.cli._weights import DTypeOpt, show_format_notes
 from llmcalc.errors import UsageError
 from llmcalc.formulas.memory import memory as compute_memory
-from llmcalc.formulas.quant import kv_dtype_for, resolve_format
+from llmcalc.formulas.quant import format_notes, kv_dtype_for, resolve_format
 from llmcalc.inputs.safetensors_index import DTypeBytes, StoredWeights
 from llmcalc.model.spec import ModelSpec
 from llmcalc.render import gib
@@ -248,6 +248,8 @@ def memory(
                       f"{gib(p['peak_bytes'])}"))
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2])))
+    if len(items) > 1 or how in (Format.csv, Format.markdown):  # (the table view prints its own)
+        show_format_notes(how, [(m, format_notes(spec, x.dtype)) for m, spec, x in items])
 
 
 def _catalog(ctx: int, batch: int, dtype: str | None, kv_dtype: str | None, how: Format) -> None:

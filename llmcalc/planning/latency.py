@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
-from llmcalc.formulas.quant import WeightFormat, is_routed_expert, weight_bytes
+from llmcalc.formulas.quant import WeightFormat, format_notes, is_routed_expert, weight_bytes
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator, Interconnect
 from llmcalc.units import DType
@@ -101,6 +101,7 @@ class Latency:
     ridge_batch: int | None  # decode turns compute bound here (None: never)
     speculation: Speculation | None
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
+    notes: tuple[str, ...] = ()  # what the weights' format leaves wide (formulas.quant.format_notes)
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -239,5 +240,5 @@ def latency(
         tokens_per_s_per_gpu=batch / tpot / tp, throughput_per_gpu=batch * gen / e2e / tp,
         ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
                                 ce=ce, be=be),
-        speculation=spec_result, layers=spec.num_layers,
+        speculation=spec_result, layers=spec.num_layers, notes=format_notes(spec, dtype),
     )

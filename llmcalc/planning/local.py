@@ -157,13 +157,13 @@ def _layer_bytes(spec: ModelSpec, fmt: WeightFormat, i: int) -> int:
 
 
 def _tensor_bytes(spec: ModelSpec, t: Tensor, g: LayerGroup, fmt: WeightFormat, i: int) -> int:
-    from llmcalc.formulas.quant import QuantFormat
+    from llmcalc.formulas.quant import QuantFormat, tensor_bytes
     from llmcalc.units import nbytes
 
     if isinstance(fmt, DType):
         return nbytes(t.numel, fmt)
     assert isinstance(fmt, QuantFormat)
-    return fmt.layout(t, layer=i, num_layers=spec.num_layers).nbytes(t.shape) * t.copies
+    return tensor_bytes(fmt.layout(t, layer=i, num_layers=spec.num_layers), t)
 
 
 def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int]:

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from llmcalc.planning.latency import Latency, Stage
 from llmcalc.planning.speed import Expected, Fit
-from llmcalc.render import heading, n
+from llmcalc.render import heading, n, note_lines
 from llmcalc.render.grid import Col, Fitted, Grid
 
 
@@ -55,7 +55,7 @@ def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
             f"{s.tokens_per_step:.3f} tokens per target step, draft/target step cost c = "
             f"{s.cost_ratio:.3f}, expected speed-up {s.speedup:.2f}× (Leviathan et al. 2023)"
         ))
-    return Group(*parts)
+    return Group(*parts, *note_lines(r.notes))
 
 
 def _error(f: Fit) -> str:
@@ -110,6 +110,7 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
     a, link = r.accelerator, r.interconnect
     sp = r.speculation
     return {
+        "notes": list(r.notes),
         "model": r.model,
         "inputs": {
             "accelerator": {"name": a.name, "peak_flops": a.peak_flops, "bandwidth": a.bandwidth,

@@ -25,13 +25,15 @@ def plan_json(plan: Plan) -> dict[str, Any]:
                   + (", the mapped file range" if p.mmap else ""),
         "model_buffer_bytes": plan.model, "kv_k_bytes": plan.kv_k, "kv_v_bytes": plan.kv_v,
         "recurrent_state_bytes": plan.recurrent,
-        "compute_buffer_bytes": None,  # not modelled: unknown, never guessed
+        # None: not modelled (GPU layers, or an architecture whose graph is not built), never
+        # guessed
+        "compute_buffer_bytes": plan.compute,
         "total_bytes": plan.total,
         "caches": [{"kind": cache.name, "cells": cache.cells, "layers": len(cache.layers),
                     "k_bytes": cache.k_bytes, "v_bytes": cache.v_bytes} for cache in plan.caches],
         "devices": {d.name: {"model_buffer_bytes": d.model, "kv_k_bytes": d.kv_k,
                              "kv_v_bytes": d.kv_v, "recurrent_state_bytes": d.recurrent,
-                             "compute_buffer_bytes": None, "total_bytes": d.total}
+                             "compute_buffer_bytes": d.compute, "total_bytes": d.total}
                     for d in plan.devices},
     }
 
@@ -57,6 +59,13 @@ def plan_view(model: str, plan: Plan) -> Table:
         if attr == "recurrent" and not plan.recurrent:
             continue
         table.add_row(label, *(_mib(getattr(d, attr)) for d in plan.devices))
-    table.add_row("compute", *("not modelled" for _ in plan.devices))
-    table.add_row("sum (without compute)", *(_mib(d.total) for d in plan.devices))
+    table.add_row("compute", *(("not modelled" if d.compute is None else _mib(d.compute))
+                               for d in plan.devices))
+    if plan.compute is None:
+        table.caption = ("compute: not modelled with layers on a GPU (the split graph's buffers)"
+                         if len(plan.devices) > 1 else
+                         f"compute: {plan.hparams.arch}'s graph is not modelled")
+        table.caption_justify = "left"
+    label = "sum" if plan.compute is not None else "sum (without compute)"
+    table.add_row(label, *(_mib(d.total) for d in plan.devices))
     return table

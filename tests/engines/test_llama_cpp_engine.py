@@ -69,6 +69,9 @@ def test_buffers_equal_the_engines(ggufs: dict[str, Path], arch: str, case: int)
     assert _mib(ours.recurrent) == engine["rs"]
     assert (ours.recurrent > 0) == (arch in ("mamba", "lfm2", "lfm2-swa"))
     assert (len(ours.kv_caches) == 2) == (arch in ("gemma2", "gemma3", "lfm2-swa"))
+    # the compute buffer: the same bytes as the engine's (its %.2f MiB, half a hundredth)
+    compute = L.plan(read_header(ggufs[arch]), L.Params(**params)).compute
+    assert compute is not None and abs(compute / 2**20 - engine["compute"]) <= 0.005
 
 
 def test_quantized_v_without_flash_attention_is_refused_as_by_the_engine(

@@ -2,8 +2,9 @@
 where it places them, read from llama-cpp-python 0.3.36's ``vendor/llama.cpp`` (cited below as
 ``src/<file>: <function>``). Pure: a GGUF header and the engine's parameters in, bytes out.
 
-The compute buffer (the graph's scratch, ``sched_reserve``) is not modelled here: it is reported as
-unknown (None), never guessed.
+The compute buffer (the graph's scratch, ``sched_reserve``) is llama_cpp_graph's: the engine's
+reserved graphs walked through ggml's allocator, on the CPU backend; with layers on a GPU it is
+reported as unknown (None), never guessed.
 """
 
 from __future__ import annotations
@@ -186,7 +187,8 @@ class Context:
 
 def context(p: Params, *, n_ctx_train: int) -> Context:
     """n_ctx padded to 256; without --kv-unified each of --parallel sequences gets n_ctx / n_seq,
-    padded to 256, and n_ctx becomes their sum; n_batch ≤ n_ctx, n_ubatch ≤ n_batch."""
+    padded to 256, and n_ctx becomes their sum; n_batch ≤ the n_ctx given (unpadded),
+    n_ubatch ≤ n_batch."""
     for name, value in (("--batch-size", p.n_batch), ("--ubatch-size", p.n_ubatch),
                         ("--parallel", p.n_parallel)):
         if value < 1:
@@ -200,14 +202,16 @@ def context(p: Params, *, n_ctx_train: int) -> Context:
     if _is_quantized(p.type_v) and p.flash_attn == "off":
         raise UsageError(f"--cache-type-v {p.type_v}: llama.cpp refuses a quantized V cache "
                          "without flash attention (--flash-attn on or auto)")
-    n_ctx = _pad(p.n_ctx if p.n_ctx > 0 else n_ctx_train, 256)
+    n_ctx_raw = p.n_ctx if p.n_ctx > 0 else n_ctx_train
+    n_ctx = _pad(n_ctx_raw, 256)
     n_seq = p.n_parallel
     if p.kv_unified:
         n_ctx_seq = n_ctx
     else:
         n_ctx_seq = _pad(n_ctx // n_seq, 256)
         n_ctx = n_ctx_seq * n_seq
-    n_batch = min(n_ctx, p.n_batch)  # causal attention
+    # causal attention: the batch is limited by n_ctx as given, before its padding
+    n_batch = min(n_ctx_raw, p.n_batch)
     n_ubatch = min(n_batch, p.n_ubatch)
     # flash attention "auto" resolves to on for the CPU backend (it supports FLASH_ATTN_EXT)
     return Context(n_ctx, n_ctx_seq, n_seq, 1 if p.kv_unified else n_seq, n_batch, n_ubatch,
@@ -407,17 +411,19 @@ def model_buffers(header: GgufHeader, place: Mapping[str, str], *, mmap: bool) -
 
 @dataclass(frozen=True)
 class Device:
-    """One device's buffers (bytes); compute is None: the compute buffer is not modelled."""
+    """One device's buffers (bytes); compute None: not modelled (a plan with GPU layers)."""
 
     name: str
     model: int
     kv_k: int
     kv_v: int
     recurrent: int
+    compute: int | None = None
 
     @property
     def total(self) -> int:
-        return self.model + self.kv_k + self.kv_v + self.recurrent
+        """The buffers' sum, the compute buffer included where it is modelled."""
+        return self.model + self.kv_k + self.kv_v + self.recurrent + (self.compute or 0)
 
 
 @dataclass(frozen=True)
@@ -443,6 +449,12 @@ class Plan:
     @property
     def kv_v(self) -> int:
         return sum(c.v_bytes for c in self.caches)
+
+    @property
+    def compute(self) -> int | None:
+        """The compute buffers' sum; None where one is not modelled."""
+        parts = [d.compute for d in self.devices]
+        return None if any(c is None for c in parts) else sum(c or 0 for c in parts)
 
     @property
     def total(self) -> int:
@@ -480,4 +492,10 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     devices = [Device(name, weights[name], kv[name][0], kv[name][1], rs[name])
                for name in ("CPU", "GPU")
                if name == "CPU" or weights[name] or kv[name][0] or rs[name]]
+    from llmcalc.planning.engines.llama_cpp_graph import GRAPHS, compute_bytes
+
+    if len(devices) == 1 and hp.arch in GRAPHS:  # the CPU backend alone: its compute buffer
+        compute = compute_bytes(header, hp, ctx, caches, p.type_k, p.type_v)
+        cpu = devices[0]
+        devices = [Device("CPU", cpu.model, cpu.kv_k, cpu.kv_v, cpu.recurrent, compute)]
     return Plan(p, hp, ctx, caches, recurrent_bytes(hp, ctx), devices)
