@@ -30,6 +30,8 @@ PREDICTED = {
     "vllm-v1-a5000-qwen3-8b-16k": 45344,
     "vllm-v1-h100x4-qwen3-235b-fp8": 270288,
     "sglang-h100x4-qwen3-235b-fp8": 367931,
+    "sglang-l4x4-qwq-32b": 44672,
+    "sglang-h100-llama31-8b-docs": 444020,
     "vllm-v0-a100-40gb-llama3-8b-8k": 156624,
     "vllm-v0-h100-phi4-gptq-2k": 11296,
     "vllm-v1-h100-codellama-7b": 126432,
@@ -142,6 +144,8 @@ EXACT = [
     "vllm-v1-5090-qwen36-35b-hybrid-a",
     "vllm-v1-5090-qwen36-35b-hybrid-b",
     "sglang-h100x4-qwen3-235b-fp8",
+    "sglang-l4x4-qwq-32b",
+    "sglang-h100-llama31-8b-docs",
     "vllm-v0-a100-40gb-llama3-8b-8k",
     "vllm-v0-h100-phi4-gptq-2k",
     "vllm-v1-qwen3-14b-32k-kvmem",
@@ -221,7 +225,7 @@ def test_every_log_row_is_held() -> None:
     held = set(PREDICTED) | set(EXACT) | {"trtllm-a100-llama2-7b-kvmem", "trtllm-a10-llama2-7b-0.5",
                                           "vllm-v0-h100-llama3-8b", "vllm-v0-8gb-qwen25-7b-awq-refused"}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 72
+    assert len(BY_ID) == 74
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
