@@ -167,6 +167,19 @@ ROTARY_FIELDS = ("partial_rotary_factor", "rotary_pct", "rotary_dim", "rope_para
                  "rope_scaling")
 
 
+# Config classes whose attention takes head_dim = hidden_size // num_attention_heads when no
+# head_dim is given, whatever the remainder (transformers' ``getattr(config, "head_dim", None) or
+# config.hidden_size // config.num_attention_heads``), with projections of heads · head_dim: each
+# held to the model transformers builds from a width its heads do not divide (tests/differential)
+FLOOR_HEAD_DIM: frozenset[str] = frozenset({
+    "Apertus1p5TextConfig", "ApertusConfig", "BambaConfig", "BitNetConfig", "Cohere2Config",
+    "CohereConfig", "DogeConfig", "Emu3TextConfig", "Exaone4Config", "FalconH1Config", "GraniteConfig",
+    "GraniteMoeHybridConfig", "GraniteSWAConfig", "JambaConfig", "Lfm2Config", "MistralConfig",
+    "NanoChatConfig", "Olmo2Config", "Olmo3Config", "OlmoHybridConfig", "Phi3Config",
+    "Phi4MultimodalConfig", "PhiConfig", "Qwen2Config", "SmolLM3Config", "Starcoder2Config",
+})
+
+
 # ---- checks shared by families ------------------------------------------------------------------
 
 
@@ -182,13 +195,20 @@ def resolve_head_dim(
     *,
     hidden_field: str = "hidden_size",
     heads_field: str = "num_attention_heads",
+    floor: bool = False,
 ) -> int:
-    """head_dim as given, else hidden / heads, which must then divide exactly.
+    """head_dim as given, else hidden / heads, which must then divide exactly — or, ``floor``,
+    hidden // heads, as a class that builds heads · (hidden // heads)-wide projections whatever
+    the remainder computes it (FLOOR_HEAD_DIM).
 
     Messages name the standard Hugging Face fields unless a family reads others.
     """
     if head_dim is not None:
         return head_dim
+    if floor:
+        require(hidden >= heads, heads_field, f"{heads_field} ({heads}) exceeds {hidden_field} "
+                f"({hidden}): heads of hidden // heads = 0 elements")
+        return hidden // heads
     require(
         hidden % heads == 0,
         heads_field,
@@ -233,7 +253,8 @@ class DecoderConfig(FamilyConfig):
 
     @property
     def resolved_head_dim(self) -> int:
-        return resolve_head_dim(self.hidden_size, self.num_attention_heads, self.head_dim)
+        return resolve_head_dim(self.hidden_size, self.num_attention_heads, self.head_dim,
+                                floor=self.transformers_class in FLOOR_HEAD_DIM)
 
     @property
     def resolved_kv_heads(self) -> int:

@@ -393,6 +393,10 @@ def step_memory(
     require_supported(spec)
     if batch < 1 or seq < 1:
         raise ParameterError("{batch} and {ctx}: must be 1 or more")
+    if lora_params > 0 and dropouts(spec):
+        raise ParameterError("{method}: {name}: dropout {p:g} ({key}) with a frozen base is not "
+                             "measured; set it to 0 (--set)", name=spec.name,
+                             p=next(iter(dropouts(spec).values())), key=next(iter(dropouts(spec))))
     sites = DROPOUT_SITES.get(spec.model_type, {})
     attn = [k for k in dropouts(spec) if sites.get(k) == "attention"]
     if kernel is not Kernel.eager and attn:
@@ -425,7 +429,7 @@ def step_memory(
         per_token += len(g.layers) * (p.residual * h if recompute_full else layer)
     first = _layer_kind(spec, spec.layer_groups[0])
     per_token += norm_bytes(first, p, readers=1, trained=not lora, read=True)
-    if _dropped(spec, "embedding") and not lora:  # the embeddings' sum (r B), when it trains
+    if _dropped(spec, "embedding"):  # the embeddings' sum, r B per element
         per_token += h * p.mask_bytes(p.residual)
     per_token += 2 * first.qk_dim * p.residual if first.rotary else 0
     casts = 0

@@ -131,6 +131,11 @@ def test_dropout_masks_by_hand(cli: Any) -> None:
     assert str(e.value) == ("attention sdpa: gpt2: the attention dropout (attn_pdrop) runs inside "
                             "the sdpa kernel, whose saved state is not measured; use --attention "
                             "eager or set attn_pdrop to 0 (--set)")
+    with pytest.raises(ParameterError) as e:
+        A.step_memory(spec, batch=1, seq=64, precision=FP32, kernel=A.Kernel.eager,
+                      lora_params=1000, lora_adapters=4, lora_r=8)
+    assert str(e.value) == ("method: gpt2: dropout 0.1 (attn_pdrop) with a frozen base is not "
+                            "measured; set it to 0 (--set)")
     run = cli("train", "gpt2", "--gpu", "h100", "--attention", "eager", "--ctx", "1k", "--json")
     assert run.code == 0, run.stderr
     sdpa = cli("train", "gpt2", "--gpu", "h100", "--attention", "sdpa")
