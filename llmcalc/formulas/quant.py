@@ -39,6 +39,23 @@ the tensors such checkpoints hold):
   bits per weight), routed experts FP4 e2m1 with one ue8m0 scale per 32 along the input (the MXFP4
   layout, 4.25 bits); embeddings, lm_head, routers and vectors bf16, as for ``fp8-block``. A
   checkpoint with fp8 experts (``expert_dtype: fp8`` or none) keeps fp32 scales: ``fp8-block``.
+- **NVFP4** (NVIDIA's 4-bit float for Blackwell, as ModelOpt and llm-compressor export it and vLLM
+  loads it: vLLM ``modelopt.py`` ``ModelOptNvFp4LinearMethod.create_weights``,
+  ``compressed_tensors_w4a4_nvfp4.py`` ``CompressedTensorsW4A4Fp4.create_weights``): for a linear
+  [out N, in K] the codes ``weight`` uint8 [N, K/2] (two e2m1 a byte), ``weight_scale`` e4m3
+  [N, K/16] (one per 16 inputs) and per matrix the fp32 ``weight_scale_2`` and ``input_scale``
+  (compressed-tensors: ``weight_global_scale``, ``input_global_scale``; weight-only ``W4A16_NVFP4``
+  / ``NVFP4A16`` stores no input scale): 4.5 bits per weight + 8 (4) bytes per matrix. Every
+  matmul weight of a linear role is quantized, routed experts included, a fused expert tensor
+  counted as the matrices a checkpoint stores (each expert's gate_proj and up_proj apart, as the
+  Qwen and DeepSeek NVFP4 checkpoints hold them); embeddings, norms, biases and convolutions stay
+  bf16, and so does what ModelOpt's ``_default_disabled_quantizer_cfg``
+  (``modelopt/torch/quantization/config.py``) leaves unquantized — lm_head, routers (``*router*``,
+  ``*mlp.gate.*``), ``*mlp.shared_expert_gate.*``, the mixers' conv1d — and the vision towers vLLM
+  loads unquantized (``get_quant_method``: ``vision_tower``, ``vision_model``, ``visual``). From a
+  config: ``quant_method: modelopt`` with ``quant_algo: NVFP4`` (or ``W4A16_NVFP4``; flat, or
+  nested under ``quantization`` as hf_quant_config.json has it), or ``compressed-tensors`` with
+  ``format: nvfp4-pack-quantized``; its ``ignore`` / ``exclude_modules`` kept bf16 too.
 - **GGUF** (ggml ``ggml-common.h`` block structs): q8_0 = 34 B per 32 (fp16 scale + 32 int8),
   q4_0 = 18 B per 32, Q4_K = 144 B per 256, Q5_K = 176 B per 256, Q6_K = 210 B per 256; 1-D tensors
   are f32. **q4_k_m** is llama.cpp's mix (``llama_tensor_get_type``): Q4_K everywhere, Q6_K for
@@ -55,7 +72,7 @@ import fnmatch
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from llmcalc.errors import UsageError
@@ -87,9 +104,12 @@ class Layout:
     super_bits: int = 0
     tensor_bytes: int = 0
     tile: int = 0  # square tiles of tile × tile elements share one scale of block_bits (FP8)
+    matrix_bytes: int = 0  # per weight matrix a checkpoint stores (NVFP4's fp32 global scales)
 
-    def nbytes(self, shape: tuple[int, ...]) -> int:
-        """Exact bytes of one tensor of ``shape`` ([..., out, in]: rows are the last dimension)."""
+    def nbytes(self, shape: tuple[int, ...], *, matrices: int | None = None) -> int:
+        """Exact bytes of one tensor of ``shape`` ([..., out, in]: rows are the last dimension);
+        ``matrices``: how many weight matrices a checkpoint stores for it (default: the leading
+        dimensions' product), each with ``matrix_bytes`` of its own."""
         numel = math.prod(shape)
         if self.tile and len(shape) >= 2:  # weight_scale_inv [⌈out/t⌉, ⌈in/t⌉] per matrix
             *lead, n_out, k_in = shape
@@ -119,9 +139,10 @@ class Layout:
             scales = groups * n_out * self.block_bits // 8
             g_idx = k_in * self.column_bits // 8
             return mats * (qweight + qzeros + scales + g_idx) + self.tensor_bytes
-        # block formats along each row (MXFP4, GGUF): bits per element + bits per block
+        # block formats along each row (MXFP4, NVFP4, GGUF): bits per element + bits per block
         per_row = -(-(k_in * self.bits + groups * self.block_bits) // 8)
-        return mats * n_out * per_row + self.tensor_bytes
+        stored = mats if matrices is None else matrices
+        return mats * n_out * per_row + self.tensor_bytes + stored * self.matrix_bytes
 
 
 def _plain(bits: int, name: str) -> Layout:
@@ -158,6 +179,14 @@ def fp8_block_layout(tile: int, *, ue8m0: bool = False) -> Layout:
 
 
 MXFP4 = Layout("fp4 e2m1, 32-blocks, e8m0 scale", 4, block=32, block_bits=8)
+
+
+def nvfp4_layout(*, input_scale: bool = True) -> Layout:
+    """NVFP4: weight uint8 [N, K/2] + weight_scale e4m3 [N, K/16] + per matrix the fp32
+    weight_scale_2 and (W4A4) input_scale (vLLM ModelOptNvFp4LinearMethod.create_weights)."""
+    scalars = 2 if input_scale else 1
+    return Layout(f"fp4 e2m1, 16-blocks, e4m3 scale, {scalars} fp32 per matrix", 4, block=16,
+                  block_bits=8, matrix_bytes=4 * scalars)
 
 
 def _gguf(name: str, block_bytes: int, block: int, scale_bytes: int) -> Layout:
@@ -204,14 +233,31 @@ class QuantFormat:
     rest: Layout = BF16
     more_bits: Mapping[str, Layout] | None = None  # component suffix → layout in those layers
     bits_label: str = ""
+    # NVFP4: only weights a matmul multiplies by are quantized (not convolutions or gate params)
+    matmul_only: bool = False
+    # name patterns (``{i}`` for the layer) kept at ``rest`` in the layers listed only (a
+    # quantization_config's exclusions that name one layer, model.layers.3.mlp.gate …)
+    keep_layers: tuple[tuple[str, frozenset[int]], ...] = ()
+    # compressed-tensors ``re:`` exclusions: regular expressions matched at a module name's start
+    keep_regex: tuple[str, ...] = ()
 
     @property
     def value(self) -> str:  # spelled like DType.value where a dtype is printed
         return self.name
 
+    def kept(self, t: Tensor) -> bool:
+        """``t`` stays at ``rest`` in every layer."""
+        return (self.matmul_only and not t.matmul) or any(
+            fnmatch.fnmatchcase(t.name.replace(LAYER, "*"), p) or fnmatch.fnmatchcase(t.name, p)
+            for p in self.keep) or any(_regex_keeps(rx, t) for rx in self.keep_regex)
+
+    def kept_layers(self, t: Tensor) -> frozenset[int]:
+        """The layers in which a pattern naming one layer keeps ``t`` at ``rest``."""
+        hits = [layers for p, layers in self.keep_layers if fnmatch.fnmatchcase(t.name, p)]
+        return frozenset().union(*hits) if hits else frozenset()
+
     def layout(self, t: Tensor, *, layer: int | None = None, num_layers: int = 0) -> Layout:
-        if any(fnmatch.fnmatchcase(t.name.replace(LAYER, "*"), p) or
-               fnmatch.fnmatchcase(t.name, p) for p in self.keep):
+        if self.kept(t) or (layer is not None and layer in self.kept_layers(t)):
             return self.rest
         if layer is not None:
             return self.layout_at(t, more=use_more_bits(layer, num_layers))
@@ -219,13 +265,23 @@ class QuantFormat:
 
     def layout_at(self, t: Tensor, *, more: bool) -> Layout:
         """``t``'s layout in a layer llama.cpp's ``use_more_bits`` picks (``more``) or not."""
-        if any(fnmatch.fnmatchcase(t.name.replace(LAYER, "*"), p) or
-               fnmatch.fnmatchcase(t.name, p) for p in self.keep):
+        if self.kept(t):
             return self.rest
         for suffix, lay in (self.more_bits or {}).items():
             if t.component.endswith(suffix) and (suffix == "qkv" or more):
                 return lay
         return self.layouts.get(role(t), self.rest)
+
+
+def _regex_keeps(rx: str, t: Tensor) -> bool:
+    """Whether the exclusion ``re:rx`` names ``t``'s module (compressed-tensors matches with
+    ``re.match``); one that picks layers by their number is refused rather than guessed."""
+    module = t.name.rsplit(".", 1)[0]
+    first, second = (re.match(rx, module.replace(LAYER, str(i))) is not None for i in (0, 1))
+    if first != second:
+        raise UsageError(f"quantization_config: ignore entry 're:{rx}' picks layers by number, "
+                         "which is not supported; pass --dtype")
+    return first
 
 
 def use_more_bits(i: int, n: int) -> bool:
@@ -287,6 +343,19 @@ FORMATS["q4_k_m"] = QuantFormat(
     "ggml block_q4_K / block_q6_K; llama.cpp llama_tensor_get_type", rest=F32,
     more_bits={"v_proj": Q6_K, "down_proj": Q6_K, "fc_out": Q6_K, "qkv": Q5_K},
 )
+# Per-output-channel 8-bit weights: one fp32 scale per row of every linear (and expert) matrix,
+# embeddings and lm_head kept bf16 — compressed-tensors' FP8_DYNAMIC and W8A8 (int8) schemes as
+# RedHatAI/llm-compressor export them (weight [N, K] 8-bit + weight_scale [N, 1] fp32), which
+# vLLM serves as stored
+CHANNEL_SCALED_FP8 = Layout("fp8 e4m3, an fp32 scale per output channel", 8, block=1 << 40,
+                            block_bits=32)
+CHANNEL_SCALED_INT8 = Layout("int8, an fp32 scale per output channel", 8, block=1 << 40,
+                             block_bits=32)
+CT_SOURCE = "llm-compressor / compressed-tensors FP8_DYNAMIC and W8A8 schemes (channel strategy)"
+FORMATS["fp8-channel"] = _fmt("fp8-channel", "FP8 e4m3, per-channel fp32 scales", CT_SOURCE,
+                              linear=CHANNEL_SCALED_FP8, experts=CHANNEL_SCALED_FP8)
+FORMATS["w8a8"] = _fmt("w8a8", "INT8 weights, per-channel fp32 scales", CT_SOURCE,
+                       linear=CHANNEL_SCALED_INT8, experts=CHANNEL_SCALED_INT8)
 FORMATS["fp8-block"] = QuantFormat(
     "fp8-block", "FP8 e4m3 with 128×128 block scales", {"linear": fp8_block_layout(128),
                                                         "experts": fp8_block_layout(128)},
@@ -305,6 +374,32 @@ def fp8_fp4(tile: int) -> QuantFormat:
 
 
 FORMATS["fp8-fp4"] = fp8_fp4(128)
+NVFP4_SOURCE = ("NVIDIA ModelOpt NVFP4 (_default_disabled_quantizer_cfg); vLLM modelopt.py "
+                "ModelOptNvFp4LinearMethod, compressed_tensors_w4a4_nvfp4.py")
+# ModelOpt's _default_disabled_quantizer_cfg (modelopt/torch/quantization/config.py): quantizer
+# name patterns (module name + ".weight_quantizer"), so they match the tensors' names too
+MODELOPT_DISABLED = ("*lm_head*", "*proj_out.*", "*block_sparse_moe.gate*", "*router*",
+                     "*mlp.gate.*", "*mlp.shared_expert_gate.*", "*linear_attn.conv1d*",
+                     "*mixer.conv1d*", "*output_layer*", "output.*")
+# the towers vLLM's ModelOptQuantConfigBase.get_quant_method loads unquantized
+VLLM_UNQUANTIZED_TOWERS = ("*vision_tower*", "*vision_model*", "*visual*")
+
+
+def nvfp4(*, input_scale: bool = True, keep: tuple[str, ...] = (),
+          keep_layers: tuple[tuple[str, frozenset[int]], ...] = (),
+          keep_regex: tuple[str, ...] = ()) -> QuantFormat:
+    """NVFP4 linears and experts (W4A4: with the fp32 input scale; W4A16 without), the rest bf16."""
+    lay = nvfp4_layout(input_scale=input_scale)
+    return QuantFormat(
+        "nvfp4" if input_scale else "nvfp4-a16",
+        "NVFP4: fp4 e2m1, an e4m3 scale per 16, fp32 per matrix" + ("" if input_scale else
+                                                                     ", weights only"),
+        {"linear": lay, "experts": lay}, NVFP4_SOURCE,
+        keep=(*MODELOPT_DISABLED, *VLLM_UNQUANTIZED_TOWERS, *keep), matmul_only=True,
+        keep_layers=keep_layers, keep_regex=keep_regex)
+
+
+FORMATS["nvfp4"] = nvfp4()
 DEFAULT_GROUP = 128
 _GROUPED = re.compile(r"^(gptq|awq)(?:[-_:]?g(?:roup)?(\d+))?$")
 
@@ -385,6 +480,12 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
     fmt: QuantFormat
     if method == "gguf":
         return stored_gguf(q)
+    producer = q.get("producer")
+    if method in ("modelopt", "modelopt_fp4") or (  # hf_quant_config.json's shape: no method
+            not method and isinstance(producer, Mapping) and producer.get("name") == "modelopt"):
+        return modelopt_nvfp4(q)
+    if method == "compressed-tensors":
+        return compressed_tensors_nvfp4(q)
     if method == "mxfp4":
         fmt = FORMATS["mxfp4"]
     elif method == "fp8" and q.get("weight_block_size"):
@@ -421,9 +522,99 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
     skip = q.get("modules_to_not_convert") or ()
     if skip:
         patterns = tuple(f"{m}.*" for m in skip if isinstance(m, str))
-        fmt = QuantFormat(fmt.name, fmt.description + " (quantization_config)", fmt.layouts,
-                          fmt.source, fmt.kv_default, patterns, fmt.rest, fmt.more_bits)
+        fmt = replace(fmt, description=fmt.description + " (quantization_config)",
+                      keep=(*fmt.keep, *patterns))
     return fmt
+
+
+def modelopt_nvfp4(q: Mapping[str, Any]) -> QuantFormat:
+    """ModelOpt's quantization_config (config.json: flat, with ``ignore``; hf_quant_config.json:
+    under ``quantization``, with ``exclude_modules``), read as vLLM's
+    ``ModelOptQuantConfigBase.from_config`` reads it: NVFP4 (W4A4) or W4A16_NVFP4."""
+    inner = q["quantization"] if isinstance(q.get("quantization"), Mapping) else q
+    algo = str(inner.get("quant_algo") or "").upper()
+    if algo not in ("NVFP4", "W4A16_NVFP4"):
+        raise UsageError(f"quantization_config: modelopt quant_algo {algo or None!r} is not "
+                         "supported (NVFP4 or W4A16_NVFP4); pass --dtype")
+    groups = [g for g in (inner.get("config_groups") or {}).values() if isinstance(g, Mapping)]
+    size = inner.get("group_size")
+    if size is None:
+        size = next((g["weights"].get("group_size") for g in groups
+                     if isinstance(g.get("weights"), Mapping)), None)
+    _nvfp4_group(size)
+    # an input scale per matrix, unless weight-only or activations scaled on the fly
+    acts = [g.get("input_activations") for g in groups]
+    dynamic = bool(acts) and all(isinstance(a, Mapping) and a.get("dynamic") is True for a in acts)
+    key = "exclude_modules" if "exclude_modules" in inner else "ignore"
+    return _nvfp4_excluding(inner.get(key), key, input_scale=algo == "NVFP4" and not dynamic)
+
+
+def compressed_tensors_nvfp4(q: Mapping[str, Any]) -> QuantFormat:
+    """compressed-tensors (llm-compressor) NVFP4: ``format: nvfp4-pack-quantized``, every group's
+    weights float 4-bit in groups of 16; an input global scale where the groups quantize inputs
+    (NVFP4), none where they do not (NVFP4A16)."""
+    groups = [g for g in (q.get("config_groups") or {}).values() if isinstance(g, Mapping)]
+    kinds = {str(g.get("format") or q.get("format") or "") for g in groups} or {
+        str(q.get("format") or "")}
+    if kinds != {"nvfp4-pack-quantized"}:
+        raise UsageError("quantization_config: compressed-tensors format "
+                         f"{', '.join(sorted(kinds)) or None!r} is not supported "
+                         "(nvfp4-pack-quantized); pass --dtype")
+    for g in groups:
+        weights = g.get("weights")
+        w: Mapping[str, Any] = weights if isinstance(weights, Mapping) else {}
+        if w.get("type") != "float" or w.get("num_bits") != 4:
+            raise UsageError("quantization_config: compressed-tensors weights "
+                             f"{w.get('type')!r} {w.get('num_bits')!r}-bit are not NVFP4 (float "
+                             "4-bit); pass --dtype")
+        _nvfp4_group(w.get("group_size"))
+        if "lm_head" in (g.get("targets") or ()):
+            raise UsageError("quantization_config: compressed-tensors NVFP4 with lm_head among "
+                             "the targets is not supported (lm_head is kept bf16); pass --dtype")
+    inputs = {bool(g.get("input_activations")) for g in groups}
+    if len(inputs) > 1:
+        raise UsageError("quantization_config: compressed-tensors groups with and without input "
+                         "activations are not supported; pass --dtype")
+    return _nvfp4_excluding(q.get("ignore"), "ignore", input_scale=inputs != {False})
+
+
+def _nvfp4_group(size: object) -> None:
+    if size is not None and size != 16:
+        raise UsageError(f"quantization_config: NVFP4 group_size {size!r} is not supported "
+                         "(16); pass --dtype")
+
+
+_NUMBERED = re.compile(r"\.(\d+)(?=\.|$)")
+
+
+def _nvfp4_excluding(entries: object, key: str, *, input_scale: bool) -> QuantFormat:
+    """NVFP4 with a config's exclusions kept bf16 beside ModelOpt's own: a module name (its
+    tensors), a wildcard, ``re:`` a regular expression; one naming a layer (model.layers.3.mlp.gate)
+    holds in that layer only."""
+    if entries is None:
+        entries = []
+    if not isinstance(entries, list) or not all(isinstance(e, str) for e in entries):
+        raise UsageError(f"quantization_config: {key} must be a list of module names")
+    keep: list[str] = []
+    regex: list[str] = []
+    layers: dict[str, set[int]] = {}
+    for entry in entries:
+        if entry.startswith("re:"):
+            regex.append(entry[3:])
+            continue
+        numbers = _NUMBERED.findall(entry)
+        if len(numbers) > 1:
+            raise UsageError(f"quantization_config: {key} entry {entry!r} names one expert or "
+                             "sub-block of a layer, which is not supported; pass --dtype")
+        patterns = (entry,) if entry.endswith("*") else (entry, entry + ".*")
+        if not numbers:
+            keep += patterns
+            continue
+        for p in patterns:
+            layers.setdefault(_NUMBERED.sub("." + LAYER, p, count=1), set()).add(int(numbers[0]))
+    return nvfp4(input_scale=input_scale, keep=tuple(keep),
+                 keep_layers=tuple((p, frozenset(ix)) for p, ix in layers.items()),
+                 keep_regex=tuple(regex))
 
 
 def stored_gguf(q: Mapping[str, Any]) -> StoredFormat:
@@ -464,7 +655,7 @@ def breakdown(
     def add(lay: Layout, t: Tensor, times: int) -> None:
         row = totals.setdefault(lay.name, [0, 0])
         row[0] += t.numel * times
-        row[1] += lay.nbytes(t.shape) * t.copies * times
+        row[1] += tensor_bytes(lay, t) * times
 
     for t, g in spec.all_tensors():
         if t.tied_to is not None or (select is not None and not select(t)):
@@ -485,8 +676,26 @@ def breakdown(
                 if times:
                     add(lay, t, times)
         else:
-            add(fmt.layout(t), t, len(g.layers))
+            # exclusions naming single layers: counted over those layers, not walked
+            kept = sum(1 for i in fmt.kept_layers(t) if i in g.layers)
+            if kept:
+                add(fmt.rest, t, kept)
+            if len(g.layers) - kept:
+                add(fmt.layout(t), t, len(g.layers) - kept)
     return tuple(LayoutBytes(k, e, b) for k, (e, b) in totals.items())
+
+
+def stored_matrices(t: Tensor) -> int:
+    """Weight matrices a checkpoint stores for one copy of ``t``: each stacked expert's, a fused
+    expert ``gate_up_proj`` as its gate_proj and up_proj apart (per-expert checkpoints: Qwen,
+    Mixtral, DeepSeek, and their NVFP4 exports)."""
+    lead = math.prod(t.shape[:-2]) if len(t.shape) > 2 else 1
+    return 2 * lead if t.experts and t.component.endswith("gate_up_proj") else lead
+
+
+def tensor_bytes(lay: Layout, t: Tensor) -> int:
+    """Bytes of ``t`` (all its copies) stored in ``lay``."""
+    return lay.nbytes(t.shape, matrices=stored_matrices(t)) * t.copies
 
 
 def weight_bytes(
@@ -497,20 +706,20 @@ def weight_bytes(
     return sum(p.bytes for p in breakdown(spec, fmt, select=select))
 
 
-BNB_NAMES = ("nf4", "fp4", "nf4-nodq")
+BNB_NAMES = ("nf4", "fp4", "nf4-nodq", "fp4-nodq")
 
 
 def format_notes(spec: ModelSpec, fmt: WeightFormat) -> tuple[str, ...]:
     """What a format leaves wide that a reader would not expect: bitsandbytes (transformers'
     ``replace_with_bnb_linear``) swaps only ``nn.Linear`` modules, so experts stored as fused
-    parameters stay bf16."""
+    parameters stay bf16 — how many, and their bytes (2 each, as :func:`breakdown` counts them)."""
     if not isinstance(fmt, QuantFormat) or fmt.name not in BNB_NAMES:
         return ()
-    wide = sum(p.elements for p in breakdown(spec, DType.bf16, select=_fused_expert))
-    if not wide:
+    [wide] = breakdown(spec, DType.bf16, select=_fused_expert) or (LayoutBytes("bf16", 0, 0),)
+    if not wide.elements:
         return ()
     return (f"{fmt.name}: bitsandbytes quantizes only nn.Linear, so the fused expert weights "
-            f"({wide:,} parameters) stay bf16",)
+            f"({wide.elements:,} parameters, {wide.bytes:,} bytes) stay bf16",)
 
 
 def _fused_expert(t: Tensor) -> bool:

@@ -43,7 +43,7 @@ from llmcalc.formulas import activations as act
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.counting import count
 from llmcalc.formulas.lora import LoraConfig, LoraCount, lora_count
-from llmcalc.formulas.quant import FORMATS, WeightFormat
+from llmcalc.formulas.quant import FORMATS, WeightFormat, format_notes
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.planning.serving import largest
@@ -109,6 +109,7 @@ class FinetunePlan:
     training_flops: int | None
     mfu: float
     gpu_hours: float | None  # training_flops / (peak × mfu) / 3600, with --tokens
+    notes: tuple[str, ...] = ()  # what the frozen base's format leaves wide (QLoRA on an MoE)
 
     @property
     def states_total(self) -> int:
@@ -120,6 +121,7 @@ def finetune_flops_per_token(
 ) -> tuple[int, int]:
     """(weights, attention) FLOPs per token: base 2N·(2 or 3) + 6·adapters, attention 3 × forward;
     checkpointing adds one more forward of each."""
+    spec.require_token_plans("fine-tuning plan")
     w = flops.weight_flops_per_token(spec)  # 2N (matrix elements × 2)
     a = flops.attention_flops_per_sequence(spec, ctx=ctx, causal=True) // ctx
     adapter = flops.FLOPS_PER_MAC * trainable_adapters
@@ -208,6 +210,7 @@ def plan_finetune(
         training_flops=work, mfu=mfu,
         gpu_hours=None if work is None else compute_time(
             work, gpus=1, peak_flops=accelerator.peak_flops, mfu=mfu).gpu_hours,
+        notes=format_notes(spec, fmt) if fmt is not None else (),
     )
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import activations as act
 from llmcalc.formulas import memory
-from llmcalc.formulas.quant import WeightFormat
+from llmcalc.formulas.quant import WeightFormat, format_notes
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.units import DType
@@ -64,6 +64,7 @@ class ServingFit:
     prefill_chunk: int | None = None  # tokens prefilled at once (chunked prefill); None: all
     prefill_bytes: int | None = None  # the prefill's largest transient at the answer
     limited_by_batch_limit: bool = False  # a sequence keeps nothing: UNBOUNDED_BATCH_LIMIT answers
+    notes: tuple[str, ...] = ()  # what the weights' format leaves wide (formulas.quant.format_notes)
 
     @property
     def steady_bytes(self) -> int | None:
@@ -184,6 +185,7 @@ def fit(
         prefill_bytes=transient(best_batch, best_ctx) if attention is not None and best_batch
         and best_ctx else None,
         limited_by_batch_limit=batch_limited,
+        notes=format_notes(spec, dtype),
     )
 
 

@@ -125,9 +125,9 @@ def fit_json(
     beyond = (f.solve_for == "batch" and f.ctx is not None and limit and f.ctx > limit)
     return {
         # the warning fit prints on stderr, in --json's notes (and the page's) instead
-        "notes": [f"--ctx {n(f.ctx or 0)} is more than {spec.name}'s max_position_embeddings "
-                  f"({n(limit or 0)}); the memory is sized as asked, but the model was not made "
-                  "for that context"] if beyond else [],
+        "notes": [*([f"--ctx {n(f.ctx or 0)} is more than {spec.name}'s max_position_embeddings "
+                     f"({n(limit or 0)}); the memory is sized as asked, but the model was not "
+                     "made for that context"] if beyond else []), *f.notes],
         "model": spec.name,
         "accelerator": {
             "name": accelerator.name,

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from llmcalc.planning.latency import Latency, Stage
 from llmcalc.planning.speed import Expected, Fit
-from llmcalc.render import heading, n
+from llmcalc.render import heading, n, note_lines
 from llmcalc.render.grid import Col, Fitted, Grid
 
 
@@ -55,7 +55,7 @@ def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
             f"{s.tokens_per_step:.3f} tokens per target step, draft/target step cost c = "
             f"{s.cost_ratio:.3f}, expected speed-up {s.speedup:.2f}× (Leviathan et al. 2023)"
         ))
-    return Group(*parts)
+    return Group(*parts, *note_lines(r.notes))
 
 
 def _error(f: Fit) -> str:
@@ -89,14 +89,19 @@ def expected_json(e: Expected) -> dict[str, Any]:
         "decode_tokens_per_s": e.decode_tokens_per_s,
         "throughput_tokens_per_s": e.throughput_tokens_per_s,
         "basis": {
-            "decode": {"model": "t = a · bytes / bandwidth + c · layers (a = 1/η, c seconds per "
-                       "layer)", **_fit_json(e.decode)},
-            "prefill": {"model": "t = p · FLOPs / peak + q · bytes / bandwidth (p = 1/η)",
+            "decode": {"model": "t = a · bytes / bandwidth + c · layers × 1 ms + f · FLOPs / peak "
+                       "+ g · all-reduce time + c_dc · layers × 1 ms on a data-centre card (a = 1/η, c per "
+                       "layer, f the batch's compute)",
+                       **_fit_json(e.decode)},
+            "prefill": {"model": "t = p · FLOPs / peak + q · bytes / bandwidth + r · layers × 1 ms "
+                        "+ s · all-reduce time + p_dc · FLOPs / peak on a data-centre card (p = 1/η at the "
+                        "weight format's compute peak)",
                         **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
         },
         "error": {"decode": e.decode.loo_median_abs_error,
-                  "prefill": e.prefill.loo_median_abs_error},
+                  "prefill": e.prefill.loo_median_abs_error,
+                  "throughput": e.throughput_loo_median_abs_error},
     }
 
 
@@ -110,9 +115,11 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
     a, link = r.accelerator, r.interconnect
     sp = r.speculation
     return {
+        "notes": list(r.notes),
         "model": r.model,
         "inputs": {
-            "accelerator": {"name": a.name, "peak_flops": a.peak_flops, "bandwidth": a.bandwidth,
+            "accelerator": {"name": a.name, "peak_flops": a.peak_flops,
+                            "compute_peak_flops": r.peak_flops, "bandwidth": a.bandwidth,
                             "memory_bytes": a.memory_bytes, "source": a.source},
             "interconnect": {"name": link.name, "bandwidth_one_way": link.bandwidth,
                              "source": link.source},
@@ -143,10 +150,11 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
 
 def latency_explain(r: Latency) -> list[str]:
     a, p, d = r.accelerator, r.prefill, r.decode
-    peak = a.peak_flops * r.compute_efficiency
+    peak = r.peak_flops * r.compute_efficiency
     bw = a.bandwidth * r.bandwidth_efficiency
     lines = [
-        f"prefill compute = batch × causal forward FLOPs / tp / (peak × eff) = {n(p.flops)} / "
+        f"prefill compute = batch × causal forward FLOPs / tp / (peak of {r.dtype.value}'s compute "
+        f"format × eff) = {n(p.flops)} / "
         f"{peak:.4e} = {_ms(p.compute_s)}",
         f"prefill memory = (weights + KV written) / tp / (bandwidth × eff) = {n(p.bytes)} / "
         f"{bw:.4e} = {_ms(p.memory_s)}",

@@ -1,4 +1,4 @@
-"""Nonsense refused in one line, exit 2 (issue 35)."""
+"""Nonsense refused in one line, exit 2."""
 
 from __future__ import annotations
 
@@ -19,17 +19,52 @@ def test_latency_tp_must_divide_the_heads(cli: Any) -> None:
     assert (ok.code, ok.json()["inputs"]["tp"]) == (0, 8)
 
 
+def test_train_tp_must_divide_the_heads(cli: Any) -> None:
+    """As Megatron-LM asserts: 2^40-way tensor parallelism of 32 heads is refused, not planned
+    at 2 B of weights a GPU; a --tp dividing the heads but not Llama-3-8B's 8 KV heads too."""
+    r = cli("train", "llama", "--gpu", "h100", "--gpus", "1099511627776", "--tp",
+            "1099511627776", "--ctx", "2k")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "error: --tp 1099511627776: llama (transformers defaults)'s 32 attention heads and 32 KV "
+        "heads do not split evenly over 1099511627776 GPUs; use a --tp that divides them\n")
+    r = cli("train", "llama-3-8b", "--gpu", "h100", "--gpus", "16", "--tp", "16", "--json")
+    assert (r.code, r.stderr) == (2, (
+        "error: --tp 16: meta-llama/Meta-Llama-3-8B's 32 attention heads and 8 KV heads do not "
+        "split evenly over 16 GPUs; use a --tp that divides them\n"))
+    ok = cli("train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8", "--json")
+    assert (ok.code, ok.json()["parallelism"]["tp"]) == (0, 8)
+
+
 def test_fp4_on_an_moe_says_the_experts_stay_bf16(cli: Any) -> None:
-    # Qwen3.6-35B-A3B: 40 layers × 256 experts × 3 projections × 2,048 × 512 in fused parameters
+    # Qwen3.6-35B-A3B: 40 layers × 256 experts × 3 projections × 2,048 × 512 in fused parameters,
+    # 2 bytes each in bf16
     experts = 40 * 256 * 3 * 2048 * 512
     note = (f"fp4: bitsandbytes quantizes only nn.Linear, so the fused expert weights "
-            f"({experts:,} parameters) stay bf16")
-    assert experts == 32_212_254_720
-    r = cli("memory", "qwen3.6-35b-a3b", "--dtype", "fp4")
-    assert r.code == 0 and note in " ".join(r.stderr.split())
-    assert "note:" not in r.stdout
-    assert note in cli("memory", "qwen3.6-35b-a3b", "--dtype", "fp4", "--json").json()["notes"]
+            f"({experts:,} parameters, {2 * experts:,} bytes) stay bf16")
+    assert (experts, 2 * experts) == (32_212_254_720, 64_424_509_440)
+    model = ("qwen3.6-35b-a3b", "--dtype", "fp4")
+    for command in (("memory", *model), ("memory", *model, "--format", "csv"),
+                    ("fit", *model, "--gpu", "h100"), ("latency", *model, "--gpu", "h100")):
+        r = cli(*command)
+        assert r.code == 0 and " ".join(r.stderr.split()) == f"note: {note}", command
+        assert "note:" not in r.stdout and "bitsandbytes" not in r.stdout
+        if "--format" not in command:
+            assert cli(*command, "--json").json()["notes"] == [note], command
+    # a comparison names the model in each note
+    r = cli("fit", "qwen3.6-35b-a3b", "llama-3-8b", "--gpu", "h100", "--dtype", "fp4")
+    assert (r.code, " ".join(r.stderr.split())) == (0, f"note: qwen3.6-35b-a3b: {note}")
     assert cli("memory", "llama-3-8b", "--dtype", "nf4", "--json").json()["notes"] == []
+    assert cli("fit", "qwen3.6-35b-a3b", "--gpu", "h100", "--dtype", "nvfp4",
+               "--json").json()["notes"] == []
+    # QLoRA's frozen NF4 base: the same experts stay bf16
+    nf4 = note.replace("fp4:", "nf4:", 1)
+    r = cli("train", "qwen3.6-35b-a3b", "--gpu", "h100", "--method", "qlora")
+    assert (r.code, " ".join(r.stderr.split())) == (0, f"note: {nf4}")
+    assert cli("train", "qwen3.6-35b-a3b", "--gpu", "h100", "--method", "qlora",
+               "--json").json()["notes"] == [nf4]
+    assert cli("fit", "qwen3.6-35b-a3b", "--gpu", "h200", "--method", "qlora",
+               "--json").json()["plan"]["notes"] == [nf4]
 
 
 def test_a_set_error_blames_the_set(cli: Any) -> None:
@@ -49,3 +84,11 @@ def test_not_planned_gives_its_reason(cli: Any) -> None:
     assert f"not planned (1): {reason}" in " ".join(r.stdout.split())
     assert cli("fit", "--gpu", "h100", "--match", "llama-3.2-11b*", "--json").json()[
         "skipped"] == [reason]
+
+
+def test_an_offload_split_of_a_trillion_layers_names_the_model(cli: Any) -> None:
+    r = cli("fit", "llama", "--gpu", "h100", "--offload", "--set",
+            "num_hidden_layers=1000000000000")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: --offload: llama (transformers defaults) has 1,000,000,000,000 "
+                        "layers; a split is searched layer by layer, over at most 65,536\n")

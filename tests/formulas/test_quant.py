@@ -14,6 +14,7 @@ from llmcalc.formulas.quant import (
     from_config,
     parse_weight_format,
     role,
+    tensor_bytes,
     weight_bytes,
 )
 from llmcalc.inputs.config import spec_from_dict
@@ -231,3 +232,214 @@ def test_fp8_with_fp4_experts_from_quantization_config() -> None:
         from_config(odd.config)
     assert str(err.value) == ("quantization_config: fp8 with expert_dtype 'int2' is not supported "
                               "(fp8 or fp4); pass --dtype")
+
+
+# NVFP4 as vLLM creates a linear's parameters (modelopt.py ModelOptNvFp4LinearMethod.create_weights;
+# compressed_tensors_w4a4_nvfp4.py): weight uint8 [N, K/2], weight_scale e4m3 [N, K/16], and per
+# matrix weight_scale_2 and input_scale, fp32 scalars (W4A16: no input_scale)
+def _nvfp4_matrix(out_f: int, in_f: int, *, scalars: int = 2) -> int:
+    return out_f * (in_f // 2) + out_f * (in_f // 16) + 4 * scalars
+
+
+# ModelOpt's config.json quantization_config (the flat form its NVFP4 checkpoints carry, read by
+# vLLM's ModelOptQuantConfigBase.from_config) and its older hf_quant_config.json form, as
+# Firworks/gpt-oss-120b-nvfp4 (ModelOpt 0.37.0) publishes it
+MODELOPT_NVFP4 = {
+    "producer": {"name": "modelopt"}, "quant_method": "modelopt", "quant_algo": "NVFP4",
+    "ignore": ["lm_head"],
+    "config_groups": {"group_0": {
+        "targets": ["Linear"],
+        "weights": {"type": "float", "num_bits": 4, "dynamic": False, "group_size": 16},
+        "input_activations": {"type": "float", "num_bits": 4, "dynamic": False,
+                              "group_size": 16}}},
+}
+HF_QUANT_CONFIG = {"producer": {"name": "modelopt", "version": "0.37.0"},
+                   "quantization": {"quant_algo": "NVFP4", "group_size": 16,
+                                    "exclude_modules": ["lm_head"]}}
+# llm-compressor's NVFP4A16 scheme: compressed-tensors, weights only
+CT_NVFP4A16 = {
+    "quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+    "ignore": ["lm_head", "re:.*mlp.gate$"],
+    "config_groups": {"group_0": {
+        "targets": ["Linear"], "format": "nvfp4-pack-quantized",
+        "weights": {"type": "float", "num_bits": 4, "strategy": "tensor_group", "group_size": 16,
+                    "symmetric": True, "dynamic": False},
+        "input_activations": None}},
+}
+
+
+def _nvfp4_expected(spec, *, scalars: int = 2) -> int:  # type: ignore[no-untyped-def]
+    """Bytes of the tensors an NVFP4 checkpoint of ``spec`` holds: each linear matrix and each
+    expert's gate, up and down projections in NVFP4, everything else bf16."""
+    total = 0
+    for t, g in spec.all_tensors():
+        times = len(g.layers) if g is not None else 1
+        if t.tied_to is not None:
+            continue
+        if role(t) == "linear" and t.matmul and "shared_expert_gate" not in t.name:
+            total += times * _nvfp4_matrix(*t.shape, scalars=scalars)
+        elif role(t) == "experts" and t.component.endswith("gate_up_proj"):
+            e, two_i, d = t.shape  # gate_proj and up_proj [i, d] apart, per expert
+            total += times * 2 * e * _nvfp4_matrix(two_i // 2, d, scalars=scalars)
+        elif role(t) == "experts":
+            e, out_f, in_f = t.shape
+            total += times * e * _nvfp4_matrix(out_f, in_f, scalars=scalars)
+        else:
+            total += times * 2 * t.numel
+    return total
+
+
+def test_nvfp4_is_the_tensors_vllm_loads() -> None:
+    for fields in (TINY_LLAMA, TINY_MIXTRAL):
+        spec = spec_from_dict(fields)
+        assert weight_bytes(spec, FORMATS["nvfp4"]) == _nvfp4_expected(spec)
+    # TINY_MIXTRAL by hand: per layer q, o [256, 256], k, v [128, 256] and 4 experts × (gate, up
+    # [192, 256], down [256, 192]); embeddings, lm_head, routers [4, 256] and norms bf16
+    per_layer = (2 * _nvfp4_matrix(256, 256) + 2 * _nvfp4_matrix(128, 256)
+                 + 4 * (2 * _nvfp4_matrix(192, 256) + _nvfp4_matrix(256, 192)))
+    wide = 2 * (2 * 1000 * 256 + 2 * (4 * 256 + 2 * 256) + 256)
+    spec = spec_from_dict(TINY_MIXTRAL)
+    assert weight_bytes(spec, parse_weight_format("NVFP4")) == 2 * per_layer + wide == 1_915_648
+    assert [(p.layout, p.elements, p.bytes) for p in breakdown(spec, FORMATS["nvfp4"])] == [
+        ("bf16", 515_328, 1_030_656),
+        ("fp4 e2m1, 16-blocks, e4m3 scale, 2 fp32 per matrix", 1_572_864, 2 * per_layer),
+    ]
+
+
+def test_nvfp4_of_llama_3_1_8b() -> None:
+    # nvidia/Llama-3.1-8B-Instruct-FP4 (ModelOpt, lm_head excluded): 32 layers × 7 linears,
+    # 6,979,321,856 weights at 4.5 bits + 8 bytes each; embed_tokens, lm_head [128256, 4096] and
+    # 65 norms [4096] bf16. The published files hold 6,027,861,376 bytes: these plus the
+    # safetensors headers (and the FP8 KV cache's k_scale and v_scale per layer), not read here.
+    spec = load_spec("llama-3.1-8b")
+    linears = 32 * (2 * 4096 * 4096 + 2 * 1024 * 4096 + 3 * 14336 * 4096)
+    assert linears == 6_979_321_856
+    expected = linears * 9 // 16 + 32 * 7 * 8 + 2 * (2 * 128256 * 4096 + 65 * 4096)
+    assert weight_bytes(spec, FORMATS["nvfp4"]) == expected == 6_027_749_120
+    assert 0 < 6_027_861_376 - expected < 963 * 128  # 963 tensors' header entries
+
+
+def test_nvfp4_layer_of_deepseek_r1_0528_fp4() -> None:
+    """nvidia/DeepSeek-R1-0528-FP4's first (dense) layer as its safetensors header lists it:
+    gate_proj, up_proj weight U8 [18432, 3584] + weight_scale F8_E4M3 [18432, 448], down_proj U8
+    [7168, 9216] + F8_E4M3 [7168, 1152], each with weight_scale_2 and input_scale F32 []; the
+    attention (excluded by the checkpoint) and norms BF16; k_scale and v_scale F32 [] belong to the
+    KV cache, not counted."""
+    spec = load_spec("deepseek-r1")
+    fmt = from_config({"quantization_config": {**HF_QUANT_CONFIG, "quantization": {
+        "quant_algo": "NVFP4", "group_size": 16,
+        "exclude_modules": ["lm_head", "model.layers.*.self_attn*"]}}})
+    assert fmt is not None and fmt.name == "nvfp4"
+    header = (2 * (18432 * 3584 + 18432 * 448 + 8) + 7168 * 9216 + 7168 * 1152 + 8
+              + 2 * (2 * 7168 + 1536 + 512)  # input/post_attention, q_a, kv_a layernorms
+              + 2 * (1536 * 7168 + 24576 * 1536 + 576 * 7168 + 32768 * 512 + 7168 * 16384))
+    [dense] = [g for g in spec.layer_groups if g.name == "dense"]
+    assert sum(tensor_bytes(fmt.layout(t), t) for t in dense.tensors) == header == 597_196_824
+    # the attention stays bf16 in the MoE layers too; their experts and shared experts are NVFP4
+    [moe] = [g for g in spec.layer_groups if g.name == "moe"]
+    assert {t.name.split(".")[3] for t in moe.tensors
+            if fmt.layout(t) is not fmt.rest} == {"mlp"}
+    assert all(fmt.layout(t) is fmt.rest for t in moe.tensors if ".self_attn." in t.name)
+
+
+def test_nvfp4_from_quantization_config() -> None:
+    spec = spec_from_dict({**TINY_MIXTRAL, "quantization_config": MODELOPT_NVFP4})
+    fmt = from_config(spec.config)
+    assert fmt is not None and fmt.name == "nvfp4"
+    assert weight_bytes(spec, fmt) == weight_bytes(spec, FORMATS["nvfp4"]) == 1_915_648
+    nested = from_config({"quantization_config": HF_QUANT_CONFIG})
+    assert nested is not None and weight_bytes(spec, nested) == 1_915_648
+    # weight-only: no input_scale, 4 bytes a matrix less (2 layers × (4 + 4 × 3) matrices)
+    for q in ({**MODELOPT_NVFP4, "quant_algo": "W4A16_NVFP4"}, CT_NVFP4A16):
+        a16 = from_config({"quantization_config": q})
+        assert a16 is not None and a16.name == "nvfp4-a16"
+        assert weight_bytes(spec, a16) == _nvfp4_expected(spec, scalars=1) == 1_915_648 - 128
+    w4a4 = from_config({"quantization_config": {**CT_NVFP4A16, "config_groups": {"group_0": {
+        **CT_NVFP4A16["config_groups"]["group_0"],  # type: ignore[index]
+        "input_activations": {"type": "float", "num_bits": 4, "dynamic": "local"}}}}})
+    assert w4a4 is not None and weight_bytes(spec, w4a4) == 1_915_648
+
+
+def test_nvfp4_exclusions_by_layer() -> None:
+    spec = spec_from_dict({**TINY_LLAMA, "num_hidden_layers": 4})
+    whole = weight_bytes(spec, FORMATS["nvfp4"])
+    q = {**MODELOPT_NVFP4, "ignore": ["lm_head", "model.layers.1.mlp.down_proj",
+                                      "model.layers.3.mlp.down_proj", "model.layers.2.self_attn*"]}
+    fmt = from_config({"quantization_config": q})
+    assert fmt is not None
+    # down_proj [256, 688] in layers 1 and 3, q, k, v, o in layer 2 back to bf16
+    down = 2 * 256 * 688 - _nvfp4_matrix(256, 688)
+    attn = (2 * 2 * 256 * 256 - 2 * _nvfp4_matrix(256, 256)
+            + 2 * 2 * 128 * 256 - 2 * _nvfp4_matrix(128, 256))
+    assert weight_bytes(spec, fmt) == whole + 2 * down + attn
+    assert sum(p.bytes for p in breakdown(spec, fmt)) == weight_bytes(spec, fmt)
+    regex = from_config({"quantization_config": {**CT_NVFP4A16, "ignore": [
+        "re:model\\.layers\\.\\d+\\.mlp\\.down_proj"]}})
+    assert regex is not None and weight_bytes(spec, regex) == (
+        _nvfp4_expected(spec, scalars=1) + 4 * (2 * 256 * 688 - _nvfp4_matrix(256, 688, scalars=1)))
+
+
+@pytest.mark.parametrize(("q", "message"), [
+    ({**MODELOPT_NVFP4, "quant_algo": "FP8"},
+     "quantization_config: modelopt quant_algo 'FP8' is not supported (NVFP4 or W4A16_NVFP4); "
+     "pass --dtype"),
+    ({**MODELOPT_NVFP4, "group_size": 32},
+     "quantization_config: NVFP4 group_size 32 is not supported (16); pass --dtype"),
+    ({**MODELOPT_NVFP4, "ignore": "lm_head"},
+     "quantization_config: ignore must be a list of module names"),
+    ({**MODELOPT_NVFP4, "ignore": ["model.layers.0.mlp.experts.3.down_proj"]},
+     "quantization_config: ignore entry 'model.layers.0.mlp.experts.3.down_proj' names one expert "
+     "or sub-block of a layer, which is not supported; pass --dtype"),
+    ({**CT_NVFP4A16, "format": "pack-quantized", "config_groups": {}},
+     "quantization_config: compressed-tensors format 'pack-quantized' is not supported "
+     "(nvfp4-pack-quantized); pass --dtype"),
+    ({**CT_NVFP4A16, "config_groups": {"group_0": {
+        "format": "nvfp4-pack-quantized", "weights": {"type": "int", "num_bits": 4}}}},
+     "quantization_config: compressed-tensors weights 'int' 4-bit are not NVFP4 (float 4-bit); "
+     "pass --dtype"),
+])
+def test_nvfp4_configs_refused(q: dict, message: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(UsageError) as err:
+        from_config({"quantization_config": q})
+    assert str(err.value) == message
+
+
+def test_nvfp4_regex_by_layer_number_refused() -> None:
+    spec = spec_from_dict(TINY_LLAMA)
+    fmt = from_config({"quantization_config": {**CT_NVFP4A16, "ignore": [
+        "re:model\\.layers\\.0\\.mlp"]}})
+    assert fmt is not None
+    with pytest.raises(UsageError) as err:
+        weight_bytes(spec, fmt)
+    assert str(err.value) == ("quantization_config: ignore entry 're:model\\.layers\\.0\\.mlp' "
+                              "picks layers by number, which is not supported; pass --dtype")
+
+
+def test_nvfp4_keeps_routers_gates_convolutions_and_towers_wide() -> None:
+    spec = load_spec("qwen3.6-35b-a3b")
+    fmt = FORMATS["nvfp4"]
+    wide = {t.name for t, _ in spec.all_tensors() if fmt.layout(t) is fmt.rest and len(t.shape) > 1}
+    assert {"model.language_model.layers.{i}.mlp.gate.weight",
+            "model.language_model.layers.{i}.mlp.shared_expert_gate.weight",
+            "model.language_model.layers.{i}.linear_attn.conv1d.weight",
+            "model.visual.blocks.{i}.attn.qkv.weight", "lm_head.weight",
+            "model.language_model.embed_tokens.weight"} <= wide
+    assert not any(".mlp.experts." in n or "self_attn" in n or "in_proj" in n for n in wide)
+
+
+def test_cli_reads_nvfp4_configs(cli, write) -> None:  # type: ignore[no-untyped-def]
+    path = write("config.json", {**TINY_MIXTRAL, "quantization_config": MODELOPT_NVFP4})
+    r = cli("memory", path, "--json")
+    assert r.code == 0
+    assert (r.json()["dtype"], r.json()["weights_bytes"]) == ("nvfp4", 1_915_648)
+    assert cli("memory", path, "--dtype", "bf16", "--json").json()["weights_bytes"] == 2 * (
+        515_328 + 1_572_864)
+    r = cli("memory", path, "--explain")
+    assert ("fp4 e2m1, 16-blocks, e4m3 scale, 2 fp32 per matrix: 1,572,864 parameters → 884,992 "
+            "bytes") in " ".join(r.stdout.split())
+    bad = write("bad.json", {**TINY_MIXTRAL, "quantization_config": {
+        **MODELOPT_NVFP4, "quant_algo": "INT4_AWQ"}})
+    r = cli("memory", bad)
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: quantization_config: modelopt quant_algo 'INT4_AWQ' is not "
+                        "supported (NVFP4 or W4A16_NVFP4); pass --dtype\n")

@@ -35,7 +35,7 @@ def write(path: Path, arch: str, *, n_layer: int = 2, d: int = 256, n_head: int 
     if n_expert:
         w.add_expert_count(n_expert)
         w.add_expert_used_count(2)
-        if arch == "qwen3moe":
+        if arch in ("qwen3moe", "qwen2moe"):
             w.add_expert_feed_forward_length(ff)
     if arch == "mamba":
         w.add_ssm_conv_kernel(4)
@@ -118,6 +118,11 @@ def write(path: Path, arch: str, *, n_layer: int = 2, d: int = 256, n_head: int 
             add(p + "ffn_gate_inp.weight", vec(n_expert, d))
             for part, shape in (("gate", (ff, d)), ("up", (ff, d)), ("down", (d, ff))):
                 add(p + f"ffn_{part}_exps.weight", vec(n_expert, *shape))
+            if arch == "qwen2moe":  # the shared expert and its gate
+                add(p + "ffn_gate_inp_shexp.weight", vec(d))
+                mat(p + "ffn_gate_shexp.weight", ff, d)
+                mat(p + "ffn_up_shexp.weight", ff, d)
+                mat(p + "ffn_down_shexp.weight", d, ff)
         elif arch == "phi3":
             mat(p + "ffn_up.weight", 2 * ff, d)
             mat(p + "ffn_down.weight", d, ff)

@@ -397,6 +397,24 @@ def test_a_bad_link_says_what_it_could_not_read(server: str, page: Any, link: st
     assert page.inner_text("#total") == total
 
 
+def test_nvfp4_in_the_format_list_and_the_fp4_note_on_the_page(server: str, page: Any,
+                                                                 cli: Any) -> None:
+    """The format dropdown lists what --dtype takes, nvfp4 included, and weighs it as `memory`
+    does; bitsandbytes fp4 on an MoE shows the CLI's note on the fused experts left bf16."""
+    memory = cli("memory", "qwen3.6-35b-a3b", "--dtype", "nvfp4", "--json").json()
+    page.goto(server + "?model=qwen3.6-35b-a3b&dtype=nvfp4&gpu=h100")
+    settled(page)
+    options = page.eval_on_selector_all("#dtype option", "os => os.map(o => o.value)")
+    assert "nvfp4" in options and options.index("nvfp4") == options.index("fp8-fp4") + 1
+    assert page.input_value("#dtype") == "nvfp4"
+    weights = page.get_attribute('.part[data-part="weights"]', "data-value")
+    assert int(weights) == memory["weights_bytes"] == 21_884_023_952
+    page.select_option("#dtype", "fp4")
+    settled(page)
+    note = cli("memory", "qwen3.6-35b-a3b", "--dtype", "fp4", "--json").json()["notes"][0]
+    assert f"note: {note}" in page.locator("#notes li").all_inner_texts()
+
+
 def test_notes_and_errors_sit_where_they_apply(server: str, page: Any) -> None:
     page.goto(server + "?model=gpt2")
     settled(page)
