@@ -223,3 +223,18 @@ def test_a_figure_refused_at_the_measured_length_is_refused() -> None:
     assert cache_outcome(variant) == Outcome(EXACT)
     full = small("big_bird", block_size=64, **layers)
     assert flops_outcome(full) == cache_outcome(full) == Outcome(EXACT)
+
+
+@pytest.mark.parametrize(("model_type", "width"), [("mistral", 2), ("glm", 1), ("ministral3", 0)])
+def test_one_element_heads_as_transformers_runs_them(model_type: str, width: int) -> None:
+    """head_dim 1: the rotary step widens the query and key to 2 (Mistral), leaves them at 1
+    (GLM's half-rotary slices none off) or broadcasts them to none (Ministral 3): FLOPs and the
+    cache (keys of that width, values of 1) as transformers counts and keeps them."""
+    variant = small(model_type, num_hidden_layers=2, hidden_size=256, intermediate_size=512,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=1, vocab_size=1000,
+                    pad_token_id=0)
+    spec = spec_from_dict(variant.config, name=model_type)
+    assert {g.attention.qk_head_dim for g in spec.layer_groups if g.attention} == {width}
+    forward = measure.measure(variant.config, depth=1)
+    assert forward.cache_bytes == {SEQ: 2 * (width + 1) * SEQ * 2}  # 2 KV heads, bf16
+    assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)
