@@ -130,6 +130,9 @@ class Architecture:
     depth_flops_what: str = "attention over the layers' block outputs"  # ModelSpec.depth_flops_what
     cache_bytes_per_token: int = 0  # ModelSpec.cache_bytes_per_token
     forward_unmodelled: str = ""  # ModelSpec.forward_unmodelled
+    prefix_tokens: int = 0  # ModelSpec.prefix_tokens
+    sequence_flops: int = 0  # ModelSpec.sequence_flops
+    sparse_what: str = ""  # ModelSpec.sparse_what
 
 
 # ---- checks shared by families ------------------------------------------------------------------
@@ -138,6 +141,21 @@ class Architecture:
 def require(condition: bool, field: str, message: str) -> None:
     if not condition:
         raise FieldError(field, message)
+
+
+def block_sparse_threshold(attention_type: str, *, block_size: int, num_random_blocks: int) -> int | None:
+    """The longest sequence BigBird's block_sparse attention_type runs in full (None: original_full
+    runs in full at any length). transformers BigBirdModel.forward / BigBirdPegasusEncoder.forward
+    switch to original_full when seq_len <= (5 + 2·num_random_blocks)·block_size: 2 global, 3
+    window and 2·r random blocks of block_size tokens."""
+    require(attention_type in ("original_full", "block_sparse"), "attention_type",
+            f"attention_type {attention_type!r} must be original_full or block_sparse (transformers)")
+    if attention_type == "original_full":
+        return None
+    return (5 + 2 * num_random_blocks) * block_size
+
+
+BLOCK_SPARSE = "BigBird's block-sparse attention (global, window and random blocks)"
 
 
 def resolve_head_dim(

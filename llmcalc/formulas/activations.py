@@ -110,6 +110,8 @@ def unsupported(spec: ModelSpec) -> str | None:
     """Why the layer-kind model cannot describe ``spec``, or None when it can."""
     if spec.parts:
         return "a model with vision/audio towers or an encoder"
+    if spec.prefix_tokens:  # CPM-Ant: its own prompt tokens through the layers
+        return f"its {spec.prefix_tokens} prompt tokens run through the layers of every sequence"
     for g in spec.layer_groups:
         a = g.attention
         if g.mixer is not None or a is None:
