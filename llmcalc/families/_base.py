@@ -147,13 +147,20 @@ def resolve_head_dim(
     *,
     hidden_field: str = "hidden_size",
     heads_field: str = "num_attention_heads",
+    floor: bool = False,
 ) -> int:
-    """head_dim as given, else hidden / heads, which must then divide exactly.
+    """head_dim as given, else hidden / heads, which must then divide exactly — or, with
+    ``floor``, hidden // heads: the attention of the many modelling files that read
+    ``getattr(config, "head_dim", hidden_size // num_attention_heads)`` and whose config class does
+    not reject the remainder builds q/k/v of heads·⌊d/h⌋ (q_proj (d, h·⌊d/h⌋), o_proj back to d).
 
     Messages name the standard Hugging Face fields unless a family reads others.
     """
     if head_dim is not None:
         return head_dim
+    if floor:
+        require(hidden >= heads, heads_field, f"{heads_field} ({heads}) exceeds {hidden_field} ({hidden})")
+        return hidden // heads
     require(
         hidden % heads == 0,
         heads_field,
@@ -195,10 +202,13 @@ class DecoderConfig(FamilyConfig):
     intermediate_size: Size
     vocab_size: Size
     max_position_embeddings: Size | None = None
+    # head_dim absent: hidden_size // heads where transformers builds a remainder (resolve_head_dim)
+    floor_head_dim: ClassVar[bool] = False
 
     @property
     def resolved_head_dim(self) -> int:
-        return resolve_head_dim(self.hidden_size, self.num_attention_heads, self.head_dim)
+        return resolve_head_dim(self.hidden_size, self.num_attention_heads, self.head_dim,
+                                floor=self.floor_head_dim)
 
     @property
     def resolved_kv_heads(self) -> int:
