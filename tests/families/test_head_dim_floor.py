@@ -44,3 +44,16 @@ def test_more_heads_than_width_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"^qwen2: num_attention_heads \(128\) exceeds hidden_size \(100\)$"):
         count(spec_from_dict({"model_type": "qwen2", **BASE, "num_attention_heads": 128,
                               "num_key_value_heads": 128}, name="qwen2"))
+
+
+def test_gemma4_per_layer_kv_heads_that_do_not_divide_the_heads_count_as_given() -> None:
+    """A per_layer_config's 2 KV heads over 3 heads: transformers builds k/v of 2 · 32 (refused
+    before, unlike the same KV heads given for the whole model)."""
+    config = {"model_type": "gemma4_text", "hidden_size": 64, "intermediate_size": 96,
+              "num_hidden_layers": 2, "num_attention_heads": 3, "num_key_value_heads": 3,
+              "head_dim": 16, "vocab_size": 128, "vocab_size_per_layer_input": 128,
+              "hidden_size_per_layer_input": 8, "layer_types": ["sliding_attention", "full_attention"],
+              "per_layer_config": {"1": {"num_key_value_heads": 2, "head_dim": 32}}}
+    pc = count(spec_from_dict(config, name="gemma4_text"))
+    assert pc.total == 83_752  # transformers 5.24.0's Gemma4ForCausalLM
+    assert sum(pc.breakdown.values()) == 83_752
