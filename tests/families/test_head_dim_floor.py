@@ -57,3 +57,15 @@ def test_gemma4_per_layer_kv_heads_that_do_not_divide_the_heads_count_as_given()
     pc = count(spec_from_dict(config, name="gemma4_text"))
     assert pc.total == 83_752  # transformers 5.24.0's Gemma4ForCausalLM
     assert sum(pc.breakdown.values()) == 83_752
+
+
+def test_qwen2_vl_text_attention_still_refuses_the_remainder() -> None:
+    """Qwen2-VL's text attention raises "hidden_size must be divisible by num_heads" (Qwen2's own
+    builds heads · ⌊d/h⌋): refused in one line, not counted."""
+    config = {"model_type": "qwen2_vl",
+              "text_config": {"model_type": "qwen2_vl_text", "hidden_size": 8192,
+                              "num_attention_heads": 65, "num_key_value_heads": 65}}
+    with pytest.raises(ConfigError, match=r"^qwen2_vl: text_config\.num_attention_heads \(65\) must divide "
+                                          r"hidden_size \(8192\): the text attention of Qwen2-VL "
+                                          r"and Qwen2\.5-VL rejects a remainder$"):
+        count(spec_from_dict(config, name="qwen2_vl"))
