@@ -1,9 +1,11 @@
 """Numbers people type: context lengths, token counts, data types.
 
-Context windows are quoted in binary (a "4k context" holds 4,096 tokens, 128k = 131,072, 1M =
-1,048,576); token budgets and other counts are decimal (2T tokens = 2·10¹², 70B = 7·10¹⁰). Both also
-take plain integers. Anything else (``12q``, ``-5``, ``0``, an empty string) is a :class:`UsageError`
-naming the option.
+A suffix means one thing in every option: ``k`` = 1,024 and ``M`` = 1,048,576, as context windows
+are quoted (a "4k context" holds 4,096 tokens, 128k = 131,072), for a batch, a token count or a rate
+as for a context; ``B`` = 10⁹ and ``T`` = 10¹² (billion and trillion, as token budgets and
+parameter counts are quoted: 2T tokens = 2·10¹²), taken where a count can reach them (not a
+context). Both also take plain integers. Anything else (``12q``, ``-5``, ``0``, an empty string) is
+a :class:`UsageError` naming the option.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from llmcalc.limits import check_option_length
 
 MAX_NUMBER = 2**53 - 1  # as for sizes in a config: every product stays exact and inside a float
 
-# suffix (matched in any case) → multiplier; context lengths are powers of two, counts powers of ten
-BINARY_SUFFIXES: dict[str, int] = {"k": 2**10, "M": 2**20}
-DECIMAL_SUFFIXES: dict[str, int] = {"k": 10**3, "M": 10**6, "B": 10**9, "T": 10**12}
+# suffix (matched in any case) → multiplier, one table for every option: k and M binary, as
+# context windows are quoted; B and T the billion and trillion of token budgets and parameter counts
+CONTEXT_SUFFIXES: dict[str, int] = {"k": 2**10, "M": 2**20}
+COUNT_SUFFIXES: dict[str, int] = {**CONTEXT_SUFFIXES, "B": 10**9, "T": 10**12}
 
 _NUMBER = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d+)?|\.\d+))\s*([a-z]?)\s*$", re.IGNORECASE)
 
@@ -72,12 +75,13 @@ def size_text(nbytes: float, *, unit: tuple[str, int] | None = None, digits: int
 
 def parse_context(text: str, *, option: str = "--ctx") -> int:
     """A context length in tokens: ``4096``, ``4k`` (= 4,096), ``128k`` (= 131,072), ``1M``."""
-    return _parse(text, option=option, suffixes=BINARY_SUFFIXES, example="4096, 4k, 128k, 1M")
+    return _parse(text, option=option, suffixes=CONTEXT_SUFFIXES, example="4096, 4k, 128k, 1M")
 
 
 def parse_count(text: str, *, option: str) -> int:
-    """A decimal count: ``1000``, ``3.2M`` (= 3,200,000), ``70B`` (= 7·10¹⁰), ``2T`` (= 2·10¹²)."""
-    return _parse(text, option=option, suffixes=DECIMAL_SUFFIXES, example="1000, 3.2M, 70B, 2T")
+    """A count (a batch, tokens, a rate): ``1000``, ``1k`` (= 1,024), ``3M`` (= 3,145,728), ``70B``
+    (= 7·10¹⁰), ``2T`` (= 2·10¹²); k and M as in a context, B and T decimal."""
+    return _parse(text, option=option, suffixes=COUNT_SUFFIXES, example="1000, 1k, 3M, 70B, 2T")
 
 
 class DType(str, Enum):

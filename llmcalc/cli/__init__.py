@@ -196,6 +196,8 @@ def guarded(call: Callable[[], object]) -> NoReturn:
     except KeyboardInterrupt:
         typer.echo("error: interrupted", err=True)
         sys.exit(130)
+    except BrokenPipeError:  # `llmcalc list | head -1`: the reader stopped reading
+        reader_gone()
     except OSError as e:
         if e.errno != errno.ENAMETOOLONG:
             internal_error(e)
@@ -212,6 +214,18 @@ def guarded(call: Callable[[], object]) -> NoReturn:
     except Exception as e:
         internal_error(e)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def reader_gone() -> NoReturn:
+    """stdout's reader went away (``| head -c 0``): stop quietly, exit 1, as rich and click do
+    (Python's "Note on SIGPIPE"): stdout is pointed at /dev/null first, so that the interpreter's
+    last flush of what is still buffered does not fail again on its way out."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.__stdout__.fileno() if sys.__stdout__ else 1)
+    except (OSError, ValueError):  # pragma: no cover - no file descriptor to point elsewhere
+        pass
+    sys.exit(1)
 
 
 def internal_error(e: Exception) -> NoReturn:

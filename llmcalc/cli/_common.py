@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional, ParamSpec, TypeVar
@@ -99,6 +99,22 @@ ExplainOpt = Annotated[
 
 
 _STRICT: contextvars.ContextVar[bool] = contextvars.ContextVar("strict", default=False)
+# what this command has already said on stderr (a warning), so that a format printing the notes
+# of its answer there (CSV, Markdown) does not say it twice
+_SAID: contextvars.ContextVar[tuple[str, ...]] = contextvars.ContextVar("said", default=())
+
+
+def say(kind: str, text: str, *, note: str | None = None) -> None:
+    """One ``warning:`` (or ``note:``) line on stderr, remembered for this command (as ``note``,
+    the answer's own words, where ``text`` puts a model's name before them)."""
+    typer.echo(f"{kind}: {text}", err=True)
+    _SAID.set((*_SAID.get(), text if note is None else note))
+
+
+def unsaid(notes: Iterable[str]) -> list[str]:
+    """Those of ``notes`` this command has not said yet, each once."""
+    said = set(_SAID.get())
+    return [note for note in dict.fromkeys(notes) if note not in said]
 
 
 def set_strict(value: bool) -> None:
@@ -146,6 +162,7 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
     @functools.wraps(func)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         token = _STRICT.set(False)  # each command sets its own --strict
+        said = _SAID.set(())
         try:
             return func(*args, **kwargs)
         except LLMCalcError as e:
@@ -153,6 +170,7 @@ def handles_errors(func: Callable[P, R]) -> Callable[P, R]:
             raise typer.Exit(e.exit_code) from None
         finally:
             _STRICT.reset(token)
+            _SAID.reset(said)
 
     return wrapper
 
@@ -180,7 +198,7 @@ def spec_for(
         )
         for note in spec.notes:
             if note.startswith(("--family ", UNMODELLED_NOTE)) and not _STRICT.get():
-                typer.echo(f"warning: {note}", err=True)
+                say("warning", note)
         return spec
 
     if overrides or family is not None or revision is not None:
@@ -411,6 +429,7 @@ def emit(
     data: Callable[[], object],
     grids: Callable[[], list[Grid]],
     view: Callable[[], object] | None = None,
+    labels: Sequence[str] | None = None,
 ) -> None:
     """Print in the chosen format: JSON from ``data``, CSV/Markdown from ``grids``, the table from
     ``view`` (or the grids themselves, fitted to the terminal's width)."""
@@ -423,12 +442,33 @@ def emit(
         if len(tables) != 1:
             raise UsageError("--format csv: this output has several tables; use --format markdown")
         typer.echo(escape_output(to_csv(tables[0])), nl=False)
+        say_notes(data(), labels)
     elif fmt is Format.markdown:
         typer.echo(escape_output(to_markdown(grids())), nl=False)
+        say_notes(data(), labels)
     elif view is not None:
         show(view())
     else:
         show_grids(grids())
+        answer = data()
+        if isinstance(answer, list):  # a comparison: each model's notes, named
+            say_notes(answer, labels)
+
+
+def say_notes(answer: object, labels: Sequence[str] | None = None) -> None:
+    """The notes of a command's answer (its JSON's ``notes``) on stderr, for an output whose stdout
+    is data alone (CSV, Markdown, a comparison's table), as one model's table says them there:
+    none is lost, none said twice; in a comparison each names its model (``labels``: as typed,
+    the columns' names; else the answer's ``model``)."""
+    if not isinstance(answer, list):
+        for note in unsaid(_notes_in(answer)):
+            say("note", note)
+        return
+    for i, item in enumerate(answer):
+        label = labels[i] if labels is not None and i < len(labels) else (
+            item.get("model") if isinstance(item, dict) else None)
+        for note in unsaid(_notes_in(item)):
+            say("note", f"{label}: {note}" if isinstance(label, str) else note, note=note)
 
 
 def show_grids(grids: list[Grid]) -> None:

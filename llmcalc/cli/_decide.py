@@ -76,9 +76,11 @@ def beyond_window(spec: ModelSpec, ctx: int | None) -> str | None:
 
 def warn_beyond_window(spec: ModelSpec, ctx: int | None) -> None:
     """:func:`beyond_window` as a warning line on stderr."""
+    from llmcalc.cli._common import say
+
     warning = beyond_window(spec, ctx)
     if warning:
-        typer.echo(f"warning: {warning}", err=True)
+        say("warning", warning)
 
 
 # A change that may make a plan fit: the flags as typed, and the keyword arguments they set.
@@ -103,7 +105,8 @@ def smallest_change(choices: Sequence[Sequence[Change]],
 def training_changes(*, gpus: int, tp: int, pp: int, zero: int, recompute: str,
                      flash_attention: bool, heads: int) -> list[list[Change]]:
     """What `train` may change, lightest first: FlashAttention, recomputation, a ZeRO stage,
-    tensor parallelism within a node (dividing the GPUs and the heads)."""
+    tensor parallelism within a node (dividing the GPUs and ``heads``, the largest degree that
+    divides every attention and KV head count: 0 where nothing splits)."""
     out: list[list[Change]] = []
     if not flash_attention:
         out.append([("--flash-attention", {"flash_attention": True})])

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
@@ -102,3 +103,103 @@ def engine_params(*, ctx: str, ctx_size: str | None, batch_size: int | None,
                   flash_attn=(flash_attn or "auto").lower(),
                   n_gpu_layers=0 if n_gpu_layers is None else n_gpu_layers, swa_full=swa_full,
                   n_parallel=n_parallel, kv_unified=unified, mmap=not no_mmap)
+
+
+FitTargetOpt = Annotated[
+    Optional[int],  # noqa: UP045
+    typer.Option("--fit-target", metavar="MiB", help="With --engine llama.cpp: GPU memory "
+                 "--fit leaves free (default 1024).", show_default=False),
+]
+
+
+def header_for(model: str, version: str | None, dtype: str | None = None, *,
+               as_json: bool = False, notes: list[str] | None = None) -> Any:
+    """The GGUF header --engine llama.cpp reads: a local GGUF file's, or an HF config's as
+    llama.cpp's converter and llama-quantize would write it at the GGUF quant type --dtype names
+    (llmcalc.planning.engines.llama_cpp_quant); its note on stderr, or added to ``notes`` for
+    --json."""
+    notes = [] if notes is None else notes
+    from llmcalc.cli._common import show, spec_for
+    from llmcalc.inputs.gguf_file import is_gguf_path, read_header
+    from llmcalc.planning.engines import llama_cpp as engine
+
+    if version is not None and version != engine.VERSION:
+        raise UsageError(f"--engine llama.cpp=={version}: llmcalc follows llama-cpp-python "
+                         f"{engine.VERSION}'s llama.cpp only")
+    path = Path(model)
+    if is_gguf_path(path) and path.is_file():
+        if dtype is not None:
+            raise UsageError(f"--dtype {dtype}: a GGUF file is loaded with its own tensor types")
+        return read_header(path)
+    if dtype is None:
+        raise UsageError(f"{model}: --engine llama.cpp reads a GGUF file, or an HF config with a "
+                         "GGUF quant type (--dtype q4_k_m, q8_0, q4_0, fp16, bf16)")
+    from rich.text import Text
+
+    from llmcalc.planning.engines.llama_cpp_quant import convert
+
+    converted = convert(spec_for(model, None), dtype.lower())
+    note = f"weights as {converted.mix} gives them" + (
+        f"; {converted.approximate}" if converted.approximate else "")
+    if as_json:
+        notes.append(note)
+    else:
+        show(Text(f"note: {note}"))
+    return converted.header
+
+
+def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: Any, *,
+                  ngl_given: bool,
+                  n_cpu_moe: int, override_tensor: list[str], fit_target: int | None,
+                  gpu: str | None, gpu_mem: str | None, how: Any) -> None:
+    """`fit MODEL --engine llama.cpp`: llama-server's --fit on one GPU, and the command line that
+    loads that plan; exit 1 where the plan does not load on the card."""
+    from llmcalc.cli._common import Format, print_json, show
+    from llmcalc.planning.engines.llama_cpp_fit import FIT_TARGET_MIB, fit, server_command
+    from llmcalc.planning.hardware import require, resolve
+    from llmcalc.render.llama_cpp import fit_json, fit_view
+
+    notes: list[str] = []
+    header = header_for(model, version, dtype, as_json=how is Format.json, notes=notes)
+    acc = resolve(gpu, memory=gpu_mem, bandwidth=None, needs=("memory",))
+    require(acc, "memory_bytes")
+    f = fit(header, params, free=acc.memory_bytes,
+            margin_mib=FIT_TARGET_MIB if fit_target is None else fit_target,
+            ngl_given=ngl_given, n_cpu_moe=n_cpu_moe, override_tensor=override_tensor)
+    # an HF config: the command names the file the conversion would write
+    gguf = model if dtype is None else f"{Path(model).name}-{dtype.upper()}.gguf"
+    command = server_command(gguf, f)
+    if how is Format.json:
+        data = fit_json(f, accelerator=acc, command=command)
+        print_json({**data, "notes": notes + data["notes"]})
+    elif how is Format.table:
+        show(fit_view(model, f, accelerator=acc, command=command))
+    else:
+        raise UsageError(f"--format {how.value}: fit --engine llama.cpp prints a table or JSON")
+    if f.left < 0:
+        raise typer.Exit(1)
+
+
+def hidden(option: Any) -> Any:
+    """The same option kept out of --help (fit lists the engines' settings in its docs page)."""
+    import copy
+    import typing
+
+    base, info = typing.get_args(option)
+    info = copy.copy(info)
+    info.hidden = True
+    return Annotated[base, info]
+
+
+FitCtxSizeOpt = hidden(CtxSizeOpt)
+FitBatchSizeOpt = hidden(BatchSizeOpt)
+FitUbatchSizeOpt = hidden(UbatchSizeOpt)
+FitCacheTypeKOpt = hidden(CacheTypeKOpt)
+FitCacheTypeVOpt = hidden(CacheTypeVOpt)
+FitFlashAttnOpt = hidden(FlashAttnOpt)
+FitNCpuMoeOpt = hidden(NCpuMoeOpt)
+FitOverrideTensorOpt = hidden(OverrideTensorOpt)
+FitSwaFullOpt = hidden(SwaFullOpt)
+FitParallelOpt = hidden(ParallelOpt)
+FitKvUnifiedOpt = hidden(KvUnifiedOpt)
+FitNoMmapOpt = hidden(NoMmapOpt)

@@ -37,9 +37,14 @@ CONTEXT_SUFFIXES = (
     "binary suffixes, as context windows are quoted: "
     + _worked(("4k", "128k", "1M"), parse_context)
 )
+# every count takes k and M as a context does (one meaning for a suffix in every option)
 COUNT_SUFFIXES = (
-    "decimal suffixes, as token counts are quoted: "
-    + _worked(("3.2M", "70B", "2T"), lambda ex: parse_count(ex, option="--tokens"))
+    "k and M as for --ctx: "
+    + _worked(("1k", "1M"), lambda ex: parse_count(ex, option="--batch"))
+)
+TOKEN_SUFFIXES = (
+    COUNT_SUFFIXES + "; B and T decimal, as token budgets are quoted: "
+    + _worked(("70B", "2T"), lambda ex: parse_count(ex, option="--tokens"))
 )
 
 KvDTypeOpt = Annotated[
@@ -58,11 +63,11 @@ TrainCtxOpt = Annotated[
 BatchOpt = Annotated[
     str,
     typer.Option("--batch", metavar="N", help="Sequences per forward pass; scales the per-sequence figures "
-                 "(plain integer or 1k …)."),
+                 f"({COUNT_SUFFIXES})."),
 ]
 TokensOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--tokens", metavar="TOKENS", help=f"A training token budget; {COUNT_SUFFIXES}.",
+    typer.Option("--tokens", metavar="TOKENS", help=f"A training token budget; {TOKEN_SUFFIXES}.",
                  show_default=False),
 ]
 ImagesOpt = Annotated[
@@ -75,7 +80,7 @@ SourceLenOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--source-len", metavar="TOKENS",
                  help="An encoder–decoder's encoder tokens (the source sequence; --ctx counts the "
-                 "decoder's); default: --ctx.", show_default=False),
+                 "decoder's; 1k = 1,024 as for --ctx); default: --ctx.", show_default=False),
 ]
 ImageSizeOpt = Annotated[
     Optional[int],  # noqa: UP045

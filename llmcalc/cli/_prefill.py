@@ -18,7 +18,7 @@ AttentionOpt = Annotated[
 PrefillChunkOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--prefill-chunk", metavar="TOKENS", help="Chunked prefill: at most this many "
-                 "prompt tokens in flight (vLLM's max_num_batched_tokens); default: the whole "
+                 "prompt tokens in flight (vLLM's max_num_batched_tokens; 8k = 8,192); default: the whole "
                  "batch of prompts at once, as transformers' generate().", show_default=False),
 ]
 

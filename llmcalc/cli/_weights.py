@@ -19,9 +19,9 @@ DTypeOpt = Annotated[
     typer.Option(
         "--dtype",
         metavar="DTYPE",
-        help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4 packs two per byte, "
-        f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (gptq/awq "
-        "group 128, or gptq-g64 …). Default: the config's quantization_config, else bf16.",
+        help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4: two a byte, "
+        f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (group "
+        "128; gptq-g64 …). Default: the config's quantization_config or bf16.",
         show_default=False,
     ),
 ]
@@ -33,9 +33,9 @@ def show_format_notes(how: Format, notes: list[tuple[str, tuple[str, ...]]]) -> 
     instead."""
     if how is Format.json:
         return
-    from llmcalc.cli._common import show
-    from llmcalc.render import note_lines
+    from llmcalc.cli._common import say, unsaid
 
     many = len(notes) > 1
-    show(*note_lines(tuple(f"{label}: {note}" if many else note
-                           for label, each in notes for note in each)))
+    for label, each in notes:  # what the answer's notes already said (CSV, a comparison) stays said
+        for note in unsaid(each):
+            say("note", f"{label}: {note}" if many else note, note=note)

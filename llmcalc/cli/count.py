@@ -143,7 +143,7 @@ def count(
         return r.count_view(spec, pc)
 
     if len(items) > 1:
-        emit(how, data=data, grids=grids)
+        emit(how, data=data, grids=grids, labels=[m for m, _, _ in items])
         return
     if tensors and how is Format.table:
         emit(how, data=data, grids=grids)

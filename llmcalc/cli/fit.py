@@ -62,8 +62,29 @@ from llmcalc.cli._engine import (
     TokensPerBlockOpt,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuMemOpt, GpuOpt, GpusOpt, HeadroomOpt
+from llmcalc.cli._llamacpp import (
+    FitBatchSizeOpt,
+    FitCacheTypeKOpt,
+    FitCacheTypeVOpt,
+    FitCtxSizeOpt,
+    FitFlashAttnOpt,
+    FitKvUnifiedOpt,
+    FitNCpuMoeOpt,
+    FitNoMmapOpt,
+    FitOverrideTensorOpt,
+    FitParallelOpt,
+    FitSwaFullOpt,
+    FitTargetOpt,
+    FitUbatchSizeOpt,
+)
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
-from llmcalc.cli._options import CONTEXT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import (
+    CONTEXT_SUFFIXES,
+    COUNT_SUFFIXES,
+    EngineOpt,
+    KvDTypeOpt,
+    speaks_flags,
+)
 from llmcalc.cli._prefill import AttentionOpt, PrefillChunkOpt, serving_kernel
 from llmcalc.cli._weights import DTypeOpt, show_format_notes
 from llmcalc.errors import UsageError
@@ -71,7 +92,7 @@ from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
 from llmcalc.planning.serving import fit as fit_plan
-from llmcalc.units import DType, parse_context, parse_dtype
+from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
 
 
 @handles_errors
@@ -92,10 +113,10 @@ def fit(
     gpu_bandwidth: GpuBandwidthOpt = None,
     dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
-    batch: Annotated[
-        Optional[int],  # noqa: UP045 - typer reads this annotation at run time
+    batch_text: Annotated[
+        Optional[str],  # noqa: UP045 - typer reads this annotation at run time
         typer.Option("--batch", help="Sequences served at once; finds the largest context "
-                     "(default 1).", show_default=False, metavar="N"),
+                     f"(default 1; {COUNT_SUFFIXES}).", show_default=False, metavar="N"),
     ] = None,
     ctx: Annotated[
         Optional[str],  # noqa: UP045
@@ -146,8 +167,9 @@ def fit(
     ] = None,
     gpu_layers: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--gpu-layers", metavar="N", help="With --offload: put N layers on the GPU "
-                     "instead of as many as fit.", show_default=False),
+        typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="With --offload: "
+                     "llama.cpp's -ngl N, the output layer first (default: as many as fit).",
+                     show_default=False),
     ] = None,
     attention: AttentionOpt = None,
     prefill_chunk: PrefillChunkOpt = None,
@@ -170,6 +192,19 @@ def fit(
     max_num_tokens: MaxNumTokensOpt = None,
     tokens_per_block: TokensPerBlockOpt = None,
     kv_memory: KvMemoryOpt = None,
+    ctx_size: FitCtxSizeOpt = None,
+    batch_size: FitBatchSizeOpt = None,
+    ubatch_size: FitUbatchSizeOpt = None,
+    cache_type_k: FitCacheTypeKOpt = None,
+    cache_type_v: FitCacheTypeVOpt = None,
+    flash_attn: FitFlashAttnOpt = None,
+    n_cpu_moe: FitNCpuMoeOpt = 0,
+    override_tensor: FitOverrideTensorOpt = None,
+    swa_full: FitSwaFullOpt = False,
+    parallel: FitParallelOpt = None,
+    kv_unified: FitKvUnifiedOpt = None,
+    no_mmap: FitNoMmapOpt = False,
+    fit_target: FitTargetOpt = None,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
 
@@ -179,11 +214,39 @@ def fit(
     set_strict(strict)
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
+    batch = None if batch_text is None else _batch(batch_text)
     engine_settings = EngineSettings(
         gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, block_size,
         enforce_eager, mem_fraction_static, chunked_prefill_size, max_running_requests, page_size,
         kv_cache_free_gpu_memory_fraction, max_batch_size, max_num_tokens, tokens_per_block,
         kv_memory)
+    llama_flags = {flag for flag, value in (
+        ("--ctx-size", ctx_size), ("--batch-size", batch_size), ("--ubatch-size", ubatch_size),
+        ("--cache-type-k", cache_type_k), ("--cache-type-v", cache_type_v),
+        ("--flash-attn", flash_attn), ("--n-cpu-moe", n_cpu_moe or None),
+        ("--override-tensor", override_tensor), ("--swa-full", swa_full or None),
+        ("--parallel", parallel), ("--kv-unified", kv_unified), ("--no-mmap", no_mmap or None),
+        ("--fit-target", fit_target)) if value is not None}
+    if engine is not None:
+        from llmcalc.choices import EngineName, parse_engine
+
+        chosen = parse_engine(engine)
+        if chosen.name is EngineName.llama_cpp:
+            _llama_cpp(models, chosen.version, ctx=ctx, ctx_size=ctx_size, batch_size=batch_size,
+                       ubatch_size=ubatch_size, cache_type_k=cache_type_k,
+                       cache_type_v=cache_type_v, flash_attn=flash_attn, n_gpu_layers=gpu_layers,
+                       n_cpu_moe=n_cpu_moe, override_tensor=override_tensor or [],
+                       swa_full=swa_full, parallel=parallel, kv_unified=kv_unified,
+                       no_mmap=no_mmap, fit_target=fit_target, gpu=gpu, gpu_mem=gpu_mem,
+                       how=how, dtype=dtype,
+                       refused={"--batch": batch is not None, "--kv-dtype": kv_dtype,
+                                "--headroom": headroom != DEFAULT_HEADROOM, "--offload": offload,
+                                "--method": method, "--tp": tp, "--pp": pp, "--gpus": gpus != 1,
+                                "--explain": explain, **engine_settings.given()})
+            return
+    if llama_flags:
+        raise UsageError(f"{', '.join(sorted(llama_flags))}: llama.cpp's flags go with --engine "
+                         "llama.cpp")
     if engine is not None or engine_settings.given():
         from llmcalc.cli._engine import fit_engine
 
@@ -282,7 +345,8 @@ def fit(
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.fit_grid(items, accelerator=acc, dtype=weights, kv_dtype=kv)],
          view=(lambda: r.fit_view(items[0][1], items[0][2], accelerator=acc, dtype=weights,
-                                  kv_dtype=kv)) if len(items) == 1 else None)
+                                  kv_dtype=kv)) if len(items) == 1 else None,
+         labels=[m for m, _, _ in items])
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][2], accelerator=acc)))
     show_format_notes(how, [(label, f.notes) for label, _, f in items])
@@ -330,6 +394,15 @@ def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None,
     emit(how, data=lambda: None, grids=lambda: [grid])
 
 
+def _batch(text: str) -> int:
+    """--batch: a plain integer as typed (0 or less is refused below, in the flag's words), else
+    a count with its suffix (1k = 1,024, as every count option reads it)."""
+    plain = text.strip()
+    if plain.lstrip("+-").isdigit() and abs(int(plain)) <= MAX_NUMBER:
+        return int(plain)
+    return parse_count(text, option="--batch")
+
+
 def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType, ctx: int,
              ram_bandwidth: str | None, gpu_layers: int | None, headroom: float, how: Format
              ) -> None:
@@ -340,10 +413,45 @@ def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType
     ram = (parse_bandwidth(ram_bandwidth, option="--ram-bandwidth") if ram_bandwidth is not None
            else DEFAULT_RAM_BANDWIDTH)
     o = offload(spec, accelerator=acc, dtype=weights, kv_dtype=kv, ctx=ctx, ram_bandwidth=ram,
-                headroom=headroom, gpu_layers=gpu_layers)
+                headroom=headroom, ngl=gpu_layers)
     if how is Format.json:
         print_json(offload_json(spec, o, accelerator=acc, dtype=weights.value, ctx=ctx))
     elif how is Format.table:
         show(offload_view(spec, o, accelerator=acc, dtype=weights.value, ctx=ctx))
     else:
         raise UsageError(f"--format {how.value}: an offload split prints as a table or JSON")
+
+
+def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None,
+               ctx_size: str | None, batch_size: int | None, ubatch_size: int | None,
+               cache_type_k: str | None, cache_type_v: str | None, flash_attn: str | None,
+               n_gpu_layers: int | None, n_cpu_moe: int, override_tensor: list[str],
+               swa_full: bool, parallel: int | None, kv_unified: bool | None, no_mmap: bool,
+               fit_target: int | None, gpu: str | None, gpu_mem: str | None, how: Format,
+               dtype: str | None, refused: dict[str, object]) -> None:
+    """`fit MODEL --engine llama.cpp`: llama-server's --fit (llmcalc.planning.engines.llama_cpp_fit)."""
+    from llmcalc.cli._llamacpp import engine_params, fit_llama_cpp
+
+    for flag, given in refused.items():
+        if given not in (None, False):
+            hint = {"--batch": ": sequences are --parallel N",
+                    "--kv-dtype": ": the cache types are --cache-type-k and --cache-type-v",
+                    "--headroom": ": llama.cpp's margin is --fit-target MiB",
+                    "--gpus": ": llmcalc follows llama.cpp's --fit on one GPU",
+                    }.get(flag, "")
+            raise UsageError(f"{flag}: not with --engine llama.cpp{hint}")
+    if not models:
+        raise UsageError("--engine llama.cpp needs a MODEL (a GGUF file)")
+    one_model(models, "--engine llama.cpp")
+    if ctx is not None and ctx_size is not None:
+        raise UsageError("--ctx and --ctx-size are the same flag: give one")
+    # llama-server's default context is 0: the model's, which --fit may reduce
+    text = ctx_size if ctx_size is not None else ctx
+    params = engine_params(ctx="4k", ctx_size="0" if text is None else text,
+                           batch_size=batch_size, ubatch_size=ubatch_size,
+                           cache_type_k=cache_type_k, cache_type_v=cache_type_v,
+                           flash_attn=flash_attn, n_gpu_layers=n_gpu_layers, swa_full=swa_full,
+                           parallel=parallel, kv_unified=kv_unified, no_mmap=no_mmap)
+    fit_llama_cpp(models[0], version, dtype, params, ngl_given=n_gpu_layers is not None,
+                  n_cpu_moe=n_cpu_moe, override_tensor=override_tensor, fit_target=fit_target,
+                  gpu=gpu, gpu_mem=gpu_mem, how=how)

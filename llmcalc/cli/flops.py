@@ -85,8 +85,13 @@ def flops(
         if part or images or image_size:
             raise UsageError("--part, --images and --image-size need a MODEL")
         specs, left_out = forward_specs()
-        rows = [(stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
-                for stem, spec in specs]
+        rows = []
+        for stem, spec in specs:
+            try:
+                rows.append((stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch,
+                                                       tokens=n_tokens)))
+            except UsageError:  # refused at this context (BigBird's block-sparse attention)
+                left_out = [*left_out, stem]
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx, left_out=left_out)])
         return
@@ -110,6 +115,7 @@ def flops(
     data = [{**r.flops_json(x), **provenance(spec)} for _, spec, x in items]
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.flops_grid(items)],
-         view=(lambda: r.flops_view(items[0][1], items[0][2])) if len(items) == 1 else None)
+         view=(lambda: r.flops_view(items[0][1], items[0][2])) if len(items) == 1 else None,
+         labels=[m for m, _, _ in items])
     if explain:
         show(*(Text(line) for line in r.explain_lines(items[0][1], items[0][2])))

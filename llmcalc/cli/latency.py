@@ -20,6 +20,7 @@ from llmcalc.cli._common import (
     handles_errors,
     output_format,
     print_json,
+    refuse_assumed,
     refuse_explain,
     set_strict,
     show,
@@ -27,14 +28,14 @@ from llmcalc.cli._common import (
     takes_text,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
-from llmcalc.cli._options import EngineOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import COUNT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.planning.latency import Latency
 from llmcalc.planning.latency import latency as compute_latency
-from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_stage, rows_for
+from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_model, rows_for
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -49,9 +50,9 @@ def latency(
     gpu_flops: GpuFlopsOpt = None,
     gpu_bandwidth: GpuBandwidthOpt = None,
     tp: Annotated[int, typer.Option("--tp", help="Tensor-parallel GPUs.")] = 1,
-    batch: Annotated[str, typer.Option("--batch", help="Sequences served together.")] = "1",
+    batch: Annotated[str, typer.Option("--batch", help=f"Sequences served together ({COUNT_SUFFIXES}).")] = "1",
     ctx: Annotated[str, typer.Option("--ctx", help="Prompt tokens (4k = 4,096).")] = "1k",
-    gen: Annotated[str, typer.Option("--gen", help="Generated tokens per sequence.")] = "256",
+    gen: Annotated[str, typer.Option("--gen", help=f"Generated tokens per sequence ({COUNT_SUFFIXES}).")] = "256",
     dtype: DTypeOpt = None,
     kv_dtype: KvDTypeOpt = None,
     link: Annotated[
@@ -118,6 +119,7 @@ def latency(
     if how is Format.json:
         print_json(latency_json(r, exp))
         return
+    refuse_assumed(r.notes, "the output")  # --strict: a prompt past the model's window
     show(latency_view(r, exp))
     if explain:
         show(*(Text(line) for line in latency_explain(r)))
@@ -135,15 +137,15 @@ def _backend(backend: str | None, kind: str) -> str:
 def row_latency(row: MeasuredRow) -> Latency:
     """The roofline of one measured row's run, on the row's card figures."""
     spec = spec_for(row.model, None)
-    acc = resolve(None, flops=row.flops, bandwidth=row.bandwidth)
+    acc = (resolve(row.gpu) if row.gpu else
+           resolve(None, flops=row.flops, bandwidth=row.bandwidth))
     weights = resolve_format(spec, row.dtype)
-    return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc),
-                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights,
-                           kv_dtype=kv_dtype_for(weights))
+    kv = parse_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype else kv_dtype_for(weights)
+    return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc), tp=row.tp,
+                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv)
 
 
 def expected_for(r: Latency, *, engine: str, backend: str) -> Expected:
     pairs = [(row, row_latency(row)) for row in rows_for(engine, backend)]
     return expected(r, engine=engine, backend=backend,
-                    prefill=fit_stage("prefill", pairs, engine=engine, backend=backend),
-                    decode=fit_stage("decode", pairs, engine=engine, backend=backend))
+                    model=fit_model(pairs, engine=engine, backend=backend))

@@ -183,7 +183,8 @@ def memory(
             if not models:
                 raise UsageError("--engine llama.cpp needs a MODEL (a GGUF file)")
             one_model(models, "--engine llama.cpp")
-            _llama_cpp(models[0], params, chosen.version, n_cpu_moe, override_tensor or [], how)
+            _llama_cpp(models[0], params, chosen.version, dtype, n_cpu_moe, override_tensor or [],
+                       how)
             return
         raise UsageError(f"--engine {chosen}: memory follows llama.cpp's rules only "
                          "(--engine llama.cpp)")
@@ -240,7 +241,8 @@ def memory(
         raise UsageError("--prefill-chunk: it applies with --attention")
     emit(how, data=lambda: data if len(data) > 1 else data[0],
          grids=lambda: [r.memory_grid(items)],
-         view=(lambda: r.memory_view(items[0][1], items[0][2], stored)) if len(items) == 1 else None)
+         view=(lambda: r.memory_view(items[0][1], items[0][2], stored)) if len(items) == 1 else None,
+         labels=[m for m, _, _ in items])
     if peaks and how is Format.table:
         for (m, _, _), p in zip(items, peaks, strict=True):
             show(Text(f"{m}: steady state {gib(p['steady_bytes'])} + prefill transients "
@@ -285,24 +287,18 @@ def with_images(spec: ModelSpec, images: int) -> int:
     return images * per_image
 
 
-def _llama_cpp(model: str, params: Any, version: str | None, n_cpu_moe: int,
+def _llama_cpp(model: str, params: Any, version: str | None, dtype: str | None, n_cpu_moe: int,
                override_tensor: list[str], how: Format) -> None:
     """memory --engine llama.cpp: a GGUF file's buffers in llama.cpp, per device."""
-    from llmcalc.inputs.gguf_file import is_gguf_path, read_header
+    from llmcalc.cli._llamacpp import header_for
     from llmcalc.planning.engines import llama_cpp as engine
     from llmcalc.render.llama_cpp import plan_json, plan_view
 
-    if version is not None and version != engine.VERSION:
-        raise UsageError(f"--engine llama.cpp=={version}: llmcalc follows llama-cpp-python "
-                         f"{engine.VERSION}'s llama.cpp only")
-    path = Path(model)
-    if not is_gguf_path(path) or not path.is_file():
-        raise UsageError(f"{model}: --engine llama.cpp reads a local GGUF file (an HF config with "
-                         "a GGUF quant type is not modelled for this engine yet)")
-    header = read_header(path)
+    notes: list[str] = []
+    header = header_for(model, version, dtype, as_json=how is Format.json, notes=notes)
     plan = engine.plan(header, params, n_cpu_moe=n_cpu_moe, override_tensor=override_tensor)
     if how is Format.json:
-        print_json(plan_json(plan))
+        print_json({**plan_json(plan), **({"notes": notes} if notes else {})})
     elif how is Format.table:
         show(plan_view(model, plan))
     else:

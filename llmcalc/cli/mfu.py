@@ -25,7 +25,7 @@ from llmcalc.cli._common import (
     takes_text,
 )
 from llmcalc.cli._hardware import GpuFlopsOpt, GpuOpt, GpusOpt
-from llmcalc.cli._options import TrainCtxOpt, speaks_flags
+from llmcalc.cli._options import COUNT_SUFFIXES, TrainCtxOpt, speaks_flags
 from llmcalc.planning.hardware import require, resolve
 from llmcalc.planning.serving import model_flops_utilisation
 from llmcalc.planning.training import DEFAULT_CTX
@@ -40,7 +40,7 @@ def mfu(
     tokens_per_sec: Annotated[
         str,
         typer.Option("--tokens-per-sec", metavar="RATE", help="Measured training throughput of all GPUs together, "
-                     "e.g. 3.2M.", show_default=False),
+                     f"tokens/s ({COUNT_SUFFIXES}).", show_default=False),
     ],
     gpus: GpusOpt = 1,
     gpu: GpuOpt = None,

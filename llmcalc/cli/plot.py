@@ -48,7 +48,7 @@ def plot(
     ] = None,
     ctx_max: Annotated[
         str, typer.Option("--ctx-max", help="Largest context on the x axis (128 up to it, "
-                          "doubling), e.g. 1M.")
+                          "doubling), e.g. 1M = 1,048,576.")
     ] = "128k",
     batch: BatchOpt = "1",
     dtype: DTypeOpt = "bf16",

@@ -23,6 +23,7 @@ from llmcalc.cli._common import (
     handles_errors,
     output_format,
     print_json,
+    refuse_assumed,
     refuse_explain,
     set_strict,
     show,
@@ -60,6 +61,7 @@ from llmcalc.planning.training import (
     TrainingPlan,
     parallelism,
     plan_training,
+    tp_unit,
 )
 from llmcalc.render.train import explain_lines, train_grid, train_json, train_view
 from llmcalc.units import parse_context, parse_count
@@ -194,6 +196,7 @@ def train(
                 raise UsageError(f"--format {how.value}: a fine-tuning plan prints as a table or JSON")
             print_json(finetune_json(spec, fp, acc))
         else:
+            refuse_assumed(finetune_json(spec, fp, acc)["notes"], "the output")  # --strict
             show(finetune_view(spec, fp, acc))
             if explain:
                 show(*(Text(line) for line in finetune_explain(spec, fp)))
@@ -237,7 +240,7 @@ def train(
     if how is Format.table and not plan.fits:
         say_change(smallest_change(
             training_changes(gpus=gpus, tp=tp, pp=pp, zero=zero, recompute=asked["recompute"],
-                             flash_attention=asked["flash_attention"], heads=spec.shape.num_heads),
+                             flash_attention=asked["flash_attention"], heads=tp_unit(spec)),
             lambda change: planned(**change).fits), fits=False)
     if fail_if_not_fit and not plan.fits:
         raise typer.Exit(NOT_FIT)

@@ -9,8 +9,6 @@ Attention as in Llama (rotary on half of each head, no parameters); the Mamba-2 
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import Count
 from llmcalc.families._base import DecoderConfig
@@ -30,7 +28,6 @@ from llmcalc.model.spec import LayerSet
 
 class BambaConfig(DecoderConfig):
     transformers_class = "BambaConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     tie_word_embeddings: bool
     attention_bias: bool

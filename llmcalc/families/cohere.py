@@ -8,8 +8,6 @@ the key norm weight [kv, hd]. ``logit_scale`` multiplies the logits and holds no
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import gqa_projections
@@ -22,7 +20,6 @@ from llmcalc.model.spec import Tensor
 
 class CohereConfig(DecoderConfig):
     transformers_class = "CohereConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     attention_bias: bool
     use_qk_norm: bool

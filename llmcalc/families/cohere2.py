@@ -8,8 +8,6 @@ otherwise. The head is tied to the embedding by default.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import Size
@@ -23,7 +21,6 @@ from llmcalc.families._base import swiglu
 
 class Cohere2Config(DecoderConfig):
     transformers_class = "Cohere2Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     tie_word_embeddings: bool
     attention_bias: bool

@@ -174,7 +174,6 @@ class ApertusConfig(DenseConfig):
     layer's norms are attention_layernorm and feedforward_layernorm."""
 
     transformers_class = "ApertusConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
     layout = Layout(
         norms=(("attention_layernorm", "attn/norm"), ("feedforward_layernorm", "mlp/norm")),
         mlp="plain",
@@ -191,7 +190,6 @@ class BitNetConfig(DenseConfig):
     """BitNet b1.58: Llama plus a sub-norm before o_proj ([d]) and before down_proj ([ff])."""
 
     transformers_class = "BitNetConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
     layout = Layout(sub_norms=True)
 
 
@@ -207,7 +205,6 @@ class DogeConfig(SlidingAllConfig):
     attention scores and two learned residual scales per layer. The CDMoE variant is not counted."""
 
     transformers_class = "DogeConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
     layout = Layout(qk_norm="head", dynamic_mask=True, residual_scales=True)
 
     is_moe: bool
@@ -254,7 +251,6 @@ class Exaone4Config(DenseConfig):
     local layers for every global one (``sliding_window_pattern``)."""
 
     transformers_class = "Exaone4Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
     layout = Layout(norms=POST_NORMS, qk_norm="head")
 
     sliding_window_pattern: Size | None
@@ -299,7 +295,6 @@ class GraniteSWAConfig(DenseConfig):
     """Granite with sliding-window layers (three of every four) and attention sinks."""
 
     transformers_class = "GraniteSWAConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
     layout = Layout(sinks=True)
 
     tie_word_embeddings: bool
@@ -371,7 +366,6 @@ class NanoChatConfig(DenseConfig):
     """nanochat: RMSNorms without weights (none listed), a plain fc1/fc2 MLP."""
 
     transformers_class = "NanoChatConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
     layout = Layout(norms=(), final_norm=False, mlp="plain", mlp_names=("fc1", "fc2"))
 
 
@@ -380,7 +374,6 @@ class Olmo3Config(DenseConfig):
     sliding-window layers for every full one."""
 
     transformers_class = "Olmo3Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
     layout = Layout(norms=POST_NORMS, qk_norm="full")
 
 
@@ -406,7 +399,6 @@ class SmolLM3Config(DenseConfig):
     parameters), and with ``use_sliding_window`` those layers slide."""
 
     transformers_class = "SmolLM3Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     tie_word_embeddings: bool
     use_sliding_window: bool
@@ -459,7 +451,6 @@ class Emu3TextModelConfig(DenseConfig):
     """Emu3's language model (Emu3TextConfig): Llama's tensors."""
 
     transformers_class = "Emu3TextConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
 
 class Emu3Config(FamilyConfig):

@@ -11,8 +11,6 @@ buffer, not parameters. Tensor names as in transformers ``FalconH1ForCausalLM``.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import Size
@@ -28,7 +26,6 @@ from llmcalc.model.spec import LayerGroup
 
 class FalconH1Config(DecoderConfig):
     transformers_class = "FalconH1Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     tie_word_embeddings: bool
     attention_bias: bool

@@ -11,8 +11,6 @@ The embedding, attention, residual and logit multipliers are scalars, not parame
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import Count
 from llmcalc.families._base import DecoderConfig
@@ -39,7 +37,6 @@ MIXER_OF = {"mamba": "mamba", "linear_attention": "mamba",
 
 class GraniteMoeHybridConfig(DecoderConfig):
     transformers_class = "GraniteMoeHybridConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     tie_word_embeddings: bool
     attention_bias: bool

@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import operator
 from functools import reduce
-from typing import ClassVar
 
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
@@ -34,7 +33,6 @@ from llmcalc.model.spec import MoE
 
 class JambaConfig(DecoderConfig):
     transformers_class = "JambaConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     num_key_value_heads: Size | None  # transformers' JambaConfig default, not the heads
     tie_word_embeddings: bool

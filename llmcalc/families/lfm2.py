@@ -19,7 +19,6 @@ Its MLP is w1, w3 [ff, d], w2 [d, ff] at intermediate_size as given (Lfm2MoeMLP)
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import ClassVar
 
 from pydantic import AliasChoices
 from pydantic import Field
@@ -54,7 +53,6 @@ KINDS = {"conv": "conv", "full_attention": "attention", "attention": "attention"
 
 class Lfm2Config(DecoderConfig):
     transformers_class = "Lfm2Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     num_key_value_heads: Size | None  # transformers' Lfm2Config default, not the heads
     # LFM2's own names win over the standard ones, as transformers reads them

@@ -9,8 +9,6 @@ transformers ``LlamaForCausalLM`` and its copies.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import Size
@@ -31,14 +29,12 @@ class LlamaConfig(DecoderConfig):
 
 class MistralConfig(LlamaConfig):
     transformers_class = "MistralConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     sliding_window: Size | None = None
 
 
 class GraniteConfig(LlamaConfig):
     transformers_class = "GraniteConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
 
 class GemmaConfig(LlamaConfig):

@@ -7,8 +7,6 @@ Source: OLMo Team 2024 ("2 OLMo 2 Furious"); tensor names and shapes as in trans
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import gqa_projections
@@ -21,7 +19,6 @@ from llmcalc.families._base import uniform_layers
 
 class Olmo2Config(DecoderConfig):
     transformers_class = "Olmo2Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     attention_bias: bool
     tie_word_embeddings: bool

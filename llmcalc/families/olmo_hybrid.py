@@ -11,8 +11,6 @@ Tensor names as in transformers ``OlmoHybridForCausalLM``.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import Size
@@ -34,7 +32,6 @@ MIXER_OF = {"linear_attention": "linear_attention", "full_attention": "attention
 
 class OlmoHybridConfig(DecoderConfig):
     transformers_class = "OlmoHybridConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     tie_word_embeddings: bool
     attention_bias: bool

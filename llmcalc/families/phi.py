@@ -8,8 +8,6 @@ on queries and keys (shared across heads). Rotary on ``partial_rotary_factor`` o
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import fc_mlp
@@ -21,7 +19,6 @@ from llmcalc.families._base import uniform_layers
 
 class PhiConfig(DecoderConfig):
     transformers_class = "PhiConfig"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     qk_layernorm: bool
     tie_word_embeddings: bool

@@ -6,8 +6,6 @@ Every layer attends within ``sliding_window`` when it is set.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import Size
@@ -19,7 +17,6 @@ from llmcalc.families._base import uniform_layers
 
 class Phi3Config(DecoderConfig):
     transformers_class = "Phi3Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     sliding_window: Size | None = None
     tie_word_embeddings: bool

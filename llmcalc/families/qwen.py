@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from collections.abc import Sequence
-from typing import ClassVar
 
 from llmcalc.families._base import FULL
 from llmcalc.families._base import SLIDING
@@ -37,7 +36,6 @@ from llmcalc.model.spec import Tensor
 
 class Qwen2Config(DecoderConfig):
     transformers_class = "Qwen2Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     use_sliding_window: bool = False
     sliding_window: Size | None = 4096  # read only with use_sliding_window

@@ -7,8 +7,6 @@ linears; every layer attends within ``sliding_window`` when it is set.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import DecoderConfig
 from llmcalc.families._base import Size
@@ -21,7 +19,6 @@ from llmcalc.families._base import uniform_layers
 
 class Starcoder2Config(DecoderConfig):
     transformers_class = "Starcoder2Config"
-    floor_head_dim: ClassVar[bool] = True  # transformers builds heads · (hidden_size // heads)
 
     num_key_value_heads: Size  # the transformers default, not heads
     sliding_window: Size | None = None

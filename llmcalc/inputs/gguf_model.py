@@ -26,7 +26,7 @@ from llmcalc.limits import shown
 
 # llama.cpp keeps a few tensors that are not parameters in transformers: the Llama 3.1 RoPE scaling
 # factors it precomputes (``rope_freqs.weight``, a buffer there).
-NOT_PARAMETERS = ("rope_freqs.weight",)
+NOT_PARAMETERS = ("rope_freqs.weight", "rope_factors_long.weight", "rope_factors_short.weight")
 MAX_LAYERS_LISTED = 65_536
 
 
@@ -82,9 +82,10 @@ def _attention(hp: Hp) -> dict[str, Any]:
         "max_position_embeddings": hp.whole("context_length"),
         "tie_word_embeddings": not hp.has("output.weight"),
     }
+    # src/llama-model.cpp: load_hparams — the head size is key_length, else n_embd / n_head (what
+    # a transformers class defaults to otherwise may differ: Gemma2's 256)
     key = hp.get("attention.key_length")
-    if key is not None:
-        fields["head_dim"] = hp.whole("attention.key_length")
+    fields["head_dim"] = hp.whole("attention.key_length") if key is not None else hidden // heads
     eps = hp.get("attention.layer_norm_rms_epsilon")
     if isinstance(eps, float):
         fields["rms_norm_eps"] = eps
@@ -131,6 +132,90 @@ def _moe(hp: Hp, model_type: str) -> dict[str, Any]:
     return fields
 
 
+def _swa_layer_types(hp: Hp, period: int) -> list[str] | None:
+    """llama.cpp's sliding-window layers (src/llama-hparams.cpp: set_swa_pattern, the period from
+    ``attention.sliding_window_pattern`` or the model's default: every layer but each period-th)
+    as transformers' ``layer_types``; None without a window."""
+    n = hp.whole("block_count")
+    pattern = hp.get("attention.sliding_window_pattern")
+    if isinstance(pattern, list):
+        if len(pattern) != n:
+            raise ConfigError(hp.header.label, f"{hp.arch}.attention.sliding_window_pattern: "
+                              f"{len(pattern)} values for {n} layers")
+        return ["sliding_attention" if v else "full_attention" for v in pattern]
+    if pattern is not None:
+        period = int(pattern)
+    return ["sliding_attention" if period == 0 or il % period < period - 1 else "full_attention"
+            for il in range(n)]
+
+
+def _gemma(hp: Hp, model_type: str, period: int) -> dict[str, Any]:
+    # src/models/gemma2.cpp, gemma3.cpp: load_arch_hparams — gemma2's window defaults to 4,096
+    # (pattern 2), gemma3's to none (pattern 6)
+    fields = {**_attention(hp), "model_type": model_type,
+              "intermediate_size": hp.whole("feed_forward_length")}
+    if model_type == "gemma2":  # gemma2.cpp loads no output.weight: token_embd is the output
+        fields["tie_word_embeddings"] = True
+    window = hp.get("attention.sliding_window", 4096 if model_type == "gemma2" else 0)
+    if window:
+        fields["sliding_window"] = hp.whole("attention.sliding_window", window)
+        fields["layer_types"] = _swa_layer_types(hp, period)
+    else:
+        fields["layer_types"] = ["full_attention"] * hp.whole("block_count")
+    return fields
+
+
+def _phi3(hp: Hp) -> dict[str, Any]:
+    # the fused qkv and gate_up are Phi3's own; its window is read (src/models/phi3.cpp disables it)
+    fields = {**_attention(hp), "model_type": "phi3",
+              "intermediate_size": hp.whole("feed_forward_length")}
+    window = hp.get("attention.sliding_window")
+    if window:
+        fields["sliding_window"] = hp.whole("attention.sliding_window")
+    return fields
+
+
+def _mamba(hp: Hp) -> dict[str, Any]:
+    # src/models/mamba.cpp: ssm.conv_kernel, ssm.inner_size, ssm.state_size, ssm.time_step_rank
+    hidden = hp.whole("embedding_length")
+    return {
+        "model_type": "mamba", "hidden_size": hidden, "num_hidden_layers": hp.whole("block_count"),
+        "vocab_size": hp.vocab(), "state_size": hp.whole("ssm.state_size"),
+        "intermediate_size": hp.whole("ssm.inner_size"),
+        "expand": max(1, hp.whole("ssm.inner_size") // hidden),
+        "conv_kernel": hp.whole("ssm.conv_kernel"), "time_step_rank": hp.whole("ssm.time_step_rank"),
+        "use_bias": hp.has("blk.0.ssm_in.bias"), "use_conv_bias": hp.has("blk.0.ssm_conv1d.bias"),
+        "tie_word_embeddings": not hp.has("output.weight"),
+    }
+
+
+def _lfm2(hp: Hp) -> dict[str, Any]:
+    # src/models/lfm2.cpp: a layer without KV heads (head_count_kv per layer) is a short conv
+    n = hp.whole("block_count")
+    heads = hp.whole("attention.head_count")
+    kv = hp.header.metadata.get(f"{hp.arch}.attention.head_count_kv", heads)
+    kv_list = kv if isinstance(kv, list) else [kv] * n
+    if len(kv_list) != n or not all(isinstance(v, int) for v in kv_list):
+        raise ConfigError(hp.header.label, f"{hp.arch}.attention.head_count_kv: one whole number "
+                          f"per layer expected for {n} layers")
+    attn = [v for v in kv_list if v]
+    if len(set(attn)) > 1:
+        raise ConfigError(hp.header.label, f"{hp.arch}.attention.head_count_kv: attention layers "
+                          f"with different KV heads {shown(str(sorted(set(attn))))} are not "
+                          "supported")
+    return {
+        "model_type": "lfm2", "hidden_size": hp.whole("embedding_length"),
+        "num_hidden_layers": n, "num_attention_heads": heads,
+        "num_key_value_heads": attn[0] if attn else heads, "vocab_size": hp.vocab(),
+        "max_position_embeddings": hp.whole("context_length"),
+        "intermediate_size": hp.whole("feed_forward_length"), "block_auto_adjust_ff_dim": False,
+        "conv_L_cache": hp.whole("shortconv.l_cache"),
+        "conv_bias": hp.has("blk.0.shortconv.in_proj.bias"),
+        "tie_word_embeddings": not hp.has("output.weight"),
+        "layer_types": ["full_attention" if v else "conv" for v in kv_list],
+    }
+
+
 # general.architecture → the transformers config it reads back into
 ARCHITECTURES: dict[str, Callable[[Hp], dict[str, Any]]] = {
     "llama": _llama,
@@ -138,6 +223,11 @@ ARCHITECTURES: dict[str, Callable[[Hp], dict[str, Any]]] = {
     "qwen3": _qwen3,
     "qwen2moe": lambda hp: _moe(hp, "qwen2_moe"),
     "qwen3moe": lambda hp: _moe(hp, "qwen3_moe"),
+    "gemma2": lambda hp: _gemma(hp, "gemma2", 2),
+    "gemma3": lambda hp: _gemma(hp, "gemma3_text", 6),
+    "phi3": _phi3,
+    "mamba": _mamba,
+    "lfm2": _lfm2,
 }
 
 

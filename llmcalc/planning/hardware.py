@@ -8,6 +8,9 @@ Conventions (one for every row, so figures compare):
   datasheet gives only the sparse figure it is halved, and the source says so; 0 where the vendor
   publishes no such figure (consumer cards and Apple silicon often do not): commands that need it
   ask for ``--gpu-flops``.
+- ``fp16_flops``, ``int8_ops``, ``fp8_flops``: the dense peaks of the other formats an engine may
+  compute in (FP16 with FP16 accumulation, INT8, FP8), each with ``peaks_source``; 0 where none
+  was read. ``--gpu-flops`` replaces only ``peak_flops``: these still apply.
 - Apple silicon: ``memory_bytes`` is the share of unified memory macOS lets the GPU wire (2/3 up
   to 36 GB, 3/4 above), the whole in ``unified_bytes``.
 
@@ -51,6 +54,12 @@ class Accelerator:
     kind: str = "custom"  # datacenter, workstation, consumer, apple, custom
     unified_bytes: int = 0  # Apple silicon: the unified memory the GPU shares
     cuda_bytes: int = 0  # the memory CUDA reports (a cited log's figure); 0: none logged
+    # dense tensor peaks of the other formats (0: none published): FP16 with FP16 accumulation
+    # (GeForce runs it at twice its FP32-accumulate rate), INT8 and FP8
+    fp16_flops: int = 0
+    int8_ops: int = 0
+    fp8_flops: int = 0
+    peaks_source: str = ""
 
 
 TABLE = Path(__file__).with_name("hardware.json")
@@ -80,8 +89,10 @@ def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str
         usable = int(memory * _apple_share(memory, rules)) if unified else memory
         source = row["source"] + (f"; {rules['source']}" if unified else "")
         cuda = int(Fraction(row["cuda_gib"]) * GiB) if row.get("cuda_gib") else 0
-        accs[row["key"]] = Accelerator(row["key"], row["name"], usable, _figure(row["bandwidth"]),
-                                       _figure(row["flops"]), source, row["kind"], unified, cuda)
+        accs[row["key"]] = Accelerator(
+            row["key"], row["name"], usable, _figure(row["bandwidth"]), _figure(row["flops"]),
+            source, row["kind"], unified, cuda, _figure(row.get("fp16_flops")),
+            _figure(row.get("int8_ops")), _figure(row.get("fp8_flops")), row.get("peaks_source", ""))
         aliases.update(dict.fromkeys(row["aliases"], row["key"]))
         if row["link"]:
             links[row["key"]] = row["link"]

@@ -5,7 +5,8 @@ here prints. Sources, each used once below:
 
 - roofline (Williams et al. 2009): a step takes at least max(FLOPs / (peak × compute efficiency),
   bytes / (bandwidth × bandwidth efficiency)); with both efficiencies 1 (the defaults) the figures
-  are bounds — no real engine is faster;
+  are bounds — no real engine is faster; the peak is the highest of the formats an engine may
+  compute the weight format in (:func:`compute_peak`);
 - prefill of ``ctx`` prompt tokens: the forward FLOPs of the causal pairs (llmcalc.formulas.flops) against
   the weights read once and the cache written once; the first token comes out of it, so the time
   to first token (TTFT) is the prefill;
@@ -28,13 +29,14 @@ here prints. Sources, each used once below:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.quant import WeightFormat, format_notes, is_routed_expert, weight_bytes
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.hardware import Accelerator, Interconnect
+from llmcalc.planning.training import check_tp_heads
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
@@ -101,7 +103,31 @@ class Latency:
     ridge_batch: int | None  # decode turns compute bound here (None: never)
     speculation: Speculation | None
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
-    notes: tuple[str, ...] = ()  # what the weights' format leaves wide (formulas.quant.format_notes)
+    peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype)
+    prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
+    # what the figures are read with: a prompt past the window (the words flops and memory
+    # use), what the weights' format leaves wide (formulas.quant.format_notes)
+    notes: tuple[str, ...] = ()
+
+
+# The tensor formats an engine may run a weight format's GEMMs in, beside bf16: any weights can be
+# dequantised to FP16 (FP16 accumulation: cuBLAS's F16 GEMM, twice the FP32-accumulate rate on
+# GeForce); integer-quantised weights also on INT8 tensor cores (llama.cpp's MMQ quantises the
+# activations to int8 for the GGUF block formats; W8A8 int8), FP8 weights on FP8 ones.
+_INT8 = ("fp16", "int8")
+COMPUTE_FORMATS: dict[str, tuple[str, ...]] = {
+    "int8": _INT8, "int4": _INT8, "q8_0": _INT8, "q4_0": _INT8, "q4_k_m": _INT8,
+    "fp8": ("fp16", "fp8"), "fp8-block": ("fp16", "fp8"),
+    "mxfp4": ("fp16", "int8", "fp8"),
+}
+
+
+def compute_peak(acc: Accelerator, dtype: WeightFormat) -> int:
+    """The dense peak FLOP/s a step on ``dtype`` weights may reach: the largest of the card's bf16
+    peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest)."""
+    peaks = {"fp16": acc.fp16_flops, "int8": acc.int8_ops, "fp8": acc.fp8_flops}
+    name = dtype.value if not dtype.value.startswith("fp8-fp4") else "fp8-block"
+    return max(acc.peak_flops, *(peaks[k] for k in COMPUTE_FORMATS.get(name, ("fp16",))))
 
 
 def _check_fraction(name: str, value: float) -> None:
@@ -165,22 +191,6 @@ def ridge_batch(
     return max(1, -int(-b // 1))
 
 
-def _check_tp_heads(spec: ModelSpec, tp: int) -> None:
-    """Tensor parallelism splits each layer's attention heads and KV heads over the GPUs: ``tp``
-    must divide them all (an engine that repeats KV heads is not modelled; fit refuses it too)."""
-    if tp == 1:
-        return
-    kinds = [g.attention for g in spec.layer_groups if g.attention is not None]
-    heads = sorted({a.heads for a in kinds})
-    kv = sorted({a.kv_heads for a in kinds if not a.kv_latent_dim})
-    if any(h % tp for h in (*heads, *kv)):
-        shown = "/".join(map(str, heads)) + " attention heads" + (
-            f" and {'/'.join(map(str, kv))} KV heads" if kv else "")
-        raise ParameterError("{tp} {value}: {name}'s {shown} do not split evenly over {value} "
-                             "GPUs; use a {tp} that divides them", value=tp, name=spec.name,
-                             shown=shown)
-
-
 def latency(
     spec: ModelSpec,
     *,
@@ -198,13 +208,16 @@ def latency(
     accept_rate: float = 0.7,
     draft_tokens: int = 4,
 ) -> Latency:
+    spec.require_token_plans("latency")
     for name, value in (("tp", tp), ("batch", batch), ("ctx", ctx), ("gen", gen)):
         if value < 1:
             raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)
     _check_fraction("compute_efficiency", compute_efficiency)
     _check_fraction("bandwidth_efficiency", bandwidth_efficiency)
-    _check_tp_heads(spec, tp)
-    acc, link, ce, be = accelerator, interconnect, compute_efficiency, bandwidth_efficiency
+    check_tp_heads(spec, tp)
+    peak = compute_peak(accelerator, dtype)
+    acc = replace(accelerator, peak_flops=peak)  # the stages run at the weight format's peak
+    link, ce, be = interconnect, compute_efficiency, bandwidth_efficiency
     kw = dict(acc=acc, link=link, tp=tp, ce=ce, be=be)
     prefill = _stage(
         flops_=batch * flops.forward_flops_per_sequence(spec, ctx=ctx, causal=True),
@@ -231,7 +244,7 @@ def latency(
         per_step = (1 - a ** (g + 1)) / (1 - a)
         spec_result = Speculation(draft.name, a, g, d_step, c, per_step, per_step / (g * c + 1))
     return Latency(
-        model=spec.name, accelerator=acc, interconnect=link, tp=tp, batch=batch, ctx=ctx,
+        model=spec.name, accelerator=accelerator, interconnect=link, tp=tp, batch=batch, ctx=ctx,
         gen=gen, dtype=dtype, kv_dtype=kv_dtype, compute_efficiency=ce, bandwidth_efficiency=be,
         weight_bytes=weight_bytes(spec, dtype), prefill=prefill, decode=step,
         decode_ctx=mean_ctx, ttft_s=prefill.seconds, tpot_s=tpot, e2e_s=e2e,
@@ -239,5 +252,8 @@ def latency(
         tokens_per_s_per_gpu=batch / tpot / tp, throughput_per_gpu=batch * gen / e2e / tp,
         ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
                                 ce=ce, be=be),
-        speculation=spec_result, layers=spec.num_layers, notes=format_notes(spec, dtype),
+        speculation=spec_result, layers=spec.num_layers, peak_flops=peak,
+        prefill_attention_flops=-(-batch * flops.attention_flops_per_sequence(
+            spec, ctx=ctx, causal=True) // tp),
+        notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype)),
     )

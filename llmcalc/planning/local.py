@@ -7,10 +7,11 @@ Pure functions; nothing here prints.
   first) whose weights and a KV cache of ``min_ctx`` tokens at batch 1 fit the card's memory less
   the headroom; then the largest context at batch 1 in that format and the decode bound at
   ``min_ctx`` (llmcalc.planning.serving: every step reads every weight and the whole cache once).
-- **Offload** (llama.cpp's ``-ngl N``): the last N layers run on the GPU, the rest — and the token
-  embeddings, which llama.cpp keeps in system memory — on the CPU; the output head joins the GPU
-  only with every layer (``-ngl`` = layers + 1 in llama.cpp's count). Each layer's KV cache lives
-  where the layer runs. A decode step reads the GPU's share at the GPU's bandwidth and the CPU's at
+- **Offload** (llama.cpp's ``-ngl N``), by the engine's rule (llama-cpp-python 0.3.36's
+  vendor/llama.cpp, src/llama-model.cpp: load_tensors, ``i_gpu_start = max(n_layer + 1 − N, 0)``):
+  the output layer counts as one of the N and goes to the GPU first, then the last N − 1 layers;
+  the rest — and the token embeddings, which llama.cpp keeps in system memory — on the CPU. Each
+  layer's KV cache lives where the layer runs. A decode step reads the GPU's share at the GPU's bandwidth and the CPU's at
   the system memory's: step ≥ GPU bytes / GPU bandwidth + CPU bytes / RAM bandwidth.
 """
 
@@ -133,8 +134,9 @@ class Offload:
     """llama.cpp's split of a model between one GPU and system memory at a context."""
 
     layers: int
-    gpu_layers: int  # the last ``gpu_layers`` layers run on the GPU (-ngl)
+    gpu_layers: int  # the last ``gpu_layers`` layers run on the GPU
     output_on_gpu: bool
+    ngl: int  # llama.cpp's -ngl: the output layer (counted first) and gpu_layers
     gpu_bytes: int  # weights + KV cache on the GPU
     cpu_bytes: int  # weights + KV cache in system memory
     usable: int  # the GPU's memory less the headroom
@@ -176,8 +178,9 @@ def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int
         return list(fmt.layer_bytes), fmt.head_bytes, weight_bytes(spec, fmt)
     n = spec.num_layers
     if n > MAX_OFFLOAD_LAYERS:
-        raise ParameterError("{spec}: " + f"{n:,} layers; an offload split walks at most "
-                             f"{MAX_OFFLOAD_LAYERS:,}")
+        raise ParameterError("{offload}: {name} has " + f"{n:,} layers; a split is searched "
+                             f"layer by layer, over at most {MAX_OFFLOAD_LAYERS:,}",
+                             name=spec.name)
     return [_layer_bytes(spec, fmt, i) for i in range(n)], _head_bytes(spec, fmt), \
         weight_bytes(spec, fmt)
 
@@ -185,11 +188,13 @@ def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int
 def offload(
     spec: ModelSpec, *, accelerator: Accelerator, dtype: WeightFormat, kv_dtype: DType, ctx: int,
     ram_bandwidth: int = DEFAULT_RAM_BANDWIDTH, headroom: float = DEFAULT_HEADROOM,
-    gpu_layers: int | None = None,
+    ngl: int | None = None,
 ) -> Offload:
-    """The most layers (or ``gpu_layers``) whose weights and KV cache fit the GPU, counted from the
-    last layer as llama.cpp offloads them, and the decode bound of that split. The KV cache is
-    spread evenly over the layers (exact for models whose layers all attend alike)."""
+    """The largest -ngl (or ``ngl``) whose weights and KV cache fit the GPU, as llama.cpp counts
+    it (the output layer first, then the layers from the last), and the decode bound of that split.
+    The KV cache is spread evenly over the layers (exact for models whose layers all attend alike)."""
+    from llmcalc.planning.engines.llama_cpp import gpu_layer_start
+
     if ctx < 1:
         raise ParameterError("{ctx} {value}: must be 1 or more", value=ctx)
     if ram_bandwidth <= 0 or accelerator.bandwidth <= 0:
@@ -202,22 +207,22 @@ def offload(
     usable = usable_memory(accelerator.memory_bytes, headroom=headroom)
 
     def on_gpu(k: int) -> int:
-        return sum(layer[n - k:]) + sum(kv_layer[n - k:]) + (head if k == n else 0)
+        start = gpu_layer_start(n, k)  # layers start … n − 1 and the output layer (index n)
+        return (head if start <= n else 0) + sum(layer[start:]) + sum(kv_layer[start:])
 
-    if gpu_layers is None:
+    if ngl is None:
         k = 0
-        while k < n and on_gpu(k + 1) <= usable:
+        while k <= n and on_gpu(k + 1) <= usable:
             k += 1
     else:
-        if not 0 <= gpu_layers <= n:
-            raise ParameterError("{gpu_layers} {value}: must be 0 to the model's layers",
-                                 value=gpu_layers)
-        k = gpu_layers
+        if ngl < 0:
+            raise ParameterError("{gpu_layers} {value}: must be 0 or more", value=ngl)
+        k = min(ngl, n + 1)  # src/llama-model.cpp: act_gpu_layers = min(n_gpu_layers, n_layer + 1)
     gpu = on_gpu(k)
     cpu = total + kv_total - gpu
     seconds = gpu / accelerator.bandwidth + cpu / ram_bandwidth
-    return Offload(n, k, k == n, gpu, cpu, usable, accelerator.bandwidth, ram_bandwidth, seconds,
-                   1 / seconds)
+    return Offload(n, max(k - 1, 0), k >= 1, k, gpu, cpu, usable, accelerator.bandwidth,
+                   ram_bandwidth, seconds, 1 / seconds)
 
 
 def _head_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:

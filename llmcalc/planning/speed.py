@@ -4,11 +4,23 @@ The roofline (llmcalc.planning.latency) is a bound no engine beats; this is the 
 see, a step-time model whose coefficients are fitted per engine × backend on the measured rows in
 ``measured_speed.json`` (each row with its source) by least squares on the relative error:
 
-- decode step:  t = a · bytes / bandwidth + c · layers      (a = 1/η_bandwidth; c: a per-layer
-  kernel launch / synchronisation cost in seconds); bytes are the roofline's — the weights the step
-  reads (MoE: the experts the batch's tokens reach) and the KV cache at the mean context;
-- prefill:      t = p · FLOPs / peak + q · bytes / bandwidth   (p = 1/η_compute; q: the weights
-  and cache streamed, e.g. dequantised, once per ubatch).
+- decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak + g · all-reduce
+  + c_dc · layers on a data-centre card (a = 1/η_bandwidth; c: a per-layer kernel launch /
+  synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches; g:
+  the tensor-parallel all-reduces' time at the link's bandwidth); bytes are the roofline's — the
+  weights the step reads (MoE: the experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and
+  the KV cache at the mean context;
+- prefill:      t = p · weight FLOPs / peak + p_att · attention FLOPs / peak + q · bytes /
+  bandwidth + r · layers + s · all-reduce + p_dc · FLOPs / peak on a data-centre card
+  (p = 1/η_compute at the peak of the format the weights are computed in: the bound's,
+  llmcalc.planning.latency.compute_peak, or the engine's own where ``ENGINE_FORMATS`` names it;
+  the causal attention's FLOPs have their own share; q: the weights and cache streamed, e.g.
+  dequantised, once per ubatch; r: per-layer cost);
+- a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
+  so such rows inform both stages' coefficients, fitted together.
+
+Coefficients are ≥ 0 (non-negative least squares on the relative error: a term the rows do not
+support is 0).
 
 The expected time is never below the roofline's (``max`` with the bound), so the expected tokens/s
 never exceed the bound. Pure: nothing here prints or reads a model config; the caller passes each
@@ -22,9 +34,10 @@ import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from llmcalc.errors import ParameterError
-from llmcalc.planning.latency import Latency, Stage
+from llmcalc.planning.latency import Latency
 
 
 @dataclass(frozen=True)
@@ -36,6 +49,7 @@ class MeasuredRow:
     backend: str
     card: str
     hw_class: str  # apple | consumer | datacentre
+    gpu: str  # a key of hardware.json, or "" where bandwidth and flops describe the card
     bandwidth: str
     flops: str
     flops_basis: str
@@ -44,13 +58,31 @@ class MeasuredRow:
     ctx: int
     gen: int
     batch: int
-    test: str  # pp… (prefill) or tg… (decode)
-    tokens_per_s: float
+    test: str  # pp… or ttft (prefill), tg… (decode), throughput (whole requests)
+    tokens_per_s: float  # a ttft row: batch × ctx ÷ the time to first token
+    tp: int = 1
+    kv_dtype: str = ""  # the cache's dtype where the source gives it (else the format's default)
+    ttft_ms: float = 0.0  # a ttft row's figure as published
+    latency_ms: float = 0.0  # a whole batch's end-to-end latency as published (vLLM benchmark_latency)
     quoted_in: str = ""  # where the figure was read, when not at the source itself
+    quote: str = ""  # the line as read
+    build: str = ""  # the engine build, where the source gives it
 
     @property
     def stage(self) -> str:
-        return "prefill" if self.test.startswith("pp") else "decode"
+        if self.test.startswith("pp") or self.test == "ttft":
+            return "prefill"
+        return "decode" if self.test.startswith("tg") else "throughput"
+
+
+def _published_tokens_per_s(r: dict[str, Any]) -> float:
+    """The row's figure as tokens/s: as published, or from a first-token latency (batch × ctx
+    prompt tokens) or a whole batch's latency (batch × gen output tokens over tp GPUs)."""
+    if "tokens_per_s" in r:
+        return float(r["tokens_per_s"])
+    if "ttft_ms" in r:
+        return float(r["batch"] * r["ctx"] * 1000 / r["ttft_ms"])
+    return float(r["batch"] * r["gen"] * 1000 / (r["latency_ms"] * r.get("tp", 1)))
 
 
 @lru_cache(maxsize=1)
@@ -59,41 +91,163 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
     rows = json.loads(text)["rows"]
     return tuple(MeasuredRow(
         source=r["source"], engine=r["engine"], backend=r["backend"], card=r["card"],
-        hw_class=r["class"], bandwidth=r["bandwidth"], flops=r["flops"],
-        flops_basis=r["flops_basis"], model=r["model"], dtype=r["dtype"], ctx=r["ctx"],
-        gen=r["gen"], batch=r["batch"], test=r["test"], tokens_per_s=r["tokens_per_s"],
-        quoted_in=r.get("quoted_in", ""),
+        hw_class=r["class"], gpu=r.get("gpu", ""), bandwidth=r.get("bandwidth", ""),
+        flops=r.get("flops", ""), flops_basis=r.get("flops_basis", ""), model=r["model"],
+        dtype=r["dtype"], ctx=r["ctx"], gen=r["gen"], batch=r["batch"], test=r["test"],
+        tokens_per_s=_published_tokens_per_s(r),
+        tp=r.get("tp", 1), kv_dtype=r.get("kv_dtype", ""), ttft_ms=r.get("ttft_ms", 0.0),
+        latency_ms=r.get("latency_ms", 0.0), quoted_in=r.get("quoted_in", ""),
+        quote=r.get("quote", ""), build=r.get("build", ""),
     ) for r in rows)
 
 
 def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
+    """The rows of one engine × backend, in the file's order."""
     return tuple(r for r in measured_rows() if r.engine == engine and r.backend == backend)
 
 
-def _decode_features(lat: Latency) -> tuple[float, float]:
-    d = lat.decode
-    return d.bytes / lat.accelerator.bandwidth, float(lat.layers)
+LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
+PREFILL_TERMS = 6  # _prefill_features' length; the row features are prefill's, then decode's 5
+STAGES = ("prefill", "decode")
 
 
-def _prefill_features(lat: Latency) -> tuple[float, float]:
-    p = lat.prefill
-    return p.flops / lat.accelerator.peak_flops, p.bytes / lat.accelerator.bandwidth
+# The formats an engine × backend's prefill is fitted against, where not the bound's highest
+# (llmcalc.planning.latency.COMPUTE_FORMATS): llama.cpp's rows on CUDA and Vulkan reach one share
+# of the FP16-accumulate peak whatever the weights (RTX 4090, Llama-3-8B pp512: F16 0.43 of 330
+# TFLOP/s, Q4_K_M 0.33; of the INT8 peak Q4_K_M would be 0.16), so FP16 is their reference.
+ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("llama.cpp", "cuda"): ("fp16",), ("llama.cpp", "vulkan"): ("fp16",)}
 
 
-def _fit2(xs: list[tuple[float, float]], ts: list[float]) -> tuple[float, float]:
-    """Least squares of Σ((u·x0 + v·x1)/t − 1)²: the 2 × 2 normal equations."""
-    s00 = s01 = s11 = b0 = b1 = 0.0
-    for (x0, x1), t in zip(xs, ts, strict=True):
-        y0, y1 = x0 / t, x1 / t
-        s00, s01, s11 = s00 + y0 * y0, s01 + y0 * y1, s11 + y1 * y1
-        b0, b1 = b0 + y0, b1 + y1
-    det = s00 * s11 - s01 * s01
-    if abs(det) < 1e-12 * max(s00 * s11, 1e-300):  # one feature only: fit it alone
-        return b0 / s00, 0.0
-    u, v = (b0 * s11 - b1 * s01) / det, (b1 * s00 - b0 * s01) / det
-    if v < 0:  # a negative overhead has no meaning: fit the first feature alone
-        return b0 / s00, 0.0
-    return u, v
+def engine_peak(lat: Latency, engine: str, backend: str) -> float:
+    """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``."""
+    formats = ENGINE_FORMATS.get((engine, backend))
+    if formats is None:
+        return lat.peak_flops
+    a = lat.accelerator
+    peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
+    return max(a.peak_flops, *(peaks[f] for f in formats)) or lat.peak_flops
+
+
+def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
+    """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs, the
+    tensor-parallel all-reduces, and the layers again on a data-centre card (its own per-layer
+    cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound on an H100/A100, 0.65–0.72 on GeForce)."""
+    d, peak = lat.decode, engine_peak(lat, engine, backend)
+    dc = lat.accelerator.kind == "datacenter"
+    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / peak,
+            d.comm_s, lat.layers * LAYER_S * dc)
+
+
+def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
+    """The weights' FLOPs at the engine's compute peak, bytes streamed, layers (launch/sync), the
+    tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
+    llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), and the
+    causal attention's FLOPs (their own share: a pp4096 reaches less of the peak than a pp512)."""
+    p, peak = lat.prefill, engine_peak(lat, engine, backend)
+    dc = lat.accelerator.kind == "datacenter"
+    dense = p.flops - lat.prefill_attention_flops
+    return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
+            p.flops / peak * dc, lat.prefill_attention_flops / peak)
+
+
+def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
+    """The 11 features of one row (prefill's 6, then decode's 5): a throughput row's request takes
+    the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
+    pre = _prefill_features(lat, row.engine, row.backend)
+    dec = _decode_features(lat, row.engine, row.backend)
+    if row.stage == "prefill":
+        return pre + (0.0,) * len(dec)
+    if row.stage == "decode":
+        return (0.0,) * len(pre) + dec
+    return pre + tuple((lat.gen - 1) * x for x in dec)
+
+
+def _measured_seconds(row: MeasuredRow) -> float:
+    """A prefill of batch × ctx tokens, one decode step of the batch, or a whole request."""
+    if row.stage == "prefill":
+        return row.batch * row.ctx / row.tokens_per_s
+    if row.stage == "decode":
+        return row.batch / row.tokens_per_s
+    return row.batch * row.gen / (row.tokens_per_s * row.tp)  # out tokens/s per GPU
+
+
+def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
+    """Gaussian elimination with partial pivoting; None when the system is singular."""
+    n = len(b)
+    m = [row[:] + [b[i]] for i, row in enumerate(a)]
+    for c in range(n):
+        p = max(range(c, n), key=lambda r: abs(m[r][c]))
+        if abs(m[p][c]) < 1e-12 * max(1.0, max(abs(x) for x in m[p][:n])):
+            return None
+        m[c], m[p] = m[p], m[c]
+        for r in range(n):
+            if r != c:
+                f = m[r][c] / m[c][c]
+                m[r] = [x - f * y for x, y in zip(m[r], m[c], strict=True)]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+@dataclass(frozen=True)
+class _Sums:
+    """The normal equations of Σ(c·y − 1)² over rows y = features / measured seconds."""
+
+    s: tuple[tuple[float, ...], ...]  # Σ y yᵀ
+    b: tuple[float, ...]  # Σ y
+    m: int  # rows
+
+    @staticmethod
+    def of(ys: list[tuple[float, ...]]) -> _Sums:
+        n = len(ys[0])
+        return _Sums(tuple(tuple(sum(y[i] * y[j] for y in ys) for j in range(n)) for i in range(n)),
+                     tuple(sum(y[i] for y in ys) for i in range(n)), len(ys))
+
+    def without(self, y: tuple[float, ...]) -> _Sums:
+        return _Sums(tuple(tuple(v - y[i] * y[j] for j, v in enumerate(row))
+                           for i, row in enumerate(self.s)),
+                     tuple(v - y[i] for i, v in enumerate(self.b)), self.m - 1)
+
+
+def _nnls(sums: _Sums) -> tuple[float, ...]:
+    """Non-negative least squares of Σ(Σ_j c_j·y_j − 1)² on its normal equations (Lawson & Hanson
+    1974, ch. 23, in Gram form): coefficients ≥ 0, since a negative cost has no meaning; a feature
+    the rows never exercise (an all-zero column) stays 0."""
+    n = len(sums.b)
+    c = [0.0] * n
+    free = {j for j in range(n) if sums.s[j][j] > 0}
+    active: list[int] = []
+    tol = 1e-12 * max((abs(v) for v in sums.b), default=1.0)
+
+    def gradient() -> list[float]:  # b − S c: the descent direction of each coefficient
+        return [sums.b[i] - sum(sums.s[i][j] * c[j] for j in range(n)) for i in range(n)]
+
+    for _ in range(3 * n):
+        w = gradient()
+        candidates = [j for j in free if w[j] > tol]
+        if not candidates:
+            break
+        j = max(candidates, key=lambda k: w[k])
+        free.discard(j)
+        active.append(j)
+        while True:
+            z = _solve([[sums.s[i][k] for k in active] for i in active], [sums.b[i] for i in active])
+            if z is None:  # a feature collinear with the active ones: drop it for good
+                active.remove(j)
+                break
+            if min(z) > 0:
+                for i, v in zip(active, z, strict=True):
+                    c[i] = v
+                break
+            alpha = min(c[i] / (c[i] - v) for i, v in zip(active, z, strict=True) if v <= 0)
+            for i, v in zip(active, z, strict=True):
+                c[i] += alpha * (v - c[i])
+            for i in [i for i in active if c[i] <= tol]:
+                active.remove(i)
+                free.add(i)
+                c[i] = 0.0
+            if not active:
+                break
+    return tuple(c)
 
 
 @dataclass(frozen=True)
@@ -101,53 +255,96 @@ class Fit:
     """Coefficients of one stage's step-time model and the rows they came from."""
 
     stage: str
-    coefficients: tuple[float, float]
-    rows: int
-    loo_median_abs_error: float | None  # leave-one-out, as a fraction
+    coefficients: tuple[float, ...]
+    rows: int  # rows measuring this stage (throughput rows inform both stages)
+    loo_median_abs_error: float | None  # leave-one-out over this stage's rows, as a fraction
 
-    def seconds(self, features: tuple[float, float]) -> float:
-        return self.coefficients[0] * features[0] + self.coefficients[1] * features[1]
-
-
-def _features(stage: str, lat: Latency) -> tuple[float, float]:
-    return _decode_features(lat) if stage == "decode" else _prefill_features(lat)
+    def seconds(self, features: tuple[float, ...]) -> float:
+        return sum(c * x for c, x in zip(self.coefficients, features, strict=True))
 
 
-def _measured_seconds(row: MeasuredRow) -> float:
-    """Seconds of one step: a prefill of batch × ctx tokens, or one decode step of the batch."""
+@dataclass(frozen=True)
+class Model:
+    """One engine × backend's fit: both stages, and the error on whole-request throughput rows."""
+
+    prefill: Fit
+    decode: Fit
+    throughput_rows: int
+    throughput_loo_median_abs_error: float | None
+
+
+def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
+    """Seconds the fit gives a row, each stage at least the bound's."""
+    pf = _prefill_features(lat, row.engine, row.backend)
+    k = len(pf)
+    pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), lat.prefill.seconds)
+    df = _decode_features(lat, row.engine, row.backend)
+    dec = max(sum(a * b for a, b in zip(c[k:], df, strict=True)), lat.decode.seconds)
     if row.stage == "prefill":
-        return row.batch * row.ctx / row.tokens_per_s
-    return row.batch / row.tokens_per_s
+        return pre
+    if row.stage == "decode":
+        return dec
+    return pre + (lat.gen - 1) * dec
 
 
-def fit_stage(stage: str, pairs: list[tuple[MeasuredRow, Latency]], *, engine: str,
-              backend: str) -> Fit:
-    pairs = [(r, lat) for r, lat in pairs if r.stage == stage]
-    if not pairs:
-        raise ParameterError(f"{{engine}} {{value}}: no published {stage} measurements on the "
-                             f"{backend} backend to fit an expected speed on", value=engine)
-    xs = [_features(stage, lat) for _, lat in pairs]
-    ts = [_measured_seconds(r) for r, _ in pairs]
-    errors = [abs(e) for _, e in loo_errors(stage, pairs)] if len(pairs) > 2 else []
-    return Fit(stage, _fit2(xs, ts), len(pairs), statistics.median(errors) if errors else None)
+# The 11 terms in _row_features' order (prefill's 6, then decode's 5).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "f", "g", "c_dc")
+# The terms an engine × backend is fitted with, where not all 11: vLLM's rows (its nightly
+# benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
+# requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
+# (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.4 and 4.8 ms: 3 ms over
+# on both); all 11 terms on seven rows overfit (leave-one-out median 22%, with these 3.6%).
+ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {("vllm", "cuda"): ("p", "a", "c")}
 
 
-def _bound_seconds(stage: str, lat: Latency) -> float:
-    s: Stage = lat.decode if stage == "decode" else lat.prefill
-    return s.seconds
-
-
-def loo_errors(stage: str, pairs: list[tuple[MeasuredRow, Latency]]) -> list[tuple[MeasuredRow, float]]:
-    """Each row's signed error (expected / measured − 1) with that row left out of the fit."""
-    pairs = [(r, lat) for r, lat in pairs if r.stage == stage]
-    xs = [_features(stage, lat) for _, lat in pairs]
-    ts = [_measured_seconds(r) for r, _ in pairs]
+def _ys(pairs: list[tuple[MeasuredRow, Latency]]) -> list[tuple[float, ...]]:
+    """Each row's features over its measured seconds; a term its engine × backend is not fitted
+    with (``ENGINE_TERMS``) is 0 in every row, so its coefficient stays 0."""
     out = []
-    for i, (row, lat) in enumerate(pairs):
-        u, v = _fit2(xs[:i] + xs[i + 1:], ts[:i] + ts[i + 1:])
-        predicted = max(u * xs[i][0] + v * xs[i][1], _bound_seconds(stage, lat))
-        out.append((row, ts[i] / predicted - 1))
+    for r, lat in pairs:
+        keep = ENGINE_TERMS.get((r.engine, r.backend), TERMS)
+        out.append(tuple(x / _measured_seconds(r) if t in keep else 0.0
+                         for t, x in zip(TERMS, _row_features(r, lat), strict=True)))
     return out
+
+
+def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = None,
+               ) -> list[tuple[MeasuredRow, float]]:
+    """Each row's signed error (expected / measured speed − 1) with that row left out of the fit;
+    only ``stage``'s rows (prefill, decode, throughput) when given."""
+    ys = _ys(pairs)
+    sums = _Sums.of(ys)
+    out = []
+    for (row, lat), y in zip(pairs, ys, strict=True):
+        if stage is not None and row.stage != stage:
+            continue
+        c = _nnls(sums.without(y))
+        out.append((row, _measured_seconds(row) / _predicted(row, lat, c) - 1))
+    return out
+
+
+def _median(errors: list[tuple[MeasuredRow, float]]) -> float | None:
+    return statistics.median(abs(e) for _, e in errors) if len(errors) > 2 else None
+
+
+def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend: str) -> Model:
+    """Both stages' coefficients from an engine × backend's rows, with their leave-one-out error."""
+    if not pairs:  # no readable published measurement of this engine on this backend was found
+        raise ParameterError(f"{{engine}} {{value}}: no published measurements of {engine} on the "
+                             f"{backend} backend were found, so there is no expected speed to give "
+                             "(without --engine: the bound)", value=engine)
+    for stage in STAGES:
+        if not any(r.stage in (stage, "throughput") for r, _ in pairs):
+            raise ParameterError(f"{{engine}} {{value}}: no published {stage} measurements on the "
+                                 f"{backend} backend to fit an expected speed on", value=engine)
+    c = _nnls(_Sums.of(_ys(pairs)))
+    k = PREFILL_TERMS
+    errors = loo_errors(pairs) if len(pairs) > 2 else []
+    fits = {stage: Fit(stage, coef, sum(r.stage == stage for r, _ in pairs),
+                       _median([(r, e) for r, e in errors if r.stage == stage]))
+            for stage, coef in (("prefill", c[:k]), ("decode", c[k:]))}
+    through = [(r, e) for r, e in errors if r.stage == "throughput"]
+    return Model(fits["prefill"], fits["decode"], len(through), _median(through))
 
 
 @dataclass(frozen=True)
@@ -161,17 +358,21 @@ class Expected:
     throughput_tokens_per_s: float
     prefill: Fit
     decode: Fit
+    throughput_rows: int = 0
+    throughput_loo_median_abs_error: float | None = None
 
 
-def expected(lat: Latency, *, engine: str, backend: str, prefill: Fit, decode: Fit) -> Expected:
+def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expected:
     """Expected speed of the run ``lat`` describes; each step's time is at least the bound's."""
-    t_pre = max(prefill.seconds(_prefill_features(lat)), lat.prefill.seconds)
-    t_dec = max(decode.seconds(_decode_features(lat)), lat.decode.seconds)
+    t_pre = max(model.prefill.seconds(_prefill_features(lat, engine, backend)),
+                lat.prefill.seconds)
+    t_dec = max(model.decode.seconds(_decode_features(lat, engine, backend)), lat.decode.seconds)
     e2e = t_pre + (lat.gen - 1) * t_dec
     return Expected(
         engine=engine, backend=backend,
         prefill_tokens_per_s=lat.batch * lat.ctx / t_pre,
         decode_tokens_per_s=lat.batch / t_dec,
         throughput_tokens_per_s=lat.batch * lat.gen / e2e / lat.tp,
-        prefill=prefill, decode=decode,
+        prefill=model.prefill, decode=model.decode, throughput_rows=model.throughput_rows,
+        throughput_loo_median_abs_error=model.throughput_loo_median_abs_error,
     )

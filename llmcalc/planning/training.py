@@ -21,6 +21,7 @@ nothing here prints. Sources, each used once below:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -66,6 +67,7 @@ def training_flops(spec: ModelSpec, *, tokens: int, ctx: int) -> TrainingFlops:
     sequence over the ctx(ctx+1)/2 query–key pairs a causal mask keeps (sliding windows fewer);
     plus, for SSM layers, D × their per-token convolution and state readout (flops.py).
     """
+    spec.require_token_plans("training plan")
     if tokens < 1:
         raise ParameterError("{tokens} {value}: must be 1 or more", value=tokens)
     per_sequence = flops.attention_flops_per_sequence(spec, ctx=ctx, causal=True)
@@ -163,6 +165,37 @@ def parallelism(*, gpus: int, tp: int = 1, pp: int = 1, zero: int = 0) -> Parall
             value=gpus, t=tp, p=pp, product=tp * pp,
         )
     return Parallelism(gpus=gpus, tp=tp, pp=pp, zero=zero)
+
+
+def tp_heads(spec: ModelSpec) -> tuple[list[int], list[int]]:
+    """Each layer kind's attention heads and (latent-free) KV heads: what tensor parallelism
+    splits over its GPUs."""
+    kinds = [g.attention for g in spec.layer_groups if g.attention is not None]
+    return (sorted({a.heads for a in kinds}),
+            sorted({a.kv_heads for a in kinds if not a.kv_latent_dim}))
+
+
+def tp_unit(spec: ModelSpec) -> int:
+    """The largest tensor-parallel degree dividing every head count (0: no attention to split);
+    a ``tp`` fits the heads when it divides this."""
+    heads, kv = tp_heads(spec)
+    return math.gcd(*heads, *kv) if heads or kv else 0
+
+
+def check_tp_heads(spec: ModelSpec, tp: int) -> None:
+    """Tensor parallelism splits each layer's attention heads and KV heads over the GPUs: ``tp``
+    must divide them all. Megatron-LM asserts it (megatron/core/transformer/attention.py:
+    ``divide(num_attention_heads, world_size)`` and ``divide(num_query_groups, world_size)``);
+    an engine that repeats KV heads is not modelled, and ``fit`` refuses it too."""
+    if tp == 1:
+        return
+    heads, kv = tp_heads(spec)
+    if any(h % tp for h in (*heads, *kv)):
+        shown = "/".join(map(str, heads)) + " attention heads" + (
+            f" and {'/'.join(map(str, kv))} KV heads" if kv else "")
+        raise ParameterError("{tp} {value}: {name}'s {shown} do not split evenly over {value} "
+                             "GPUs; use a {tp} that divides them", value=tp, name=spec.name,
+                             shown=shown)
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -327,6 +360,7 @@ def plan_training(
     if micro_batch < 1:
         raise ParameterError("{micro_batch} {value}: must be 1 or more", value=micro_batch)
     check_mfu(mfu)
+    check_tp_heads(spec, par.tp)
     usable = usable_memory(accelerator.memory_bytes, headroom=headroom)
     spec.experts_per_tok()  # refuses a config whose experts per token are unset
     pc = count(spec)

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.finetune import OPTIMIZER_BYTES, FinetuneFit, FinetunePlan
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.render import (
@@ -67,13 +67,13 @@ def finetune_view(spec: ModelSpec, p: FinetunePlan, acc: Accelerator) -> Rendera
         comp.add_row(f"FLOPs for {short(p.tokens)} tokens", f"{p.training_flops:.4e}")
     if p.gpu_hours is not None:
         comp.add_row(f"GPU-hours at MFU {p.mfu:.0%}", f"{p.gpu_hours:,.1f}")
-    return Group(head, mem, comp, *note_lines(p.notes))
+    return Group(head, mem, comp, *note_lines((*context_notes(spec, ctx=p.ctx), *p.notes)))
 
 
 def finetune_json(spec: ModelSpec, p: FinetunePlan, acc: Accelerator) -> dict[str, Any]:
     c = p.lora.config if p.lora else None
     return {
-        "notes": list(p.notes),
+        "notes": [*context_notes(spec, ctx=p.ctx), *p.notes],  # past the window; the format's
         "model": spec.name,
         "method": p.method.value,
         "inputs": {

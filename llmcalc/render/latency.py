@@ -59,8 +59,13 @@ def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
 
 
 def _error(f: Fit) -> str:
-    e = f.loo_median_abs_error
-    return "" if e is None else f"±{e * 100:.1f}% (median, leave-one-out, {f.rows} rows)"
+    if not any(f.coefficients):  # no row informs the stage: its time is the bound's
+        return "the bound: no measured row informs this stage"
+    return _loo(f.loo_median_abs_error, f.rows)
+
+
+def _loo(e: float | None, rows: int) -> str:
+    return "" if e is None else f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
 
 
 def _expected_grid(r: Latency, e: Expected) -> Fitted:
@@ -73,7 +78,8 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
     t.add("decode tokens/s, whole batch", f"{e.decode_tokens_per_s:,.1f}",
           f"{r.batch / r.decode.seconds:,.1f}", _error(e.decode))
     t.add("output tokens/s per GPU over the request", f"{e.throughput_tokens_per_s:,.1f}",
-          f"{r.throughput_per_gpu:,.1f}", "")
+          f"{r.throughput_per_gpu:,.1f}",
+          _loo(e.throughput_loo_median_abs_error, e.throughput_rows))
     return Fitted(t)
 
 
@@ -89,14 +95,19 @@ def expected_json(e: Expected) -> dict[str, Any]:
         "decode_tokens_per_s": e.decode_tokens_per_s,
         "throughput_tokens_per_s": e.throughput_tokens_per_s,
         "basis": {
-            "decode": {"model": "t = a · bytes / bandwidth + c · layers (a = 1/η, c seconds per "
-                       "layer)", **_fit_json(e.decode)},
-            "prefill": {"model": "t = p · FLOPs / peak + q · bytes / bandwidth (p = 1/η)",
+            "decode": {"model": "t = a · bytes / bandwidth + c · layers × 1 ms + f · FLOPs / peak "
+                       "+ g · all-reduce time + c_dc · layers × 1 ms on a data-centre card (a = 1/η, c per "
+                       "layer, f the batch's compute)",
+                       **_fit_json(e.decode)},
+            "prefill": {"model": "t = p · FLOPs / peak + q · bytes / bandwidth + r · layers × 1 ms "
+                        "+ s · all-reduce time + p_dc · FLOPs / peak on a data-centre card (p = 1/η at the "
+                        "weight format's compute peak)",
                         **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
         },
         "error": {"decode": e.decode.loo_median_abs_error,
-                  "prefill": e.prefill.loo_median_abs_error},
+                  "prefill": e.prefill.loo_median_abs_error,
+                  "throughput": e.throughput_loo_median_abs_error},
     }
 
 
@@ -113,7 +124,8 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
         "notes": list(r.notes),
         "model": r.model,
         "inputs": {
-            "accelerator": {"name": a.name, "peak_flops": a.peak_flops, "bandwidth": a.bandwidth,
+            "accelerator": {"name": a.name, "peak_flops": a.peak_flops,
+                            "compute_peak_flops": r.peak_flops, "bandwidth": a.bandwidth,
                             "memory_bytes": a.memory_bytes, "source": a.source},
             "interconnect": {"name": link.name, "bandwidth_one_way": link.bandwidth,
                              "source": link.source},
@@ -144,10 +156,11 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
 
 def latency_explain(r: Latency) -> list[str]:
     a, p, d = r.accelerator, r.prefill, r.decode
-    peak = a.peak_flops * r.compute_efficiency
+    peak = r.peak_flops * r.compute_efficiency
     bw = a.bandwidth * r.bandwidth_efficiency
     lines = [
-        f"prefill compute = batch × causal forward FLOPs / tp / (peak × eff) = {n(p.flops)} / "
+        f"prefill compute = batch × causal forward FLOPs / tp / (peak of {r.dtype.value}'s compute "
+        f"format × eff) = {n(p.flops)} / "
         f"{peak:.4e} = {_ms(p.compute_s)}",
         f"prefill memory = (weights + KV written) / tp / (bandwidth × eff) = {n(p.bytes)} / "
         f"{bw:.4e} = {_ms(p.memory_s)}",

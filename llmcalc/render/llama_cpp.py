@@ -69,3 +69,55 @@ def plan_view(model: str, plan: Plan) -> Table:
     label = "sum" if plan.compute is not None else "sum (without compute)"
     table.add_row(label, *(_mib(d.total) for d in plan.devices))
     return table
+
+
+FIT_STATUS = {
+    "unchanged": "llama-server's defaults leave the margin: nothing changed",
+    "context": "the context reduced until the margin is left",
+    "layers": "layers (or parts of MoE layers) moved to the CPU until the margin is left",
+    "failed": "--fit gives up and llama-server loads the flags as given",
+}
+COMPUTE_NOTE = ("the compute buffer is not modelled: the GPU figures leave it out, so it has to "
+                "fit in the --fit-target margin")
+FREE_NOTE = ("free GPU memory taken as the card's whole memory (llama.cpp asks the driver, whose "
+             "free figure is less by the CUDA context): --gpu-mem gives what is free")
+
+
+def fit_json(f: Any, *, accelerator: Any, command: str) -> dict[str, Any]:
+    return {
+        "engine": "llama.cpp", "engine_version": f"llama-cpp-python=={VERSION}",
+        "gpu": accelerator.name, "free_bytes": f.free, "fit_target_bytes": f.margin,
+        "status": f.status, **({"reason": f.reason} if f.reason else {}),
+        "n_ctx": f.plan.context.n_ctx, "ctx_size": f.n_ctx, "n_gpu_layers": f.n_gpu_layers,
+        "override_tensor": list(f.overrides), "n_cpu_moe": f.n_cpu_moe,
+        "gpu_bytes": f.gpu_bytes, "left_bytes": f.left, "loads": f.left >= 0,
+        "margin_met": f.left >= f.margin, "command": command,
+        "plan": plan_json(f.plan), "notes": [COMPUTE_NOTE, FREE_NOTE],
+    }
+
+
+def fit_view(model: str, f: Any, *, accelerator: Any, command: str) -> Any:
+    from rich.console import Group
+    from rich.text import Text
+
+    t = Table(title=f"llama.cpp --fit on one {escape(accelerator.name)} (llama-cpp-python "
+              f"{VERSION}): {f.free / MiB:,.0f} MiB free, --fit-target {f.margin // MiB:,} MiB",
+              title_justify="left")
+    t.add_column("")
+    t.add_column("value", justify="right")
+    t.add_row("--fit", FIT_STATUS[f.status] + (f" ({f.reason})" if f.reason else ""))
+    t.add_row("--ctx-size", f"{f.n_ctx:,}" + (" (the model's)" if f.n_ctx == 0 else ""))
+    t.add_row("--n-gpu-layers", f"{f.n_gpu_layers:,} of {f.plan.hparams.n_layer + 1:,} "
+              "(the output layer counted)")
+    for pattern in f.overrides:
+        t.add_row("--override-tensor", escape(pattern))
+    if f.n_cpu_moe:
+        t.add_row("--n-cpu-moe", f"{f.n_cpu_moe:,}")
+    t.add_row("on the GPU", _mib(f.gpu_bytes))
+    t.add_row("left free on the GPU", _mib(f.left))
+    lines: list[Any] = [t, plan_view(model, f.plan)]
+    if f.left < 0:
+        lines.append(Text(f"does not load: {_mib(-f.left)} more than the GPU has",
+                          style="bold red"))
+    lines += [Text(command), Text(f"note: {COMPUTE_NOTE}"), Text(f"note: {FREE_NOTE}")]
+    return Group(*lines)

@@ -63,12 +63,12 @@ def offload_view(spec: ModelSpec, o: Offload, *, accelerator: Accelerator, dtype
                  ) -> RenderableType:
     head = heading(spec.name,
                    f"weights {dtype} · {accelerator_line(accelerator, 1)} · context {n(ctx)}")
-    t = figures_table("llama.cpp offload (-ngl): the last layers on the GPU, the rest in system "
-                      "memory", "", "value")
+    t = figures_table("llama.cpp offload (-ngl): the output layer first, then the last layers on "
+                      "the GPU, the rest in system memory", "", "value")
     t.add_row("GPU memory less headroom", gib(o.usable))
-    t.add_row(f"layers on the GPU (-ngl {o.gpu_layers + (1 if o.output_on_gpu else 0)})",
-              f"{n(o.gpu_layers)} of {n(o.layers)}", style="bold")
-    t.add_row("output head on the GPU", "yes" if o.output_on_gpu else "no")
+    t.add_row(f"layers on the GPU (-ngl {o.ngl})", f"{n(o.gpu_layers)} of {n(o.layers)}",
+              style="bold")
+    t.add_row("output layer on the GPU", "yes" if o.output_on_gpu else "no")
     t.add_row("on the GPU (weights + KV cache)", gib(o.gpu_bytes))
     t.add_row("in system memory (weights + KV cache)", gib(o.cpu_bytes))
     t.add_section()
@@ -76,9 +76,9 @@ def offload_view(spec: ModelSpec, o: Offload, *, accelerator: Accelerator, dtype
     t.add_row("system memory bandwidth", f"{o.ram_bandwidth / 1e9:,.1f} GB/s")
     t.add_row("decode step ≥", f"{o.seconds_per_token * 1e3:,.2f} ms")
     t.add_row("tokens/s ≤", f"{o.tokens_per_sec:,.1f}", style="bold")
-    note = Text("step ≥ GPU bytes / GPU bandwidth + system bytes / RAM bandwidth; token "
-                "embeddings stay in system memory, as llama.cpp keeps them; the KV cache is "
-                "spread evenly over the layers")
+    note = Text("step ≥ GPU bytes / GPU bandwidth + system bytes / RAM bandwidth; -ngl counts "
+                "the output layer as one and places it first, token embeddings stay in system "
+                "memory (llama.cpp load_tensors); the KV cache is spread evenly over the layers")
     return Group(head, t, note)
 
 
@@ -88,7 +88,7 @@ def offload_json(spec: ModelSpec, o: Offload, *, accelerator: Accelerator, dtype
         "model": spec.name, "dtype": dtype, "ctx": ctx,
         "accelerator": {"key": accelerator.key, "name": accelerator.name},
         "layers": o.layers, "gpu_layers": o.gpu_layers, "output_on_gpu": o.output_on_gpu,
-        "ngl": o.gpu_layers + (1 if o.output_on_gpu else 0),
+        "ngl": o.ngl,
         "gpu_bytes": o.gpu_bytes, "cpu_bytes": o.cpu_bytes, "usable_gpu_bytes": o.usable,
         "gpu_bandwidth_bytes_per_sec": o.gpu_bandwidth,
         "ram_bandwidth_bytes_per_sec": o.ram_bandwidth,

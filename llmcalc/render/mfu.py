@@ -7,10 +7,10 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.serving import Utilisation
-from llmcalc.render import figures_table, heading, n, per_second
+from llmcalc.render import figures_table, heading, n, note_lines, per_second
 from llmcalc.render.grid import Col, Fig, Grid
 
 
@@ -31,7 +31,7 @@ def mfu_view(
         parts.append(Text("MFU above 100%: check the throughput, the GPU count or the peak",
                           style="bold red"))
     parts.append(Text(f"accelerator: {accelerator.source}", style="dim"))
-    return Group(*parts)
+    return Group(*parts, *note_lines(context_notes(spec, ctx=ctx)))
 
 
 def mfu_grid(
@@ -63,6 +63,7 @@ def mfu_json(
     spec: ModelSpec, u: Utilisation, *, accelerator: Accelerator, gpus: int, ctx: int
 ) -> dict[str, Any]:
     return {
+        "notes": list(context_notes(spec, ctx=ctx)),  # a sequence past the model's window
         "model": spec.name,
         "ctx": ctx,
         "gpus": gpus,

@@ -7,7 +7,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.training import (
     CHINCHILLA_TOKENS_PER_PARAM,
     ZERO_PARTITIONED,
@@ -20,6 +20,7 @@ from llmcalc.render import (
     gib,
     heading,
     n,
+    note_lines,
     sci,
     short,
     verdict,
@@ -120,7 +121,7 @@ def train_view(spec: ModelSpec, plan: TrainingPlan) -> RenderableType:
             style="dim",
         ),
     ]
-    return Group(head, compute, mem, *notes)
+    return Group(head, compute, mem, *notes, *note_lines(context_notes(spec, ctx=p.ctx)))
 
 
 def train_grid(spec: ModelSpec, plan: TrainingPlan) -> Grid:
@@ -211,6 +212,7 @@ def train_json(spec: ModelSpec, plan: TrainingPlan) -> dict[str, Any]:
     p = plan
     acc = p.accelerator
     return {
+        "notes": list(context_notes(spec, ctx=p.ctx)),  # a sequence past the model's window
         "model": spec.name,
         "params": p.params,
         "active_params": p.active_params,

@@ -428,6 +428,20 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
 
     engines = {f"engine_{n}": panel(f"engine_{n}", serving_engine(n))
                for n in ("vllm", "sglang", "trtllm")}
+
+    def offloading() -> dict[str, Any]:
+        """`fit --offload --ctx CTX`: llama.cpp's -ngl split at the context, as the CLI prints it."""
+        from llmcalc.planning.local import offload
+        from llmcalc.render.local import offload_json
+
+        with_bw = resolve(gpu, memory=gpu_mem, bandwidth=gpu_bw, needs=("memory", "bandwidth"))
+        require(with_bw, "memory_bytes", "bandwidth")
+        o = offload(spec, accelerator=with_bw, dtype=dtype, kv_dtype=kv_dtype, ctx=ctx)
+        commands["offload"] = cli("fit", *card, *mem, *bw, "--offload", "--ctx", ctx_text, *dt,
+                                  "--json")
+        return offload_json(spec, o, accelerator=with_bw, dtype=dtype.value, ctx=ctx)
+
+    offload_figures = panel("offload", offloading)
     memory_figures = {**memory_json(m), **provenance(spec)}  # as the CLI's memory --json
     return {
         "label": r.label or spec.name,
@@ -445,6 +459,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         "finetune": finetune_plan,
         "finetune_fit": finetune_fit,
         **engines,
+        "offload": offload_figures,
         "unavailable": unavailable,
         "panel_notes": panel_notes,
         "series": {

@@ -71,3 +71,31 @@ def test_lora_targets_with_a_rank_counts_those_adapters(cli: Any) -> None:
     out = cli("count", "llama-2-7b", "--lora-targets", "q_proj", "--lora-r", "8", "--json")
     assert out.code == 0, out.stderr
     assert out.json()["trainable"] == 32 * (8 * 4096 + 4096 * 8)
+
+
+@pytest.mark.parametrize("args", [
+    ("count", "gpt2"), ("count", "gpt2", "--json"), ("list",), ("list", "--json"),
+    ("memory", "gpt2", "--format", "csv"), ("fit", "--gpu", "h100", "--json"),
+    ("count", "--help"),
+], ids=" ".join)
+def test_a_reader_that_stops_reading_ends_it_quietly(args: tuple[str, ...]) -> None:
+    """`llmcalc … | head -c 0`: stdout's reader is gone before the first byte; the command stops
+    with exit 1 and nothing on stderr (as rich and click stop), never an internal error."""
+    import os
+    import subprocess
+    import sys
+
+    from helpers import REPO
+
+    read, write = os.pipe()
+    os.close(read)  # the reader has already gone: every write to the pipe fails with EPIPE
+    try:
+        out = subprocess.run(
+            [sys.executable, "-c", "import sys; from llmcalc.cli import run; "
+             "sys.argv[0] = 'llmcalc'; run()", *args],
+            stdout=write, stderr=subprocess.PIPE, text=True, timeout=120,
+            env={**os.environ, "PYTHONPATH": str(REPO)})
+    finally:
+        os.close(write)
+    notes = [line for line in out.stderr.splitlines() if not line.startswith("note: ")]
+    assert (out.returncode, notes) == (1, [])

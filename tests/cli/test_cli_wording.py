@@ -29,7 +29,7 @@ def test_rates_and_counts_are_spaced_and_separated(cli: Any) -> None:
     train = cli("train", "llama-3.1-405b", "--tokens", "15.6T", "--gpus", "16384", "--gpu", "h100",
                 "--ctx", "8k", "--tp", "8", "--pp", "16").stdout
     assert "16,384 × NVIDIA H100 SXM: 80.00 GiB, 989 TFLOP/s dense bf16" in " ".join(train.split())
-    mfu = cli("mfu", "llama-3.1-405b", "--tokens-per-sec", "1.34M", "--gpus", "8192", "--gpu",
+    mfu = cli("mfu", "llama-3.1-405b", "--tokens-per-sec", "1340000", "--gpus", "8192", "--gpu",
               "h100", "--ctx", "8k").stdout
     assert "989 TFLOP/s" in mfu and "8,192 × NVIDIA" in mfu
     memory = cli("memory", "llama-3-8b", "--batch", "1000", "--ctx", "1k").stdout

@@ -1,4 +1,4 @@
-"""Nonsense refused in one line, exit 2 (issue 35)."""
+"""Nonsense refused in one line, exit 2."""
 
 from __future__ import annotations
 
@@ -17,6 +17,23 @@ def test_latency_tp_must_divide_the_heads(cli: Any) -> None:
         "split evenly over 3 GPUs; use a --tp that divides them\n"))
     ok = cli("latency", "llama-3-8b", "--gpu", "h100", "--tp", "8", "--json")
     assert (ok.code, ok.json()["inputs"]["tp"]) == (0, 8)
+
+
+def test_train_tp_must_divide_the_heads(cli: Any) -> None:
+    """As Megatron-LM asserts: 2^40-way tensor parallelism of 32 heads is refused, not planned
+    at 2 B of weights a GPU; a --tp dividing the heads but not Llama-3-8B's 8 KV heads too."""
+    r = cli("train", "llama", "--gpu", "h100", "--gpus", "1099511627776", "--tp",
+            "1099511627776", "--ctx", "2k")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == (
+        "error: --tp 1099511627776: llama (transformers defaults)'s 32 attention heads and 32 KV "
+        "heads do not split evenly over 1099511627776 GPUs; use a --tp that divides them\n")
+    r = cli("train", "llama-3-8b", "--gpu", "h100", "--gpus", "16", "--tp", "16", "--json")
+    assert (r.code, r.stderr) == (2, (
+        "error: --tp 16: meta-llama/Meta-Llama-3-8B's 32 attention heads and 8 KV heads do not "
+        "split evenly over 16 GPUs; use a --tp that divides them\n"))
+    ok = cli("train", "llama-3-8b", "--gpu", "h100", "--gpus", "8", "--tp", "8", "--json")
+    assert (ok.code, ok.json()["parallelism"]["tp"]) == (0, 8)
 
 
 def test_fp4_on_an_moe_says_the_experts_stay_bf16(cli: Any) -> None:
@@ -67,3 +84,11 @@ def test_not_planned_gives_its_reason(cli: Any) -> None:
     assert f"not planned (1): {reason}" in " ".join(r.stdout.split())
     assert cli("fit", "--gpu", "h100", "--match", "llama-3.2-11b*", "--json").json()[
         "skipped"] == [reason]
+
+
+def test_an_offload_split_of_a_trillion_layers_names_the_model(cli: Any) -> None:
+    r = cli("fit", "llama", "--gpu", "h100", "--offload", "--set",
+            "num_hidden_layers=1000000000000")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: --offload: llama (transformers defaults) has 1,000,000,000,000 "
+                        "layers; a split is searched layer by layer, over at most 65,536\n")

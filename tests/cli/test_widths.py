@@ -34,7 +34,7 @@ COMMAND_LINES = [
     "fit gemma-2-2b mistral-7b --gpu h100",
     "fit llama-2-70b --gpu h100 --gpus 2 --ctx 4k",
     "train llama-3.1-405b --tokens 15.6T --gpus 16384 --gpu h100 --ctx 8k --tp 8 --pp 16",
-    "mfu llama-3.1-405b --tokens-per-sec 1.34M --gpus 8192 --gpu h100 --ctx 8k",
+    "mfu llama-3.1-405b --tokens-per-sec 1340000 --gpus 8192 --gpu h100 --ctx 8k",
 ]
 
 

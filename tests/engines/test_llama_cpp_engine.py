@@ -83,3 +83,22 @@ def test_quantized_v_without_flash_attention_is_refused_as_by_the_engine(
     with pytest.raises(UsageError, match="^--cache-type-v q8_0: llama.cpp refuses a quantized V "
                        r"cache without flash attention \(--flash-attn on or auto\)$"):
         L.buffers(read_header(ggufs["llama"]), L.Params(n_ctx=512, type_v="q8_0", flash_attn="off"))
+
+
+@pytest.mark.parametrize("arch", ["llama", "gemma2", "gemma3", "lfm2-swa", "phi3-swa"])
+def test_the_engines_per_layer_log_on_a_cpu_build(ggufs: dict[str, Path], arch: str) -> None:
+    # src/llama-model.cpp:1589-1600 logs each layer's device and is_swa (the output layer as
+    # index n_layer, never sliding); a CPU build has no GPU device (act_gpu_layers 0), so every
+    # layer is on the CPU whatever -ngl says — and its sliding layers are llmcalc's
+    import re
+
+    from helpers import llama_engine
+
+    engine = llama_engine.run(str(ggufs[arch]), n_ctx=512, n_gpu_layers=99)
+    layers = re.findall(r"load_tensors: layer +(\d+) assigned to device (\S+), is_swa = (\d)",
+                        engine["log"])
+    hp = L.hparams(read_header(ggufs[arch]))
+    assert [int(il) for il, _, _ in layers] == list(range(hp.n_layer + 1))
+    assert {dev for _, dev, _ in layers} == {"CPU"}
+    assert [s == "1" for _, _, s in layers] == [*(hp.is_swa[il] and hp.n_swa > 0
+                                                  for il in range(hp.n_layer)), False]

@@ -1,6 +1,16 @@
 """llama.cpp's rules without the engine: `memory --engine llama.cpp`'s figures and refusals, and
 placement (-ngl, --n-cpu-moe, --override-tensor) held to the pinned source's rule
-(vendor/llama.cpp src/llama-model.cpp: load_tensors, i_gpu_start = max(n_layer + 1 − ngl, 0))."""
+(vendor/llama.cpp src/llama-model.cpp: load_tensors, i_gpu_start = max(n_layer + 1 − ngl, 0)).
+
+A CPU build has no GPU device: act_gpu_layers is 0 and its log assigns every layer to the CPU
+whatever -ngl says, so placement is held to the source (llama-cpp-python 0.3.36's vendor/llama.cpp,
+ggml-org/llama.cpp@0c1e57098): src/llama-model.cpp:1589-1590 (i_gpu_start, act_gpu_layers),
+:1603-1614 (input layer on the CPU, the repeating layers, then the output layer);
+src/llama-model-loader.cpp:1166-1168 (a TENSOR_DUPLICATED token_embd is the output layer's),
+:1234-1260 (-ot: the first regex_search match decides, CPU → the CPU list), :1371-1376 (a
+duplicated tensor once per buffer type); src/llama-arch.cpp:727-745 (LLM_TENSOR_INFOS: input and
+output layers); ggml-cuda.cu:897-920 (alignment 128, MATRIX_ROW_PADDING 512 from common.cuh:186);
+common/common.h LLM_FFN_EXPS_REGEX (--n-cpu-moe's pattern)."""
 
 from __future__ import annotations
 
@@ -81,12 +91,14 @@ def test_memory_refusals(cli: Any, llama: Path, args: list[str], message: str) -
     assert (run.code, run.stderr.strip()) == (2, message)
 
 
-def test_an_hf_config_is_refused_in_one_line(cli: Any) -> None:
+def test_an_hf_config_needs_a_gguf_quant_type(cli: Any) -> None:
+    # an HF config is read as llama.cpp would convert and quantize it (llama_cpp_quant), so it
+    # needs the quant type; without one it is refused in one line
     run = cli("memory", "llama-3-8b", "--engine", "llama.cpp")
     assert run.code == 2
-    assert run.stderr.strip() == ("error: llama-3-8b: --engine llama.cpp reads a local GGUF file "
-                                  "(an HF config with a GGUF quant type is not modelled for this "
-                                  "engine yet)")
+    assert run.stderr.strip() == ("error: llama-3-8b: --engine llama.cpp reads a GGUF file, or an "
+                                  "HF config with a GGUF quant type (--dtype q4_k_m, q8_0, q4_0, "
+                                  "fp16, bf16)")
 
 
 def _gpu(header: Any, n_layer: int, ngl: int, rules: Any = ()) -> set[str]:
@@ -137,6 +149,67 @@ def test_per_layer_head_counts_are_read_from_the_gguf(tmp_path: Path) -> None:
     h = read_header(tiny_gguf.write(tmp_path / "lfm2.gguf", "lfm2", n_layer=4))
     assert h.metadata["lfm2.attention.head_count_kv"] == [0, 2, 0, 2]
     assert L.hparams(h).is_recr == (True, False, True, False)
+
+
+def _header(arch: str, tensors: list[tuple[str, str, tuple[int, ...]]], n_layer: int) -> Any:
+    """A header of (name, ggml type, ggml shape) laid out back to back, 32-byte aligned."""
+    from llmcalc.inputs.gguf_file import GgufHeader, GgufTensor
+
+    out, offset = [], 0
+    for name, kind, shape in tensors:
+        nbytes = L.row_bytes(kind, shape[0]) * (1 if len(shape) == 1 else shape[1])
+        out.append(GgufTensor(name, kind.upper(), shape, shape[0] * (shape[1:] or (1,))[0],
+                              nbytes, offset))
+        offset += -(-nbytes // 32) * 32
+    return GgufHeader("t.gguf", 3, {"general.architecture": arch, f"{arch}.block_count": n_layer},
+                      tuple(out), 0)
+
+
+def test_per_layer_tensors_get_a_copy_on_each_device() -> None:
+    # src/models/llama.cpp: load_arch_tensors — rope_freqs is created for every layer, layer 0's
+    # first and the others TENSOR_DUPLICATED: one copy per buffer type the layers use
+    # (src/llama-model-loader.cpp: create_tensor looks the name up in that buffer type's context)
+    h = _header("llama", [("token_embd.weight", "f32", (64, 32)), ("rope_freqs.weight", "f32", (32,)),
+                          ("blk.0.attn_norm.weight", "f32", (64,)),
+                          ("blk.1.attn_norm.weight", "f32", (64,)),
+                          ("output_norm.weight", "f32", (64,)), ("output.weight", "f32", (64, 32))], 2)
+    assert "rope_freqs.weight (copy)" not in L.placement(h, 2, 1)  # no layer on the GPU
+    place = L.placement(h, 2, 2)  # output + blk.1 on the GPU, blk.0 on the CPU
+    assert (place["rope_freqs.weight"], place["rope_freqs.weight (copy)"]) == ("CPU", "GPU")
+    assert L.placement(h, 2, 3)["rope_freqs.weight"] == "GPU"  # every layer there: one copy
+    gpu = L.model_buffers(h, place, mmap=True)["GPU"]
+    # 128 (rope_freqs 32 × f32) + 256 (attn_norm) + 256 (output_norm) + 8,192 (output)
+    assert gpu == 128 + 256 + 256 + 8192
+
+
+def test_lfm2s_token_embd_norm_is_its_output_norm() -> None:
+    # src/llama-arch.cpp: LLM_TENSOR_OUTPUT_NORM_LFM2 is named "token_embd_norm" and is an
+    # output-layer tensor; LLM_TENSOR_TOKEN_EMBD_NORM (other models) is loaded with block 0
+    assert L.tensor_layers("token_embd_norm.weight", 4, "lfm2") == (4,)
+    assert L.tensor_layers("token_embd_norm.weight", 4, "bloom") == (0,)
+    assert L.tensor_layers("token_embd.weight", 4, "lfm2") == (-1,)
+    assert L.tensor_layers("output.bias", 4, "qwen2") == (4,)
+    with pytest.raises(Exception, match=r"^tensor 'mystery.weight': llmcalc does not know which "
+                       r"layer llama.cpp loads it with \(src/llama-arch.cpp: LLM_TENSOR_INFOS\)$"):
+        L.tensor_layers("mystery.weight", 4, "llama")
+
+
+def test_a_cuda_buffer_pads_quantized_rows_and_aligns_to_128() -> None:
+    # ggml-cuda.cu: ggml_backend_cuda_buffer_type_get_alloc_size — a quantized tensor whose ne0 is
+    # not a multiple of 512 gets one row part more (q8_0: 34 bytes per 32); alignment 128
+    assert L.gpu_alloc_bytes("q8_0", 256, 256 // 32 * 34 * 10) == -(-(2720 + 272) // 128) * 128
+    assert L.gpu_alloc_bytes("q8_0", 1024, 1024 // 32 * 34) == -(-1088 // 128) * 128
+    assert L.gpu_alloc_bytes("f16", 100, 200) == 256  # not quantized: only aligned
+
+
+def test_the_kv_cache_on_the_gpu_is_padded_per_tensor(llama: Path) -> None:
+    h = read_header(llama)
+    base = L.Params(n_ctx=512, n_parallel=1, type_k="q8_0", type_v="q8_0", n_gpu_layers=99)
+    plan = L.plan(h, base)
+    [gpu] = [d for d in plan.devices if d.name == "GPU"]
+    # K per layer: 128-wide rows of q8_0 (136 bytes) × 512 cells, + a row part of 384 (408 bytes)
+    assert gpu.kv_k == 2 * -(-(136 * 512 + 408) // 128) * 128
+    assert plan.kv_k == gpu.kv_k and plan.total == sum(d.total for d in plan.devices)
 
 
 def test_memory_table_shows_the_compute_buffer(cli: Any, llama: Path) -> None:

@@ -41,7 +41,8 @@ def test_a_class_that_rejects_the_remainder_still_refuses() -> None:
 
 
 def test_more_heads_than_width_is_refused() -> None:
-    with pytest.raises(ConfigError, match=r"^qwen2: num_attention_heads \(128\) exceeds hidden_size \(100\)$"):
+    with pytest.raises(ConfigError, match=r"^qwen2: num_attention_heads \(128\) exceeds hidden_size "
+                                          r"\(100\): heads of hidden // heads = 0 elements$"):
         count(spec_from_dict({"model_type": "qwen2", **BASE, "num_attention_heads": 128,
                               "num_key_value_heads": 128}, name="qwen2"))
 

@@ -196,7 +196,7 @@ def test_hostile_depth_is_instant() -> None:
      "within the layers (transformers' later passes would index past their cache)"),
 ])
 def test_bad_loop_fields_name_the_field(overrides: list[str], message: str) -> None:
-    # a bad value given with --set is blamed on the --set (issue 35), not on the bundled file
+    # a bad value given with --set is blamed on the --set, not on the bundled file
     with pytest.raises(UsageError) as err:
         load_spec(NAME, overrides=overrides)
     assert str(err.value) == f"--set {overrides[-1]}: {message}"
@@ -218,7 +218,7 @@ def test_explain_shows_the_sums(cli: Any) -> None:
             "= 11,796,480") in text
     assert "attention over the layers' block outputs (any context) = 5,345,280" in text
     run = cli("count", NAME)
-    text = " ".join(run.stderr.split())  # a note: on stderr, as every note (issue 35)
+    text = " ".join(run.stderr.split())  # a note: on stderr, as every note
     assert ("Attention over block outputs per token: 5,345,280 = 1,806,336 (every layer once, "
             "the final input) + 1,769,472 (passes 2..3 reading their inputs) + 1,769,472 "
             "(messages: 4 queries per loop layer over the previous pass's 2 blocks)") in text

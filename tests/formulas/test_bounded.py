@@ -48,3 +48,46 @@ def test_more_bits_layers_counted_by_runs() -> None:
             assert more_bits_layers(layers, n) == sum(use_more_bits(i, n) for i in layers)
     assert more_bits_layers(LayerSet.span(0, 8 * 10**12), 8 * 10**12) == (
         2 * 10**12 + 6 * 10**12 // 3)  # the first and last eighth, every third between
+
+
+FITS_SCRIPT = """
+import json
+from typer.testing import CliRunner
+from llmcalc.cli import app
+from llmcalc.web.api import what_fits
+r = CliRunner().invoke(app, ["fit", "--gpu", "rtx-4090", "--all", "--json"],
+                       catch_exceptions=False)
+print(json.dumps({"cli": [r.exit_code, json.loads(r.stdout) if r.exit_code == 0 else r.stderr],
+                  "page": what_fits({"gpu": "rtx-4090"})}))
+"""
+
+
+def test_what_fits_with_a_trillion_layer_model_in_the_hub_cache(tmp_path) -> None:
+    """One 10¹²-layer config.json in the Hugging Face cache: "what fits this machine" (`fit --gpu
+    rtx-4090 --all`, and the page's view of it) still answers, that model a row that fits in no
+    format, the others as before (a guard against a loop, not a timing: the timeout is generous)."""
+    import os
+
+    huge = {"model_type": "llama", "architectures": ["LlamaForCausalLM"], "hidden_size": 4096,
+            "intermediate_size": 11008, "num_hidden_layers": LAYERS, "num_attention_heads": 32,
+            "num_key_value_heads": 32, "vocab_size": 32000, "max_position_embeddings": 4096}
+    repo = tmp_path / "models--test--huge"
+    (repo / "snapshots" / "abc").mkdir(parents=True)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("abc")
+    (repo / "snapshots" / "abc" / "config.json").write_text(json.dumps(huge))
+    env = {**os.environ, "HF_HUB_CACHE": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    run = subprocess.run([sys.executable, "-c", FITS_SCRIPT], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert run.returncode == 0, run.stderr
+    out = json.loads(run.stdout)
+    code, cli = out["cli"]
+    assert code == 0, cli
+    # 10¹² layers of 4·4,096² + 3·4,096·11,008 + 2·4,096, the two 32,000 × 4,096 tables, the norm
+    params = LAYERS * (4 * 4096**2 + 3 * 4096 * 11008 + 2 * 4096) + 2 * 32000 * 4096 + 4096
+    row = {"model": "test/huge", "params": params, "format": None, "weights_bytes": None,
+           "largest_ctx": None, "context_limit": 4096, "decode_tokens_per_sec": None}
+    for answer in (cli, out["page"]):
+        assert [m for m in answer["models"] if m["model"] == "test/huge"] == [row]
+        gpt2 = next(m for m in answer["models"] if m["model"] == "gpt2")
+        assert (gpt2["params"], gpt2["format"]) == (124_439_808, "fp16")

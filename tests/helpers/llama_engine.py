@@ -27,11 +27,11 @@ FA = {"auto": -1, "off": 0, "on": 1}
 
 def run(path: str, *, n_ctx: int, n_batch: int = 2048, n_ubatch: int = 512, type_k: str = "f16",
         type_v: str = "f16", flash_attn: str = "auto", swa_full: bool = False, n_parallel: int = 1,
-        kv_unified: bool = False, mmap: bool = True) -> dict[str, Any]:
+        kv_unified: bool = False, mmap: bool = True, n_gpu_layers: int = 0) -> dict[str, Any]:
     """The engine's buffers in MiB: model, caches [(cells, K, V)], rs (recurrent state), compute."""
     _LOG.clear()
     mp = L.llama_model_default_params()
-    mp.n_gpu_layers = 0
+    mp.n_gpu_layers = n_gpu_layers
     mp.use_extra_bufts = False  # no CPU_REPACK buffer: the layout without repacking
     mp.load_mode = L.LLAMA_LOAD_MODE_MMAP if mmap else L.LLAMA_LOAD_MODE_NONE
     model = L.llama_model_load_from_file(path.encode(), mp)

@@ -211,7 +211,7 @@ def test_an_architecture_not_described_still_gets_params_and_bytes(cli: Any, tmp
     assert run.code == 2
     assert run.stderr.strip() == (
         f"error: {path}: general.architecture 'rwkv7' is not described (known: llama, qwen2, qwen3, "
-        "qwen2moe, qwen3moe); the file holds 704 parameters in 2,628 bytes (F32 2,560 B, "
+        "qwen2moe, qwen3moe, gemma2, gemma3, phi3, mamba, lfm2); the file holds 704 parameters in 2,628 bytes (F32 2,560 B, "
         "Q8_0 68 B); its KV cache and FLOPs cannot be computed"
     )
 
@@ -302,11 +302,16 @@ def test_offload_of_a_gguf_file_uses_its_layers_bytes(cli: Any, tmp_path: Path) 
     header = __import__("llmcalc.inputs.gguf_file", fromlist=["read_header"]).read_header(path)
     blk = [sum(t.nbytes for t in header.tensors if t.name.startswith(f"blk.{i}."))
            for i in range(3)]
+    head = sum(t.nbytes for t in header.tensors if t.name.startswith("output"))
     kv = 2 * 3 * 2 * 64 * 2 * 1024 // 3  # f16 K and V of 1,024 tokens, a third per layer
+    # llama.cpp counts the output layer as one of -ngl's and places it first (vendor/llama.cpp
+    # src/llama-model.cpp: load_tensors, i_gpu_start = max(n_layer + 1 - ngl, 0)): room for the
+    # output layer and the last two layers is -ngl 3
     run = cli("fit", str(path), "--offload", "--ctx", "1024", "--gpu-mem",
-              f"{(blk[1] + blk[2] + 2 * kv) * 10 // 9 + 9}B", "--gpu-bandwidth", "100GB/s",
-              "--json")
+              f"{(head + blk[1] + blk[2] + 2 * kv) * 10 // 9 + 9}B", "--gpu-bandwidth",
+              "100GB/s", "--json")
     assert run.code == 0, run.stderr
     data = run.json()
-    assert (data["layers"], data["gpu_layers"]) == (3, 2)
-    assert data["gpu_bytes"] == blk[1] + blk[2] + 2 * kv
+    assert (data["layers"], data["gpu_layers"], data["ngl"], data["output_on_gpu"]) == (3, 2, 3,
+                                                                                         True)
+    assert data["gpu_bytes"] == head + blk[1] + blk[2] + 2 * kv

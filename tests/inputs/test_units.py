@@ -1,4 +1,5 @@
-"""Numbers people type: binary context lengths, decimal counts, dtypes; exact error text and exit 2."""
+"""Numbers people type: a suffix means one thing in every option (k = 1,024, M = 1,048,576 for a
+context as for a count; B and T decimal), dtypes; exact error text and exit 2."""
 
 from __future__ import annotations
 
@@ -21,11 +22,25 @@ def test_context_is_binary(text: str, tokens: int) -> None:
 
 @pytest.mark.parametrize(
     ("text", "count"),
-    [("2T", 2 * 10**12), ("3.2M", 3_200_000), ("70B", 70 * 10**9), ("1000", 1000),
-     ("15k", 15_000), ("1.4t", 1_400_000_000_000)],
+    [("2T", 2 * 10**12), ("3M", 3_145_728), ("70B", 70 * 10**9), ("1000", 1000),
+     ("15k", 15_360), ("1k", 1024), ("1.5k", 1536), ("1m", 1_048_576), ("1.4t", 1_400_000_000_000)],
 )
-def test_count_is_decimal(text: str, count: int) -> None:
+def test_count_suffixes(text: str, count: int) -> None:
+    """k and M as a context reads them; B and T, which no context takes, decimal."""
     assert parse_count(text, option="--tokens") == count
+
+
+@pytest.mark.parametrize("text", ["1k", "4k", "128k", "1M", "1.5k", "2m"])
+def test_a_suffix_means_one_thing_in_every_option(text: str) -> None:
+    assert parse_count(text, option="--batch") == parse_context(text) == parse_count(
+        text, option="--gen")
+
+
+def test_a_count_that_is_not_whole_in_binary_is_refused() -> None:
+    """3.2M tokens is 3,355,443.2 in binary: refused in one line, never rounded silently."""
+    with pytest.raises(UsageError) as e:
+        parse_count("3.2M", option="--tokens")
+    assert str(e.value) == "--tokens '3.2M': must come to a whole number, got 3355443.2"
 
 
 @pytest.mark.parametrize(
@@ -53,7 +68,7 @@ def test_bad_count_names_its_option() -> None:
         parse_count("12q", option="--tokens")
     assert str(e.value) == (
         "--tokens '12q': expected a positive whole number, optionally with a suffix "
-        "(k, M, B, T), e.g. 1000, 3.2M, 70B, 2T"
+        "(k, M, B, T), e.g. 1000, 1k, 3M, 70B, 2T"
     )
     with pytest.raises(UsageError, match=r"^--batch '-5': must be a positive number$"):
         parse_count("-5", option="--batch")
@@ -98,7 +113,8 @@ def test_nbytes_rounds_up_to_whole_bytes() -> None:
         (["memory", "gpt2", "--ctx", "12q"], f"error: --ctx '12q': {CTX_HINT}\n"),
         (["memory", "gpt2", "--dtype", "fp7"],
          "error: --dtype 'fp7': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4, or a "
-         "quantized format: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, q4_k_m, fp8-block, fp8-fp4, nvfp4, "
+         "quantized format: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, q4_k_m, fp8-channel, w8a8, fp8-block, "
+         "fp8-fp4, nvfp4, "
          "gptq, awq\n"),
         (["memory", "gpt2", "--kv-dtype", "int3"],
          "error: --kv-dtype 'int3': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4\n"),
@@ -116,7 +132,10 @@ def test_help_explains_the_number_syntax(cli, command: str) -> None:
     text = " ".join(r.stdout.translate({ord(c): " " for c in "│╭╮╰╯─"}).split())  # unwrap the box
     for phrase in ("4k = 4,096", "128k = 131,072", "1M = 1,048,576"):
         assert phrase in text
-    if command == "flops":
-        assert "2T = 2·10¹²" in text and "3.2M = 3,200,000" in text
+    if command == "flops":  # --batch and --tokens read k and M as --ctx does
+        assert "--batch N Sequences per forward pass; scales the per-sequence figures (k and M as " \
+            "for --ctx: 1k = 1,024, 1M = 1,048,576)." in text
+        assert "1k = 1,024, 1M = 1,048,576; B and T decimal, as token budgets are quoted: 70B = " \
+            "7·10¹⁰, 2T = 2·10¹²." in text
     else:
         assert "fp32, fp16, bf16, fp8, int8, int4" in text

@@ -49,7 +49,7 @@ def test_8bit_optimizer_bytes() -> None:
 
 def test_cli_train_and_fit(cli) -> None:
     r = cli("train", "llama-2-7b", "--method", "lora", "--gpu", "a100", "--lora-r", "16",
-            "--ctx", "2k", "--tokens", "10M", "--json")
+            "--ctx", "2k", "--tokens", "10000000", "--json")
     assert r.code == 0
     d = r.json()
     assert d["inputs"]["lora"]["targets"] == ["q_proj", "k_proj", "v_proj", "o_proj"]

@@ -47,7 +47,32 @@ DATASHEET = {
     "rtx-5080": (16, 960 * G, 0),
     "rtx-5090": (32, 1_792 * G, 0),
     "rx-7900-xtx": (24, 960 * G, 122_800 * G),
+    "h100-pcie": (80, 2_000 * G, 756 * TF),
+    "a40": (48, 696 * G, 149_700 * G),
+    "rtx-4070-ti": (12, 504 * G, 0),
+    "rtx-4070-ti-super": (16, 672 * G, 0),
+    "rtx-4080-super": (16, 736 * G, 0),
+    "rtx-pro-6000": (96, 1_792 * G, 0),
+    "strix-halo": (128, 256 * G, 59_400 * G),
+    "dgx-spark": (128, 273 * G, 0),
 }
+# The other dense peaks (FP16 with FP16 accumulation, INT8, FP8; 0 where none was read), as their
+# sources give them (sparse figures halved).
+PEAKS = {
+    "a100-80gb": (312 * TF, 624 * TF, 0), "h100": (989 * TF, 1_979 * TF, 1_979 * TF),
+    "h100-pcie": (0, 1_513 * TF, 1_513 * TF), "a40": (149_700 * G, 299_300 * G, 0),
+    "l40s": (0, 733 * TF, 733 * TF), "rtx-3090": (142 * TF, 284_700 * G, 0), "rtx-4080": (195 * TF, 389_900 * G, 0),
+    "rtx-4090": (330_300 * G, 660_600 * G, 660_600 * G),
+    "rtx-5090": (419_200 * G, 838 * TF, 838_400 * G), "rtx-4080-super": (209 * TF, 418 * TF, 418 * TF),
+    "mi300x": (1_305 * TF, 0, 2_610 * TF), "apple-m2-ultra": (0, 0, 0),
+}
+
+
+@pytest.mark.parametrize("key", PEAKS)
+def test_other_format_peaks(key: str) -> None:
+    acc = ACCELERATORS[key]
+    assert (acc.fp16_flops, acc.int8_ops, acc.fp8_flops) == PEAKS[key]
+    assert bool(acc.peaks_source) == any(PEAKS[key])
 # Apple silicon: (unified GiB, bandwidth, GPU FLOP/s); the GPU may wire 2/3 of it up to 36 GB, 3/4
 # above. FLOP/s: Apple's own for M1; for M2–M4 (Apple publishes none) GPU cores × 128 ALUs × 2 × clock.
 APPLE = {

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import pytest
 
 from llmcalc import load_spec
+from llmcalc.formulas.quant import resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
-from llmcalc.planning.latency import all_reduce_bytes, latency, step_weight_bytes
+from llmcalc.planning.latency import all_reduce_bytes, compute_peak, latency, step_weight_bytes
 from llmcalc.units import DType
 
 A100 = lookup("a100-80gb")
@@ -93,3 +97,44 @@ def test_cli_latency(cli) -> None:
     assert r.code == 2 and r.stderr.startswith("error: --interconnect token-ring: unknown link")
     r = cli("latency", "llama-2-7b", "--gpu", "h100", "--dtype", "nf4", "--explain")
     assert r.code == 0 and "Williams et al. 2009" in " ".join(r.stdout.split())
+
+
+@pytest.mark.parametrize(("gpu", "dtype", "peak"), [
+    ("rtx-4090", "q4_0", 660_600 * 10**9),  # GGUF blocks on INT8 tensor cores (llama.cpp's MMQ)
+    ("rtx-4090", "bf16", 330_300 * 10**9),  # FP16 with FP16 accumulation: twice the FP32-acc 165.2T
+    ("rtx-3090", "q4_0", 284_700 * 10**9),  # INT8 (GA102 whitepaper's dense figure)
+    ("rtx-3090", "fp16", 142 * 10**12),  # FP16 with FP16 accumulation
+    ("h100", "fp8", 1_979 * 10**12),
+    ("h100", "bf16", 989 * 10**12),
+    ("apple-m2-ultra", "q4_0", 27_200 * 10**9),  # Apple: one (derived) figure for every format
+])
+def test_bound_runs_at_the_weight_formats_compute_peak(gpu: str, dtype: str, peak: int) -> None:
+    spec = load_spec("llama-2-7b")
+    assert compute_peak(lookup(gpu), resolve_format(spec, dtype)) == peak
+
+
+def test_gpu_flops_replaces_only_the_bf16_peak(cli: Any) -> None:
+    """RTX 5090: no FP32-accumulate bf16 figure; its INT8 peak (838T) bounds a Q4_0 prefill."""
+    r = cli("latency", "llama-2-7b", "--gpu", "rtx-5090", "--gpu-flops", "100T", "--dtype", "q4_0",
+            "--ctx", "512", "--gen", "1", "--json")
+    acc = json.loads(r.stdout)["inputs"]["accelerator"]
+    assert (acc["peak_flops"], acc["compute_peak_flops"]) == (100 * 10**12, 838 * 10**12)
+
+
+def test_a_prompt_past_the_window_is_noted_as_flops_notes_it(cli) -> None:
+    """latency gpt2 --ctx 4k: the roofline is computed as asked, with flops' own note on stderr
+    (in --json, only in notes); --strict refuses it; a prompt inside the window has no note."""
+    note = ("note: context 4,096 is above the model's max_position_embeddings (1,024); the "
+            "figures assume it runs there anyway\n")
+    flops = cli("flops", "gpt2", "--ctx", "4k")
+    r = cli("latency", "gpt2", "--gpu", "h100", "--ctx", "4k")
+    assert (r.code, r.stderr) == (0, note) and flops.stderr == note
+    assert "note:" not in r.stdout and "time to first token" in r.stdout
+    d = cli("latency", "gpt2", "--gpu", "h100", "--ctx", "4k", "--json")
+    assert (d.code, d.stderr) == (0, "")
+    assert d.json()["notes"] == [note[len("note: "):-1]] and d.json()["inputs"]["ctx"] == 4096
+    assert cli("latency", "gpt2", "--gpu", "h100", "--ctx", "1k", "--json").json()["notes"] == []
+    for extra in ((), ("--json",)):
+        s = cli("latency", "gpt2", "--gpu", "h100", "--ctx", "4k", "--strict", *extra)
+        assert (s.code, s.stdout) == (2, "")
+        assert s.stderr == "error: --strict: the output: " + note[len("note: "):]

@@ -11,7 +11,7 @@ from llmcalc import load_spec
 from llmcalc.formulas.memory import kv_cache_bytes, weight_bytes
 from llmcalc.formulas.quant import FORMATS
 from llmcalc.planning.hardware import GiB, lookup, usable_memory
-from llmcalc.planning.local import DEFAULT_RAM_BANDWIDTH, LADDER, best_fit, offload
+from llmcalc.planning.local import DEFAULT_RAM_BANDWIDTH, LADDER, best_fit, layer_split, offload
 from llmcalc.units import DType
 
 
@@ -73,11 +73,18 @@ def test_offload_splits_layers_by_bytes() -> None:
                                                           dtype=DType.fp16)
     assert o.gpu_bytes + o.cpu_bytes == total
     assert o.gpu_bytes <= o.usable
-    assert (o.layers, o.gpu_layers, o.output_on_gpu) == (80, 43, False)
+    # llama.cpp's rule (vendor/llama.cpp src/llama-model.cpp: load_tensors, i_gpu_start =
+    # max(n_layer + 1 - ngl, 0)): -ngl counts the output layer as one and places it first, so 43
+    # layers and the output layer are -ngl 44 (the old rule kept the output off the GPU)
+    assert (o.layers, o.gpu_layers, o.output_on_gpu, o.ngl) == (80, 43, True, 44)
+    layer, head, _ = layer_split(spec, q4)
+    kv = kv_cache_bytes(spec, batch=1, ctx=4096, dtype=DType.fp16)
+    assert o.gpu_bytes == head + sum(layer[80 - 43:]) + kv * 43 // 80
     assert o.seconds_per_token == o.gpu_bytes / acc.bandwidth + o.cpu_bytes / DEFAULT_RAM_BANDWIDTH
-    one_more = offload(spec, accelerator=acc, dtype=q4, kv_dtype=DType.fp16, ctx=4096,
-                       gpu_layers=44)
+    one_more = offload(spec, accelerator=acc, dtype=q4, kv_dtype=DType.fp16, ctx=4096, ngl=45)
     assert one_more.gpu_bytes > o.usable  # the 44th layer would not fit
+    assert offload(spec, accelerator=acc, dtype=q4, kv_dtype=DType.fp16, ctx=4096,
+                   ngl=1).gpu_bytes == head  # -ngl 1: the output layer alone
 
 
 def test_offload_cli(cli: Any) -> None:
@@ -85,10 +92,12 @@ def test_offload_cli(cli: Any) -> None:
               "--ram-bandwidth", "51.2GB/s", "--json")
     assert run.code == 0, run.stderr
     data = run.json()
+    # -ngl counts the output layer first (llama.cpp load_tensors: i_gpu_start =
+    # max(n_layer + 1 - ngl, 0)): 43 of the 80 layers and the output layer are -ngl 44
     assert (data["gpu_layers"], data["ngl"], data["ram_bandwidth_bytes_per_sec"]) == (
-        43, 43, 51_200_000_000)
+        43, 44, 51_200_000_000)
     table = cli("fit", "llama-2-70b", "--gpu", "rtx-4090", "--offload", "--dtype", "q4_k_m")
-    assert "layers on the GPU (-ngl 43)" in table.stdout
+    assert "layers on the GPU (-ngl 44)" in table.stdout
     assert "43 of 80" in table.stdout
     bad = cli("fit", "llama-2-70b", "--gpu", "rtx-4090", "--gpu-layers", "3")
     assert (bad.code, bad.stderr.strip()) == (

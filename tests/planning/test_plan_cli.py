@@ -45,7 +45,7 @@ def test_mfu_cli_gpt2_by_hand(cli: Any) -> None:
     # = 123,532,032 → W = 247,064,064; PaLM attention at T = 1024: 12 · 1024 · 2·12·(64+64).
     per_token = 3 * (247_064_064 + 12 * 1024 * 2 * 12 * 128)
     assert per_token == 854_438_400
-    run = cli("mfu", "gpt2", "--tokens-per-sec", "50k", "--gpu-flops", "100T", "--ctx", "1k",
+    run = cli("mfu", "gpt2", "--tokens-per-sec", "50000", "--gpu-flops", "100T", "--ctx", "1k",
               "--json")
     assert run.code == 0, run.stderr
     data = run.json()

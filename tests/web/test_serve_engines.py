@@ -12,7 +12,7 @@ def test_engine_rows_equal_the_cli_and_a_refusal_has_no_command(cli: Any) -> Non
                          "gpu": "rtx-3090", "gpus": 1})
     vllm = got["engine_vllm"]
     assert vllm["starts"] is False and "engine_vllm" not in got["commands"]
-    assert vllm["kv_cache_tokens"] == 39472
+    assert vllm["kv_cache_tokens"] == 39072
     run = cli("fit", "llama-3.1-8b", "--gpu", "rtx-3090", "--engine", "vllm", "--tp", "1",
               "--max-model-len", "128k", "--json")
     assert run.code == 1 and run.json() == vllm
@@ -29,3 +29,15 @@ def test_a_hybrid_model_is_unavailable_in_the_engines_words() -> None:
     assert got["unavailable"]["engine_vllm"] == (
         "--engine vllm: ibm-granite/granite-4.0-h-small keeps recurrent state beside its KV "
         "cache; llmcalc does not follow that engine's hybrid allocator yet")
+
+
+def test_the_offload_panel_is_the_clis(cli: Any) -> None:
+    # fit --offload at the page's context: llama.cpp's -ngl with the output layer counted first
+    got = api.calculate({"model": {"name": "llama-2-70b"}, "ctx": "4k", "batch": "1",
+                         "gpu": "rtx-4090", "gpus": 1, "dtype": "q4_k_m"})
+    assert got["commands"]["offload"] == ("llmcalc fit llama-2-70b --gpu rtx-4090 --offload --ctx "
+                                          "4k --dtype q4_k_m --json")
+    run = cli("fit", "llama-2-70b", "--gpu", "rtx-4090", "--offload", "--ctx", "4k", "--dtype",
+              "q4_k_m", "--json")
+    assert run.code == 0 and run.json() == got["offload"]
+    assert (got["offload"]["ngl"], got["offload"]["gpu_layers"]) == (44, 43)

@@ -228,6 +228,7 @@ class Cache:
     k_bytes: int
     v_bytes: int
     per_layer: tuple[tuple[int, int], ...] = ()  # (K, V) bytes of each of ``layers``
+    widths: tuple[tuple[int, int], ...] = ()  # (K, V) row lengths (ne0) of each of ``layers``
 
 
 def kv_caches(hp: Hparams, p: Params, ctx: Context) -> list[Cache]:
@@ -252,14 +253,16 @@ def kv_caches(hp: Hparams, p: Params, ctx: Context) -> list[Cache]:
     v_max = max((hp.n_head_kv[il] * hp.head_v for il in attn), default=0)
     for name, layers, cells in groups:
         per_layer = []
+        widths = []
         for il in layers:
             n_k = hp.n_head_kv[il] * hp.head_k
             # [TAG_V_CACHE_VARIABLE]: a transposed V is as wide as the widest layer's
             n_v = v_max if v_trans else hp.n_head_kv[il] * hp.head_v
+            widths.append((n_k, n_v))
             per_layer.append((row_bytes(p.type_k, n_k) * cells * ctx.n_stream,
                               row_bytes(p.type_v, n_v) * cells * ctx.n_stream))
         out.append(Cache(name, cells, tuple(layers), sum(k for k, _ in per_layer),
-                         sum(v for _, v in per_layer), tuple(per_layer)))
+                         sum(v for _, v in per_layer), tuple(per_layer), tuple(widths)))
     return out
 
 
@@ -333,15 +336,39 @@ def buffers(header: GgufHeader, p: Params) -> Buffers:
 # blocks 0..N-1 on the CPU, one override "blk\.<i>\.ffn_(up|down|gate|gate_up)_(ch|)exps" each
 FFN_EXPS_REGEX = r"\.ffn_(up|down|gate|gate_up)_(ch|)exps"
 GPU_ALIGNMENT = 128  # ggml/src/ggml-cuda/ggml-cuda.cu: ggml_backend_cuda_buffer_type_get_alignment
+# ggml/src/ggml-cuda/common.cuh: MATRIX_ROW_PADDING — a quantized tensor's allocation is one row
+# part longer when its rows are not whole multiples of 512 ([TAG_ALLOC_SIZE_EXPAND])
+MATRIX_ROW_PADDING = 512
+
+# src/llama-arch.cpp: LLM_TENSOR_INFOS — the layer each tensor is loaded with. The input layer
+# (always the CPU), the output layer (counted as one of -ngl's), and the repeating layers' tensors
+# the models create once per layer without a block number (TENSOR_DUPLICATED after layer 0).
+INPUT_TENSORS = ("token_embd.", "pos_embd.", "token_types.")
+OUTPUT_TENSORS = ("output.", "output_norm.", "cls.", "cls_out.", "cls_norm.", "dense_2.",
+                  "dense_3.")
+PER_LAYER_TENSORS = ("rope_freqs.", "rope_factors_long.", "rope_factors_short.")
 
 
-def tensor_layer(name: str, n_layer: int) -> int:
-    """The layer a tensor belongs to: -1 input (token_embd …), n_layer the output layer."""
+def tensor_layers(name: str, n_layer: int, arch: str = "") -> tuple[int, ...]:
+    """The layers whose device holds the tensor: (-1,) the input layer, (n_layer,) the output layer,
+    (i,) block i; every block for the per-layer tensors created without a block number
+    (src/models/llama.cpp: rope_freqs, src/models/phi3.cpp: rope_factors_long/short)."""
     if name.startswith("blk."):
-        return int(name.split(".")[1])
-    if name.startswith("output"):
-        return n_layer
-    return -1
+        index = name.split(".")[1]
+        if index.isdigit():
+            return (int(index),)
+    if name.startswith("token_embd_norm."):
+        # lfm2 names its output norm token_embd_norm (LLM_TENSOR_OUTPUT_NORM_LFM2, an output-layer
+        # tensor); elsewhere it is LLM_TENSOR_TOKEN_EMBD_NORM, created with block 0
+        return (n_layer,) if arch == "lfm2" else (0,)
+    if name.startswith(INPUT_TENSORS):
+        return (-1,)
+    if name.startswith(OUTPUT_TENSORS):
+        return (n_layer,)
+    if name.startswith(PER_LAYER_TENSORS):
+        return tuple(range(n_layer))
+    raise UsageError(f"tensor {name!r}: llmcalc does not know which layer llama.cpp loads it "
+                     "with (src/llama-arch.cpp: LLM_TENSOR_INFOS)")
 
 
 def overrides(n_cpu_moe: int, override_tensor: Sequence[str]) -> list[tuple[str, str]]:
@@ -361,52 +388,72 @@ def overrides(n_cpu_moe: int, override_tensor: Sequence[str]) -> list[tuple[str,
 
 def placement(header: GgufHeader, n_layer: int, n_gpu_layers: int,
               rules: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
-    """Tensor name → "CPU" or "GPU". src/llama-model.cpp: load_tensors — layers from i_gpu_start
-    (the output layer counted as one of -ngl's) on the GPU, the input layer on the CPU;
-    src/llama-model-loader.cpp: create_tensor — the first -ot pattern found in the name
-    (std::regex_search) decides instead, "CPU" keeping the tensor in host memory."""
+    """Tensor name → "CPU" or "GPU", as src/llama-model.cpp: load_tensors assigns the layers with
+    one GPU: the repeating layers from i_gpu_start and the output layer (counted as one of -ngl's)
+    on the GPU, the input layer on the CPU; src/llama-model-loader.cpp: create_tensor — the first
+    -ot pattern found in the name (std::regex_search) decides instead, "CPU…" keeping the tensor in
+    host memory. A tensor the engine creates again for another layer (TENSOR_DUPLICATED) gets one
+    copy per buffer type: a tied output loaded as the output layer (TIED), a per-layer tensor such
+    as rope_freqs on each device that holds a layer (``<name> (copy)``)."""
     import re
 
     start = gpu_layer_start(n_layer, n_gpu_layers)
     compiled = [(re.compile(p), b) for p, b in rules]
+    arch = header.architecture
+
+    def device(name: str, il: int) -> str:
+        for pattern, buft in compiled:
+            if pattern.search(name):
+                return "CPU" if buft.upper().startswith("CPU") else "GPU"
+        return "GPU" if il >= 0 and il >= start else "CPU"
+
     out = {}
     for t in header.tensors:
-        il = tensor_layer(t.name, n_layer)
-        dev = "GPU" if il >= start and il >= 0 else "CPU"
-        for pattern, buft in compiled:
-            if pattern.search(t.name):
-                dev = "CPU" if buft.upper().startswith("CPU") else "GPU"
-                break
-        out[t.name] = dev
+        layers = tensor_layers(t.name, n_layer, arch)
+        first = device(t.name, layers[0])
+        out[t.name] = first
+        if any(device(t.name, il) != first for il in layers[1:]):
+            out[f"{t.name} (copy)"] = "GPU" if first == "CPU" else "CPU"
     names = {t.name for t in header.tensors}
-    if "token_embd.weight" in names and ("output.weight" not in names
-                                         or header.architecture == "gemma2"):
+    if "token_embd.weight" in names and ("output.weight" not in names or arch == "gemma2"):
         # a tied output: token_embd created again (TENSOR_DUPLICATED) for the output layer, a
         # second copy where the output layer is on the GPU (on the CPU it shares the data)
-        dev = "GPU" if n_layer >= start else "CPU"
-        for pattern, buft in compiled:
-            if pattern.search("token_embd.weight"):
-                dev = "CPU" if buft.upper().startswith("CPU") else "GPU"
-                break
-        out[TIED] = dev
+        out[TIED] = device("token_embd.weight", n_layer)
     return out
 
 
 TIED = "token_embd.weight (output)"
 
 
+def gpu_alloc_bytes(type_name: str, ne0: int, nbytes: int) -> int:
+    """What one tensor takes in a CUDA buffer: ggml_backend_cuda_buffer_type_get_alloc_size (a
+    quantized row padded to MATRIX_ROW_PADDING once per tensor), aligned to 128
+    (ggml-alloc.c: ggml_backend_alloc_ctx_tensors_from_buft)."""
+    size = nbytes
+    if _is_quantized(type_name.lower()) and ne0 % MATRIX_ROW_PADDING:
+        size += row_bytes(type_name, MATRIX_ROW_PADDING - ne0 % MATRIX_ROW_PADDING)
+    return _pad(size, GPU_ALIGNMENT)
+
+
 def model_buffers(header: GgufHeader, place: Mapping[str, str], *, mmap: bool) -> dict[str, int]:
-    """Model buffer per device: the CPU's as model_buffer_bytes does it over its tensors, the GPU's
-    each tensor in a 128-byte aligned slot."""
-    cpu = [t for t in header.tensors if place[t.name] == "CPU"]
-    gpu = [t for t in header.tensors if place[t.name] == "GPU"]
-    if place.get(TIED) == "GPU":
-        gpu += [t for t in header.tensors if t.name == "token_embd.weight"]
+    """Model buffer per device: the CPU's as model_buffer_bytes does it over its tensors (a GPU in
+    the build puts its pinned host buffer first in the CPU's list, so nothing is repacked:
+    src/llama-model.cpp: make_cpu_buft_list), the GPU's each tensor as gpu_alloc_bytes says."""
+    by_name = {t.name: t for t in header.tensors}
+    held: dict[str, list[Any]] = {"CPU": [], "GPU": []}
+    for key, dev in place.items():
+        name = TIED.split(" ")[0] if key == TIED else key.removesuffix(" (copy)")
+        if key == TIED and dev == place.get("token_embd.weight"):
+            continue  # the same buffer type: the output shares the token embedding
+        held[dev].append(by_name[name])
+    cpu = held["CPU"]
     if mmap and cpu:
         cpu_bytes = max(t.offset + t.nbytes for t in cpu) - min(t.offset for t in cpu)
     else:
-        cpu_bytes = sum(_pad(t.nbytes, CPU_ALIGNMENT) for t in cpu)
-    return {"CPU": cpu_bytes, "GPU": sum(_pad(t.nbytes, GPU_ALIGNMENT) for t in gpu)}
+        cpu_bytes = sum(_pad(t.nbytes, CPU_ALIGNMENT) for t in {id(t): t for t in cpu}.values())
+    gpu = sum(gpu_alloc_bytes(t.type, t.shape[0] if t.shape else 1, t.nbytes)
+              for t in held["GPU"])
+    return {"CPU": cpu_bytes, "GPU": gpu}
 
 
 @dataclass(frozen=True)
@@ -444,11 +491,11 @@ class Plan:
 
     @property
     def kv_k(self) -> int:
-        return sum(c.k_bytes for c in self.caches)
+        return sum(d.kv_k for d in self.devices)
 
     @property
     def kv_v(self) -> int:
-        return sum(c.v_bytes for c in self.caches)
+        return sum(d.kv_v for d in self.devices)
 
     @property
     def compute(self) -> int | None:
@@ -459,6 +506,9 @@ class Plan:
     @property
     def total(self) -> int:
         return sum(d.total for d in self.devices)
+
+    def device(self, name: str) -> Device | None:
+        return next((d for d in self.devices if d.name == name), None)
 
 
 def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
@@ -480,15 +530,24 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     caches = kv_caches(hp, p, ctx)
     kv = {"CPU": [0, 0], "GPU": [0, 0]}
     for cache in caches:
-        for il, (k, v) in zip(cache.layers, cache.per_layer, strict=True):
-            dev = "GPU" if il >= start else "CPU"
-            kv[dev][0] += k
-            kv[dev][1] += v
+        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
+                                          strict=True):
+            if il >= start:  # each tensor in its own aligned slot of the CUDA buffer
+                kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
+                kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
+            else:
+                kv["CPU"][0] += k
+                kv["CPU"][1] += v
     rows = max(1, ctx.n_seq)
     rs = {"CPU": 0, "GPU": 0}
     for il in range(hp.n_layer):
         if hp.is_recr[il]:
-            rs["GPU" if il >= start else "CPU"] += 4 * (hp.n_embd_r + hp.n_embd_s) * rows
+            # src/llama-memory-recurrent.cpp: R [n_embd_r, rows] and S [n_embd_s, rows], f32
+            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
+            if il >= start:
+                rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
+            else:
+                rs["CPU"] += r + s
     devices = [Device(name, weights[name], kv[name][0], kv[name][1], rs[name])
                for name in ("CPU", "GPU")
                if name == "CPU" or weights[name] or kv[name][0] or rs[name]]
@@ -498,4 +557,4 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
         compute = compute_bytes(header, hp, ctx, caches, p.type_k, p.type_v)
         cpu = devices[0]
         devices = [Device("CPU", cpu.model, cpu.kv_k, cpu.kv_v, cpu.recurrent, compute)]
-    return Plan(p, hp, ctx, caches, recurrent_bytes(hp, ctx), devices)
+    return Plan(p, hp, ctx, caches, rs["CPU"] + rs["GPU"], devices)

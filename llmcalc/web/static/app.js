@@ -21,7 +21,7 @@ const OPTIONS = [["--ctx-max", "ctx_max"], ["--ctx", "ctx"], ["--batch", "batch"
   ["--method", "method"], ["--optimizer", "optimizer"], ["--lora-r", "lora_r"], ["--lora-targets", "lora_targets"]];
 // the panels that answer on their own (/api/calc's "unavailable" names them)
 const PANEL_OF = {latency: "speed", train: "train", finetune: "finetune", engine_vllm: "engines",
-  engine_sglang: "engines", engine_trtllm: "engines"};
+  engine_sglang: "engines", engine_trtllm: "engines", offload: "offload"};
 const ENGINES = {engine_vllm: "vLLM", engine_sglang: "SGLang", engine_trtllm: "TensorRT-LLM"};
 // what fits this machine: the CLI's --sort keys, each ordered as `llmcalc fit --sort KEY` orders it
 const FIT_SORTS = {params: "params", name: "name", ctx: "ctx", speed: "speed"};
@@ -378,7 +378,7 @@ function render() {
     if (fieldErrors[k]) $(k).setAttribute("aria-invalid", "true"); else $(k).removeAttribute("aria-invalid");
   }
   const panelNotes = r && !r.error ? r.panel_notes || {} : {};
-  for (const panel of ["speed", "train", "finetune", "engines"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel]
+  for (const panel of ["speed", "train", "finetune", "engines", "offload"]) $(panel + "-note").textContent = panelErrors[panel] ? "not worked out: " + panelErrors[panel]
     : panelNotes[panel] ? "note: " + pageWords(panelNotes[panel]) : "";
   for (const el of document.querySelectorAll("#editor input, #editor textarea")) el.removeAttribute("aria-invalid");
   if (r && r.error && field === null) {
@@ -398,7 +398,7 @@ function render() {
   document.querySelector("main").classList.toggle("many", ok().length > 2);
   for (const box of document.querySelectorAll(".export")) box.innerHTML = "";
   drawVerdict(); drawCompare();
-  drawParams(); drawFlops(); drawMemory(); drawSpeed(); drawEngines(); drawFinetune(); drawTrain();
+  drawParams(); drawFlops(); drawMemory(); drawSpeed(); drawEngines(); drawOffload(); drawFinetune(); drawTrain();
   foldEditor();
   if (!dirty) document.body.dataset.idle = "1";
 }
@@ -722,6 +722,23 @@ function drawEngines() {
   }
   $("engines-table").innerHTML = found.length ? html + "</tbody>" : "";
   exportBar("engines", "engines", toJSON(found), csv(rows), commands);
+}
+
+// fit --offload at the context chosen: llama.cpp's -ngl split, as the CLI prints it
+function drawOffload() {
+  const models = ok().filter(([r]) => r.offload).map(([r, i]) => [r, i, r.offload]);
+  const rows = [["model", "ngl", "gpu_layers", "layers", "output_on_gpu", "gpu_bytes", "cpu_bytes", "tokens_per_sec"]];
+  let html = `<caption>as llmcalc fit --offload prints it: -ngl counts the output layer as one and places it first; token embeddings stay in system memory</caption>` +
+    `<thead><tr><th scope="col">model</th><th scope="col">layers on the GPU (-ngl)</th><th scope="col">output layer on the GPU</th><th scope="col">on the GPU (weights + KV cache)</th><th scope="col">in system memory</th><th scope="col">tokens/s ≤</th></tr></thead><tbody>`;
+  for (const [r, i, o] of models) {
+    rows.push([r.label, String(o.ngl), String(o.gpu_layers), String(o.layers), String(o.output_on_gpu), String(o.gpu_bytes), String(o.cpu_bytes), String(o.tokens_per_sec)]);
+    html += `<tr data-model="${i}"><th scope="row" style="color:${COLORS[i]}">${esc(r.label)}</th>` +
+      `<td class="n" data-key="ngl">${num(o.gpu_layers)} of ${num(o.layers)} (-ngl ${num(o.ngl)})</td><td>${o.output_on_gpu ? "yes" : "no"}</td>` +
+      `<td class="n" data-key="gpu_bytes">${size(o.gpu_bytes)}</td><td class="n" data-key="cpu_bytes">${size(o.cpu_bytes)}</td>` +
+      `<td class="n" data-key="tokens_per_sec">${rate(o.tokens_per_sec)}</td></tr>`;
+  }
+  $("offload-table").innerHTML = models.length ? html + "</tbody>" : "";
+  exportBar("offload", "offload", toJSON(models.map(([, , o]) => o)), csv(rows), models.map(([r]) => r.commands.offload).filter(Boolean));
 }
 
 function drawFinetune() {

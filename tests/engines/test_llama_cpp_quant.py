@@ -1,0 +1,143 @@
+"""An HF config as llama.cpp would convert and quantize it (llama_cpp_quant), held to a published
+file: TheBloke's llama-2-7b Q4_K_M and Q8_0 tensor tables (tests/data/llama-2-7b.*.gguf.tsv), and
+to vendor/llama.cpp src/llama-quant.cpp's rules (fallbacks, the 8-expert bumps)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmcalc import load_spec
+from llmcalc.planning.engines import llama_cpp as L
+from llmcalc.planning.engines.llama_cpp_quant import convert
+
+DATA = Path(__file__).parents[1] / "data"
+
+
+def _published(quant: str) -> list[tuple[str, str, tuple[int, ...]]]:
+    rows = []
+    for line in (DATA / f"llama-2-7b.{quant}.gguf.tsv").read_text().splitlines():
+        if line.startswith("tensor\t"):
+            _, name, kind, *ne = line.split("\t")
+            rows.append((name, kind, tuple(int(x) for x in ne)))
+    return rows
+
+
+def test_llama_2_7b_is_thebloke_s_q8_0_table_tensor_by_tensor() -> None:
+    h = convert(load_spec("llama-2-7b"), "q8_0").header
+    assert sorted((t.name, t.type, t.shape) for t in h.tensors) == sorted(_published("Q8_0"))
+    assert sum(t.nbytes for t in h.tensors) == 7_160_348_672
+
+
+def test_llama_2_7b_q4_k_m_has_the_published_mix() -> None:
+    c = convert(load_spec("llama-2-7b"), "q4_k_m")
+    ours = {(t.name, t.shape) for t in c.header.tensors}
+    published = _published("Q4_K_M")
+    assert ours == {(n, s) for n, _, s in published}
+    # llama_tensor_get_type_impl: output Q6_K; attn_v and ffn_down Q6_K in 16 of 32 layers
+    # (use_more_bits), the rest Q4_K, norms F32 — the published counts and bytes
+    count = Counter(t.type for t in c.header.tensors)
+    assert count == Counter(k for _, k, _ in published) == {"Q4_K": 193, "Q6_K": 33, "F32": 65}
+    by_type = Counter[str]()
+    for t in c.header.tensors:
+        by_type[t.type] += t.nbytes
+    assert by_type == {"Q4_K": 3_159_687_168, "Q6_K": 919_511_040, "F32": 1_064_960}
+    assert c.mix == "llama.cpp's default GGUF Q4_K_M mix"
+    assert c.approximate.startswith("approximate: the tensors' order in a converted file")
+    # every tensor size is whole 32-byte units: the mapped range is the published data section
+    assert L.model_buffer_bytes(c.header, mmap=True) == 4_080_263_168
+
+
+def test_row_lengths_that_are_not_whole_blocks_fall_back() -> None:
+    # Qwen1.5-MoE's experts are 1,408 wide: ffn_down_exps rows are not whole 256-blocks, so
+    # tensor_type_fallback gives Q4_K → Q5_0 and Q6_K → Q8_0 (use_more_bits' layers)
+    h = convert(load_spec("qwen1.5-moe-a2.7b"), "q4_k_m").header
+    down = Counter(t.type for t in h.tensors if "ffn_down_exps" in t.name)
+    assert down == {"Q5_0": 12, "Q8_0": 12}
+    assert {t.type for t in h.tensors if "ffn_gate_exps" in t.name} == {"Q4_K"}
+    assert {t.type for t in h.tensors if "ffn_gate_inp" in t.name} == {"F32"}
+
+
+def test_an_eight_expert_model_gets_llama_cpps_bumps() -> None:
+    h = convert(load_spec("mixtral-8x7b"), "q4_k_m").header
+    types = {t.name: t.type for t in h.tensors}
+    assert {types[f"blk.{i}.attn_v.weight"] for i in range(32)} == {"Q8_0"}
+    assert {types[f"blk.{i}.attn_k.weight"] for i in range(32)} == {"Q8_0"}
+    assert {types[f"blk.{i}.attn_output.weight"] for i in range(32)} == {"Q5_K"}
+    # the experts split from the fused gate_up_proj: [d, ff, E] in ggml order
+    gate = next(t for t in h.tensors if t.name == "blk.0.ffn_gate_exps.weight")
+    assert gate.shape == (4096, 14336, 8)
+
+
+def test_memory_with_an_hf_config(cli: Any) -> None:
+    run = cli("memory", "llama-2-7b", "--engine", "llama.cpp", "--dtype", "q4_k_m", "--ctx",
+              "4096", "--parallel", "1", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    assert d["model_buffer_bytes"] == 4_080_263_168
+    assert d["kv_k_bytes"] == 32 * 4096 * 4096 * 2  # 32 layers × 4,096 wide × 4,096 cells × f16
+    assert d["notes"] == ["weights as llama.cpp's default GGUF Q4_K_M mix gives them; "
+                          "approximate: the tensors' order in a converted file (taken as layer "
+                          "order) decides which layers' attn_v and ffn_down get more bits and "
+                          "where the CPU buffer's mapped range ends; totals do not depend on it"]
+
+
+@pytest.mark.parametrize(("model", "dtype", "message"), [
+    ("gpt2", "q4_k_m", "error: openai-community/gpt2: model_type 'gpt2' as a GGUF for --engine "
+     "llama.cpp is followed for gemma2, gemma3_text, llama, mistral, mixtral, phi3, qwen2, "
+     "qwen2_moe, qwen3, qwen3_moe; name a GGUF file"),
+    ("llama-2-7b", "nf4", "error: --dtype nf4: with --engine llama.cpp an HF config takes a GGUF "
+     "quant type: q4_k_m, q8_0, q4_0, fp16, bf16, fp32"),
+])
+def test_refusals(cli: Any, model: str, dtype: str, message: str) -> None:
+    run = cli("memory", model, "--engine", "llama.cpp", "--dtype", dtype)
+    assert (run.code, run.stderr.strip()) == (2, message)
+
+
+def test_an_hf_moe_config_runs_every_engine_rule(cli: Any) -> None:
+    # the converter's metadata carries expert_used_count, which the reserved graphs route by
+    run = cli("memory", "qwen3-30b-a3b", "--engine", "llama.cpp", "--dtype", "q4_k_m", "--json")
+    assert run.code == 0, run.stderr
+    d = run.json()
+    h = convert(load_spec("qwen3-30b-a3b"), "q4_k_m").header
+    assert h.metadata["qwen3moe.expert_used_count"] == 8
+    assert d["model_buffer_bytes"] == sum(t.nbytes for t in h.tensors)  # all 32-byte multiples
+    assert d["compute_buffer_bytes"] is not None
+    fit = cli("fit", "qwen3-30b-a3b", "--engine", "llama.cpp", "--dtype", "q4_k_m", "--gpu",
+              "rtx-3060", "--json")
+    assert fit.code == 0, fit.stderr
+    assert fit.json()["command"].startswith("llama-server --model qwen3-30b-a3b-Q4_K_M.gguf ")
+
+
+@pytest.mark.parametrize(("model", "extra"), [("gemma-2-9b", 0), ("gemma-3-1b", 0),
+                                              ("phi-3-mini-4k", 0), ("llama-3.1-8b", 64),
+                                              ("qwen3-30b-a3b", 0), ("mixtral-8x7b", 0)])
+def test_the_converted_tensors_hold_the_models_parameters(model: str, extra: int) -> None:
+    # a second count: llmcalc's own (held to transformers) against the converted table's elements;
+    # Llama 3.1's file also holds rope_freqs [head_dim / 2] (conversion/llama.py, rope_type llama3)
+    from llmcalc import count
+
+    spec = load_spec(model)
+    h = convert(spec, "q4_k_m").header
+    assert sum(t.elements for t in h.tensors) == count(spec).total + extra
+    assert ("rope_freqs.weight" in {t.name for t in h.tensors}) == (extra > 0)
+
+
+def test_gemma_and_phi3_as_llama_cpp_reads_them() -> None:
+    g = convert(load_spec("gemma-3-1b"), "q4_k_m").header
+    hp = L.hparams(g)
+    # transformers' layer_types (five sliding layers of each six) written as the pattern array
+    assert hp.n_swa == 512 and sum(hp.is_swa) == 22 and not hp.is_swa[5]
+    # rows of 1,152 are not whole 256-blocks: Q4_K falls back to Q5_0 (tensor_type_fallback), the
+    # tied token_embd takes the output's Q6_K → Q8_0
+    types = {t.name: t.type for t in g.tensors}
+    assert types["blk.0.attn_q.weight"] == "Q5_0" and types["token_embd.weight"] == "Q8_0"
+    assert "output.weight" not in types
+    p = convert(load_spec("phi-3-mini-4k"), "q4_k_m").header
+    types = {t.name: t.type for t in p.tensors}
+    # category_is_attn_v: a fused attn_qkv gets attn_v's Q6_K in use_more_bits' layers
+    assert [types[f"blk.{i}.attn_qkv.weight"] for i in (0, 4, 6)] == ["Q6_K", "Q4_K", "Q6_K"]
+    assert next(t.shape for t in p.tensors if t.name == "blk.0.ffn_up.weight") == (3072, 16384)
