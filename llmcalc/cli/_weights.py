@@ -19,9 +19,9 @@ DTypeOpt = Annotated[
     typer.Option(
         "--dtype",
         metavar="DTYPE",
-        help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4 packs two per byte, "
-        f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (gptq/awq "
-        "group 128, or gptq-g64 …). Default: the config's quantization_config, else bf16.",
+        help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4: two a byte, "
+        f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (group "
+        "128; gptq-g64 …). Default: the config's quantization_config or bf16.",
         show_default=False,
     ),
 ]

@@ -85,8 +85,13 @@ def flops(
         if part or images or image_size:
             raise UsageError("--part, --images and --image-size need a MODEL")
         specs, left_out = forward_specs()
-        rows = [(stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch, tokens=n_tokens))
-                for stem, spec in specs]
+        rows = []
+        for stem, spec in specs:
+            try:
+                rows.append((stem, spec, compute_flops(spec, ctx=n_ctx, batch=n_batch,
+                                                       tokens=n_tokens)))
+            except UsageError:  # refused at this context (BigBird's block-sparse attention)
+                left_out = [*left_out, stem]
         emit(how, data=lambda: [{"name": stem, **r.flops_json(x)} for stem, _, x in rows],
              grids=lambda: [r.catalog_grid(rows, ctx=n_ctx, left_out=left_out)])
         return

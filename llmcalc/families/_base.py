@@ -130,6 +130,57 @@ class Architecture:
     depth_flops_what: str = "attention over the layers' block outputs"  # ModelSpec.depth_flops_what
     cache_bytes_per_token: int = 0  # ModelSpec.cache_bytes_per_token
     forward_unmodelled: str = ""  # ModelSpec.forward_unmodelled
+    prefix_tokens: int = 0  # ModelSpec.prefix_tokens
+    sequence_flops: int = 0  # ModelSpec.sequence_flops
+    sparse_what: str = ""  # ModelSpec.sparse_what
+
+
+# The query and key width a head of one element has in transformers' forward, by model type: 2
+# where the rotary step multiplies the whole head by cos and sin of 2 · len(inv_freq) = 2 elements
+# (``apply_rotary_pos_emb``: q·cos + rotate_half(q)·sin broadcasts the 1-wide head to 2); 0 where
+# its table has no frequency (a rotary of int(1 · factor) = 0 dimensions, cos and sin 0 wide, the
+# head broadcast to nothing); 1 where nothing widens it (no rotary embedding, or a partial rotary
+# sliced off the head). Each held to a measured forward at head_dim 1 with its class's rotary
+# settings (tests/differential); a type not listed, or a config that sets its own rotary part
+# (ROTARY_FIELDS), is refused at head_dim 1 (inputs/config.py: _one_element_heads).
+ONE_ELEMENT_HEAD_QK: dict[str, int] = {
+    "apertus": 2, "apertus1p5_text": 2, "arcee": 2, "aria_text": 2, "cwm": 2, "diffllama": 2,
+    "doge": 2, "dory": 2, "emu3": 2, "exaone": 2, "falcon_h1": 2, "flex_olmo": 2, "gemma": 2,
+    "gemma2": 2, "gemma3": 2, "gemma3_text": 2, "gemma3n_text": 2, "gemma4": 2, "gemma4_text": 2,
+    "gemma4_unified": 2, "gemma4_unified_text": 2, "got_ocr2": 2, "granite": 2, "granite_swa": 2,
+    "granitemoe": 2, "granitemoe_swa": 2, "granitemoeshared": 2, "hrm_text": 2,
+    "hunyuan_v1_dense": 2, "hunyuan_v1_moe": 2, "hy_v3": 2, "hyperclovax": 2, "idefics3": 2,
+    "internlm3": 2, "internvl": 2, "iquestcoder": 2, "jais2": 2, "jetmoe": 2, "lara_mini": 2,
+    "lfm2": 2, "llama": 2, "llava": 2, "llava_next": 2, "llava_onevision": 2, "mellum": 2,
+    "minimax": 2, "minimax_m2": 2, "minimax_m3_vl_text": 2, "ministral": 2, "mistral": 2,
+    "mistral3": 2, "mixtral": 2, "moshi": 2, "moss_transcribe_diarize": 2, "nanochat": 2,
+    "nemotron_h": 2, "olmo": 2, "olmo2": 2, "olmo3": 2, "olmo_hybrid": 2, "paligemma": 2,
+    "phi3": 2, "phi4_multimodal": 2, "phimoe": 2, "qwen2": 2, "qwen2_moe": 2, "qwen3": 2,
+    "qwen3_5": 2, "qwen3_5_moe": 2, "qwen3_moe": 2, "qwen3_vl": 2, "qwen3_vl_moe": 2,
+    "sarvam_moe": 2, "seed_oss": 2, "smolvlm": 2, "solar_open": 2, "starcoder2": 2,
+    "vaultgemma": 2,
+    "glm": 1, "glm4": 1, "glm4_moe": 1, "inkling2_loop_text": 1, "inkling2_text": 1, "jamba": 1,
+    "laguna": 1, "mimo_v2_flash": 1, "mt5": 1, "phi": 1, "qwen3_5_moe_text": 1, "qwen3_5_text": 1,
+    "qwen3_next": 1, "recurrent_gemma": 1, "t5": 1, "umt5": 1, "zamba2": 1, "zaya": 1,
+    "lfm3": 0, "ministral3": 0,
+}
+# Config fields that change how much of a head rotates (or how): the widths above were measured
+# without them
+ROTARY_FIELDS = ("partial_rotary_factor", "rotary_pct", "rotary_dim", "rope_parameters",
+                 "rope_scaling")
+
+
+# Config classes whose attention takes head_dim = hidden_size // num_attention_heads when no
+# head_dim is given, whatever the remainder (transformers' ``getattr(config, "head_dim", None) or
+# config.hidden_size // config.num_attention_heads``), with projections of heads · head_dim: each
+# held to the model transformers builds from a width its heads do not divide (tests/differential)
+FLOOR_HEAD_DIM: frozenset[str] = frozenset({
+    "Apertus1p5TextConfig", "ApertusConfig", "BambaConfig", "BitNetConfig", "Cohere2Config",
+    "CohereConfig", "DogeConfig", "Emu3TextConfig", "Exaone4Config", "FalconH1Config", "GraniteConfig",
+    "GraniteMoeHybridConfig", "GraniteSWAConfig", "JambaConfig", "Lfm2Config", "MistralConfig",
+    "NanoChatConfig", "Olmo2Config", "Olmo3Config", "OlmoHybridConfig", "Phi3Config",
+    "Phi4MultimodalConfig", "PhiConfig", "Qwen2Config", "SmolLM3Config", "Starcoder2Config",
+})
 
 
 # ---- checks shared by families ------------------------------------------------------------------
@@ -140,6 +191,21 @@ def require(condition: bool, field: str, message: str) -> None:
         raise FieldError(field, message)
 
 
+def block_sparse_threshold(attention_type: str, *, block_size: int, num_random_blocks: int) -> int | None:
+    """The longest sequence BigBird's block_sparse attention_type runs in full (None: original_full
+    runs in full at any length). transformers BigBirdModel.forward / BigBirdPegasusEncoder.forward
+    switch to original_full when seq_len <= (5 + 2·num_random_blocks)·block_size: 2 global, 3
+    window and 2·r random blocks of block_size tokens."""
+    require(attention_type in ("original_full", "block_sparse"), "attention_type",
+            f"attention_type {attention_type!r} must be original_full or block_sparse (transformers)")
+    if attention_type == "original_full":
+        return None
+    return (5 + 2 * num_random_blocks) * block_size
+
+
+BLOCK_SPARSE = "BigBird's block-sparse attention (global, window and random blocks)"
+
+
 def resolve_head_dim(
     hidden: int,
     heads: int,
@@ -147,13 +213,20 @@ def resolve_head_dim(
     *,
     hidden_field: str = "hidden_size",
     heads_field: str = "num_attention_heads",
+    floor: bool = False,
 ) -> int:
-    """head_dim as given, else hidden / heads, which must then divide exactly.
+    """head_dim as given, else hidden / heads, which must then divide exactly — or, ``floor``,
+    hidden // heads, as a class that builds heads · (hidden // heads)-wide projections whatever
+    the remainder computes it (FLOOR_HEAD_DIM).
 
     Messages name the standard Hugging Face fields unless a family reads others.
     """
     if head_dim is not None:
         return head_dim
+    if floor:
+        require(hidden >= heads, heads_field, f"{heads_field} ({heads}) exceeds {hidden_field} "
+                f"({hidden}): heads of hidden // heads = 0 elements")
+        return hidden // heads
     require(
         hidden % heads == 0,
         heads_field,
@@ -198,7 +271,8 @@ class DecoderConfig(FamilyConfig):
 
     @property
     def resolved_head_dim(self) -> int:
-        return resolve_head_dim(self.hidden_size, self.num_attention_heads, self.head_dim)
+        return resolve_head_dim(self.hidden_size, self.num_attention_heads, self.head_dim,
+                                floor=self.transformers_class in FLOOR_HEAD_DIM)
 
     @property
     def resolved_kv_heads(self) -> int:
@@ -396,7 +470,8 @@ def check_top_k(k: int, num_experts: int, *, k_field: str, e_field: str) -> None
     require(
         k <= num_experts,
         k_field,
-        f"{k_field} ({k}) must not exceed {e_field} ({num_experts})",
+        f"{k_field} ({k}) must not exceed {e_field} ({num_experts}): a router's top-k cannot "
+        "pick more experts than there are (transformers' forward fails)",
     )
 
 

@@ -25,9 +25,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
+from llmcalc.families._base import BLOCK_SPARSE
 from llmcalc.families._base import Architecture
+from llmcalc.families._base import Count
 from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import Size
+from llmcalc.families._base import block_sparse_threshold
 from llmcalc.families._base import embedding
 from llmcalc.families._base import fc_mlp
 from llmcalc.families._base import linear
@@ -449,6 +452,8 @@ class BigBirdPegasusConfig(BartConfig):
 
     use_bias: bool
     attention_type: str
+    block_size: Size
+    num_random_blocks: Count
 
 
 # BigBirdPegasusEncoderAttention's module names for BART's
@@ -458,9 +463,11 @@ BIGBIRD_ENCODER_ATTENTION = {"q_proj": "self.query", "k_proj": "self.key", "v_pr
 
 def describe_bigbird_pegasus(c: BigBirdPegasusConfig) -> Architecture:
     """BigBirdPegasusForConditionalGeneration (bigbird_pegasus/modeling_bigbird_pegasus.py): the
-    BART row above, renamed and with the attention biases as use_bias says. Its forward is refused
-    where the encoder's attention is block-sparse (BigBird switches to full attention below
-    (5 + 2·num_random_blocks)·block_size tokens); with original_full it is BART's."""
+    BART row above, renamed and with the attention biases as use_bias says. Its forward is BART's
+    where the encoder attends in full: always with original_full, and with block_sparse up to
+    (5 + 2·num_random_blocks)·block_size source tokens (BigBirdPegasusEncoder.forward switches to
+    full attention there); past them the encoder's FLOPs are refused (Attention.sparse_beyond).
+    Its cache is BART's either way: the encoder's output is unpadded before the cross-attention."""
     arch = describe(c)
 
     def renamed(t: Tensor) -> Tensor | None:
@@ -478,14 +485,19 @@ def describe_bigbird_pegasus(c: BigBirdPegasusConfig) -> Architecture:
         return tuple(r for t in tensors if (r := renamed(t)) is not None)
 
     (encoder,) = arch.parts
+    full_upto = block_sparse_threshold(c.attention_type, block_size=c.block_size,
+                                       num_random_blocks=c.num_random_blocks)
+
+    def sparse(a: Attention | None) -> Attention | None:
+        return None if a is None else replace(a, sparse_beyond=full_upto)
+
     return replace(
         arch,
         tensors=stack(arch.tensors),
         layer_groups=tuple(replace(g, tensors=stack(g.tensors)) for g in arch.layer_groups),
         parts=(replace(encoder, tensors=stack(encoder.tensors), layer_groups=tuple(
-            replace(g, tensors=stack(g.tensors)) for g in encoder.layer_groups)),),
+            replace(g, tensors=stack(g.tensors), attention=sparse(g.attention))
+            for g in encoder.layer_groups)),),
         notes=("position tables: max_position_embeddings rows",),
-        forward_unmodelled="" if c.attention_type == "original_full" else (
-            f"attention_type {c.attention_type}: the encoder switches between block-sparse and "
-            "full attention by sequence length, which these formulas do not follow"),
+        sparse_what=BLOCK_SPARSE,
     )

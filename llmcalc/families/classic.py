@@ -439,7 +439,12 @@ def describe_cpmant(c: CpmAntConfig) -> Architecture:
     weight-only norm [d] before attention, project_q, project_k, project_v [h·dh, d] and
     attention_out [d, h·dh], a weight-only norm [d] before the gated FFN w_in.w_0, w_in.w_1 [ff, d]
     and w_out [d, ff]; output_layernorm [d]; lm_head [V, d], never tied (the embedding holds more
-    rows than the vocabulary)."""
+    rows than the vocabulary).
+
+    Its forward (CpmAntModel.forward) prepends prompt_length prompt tokens to every sequence: the
+    layers run on P + n tokens [P + n, d], each query scores all P + n keys, the cache keeps their
+    keys and values [h, P + n, dh] per layer, and the prompt's outputs are dropped before the
+    head, which sees the n tokens alone (ModelSpec.prefix_tokens)."""
     d, h, hd, ff, v = c.hidden_size, c.num_attention_heads, c.dim_head, c.dim_ff, c.vocab_size
     s = c.segment_types
     p = "cpmant.encoder.layers.{i}"
@@ -465,6 +470,5 @@ def describe_cpmant(c: CpmAntConfig) -> Architecture:
             *lm_head("lm_head", v, d, tied_to=None),
         ),
         layer_groups=uniform_layers(c.num_hidden_layers, layer, Attention(h, h, hd, hd)),
-        forward_unmodelled=f"CPM-Ant prepends prompt_length ({c.prompt_length}) prompt tokens to "
-                           "every sequence inside the model, which these formulas do not follow",
+        prefix_tokens=c.prompt_length,
     )

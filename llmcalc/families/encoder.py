@@ -23,12 +23,14 @@ from typing import ClassVar
 from pydantic import AliasChoices
 from pydantic import Field
 
+from llmcalc.families._base import BLOCK_SPARSE
 from llmcalc.families._base import FULL
 from llmcalc.families._base import SLIDING
 from llmcalc.families._base import Architecture
 from llmcalc.families._base import Count
 from llmcalc.families._base import FamilyConfig
 from llmcalc.families._base import Size
+from llmcalc.families._base import block_sparse_threshold
 from llmcalc.families._base import embedding
 from llmcalc.families._base import fc_mlp
 from llmcalc.families._base import fused_mha
@@ -750,24 +752,30 @@ class BigBirdConfig(BertRowConfig):
     max_position_embeddings: Size
     use_bias: bool
     attention_type: str
+    block_size: Size
+    num_random_blocks: Count
 
 
 def describe_big_bird(c: BigBirdConfig) -> Architecture:
     """BigBirdForMaskedLM (big_bird/modeling_big_bird.py): BERT's row under ``bert.`` without the
-    q/k/v biases when use_bias is false, bert.pooler [d, d] + bias [d]. Its forward is refused:
-    block-sparse attention (global, window and random blocks, Zaheer et al. §2) past
-    (5 + 2·num_random_blocks)·block_size tokens, full attention below, and the pooler's one token
-    per sequence."""
+    q/k/v biases when use_bias is false, bert.pooler [d, d] + bias [d], which BigBirdModel.forward
+    runs on each sequence's first token alone (2·d² FLOPs a sequence: ModelSpec.sequence_flops).
+    Its attention is full below (5 + 2·num_random_blocks)·block_size tokens, block-sparse past
+    them where attention_type is block_sparse (Attention.sparse_beyond: FLOPs there refused)."""
     arch = describe_bert_row(c)
     (group,) = arch.layer_groups
+    assert group.attention is not None
     qkv = tuple(f".attention.self.{x}.bias" for x in ("query", "key", "value"))
     layer = tuple(t for t in group.tensors if c.use_bias or not t.name.endswith(qkv))
-    pooler = linear("bert.pooler", "pooler", c.hidden_size, c.hidden_size, bias=True)
+    d = c.hidden_size
+    # the pooler's matmul: one token a sequence, not every token's
+    pooler = [replace(t, matmul=False) for t in linear("bert.pooler", "pooler", d, d, bias=True)]
+    attention = replace(group.attention, sparse_beyond=block_sparse_threshold(
+        c.attention_type, block_size=c.block_size, num_random_blocks=c.num_random_blocks))
     return replace(
-        arch, tensors=(*arch.tensors, *pooler), layer_groups=(replace(group, tensors=layer),),
-        forward_unmodelled=f"attention_type {c.attention_type}: BigBird switches between "
-        "block-sparse and full attention by sequence length, and its pooler runs on one token per "
-        "sequence; these formulas follow neither")
+        arch, tensors=(*arch.tensors, *pooler),
+        layer_groups=(replace(group, tensors=layer, attention=attention),),
+        sequence_flops=2 * d * d, sparse_what=BLOCK_SPARSE)
 
 
 def _row_head(c: BertRowConfig, embed: str) -> list[Tensor]:
@@ -890,6 +898,10 @@ class XLNetConfig(FamilyConfig):
     d_inner: Size
     d_head: Size | None = None  # XLNetConfig: d_model // n_head, and nothing else
     tie_word_embeddings: bool
+    attn_type: str
+    mem_len: int | None
+    reuse_len: int | None = None  # XLNetConfig: no cut
+    use_mems_eval: bool
 
 
 def describe_xlnet(c: XLNetConfig) -> Architecture:
@@ -897,17 +909,34 @@ def describe_xlnet(c: XLNetConfig) -> Architecture:
     [1, 1, d]; per layer rel_attn.q, k, v, o and r (the relative positions' keys) [d, h, hd] each,
     the biases r_w_bias, r_r_bias, r_s_bias [h, hd] and seg_embed [2, h, hd], a LayerNorm [d];
     ff.layer_1 [ff, d], layer_2 [d, ff] with biases and a LayerNorm [d]; lm_loss [V, d] (tied to
-    the word embedding) with its bias [V]. No final norm. Its forward is refused: the two-stream
-    attention over relative positions and the memory of earlier segments are no formula here."""
+    the word embedding) with its bias [V]. No final norm.
+
+    Its forward over n tokens without target_mapping (one stream: XLNetRelativeAttention.forward
+    with g None, no segments): q, k, v, o and the FFN on every token; each query scores the n keys
+    and a·n + b relative positions (attn_type bi: the 2n positions n … −n + 1; uni: n + 1), whose
+    keys r [a·n + b, d] × [d, h·hd] are projected once per sequence (``relative_positions``; r is
+    no per-token matmul). With use_mems_eval each layer returns its input hidden states as mems,
+    [min(n, reuse_len, mem_len), batch, d] (XLNetModel.cache_mem; 0 or null: no cap): the cache
+    (Attention.memory). Its two-stream forward (target_mapping, as generate runs it) and segment
+    scores (token_type_ids) are not modelled."""
     d, h, L, v, ff = c.d_model, c.n_head, c.n_layer, c.vocab_size, c.d_inner
     require(d % h == 0, "n_head", f"n_head ({h}) must divide d_model ({d}) (XLNetConfig)")
     hd = d // h
     require(c.d_head in (None, hd), "d_head", f"d_head ({c.d_head}) must be d_model // n_head "
             f"({hd}) (XLNetConfig)")
+    require(c.attn_type in XLNET_POSITIONS, "attn_type",
+            f"attn_type {c.attn_type!r} must be bi or uni (XLNetModel)")
+    for name in ("mem_len", "reuse_len"):
+        value = getattr(c, name)
+        require(value is None or value >= 0, name, f"{name} ({value}) must not be negative")
+    caps = [x for x in (c.mem_len, c.reuse_len) if x]  # 0 and null: every token
     a, f = "transformer.layer.{i}.rel_attn", "transformer.layer.{i}.ff"
     embed = "transformer.word_embedding"
+    attention = Attention(h, h, hd, hd, causal=False, relative_positions=XLNET_POSITIONS[c.attn_type],
+                          relative_proj=d * h * hd, memory=d if c.use_mems_eval else 0,
+                          memory_len=min(caps) if caps else None)
     layer = [
-        *(Tensor(f"{a}.{x}", (d, h, hd), f"attn/{x}_proj", matmul=True) for x in "qkvor"),
+        *(Tensor(f"{a}.{x}", (d, h, hd), f"attn/{x}_proj", matmul=x != "r") for x in "qkvor"),
         *(Tensor(f"{a}.{x}", (h, hd), "attn/bias") for x in ("r_r_bias", "r_s_bias", "r_w_bias")),
         Tensor(f"{a}.seg_embed", (2, h, hd), "attn/seg_embed"),
         *norm(f"{a}.layer_norm", "attn/norm", d, bias=True),
@@ -922,10 +951,13 @@ def describe_xlnet(c: XLNetConfig) -> Architecture:
             *lm_head("lm_loss", v, d, tied_to=f"{embed}.weight" if c.tie_word_embeddings else None,
                      bias=True),
         ),
-        layer_groups=uniform_layers(L, layer, Attention(h, h, hd, hd, causal=False)),
-        forward_unmodelled="XLNet's two-stream attention over relative positions and its memory of "
-                           "earlier segments",
+        layer_groups=uniform_layers(L, layer, attention),
     )
+
+
+# XLNet's relative positions one query scores over n tokens, a·n + b, by attn_type
+# (XLNetModel.relative_positional_encoding: arange(klen, −qlen, −1) or arange(klen, −1, −1))
+XLNET_POSITIONS = {"bi": (2, 0), "uni": (1, 1)}
 
 
 # ---- Reformer (Kitaev et al. 2020): reversible layers of LSH and chunked local attention ---------
@@ -961,8 +993,15 @@ def describe_reformer(c: ReformerConfig) -> Architecture:
     [d], query and key (local) or one shared query_key (LSH) and value [h·hs, d], output.dense
     [d, h·hs], all without bias; the feed-forward's LayerNorm [d], dense [ff, d] and output [d, ff]
     with biases; the encoder's closing LayerNorm over both reversible streams [2d]; the head's bias
-    [V] and decoder [V, 2d] with a bias of its own, never tied (the table is d wide). Its forward
-    is refused: LSH buckets, chunked local attention and reversible layers are no formula here."""
+    [V] and decoder [V, 2d] with a bias of its own, never tied (the table is d wide).
+
+    Its forward over n tokens: each layer runs once (the reversible pair Y₁ = X₁ + Attention(X₂),
+    Y₂ = X₂ + FFN(Y₁), no recomputation in a forward pass), its projections on every token; a
+    layer whose chunk length (local_attn_chunk_length or lsh_attn_chunk_length) is n or more
+    attends in full, n² pairs (LocalSelfAttention / LSHSelfAttention.forward:
+    do_standard_self_attention, no hashing, no padding); past it, chunked local attention and LSH
+    buckets run, which no formula here follows (Attention.sparse_beyond: refused). The head [V, 2d]
+    on every token; ReformerForMaskedLM keeps no cache (use_cache=False)."""
     require(not c.is_decoder, "is_decoder", "is_decoder=true: ReformerForMaskedLM needs a "
             "bidirectional model (transformers refuses it)")
     d, v, h, hs, ff = (c.hidden_size, c.vocab_size, c.num_attention_heads, c.attention_head_size,
@@ -1005,7 +1044,8 @@ def describe_reformer(c: ReformerConfig) -> Architecture:
             *linear(f"{a}.output.dense", "attn/o_proj", d, h * hs, bias=False),
             *norm(f"{f}.layer_norm", "mlp/norm", d, bias=True),
             *fc_mlp(f"{f}.dense.dense", f"{f}.output.dense", d, ff, bias=True),
-        ], Attention(h, h, hs, hs, causal=False)
+        ], Attention(h, h, hs, hs, causal=False,
+                     sparse_beyond=getattr(c, f"{kind}_attn_chunk_length"))
 
     head = [
         Tensor("lm_head.bias", (v,), "bias"),
@@ -1015,5 +1055,5 @@ def describe_reformer(c: ReformerConfig) -> Architecture:
         shape=Shape(L, d, h, h, hs, ff, v, False, c.max_position_embeddings),
         tensors=tuple(outer),
         layer_groups=planned_layers(plan_from_kinds(c.attn_layers), layer),
-        forward_unmodelled="Reformer's LSH buckets, chunked local attention and reversible layers",
+        sparse_what="Reformer's chunked attention (local chunks, LSH buckets)",
     ), head)

@@ -163,9 +163,12 @@ def describe(c: Qwen3NextConfig) -> Architecture:
     if E and c.every_layer != "mlp":
         check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok",
                     e_field="num_experts")
-    require(c.linear_num_value_heads % c.linear_num_key_heads == 0, "linear_num_key_heads",
-            f"linear_num_key_heads ({c.linear_num_key_heads}) must divide "
-            f"linear_num_value_heads ({c.linear_num_value_heads})")
+    # projections sized by the key and value heads alone: built whatever their ratio, but the
+    # gated delta rule runs value_heads // key_heads value heads per key head, and fails
+    ragged = (f"linear_num_key_heads ({c.linear_num_key_heads}) does not divide "
+              f"linear_num_value_heads ({c.linear_num_value_heads}): transformers builds the "
+              "projections, but its gated delta rule cannot group the value heads by key head"
+              ) if c.linear_num_value_heads % c.linear_num_key_heads else ""
     plan = _plan(c)
     p = "model.layers.{i}"
     h, kv, hd = c.num_attention_heads, c.resolved_kv_heads, c.resolved_head_dim
@@ -213,4 +216,5 @@ def describe(c: Qwen3NextConfig) -> Architecture:
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=mixed_layers(plan, build),
         moe=MoE(E, c.num_experts_per_tok, shared_experts=1) if has_moe else None,
+           forward_unmodelled=ragged if any("linear_attention" in k for k in plan) else "",
     )

@@ -255,9 +255,12 @@ def describe(c: Qwen4ExpTextConfig) -> Architecture:
     d, v, E, hc = c.hidden_size, c.vocab_size, c.num_experts, c.hc_count
     check_top_k(c.num_experts_per_tok, E, k_field="num_experts_per_tok", e_field="num_experts")
     require(hc > 1, "hc_count", f"Qwen4-Exp mixes at least 2 residual streams, got {hc}")
-    require(c.linear_num_value_heads % c.linear_num_key_heads == 0, "linear_num_key_heads",
-            f"linear_num_key_heads ({c.linear_num_key_heads}) must divide "
-            f"linear_num_value_heads ({c.linear_num_value_heads})")
+    # projections sized by the key and value heads alone: built whatever their ratio, but the
+    # gated delta rule runs value_heads // key_heads value heads per key head, and fails
+    ragged = (f"linear_num_key_heads ({c.linear_num_key_heads}) does not divide "
+              f"linear_num_value_heads ({c.linear_num_value_heads}): transformers builds the "
+              "projections, but its gated delta rule cannot group the value heads by key head"
+              ) if c.linear_num_value_heads % c.linear_num_key_heads else ""
     plan = _plan(c)
     e = c.ple_embed_dim or d
     ngram_heads = (c.ngram_size - 1) * c.heads_per_ngram
@@ -339,4 +342,5 @@ def describe(c: Qwen4ExpTextConfig) -> Architecture:
         # the first QSA layer's cache also keeps the indexers' rotary position ids, 3 (mRoPE axes)
         # int64 per token (transformers DynamicIndexedLayer.indexer_position_ids [3, batch, n])
         cache_bytes_per_token=3 * 8 if attention is not None else 0,
+           forward_unmodelled=ragged if any("linear_attention" in k for k in plan) else "",
     )

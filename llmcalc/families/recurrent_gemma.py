@@ -65,8 +65,11 @@ def describe(c: RecurrentGemmaConfig) -> Architecture:
             f"num_attention_heads ({h}) must not exceed hidden_size ({d})")
     kv = resolve_kv_heads(h, c.num_key_value_heads)
     width = c.lru_width or d
-    require(width % h == 0, "lru_width",
-            f"num_attention_heads ({h}) must divide lru_width ({width}): the gates' blocks")
+    # the gates' blocks are lru_width // heads wide (transformers RecurrentGemmaRglru.block_width):
+    # built whatever the remainder, but the forward reshapes lru_width into heads blocks and fails
+    ragged = (f"num_attention_heads ({h}) does not divide lru_width ({width}): transformers builds "
+              f"the gates' blocks {width // h} wide, but its forward cannot reshape {width} "
+              f"channels into {h} blocks") if width % h else ""
     ff = c.intermediate_size // 2
     plan = residue_plan(L, period, lambda r: c.block_types[r], field="block_types")
     p = "model.layers.{i}"
@@ -99,4 +102,5 @@ def describe(c: RecurrentGemmaConfig) -> Architecture:
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings,
                                     final_norm="model.final_norm"),
         layer_groups=mixed_layers(plan, build),
+        forward_unmodelled=ragged if "recurrent" in plan else "",
     )

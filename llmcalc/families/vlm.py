@@ -602,7 +602,10 @@ def describe_idefics3(c: Idefics3Config) -> Architecture:
     v, _ = c.vision()
     f = c.scale_factor
     side = v.image_size // v.patch_size
-    require(f <= side, "scale_factor", f"scale_factor ({f}) must not exceed the patches per side ({side})")
+    require(f <= side, "scale_factor",
+            f"scale_factor ({f}) must not exceed the patches per side ({side}): the pixel shuffle "
+            f"merges {f} × {f} patches into a token, and a {v.image_size} px image holds "
+            f"{side} of {v.patch_size} px per side (transformers' vision forward fails)")
     tokens = v.patches // (f * f)  # pixel shuffle: s × s patches into one token
     tower, _ = c.tower("model.vision_model", context_tokens=tokens)
     d_v, d_t = v.hidden_size, lm.shape.hidden_size

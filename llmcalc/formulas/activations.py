@@ -11,8 +11,9 @@ of E, s keys per query, c bytes of an activation (4 fp32, 2 under bf16 or bf16 a
 of the residual stream (4 unless the weights themselves are 16-bit).
 
 Modelled: decoder layers of full attention (multi-head, GQA) with RMSNorm or LayerNorm, a dense
-MLP (gated or not) or routed experts (MoE), no dropout. Other layer kinds (SSM mixers, MLA, linear
-attention, cross-attention, encoders) are refused by :func:`unsupported` with the reason.
+MLP (gated or not) or routed experts (MoE); dropout where :data:`DROPOUT_SITES` places a type's
+dropouts. Other layer kinds (SSM mixers, MLA, linear attention, cross-attention, encoders) and
+other dropouts are refused by :func:`unsupported` with the reason.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Precision:
 
     weight_bytes: int = 4
     amp: bool = False
+    cuda: bool = True  # the device: where dropout keeps a 1-byte mask (mask_bytes)
 
     @property
     def act(self) -> int:
@@ -45,6 +47,15 @@ class Precision:
     def residual(self) -> int:
         """r: the residual stream stays at the weights' dtype (fp32 under autocast)."""
         return self.weight_bytes
+
+    def mask_bytes(self, dropped: int) -> int:
+        """Bytes dropout keeps per element of a tensor of ``dropped`` bytes per element: on a GPU
+        the bool mask of torch's fused kernel (``native_dropout``, which at::dropout runs on CUDA:
+        ATen/native/Dropout.cpp is_fused_kernel_acceptable; its backward reads only that mask,
+        derivatives.yaml), 1 B; on the CPU the scaled noise ``_dropout_impl`` multiplies by,
+        ``empty_like(input).bernoulli_(1 − p).div_(1 − p)``, which the multiply keeps at the
+        input's dtype."""
+        return 1 if self.cuda else dropped
 
 
 # Bytes per element of what one matmul reads under autocast: each linear casts its (fp32) input to
@@ -69,6 +80,21 @@ NORM_STAT_BYTES = {True: 4, False: 8}  # per token: RMSNorm's rsqrt; LayerNorm's
 SOFTMAX_BYTES = 4  # eager attention: softmax(dtype=float32) keeps fp32 probabilities
 
 
+# Where a type's dropouts act, by config key (the others a config may hold are refused when
+# nonzero): GPT-2 (transformers models/gpt2/modeling_gpt2.py) drops the attention probabilities
+# (attn_pdrop: eager_attention_forward, after the softmax's cast to V's dtype), both residual
+# branches of a block after their c_proj (resid_pdrop: GPT2Attention.resid_dropout,
+# GPT2MLP.dropout) and the sum of token and position embeddings (embd_pdrop: GPT2Model.drop);
+# Llama (models/llama/modeling_llama.py) only the attention probabilities (attention_dropout).
+DROPOUT_SITES: dict[str, dict[str, str]] = {
+    "gpt2": {"attn_pdrop": "attention", "resid_pdrop": "residual", "embd_pdrop": "embedding"},
+    "llama": {"attention_dropout": "attention"},
+}
+DROPOUT_KEYS = ("attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
+                "dropout")
+RESIDUAL_DROPOUTS = 2  # per block: after attention's output projection and after the MLP's
+
+
 @dataclass(frozen=True)
 class LayerKind:
     """What one layer group is built from, as far as its saved tensors go."""
@@ -85,6 +111,9 @@ class LayerKind:
     act_keeps: int  # ACTIVATION_KEEPS of a non-gated MLP
     experts: int = 0  # routed experts (0: dense)
     top_k: int = 0
+    attn_dropout: bool = False  # the attention probabilities dropped (DROPOUT_SITES)
+    rotary: bool = False  # rotary positions: q·cos in the residual's dtype (fp32 under autocast)
+    resid_dropout: bool = False  # both residual branches dropped
 
 
 def _config_value(spec: ModelSpec, *keys: str) -> object:
@@ -99,17 +128,25 @@ def _config_value(spec: ModelSpec, *keys: str) -> object:
     return None
 
 
-def _dropout(spec: ModelSpec) -> float:
-    keys = ("attention_dropout", "attn_pdrop", "resid_pdrop", "embd_pdrop", "hidden_dropout",
-            "dropout")
-    values = [_config_value(spec, k) for k in keys]
-    return max((float(v) for v in values if isinstance(v, int | float)), default=0.0)
+def dropouts(spec: ModelSpec) -> dict[str, float]:
+    """The nonzero dropout probabilities of ``spec``'s config (and its class defaults), by key."""
+    values = {k: _config_value(spec, k) for k in DROPOUT_KEYS}
+    return {k: float(v) for k, v in values.items()
+            if isinstance(v, int | float) and not isinstance(v, bool) and v > 0}
+
+
+def _dropped(spec: ModelSpec, site: str) -> bool:
+    """Whether ``spec`` drops at ``site`` (attention, residual, embedding: DROPOUT_SITES)."""
+    sites = DROPOUT_SITES.get(spec.model_type, {})
+    return any(sites.get(k) == site for k in dropouts(spec))
 
 
 def unsupported(spec: ModelSpec) -> str | None:
     """Why the layer-kind model cannot describe ``spec``, or None when it can."""
     if spec.parts:
         return "a model with vision/audio towers or an encoder"
+    if spec.prefix_tokens:  # CPM-Ant: its own prompt tokens through the layers
+        return f"its {spec.prefix_tokens} prompt tokens run through the layers of every sequence"
     for g in spec.layer_groups:
         a = g.attention
         if g.mixer is not None or a is None:
@@ -146,7 +183,14 @@ def _layer_kind(spec: ModelSpec, g: LayerGroup) -> LayerKind:
         hidden=spec.shape.hidden_size, heads=a.heads, kv_heads=a.kv_heads, qk_dim=a.qk_head_dim,
         v_dim=a.v_head_dim, rms_norm=rms, attn_readers=max(readers, 1), ffn=ffn, gated=gated,
         act_keeps=ACTIVATION_KEEPS.get(str(act), 1), experts=experts, top_k=top_k,
+        attn_dropout=_dropped(spec, "attention"), resid_dropout=_dropped(spec, "residual"),
+        rotary=_rotary(spec),
     )
+
+
+def _rotary(spec: ModelSpec) -> bool:
+    """Rotary positions: no learned position table (GPT-2's wpe)."""
+    return not any(t.component == "embed/positions" for t in spec.tensors)
 
 
 def serving_kernel(spec: ModelSpec) -> Kernel | None:
@@ -162,10 +206,13 @@ def require_supported(spec: ModelSpec, *, training: bool = True) -> None:
     if why is not None:
         raise ParameterError("{attention}: {name}: {why}; only the default estimate applies",
                              name=spec.name, why=why)
-    if training and _dropout(spec) > 0:
-        raise ParameterError("{attention}: {name}: dropout {p:g} in the config is not modelled; "
-                             "set it to 0 (--set) or use the default estimate",
-                             name=spec.name, p=_dropout(spec))
+    sites = DROPOUT_SITES.get(spec.model_type, {})
+    other = {k: p for k, p in dropouts(spec).items() if k not in sites}
+    if training and other:
+        key, p = next(iter(other.items()))
+        raise ParameterError("{attention}: {name}: dropout {p:g} ({key}) in the config is not "
+                             "modelled; set it to 0 (--set) or use the default estimate",
+                             name=spec.name, p=p, key=key)
 
 
 # ---- training: what one layer keeps for its backward pass ---------------------------------------
@@ -194,7 +241,11 @@ def attention_bytes(k: LayerKind, p: Precision, *, kernel: Kernel, keys: int) ->
     sdpa / flash: q (a·d), k and v (g·d each, GQA unexpanded), the output (a·d) and its log-sum-
     exp (a · 4 B).
     eager: q and k, v repeated to all a heads (repeat_kv), fp32 probabilities a·s (and their
-    16-bit cast when c = 2), the output as o_proj reads it.
+    16-bit cast when c = 2), the output as o_proj reads it. Dropped probabilities
+    (``attn_dropout``): the softmax keeps its fp32 output, dropout its mask (Precision.mask_bytes)
+    of the probabilities cast to V's dtype (GPT-2: c B) or the query's (a rotary model's query is
+    q·cos, in the residual stream's dtype: r B), and the ·V matmul the dropped probabilities as it
+    reads them (c B) instead of the cast.
     """
     c = p.act
     q, o = k.heads * k.qk_dim, k.heads * k.v_dim
@@ -204,7 +255,9 @@ def attention_bytes(k: LayerKind, p: Precision, *, kernel: Kernel, keys: int) ->
     # matmuls copy all three (at batch 1 they keep views of the whole output: + k + v there)
     fused = kv * c if k.attn_readers == 1 else 0
     if kernel is Kernel.eager:
-        scores = k.heads * keys * (SOFTMAX_BYTES + (c if c < SOFTMAX_BYTES else 0))
+        dropped = p.residual if k.rotary else c
+        kept = c + p.mask_bytes(dropped) if k.attn_dropout else c if c < SOFTMAX_BYTES else 0
+        scores = k.heads * keys * (SOFTMAX_BYTES + kept)
         return (2 * q + 2 * o) * c + scores
     return (q + kv + o) * c + k.heads * LSE_BYTES + fused
 
@@ -238,12 +291,14 @@ def layer_bytes_per_token(
 ) -> int:
     """All of one layer's saved tensors per token: two norms, attention, MLP; with LoRA
     (``trained`` False) the frozen base keeps less and each of ``adapters`` adapters keeps its
-    r-wide A output (c B each)."""
+    r-wide A output (c B each). Dropped residual branches (``resid_dropout``) keep a mask of each
+    output projection's h-wide c-byte output."""
     attn_norm = norm_bytes(k, p, readers=k.attn_readers, trained=trained, read=True)
     mlp_readers = 1 if k.experts or not k.gated else 2
     mlp_norm = norm_bytes(k, p, readers=mlp_readers, trained=trained, read=trained)
+    masks = RESIDUAL_DROPOUTS * k.hidden * p.mask_bytes(p.act) if k.resid_dropout else 0
     return (attn_norm + attention_bytes(k, p, kernel=kernel, keys=keys)
-            + mlp_norm + mlp_bytes(k, p, trained=trained) + adapters * lora_r * p.act)
+            + mlp_norm + mlp_bytes(k, p, trained=trained) + adapters * lora_r * p.act + masks)
 
 
 # ---- logits and loss ------------------------------------------------------------------------------
@@ -340,6 +395,17 @@ def step_memory(
     require_supported(spec)
     if batch < 1 or seq < 1:
         raise ParameterError("{batch} and {ctx}: must be 1 or more")
+    if lora_params > 0 and dropouts(spec):
+        raise ParameterError("{method}: {name}: dropout {p:g} ({key}) with a frozen base is not "
+                             "measured; set it to 0 (--set)", name=spec.name,
+                             p=next(iter(dropouts(spec).values())), key=next(iter(dropouts(spec))))
+    sites = DROPOUT_SITES.get(spec.model_type, {})
+    attn = [k for k in dropouts(spec) if sites.get(k) == "attention"]
+    if kernel is not Kernel.eager and attn:
+        raise ParameterError("{attention} {kernel}: {name}: the attention dropout ({key}) runs "
+                             "inside the {kernel} kernel, whose saved state is not measured; use "
+                             "--attention eager or set {key} to 0 (--set)",
+                             name=spec.name, kernel=kernel.value, key=attn[0])
     p = precision
     tokens = batch * seq
     params = count(spec).total
@@ -365,8 +431,9 @@ def step_memory(
         per_token += len(g.layers) * (p.residual * h if recompute_full else layer)
     first = _layer_kind(spec, spec.layer_groups[0])
     per_token += norm_bytes(first, p, readers=1, trained=not lora, read=True)
-    rotary = not any(t.component == "embed/positions" for t in spec.tensors)
-    per_token += 2 * first.qk_dim * p.residual if rotary else 0
+    if _dropped(spec, "embedding"):  # the embeddings' sum, r B per element
+        per_token += h * p.mask_bytes(p.residual)
+    per_token += 2 * first.qk_dim * p.residual if first.rotary else 0
     casts = 0
     if p.amp:  # the bf16 copy of every matmul weight, cached by autocast for the backward pass
         casts = AMP_CAST_BYTES * sum(  # (not the routed experts': they run outside autocast)

@@ -79,6 +79,7 @@ from llmcalc.model.spec import (
     context_notes,
     image_cross_source,
     image_cross_tokens,
+    require_dense,
 )
 from llmcalc.model.tower_flops import FLOPS_PER_MAC as FLOPS_PER_MAC
 from llmcalc.model.tower_flops import PartFlops as PartFlops
@@ -285,21 +286,44 @@ def _check_ctx(ctx: int) -> None:
         raise UsageError(f"ctx must be a positive number of tokens, got {ctx}")
 
 
-def position_flops(attention: Attention) -> int:
-    """One query's scores against relative positions (DeBERTa c2p / p2c): 2·h·d_qk each."""
-    return FLOPS_PER_MAC * attention.heads * attention.qk_head_dim * attention.position_keys
+def position_flops(attention: Attention, *, ctx: int) -> int:
+    """One query's scores against relative positions, 2·h·d_qk each: DeBERTa's c2p / p2c
+    (``position_keys``, whatever the length), XLNet's a·n + b over n = ``ctx`` tokens."""
+    keys = attention.position_keys + attention.relative_count(ctx)
+    return FLOPS_PER_MAC * attention.heads * attention.qk_head_dim * keys
+
+
+def relative_proj_flops(attention: Attention, *, ctx: int) -> int:
+    """XLNet: the relative positions' keys projected once per sequence of ``ctx`` tokens,
+    (a·n + b) positions × 2 × d × h·d_qk (transformers XLNetRelativeAttention: k_head_r =
+    einsum("ibh,hnd->ibnd", r, self.r), r [a·n + b, batch, d])."""
+    return FLOPS_PER_MAC * attention.relative_count(ctx) * attention.relative_proj
 
 
 def attention_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
     """One token attending to ``ctx`` tokens, all layers: Σ layers · keys · 2·h·(d_qk + d_v)
     (+ its relative-position scores, DeBERTa)."""
     _check_ctx(ctx)
+    ctx = layer_tokens(spec, ctx=ctx)
     return sum(
-        g.runs
-        * (attention_layer_flops_per_token(g.attention, ctx=ctx) + position_flops(g.attention))
-        for g in spec.layer_groups
-        if g.attention is not None
+        runs * (attention_layer_flops_per_token(a, ctx=ctx) + position_flops(a, ctx=ctx))
+        for runs, a in _dense_attention(spec, tokens=ctx)
     )
+
+
+def layer_tokens(spec: ModelSpec, *, ctx: int) -> int:
+    """Tokens the layers run on and attend to for a sequence of ``ctx``: ctx, plus the prompt
+    tokens a model prepends inside its forward (``ModelSpec.prefix_tokens``: CPM-Ant)."""
+    return ctx + spec.prefix_tokens
+
+
+def _dense_attention(spec: ModelSpec, *, tokens: int) -> list[tuple[int, Attention]]:
+    """(runs, attention) of each layer group with attention, each held to attend in full at
+    ``tokens`` (block-sparse or chunked attention past its threshold is refused: require_dense)."""
+    out = [(g.runs, g.attention) for g in spec.layer_groups if g.attention is not None]
+    for _, a in out:
+        require_dense(spec, a, tokens=tokens)
+    return out
 
 
 # ---- sequence mixers other than attention (SSM) ---------------------------------------------------
@@ -455,17 +479,19 @@ def forward_flops_per_token(spec: ModelSpec, *, ctx: int) -> int:
 def attention_flops_per_sequence(spec: ModelSpec, *, ctx: int, causal: bool) -> int:
     """Attention FLOPs of a prefill of ``ctx`` tokens: pairs (n² full, or causal) · 2·h·(d_qk + d_v)."""
     _check_ctx(ctx)
+    ctx = layer_tokens(spec, ctx=ctx)
     return sum(
-        g.runs
+        runs
         * (
-            _pairs(g.attention, ctx=ctx, causal=causal) * pair_flops(g.attention)
-            + index_flops(g.attention, pairs=_index_pairs(g.attention, ctx=ctx, causal=causal))
-            # DeBERTa: every query's (or key's) relative-position scores, the table's projections
-            + ctx * position_flops(g.attention)
-            + g.attention.sequence_flops
+            _pairs(a, ctx=ctx, causal=causal) * pair_flops(a)
+            + index_flops(a, pairs=_index_pairs(a, ctx=ctx, causal=causal))
+            # DeBERTa, XLNet: every query's (or key's) relative-position scores, the table's
+            # projections
+            + ctx * position_flops(a, ctx=ctx)
+            + relative_proj_flops(a, ctx=ctx)
+            + a.sequence_flops
         )
-        for g in spec.layer_groups
-        if g.attention is not None
+        for runs, a in _dense_attention(spec, tokens=ctx)
     )
 
 
@@ -500,7 +526,9 @@ def forward_flops_per_sequence(
 
     ``causal=False`` is what FlopCounterMode counts for a real forward pass (the full n × n score
     and value matmuls, the padded convolution, the chunked scan); ``causal=True`` counts only the
-    pairs the mask keeps and n recurrent steps.
+    pairs the mask keeps and n recurrent steps. A model's own prompt tokens (CPM-Ant's P) run
+    through the layers beside the ctx tokens and are attended to (n + P per query); its matmuls
+    once per sequence (BigBird's pooler) are added once.
     """
     spec.require_forward()
     encdec = 0
@@ -513,10 +541,18 @@ def forward_flops_per_sequence(
         )
     return (
         ctx * weight_flops_per_token(spec)
+        + spec.prefix_tokens * layer_weight_flops_per_token(spec)
         + attention_flops_per_sequence(spec, ctx=ctx, causal=causal)
         + _mixer_flops_per_sequence(spec, ctx=ctx, causal=causal)
+        + spec.sequence_flops
         + encdec
     )
+
+
+def layer_weight_flops_per_token(spec: ModelSpec) -> int:
+    """The weight FLOPs per token inside the layers (what a prompt token a model prepends costs:
+    CPM-Ant's run through the layers, not the head)."""
+    return sum(term.flops for term in weight_terms(spec) if term.num_layers is not None)
 
 
 # ---- encoder–decoders: the encoder and the decoder's cross-attention -------------------------------
@@ -547,6 +583,9 @@ def encoder_flops(spec: ModelSpec, *, source_len: int) -> PartFlops:
         return PartFlops("encoder", None, 0, 0, 0, 0)
     if not part.input_tokens:
         part = replace(part, input_tokens=(("", source_len),))
+    for g in part.layer_groups:  # BigBird-Pegasus: block-sparse past its threshold, refused
+        if g.attention is not None:
+            require_dense(spec, g.attention, tokens=part.tokens_for("layers"))
     return part_flops(part)
 
 
@@ -711,6 +750,11 @@ class FlopsResult:
     cross_kv_flops_per_sequence: int = 0
     # what the cross-attention's source tokens are: an encoder's, or the images' ("vision")
     source_tokens: str = "encoder"
+    # prompt tokens the model prepends inside its forward (CPM-Ant), through the layers at
+    # layer_weight_flops_per_token each; FLOPs once per sequence (BigBird's pooler)
+    prefix_tokens: int = 0
+    layer_weight_flops_per_token: int = 0
+    sequence_flops: int = 0
 
 
 def flops(
@@ -758,6 +802,7 @@ def flops(
     forward = weight + attention + mixer
     training = TRAINING_MULTIPLIER * forward
     seed = seed_rule_per_token(spec, ctx=ctx)
+    actx = layer_tokens(spec, ctx=ctx)  # the layers also attend to prompt tokens of their own
     terms = tuple(
         AttentionTerm(
             group=g.name,
@@ -766,21 +811,21 @@ def flops(
             qk_head_dim=g.attention.qk_head_dim,
             v_head_dim=g.attention.v_head_dim,
             window=g.attention.window,
-            keys=g.attention.keys_attended(ctx),
-            per_layer=attention_layer_flops_per_token(g.attention, ctx=ctx),
-            causal_pairs=attention_causal_pairs(g.attention, ctx=ctx),
+            keys=g.attention.keys_attended(actx),
+            per_layer=attention_layer_flops_per_token(g.attention, ctx=actx),
+            causal_pairs=attention_causal_pairs(g.attention, ctx=actx),
             topk=g.attention.topk,
-            index_keys=g.attention.keys_indexed(ctx) if g.attention.index_pair_flops else 0,
+            index_keys=g.attention.keys_indexed(actx) if g.attention.index_pair_flops else 0,
             index_pair_flops=g.attention.index_pair_flops,
-            index_causal_pairs=_index_pairs(g.attention, ctx=ctx, causal=True)
+            index_causal_pairs=_index_pairs(g.attention, ctx=actx, causal=True)
             if g.attention.index_pair_flops
             else 0,
             index_block=g.attention.index_block,
             compress=g.attention.compress,
-            compressed_keys=g.attention.keys_attended(ctx) - g.attention.tokens_seen(ctx)
+            compressed_keys=g.attention.keys_attended(actx) - g.attention.tokens_seen(actx)
             if g.attention.compress
             else 0,
-            full_pairs=_pairs(g.attention, ctx=ctx, causal=False),
+            full_pairs=_pairs(g.attention, ctx=actx, causal=False),
             maps=g.attention.maps,
         )
         for g in spec.layer_groups
@@ -839,4 +884,7 @@ def flops(
         encoder_flops_per_sequence=encoder_flops(spec, source_len=source).total if source else 0,
         cross_kv_flops_per_sequence=cross_kv_flops(spec, source_len=source) if source else 0,
         source_tokens=source_tokens,
+        prefix_tokens=spec.prefix_tokens,
+        layer_weight_flops_per_token=layer_weight_flops_per_token(spec),
+        sequence_flops=spec.sequence_flops,
     )

@@ -85,6 +85,8 @@ def kv_elements_per_layer(attention: Attention, *, decompressed: bool = False) -
     sparse-attention indexer's key [index_key_dim] where the layer has its own indexer
     (DeepSeek-V3.2, MiniMax-M3); none in a layer that reads another layer's cache (Gemma 3n's KV
     sharing) or in an encoder's bidirectional attention (the whole sequence is encoded at once)."""
+    if attention.memory:  # XLNet: the layer's input hidden states (mems), not K and V
+        return attention.memory
     if attention.kv_shared or not attention.causal:  # an encoder's attention caches nothing
         return 0
     index = 0 if attention.index_key_fp32 else attention.index_key_dim
@@ -206,7 +208,7 @@ def _group_kv_elements(g: LayerGroup, *, ctx: int, decompressed: bool, fp32: boo
         else kv_elements_per_layer(g.attention, decompressed=decompressed)
     )
     compressed = compressor_elements(g.attention, ctx=ctx)[1 if fp32 else 0]
-    return g.cached_runs * (g.attention.tokens_seen(ctx) * per_layer + compressed)
+    return g.cached_runs * (g.attention.cached_tokens(ctx) * per_layer + compressed)
 
 
 def has_cross_attention(spec: ModelSpec) -> bool:
@@ -246,6 +248,7 @@ def kv_cache_bytes(
     cross-attention keys and values of ``source_len`` encoder tokens (default: ``ctx``)."""
     _check(batch=batch, ctx=ctx)
     spec.require_forward()
+    ctx = cached_tokens(spec, ctx=ctx)
     elements = sum(
         _group_kv_elements(g, ctx=ctx, decompressed=decompressed) for g in spec.layer_groups
     )
@@ -269,6 +272,13 @@ def kv_cache_bytes(
         + cross
         + batch * state_bytes_per_sequence(spec, dtype=dtype)
     )
+
+
+def cached_tokens(spec: ModelSpec, *, ctx: int) -> int:
+    """Tokens the cache holds for a sequence of ``ctx``: ctx, plus the prompt tokens a model
+    prepends inside its forward (CPM-Ant's prompt_length, transformers CpmAntModel.forward: cached
+    with the text's keys and values)."""
+    return ctx + spec.prefix_tokens
 
 
 # ---- the command's figures -------------------------------------------------------------------------
@@ -389,7 +399,7 @@ def memory(
             window=g.attention.window,
             latent_dim=g.attention.kv_latent_dim,
             elements_per_token=kv_elements_per_layer(g.attention),
-            tokens=g.attention.tokens_seen(ctx),
+            tokens=g.attention.cached_tokens(cached_tokens(spec, ctx=ctx)),
             index_key_dim=g.attention.index_key_dim,
             index_key_fp32=g.attention.index_key_fp32,
             keys_are_values=g.attention.keys_are_values,

@@ -343,6 +343,19 @@ FORMATS["q4_k_m"] = QuantFormat(
     "ggml block_q4_K / block_q6_K; llama.cpp llama_tensor_get_type", rest=F32,
     more_bits={"v_proj": Q6_K, "down_proj": Q6_K, "fc_out": Q6_K, "qkv": Q5_K},
 )
+# Per-output-channel 8-bit weights: one fp32 scale per row of every linear (and expert) matrix,
+# embeddings and lm_head kept bf16 — compressed-tensors' FP8_DYNAMIC and W8A8 (int8) schemes as
+# RedHatAI/llm-compressor export them (weight [N, K] 8-bit + weight_scale [N, 1] fp32), which
+# vLLM serves as stored
+CHANNEL_SCALED_FP8 = Layout("fp8 e4m3, an fp32 scale per output channel", 8, block=1 << 40,
+                            block_bits=32)
+CHANNEL_SCALED_INT8 = Layout("int8, an fp32 scale per output channel", 8, block=1 << 40,
+                             block_bits=32)
+CT_SOURCE = "llm-compressor / compressed-tensors FP8_DYNAMIC and W8A8 schemes (channel strategy)"
+FORMATS["fp8-channel"] = _fmt("fp8-channel", "FP8 e4m3, per-channel fp32 scales", CT_SOURCE,
+                              linear=CHANNEL_SCALED_FP8, experts=CHANNEL_SCALED_FP8)
+FORMATS["w8a8"] = _fmt("w8a8", "INT8 weights, per-channel fp32 scales", CT_SOURCE,
+                       linear=CHANNEL_SCALED_INT8, experts=CHANNEL_SCALED_INT8)
 FORMATS["fp8-block"] = QuantFormat(
     "fp8-block", "FP8 e4m3 with 128×128 block scales", {"linear": fp8_block_layout(128),
                                                         "experts": fp8_block_layout(128)},

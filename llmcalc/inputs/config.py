@@ -20,6 +20,7 @@ from pydantic import ValidationError
 
 from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
+from llmcalc.families._base import ONE_ELEMENT_HEAD_QK, ROTARY_FIELDS
 from llmcalc.inputs import bundled
 from llmcalc.inputs.files import YAML_SUFFIXES, _Loader, parse_file
 from llmcalc.inputs.files import check_shape as _check_shape
@@ -250,7 +251,7 @@ def spec_from_raw(
     read, filled = with_declared_defaults(named, model_type, fam)
     try:
         cfg = fam.config.read(read)
-        arch = fam.describe(cfg)
+        arch = _one_element_heads(model_type, named, fam.describe(cfg))
     except ValidationError as e:
         raise _blame(raw.label, _validation_message(e), overrides) from None
     except FieldError as e:
@@ -273,7 +274,10 @@ def spec_from_raw(
         depth_flops_per_token=arch.depth_flops_per_token,
         depth_flops_what=arch.depth_flops_what,
         cache_bytes_per_token=arch.cache_bytes_per_token,
-        forward_unmodelled=arch.forward_unmodelled or _rotary_without_pairs(read, arch),
+        forward_unmodelled=arch.forward_unmodelled,
+        prefix_tokens=arch.prefix_tokens,
+        sequence_flops=arch.sequence_flops,
+        sparse_what=arch.sparse_what,
         expected={} if overrides else raw.expected,
         config=fields,
         origin=raw.origin,
@@ -282,18 +286,35 @@ def spec_from_raw(
     ))
 
 
-def _rotary_without_pairs(read: dict[str, Any], arch: Any) -> str:
-    """Attention heads of one element: a rotary model rotates head_dim // 2 = 0 pairs, and
-    transformers' rotary step (``apply_rotary_pos_emb``: q·cos over an empty table) broadcasts the
-    query to nothing — a forward no formula follows (measured: Granite-MoE-SWA at head_dim 1 is
-    262,144 FLOPs off every attention count). Whether a config rotates is not always in its fields
-    (transformers fills rope_parameters in), so any such head is refused for FLOPs and memory; the
-    count stands."""
-    for group in arch.layer_groups:
-        if group.attention is not None and group.attention.qk_head_dim < 2:
-            return (f"head_dim {group.attention.qk_head_dim}: a rotary embedding over head_dim // 2 = 0 "
-                    "pairs leaves transformers' attention an empty query, a forward llmcalc does not follow")
-    return ""
+def _one_element_heads(model_type: str, given: Mapping[str, Any], arch: Any) -> Any:
+    """Attention heads of one element as transformers runs them (``ONE_ELEMENT_HEAD_QK``): where
+    the rotary step widens them (transformers ``apply_rotary_pos_emb``,
+    models/llama/modeling_llama.py: inv_freq over arange(0, 1, 2) is one frequency, cos and sin 2
+    wide, and q·cos + rotate_half(q)·sin broadcasts a 1-wide query and key to 2) the scores cost
+    2·h·2 per query–key pair and the cache keeps keys of 2 elements beside values of 1. A type
+    not in the table is refused for FLOPs and memory at head_dim 1 (the count stands): rotary
+    steps differ (a stacked interleave transformers cannot run, a partial rotary of no dimension)
+    and whether a config rotates is not always in its fields; a config that sets its own rotary
+    part (ROTARY_FIELDS) is refused too, as the widths were measured with the class's."""
+    one = [g for g in arch.layer_groups if g.attention is not None and g.attention.qk_head_dim < 2]
+    if not one:
+        return arch
+    from dataclasses import replace
+
+    qk = ONE_ELEMENT_HEAD_QK.get(model_type)
+    text = given.get("text_config")
+    own = [k for fields in (given, text if isinstance(text, Mapping) else {}) for k in ROTARY_FIELDS
+           if fields.get(k) is not None]
+    if qk is None or own or any(g.attention.qk_head_dim != 1 for g in one):
+        return replace(arch, forward_unmodelled=arch.forward_unmodelled or (
+            f"head_dim {one[0].attention.qk_head_dim}: transformers' rotary step broadcasts a "
+            "one-element head against its cos/sin table (to 2 elements, to none, or not at all), "
+            "held to a measured forward for some types only"))
+    if qk == 1:
+        return arch
+    groups = tuple(replace(g, attention=replace(g.attention, qk_head_dim=qk)) if g in one else g
+                   for g in arch.layer_groups)
+    return replace(arch, layer_groups=groups)
 
 
 def _stored_parameters_note(spec: ModelSpec) -> ModelSpec:

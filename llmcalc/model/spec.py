@@ -121,6 +121,17 @@ class Attention:
     over the same queries and keys, each time against all of its value heads (transformers'
     ``DiffLlamaAttention``: two calls, each over one half of V repeated to the full kv heads), so
     every query–key pair costs ``maps`` × 2·h·(d_qk + d_v); the cache holds K and V once.
+    ``sparse_beyond`` (BigBird's block-sparse attention, Reformer's chunked local and LSH
+    attention): the layer attends in full over sequences of up to this many tokens and in blocks
+    or chunks past it (``ModelSpec.sparse_what``), which no formula here follows: figures past it
+    are refused (:func:`require_dense`).
+    ``relative_positions`` (a, b) (XLNet's relative attention, Dai et al. 2019 §3.3): over a
+    sequence of n tokens each query also scores a·n + b relative positions (2·h·d_qk each; XLNet
+    bidirectional: 2n, unidirectional: n + 1), whose keys the layer projects once per sequence
+    from a sinusoid table through a matrix of ``relative_proj`` elements (2 FLOPs each a position).
+    ``memory`` (XLNet's mems, Transformer-XL): in place of keys and values, the layer keeps its
+    input hidden states, ``memory`` elements a token, of at most ``memory_len`` tokens (None: all),
+    for the next segment to attend to; cached whether or not the attention is causal.
     """
 
     heads: int
@@ -143,6 +154,22 @@ class Attention:
     compress: int = 0
     compressors: tuple[Compressor, ...] = ()
     maps: int = 1
+    sparse_beyond: int | None = None
+    relative_positions: tuple[int, int] = (0, 0)
+    relative_proj: int = 0
+    memory: int = 0
+    memory_len: int | None = None
+
+    def relative_count(self, ctx: int) -> int:
+        """Relative positions one query scores over a sequence of ``ctx`` tokens: a·ctx + b."""
+        a, b = self.relative_positions
+        return a * ctx + b if a or b else 0
+
+    def cached_tokens(self, ctx: int) -> int:
+        """Tokens one layer's cache holds at ``ctx``: those its attention sees, or its memory's."""
+        if self.memory:
+            return ctx if self.memory_len is None else min(ctx, self.memory_len)
+        return self.tokens_seen(ctx)
 
     def compressed_entries(self, ctx: int) -> int:
         """Pooled entries emitted at context ``ctx`` (compressed attention): ⌊ctx / m⌋."""
@@ -562,6 +589,13 @@ class ModelSpec:
     # (a byte model whose patches depend on the text; prompt tokens prepended to every sequence):
     # counts stand, and flops, memory and the plans on them refuse in one line (require_forward)
     forward_unmodelled: str = ""
+    # tokens the model prepends to every sequence inside its forward (CPM-Ant's prompt tokens):
+    # they run through the layers, are attended to and cached, but not through the head
+    prefix_tokens: int = 0
+    # FLOPs once per sequence whatever its length (BigBird's pooler: its first token through d × d)
+    sequence_flops: int = 0
+    # what attention runs past a layer's Attention.sparse_beyond, for the refusal
+    sparse_what: str = ""
     # "formula": a family module describes it; "measured": read off transformers' model (seconds it took)
     method: str = "formula"
     measured_seconds: float = 0.0
@@ -579,6 +613,18 @@ class ModelSpec:
         if self.forward_unmodelled:
             raise UsageError(f"{self.name}: FLOPs and cache bytes are not computed: "
                              f"{self.forward_unmodelled}")
+
+    def require_token_plans(self, what: str) -> None:
+        """Refuse a plan (``what``: training, latency …) that takes every token through every
+        matmul once, for a model whose forward also runs prompt tokens of its own or a matmul
+        once per sequence: flops and memory count those, the plans do not."""
+        extra = (f"its {self.prefix_tokens} prompt tokens run through the layers of every sequence"
+                 if self.prefix_tokens else
+                 f"{self.sequence_flops:,} of its FLOPs are once per sequence (a pooler)"
+                 if self.sequence_flops else "")
+        if extra:
+            raise UsageError(f"{self.name}: no {what}: {extra}, which the plan does not follow "
+                             "(flops and memory count them)")
 
     def main_tensors(self) -> Iterator[tuple[Tensor, LayerGroup | None]]:
         """The main part's tensor entries (the language model of a whole model), with their group."""
@@ -653,6 +699,15 @@ class ModelSpec:
 
 
 CACHE_NOTE = "KV cache:"  # a spec note that memory figures are read with (a family's cache layout)
+
+
+def require_dense(spec: ModelSpec, attention: Attention, *, tokens: int) -> None:
+    """Refuse a figure at ``tokens`` where ``attention`` is block-sparse (``sparse_beyond``)."""
+    if attention.sparse_beyond is not None and tokens > attention.sparse_beyond:
+        past = attention.sparse_beyond
+        raise UsageError(f"{spec.name}: FLOPs past {past:,} token{'' if past == 1 else 's'} "
+                         f"({tokens:,} asked) are not computed: {spec.sparse_what} runs there, "
+                         "which these formulas do not follow")
 
 
 def image_cross_tokens(spec: ModelSpec) -> int:

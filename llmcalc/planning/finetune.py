@@ -121,6 +121,7 @@ def finetune_flops_per_token(
 ) -> tuple[int, int]:
     """(weights, attention) FLOPs per token: base 2N·(2 or 3) + 6·adapters, attention 3 × forward;
     checkpointing adds one more forward of each."""
+    spec.require_token_plans("fine-tuning plan")
     w = flops.weight_flops_per_token(spec)  # 2N (matrix elements × 2)
     a = flops.attention_flops_per_sequence(spec, ctx=ctx, causal=True) // ctx
     adapter = flops.FLOPS_PER_MAC * trainable_adapters

@@ -202,6 +202,7 @@ def latency(
     accept_rate: float = 0.7,
     draft_tokens: int = 4,
 ) -> Latency:
+    spec.require_token_plans("latency")
     for name, value in (("tp", tp), ("batch", batch), ("ctx", ctx), ("gen", gen)):
         if value < 1:
             raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)

@@ -34,6 +34,7 @@ import statistics
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
 from llmcalc.errors import ParameterError
 from llmcalc.planning.latency import Latency
@@ -62,6 +63,7 @@ class MeasuredRow:
     tp: int = 1
     kv_dtype: str = ""  # the cache's dtype where the source gives it (else the format's default)
     ttft_ms: float = 0.0  # a ttft row's figure as published
+    latency_ms: float = 0.0  # a whole batch's end-to-end latency as published (vLLM benchmark_latency)
     quoted_in: str = ""  # where the figure was read, when not at the source itself
     quote: str = ""  # the line as read
     build: str = ""  # the engine build, where the source gives it
@@ -73,6 +75,16 @@ class MeasuredRow:
         return "decode" if self.test.startswith("tg") else "throughput"
 
 
+def _published_tokens_per_s(r: dict[str, Any]) -> float:
+    """The row's figure as tokens/s: as published, or from a first-token latency (batch × ctx
+    prompt tokens) or a whole batch's latency (batch × gen output tokens over tp GPUs)."""
+    if "tokens_per_s" in r:
+        return float(r["tokens_per_s"])
+    if "ttft_ms" in r:
+        return float(r["batch"] * r["ctx"] * 1000 / r["ttft_ms"])
+    return float(r["batch"] * r["gen"] * 1000 / (r["latency_ms"] * r.get("tp", 1)))
+
+
 @lru_cache(maxsize=1)
 def measured_rows() -> tuple[MeasuredRow, ...]:
     text = resources.files("llmcalc.planning").joinpath("measured_speed.json").read_text()
@@ -82,9 +94,9 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
         hw_class=r["class"], gpu=r.get("gpu", ""), bandwidth=r.get("bandwidth", ""),
         flops=r.get("flops", ""), flops_basis=r.get("flops_basis", ""), model=r["model"],
         dtype=r["dtype"], ctx=r["ctx"], gen=r["gen"], batch=r["batch"], test=r["test"],
-        tokens_per_s=(r["tokens_per_s"] if "tokens_per_s" in r
-                      else r["batch"] * r["ctx"] * 1000 / r["ttft_ms"]),
-        tp=r.get("tp", 1), kv_dtype=r.get("kv_dtype", ""), ttft_ms=r.get("ttft_ms", 0.0), quoted_in=r.get("quoted_in", ""),
+        tokens_per_s=_published_tokens_per_s(r),
+        tp=r.get("tp", 1), kv_dtype=r.get("kv_dtype", ""), ttft_ms=r.get("ttft_ms", 0.0),
+        latency_ms=r.get("latency_ms", 0.0), quoted_in=r.get("quoted_in", ""),
         quote=r.get("quote", ""), build=r.get("build", ""),
     ) for r in rows)
 
@@ -275,8 +287,25 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
+# The 11 terms in _row_features' order (prefill's 6, then decode's 5).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "f", "g", "c_dc")
+# The terms an engine × backend is fitted with, where not all 11: vLLM's rows (its nightly
+# benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
+# requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
+# (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
+# over on both); all 11 terms on seven rows overfit.
+ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {("vllm", "cuda"): ("p", "a", "c")}
+
+
 def _ys(pairs: list[tuple[MeasuredRow, Latency]]) -> list[tuple[float, ...]]:
-    return [tuple(x / _measured_seconds(r) for x in _row_features(r, lat)) for r, lat in pairs]
+    """Each row's features over its measured seconds; a term its engine × backend is not fitted
+    with (``ENGINE_TERMS``) is 0 in every row, so its coefficient stays 0."""
+    out = []
+    for r, lat in pairs:
+        keep = ENGINE_TERMS.get((r.engine, r.backend), TERMS)
+        out.append(tuple(x / _measured_seconds(r) if t in keep else 0.0
+                         for t, x in zip(TERMS, _row_features(r, lat), strict=True)))
+    return out
 
 
 def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = None,
@@ -300,6 +329,10 @@ def _median(errors: list[tuple[MeasuredRow, float]]) -> float | None:
 
 def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend: str) -> Model:
     """Both stages' coefficients from an engine × backend's rows, with their leave-one-out error."""
+    if not pairs:  # no readable published measurement of this engine on this backend was found
+        raise ParameterError(f"{{engine}} {{value}}: no published measurements of {engine} on the "
+                             f"{backend} backend were found, so there is no expected speed to give "
+                             "(without --engine: the bound)", value=engine)
     for stage in STAGES:
         if not any(r.stage in (stage, "throughput") for r, _ in pairs):
             raise ParameterError(f"{{engine}} {{value}}: no published {stage} measurements on the "

@@ -67,6 +67,7 @@ def training_flops(spec: ModelSpec, *, tokens: int, ctx: int) -> TrainingFlops:
     sequence over the ctx(ctx+1)/2 query–key pairs a causal mask keeps (sliding windows fewer);
     plus, for SSM layers, D × their per-token convolution and state readout (flops.py).
     """
+    spec.require_token_plans("training plan")
     if tokens < 1:
         raise ParameterError("{tokens} {value}: must be 1 or more", value=tokens)
     per_sequence = flops.attention_flops_per_sequence(spec, ctx=ctx, causal=True)

@@ -14,6 +14,7 @@ from llmcalc.formulas.flops import (
     AttentionTerm,
     FlopsResult,
     position_flops,
+    relative_proj_flops,
 )
 from llmcalc.model.spec import CCA, MLSTM, RWKV, Mixer, ModelSpec
 from llmcalc.render import ctx_label, figures_table, n, note_lines, pct, plural, sci
@@ -221,8 +222,9 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
         lines.append(f"  {w.name}: {FLOPS_PER_MAC} × {layers}{dims} = {n(w.flops)}{tied}")
     lines.append(f"  sum = {n(r.weight_flops_per_token)}")
     lines.append(f"attention FLOPs per token at n = {n(r.ctx)}: per layer 2·keys·h·d_qk + 2·keys·h·d_v")
+    seen = f"({n(r.ctx)} + {r.prefix_tokens} prompt tokens)" if r.prefix_tokens else n(r.ctx)
     for a in r.attention_terms:
-        keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else n(r.ctx)
+        keys = f"min({n(r.ctx)}, window {n(a.window)})" if a.window else seen
         if a.compress:  # the window and the pooled entries (at most index_topk of them)
             pooled = f"⌊{n(r.ctx)} / {a.compress}⌋"
             pooled = f"min({pooled}, index_topk {n(a.topk)})" if a.topk is not None else pooled
@@ -269,12 +271,14 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
             "an indexer's choice score nothing"
         )
     for g in spec.layer_groups:
-        if g.attention is not None and g.attention.position_keys:
+        if g.attention is not None and (g.attention.position_keys or g.attention.relative_proj):
             att = g.attention
+            positions = att.position_keys + att.relative_count(r.ctx)
+            table = att.sequence_flops + relative_proj_flops(att, ctx=r.ctx)
             lines.append(
                 f"  {g.name}, relative positions: {plural(len(g.layers), 'layer')} × 2 × "
-                f"{n(att.position_keys)} positions × {att.heads} heads × {att.qk_head_dim} = "
-                f"{n(len(g.layers) * position_flops(att))} (and {n(att.sequence_flops)} per layer "
+                f"{n(positions)} positions × {att.heads} heads × {att.qk_head_dim} = "
+                f"{n(len(g.layers) * position_flops(att, ctx=r.ctx))} (and {n(table)} per layer "
                 "and sequence projecting the position table)"
             )
     if r.source_len is not None:
@@ -323,8 +327,19 @@ def explain_lines(spec: ModelSpec, r: FlopsResult) -> list[str]:
     )
     depth = ([f"{n(r.ctx)} × {n(spec.depth_flops_per_token)} ({spec.depth_flops_what})"]
              if spec.depth_flops_per_token else [])
+    # the model's own prompt tokens through the layers (CPM-Ant), its once-a-sequence matmuls
+    depth += ([f"{r.prefix_tokens} prompt tokens × {n(r.layer_weight_flops_per_token)} (the "
+               "layers' weights)"] if r.prefix_tokens else [])
+    depth += [f"{n(r.sequence_flops)} (once per sequence: the pooler)"] if r.sequence_flops else []
+    # relative positions (DeBERTa, XLNet): every query's scores, the table projected once a layer
+    depth += [f"{len(g.layers)} × ({n(r.ctx)} × {n(position_flops(g.attention, ctx=r.ctx))} + "
+              f"{n(g.attention.sequence_flops + relative_proj_flops(g.attention, ctx=r.ctx))}) "
+              "(relative positions)"
+              for g in spec.layer_groups if g.attention is not None
+              and (g.attention.position_keys or g.attention.relative_proj)]
+    actx = r.ctx + r.prefix_tokens  # the tokens the layers attend over
     full = " + ".join(
-        [f"{a.num_layers} × {n(r.ctx)}² × 2 × {a.heads} × {_pair_dims(a)}"
+        [f"{a.num_layers} × {n(actx)}² × 2 × {a.heads} × {_pair_dims(a)}"
          if not a.compress else
          f"{a.num_layers} × {n(a.full_pairs)} pairs ({n(r.ctx)} × ({n(r.ctx)} + "
          f"⌊{n(r.ctx)} / {a.compress}⌋)) × 2 × {a.heads} × {_pair_dims(a)}"

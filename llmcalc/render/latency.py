@@ -59,8 +59,13 @@ def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
 
 
 def _error(f: Fit) -> str:
-    e = f.loo_median_abs_error
-    return "" if e is None else f"±{e * 100:.1f}% (median, leave-one-out, {f.rows} rows)"
+    if not any(f.coefficients):  # no row informs the stage: its time is the bound's
+        return "the bound: no measured row informs this stage"
+    return _loo(f.loo_median_abs_error, f.rows)
+
+
+def _loo(e: float | None, rows: int) -> str:
+    return "" if e is None else f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
 
 
 def _expected_grid(r: Latency, e: Expected) -> Fitted:
@@ -73,7 +78,8 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
     t.add("decode tokens/s, whole batch", f"{e.decode_tokens_per_s:,.1f}",
           f"{r.batch / r.decode.seconds:,.1f}", _error(e.decode))
     t.add("output tokens/s per GPU over the request", f"{e.throughput_tokens_per_s:,.1f}",
-          f"{r.throughput_per_gpu:,.1f}", "")
+          f"{r.throughput_per_gpu:,.1f}",
+          _loo(e.throughput_loo_median_abs_error, e.throughput_rows))
     return Fitted(t)
 
 

@@ -907,6 +907,9 @@ def run_forward(
     state = getattr(out, "state", None)  # RWKV returns its state tensors, not a cache object
     if cache is None and isinstance(state, (list, tuple)):
         kv_bytes = sum(t.nbytes for t in state if hasattr(t, "nbytes"))
+    mems = getattr(out, "mems", None)  # XLNet: each layer's input hidden states, its memory
+    if cache is None and isinstance(mems, (list, tuple)):
+        kv_bytes = sum(t.nbytes for t in mems if hasattr(t, "nbytes"))
     return ForwardMeasurement(int(counter.get_total_flops()), by_op, kv_bytes, layers)
 
 

@@ -211,6 +211,11 @@ def flops_outcome(variant: Variant) -> Outcome:
             # flops' note: every pick counted as a real expert; those of a zero expert cost nothing
             ours = measure.ours_flops(cut) - (
                 f.zero_picks * measure.expert_pick_flops(cut) if f.zero_picks else 0)
+        except (ConfigError, UsageError) as e:  # a figure refused at this length (block-sparse)
+            message = str(e)
+            if "\n" in message:
+                return Outcome(WRONG, f"refusal of more than one line: {message!r}")
+            return Outcome(REFUSED, message)
         except Exception as e:  # noqa: BLE001 - a traceback is a defect, reported as such
             return Outcome(WRONG, f"{f.depth} layer(s): llmcalc raised {_first_line(e)}")
         if ours != f.flops:

@@ -14,7 +14,15 @@ import pytest
 pytest.importorskip("transformers")
 
 import measure  # noqa: E402
-from checks import EXACT, REFUSED, WRONG, Outcome, cache_outcome, flops_outcome  # noqa: E402
+from checks import (  # noqa: E402
+    BOTH_REFUSE,
+    EXACT,
+    REFUSED,
+    WRONG,
+    Outcome,
+    cache_outcome,
+    flops_outcome,
+)
 from measure import SEQ  # noqa: E402
 from variants import Variant, counted_types, iter_variants  # noqa: E402
 
@@ -190,11 +198,43 @@ def test_states_kept_in_modules_are_measured() -> None:
     assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)
 
 
-def test_a_forward_llmcalc_refuses_is_refused_where_transformers_runs_it() -> None:
-    """CPM-Ant's prompt tokens (ModelSpec.forward_unmodelled): the count is held, the FLOPs and
-    cache columns say refused with llmcalc's reason, as transformers runs the config."""
-    variant = next(iter_variants("cpmant", seed=SEED))
-    why = ("CPM-Ant prepends prompt_length (32) prompt tokens to every sequence inside the model, "
-           "which these formulas do not follow")
-    assert flops_outcome(variant) == Outcome(REFUSED, why)
-    assert cache_outcome(variant) == Outcome(REFUSED, why)
+def test_a_forward_llmcalc_refuses_is_refused_by_both_where_transformers_cannot_run_it() -> None:
+    """ProphetNet's n-gram streams (ModelSpec.forward_unmodelled): the count is held, the FLOPs
+    and cache columns give llmcalc's reason, refused by both: transformers cannot cut it to the
+    measured layers (it takes no num_hidden_layers)."""
+    variant = next(iter_variants("prophetnet", seed=SEED))
+    why = ("ProphetNet's decoder runs 2 n-gram streams beside the main one, with relative "
+           "positions of their own")
+    assert flops_outcome(variant) == Outcome(BOTH_REFUSE, why)
+    assert cache_outcome(variant) == Outcome(BOTH_REFUSE, why)
+
+
+def test_a_figure_refused_at_the_measured_length_is_refused() -> None:
+    """BigBird at block_size 2 with 1 random block attends in full up to 14 tokens and in blocks
+    past them: its 64-token FLOPs are refused in llmcalc's one line (its cache, none, is held);
+    at block_size 64 the 64 tokens run in full and both are exact."""
+    layers = {"num_hidden_layers": 2, "hidden_size": 64, "intermediate_size": 128,
+              "num_attention_heads": 4, "vocab_size": 100, "num_random_blocks": 1}
+    variant = small("big_bird", block_size=2, **layers)
+    assert flops_outcome(variant) == Outcome(REFUSED, (
+        "big_bird/test: FLOPs past 14 tokens (64 asked) are not computed: BigBird's block-sparse "
+        "attention (global, window and random blocks) runs there, which these formulas do not "
+        "follow"))
+    assert cache_outcome(variant) == Outcome(EXACT)
+    full = small("big_bird", block_size=64, **layers)
+    assert flops_outcome(full) == cache_outcome(full) == Outcome(EXACT)
+
+
+@pytest.mark.parametrize(("model_type", "width"), [("mistral", 2), ("glm", 1), ("ministral3", 0)])
+def test_one_element_heads_as_transformers_runs_them(model_type: str, width: int) -> None:
+    """head_dim 1: the rotary step widens the query and key to 2 (Mistral), leaves them at 1
+    (GLM's half-rotary slices none off) or broadcasts them to none (Ministral 3): FLOPs and the
+    cache (keys of that width, values of 1) as transformers counts and keeps them."""
+    variant = small(model_type, num_hidden_layers=2, hidden_size=256, intermediate_size=512,
+                    num_attention_heads=4, num_key_value_heads=2, head_dim=1, vocab_size=1000,
+                    pad_token_id=0)
+    spec = spec_from_dict(variant.config, name=model_type)
+    assert {g.attention.qk_head_dim for g in spec.layer_groups if g.attention} == {width}
+    forward = measure.measure(variant.config, depth=1)
+    assert forward.cache_bytes == {SEQ: 2 * (width + 1) * SEQ * 2}  # 2 KV heads, bf16
+    assert flops_outcome(variant) == cache_outcome(variant) == Outcome(EXACT)

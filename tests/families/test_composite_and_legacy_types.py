@@ -55,11 +55,8 @@ def test_blt_parts_are_its_stacks() -> None:
 @pytest.mark.parametrize(("name", "why"), [
     ("blt-default", "BLT's patches end where its entropy model says, which depends on the text, "
                     "not on the weights"),
-    ("xlnet-default", "XLNet's two-stream attention over relative positions and its memory of "
-                      "earlier segments"),
     ("prophetnet-default", "ProphetNet's decoder runs 2 n-gram streams beside the main one, with "
                            "relative positions of their own"),
-    ("reformer-default", "Reformer's LSH buckets, chunked local attention and reversible layers"),
     ("gemma4-unified-assistant-default",
      "a Gemma 4 assistant drafts on its backbone's keys and values (shared_kv_states): it has no "
      "forward pass or cache of its own"),

@@ -327,7 +327,9 @@ ERRORS = [
     (tiny(compress_ratios=[0, 4]), "compress_ratios: has 2 entries, num_hidden_layers is 4"),
     (tiny(mlp_layer_types=["moe", "dense", "moe", "moe"]),
      "mlp_layer_types.1: unknown type 'dense' (one of: hash_moe, moe)"),
-    (tiny(num_experts_per_tok=5), "num_experts_per_tok (5) must not exceed n_routed_experts (4)"),
+    (tiny(num_experts_per_tok=5), "num_experts_per_tok (5) must not exceed n_routed_experts (4)"
+        ": a router's top-k cannot pick more experts than there are (transformers' "
+        "forward fails)"),
     (tiny(compress_ratios=None, layer_types=[SLIDING] * 4 + ["full_attention"]),
      "layer_types.4: the multi-token-prediction layer's kind 'full_attention' is not one llmcalc "
      "can size"),

@@ -252,7 +252,8 @@ def test_more_experts_per_token_than_experts_is_an_error(cli: Any, write: Any) -
     run = cli("count", path)
     assert run.code == 2
     assert run.stderr == (
-        f"error: {path}: num_experts_per_tok (5) must not exceed num_local_experts (4)\n"
+        f"error: {path}: num_experts_per_tok (5) must not exceed num_local_experts (4): a "
+        "router's top-k cannot pick more experts than there are (transformers' forward fails)\n"
     )
 
 

@@ -181,7 +181,9 @@ ERRORS = [
     (tiny("kimi_linear", **KIMI, layer_types=["linear_attention", "mamba", "full_attention"]),
      "layer_types.1: unknown type 'mamba' (one of: linear_attention, full_attention)"),
     (tiny("kimi_linear", **KIMI, num_experts=4, num_experts_per_token=5),
-     "num_experts_per_token (5) must not exceed num_experts (4)"),
+     "num_experts_per_token (5) must not exceed num_experts (4)"
+         ": a router's top-k cannot pick more experts than there are (transformers' "
+         "forward fails)"),
     ({"model_type": "xlstm", "hidden_size": 64, "num_heads": 3},
      "qk_dim_factor: num_heads (3) must divide the width it gives, 32"),
     ({"model_type": "xlstm", "hidden_size": 64, "num_heads": 4, "weight_mode": "split"},

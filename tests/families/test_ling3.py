@@ -137,7 +137,9 @@ ERRORS = [
     (tiny(layer_types=["linear_attention", "mamba", "full_attention"]),
      "layer_types.1: unknown type 'mamba' (one of: linear_attention, full_attention)"),
     (tiny(mlp_layer_types=["dense"]), "mlp_layer_types: has 1 entries, num_hidden_layers is 3"),
-    (tiny(num_experts_per_tok=5), "num_experts_per_tok (5) must not exceed num_experts (4)"),
+    (tiny(num_experts_per_tok=5), "num_experts_per_tok (5) must not exceed num_experts (4)"
+        ": a router's top-k cannot pick more experts than there are (transformers' "
+        "forward fails)"),
 ]
 
 

@@ -232,7 +232,9 @@ ERRORS = [
     (tiny(layer_types=["linear_attention", "mamba", "linear_attention", "full_attention"]),
      "layer_types.1: unknown layer type 'mamba' (one of: linear_attention, indexed_attention, "
      "full_attention)"),
-    (tiny(num_experts_per_tok=5), "num_experts_per_tok (5) must not exceed num_experts (4)"),
+    (tiny(num_experts_per_tok=5), "num_experts_per_tok (5) must not exceed num_experts (4)"
+        ": a router's top-k cannot pick more experts than there are (transformers' "
+        "forward fails)"),
     (tiny(**{**PLE, "heads_per_ngram": 40_000, "ple_embed_dim": 80_000}),
      "heads_per_ngram: 1 PLE layers × 80,000 n-gram heads is more than the 4,096 tables "
      "llmcalc sizes (each a prime found one by one)"),

@@ -128,10 +128,6 @@ ERRORS = {
                                      num_attention_heads=4, block_types=["recurrent", "attention"]),
                                 "num_hidden_layers: transformers repeats block_types 100 times: at "
                                 "most 200 layers, got 201"),
-    "recurrent_gemma-lru": (tiny("recurrent_gemma", num_hidden_layers=2, num_attention_heads=4,
-                                 lru_width=30),
-                            "num_attention_heads (4) must divide lru_width (30): the "
-                            "gates' blocks"),
     "zamba-short-default": (tiny("zamba", num_hidden_layers=2, num_attention_heads=4,
                                  num_key_value_heads=4, intermediate_size=48),
                             "num_hidden_layers: the default layer pattern (mamba, mamba, hybrid, "
@@ -171,6 +167,22 @@ def test_config_errors(cli: Any, write: Any, fields: dict[str, Any], message: st
     path = write("bad.json", fields)
     run = cli("count", path)
     assert (run.code, run.stderr) == (2, f"error: {path}: {message}\n")
+
+
+def test_recurrent_gemma_ragged_gate_blocks(cli: Any, write: Any) -> None:
+    """Heads that do not divide lru_width: transformers builds gate blocks of lru_width // heads
+    (30 // 4 = 7) and cannot run them; counted, FLOPs and memory refused in one line."""
+    path = write("ragged.json", tiny("recurrent_gemma", num_hidden_layers=2,
+                                     num_attention_heads=4, lru_width=30))
+    spec = load_spec(path)
+    gates = [t for g in spec.layer_groups for t in g.tensors if "input_gate_weight" in t.name]
+    assert [t.shape for t in gates] == [(4, 7, 7)]
+    assert cli("count", path).code == 0
+    run = cli("flops", path)
+    assert (run.code, run.stderr) == (
+        2, "error: ragged: FLOPs and cache bytes are not computed: num_attention_heads (4) does "
+           "not divide lru_width (30): transformers builds the gates' blocks 7 wide, but its "
+           "forward cannot reshape 30 channels into 4 blocks\n")
 
 
 def test_zamba_layer_kinds_and_shared_block() -> None:

@@ -129,14 +129,20 @@ def test_moe_counts_only_the_active_experts() -> None:
 # the bundled configs whose forward pass is modelled; the others refuse FLOPs (test below)
 FORWARD = [p.stem for p in bundled.paths() if not load_spec(p.stem).forward_unmodelled]
 UNMODELLED = [p.stem for p in bundled.paths() if load_spec(p.stem).forward_unmodelled]
+# …at any length: BigBird's block-sparse and Reformer's chunked attention are refused past their
+# thresholds (tests/families/test_forward_prompt_sparse_relative.py)
+ANY_LENGTH = [name for name in FORWARD if not any(
+    t.attention is not None and t.attention.sparse_beyond is not None
+    for t in (*load_spec(name).layer_groups,
+              *(g for p in load_spec(name).parts for g in p.layer_groups)))]
 
 
-@given(st.sampled_from(FORWARD), st.integers(1, 1 << 20))
+@given(st.sampled_from(ANY_LENGTH), st.integers(1, 1 << 20))
 def test_parts_add_up_and_grow(name: str, ctx: int) -> None:
     parts_add_up_and_grow(name, ctx)
 
 
-@pytest.mark.parametrize("name", FORWARD)
+@pytest.mark.parametrize("name", ANY_LENGTH)
 def test_parts_add_up_and_grow_for_every_bundled_config(name: str) -> None:
     # the property above samples; this holds it for each config at one context
     parts_add_up_and_grow(name, 4097)
@@ -198,7 +204,11 @@ def test_cli_catalog(cli) -> None:
     r = cli("flops", "--ctx", "128k", "--json")
     assert r.code == 0, r.stderr
     rows = r.json()
-    assert [row["name"] for row in rows] == FORWARD
+    # BigBird's block-sparse attention past 704 tokens and Reformer's chunked attention past 64
+    # are left out with the unmodelled ones
+    sparse = ["big-bird-default", "bigbird-pegasus-default", "reformer-default"]
+    assert [row["name"] for row in rows] == ANY_LENGTH
+    assert sorted(set(FORWARD) - set(ANY_LENGTH)) == sparse
     for row in rows:
         assert JSON_KEYS <= set(row)
         assert row["ctx"] == 131_072
@@ -208,21 +218,36 @@ def test_cli_catalog(cli) -> None:
     assert table.code == 0
     assert "llama-2-7b" in table.stdout and "forward FLOPs per token at context 131,072 (128k)" in table.stdout
     # the models whose forward pass is not modelled are named, not shown with figures
-    assert (f"left out, their FLOPs not computed ({', '.join(UNMODELLED)}): `llmcalc flops MODEL` "
+    left_out = [*UNMODELLED, *sparse]
+    assert (f"left out, their FLOPs not computed ({', '.join(left_out)}): `llmcalc flops MODEL` "
             "says why") in " ".join(table.stdout.split())
 
 
 def test_an_unmodelled_forward_is_refused_in_one_line(cli) -> None:
-    """CPM-Ant prepends its prompt tokens inside the model: its count stands, its FLOPs, cache
-    bytes and the plans on them are refused, one line each, exit 2."""
-    assert "cpmant-default" in UNMODELLED
-    assert cli("count", "cpmant-default", "--json").json()["total_params"] == 9_517_453_312
-    line = ("error: transformers CpmAntConfig defaults: FLOPs and cache bytes are not computed: "
-            "CPM-Ant prepends prompt_length (32) prompt tokens to every sequence inside the model, "
-            "which these formulas do not follow\n")
+    """ProphetNet's decoder runs n-gram streams beside the main one: its count stands, its FLOPs,
+    cache bytes and the plans on them are refused, one line each, exit 2."""
+    assert "prophetnet-default" in UNMODELLED
+    assert cli("count", "prophetnet-default", "--json").json()["total_params"] == 391_321_600
+    line = ("error: transformers ProphetNetConfig defaults: FLOPs and cache bytes are not "
+            "computed: ProphetNet's decoder runs 2 n-gram streams beside the main one, with "
+            "relative positions of their own\n")
     for args in (["flops"], ["memory"], ["fit", "--gpu", "h100"], ["latency", "--gpu", "h100"]):
-        r = cli(*args, "cpmant-default")
+        r = cli(*args, "prophetnet-default")
         assert (r.code, r.stdout, r.stderr) == (2, "", line), args
+
+
+def test_cpmant_counts_its_prompt_tokens_and_plans_refuse_them(cli) -> None:
+    """CPM-Ant prepends its 32 prompt tokens inside the model: flops and memory count them (the
+    layers and the cache see ctx + 32 tokens), the plans on every token refuse in one line."""
+    assert "cpmant-default" in FORWARD
+    r = cli("memory", "cpmant-default", "--ctx", "96", "--json")
+    # 48 layers × (96 + 32) tokens × K and V of 32 heads × 128, bf16
+    assert r.json()["kv_cache_bytes"] == 48 * 128 * 2 * 32 * 128 * 2
+    line = ("error: transformers CpmAntConfig defaults: no latency: its 32 prompt tokens run "
+            "through the layers of every sequence, which the plan does not follow (flops and "
+            "memory count them)\n")
+    r = cli("latency", "cpmant-default", "--gpu", "h100")
+    assert (r.code, r.stdout, r.stderr) == (2, "", line)
 
 
 def test_cli_table_and_explain(cli) -> None:

@@ -325,7 +325,8 @@ def estimate(case: Case) -> dict[str, int]:
         lora = {"lora_params": lc.trainable, "lora_r": case.lora_r,
                 "lora_adapters": sum(a.modules for a in lc.adapters)}
     m = A.step_memory(spec, batch=case.batch, seq=case.seq,
-                      precision=A.Precision(width, case.amp), kernel=A.Kernel(case.attention),
+                      precision=A.Precision(width, case.amp, cuda=device().type == "cuda"),
+                      kernel=A.Kernel(case.attention),
                       recompute_full=case.recompute == "full",
                       optimizer=A.OptimizerImpl(case.optimizer), **lora)
     at_step = m.optimizer_step > m.start_of_backward

@@ -113,7 +113,8 @@ def test_nbytes_rounds_up_to_whole_bytes() -> None:
         (["memory", "gpt2", "--ctx", "12q"], f"error: --ctx '12q': {CTX_HINT}\n"),
         (["memory", "gpt2", "--dtype", "fp7"],
          "error: --dtype 'fp7': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4, or a "
-         "quantized format: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, q4_k_m, fp8-block, fp8-fp4, nvfp4, "
+         "quantized format: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, q4_k_m, fp8-channel, w8a8, fp8-block, "
+         "fp8-fp4, nvfp4, "
          "gptq, awq\n"),
         (["memory", "gpt2", "--kv-dtype", "int3"],
          "error: --kv-dtype 'int3': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4\n"),

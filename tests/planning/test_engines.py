@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +23,69 @@ BY_ID = {row["id"]: row for row in LOGS}
 
 # llmcalc's token count for each log, and its error against the logged count (docs table)
 PREDICTED = {
-    "vllm-v0-3090-llama31-8b-20k": 32800,
-    "vllm-v0-3090-llama31-8b-29k": 25200,
-    "vllm-v0-a10-llama31-8b-131k": 36816,
-    "vllm-v0-4090x2-qwen14b-131k": 84064,
-    "vllm-v1-h100x4-qwen3-235b-fp8": 305680,
-    "sglang-h100x4-qwen3-235b-fp8": 368554,
-    "vllm-v1-a5000-qwen3-8b-16k": 45696,
+    "vllm-v0-3090-llama31-8b-20k": 32384,
+    "vllm-v0-3090-llama31-8b-29k": 24800,
+    "vllm-v0-a10-llama31-8b-131k": 36400,
+    "vllm-v0-4090x2-qwen14b-131k": 81536,
+    "vllm-v1-a5000-qwen3-8b-16k": 45344,
+    "vllm-v1-h100x4-qwen3-235b-fp8": 270288,
+    "sglang-h100x4-qwen3-235b-fp8": 367931,
+    "sglang-l4x4-qwq-32b": 44672,
+    "sglang-h100-llama31-8b-docs": 444020,
+    "vllm-v0-a100-40gb-llama3-8b-8k": 156624,
+    "vllm-v0-h100-phi4-gptq-2k": 11296,
+    "vllm-v1-h100-codellama-7b": 126432,
+    "vllm-v1-h100-deepseek-v2-lite": 1524528,
+    "vllm-v1-h100-llama33-70b-fp8-tp2": 244624,
+    "vllm-v1-h100-llama33-70b-fp8-tp4": 711072,
+    "vllm-v1-h100-qwen25-7b-fp8": 1208608,
+    "vllm-v1-h100-gemma2-2b": 667504,
+    "vllm-v1-h100-gemma2-9b": 168080,
+    "vllm-v1-h100-gemma3-4b": 471634,
+    "vllm-v1-h100-gemma3-12b": 131832,
+    "vllm-v1-h100-gemma3-27b": 37227,
+    "vllm-v1-h100-gemma-7b": 129120,
+    "vllm-v1-h100-granite31-2b": 911088,
+    "vllm-v1-h100-granite31-8b": 386576,
+    "vllm-v1-h100-llama31-8b-kvfp8": 951344,
+    "vllm-v1-h100-llama31-8b-bf16": 475664,
+    "vllm-v1-h100-llama31-8b-qfp8": 528880,
+    "vllm-v1-h100-llama31-8b-fp16": 475664,
+    "vllm-v1-h100-llama31-8b-fp32": 176560,
+    "vllm-v1-h100-llama31-8b-2k": 475664,
+    "vllm-v1-h100-llama31-8b-4k": 475664,
+    "vllm-v1-h100-llama31-8b-8k": 475664,
+    "vllm-v1-h100-llama31-8b-tp2": 1043568,
+    "vllm-v1-h100-llama31-8b-tp4": 2209680,
+    "vllm-v1-h100-llama31-8b-16k": 475664,
+    "vllm-v1-h100-llama31-8b-32k": 475664,
+    "vllm-v1-h100-llama4-scout-tp4": 425048,
+    "vllm-v1-h100-phi2-2k": 226160,
+    "vllm-v1-h100-phi4": 241920,
+    "vllm-v1-h100-mistral-small31-24b": 193360,
+    "vllm-v1-h100-mixtral-8x7b-tp2": 471712,
+    "vllm-v1-h100-kimi-dev-72b-tp2": 20288,
+    "vllm-v1-h100-kimi-dev-72b-tp4": 484352,
+    "vllm-v1-h100-gpt-oss-20b-tp2": 2608088,
+    "vllm-v1-h100-qwen15-moe-a27b": 251200,
+    "vllm-v1-h100-qwen25-7b-kvfp8": 2189824,
+    "vllm-v1-h100-qwen25-72b-tp2": 20288,
+    "vllm-v1-h100-qwen25-7b-bf16": 1094912,
+    "vllm-v1-h100-qwen25-7b-16k": 1094912,
+    "vllm-v1-h100-qwen25-7b-32k": 1094912,
+    "vllm-v1-h100-qwen25-7b-2k": 1094912,
+    "vllm-v1-h100-qwen25-7b-4k": 1094912,
+    "vllm-v1-h100-qwen25-7b-8k": 1094912,
+    "vllm-v1-h100-qwen25-7b-tp2": 2386160,
+    "vllm-v1-h100-qwen25-7b-tp4": 5037936,
+    "vllm-v1-h100-qwen3-30b-a3b": 172480,
+    "vllm-v1-h100-qwen3-8b": 418000,
+    "vllm-v1-h100-llama33-70b-w8a8-tp2": 244624,
+    "vllm-v1-h100-llama31-8b-w4a16": 554464,
+    "vllm-v1-h100-mistral-small31-24b-w8a8": 331632,
+    "vllm-v1-h100-mistral-small31-24b-w8a8-tp2": 785664,
+    "vllm-v1-h100-llama31-8b-w8a8": 528880,
+    "vllm-v1-h100-qwen25-7b-w8a8": 1208608,
 }
 
 
@@ -47,12 +104,19 @@ def test_token_count_per_log(cli: Any, log_id: str) -> None:
 
 
 def test_errors_over_the_logs() -> None:
-    """Median error at most 5%; at most 15% of the logs off by more than 10% (the one that is:
-    the vLLM run with the LMCache connector's buffers)."""
+    """Median error at most 5%; at most 15% of the logs off by more than 10%. The three that are,
+    each for a term its log shows and llmcalc cannot know: the vLLM run with the LMCache
+    connector's buffers, the A100 run whose profile peaked at 9.37 GiB where vLLM's maintainers
+    logged 1.26 GiB for the same model and token budget (vllm#10511), and Llama 4 Scout at tp 4,
+    whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59."""
     errors = {i: abs(p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
     assert statistics.median(errors.values()) <= 0.05
-    assert [i for i, e in errors.items() if e > 0.10] == ["vllm-v1-h100x4-qwen3-235b-fp8"]
-    assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0031
+    over = sorted(i for i, e in errors.items() if e > 0.10)
+    assert over == ["vllm-v0-a100-40gb-llama3-8b-8k", "vllm-v1-h100-llama4-scout-tp4",
+                    "vllm-v1-h100x4-qwen3-235b-fp8"]
+    assert len(over) / len(errors) <= 0.15
+    assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0014
+    assert round(errors["vllm-v0-h100-phi4-gptq-2k"], 4) == 0.0126
 
 
 def test_docs_state_each_error_and_the_summary() -> None:
@@ -69,13 +133,78 @@ def test_docs_state_each_error_and_the_summary() -> None:
     over = sum(abs(e) > 0.10 for e in signed.values())
     assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
            f"({over / len(signed):.0%}) off by more than 10%" in doc
-    assert (round(median, 4), over) == (0.031, 1)
+    assert (round(median, 4), over) == (0.0016, 3)
 
 
-EXACT = ["vllm-v0-3090-llama31-8b-20k", "vllm-v0-3090-llama31-8b-29k",
-         "vllm-v0-a10-llama31-8b-131k", "sglang-h100x4-qwen3-235b-fp8",
-         "trtllm-a4000-qwen25-coder-05b-kvmem", "vllm-v1-a5000-qwen3-8b-16k",
-         "vllm-v1-5090-qwen36-35b-hybrid-a", "vllm-v1-5090-qwen36-35b-hybrid-b"]
+EXACT = [
+    "vllm-v0-3090-llama31-8b-20k",
+    "vllm-v0-3090-llama31-8b-29k",
+    "vllm-v0-a10-llama31-8b-131k",
+    "vllm-v1-a5000-qwen3-8b-16k",
+    "vllm-v1-5090-qwen36-35b-hybrid-a",
+    "vllm-v1-5090-qwen36-35b-hybrid-b",
+    "sglang-h100x4-qwen3-235b-fp8",
+    "sglang-l4x4-qwq-32b",
+    "sglang-h100-llama31-8b-docs",
+    "vllm-v0-a100-40gb-llama3-8b-8k",
+    "vllm-v0-h100-phi4-gptq-2k",
+    "vllm-v1-qwen3-14b-32k-kvmem",
+    "trtllm-l20-qwen25-vl-7b-kvmem",
+    "sglang-tp4-qwen3-omni-30b-kvmem",
+    "sglang-amd-qwen3-30b-a3b-kvmem",
+    "trtllm-a4000-qwen25-coder-05b-kvmem",
+    "vllm-v1-h100-codellama-7b",
+    "vllm-v1-h100-deepseek-v2-lite",
+    "vllm-v1-h100-llama33-70b-fp8-tp2",
+    "vllm-v1-h100-llama33-70b-fp8-tp4",
+    "vllm-v1-h100-qwen25-7b-fp8",
+    "vllm-v1-h100-gemma2-2b",
+    "vllm-v1-h100-gemma2-9b",
+    "vllm-v1-h100-gemma3-12b",
+    "vllm-v1-h100-gemma3-27b",
+    "vllm-v1-h100-gemma-7b",
+    "vllm-v1-h100-granite31-2b",
+    "vllm-v1-h100-granite31-8b",
+    "vllm-v1-h100-llama31-8b-kvfp8",
+    "vllm-v1-h100-llama31-8b-bf16",
+    "vllm-v1-h100-llama31-8b-qfp8",
+    "vllm-v1-h100-llama31-8b-fp16",
+    "vllm-v1-h100-llama31-8b-fp32",
+    "vllm-v1-h100-llama31-8b-2k",
+    "vllm-v1-h100-llama31-8b-4k",
+    "vllm-v1-h100-llama31-8b-8k",
+    "vllm-v1-h100-llama31-8b-tp2",
+    "vllm-v1-h100-llama31-8b-tp4",
+    "vllm-v1-h100-llama31-8b-16k",
+    "vllm-v1-h100-llama31-8b-32k",
+    "vllm-v1-h100-llama4-scout-tp4",
+    "vllm-v1-h100-phi2-2k",
+    "vllm-v1-h100-phi4",
+    "vllm-v1-h100-mistral-small31-24b",
+    "vllm-v1-h100-mixtral-8x7b-tp2",
+    "vllm-v1-h100-kimi-dev-72b-tp2",
+    "vllm-v1-h100-kimi-dev-72b-tp4",
+    "vllm-v1-h100-gpt-oss-20b-tp2",
+    "vllm-v1-h100-qwen15-moe-a27b",
+    "vllm-v1-h100-qwen25-7b-kvfp8",
+    "vllm-v1-h100-qwen25-72b-tp2",
+    "vllm-v1-h100-qwen25-7b-bf16",
+    "vllm-v1-h100-qwen25-7b-16k",
+    "vllm-v1-h100-qwen25-7b-32k",
+    "vllm-v1-h100-qwen25-7b-2k",
+    "vllm-v1-h100-qwen25-7b-4k",
+    "vllm-v1-h100-qwen25-7b-8k",
+    "vllm-v1-h100-qwen25-7b-tp2",
+    "vllm-v1-h100-qwen25-7b-tp4",
+    "vllm-v1-h100-qwen3-30b-a3b",
+    "vllm-v1-h100-qwen3-8b",
+    "vllm-v1-h100-llama33-70b-w8a8-tp2",
+    "vllm-v1-h100-llama31-8b-w4a16",
+    "vllm-v1-h100-mistral-small31-24b-w8a8",
+    "vllm-v1-h100-mistral-small31-24b-w8a8-tp2",
+    "vllm-v1-h100-llama31-8b-w8a8",
+    "vllm-v1-h100-qwen25-7b-w8a8",
+]
 
 
 @pytest.mark.parametrize("log_id", EXACT)
@@ -91,6 +220,49 @@ def test_tokens_from_a_logged_kv_figure_exact_to_its_rounding(cli: Any, log_id: 
     assert high - low <= 0.01 * row["tokens"]
 
 
+def test_every_log_row_is_held() -> None:
+    """Each row of engine_logs.json is predicted, held from its logged figure, or a refusal."""
+    held = set(PREDICTED) | set(EXACT) | {"trtllm-a100-llama2-7b-kvmem", "trtllm-a10-llama2-7b-0.5",
+                                          "vllm-v0-h100-llama3-8b", "vllm-v0-8gb-qwen25-7b-awq-refused"}
+    assert held == set(BY_ID)
+    assert len(BY_ID) == 74
+
+
+def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
+    """vllm#13882: Qwen2.5-7B-AWQ on an 8 GB card at utilization 0.7 leaves no cache (the log:
+    weights 5.20 GiB, activation peak 1.42 GiB, KV −1.05 GiB); llmcalc: 5.19 and 1.45 GiB."""
+    row = BY_ID["vllm-v0-8gb-qwen25-7b-awq-refused"]
+    r = cli(*_args(row))
+    assert r.code == 1
+    d = json.loads(r.stdout)
+    assert (d["kv_cache_tokens"], d["starts"]) == (row["tokens"], False)
+    assert (round(d["weights_bytes"] / GiB, 2), round(d["activation_peak_bytes"] / GiB, 2)) == \
+        (5.19, 1.45)
+    assert d["refusal"] == ("No available memory for the cache blocks. Try increasing "
+                            "`gpu_memory_utilization` when initializing the engine.")
+
+
+def test_engine_cache_dtype_is_wide_for_quantized_weights(cli: Any) -> None:
+    """The engines' kv_cache_dtype "auto" is the activation dtype: GPTQ or FP8 weights keep a
+    2-byte cache (Phi-4: 40 layers × 10 KV heads × 128 × 2 × 2 = 204,800 bytes a token)."""
+    for fmt in ("gptq", "int4", "fp8"):
+        r = cli("fit", "phi-4", "--engine", "vllm", "--gpu", "h100", "--dtype", fmt,
+                "--max-model-len", "2048", "--json")
+        assert json.loads(r.stdout)["kv_bytes_per_token"] == 204800, fmt
+    r = cli("fit", "phi-4", "--engine", "vllm", "--gpu", "h100", "--dtype", "fp8", "--kv-dtype",
+            "fp8", "--max-model-len", "2048", "--json")
+    assert json.loads(r.stdout)["kv_bytes_per_token"] == 102400
+
+
+def test_vllm_v0_sampler_peak_from_the_logs() -> None:
+    """V0 without chunked prefill: ten [256, vocab] float32 tensors, against the logged
+    activation peaks (Phi-4 0.94 GiB at 2,048 tokens, Qwen2.5-7B 1.42 GiB at 4,096)."""
+    for model, tokens, logged in (("phi-4", 2048, 0.96), ("qwen2.5-7b", 4096, 1.45)):
+        b = vllm.plan(spec_for(model, None), accelerator=lookup("h100"), dtype=DType.bf16,
+                      kv_dtype=DType.bf16, version="0.6", max_model_len=tokens)
+        assert round(b.terms["activation_peak"] / GiB, 2) == logged, model
+
+
 def test_tokens_from_logged_bytes_exact(cli: Any) -> None:
     row = BY_ID["trtllm-a100-llama2-7b-kvmem"]
     r = cli(*_args(row, "--kv-memory", f"{row['kv_bytes']}B"))
@@ -102,7 +274,7 @@ def test_vllm_v0_refusal_is_the_engines_message(cli: Any) -> None:
     r = cli(*_args(BY_ID["vllm-v0-3090-llama31-8b-29k"])[:-1])
     assert r.code == 1
     assert ("vLLM would refuse to start: The model's max seq len (29000) is larger than the "
-            "maximum number of tokens that can be stored in KV cache (25200).") in " ".join(
+            "maximum number of tokens that can be stored in KV cache (24800).") in " ".join(
                 r.stdout.split())
 
 
@@ -113,8 +285,8 @@ def test_vllm_v1_refusal(cli: Any) -> None:
     assert data["starts"] is False
     assert data["refusal"].startswith(
         "To serve at least one request with the model's max seq len (131072), (16.00 GiB KV "
-        "cache is needed, which is larger than the available KV cache memory (4.82 GiB). Based "
-        "on the available memory, the estimated maximum model length is 39472.")
+        "cache is needed, which is larger than the available KV cache memory (4.77 GiB). Based "
+        "on the available memory, the estimated maximum model length is 39072.")
 
 
 def test_trtllm_before_1_0_takes_the_logged_figure(cli: Any) -> None:
@@ -162,7 +334,7 @@ def test_json_keys_and_command(cli: Any) -> None:
 def test_cuda_memory_from_a_cited_log() -> None:
     b = vllm.plan(spec_for("llama-3.1-8b", None), accelerator=lookup("h100"), dtype=DType.bf16,
                   kv_dtype=DType.bf16)
-    assert round(b.cuda_memory_bytes / GiB, 2) == 79.22
+    assert round(b.cuda_memory_bytes / GiB, 2) == 79.19
     assert b.usable_bytes == int(b.cuda_memory_bytes * 9 / 10)
 
 
@@ -220,3 +392,65 @@ def test_vllm_hybrid_table_says_how_tokens_are_counted(cli: Any) -> None:
     assert r.code == 0
     assert "KV cache tokens (concurrency × max_model_len, blocks of 2096)" in r.stdout
     assert "567,978" in r.stdout
+
+
+def test_vllm_window_groups_from_the_logs() -> None:
+    """Gemma 3 27B (52 sliding-window + 10 full layers of 16 KV heads × 128): groups of 10 — six
+    sliding groups (8 padding slots) and one full —, so 19.53 GiB holds 19.53 GiB // (16 × 8,192
+    bytes) // 10 = 15,998 blocks; a 8,192-token request holds 512 blocks in each of the 7 groups
+    (the sliding window's 1,023 + 8,192 batched tokens cover the whole length): 15,998 / 3,584 ×
+    8,192 = 36,566 tokens; vLLM logged 36,560 (llm-d-planner's vLLM 0.19 sweep)."""
+    spec = spec_for("gemma-3-27b", None)
+    assert vllm.window_layout(spec, tp=1, model_len=8192, batched=8192, block=16) == (10, 3584, 70)
+    b = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                  version="0.19", max_model_len=8192, gpu_memory_utilization=0.95,
+                  kv_memory=int(Fraction("19.53") * GiB))
+    assert (b.kv_cache_tokens, b.tokens_rule) == (36566, "concurrency × max_model_len, blocks of 16")
+    # before 0.10 every layer is a full-attention layer of one group
+    old = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                    version="0.9", max_model_len=8192, kv_memory=int(Fraction("19.53") * GiB))
+    assert old.kv_cache_tokens == int(Fraction("19.53") * GiB) // (16 * 8192 * 62) * 16
+
+
+def test_gemma3_4b_two_blocks_below_the_rounding() -> None:
+    """The one vLLM 0.19 log held to within 2 blocks rather than to its figure's rounding:
+    Gemma 3 4B logged 62.51 GiB and 468,144 tokens (204,813 blocks); 62.505–62.515 GiB give
+    204,815–204,848 blocks (468,150–468,226 tokens)."""
+    row = BY_ID["vllm-v1-h100-gemma3-4b"]
+    spec = spec_for("gemma-3-4b", None)
+    counts = [vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                        version="0.19", max_model_len=8192,
+                        kv_memory=int(Fraction(f) * GiB)).kv_cache_tokens
+              for f in ("62.505", "62.515")]
+    assert counts == [468150, 468226]
+    assert row["tokens"] == 468144
+
+
+def test_vllm_v1_sampler_peak_by_version() -> None:
+    """V1's dummy sampling: 16 bytes a [1,024, vocab] element in 0.19 (PyTorch's sort), 8 from
+    0.20 (FlashInfer's sampler); Llama-3.1-8B's logged 0.19 peak is 1.89 GiB."""
+    spec = spec_for("llama-3.1-8b", None)
+    peaks = [vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                       version=v, max_model_len=8192).terms["activation_peak"] for v in ("0.19",
+                                                                                          "0.21")]
+    assert peaks == [16 * 1024 * 128256, 8 * 1024 * 128256]
+    assert round(peaks[0] / GiB, 2) == 1.96
+
+
+def test_channel_scaled_8bit_weights() -> None:
+    """fp8-channel / w8a8: 8-bit linears with an fp32 scale per output row, embeddings and lm_head
+    bf16 — Llama-3.1-8B 8.46 GiB (vLLM logged 8.49 GiB for RedHatAI's FP8-dynamic and W8A8)."""
+    from llmcalc.formulas.memory import weight_bytes
+    from llmcalc.formulas.quant import FORMATS
+
+    spec = spec_for("llama-3.1-8b", None)
+    # per layer [rows, inputs]: q, o 4096 × 4096; k, v 1024 × 4096; gate, up 14336 × 4096;
+    # down 4096 × 14336 — a byte an element and 4 bytes a row
+    mats = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096),
+            (14336, 4096), (4096, 14336)]
+    linear = 32 * sum(n * k + 4 * n for n, k in mats)
+    wide = 2 * (2 * 128256 * 4096 + (2 * 32 + 1) * 4096)  # embed, lm_head, norms in bf16
+    fp8 = weight_bytes(spec, dtype=FORMATS["fp8-channel"])
+    assert fp8 == linear + wide
+    assert fp8 == weight_bytes(spec, dtype=FORMATS["w8a8"])
+    assert round(fp8 / GiB, 2) == 8.46

@@ -90,10 +90,59 @@ def test_prefill_by_hand() -> None:
 def test_unmodelled_layer_kinds_are_refused() -> None:
     with pytest.raises(ParameterError, match="mamba layers are not attention layers"):
         A.require_supported(load_spec("falcon-mamba-7b"))
-    gpt2 = load_spec("gpt2")
-    with pytest.raises(ParameterError, match=r"dropout 0\.1 in the config is not modelled"):
-        A.require_supported(gpt2)
-    A.require_supported(gpt2, training=False)  # eval: dropout does nothing
+    # a dropout DROPOUT_SITES does not place (Mistral's attention_dropout) is refused
+    mistral = spec_from_dict({**LLAMA, "model_type": "mistral", "attention_dropout": 0.1,
+                              "sliding_window": None}, name="mistral")
+    with pytest.raises(ParameterError) as e:
+        A.require_supported(mistral)
+    assert str(e.value) == ("attention: mistral: dropout 0.1 (attention_dropout) in the config is "
+                            "not modelled; set it to 0 (--set) or use the default estimate")
+    A.require_supported(mistral, training=False)  # eval: dropout does nothing
+    A.require_supported(load_spec("gpt2"))  # GPT-2's three dropouts are modelled
+
+
+def test_dropout_masks_by_hand(cli: Any) -> None:
+    """GPT-2's dropouts on a GPU (1-byte masks): per layer the attention probabilities' mask and
+    both residual branches' masks; once, the embeddings' mask. On the CPU the masks are noise of
+    the dropped tensor's dtype."""
+    spec = spec_from_dict({"model_type": "gpt2", "n_embd": 256, "n_layer": 4, "n_head": 4,
+                           "vocab_size": 8192, "n_positions": 4608}, name="gpt2")
+    k = A._layer_kind(spec, spec.layer_groups[0])
+    assert (k.attn_dropout, k.resid_dropout, k.rotary) == (True, True, False)
+    plain = A.LayerKind(**{**k.__dict__, "attn_dropout": False, "resid_dropout": False})
+    for p, mask in ((FP32, 1), (AMP, 1), (A.Precision(4, cuda=False), 4),
+                    (A.Precision(4, amp=True, cuda=False), 2)):
+        c = p.act
+        extra = (A.layer_bytes_per_token(k, p, kernel=A.Kernel.eager, keys=64)
+                 - A.layer_bytes_per_token(plain, p, kernel=A.Kernel.eager, keys=64))
+        # 4 heads × 64 keys × (mask + the dropped probabilities the ·V matmul keeps, less the
+        # 16-bit cast it kept without dropout) + 2 residual masks of 256 × c
+        cast = c if c < 4 else 0
+        assert extra == 4 * 64 * (mask + c - cast) + 2 * 256 * (1 if p.cuda else c)
+    no_drop = spec_from_dict({"model_type": "gpt2", "n_embd": 256, "n_layer": 4, "n_head": 4,
+                              "vocab_size": 8192, "n_positions": 4608, "attn_pdrop": 0.0,
+                              "resid_pdrop": 0.0, "embd_pdrop": 0.0})
+    step = A.step_memory(spec, batch=1, seq=64, precision=FP32, kernel=A.Kernel.eager)
+    base = A.step_memory(no_drop, batch=1, seq=64, precision=FP32, kernel=A.Kernel.eager)
+    # per token: 4 layers × (4 × 64 × (1 + 4) + 2 × 256 × 1) + the embeddings' 256 × 1
+    assert step.activations - base.activations == 64 * (4 * (4 * 64 * 5 + 2 * 256) + 256)
+    with pytest.raises(ParameterError) as e:
+        A.step_memory(spec, batch=1, seq=64, precision=FP32, kernel=A.Kernel.sdpa)
+    assert str(e.value) == ("attention sdpa: gpt2: the attention dropout (attn_pdrop) runs inside "
+                            "the sdpa kernel, whose saved state is not measured; use --attention "
+                            "eager or set attn_pdrop to 0 (--set)")
+    with pytest.raises(ParameterError) as e:
+        A.step_memory(spec, batch=1, seq=64, precision=FP32, kernel=A.Kernel.eager,
+                      lora_params=1000, lora_adapters=4, lora_r=8)
+    assert str(e.value) == ("method: gpt2: dropout 0.1 (attn_pdrop) with a frozen base is not "
+                            "measured; set it to 0 (--set)")
+    run = cli("train", "gpt2", "--gpu", "h100", "--attention", "eager", "--ctx", "1k", "--json")
+    assert run.code == 0, run.stderr
+    sdpa = cli("train", "gpt2", "--gpu", "h100", "--attention", "sdpa")
+    assert (sdpa.code, sdpa.stderr) == (
+        2, "error: --attention sdpa: openai-community/gpt2: the attention dropout (attn_pdrop) runs "
+           "inside the sdpa kernel, whose saved state is not measured; use --attention eager or "
+           "set attn_pdrop to 0 (--set)\n")
 
 
 def test_train_cli_layer_kind_plan(cli: Any) -> None:
@@ -127,8 +176,9 @@ def test_fit_counts_the_eager_scores(cli: Any) -> None:
 # ---- against torch --------------------------------------------------------------------------------
 
 
-def _saved_bytes(case: Any, layer: int) -> int:
-    """Bytes of the storages autograd saves first inside layer ``layer`` (parameters aside)."""
+def _saved_bytes(case: Any, layer: int | None) -> int:
+    """Bytes of the storages autograd saves first inside layer ``layer`` (parameters aside;
+    None: anywhere in the model)."""
     import torch
     from helpers import memory_harness as h
 
@@ -137,16 +187,17 @@ def _saved_bytes(case: Any, layer: int) -> int:
     params = {p.untyped_storage().data_ptr() for p in model.parameters()}
     seen: dict[int, int] = {}
     inside = [False]
-    [block] = [m for name, m in model.named_modules()
-               if name.endswith((f"layers.{layer}", f"h.{layer}"))]
-    block.register_forward_pre_hook(lambda m, a: inside.__setitem__(0, True))
-    block.register_forward_hook(lambda m, a, o: inside.__setitem__(0, False))
+    if layer is not None:
+        [block] = [m for name, m in model.named_modules()
+                   if name.endswith((f"layers.{layer}", f"h.{layer}"))]
+        block.register_forward_pre_hook(lambda m, a: inside.__setitem__(0, True))
+        block.register_forward_hook(lambda m, a, o: inside.__setitem__(0, False))
 
     def pack(t: Any) -> Any:
         st = t.untyped_storage()
         ptr = st.data_ptr()
         if ptr not in params and ptr not in seen:
-            seen[ptr] = st.nbytes() if inside[0] else 0
+            seen[ptr] = st.nbytes() if inside[0] or layer is None else 0
         return t
 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t), h._autocast(case):
@@ -180,6 +231,42 @@ def test_layer_keeps_what_the_formula_says(model: str, dtype: str, amp: bool, at
     expected = seq * A.layer_bytes_per_token(k, p, kernel=A.Kernel(attention), keys=seq)
     # MoE: the router's int64 bookkeeping varies with the routing by a few bytes per token
     assert expected == pytest.approx(measured, rel=0.03 if model == "mixtral" else 0)
+
+
+DROPOUT = {"gpt2": {"attn_pdrop": 0.1, "resid_pdrop": 0.1, "embd_pdrop": 0.1},
+           "llama": {"attention_dropout": 0.1}}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fused", [False, True], ids=["cpu-noise", "fused-mask"])
+@pytest.mark.parametrize(("model", "amp"), [("gpt2", False), ("gpt2", True), ("llama", False),
+                                            ("llama", True)])
+def test_dropout_keeps_what_the_formula_says(model: str, amp: bool, fused: bool,
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """What dropout adds to a training step's saved tensors, per added sequence token (batch 3
+    minus batch 2, the same model without dropout taken off), eager attention: the CPU's noise
+    tensors at the dropped tensor's dtype, and (``fused``) the 1-byte masks of native_dropout,
+    the kernel at::dropout runs on a GPU, here run on the CPU in its place."""
+    torch = pytest.importorskip("torch")
+    from helpers import memory_harness as h
+
+    if fused:
+        def native(x: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+            return torch.native_dropout(x, p, training)[0] if training and p > 0 else x
+
+        monkeypatch.setattr(torch.nn.functional, "dropout", native)
+    monkeypatch.setitem(h.MODELS, "dropped", {**h.MODELS[model], **DROPOUT[model]})
+    seq = 64
+
+    def per_token(name: str) -> int:
+        one, two = (h.Case(name, "train", b, seq, amp=amp, attention="eager") for b in (2, 3))
+        return _saved_bytes(two, None) - _saved_bytes(one, None)
+
+    measured = per_token("dropped") - per_token(model)
+    p = A.Precision(4, amp=amp, cuda=fused)
+    ours = [A.step_memory(spec_from_dict(h.MODELS[m]), batch=1, seq=seq, precision=p,
+                          kernel=A.Kernel.eager).activations for m in ("dropped", model)]
+    assert measured == ours[0] - ours[1] > 0
 
 
 MEASURED_SAMPLE = [

@@ -12,7 +12,7 @@ def test_engine_rows_equal_the_cli_and_a_refusal_has_no_command(cli: Any) -> Non
                          "gpu": "rtx-3090", "gpus": 1})
     vllm = got["engine_vllm"]
     assert vllm["starts"] is False and "engine_vllm" not in got["commands"]
-    assert vllm["kv_cache_tokens"] == 39472
+    assert vllm["kv_cache_tokens"] == 39072
     run = cli("fit", "llama-3.1-8b", "--gpu", "rtx-3090", "--engine", "vllm", "--tp", "1",
               "--max-model-len", "128k", "--json")
     assert run.code == 1 and run.json() == vllm

@@ -25,12 +25,14 @@ pytest.importorskip("uvicorn")
 pytest.importorskip("pebble")
 pytest.importorskip("psutil")
 
-# MusicGen has no formula: the measured path (torch imported, transformers' model built); XLNet is
-# counted by formula, its FLOPs and cache refused
+# MusicGen has no formula: the measured path (torch imported, transformers' model built);
+# ProphetNet is counted by formula, its FLOPs and cache refused
 MEASURED_HUGE = json.dumps({"model_type": "musicgen", "n_layer": 10**12})
 MEASURED_SMALL = json.dumps({"model_type": "musicgen", "decoder": {"num_hidden_layers": 2}})
-XLNET_SMALL = json.dumps({"model_type": "xlnet", "n_layer": 2, "d_model": 32, "n_head": 2,
-                          "d_inner": 64, "vocab_size": 128})
+PROPHETNET_SMALL = json.dumps({"model_type": "prophetnet", "num_encoder_layers": 1,
+                               "num_decoder_layers": 1, "hidden_size": 32, "encoder_ffn_dim": 64,
+                               "decoder_ffn_dim": 64, "num_encoder_attention_heads": 2,
+                               "num_decoder_attention_heads": 2, "vocab_size": 128})
 GPT2 = {"model": {"name": "gpt2"}}
 SECURITY = {"content-security-policy", "x-content-type-options", "x-frame-options",
             "referrer-policy", "cache-control", "cross-origin-resource-policy"}
@@ -140,7 +142,7 @@ def test_answers_name_no_local_folder_or_library_version(served: Served, hf_cach
         served.calc({"model": {"name": "org/absent"}}),  # not in the cache, offline
         served.calc({"model": {"text": "a: [", "format": "yaml"}}),
         served.calc({"model": {"text": MEASURED_SMALL}}),  # the measured path: transformers
-        served.calc({"model": {"text": XLNET_SMALL}}),  # its forward refused by llmcalc
+        served.calc({"model": {"text": PROPHETNET_SMALL}}),  # its forward refused by llmcalc
     ]
     assert answers[0][0] == 200 and answers[0][1]["count"]["total_params"] == 2 * (
         4 * 64 * 64 + 3 * 64 * 128 + 2 * 64) + 64 + 2 * 256 * 64
@@ -149,8 +151,8 @@ def test_answers_name_no_local_folder_or_library_version(served: Served, hf_cach
     assert answers[3][0] == 400 and answers[3][1]["error"].startswith(
         "pasted config: transformers cannot build a causal-LM model of this config")
     assert answers[4] == (400, {"error": "pasted config: FLOPs and cache bytes are not computed: "
-                                         "XLNet's two-stream attention over relative positions and "
-                                         "its memory of earlier segments"})
+                                         "ProphetNet's decoder runs 2 n-gram streams beside the "
+                                         "main one, with relative positions of their own"})
     text = json.dumps(answers, ensure_ascii=False)
     for local in (str(hf_cache), tempfile.gettempdir(), os.getcwd(), str(Path.home()),
                   sys.prefix, transformers.__version__):

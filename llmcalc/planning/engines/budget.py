@@ -18,9 +18,10 @@ from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import Accelerator, GiB
 from llmcalc.units import DType, nbytes
 
-# An H100 80GB reports 79.22 GiB to CUDA (hardware.json's h100 row, vllm#10511): the share a card
-# without a logged figure keeps (the driver and ECC reserve scale with the memory).
-CUDA_SHARE = Fraction("79.22") / 80
+# An H100 80GB reports 79.19 GiB to CUDA (hardware.json's h100 row: vLLM 0.19.0's H100 sweep in
+# github.com/llm-d-incubation/llm-d-planner): the share a card without a logged figure keeps (the
+# driver and ECC reserve scale with the memory).
+CUDA_SHARE = Fraction("79.19") / 80
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in every engine's forward
 

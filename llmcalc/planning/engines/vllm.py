@@ -26,6 +26,7 @@ below, each with the log it comes from)."""
 
 from __future__ import annotations
 
+from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat
 from llmcalc.model.spec import GATED_DELTA, ModelSpec
 from llmcalc.planning.engines.budget import (
@@ -35,11 +36,12 @@ from llmcalc.planning.engines.budget import (
     fraction,
     gib,
     kv_bytes_per_token_rank,
+    kv_heads_per_rank,
     kv_layers,
     not_modelled,
     weights_per_gpu,
 )
-from llmcalc.planning.hardware import Accelerator, GiB
+from llmcalc.planning.hardware import DEFAULT_INTERCONNECT, Accelerator, GiB
 from llmcalc.units import DType
 
 VERSION = "0.21"
@@ -60,15 +62,25 @@ SERVE_DEFAULTS = {True: (8192, 1024), False: (2048, 256)}
 V0_CHUNKED_ABOVE = 32768
 V0_CHUNK = {(0, 7): 2048, (0, 0): 512}
 V0_MAX_NUM_SEQS = 256
+# [max_num_seqs, vocab] float32 tensors V0's dummy sampling holds at its peak (plan(), below)
+V0_SAMPLER_TENSORS = 10
+# bytes a [max_num_seqs, vocab] element V1's dummy sampling holds (plan(), below): PyTorch's sort
+# (fp32 logits, sorted values, int64 indices), or from 0.20 FlashInfer's sampler (fp32 logits and
+# probabilities; vllm#40376 turned it on by default after 0.19.0)
+V1_SAMPLER_BYTES = {False: 4 + 4 + 8, True: 4 + 4}
+FLASHINFER_SAMPLER_FROM = (0, 20)
 
-# Non-torch memory (cuBLAS workspaces; NCCL and the custom all-reduce buffers with tp > 1): the
-# logs spread from 0.05 GiB (A10, oracle-samples above) through 0.20 (RTX 3090, vllm#14447) to
-# 0.35 (RTX 3090, vllm#10517) at tp 1; llmcalc takes 0.2 GiB. With tp > 1 NCCL and the custom
-# all-reduce buffers add about 1.5 GiB to the rank the KV budget follows (the smallest rank's):
-# vllm#10511 logged 1.79 GiB more at tp 2 than at tp 1, and vllm#13061's tp-2 cache (81,536
-# tokens) is 1.2 GiB below the rank whose figure it logged.
-NON_TORCH = int(0.2 * GiB)
-NON_TORCH_TP = int(1.5 * GiB)
+# Non-torch memory (cuBLAS workspaces; NCCL and the custom all-reduce buffers with tp > 1), as
+# vLLM measures it in the profile ("non-torch forward increase memory"). At tp 1 the logs spread
+# from 0.05 GiB (A10, oracle-samples above) through 0.20 (RTX 3090, vllm#14447) to 0.35 (RTX 3090,
+# vllm#10517); vLLM 0.19's H100 sweep (llm-d-planner accuracy/results/v0.19.0, 50 runs) logs
+# 0.24–0.27 GiB: llmcalc takes 0.25 GiB. With tp > 1, NCCL and vLLM's custom all-reduce buffers
+# (vllm/distributed/device_communicators/custom_all_reduce.py, used where the GPUs are NVLink
+# peers) add to the rank the KV budget follows (the smallest rank's): the H100 sweep logs 2.06–2.21
+# GiB in all at tp 2 and 4 (NVLink), so 1.85 GiB more; vllm#13061's two PCIe RTX 4090s, where the
+# custom all-reduce stays off, 1.2 GiB below the rank whose figure it logged: 1.45 GiB more.
+NON_TORCH = int(0.25 * GiB)
+NON_TORCH_TP = {True: int(1.85 * GiB), False: int(1.45 * GiB)}  # keyed by "NVLink peers"
 # CUDA graphs (0.21: "Estimated CUDA graph memory: N GiB total", subtracted since 0.21): logs show
 # 0.61 to 1.58 GiB with the default capture sizes (0.30 with two), whatever the model's size;
 # llmcalc takes 1 GiB, none with --enforce-eager
@@ -112,6 +124,64 @@ def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int
         group = max(attention, recurrent)
     return (block, block * per_token_layer, group, -(-attention // group),
             -(-recurrent // group))
+
+
+# vllm/v1/core/kv_cache_utils.py (the hybrid allocator, from 0.10): layers of different attention
+# types (full, sliding window, Llama 4's chunked local attention) are grouped by type, each group
+# with its own blocks from one shared pool
+WINDOW_GROUPS_FROM = (0, 10)
+
+
+def window_layout(spec: ModelSpec, *, tp: int, model_len: int, batched: int, block: int
+                  ) -> tuple[int, int, int] | None:
+    """(group size, blocks one request holds, layer slots) where the model mixes attention types
+    (vLLM V1 ≥ 0.10), None where it has one. Layers are grouped by type in groups of the
+    smallest type's count — the largest where it is under 1.25 × the smallest — a type's last
+    group padded (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``);
+    num_blocks = available // page // group size. One request holds per full-attention group
+    cdiv(max_model_len, block) blocks, per sliding-window group cdiv(min(window − 1 +
+    max_num_batched_tokens, max_model_len), block) (kv_cache_interface.py
+    ``SlidingWindowSpec.max_memory_usage_bytes``), per chunked-local group cdiv(min(chunk +
+    max_num_batched_tokens, max_model_len), block) (``ChunkedLocalAttentionSpec``). Checked against
+    vLLM 0.19's logs: Gemma 3 27B (52 sliding + 10 full layers: 7 groups of 10, 8 padding
+    slots), Gemma 3 4B (29 + 5: 7 groups of 5) and 12B (40 + 8), Gemma 2, gpt-oss, Llama 4 Scout."""
+    counts: dict[tuple[str, int], int] = {}
+    widths = set()
+    for g in spec.layer_groups:
+        a = g.attention
+        if a is None or a.kv_shared or not a.causal or g.cached_runs == 0:
+            continue
+        key = ("chunked" if a.chunked else "sliding", a.window) if a.window else ("full", 0)
+        counts[key] = counts.get(key, 0) + g.cached_runs
+        widths.add(a.kv_latent_dim or kv_heads_per_rank(a.kv_heads, tp) * (a.qk_head_dim
+                                                                           + a.v_head_dim))
+    if len(counts) < 2:
+        return None
+    if len(widths) > 1:
+        raise UsageError(f"--engine vllm: {spec.name} mixes attention layers of different cache "
+                         "widths, whose pages vLLM's hybrid allocator pads in a way llmcalc "
+                         "does not follow yet")
+    group = min(counts.values())
+    if max(counts.values()) < group * 1.25:
+        group = max(counts.values())
+    per_request = slots = 0
+    for (kind, window), n in counts.items():
+        groups = -(-n // group)
+        slots += groups * group
+        if kind == "full":
+            held = model_len
+        elif kind == "sliding":
+            held = min(window - 1 + batched, model_len)
+        else:
+            held = min(window + batched, model_len)
+        per_request += groups * -(-held // block)
+    return group, per_request, slots
+
+
+def nvlink(acc: Accelerator) -> bool:
+    """Whether the card's GPUs are NVLink peers (hardware.json's link), where vLLM turns on its
+    custom all-reduce."""
+    return DEFAULT_INTERCONNECT.get(acc.key, "").startswith("nvlink")
 
 
 def version_tuple(version: str | None) -> tuple[int, ...]:
@@ -161,34 +231,60 @@ def plan(
     seqs = max_num_seqs or seqs
     total = cuda_memory(accelerator)
     requested = int(total * util)
-    # V1's dummy sampler run holds fp32 logits and probabilities for max_num_seqs rows; V0's
-    # profile keeps the bf16 logits of its sequences (vllm#10517's 512-token profile: 0.06 GiB)
-    sampler = (2 * 4 if v1 else 2) * min(seqs, batched) * spec.shape.vocab_size
+    # V1's dummy sampler run (vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run) samples
+    # max_num_seqs rows with top-k and top-p: the sampler turns the logits to float32
+    # (vllm/v1/sample/sampler.py) and, without FlashInfer's sampler (off by default in 0.19:
+    # "FlashInfer top-p/top-k sampling is available but disabled by default"), sorts them
+    # (vllm/v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p_pytorch: logits.sort() → fp32
+    # values and int64 indices): 4 + 4 + 8 = 16 bytes a [max_num_seqs, vocab] element. vLLM 0.19's
+    # H100 sweep logs 15.2–15.9 (Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21, Phi-4 1.52, Gemma 3 3.89
+    # with 1,024 sequences). From 0.20 FlashInfer's sampler is on by default (vllm#40376): fp32
+    # logits and probabilities, 8 bytes (LMCache#3430's 0.21 run). V0's profile_run (vllm/worker/model_runner.py) samples every dummy
+    # sequence with SamplingParams(top_p=0.99, top_k=vocab_size - 1), so the sampler's top-k/top-p
+    # pass (vllm/model_executor/layers/sampler.py _apply_top_k_top_p, then probs and logprobs) holds
+    # about ten [max_num_seqs, vocab] float32-sized tensors at once: the fp32 logits, the sorted
+    # logits and their int64 indices (two), the top-k mask, softmax and cumsum of the sorted
+    # logits, the re-scattered logits, probs and logprobs. Held to V0 logs of 0.6.5–0.7 with
+    # 256 sequences: Meta-Llama-3-8B 1.26 GiB (vllm#10511), Phi-4 0.94 GiB (a 2,048-token
+    # profile), Qwen2.5-7B 1.42 GiB (vllm#13882): 10.3, 9.8 and 9.8 such tensors. With chunked
+    # prefill (above 32k) the logs show no such peak (vllm#10517's 512-token profile: 0.06 GiB,
+    # the A10's 2,048-token one 0.22 GiB): there the profile's bf16 logits are taken.
+    if v1:
+        sampler = (V1_SAMPLER_BYTES[ver >= FLASHINFER_SAMPLER_FROM] * min(seqs, batched)
+                   * spec.shape.vocab_size)
+    elif model_len > V0_CHUNKED_ABOVE:
+        sampler = 2 * min(seqs, batched) * spec.shape.vocab_size
+    else:
+        sampler = V0_SAMPLER_TENSORS * 4 * min(seqs, batched) * spec.shape.vocab_size
     terms = {
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
         "activation_peak": max(forward_peak(spec, tokens=batched, tp=tp), sampler),
-        "non_torch": NON_TORCH + (NON_TORCH_TP if tp > 1 else 0),
+        "non_torch": NON_TORCH + (NON_TORCH_TP[nvlink(accelerator)] if tp > 1 else 0),
     }
     if v1 and ver >= CUDA_GRAPHS_FROM:
         terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS
     per_token = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
     layers = kv_layers(spec)
     attention_groups, mamba_groups = 1, 0
+    windows = (window_layout(spec, tp=tp, model_len=model_len, batched=batched, block=block)
+               if v1 and ver >= WINDOW_GROUPS_FROM and not hybrid else None)
     if hybrid:
         block, page, layers, attention_groups, mamba_groups = hybrid_layout(spec, tp=tp,
                                                           per_token_layer=per_token // layers)
     else:
         page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
     available = kv_memory if kv_memory is not None else requested - sum(terms.values())
-    blocks = max(available, 0) // page // (layers if v1 else 1)
-    tokens = blocks * block
     # kv_cache_utils.get_max_concurrency_for_kv_cache_config: the blocks one request holds, its
     # attention pages plus each mamba group's state pages; a hybrid's logged token count is
     # _report_kv_cache_config's int(max_concurrency × max_model_len)
     per_request = (attention_groups * -(-model_len // block)
                    + mamba_groups * MAMBA_PAGES_PER_REQUEST)
+    if windows is not None:
+        layers, per_request, _ = windows
+    blocks = max(available, 0) // page // (layers if v1 else 1)
+    tokens = blocks * block
     concurrency = blocks / per_request if v1 else tokens / model_len
-    if hybrid:
+    if hybrid or windows is not None:
         tokens = int(concurrency * model_len)
     refusal = None
     if available <= 0:
@@ -219,7 +315,8 @@ def plan(
         max_model_len=model_len, max_concurrency=concurrency, settings=settings,
         command=command(spec, settings, kv_dtype=kv_dtype, dtype=dtype),
         refusal=refusal, from_log=kv_memory is not None,
-        tokens_rule=(f"concurrency × max_model_len, blocks of {block}" if hybrid else ""),
+        tokens_rule=(f"concurrency × max_model_len, blocks of {block}"
+                     if hybrid or windows is not None else ""),
     )
 
 
