@@ -660,7 +660,10 @@ def _gathered_bytes(spec: ModelSpec, fmt: WeightFormat) -> list[tuple[int, int]]
     tables = gathered_tables(spec)
     if isinstance(fmt, StoredFormat):  # llama.cpp's GGUF holds one lookup table, token_embd
         return [(fmt.embed_bytes, t.shape[0]) for t in tables if t.component == "embed/tokens"]
-    return [(weight_bytes(spec, fmt, select=lambda x, t=t: x is t), t.shape[0]) for t in tables]
+    def only(table: Tensor) -> Callable[[Tensor], bool]:
+        return lambda x: x is table
+
+    return [(weight_bytes(spec, fmt, select=only(t)), t.shape[0]) for t in tables]
 
 
 def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int) -> int:

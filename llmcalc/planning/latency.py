@@ -36,7 +36,11 @@ from dataclasses import dataclass, replace
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.quant import (
-    WeightFormat, format_notes, gathered_row_bytes, step_weight_bytes, weight_bytes,
+    WeightFormat,
+    format_notes,
+    gathered_row_bytes,
+    step_weight_bytes,
+    weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.hardware import Accelerator, Interconnect
