@@ -397,6 +397,7 @@ class StoredFormat(QuantFormat):
     expert_bytes: int = 0
     layer_bytes: tuple[int, ...] = ()  # blk.N.* by N, for a split between GPU and system memory
     head_bytes: int = 0  # output and output_norm
+    embed_bytes: int = 0  # token_embd, the lookup table a step reads rows of
 
 
 WeightFormat = DType | QuantFormat
@@ -590,12 +591,63 @@ def stored_gguf(q: Mapping[str, Any]) -> StoredFormat:
                         kv_default=DType.fp16, stored=rows,
                         expert_bytes=int(q.get("expert_bytes", 0)),
                         layer_bytes=tuple(int(b) for b in q.get("layer_bytes") or ()),
-                        head_bytes=int(q.get("head_bytes", 0)))
+                        head_bytes=int(q.get("head_bytes", 0)),
+                        embed_bytes=int(q.get("embed_bytes", 0)))
 
 
 def is_routed_expert(t: Tensor) -> bool:
     """A routed expert's tensor (what a decode step reads only for the experts its tokens reach)."""
     return t.experts > 0
+
+
+# Lookup tables [rows, width] a token reads one row of: an embedding lookup is a gather —
+# transformers' nn.Embedding (torch.nn.functional.embedding) and llama.cpp's ggml_get_rows read
+# only the rows of the ids looked up (token ids; position ids for learned positions, GPT-2's wpe;
+# Gemma 3n's per-layer embeddings, [vocab, layers × width], by token id).
+GATHERED = frozenset({"embed/tokens", "embed/positions", "embed/per_layer", "embed/token_types",
+                      "embed/segments"})
+
+
+def gathered_tables(spec: ModelSpec) -> tuple[Tensor, ...]:
+    """The main part's 2-D lookup tables (``GATHERED``) a step reads only rows of: not one a matmul
+    shares (a tied lm_head multiplies every token by the whole table, so it is read whole, once)."""
+    whole = {t.tied_to for t, _ in spec.all_tensors() if t.tied_to is not None and t.matmul}
+    return tuple(t for t, g in spec.main_tensors()
+                 if g is None and t.tied_to is None and t.component in GATHERED
+                 and len(t.shape) == 2 and t.name not in whole)
+
+
+def _gathered_bytes(spec: ModelSpec, fmt: WeightFormat) -> list[tuple[int, int]]:
+    """(bytes, rows) of each of :func:`gathered_tables`: a GGUF file's own token_embd bytes."""
+    tables = gathered_tables(spec)
+    if isinstance(fmt, StoredFormat):  # llama.cpp's GGUF holds one lookup table, token_embd
+        return [(fmt.embed_bytes, t.shape[0]) for t in tables if t.component == "embed/tokens"]
+    def only(table: Tensor) -> Callable[[Tensor], bool]:
+        return lambda x: x is table
+
+    return [(weight_bytes(spec, fmt, select=only(t)), t.shape[0]) for t in tables]
+
+
+def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int) -> int:
+    """Weight bytes one forward step over ``tokens`` tokens reads: every matmul's weights; the
+    routed experts those tokens reach, E·(1 − (1 − k/E)^tokens) of E (expected under uniform
+    routing); and of each lookup table (:func:`gathered_tables`) the rows looked up, min(tokens,
+    rows) of them."""
+    total = weight_bytes(spec, fmt)
+    for size, rows in _gathered_bytes(spec, fmt):
+        total -= size - size * min(tokens, rows) // rows
+    if spec.moe is None:
+        return total
+    experts = weight_bytes(spec, fmt, select=is_routed_expert)
+    e, k = spec.moe.num_experts, spec.experts_per_tok()
+    touched = 1 - (1 - k / e) ** tokens
+    return total - experts + round(experts * touched)
+
+
+def gathered_row_bytes(spec: ModelSpec, fmt: WeightFormat) -> tuple[int, float]:
+    """(bytes of the lookup tables, bytes one token reads of them: a row of each)."""
+    parts = _gathered_bytes(spec, fmt)
+    return sum(b for b, _ in parts), sum(b / r for b, r in parts)
 
 
 # ---- bytes of a whole model ----------------------------------------------------------------------

@@ -244,6 +244,7 @@ def quantization_config(header: GgufHeader) -> dict[str, Any]:
         "layer_bytes": layer_bytes(header),
         "head_bytes": sum(t.nbytes for t in header.tensors
                           if t.name in ("output.weight", "output_norm.weight", "output_norm.bias")),
+        "embed_bytes": sum(t.nbytes for t in header.tensors if t.name == "token_embd.weight"),
     }
 
 

@@ -12,8 +12,10 @@ here prints. Sources, each used once below:
   to first token (TTFT) is the prefill;
 - decode: each step makes one token per sequence, reading every weight once (for mixture-of-experts
   models the experts the batch's tokens are routed to: E·(1 − (1 − k/E)^b) of E per layer, expected
-  under uniform routing) and the whole KV cache, at the mean context ctx + (gen − 1)/2 of the
-  generation; the FLOPs are the batch's per-token forward FLOPs at that context;
+  under uniform routing; of an embedding table, a gather, only the b rows looked up, unless it is
+  tied to the LM head, whose matmul reads it whole: llmcalc.formulas.quant.step_weight_bytes) and
+  the whole KV cache, at the mean context ctx + (gen − 1)/2 of the generation; the FLOPs are the
+  batch's per-token forward FLOPs at that context;
 - tensor parallelism (Shoeybi et al. 2019, "Megatron-LM" §3): weights, FLOPs and KV heads split over
   tp GPUs (engines replicate KV heads when there are fewer than tp; that is not modelled); two all-reduces per layer (after attention and after the MLP) of tokens × d_model
   activations at 2 bytes; a ring all-reduce sends 2·(tp − 1)/tp of the buffer from each GPU
@@ -33,7 +35,13 @@ from dataclasses import dataclass, replace
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
-from llmcalc.formulas.quant import WeightFormat, format_notes, is_routed_expert, weight_bytes
+from llmcalc.formulas.quant import (
+    WeightFormat,
+    format_notes,
+    gathered_row_bytes,
+    step_weight_bytes,
+    weight_bytes,
+)
 from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.hardware import Accelerator, Interconnect
 from llmcalc.planning.training import check_tp_heads
@@ -135,18 +143,6 @@ def _check_fraction(name: str, value: float) -> None:
         raise ParameterError(f"{{{name}}} {{value:g}}: must be a fraction in (0, 1]", value=value)
 
 
-def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int) -> int:
-    """Weight bytes one decode step reads for ``tokens`` tokens: all shared weights, and the
-    routed experts those tokens reach — E·(1 − (1 − k/E)^tokens) of E, uniform routing."""
-    total = weight_bytes(spec, fmt)
-    if spec.moe is None:
-        return total
-    experts = weight_bytes(spec, fmt, select=is_routed_expert)
-    e, k = spec.moe.num_experts, spec.experts_per_tok()
-    touched = 1 - (1 - k / e) ** tokens
-    return total - experts + round(experts * touched)
-
-
 def _stage(
     *, flops_: int, bytes_: int, comm: int, acc: Accelerator, link: Interconnect, tp: int,
     ce: float, be: float,
@@ -180,10 +176,12 @@ def ridge_batch(
     spec: ModelSpec, *, ctx: int, dtype: WeightFormat, kv_dtype: DType, acc: Accelerator,
     ce: float, be: float,
 ) -> int | None:
-    """The smallest batch at which a decode step is compute bound (dense weights read once)."""
-    w = weight_bytes(spec, dtype) / (acc.bandwidth * be)
+    """The smallest batch at which a decode step is compute bound (dense weights read once, and
+    a row of each lookup table per sequence)."""
+    tables, row = gathered_row_bytes(spec, dtype)
+    w = (weight_bytes(spec, dtype) - tables) / (acc.bandwidth * be)
     per_seq = (flops.forward_flops_per_token(spec, ctx=ctx) / (acc.peak_flops * ce)
-               - memory.kv_cache_bytes(spec, batch=1, ctx=ctx, dtype=kv_dtype)
+               - (memory.kv_cache_bytes(spec, batch=1, ctx=ctx, dtype=kv_dtype) + row)
                / (acc.bandwidth * be))
     if per_seq <= 0:
         return None

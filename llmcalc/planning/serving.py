@@ -7,8 +7,9 @@ Pure functions; nothing here prints. Sources, each used once below:
   with ``attention`` given, the prefill's transients (llmcalc.formulas.activations.prefill_bytes, measured
   against PyTorch's allocator), against the cards' memory less a stated headroom for the runtime
   (CUDA context, allocator slack) only;
-- decode speed: a memory-bandwidth roofline — every decode step reads all weights and the whole
-  KV cache once, so a step takes at least (bytes read) / (bandwidth);
+- decode speed: a memory-bandwidth roofline — every decode step reads the weights it uses
+  (llmcalc.formulas.quant.step_weight_bytes: the routed experts the batch reaches, the embedding
+  rows looked up) and the whole KV cache once, so a step takes at least (bytes read) / (bandwidth);
 - MFU: Chowdhery et al. 2022 (PaLM), Appendix B — model FLOPs per token × tokens/s over the peak.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import activations as act
 from llmcalc.formulas import memory
-from llmcalc.formulas.quant import WeightFormat, format_notes
+from llmcalc.formulas.quant import WeightFormat, format_notes, step_weight_bytes
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, usable_memory
 from llmcalc.units import DType
@@ -35,7 +36,7 @@ UNBOUNDED_BATCH_LIMIT = 2**24
 class DecodeBound:
     """Memory-bandwidth roofline of one decode step at ``batch`` sequences of ``ctx`` tokens."""
 
-    bytes_per_step: int  # weights + the KV cache, each read once
+    bytes_per_step: int  # the weights a step reads + the KV cache, each read once
     bandwidth: int  # bytes/s of all the GPUs together
     seconds_per_step: float
     tokens_per_sec_per_sequence: float
@@ -81,12 +82,13 @@ class ServingFit:
 def decode_bound(
     spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: DType, bandwidth: int
 ) -> DecodeBound:
-    """step time ≥ (weight bytes + KV bytes) / bandwidth; one new token per sequence per step.
+    """step time ≥ (weight bytes read + KV bytes) / bandwidth; one new token per sequence per step.
 
-    Every weight counts as read once per step: for mixture-of-experts models at small batch only
-    the routed experts in use are read, so the bound given is then a conservative (slower) one.
+    The weights a step of ``batch`` tokens reads (:func:`step_weight_bytes`): every matmul's, the
+    routed experts the tokens reach (mixture-of-experts models), and the rows looked up of each
+    embedding table (a gather; a table tied to the LM head is read whole by its matmul).
     """
-    read = memory.weight_bytes(spec, dtype=dtype) + memory.kv_cache_bytes(
+    read = step_weight_bytes(spec, dtype, tokens=batch) + memory.kv_cache_bytes(
         spec, batch=batch, ctx=ctx, dtype=kv_dtype
     )
     seconds = read / bandwidth

@@ -292,8 +292,8 @@ TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "f", "g", "c_dc")
 # The terms an engine × backend is fitted with, where not all 11: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
-# (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.4 and 4.8 ms: 3 ms over
-# on both); all 11 terms on seven rows overfit (leave-one-out median 22%, with these 3.6%).
+# (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
+# over on both); all 11 terms on seven rows overfit.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {("vllm", "cuda"): ("p", "a", "c")}
 
 

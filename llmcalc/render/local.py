@@ -32,8 +32,8 @@ def what_fits_grid(rows: list[LocalFit], *, accelerator: Accelerator, gpus: int,
     g.notes.append(
         "format: the model's own stored format, else the first of fp16, q8_0, q4_k_m, q4_0 "
         f"(llama.cpp's) whose weights and {n(min_ctx)} tokens of KV cache fit; largest ctx: at "
-        "batch 1, capped at the model's limit; tokens/s: decode bound (all weights and the cache "
-        "read once a step)")
+        "batch 1, capped at the model's limit; tokens/s: decode bound (the weights a step uses — "
+        "the experts it reaches, the embedding rows it looks up — and the cache, read once)")
     if skipped:
         shown = ", ".join(skipped[:8]) + (f" and {len(skipped) - 8} more" if len(skipped) > 8 else "")
         g.notes.append(f"not planned ({len(skipped)}): {shown}")

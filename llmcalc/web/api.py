@@ -553,7 +553,7 @@ def _decode(spec: ModelSpec, speed: Mapping[str, Any] | None, acc: Accelerator, 
             ctx: int, gpus: int, dtype: WeightFormat, kv_dtype: DType) -> dict[str, Any] | None:
     """The decode speed at the chosen batch × context: the latency roofline's (``latency
     --json``: compute or memory bound, at the mean context while generating) where the card has a
-    FLOP rate, else the memory-bandwidth bound at the context (every weight and the cache read
+    FLOP rate, else the memory-bandwidth bound at the context (the weights a step uses and the cache read
     once a step, as ``fit`` bounds it); None for a card with neither."""
     if speed is not None:
         return {"source": "latency", "batch": batch, "ctx": speed["decode_step"]["ctx"],
