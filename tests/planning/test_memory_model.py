@@ -396,3 +396,23 @@ def test_bf16_dropout_keeps_what_the_formula_says(model: str, attention: str,
     ours = [A.step_memory(spec_from_dict(h.MODELS[m]), batch=1, seq=seq, precision=p,
                           kernel=A.Kernel(attention)).activations for m in ("dropped", model)]
     assert with_drop - without == ours[0] - ours[1] == (mask if fused else noise)
+
+
+def test_train_cli_gpt2_bf16_eager(cli: Any) -> None:
+    """`llmcalc train gpt2 --attention eager --dtype bf16` with its dropouts set to 0 (--set
+    reaches the class defaults the config.json leaves out): per token, 12 layers of two
+    LayerNorms (2·(768·2 + 8 + 768·2)), q, k, v and the output (4·768·2), the bf16 probabilities
+    (12 heads · 1,024 keys · 2) and gelu_new's 5·3,072·2, and the final norm (768·2 + 8 + 768·2)."""
+    drops = ("--set", "attn_pdrop=0", "--set", "resid_pdrop=0", "--set", "embd_pdrop=0")
+    layer = 2 * (768 * 2 + 8 + 768 * 2) + 4 * 768 * 2 + 12 * 1024 * 2 + 5 * 3072 * 2
+    assert layer == 67_600
+    for attention, per_layer in (("eager", layer), ("sdpa", layer - 12 * 1024 * 2 + 12 * 4
+                                                     + 2 * 768 * 2)):
+        run = cli("train", "gpt2", "--gpu", "h100", "--attention", attention, "--dtype", "bf16",
+                  "--ctx", "1k", *drops, "--json")
+        assert run.code == 0, run.stderr
+        assert run.json()["memory_per_gpu"]["activations"] == \
+            1024 * (12 * per_layer + 768 * 2 + 8 + 768 * 2)
+    eager = cli("train", "gpt2", "--gpu", "h100", "--attention", "eager", "--dtype", "bf16",
+                "--ctx", "1k", *drops, "--json")
+    assert eager.json()["memory_per_gpu"]["activations"] == 833_822_720
