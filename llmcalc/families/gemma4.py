@@ -160,8 +160,7 @@ def attention_plan(c: Gemma4UnifiedTextConfig) -> tuple[LayerPlan, dict[str, tup
         kind = next(k for k, layers in plan.items() if i in layers)
         lhd = overrides.get("head_dim", hd)
         lkv = overrides.get("num_key_value_heads", kv)
-        require(h % lkv == 0, f"{field}.num_key_value_heads",
-                f"({lkv}) must divide num_attention_heads ({h})")
+        # KV heads that do not divide the heads are counted as given (resolve_kv_heads)
         name = kind if (lhd, lkv) == (hd, kv) else f"{kind} (head_dim {lhd}, {lkv} kv heads)"
         geometry[name] = (kind, lhd, lkv)
         moved.setdefault(name, []).append(i)

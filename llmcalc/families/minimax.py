@@ -87,7 +87,7 @@ def describe(c: MiniMaxConfig) -> Architecture:
                       c.num_experts_per_tok)
     check_top_k(k, E, k_field="num_experts_per_tok", e_field="num_local_experts")
     h = c.num_attention_heads
-    hd = resolve_head_dim(d, h, c.head_dim)
+    hd = resolve_head_dim(d, h, c.head_dim, floor=True)  # getattr(config, "head_dim", d // h): h·⌊d/h⌋
     kv = resolve_kv_heads(h, c.num_key_value_heads)
     p = "model.layers.{i}"
     common = [

@@ -125,7 +125,7 @@ def describe(c: SparseMoEConfig) -> Architecture:
     k = c.num_experts_per_tok
     check_top_k(k, E, k_field="num_experts_per_tok", e_field=c.experts_field)
     h = c.num_attention_heads
-    hd = resolve_head_dim(d, h, c.head_dim_field())
+    hd = resolve_head_dim(d, h, c.head_dim_field(), floor=True)  # getattr(config, "head_dim", d // h): h·⌊d/h⌋
     kv = resolve_kv_heads(h, c.num_key_value_heads)
     nb = c.layer_norm_bias
     p, moe = "model.layers.{i}", f"model.layers.{{i}}.{c.moe_module}"

@@ -40,7 +40,7 @@ class OlmoConfig(FamilyConfig):
 def describe(c: OlmoConfig) -> Architecture:
     d, v, ff = c.hidden_size, c.vocab_size, c.intermediate_size
     h = c.num_attention_heads
-    hd = resolve_head_dim(d, h, c.head_dim)
+    hd = resolve_head_dim(d, h, c.head_dim, floor=True)  # getattr(config, "head_dim", d // h): h·⌊d/h⌋
     kv = resolve_kv_heads(h, c.num_key_value_heads)
     p = "model.layers.{i}"
     layer = [

@@ -101,7 +101,7 @@ def describe(c: QwenMoeConfig) -> Architecture:
     d, v, E, k = c.hidden_size, c.vocab_size, c.num_experts, c.num_experts_per_tok
     check_top_k(k, E, k_field="num_experts_per_tok", e_field="num_experts")
     h = c.num_attention_heads
-    hd = resolve_head_dim(d, h, c.head_dim)
+    hd = resolve_head_dim(d, h, c.head_dim, floor=True)  # getattr(config, "head_dim", d // h): h·⌊d/h⌋
     kv = resolve_kv_heads(h, c.num_key_value_heads)
     shared_ff = getattr(c, "shared_expert_intermediate_size", 0)
     bias = getattr(c, "qkv_bias", False) or getattr(c, "attention_bias", False)

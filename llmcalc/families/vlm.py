@@ -695,7 +695,12 @@ class Qwen2VLConfig(CompositeConfig):
         kind = str(fields.get("model_type"))
         if kind in ("qwen2_vl_text", "qwen2_5_vl_text"):
             # Qwen2VLAttention / Qwen2_5_VLAttention: head_dim = hidden_size // heads, whatever a
-            # config's head_dim says (Qwen2's own attention reads it)
+            # config's head_dim says (Qwen2's own attention reads it), and which must divide
+            d, h = fields.get("hidden_size"), fields.get("num_attention_heads")
+            if isinstance(d, int) and isinstance(h, int) and h > 0:
+                require(d % h == 0, "text_config.num_attention_heads",
+                        f"text_config.num_attention_heads ({h}) must divide hidden_size ({d}): "
+                        "the text attention of Qwen2-VL and Qwen2.5-VL rejects a remainder")
             fields = {k: v for k, v in fields.items() if k != "head_dim"}
         return {**fields, "model_type": TEXT_AS.get(kind, kind)}
 

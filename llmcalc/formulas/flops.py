@@ -417,13 +417,25 @@ def ssd_chunked_flops(m: Mixer, *, ctx: int) -> int:
 
     n' = ctx padded to c chunks of Q: C·Bᵀ within chunks 2·h·n'·Q·N, its product with x 2·h·n'·Q·p,
     the chunk states 2·h·n'·p·N, the inter-chunk recurrence 2·h·(c+1)²·p·N (an einsum over all
-    chunk pairs), the states read out 2·h·n'·p·N.
+    chunk pairs), the states read out 2·h·n'·p·N. An einsum whose sum runs over one element (a
+    state of N = 1, chunks of Q = 1) is a broadcast multiply, no matmul: FlopCounterMode does not
+    count it, nor does llmcalc.
     """
     q = m.chunk or ctx
     chunks = -(-ctx // q)
     padded = chunks * q
     h, p, n = m.heads, m.head_dim, m.state_size
-    return FLOPS_PER_MAC * h * (padded * q * (n + p) + 2 * padded * p * n + (chunks + 1) ** 2 * p * n)
+
+    def macs(summed: int, elements: int) -> int:  # an einsum's MACs, none where it sums one term
+        return 0 if summed == 1 else elements
+
+    return FLOPS_PER_MAC * h * (
+        macs(n, padded * q * n)  # C·Bᵀ within chunks, summed over N
+        + macs(q, padded * q * p)  # its product with x, over the chunk's Q tokens
+        + macs(q, padded * p * n)  # the chunk states, over Q
+        + macs(chunks + 1, (chunks + 1) ** 2 * p * n)  # the inter-chunk recurrence
+        + macs(n, padded * p * n)  # the states read out, over N
+    )
 
 
 def mixer_flops_per_sequence(m: Mixer, *, ctx: int, causal: bool) -> int:

@@ -733,7 +733,9 @@ def _cut_fields(config: Mapping[str, Any], spec: ModelSpec, *, num_layers: int) 
         cut[listed[0]] = [listed[1][i] for i in kept]
     for key, value in config.items():  # per-layer lists: layer_types, attention_layers …
         if isinstance(value, list) and len(value) == spec.num_layers:
-            cut[key] = [value[i] for i in kept]
+            # a config of fewer layers than the copy (1 layer, measured at 2) grows: its lists
+            # repeat, as its layer count does
+            cut[key] = [value[i % len(value)] for i in kept]
     if num_layers == 2 < spec.num_layers:
         cut.update(SECOND_KIND_FIELDS.get(spec.model_type, {}))
     for key in CYCLE_FIELDS:

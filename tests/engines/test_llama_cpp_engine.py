@@ -102,3 +102,32 @@ def test_the_engines_per_layer_log_on_a_cpu_build(ggufs: dict[str, Path], arch: 
     assert {dev for _, dev, _ in layers} == {"CPU"}
     assert [s == "1" for _, _, s in layers] == [*(hp.is_swa[il] and hp.n_swa > 0
                                                   for il in range(hp.n_layer)), False]
+
+
+def test_a_quantized_cache_whose_block_does_not_divide_the_head_is_refused_with_flash_attention(
+        tmp_path: Path) -> None:
+    # head 80 with 2 KV heads: a K row of 160 is whole q8_0 blocks, the head of 80 is not; the
+    # engine checks the head (src/llama-context.cpp: llama_init_from_model) when flash attention
+    # is on or auto, and loads the same cache with flash attention off
+    from helpers import llama_engine
+
+    path = tiny_gguf.write(tmp_path / "qwen2-hd80.gguf", "qwen2", d=320, n_head=4, n_kv=2)
+    header = read_header(path)
+    with pytest.raises(AssertionError, match="K cache type q8_0 with block size 32 does not divide "
+                       "n_embd_head_k=80"):
+        llama_engine.run(str(path), n_ctx=1000, type_k="q8_0")
+    with pytest.raises(UsageError, match=r"^.*qwen2-hd80\.gguf: --cache-type-k q8_0: llama\.cpp "
+                       r"refuses a cache whose block of 32 does not divide the head size 80 with "
+                       r"flash attention \(--flash-attn on or auto\)$"):
+        L.buffers(header, L.Params(n_ctx=1000, type_k="q8_0"))
+    with pytest.raises(UsageError, match=r"--cache-type-v q4_0: .* block of 32 does not divide "
+                       r"the head size 80"):
+        L.plan(header, L.Params(n_ctx=1000, type_v="q4_0", flash_attn="on"))
+    params = {"n_ctx": 1000, "type_k": "q8_0", "flash_attn": "off"}
+    engine = llama_engine.run(str(path), **params)
+    ours = L.plan(header, L.Params(**params))
+    assert engine["caches"] == [(1024, 0.33, 0.62)]
+    assert [(c.cells, _mib(c.k_bytes), _mib(c.v_bytes)) for c in ours.caches] == engine["caches"]
+    assert ours.kv_k == 348160 and ours.kv_v == 655360  # 2 layers × 1024 × 170 B; × 320 B
+    assert _mib(ours.model) == engine["model"]
+    assert ours.compute is not None and abs(ours.compute / 2**20 - engine["compute"]) <= 0.005

@@ -317,3 +317,23 @@ def test_one_rule_for_keys_seen_and_tokens_cached() -> None:
     assert [windowed.tokens_seen(c) for c in (1, 4096, 32_768)] == [1, 4096, 4096]
     full = Attention(heads=8, kv_heads=2, qk_head_dim=64, v_head_dim=64)
     assert full.tokens_seen(32_768) == 32_768
+
+
+@pytest.mark.parametrize(("state_size", "chunk_size", "measured"), [
+    (1, 64, 88_819_808),  # C·Bᵀ and the read-out sum over N = 1: broadcast multiplies
+    (1, 384, 235_948_128),  # the same, 64 tokens padded to one chunk of 384
+    (16, 1, 156_841_472),  # chunks of one token: the products over Q are multiplies
+    (16, 64, 93_959_680),
+])
+def test_mamba2_scan_einsums_over_one_element_are_no_matmuls(
+        state_size: int, chunk_size: int, measured: int) -> None:
+    """Mamba-2's chunked scan, 1 layer, 64 tokens: FlopCounterMode's count of transformers 5.24.0's
+    torch path (eager, bf16 on the CPU), which runs an einsum summing one element as a multiply."""
+    from llmcalc import spec_from_dict
+    from llmcalc.formulas.flops import forward_flops_per_sequence
+
+    spec = spec_from_dict({"model_type": "mamba2", "hidden_size": 256, "num_heads": 8,
+                           "head_dim": 64, "expand": 2, "n_groups": 2, "state_size": state_size,
+                           "chunk_size": chunk_size, "conv_kernel": 4, "vocab_size": 1024,
+                           "num_hidden_layers": 1}, name="mamba2")
+    assert forward_flops_per_sequence(spec, ctx=64, causal=False) == measured

@@ -513,3 +513,17 @@ def test_header_entry_without_shape(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         read_header(path)
     assert str(e.value) == f"{path}: tensor 'a.weight': header entry lacks a valid dtype, shape or data_offsets"
+
+
+def test_a_one_layer_config_measured_at_two_layers_repeats_its_layer_list() -> None:
+    """verify --flops/--cache measure 1- and 2-layer copies: a 1-layer config with its layer_types
+    grows to 2 layers with the list repeated (it raised IndexError, an internal error)."""
+    from llmcalc import spec_from_dict
+    from llmcalc.verify.reference import cut_fields
+
+    spec = spec_from_dict({"model_type": "qwen2", "hidden_size": 64, "intermediate_size": 128,
+                           "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 256,
+                           "num_hidden_layers": 1, "layer_types": ["full_attention"]}, name="q")
+    assert cut_fields(spec, num_layers=2) == {
+        "num_hidden_layers": 2, "layer_types": ["full_attention", "full_attention"]}
+    assert cut_fields(spec, num_layers=1) == {"num_hidden_layers": 1, "layer_types": ["full_attention"]}

@@ -172,6 +172,25 @@ def _is_quantized(type_name: str) -> bool:
     return type_name not in ("f32", "f16", "bf16")
 
 
+def check_cache_blocks(hp: Hparams, p: Params, label: str) -> None:
+    """src/llama-context.cpp: llama_init_from_model — with flash attention on or auto, a quantized
+    K (V) cache type's block must divide every layer's K (V) head size (the engine checks the head,
+    not the row of all KV heads: head 80 in q8_0 is refused even where 2 heads make whole blocks)."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    if p.flash_attn == "off":
+        return
+    for flag, type_name, head in (("--cache-type-k", p.type_k, hp.head_k),
+                                  ("--cache-type-v", p.type_v, hp.head_v)):
+        if not _is_quantized(type_name):
+            continue
+        block = GGML_QUANT_SIZES[GGMLQuantizationType[type_name.upper()]][0]
+        if head % block:
+            raise UsageError(f"{label}: {flag} {type_name}: llama.cpp refuses a cache whose "
+                             f"block of {block} does not divide the head size {head} with flash "
+                             "attention (--flash-attn on or auto)")
+
+
 @dataclass(frozen=True)
 class Context:
     """The context the engine settles on (src/llama-context.cpp: llama_context::llama_context)."""
@@ -328,6 +347,7 @@ def buffers(header: GgufHeader, p: Params) -> Buffers:
     hp = hparams(header)
     n_ctx_train = int(header.metadata.get(f"{hp.arch}.context_length", 0) or 0)
     ctx = context(p, n_ctx_train=n_ctx_train)
+    check_cache_blocks(hp, p, header.label)
     caches = kv_caches(hp, p, ctx)
     return Buffers(model_buffer_bytes(header, mmap=p.mmap), caches, recurrent_bytes(hp, ctx), ctx)
 
@@ -522,6 +542,7 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     except (TypeError, ValueError) as e:
         raise UsageError(f"{header.label}: GGUF metadata not as llama.cpp reads it ({e})") from None
     ctx = context(p, n_ctx_train=n_ctx_train)
+    check_cache_blocks(hp, p, header.label)
     if p.n_gpu_layers < 0:
         raise UsageError(f"--n-gpu-layers {p.n_gpu_layers}: at least 0 (auto is fit's to find)")
     place = placement(header, hp.n_layer, p.n_gpu_layers, overrides(n_cpu_moe, override_tensor))
