@@ -77,7 +77,15 @@ MOE_INDEX_BYTES = 8 + 8 + 8 + 4
 # SDPA saves its output (o_proj reads it as a view) and the log-sum-exp of each query and head.
 LSE_BYTES = 4
 NORM_STAT_BYTES = {True: 4, False: 8}  # per token: RMSNorm's rsqrt; LayerNorm's mean and rstd
+# LayerNorm's mean and rstd are fp32 on a GPU (layer_norm_cuda: toAccumulateType(input, is_cuda))
+# but on the CPU at the input's dtype when input and weight share it (layer_norm_cpu:
+# param_scalar_type(input, mixed_type)): 2 + 2 B per token with 16-bit weights there.
 SOFTMAX_BYTES = 4  # eager attention: softmax(dtype=float32) keeps fp32 probabilities
+# Types whose eager attention runs the softmax in the scores' dtype (no dtype=torch.float32):
+# GPT-2 (modeling_gpt2.eager_attention_forward: softmax(attn_weights) then .type(value.dtype)),
+# so its probabilities are kept at the weights' width (fp32 under autocast, softmax being on
+# autocast's fp32 list) and the cast to V's dtype is a no-op outside autocast.
+SOFTMAX_IN_SCORES_DTYPE = frozenset({"gpt2"})
 
 
 # Where a type's dropouts act, by config key (the others a config may hold are refused when
@@ -114,6 +122,7 @@ class LayerKind:
     attn_dropout: bool = False  # the attention probabilities dropped (DROPOUT_SITES)
     rotary: bool = False  # rotary positions: q·cos in the residual's dtype (fp32 under autocast)
     resid_dropout: bool = False  # both residual branches dropped
+    softmax_fp32: bool = True  # eager softmax upcast to fp32 (SOFTMAX_IN_SCORES_DTYPE: not)
 
 
 def _config_value(spec: ModelSpec, *keys: str) -> object:
@@ -184,7 +193,7 @@ def _layer_kind(spec: ModelSpec, g: LayerGroup) -> LayerKind:
         v_dim=a.v_head_dim, rms_norm=rms, attn_readers=max(readers, 1), ffn=ffn, gated=gated,
         act_keeps=ACTIVATION_KEEPS.get(str(act), 1), experts=experts, top_k=top_k,
         attn_dropout=_dropped(spec, "attention"), resid_dropout=_dropped(spec, "residual"),
-        rotary=_rotary(spec),
+        rotary=_rotary(spec), softmax_fp32=spec.model_type not in SOFTMAX_IN_SCORES_DTYPE,
     )
 
 
@@ -227,7 +236,10 @@ def norm_bytes(k: LayerKind, p: Precision, *, readers: int, trained: bool, read:
     (c B), or, under autocast, one bf16 cast per linear.
     """
     h = k.hidden
-    kept = (4 if k.rms_norm else p.residual) * h + NORM_STAT_BYTES[k.rms_norm]
+    stats = NORM_STAT_BYTES[k.rms_norm]
+    if not k.rms_norm and not p.cuda and not p.amp:  # CPU: mean and rstd at the input's dtype
+        stats = 2 * p.weight_bytes
+    kept = (4 if k.rms_norm else p.residual) * h + stats
     if k.rms_norm and trained:
         kept += p.residual * h
     if read:
@@ -241,7 +253,7 @@ def attention_bytes(k: LayerKind, p: Precision, *, kernel: Kernel, keys: int) ->
     sdpa / flash: q (a·d), k and v (g·d each, GQA unexpanded), the output (a·d) and its log-sum-
     exp (a · 4 B).
     eager: q and k, v repeated to all a heads (repeat_kv), fp32 probabilities a·s (and their
-    16-bit cast when c = 2), the output as o_proj reads it. Dropped probabilities
+    16-bit cast when c = 2; GPT-2's at the weights' width: SOFTMAX_IN_SCORES_DTYPE), the output as o_proj reads it. Dropped probabilities
     (``attn_dropout``): the softmax keeps its fp32 output, dropout its mask (Precision.mask_bytes)
     of the probabilities cast to V's dtype (GPT-2: c B) or the query's (a rotary model's query is
     q·cos, in the residual stream's dtype: r B), and the ·V matmul the dropped probabilities as it
@@ -255,9 +267,10 @@ def attention_bytes(k: LayerKind, p: Precision, *, kernel: Kernel, keys: int) ->
     # matmuls copy all three (at batch 1 they keep views of the whole output: + k + v there)
     fused = kv * c if k.attn_readers == 1 else 0
     if kernel is Kernel.eager:
+        soft = SOFTMAX_BYTES if k.softmax_fp32 or p.amp else p.weight_bytes
         dropped = p.residual if k.rotary else c
-        kept = c + p.mask_bytes(dropped) if k.attn_dropout else c if c < SOFTMAX_BYTES else 0
-        scores = k.heads * keys * (SOFTMAX_BYTES + kept)
+        kept = c + p.mask_bytes(dropped) if k.attn_dropout else c if c < soft else 0
+        scores = k.heads * keys * (soft + kept)
         return (2 * q + 2 * o) * c + scores
     return (q + kv + o) * c + k.heads * LSE_BYTES + fused
 

@@ -511,6 +511,11 @@ def apply_overrides(
     Without a family (a measured model) only the config's own fields can be set."""
     out = dict(fields)
     known = set(fields) | (_field_names(fam) if fam is not None else set())
+    # the config class's declared defaults (GPT-2's attn_pdrop, left out of its config.json) are
+    # its fields too: the dropout refusals ask for them to be set to 0 with --set
+    from llmcalc.inputs.family_defaults import defaults
+
+    known |= set(defaults(str(fields.get("model_type"))) or {})
     for item in overrides:
         key, sep, text = item.partition("=")
         key = key.strip()

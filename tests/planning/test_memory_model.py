@@ -310,3 +310,109 @@ def test_fit_never_promises_more_than_fits() -> None:
     steady = fit(spec, accelerator=card, dtype=DType.fp32, kv_dtype=DType.fp32, ctx=1024 + 4,
                  headroom=0)
     assert steady.batch is not None and steady.batch > 4
+
+
+# Per token of layer 1 at sequence 64 with bf16 weights, measured on the CPU (autograd's saved
+# tensors): GPT-2 keeps its eager softmax at bf16 (no fp32 upcast) and, on the CPU, LayerNorm's
+# mean and rstd at bf16; Llama upcasts its softmax and RMSNorm to fp32 itself.
+BF16_LAYERS = [("gpt2", "eager", 14856), ("gpt2", "sdpa", 15384), ("llama", "eager", 20744),
+               ("llama", "sdpa", 17440)]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("model", "attention", "per_token"), BF16_LAYERS)
+def test_bf16_layer_keeps_what_the_formula_says(model: str, attention: str,
+                                                per_token: int) -> None:
+    pytest.importorskip("torch")
+    from helpers import memory_harness as h
+
+    seq = 64
+    two, three = (h.Case(model, "train", b, seq, dtype="bf16", attention=attention)
+                  for b in (2, 3))
+    measured = _saved_bytes(three, 1) - _saved_bytes(two, 1)
+    spec = spec_from_dict(h.MODELS[model])
+    k = A._layer_kind(spec, spec.layer_groups[0])
+    cpu = A.layer_bytes_per_token(k, A.Precision(2, cuda=False), kernel=A.Kernel(attention),
+                                  keys=seq)
+    assert measured == seq * cpu == seq * per_token
+
+
+def test_gpt2_bf16_layer_by_hand() -> None:
+    """GPT-2 (h 256, 4 heads of 64, f 1024) at bf16, 64 keys: two LayerNorms (input, output: 2 B
+    each, mean + rstd 8 B on a GPU, 4 B on the CPU), eager attention's q, k, v and the output
+    (4·h·2 B) and the bf16 probabilities (4 heads · 64 · 2 B), gelu_new's four tensors and its
+    output (5·f·2 B)."""
+    spec = spec_from_dict({"model_type": "gpt2", "n_embd": 256, "n_layer": 4, "n_head": 4,
+                           "vocab_size": 8192, "n_positions": 4608, "attn_pdrop": 0.0,
+                           "embd_pdrop": 0.0, "resid_pdrop": 0.0})
+    k = A._layer_kind(spec, spec.layer_groups[0])
+    gpu, cpu = A.Precision(2), A.Precision(2, cuda=False)
+    norms = 2 * (2 * 256 * 2)
+    mlp = 5 * 1024 * 2
+    attention = 4 * 256 * 2 + 4 * 64 * 2
+    assert A.layer_bytes_per_token(k, gpu, kernel=A.Kernel.eager, keys=64) == \
+        norms + 2 * 8 + attention + mlp == 14864
+    assert A.layer_bytes_per_token(k, cpu, kernel=A.Kernel.eager, keys=64) == 14856
+    # under autocast the softmax runs in fp32 (autocast's fp32 list) and matmul keeps its bf16 cast
+    assert A.attention_bytes(k, AMP, kernel=A.Kernel.eager, keys=64) == \
+        4 * 256 * 2 + 4 * 64 * (4 + 2)
+
+
+# What dropout adds at sequence 64 (bytes, measured): the CPU's bf16 noise, the fused 1-byte masks
+BF16_DROPOUT = [
+    ("gpt2", "eager", {"attn_pdrop": 0.1, "resid_pdrop": 0.1, "embd_pdrop": 0.1}, 557056, 344064),
+    ("gpt2", "sdpa", {"resid_pdrop": 0.1, "embd_pdrop": 0.1}, 294912, 147456),
+    ("llama", "eager", {"attention_dropout": 0.1}, 196608, 98304),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("fused", [False, True], ids=["cpu-noise", "fused-mask"])
+@pytest.mark.parametrize(("model", "attention", "drop", "noise", "mask"), BF16_DROPOUT)
+def test_bf16_dropout_keeps_what_the_formula_says(model: str, attention: str,
+                                                  drop: dict[str, float], noise: int, mask: int,
+                                                  fused: bool,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """As test_dropout_keeps_what_the_formula_says, with bf16 weights: the whole model's saved
+    tensors per added sequence token with dropout, and the same model's without."""
+    torch = pytest.importorskip("torch")
+    from helpers import memory_harness as h
+
+    if fused:
+        def native(x: Any, p: float = 0.5, training: bool = True, inplace: bool = False) -> Any:
+            return torch.native_dropout(x, p, training)[0] if training and p > 0 else x
+
+        monkeypatch.setattr(torch.nn.functional, "dropout", native)
+    monkeypatch.setitem(h.MODELS, "dropped", {**h.MODELS[model], **drop})
+    seq = 64
+
+    def per_token(name: str) -> int:
+        one, two = (h.Case(name, "train", b, seq, dtype="bf16", attention=attention)
+                    for b in (2, 3))
+        return _saved_bytes(two, None) - _saved_bytes(one, None)
+
+    without, with_drop = per_token(model), per_token("dropped")
+    p = A.Precision(2, cuda=fused)
+    ours = [A.step_memory(spec_from_dict(h.MODELS[m]), batch=1, seq=seq, precision=p,
+                          kernel=A.Kernel(attention)).activations for m in ("dropped", model)]
+    assert with_drop - without == ours[0] - ours[1] == (mask if fused else noise)
+
+
+def test_train_cli_gpt2_bf16_eager(cli: Any) -> None:
+    """`llmcalc train gpt2 --attention eager --dtype bf16` with its dropouts set to 0 (--set
+    reaches the class defaults the config.json leaves out): per token, 12 layers of two
+    LayerNorms (2·(768·2 + 8 + 768·2)), q, k, v and the output (4·768·2), the bf16 probabilities
+    (12 heads · 1,024 keys · 2) and gelu_new's 5·3,072·2, and the final norm (768·2 + 8 + 768·2)."""
+    drops = ("--set", "attn_pdrop=0", "--set", "resid_pdrop=0", "--set", "embd_pdrop=0")
+    layer = 2 * (768 * 2 + 8 + 768 * 2) + 4 * 768 * 2 + 12 * 1024 * 2 + 5 * 3072 * 2
+    assert layer == 67_600
+    for attention, per_layer in (("eager", layer), ("sdpa", layer - 12 * 1024 * 2 + 12 * 4
+                                                     + 2 * 768 * 2)):
+        run = cli("train", "gpt2", "--gpu", "h100", "--attention", attention, "--dtype", "bf16",
+                  "--ctx", "1k", *drops, "--json")
+        assert run.code == 0, run.stderr
+        assert run.json()["memory_per_gpu"]["activations"] == \
+            1024 * (12 * per_layer + 768 * 2 + 8 + 768 * 2)
+    eager = cli("train", "gpt2", "--gpu", "h100", "--attention", "eager", "--dtype", "bf16",
+                "--ctx", "1k", *drops, "--json")
+    assert eager.json()["memory_per_gpu"]["activations"] == 833_822_720
