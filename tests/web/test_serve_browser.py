@@ -905,7 +905,8 @@ def test_times_past_a_second_are_in_seconds_and_bytes_in_a_unit_that_fits(
     settled(page)
     cell = page.locator('#speed-table td[data-key="e2e_s"]')
     assert speed["e2e_s"] > 1 > speed["ttft_s"]
-    assert cell.inner_text() == f"{speed['e2e_s']:,.2f} s" == "1.33 s"
+    # 1.25 s since the bound reads the embedding table by the rows looked up (1.33 s: the whole)
+    assert cell.inner_text() == f"{speed['e2e_s']:,.2f} s" == "1.25 s"
     ttft = page.locator('#speed-table td[data-key="ttft_s"]')
     assert ttft.inner_text() == f"{speed['ttft_s'] * 1e3:,.2f} ms" == "66.61 ms"
     # the page's two formats, held to Python's rounding (an exact tie goes to even)
