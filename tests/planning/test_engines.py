@@ -204,6 +204,7 @@ EXACT = [
     "vllm-v1-h100-mistral-small31-24b-w8a8-tp2",
     "vllm-v1-h100-llama31-8b-w8a8",
     "vllm-v1-h100-qwen25-7b-w8a8",
+    "sglang-musa-qwen3-30b-a3b-tp2-kvmem",
 ]
 
 
@@ -225,7 +226,7 @@ def test_every_log_row_is_held() -> None:
     held = set(PREDICTED) | set(EXACT) | {"trtllm-a100-llama2-7b-kvmem", "trtllm-a10-llama2-7b-0.5",
                                           "vllm-v0-h100-llama3-8b", "vllm-v0-8gb-qwen25-7b-awq-refused"}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 74
+    assert len(BY_ID) == 75
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:

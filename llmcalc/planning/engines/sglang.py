@@ -1,7 +1,9 @@
-"""SGLang's KV cache budget (``fit --engine sglang``), read from its source.
+"""SGLang's KV cache budget (``fit --engine sglang``), read from its source, by version.
 
-Followed: SGLang 0.5 (python/sglang/srt). The pool
-(srt/model_executor/model_runner_kv_cache_mixin.py ``profile_max_num_token``)::
+Followed: SGLang 0.5.9 (python/sglang/srt; ``--engine sglang==0.4.0`` … ``==0.5.6`` take the
+rules of that release where one changed). The pool (0.5.9
+srt/model_executor/model_runner_kv_cache_mixin.py ``profile_max_num_token``; 0.4 model_runner.py,
+the same arithmetic)::
 
     total       = free memory after start-up (ModelRunner.init_torch_distributed, GiB)
     rest        = (free memory after the weights load) − total × (1 − mem_fraction_static)
@@ -9,37 +11,35 @@ Followed: SGLang 0.5 (python/sglang/srt). The pool
                   (MLA: (kv_lora_rank + qk_rope_head_dim) × layers × dtype_bytes)
     max_total_num_tokens = int(rest × 2³⁰) // cell_size, then whole pages of page_size
 
-``mem_fraction_static``'s default (srt/server_args.py ``_handle_gpu_memory_settings``), from the
-card's memory in MiB and tp::
-
-    reserved = 512 + max(chunked_prefill_size, 2048) × 1.5 + cuda_graph_max_bs × 2 + tp / 8 × 1024
-    reserved = max(reserved, 10240) on a card above 60 GiB
-    mem_fraction_static = round((gpu_mem − reserved) / gpu_mem, 3)
-
-with chunked_prefill_size and cuda_graph_max_bs picked by the card's memory (``CARD_DEFAULTS``).
-What start-up itself takes (the CUDA context, NCCL with tp > 1) is an estimate from logs."""
+``mem_fraction_static``'s default by release (srt/server_args.py), from the card's memory in MiB
+and tp (``default_mem_fraction_static``); a vision-language model's default is lowered
+(``adjust_mem_fraction_for_vlm``). Sliding-window models split the tokens between a full and a
+sliding pool (``set_num_token_hybrid``), recurrent hybrids set a mamba state pool aside first
+(``handle_max_mamba_cache``). What start-up itself takes (the CUDA context, NCCL with tp > 1) is
+an estimate from logs."""
 
 from __future__ import annotations
 
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import GATED_DELTA, MAMBA2, ModelSpec
 from llmcalc.planning.engines.budget import (
     EngineBudget,
     cuda_memory,
     fraction,
     kv_bytes_per_token_rank,
+    kv_elements_per_token_rank,
     not_modelled,
     weights_per_gpu,
 )
 from llmcalc.planning.hardware import Accelerator, GiB
 from llmcalc.units import DType
 
-VERSION = "0.5"
+VERSION = "0.5.9"
 MiB = 1 << 20
 DEFAULT_PAGE_SIZE = 1  # server_args.py ServerArgs.page_size
-# server_args.py _handle_gpu_memory_settings: (below this many MiB, chunked_prefill_size,
-# cuda_graph_max_bs with tp < 4, with tp ≥ 4)
+# server_args.py _handle_gpu_memory_settings (0.5.3 on): (below this many MiB, chunked_prefill_size,
+# cuda_graph_max_bs with tp < 4, with tp ≥ 4); 0.5.3 took 16 where 0.5.6 takes 24 below 35 GiB
 CARD_DEFAULTS = (
     (20 * 1024, 2048, 8, 8),
     (35 * 1024, 2048, 24, 80),
@@ -53,23 +53,125 @@ LARGEST_CARD = (16384, 512, 512)
 # per rank; llmcalc takes 0.6 GiB alone and 2 GiB with tp > 1 (estimates from those logs).
 STARTUP = int(0.6 * GiB)
 STARTUP_TP = 2 * GiB
+# 0.4.0–0.4.8 server_args.py __post_init__: the default fraction by tp alone (tp ≥ 16, 8, 4, 2, 1)
+TP_TABLE = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
+# 0.5.1 on: swa_full_tokens_ratio (server_args.py), mamba_full_memory_ratio (0.5.6 on)
+SWA_FULL_TOKENS_RATIO = 0.8
+MAMBA_FULL_MEMORY_RATIO = 0.9
+MAMBA_FIXED_SLOTS = 512  # 0.5.3 model_runner.py: max_mamba_cache_size without max_running_requests
+# model_runner_kv_cache_mixin.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+MAMBA_SLOTS_PER_REQUEST = 3
+# 0.5.9 model_config.py is_hybrid_swa_model: the architectures given a sliding pool
+SWA_ARCHS = ("gpt_oss", "llama4", "llama4_text")
 
 
-def card_defaults(gpu_mem_mib: float, tp: int) -> tuple[int, int]:
+def version_tuple(version: str | None) -> tuple[int, ...]:
+    text = version or VERSION
+    try:
+        return tuple(int(p) for p in text.split("."))
+    except ValueError:
+        raise UsageError(f"--engine sglang=={text}: a version is numbers and dots "
+                         "(e.g. sglang==0.4.6)") from None
+
+
+def card_defaults(gpu_mem_mib: float, tp: int, version: tuple[int, ...] = (0, 5, 9)
+                  ) -> tuple[int, int]:
     """(chunked_prefill_size, cuda_graph_max_bs) SGLang picks for a card of this many MiB."""
+    if version < (0, 4, 9):  # 0.4.0–0.4.8: one threshold at 25,000 MiB
+        return (2048, 8) if gpu_mem_mib < 25_000 else (8192, 160)
+    if version < (0, 5, 3):  # 0.4.9–0.5.2
+        chunk = 2048 if gpu_mem_mib < 35 * 1024 else 8192 if gpu_mem_mib < 160 * 1024 else 16384
+        return chunk, 160
     for below, chunk, small, large in CARD_DEFAULTS:
         if gpu_mem_mib < below:
+            if version < (0, 5, 6) and below == 35 * 1024 and tp < 4:
+                small = 16
             return chunk, small if tp < 4 else large
     return LARGEST_CARD[0], LARGEST_CARD[1]
 
 
 def default_mem_fraction_static(gpu_mem_mib: float, *, tp: int, chunked_prefill_size: int,
-                                cuda_graph_max_bs: int) -> float:
-    """server_args.py's default (no DP attention, no speculative decoding)."""
+                                cuda_graph_max_bs: int,
+                                version: tuple[int, ...] = (0, 5, 9)) -> float:
+    """server_args.py's default (no DP attention, no speculative decoding), by release:
+    0.4.0–0.4.5 a table by tp; 0.4.6–0.4.8 the same up to 81,920 MiB and (mem − 13 GiB) / mem
+    above; 0.4.9–0.5.2 a reserve by card class, (9.5 + tp/2) GiB on an 80 GB card; 0.5.3 on
+    ``_handle_gpu_memory_settings``'s reserve from chunked_prefill_size and cuda_graph_max_bs."""
+    if version < (0, 4, 9):
+        if version >= (0, 4, 6) and gpu_mem_mib > 81920:
+            return (gpu_mem_mib - 1024 * 13) / gpu_mem_mib
+        return next(f for least, f in TP_TABLE if tp >= least)
+    if version < (0, 5, 3):
+        if gpu_mem_mib < 35 * 1024:
+            gib = 2.8 + tp / 10
+        elif gpu_mem_mib < 90 * 1024:
+            gib = 9.5 + tp / 2
+        elif gpu_mem_mib < 160 * 1024:
+            gib = 12 + tp / 2
+        else:
+            gib = 32
+        return round((gpu_mem_mib - gib * 1024) / gpu_mem_mib, 3)
     reserved = 512 + max(chunked_prefill_size, 2048) * 1.5 + cuda_graph_max_bs * 2 + tp / 8 * 1024
     if gpu_mem_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     return round((gpu_mem_mib - reserved) / gpu_mem_mib, 3)
+
+
+def vision_factor(spec: ModelSpec, version: tuple[int, ...]) -> float:
+    """What a vision-language model's default fraction is multiplied by (1: not one):
+    0.4.9 takes 0.90; 0.5.1 on server_args.py ``adjust_mem_fraction_for_vlm``: 0.95 × (1 − 0.1 ×
+    (the ViT's layers × hidden² / (24 × 1024²) − 1)), that second factor held to 0.8–1.05 (the
+    vision config's num_hidden_layers — Qwen2.5-VL's ``depth`` — default 24, hidden_size 1024)."""
+    vision = spec.config.get("vision_config")
+    if not isinstance(vision, dict) or version < (0, 4, 9):
+        return 1.0
+    if version < (0, 5, 1):
+        return 0.90
+    layers = vision.get("num_hidden_layers") or vision.get("depth") or 24
+    hidden = vision.get("hidden_size") or 1024
+    ratio = layers * hidden ** 2 / (24 * 1024 ** 2)
+    return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+
+
+def swa_layers(spec: ModelSpec, version: tuple[int, ...]) -> tuple[int, int]:
+    """(full, sliding) attention layers where SGLang gives the sliding ones their own pool, else
+    (all, 0). 0.5.1–0.5.8: every model whose layers have a sliding window (Gemma 2/3, gpt-oss;
+    model_runner.py, not Llama 4); 0.5.9: the architectures of ``is_hybrid_swa_model`` (gpt-oss,
+    Llama 4's chunked layers)."""
+    full = swa = 0
+    for g in spec.layer_groups:
+        a = g.attention
+        if a is None or a.kv_shared or not a.causal:
+            continue
+        if a.window is not None:
+            swa += g.cached_runs
+        else:
+            full += g.cached_runs
+    model_type = str(spec.config.get("model_type", ""))
+    llama4 = model_type.startswith("llama4")
+    if version < (0, 5, 1) or not swa or not full:
+        return full + swa, 0
+    if version < (0, 5, 9):
+        return (full + swa, 0) if llama4 else (full, swa)
+    return (full, swa) if model_type in SWA_ARCHS else (full + swa, 0)
+
+
+def mamba_state_per_request(spec: ModelSpec, tp: int) -> int:
+    """Bytes one request's recurrent state takes on one rank, every recurrent layer
+    (configs/mamba_utils.py ``Mamba2StateShape.create``, ``mamba_cache_per_req``): the conv state
+    conv_dim/tp × (kernel − 1) in bf16 and the temporal state heads/tp × head_dim × state_size in
+    mamba_ssm_dtype (float32 unless the config says bfloat16)."""
+    text = spec.config.get("text_config")
+    cfg = text if isinstance(text, dict) else spec.config
+    ssm_bytes = 2 if cfg.get("mamba_ssm_dtype") in ("bfloat16", "float16") else 4
+    total = 0
+    for g in spec.layer_groups:
+        m = g.mixer
+        if m is None:
+            continue
+        total += g.cached_runs * ((m.conv_dim // tp) * (m.conv_kernel - 1) * 2
+                                  + (m.heads // tp) * m.head_dim * m.state_size * ssm_bytes)
+    return total
 
 
 def plan(
@@ -88,15 +190,27 @@ def plan(
     kv_memory: int | None = None,
 ) -> EngineBudget:
     """SGLang's pool on one GPU of ``accelerator`` (None: SGLang's default)."""
-    not_modelled(spec, "sglang")
+    ver = version_tuple(version)
+    mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
+    recurrent = bool(mixers)
+    if recurrent and not (mixers <= {GATED_DELTA, MAMBA2} and ver >= (0, 5, 3)):
+        if mixers <= {GATED_DELTA, MAMBA2}:
+            raise UsageError(f"--engine sglang=={'.'.join(map(str, ver))}: SGLang gives "
+                             f"{spec.name}'s recurrent state a pool from 0.5.3 "
+                             "(HybridReqToTokenPool)")
+        not_modelled(spec, "sglang")
+    if kv_elements_per_token_rank(spec, tp=1) == 0:
+        not_modelled(spec, "sglang")
     total = cuda_memory(accelerator)
     gpu_mem = total / MiB
-    chunk, graph_bs = card_defaults(gpu_mem, tp)
+    chunk, graph_bs = card_defaults(gpu_mem, tp, ver)
     chunk = chunked_prefill_size or chunk
-    mfs = fraction(mem_fraction_static if mem_fraction_static is not None
-                   else default_mem_fraction_static(gpu_mem, tp=tp, chunked_prefill_size=chunk,
-                                                    cuda_graph_max_bs=graph_bs),
-                   "--mem-fraction-static")
+    if mem_fraction_static is not None:
+        mfs = fraction(mem_fraction_static, "--mem-fraction-static")
+    else:
+        default = default_mem_fraction_static(gpu_mem, tp=tp, chunked_prefill_size=chunk,
+                                              cuda_graph_max_bs=graph_bs, version=ver)
+        mfs = fraction(default * vision_factor(spec, ver), "--mem-fraction-static")
     page = page_size or DEFAULT_PAGE_SIZE
     if page < 1:
         raise UsageError(f"--page-size {page}: must be 1 or more")
@@ -108,10 +222,37 @@ def plan(
         "reserved": int(after_start * (1 - mfs)),  # activations, CUDA graphs: outside the pool
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
     }
+    full, swa = swa_layers(spec, ver)
     cell = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
-    rest = kv_memory if kv_memory is not None else total - sum(terms.values())
+    rest = total - sum(terms.values())
+    slots = 0
+    if recurrent and kv_memory is None:
+        per_request = mamba_state_per_request(spec, tp)
+        if ver < (0, 5, 6):
+            slots = max_running_requests or MAMBA_FIXED_SLOTS
+        else:
+            slots = int(max(rest, 0) * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
+                        // per_request)
+        terms["mamba_state"] = slots * per_request
+        rest -= terms["mamba_state"]
+    if kv_memory is not None:
+        rest = kv_memory
     tokens = max(rest, 0) // cell // page * page
+    swa_tokens = 0
+    if swa:
+        # set_num_token_hybrid: the tokens of every layer's pool, split so the sliding pool holds
+        # swa_full_tokens_ratio of the full pool's (per-layer cells alike: Gemma, gpt-oss)
+        per_layer = cell // (full + swa)
+        if kv_memory is None:
+            whole = max(rest, 0) // cell * (full + swa)
+            tokens = int(whole / (full + SWA_FULL_TOKENS_RATIO * swa)) // page * page
+        else:  # the logged figure is both pools' K + V
+            tokens = int(max(rest, 0) / per_layer / (full + SWA_FULL_TOKENS_RATIO * swa))
+            tokens = tokens // page * page
+        swa_tokens = int(tokens * SWA_FULL_TOKENS_RATIO) // page * page
     requests = max_running_requests or min(max(int(tokens / context * 512), 2048), 4096)
+    if recurrent and slots and not max_running_requests:
+        requests = min(requests, slots // MAMBA_SLOTS_PER_REQUEST)
     refusal = None
     if tokens <= 0:
         refusal = ("Not enough memory. Please try to increase --mem-fraction-static. "
@@ -121,15 +262,22 @@ def plan(
         "cuda_graph_max_bs": graph_bs, "max_running_requests": requests, "page_size": page,
         "context_length": context,
     }
+    if swa:
+        settings["swa_full_tokens_ratio"] = SWA_FULL_TOKENS_RATIO
+        settings["swa_layer_tokens"] = swa_tokens
+    if slots:
+        settings["max_mamba_cache_size"] = slots
+    kv_bytes = max(rest, 0)
     return EngineBudget(
-        engine="sglang", version=version or VERSION, cuda_memory_bytes=total, usable_bytes=total,
-        terms=terms, kv_cache_bytes=max(rest, 0), bytes_per_token=cell, block_tokens=page,
-        kv_cache_tokens=tokens, max_model_len=context, max_concurrency=tokens / context,
-        settings=settings, command=command(spec, settings, kv_dtype=kv_dtype), refusal=refusal,
+        engine="sglang", version=".".join(map(str, ver)), cuda_memory_bytes=total,
+        usable_bytes=total, terms=terms, kv_cache_bytes=kv_bytes, bytes_per_token=cell,
+        block_tokens=page, kv_cache_tokens=tokens, max_model_len=context,
+        max_concurrency=tokens / context, settings=settings,
+        command=command(spec, settings, kv_dtype=kv_dtype), refusal=refusal,
         from_log=kv_memory is not None,
+        tokens_rule=(f"full-attention pool; the sliding pool holds {swa_tokens:,}" if swa
+                     else ""),
     )
-
-
 def command(spec: ModelSpec, s: dict[str, object], *, kv_dtype: DType) -> str:
     """The `python -m sglang.launch_server` line with these settings."""
     model = spec.origin.repo_id if spec.origin and spec.origin.repo_id else spec.name
