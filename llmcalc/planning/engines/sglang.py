@@ -29,11 +29,12 @@ from llmcalc.planning.engines.budget import (
     fraction,
     kv_bytes_per_token_rank,
     kv_elements_per_token_rank,
+    kv_heads_per_rank,
     not_modelled,
     weights_per_gpu,
 )
 from llmcalc.planning.hardware import Accelerator, GiB
-from llmcalc.units import DType
+from llmcalc.units import DType, nbytes
 
 VERSION = "0.5.9"
 MiB = 1 << 20
@@ -133,26 +134,30 @@ def vision_factor(spec: ModelSpec, version: tuple[int, ...]) -> float:
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
 
 
-def swa_layers(spec: ModelSpec, version: tuple[int, ...]) -> tuple[int, int]:
-    """(full, sliding) attention layers where SGLang gives the sliding ones their own pool, else
-    (all, 0). 0.5.1–0.5.8: every model whose layers have a sliding window (Gemma 2/3, gpt-oss;
-    model_runner.py, not Llama 4); 0.5.9: the architectures of ``is_hybrid_swa_model`` (gpt-oss,
-    Llama 4's chunked layers)."""
+def swa_bytes(spec: ModelSpec, version: tuple[int, ...], *, tp: int,
+              kv_dtype: DType) -> tuple[int, int]:
+    """(full, sliding) KV bytes a token takes on one rank where SGLang gives the sliding-window
+    layers their own pool, else (all, 0). 0.5.1–0.5.8: every model whose layers have a sliding
+    window (Gemma 2/3, gpt-oss; model_runner.py, not Llama 4); 0.5.9: the architectures of
+    ``is_hybrid_swa_model`` (gpt-oss, Llama 4's chunked layers)."""
     full = swa = 0
     for g in spec.layer_groups:
         a = g.attention
         if a is None or a.kv_shared or not a.causal:
             continue
+        cached = g.cached_runs * (a.kv_latent_dim if a.kv_latent_dim is not None
+                                  else kv_heads_per_rank(a.kv_heads, tp)
+                                  * (a.qk_head_dim + a.v_head_dim))
         if a.window is not None:
-            swa += g.cached_runs
+            swa += cached
         else:
-            full += g.cached_runs
+            full += cached
+    full, swa = nbytes(full, kv_dtype), nbytes(swa, kv_dtype)
     model_type = str(spec.config.get("model_type", ""))
-    llama4 = model_type.startswith("llama4")
     if version < (0, 5, 1) or not swa or not full:
         return full + swa, 0
     if version < (0, 5, 9):
-        return (full + swa, 0) if llama4 else (full, swa)
+        return (full + swa, 0) if model_type.startswith("llama4") else (full, swa)
     return (full, swa) if model_type in SWA_ARCHS else (full + swa, 0)
 
 
@@ -222,7 +227,7 @@ def plan(
         "reserved": int(after_start * (1 - mfs)),  # activations, CUDA graphs: outside the pool
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
     }
-    full, swa = swa_layers(spec, ver)
+    full, swa = swa_bytes(spec, ver, tp=tp, kv_dtype=kv_dtype)
     cell = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
     rest = total - sum(terms.values())
     slots = 0
@@ -240,15 +245,11 @@ def plan(
     tokens = max(rest, 0) // cell // page * page
     swa_tokens = 0
     if swa:
-        # set_num_token_hybrid: the tokens of every layer's pool, split so the sliding pool holds
-        # swa_full_tokens_ratio of the full pool's (per-layer cells alike: Gemma, gpt-oss)
-        per_layer = cell // (full + swa)
-        if kv_memory is None:
-            whole = max(rest, 0) // cell * (full + swa)
-            tokens = int(whole / (full + SWA_FULL_TOKENS_RATIO * swa)) // page * page
-        else:  # the logged figure is both pools' K + V
-            tokens = int(max(rest, 0) / per_layer / (full + SWA_FULL_TOKENS_RATIO * swa))
-            tokens = tokens // page * page
+        # set_num_tokens_hybrid_swa: the pool's bytes (whole tokens of every layer, or the logged
+        # K + V of both pools) split so the sliding pool holds swa_full_tokens_ratio of the full
+        # pool's tokens: full = bytes / (F + ratio × S), F and S a token's full and sliding bytes
+        pool = max(rest, 0) if kv_memory is not None else max(rest, 0) // cell * cell
+        tokens = int(pool / (full + SWA_FULL_TOKENS_RATIO * swa)) // page * page
         swa_tokens = int(tokens * SWA_FULL_TOKENS_RATIO) // page * page
     requests = max_running_requests or min(max(int(tokens / context * 512), 2048), 4096)
     if recurrent and slots and not max_running_requests:
