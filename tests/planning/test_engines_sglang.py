@@ -55,15 +55,20 @@ def test_card_defaults_by_release() -> None:
 
 
 def test_vision_model_default_lowered() -> None:
-    """adjust_mem_fraction_for_vlm: Qwen2.5-VL's ViT, 32 layers × 1280² against 24 × 1024²
-    (ratio 2.0833): 0.95 × (1 − 0.10833) = 0.84708 of 0.834; 0.4.9 takes 0.90 of 0.874."""
+    """adjust_mem_fraction_for_vlm: Qwen2.5-VL's vision config names its 32 layers ``depth``, so
+    SGLang takes 24 layers × 1280² against 24 × 1024² (ratio 1.5625): 0.95 × (1 − 0.05625) =
+    0.8965625 of the default. sglang#11830's B200 log: mem_fraction_static=0.7629746875, 0.851 of
+    its card's default times that; 0.4.9 takes 0.90 of 0.874 on an H100."""
+    spec = spec_for("qwen2.5-vl-7b", None)
+    assert sglang.vision_factor(spec, (0, 5, 6)) == 0.95 * (1 - 0.1 * (1280 ** 2 / 1024 ** 2 - 1))
+    assert 0.851 * sglang.vision_factor(spec, (0, 5, 6)) == 0.7629746875
     b = _plan("qwen2.5-vl-7b")
-    assert round(b.settings["mem_fraction_static"], 6) == round(0.834 * 0.95 * (1 - 0.1 * (
-        32 * 1280 ** 2 / (24 * 1024 ** 2) - 1)), 6) == 0.706467
+    assert round(b.settings["mem_fraction_static"], 9) == round(0.834 * 0.8965625, 9)
     old = _plan("qwen2.5-vl-7b", version="0.4.9")
-    assert round(old.settings["mem_fraction_static"], 4) == round(0.874 * 0.9, 4)
-    # a fraction given is taken as it is
+    assert round(old.settings["mem_fraction_static"], 9) == round(0.874 * 0.9, 9)
+    # a fraction given is taken as it is; a text model keeps the default
     assert _plan("qwen2.5-vl-7b", mem_fraction_static=0.8).settings["mem_fraction_static"] == 0.8
+    assert sglang.vision_factor(spec_for("llama-3.1-8b", None), (0, 5, 9)) == 1.0
 
 
 def test_sliding_window_split() -> None:

@@ -121,14 +121,16 @@ def default_mem_fraction_static(gpu_mem_mib: float, *, tp: int, chunked_prefill_
 def vision_factor(spec: ModelSpec, version: tuple[int, ...]) -> float:
     """What a vision-language model's default fraction is multiplied by (1: not one):
     0.4.9 takes 0.90; 0.5.1 on server_args.py ``adjust_mem_fraction_for_vlm``: 0.95 × (1 − 0.1 ×
-    (the ViT's layers × hidden² / (24 × 1024²) − 1)), that second factor held to 0.8–1.05 (the
-    vision config's num_hidden_layers — Qwen2.5-VL's ``depth`` — default 24, hidden_size 1024)."""
+    (the ViT's num_hidden_layers × hidden_size² / (24 × 1024²) − 1)), that second factor held to
+    0.8–1.05, with 24 layers and 1024 wide where the vision config does not name them
+    (``getattr(vision_config, "num_hidden_layers", 24)``: Qwen2.5-VL's config says ``depth``, so 24
+    — sglang#11830's log: 0.851 × 0.95 × (1 − 0.1 × (1280² / 1024² − 1)) = 0.7629746875)."""
     vision = spec.config.get("vision_config")
     if not isinstance(vision, dict) or version < (0, 4, 9):
         return 1.0
     if version < (0, 5, 1):
         return 0.90
-    layers = vision.get("num_hidden_layers") or vision.get("depth") or 24
+    layers = vision.get("num_hidden_layers") or 24
     hidden = vision.get("hidden_size") or 1024
     ratio = layers * hidden ** 2 / (24 * 1024 ** 2)
     return 0.95 * max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
