@@ -29,9 +29,9 @@ PREDICTED = {
     "vllm-v0-4090x2-qwen14b-131k": 81536,
     "vllm-v1-a5000-qwen3-8b-16k": 45344,
     "vllm-v1-h100x4-qwen3-235b-fp8": 270288,
-    "sglang-h100x4-qwen3-235b-fp8": 367931,
-    "sglang-l4x4-qwq-32b": 44672,
-    "sglang-h100-llama31-8b-docs": 444020,
+    "sglang-h100x4-qwen3-235b-fp8": 363469,
+    "sglang-l4x4-qwq-32b": 47982,
+    "sglang-h100-llama31-8b-docs": 443823,
     "vllm-v0-a100-40gb-llama3-8b-8k": 156624,
     "vllm-v0-h100-phi4-gptq-2k": 11296,
     "vllm-v1-h100-codellama-7b": 126432,
@@ -86,7 +86,7 @@ PREDICTED = {
     "vllm-v1-h100-mistral-small31-24b-w8a8-tp2": 785664,
     "vllm-v1-h100-llama31-8b-w8a8": 528880,
     "vllm-v1-h100-qwen25-7b-w8a8": 1208608,
-    "sglang-b200-qwen25-vl-7b": 2247730,
+    "sglang-b200-qwen25-vl-7b": 2246843,
 }
 
 
@@ -116,7 +116,7 @@ def test_errors_over_the_logs() -> None:
     assert over == ["vllm-v0-a100-40gb-llama3-8b-8k", "vllm-v1-h100-llama4-scout-tp4",
                     "vllm-v1-h100x4-qwen3-235b-fp8"]
     assert len(over) / len(errors) <= 0.15
-    assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0014
+    assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0107
     assert round(errors["vllm-v0-h100-phi4-gptq-2k"], 4) == 0.0126
 
 

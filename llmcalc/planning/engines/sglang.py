@@ -33,7 +33,7 @@ from llmcalc.planning.engines.budget import (
     not_modelled,
     weights_per_gpu,
 )
-from llmcalc.planning.hardware import Accelerator, GiB
+from llmcalc.planning.hardware import DEFAULT_INTERCONNECT, Accelerator, GiB
 from llmcalc.units import DType, nbytes
 
 VERSION = "0.5.9"
@@ -49,11 +49,17 @@ CARD_DEFAULTS = (
     (160 * 1024, 8192, 256, 512),
 )
 LARGEST_CARD = (16384, 512, 512)
-# What start-up holds before the weights load ("Init torch distributed ends. mem usage"): the
-# CUDA context and, with tp > 1, NCCL's buffers — sglang#11716's tp 8 H200 log shows 1.77–2.01 GB
-# per rank; llmcalc takes 0.6 GiB alone and 2 GiB with tp > 1 (estimates from those logs).
-STARTUP = int(0.6 * GiB)
-STARTUP_TP = 2 * GiB
+# What start-up holds before the weights load (the card's total less "Load weight begin. avail
+# mem"): the CUDA context, 0.38 GiB on an H100 at tp 1 (SGLang's quick-start log: 78.81 free of
+# 79.19) and 0.40 on 4 PCIe L4s (llms-in-clouds: 21.63 free of 22.03, NCCL's 0.13 GB within it:
+# SGLang's custom all-reduce stays off without NVLink); with tp > 1 on NVLink cards NCCL and the
+# custom all-reduce add about 2.2 GiB (sglang#11716, 8 H200s: 137.29–137.52 free of 140.06).
+STARTUP = int(0.4 * GiB)
+STARTUP_NVLINK = int(2.2 * GiB)
+# What loading holds beyond the weights ("Load weight end ... mem usage" less the checkpoint's share):
+# 0.13 GiB for Llama-3.1-8B on an H100 (15.09 − 14.96, SGLang's quick start), 0.28 for QwQ-32B
+# on 4 L4s (15.54 − 15.26): llmcalc takes 0.2 GiB (rotary tables, workspaces; an estimate)
+LOAD_EXTRA = int(0.2 * GiB)
 # 0.4.0–0.4.8 server_args.py __post_init__: the default fraction by tp alone (tp ≥ 16, 8, 4, 2, 1)
 TP_TABLE = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
 # 0.5.1 on: swa_full_tokens_ratio (server_args.py), mamba_full_memory_ratio (0.5.6 on)
@@ -64,6 +70,11 @@ MAMBA_FIXED_SLOTS = 512  # 0.5.3 model_runner.py: max_mamba_cache_size without m
 MAMBA_SLOTS_PER_REQUEST = 3
 # 0.5.9 model_config.py is_hybrid_swa_model: the architectures given a sliding pool
 SWA_ARCHS = ("gpt_oss", "llama4", "llama4_text")
+
+
+def nvlink(acc: Accelerator) -> bool:
+    """Whether the card's GPUs are NVLink peers (hardware.json's link)."""
+    return DEFAULT_INTERCONNECT.get(acc.key, "").startswith("nvlink")
 
 
 def version_tuple(version: str | None) -> tuple[int, ...]:
@@ -222,12 +233,13 @@ def plan(
     if page < 1:
         raise UsageError(f"--page-size {page}: must be 1 or more")
     context = context_length or spec.shape.max_position_embeddings or 2048
-    startup = STARTUP + (STARTUP_TP if tp > 1 else 0)
+    startup = STARTUP + (STARTUP_NVLINK if tp > 1 and nvlink(accelerator) else 0)
     after_start = total - startup  # profile_max_num_token's total_gpu_memory
     terms = {
         "startup": startup,
         "reserved": int(after_start * (1 - mfs)),  # activations, CUDA graphs: outside the pool
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
+        "load_extra": LOAD_EXTRA,
     }
     full, swa = swa_bytes(spec, ver, tp=tp, kv_dtype=kv_dtype)
     cell = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
