@@ -128,3 +128,16 @@ def test_version_in_the_output(cli: Any) -> None:
     d = json.loads(r.stdout)
     assert d["settings"]["mem_fraction_static"] == 0.88
     assert "--mem-fraction-static 0.88" in d["command"]
+
+
+def test_startup_by_link() -> None:
+    """Start-up before the weights: 0.4 GiB (the L4 log: 22.03 GiB less the logged 21.63 free at
+    tp 4 over PCIe, where SGLang's custom all-reduce stays off), 2.2 GiB more with tp > 1 on
+    NVLink cards (sglang#11716's H200s: 2.5–2.8 GiB in all)."""
+    pcie = _plan("qwen2.5-32b", accelerator=lookup("l4"), tp=4, mem_fraction_static=0.85)
+    assert pcie.terms["startup"] == int(0.4 * GiB)
+    assert round((pcie.cuda_memory_bytes - pcie.terms["startup"]) / GiB, 2) == 21.63
+    nv = _plan("qwen2.5-32b", tp=4)
+    assert nv.terms["startup"] == int(0.4 * GiB) + int(2.2 * GiB)
+    assert _plan("qwen2.5-32b").terms["startup"] == int(0.4 * GiB)
+    assert budget_adds_up(pcie) and budget_adds_up(nv)

@@ -1,9 +1,9 @@
 """SGLang's KV cache budget (``fit --engine sglang``), read from its source, by version.
 
 Followed: SGLang 0.5.9 (python/sglang/srt; ``--engine sglang==0.4.0`` … ``==0.5.6`` take the
-rules of that release where one changed). The pool (0.5.9
-srt/model_executor/model_runner_kv_cache_mixin.py ``profile_max_num_token``; 0.4 model_runner.py,
-the same arithmetic)::
+rules of the newest release read at or below it: 0.4.0, 0.4.3, 0.4.6, 0.4.9, 0.5.1, 0.5.3, 0.5.6,
+0.5.9). The pool (0.5.9 srt/model_executor/model_runner_kv_cache_mixin.py
+``profile_max_num_token``; 0.4 model_runner.py, the same arithmetic)::
 
     total       = free memory after start-up (ModelRunner.init_torch_distributed, GiB)
     rest        = (free memory after the weights load) − total × (1 − mem_fraction_static)
@@ -14,9 +14,10 @@ the same arithmetic)::
 ``mem_fraction_static``'s default by release (srt/server_args.py), from the card's memory in MiB
 and tp (``default_mem_fraction_static``); a vision-language model's default is lowered
 (``adjust_mem_fraction_for_vlm``). Sliding-window models split the tokens between a full and a
-sliding pool (``set_num_token_hybrid``), recurrent hybrids set a mamba state pool aside first
-(``handle_max_mamba_cache``). What start-up itself takes (the CUDA context, NCCL with tp > 1) is
-an estimate from logs."""
+sliding pool (``set_num_tokens_hybrid_swa``), recurrent hybrids set a mamba state pool aside first
+(``handle_max_mamba_cache``). What start-up and loading take beyond the weights (the CUDA context,
+NCCL and the custom all-reduce with tp > 1 on NVLink) are estimates from logs. ``kv_memory`` (from
+``--kv-memory``) is the KV pool's logged K + V (both pools of a sliding-window model)."""
 
 from __future__ import annotations
 
