@@ -111,6 +111,7 @@ def test_mamba_state_pool() -> None:
     assert b.settings["max_running_requests"] == slots // 3
     old = _plan("qwen3-next-80b-a3b", tp=4, version="0.5.3")
     assert old.terms["mamba_state"] == 512 * 19316736
+    assert old.settings["max_running_requests"] == 512
 
 
 def test_hybrid_before_its_pool_refused(cli: Any) -> None:

@@ -67,7 +67,7 @@ TP_TABLE = ((16, 0.79), (8, 0.81), (4, 0.85), (2, 0.87), (1, 0.88))
 SWA_FULL_TOKENS_RATIO = 0.8
 MAMBA_FULL_MEMORY_RATIO = 0.9
 MAMBA_FIXED_SLOTS = 512  # 0.5.3 model_runner.py: max_mamba_cache_size without max_running_requests
-# model_runner_kv_cache_mixin.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO
+# model_runner_kv_cache_mixin.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (0.5.6 on; 0.5.3: 1)
 MAMBA_SLOTS_PER_REQUEST = 3
 # 0.5.9 model_config.py is_hybrid_swa_model: the architectures given a sliding pool
 SWA_ARCHS = ("gpt_oss", "llama4", "llama4_text")
@@ -268,7 +268,7 @@ def plan(
         swa_tokens = int(tokens * SWA_FULL_TOKENS_RATIO) // page * page
     requests = max_running_requests or min(max(int(tokens / context * 512), 2048), 4096)
     if recurrent and slots and not max_running_requests:
-        requests = min(requests, slots // MAMBA_SLOTS_PER_REQUEST)
+        requests = min(requests, slots // (MAMBA_SLOTS_PER_REQUEST if ver >= (0, 5, 6) else 1))
     refusal = None
     if tokens <= 0:
         refusal = ("Not enough memory. Please try to increase --mem-fraction-static. "
