@@ -294,6 +294,8 @@ def plan(
         tokens_rule=(f"full-attention pool; the sliding pool holds {swa_tokens:,}" if swa
                      else ""),
     )
+
+
 def command(spec: ModelSpec, s: dict[str, object], *, kv_dtype: DType) -> str:
     """The `python -m sglang.launch_server` line with these settings."""
     model = spec.origin.repo_id if spec.origin and spec.origin.repo_id else spec.name
