@@ -142,3 +142,14 @@ def test_startup_by_link() -> None:
     assert nv.terms["startup"] == int(0.4 * GiB) + int(2.2 * GiB)
     assert _plan("qwen2.5-32b").terms["startup"] == int(0.4 * GiB)
     assert budget_adds_up(pcie) and budget_adds_up(nv)
+
+
+def test_deepseek_sparse_attention_indexer() -> None:
+    """get_cell_size_per_token with NSA (DeepSeek-V3.2): the MLA latent (512 + 64) × 61 layers ×
+    2 bytes plus the indexer's 128 fp8 keys and one float32 scale a layer: 70,272 + 61 × 132 =
+    78,324 bytes a token, in pages of 64 (server_args' DSA default on CUDA)."""
+    b = _plan("deepseek-v3.2-exp", accelerator=lookup("h200"), tp=8, mem_fraction_static=0.9)
+    assert (b.bytes_per_token, b.block_tokens) == (576 * 61 * 2 + 61 * 132, 64)
+    assert b.kv_cache_tokens % 64 == 0
+    assert _plan("deepseek-v3.2-exp", version="0.4.9", accelerator=lookup("h200"), tp=8,
+                 mem_fraction_static=0.9).bytes_per_token == 576 * 61 * 2

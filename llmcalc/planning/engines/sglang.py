@@ -69,6 +69,8 @@ MAMBA_FULL_MEMORY_RATIO = 0.9
 MAMBA_FIXED_SLOTS = 512  # 0.5.3 model_runner.py: max_mamba_cache_size without max_running_requests
 # model_runner_kv_cache_mixin.py MAMBA_CACHE_SIZE_MAX_RUNNING_REQUESTS_RATIO (0.5.6 on; 0.5.3: 1)
 MAMBA_SLOTS_PER_REQUEST = 3
+NSA_QUANT_BLOCK = 128  # memory_pool.py NSATokenToKVPool.quant_block_size
+NSA_PAGE_SIZE = 64  # server_args.py: "Setting page size to 64 for DeepSeek DSA" (CUDA)
 # 0.5.9 model_config.py is_hybrid_swa_model: the architectures given a sliding pool
 SWA_ARCHS = ("gpt_oss", "llama4", "llama4_text")
 
@@ -175,6 +177,18 @@ def swa_bytes(spec: ModelSpec, version: tuple[int, ...], *, tp: int,
     return (full, swa) if model_type in SWA_ARCHS else (full + swa, 0)
 
 
+def indexer_bytes(spec: ModelSpec) -> int:
+    """Bytes a token adds to DeepSeek sparse attention's (NSA) indexer keys, every layer:
+    index_head_dim fp8 values and a float32 scale per 128 (model_runner_kv_cache_mixin.py
+    ``get_cell_size_per_token``: index_head_dim + index_head_dim // 128 × 4, uint8)."""
+    total = 0
+    for g in spec.layer_groups:
+        a = g.attention
+        if a is not None and a.kv_latent_dim is not None and a.topk and a.index_key_dim:
+            total += g.cached_runs * (a.index_key_dim + a.index_key_dim // NSA_QUANT_BLOCK * 4)
+    return total
+
+
 def mamba_state_per_request(spec: ModelSpec, tp: int) -> int:
     """Bytes one request's recurrent state takes on one rank, every recurrent layer
     (configs/mamba_utils.py ``Mamba2StateShape.create``, ``mamba_cache_per_req``): the conv state
@@ -230,7 +244,8 @@ def plan(
         default = default_mem_fraction_static(gpu_mem, tp=tp, chunked_prefill_size=chunk,
                                               cuda_graph_max_bs=graph_bs, version=ver)
         mfs = fraction(default * vision_factor(spec, ver), "--mem-fraction-static")
-    page = page_size or DEFAULT_PAGE_SIZE
+    indexer = indexer_bytes(spec) if ver >= (0, 5, 3) else 0
+    page = page_size or (NSA_PAGE_SIZE if indexer else DEFAULT_PAGE_SIZE)
     if page < 1:
         raise UsageError(f"--page-size {page}: must be 1 or more")
     context = context_length or spec.shape.max_position_embeddings or 2048
@@ -243,7 +258,7 @@ def plan(
         "load_extra": LOAD_EXTRA,
     }
     full, swa = swa_bytes(spec, ver, tp=tp, kv_dtype=kv_dtype)
-    cell = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
+    cell = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype) + indexer
     rest = total - sum(terms.values())
     slots = 0
     if recurrent and kv_memory is None:
