@@ -299,13 +299,18 @@ TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "f", "g", "c_dc")
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
 # over on both); all 11 terms on seven rows overfit.
-# SGLang shares vLLM's form (its rows are first-token latencies of an 8,192-token prompt and no
-# decode row without speculative decoding was found); llama.cpp on a CPU has few rows a card: the
-# weights streamed and the per-layer cost, the prefill's compute and bytes.
+# SGLang shares vLLM's form with its own prefill coefficient (its rows: first-token latencies of
+# an 8,192-token prompt; vLLM's rows stand in for its decode, STAND_INS). transformers' one row
+# (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
+# per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
+# on a fast card as on a slow one, and the bound (the max below) takes over where bandwidth is the
+# limit. llama.cpp on a CPU (one CPU, pp512/pp4096/tg128): the prefill's dense and attention
+# FLOPs at the CPU's FP32 peak, the decode's bytes at its bandwidth.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "a", "c"), ("sglang", "cuda"): ("p", "a", "c"),
     ("sglang", "rocm"): ("p", "a", "c"), ("vllm", "rocm"): ("p", "a", "c"),
-    ("transformers", "cuda"): ("p", "a", "c"), ("llama.cpp", "cpu"): ("p", "q", "a", "c")}
+    ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
+    ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a")}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is
 # fitted on its own rows together with another engine × backend's, named here with the reason; the
@@ -326,6 +331,12 @@ STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] =
     ("vllm", "rocm"): (("vllm", "cuda"), STAGES, "no published vLLM measurement on ROCm was "
                        "found: vLLM's CUDA rows stand in, so the figure is a CUDA card's "
                        "efficiency carried over"),
+    ("transformers", "rocm"): (("transformers", "cuda"), STAGES, "no published transformers "
+                               "measurement on ROCm was found: its CUDA row (a per-layer launch "
+                               "cost) stands in"),
+    ("transformers", "metal"): (("transformers", "cuda"), STAGES, "no published transformers "
+                                "measurement on Metal (MPS) was found: its CUDA row (a per-layer "
+                                "launch cost) stands in"),
 }
 
 
@@ -419,7 +430,8 @@ def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend:
                        _median([(r, e) for r, e in errors if r.stage == stage]), stand_in, lent)
             for stage, coef in (("prefill", c[:k]), ("decode", c[k:]))}
     through = [(r, e) for r, e in errors if r.stage == "throughput"]
-    return Model(fits["prefill"], fits["decode"], len(through), _median(through))
+    return Model(fits["prefill"], fits["decode"], sum(r.stage == "throughput" for r, _ in pairs),
+                 _median(through))
 
 
 @dataclass(frozen=True)

@@ -61,13 +61,18 @@ def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
 def _error(f: Fit) -> str:
     if not any(f.coefficients):  # no row informs the stage: its time is the bound's
         return "the bound: no measured row informs this stage"
-    if f.stand_in and f.loo_median_abs_error is None:  # the stage rests on stand-in rows
-        return f"unknown: {f.rows} own rows of this stage; {f.stand_in}"
+    if f.loo_median_abs_error is None:  # too few own rows (the stage may rest on stand-ins)
+        return _UNKNOWN + ("; from the stand-in rows below" if f.stand_in and not f.rows else "")
     return _loo(f.loo_median_abs_error, f.rows)
 
 
+_UNKNOWN = "unknown: too few own rows to leave one out"
+
+
 def _loo(e: float | None, rows: int) -> str:
-    return "" if e is None else f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
+    if e is None:
+        return _UNKNOWN if rows else ""
+    return f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
 
 
 def _expected_grid(r: Latency, e: Expected) -> Fitted:
