@@ -20,7 +20,9 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
   so such rows inform both stages' coefficients, fitted together.
 
 Coefficients are ≥ 0 (non-negative least squares on the relative error: a term the rows do not
-support is 0).
+support is 0). An engine × backend with few rows is fitted with fewer terms (``ENGINE_TERMS``),
+and one without rows for a stage beside another engine × backend's rows (``STAND_INS``), which
+its basis names; its error is the leave-one-out error on its own rows only.
 
 The expected time is never below the roofline's (``max`` with the bound), so the expected tokens/s
 never exceed the bound. Pure: nothing here prints or reads a model config; the caller passes each
@@ -353,7 +355,8 @@ def stand_in_rows(engine: str, backend: str) -> StandIns:
     """``STAND_INS`` of an engine × backend, followed through; no rows and "" when none."""
     rows: list[tuple[MeasuredRow, tuple[str, ...]]] = []
     notes: list[str] = []
-    key, stages = (engine, backend), STAGES
+    key: tuple[str, str] = (engine, backend)
+    stages: tuple[str, ...] = STAGES
     while key in STAND_INS:
         key, lent, why = STAND_INS[key]
         stages = tuple(st for st in stages if st in lent)
