@@ -307,10 +307,12 @@ TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "f", "g", "c_dc")
 # per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
 # on a fast card as on a slow one, and the bound (the max below) takes over where bandwidth is the
 # limit. llama.cpp on a CPU (one CPU, pp512/pp4096/tg128): the prefill's dense and attention
-# FLOPs at the CPU's FP32 peak, the decode's bytes at its bandwidth.
+# FLOPs at the CPU's FP32 peak, the decode's bytes at its bandwidth. vLLM on ROCm adds the batch's
+# compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
+# bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "a", "c"), ("sglang", "cuda"): ("p", "a", "c"),
-    ("sglang", "rocm"): ("p", "a", "c"), ("vllm", "rocm"): ("p", "a", "c"),
+    ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a")}
 
@@ -327,12 +329,11 @@ STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] =
     ("sglang", "cuda"): (("vllm", "cuda"), ("decode",), "vLLM's CUDA rows stand in for SGLang's "
                          "decode: no published SGLang decode step without speculative decoding "
                          "was found"),
-    ("sglang", "rocm"): (("sglang", "cuda"), STAGES, "no published SGLang measurement on ROCm "
-                         "was found: SGLang's (and for decode vLLM's) CUDA rows stand in, so the "
-                         "figure is a CUDA card's efficiency carried over"),
-    ("vllm", "rocm"): (("vllm", "cuda"), STAGES, "no published vLLM measurement on ROCm was "
-                       "found: vLLM's CUDA rows stand in, so the figure is a CUDA card's "
-                       "efficiency carried over"),
+    ("sglang", "rocm"): (("vllm", "rocm"), STAGES, "no published SGLang measurement on ROCm "
+                         "was found: vLLM's ROCm rows (MI300X) stand in"),
+    ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
+                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200) stand in for "
+                       "the prefill"),
     ("transformers", "rocm"): (("transformers", "cuda"), STAGES, "no published transformers "
                                "measurement on ROCm was found: its CUDA row (a per-layer launch "
                                "cost) stands in"),
@@ -360,6 +361,8 @@ def stand_in_rows(engine: str, backend: str) -> StandIns:
     while key in STAND_INS:
         key, lent, why = STAND_INS[key]
         stages = tuple(st for st in stages if st in lent)
+        if not stages:  # the chain lends nothing further
+            break
         rows.extend((r, stages) for r in rows_for(*key))
         notes.append(why)
     return StandIns(tuple(rows), "; ".join(notes))
