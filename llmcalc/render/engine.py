@@ -23,6 +23,9 @@ TERM_LABELS = {
     "reserved": "reserved: 1 − mem_fraction_static",
     "context": "CUDA context, runtime (NCCL)",
     "kept_free": "kept free: 1 − free_gpu_memory_fraction",
+    "execution_context": "execution context (the engine's activations)",
+    "runtime_buffers": "runtime buffers (logits, output ids)",
+    "decoder": "decoder (sampling buffers)",
 }
 USABLE_LABELS = {"vllm": "total × gpu_memory_utilization", "sglang": "total",
                  "trtllm": "total"}
