@@ -4,9 +4,9 @@ Two runtimes, chosen by ``--engine trtllm==VERSION``:
 
 **1.0 and later (default: 1.0): the PyTorch backend** (``trtllm-serve``, the LLM API). After the
 weights load it runs a warm-up forward of max_num_tokens, then sizes the cache from the peak
-(tensorrt_llm/_torch/pyexecutor/_util.py ``KvCacheCreator._cal_max_memory``; 1.0, 1.1 and 1.2 alike:
-``available_kv_mem = (total_gpu_memory − peak_memory + tmp_kv) × fraction``, the estimation run's
-temporary cache added back)::
+(tensorrt_llm/_torch/pyexecutor/_util.py ``KvCacheCreator``: ``_cal_max_tokens``, later
+``_cal_max_memory``, both ``available_kv_mem = (total_gpu_memory − peak_memory + tmp_kv) ×
+fraction``, the estimation run's temporary cache added back)::
 
     kv = (total − CUDA context/NCCL − weights − the warm-up's activation peak) × fraction  (0.9)
 
