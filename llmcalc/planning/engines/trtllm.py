@@ -79,12 +79,15 @@ ENGINE_CONTEXT = int(0.75 * GiB)
 ENGINE_CONTEXT_TP = int(0.25 * GiB)
 # Runtime buffers (RuntimeBuffers::create): two float32 [max_batch_size, vocab] logits buffers
 # and the [max_batch_size, max_seq_len] int32 output ids: 2.57 GiB for TensorRT-LLM#1188's 2048 ×
-# 151,936 (logged 2.66 GB), 1.04 GiB for the 0.12 trtllm-bench run's 4096 × 32,000 (logged 1.14).
+# 151,936 (logged 2.66 GB), 1.04 GiB for the 0.12 trtllm-bench quick start's 4096 × 32,000
+# (logged 1.14).
 RUNTIME_LOGITS_BYTES = 2 * 4
 # The decoder (GptDecoderBatched's sampling buffers): per request, float32 copies of the
 # vocabulary's logits/probabilities and a fixed 600 KiB (top-k/top-p workspace, output ids,
 # curand state). Four copies before 0.17: 5.81 GiB for #1188's 2048 × 151,936 (logged 5.76 GB)
-# and 4.30 GiB for the 0.12 run's 4096 × 32,000 (logged 4.35); one from 0.17 (the only later
+# and 4.30 GiB for the 0.12 trtllm-bench quick start's 4096 × 32,000 (benchmarks/Suite.md, logged
+# 4.35, if its model has the 32,000 vocabulary of the Llama-2-7B it names; its cache's bytes a
+# token are not Llama-2-7B's, so it is no test row); one from 0.17 (the only later
 # log, TensorRT-LLM#4275's 0.19 RTX 5090 run, leaves 2.2 GiB for it at 2048 × 128,256).
 DECODER_VOCAB_COPIES_OLD = 4
 DECODER_VOCAB_COPIES = 1
