@@ -365,11 +365,77 @@ def test_kv_heads_replicated_past_tp() -> None:
     assert at == {4: 48 * 256 * 2, 8: 48 * 256 * 2}
 
 
-def test_hybrid_model_refused(cli: Any) -> None:
-    """Mamba-2 hybrids are refused (only gated-delta hybrids follow vLLM's hybrid allocator)."""
-    r = cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100", "--tp", "4")
+def test_mamba_before_v1_support_refused(cli: Any) -> None:
+    """Before 0.10 vLLM ran Mamba hybrids on V0 (MambaCacheManager, outside the KV budget)."""
+    r = cli("fit", "granite-4.0-h-small", "--engine", "vllm==0.9", "--gpu", "h100", "--tp", "4")
     assert r.code == 2
-    assert "keeps recurrent state beside its KV cache" in r.stderr
+    assert r.stderr.strip().endswith(
+        "--engine vllm==0.9: ibm-granite/granite-4.0-h-small keeps mamba2 state, which vLLM before 0.10 "
+        "holds in V0's MambaCacheManager (max_num_seqs states outside the KV budget), not "
+        "followed; use --engine vllm==0.10 or later")
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_unfollowed_recurrent_state_refused(cli: Any) -> None:
+    """Recurrent layers other than Mamba/Mamba-2/short-conv/gated-delta/linear attention."""
+    r = cli("fit", "rwkv-4-169m-pile", "--engine", "vllm", "--gpu", "h100")
+    assert r.code == 2
+    assert r.stderr.strip().endswith(
+        "--engine vllm: RWKV/rwkv-4-169m-pile keeps rwkv state, whose pages in vLLM's hybrid allocator "
+        "llmcalc does not follow (it follows Mamba, Mamba-2, short-conv, gated-delta and "
+        "linear-attention layers)")
+
+
+@pytest.mark.parametrize(("model", "kv_dtype", "block", "state"), [
+    # vllm-gaudi#1453 and a vLLM 0.11.1 ROCm log (granite-4.0-h-small): "Setting attention block
+    # size to 528 tokens", "Padding mamba page size by 0.69%": 3 × 8,448 × 2 + 128 × 64 × 128 × 2
+    ("granite-4.0-h-small", "bf16", 528, 2_147_840),
+    # (the two logs below were found through the code index, which did not name their
+    # repositories: id 51961570119, a Nemotron-Cascade-2 Docker log; id 64285867313, MetaX C500
+    # notes) Nemotron-Cascade-2-30B-A3B (Nemotron-3-Nano-30B's shape) on vLLM 0.19, fp8 KV: "4176
+    # tokens", "0.19%": 3 × 6,144 × 2 + 64 × 64 × 128 × 4 (float32 ssm state, the config's)
+    ("nemotron-3-nano-30b-a3b", "fp8", 4176, 2_134_016),
+    # LFM2.5-1.2B on vLLM 0.17: "16 tokens", "Padding mamba page size by 300.00%": 2 × 2,048 × 2
+    ("lfm2-1.2b", "fp16", 16, 8_192),
+])
+def test_vllm_state_page_and_block_from_the_logs(model: str, kv_dtype: str, block: int,
+                                                 state: int) -> None:
+    spec = spec_for(model, None)
+    m = next(g.mixer for g in spec.layer_groups if g.mixer is not None)
+    assert vllm.state_page(spec, m, tp=1, act_bytes=2) == state
+    b = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType(kv_dtype),
+                  max_model_len=8192, kv_memory=8 * GiB)
+    assert b.block_tokens == block
+
+
+def test_mamba2_groups_replicated_past_tp() -> None:
+    """Mamba-2's single B/C group is replicated on each of 4 ranks (extra_groups_for_head_shards):
+    granite-4.0-h-small's conv state is 3 × (8,192 + 2 × 4 × 128)/4 × 2 bytes at tp 4."""
+    spec = spec_for("granite-4.0-h-small", None)
+    m = next(g.mixer for g in spec.layer_groups if g.mixer is not None)
+    assert vllm.state_page(spec, m, tp=4, act_bytes=2) == 3 * 2304 * 2 + 32 * 64 * 128 * 2
+
+
+def test_vllm_lfm2_tokens_and_concurrency_from_one_block_count(cli: Any) -> None:
+    """LFM2.5-1.2B on vLLM 0.17 (6 attention + 10 short-conv layers: groups of 6, "Add 2 padding
+    layers"; 3 groups): 40,738 blocks give the logged 40,738 // 3 × 16 = 217,264 tokens and
+    40,738 / (128 + 2 × 1) = 313.37x at 2,048 tokens — one state page a request (prefix caching
+    off), the token count by 0.17's rule."""
+    out = json.loads(cli("fit", "lfm2-1.2b", "--engine", "vllm==0.17", "--gpu-mem", "15.625GiB",
+                         "--dtype", "fp16", "--max-model-len", "2048", "--json", "--kv-memory",
+                         str(40738 * 6 * 32768)).stdout)
+    assert (out["block_tokens"], out["kv_cache_tokens"], round(out["max_concurrency"], 2)) == \
+        (16, 217264, 313.37)
+
+
+def test_pure_ssm_state_per_request(cli: Any) -> None:
+    """falcon-mamba-7b (64 Mamba layers, no attention): one group of all 64 layers, a state page
+    of 3 × 8,192 × 2 + 8,192 × 16 × 2 = 311,296 bytes, one page a request: 10 GiB hold
+    10 GiB // 311,296 // 64 = 538 requests, logged as 538 × max_model_len tokens."""
+    out = json.loads(cli("fit", "falcon-mamba-7b", "--engine", "vllm", "--gpu", "h100",
+                         "--max-model-len", "8192", "--kv-memory", "10GiB", "--json").stdout)
+    assert (out["block_tokens"], out["kv_cache_tokens"], out["max_concurrency"]) == \
+        (8192, 538 * 8192, 538.0)
 
 
 def test_vllm_hybrid_layout_from_the_logs(cli: Any) -> None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat
-from llmcalc.model.spec import GATED_DELTA, ModelSpec
+from llmcalc.model.spec import GATED_DELTA, LIGHTNING, MAMBA, MAMBA2, SHORT_CONV, Mixer, ModelSpec
 from llmcalc.planning.engines.budget import (
     EngineBudget,
     cuda_memory,
@@ -87,43 +87,129 @@ NON_TORCH_TP = {True: int(1.85 * GiB), False: int(1.45 * GiB)}  # keyed by "NVLi
 CUDA_GRAPHS = 1 * GiB
 
 
-# vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config:
-# the attention block grows in steps of the kernel's alignment (16 tokens) until its page holds
-# the mamba state page, and the mamba page is padded to the attention page
+# vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config
+# (from 0.19 vllm/platforms/interface.py Platform._align_hybrid_block_size): the attention block
+# grows in steps of the kernel's alignment (16 tokens) until its page holds the mamba state page,
+# and the mamba page is padded to the attention page
 HYBRID_BLOCK_ALIGN = 16
-# vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes: with prefix caching (V1's
-# default; mamba_cache_mode "align") a request holds 2 state pages per mamba group, else 1
+# vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes: a request holds 1 state page per
+# mamba group with mamba_cache_mode "none", 2 with "align" (prefix caching on). The gated-delta
+# rows (Qwen3.6 logs run with prefix caching) hold 2. For Mamba/Mamba-2/short-conv/linear-attention
+# models prefix caching stays off by default (vllm#23716, from 0.10.2: "none", 1 page) until
+# vllm#50991 (merged 2026-08-04, taken as 0.27) turned it on in "align" mode (2 pages).
 MAMBA_PAGES_PER_REQUEST = 2
+STATE_ALIGN_DEFAULT_FROM = (0, 27)
+# vllm#20016 (0.10): V1 runs hybrid SSM/attention and pure SSM models; before it they ran on V0,
+# whose MambaCacheManager (vllm/model_executor/models/mamba_cache.py) held max_num_seqs states
+# outside the KV pages: not followed
+MAMBA_V1_FROM = (0, 10)
+# vllm/v1/core/kv_cache_utils.py _report_kv_cache_config: num_blocks // len(groups) × the smallest
+# block size until vllm#38364/#40694 (April 2026, taken as 0.20) logged int(max_concurrency ×
+# max_model_len); LFM2.5 on vLLM 0.17 (217,264 tokens with 40,738 blocks in 3 groups) and
+# Qwen3.5-27B on 0.19 (vllm#40691: 290,864 tokens at 33.04x of 32,768) show the old rule
+HYBRID_TOKENS_FROM_CONCURRENCY = (0, 20)
+# recurrent mixers vLLM V1 keeps in MambaSpec pages (mamba_utils.MambaStateShapeCalculator)
+STATE_KINDS = {GATED_DELTA, MAMBA, MAMBA2, SHORT_CONV, LIGHTNING}
 
 
-def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int
+def ssm_state_bytes(spec: ModelSpec, act_bytes: int) -> int:
+    """Bytes of one element of the temporal (SSM) state: mamba_ssm_cache_dtype, "auto" = the conv
+    state's (the model's) dtype (mamba_utils.py ``MambaStateDtypeCalculator._mamba_state_dtype``),
+    overridden per model in models/config.py: Qwen3.5 takes its config's ``mamba_ssm_dtype``
+    (``Qwen3_5ForConditionalGenerationConfig``); Nemotron-H its config's
+    ``mamba_ssm_cache_dtype``, float32 where unset (``NemotronHForCausalLMConfig``)."""
+    text = spec.config.get("text_config")
+    cfg = text if isinstance(text, dict) else spec.config
+    named = cfg.get("mamba_ssm_dtype")
+    if cfg.get("model_type") == "nemotron_h" or spec.config.get("model_type") == "nemotron_h":
+        named = cfg.get("mamba_ssm_cache_dtype", "float32")
+    return {"float32": 4, "float16": 2, "bfloat16": 2}.get(str(named), act_bytes)
+
+
+def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int) -> int:
+    """One recurrent layer's state on one rank, in bytes (vllm/model_executor/layers/mamba/
+    mamba_utils.py ``MambaStateShapeCalculator``; conv state at the model's dtype, temporal
+    state at :func:`ssm_state_bytes`):
+
+    - Mamba (``mamba1_state_shape``): conv (kernel − 1) × d_inner/tp, ssm d_inner/tp × N;
+    - Mamba-2 (``mamba2_state_shape``): the B/C groups G are replicated up to tp where tp does not
+      divide them (``extra_groups_for_head_shards``: G + tp − G), conv (kernel − 1) ×
+      (d_inner + 2·G'·N)/tp, ssm heads/tp × head_dim × N;
+    - short conv (LFM2, ``short_conv_state_shape``): conv (kernel − 1) × d/tp only;
+    - gated delta (``gated_delta_net_state_shape``): conv (kernel − 1) × (2·k_heads·d_k +
+      v_heads·d_v)/tp, ssm v_heads/tp × d_v × d_k;
+    - linear attention (MiniMax, ``linear_attention_state_shape``): heads/tp × d × d at the
+      model's dtype."""
+    ssm = ssm_state_bytes(spec, act_bytes)
+    if m.kind == LIGHTNING:
+        return (m.heads // tp) * m.head_dim * m.state_size * act_bytes
+    conv_dim = m.conv_dim
+    if m.kind == MAMBA2:
+        inner = m.heads * m.head_dim
+        groups = (m.conv_dim - inner) // (2 * m.state_size)
+        groups += 0 if groups % tp == 0 else tp - groups
+        conv_dim = inner + 2 * groups * m.state_size
+    conv = (m.conv_kernel - 1) * (conv_dim // tp) * act_bytes
+    if m.kind == SHORT_CONV:
+        return conv
+    if m.kind == MAMBA:
+        return conv + (m.conv_dim // tp) * m.state_size * ssm
+    return conv + (m.heads // tp) * m.head_dim * m.state_size * ssm
+
+
+def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int, act_bytes: int = 2
                   ) -> tuple[int, int, int, int, int]:
-    """(block_size, page bytes, group_size, attention groups, mamba groups) for a gated-delta
-    hybrid in vLLM V1: the state page of one layer on one rank
-    is the conv state, (kernel − 1) × conv_dim/tp at the model's bf16, plus the temporal state,
-    v_heads/tp × d_k × d_v at float32 where the config sets mamba_ssm_dtype float32 (Qwen3.5's
-    config override), else bf16 (vllm/model_executor/layers/mamba/mamba_utils.py
-    ``MambaStateShapeCalculator.gated_delta_net_state_shape``, ``MambaStateDtypeCalculator``).
-    Layers are grouped by type into groups of the smallest type's layer count
-    (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``: the largest
-    where the largest is under 1.25 × the smallest; a type's last group padded)."""
+    """(block_size, page bytes, group_size, attention groups, mamba groups) for a model with
+    recurrent layers in vLLM V1: the state page of one layer on one rank (:func:`state_page`);
+    the attention block 16 × cdiv(state, 16 × one token's page), its page the common page, the
+    state page padded to it. Layers are grouped by type into groups of the smallest type's layer
+    count (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``: the
+    largest where the largest is under 1.25 × the smallest; a type's last group padded).
+    Without attention (a pure SSM) the block is max_model_len tokens (MambaModelConfig:
+    mamba_block_size = max_model_len) and all layers form one group: block 0 here."""
     mixers = [g for g in spec.layer_groups if g.mixer is not None]
     m = mixers[0].mixer
     assert m is not None
-    text = spec.config.get("text_config")
-    cfg = text if isinstance(text, dict) else spec.config
-    ssm_bytes = 4 if cfg.get("mamba_ssm_dtype") == "float32" else 2
-    state = ((m.conv_kernel - 1) * (m.conv_dim // tp) * 2
-             + (m.heads // tp) * m.head_dim * m.state_size * ssm_bytes)
-    align = HYBRID_BLOCK_ALIGN
-    block = align * -(-state // (align * per_token_layer))
+    state = state_page(spec, m, tp=tp, act_bytes=act_bytes)
     attention = kv_layers(spec)
     recurrent = sum(g.cached_runs for g in mixers)
+    if attention == 0:
+        return 0, state, recurrent, 0, 1
+    align = HYBRID_BLOCK_ALIGN
+    block = align * -(-state // (align * per_token_layer))
     group = min(attention, recurrent)
     if max(attention, recurrent) < group * 1.25:
         group = max(attention, recurrent)
     return (block, block * per_token_layer, group, -(-attention // group),
             -(-recurrent // group))
+
+
+def recurrent_refusal(spec: ModelSpec, ver: tuple[int, ...]) -> str | None:
+    """Why vLLM's cache for this model's recurrent layers is not followed (None: it is)."""
+    kinds = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
+    if not kinds:
+        return None
+    name = ", ".join(sorted(kinds))
+    if len(kinds) > 1 or not kinds <= STATE_KINDS:
+        return (f"--engine vllm: {spec.name} keeps {name} state, whose pages in vLLM's hybrid "
+                "allocator llmcalc does not follow (it follows Mamba, Mamba-2, short-conv, "
+                "gated-delta and linear-attention layers)")
+    if kinds == {GATED_DELTA}:
+        return None if ver >= V1_FROM and kv_layers(spec) > 0 else (
+            f"--engine vllm: {spec.name} keeps gated-delta state, which vLLM runs on V1 "
+            "(--engine vllm==0.8 or later) beside attention only")
+    if ver < MAMBA_V1_FROM:
+        return (f"--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} keeps {name} "
+                "state, which vLLM before 0.10 holds in V0's MambaCacheManager (max_num_seqs "
+                "states outside the KV budget), not followed; use --engine vllm==0.10 or later")
+    groups = {(g.attention.kv_heads, g.attention.qk_head_dim, g.attention.v_head_dim,
+               g.attention.kv_latent_dim) for g in spec.layer_groups
+              if g.attention is not None and not g.attention.kv_shared and g.cached_runs}
+    if len(groups) > 1 or any(a[3] is not None for a in groups):
+        return (f"--engine vllm: {spec.name} pairs its {name} state with attention layers of "
+                "other than one plain K/V shape, whose page vLLM aligns in a way llmcalc does not "
+                "follow")
+    return None
 
 
 # vllm/v1/core/kv_cache_utils.py (the hybrid allocator, from 0.10): layers of different attention
@@ -214,7 +300,10 @@ def plan(
     ver = version_tuple(version)
     v1 = ver >= V1_FROM
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
-    hybrid = v1 and mixers == {GATED_DELTA} and kv_layers(spec) > 0
+    refused = recurrent_refusal(spec, ver)
+    if refused is not None:
+        raise UsageError(refused)
+    hybrid = bool(mixers)
     if not hybrid:
         not_modelled(spec, "vllm")
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
@@ -268,23 +357,33 @@ def plan(
     attention_groups, mamba_groups = 1, 0
     windows = (window_layout(spec, tp=tp, model_len=model_len, batched=batched, block=block)
                if v1 and ver >= WINDOW_GROUPS_FROM and not hybrid else None)
+    state_pages = (MAMBA_PAGES_PER_REQUEST if mixers == {GATED_DELTA}
+                   or ver >= STATE_ALIGN_DEFAULT_FROM else 1)
     if hybrid:
-        block, page, layers, attention_groups, mamba_groups = hybrid_layout(spec, tp=tp,
-                                                          per_token_layer=per_token // layers)
+        act_bytes = 4 if "32" in str(getattr(dtype, "value", dtype)) else 2
+        per_layer = per_token // layers if layers else 0
+        block, page, layers, attention_groups, mamba_groups = hybrid_layout(
+            spec, tp=tp, per_token_layer=per_layer, act_bytes=act_bytes)
+        if not block:  # a pure SSM: one state page a request, its block max_model_len tokens
+            block, attention_groups = model_len, 0
+        elif block_size and block_size > block:  # a larger --block-size is kept as given
+            block, page = block_size, block_size * per_layer
     else:
         page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
     available = kv_memory if kv_memory is not None else requested - sum(terms.values())
     # kv_cache_utils.get_max_concurrency_for_kv_cache_config: the blocks one request holds, its
     # attention pages plus each mamba group's state pages; a hybrid's logged token count is
-    # _report_kv_cache_config's int(max_concurrency × max_model_len)
-    per_request = (attention_groups * -(-model_len // block)
-                   + mamba_groups * MAMBA_PAGES_PER_REQUEST)
+    # _report_kv_cache_config's int(max_concurrency × max_model_len) (before 0.20:
+    # num_blocks // groups × block_size)
+    per_request = (attention_groups * -(-model_len // block) + mamba_groups * state_pages)
     if windows is not None:
         layers, per_request, _ = windows
     blocks = max(available, 0) // page // (layers if v1 else 1)
     tokens = blocks * block
     concurrency = blocks / per_request if v1 else tokens / model_len
-    if hybrid or windows is not None:
+    if hybrid and ver < HYBRID_TOKENS_FROM_CONCURRENCY:
+        tokens = blocks // (attention_groups + mamba_groups) * block
+    elif hybrid or windows is not None:
         tokens = int(concurrency * model_len)
     refusal = None
     if available <= 0:
@@ -315,7 +414,9 @@ def plan(
         max_model_len=model_len, max_concurrency=concurrency, settings=settings,
         command=command(spec, settings, kv_dtype=kv_dtype, dtype=dtype),
         refusal=refusal, from_log=kv_memory is not None,
-        tokens_rule=(f"concurrency × max_model_len, blocks of {block}"
+        tokens_rule=(f"blocks // {attention_groups + mamba_groups} groups × {block}"
+                     if hybrid and ver < HYBRID_TOKENS_FROM_CONCURRENCY
+                     else f"concurrency × max_model_len, blocks of {block}"
                      if hybrid or windows is not None else ""),
     )
 
