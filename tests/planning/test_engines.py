@@ -365,15 +365,24 @@ def test_kv_heads_replicated_past_tp() -> None:
     assert at == {4: 48 * 256 * 2, 8: 48 * 256 * 2}
 
 
-def test_mamba_before_v1_support_refused(cli: Any) -> None:
-    """Before 0.10 vLLM ran Mamba hybrids on V0 (MambaCacheManager, outside the KV budget)."""
-    r = cli("fit", "granite-4.0-h-small", "--engine", "vllm==0.9", "--gpu", "h100", "--tp", "4")
+def test_mamba_hybrid_on_v0_holds_max_num_seqs_states(cli: Any) -> None:
+    """Before 0.10.2 vLLM ran Mamba hybrids on V0: MambaCacheManager holds 256 sequences' states
+    (Jamba-v0.1 at tp 2: 28 Mamba layers × (3 × 4,096 × 2 + 4,096 × 16 × 2) bytes) before the KV
+    cache, whose blocks hold the 4 attention layers only (4 × 4 KV heads × 256 × 2 bytes)."""
+    out = json.loads(cli("fit", "jamba-v0.1", "--engine", "vllm==0.8", "--gpu", "h100", "--tp",
+                         "2", "--max-model-len", "32768", "--json").stdout)
+    assert out["mamba_cache_bytes"] == 256 * 28 * (3 * 4096 * 2 + 4096 * 16 * 2)
+    assert out["kv_bytes_per_token"] == 4 * 4 * 256 * 2
+    assert out["kv_cache_tokens"] == out["kv_cache_bytes"] // (16 * 8192) * 16
+
+
+def test_pure_ssm_before_v1_support_refused(cli: Any) -> None:
+    r = cli("fit", "falcon-mamba-7b", "--engine", "vllm==0.9", "--gpu", "h100")
     assert r.code == 2
-    assert r.stderr.strip().endswith(
-        "--engine vllm==0.9: ibm-granite/granite-4.0-h-small keeps mamba2 state, which vLLM before 0.10 "
-        "holds in V0's MambaCacheManager (max_num_seqs states outside the KV budget), not "
-        "followed; use --engine vllm==0.10 or later")
-    assert len(r.stderr.strip().splitlines()) == 1
+    assert r.stderr.strip() == (
+        "error: --engine vllm==0.9: tiiuae/falcon-mamba-7b keeps mamba state with no attention "
+        "layers, which vLLM before 0.10.2 runs on V0 with no KV blocks to count, not followed; "
+        "use --engine vllm==0.10.2 or later")
 
 
 def test_unfollowed_recurrent_state_refused(cli: Any) -> None:
@@ -426,6 +435,26 @@ def test_vllm_lfm2_tokens_and_concurrency_from_one_block_count(cli: Any) -> None
                          str(40738 * 6 * 32768)).stdout)
     assert (out["block_tokens"], out["kv_cache_tokens"], round(out["max_concurrency"], 2)) == \
         (16, 217264, 313.37)
+
+
+def test_vllm_granite_4_h_1b_from_its_logged_kv_figure(cli: Any) -> None:
+    """granite-4.0-h-1b on vLLM 0.19.0 (a public start-up log found through the code index, id
+    62458215816; --max-model-len 4096, prefix caching off): "Setting attention block size to 400
+    tokens", "Padding mamba page size by 1.59%", "Available KV cache memory: 4.09 GiB", "GPU KV
+    cache size: 53,200 tokens", "Maximum concurrency for 4,096 tokens per request: 66.95x". Its
+    shape is granite-4.0-h-small's layer pattern (4 attention, 36 Mamba-2 layers) with d 1536, 4
+    KV heads of 128 and 48 Mamba heads of 64, which the logged block and padding pin: state
+    3 × 3,328 × 2 + 48 × 64 × 128 × 2 = 806,400 bytes, 16 × cdiv(806,400, 16 × 2,048) = 400.
+    Groups of 4 (1 attention, 9 Mamba): one request holds 11 + 9 = 20 blocks; 1,339 blocks give
+    66.95x and, by 0.19's rule, 1,339 // 10 × 400 = 53,200 tokens — within the figure's rounding."""
+    sizes = ["--set", "hidden_size=1536", "--set", "num_attention_heads=12", "--set",
+             "num_key_value_heads=4", "--set", "mamba_n_heads=48"]
+    low, high = (json.loads(cli("fit", "granite-4.0-h-small", *sizes, "--engine", "vllm==0.19",
+                                "--gpu", "h100", "--max-model-len", "4096", "--kv-memory",
+                                f"{kv}GiB", "--json").stdout) for kv in ("4.085", "4.095"))
+    assert low["block_tokens"] == 400
+    assert low["kv_cache_tokens"] <= 53200 <= high["kv_cache_tokens"]
+    assert low["max_concurrency"] <= 66.95 <= high["max_concurrency"]
 
 
 def test_pure_ssm_state_per_request(cli: Any) -> None:

@@ -99,10 +99,15 @@ HYBRID_BLOCK_ALIGN = 16
 # vllm#50991 (merged 2026-08-04, taken as 0.27) turned it on in "align" mode (2 pages).
 MAMBA_PAGES_PER_REQUEST = 2
 STATE_ALIGN_DEFAULT_FROM = (0, 27)
-# vllm#20016 (0.10): V1 runs hybrid SSM/attention and pure SSM models; before it they ran on V0,
-# whose MambaCacheManager (vllm/model_executor/models/mamba_cache.py) held max_num_seqs states
-# outside the KV pages: not followed
-MAMBA_V1_FROM = (0, 10)
+# vllm#20016 (June 2025) let V1 run hybrid SSM/attention models and vllm#23716 (merged 2025-08-27,
+# taken as 0.10.2) turned prefix caching off for them so that V1 could run them by default; before
+# that they ran on V0, whose MambaCacheManager (vllm/model_executor/models/mamba_cache.py) holds
+# one conv + temporal state per Mamba layer for each of max_num_seqs sequences (padded to the
+# CUDA-graph batch sizes: 8-multiples, vllm/config.py ``_get_graph_batch_size``; exactly
+# max_num_seqs with --enforce-eager), allocated in the profiling forward (so taken before the KV
+# cache), at the model's dtype; the KV blocks then hold the attention layers only
+# (worker/cache_engine.py ``get_cache_block_size``: the attention layers' count)
+MAMBA_V1_FROM = (0, 10, 2)
 # vllm/v1/core/kv_cache_utils.py _report_kv_cache_config: num_blocks // len(groups) × the smallest
 # block size until vllm#38364/#40694 (April 2026, taken as 0.20) logged int(max_concurrency ×
 # max_model_len); LFM2.5 on vLLM 0.17 (217,264 tokens with 40,738 blocks in 3 groups) and
@@ -112,21 +117,30 @@ HYBRID_TOKENS_FROM_CONCURRENCY = (0, 20)
 STATE_KINDS = {GATED_DELTA, MAMBA, MAMBA2, SHORT_CONV, LIGHTNING}
 
 
-def ssm_state_bytes(spec: ModelSpec, act_bytes: int) -> int:
+# models/config.py NemotronHForCausalLMConfig: where the config names no mamba_ssm_cache_dtype,
+# float16 in vLLM 0.13 (NGC 26.01's log: "Updating mamba_ssm_cache_dtype to 'float16' for NemotronH
+# model"), float32 in the current source ("Only float32 is known to have no accuracy issues");
+# the release between is not known: taken as 0.20
+NEMOTRON_H_FP32_DEFAULT_FROM = (0, 20)
+
+
+def ssm_state_bytes(spec: ModelSpec, act_bytes: int, ver: tuple[int, ...] = (0, 21)) -> int:
     """Bytes of one element of the temporal (SSM) state: mamba_ssm_cache_dtype, "auto" = the conv
     state's (the model's) dtype (mamba_utils.py ``MambaStateDtypeCalculator._mamba_state_dtype``),
     overridden per model in models/config.py: Qwen3.5 takes its config's ``mamba_ssm_dtype``
     (``Qwen3_5ForConditionalGenerationConfig``); Nemotron-H its config's
-    ``mamba_ssm_cache_dtype``, float32 where unset (``NemotronHForCausalLMConfig``)."""
+    ``mamba_ssm_cache_dtype`` (``NemotronHForCausalLMConfig``, default above)."""
     text = spec.config.get("text_config")
     cfg = text if isinstance(text, dict) else spec.config
     named = cfg.get("mamba_ssm_dtype")
     if cfg.get("model_type") == "nemotron_h" or spec.config.get("model_type") == "nemotron_h":
-        named = cfg.get("mamba_ssm_cache_dtype", "float32")
+        named = cfg.get("mamba_ssm_cache_dtype",
+                        "float32" if ver >= NEMOTRON_H_FP32_DEFAULT_FROM else "float16")
     return {"float32": 4, "float16": 2, "bfloat16": 2}.get(str(named), act_bytes)
 
 
-def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int) -> int:
+def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int,
+               ver: tuple[int, ...] = (0, 21)) -> int:
     """One recurrent layer's state on one rank, in bytes (vllm/model_executor/layers/mamba/
     mamba_utils.py ``MambaStateShapeCalculator``; conv state at the model's dtype, temporal
     state at :func:`ssm_state_bytes`):
@@ -140,7 +154,7 @@ def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int) -> int:
       v_heads·d_v)/tp, ssm v_heads/tp × d_v × d_k;
     - linear attention (MiniMax, ``linear_attention_state_shape``): heads/tp × d × d at the
       model's dtype."""
-    ssm = ssm_state_bytes(spec, act_bytes)
+    ssm = ssm_state_bytes(spec, act_bytes, ver) if ver >= MAMBA_V1_FROM else act_bytes
     if m.kind == LIGHTNING:
         return (m.heads // tp) * m.head_dim * m.state_size * act_bytes
     conv_dim = m.conv_dim
@@ -157,8 +171,8 @@ def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int) -> int:
     return conv + (m.heads // tp) * m.head_dim * m.state_size * ssm
 
 
-def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int, act_bytes: int = 2
-                  ) -> tuple[int, int, int, int, int]:
+def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int, act_bytes: int = 2,
+                  ver: tuple[int, ...] = (0, 21)) -> tuple[int, int, int, int, int]:
     """(block_size, page bytes, group_size, attention groups, mamba groups) for a model with
     recurrent layers in vLLM V1: the state page of one layer on one rank (:func:`state_page`);
     the attention block 16 × cdiv(state, 16 × one token's page), its page the common page, the
@@ -170,7 +184,7 @@ def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int, act_bytes: 
     mixers = [g for g in spec.layer_groups if g.mixer is not None]
     m = mixers[0].mixer
     assert m is not None
-    state = state_page(spec, m, tp=tp, act_bytes=act_bytes)
+    state = state_page(spec, m, tp=tp, act_bytes=act_bytes, ver=ver)
     attention = kv_layers(spec)
     recurrent = sum(g.cached_runs for g in mixers)
     if attention == 0:
@@ -198,10 +212,11 @@ def recurrent_refusal(spec: ModelSpec, ver: tuple[int, ...]) -> str | None:
         return None if ver >= V1_FROM and kv_layers(spec) > 0 else (
             f"--engine vllm: {spec.name} keeps gated-delta state, which vLLM runs on V1 "
             "(--engine vllm==0.8 or later) beside attention only")
-    if ver < MAMBA_V1_FROM:
-        return (f"--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} keeps {name} "
-                "state, which vLLM before 0.10 holds in V0's MambaCacheManager (max_num_seqs "
-                "states outside the KV budget), not followed; use --engine vllm==0.10 or later")
+    if ver < MAMBA_V1_FROM and (kv_layers(spec) == 0 or LIGHTNING in kinds):
+        return ("--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} keeps {name} "
+                "state with " + ("no attention layers" if kv_layers(spec) == 0 else
+                                 "linear attention") + ", which vLLM before 0.10.2 runs on V0 "
+                "with no KV blocks to count, not followed; use --engine vllm==0.10.2 or later")
     groups = {(g.attention.kv_heads, g.attention.qk_head_dim, g.attention.v_head_dim,
                g.attention.kv_latent_dim) for g in spec.layer_groups
               if g.attention is not None and not g.attention.kv_shared and g.cached_runs}
@@ -303,8 +318,11 @@ def plan(
     refused = recurrent_refusal(spec, ver)
     if refused is not None:
         raise UsageError(refused)
-    hybrid = bool(mixers)
-    if not hybrid:
+    hybrid = bool(mixers) and ver >= MAMBA_V1_FROM
+    v0_states = bool(mixers) and not hybrid
+    if v1 and v0_states:  # a Mamba hybrid before 0.10.2: vLLM runs it on V0
+        v1 = False
+    if not mixers:
         not_modelled(spec, "vllm")
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
                     else DEFAULT_UTILIZATION, "--gpu-memory-utilization")
@@ -352,6 +370,12 @@ def plan(
     }
     if v1 and ver >= CUDA_GRAPHS_FROM:
         terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS
+    if v0_states:  # V0's MambaCacheManager (MAMBA_V1_FROM above)
+        graph_seqs = seqs if enforce_eager or seqs <= 2 else 4 if seqs <= 4 else -(-seqs // 8) * 8
+        act_bytes = 4 if "32" in str(getattr(dtype, "value", dtype)) else 2
+        terms["mamba_cache"] = graph_seqs * sum(
+            g.cached_runs * state_page(spec, g.mixer, tp=tp, act_bytes=act_bytes, ver=ver)
+            for g in spec.layer_groups if g.mixer is not None)
     per_token = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
     layers = kv_layers(spec)
     attention_groups, mamba_groups = 1, 0
@@ -363,7 +387,7 @@ def plan(
         act_bytes = 4 if "32" in str(getattr(dtype, "value", dtype)) else 2
         per_layer = per_token // layers if layers else 0
         block, page, layers, attention_groups, mamba_groups = hybrid_layout(
-            spec, tp=tp, per_token_layer=per_layer, act_bytes=act_bytes)
+            spec, tp=tp, per_token_layer=per_layer, act_bytes=act_bytes, ver=ver)
         if not block:  # a pure SSM: one state page a request, its block max_model_len tokens
             block, attention_groups = model_len, 0
         elif block_size and block_size > block:  # a larger --block-size is kept as given
