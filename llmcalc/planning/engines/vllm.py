@@ -15,8 +15,10 @@ and the cache (vllm/v1/core/kv_cache_utils.py ``get_num_blocks``, ``_report_kv_c
     num_blocks = available_kv // page // num_layers;  tokens = num_blocks × block_size
     max_concurrency = num_blocks / cdiv(max_model_len, block_size)
 
-Hybrid models whose recurrent layers are gated-delta (Qwen3-Next, Qwen3.5/3.6) follow V1's hybrid
-allocator (``hybrid_layout`` below); other hybrids are refused in one line.
+Models with recurrent layers (Mamba, Mamba-2, short conv, gated delta, linear attention: Jamba,
+granite-4.0-h, Bamba, Nemotron-H, Falcon-H1, Zamba2, LFM2, MiniMax, Qwen3-Next/3.5/3.6, and pure
+SSMs) follow V1's hybrid allocator (``state_page``, ``hybrid_layout`` below), Mamba hybrids before
+0.10.2 V0's MambaCacheManager (``MAMBA_V1_FROM``); other recurrent kinds are refused in one line.
 
 V0 (vllm/worker/worker.py ``Worker.determine_num_available_blocks``): the same budget, blocks of
 block_size × (all layers' K and V) bytes, ``num_gpu_blocks = int(available // cache_block_size)``.
@@ -318,7 +320,7 @@ def plan(
     refused = recurrent_refusal(spec, ver)
     if refused is not None:
         raise UsageError(refused)
-    hybrid = bool(mixers) and ver >= MAMBA_V1_FROM
+    hybrid = bool(mixers) and (ver >= MAMBA_V1_FROM or mixers == {GATED_DELTA})
     v0_states = bool(mixers) and not hybrid
     if v1 and v0_states:  # a Mamba hybrid before 0.10.2: vLLM runs it on V0
         v1 = False
