@@ -457,6 +457,47 @@ def test_vllm_granite_4_h_1b_from_its_logged_kv_figure(cli: Any) -> None:
     assert low["max_concurrency"] <= 66.95 <= high["max_concurrency"]
 
 
+def test_vllm_mamba_prefix_caching_modes(cli: Any) -> None:
+    """With --enable-prefix-caching granite-4.0-h-small (Mamba-2, chunk 256) takes
+    mamba_cache_mode "all": its block becomes 256 × cdiv(cdiv(2,147,840, 4,096), 256) = 768
+    tokens, not 528 (vllm-gaudi#1453: "528 ... without prefix caching, 768 with prefix caching
+    (chunk-aligned)"), and a 32,768-token request holds cdiv(32,768, 768) = 43 pages in each of
+    its 1 attention and 9 Mamba groups; "align" keeps 528 and 2 state pages a Mamba group."""
+    def run(*flags: str) -> Any:
+        return json.loads(cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100",
+                              "--max-model-len", "32768", "--kv-memory", "20GiB", *flags,
+                              "--json").stdout)
+    blocks = 20 * GiB // (768 * 4096) // 4
+    on = run("--enable-prefix-caching")
+    assert (on["block_tokens"], on["max_concurrency"]) == (768, round(blocks / 430, 4))
+    assert "--enable-prefix-caching" in on["command"]
+    align = run("--enable-prefix-caching", "--mamba-cache-mode", "align")
+    assert (align["block_tokens"], align["max_concurrency"]) == \
+        (528, round(20 * GiB // (528 * 4096) // 4 / (63 + 9 * 2), 4))
+    off = run("--mamba-cache-mode", "all")  # without prefix caching vLLM sets "none"
+    assert (off["block_tokens"], off["max_concurrency"]) == \
+        (528, round(20 * GiB // (528 * 4096) // 4 / (63 + 9), 4))
+
+
+def test_vllm_mamba_ssm_cache_dtype(cli: Any) -> None:
+    """--mamba-ssm-cache-dtype float32 doubles granite-4.0-h-small's temporal state: 3 × 8,448 × 2
+    + 128 × 64 × 128 × 4 = 4,244,992 bytes, a block of 16 × cdiv(4,244,992, 16 × 4,096) = 1,040."""
+    out = json.loads(cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100",
+                         "--mamba-ssm-cache-dtype", "float32", "--json").stdout)
+    assert out["block_tokens"] == 1040
+    assert out["command"].endswith("--mamba-ssm-cache-dtype float32")
+
+
+def test_vllm_mamba_settings_refused_in_one_line(cli: Any) -> None:
+    r = cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100",
+            "--mamba-ssm-cache-dtype", "fp32")
+    assert (r.code, r.stderr.strip()) == (2, "error: --mamba-ssm-cache-dtype fp32: expected "
+                                             "auto, float32, float16 or bfloat16")
+    r = cli("fit", "granite-4.0-h-small", "--gpu", "h100", "--enable-prefix-caching")
+    assert (r.code, r.stderr.strip()) == (2, "error: --enable-prefix-caching: a setting of "
+                                             "--engine vllm")
+
+
 def test_pure_ssm_state_per_request(cli: Any) -> None:
     """falcon-mamba-7b (64 Mamba layers, no attention): one group of all 64 layers, a state page
     of 3 × 8,192 × 2 + 8,192 × 16 × 2 = 311,296 bytes, one page a request: 10 GiB hold

@@ -28,6 +28,8 @@ below, each with the log it comes from)."""
 
 from __future__ import annotations
 
+import math
+
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import WeightFormat
 from llmcalc.model.spec import GATED_DELTA, LIGHTNING, MAMBA, MAMBA2, SHORT_CONV, Mixer, ModelSpec
@@ -101,6 +103,15 @@ HYBRID_BLOCK_ALIGN = 16
 # vllm#50991 (merged 2026-08-04, taken as 0.27) turned it on in "align" mode (2 pages).
 MAMBA_PAGES_PER_REQUEST = 2
 STATE_ALIGN_DEFAULT_FROM = (0, 27)
+# --enable-prefix-caching on a Mamba hybrid (models/config.py MambaModelConfig): vLLM 0.10 turned
+# it off for them; from vllm#25752 (Mamba-2 automatic prefix caching, merged 2025-10, taken as
+# 0.11.1) models that support it (Mamba, Mamba-2: SupportsMambaPrefixCaching) take
+# mamba_cache_mode "all", the others "align". In "all" mode the attention block is a multiple of
+# lcm(the config's mamba chunk size, 16) (platforms/interface.py _align_hybrid_block_size:
+# granite-4.0-h 768 tokens with prefix caching, 528 without, vllm-gaudi#1453) and a request holds
+# cdiv(max_model_len, block) pages in each Mamba group (MambaSpec.max_memory_usage_bytes)
+MAMBA_PREFIX_CACHING_FROM = (0, 11, 1)
+MAMBA_CACHE_MODES = ("none", "align", "all")
 # vllm#20016 (June 2025) let V1 run hybrid SSM/attention models and vllm#23716 (merged 2025-08-27,
 # taken as 0.10.2) turned prefix caching off for them so that V1 could run them by default; before
 # that they ran on V0, whose MambaCacheManager (vllm/model_executor/models/mamba_cache.py) holds
@@ -126,23 +137,30 @@ STATE_KINDS = {GATED_DELTA, MAMBA, MAMBA2, SHORT_CONV, LIGHTNING}
 NEMOTRON_H_FP32_DEFAULT_FROM = (0, 20)
 
 
-def ssm_state_bytes(spec: ModelSpec, act_bytes: int, ver: tuple[int, ...] = (0, 21)) -> int:
+SSM_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def ssm_state_bytes(spec: ModelSpec, act_bytes: int, ver: tuple[int, ...] = (0, 21),
+                    named: str | None = None) -> int:
     """Bytes of one element of the temporal (SSM) state: mamba_ssm_cache_dtype, "auto" = the conv
     state's (the model's) dtype (mamba_utils.py ``MambaStateDtypeCalculator._mamba_state_dtype``),
     overridden per model in models/config.py: Qwen3.5 takes its config's ``mamba_ssm_dtype``
     (``Qwen3_5ForConditionalGenerationConfig``); Nemotron-H its config's
-    ``mamba_ssm_cache_dtype`` (``NemotronHForCausalLMConfig``, default above)."""
+    ``mamba_ssm_cache_dtype`` (``NemotronHForCausalLMConfig``, default above). ``named``: the
+    --mamba-ssm-cache-dtype given ("auto" or None: the rules above)."""
+    if named is not None and named != "auto":
+        return SSM_DTYPE_BYTES[named]
     text = spec.config.get("text_config")
     cfg = text if isinstance(text, dict) else spec.config
     named = cfg.get("mamba_ssm_dtype")
     if cfg.get("model_type") == "nemotron_h" or spec.config.get("model_type") == "nemotron_h":
         named = cfg.get("mamba_ssm_cache_dtype",
                         "float32" if ver >= NEMOTRON_H_FP32_DEFAULT_FROM else "float16")
-    return {"float32": 4, "float16": 2, "bfloat16": 2}.get(str(named), act_bytes)
+    return SSM_DTYPE_BYTES.get(str(named), act_bytes)
 
 
 def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int,
-               ver: tuple[int, ...] = (0, 21)) -> int:
+               ver: tuple[int, ...] = (0, 21), ssm_dtype: str | None = None) -> int:
     """One recurrent layer's state on one rank, in bytes (vllm/model_executor/layers/mamba/
     mamba_utils.py ``MambaStateShapeCalculator``; conv state at the model's dtype, temporal
     state at :func:`ssm_state_bytes`):
@@ -156,7 +174,7 @@ def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int,
       v_heads·d_v)/tp, ssm v_heads/tp × d_v × d_k;
     - linear attention (MiniMax, ``linear_attention_state_shape``): heads/tp × d × d at the
       model's dtype."""
-    ssm = ssm_state_bytes(spec, act_bytes, ver) if ver >= MAMBA_V1_FROM else act_bytes
+    ssm = ssm_state_bytes(spec, act_bytes, ver, ssm_dtype) if ver >= MAMBA_V1_FROM else act_bytes
     if m.kind == LIGHTNING:
         return (m.heads // tp) * m.head_dim * m.state_size * act_bytes
     conv_dim = m.conv_dim
@@ -174,7 +192,8 @@ def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int,
 
 
 def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int, act_bytes: int = 2,
-                  ver: tuple[int, ...] = (0, 21)) -> tuple[int, int, int, int, int]:
+                  ver: tuple[int, ...] = (0, 21), ssm_dtype: str | None = None,
+                  chunk_align: int = 0) -> tuple[int, int, int, int, int]:
     """(block_size, page bytes, group_size, attention groups, mamba groups) for a model with
     recurrent layers in vLLM V1: the state page of one layer on one rank (:func:`state_page`);
     the attention block 16 × cdiv(state, 16 × one token's page), its page the common page, the
@@ -182,17 +201,22 @@ def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int, act_bytes: 
     count (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``: the
     largest where the largest is under 1.25 × the smallest; a type's last group padded).
     Without attention (a pure SSM) the block is max_model_len tokens (MambaModelConfig:
-    mamba_block_size = max_model_len) and all layers form one group: block 0 here."""
+    mamba_block_size = max_model_len) and all layers form one group: block 0 here.
+    ``chunk_align``: mamba_cache_mode "all"'s lcm(chunk size, 16) (MAMBA_PREFIX_CACHING_FROM)."""
     mixers = [g for g in spec.layer_groups if g.mixer is not None]
     m = mixers[0].mixer
     assert m is not None
-    state = state_page(spec, m, tp=tp, act_bytes=act_bytes, ver=ver)
+    state = state_page(spec, m, tp=tp, act_bytes=act_bytes, ver=ver, ssm_dtype=ssm_dtype)
     attention = kv_layers(spec)
     recurrent = sum(g.cached_runs for g in mixers)
     if attention == 0:
         return 0, state, recurrent, 0, 1
-    align = HYBRID_BLOCK_ALIGN
-    block = align * -(-state // (align * per_token_layer))
+    if chunk_align:
+        tokens = -(-state // per_token_layer)  # attn_tokens_per_mamba_state
+        block = chunk_align * -(-tokens // chunk_align)
+    else:
+        align = HYBRID_BLOCK_ALIGN
+        block = align * -(-state // (align * per_token_layer))
     group = min(attention, recurrent)
     if max(attention, recurrent) < group * 1.25:
         group = max(attention, recurrent)
@@ -297,6 +321,28 @@ def defaults(acc: Accelerator) -> tuple[int, int]:
     return SERVE_DEFAULTS[large]
 
 
+def state_cache_mode(spec: ModelSpec, mixers: set[str], ver: tuple[int, ...],
+                     prefix_caching: bool | None, mode: str | None) -> str:
+    """vLLM's mamba_cache_mode for these settings (models/config.py
+    ``MambaModelConfig.verify_and_update_config``): "none" without prefix caching (off by
+    default for hybrids until STATE_ALIGN_DEFAULT_FROM; the gated-delta rows, which run with it,
+    "align"); with it the mode given, else "all" for Mamba/Mamba-2 models (which support it),
+    "align" for the others; before MAMBA_PREFIX_CACHING_FROM vLLM turns it off for Mamba models."""
+    if mode is not None and mode not in MAMBA_CACHE_MODES:
+        raise UsageError(f"--mamba-cache-mode {mode}: expected none, align or all")
+    if mixers == {GATED_DELTA}:
+        on = True if prefix_caching is None else prefix_caching
+    else:
+        on = (ver >= STATE_ALIGN_DEFAULT_FROM if prefix_caching is None else prefix_caching) \
+            and ver >= MAMBA_PREFIX_CACHING_FROM
+    if not on:
+        return "none"
+    supports_all = bool(mixers) and mixers <= {MAMBA, MAMBA2}
+    if mode is None or mode == "none":
+        return "all" if supports_all and ver < STATE_ALIGN_DEFAULT_FROM else "align"
+    return "align" if mode == "all" and not supports_all else mode
+
+
 def plan(
     spec: ModelSpec,
     *,
@@ -312,8 +358,13 @@ def plan(
     block_size: int | None = None,
     enforce_eager: bool = False,
     kv_memory: int | None = None,
+    enable_prefix_caching: bool | None = None,
+    mamba_cache_mode: str | None = None,
+    mamba_ssm_cache_dtype: str | None = None,
 ) -> EngineBudget:
-    """vLLM's budget on one GPU of ``accelerator`` with these settings (None: vLLM's default)."""
+    """vLLM's budget on one GPU of ``accelerator`` with these settings (None: vLLM's default).
+    ``enable_prefix_caching``, ``mamba_cache_mode``, ``mamba_ssm_cache_dtype`` matter for models
+    with recurrent layers only (MAMBA_PREFIX_CACHING_FROM, ssm_state_bytes)."""
     ver = version_tuple(version)
     v1 = ver >= V1_FROM
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
@@ -383,13 +434,17 @@ def plan(
     attention_groups, mamba_groups = 1, 0
     windows = (window_layout(spec, tp=tp, model_len=model_len, batched=batched, block=block)
                if v1 and ver >= WINDOW_GROUPS_FROM and not hybrid else None)
-    state_pages = (MAMBA_PAGES_PER_REQUEST if mixers == {GATED_DELTA}
-                   or ver >= STATE_ALIGN_DEFAULT_FROM else 1)
+    mode = state_cache_mode(spec, mixers, ver, enable_prefix_caching, mamba_cache_mode)
+    state_pages = 1 if mode == "none" else MAMBA_PAGES_PER_REQUEST
     if hybrid:
         act_bytes = 4 if "32" in str(getattr(dtype, "value", dtype)) else 2
         per_layer = per_token // layers if layers else 0
+        chunk = max((g.mixer.chunk or 0) for g in spec.layer_groups if g.mixer is not None) \
+            if mode == "all" else 0
         block, page, layers, attention_groups, mamba_groups = hybrid_layout(
-            spec, tp=tp, per_token_layer=per_layer, act_bytes=act_bytes, ver=ver)
+            spec, tp=tp, per_token_layer=per_layer, act_bytes=act_bytes, ver=ver,
+            ssm_dtype=mamba_ssm_cache_dtype,
+            chunk_align=math.lcm(chunk or 1, HYBRID_BLOCK_ALIGN) if mode == "all" else 0)
         if not block:  # a pure SSM: one state page a request, its block max_model_len tokens
             block, attention_groups = model_len, 0
         elif block_size and block_size > block:  # a larger --block-size is kept as given
@@ -401,6 +456,8 @@ def plan(
     # attention pages plus each mamba group's state pages; a hybrid's logged token count is
     # _report_kv_cache_config's int(max_concurrency × max_model_len) (before 0.20:
     # num_blocks // groups × block_size)
+    if mode == "all":  # a state page per block of the request's length
+        state_pages = -(-model_len // block)
     per_request = (attention_groups * -(-model_len // block) + mamba_groups * state_pages)
     if windows is not None:
         layers, per_request, _ = windows
@@ -433,6 +490,11 @@ def plan(
         "block_size": block_size or DEFAULT_BLOCK_SIZE if hybrid else block,
         "enforce_eager": enforce_eager,
     }
+    for key, value in (("enable_prefix_caching", enable_prefix_caching),
+                       ("mamba_cache_mode", mamba_cache_mode),
+                       ("mamba_ssm_cache_dtype", mamba_ssm_cache_dtype)):
+        if value is not None:  # given: named in the settings and the command
+            settings[key] = value
     return EngineBudget(
         engine="vllm", version=".".join(map(str, ver)), cuda_memory_bytes=total,
         usable_bytes=requested, terms=terms, kv_cache_bytes=max(available, 0),
@@ -460,4 +522,9 @@ def command(spec: ModelSpec, s: dict[str, object], *, kv_dtype: DType, dtype: We
         parts.append("--kv-cache-dtype fp8")
     if s["enforce_eager"]:
         parts.append("--enforce-eager")
+    if s.get("enable_prefix_caching"):
+        parts.append("--enable-prefix-caching")
+    for key in ("mamba_cache_mode", "mamba_ssm_cache_dtype"):
+        if s.get(key) is not None:
+            parts.append(f"--{key.replace('_', '-')} {s[key]}")
     return " ".join(parts)
