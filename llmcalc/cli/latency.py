@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Annotated, Optional
 
 import typer
@@ -32,10 +33,11 @@ from llmcalc.cli._options import COUNT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_f
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
+from llmcalc.inputs import speccache
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.planning.latency import Latency
 from llmcalc.planning.latency import latency as compute_latency
-from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_model, rows_for
+from llmcalc.planning.speed import Expected, MeasuredRow, Model, expected, fit_model, rows_for
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -145,7 +147,22 @@ def row_latency(row: MeasuredRow) -> Latency:
                            batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv)
 
 
+@lru_cache(maxsize=None)
+def fitted(engine: str, backend: str) -> Model:
+    """An engine × backend's fit, computed once: per process, and between runs in the spec cache
+    (llmcalc.inputs.speccache), keyed by llmcalc's fingerprint (its modules and data tables: the
+    measured rows, the cards) and the bundled configs of the rows' models; a pickled fit is the
+    same floats, so every figure is the one a fresh fit gives."""
+    rows = rows_for(engine, backend)
+
+    def fit() -> Model:
+        return fit_model([(row, row_latency(row)) for row in rows], engine=engine, backend=backend)
+
+    if not rows:  # the refusal: nothing to keep
+        return fit()
+    paths = sorted({p for p in (speccache.bundled_file(r.model) for r in rows) if p is not None})
+    return speccache.load_derived(f"speed-{engine}-{backend}", paths, fit, Model)
+
+
 def expected_for(r: Latency, *, engine: str, backend: str) -> Expected:
-    pairs = [(row, row_latency(row)) for row in rows_for(engine, backend)]
-    return expected(r, engine=engine, backend=backend,
-                    model=fit_model(pairs, engine=engine, backend=backend))
+    return expected(r, engine=engine, backend=backend, model=fitted(engine, backend))
