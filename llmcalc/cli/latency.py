@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from typing import Annotated, Optional
 
 import typer
 from rich.text import Text
 
-from llmcalc.choices import parse_engine
+from llmcalc.choices import BACKENDS, parse_backend, parse_engine
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -40,8 +40,6 @@ from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import Expected, MeasuredRow, Model, expected, fit_model, rows_for
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
-
-BACKENDS = ("cuda", "metal", "rocm", "vulkan", "cpu")
 
 
 @handles_errors
@@ -115,7 +113,7 @@ def latency(
     exp = None
     if engine is not None:
         exp = expected_for(r, engine=parse_engine(engine).name.value,
-                        backend=_backend(backend, acc.kind))
+                        backend=parse_backend(backend, acc.kind))
     elif backend is not None:
         raise UsageError("--backend: names an engine's backend; give --engine too")
     if how is Format.json:
@@ -125,15 +123,6 @@ def latency(
     show(latency_view(r, exp))
     if explain:
         show(*(Text(line) for line in latency_explain(r)))
-
-
-def _backend(backend: str | None, kind: str) -> str:
-    if backend is None:
-        return "metal" if kind == "apple" else "cuda"
-    key = backend.strip().lower()
-    if key not in BACKENDS:
-        raise UsageError(f"--backend {backend!r}: not a backend llmcalc models ({', '.join(BACKENDS)})")
-    return key
 
 
 def row_latency(row: MeasuredRow) -> Latency:
@@ -147,7 +136,7 @@ def row_latency(row: MeasuredRow) -> Latency:
                            batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv)
 
 
-@lru_cache(maxsize=None)
+@cache
 def fitted(engine: str, backend: str) -> Model:
     """An engine × backend's fit, computed once: per process, and between runs in the spec cache
     (llmcalc.inputs.speccache), keyed by llmcalc's fingerprint (its modules and data tables: the
