@@ -103,6 +103,7 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
                   "expected_text": f"{got:,.1f}", "bound_text": f"{bound:,.1f}", "error": error}
                  for label, key, got, bound, error in expected_rows(r, e)],
         "terms": {"prefill": list(TERMS[:PREFILL_TERMS]), "decode": list(TERMS[PREFILL_TERMS:])},
+        "throughput_rows": e.throughput_rows,  # whole requests: they inform both stages' terms
     }
 
 

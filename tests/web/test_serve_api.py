@@ -16,6 +16,7 @@ import pytest
 from helpers import REPO
 
 from llmcalc.errors import ConfigError, LLMCalcError, UsageError
+from llmcalc.planning.speed import rows_for
 from llmcalc.web import api
 
 SETS = ["num_hidden_layers=20", "hidden_size=3072"]
@@ -547,6 +548,7 @@ def test_the_expected_speed_of_every_engine_and_backend_is_the_clis(
                                        for r in view["rows"]]
     assert [len(view["terms"][s]) for s in ("prefill", "decode")] == [
         len(e["basis"][s]["coefficients"]) for s in ("prefill", "decode")]
+    assert view["throughput_rows"] == sum(r.test == "throughput" for r in rows_for(engine, used))
 
 
 def test_an_engine_without_measurements_leaves_the_bound() -> None:

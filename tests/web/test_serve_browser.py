@@ -1018,6 +1018,8 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
             "els => els.map(e => e.dataset.value)")] == want["expected"]["basis"][stage][
             "coefficients"]
         assert want["expected"]["basis"][stage]["model"] in li.inner_text()
+        assert (f'fitted on {want["expected"]["basis"][stage]["rows"]} {stage} rows and 0 '
+                "whole-request rows") in li.inner_text()  # llama.cpp's Metal rows: llama-bench
     SHOTS.mkdir(parents=True, exist_ok=True)
     page.locator("#panel-speed").screenshot(path=str(SHOTS / "speed-expected-metal.png"))
     # TensorRT-LLM on two H100s at FP8, chosen on the page: in the link, and the CLI's figures

@@ -720,7 +720,7 @@ function drawExpected(models) {
   $("expected-basis-box").hidden = !shown.length;
   $("expected-basis").innerHTML = shown.map(([r, i]) => {
     const e = r.latency.expected, terms = r.latency_expected.terms;
-    const stage = (s) => `<li data-model="${i}" data-stage="${s}">${s}: ${esc(e.basis[s].model)}; fitted on ${num(e.basis[s].rows)} ${s} rows of ${esc(e.basis.rows)}: ` +
+    const stage = (s) => `<li data-model="${i}" data-stage="${s}">${s}: ${esc(e.basis[s].model)}; fitted on ${num(e.basis[s].rows)} ${s} rows and ${num(r.latency_expected.throughput_rows)} whole-request rows of ${esc(e.basis.rows)}: ` +
       e.basis[s].coefficients.map((c, j) => `${esc(terms[s][j])} = <span data-value="${c}" title="${c}">${Number(c.toPrecision(4))}</span>`).join(", ") + "</li>";
     return `<p style="color:${COLORS[i]}">${esc(r.label)} on ${esc(e.engine)} (${esc(e.backend)})</p><ul>${stage("prefill")}${stage("decode")}</ul>`;
   }).join("");
