@@ -37,7 +37,15 @@ from llmcalc.inputs import speccache
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.planning.latency import Latency
 from llmcalc.planning.latency import latency as compute_latency
-from llmcalc.planning.speed import Expected, MeasuredRow, Model, expected, fit_model, rows_for
+from llmcalc.planning.speed import (
+    Expected,
+    MeasuredRow,
+    Model,
+    expected,
+    fit_model,
+    rows_for,
+    stand_in_rows,
+)
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -138,18 +146,23 @@ def row_latency(row: MeasuredRow) -> Latency:
 
 @cache
 def fitted(engine: str, backend: str) -> Model:
-    """An engine × backend's fit, computed once: per process, and between runs in the spec cache
-    (llmcalc.inputs.speccache), keyed by llmcalc's fingerprint (its modules and data tables: the
-    measured rows, the cards) and the bundled configs of the rows' models; a pickled fit is the
-    same floats, so every figure is the one a fresh fit gives."""
+    """An engine × backend's fit (its rows, and another's lent where ``STAND_INS`` says so),
+    computed once: per process, and between runs in the spec cache (llmcalc.inputs.speccache),
+    keyed by llmcalc's fingerprint (its modules and data tables: the measured rows, the cards) and
+    the bundled configs of the rows' models; a pickled fit is the same floats, so every figure is
+    the one a fresh fit gives."""
     rows = rows_for(engine, backend)
+    lent = stand_in_rows(engine, backend)
 
     def fit() -> Model:
-        return fit_model([(row, row_latency(row)) for row in rows], engine=engine, backend=backend)
+        return fit_model([(row, row_latency(row)) for row in rows], engine=engine,
+                         backend=backend, stand_in=lent.why,
+                         stand_ins=[(row, row_latency(row), stages) for row, stages in lent.rows])
 
-    if not rows:  # the refusal: nothing to keep
+    if not rows and not lent.rows:  # the refusal: nothing to keep
         return fit()
-    paths = sorted({p for p in (speccache.bundled_file(r.model) for r in rows) if p is not None})
+    models = {r.model for r in rows} | {r.model for r, _ in lent.rows}
+    paths = sorted({p for p in map(speccache.bundled_file, models) if p is not None})
     return speccache.load_derived(f"speed-{engine}-{backend}", paths, fit, Model)
 
 

@@ -61,11 +61,18 @@ def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
 def _error(f: Fit) -> str:
     if not any(f.coefficients):  # no row informs the stage: its time is the bound's
         return "the bound: no measured row informs this stage"
+    if f.loo_median_abs_error is None:  # too few own rows (the stage may rest on stand-ins)
+        return _UNKNOWN + ("; from the stand-in rows below" if f.stand_in and not f.rows else "")
     return _loo(f.loo_median_abs_error, f.rows)
 
 
+_UNKNOWN = "unknown: too few own rows to leave one out"
+
+
 def _loo(e: float | None, rows: int) -> str:
-    return "" if e is None else f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
+    if e is None:
+        return _UNKNOWN if rows else ""
+    return f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
 
 
 def expected_title(e: Expected) -> str:
@@ -86,11 +93,18 @@ def expected_rows(r: Latency, e: Expected) -> list[tuple[str, str, float, float,
     ]
 
 
+def stand_in_row(e: Expected) -> tuple[str, str, str, str]:
+    """The row that names another engine × backend's rows fitted beside the own (``STAND_INS``)."""
+    return (f"fitted with {e.prefill.stand_in_rows} other rows", "", "", e.prefill.stand_in)
+
+
 def _expected_grid(r: Latency, e: Expected) -> Fitted:
     t = Grid(expected_title(e), [Col("", wrap=True), Col("expected", right=True),
                                  Col("bound", right=True), Col("error", wrap=True)])
     for label, _, got, bound, error in expected_rows(r, e):
         t.add(label, f"{got:,.1f}", f"{bound:,.1f}", error)
+    if e.prefill.stand_in:
+        t.add(*stand_in_row(e))
     return Fitted(t)
 
 
@@ -104,12 +118,21 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
                  for label, key, got, bound, error in expected_rows(r, e)],
         "terms": {"prefill": list(TERMS[:PREFILL_TERMS]), "decode": list(TERMS[PREFILL_TERMS:])},
         "throughput_rows": e.throughput_rows,  # whole requests: they inform both stages' terms
+        # another engine × backend's rows fitted beside these: the CLI's last row, in its words
+        "stand_in": None if not e.prefill.stand_in else dict(
+            zip(("label", "expected_text", "bound_text", "error"), stand_in_row(e), strict=True)),
     }
 
 
 def _fit_json(f: Fit) -> dict[str, Any]:
     return {"coefficients": list(f.coefficients), "rows": f.rows,
             "median_abs_error_leave_one_out": f.loo_median_abs_error}
+
+
+def _stand_in_json(e: Expected) -> dict[str, Any]:
+    """Whose rows joined the fit (``STAND_INS``), only where some did."""
+    f = e.prefill
+    return {"stand_in": {"rows": f.stand_in_rows, "why": f.stand_in}} if f.stand_in else {}
 
 
 def expected_json(e: Expected) -> dict[str, Any]:
@@ -129,6 +152,7 @@ def expected_json(e: Expected) -> dict[str, Any]:
                         "peak)",
                         **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
+            **_stand_in_json(e),
         },
         "error": {"decode": e.decode.loo_median_abs_error,
                   "prefill": e.prefill.loo_median_abs_error,

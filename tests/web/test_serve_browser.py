@@ -988,8 +988,9 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
                                                               cli: Any) -> None:
     """The speed panel's engine and backend are `latency --engine E --backend B`: the expected
     table below the bound says what the CLI prints (title, rows, error) with its figures, the fit's
-    basis beside it; the choice travels in the link; an engine without measurements keeps the
-    bound and says why beside the engine; "none" is the bound alone."""
+    basis beside it; the choice travels in the link; another engine's rows lent to the fit are
+    named in its last row; an engine without measurements on the backend keeps the bound and says
+    why beside the engine; "none" is the bound alone."""
     page.goto(server + "?model=llama-2-7b&gpu=apple-m2-ultra&ctx=1k&batch=1&gen=128&dtype=q4_0")
     settled(page)
     assert (page.input_value("#engine"), page.input_value("#backend")) == ("llama.cpp", "")
@@ -1057,12 +1058,22 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     settled(page)
     assert (page.input_value("#engine"), page.input_value("#backend")) == ("llama.cpp", "vulkan")
     assert _expected(page) == shown
-    # SGLang: no published measurements; the bound stands, the reason sits beside the engine
+    # SGLang: vLLM's decode rows stand in, said in the table's last row as the CLI says it
     page.select_option("#backend", "")
     page.select_option("#engine", "sglang")
     settled(page)
+    words = ["latency", "llama-2-7b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--ctx", "1k",
+             "--gen", "128", "--dtype", "q4_k_m", "--json", "--engine", "sglang"]
+    title, rows = _printed(cli, words)
+    assert list(_expected(page).values()) == rows and rows[-1][0].startswith("fitted with ")
+    assert page.locator('#expected-table tr[data-key="stand_in"]').count() == 1
+    # TensorRT-LLM on ROCm: no published measurements; the bound stands, the reason sits beside
+    # the engine
+    page.select_option("#engine", "trtllm")
+    page.select_option("#backend", "rocm")
+    settled(page)
     assert page.inner_text("#err-engine") == (
-        "engine sglang: no published measurements of sglang on the cuda backend were found, so "
+        "engine trtllm: no published measurements of trtllm on the rocm backend were found, so "
         "there is no expected speed to give (without engine: the bound)")
     assert page.inner_text("#speed-note") == ""
     assert page.locator("#speed-table td").count() > 0
@@ -1070,6 +1081,7 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     assert page.locator("#panel-speed code.cli").all_inner_texts() == [
         "llmcalc latency llama-2-7b --gpu h100 --tp 1 --batch 1 --ctx 1k --gen 128 --dtype q4_k_m "
         "--json"]
+    page.select_option("#backend", "")
     page.select_option("#engine", "none")
     settled(page)
     assert "engine=none" in page.url and page.inner_text("#err-engine") == ""

@@ -716,7 +716,10 @@ function drawExpected(models) {
     `<thead><tr><th scope="col"><span class="sr">figure</span></th><th scope="col">expected</th><th scope="col">bound</th><th scope="col" class="why">error</th></tr></thead>` +
     shown.map(([r, i]) => "<tbody>" + (shown.length > 1 ? `<tr><th scope="colgroup" colspan="4" style="color:${COLORS[i]}">${esc(r.label)}</th></tr>` : "") +
       r.latency_expected.rows.map((x) => `<tr data-model="${i}" data-key="${esc(x.key)}"><th scope="row">${esc(x.label)}</th>` +
-      `<td class="n" data-key="expected">${fig(x.expected, x.expected_text)}</td><td class="n" data-key="bound">${fig(x.bound, x.bound_text)}</td><td class="why" data-key="error">${esc(x.error)}</td></tr>`).join("") + "</tbody>").join("") : "";
+      `<td class="n" data-key="expected">${fig(x.expected, x.expected_text)}</td><td class="n" data-key="bound">${fig(x.bound, x.bound_text)}</td><td class="why" data-key="error">${esc(x.error)}</td></tr>`).join("") +
+      // another engine × backend's rows fitted beside these (the CLI's last row)
+      (r.latency_expected.stand_in ? `<tr data-model="${i}" data-key="stand_in"><th scope="row">${esc(r.latency_expected.stand_in.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.stand_in.error)}</td></tr>` : "") +
+      "</tbody>").join("") : "";
   $("expected-basis-box").hidden = !shown.length;
   $("expected-basis").innerHTML = shown.map(([r, i]) => {
     const e = r.latency.expected, terms = r.latency_expected.terms;
