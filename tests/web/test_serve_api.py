@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from helpers import REPO
+from helpers.tables import expected_rows
 
 from llmcalc.errors import ConfigError, LLMCalcError, UsageError
 from llmcalc.planning.speed import rows_for
@@ -499,13 +500,6 @@ def test_apple_speed_panel_carries_the_expected_figure_of_the_cli(cli: Any) -> N
     assert e["decode_tokens_per_s"] <= got["latency"]["tokens_per_s"]
 
 
-def _cli_rows(text: str) -> list[list[str]]:
-    """The rows of the CLI's expected table (at the tests' fixed width: one line a row)."""
-    head = text.index("expected on ")
-    return [[c.strip() for c in line.strip()[1:-1].split("│")]
-            for line in text[head:].splitlines() if line.startswith("│ ") and "┃" not in line]
-
-
 # an engine × backend with published measurements, each on a card it runs on
 EXPECTED_CASES = [
     ({"gpu": "apple-m2-ultra", "dtype": "q4_0"}, "llama.cpp", None, "metal"),
@@ -548,7 +542,7 @@ def test_the_expected_speed_of_every_engine_and_backend_is_the_clis(
     assert table.code == 0
     lent = [] if view["stand_in"] is None else [view["stand_in"]]
     assert bool(lent) == ("stand_in" in e["basis"])
-    assert _cli_rows(table.stdout) == [[r["label"], r["expected_text"], r["bound_text"], r["error"]]
+    assert expected_rows(table.stdout)[1] == [[r["label"], r["expected_text"], r["bound_text"], r["error"]]
                                        for r in view["rows"] + lent]
     assert [len(view["terms"][s]) for s in ("prefill", "decode")] == [
         len(e["basis"][s]["coefficients"]) for s in ("prefill", "decode")]

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import pytest
 from helpers import REPO
+from helpers.tables import expected_rows
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -978,10 +979,7 @@ def _values(page: Any, column: str) -> dict[str, float]:
 def _printed(cli: Any, words: list[str]) -> tuple[str, list[list[str]]]:
     """The CLI's expected table at the tests' fixed width: its title and rows."""
     text = cli(*[w for w in words if w != "--json"]).stdout
-    tail = text[text.index("expected on "):]
-    return tail.splitlines()[0].strip(), [
-        [c.strip() for c in line.strip()[1:-1].split("│")]
-        for line in tail.splitlines() if line.startswith("│ ")]
+    return expected_rows(text)
 
 
 def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, page: Any,
