@@ -12,39 +12,39 @@ from llmcalc.errors import UsageError
 
 CtxSizeOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--ctx-size", metavar="N", help="With --engine llama.cpp: as --ctx, llama.cpp's "
+    typer.Option("--ctx-size", "-c", metavar="N", help="With --engine llama.cpp: as --ctx, llama.cpp's "
                  "total n_ctx shared by --parallel sequences (0: the model's training context, "
                  "llama-server's default; --ctx's default 4k applies otherwise).",
                  show_default=False),
 ]
 BatchSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--batch-size", metavar="N", help="llama.cpp's logical batch (default 2048).",
+    typer.Option("--batch-size", "-b", metavar="N", help="llama.cpp's logical batch (default 2048).",
                  show_default=False),
 ]
 UbatchSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--ubatch-size", metavar="N", help="llama.cpp's physical batch (default 512).",
+    typer.Option("--ubatch-size", "-ub", metavar="N", help="llama.cpp's physical batch (default 512).",
                  show_default=False),
 ]
 CacheTypeKOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--cache-type-k", metavar="TYPE", help="llama.cpp's K cache type: f32, f16, "
+    typer.Option("--cache-type-k", "-ctk", metavar="TYPE", help="llama.cpp's K cache type: f32, f16, "
                  "bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (default f16).", show_default=False),
 ]
 CacheTypeVOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--cache-type-v", metavar="TYPE", help="llama.cpp's V cache type (default f16; "
+    typer.Option("--cache-type-v", "-ctv", metavar="TYPE", help="llama.cpp's V cache type (default f16; "
                  "a quantized one needs flash attention).", show_default=False),
 ]
 FlashAttnOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--flash-attn", metavar="on|off|auto", help="llama.cpp's flash attention "
+    typer.Option("--flash-attn", "-fa", metavar="on|off|auto", help="llama.cpp's flash attention "
                  "(default auto: on for the CPU backend).", show_default=False),
 ]
 NGpuLayersOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="llama.cpp's -ngl: the "
+    typer.Option("--n-gpu-layers", "--gpu-layers", "-ngl", metavar="N", help="llama.cpp's -ngl: the "
                  "output layer counts as one and goes first, the token embedding stays on the CPU "
                  "(default 0 here: llama-server's auto fits the free GPU memory, see fit).",
                  show_default=False),
@@ -55,7 +55,7 @@ NCpuMoeOpt = Annotated[
 ]
 OverrideTensorOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
-    typer.Option("--override-tensor", metavar="PATTERN=BUFT", help="llama.cpp's -ot: tensors "
+    typer.Option("--override-tensor", "-ot", metavar="PATTERN=BUFT", help="llama.cpp's -ot: tensors "
                  "whose name matches the regex go to that buffer type (CPU keeps them in RAM).",
                  show_default=False),
 ]
@@ -64,7 +64,7 @@ SwaFullOpt = Annotated[
 ]
 ParallelOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--parallel", metavar="N", help="llama.cpp's sequences (server slots; default as "
+    typer.Option("--parallel", "-np", metavar="N", help="llama.cpp's sequences (server slots; default as "
                  "llama-server's auto: 4 with a unified KV cache).", show_default=False),
 ]
 KvUnifiedOpt = Annotated[
@@ -100,9 +100,16 @@ def engine_params(*, ctx: str, ctx_size: str | None, batch_size: int | None,
     return Params(n_ctx=n_ctx, n_batch=2048 if batch_size is None else batch_size,
                   n_ubatch=512 if ubatch_size is None else ubatch_size,
                   type_k=(cache_type_k or "f16").lower(), type_v=(cache_type_v or "f16").lower(),
-                  flash_attn=(flash_attn or "auto").lower(),
+                  flash_attn=_flash_attn(flash_attn),
                   n_gpu_layers=0 if n_gpu_layers is None else n_gpu_layers, swa_full=swa_full,
                   n_parallel=n_parallel, kv_unified=unified, mmap=not no_mmap)
+
+
+def _flash_attn(value: str | None) -> str:
+    """-fa's value: on/off/auto, and the spellings common/arg.cpp's is_truthy/is_falsey take."""
+    text = (value or "auto").strip().lower()
+    return {"1": "on", "true": "on", "enabled": "on", "0": "off", "false": "off",
+            "disabled": "off"}.get(text, text)
 
 
 FitTargetOpt = Annotated[
@@ -123,7 +130,9 @@ def header_for(model: str, version: str | None, dtype: str | None = None, *,
     from llmcalc.inputs.gguf_file import is_gguf_path, read_header
     from llmcalc.planning.engines import llama_cpp as engine
 
-    if version is not None and version != engine.VERSION:
+    # a build (b6490) is taken with the pinned source's rules: the KV cells differ between builds
+    # only in n_ctx's padding (docs/serving-engines.md); another llama-cpp-python is refused
+    if version is not None and version != engine.VERSION and not version.startswith("b"):
         raise UsageError(f"--engine llama.cpp=={version}: llmcalc follows llama-cpp-python "
                          f"{engine.VERSION}'s llama.cpp only")
     path = Path(model)
@@ -151,33 +160,132 @@ def header_for(model: str, version: str | None, dtype: str | None = None, *,
 def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: Any, *,
                   ngl_given: bool,
                   n_cpu_moe: int, override_tensor: list[str], fit_target: int | None,
-                  gpu: str | None, gpu_mem: str | None, how: Any) -> None:
-    """`fit MODEL --engine llama.cpp`: llama-server's --fit on one GPU, and the command line that
-    loads that plan; exit 1 where the plan does not load on the card."""
+                  gpu: str | None, gpu_mem: str | None, how: Any, n_gpus: int = 1,
+                  kv_memory: str | None = None) -> None:
+    """`fit MODEL --engine llama.cpp`: llama-server's --fit, and the command line that loads that
+    plan; exit 1 where the plan does not load on the card(s). With ``n_gpus`` > 1 the plan is fitted
+    to their memory together and its layers split over them as llama.cpp's --split-mode layer does
+    (the KV cache per GPU: llmcalc.planning.engines.llama_cpp.kv_summary)."""
     from llmcalc.cli._common import Format, print_json, show
+    from llmcalc.planning.engines.llama_cpp import cells_from_kv_bytes, kv_summary
     from llmcalc.planning.engines.llama_cpp_fit import FIT_TARGET_MIB, fit, server_command
-    from llmcalc.planning.hardware import require, resolve
+    from llmcalc.planning.hardware import parse_bytes, require, resolve
     from llmcalc.render.llama_cpp import fit_json, fit_view
 
     notes: list[str] = []
+    if not _is_gguf_file(model):
+        from llmcalc.cli._common import spec_for
+        from llmcalc.formulas.gguf_mix import ARCHS
+
+        spec = spec_for(model, None)
+        if str(spec.config.get("model_type", "")) not in ARCHS:
+            _kv_only(spec, params, ngl_given=ngl_given, gpu=gpu, gpu_mem=gpu_mem, how=how,
+                     n_gpus=n_gpus, kv_memory=kv_memory)
+            return
+    if dtype is None and not _is_gguf_file(model):
+        dtype = "q4_k_m"
+        notes.append("no --dtype: the weights taken as Q4_K_M (the KV cache does not depend on "
+                     "the weights' quant type)")
+        if how is not Format.json:
+            from rich.text import Text
+
+            show(Text(f"note: {notes[-1]}"))
     header = header_for(model, version, dtype, as_json=how is Format.json, notes=notes)
     acc = resolve(gpu, memory=gpu_mem, bandwidth=None, needs=("memory",))
     require(acc, "memory_bytes")
-    f = fit(header, params, free=acc.memory_bytes,
+    if n_gpus < 1:
+        raise UsageError(f"--gpus {n_gpus}: at least 1")
+    f = fit(header, params, free=acc.memory_bytes * n_gpus,
             margin_mib=FIT_TARGET_MIB if fit_target is None else fit_target,
             ngl_given=ngl_given, n_cpu_moe=n_cpu_moe, override_tensor=override_tensor)
+    kv = kv_summary(f.plan, n_gpus=n_gpus)
+    logged = None
+    if kv_memory is not None:
+        logged = cells_from_kv_bytes(f.plan, parse_bytes(kv_memory, option="--kv-memory"))
+    if n_gpus > 1:
+        notes.append(f"{n_gpus} GPUs: --fit over their memory together; layers split evenly "
+                     "(--split-mode layer, equal free memory)")
     # an HF config: the command names the file the conversion would write
-    gguf = model if dtype is None else f"{Path(model).name}-{dtype.upper()}.gguf"
+    gguf = model if dtype is None or _is_gguf_file(model) else \
+        f"{Path(model).name}-{dtype.upper()}.gguf"
     command = server_command(gguf, f)
     if how is Format.json:
-        data = fit_json(f, accelerator=acc, command=command)
+        data = fit_json(f, accelerator=acc, command=command, kv=kv, n_gpus=n_gpus,
+                        tokens_from_log=logged)
         print_json({**data, "notes": notes + data["notes"]})
     elif how is Format.table:
-        show(fit_view(model, f, accelerator=acc, command=command))
+        show(fit_view(model, f, accelerator=acc, command=command, kv=kv, n_gpus=n_gpus,
+                      tokens_from_log=logged))
     else:
         raise UsageError(f"--format {how.value}: fit --engine llama.cpp prints a table or JSON")
     if f.left < 0:
         raise typer.Exit(1)
+
+
+def _kv_only(spec: Any, params: Any, *, ngl_given: bool, gpu: str | None, gpu_mem: str | None,
+             how: Any, n_gpus: int, kv_memory: str | None) -> None:
+    """An HF model whose GGUF llmcalc does not write: llama.cpp's KV cache alone
+    (llama_cpp.spec_plan), every layer on the GPU(s) unless -ngl says otherwise; --fit is not
+    run (it needs the weights' tensors), so the context is the one given (0: the model's)."""
+    from llmcalc.cli._common import Format, print_json, show
+    from llmcalc.planning.engines.llama_cpp import (
+        VERSION,
+        cells_from_kv_bytes,
+        kv_summary,
+        spec_plan,
+    )
+    from llmcalc.planning.hardware import parse_bytes, require, resolve
+    from llmcalc.render.llama_cpp import kv_keys, plan_json
+
+    acc = resolve(gpu, memory=gpu_mem, bandwidth=None, needs=("memory",))
+    require(acc, "memory_bytes")
+    if n_gpus < 1:
+        raise UsageError(f"--gpus {n_gpus}: at least 1")
+    n_layer_all = len({il for g in spec.layer_groups for il in g.layers})
+    ngl = params.n_gpu_layers if ngl_given else n_layer_all + 1
+    plan = spec_plan(spec, params, n_gpu_layers=ngl)
+    kv = kv_summary(plan, n_gpus=n_gpus)
+    logged = None
+    if kv_memory is not None:
+        logged = cells_from_kv_bytes(plan, parse_bytes(kv_memory, option="--kv-memory"))
+    keys = kv_keys(kv, n_gpus=n_gpus, tokens_from_log=logged)
+    note = (f"model_type {spec.config.get('model_type')!r}: llmcalc does not write its GGUF, so "
+            "only the KV cache is laid out (no weights, no --fit: the context as given, every "
+            "layer on the GPU unless --n-gpu-layers)")
+    if how is Format.json:
+        print_json({"engine": "llama.cpp", "engine_version": f"llama-cpp-python=={VERSION}",
+                    "gpu": acc.name, **keys, "n_ctx": plan.context.n_ctx,
+                    "n_gpu_layers": ngl, "plan": plan_json(plan), "notes": [note]})
+    elif how is Format.table:
+        from rich.table import Table
+        from rich.text import Text
+
+        from llmcalc.limits import escape
+
+        t = Table(title=f"{escape(spec.name)} in llama.cpp (llama-cpp-python {VERSION}): KV "
+                  f"cache on {n_gpus} × {escape(acc.name)}", title_justify="left")
+        t.add_column("")
+        t.add_column("value", justify="right")
+        t.add_row("kv_cache_bytes", f"{keys['kv_cache_bytes'] / 2**20:,.2f} MiB per GPU")
+        t.add_row("kv_cache_tokens", f"{keys['kv_cache_tokens']:,} cells"
+                  + (f" × {kv.streams} streams" if kv.streams > 1 else ""))
+        t.add_row("max_concurrency", f"{keys['max_concurrency']:,.2f} × {kv.n_ctx_seq:,} tokens")
+        t.add_row("n_ctx", f"{plan.context.n_ctx:,}")
+        t.add_row("--n-gpu-layers", f"{ngl:,}")
+        for c in plan.caches:
+            if c.layers:
+                t.add_row(f"KV {c.name}", f"{c.cells:,} cells × {len(c.layers)} layers, "
+                          f"{(c.k_bytes + c.v_bytes) / 2**20:,.2f} MiB")
+        show(t)
+        show(Text(f"note: {note}"))
+    else:
+        raise UsageError(f"--format {how.value}: fit --engine llama.cpp prints a table or JSON")
+
+
+def _is_gguf_file(model: str) -> bool:
+    from llmcalc.inputs.gguf_file import is_gguf_path
+
+    return is_gguf_path(Path(model)) and Path(model).is_file()
 
 
 def hidden(option: Any) -> Any:

@@ -167,7 +167,7 @@ def fit(
     ] = None,
     gpu_layers: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="With --offload: "
+        typer.Option("--n-gpu-layers", "--gpu-layers", "-ngl", metavar="N", help="With --offload: "
                      "llama.cpp's -ngl N, the output layer first (default: as many as fit).",
                      show_default=False),
     ] = None,
@@ -238,11 +238,14 @@ def fit(
                        n_cpu_moe=n_cpu_moe, override_tensor=override_tensor or [],
                        swa_full=swa_full, parallel=parallel, kv_unified=kv_unified,
                        no_mmap=no_mmap, fit_target=fit_target, gpu=gpu, gpu_mem=gpu_mem,
-                       how=how, dtype=dtype,
-                       refused={"--batch": batch is not None, "--kv-dtype": kv_dtype,
+                       how=how, dtype=dtype, gpus=gpus, tp=tp, kv_dtype=kv_dtype,
+                       max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                       kv_memory=kv_memory,
+                       refused={"--batch": batch is not None,
                                 "--headroom": headroom != DEFAULT_HEADROOM, "--offload": offload,
-                                "--method": method, "--tp": tp, "--pp": pp, "--gpus": gpus != 1,
-                                "--explain": explain, **engine_settings.given()})
+                                "--method": method, "--pp": pp, "--explain": explain,
+                                **{k: v for k, v in engine_settings.given().items()
+                                   if k not in LLAMA_CPP_TAKES}})
             return
     if llama_flags:
         raise UsageError(f"{', '.join(sorted(llama_flags))}: llama.cpp's flags go with --engine "
@@ -422,36 +425,63 @@ def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType
         raise UsageError(f"--format {how.value}: an offload split prints as a table or JSON")
 
 
+# the engine settings fit --engine llama.cpp takes, as llama-server's own: --max-model-len (and
+# SGLang's/TensorRT-LLM's names for it) is -c/--ctx-size, --max-num-seqs is -np/--parallel
+LLAMA_CPP_TAKES = ("--max-model-len", "--max-num-seqs", "--kv-memory")
+# --kv-dtype → llama.cpp's cache type (common/arg.cpp: kv_cache_types)
+KV_DTYPES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32",
+             "int8": "q8_0", "q8_0": "q8_0", "q4_0": "q4_0", "int4": "q4_0", "q4_1": "q4_1",
+             "q5_0": "q5_0", "q5_1": "q5_1", "iq4_nl": "iq4_nl"}
+
+
 def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None,
                ctx_size: str | None, batch_size: int | None, ubatch_size: int | None,
                cache_type_k: str | None, cache_type_v: str | None, flash_attn: str | None,
                n_gpu_layers: int | None, n_cpu_moe: int, override_tensor: list[str],
                swa_full: bool, parallel: int | None, kv_unified: bool | None, no_mmap: bool,
                fit_target: int | None, gpu: str | None, gpu_mem: str | None, how: Format,
-               dtype: str | None, refused: dict[str, object]) -> None:
+               dtype: str | None, refused: dict[str, object], gpus: int = 1,
+               tp: int | None = None, kv_dtype: str | None = None,
+               max_model_len: str | None = None, max_num_seqs: int | None = None,
+               kv_memory: str | None = None) -> None:
     """`fit MODEL --engine llama.cpp`: llama-server's --fit (llmcalc.planning.engines.llama_cpp_fit)."""
     from llmcalc.cli._llamacpp import engine_params, fit_llama_cpp
 
     for flag, given in refused.items():
         if given not in (None, False):
             hint = {"--batch": ": sequences are --parallel N",
-                    "--kv-dtype": ": the cache types are --cache-type-k and --cache-type-v",
                     "--headroom": ": llama.cpp's margin is --fit-target MiB",
-                    "--gpus": ": llmcalc follows llama.cpp's --fit on one GPU",
                     }.get(flag, "")
             raise UsageError(f"{flag}: not with --engine llama.cpp{hint}")
     if not models:
         raise UsageError("--engine llama.cpp needs a MODEL (a GGUF file)")
     one_model(models, "--engine llama.cpp")
-    if ctx is not None and ctx_size is not None:
-        raise UsageError("--ctx and --ctx-size are the same flag: give one")
+    given = [(n, v) for n, v in (("--ctx", ctx), ("--ctx-size", ctx_size),
+                                 ("--max-model-len", max_model_len)) if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"{given[0][0]} and {given[1][0]} are the same flag: give one")
+    if parallel is not None and max_num_seqs is not None:
+        raise UsageError("--parallel and --max-num-seqs are the same flag: give one")
+    if tp is not None and gpus != 1 and tp != gpus:
+        raise UsageError(f"--tp {tp} and --gpus {gpus}: with --engine llama.cpp both are the GPUs "
+                         "the layers are split over; give one")
+    n_gpus = tp if tp is not None else gpus
+    if kv_dtype is not None:
+        if cache_type_k is not None or cache_type_v is not None:
+            raise UsageError("--kv-dtype and --cache-type-k/--cache-type-v: give one")
+        cache = KV_DTYPES.get(kv_dtype.lower())
+        if cache is None:
+            raise UsageError(f"--kv-dtype {kv_dtype}: llama.cpp's cache types are "
+                             f"{', '.join(sorted(set(KV_DTYPES.values())))}")
+        cache_type_k = cache_type_v = cache
     # llama-server's default context is 0: the model's, which --fit may reduce
-    text = ctx_size if ctx_size is not None else ctx
+    text = given[0][1] if given else None
     params = engine_params(ctx="4k", ctx_size="0" if text is None else text,
                            batch_size=batch_size, ubatch_size=ubatch_size,
                            cache_type_k=cache_type_k, cache_type_v=cache_type_v,
                            flash_attn=flash_attn, n_gpu_layers=n_gpu_layers, swa_full=swa_full,
-                           parallel=parallel, kv_unified=kv_unified, no_mmap=no_mmap)
+                           parallel=parallel if parallel is not None else max_num_seqs,
+                           kv_unified=kv_unified, no_mmap=no_mmap)
     fit_llama_cpp(models[0], version, dtype, params, ngl_given=n_gpu_layers is not None,
                   n_cpu_moe=n_cpu_moe, override_tensor=override_tensor, fit_target=fit_target,
-                  gpu=gpu, gpu_mem=gpu_mem, how=how)
+                  gpu=gpu, gpu_mem=gpu_mem, how=how, n_gpus=n_gpus, kv_memory=kv_memory)

@@ -224,8 +224,10 @@ def test_every_log_row_is_held() -> None:
     """Each row of engine_logs.json is predicted, held from its logged figure, or a refusal."""
     held = set(PREDICTED) | set(EXACT) | {"trtllm-a100-llama2-7b-kvmem", "trtllm-a10-llama2-7b-0.5",
                                           "vllm-v0-h100-llama3-8b", "vllm-v0-8gb-qwen25-7b-awq-refused"}
+    # the llama.cpp rows: tests/engines/test_llama_cpp_logs.py
+    held |= {i for i, row in BY_ID.items() if row["engine"].startswith("llama.cpp")}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 74
+    assert len(BY_ID) == 78
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:

@@ -579,3 +579,197 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
         cpu = devices[0]
         devices = [Device("CPU", cpu.model, cpu.kv_k, cpu.kv_v, cpu.recurrent, compute)]
     return Plan(p, hp, ctx, caches, rs["CPU"] + rs["GPU"], devices)
+
+
+def _f32(x: float) -> float:
+    """A value as a C float holds it (the split points are computed in float)."""
+    import struct
+
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def layer_gpus(n_layer: int, n_gpu_layers: int, n_gpus: int) -> tuple[int, ...]:
+    """The GPU (0…n_gpus−1) or the CPU (−1) of each layer 0…n_layer (n_layer: the output layer)
+    under llama.cpp's default --split-mode layer over ``n_gpus`` cards of equal free memory:
+    src/llama-model.cpp: load_tensors — the split points are the cumulative shares of each
+    device's free memory (float), and layer il goes to the first device whose split point exceeds
+    float(il − i_gpu_start) / act_gpu_layers (std::upper_bound)."""
+    if n_gpus < 1:
+        raise UsageError(f"{n_gpus} GPUs: at least 1")
+    start = gpu_layer_start(n_layer, n_gpu_layers)
+    act = min(n_gpu_layers, n_layer + 1)
+    free = _f32(1.0)  # equal cards: the shares do not depend on the figure
+    sums = []
+    total = 0.0
+    for _ in range(n_gpus):
+        total = _f32(total + free)
+        sums.append(total)
+    splits = [_f32(s / total) for s in sums]
+    out = []
+    for il in range(n_layer + 1):
+        if il < start or il - start >= act:
+            out.append(-1)
+            continue
+        x = _f32(_f32(float(il - start)) / act)
+        out.append(min(next((i for i, s in enumerate(splits) if s > x), n_gpus - 1), n_gpus - 1))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class KvSummary:
+    """The KV cache as llama.cpp's log shows it and as fit --engine reports it for every engine:
+    ``cells`` the token capacity the log counts ("llama_kv_cache: size = … ( N cells, …)": the
+    full-attention cache's kv_size — n_ctx with a unified cache, n_ctx_seq per stream without;
+    the sliding-window cache's where every attention layer slides; a recurrent model's state
+    cells, max(1, n_seq_max), where it keeps no KV cache), ``streams`` the copies of it
+    (--no-kv-unified: one per sequence), ``max_concurrency`` the sequences of n_ctx_seq tokens it
+    holds at once, and the bytes of K, V and recurrent state on each device."""
+
+    cells: int
+    streams: int
+    n_ctx_seq: int
+    max_concurrency: float
+    cpu_bytes: int
+    gpu_bytes: tuple[int, ...]  # per GPU, in device order (CUDA0, CUDA1, …)
+    logged_bytes: int  # Σ ggml_nbytes of every cache's K and V: the log's "size = … MiB"
+
+    @property
+    def per_gpu(self) -> int:
+        """The most any one GPU holds (the figure compared with one card)."""
+        return max(self.gpu_bytes, default=0)
+
+
+def kv_summary(p: Plan, *, n_gpus: int = 1) -> KvSummary:
+    """:class:`KvSummary` of a plan, its GPU layers split over ``n_gpus`` equal cards."""
+    hp, ctx = p.hparams, p.context
+    n_gpu_layers = p.params.n_gpu_layers
+    where = layer_gpus(hp.n_layer, n_gpu_layers, n_gpus)
+    gpu = [0] * n_gpus
+    cpu = 0
+    for cache in p.caches:
+        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
+                                          strict=True):
+            if where[il] >= 0:  # each tensor in its own aligned slot of the CUDA buffer
+                gpu[where[il]] += (gpu_alloc_bytes(p.params.type_k, n_k, k)
+                                   + gpu_alloc_bytes(p.params.type_v, n_v, v))
+            else:
+                cpu += k + v
+    rows = max(1, ctx.n_seq)
+    for il in range(hp.n_layer):
+        if hp.is_recr[il]:
+            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
+            if where[il] >= 0:
+                gpu[where[il]] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
+            else:
+                cpu += r + s
+    full = [c for c in p.caches if c.layers and c.name == "full"]
+    swa = [c for c in p.caches if c.layers and c.name == "swa"]
+    if full or swa:
+        cells = (full or swa)[0].cells
+        streams = ctx.n_stream
+        concurrency = cells * streams / ctx.n_ctx_seq
+    else:  # src/llama-memory-recurrent.cpp: one state cell per sequence
+        cells, streams = rows, 1
+        concurrency = float(rows)
+    logged = sum(c.k_bytes + c.v_bytes for c in p.caches)
+    return KvSummary(cells, streams, ctx.n_ctx_seq, concurrency, cpu, tuple(gpu), logged)
+
+
+def cells_from_kv_bytes(p: Plan, kv_bytes: int) -> int:
+    """The full-attention cells a logged KV size holds (``--kv-memory``: the "llama_kv_cache: size
+    = … MiB" figure, all caches' K and V): the sliding-window cache's bytes (fixed by n_swa and
+    n_ubatch) taken out, the rest over one full cell's K and V bytes over every full layer and
+    stream. Exact to the figure's rounding."""
+    full = [c for c in p.caches if c.layers and c.name == "full"]
+    fixed = sum(c.k_bytes + c.v_bytes for c in p.caches if c.layers and c.name != "full")
+    target = full[0] if full else next((c for c in p.caches if c.layers), None)
+    if target is None:
+        raise UsageError("--kv-memory: the model keeps no KV cache in llama.cpp")
+    if not full:
+        fixed = 0
+    per_cell = (target.k_bytes + target.v_bytes) // target.cells
+    return max(0, (kv_bytes - fixed) // per_cell)
+
+
+def hparams_from_spec(spec: Any) -> tuple[Hparams, int]:
+    """The cache-sizing hyperparameters llama.cpp would read from the GGUF of an HF model whose
+    architecture llmcalc does not convert (llama_cpp_quant covers ten): per layer the KV heads (0
+    for a layer without its own cache: a Mamba/linear-attention layer, or one that reuses another
+    layer's K and V), sliding or chunked windows (llama_kv_cache_iswa: one n_swa for the model),
+    MLA's cache as llama.cpp lays it out since its MLA rework (src/llama-model.cpp, deepseek2:
+    n_head_kv 1, K the latent + rope dims, V a view of K: no bytes of its own), and the recurrent
+    state's rows (src/llama-hparams.cpp: n_embd_r, n_embd_s). The head sizes are the first
+    attention layer's. Returns the hparams and n_ctx_train (max_position_embeddings)."""
+    layers: dict[int, Any] = {}
+    for g in spec.layer_groups:
+        for il in g.layers:
+            layers[il] = g
+    if not layers:
+        raise UsageError(f"{spec.name}: no decoder layers to lay a llama.cpp cache out for")
+    n_layer = max(layers) + 1
+    n_head_kv, is_swa, is_recr = [], [], []
+    head_k = head_v = n_swa = n_embd_r = n_embd_s = 0
+    for il in range(n_layer):
+        g = layers.get(il)
+        a = g.attention if g is not None else None
+        mixer = g.mixer if g is not None else None
+        if mixer is not None:
+            n_embd_r = max(n_embd_r, mixer.conv_dim * max(mixer.conv_kernel - 1, 0))
+            n_embd_s = max(n_embd_s, mixer.state_elements)
+        if a is None or a.kv_shared or not a.causal or mixer is not None:
+            n_head_kv.append(0)
+            is_swa.append(False)
+            is_recr.append(mixer is not None)
+            continue
+        if a.kv_latent_dim is not None:
+            kv, k, v = 1, a.kv_latent_dim, 0
+        else:
+            kv, k, v = a.kv_heads, a.qk_head_dim, a.v_head_dim
+        if not head_k:
+            head_k, head_v = k, v
+        n_head_kv.append(kv)
+        is_swa.append(a.window is not None)
+        if a.window is not None:
+            n_swa = max(n_swa, a.window)
+        is_recr.append(False)
+    heads = tuple(g.attention.heads if g is not None and g.attention is not None else 0
+                  for g in (layers.get(il) for il in range(n_layer)))
+    hp = Hparams(str(spec.config.get("model_type", "")), n_layer, spec.shape.hidden_size, heads,
+                 tuple(n_head_kv), head_k, head_v, n_swa, tuple(is_swa), tuple(is_recr),
+                 n_embd_r, n_embd_s)
+    return hp, int(spec.shape.max_position_embeddings or 0)
+
+
+def spec_plan(spec: Any, p: Params, *, n_gpu_layers: int) -> Plan:
+    """The KV cache (and recurrent state) llama.cpp allocates for an HF model's GGUF, without its
+    weights (no GGUF to place): the same context, cache and placement rules as :func:`plan`, every
+    layer's cache on the GPU from i_gpu_start. Devices hold the KV only (model buffer 0)."""
+    hp, n_ctx_train = hparams_from_spec(spec)
+    if p.n_ctx == 0 and n_ctx_train <= 0:
+        raise UsageError(f"{spec.name}: max_position_embeddings is missing: give --ctx-size")
+    p = Params(**{**p.__dict__, "n_gpu_layers": n_gpu_layers})
+    ctx = context(p, n_ctx_train=n_ctx_train)
+    check_cache_blocks(hp, p, spec.name)
+    caches = kv_caches(hp, p, ctx)
+    start = gpu_layer_start(hp.n_layer, n_gpu_layers)
+    kv = {"CPU": [0, 0], "GPU": [0, 0]}
+    for cache in caches:
+        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
+                                          strict=True):
+            if il >= start:
+                kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
+                kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
+            else:
+                kv["CPU"][0] += k
+                kv["CPU"][1] += v
+    rows = max(1, ctx.n_seq)
+    rs = {"CPU": 0, "GPU": 0}
+    for il in range(hp.n_layer):
+        if hp.is_recr[il]:
+            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
+            if il >= start:
+                rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
+            else:
+                rs["CPU"] += r + s
+    devices = [Device(name, 0, kv[name][0], kv[name][1], rs[name]) for name in ("CPU", "GPU")]
+    return Plan(p, hp, ctx, caches, rs["CPU"] + rs["GPU"], devices)

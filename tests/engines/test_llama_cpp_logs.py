@@ -1,0 +1,135 @@
+"""fit --engine llama.cpp held to real llama.cpp start-up logs (the llama.cpp rows of
+tests/data/engine_logs.json): the cells the log counts (kv_cache_tokens), the KV size it prints
+("llama_kv_cache_unified: size = … MiB", "KV self size"), the per-device KV buffers of a layer
+split, and the keys every engine's fit prints (kv_cache_bytes, kv_cache_tokens, max_concurrency)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llmcalc.choices import parse_engine
+from llmcalc.errors import UsageError
+from llmcalc.planning.engines import llama_cpp as L
+
+MiB = 2**20
+LOGS = [r for r in json.loads((Path(__file__).parents[1] / "data" / "engine_logs.json")
+                              .read_text())["logs"] if r["engine"].startswith("llama.cpp")]
+BY_ID = {r["id"]: r for r in LOGS}
+DOC = Path(__file__).parents[2] / "docs" / "serving-engines.md"
+
+# llmcalc's cells and KV MiB for each log (docs/serving-engines.md states each with its error)
+PREDICTED = {
+    "llamacpp-b6209-rpc2-llama31-70b-q4_0": (4096, "1280.00"),
+    "llamacpp-b5935-rpc2-llama31-405b-q4_0": (4096, "2016.00"),
+    "llamacpp-server-mistral7b-32k": (32768, "4096.00"),
+    "llamacpp-server-mistral7b-2k": (2048, "256.00"),
+}
+
+
+def _args(row: dict[str, Any], *extra: str) -> list[str]:
+    where = ["--gpu", row["gpu"]] if "gpu" in row else ["--gpu-mem", row["gpu_mem"]]
+    return ["fit", row["model"], "--engine", row["engine"], "--tp", str(row["tp"]), *where,
+            *row["flags"], "--json", *extra]
+
+
+def test_every_llama_cpp_row_is_predicted() -> None:
+    assert set(PREDICTED) == set(BY_ID)
+
+
+@pytest.mark.parametrize("log_id", sorted(PREDICTED))
+def test_cells_and_kv_size_per_log(cli: Any, log_id: str) -> None:
+    row = BY_ID[log_id]
+    r = cli(*_args(row))
+    assert r.code == 0, r.stderr
+    data = json.loads(r.stdout)
+    cells, mib = PREDICTED[log_id]
+    assert data["kv_cache_tokens"] == cells == row["tokens"]
+    assert f"{data['kv_cache_logged_bytes'] / MiB:.2f}" == mib == row["kv_mib"]
+    assert data["max_concurrency"] == 1.0
+
+
+def test_docs_state_each_log_and_its_error() -> None:
+    lines = {line.split(" | ")[0]: line for line in DOC.read_text().splitlines()
+             if line.startswith("| llamacpp-")}
+    for log_id, (cells, mib) in PREDICTED.items():
+        row = BY_ID[log_id]
+        error = (cells - row["tokens"]) / row["tokens"]
+        assert lines[f"| {log_id}"].endswith(
+            f"| {row['tokens']:,} | {cells:,} | {'+' if error >= 0 else '−'}{abs(error):.1%} | "
+            f"{row['kv_mib']} | {mib} |"), log_id
+
+
+def test_the_layer_split_over_two_devices_is_the_logs(cli: Any) -> None:
+    """src/llama-model.cpp: load_tensors — 81 layers (the output one counted) over two equal
+    devices: layers 0…40 on the first (41 × 16 MiB = 656), 41…79 on the second (624)."""
+    row = BY_ID["llamacpp-b6209-rpc2-llama31-70b-q4_0"]
+    data = json.loads(cli(*_args(row)).stdout)
+    per_device = [f"{data['kv_cache_bytes_by_device'][d] / MiB:.2f}" for d in ("CUDA0", "CUDA1")]
+    assert per_device == row["kv_mib_per_device"] == ["656.00", "624.00"]
+    assert data["kv_cache_bytes"] == 656 * MiB  # per GPU: the most one card holds
+    assert L.layer_gpus(80, 999, 2) == (0,) * 41 + (1,) * 40
+    assert L.layer_gpus(4, 2, 2) == (-1, -1, -1, 0, 1)
+
+
+def test_cells_from_a_logged_kv_size(cli: Any) -> None:
+    """--kv-memory: the cells a logged "size = … MiB" holds, exact to its rounding."""
+    row = BY_ID["llamacpp-b6209-rpc2-llama31-70b-q4_0"]
+    for size, cells in (("1280MiB", 4096), ("1280.3MiB", 4096), ("1279.9MiB", 4095)):
+        data = json.loads(cli(*_args(row, "--kv-memory", size)).stdout)
+        assert (data["kv_cache_tokens"], data["kv_cache_tokens_from_log"]) == (cells, True)
+
+
+def test_max_model_len_is_ctx_size(cli: Any) -> None:
+    base = ["fit", "mistral-7b", "--engine", "llama.cpp", "--gpu", "rtx-4090", "--json"]
+    a = json.loads(cli(*base, "--max-model-len", "10000").stdout)
+    b = json.loads(cli(*base, "--ctx-size", "10000").stdout)
+    assert a["kv_cache_tokens"] == b["kv_cache_tokens"] == 10240  # GGML_PAD(10000, 256)
+    r = cli(*base, "-c", "4096", "--max-model-len", "4096")
+    assert r.code == 2
+    assert r.stderr.strip() == "error: --ctx-size and --max-model-len are the same flag: give one"
+
+
+def test_separate_streams_and_their_concurrency(cli: Any) -> None:
+    """-np 4 --no-kv-unified: each of 4 streams holds n_ctx / 4 cells (the log's "4096 cells,
+    … 4/4 seqs"), 4 sequences of n_ctx_seq at once; unified: one stream of n_ctx."""
+    base = ["fit", "mistral-7b", "--engine", "llama.cpp", "--gpu", "h100", "-c", "16384",
+            "-np", "4", "--json"]
+    split = json.loads(cli(*base, "--no-kv-unified").stdout)
+    assert (split["kv_cache_tokens"], split["kv_cache_streams"], split["max_concurrency"],
+            split["max_model_len"]) == (4096, 4, 4.0, 4096)
+    unified = json.loads(cli(*base, "--kv-unified").stdout)
+    assert (unified["kv_cache_tokens"], unified["kv_cache_streams"],
+            unified["max_concurrency"]) == (16384, 1, 1.0)
+    assert split["kv_cache_bytes"] == unified["kv_cache_bytes"] == 2048 * MiB
+
+
+def test_a_model_without_a_gguf_conversion_gets_its_cache(cli: Any) -> None:
+    """gpt-oss: llama_kv_cache_iswa — 12 full layers of n_ctx cells, 12 sliding ones of
+    pad256(128 × 4 + 512) = 1024 cells with llama-server's 4 unified slots (768 with -np 1)."""
+    base = ["fit", "gpt-oss-20b", "--engine", "llama.cpp", "--gpu", "h100", "-c", "32768",
+            "--json"]
+    data = json.loads(cli(*base).stdout)
+    caches = [(c["kind"], c["cells"], c["layers"]) for c in data["plan"]["caches"]]
+    assert caches == [("full", 32768, 12), ("swa", 1024, 12)]
+    assert data["kv_cache_tokens"] == 32768
+    # 12 × 32768 × 1024 B + 12 × 1024 × 1024 B (8 KV heads × 64, K and V, f16)
+    assert data["kv_cache_bytes"] == 12 * 32768 * 2048 + 12 * 1024 * 2048
+    one = json.loads(cli(*base, "-np", "1").stdout)
+    assert [c["cells"] for c in one["plan"]["caches"]] == [32768, 768]
+
+
+def test_table_shows_the_engine_keys(cli: Any) -> None:
+    r = cli("fit", "mistral-7b", "--engine", "llama.cpp", "--gpu", "rtx-4090", "-c", "8192")
+    assert r.code == 0
+    assert "kv_cache_bytes" in r.stdout and "1,024.00 MiB on the GPU" in r.stdout
+    assert "8,192 cells" in r.stdout and "1.00 × 8,192 tokens" in r.stdout
+
+
+def test_build_numbers_are_llama_cpp_versions() -> None:
+    assert str(parse_engine("llama.cpp==b6209")) == "llama.cpp==b6209"
+    with pytest.raises(UsageError, match="a version is digits and dots"):
+        parse_engine("vllm==b6209")
