@@ -69,7 +69,7 @@ ParallelOpt = Annotated[
 ]
 KvUnifiedOpt = Annotated[
     Optional[bool],  # noqa: UP045
-    typer.Option("--kv-unified/--no-kv-unified", help="llama.cpp: one KV buffer shared by all "
+    typer.Option("--kv-unified/--no-kv-unified", "-kvu/-no-kvu", help="llama.cpp: one KV buffer shared by all "
                  "sequences.", show_default=False),
 ]
 NoMmapOpt = Annotated[
@@ -81,10 +81,11 @@ NoMmapOpt = Annotated[
 def engine_params(*, ctx: str, ctx_size: str | None, batch_size: int | None,
                   ubatch_size: int | None, cache_type_k: str | None, cache_type_v: str | None,
                   flash_attn: str | None, n_gpu_layers: int | None, swa_full: bool,
-                  parallel: int | None, kv_unified: bool | None, no_mmap: bool) -> Any:
+                  parallel: int | None, kv_unified: bool | None, no_mmap: bool,
+                  version: str | None = None) -> Any:
     """llama.cpp's parameters: unset flags take llama-server's defaults (common/common.h
     common_params; tools/server/server.cpp: main — --parallel auto is 4 with kv_unified)."""
-    from llmcalc.planning.engines.llama_cpp import Params
+    from llmcalc.planning.engines.llama_cpp import LAST_OLD_PADDING_BUILD, Params
     from llmcalc.units import parse_context
 
     if ctx_size is not None and ctx != "4k":
@@ -97,12 +98,17 @@ def engine_params(*, ctx: str, ctx_size: str | None, batch_size: int | None,
         n_ctx = parse_context(ctx, option="--ctx")
     n_parallel = 4 if parallel is None else parallel
     unified = (parallel is None) if kv_unified is None else kv_unified
+    build = int(version[1:]) if version is not None and version[:1] == "b" else None
+    if build is not None and build <= LAST_OLD_PADDING_BUILD and parallel is None:
+        # before ggml-org/llama.cpp#16736 (2025-10, with #16812) llama-server started one slot
+        # (common_params n_parallel 1) and no unified cache unless -kvu
+        n_parallel, unified = 1, bool(kv_unified)
     return Params(n_ctx=n_ctx, n_batch=2048 if batch_size is None else batch_size,
                   n_ubatch=512 if ubatch_size is None else ubatch_size,
                   type_k=(cache_type_k or "f16").lower(), type_v=(cache_type_v or "f16").lower(),
                   flash_attn=_flash_attn(flash_attn),
                   n_gpu_layers=0 if n_gpu_layers is None else n_gpu_layers, swa_full=swa_full,
-                  n_parallel=n_parallel, kv_unified=unified, mmap=not no_mmap)
+                  n_parallel=n_parallel, kv_unified=unified, mmap=not no_mmap, build=build)
 
 
 def _flash_attn(value: str | None) -> str:
@@ -111,6 +117,17 @@ def _flash_attn(value: str | None) -> str:
     return {"1": "on", "true": "on", "enabled": "on", "0": "off", "false": "off",
             "disabled": "off"}.get(text, text)
 
+
+NoKvOffloadOpt = Annotated[
+    bool, typer.Option("--no-kv-offload", "-nkvo", hidden=True, help="With --engine llama.cpp: "
+                       "the KV cache in host memory.")
+]
+SplitModeOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--split-mode", "-sm", hidden=True, metavar="layer|row|none", show_default=False,
+                 help="With --engine llama.cpp and several GPUs: layer (default) or row splits the "
+                 "layers over them, none keeps everything on the main GPU."),
+]
 
 FitTargetOpt = Annotated[
     Optional[int],  # noqa: UP045
@@ -173,6 +190,7 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
     from llmcalc.render.llama_cpp import fit_json, fit_view
 
     notes: list[str] = []
+    params = with_build(params, version)
     if not _is_gguf_file(model):
         from llmcalc.cli._common import spec_for
         from llmcalc.formulas.gguf_mix import ARCHS
@@ -280,6 +298,16 @@ def _kv_only(spec: Any, params: Any, *, ngl_given: bool, gpu: str | None, gpu_me
         show(Text(f"note: {note}"))
     else:
         raise UsageError(f"--format {how.value}: fit --engine llama.cpp prints a table or JSON")
+
+
+def with_build(params: Any, version: str | None) -> Any:
+    """The parameters with the build --engine llama.cpp==bNNNN names (its padding rule:
+    llmcalc.planning.engines.llama_cpp.padding)."""
+    from dataclasses import replace
+
+    if version is not None and version.startswith("b"):
+        return replace(params, build=int(version[1:]))
+    return params
 
 
 def _is_gguf_file(model: str) -> bool:

@@ -76,6 +76,8 @@ from llmcalc.cli._llamacpp import (
     FitSwaFullOpt,
     FitTargetOpt,
     FitUbatchSizeOpt,
+    NoKvOffloadOpt,
+    SplitModeOpt,
 )
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import (
@@ -205,6 +207,8 @@ def fit(
     kv_unified: FitKvUnifiedOpt = None,
     no_mmap: FitNoMmapOpt = False,
     fit_target: FitTargetOpt = None,
+    no_kv_offload: NoKvOffloadOpt = False,
+    split_mode: SplitModeOpt = None,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
 
@@ -226,7 +230,8 @@ def fit(
         ("--flash-attn", flash_attn), ("--n-cpu-moe", n_cpu_moe or None),
         ("--override-tensor", override_tensor), ("--swa-full", swa_full or None),
         ("--parallel", parallel), ("--kv-unified", kv_unified), ("--no-mmap", no_mmap or None),
-        ("--fit-target", fit_target)) if value is not None}
+        ("--fit-target", fit_target), ("--no-kv-offload", no_kv_offload or None),
+        ("--split-mode", split_mode)) if value is not None}
     if engine is not None:
         from llmcalc.choices import EngineName, parse_engine
 
@@ -240,7 +245,8 @@ def fit(
                        no_mmap=no_mmap, fit_target=fit_target, gpu=gpu, gpu_mem=gpu_mem,
                        how=how, dtype=dtype, gpus=gpus, tp=tp, kv_dtype=kv_dtype,
                        max_model_len=max_model_len, max_num_seqs=max_num_seqs,
-                       kv_memory=kv_memory,
+                       kv_memory=kv_memory, no_kv_offload=no_kv_offload,
+                       split_mode=split_mode,
                        refused={"--batch": batch is not None,
                                 "--headroom": headroom != DEFAULT_HEADROOM, "--offload": offload,
                                 "--method": method, "--pp": pp, "--explain": explain,
@@ -443,7 +449,8 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
                dtype: str | None, refused: dict[str, object], gpus: int = 1,
                tp: int | None = None, kv_dtype: str | None = None,
                max_model_len: str | None = None, max_num_seqs: int | None = None,
-               kv_memory: str | None = None) -> None:
+               kv_memory: str | None = None, no_kv_offload: bool = False,
+               split_mode: str | None = None) -> None:
     """`fit MODEL --engine llama.cpp`: llama-server's --fit (llmcalc.planning.engines.llama_cpp_fit)."""
     from llmcalc.cli._llamacpp import engine_params, fit_llama_cpp
 
@@ -481,7 +488,15 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
                            cache_type_k=cache_type_k, cache_type_v=cache_type_v,
                            flash_attn=flash_attn, n_gpu_layers=n_gpu_layers, swa_full=swa_full,
                            parallel=parallel if parallel is not None else max_num_seqs,
-                           kv_unified=kv_unified, no_mmap=no_mmap)
+                           kv_unified=kv_unified, no_mmap=no_mmap, version=version)
+    mode = (split_mode or "layer").lower()
+    if mode not in ("layer", "row", "none"):
+        raise UsageError(f"--split-mode {split_mode}: layer, row or none")
+    from dataclasses import replace
+
+    params = replace(params, offload_kqv=not no_kv_offload, split_mode=mode)
+    if mode == "none":
+        n_gpus = 1  # src/llama.cpp: llama_model_load — the main GPU alone
     fit_llama_cpp(models[0], version, dtype, params, ngl_given=n_gpu_layers is not None,
                   n_cpu_moe=n_cpu_moe, override_tensor=override_tensor, fit_target=fit_target,
                   gpu=gpu, gpu_mem=gpu_mem, how=how, n_gpus=n_gpus, kv_memory=kv_memory)

@@ -40,6 +40,9 @@ class Params:
     n_parallel: int = 1
     kv_unified: bool = False
     mmap: bool = True
+    build: int | None = None  # a llama.cpp build (b5935 → 5935): the padding rule it used
+    offload_kqv: bool = True  # -nkvo: False, the KV cache of every layer in host memory
+    split_mode: str = "layer"  # -sm: layer or row (layers split over the GPUs), none (one GPU)
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,23 @@ def check_cache_blocks(hp: Hparams, p: Params, label: str) -> None:
                              "attention (--flash-attn on or auto)")
 
 
+# ggml-org/llama.cpp#17046 (2025-11-06) padded the cache to 256 cells whatever the attention; it
+# fixed #17058, a regression its title places in b6969, the last build llmcalc takes as older.
+# Builds up to it are taken with the rule of #7257 (2024-05-13): 256 with flash attention, 32
+# without (src/llama-kv-cache.cpp: get_padding), flash attention off unless -fa on (their default).
+# Between #16812 (2025-10-28) and #17046 the cache was not padded at all: those few builds are
+# taken as the older ones.
+LAST_OLD_PADDING_BUILD = 6969
+
+
+def padding(p: Params) -> int:
+    """The cells llama.cpp pads n_ctx to: 256 (src/llama-context.cpp: GGML_PAD(n_ctx, 256)), or
+    for a build up to b6969, 256 with flash attention on and 32 otherwise."""
+    if p.build is not None and p.build <= LAST_OLD_PADDING_BUILD:
+        return 256 if p.flash_attn == "on" else 32
+    return 256
+
+
 @dataclass(frozen=True)
 class Context:
     """The context the engine settles on (src/llama-context.cpp: llama_context::llama_context)."""
@@ -202,6 +222,7 @@ class Context:
     n_batch: int
     n_ubatch: int
     flash_attn: bool
+    pad: int = 256  # the cells n_ctx (and the sliding-window cache) are padded to
 
 
 def context(p: Params, *, n_ctx_train: int) -> Context:
@@ -222,19 +243,20 @@ def context(p: Params, *, n_ctx_train: int) -> Context:
         raise UsageError(f"--cache-type-v {p.type_v}: llama.cpp refuses a quantized V cache "
                          "without flash attention (--flash-attn on or auto)")
     n_ctx_raw = p.n_ctx if p.n_ctx > 0 else n_ctx_train
-    n_ctx = _pad(n_ctx_raw, 256)
+    pad = padding(p)
+    n_ctx = _pad(n_ctx_raw, pad)
     n_seq = p.n_parallel
     if p.kv_unified:
         n_ctx_seq = n_ctx
     else:
-        n_ctx_seq = _pad(n_ctx // n_seq, 256)
+        n_ctx_seq = _pad(n_ctx // n_seq, pad)
         n_ctx = n_ctx_seq * n_seq
     # causal attention: the batch is limited by n_ctx as given, before its padding
     n_batch = min(n_ctx_raw, p.n_batch)
     n_ubatch = min(n_batch, p.n_ubatch)
     # flash attention "auto" resolves to on for the CPU backend (it supports FLASH_ATTN_EXT)
     return Context(n_ctx, n_ctx_seq, n_seq, 1 if p.kv_unified else n_seq, n_batch, n_ubatch,
-                   p.flash_attn != "off")
+                   p.flash_attn != "off", pad)
 
 
 @dataclass(frozen=True)
@@ -261,7 +283,7 @@ def kv_caches(hp: Hparams, p: Params, ctx: Context) -> list[Cache]:
     swa = [il for il in attn if hp.is_swa[il]]
     full = [il for il in attn if not hp.is_swa[il]]
     size_swa = _pad(min(ctx.n_ctx_seq, hp.n_swa * (ctx.n_seq if p.kv_unified else 1)
-                        + ctx.n_ubatch), 256)
+                        + ctx.n_ubatch), ctx.pad)
     if p.swa_full:
         size_swa = ctx.n_ctx_seq
     groups = [("full", full, ctx.n_ctx_seq)]
@@ -553,7 +575,7 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     for cache in caches:
         for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
                                           strict=True):
-            if il >= start:  # each tensor in its own aligned slot of the CUDA buffer
+            if il >= start and p.offload_kqv:  # each tensor in its own aligned slot of the CUDA buffer
                 kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
                 kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
             else:
@@ -565,7 +587,7 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
         if hp.is_recr[il]:
             # src/llama-memory-recurrent.cpp: R [n_embd_r, rows] and S [n_embd_s, rows], f32
             r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
-            if il >= start:
+            if il >= start and p.offload_kqv:
                 rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
             else:
                 rs["CPU"] += r + s
@@ -644,6 +666,10 @@ def kv_summary(p: Plan, *, n_gpus: int = 1) -> KvSummary:
     hp, ctx = p.hparams, p.context
     n_gpu_layers = p.params.n_gpu_layers
     where = layer_gpus(hp.n_layer, n_gpu_layers, n_gpus)
+    if not p.params.offload_kqv:  # -nkvo: src/llama-kv-cache.cpp keeps every layer on the CPU
+        where = tuple(-1 for _ in where)
+    elif p.params.split_mode == "none":  # src/llama.cpp: llama_model_load — the main GPU alone
+        where = tuple(min(w, 0) for w in where)
     gpu = [0] * n_gpus
     cpu = 0
     for cache in p.caches:
@@ -756,7 +782,7 @@ def spec_plan(spec: Any, p: Params, *, n_gpu_layers: int) -> Plan:
     for cache in caches:
         for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
                                           strict=True):
-            if il >= start:
+            if il >= start and p.offload_kqv:
                 kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
                 kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
             else:
@@ -767,7 +793,7 @@ def spec_plan(spec: Any, p: Params, *, n_gpu_layers: int) -> Plan:
     for il in range(hp.n_layer):
         if hp.is_recr[il]:
             r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
-            if il >= start:
+            if il >= start and p.offload_kqv:
                 rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
             else:
                 rs["CPU"] += r + s
