@@ -209,6 +209,12 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
 
             show(Text(f"note: {notes[-1]}"))
     header = header_for(model, version, dtype, as_json=how is Format.json, notes=notes)
+    if params.n_gpu_layers >= 1 << 30:  # -ngl all: every layer and the output one
+        from dataclasses import replace
+
+        from llmcalc.planning.engines.llama_cpp import hparams
+
+        params = replace(params, n_gpu_layers=hparams(header).n_layer + 1)
     acc = resolve(gpu, memory=gpu_mem, bandwidth=None, needs=("memory",))
     require(acc, "memory_bytes")
     if n_gpus < 1:
@@ -260,7 +266,7 @@ def _kv_only(spec: Any, params: Any, *, ngl_given: bool, gpu: str | None, gpu_me
     if n_gpus < 1:
         raise UsageError(f"--gpus {n_gpus}: at least 1")
     n_layer_all = len({il for g in spec.layer_groups for il in g.layers})
-    ngl = params.n_gpu_layers if ngl_given else n_layer_all + 1
+    ngl = min(params.n_gpu_layers, n_layer_all + 1) if ngl_given else n_layer_all + 1
     plan = spec_plan(spec, params, n_gpu_layers=ngl)
     kv = kv_summary(plan, n_gpus=n_gpus)
     logged = None
@@ -285,8 +291,9 @@ def _kv_only(spec: Any, params: Any, *, ngl_given: bool, gpu: str | None, gpu_me
         t.add_column("")
         t.add_column("value", justify="right")
         t.add_row("kv_cache_bytes", f"{keys['kv_cache_bytes'] / 2**20:,.2f} MiB per GPU")
-        t.add_row("kv_cache_tokens", f"{keys['kv_cache_tokens']:,} cells"
-                  + (f" × {kv.streams} streams" if kv.streams > 1 else ""))
+        t.add_row("kv_cache_tokens", f"{keys['kv_cache_tokens']:,}"
+                  + (f" ({kv.streams} streams × {keys['kv_cache_cells']:,} cells)"
+                     if kv.streams > 1 else " cells"))
         t.add_row("max_concurrency", f"{keys['max_concurrency']:,.2f} × {kv.n_ctx_seq:,} tokens")
         t.add_row("n_ctx", f"{plan.context.n_ctx:,}")
         t.add_row("--n-gpu-layers", f"{ngl:,}")

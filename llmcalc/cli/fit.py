@@ -167,10 +167,11 @@ def fit(
         typer.Option("--ram-bandwidth", metavar="RATE", help="With --offload: system memory "
                      "bandwidth (default 89.6GB/s, dual-channel DDR5-5600).", show_default=False),
     ] = None,
-    gpu_layers: Annotated[
-        Optional[int],  # noqa: UP045
+    gpu_layers_text: Annotated[
+        Optional[str],  # noqa: UP045
         typer.Option("--n-gpu-layers", "--gpu-layers", "-ngl", metavar="N", help="With --offload: "
-                     "llama.cpp's -ngl N, the output layer first (default: as many as fit).",
+                     "llama.cpp's -ngl N, the output layer first (default: as many as fit; all: "
+                     "every layer; auto: the default).",
                      show_default=False),
     ] = None,
     attention: AttentionOpt = None,
@@ -219,6 +220,7 @@ def fit(
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     batch = None if batch_text is None else _batch(batch_text)
+    gpu_layers = _gpu_layers(gpu_layers_text)
     engine_settings = EngineSettings(
         gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, block_size,
         enforce_eager, mem_fraction_static, chunked_prefill_size, max_running_requests, page_size,
@@ -429,6 +431,23 @@ def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType
         show(offload_view(spec, o, accelerator=acc, dtype=weights.value, ctx=ctx))
     else:
         raise UsageError(f"--format {how.value}: an offload split prints as a table or JSON")
+
+
+# common/arg.cpp: -ngl takes a count, "auto" (the default: --fit's choice) or "all"
+NGL_ALL = 1 << 30
+
+
+def _gpu_layers(text: str | None) -> int | None:
+    """-ngl's value: a count (0 or more), ``all`` (every layer: a count above any model's) or
+    ``auto`` (not given)."""
+    if text is None or text.strip().lower() == "auto":
+        return None
+    if text.strip().lower() == "all":
+        return NGL_ALL
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"--n-gpu-layers {text}: a number of layers, all or auto") from None
 
 
 # the engine settings fit --engine llama.cpp takes, as llama-server's own: --max-model-len (and

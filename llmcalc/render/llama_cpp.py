@@ -86,15 +86,18 @@ FREE_NOTE = ("free GPU memory taken as the card's whole memory (llama.cpp asks t
 def kv_keys(kv: Any, *, n_gpus: int, tokens_from_log: int | None = None) -> dict[str, Any]:
     """The keys every engine's fit prints (llmcalc.planning.engines.budget.EngineBudget):
     kv_cache_bytes per GPU (the most one card holds; the CPU's where no layer is on a GPU),
-    kv_cache_tokens as llama.cpp's log counts cells, max_concurrency for n_ctx_seq."""
+    kv_cache_tokens the cells of every stream (n_ctx; the log's "N cells" is one stream's:
+    kv_cache_cells), max_concurrency the sequences of n_ctx_seq tokens they hold at once.
+    ``tokens_from_log``: one stream's cells from a logged KV size (--kv-memory)."""
     per_device = {"CPU": kv.cpu_bytes, **{f"CUDA{i}": b for i, b in enumerate(kv.gpu_bytes)}}
-    tokens = kv.cells if tokens_from_log is None else tokens_from_log
+    cells = kv.cells if tokens_from_log is None else tokens_from_log
     return {
         "kv_cache_bytes": kv.per_gpu if any(kv.gpu_bytes) else kv.cpu_bytes,
-        "kv_cache_tokens": tokens,
-        "max_concurrency": round(tokens * kv.streams / kv.n_ctx_seq, 2),
-        "max_model_len": kv.n_ctx_seq, "kv_cache_streams": kv.streams, "gpus": n_gpus,
-        "kv_cache_bytes_by_device": per_device, "kv_cache_logged_bytes": kv.logged_bytes,
+        "kv_cache_tokens": cells * kv.streams,
+        "max_concurrency": round(kv.max_concurrency * cells / kv.cells, 2) if kv.cells else 0.0,
+        "max_model_len": kv.n_ctx_seq, "kv_cache_cells": cells, "kv_cache_streams": kv.streams,
+        "gpus": n_gpus, "kv_cache_bytes_by_device": per_device,
+        "kv_cache_logged_bytes": kv.logged_bytes,
         "kv_cache_tokens_from_log": tokens_from_log is not None,
     }
 
@@ -135,8 +138,9 @@ def fit_view(model: str, f: Any, *, accelerator: Any, command: str, kv: Any = No
     where = (f"per GPU (the most of {n_gpus})" if n_gpus > 1 else "on the GPU") \
         if any(kv.gpu_bytes) else "on the CPU"
     t.add_row("kv_cache_bytes", f"{_mib(keys['kv_cache_bytes'])} {where}")
-    t.add_row("kv_cache_tokens", f"{keys['kv_cache_tokens']:,} cells"
-              + (f" × {kv.streams} streams" if kv.streams > 1 else "")
+    t.add_row("kv_cache_tokens", f"{keys['kv_cache_tokens']:,}"
+              + (f" ({kv.streams} streams × {keys['kv_cache_cells']:,} cells)" if kv.streams > 1
+                 else " cells")
               + (" (from --kv-memory)" if tokens_from_log is not None else ""))
     t.add_row("max_concurrency", f"{keys['max_concurrency']:,.2f} × {kv.n_ctx_seq:,} tokens")
     t.add_row("--fit", FIT_STATUS[f.status] + (f" ({f.reason})" if f.reason else ""))

@@ -29,7 +29,7 @@ PREDICTED = {
     "llamacpp-server-mistral7b-2k": (2048, "256.00"),
     "llamacpp-b7495-3090-qwen3-0.6b-q8kv": (20224, "1175.12"),
     "llamacpp-b5558-rtx5000x4-command-a-240k": (240000, "7932.00"),  # its log gives no MiB
-    "llamacpp-b9966-qwen36-35b-a3b-np3": (32768, "1020.00"),  # nor this one
+    "llamacpp-b9966-qwen36-35b-a3b-np3": (98304, "1020.00"),  # nor this one: 3 × 32,768
     "llamacpp-qwen3-tts-32k": (32768, "3584.00"),
     "llamacpp-qwen3-tts-4k": (4096, "448.00"),
 }
@@ -57,6 +57,7 @@ def test_cells_and_kv_size_per_log(cli: Any, log_id: str) -> None:
     assert row["kv_mib"] in (mib, None)
     streams = row.get("streams", 1)
     assert (data["kv_cache_streams"], data["max_concurrency"]) == (streams, float(streams))
+    assert data["kv_cache_cells"] == row.get("cells", cells)  # one stream's, as the log counts
 
 
 def test_docs_state_each_log_and_its_error() -> None:
@@ -102,12 +103,13 @@ def test_max_model_len_is_ctx_size(cli: Any) -> None:
 
 def test_separate_streams_and_their_concurrency(cli: Any) -> None:
     """-np 4 --no-kv-unified: each of 4 streams holds n_ctx / 4 cells (the log's "4096 cells,
-    … 4/4 seqs"), 4 sequences of n_ctx_seq at once; unified: one stream of n_ctx."""
+    … 4/4 seqs"), 16,384 in all, 4 sequences of n_ctx_seq at once; unified: one stream of
+    n_ctx."""
     base = ["fit", "mistral-7b", "--engine", "llama.cpp", "--gpu", "h100", "-c", "16384",
             "-np", "4", "--json"]
     split = json.loads(cli(*base, "--no-kv-unified").stdout)
-    assert (split["kv_cache_tokens"], split["kv_cache_streams"], split["max_concurrency"],
-            split["max_model_len"]) == (4096, 4, 4.0, 4096)
+    assert (split["kv_cache_tokens"], split["kv_cache_cells"], split["kv_cache_streams"],
+            split["max_concurrency"], split["max_model_len"]) == (16384, 4096, 4, 4.0, 4096)
     unified = json.loads(cli(*base, "--kv-unified").stdout)
     assert (unified["kv_cache_tokens"], unified["kv_cache_streams"],
             unified["max_concurrency"]) == (16384, 1, 1.0)

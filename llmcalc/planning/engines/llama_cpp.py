@@ -640,12 +640,13 @@ def layer_gpus(n_layer: int, n_gpu_layers: int, n_gpus: int) -> tuple[int, ...]:
 @dataclass(frozen=True)
 class KvSummary:
     """The KV cache as llama.cpp's log shows it and as fit --engine reports it for every engine:
-    ``cells`` the token capacity the log counts ("llama_kv_cache: size = … ( N cells, …)": the
-    full-attention cache's kv_size — n_ctx with a unified cache, n_ctx_seq per stream without;
-    the sliding-window cache's where every attention layer slides; a recurrent model's state
-    cells, max(1, n_seq_max), where it keeps no KV cache), ``streams`` the copies of it
-    (--no-kv-unified: one per sequence), ``max_concurrency`` the sequences of n_ctx_seq tokens it
-    holds at once, and the bytes of K, V and recurrent state on each device."""
+    ``cells`` one stream's cells as the log counts them ("llama_kv_cache: size = … ( N cells, …)":
+    the full-attention cache's kv_size — n_ctx with a unified cache, n_ctx_seq per stream
+    without; the sliding-window cache's where every attention layer slides; a recurrent model's
+    state cells, max(1, n_seq_max), where it keeps no KV cache), ``streams`` the copies of it
+    (--no-kv-unified: one per sequence; ``tokens`` = cells × streams, the n_ctx the log prints),
+    ``max_concurrency`` the sequences of n_ctx_seq tokens it holds at once, and the bytes of K, V
+    and recurrent state on each device."""
 
     cells: int
     streams: int
