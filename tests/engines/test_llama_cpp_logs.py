@@ -32,6 +32,7 @@ PREDICTED = {
     "llamacpp-b9966-qwen36-35b-a3b-np3": (98304, "1020.00"),  # nor this one: 3 × 32,768
     "llamacpp-qwen3-tts-32k": (32768, "3584.00"),
     "llamacpp-qwen3-tts-4k": (4096, "448.00"),
+    "llamacpp-strix-halo-qwen3-next-300k": (300032, "7032.00"),
 }
 
 
