@@ -200,6 +200,7 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
             _kv_only(spec, params, ngl_given=ngl_given, gpu=gpu, gpu_mem=gpu_mem, how=how,
                      n_gpus=n_gpus, kv_memory=kv_memory)
             return
+    dtype = _nearest_quant(dtype, notes) if not _is_gguf_file(model) else dtype
     if dtype is None and not _is_gguf_file(model):
         dtype = "q4_k_m"
         notes.append("no --dtype: the weights taken as Q4_K_M (the KV cache does not depend on "
@@ -315,6 +316,25 @@ def with_build(params: Any, version: str | None) -> Any:
     if version is not None and version.startswith("b"):
         return replace(params, build=int(version[1:]))
     return params
+
+
+def _nearest_quant(dtype: str | None, notes: list[str]) -> str | None:
+    """A llama.cpp quant type llmcalc does not write (q5_k_m, q6_k, iq4_xs, mxfp4 …) as the
+    nearest one it does — q8_0 from 6 bits up, q4_k_m below — said in a note: the KV cache, the
+    figure --engine llama.cpp is held to, does not depend on the weights' quant type."""
+    import re
+
+    from llmcalc.planning.engines.llama_cpp_quant import FTYPES
+
+    if dtype is None or dtype.lower() in FTYPES:
+        return dtype
+    m = re.fullmatch(r"(?:i?q|tq)(\d)(?:_[a-z0-9_]+)?|(mxfp4)", dtype.lower())
+    if m is None:
+        return dtype  # convert() refuses it, naming the types it writes
+    nearest = "q8_0" if m.group(1) is not None and int(m.group(1)) >= 6 else "q4_k_m"
+    notes.append(f"--dtype {dtype}: weights taken as {nearest} (llmcalc writes the GGUF of "
+                 f"{', '.join(FTYPES)}); the KV cache does not depend on them")
+    return nearest
 
 
 def _is_gguf_file(model: str) -> bool:

@@ -500,8 +500,15 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
             raise UsageError(f"--kv-dtype {kv_dtype}: llama.cpp's cache types are "
                              f"{', '.join(sorted(set(KV_DTYPES.values())))}")
         cache_type_k = cache_type_v = cache
-    # llama-server's default context is 0: the model's, which --fit may reduce
+    # llama-server's default context is 0: the model's, which --fit may reduce; a build up to
+    # b6969 took 4,096 (common_params n_ctx then: the Arm learning path's b5935 and b6209 logs,
+    # no -c, n_ctx = 4096) and had no --fit
+    from llmcalc.planning.engines.llama_cpp import LAST_OLD_PADDING_BUILD
+
     text = given[0][1] if given else None
+    if text is None and version is not None and version[:1] == "b" and version[1:].isdigit() \
+            and int(version[1:]) <= LAST_OLD_PADDING_BUILD:
+        text = "4096"
     params = engine_params(ctx="4k", ctx_size="0" if text is None else text,
                            batch_size=batch_size, ubatch_size=ubatch_size,
                            cache_type_k=cache_type_k, cache_type_v=cache_type_v,

@@ -168,3 +168,29 @@ def test_build_numbers_are_llama_cpp_versions() -> None:
     assert str(parse_engine("llama.cpp==b6209")) == "llama.cpp==b6209"
     with pytest.raises(UsageError, match="a version is digits and dots"):
         parse_engine("vllm==b6209")
+
+
+def test_an_older_build_without_c_takes_4096(cli: Any) -> None:
+    """Up to b6969 the default n_ctx was 4,096 (the Arm logs at b5935 and b6209 were run without
+    -c); later llama-server takes the model's n_ctx_train (0) and --fit."""
+    row = BY_ID["llamacpp-b6209-rpc2-llama31-70b-q4_0"]
+    args = [a for a in _args(row) if a not in ("-c", "4096")]
+    assert json.loads(cli(*args).stdout)["kv_cache_tokens"] == 4096
+    new = json.loads(cli("fit", "mistral-7b", "--engine", "llama.cpp", "--gpu", "h100",
+                         "--json").stdout)
+    assert new["kv_cache_tokens"] == 32768  # mistral-7b's max_position_embeddings
+
+
+def test_ngl_all_and_quant_types_not_written(cli: Any) -> None:
+    base = ["fit", "mistral-7b", "--engine", "llama.cpp", "--gpu", "rtx-4090", "-c", "8192",
+            "--json"]
+    data = json.loads(cli(*base, "-ngl", "all").stdout)
+    assert data["n_gpu_layers"] == 33 and data["kv_cache_bytes"] == 1024 * MiB
+    q5 = json.loads(cli(*base, "--dtype", "q5_k_m").stdout)
+    assert q5["kv_cache_tokens"] == 8192
+    assert q5["notes"][0] == ("--dtype q5_k_m: weights taken as q4_k_m (llmcalc writes the GGUF "
+                              "of q4_k_m, q8_0, q4_0, fp16, bf16, fp32); the KV cache does not "
+                              "depend on them")
+    r = cli(*base, "-ngl", "most")
+    assert (r.code, r.stderr.strip()) == (
+        2, "error: --n-gpu-layers most: a number of layers, all or auto")
