@@ -501,8 +501,8 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
                              f"{', '.join(sorted(set(KV_DTYPES.values())))}")
         cache_type_k = cache_type_v = cache
     # llama-server's default context is 0: the model's, which --fit may reduce; a build up to
-    # b6969 took 4,096 (common_params n_ctx then: the Arm learning path's b5935 and b6209 logs,
-    # no -c, n_ctx = 4096) and had no --fit
+    # b6969 took 4,096 (common_params n_ctx from ggml-org/llama.cpp#10136, November 2024: the
+    # Arm learning path's b5935 and b6209 logs, no -c, n_ctx = 4096) and had no --fit
     from llmcalc.planning.engines.llama_cpp import LAST_OLD_PADDING_BUILD
 
     text = given[0][1] if given else None
