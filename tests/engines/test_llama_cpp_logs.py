@@ -85,11 +85,17 @@ def test_the_layer_split_over_two_devices_is_the_logs(cli: Any) -> None:
 
 
 def test_cells_from_a_logged_kv_size(cli: Any) -> None:
-    """--kv-memory: the cells a logged "size = … MiB" holds, exact to its rounding."""
+    """--kv-memory: the cells a logged "size = … MiB" holds (one cell of Llama 3.1 70B is
+    0.3125 MiB), and every log's own figure gives back its cells."""
     row = BY_ID["llamacpp-b6209-rpc2-llama31-70b-q4_0"]
-    for size, cells in (("1280MiB", 4096), ("1280.3MiB", 4096), ("1279.9MiB", 4095)):
+    for size, cells in (("1280MiB", 4096), ("1280.1MiB", 4096), ("1279.6MiB", 4095)):
         data = json.loads(cli(*_args(row, "--kv-memory", size)).stdout)
         assert (data["kv_cache_tokens"], data["kv_cache_tokens_from_log"]) == (cells, True)
+    for log_id in PREDICTED:
+        other = BY_ID[log_id]
+        if other["kv_mib"] is not None:
+            back = json.loads(cli(*_args(other, "--kv-memory", f"{other['kv_mib']}MiB")).stdout)
+            assert back["kv_cache_tokens"] == other["tokens"], log_id
 
 
 def test_max_model_len_is_ctx_size(cli: Any) -> None:

@@ -706,7 +706,8 @@ def cells_from_kv_bytes(p: Plan, kv_bytes: int) -> int:
     """The full-attention cells a logged KV size holds (``--kv-memory``: the "llama_kv_cache: size
     = … MiB" figure, all caches' K and V): the sliding-window cache's bytes (fixed by n_swa and
     n_ubatch) taken out, the rest over one full cell's K and V bytes over every full layer and
-    stream. Exact to the figure's rounding."""
+    stream, to the nearest cell: exact where a cell is more than the 0.01 MiB the figure is
+    printed to."""
     full = [c for c in p.caches if c.layers and c.name == "full"]
     fixed = sum(c.k_bytes + c.v_bytes for c in p.caches if c.layers and c.name != "full")
     target = full[0] if full else next((c for c in p.caches if c.layers), None)
@@ -715,7 +716,8 @@ def cells_from_kv_bytes(p: Plan, kv_bytes: int) -> int:
     if not full:
         fixed = 0
     per_cell = (target.k_bytes + target.v_bytes) // target.cells
-    return max(0, (kv_bytes - fixed) // per_cell)
+    # the logged size is a whole number of cells printed to 0.01 MiB: the nearest count
+    return max(0, round((kv_bytes - fixed) / per_cell))
 
 
 def hparams_from_spec(spec: Any) -> tuple[Hparams, int]:
