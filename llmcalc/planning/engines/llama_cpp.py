@@ -728,7 +728,8 @@ def hparams_from_spec(spec: Any) -> tuple[Hparams, int]:
     MLA's cache as llama.cpp lays it out since its MLA rework (src/llama-model.cpp, deepseek2:
     n_head_kv 1, K the latent + rope dims, V a view of K: no bytes of its own), and the recurrent
     state's rows (src/llama-hparams.cpp: n_embd_r, n_embd_s). The head sizes are the first
-    attention layer's. Returns the hparams and n_ctx_train (max_position_embeddings)."""
+    attention layer's; a layer whose heads are a whole multiple of them counts as that many more
+    heads (the same row bytes). Returns the hparams and n_ctx_train (max_position_embeddings)."""
     layers: dict[int, Any] = {}
     for g in spec.layer_groups:
         for il in g.layers:
@@ -756,6 +757,9 @@ def hparams_from_spec(spec: Any) -> tuple[Hparams, int]:
             kv, k, v = a.kv_heads, a.qk_head_dim, a.v_head_dim
         if not head_k:
             head_k, head_v = k, v
+        if (k, v) != (head_k, head_v) and k % head_k == 0 and (
+                v * head_k == k * head_v):  # a wider head (Gemma 4's full layers): as more heads
+            kv = kv * k // head_k
         n_head_kv.append(kv)
         is_swa.append(a.window is not None)
         if a.window is not None:
