@@ -137,7 +137,8 @@ FitTargetOpt = Annotated[
 
 
 def header_for(model: str, version: str | None, dtype: str | None = None, *,
-               as_json: bool = False, notes: list[str] | None = None) -> Any:
+               as_json: bool = False, notes: list[str] | None = None,
+               overrides: list[str] | None = None) -> Any:
     """The GGUF header --engine llama.cpp reads: a local GGUF file's, or an HF config's as
     llama.cpp's converter and llama-quantize would write it at the GGUF quant type --dtype names
     (llmcalc.planning.engines.llama_cpp_quant); its note on stderr, or added to ``notes`` for
@@ -154,6 +155,8 @@ def header_for(model: str, version: str | None, dtype: str | None = None, *,
                          f"{engine.VERSION}'s llama.cpp only")
     path = Path(model)
     if is_gguf_path(path) and path.is_file():
+        if overrides:
+            raise UsageError("--set: a GGUF file is read as it is")
         if dtype is not None:
             raise UsageError(f"--dtype {dtype}: a GGUF file is loaded with its own tensor types")
         return read_header(path)
@@ -164,7 +167,7 @@ def header_for(model: str, version: str | None, dtype: str | None = None, *,
 
     from llmcalc.planning.engines.llama_cpp_quant import convert
 
-    converted = convert(spec_for(model, None), dtype.lower())
+    converted = convert(spec_for(model, overrides), dtype.lower())
     note = f"weights as {converted.mix} gives them" + (
         f"; {converted.approximate}" if converted.approximate else "")
     if as_json:
@@ -178,7 +181,7 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
                   ngl_given: bool,
                   n_cpu_moe: int, override_tensor: list[str], fit_target: int | None,
                   gpu: str | None, gpu_mem: str | None, how: Any, n_gpus: int = 1,
-                  kv_memory: str | None = None) -> None:
+                  kv_memory: str | None = None, overrides: list[str] | None = None) -> None:
     """`fit MODEL --engine llama.cpp`: llama-server's --fit, and the command line that loads that
     plan; exit 1 where the plan does not load on the card(s). With ``n_gpus`` > 1 the plan is fitted
     to their memory together and its layers split over them as llama.cpp's --split-mode layer does
@@ -195,7 +198,7 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
         from llmcalc.cli._common import spec_for
         from llmcalc.formulas.gguf_mix import ARCHS
 
-        spec = spec_for(model, None)
+        spec = spec_for(model, overrides)
         if str(spec.config.get("model_type", "")) not in ARCHS:
             _kv_only(spec, params, ngl_given=ngl_given, gpu=gpu, gpu_mem=gpu_mem, how=how,
                      n_gpus=n_gpus, kv_memory=kv_memory)
@@ -209,7 +212,8 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
             from rich.text import Text
 
             show(Text(f"note: {notes[-1]}"))
-    header = header_for(model, version, dtype, as_json=how is Format.json, notes=notes)
+    header = header_for(model, version, dtype, as_json=how is Format.json, notes=notes,
+                        overrides=overrides)
     if params.n_gpu_layers >= 1 << 30:  # -ngl all: every layer and the output one
         from dataclasses import replace
 

@@ -248,7 +248,7 @@ def fit(
                        how=how, dtype=dtype, gpus=gpus, tp=tp, kv_dtype=kv_dtype,
                        max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                        kv_memory=kv_memory, no_kv_offload=no_kv_offload,
-                       split_mode=split_mode,
+                       split_mode=split_mode, overrides=set_,
                        refused={"--batch": batch is not None,
                                 "--headroom": headroom != DEFAULT_HEADROOM, "--offload": offload,
                                 "--method": method, "--pp": pp, "--explain": explain,
@@ -469,7 +469,7 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
                tp: int | None = None, kv_dtype: str | None = None,
                max_model_len: str | None = None, max_num_seqs: int | None = None,
                kv_memory: str | None = None, no_kv_offload: bool = False,
-               split_mode: str | None = None) -> None:
+               split_mode: str | None = None, overrides: list[str] | None = None) -> None:
     """`fit MODEL --engine llama.cpp`: llama-server's --fit (llmcalc.planning.engines.llama_cpp_fit)."""
     from llmcalc.cli._llamacpp import engine_params, fit_llama_cpp
 
@@ -525,4 +525,5 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
         n_gpus = 1  # src/llama.cpp: llama_model_load — the main GPU alone
     fit_llama_cpp(models[0], version, dtype, params, ngl_given=n_gpu_layers is not None,
                   n_cpu_moe=n_cpu_moe, override_tensor=override_tensor, fit_target=fit_target,
-                  gpu=gpu, gpu_mem=gpu_mem, how=how, n_gpus=n_gpus, kv_memory=kv_memory)
+                  gpu=gpu, gpu_mem=gpu_mem, how=how, n_gpus=n_gpus, kv_memory=kv_memory,
+                  overrides=overrides)
