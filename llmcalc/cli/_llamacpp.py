@@ -12,39 +12,39 @@ from llmcalc.errors import UsageError
 
 CtxSizeOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--ctx-size", "-c", metavar="N", help="With --engine llama.cpp: as --ctx, llama.cpp's "
+    typer.Option("--ctx-size", metavar="N", help="With --engine llama.cpp: as --ctx, llama.cpp's "
                  "total n_ctx shared by --parallel sequences (0: the model's training context, "
                  "llama-server's default; --ctx's default 4k applies otherwise).",
                  show_default=False),
 ]
 BatchSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--batch-size", "-b", metavar="N", help="llama.cpp's logical batch (default 2048).",
+    typer.Option("--batch-size", metavar="N", help="llama.cpp's logical batch (default 2048).",
                  show_default=False),
 ]
 UbatchSizeOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--ubatch-size", "-ub", metavar="N", help="llama.cpp's physical batch (default 512).",
+    typer.Option("--ubatch-size", metavar="N", help="llama.cpp's physical batch (default 512).",
                  show_default=False),
 ]
 CacheTypeKOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--cache-type-k", "-ctk", metavar="TYPE", help="llama.cpp's K cache type: f32, f16, "
+    typer.Option("--cache-type-k", metavar="TYPE", help="llama.cpp's K cache type: f32, f16, "
                  "bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1 (default f16).", show_default=False),
 ]
 CacheTypeVOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--cache-type-v", "-ctv", metavar="TYPE", help="llama.cpp's V cache type (default f16; "
+    typer.Option("--cache-type-v", metavar="TYPE", help="llama.cpp's V cache type (default f16; "
                  "a quantized one needs flash attention).", show_default=False),
 ]
 FlashAttnOpt = Annotated[
     Optional[str],  # noqa: UP045
-    typer.Option("--flash-attn", "-fa", metavar="on|off|auto", help="llama.cpp's flash attention "
+    typer.Option("--flash-attn", metavar="on|off|auto", help="llama.cpp's flash attention "
                  "(default auto: on for the CPU backend).", show_default=False),
 ]
 NGpuLayersOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--n-gpu-layers", "--gpu-layers", "-ngl", metavar="N", help="llama.cpp's -ngl: the "
+    typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="llama.cpp's -ngl: the "
                  "output layer counts as one and goes first, the token embedding stays on the CPU "
                  "(default 0 here: llama-server's auto fits the free GPU memory, see fit).",
                  show_default=False),
@@ -55,7 +55,7 @@ NCpuMoeOpt = Annotated[
 ]
 OverrideTensorOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
-    typer.Option("--override-tensor", "-ot", metavar="PATTERN=BUFT", help="llama.cpp's -ot: tensors "
+    typer.Option("--override-tensor", metavar="PATTERN=BUFT", help="llama.cpp's -ot: tensors "
                  "whose name matches the regex go to that buffer type (CPU keeps them in RAM).",
                  show_default=False),
 ]
@@ -64,12 +64,12 @@ SwaFullOpt = Annotated[
 ]
 ParallelOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--parallel", "-np", metavar="N", help="llama.cpp's sequences (server slots; default as "
+    typer.Option("--parallel", metavar="N", help="llama.cpp's sequences (server slots; default as "
                  "llama-server's auto: 4 with a unified KV cache).", show_default=False),
 ]
 KvUnifiedOpt = Annotated[
     Optional[bool],  # noqa: UP045
-    typer.Option("--kv-unified/--no-kv-unified", "-kvu/-no-kvu", help="llama.cpp: one KV buffer shared by all "
+    typer.Option("--kv-unified/--no-kv-unified", help="llama.cpp: one KV buffer shared by all "
                  "sequences.", show_default=False),
 ]
 NoMmapOpt = Annotated[
@@ -347,26 +347,28 @@ def _is_gguf_file(model: str) -> bool:
     return is_gguf_path(Path(model)) and Path(model).is_file()
 
 
-def hidden(option: Any) -> Any:
-    """The same option kept out of --help (fit lists the engines' settings in its docs page)."""
+def hidden(option: Any, *short: str) -> Any:
+    """The same option kept out of --help (fit lists the engines' settings in its docs page),
+    with llama-server's short names too (common/arg.cpp: -c, -np, -ctk …)."""
     import copy
     import typing
 
     base, info = typing.get_args(option)
     info = copy.copy(info)
     info.hidden = True
+    info.param_decls = (*info.param_decls, *short)
     return Annotated[base, info]
 
 
-FitCtxSizeOpt = hidden(CtxSizeOpt)
-FitBatchSizeOpt = hidden(BatchSizeOpt)
-FitUbatchSizeOpt = hidden(UbatchSizeOpt)
-FitCacheTypeKOpt = hidden(CacheTypeKOpt)
-FitCacheTypeVOpt = hidden(CacheTypeVOpt)
-FitFlashAttnOpt = hidden(FlashAttnOpt)
-FitNCpuMoeOpt = hidden(NCpuMoeOpt)
-FitOverrideTensorOpt = hidden(OverrideTensorOpt)
+FitCtxSizeOpt = hidden(CtxSizeOpt, "-c")
+FitBatchSizeOpt = hidden(BatchSizeOpt, "-b")
+FitUbatchSizeOpt = hidden(UbatchSizeOpt, "-ub")
+FitCacheTypeKOpt = hidden(CacheTypeKOpt, "-ctk")
+FitCacheTypeVOpt = hidden(CacheTypeVOpt, "-ctv")
+FitFlashAttnOpt = hidden(FlashAttnOpt, "-fa")
+FitNCpuMoeOpt = hidden(NCpuMoeOpt, "-ncmoe")
+FitOverrideTensorOpt = hidden(OverrideTensorOpt, "-ot")
 FitSwaFullOpt = hidden(SwaFullOpt)
-FitParallelOpt = hidden(ParallelOpt)
-FitKvUnifiedOpt = hidden(KvUnifiedOpt)
+FitParallelOpt = hidden(ParallelOpt, "-np")
+FitKvUnifiedOpt = hidden(KvUnifiedOpt, "-kvu/-no-kvu")
 FitNoMmapOpt = hidden(NoMmapOpt)

@@ -169,9 +169,8 @@ def fit(
     ] = None,
     gpu_layers_text: Annotated[
         Optional[str],  # noqa: UP045
-        typer.Option("--n-gpu-layers", "--gpu-layers", "-ngl", metavar="N", help="With --offload: "
-                     "llama.cpp's -ngl N, the output layer first (default: as many as fit; all: "
-                     "every layer; auto: the default).",
+        typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="With --offload: "
+                     "llama.cpp's -ngl N, the output layer first (default: as many as fit).",
                      show_default=False),
     ] = None,
     attention: AttentionOpt = None,
@@ -210,6 +209,11 @@ def fit(
     fit_target: FitTargetOpt = None,
     no_kv_offload: NoKvOffloadOpt = False,
     split_mode: SplitModeOpt = None,
+    ngl_short: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("-ngl", hidden=True, metavar="N", show_default=False,
+                     help="llama-server's short name of --n-gpu-layers (N, all or auto)."),
+    ] = None,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
 
@@ -220,7 +224,9 @@ def fit(
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     batch = None if batch_text is None else _batch(batch_text)
-    gpu_layers = _gpu_layers(gpu_layers_text)
+    if gpu_layers_text is not None and ngl_short is not None:
+        raise UsageError("--n-gpu-layers and -ngl are the same flag: give one")
+    gpu_layers = _gpu_layers(gpu_layers_text if ngl_short is None else ngl_short)
     engine_settings = EngineSettings(
         gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, block_size,
         enforce_eager, mem_fraction_static, chunked_prefill_size, max_running_requests, page_size,
