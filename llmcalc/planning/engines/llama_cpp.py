@@ -277,7 +277,9 @@ def kv_caches(hp: Hparams, p: Params, ctx: Context) -> list[Cache]:
     [n_embd_k_gqa, kv_size, n_stream] and a V tensor [n_embd_v_gqa, kv_size, n_stream];
     src/llama-kv-cache-iswa.cpp: llama_kv_cache_iswa — the SWA layers' cache holds
     pad256(min(n_ctx_seq, n_swa × (unified ? n_seq : 1) + n_ubatch)) cells unless --swa-full."""
-    attn = [il for il in range(hp.n_layer) if not hp.is_recr[il] and hp.n_head_kv[il] > 0]
+    # a layer with KV heads has a KV cache, recurrent state beside it or not (Falcon-H1's
+    # layers hold both; a Mamba or short-conv layer has no KV heads)
+    attn = [il for il in range(hp.n_layer) if hp.n_head_kv[il] > 0]
     if not attn:  # a recurrent model (mamba) has no KV cache at all
         return []
     swa = [il for il in attn if hp.is_swa[il]]
@@ -689,10 +691,10 @@ def kv_summary(p: Plan, *, n_gpus: int = 1) -> KvSummary:
                 gpu[where[il]] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
             else:
                 cpu += r + s
-    full = [c for c in p.caches if c.layers and c.name == "full"]
-    swa = [c for c in p.caches if c.layers and c.name == "swa"]
-    if full or swa:
-        cells = (full or swa)[0].cells
+    if any(c.layers for c in p.caches):
+        # the base cache's kv_size, n_ctx_seq, which the log prints even where every attention
+        # layer slides and the base cache holds 0 layers (llama_kv_cache_iswa)
+        cells = ctx.n_ctx_seq
         streams = ctx.n_stream
         concurrency = cells * streams / ctx.n_ctx_seq
     else:  # src/llama-memory-recurrent.cpp: one state cell per sequence
@@ -746,7 +748,7 @@ def hparams_from_spec(spec: Any) -> tuple[Hparams, int]:
         if mixer is not None:
             n_embd_r = max(n_embd_r, mixer.conv_dim * max(mixer.conv_kernel - 1, 0))
             n_embd_s = max(n_embd_s, mixer.state_elements)
-        if a is None or a.kv_shared or not a.causal or mixer is not None:
+        if a is None or a.kv_shared or not a.causal:
             n_head_kv.append(0)
             is_swa.append(False)
             is_recr.append(mixer is not None)
@@ -764,7 +766,7 @@ def hparams_from_spec(spec: Any) -> tuple[Hparams, int]:
         is_swa.append(a.window is not None)
         if a.window is not None:
             n_swa = max(n_swa, a.window)
-        is_recr.append(False)
+        is_recr.append(mixer is not None)  # attention beside a mixer (Falcon-H1): both caches
     heads = tuple(g.attention.heads if g is not None and g.attention is not None else 0
                   for g in (layers.get(il) for il in range(n_layer)))
     hp = Hparams(str(spec.config.get("model_type", "")), n_layer, spec.shape.hidden_size, heads,
