@@ -130,7 +130,9 @@ def fit_view(model: str, f: Any, *, accelerator: Any, command: str, kv: Any = No
     kv = kv_summary(f.plan, n_gpus=n_gpus) if kv is None else kv
     keys = kv_keys(kv, n_gpus=n_gpus, tokens_from_log=tokens_from_log)
 
-    t = Table(title=f"llama.cpp --fit on one {escape(accelerator.name)} (llama-cpp-python "
+    cards = f"one {escape(accelerator.name)}" if n_gpus == 1 else \
+        f"{n_gpus} × {escape(accelerator.name)} (together)"
+    t = Table(title=f"llama.cpp --fit on {cards} (llama-cpp-python "
               f"{VERSION}): {f.free / MiB:,.0f} MiB free, --fit-target {f.margin // MiB:,} MiB",
               title_justify="left")
     t.add_column("")

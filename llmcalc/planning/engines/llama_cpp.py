@@ -757,6 +757,8 @@ def hparams_from_spec(spec: Any) -> tuple[Hparams, int]:
             kv, k, v = 1, a.kv_latent_dim, 0
         else:
             kv, k, v = a.kv_heads, a.qk_head_dim, a.v_head_dim
+            if a.keys_are_values:  # one cached tensor read as K and V (DeepSeek-V4): V no bytes
+                v = 0
         if not head_k:
             head_k, head_v = k, v
         if (k, v) != (head_k, head_v) and k % head_k == 0 and (
