@@ -555,6 +555,34 @@ class Plan:
         return next((d for d in self.devices if d.name == name), None)
 
 
+def _state_by_device(hp: Hparams, p: Params, ctx: Context, caches: Sequence[Cache],
+                     start: int) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """K and V bytes ([K, V]) and recurrent-state bytes on the CPU and the GPU: a layer's live where
+    the layer does (src/llama-kv-cache.cpp: model.dev_layer, with offload_kqv; -nkvo keeps them in
+    host memory), each tensor on the GPU in its own aligned slot of the CUDA buffer."""
+    kv = {"CPU": [0, 0], "GPU": [0, 0]}
+    for cache in caches:
+        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
+                                          strict=True):
+            if il >= start and p.offload_kqv:
+                kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
+                kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
+            else:
+                kv["CPU"][0] += k
+                kv["CPU"][1] += v
+    rows = max(1, ctx.n_seq)
+    rs = {"CPU": 0, "GPU": 0}
+    for il in range(hp.n_layer):
+        if hp.is_recr[il]:
+            # src/llama-memory-recurrent.cpp: R [n_embd_r, rows] and S [n_embd_s, rows], f32
+            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
+            if il >= start and p.offload_kqv:
+                rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
+            else:
+                rs["CPU"] += r + s
+    return kv, rs
+
+
 def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
          override_tensor: Sequence[str] = ()) -> Plan:
     """Everything llama.cpp allocates for the GGUF but its compute buffer, per device. The KV and
@@ -573,26 +601,7 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     weights = model_buffers(header, place, mmap=p.mmap)
     start = gpu_layer_start(hp.n_layer, p.n_gpu_layers)
     caches = kv_caches(hp, p, ctx)
-    kv = {"CPU": [0, 0], "GPU": [0, 0]}
-    for cache in caches:
-        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
-                                          strict=True):
-            if il >= start and p.offload_kqv:  # each tensor in its own aligned slot of the CUDA buffer
-                kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
-                kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
-            else:
-                kv["CPU"][0] += k
-                kv["CPU"][1] += v
-    rows = max(1, ctx.n_seq)
-    rs = {"CPU": 0, "GPU": 0}
-    for il in range(hp.n_layer):
-        if hp.is_recr[il]:
-            # src/llama-memory-recurrent.cpp: R [n_embd_r, rows] and S [n_embd_s, rows], f32
-            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
-            if il >= start and p.offload_kqv:
-                rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
-            else:
-                rs["CPU"] += r + s
+    kv, rs = _state_by_device(hp, p, ctx, caches, start)
     devices = [Device(name, weights[name], kv[name][0], kv[name][1], rs[name])
                for name in ("CPU", "GPU")
                if name == "CPU" or weights[name] or kv[name][0] or rs[name]]
@@ -789,24 +798,6 @@ def spec_plan(spec: Any, p: Params, *, n_gpu_layers: int) -> Plan:
     check_cache_blocks(hp, p, spec.name)
     caches = kv_caches(hp, p, ctx)
     start = gpu_layer_start(hp.n_layer, n_gpu_layers)
-    kv = {"CPU": [0, 0], "GPU": [0, 0]}
-    for cache in caches:
-        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
-                                          strict=True):
-            if il >= start and p.offload_kqv:
-                kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
-                kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
-            else:
-                kv["CPU"][0] += k
-                kv["CPU"][1] += v
-    rows = max(1, ctx.n_seq)
-    rs = {"CPU": 0, "GPU": 0}
-    for il in range(hp.n_layer):
-        if hp.is_recr[il]:
-            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
-            if il >= start and p.offload_kqv:
-                rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
-            else:
-                rs["CPU"] += r + s
+    kv, rs = _state_by_device(hp, p, ctx, caches, start)
     devices = [Device(name, 0, kv[name][0], kv[name][1], rs[name]) for name in ("CPU", "GPU")]
     return Plan(p, hp, ctx, caches, rs["CPU"] + rs["GPU"], devices)
