@@ -247,7 +247,7 @@ def test_every_log_row_is_held() -> None:
     # the llama.cpp rows: tests/engines/test_llama_cpp_logs.py
     held |= {i for i, row in BY_ID.items() if row["engine"].startswith("llama.cpp")}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 95
+    assert len(BY_ID) == 96
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
