@@ -66,6 +66,7 @@ HELD_OUT_LLAMA = ("https://github.com/ggml-org/llama.cpp/pull/10238",  # M2 Ultr
                   "https://github.com/ggml-org/llama.cpp/pull/10171",  # M3 Max, master column
                   "https://github.com/dmatora/LLM-inference-speed-benchmarks/issues/12",  # RTX 3080
                   "https://github.com/geerlingguy/ai-benchmarks/issues/48",  # M1 Ultra 64-core
+                  "https://github.com/geerlingguy/ai-benchmarks/issues/43",  # RTX 4090, Vulkan
                   "https://github.com/geerlingguy/beowulf-ai-cluster/issues/17")  # M3 Ultra 80-core
 HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io in (
     (2542, (1000, 50)), (3240, (1000, 50)), (9245, (1000, 50)),  # --input-len 1000 --output-len 50
@@ -74,9 +75,9 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 377
+    assert len(rows) == 380
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 214, "consumer": 75, "datacentre": 88}
+    assert by_class == {"apple": 214, "consumer": 78, "datacentre": 88}
     assert sum(r.engine == "vllm" for r in rows) == 38
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 4, "transformers": 1}
@@ -129,17 +130,19 @@ def test_rows_carry_their_source_and_figures() -> None:
 
 # (engine, backend): leave-one-out median |error| of decode and prefill (None: no decode rows),
 # and whether the targets (decode ≤ 8%, prefill ≤ 12%, each hardware class ≤ 15%) hold. Metal
-# (201 rows: 28 chip configurations × F16/Q8_0/Q4_0 Llama-2-7B, three chips × Llama-3 8B/70B at
-# 512–4096 tokens, gpt-oss-20b tg128 on three chips), TensorRT-LLM (16 first-token rows, 25
-# throughput rows) and ROCm (6 rows, one card) meet them; llama.cpp CUDA (46 rows) misses
+# (214 rows: 28 chip configurations × F16/Q8_0/Q4_0 Llama-2-7B, three chips × Llama-3 8B/70B at
+# 512–4096 tokens, gpt-oss-20b tg128 on three chips, 13 held-out rows of Llama-3.2 1B/3B, TinyLlama
+# and Llama-3.3-70B on M1/M2/M3 Ultra and M3 Max), TensorRT-LLM (16 first-token rows, 25
+# throughput rows) and ROCm (6 rows, one card) meet them; llama.cpp CUDA (48 rows) misses
 # prefill's 12% (the 2025 scoreboard's Q4_0 pp512 run faster than 2024's Q4_K_M builds) and its
 # data-centre class (H100, A100: 2 rows each); Vulkan's prefill misses (the Strix Halo's pp512
-# reaches 0.19–0.30 of its FP16 peak where the discrete cards reach 0.33–0.44). Pinned as they are.
+# reaches 0.19–0.30 of its FP16 peak where the discrete cards reach 0.33–0.44; the RTX 4090's
+# TinyLlama pp4096, 0.07 of its bound, is 86% over before it joined). Pinned as they are.
 # SGLang (4 first-token rows, Qwen3.6-35B-A3B on H200 and B200, BF16 and FP8; vLLM's rows stand in
 # for its decode) misses prefill's 12%: FP8 weights gain 1.3× on the H200 and lose on the B200;
 # llama.cpp on a CPU (3 rows, one CPU) and transformers (1 row) are too few rows to judge.
 LOO = {("llama.cpp", "metal"): (0.051, 0.055, True), ("llama.cpp", "cuda"): (0.051, 0.133, False),
-       ("llama.cpp", "vulkan"): (0.038, 0.265, False), ("llama.cpp", "rocm"): (0.072, 0.090, True),
+       ("llama.cpp", "vulkan"): (0.063, 0.226, False), ("llama.cpp", "rocm"): (0.072, 0.090, True),
        ("trtllm", "cuda"): (None, 0.103, True), ("vllm", "cuda"): (None, None, False),
        ("sglang", "cuda"): (None, 0.330, False), ("llama.cpp", "cpu"): (0.651, 0.232, False),
        ("transformers", "cuda"): (None, None, False), ("vllm", "rocm"): (None, None, True)}
@@ -156,7 +159,7 @@ THROUGHPUT = {("trtllm", "cuda"): 0.103, ("vllm", "cuda"): 0.171, ("transformers
               ("vllm", "rocm"): 0.016}
 
 CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.054, ("llama.cpp", "cuda", "consumer"): 0.070,
-                ("llama.cpp", "cuda", "datacentre"): 0.184, ("llama.cpp", "vulkan", "consumer"): 0.106,
+                ("llama.cpp", "cuda", "datacentre"): 0.184, ("llama.cpp", "vulkan", "consumer"): 0.125,
                 ("llama.cpp", "rocm", "consumer"): 0.087, ("trtllm", "cuda", "datacentre"): 0.103,
                 ("vllm", "cuda", "datacentre"): 0.171, ("sglang", "cuda", "datacentre"): 0.330,
                 ("llama.cpp", "cpu", "consumer"): 0.259, ("transformers", "cuda", "datacentre"): 0.845,
@@ -194,10 +197,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.051, "prefill": 0.065, "throughput": 0.108}
+    assert by_stage == {"decode": 0.053, "prefill": 0.066, "throughput": 0.108}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.054, "consumer": 0.083, "datacentre": 0.114}
+    assert by_class == {"apple": 0.054, "consumer": 0.097, "datacentre": 0.114}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
