@@ -6,7 +6,8 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
 
 - decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak + g · all-reduce
   + c_dc · layers on a data-centre card (a = 1/η_bandwidth; c: a per-layer kernel launch /
-  synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches; g:
+  synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches, at
+  most at the FP16 peak (``_fp16_peak``: FP8 weights do not make the step's other work FP8); g:
   the tensor-parallel all-reduces' time at the link's bandwidth); bytes are the roofline's — the
   weights the step reads (MoE: the experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and
   the KV cache at the mean context;
@@ -14,8 +15,10 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
   bandwidth + r · layers + s · all-reduce + p_dc · FLOPs / peak on a data-centre card
   (p = 1/η_compute at the peak of the format the weights are computed in: the bound's,
   llmcalc.planning.latency.compute_peak, or the engine's own where ``ENGINE_FORMATS`` names it;
-  the causal attention's FLOPs have their own share; q: the weights and cache streamed, e.g.
-  dequantised, once per ubatch; r: per-layer cost);
+  the causal attention's FLOPs have their own share, at most of the FP16 peak; q: the weights
+  and cache streamed, e.g. dequantised, once per ubatch; r: per-layer cost; p_kq · weight FLOPs /
+  peak more for llama.cpp's K-quant mixes, whose GEMMs unpack 256-weight super-blocks:
+  ``K_QUANTS``);
 - a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
   so such rows inform both stages' coefficients, fitted together.
 
@@ -107,7 +110,14 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 
 
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
-PREFILL_TERMS = 6  # _prefill_features' length; the row features are prefill's, then decode's 5
+# llama.cpp's K-quant mixes: 256-weight super-blocks with 6-bit sub-block scales and mins
+# (ggml-common.h, block_q4_K), which its matrix-multiply kernels unpack with more integer work per
+# weight than Q4_0's 32-weight blocks with one FP16 scale. Their prefill reaches a lower share of the
+# peak: RTX 4090, Llama-3-8B pp512 (XiongjieDai, one build): Q4_K_M 7,139 t/s, F16 9,382; the term
+# cuts leave-one-out prefill error on Vulkan from 26.5% to 14.4% and on Metal from 5.5% to 5.2%
+# (CUDA 13.6% → 14.0%). Decode gains nothing from a K-quant term (it read worse on CUDA and Vulkan).
+K_QUANTS = frozenset({"q4_k_m"})
+PREFILL_TERMS = 7  # _prefill_features' length; the row features are prefill's, then decode's 5
 STAGES = ("prefill", "decode")
 
 
@@ -129,30 +139,47 @@ def engine_peak(lat: Latency, engine: str, backend: str) -> float:
     return max(a.peak_flops, *(peaks[f] for f in formats)) or lat.peak_flops
 
 
+def _fp16_peak(lat: Latency, peak: float) -> float:
+    """The peak the work outside the weights' GEMMs runs at: at most the FP16 one. Attention (the
+    prefill's FMHA, the decode step's reads of an FP8 cache dequantised to FP16), the activations'
+    quantisation and the norms run in FP16/BF16 whatever the weights' format, so an FP8 or INT8
+    weight peak overstates them. TensorRT-LLM's rows show it: fitted at the FP8 peak, the expected
+    speed of H100/H200 FP8 Mistral-7B at batch 896 is 38–44% above the measured and that of A100
+    FP16 rows 14–18% below; at the FP16 peak the leave-one-out error of its whole requests goes
+    from 11.6% to 8.8%, of its first-token rows from 8.1% to 7.4%."""
+    a = lat.accelerator
+    return min(peak, a.fp16_flops or a.peak_flops or peak)
+
+
 def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
-    """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs, the
+    """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs (at
+    most at the FP16 peak: ``_fp16_peak``), the
     tensor-parallel all-reduces, and the layers again on a data-centre card (its own per-layer
     cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound on an H100/A100, 0.65–0.72 on GeForce)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
-    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / peak,
-            d.comm_s, lat.layers * LAYER_S * dc)
+    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
+            d.flops / _fp16_peak(lat, peak), d.comm_s, lat.layers * LAYER_S * dc)
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
     """The weights' FLOPs at the engine's compute peak, bytes streamed, layers (launch/sync), the
     tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
-    llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), and the
-    causal attention's FLOPs (their own share: a pp4096 reaches less of the peak than a pp512)."""
+    llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), the
+    causal attention's FLOPs (their own share, at most at the FP16 peak: a pp4096 reaches less of
+    the peak than a pp512), and
+    the weights' FLOPs again for a K-quant mix (``K_QUANTS``)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
+    kq = getattr(lat.dtype, "gguf", "") in K_QUANTS
     return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
-            p.flops / peak * dc, lat.prefill_attention_flops / peak)
+            p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak),
+            dense / peak * kq)
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 11 features of one row (prefill's 6, then decode's 5): a throughput row's request takes
+    """The 12 features of one row (prefill's 7, then decode's 5): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -287,13 +314,13 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 11 terms in _row_features' order (prefill's 6, then decode's 5).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "f", "g", "c_dc")
-# The terms an engine × backend is fitted with, where not all 11: vLLM's rows (its nightly
+# The 12 terms in _row_features' order (prefill's 7, then decode's 5).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "a", "c", "f", "g", "c_dc")
+# The terms an engine × backend is fitted with, where not all 12: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
-# over on both); all 11 terms on seven rows overfit.
+# over on both); all the terms on seven rows overfit.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {("vllm", "cuda"): ("p", "a", "c")}
 
 
