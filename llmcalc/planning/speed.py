@@ -18,7 +18,8 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
   the causal attention's FLOPs have their own share, at most of the FP16 peak; q: the weights
   and cache streamed, e.g. dequantised, once per ubatch; r: per-layer cost; p_kq · weight FLOPs /
   peak more for llama.cpp's K-quant mixes, whose GEMMs unpack 256-weight super-blocks:
-  ``K_QUANTS``);
+  ``K_QUANTS``; p_moe · weight FLOPs / peak more for a mixture of experts, whose tokens are
+  gathered per expert into small GEMMs);
 - a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
   so such rows inform both stages' coefficients, fitted together.
 
@@ -117,7 +118,7 @@ LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient re
 # cuts leave-one-out prefill error on Vulkan from 26.5% to 14.4% and on Metal from 5.5% to 5.2%
 # (CUDA 13.6% → 14.0%). Decode gains nothing from a K-quant term (it read worse on CUDA and Vulkan).
 K_QUANTS = frozenset({"q4_k_m"})
-PREFILL_TERMS = 7  # _prefill_features' length; the row features are prefill's, then decode's 5
+PREFILL_TERMS = 8  # _prefill_features' length; the row features are prefill's, then decode's 5
 STAGES = ("prefill", "decode")
 
 
@@ -168,18 +169,21 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), the
     causal attention's FLOPs (their own share, at most at the FP16 peak: a pp4096 reaches less of
     the peak than a pp512), and
-    the weights' FLOPs again for a K-quant mix (``K_QUANTS``)."""
+    the weights' FLOPs again for a K-quant mix (``K_QUANTS``) and for a mixture of experts (llama.cpp's
+    mul_mat_id gathers each expert's tokens into its own small GEMM: gpt-oss-20b's pp2048 on
+    GeForce cards reached 0.39–0.64 of the speed a dense model of its active size is expected at; the
+    term takes llama.cpp CUDA's leave-one-out prefill error from 15.4% to 12.0%)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
     kq = getattr(lat.dtype, "gguf", "") in K_QUANTS
     return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak),
-            dense / peak * kq)
+            dense / peak * kq, dense / peak * lat.moe)
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 12 features of one row (prefill's 7, then decode's 5): a throughput row's request takes
+    """The 13 features of one row (prefill's 8, then decode's 5): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -314,14 +318,19 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 12 terms in _row_features' order (prefill's 7, then decode's 5).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "a", "c", "f", "g", "c_dc")
-# The terms an engine × backend is fitted with, where not all 12: vLLM's rows (its nightly
+# The 13 terms in _row_features' order (prefill's 8, then decode's 5).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "a", "c", "f", "g", "c_dc")
+# The terms an engine × backend is fitted with, where not all 13: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
-# over on both); all the terms on seven rows overfit.
-ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {("vllm", "cuda"): ("p", "a", "c")}
+# over on both); all the terms on seven rows overfit. TensorRT-LLM's go without the MoE term: its
+# only MoE rows (Mixtral-8x7B, v0.9.0) sit in tables labelled FP8 when its FP8 Mixtral came later
+# (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
+# → 7.9%, whole requests 8.8% → 9.2%).
+ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("vllm", "cuda"): ("p", "a", "c"),
+    ("trtllm", "cuda"): tuple(t for t in TERMS if t != "p_moe")}
 
 
 def _ys(pairs: list[tuple[MeasuredRow, Latency]]) -> list[tuple[float, ...]]:
