@@ -115,10 +115,11 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
 # llama.cpp's K-quant mixes: 256-weight super-blocks with 6-bit sub-block scales and mins
 # (ggml-common.h, block_q4_K), which its matrix-multiply kernels unpack with more integer work per
-# weight than Q4_0's 32-weight blocks with one FP16 scale. Their prefill reaches a lower share of the
-# peak: RTX 4090, Llama-3-8B pp512 (XiongjieDai, one build): Q4_K_M 7,139 t/s, F16 9,382; the term
-# cuts leave-one-out prefill error on Vulkan from 26.5% to 14.4% and on Metal from 5.5% to 5.2%
-# (CUDA 13.6% → 14.0%). Decode gains nothing from a K-quant term (it read worse on CUDA and Vulkan).
+# weight than Q4_0's 32-weight blocks with one FP16 scale. Their prefill reaches a lower share of
+# the peak: RTX 4090, Llama-3-8B pp512 (XiongjieDai, one build): Q4_K_M 7,139 t/s, F16 9,382. On
+# the 477 llama.cpp, TensorRT-LLM and vLLM rows the term takes leave-one-out prefill error on
+# Vulkan from 28.6% to 17.5%, CUDA 13.8% → 12.0%, Metal 5.6% → 5.4%. Decode gains nothing from a
+# K-quant term (it read worse on CUDA and Vulkan).
 K_QUANTS = frozenset({"q4_k_m"})
 PREFILL_TERMS = 8  # _prefill_features' length; the row features are prefill's, then decode's 5
 STAGES = ("prefill", "decode")
@@ -159,9 +160,9 @@ def _fp16_peak(lat: Latency, peak: float) -> float:
 
 def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs (at
-    most at the FP16 peak: ``_fp16_peak``), the
-    tensor-parallel all-reduces, and the layers again on a data-centre card (its own per-layer
-    cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound on an H100/A100, 0.65–0.72 on GeForce)."""
+    most at the FP16 peak: ``_fp16_peak``), the tensor-parallel all-reduces, and the layers again
+    on a data-centre card (its own per-layer cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound
+    on an H100/A100, 0.65–0.72 on GeForce)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
@@ -173,11 +174,11 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
     llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), the
     causal attention's FLOPs (their own share, at most at the FP16 peak: a pp4096 reaches less of
-    the peak than a pp512), and
-    the weights' FLOPs again for a K-quant mix (``K_QUANTS``) and for a mixture of experts (llama.cpp's
-    mul_mat_id gathers each expert's tokens into its own small GEMM: gpt-oss-20b's pp2048 on
-    GeForce cards reached 0.39–0.64 of the speed a dense model of its active size is expected at; the
-    term takes llama.cpp CUDA's leave-one-out prefill error from 15.4% to 12.0%)."""
+    the peak than a pp512), and the weights' FLOPs again for a K-quant mix (``K_QUANTS``) and for a
+    mixture of experts (llama.cpp's mul_mat_id gathers each expert's tokens into its own small
+    GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
+    active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
+    15.4% to 12.0%)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
