@@ -19,7 +19,8 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
   and cache streamed, e.g. dequantised, once per ubatch; r: per-layer cost; p_kq · weight FLOPs /
   peak more for llama.cpp's K-quant mixes, whose GEMMs unpack 256-weight super-blocks:
   ``K_QUANTS``; p_moe · weight FLOPs / peak more for a mixture of experts, whose tokens are
-  gathered per expert into small GEMMs);
+  gathered per expert into small GEMMs; p_igpu · FLOPs / peak more on a GPU that shares its
+  package and power with the CPU: ``INTEGRATED_GPUS``);
 - a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
   so such rows inform both stages' coefficients, fitted together.
 
@@ -118,10 +119,19 @@ LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient re
 # weight than Q4_0's 32-weight blocks with one FP16 scale. Their prefill reaches a lower share of
 # the peak: RTX 4090, Llama-3-8B pp512 (XiongjieDai, one build): Q4_K_M 7,139 t/s, F16 9,382. On
 # the 477 llama.cpp, TensorRT-LLM and vLLM rows the term takes leave-one-out prefill error on
-# Vulkan from 28.6% to 17.5%, CUDA 13.8% → 12.0%, Metal 5.6% → 5.4%. Decode gains nothing from a
-# K-quant term (it read worse on CUDA and Vulkan).
+# Vulkan from 28.6% to 17.5%, CUDA 13.8% → 12.0%, Metal 5.6% → 5.4% (on Vulkan the integrated-GPU
+# term below now carries what it did there). Decode gains nothing from a K-quant term (it read
+# worse on CUDA and Vulkan).
 K_QUANTS = frozenset({"q4_k_m"})
-PREFILL_TERMS = 8  # _prefill_features' length; the row features are prefill's, then decode's 5
+# GPUs that share one package, its memory and its power budget with the CPU: the Strix Halo's
+# Radeon 8060S (120 W for the whole APU in its rows). Under sustained matrix load its clock falls
+# below the one its 59.4 TFLOP/s assumes: its llama.cpp pp512 reaches 0.19–0.30 of that peak where
+# discrete cards reach 0.33–0.44, and with Vulkan rows of discrete cards at their own shares (RTX
+# 3070 / 3090 coopmat2) no other term separates the two; the term (p_igpu, the prefill's FLOPs
+# again on such a GPU) takes llama.cpp Vulkan's leave-one-out prefill error from 38.3% to 5.9%.
+# The DGX Spark's GB10 shares a package too, but no row of it was readable: it stays out.
+INTEGRATED_GPUS = frozenset({"strix-halo"})
+PREFILL_TERMS = 9  # _prefill_features' length; the row features are prefill's, then decode's 5
 STAGES = ("prefill", "decode")
 
 
@@ -178,18 +188,19 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     mixture of experts (llama.cpp's mul_mat_id gathers each expert's tokens into its own small
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
-    15.4% to 12.0%)."""
+    15.4% to 12.0%), and the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
     kq = getattr(lat.dtype, "gguf", "") in K_QUANTS
     return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak),
-            dense / peak * kq, dense / peak * lat.moe)
+            dense / peak * kq, dense / peak * lat.moe,
+            p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS))
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 13 features of one row (prefill's 8, then decode's 5): a throughput row's request takes
+    """The 14 features of one row (prefill's 9, then decode's 5): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -326,9 +337,9 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 13 terms in _row_features' order (prefill's 8, then decode's 5).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "a", "c", "f", "g", "c_dc")
-# The terms an engine × backend is fitted with, where not all 13: vLLM's rows (its nightly
+# The 14 terms in _row_features' order (prefill's 9, then decode's 5).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c", "f", "g", "c_dc")
+# The terms an engine × backend is fitted with, where not all 14: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
