@@ -78,7 +78,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmcalc.errors import UsageError
-from llmcalc.formulas.gguf_mix import mix
+from llmcalc.formulas.gguf_mix import GGML_SIZES, QUANT_TYPES, mix
 from llmcalc.model.spec import LAYER, ModelSpec, Tensor
 from llmcalc.units import DType, nbytes, parse_dtype
 
@@ -205,9 +205,14 @@ Q5_1 = _gguf("Q5_1", 24, 32, 4)
 Q4_K = _gguf("Q4_K", 144, 256, 16)
 Q5_K = _gguf("Q5_K", 176, 256, 16)
 Q6_K = _gguf("Q6_K", 210, 256, 18)
-# the ggml types llama.cpp's mix gives (formulas.gguf_mix), each as its layout
+# the ggml types llama.cpp's mix gives (formulas.gguf_mix), each as its layout; the others from
+# ggml-common.h's block sizes (gguf_mix.GGML_SIZES), their bits split as whole bits per element
+# and the rest of the block's bytes (only the bytes per block are read)
 GGML_LAYOUTS = {"Q8_0": Q8_0, "Q4_0": Q4_0, "Q5_0": Q5_0, "Q5_1": Q5_1, "Q4_K": Q4_K,
                 "Q5_K": Q5_K, "Q6_K": Q6_K, "F16": FP16, "F32": F32}
+for _kind, (_block, _bytes) in GGML_SIZES.items():
+    if _kind not in GGML_LAYOUTS and _block > 1:
+        GGML_LAYOUTS[_kind] = _gguf(_kind, _bytes, _block, _bytes - _bytes * 8 // _block * _block // 8)
 
 
 # ---- roles ----------------------------------------------------------------------------------------
@@ -305,6 +310,11 @@ FORMATS: dict[str, QuantFormat] = {
                           "ggml block_q4_K / block_q6_K; llama-quant.cpp llama_tensor_get_type",
                           rest=F32, gguf="q4_k_m"),
 }
+# every other file type llama-quantize writes (gguf_mix.QUANT_TYPES), named as it names them
+for _q in QUANT_TYPES:
+    FORMATS.setdefault(_q, QuantFormat(
+        _q, f"GGUF {_q.upper()} mix", {}, "ggml-common.h block structs; llama-quant.cpp "
+        "llama_tensor_get_type", rest=F32, gguf=_q))
 # Per-output-channel 8-bit weights: one fp32 scale per row of every linear (and expert) matrix,
 # embeddings and lm_head kept bf16 — compressed-tensors' FP8_DYNAMIC and W8A8 (int8) schemes as
 # RedHatAI/llm-compressor export them (weight [N, K] 8-bit + weight_scale [N, 1] fp32), which

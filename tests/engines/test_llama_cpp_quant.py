@@ -90,7 +90,9 @@ def test_memory_with_an_hf_config(cli: Any) -> None:
      "llama.cpp is followed for gemma2, gemma3_text, llama, mistral, mixtral, phi3, qwen2, "
      "qwen2_moe, qwen3, qwen3_moe; name a GGUF file"),
     ("llama-2-7b", "nf4", "error: --dtype nf4: with --engine llama.cpp an HF config takes a GGUF "
-     "quant type: q4_k_m, q8_0, q4_0, fp16, bf16, fp32"),
+     "quant type: q4_0, q4_1, q5_0, q5_1, q8_0, mxfp4_moe, q2_k, q2_k_s, q3_k_s, q3_k_m, q3_k_l, "
+         "q4_k_s, q4_k_m, q5_k_s, q5_k_m, q6_k, iq2_xxs, iq2_xs, iq2_s, iq2_m, iq3_xxs, iq3_xs, "
+         "iq3_s, iq3_m, iq1_s, iq1_m, iq4_nl, iq4_xs, tq1_0, tq2_0, fp16, bf16, fp32"),
 ])
 def test_refusals(cli: Any, model: str, dtype: str, message: str) -> None:
     run = cli("memory", model, "--engine", "llama.cpp", "--dtype", dtype)

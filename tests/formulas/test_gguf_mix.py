@@ -50,6 +50,13 @@ def test_both_paths_give_every_type_the_same_elements_and_bytes(model: str, quan
     assert layer_weight_bytes(spec, FORMATS[quant]) == by_layer
 
 
+@pytest.mark.parametrize("quant", [q for q in gguf_mix.QUANT_TYPES
+                                   if q not in ("q4_k_m", "q4_0", "q8_0")])
+@pytest.mark.parametrize("model", MODELS)
+def test_every_llama_quantize_type_weighs_the_same_on_both_paths(model: str, quant: str) -> None:
+    test_both_paths_give_every_type_the_same_elements_and_bytes(model, quant)
+
+
 @pytest.mark.parametrize("model", ["phi-3-mini-4k", "qwen1.5-moe-a2.7b"])
 def test_memory_without_an_engine_weighs_the_converted_file(cli: Any, model: str) -> None:
     plain = cli("memory", model, "--dtype", "q4_k_m", "--json")
