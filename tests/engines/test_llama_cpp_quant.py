@@ -143,3 +143,42 @@ def test_gemma_and_phi3_as_llama_cpp_reads_them() -> None:
     # category_is_attn_v: a fused attn_qkv gets attn_v's Q6_K in use_more_bits' layers
     assert [types[f"blk.{i}.attn_qkv.weight"] for i in (0, 4, 6)] == ["Q6_K", "Q4_K", "Q6_K"]
     assert next(t.shape for t in p.tensors if t.name == "blk.0.ffn_up.weight") == (3072, 16384)
+
+
+# llama.cpp tools/quantize/README.md ("Quantization", meta-llama/Llama-3.1-8B; llama-cpp-python
+# 0.3.36's vendor/llama.cpp, https://github.com/ggml-org/llama.cpp/blob/master/tools/quantize/
+# README.md): llama-bench's "bits/weight" and "size (GiB)" rows for every file type, e.g.
+# "| bits/weight | 2.0042 | 2.1460 | 2.3824 | 2.5882 | 2.7403 | 2.9294 |" (IQ1_S … IQ2_M)
+LLAMA_31_8B_BPW = {
+    "iq1_s": (2.0042, 1.87), "iq1_m": (2.1460, 2.01), "iq2_xxs": (2.3824, 2.23),
+    "iq2_xs": (2.5882, 2.42), "iq2_s": (2.7403, 2.56), "iq2_m": (2.9294, 2.74),
+    "iq3_xxs": (3.2548, 3.04), "iq3_xs": (3.4977, 3.27), "iq3_s": (3.6606, 3.42),
+    "iq3_m": (3.7628, 3.52), "iq4_xs": (4.4597, 4.17), "iq4_nl": (4.6818, 4.38),
+    "q2_k_s": (2.9697, 2.78), "q2_k": (3.1593, 2.95), "q3_k_s": (3.6429, 3.41),
+    "q3_k_m": (3.9960, 3.74), "q3_k_l": (4.2979, 4.02), "q4_k_s": (4.6672, 4.36),
+    "q4_k_m": (4.8944, 4.58), "q5_k_s": (5.5704, 5.21), "q5_k_m": (5.7036, 5.33),
+    "q6_k": (6.5633, 6.14), "q8_0": (8.5008, 7.95), "fp16": (16.0005, 14.96)}
+
+
+@pytest.mark.parametrize("quant", list(LLAMA_31_8B_BPW))
+def test_llama_3_1_8b_weighs_what_llama_bench_printed_for_every_type(quant: str) -> None:
+    # llama-bench's size is the tensors' bytes (llama_model_size), its bits/weight those bytes × 8
+    # over every tensor's elements (llama_model_n_params, rope_freqs included); 0.0001 bpw is
+    # 100 kB here, less than any one tensor changing type
+    h = convert(load_spec("llama-3.1-8b"), quant).header
+    data = sum(t.nbytes for t in h.tensors)
+    elements = sum(t.elements for t in h.tensors)
+    assert (f"{data * 8 / elements:.4f}", f"{data / 2**30:.2f}") == (
+        f"{LLAMA_31_8B_BPW[quant][0]:.4f}", f"{LLAMA_31_8B_BPW[quant][1]:.2f}")
+
+
+def test_llama_2_7b_q5_k_m_is_the_published_file_to_the_byte() -> None:
+    # TheBloke/Llama-2-7B-Chat-GGUF llama-2-7b-chat.Q5_K_M.gguf: 4,783,156,928 bytes (sha256
+    # e0b99920…b997f), as a public model catalog lists it (Size: 4783156928); the same conversion
+    # as the Q4_K_M and Q8_0 files above, whose 741,056-byte header (32-aligned) holds the same
+    # keys and tensor infos whatever the type: header + the tensors' bytes is the file
+    h = convert(load_spec("llama-2-7b"), "q5_k_m").header
+    assert 741_056 + sum(t.nbytes for t in h.tensors) == 4_783_156_928
+    # llama_tensor_get_type_impl: Q5_K_M gives Q6_K where Q4_K_M does (attn_v, ffn_down in
+    # use_more_bits' layers, output)
+    assert Counter(t.type for t in h.tensors) == {"Q5_K": 193, "Q6_K": 33, "F32": 65}
