@@ -103,3 +103,18 @@ def test_the_counts_follow_the_attention_layers_not_the_layer_numbers() -> None:
     assert counter.more_count(v.name, every_4th) == 4
     assert [gguf_mix.use_more_bits(i, 8) for i in range(8)] == [True, False, False, True, False,
                                                                  False, True, True]
+
+
+def test_gpt_oss_120b_mxfp4_moe_weighs_what_llama_bench_printed() -> None:
+    # llama-quant.cpp, MXFP4_MOE: 3-D expert tensors MXFP4 (17 B per 32), every other quantized
+    # tensor Q8_0, output Q8_0; llama-bench on ggml-org's file (llama.cpp PR #19922,
+    # https://github.com/ggml-org/llama.cpp/pull/19922): "| gpt-oss 120B MXFP4 MoE | 59.02 GiB |
+    # 116.83 B | ROCm | …"
+    rows = {p.layout: (p.elements, p.bytes) for p in breakdown(load_spec("gpt-oss-120b"),
+                                                               FORMATS["mxfp4_moe"])}
+    assert set(rows) == {"MXFP4", "Q8_0", "f32"}
+    size = sum(b for _, b in rows.values())
+    params = sum(n for n, _ in rows.values())
+    assert (f"{size / 2**30:.2f}", f"{params / 1e9:.2f}") == ("59.02", "116.83")
+    # the experts: 36 layers × 128 experts × (gate_up 5,760 × 2,880 + down 2,880 × 2,880)
+    assert rows["MXFP4"] == (114_661_785_600, 114_661_785_600 // 32 * 17)
