@@ -62,7 +62,9 @@ the tensors such checkpoints hold):
   (:mod:`llmcalc.formulas.gguf_mix`, llama-quant.cpp ``llama_tensor_get_type``: Q4_K_M's Q6_K
   output and attn_v / fused attn_qkv / ffn_down in the places ``use_more_bits`` picks, the
   8-expert and 70B bumps, the fallbacks for rows that are not whole blocks), the same types the
-  GGUF of ``--engine llama.cpp`` holds.
+  GGUF of ``--engine llama.cpp`` holds. Every other type llama-quantize writes (q5_k_m, q6_k,
+  q3_k_m, iq4_xs, iq2_xxs, tq1_0, mxfp4_moe …: ``gguf_mix.QUANT_TYPES``) likewise, each ggml type
+  at its block's bytes (``gguf_mix.GGML_SIZES``).
 
 The plain element types (fp32 … int4, :class:`~llmcalc.units.DType`) store every tensor at that
 width with no scales; they stay what ``--dtype`` meant before.
@@ -412,6 +414,8 @@ class StoredFormat(QuantFormat):
 
 WeightFormat = DType | QuantFormat
 FORMAT_NAMES = (*FORMATS, "gptq", "awq")
+# llama-quantize's types beyond the three named with the other formats, listed as a group
+LLAMA_QUANTIZE_MORE = tuple(q for q in QUANT_TYPES if q not in ("q8_0", "q4_0", "q4_k_m"))
 
 
 def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
@@ -428,8 +432,9 @@ def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
     except UsageError:
         plain = ", ".join(d.value for d in DType)
         raise UsageError(
-            f"{option} {text!r}: unknown dtype; use one of {plain}, "
-            f"or a quantized format: {', '.join(FORMAT_NAMES)}"
+            f"{option} {text!r}: unknown dtype; use one of {plain}, or a quantized format: "
+            f"{', '.join(n for n in FORMAT_NAMES if n not in LLAMA_QUANTIZE_MORE)}, or a "
+            f"llama-quantize type: {', '.join(LLAMA_QUANTIZE_MORE)}"
         ) from None
 
 
