@@ -182,3 +182,38 @@ def test_llama_2_7b_q5_k_m_is_the_published_file_to_the_byte() -> None:
     # llama_tensor_get_type_impl: Q5_K_M gives Q6_K where Q4_K_M does (attn_v, ffn_down in
     # use_more_bits' layers, output)
     assert Counter(t.type for t in h.tensors) == {"Q5_K": 193, "Q6_K": 33, "F32": 65}
+
+
+# bartowski's Llama-3.1-70B GGUFs (quantized with an importance matrix), as his README table lists
+# them and https://ozeki.chat/p_8590-understanding-ai-model-files.html quotes it:
+# "Llama-3.1-70B-Q4_K_M.gguf | Q4_K_M | 42.52GB", "Llama-3.1-70B-IQ4_XS.gguf | IQ4_XS | 37.90GB" …
+BARTOWSKI_70B_GB = {"q8_0": 74.98, "q6_k": 57.89, "q5_k_m": 49.95, "q5_k_s": 48.66,
+                    "q4_k_m": 42.52, "q4_k_s": 40.35, "q4_0": 40.12, "iq4_xs": 37.90,
+                    "q3_k_l": 37.14, "q3_k_m": 34.27, "iq3_m": 31.94, "q3_k_s": 30.91}
+
+
+@pytest.mark.parametrize("quant", list(BARTOWSKI_70B_GB))
+def test_llama_3_1_70b_with_an_imatrix_is_bartowskis_files(quant: str) -> None:
+    # LLM_TYPE_70B's Q5_K attn_v, and with an importance matrix Q4_0's first eighth of ffn_down
+    # Q4_1 and IQ4_XS's IQ4_XS (without one: Q5_K), llama-quant.cpp's has_imatrix rules; the
+    # file is the tensors plus a header of the Llama 3 tokenizer's ~9 MB: every published size
+    # (to 10 MB) is 4–14 MB above the tensors' bytes; without the matrix Q4_0 and IQ4_XS are not
+    import dataclasses
+    import math
+
+    from llmcalc.formulas import gguf_mix
+    from llmcalc.planning.engines.llama_cpp_quant import _gguf_tensors, mix_types
+
+    spec = load_spec("llama-3.1-70b")
+    tensors = list(_gguf_tensors(spec))
+
+    def data(imatrix: bool) -> int:
+        m = dataclasses.replace(gguf_mix.model_of(spec, quant), imatrix=imatrix)
+        kinds = mix_types(tensors, m, gguf_mix.QUANT_TYPES[quant], 80)
+        return sum(L.row_bytes(k, ne[0]) * (math.prod(ne) // ne[0])
+                   for (_, ne), k in zip(tensors, kinds, strict=True))
+
+    header = BARTOWSKI_70B_GB[quant] * 1e9 - data(True)
+    assert 4e6 < header < 14e6
+    if quant in ("q4_0", "iq4_xs"):
+        assert not 4e6 < BARTOWSKI_70B_GB[quant] * 1e9 - data(False) < 14e6
