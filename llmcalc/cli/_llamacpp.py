@@ -332,6 +332,10 @@ def _nearest_quant(dtype: str | None, notes: list[str]) -> str | None:
 
     if dtype is None or dtype.lower() in FTYPES:
         return dtype
+    if dtype.lower() == "mxfp4":  # a GGUF's MXFP4 is llama-quantize's MXFP4_MOE (llama-quant.cpp)
+        notes.append(f"--dtype {dtype}: written as llama-quantize's MXFP4_MOE (3-D expert tensors "
+                     "MXFP4, every other quantized tensor Q8_0)")
+        return "mxfp4_moe"
     m = re.fullmatch(r"(?:i?q|tq)(\d)(?:_[a-z0-9_]+)?|(mxfp4)", dtype.lower())
     if m is None:
         return dtype  # convert() refuses it, naming the types it writes

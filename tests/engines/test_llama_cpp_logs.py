@@ -221,6 +221,10 @@ def test_ngl_all_and_quant_types_not_written(cli: Any) -> None:
     assert q1["kv_cache_tokens"] == 8192
     assert q1["notes"][0].startswith("--dtype q1_0: weights taken as q4_k_m (llmcalc writes the "
                                      "GGUF of q4_0, q4_1, q5_0, q5_1, q8_0, mxfp4_moe, q2_k, ")
+    mx = json.loads(cli("fit", "qwen3-30b-a3b", "--engine", "llama.cpp", "--gpu", "h100", "-c",
+                        "8192", "--dtype", "mxfp4", "--json").stdout)
+    assert mx["notes"][0] == ("--dtype mxfp4: written as llama-quantize's MXFP4_MOE (3-D expert "
+                              "tensors MXFP4, every other quantized tensor Q8_0)")
     r = cli(*base, "-ngl", "most")
     assert (r.code, r.stderr.strip()) == (
         2, "error: --n-gpu-layers most: a number of layers, all or auto")
