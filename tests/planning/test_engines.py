@@ -41,9 +41,9 @@ PREDICTED = {
     "vllm-v1-h100-qwen25-7b-fp8": 1208608,
     "vllm-v1-h100-gemma2-2b": 667504,
     "vllm-v1-h100-gemma2-9b": 168080,
-    "vllm-v1-h100-gemma3-4b": 471634,
-    "vllm-v1-h100-gemma3-12b": 131832,
-    "vllm-v1-h100-gemma3-27b": 37227,
+    "vllm-v1-h100-gemma3-4b": 471632,
+    "vllm-v1-h100-gemma3-12b": 131824,
+    "vllm-v1-h100-gemma3-27b": 37216,
     "vllm-v1-h100-gemma-7b": 129120,
     "vllm-v1-h100-granite31-2b": 911088,
     "vllm-v1-h100-granite31-8b": 386576,
@@ -59,14 +59,14 @@ PREDICTED = {
     "vllm-v1-h100-llama31-8b-tp4": 2209680,
     "vllm-v1-h100-llama31-8b-16k": 475664,
     "vllm-v1-h100-llama31-8b-32k": 475664,
-    "vllm-v1-h100-llama4-scout-tp4": 425048,
+    "vllm-v1-h100-llama4-scout-tp4": 425040,
     "vllm-v1-h100-phi2-2k": 226160,
     "vllm-v1-h100-phi4": 241920,
     "vllm-v1-h100-mistral-small31-24b": 193360,
     "vllm-v1-h100-mixtral-8x7b-tp2": 471712,
     "vllm-v1-h100-kimi-dev-72b-tp2": 20288,
     "vllm-v1-h100-kimi-dev-72b-tp4": 484352,
-    "vllm-v1-h100-gpt-oss-20b-tp2": 2608088,
+    "vllm-v1-h100-gpt-oss-20b-tp2": 2608080,
     "vllm-v1-h100-qwen15-moe-a27b": 251200,
     "vllm-v1-h100-qwen25-7b-kvfp8": 2189824,
     "vllm-v1-h100-qwen25-72b-tp2": 20288,
@@ -171,6 +171,7 @@ EXACT = [
     "vllm-v1-h100-qwen25-7b-fp8",
     "vllm-v1-h100-gemma2-2b",
     "vllm-v1-h100-gemma2-9b",
+    "vllm-v1-h100-gemma3-4b",
     "vllm-v1-h100-gemma3-12b",
     "vllm-v1-h100-gemma3-27b",
     "vllm-v1-h100-gemma-7b",
@@ -596,31 +597,38 @@ def test_vllm_window_groups_from_the_logs() -> None:
     """Gemma 3 27B (52 sliding-window + 10 full layers of 16 KV heads × 128): groups of 10 — six
     sliding groups (8 padding slots) and one full —, so 19.53 GiB holds 19.53 GiB // (16 × 8,192
     bytes) // 10 = 15,998 blocks; a 8,192-token request holds 512 blocks in each of the 7 groups
-    (the sliding window's 1,023 + 8,192 batched tokens cover the whole length): 15,998 / 3,584 ×
-    8,192 = 36,566 tokens; vLLM logged 36,560 (llm-d-planner's vLLM 0.19 sweep)."""
+    (the sliding window's 1,023 + 8,192 batched tokens cover the whole length): 15,998 / 3,584 =
+    4.46x; before 0.20 the log counts 15,998 // 7 groups × 16 = 36,560 tokens, as vLLM logged
+    (llm-d-planner's vLLM 0.19 sweep)."""
     spec = spec_for("gemma-3-27b", None)
     assert vllm.window_layout(spec, tp=1, model_len=8192, batched=8192, block=16) == (10, 3584, 70)
     b = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                   version="0.19", max_model_len=8192, gpu_memory_utilization=0.95,
                   kv_memory=int(Fraction("19.53") * GiB))
-    assert (b.kv_cache_tokens, b.tokens_rule) == (36566, "concurrency × max_model_len, blocks of 16")
+    assert (b.kv_cache_tokens, b.tokens_rule) == (36560, "blocks // 7 groups × 16")
+    assert round(b.max_concurrency, 2) == 4.46
+    new = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                    version="0.20", max_model_len=8192, gpu_memory_utilization=0.95,
+                    kv_memory=int(Fraction("19.53") * GiB))
+    assert (new.kv_cache_tokens, new.tokens_rule) == (36566,
+                                                      "concurrency × max_model_len, blocks of 16")
     # before 0.10 every layer is a full-attention layer of one group
     old = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                     version="0.9", max_model_len=8192, kv_memory=int(Fraction("19.53") * GiB))
     assert old.kv_cache_tokens == int(Fraction("19.53") * GiB) // (16 * 8192 * 62) * 16
 
 
-def test_gemma3_4b_two_blocks_below_the_rounding() -> None:
-    """The one vLLM 0.19 log held to within 2 blocks rather than to its figure's rounding:
-    Gemma 3 4B logged 62.51 GiB and 468,144 tokens (204,813 blocks); 62.505–62.515 GiB give
-    204,815–204,848 blocks (468,150–468,226 tokens)."""
+def test_gemma3_4b_within_the_rounding() -> None:
+    """Gemma 3 4B on vLLM 0.19 logged 62.51 GiB and 468,144 tokens: 62.505–62.515 GiB give
+    204,815–204,848 blocks, counted before 0.20 as blocks // 7 groups × 16 (468,144–468,224
+    tokens), where concurrency × max_model_len (468,150–468,226) fell 2 blocks short of the log."""
     row = BY_ID["vllm-v1-h100-gemma3-4b"]
     spec = spec_for("gemma-3-4b", None)
     counts = [vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                         version="0.19", max_model_len=8192,
                         kv_memory=int(Fraction(f) * GiB)).kv_cache_tokens
               for f in ("62.505", "62.515")]
-    assert counts == [468150, 468226]
+    assert counts == [468144, 468224]
     assert row["tokens"] == 468144
 
 
