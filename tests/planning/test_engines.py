@@ -95,6 +95,15 @@ PREDICTED = {
     "trtllm-h100-qwen3-06b-1.2": 633312,
     "trtllm-4070s-smollm2-135m-1.2": 431072,
     "trtllm-4070s-smollm2-135m-1.2-f025": 119744,
+    # a held-out set gathered after the rules above (docs/serving-engines.md, "Held out")
+    "vllm-v1-a100x4-gpt-oss-120b-ray": 2638496,
+    "vllm-v1-a100-40gb-tp2-qwen2-7b-ray": 373632,
+    "sglang-4090x4-qwen3-14b-0.80": 299551,
+    "sglang-3090-r1-distill-qwen-7b-0.88": 112594,
+    "vllm-v1-4080-qwen25-7b-awq-32k": 140912,
+    "vllm-v1-dgx-spark-mistral-7b-gptq": 893488,
+    "vllm-v1-l40s-tp8-qwen3-235b-fp8": 289072,
+    "vllm-v0-t4-qwen25-15b-32k": 107536,
 }
 
 
@@ -119,12 +128,15 @@ def test_errors_over_the_logs() -> None:
     logged 1.26 GiB for the same model and token budget (vllm#10511), and Llama 4 Scout at tp 4,
     whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59; and
     TensorRT-LLM 0.5's A10 engine, whose execution context (its activation memory, fixed at build
-    and not logged) llmcalc puts at 4.32 GiB where the logged count leaves about 3.2."""
+    and not logged) llmcalc puts at 4.32 GiB where the logged count leaves about 3.2. Two of the
+    held-out logs: a T4 and an L40S, whose CUDA totals (14.56 and 44.42 GiB, logged) hardware.json
+    does not cite, so llmcalc takes the datasheet size less the H100's reserve."""
     errors = {i: abs(p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
     assert statistics.median(errors.values()) <= 0.05
     over = sorted(i for i, e in errors.items() if e > 0.10)
     assert over == ["trtllm-a10-llama2-7b-0.5", "vllm-v0-a100-40gb-llama3-8b-8k",
-                    "vllm-v1-h100-llama4-scout-tp4", "vllm-v1-h100x4-qwen3-235b-fp8"]
+                    "vllm-v0-t4-qwen25-15b-32k", "vllm-v1-h100-llama4-scout-tp4",
+                    "vllm-v1-h100x4-qwen3-235b-fp8", "vllm-v1-l40s-tp8-qwen3-235b-fp8"]
     assert len(over) / len(errors) <= 0.15
     assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0107
     assert round(errors["vllm-v0-h100-phi4-gptq-2k"], 4) == 0.0126
@@ -144,7 +156,7 @@ def test_docs_state_each_error_and_the_summary() -> None:
     over = sum(abs(e) > 0.10 for e in signed.values())
     assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
            f"({over / len(signed):.0%}) off by more than 10%" in doc
-    assert (round(median, 4), over) == (0.0035, 4)
+    assert (round(median, 4), over) == (0.004, 6)
 
 
 EXACT = [
@@ -225,6 +237,13 @@ EXACT = [
     "trtllm-h100-qwen3-06b-1.2",
     "trtllm-4070s-smollm2-135m-1.2",
     "trtllm-4070s-smollm2-135m-1.2-f025",
+    "vllm-v1-a100x4-gpt-oss-120b-ray",
+    "vllm-v1-a100-40gb-tp2-qwen2-7b-ray",
+    "sglang-4090x4-qwen3-14b-0.80",
+    "sglang-3090-r1-distill-qwen-7b-0.88",
+    "vllm-v1-4080-qwen25-7b-awq-32k",
+    "vllm-v1-dgx-spark-mistral-7b-gptq",
+    "vllm-v0-t4-qwen25-15b-32k",
 ]
 
 
@@ -244,11 +263,26 @@ def test_tokens_from_a_logged_kv_figure_exact_to_its_rounding(cli: Any, log_id: 
 def test_every_log_row_is_held() -> None:
     """Each row of engine_logs.json is predicted, held from its logged figure, or a refusal."""
     held = set(PREDICTED) | set(EXACT) | {"vllm-v0-h100-llama3-8b",
-                                          "vllm-v0-8gb-qwen25-7b-awq-refused"}
+                                          "vllm-v0-8gb-qwen25-7b-awq-refused"} | set(GEMMA4)
     # the llama.cpp rows: tests/engines/test_llama_cpp_logs.py
     held |= {i for i, row in BY_ID.items() if row["engine"].startswith("llama.cpp")}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 96
+    assert len(BY_ID) == 110
+
+
+GEMMA4 = ["vllm-v1-l4-gemma4-e2b-8k", "vllm-v1-t4-gemma4-e2b-w4a16-16k"]
+
+
+@pytest.mark.parametrize("log_id", GEMMA4)
+def test_gemma4_mixed_cache_widths_refused_in_one_line(cli: Any, log_id: str) -> None:
+    """Two held-out Gemma 4 E2B logs (vLLM 0.21 on an L4, 0.29 on a T4) that llmcalc refuses:
+    sliding layers 256 wide beside global ones 512 wide, whose pages vLLM pads in a way llmcalc
+    does not follow; each counts as a miss in the docs' held-out figures."""
+    r = cli(*_args(BY_ID[log_id]))
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: --engine vllm: google/gemma-4-E2B-it (text model) mixes attention "
+                        "layers of different cache widths, whose pages vLLM's hybrid allocator "
+                        "pads in a way llmcalc does not follow yet\n")
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
