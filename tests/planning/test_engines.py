@@ -28,7 +28,7 @@ PREDICTED = {
     "vllm-v0-a10-llama31-8b-131k": 36400,
     "vllm-v0-4090x2-qwen14b-131k": 81536,
     "vllm-v1-a5000-qwen3-8b-16k": 45344,
-    "vllm-v1-h100x4-qwen3-235b-fp8": 270288,
+    "vllm-v1-h100x4-qwen3-235b-fp8": 229456,
     "sglang-h100x4-qwen3-235b-fp8": 367931,
     "sglang-l4x4-qwq-32b": 44672,
     "sglang-h100-llama31-8b-docs": 444020,
@@ -86,6 +86,26 @@ PREDICTED = {
     "vllm-v1-h100-mistral-small31-24b-w8a8-tp2": 785664,
     "vllm-v1-h100-llama31-8b-w8a8": 528880,
     "vllm-v1-h100-qwen25-7b-w8a8": 1208608,
+    # vllm37: logs from other sources, versions and cards
+    "vllm-v1-h100-gpt-oss-20b-llmd": 1460800,
+    "vllm-v1-h100-gpt-oss-120b-llmd": 54989,
+    "vllm-v1-h100-llama33-70b-fp8-tp2-llmd": 209920,
+    "vllm-v1-h100-llama31-8b-llmd": 420608,
+    "vllm-v1-h100-qwen3-06b-16k-llmd": 602240,
+    "vllm-v1-h100-qwen3-06b-32k-llmd": 602240,
+    "vllm-v1-h100-qwen3-32b-llmd": 18048,
+    "vllm-v1-h100-qwen3-32b-tp2-llmd": 282624,
+    "vllm-v1-h100-mistral-small32-vlm-llmd": 193280,
+    "vllm-v0-t4-llama32-3b": 56384,
+    "vllm-v0-4070laptop-llama32-3b-q8": 23152,
+    "vllm-v0-l40s-tp2-qwen25-32b": 63184,
+    "vllm-v1-l40s-tp4-qwen3-coder-30b": 1056016,
+    "vllm-v1-a100-gpt-oss-20b-131k": 1617656,
+    "vllm-v1-4090-qwen25-05b-vllama": 875136,
+    "vllm-v1-4090-qwen25-15b-vllama": 287552,
+    "vllm-v1-4090-qwen25-7b-vllama": 87616,
+    "vllm-v1-4090-mistral-7b-v03-vllama": 47008,
+    "vllm-v0-3090-qwen15-7b-gptq-refused": 26096,
 }
 
 
@@ -204,6 +224,11 @@ EXACT = [
     "vllm-v1-h100-mistral-small31-24b-w8a8-tp2",
     "vllm-v1-h100-llama31-8b-w8a8",
     "vllm-v1-h100-qwen25-7b-w8a8",
+    "vllm-v1-h100-mistral-small32-vlm-llmd",
+    "vllm-v0-t4-llama32-3b",
+    "vllm-v0-4070laptop-llama32-3b-q8",
+    "vllm-v0-l40s-tp2-qwen25-32b",
+    "vllm-v1-l40s-tp4-qwen3-coder-30b",
 ]
 
 
@@ -225,7 +250,7 @@ def test_every_log_row_is_held() -> None:
     held = set(PREDICTED) | set(EXACT) | {"trtllm-a100-llama2-7b-kvmem", "trtllm-a10-llama2-7b-0.5",
                                           "vllm-v0-h100-llama3-8b", "vllm-v0-8gb-qwen25-7b-awq-refused"}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 74
+    assert len(BY_ID) == 93
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:

@@ -26,8 +26,10 @@ below, each with the log it comes from)."""
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 from llmcalc.errors import UsageError
-from llmcalc.formulas.quant import WeightFormat
+from llmcalc.formulas.quant import QuantFormat, WeightFormat
 from llmcalc.model.spec import GATED_DELTA, ModelSpec
 from llmcalc.planning.engines.budget import (
     EngineBudget,
@@ -64,11 +66,21 @@ V0_CHUNK = {(0, 7): 2048, (0, 0): 512}
 V0_MAX_NUM_SEQS = 256
 # [max_num_seqs, vocab] float32 tensors V0's dummy sampling holds at its peak (plan(), below)
 V0_SAMPLER_TENSORS = 10
-# bytes a [max_num_seqs, vocab] element V1's dummy sampling holds (plan(), below): PyTorch's sort
-# (fp32 logits, sorted values, int64 indices), or from 0.20 FlashInfer's sampler (fp32 logits and
-# probabilities; vllm#40376 turned it on by default after 0.19.0)
-V1_SAMPLER_BYTES = {False: 4 + 4 + 8, True: 4 + 4}
+# bytes a [max_num_seqs, vocab] element V1's dummy sampling holds (plan(), below), by the version
+# it starts from: 0.8–0.10 profile the sampler with penalties and an int64 [num_reqs, vocab]
+# prompt_token_ids (vllm#13594, vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run), measured at
+# 38.4–38.9 bytes an element (below); from 0.11 PyTorch's sort alone (fp32 logits, sorted values,
+# int64 indices); from 0.20 FlashInfer's sampler (fp32 logits and probabilities; vllm#40376 turned
+# it on by default after 0.19.0)
+V1_SAMPLER_BYTES = {(0, 20): Fraction(4 + 4), (0, 11): Fraction(4 + 4 + 8),
+                    (0, 0): Fraction(77, 2)}
 FLASHINFER_SAMPLER_FROM = (0, 20)
+# vllm/engine/arg_utils.py EngineArgs._is_v1_supported_oracle (0.8, 0.9): "Compute Capability < 8.0
+# is not supported by the V1 Engine. Falling back to V0" (the HF cookbook's Colab T4 log, 0.8.2);
+# a GGUF checkpoint ran V0 as well (eformat/ragit-dev's 0.8 log: worker.py, executor_base.py).
+# The cards before Ampere llmcalc's table knows; V1 takes them from 0.10
+V0_FALLBACK_UNTIL = (0, 10)
+PRE_AMPERE = ("t4", "v100", "rtx-20", "quadro-rtx", "titan-rtx")
 
 # Non-torch memory (cuBLAS workspaces; NCCL and the custom all-reduce buffers with tp > 1), as
 # vLLM measures it in the profile ("non-torch forward increase memory"). At tp 1 the logs spread
@@ -79,8 +91,15 @@ FLASHINFER_SAMPLER_FROM = (0, 20)
 # peers) add to the rank the KV budget follows (the smallest rank's): the H100 sweep logs 2.06–2.21
 # GiB in all at tp 2 and 4 (NVLink), so 1.85 GiB more; vllm#13061's two PCIe RTX 4090s, where the
 # custom all-reduce stays off, 1.2 GiB below the rank whose figure it logged: 1.45 GiB more.
+# Before 0.11 the V1 engine's NVLink ranks logged far less: llm-d-benchmark's vLLM 0.10 H100 runs
+# 0.55 GiB at tp 2 against 0.13 at tp 1 (0.42 more); llmcalc takes the 0.19 figure from 0.11 on (no
+# log of 0.11–0.18 at tp > 1 checks where it changed). PCIe datacenter cards, whose ranks are P2P
+# peers without NVLink, add next to nothing: vllm#15815's two L40S (V0 0.7) log 0.30 GiB on both
+# ranks (0.05 more); GeForce cards (no P2P) keep vllm#13061's 1.45.
 NON_TORCH = int(0.25 * GiB)
 NON_TORCH_TP = {True: int(1.85 * GiB), False: int(1.45 * GiB)}  # keyed by "NVLink peers"
+NON_TORCH_TP_V1_EARLY = int(0.42 * GiB)  # NVLink, V1 before 0.11
+NON_TORCH_TP_PCIE_P2P = int(0.05 * GiB)  # datacenter/workstation PCIe cards
 # CUDA graphs (0.21: "Estimated CUDA graph memory: N GiB total", subtracted since 0.21): logs show
 # 0.61 to 1.58 GiB with the default capture sizes (0.30 with two), whatever the model's size;
 # llmcalc takes 1 GiB, none with --enforce-eager
@@ -184,6 +203,21 @@ def nvlink(acc: Accelerator) -> bool:
     return DEFAULT_INTERCONNECT.get(acc.key, "").startswith("nvlink")
 
 
+def non_torch_tp(acc: Accelerator, ver: tuple[int, ...], v1: bool) -> int:
+    """Non-torch memory tp > 1 adds to a rank (NCCL, the custom all-reduce): NON_TORCH_TP above."""
+    if nvlink(acc):
+        return NON_TORCH_TP_V1_EARLY if v1 and ver < (0, 11) else NON_TORCH_TP[True]
+    return NON_TORCH_TP[False] if acc.kind == "consumer" else NON_TORCH_TP_PCIE_P2P
+
+
+def v0_fallback(ver: tuple[int, ...], acc: Accelerator, dtype: WeightFormat) -> bool:
+    """Whether a V1-era version (0.8, 0.9) runs the V0 engine here (V0_FALLBACK_UNTIL above)."""
+    if not V1_FROM <= ver < V0_FALLBACK_UNTIL:
+        return False
+    return (any(acc.key.startswith(k) for k in PRE_AMPERE)
+            or (isinstance(dtype, QuantFormat) and bool(dtype.gguf)))
+
+
 def version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in (version or VERSION).split("."))
 
@@ -212,7 +246,7 @@ def plan(
 ) -> EngineBudget:
     """vLLM's budget on one GPU of ``accelerator`` with these settings (None: vLLM's default)."""
     ver = version_tuple(version)
-    v1 = ver >= V1_FROM
+    v1 = ver >= V1_FROM and not v0_fallback(ver, accelerator, dtype)
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
     hybrid = v1 and mixers == {GATED_DELTA} and kv_layers(spec) > 0
     if not hybrid:
@@ -250,8 +284,8 @@ def plan(
     # prefill (above 32k) the logs show no such peak (vllm#10517's 512-token profile: 0.06 GiB,
     # the A10's 2,048-token one 0.22 GiB): there the profile's bf16 logits are taken.
     if v1:
-        sampler = (V1_SAMPLER_BYTES[ver >= FLASHINFER_SAMPLER_FROM] * min(seqs, batched)
-                   * spec.shape.vocab_size)
+        per_element = next(b for since, b in V1_SAMPLER_BYTES.items() if ver >= since)
+        sampler = int(per_element * min(seqs, batched) * spec.shape.vocab_size)
     elif model_len > V0_CHUNKED_ABOVE:
         sampler = 2 * min(seqs, batched) * spec.shape.vocab_size
     else:
@@ -259,7 +293,7 @@ def plan(
     terms = {
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
         "activation_peak": max(forward_peak(spec, tokens=batched, tp=tp), sampler),
-        "non_torch": NON_TORCH + (NON_TORCH_TP[nvlink(accelerator)] if tp > 1 else 0),
+        "non_torch": NON_TORCH + (non_torch_tp(accelerator, ver, v1) if tp > 1 else 0),
     }
     if v1 and ver >= CUDA_GRAPHS_FROM:
         terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS
