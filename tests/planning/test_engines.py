@@ -95,14 +95,14 @@ PREDICTED = {
     "vllm-v1-h100-qwen3-06b-32k-llmd": 602240,
     "vllm-v1-h100-qwen3-32b-llmd": 18048,
     "vllm-v1-h100-qwen3-32b-tp2-llmd": 282624,
-    "vllm-v1-h100-mistral-small32-vlm-llmd": 193280,
+    "vllm-v1-h100-mistral-small32-vlm-llmd": 174848,
     "vllm-v0-t4-llama32-3b": 56384,
     "vllm-v0-4070laptop-llama32-3b-q8": 23152,
     "vllm-v0-l40s-tp2-qwen25-32b": 63184,
     "vllm-v1-l40s-tp4-qwen3-coder-30b": 1056016,
     "vllm-v1-a100-gpt-oss-20b-131k": 1617656,
-    "vllm-v1-4090-qwen25-05b-vllama": 875136,
-    "vllm-v1-4090-qwen25-15b-vllama": 287552,
+    "vllm-v1-4090-qwen25-05b-vllama": 803920,
+    "vllm-v1-4090-qwen25-15b-vllama": 271312,
     "vllm-v1-4090-qwen25-7b-vllama": 87616,
     "vllm-v1-4090-mistral-7b-v03-vllama": 47008,
     "vllm-v0-3090-qwen15-7b-gptq-refused": 26096,
@@ -124,16 +124,18 @@ def test_token_count_per_log(cli: Any, log_id: str) -> None:
 
 
 def test_errors_over_the_logs() -> None:
-    """Median error at most 5%; at most 15% of the logs off by more than 10%. The three that are,
+    """Median error at most 5%; at most 15% of the logs off by more than 10%. The four that are,
     each for a term its log shows and llmcalc cannot know: the vLLM run with the LMCache
     connector's buffers, the A100 run whose profile peaked at 9.37 GiB where vLLM's maintainers
-    logged 1.26 GiB for the same model and token budget (vllm#10511), and Llama 4 Scout at tp 4,
-    whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59."""
+    logged 1.26 GiB for the same model and token budget (vllm#10511), Llama 4 Scout at tp 4,
+    whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59, and
+    gpt-oss-120b, whose mxfp4 weights vLLM loads at 64.38 GiB where the checkpoint is 60.77 (and
+    whose logged terms do not add up to its logged KV figure)."""
     errors = {i: abs(p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
     assert statistics.median(errors.values()) <= 0.05
     over = sorted(i for i, e in errors.items() if e > 0.10)
-    assert over == ["vllm-v0-a100-40gb-llama3-8b-8k", "vllm-v1-h100-llama4-scout-tp4",
-                    "vllm-v1-h100x4-qwen3-235b-fp8"]
+    assert over == ["vllm-v0-a100-40gb-llama3-8b-8k", "vllm-v1-h100-gpt-oss-120b-llmd",
+                    "vllm-v1-h100-llama4-scout-tp4", "vllm-v1-h100x4-qwen3-235b-fp8"]
     assert len(over) / len(errors) <= 0.15
     assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0014
     assert round(errors["vllm-v0-h100-phi4-gptq-2k"], 4) == 0.0126
@@ -153,7 +155,7 @@ def test_docs_state_each_error_and_the_summary() -> None:
     over = sum(abs(e) > 0.10 for e in signed.values())
     assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
            f"({over / len(signed):.0%}) off by more than 10%" in doc
-    assert (round(median, 4), over) == (0.0016, 3)
+    assert (round(median, 4), over) == (0.0031, 4)
 
 
 EXACT = [
@@ -479,3 +481,64 @@ def test_channel_scaled_8bit_weights() -> None:
     assert fp8 == linear + wide
     assert fp8 == weight_bytes(spec, dtype=FORMATS["w8a8"])
     assert round(fp8 / GiB, 2) == 8.46
+
+
+def test_vllm_v1_sampler_peak_before_0_12() -> None:
+    """Before 0.12 the dummy sampler run also applies penalties to an int64 prompt_token_ids
+    (vllm#13594): 38.5 bytes a [1,024, vocab] element on an H100 — Llama-3.1-8B 4.71 GiB where
+    llm-d-benchmark's vLLM logged 4.76, gpt-oss-20b 7.38 where it logged 7.38."""
+    peaks = {m: vllm.plan(spec_for(m, None), accelerator=lookup("h100"), dtype=DType.bf16,
+                          kv_dtype=DType.bf16, version="0.10",
+                          max_model_len=16000).terms["activation_peak"]
+             for m in ("llama-3.1-8b", "gpt-oss-20b")}
+    assert peaks["llama-3.1-8b"] == 77 * 1024 * 128256 // 2
+    assert (round(peaks["llama-3.1-8b"] / GiB, 2), round(peaks["gpt-oss-20b"] / GiB, 2)) == \
+        (4.71, 7.38)
+
+
+def test_vllm_v0_fallback_before_0_10() -> None:
+    """0.8 and 0.9 run V0 on a card before Ampere (the T4 log: "Compute Capability < 8.0 is not
+    supported by the V1 Engine. Falling back to V0") and for a GGUF checkpoint; 0.10 runs V1.
+    V0's 0.90 GiB peak of the T4 log is ten [192, vocab] float32 tensors (0.92 GiB)."""
+    spec = spec_for("llama-3.2-3b", None)
+    def plan(version: str, gpu: str, dtype: Any = DType.fp16) -> Any:
+        return vllm.plan(spec, accelerator=lookup(gpu), dtype=dtype, kv_dtype=DType.fp16,
+                         version=version, max_model_len=2048, max_num_seqs=192,
+                         max_num_batched_tokens=2048)
+    t4 = plan("0.8", "t4")
+    assert (t4.block_tokens, "cuda_graphs" in t4.terms) == (16, False)
+    assert t4.terms["activation_peak"] == 10 * 4 * 192 * 128256
+    assert round(t4.cuda_memory_bytes / GiB, 2) == 14.74
+    assert plan("0.10", "t4").terms["activation_peak"] == 77 * 192 * 128256 // 2
+    assert plan("0.8", "h100").terms["activation_peak"] == 77 * 192 * 128256 // 2
+    from llmcalc.formulas.quant import FORMATS
+    gguf = plan("0.8", "h100", FORMATS["q8_0"])
+    assert gguf.terms["activation_peak"] == 10 * 4 * 192 * 128256
+
+
+def test_vllm_non_torch_with_tp_by_link_and_version() -> None:
+    """tp > 1 adds 1.85 GiB on NVLink from 0.11 (the 0.19 sweep), 0.42 GiB before (llm-d-benchmark's
+    0.10 runs: 0.55 at tp 2 against 0.13 at tp 1), 0.05 on PCIe datacenter cards (vllm#15815's
+    two L40S: 0.30 GiB on both ranks) and 1.45 on GeForce cards (vllm#13061)."""
+    spec = spec_for("qwen2.5-7b", None)
+    got = {(gpu, v): vllm.plan(spec, accelerator=lookup(gpu), dtype=DType.bf16,
+                               kv_dtype=DType.bf16, tp=2, version=v).terms["non_torch"]
+           for gpu, v in (("h100", "0.19"), ("h100", "0.10"), ("h100", "0.7"), ("l40s", "0.19"),
+                          ("rtx-4090", "0.19"))}
+    assert {k: round(x / GiB, 2) for k, x in got.items()} == {
+        ("h100", "0.19"): 2.10, ("h100", "0.10"): 0.67, ("h100", "0.7"): 2.10,
+        ("l40s", "0.19"): 0.30, ("rtx-4090", "0.19"): 1.70}
+
+
+def test_vllm_default_utilization_by_version() -> None:
+    """gpu_memory_utilization defaults to 0.9, and to 0.92 from 0.25 (v0.25.0's CacheConfig)."""
+    spec = spec_for("qwen2.5-7b", None)
+    utils = [vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                       version=v).settings["gpu_memory_utilization"] for v in ("0.21", "0.25")]
+    assert utils == [0.9, 0.92]
+
+
+def test_cuda_memory_of_the_l40s_and_t4_from_their_logs() -> None:
+    assert [round(vllm.plan(spec_for("qwen2.5-7b", None), accelerator=lookup(g),
+                            dtype=DType.bf16, kv_dtype=DType.bf16).cuda_memory_bytes / GiB, 2)
+            for g in ("l40s", "t4")] == [44.42, 14.74]

@@ -2,7 +2,9 @@
 
 Followed: vLLM 0.21 (the V1 engine, CUDA graphs' memory counted before the KV cache);
 ``--engine vllm==0.6`` (any version below 0.8) follows the V0 engine; 0.8–0.20 the V1 engine
-without the CUDA-graph term.
+without the CUDA-graph term, except where 0.8 and 0.9 fall back to V0 (a card before Ampere, a GGUF
+checkpoint: ``v0_fallback``). What the profile peaks at, the non-torch memory with tp and the
+default utilization change with the version (the constants below, each with its logs).
 
 The budget (vllm/v1/worker/gpu_worker.py ``Worker.determine_available_memory``)::
 
@@ -50,8 +52,10 @@ VERSION = "0.21"
 V1_FROM = (0, 8)  # VLLM_USE_V1 became the default in 0.8
 CUDA_GRAPHS_FROM = (0, 21)  # determine_available_memory subtracts the estimated graph memory
 
-# vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9, block_size 16
+# vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9, block_size 16; 0.92 in v0.25.0's
+# CacheConfig (Field(default=0.92)), where llmcalc starts it (0.21–0.24 not checked)
 DEFAULT_UTILIZATION = 0.9
+DEFAULT_UTILIZATION_FROM = {(0, 25): 0.92, (0, 0): DEFAULT_UTILIZATION}
 DEFAULT_BLOCK_SIZE = 16
 # vllm/engine/arg_utils.py EngineArgs._set_default_args (the `vllm serve` defaults): 8192
 # batched tokens and 1024 sequences on a card of 70 GiB or more other than an A100, else 2048/256
@@ -67,12 +71,13 @@ V0_MAX_NUM_SEQS = 256
 # [max_num_seqs, vocab] float32 tensors V0's dummy sampling holds at its peak (plan(), below)
 V0_SAMPLER_TENSORS = 10
 # bytes a [max_num_seqs, vocab] element V1's dummy sampling holds (plan(), below), by the version
-# it starts from: 0.8–0.10 profile the sampler with penalties and an int64 [num_reqs, vocab]
-# prompt_token_ids (vllm#13594, vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run), measured at
-# 38.4–38.9 bytes an element (below); from 0.11 PyTorch's sort alone (fp32 logits, sorted values,
-# int64 indices); from 0.20 FlashInfer's sampler (fp32 logits and probabilities; vllm#40376 turned
-# it on by default after 0.19.0)
-V1_SAMPLER_BYTES = {(0, 20): Fraction(4 + 4), (0, 11): Fraction(4 + 4 + 8),
+# it starts from: 0.8–0.11 profile the sampler with penalties and an int64 [num_reqs, vocab]
+# prompt_token_ids (vllm#13594, vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run), logged at
+# 38.4–38.9 bytes an element (plan(), below); by 0.19 PyTorch's sort alone (fp32 logits, sorted
+# values, int64 indices; llmcalc takes it from 0.12: no log of 0.12–0.18 shows where it changed);
+# from 0.20 FlashInfer's sampler (fp32 logits and probabilities; vllm#40376 turned it on by default
+# after 0.19.0)
+V1_SAMPLER_BYTES = {(0, 20): Fraction(4 + 4), (0, 12): Fraction(4 + 4 + 8),
                     (0, 0): Fraction(77, 2)}
 FLASHINFER_SAMPLER_FROM = (0, 20)
 # vllm/engine/arg_utils.py EngineArgs._is_v1_supported_oracle (0.8, 0.9): "Compute Capability < 8.0
@@ -252,7 +257,8 @@ def plan(
     if not hybrid:
         not_modelled(spec, "vllm")
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
-                    else DEFAULT_UTILIZATION, "--gpu-memory-utilization")
+                    else next(u for since, u in DEFAULT_UTILIZATION_FROM.items() if ver >= since),
+                    "--gpu-memory-utilization")
     block = block_size or DEFAULT_BLOCK_SIZE
     model_len = max_model_len or spec.shape.max_position_embeddings or 2048
     if v1:
@@ -273,7 +279,11 @@ def plan(
     # values and int64 indices): 4 + 4 + 8 = 16 bytes a [max_num_seqs, vocab] element. vLLM 0.19's
     # H100 sweep logs 15.2–15.9 (Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21, Phi-4 1.52, Gemma 3 3.89
     # with 1,024 sequences). From 0.20 FlashInfer's sampler is on by default (vllm#40376): fp32
-    # logits and probabilities, 8 bytes (LMCache#3430's 0.21 run). V0's profile_run (vllm/worker/model_runner.py) samples every dummy
+    # logits and probabilities, 8 bytes (LMCache#3430's 0.21 run). Before 0.12 the dummy run also
+    # applies penalties to an int64 [max_num_seqs, vocab] prompt_token_ids (vllm#13594): 38.5 bytes,
+    # as logged by vLLM 0.10–0.11 (llm-d-benchmark's H100 runs with 1,024 sequences: Llama-3.1-8B
+    # 4.76 GiB, Qwen3-0.6B 5.56, Qwen3-32B 5.64, gpt-oss-20b 7.38; with 256 sequences 1.40 GiB for
+    # Qwen3 on an RTX 4090 and on L40S, 38.4–38.9 bytes). V0's profile_run (vllm/worker/model_runner.py) samples every dummy
     # sequence with SamplingParams(top_p=0.99, top_k=vocab_size - 1), so the sampler's top-k/top-p
     # pass (vllm/model_executor/layers/sampler.py _apply_top_k_top_p, then probs and logprobs) holds
     # about ten [max_num_seqs, vocab] float32-sized tensors at once: the fp32 logits, the sorted
