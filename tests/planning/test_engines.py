@@ -542,3 +542,14 @@ def test_cuda_memory_of_the_l40s_and_t4_from_their_logs() -> None:
     assert [round(vllm.plan(spec_for("qwen2.5-7b", None), accelerator=lookup(g),
                             dtype=DType.bf16, kv_dtype=DType.bf16).cuda_memory_bytes / GiB, 2)
             for g in ("l40s", "t4")] == [44.42, 14.74]
+
+
+def test_vllm_v0_samples_fewer_sequences_for_a_model_that_takes_images() -> None:
+    """V0's profile run samples min(max_num_seqs, max_num_batched_tokens // image tokens) sequences
+    of a vision-language model (model_runner.profile_run): LLaVA-1.5 at 4,096 tokens 4096 // 576 =
+    7, Qwen2.5-VL at 8,192 tokens 8192 // 1024 = 8; its peak is then the forward's (1.03 GiB)."""
+    assert vllm.v0_profile_seqs(spec_for("llava-1.5-7b", None), 256, 4096) == 7
+    assert vllm.v0_profile_seqs(spec_for("llama-3.1-8b", None), 256, 4096) == 256
+    b = vllm.plan(spec_for("qwen2.5-vl-7b", None), accelerator=lookup("rtx-4090"),
+                  dtype=DType.bf16, kv_dtype=DType.bf16, version="0.6", max_model_len=8192)
+    assert round(b.terms["activation_peak"] / GiB, 2) == 1.03

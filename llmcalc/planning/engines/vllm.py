@@ -223,6 +223,19 @@ def v0_fallback(ver: tuple[int, ...], acc: Accelerator, dtype: WeightFormat) -> 
             or (isinstance(dtype, QuantFormat) and bool(dtype.gguf)))
 
 
+def v0_profile_seqs(spec: ModelSpec, seqs: int, batched: int) -> int:
+    """Sequences V0's profile run samples: max_num_seqs, and for a model that takes images as
+    many as max_num_batched_tokens holds of the most image tokens a prompt may bring, at least
+    one (vllm/worker/model_runner.py ``GPUModelRunnerBase.profile_run``: max_num_seqs =
+    min(max_num_seqs, max_num_batched_tokens // max_mm_tokens)). llmcalc takes a prompt's image
+    tokens at the parts' own image size (context_tokens): dynamic-resolution towers (Qwen2-VL's
+    16,384 tokens at most) bring more, so fewer sequences still."""
+    mm_tokens = sum(p.context_tokens for p in spec.parts if p.input == "image")
+    if mm_tokens:
+        return max(1, min(seqs, batched // mm_tokens))
+    return min(seqs, batched)
+
+
 def version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in (version or VERSION).split("."))
 
@@ -297,9 +310,10 @@ def plan(
         per_element = next(b for since, b in V1_SAMPLER_BYTES.items() if ver >= since)
         sampler = int(per_element * min(seqs, batched) * spec.shape.vocab_size)
     elif model_len > V0_CHUNKED_ABOVE:
-        sampler = 2 * min(seqs, batched) * spec.shape.vocab_size
+        sampler = 2 * v0_profile_seqs(spec, seqs, batched) * spec.shape.vocab_size
     else:
-        sampler = V0_SAMPLER_TENSORS * 4 * min(seqs, batched) * spec.shape.vocab_size
+        sampler = (V0_SAMPLER_TENSORS * 4 * v0_profile_seqs(spec, seqs, batched)
+                   * spec.shape.vocab_size)
     terms = {
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
         "activation_peak": max(forward_peak(spec, tokens=batched, tp=tp), sampler),
