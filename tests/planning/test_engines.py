@@ -106,6 +106,9 @@ PREDICTED = {
     "vllm-v1-4090-qwen25-7b-vllama": 87616,
     "vllm-v1-4090-mistral-7b-v03-vllama": 47008,
     "vllm-v0-3090-qwen15-7b-gptq-refused": 26096,
+    "vllm-v1-a100-qwen2-7b-util025": 74256,
+    "vllm-v1-a100-qwen2-7b-util05": 444960,
+    "vllm-v1-a100-tp2-qwen2-7b-util05": 1139824,
 }
 
 
@@ -130,12 +133,16 @@ def test_errors_over_the_logs() -> None:
     logged 1.26 GiB for the same model and token budget (vllm#10511), Llama 4 Scout at tp 4,
     whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59, and
     gpt-oss-120b, whose mxfp4 weights vLLM loads at 64.38 GiB where the checkpoint is 60.77 (and
-    whose logged terms do not add up to its logged KV figure)."""
+    whose logged terms do not add up to its logged KV figure), and Qwen2-7B at utilization 0.25 on
+    an A100 with FlashInfer's sampler installed and in use ("Using FlashInfer for top-p & top-k
+    sampling"), whose profile peaks at about 8 bytes a [256, vocab] element, not the 38.5 of
+    vLLM 0.10's own sampler that llmcalc takes: 1 GiB of a 5 GiB cache."""
     errors = {i: abs(p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
     assert statistics.median(errors.values()) <= 0.05
     over = sorted(i for i, e in errors.items() if e > 0.10)
-    assert over == ["vllm-v0-a100-40gb-llama3-8b-8k", "vllm-v1-h100-gpt-oss-120b-llmd",
-                    "vllm-v1-h100-llama4-scout-tp4", "vllm-v1-h100x4-qwen3-235b-fp8"]
+    assert over == ["vllm-v0-a100-40gb-llama3-8b-8k", "vllm-v1-a100-qwen2-7b-util025",
+                    "vllm-v1-h100-gpt-oss-120b-llmd", "vllm-v1-h100-llama4-scout-tp4",
+                    "vllm-v1-h100x4-qwen3-235b-fp8"]
     assert len(over) / len(errors) <= 0.15
     assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0014
     assert round(errors["vllm-v0-h100-phi4-gptq-2k"], 4) == 0.0126
@@ -155,7 +162,7 @@ def test_docs_state_each_error_and_the_summary() -> None:
     over = sum(abs(e) > 0.10 for e in signed.values())
     assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
            f"({over / len(signed):.0%}) off by more than 10%" in doc
-    assert (round(median, 4), over) == (0.0031, 4)
+    assert (round(median, 4), over) == (0.0033, 5)
 
 
 EXACT = [
@@ -231,6 +238,9 @@ EXACT = [
     "vllm-v0-4070laptop-llama32-3b-q8",
     "vllm-v0-l40s-tp2-qwen25-32b",
     "vllm-v1-l40s-tp4-qwen3-coder-30b",
+    "vllm-v1-a100-qwen2-7b-util025",
+    "vllm-v1-a100-qwen2-7b-util05",
+    "vllm-v1-a100-tp2-qwen2-7b-util05",
 ]
 
 
@@ -252,7 +262,7 @@ def test_every_log_row_is_held() -> None:
     held = set(PREDICTED) | set(EXACT) | {"trtllm-a100-llama2-7b-kvmem", "trtllm-a10-llama2-7b-0.5",
                                           "vllm-v0-h100-llama3-8b", "vllm-v0-8gb-qwen25-7b-awq-refused"}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 93
+    assert len(BY_ID) == 96
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
@@ -517,8 +527,8 @@ def test_vllm_v0_fallback_before_0_10() -> None:
 
 
 def test_vllm_non_torch_with_tp_by_link_and_version() -> None:
-    """tp > 1 adds 1.85 GiB on NVLink from 0.11 (the 0.19 sweep), 0.42 GiB before (llm-d-benchmark's
-    0.10 runs: 0.55 at tp 2 against 0.13 at tp 1), 0.05 on PCIe datacenter cards (vllm#15815's
+    """tp > 1 adds 1.85 GiB on NVLink from 0.12 (the 0.19 sweep), 0.42 GiB before (llm-d-benchmark's
+    0.11 runs: 0.55 at tp 2 against 0.13 at tp 1), 0.05 on PCIe datacenter cards (vllm#15815's
     two L40S: 0.30 GiB on both ranks) and 1.45 on GeForce cards (vllm#13061)."""
     spec = spec_for("qwen2.5-7b", None)
     got = {(gpu, v): vllm.plan(spec, accelerator=lookup(gpu), dtype=DType.bf16,

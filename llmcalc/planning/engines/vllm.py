@@ -96,14 +96,14 @@ PRE_AMPERE = ("t4", "v100", "rtx-20", "quadro-rtx", "titan-rtx")
 # peers) add to the rank the KV budget follows (the smallest rank's): the H100 sweep logs 2.06–2.21
 # GiB in all at tp 2 and 4 (NVLink), so 1.85 GiB more; vllm#13061's two PCIe RTX 4090s, where the
 # custom all-reduce stays off, 1.2 GiB below the rank whose figure it logged: 1.45 GiB more.
-# Before 0.11 the V1 engine's NVLink ranks logged far less: llm-d-benchmark's vLLM 0.10 H100 runs
-# 0.55 GiB at tp 2 against 0.13 at tp 1 (0.42 more); llmcalc takes the 0.19 figure from 0.11 on (no
-# log of 0.11–0.18 at tp > 1 checks where it changed). PCIe datacenter cards, whose ranks are P2P
+# Up to 0.11 the V1 engine's NVLink ranks logged far less: llm-d-benchmark's vLLM 0.11 H100 runs
+# 0.55 GiB at tp 2 against 0.13 at tp 1 (0.42 more); llmcalc takes the 0.19 figure from 0.12 on (no
+# log of 0.12–0.18 at tp > 1 checks where it changed). PCIe datacenter cards, whose ranks are P2P
 # peers without NVLink, add next to nothing: vllm#15815's two L40S (V0 0.7) log 0.30 GiB on both
 # ranks (0.05 more); GeForce cards (no P2P) keep vllm#13061's 1.45.
 NON_TORCH = int(0.25 * GiB)
 NON_TORCH_TP = {True: int(1.85 * GiB), False: int(1.45 * GiB)}  # keyed by "NVLink peers"
-NON_TORCH_TP_V1_EARLY = int(0.42 * GiB)  # NVLink, V1 before 0.11
+NON_TORCH_TP_V1_EARLY = int(0.42 * GiB)  # NVLink, V1 before 0.12
 NON_TORCH_TP_PCIE_P2P = int(0.05 * GiB)  # datacenter/workstation PCIe cards
 # CUDA graphs (0.21: "Estimated CUDA graph memory: N GiB total", subtracted since 0.21): logs show
 # 0.61 to 1.58 GiB with the default capture sizes (0.30 with two), whatever the model's size;
@@ -211,7 +211,7 @@ def nvlink(acc: Accelerator) -> bool:
 def non_torch_tp(acc: Accelerator, ver: tuple[int, ...], v1: bool) -> int:
     """Non-torch memory tp > 1 adds to a rank (NCCL, the custom all-reduce): NON_TORCH_TP above."""
     if nvlink(acc):
-        return NON_TORCH_TP_V1_EARLY if v1 and ver < (0, 11) else NON_TORCH_TP[True]
+        return NON_TORCH_TP_V1_EARLY if v1 and ver < (0, 12) else NON_TORCH_TP[True]
     return NON_TORCH_TP[False] if acc.kind == "consumer" else NON_TORCH_TP_PCIE_P2P
 
 
@@ -294,7 +294,7 @@ def plan(
     # with 1,024 sequences). From 0.20 FlashInfer's sampler is on by default (vllm#40376): fp32
     # logits and probabilities, 8 bytes (LMCache#3430's 0.21 run). Before 0.12 the dummy run also
     # applies penalties to an int64 [max_num_seqs, vocab] prompt_token_ids (vllm#13594): 38.5 bytes,
-    # as logged by vLLM 0.10–0.11 (llm-d-benchmark's H100 runs with 1,024 sequences: Llama-3.1-8B
+    # as logged by vLLM 0.10 and 0.11 (llm-d-benchmark's 0.11 H100 runs with 1,024 sequences: Llama-3.1-8B
     # 4.76 GiB, Qwen3-0.6B 5.56, Qwen3-32B 5.64, gpt-oss-20b 7.38; with 256 sequences 1.40 GiB for
     # Qwen3 on an RTX 4090 and on L40S, 38.4–38.9 bytes). V0's profile_run (vllm/worker/model_runner.py) samples every dummy
     # sequence with SamplingParams(top_p=0.99, top_k=vocab_size - 1), so the sampler's top-k/top-p
