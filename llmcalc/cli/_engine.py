@@ -89,7 +89,7 @@ MaxNumTokensOpt = Annotated[
 TokensPerBlockOpt = Annotated[
     Optional[int],  # noqa: UP045
     typer.Option("--tokens-per-block", hidden=True, metavar="N", min=1, show_default=False,
-                 help=f"Tokens per KV block (default 32) {_T}."),
+                 help=f"Tokens per KV block (default 32; 64 in builds before 0.17) {_T}."),
 ]
 KvMemoryOpt = Annotated[
     Optional[str],  # noqa: UP045

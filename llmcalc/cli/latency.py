@@ -35,7 +35,14 @@ from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.planning.latency import Latency
 from llmcalc.planning.latency import latency as compute_latency
-from llmcalc.planning.speed import Expected, MeasuredRow, expected, fit_model, rows_for
+from llmcalc.planning.speed import (
+    Expected,
+    MeasuredRow,
+    expected,
+    fit_model,
+    rows_for,
+    stand_in_rows,
+)
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -147,5 +154,7 @@ def row_latency(row: MeasuredRow) -> Latency:
 
 def expected_for(r: Latency, *, engine: str, backend: str) -> Expected:
     pairs = [(row, row_latency(row)) for row in rows_for(engine, backend)]
-    return expected(r, engine=engine, backend=backend,
-                    model=fit_model(pairs, engine=engine, backend=backend))
+    lent = stand_in_rows(engine, backend)
+    model = fit_model(pairs, engine=engine, backend=backend, stand_in=lent.why,
+                      stand_ins=[(row, row_latency(row), stages) for row, stages in lent.rows])
+    return expected(r, engine=engine, backend=backend, model=model)

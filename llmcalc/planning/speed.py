@@ -20,7 +20,9 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
   so such rows inform both stages' coefficients, fitted together.
 
 Coefficients are ≥ 0 (non-negative least squares on the relative error: a term the rows do not
-support is 0).
+support is 0). An engine × backend with few rows is fitted with fewer terms (``ENGINE_TERMS``),
+and one without rows for a stage beside another engine × backend's rows (``STAND_INS``), which
+its basis names; its error is the leave-one-out error on its own rows only.
 
 The expected time is never below the roofline's (``max`` with the bound), so the expected tokens/s
 never exceed the bound. Pure: nothing here prints or reads a model config; the caller passes each
@@ -115,8 +117,11 @@ STAGES = ("prefill", "decode")
 # (llmcalc.planning.latency.COMPUTE_FORMATS): llama.cpp's rows on CUDA and Vulkan reach one share
 # of the FP16-accumulate peak whatever the weights (RTX 4090, Llama-3-8B pp512: F16 0.43 of 330
 # TFLOP/s, Q4_K_M 0.33; of the INT8 peak Q4_K_M would be 0.16), so FP16 is their reference.
+# SGLang's first-token rows (Qwen3.6-35B-A3B, 8,192 tokens) gain little from FP8 weights (H200
+# 182 → 138 ms, B200 98 → 116 ms), so its prefill is fitted against the 16-bit peak.
 ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("llama.cpp", "cuda"): ("fp16",), ("llama.cpp", "vulkan"): ("fp16",)}
+    ("llama.cpp", "cuda"): ("fp16",), ("llama.cpp", "vulkan"): ("fp16",),
+    ("sglang", "cuda"): ("fp16",), ("sglang", "rocm"): ("fp16",)}
 
 
 def engine_peak(lat: Latency, engine: str, backend: str) -> float:
@@ -256,8 +261,10 @@ class Fit:
 
     stage: str
     coefficients: tuple[float, ...]
-    rows: int  # rows measuring this stage (throughput rows inform both stages)
+    rows: int  # the engine's own rows measuring this stage (throughput rows inform both stages)
     loo_median_abs_error: float | None  # leave-one-out over this stage's rows, as a fraction
+    stand_in: str = ""  # whose rows joined the fit and why (STAND_INS), or ""
+    stand_in_rows: int = 0  # how many of them
 
     def seconds(self, features: tuple[float, ...]) -> float:
         return sum(c * x for c, x in zip(self.coefficients, features, strict=True))
@@ -294,26 +301,106 @@ TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "f", "g", "c_dc")
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
 # over on both); all 11 terms on seven rows overfit.
-ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {("vllm", "cuda"): ("p", "a", "c")}
+# SGLang shares vLLM's form with its own prefill coefficient (its rows: first-token latencies of
+# an 8,192-token prompt; vLLM's rows stand in for its decode, STAND_INS). transformers' one row
+# (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
+# per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
+# on a fast card as on a slow one, and the bound (the max below) takes over where bandwidth is the
+# limit. llama.cpp on a CPU (one CPU, pp512/pp4096/tg128): the prefill's dense and attention
+# FLOPs at the CPU's FP32 peak, the decode's bytes at its bandwidth. vLLM on ROCm adds the batch's
+# compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
+# bound.
+ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
+    ("vllm", "cuda"): ("p", "a", "c"), ("sglang", "cuda"): ("p", "a", "c"),
+    ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
+    ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
+    ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a")}
+
+# Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is
+# fitted on its own rows together with another engine × backend's, named here with the reason; the
+# expected figure's basis says so, and its error is the leave-one-out error on its OWN rows only
+# (the stand-in rows stay in every fit). Both engines batch continuously with CUDA graphs and paged
+# attention kernels (FlashInfer / FlashAttention), which is why vLLM's decode rows stand in for
+# SGLang's; on ROCm neither engine has a readable published row, so the CUDA rows stand in.
+# (the other engine × backend, the stages its rows inform, why); a stand-in for decode only
+# enters the fit with its prefill features at 0 (vLLM's rows are whole requests of 32-token
+# prompts: their prefill share is a remainder, not a prefill measurement).
+STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] = {
+    ("sglang", "cuda"): (("vllm", "cuda"), ("decode",), "vLLM's CUDA rows stand in for SGLang's "
+                         "decode: no published SGLang decode step without speculative decoding "
+                         "was found"),
+    ("sglang", "rocm"): (("vllm", "rocm"), STAGES, "no published SGLang measurement on ROCm "
+                         "was found: vLLM's ROCm rows (MI300X) stand in"),
+    ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
+                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200) stand in for "
+                       "the prefill"),
+    ("transformers", "rocm"): (("transformers", "cuda"), STAGES, "no published transformers "
+                               "measurement on ROCm was found: its CUDA row (a per-layer launch "
+                               "cost) stands in"),
+    ("transformers", "metal"): (("transformers", "cuda"), STAGES, "no published transformers "
+                                "measurement on Metal (MPS) was found: its CUDA row (a per-layer "
+                                "launch cost) stands in"),
+}
 
 
-def _ys(pairs: list[tuple[MeasuredRow, Latency]]) -> list[tuple[float, ...]]:
-    """Each row's features over its measured seconds; a term its engine × backend is not fitted
-    with (``ENGINE_TERMS``) is 0 in every row, so its coefficient stays 0."""
+@dataclass(frozen=True)
+class StandIns:
+    """The rows fitted beside an engine × backend's own (``STAND_INS``, followed through): each
+    with the stages it informs; ``why`` says whose they are (the expected figure's basis)."""
+
+    rows: tuple[tuple[MeasuredRow, tuple[str, ...]], ...]
+    why: str
+
+
+def stand_in_rows(engine: str, backend: str) -> StandIns:
+    """``STAND_INS`` of an engine × backend, followed through; no rows and "" when none."""
+    rows: list[tuple[MeasuredRow, tuple[str, ...]]] = []
+    notes: list[str] = []
+    key: tuple[str, str] = (engine, backend)
+    stages: tuple[str, ...] = STAGES
+    while key in STAND_INS:
+        key, lent, why = STAND_INS[key]
+        stages = tuple(st for st in stages if st in lent)
+        if not stages:  # the chain lends nothing further
+            break
+        rows.extend((r, stages) for r in rows_for(*key))
+        notes.append(why)
+    return StandIns(tuple(rows), "; ".join(notes))
+
+
+def _ys(pairs: list[tuple[MeasuredRow, Latency]], terms: tuple[str, ...] | None = None,
+        ) -> list[tuple[float, ...]]:
+    """Each row's features over its measured seconds; a term the fitted engine × backend is not
+    fitted with (``ENGINE_TERMS``: ``terms``, else the row's own) is 0 in every row, so its
+    coefficient stays 0."""
     out = []
     for r, lat in pairs:
-        keep = ENGINE_TERMS.get((r.engine, r.backend), TERMS)
+        keep = terms if terms is not None else ENGINE_TERMS.get((r.engine, r.backend), TERMS)
         out.append(tuple(x / _measured_seconds(r) if t in keep else 0.0
                          for t, x in zip(TERMS, _row_features(r, lat), strict=True)))
     return out
 
 
-def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = None,
+StandInPairs = list[tuple[MeasuredRow, Latency, tuple[str, ...]]]
+
+
+def _lent_ys(stand_ins: StandInPairs, terms: tuple[str, ...]) -> list[tuple[float, ...]]:
+    """Stand-in rows' features (``_ys``), each stage they do not inform at 0."""
+    ys = _ys([(r, lat) for r, lat, _ in stand_ins], terms)
+    k = PREFILL_TERMS
+    return [tuple(0.0 if ("prefill" if i < k else "decode") not in stages else x
+                  for i, x in enumerate(y)) for y, (_, _, stages) in zip(ys, stand_ins, strict=True)]
+
+
+def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = None, *,
+               stand_ins: StandInPairs | None = None, terms: tuple[str, ...] | None = None,
                ) -> list[tuple[MeasuredRow, float]]:
     """Each row's signed error (expected / measured speed − 1) with that row left out of the fit;
-    only ``stage``'s rows (prefill, decode, throughput) when given."""
-    ys = _ys(pairs)
-    sums = _Sums.of(ys)
+    only ``stage``'s rows (prefill, decode, throughput) when given. ``stand_ins`` (another engine
+    × backend's rows, ``STAND_INS``) stay in every fit and are not scored; ``terms``: the fitted
+    engine × backend's (``ENGINE_TERMS``), else each row's own."""
+    ys = _ys(pairs, terms)
+    sums = _Sums.of(ys + (_lent_ys(stand_ins, terms or TERMS) if stand_ins else []))
     out = []
     for (row, lat), y in zip(pairs, ys, strict=True):
         if stage is not None and row.stage != stage:
@@ -327,24 +414,30 @@ def _median(errors: list[tuple[MeasuredRow, float]]) -> float | None:
     return statistics.median(abs(e) for _, e in errors) if len(errors) > 2 else None
 
 
-def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend: str) -> Model:
-    """Both stages' coefficients from an engine × backend's rows, with their leave-one-out error."""
-    if not pairs:  # no readable published measurement of this engine on this backend was found
+def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend: str,
+              stand_ins: StandInPairs | None = None, stand_in: str = "") -> Model:
+    """Both stages' coefficients from an engine × backend's rows (and its ``STAND_INS`` rows,
+    ``stand_ins``, described by ``stand_in``), with the leave-one-out error on its own rows."""
+    everything = pairs + [(r, lat) for r, lat, _ in stand_ins or []]
+    if not everything:  # no readable published measurement of this engine on this backend
         raise ParameterError(f"{{engine}} {{value}}: no published measurements of {engine} on the "
                              f"{backend} backend were found, so there is no expected speed to give "
                              "(without --engine: the bound)", value=engine)
     for stage in STAGES:
-        if not any(r.stage in (stage, "throughput") for r, _ in pairs):
+        if not any(r.stage in (stage, "throughput") for r, _ in everything):
             raise ParameterError(f"{{engine}} {{value}}: no published {stage} measurements on the "
                                  f"{backend} backend to fit an expected speed on", value=engine)
-    c = _nnls(_Sums.of(_ys(pairs)))
+    terms = ENGINE_TERMS.get((engine, backend), TERMS)
+    c = _nnls(_Sums.of(_ys(pairs, terms) + _lent_ys(stand_ins or [], terms)))
     k = PREFILL_TERMS
-    errors = loo_errors(pairs) if len(pairs) > 2 else []
+    errors = loo_errors(pairs, stand_ins=stand_ins, terms=terms) if len(pairs) > 2 else []
+    lent = len(stand_ins or [])
     fits = {stage: Fit(stage, coef, sum(r.stage == stage for r, _ in pairs),
-                       _median([(r, e) for r, e in errors if r.stage == stage]))
+                       _median([(r, e) for r, e in errors if r.stage == stage]), stand_in, lent)
             for stage, coef in (("prefill", c[:k]), ("decode", c[k:]))}
     through = [(r, e) for r, e in errors if r.stage == "throughput"]
-    return Model(fits["prefill"], fits["decode"], len(through), _median(through))
+    return Model(fits["prefill"], fits["decode"], sum(r.stage == "throughput" for r, _ in pairs),
+                 _median(through))
 
 
 @dataclass(frozen=True)

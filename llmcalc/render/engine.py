@@ -23,6 +23,11 @@ TERM_LABELS = {
     "reserved": "reserved: 1 − mem_fraction_static",
     "context": "CUDA context, runtime (NCCL)",
     "kept_free": "kept free: 1 − free_gpu_memory_fraction",
+    "mamba_state": "recurrent state pool (max_mamba_cache_size)",
+    "load_extra": "loading's other allocations",
+    "execution_context": "execution context (the engine's activations)",
+    "runtime_buffers": "runtime buffers (logits, output ids)",
+    "decoder": "decoder (sampling buffers)",
 }
 USABLE_LABELS = {"vllm": "total × gpu_memory_utilization", "sglang": "total",
                  "trtllm": "total"}

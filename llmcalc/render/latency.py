@@ -61,11 +61,18 @@ def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
 def _error(f: Fit) -> str:
     if not any(f.coefficients):  # no row informs the stage: its time is the bound's
         return "the bound: no measured row informs this stage"
+    if f.loo_median_abs_error is None:  # too few own rows (the stage may rest on stand-ins)
+        return _UNKNOWN + ("; from the stand-in rows below" if f.stand_in and not f.rows else "")
     return _loo(f.loo_median_abs_error, f.rows)
 
 
+_UNKNOWN = "unknown: too few own rows to leave one out"
+
+
 def _loo(e: float | None, rows: int) -> str:
-    return "" if e is None else f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
+    if e is None:
+        return _UNKNOWN if rows else ""
+    return f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
 
 
 def _expected_grid(r: Latency, e: Expected) -> Fitted:
@@ -80,12 +87,20 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
     t.add("output tokens/s per GPU over the request", f"{e.throughput_tokens_per_s:,.1f}",
           f"{r.throughput_per_gpu:,.1f}",
           _loo(e.throughput_loo_median_abs_error, e.throughput_rows))
+    if e.prefill.stand_in:
+        t.add(f"fitted with {e.prefill.stand_in_rows} other rows", "", "", e.prefill.stand_in)
     return Fitted(t)
 
 
 def _fit_json(f: Fit) -> dict[str, Any]:
     return {"coefficients": list(f.coefficients), "rows": f.rows,
             "median_abs_error_leave_one_out": f.loo_median_abs_error}
+
+
+def _stand_in_json(e: Expected) -> dict[str, Any]:
+    """Whose rows joined the fit (``STAND_INS``), only where some did."""
+    f = e.prefill
+    return {"stand_in": {"rows": f.stand_in_rows, "why": f.stand_in}} if f.stand_in else {}
 
 
 def expected_json(e: Expected) -> dict[str, Any]:
@@ -104,6 +119,7 @@ def expected_json(e: Expected) -> dict[str, Any]:
                         "weight format's compute peak)",
                         **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
+            **_stand_in_json(e),
         },
         "error": {"decode": e.decode.loo_median_abs_error,
                   "prefill": e.prefill.loo_median_abs_error,

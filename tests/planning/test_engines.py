@@ -29,9 +29,9 @@ PREDICTED = {
     "vllm-v0-4090x2-qwen14b-131k": 81536,
     "vllm-v1-a5000-qwen3-8b-16k": 45344,
     "vllm-v1-h100x4-qwen3-235b-fp8": 229456,
-    "sglang-h100x4-qwen3-235b-fp8": 367931,
-    "sglang-l4x4-qwq-32b": 44672,
-    "sglang-h100-llama31-8b-docs": 444020,
+    "sglang-h100x4-qwen3-235b-fp8": 363469,
+    "sglang-l4x4-qwq-32b": 47982,
+    "sglang-h100-llama31-8b-docs": 443823,
     "vllm-v0-a100-40gb-llama3-8b-8k": 156624,
     "vllm-v0-h100-phi4-gptq-2k": 11296,
     "vllm-v1-h100-codellama-7b": 126432,
@@ -86,6 +86,15 @@ PREDICTED = {
     "vllm-v1-h100-mistral-small31-24b-w8a8-tp2": 785664,
     "vllm-v1-h100-llama31-8b-w8a8": 528880,
     "vllm-v1-h100-qwen25-7b-w8a8": 1208608,
+    "sglang-b200-qwen25-vl-7b": 2246843,
+    "trtllm-a100-llama2-7b-kvmem": 131904,
+    "trtllm-a4000-qwen25-coder-05b-kvmem": 395264,
+    "trtllm-a10-llama2-7b-0.5": 8586,
+    "trtllm-5090-llama31-8b-fp8-0.19": 264064,
+    "trtllm-h100nvl-llava15-7b-tp2": 313408,
+    "trtllm-h100-qwen3-06b-1.2": 633312,
+    "trtllm-4070s-smollm2-135m-1.2": 431072,
+    "trtllm-4070s-smollm2-135m-1.2-f025": 119744,
     # vllm37: logs from other sources, versions and cards
     "vllm-v1-h100-gpt-oss-20b-llmd": 1460800,
     "vllm-v1-h100-gpt-oss-120b-llmd": 54989,
@@ -127,24 +136,26 @@ def test_token_count_per_log(cli: Any, log_id: str) -> None:
 
 
 def test_errors_over_the_logs() -> None:
-    """Median error at most 5%; at most 15% of the logs off by more than 10%. The four that are,
+    """Median error at most 5%; at most 15% of the logs off by more than 10%. The six that are,
     each for a term its log shows and llmcalc cannot know: the vLLM run with the LMCache
     connector's buffers, the A100 run whose profile peaked at 9.37 GiB where vLLM's maintainers
     logged 1.26 GiB for the same model and token budget (vllm#10511), Llama 4 Scout at tp 4,
-    whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59, and
+    whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59;
+    TensorRT-LLM 0.5's A10 engine, whose execution context (its activation memory, fixed at build
+    and not logged) llmcalc puts at 4.32 GiB where the logged count leaves about 3.2;
     gpt-oss-120b, whose mxfp4 weights vLLM loads at 64.38 GiB where the checkpoint is 60.77 (and
-    whose logged terms do not add up to its logged KV figure), and Qwen2-7B at utilization 0.25 on
-    an A100 with FlashInfer's sampler installed and in use ("Using FlashInfer for top-p & top-k
+    whose logged terms do not add up to its logged KV figure); and Qwen2-7B at utilization 0.25
+    on an A100 with FlashInfer's sampler installed and in use ("Using FlashInfer for top-p & top-k
     sampling"), whose profile peaks at about 8 bytes a [256, vocab] element, not the 38.5 of
     vLLM 0.10's own sampler that llmcalc takes: 1 GiB of a 5 GiB cache."""
     errors = {i: abs(p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
     assert statistics.median(errors.values()) <= 0.05
     over = sorted(i for i, e in errors.items() if e > 0.10)
-    assert over == ["vllm-v0-a100-40gb-llama3-8b-8k", "vllm-v1-a100-qwen2-7b-util025",
-                    "vllm-v1-h100-gpt-oss-120b-llmd", "vllm-v1-h100-llama4-scout-tp4",
-                    "vllm-v1-h100x4-qwen3-235b-fp8"]
+    assert over == ["trtllm-a10-llama2-7b-0.5", "vllm-v0-a100-40gb-llama3-8b-8k",
+                    "vllm-v1-a100-qwen2-7b-util025", "vllm-v1-h100-gpt-oss-120b-llmd",
+                    "vllm-v1-h100-llama4-scout-tp4", "vllm-v1-h100x4-qwen3-235b-fp8"]
     assert len(over) / len(errors) <= 0.15
-    assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0014
+    assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0107
     assert round(errors["vllm-v0-h100-phi4-gptq-2k"], 4) == 0.0126
 
 
@@ -162,7 +173,7 @@ def test_docs_state_each_error_and_the_summary() -> None:
     over = sum(abs(e) > 0.10 for e in signed.values())
     assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
            f"({over / len(signed):.0%}) off by more than 10%" in doc
-    assert (round(median, 4), over) == (0.0033, 5)
+    assert (round(median, 4), over) == (0.0044, 6)
 
 
 EXACT = [
@@ -233,6 +244,15 @@ EXACT = [
     "vllm-v1-h100-mistral-small31-24b-w8a8-tp2",
     "vllm-v1-h100-llama31-8b-w8a8",
     "vllm-v1-h100-qwen25-7b-w8a8",
+    "sglang-musa-qwen3-30b-a3b-tp2-kvmem",
+    "sglang-b200-qwen25-vl-7b",
+    "sglang-h200-dp4-qwen3-30b-a3b-kvmem",
+    "sglang-48gb-qwen3-14b-kvmem",
+    "trtllm-5090-llama31-8b-fp8-0.19",
+    "trtllm-h100nvl-llava15-7b-tp2",
+    "trtllm-h100-qwen3-06b-1.2",
+    "trtllm-4070s-smollm2-135m-1.2",
+    "trtllm-4070s-smollm2-135m-1.2-f025",
     "vllm-v1-h100-mistral-small32-vlm-llmd",
     "vllm-v0-t4-llama32-3b",
     "vllm-v0-4070laptop-llama32-3b-q8",
@@ -259,10 +279,10 @@ def test_tokens_from_a_logged_kv_figure_exact_to_its_rounding(cli: Any, log_id: 
 
 def test_every_log_row_is_held() -> None:
     """Each row of engine_logs.json is predicted, held from its logged figure, or a refusal."""
-    held = set(PREDICTED) | set(EXACT) | {"trtllm-a100-llama2-7b-kvmem", "trtllm-a10-llama2-7b-0.5",
-                                          "vllm-v0-h100-llama3-8b", "vllm-v0-8gb-qwen25-7b-awq-refused"}
+    held = set(PREDICTED) | set(EXACT) | {"vllm-v0-h100-llama3-8b",
+                                          "vllm-v0-8gb-qwen25-7b-awq-refused"}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 96
+    assert len(BY_ID) == 105
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
@@ -326,13 +346,53 @@ def test_vllm_v1_refusal(cli: Any) -> None:
         "on the available memory, the estimated maximum model length is 39072.")
 
 
-def test_trtllm_before_1_0_takes_the_logged_figure(cli: Any) -> None:
-    r = cli(*_args(BY_ID["trtllm-a10-llama2-7b-0.5"]))
-    assert r.code == 2
-    assert r.stderr.strip() == (
-        "error: --engine trtllm==0.5: before 1.0 a built TensorRT engine sizes the runtime's "
-        "buffers, which llmcalc does not read; give --kv-memory from its log ('Allocated X GiB "
-        "for max tokens in paged KV cache')")
+def test_trtllm_before_1_0_the_built_engines_runtime(cli: Any) -> None:
+    """TensorRT-LLM#1188 (0.14, Qwen2.5-0.5B int8 on an RTX A4000, trtllm-build's defaults): the
+    log's breakdown, engine 875 MiB (0.85 GiB), execution context 773.51 MiB (0.76 GiB), runtime
+    buffers 2.66 GB, decoder 5.76 GB, against llmcalc's terms; the cache is 0.9 of what is left, in
+    64-token blocks; the command line builds the engine with these settings."""
+    d = json.loads(cli(*_args(BY_ID["trtllm-a4000-qwen25-coder-05b-kvmem"])).stdout)
+    terms = ("context", "weights", "execution_context", "runtime_buffers", "decoder", "kept_free")
+    assert {t: round(d[f"{t}_bytes"] / GiB, 2) for t in terms} == {
+        "context": 0.75, "weights": 0.84, "execution_context": 0.84, "runtime_buffers": 2.57,
+        "decoder": 5.81, "kept_free": 0.5}
+    assert d["cuda_memory_bytes"] - sum(d[f"{t}_bytes"] for t in terms) == d["kv_cache_bytes"]
+    assert (d["block_tokens"], d["kv_cache_tokens"]) == (64, 395264)
+    assert d["command"] == ("trtllm-build --checkpoint_dir CKPT --output_dir ENGINE "
+                            "--max_batch_size 2048 --max_num_tokens 8192 --max_seq_len 32768 "
+                            "--tokens_per_block 64 && trtllm-serve ENGINE --tp_size 1 "
+                            "--kv_cache_free_gpu_memory_fraction 0.9")
+
+
+def test_trtllm_0_5_logged_tokens_unrounded(cli: Any) -> None:
+    """TensorRT-LLM#224: 0.5 logged fraction × free / bytes a token ("Using 10718 tokens", not a
+    multiple of its 16-token blocks); from the logged count's own memory (10,718 × 524,288 bytes)
+    llmcalc gives it back."""
+    row = BY_ID["trtllm-a10-llama2-7b-0.5"]
+    r = cli(*_args(row, "--kv-memory", f"{10718 * 524288}B"))
+    assert json.loads(r.stdout)["kv_cache_tokens"] == 10718
+    r = cli(*_args(row)[:-1])
+    assert "KV cache tokens (fraction × free / bytes a token, unrounded)" in r.stdout
+    assert "8,586" in r.stdout
+
+
+def test_trtllm_versions_pick_the_runtime() -> None:
+    """Before 1.0 the C++ runtime over a built engine (its buffers sized by max_batch_size), from
+    1.0 the PyTorch backend (a warm-up peak): Llama-3.1-8B on an H100 at the defaults."""
+    spec = spec_for("llama-3.1-8b", None)
+    at = {v: trtllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                         version=v) for v in ("0.14", "0.19", "1.0", "1.2")}
+    assert {v: sorted(b.terms) for v, b in at.items()} == {
+        "0.14": ["context", "decoder", "execution_context", "kept_free", "runtime_buffers",
+                 "weights"],
+        "0.19": ["context", "decoder", "execution_context", "kept_free", "runtime_buffers",
+                 "weights"],
+        "1.0": ["activation_peak", "context", "kept_free", "weights"],
+        "1.2": ["activation_peak", "context", "kept_free", "weights"]}
+    assert {v: b.block_tokens for v, b in at.items()} == {"0.14": 64, "0.19": 32, "1.0": 32,
+                                                          "1.2": 32}
+    assert at["1.0"].kv_cache_tokens == at["1.2"].kv_cache_tokens
+    assert all(budget_adds_up(b) for b in at.values())
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -11,13 +11,30 @@ from typing import Any
 import pytest
 
 from llmcalc.cli.latency import row_latency
-from llmcalc.planning.speed import MeasuredRow, loo_errors, measured_rows, rows_for
+from llmcalc.planning.speed import (
+    ENGINE_TERMS,
+    TERMS,
+    MeasuredRow,
+    loo_errors,
+    measured_rows,
+    rows_for,
+    stand_in_rows,
+)
 
 ENGINES = sorted({(r.engine, r.backend) for r in measured_rows()})
 
 
 def _pairs(engine: str, backend: str) -> list[tuple[MeasuredRow, Any]]:
     return [(r, row_latency(r)) for r in rows_for(engine, backend)]
+
+
+def _loo(engine: str, backend: str, stage: str | None = None) -> list[tuple[MeasuredRow, float]]:
+    """Each own row's leave-one-out error, the engine × backend's stand-in rows (STAND_INS) in
+    every fit, as `latency --engine` fits it."""
+    lent = stand_in_rows(engine, backend)
+    stand_ins = [(r, row_latency(r), stages) for r, stages in lent.rows]
+    terms = ENGINE_TERMS.get((engine, backend), TERMS) if stand_ins else None
+    return loo_errors(_pairs(engine, backend), stage, stand_ins=stand_ins or None, terms=terms)
 
 
 SOURCES = {  # the scoreboard each row's figure comes from, and where it was read
@@ -35,19 +52,43 @@ TRTLLM = ("https://github.com/NVIDIA/TensorRT-LLM/blob/138f96d45f90b9667426f7c47
 VLLM = "https://buildkite.com/vllm/performance-benchmark"  # vLLM's nightly benchmark reports
 QUOTED_IN = ("Enigmus-org/homepage/docs/local-llm-inference-engines.md",
              "stored public research notes 'Local AI Advisor")
+SGLANG = ("https://github.com/sgl-project/sglang/blob/4b7077bebbea288f27e67679c8eaed69e3f3929d/"
+          "docs_new/src/snippets/configs/qwen/qwen3.6-benchmarks.jsx")  # the Qwen3.6 cookbook
+HF_GENERATE = ("https://github.com/fxmarty/accelerated-pytorch-transformers-generation/blob/"
+               "e11f7faa533c619003b2399d91be8c5c323b6326/README.md")  # stock transformers generate
+CPU_BENCH = "https://github.com/geerlingguy/ai-benchmarks/issues/53"  # llama-bench, i5-4278U CPU
+VLLM_ROCM = ("https://blogs.oracle.com/cloud-infrastructure/post/serving-llama-31-405b-model-with-"
+             "amd-mi300x-gpus",  # benchmark_latency, Llama 3.1 405B FP8, 8 x MI300X
+             "https://www.amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html")
 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 323
+    assert len(rows) == 342
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 201, "consumer": 70, "datacentre": 52}
-    assert sum(r.engine == "vllm" for r in rows) == 7
+    assert by_class == {"apple": 201, "consumer": 73, "datacentre": 68}
+    assert sum(r.engine == "vllm" for r in rows) == 18
+    assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
+        "sglang": 4, "transformers": 1}
+    assert sum(r.backend == "cpu" for r in rows) == 3
     for r in rows:
-        if r.engine == "trtllm":  # read at the source itself: its performance page
+        if r.engine == "sglang":  # the cookbook's cells at concurrency 1: first-token latency
+            assert r.source == SGLANG and r.build.startswith("SGLang 0.5.1")
+            assert (r.test, r.ctx, r.gen, r.batch, r.tp) == ("ttft", 8192, 1, 1, 1)
+            published = r.ttft_ms
+        elif r.engine == "transformers":  # new_tokens / a whole generate call, batch 1
+            assert r.source == HF_GENERATE and "stock transformers" in r.build
+            assert (r.test, r.ctx, r.gen, r.batch) == ("throughput", 1000, 200, 1)
+            published = r.tokens_per_s
+        elif r.engine == "trtllm":  # read at the source itself: its performance page
             assert r.source == TRTLLM and not r.quoted_in and r.build.startswith("TensorRT-LLM v0.")
             assert r.test in ("throughput", "ttft") and (r.gen == 1) == (r.test == "ttft")
             published = r.ttft_ms if r.test == "ttft" else r.tokens_per_s
+        elif r.engine == "vllm" and r.backend == "rocm":  # a batch's latency in seconds, TP 8
+            assert r.source in VLLM_ROCM and (r.test, r.ctx, r.tp, r.gpu) == (
+                "throughput", 128, 8, "mi300x")
+            published = r.latency_ms / 1000
+            assert r.tokens_per_s == r.batch * r.gen * 1000 / (r.latency_ms * r.tp)
         elif r.engine == "vllm":  # benchmark_latency: batch 8, 32 tokens in, 128 out, median ms
             assert r.source == f"{VLLM}/builds/9515" or (
                 r.source == VLLM and r.quoted_in.startswith("a stored copy of a vLLM"))
@@ -55,8 +96,9 @@ def test_rows_carry_their_source_and_figures() -> None:
             published = r.latency_ms
             assert r.tokens_per_s == 8 * 128 * 1000 / (r.latency_ms * r.tp)
         else:
-            assert (r.source in (STRIX, XIONGJIE) and not r.quoted_in) or (
+            assert (r.source in (STRIX, XIONGJIE, CPU_BENCH) and not r.quoted_in) or (
                 r.source in SOURCES and r.quoted_in.startswith(QUOTED_IN))
+            assert (r.backend == "cpu") == (r.source == CPU_BENCH)
             # llama-bench: ppN is an N-token prompt, one token out; tgN is N tokens from 1
             n = int(r.test[2:])
             assert (r.ctx, r.gen, r.batch) == ((n, 1, 1) if r.test.startswith("pp") else (1, n, 1))
@@ -77,25 +119,35 @@ def test_rows_carry_their_source_and_figures() -> None:
 # prefill's 12% (the 2025 scoreboard's Q4_0 pp512 run faster than 2024's Q4_K_M builds) and its
 # data-centre class (H100, A100: 2 rows each); Vulkan's prefill misses (the Strix Halo's pp512
 # reaches 0.19–0.30 of its FP16 peak where the discrete cards reach 0.33–0.44). Pinned as they are.
+# SGLang (4 first-token rows, Qwen3.6-35B-A3B on H200 and B200, BF16 and FP8; vLLM's rows stand in
+# for its decode) misses prefill's 12%: FP8 weights gain 1.3× on the H200 and lose on the B200;
+# llama.cpp on a CPU (3 rows, one CPU) and transformers (1 row) are too few rows to judge.
 LOO = {("llama.cpp", "metal"): (0.047, 0.055, True), ("llama.cpp", "cuda"): (0.052, 0.136, False),
        ("llama.cpp", "vulkan"): (0.038, 0.265, False), ("llama.cpp", "rocm"): (0.072, 0.090, True),
-       ("trtllm", "cuda"): (None, 0.103, True), ("vllm", "cuda"): (None, None, True)}
+       ("trtllm", "cuda"): (None, 0.103, True), ("vllm", "cuda"): (None, None, True),
+       ("sglang", "cuda"): (None, 0.330, False), ("llama.cpp", "cpu"): (0.651, 0.232, False),
+       ("transformers", "cuda"): (None, None, False), ("vllm", "rocm"): (None, None, True)}
 # Whole-request throughput rows (out tokens/s per GPU): their median |error|. vLLM's seven
 # (benchmark_latency, batch 8, 32 in / 128 out: Llama-3.1-8B, Llama-3-70B TP 4, Mixtral-8x7B TP 2
 # on H200 and H100; Llama-3.1-8B on an A100) are fitted with 3 of the 11 terms (ENGINE_TERMS).
-THROUGHPUT = {("trtllm", "cuda"): 0.103, ("vllm", "cuda"): 0.072}
+# vLLM on ROCm (11 rows: Llama 3.1 405B FP8 at batch 1–256 and 70B FP8 at batch 1–2 on 8 × MI300X;
+# SGLang's CUDA first-token rows stand in for its prefill) meets 8%, nine of its rows one sweep.
+THROUGHPUT = {("trtllm", "cuda"): 0.103, ("vllm", "cuda"): 0.072, ("transformers", "cuda"): 0.845,
+              ("vllm", "rocm"): 0.016}
 
 CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.074,
                 ("llama.cpp", "cuda", "datacentre"): 0.182, ("llama.cpp", "vulkan", "consumer"): 0.106,
                 ("llama.cpp", "rocm", "consumer"): 0.087, ("trtllm", "cuda", "datacentre"): 0.103,
-                ("vllm", "cuda", "datacentre"): 0.072}
+                ("vllm", "cuda", "datacentre"): 0.072, ("sglang", "cuda", "datacentre"): 0.330,
+                ("llama.cpp", "cpu", "consumer"): 0.259, ("transformers", "cuda", "datacentre"): 0.845,
+                ("vllm", "rocm", "datacentre"): 0.016}
 
 
 @pytest.mark.parametrize(("engine", "backend"), ENGINES)
 def test_leave_one_out_error_of_every_row(engine: str, backend: str) -> None:
     pairs = _pairs(engine, backend)
-    decode, prefill = loo_errors(pairs, "decode"), loo_errors(pairs, "prefill")
-    through = loo_errors(pairs, "throughput")
+    decode, prefill = _loo(engine, backend, "decode"), _loo(engine, backend, "prefill")
+    through = _loo(engine, backend, "throughput")
     assert len(decode) + len(prefill) + len(through) == len(pairs)
     med_d = statistics.median(abs(e) for _, e in decode) if decode else None
     med_p = statistics.median(abs(e) for _, e in prefill) if prefill else None
@@ -119,13 +171,13 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     """docs/latency.md's summary: each row's leave-one-out error within its engine × backend's
     fit, pooled over all of them, by stage and by hardware class (targets: decode ≤ 8%, prefill
     ≤ 12%, each class ≤ 15%)."""
-    errors = [e for engine, backend in ENGINES for e in loo_errors(_pairs(engine, backend))]
+    errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.048, "prefill": 0.064, "throughput": 0.094}
+    assert by_stage == {"decode": 0.048, "prefill": 0.065, "throughput": 0.074}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.052, "consumer": 0.082, "datacentre": 0.094}
+    assert by_class == {"apple": 0.052, "consumer": 0.086, "datacentre": 0.078}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
@@ -183,15 +235,15 @@ def test_without_engine_no_expected(cli: Any) -> None:
      "error: --backend: names an engine's backend; give --engine too\n"),
     (("--gpu", "apple-m2-ultra", "--engine", "llama.cpp", "--backend", "opencl"),
      "error: --backend 'opencl': not a backend llmcalc models (cuda, metal, rocm, vulkan, cpu)\n"),
-    (("--gpu", "h100", "--engine", "sglang"),
-     "error: --engine sglang: no published measurements of sglang on the cuda backend were found, "
+    (("--gpu", "apple-m2-ultra", "--engine", "trtllm", "--backend", "metal"),
+     "error: --engine trtllm: no published measurements of trtllm on the metal backend were found, "
      "so there is no expected speed to give (without --engine: the bound)\n"),
-    (("--gpu", "h100", "--engine", "transformers"),
-     "error: --engine transformers: no published measurements of transformers on the cuda backend "
-     "were found, so there is no expected speed to give (without --engine: the bound)\n"),
-    (("--gpu", "mi300x", "--engine", "vllm", "--backend", "rocm"),
-     "error: --engine vllm: no published measurements of vllm on the rocm backend were found, so "
+    (("--gpu", "h100", "--engine", "vllm", "--backend", "cpu"),
+     "error: --engine vllm: no published measurements of vllm on the cpu backend were found, so "
      "there is no expected speed to give (without --engine: the bound)\n"),
+    (("--gpu", "h100", "--engine", "transformers", "--backend", "cpu"),
+     "error: --engine transformers: no published measurements of transformers on the cpu backend "
+     "were found, so there is no expected speed to give (without --engine: the bound)\n"),
 ])
 def test_refusals(cli: Any, args: tuple[str, ...], message: str) -> None:
     r = cli("latency", "llama-2-7b", *args)
@@ -230,3 +282,89 @@ def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
     table = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "bf16", "--batch", "8",
                 "--ctx", "32", "--gen", "128", "--engine", "vllm").stdout
     assert "±7.2% (median, leave-one-out, 7 rows)" in table
+
+
+def test_sglang_first_token_row_and_stand_in_decode(cli: Any) -> None:
+    """H200, Qwen3.6-35B-A3B BF16, 8,192-token prompt: 182 ms to the first token measured (45,011
+    tokens/s; SGLang's Qwen3.6 cookbook); its decode rests on vLLM's rows, and the basis says so."""
+    r = cli("latency", "qwen3.6-35b-a3b", "--gpu", "h200", "--dtype", "bf16", "--ctx", "8192",
+            "--gen", "1", "--batch", "1", "--engine", "sglang", "--json")
+    assert r.code == 0, r.stderr
+    out = json.loads(r.stdout)
+    e = out["expected"]
+    assert round(e["prefill_tokens_per_s"]) == 45_676  # 1.5% above the 45,011 measured
+    assert e["prefill_tokens_per_s"] <= 8192 / out["prefill"]["seconds"]
+    assert round(e["error"]["prefill"], 3) == 0.330 and e["error"]["decode"] is None
+    assert e["basis"]["stand_in"] == {
+        "rows": 7, "why": "vLLM's CUDA rows stand in for SGLang's decode: no published SGLang "
+        "decode step without speculative decoding was found"}
+    assert (e["basis"]["prefill"]["rows"], e["basis"]["decode"]["rows"]) == (4, 0)
+    table = cli("latency", "qwen3.6-35b-a3b", "--gpu", "h200", "--engine", "sglang").stdout
+    assert "±33.0% (median, leave-one-out, 4 rows)" in table
+    words = " ".join(w for w in table.split() if w != "│")  # the error column wraps at spaces
+    assert "unknown: too few own rows to leave one out; from the stand-in rows below" in words
+    assert "fitted with 7 other rows" in table
+
+
+def test_a_transformers_generate_row_reproduced(cli: Any) -> None:
+    """A10G (its 600 GB/s; the A10's 125 TFLOPS standing in), LLaMA 7B FP16, stock generate,
+    1,000 tokens in, 200 out, batch 1: 23.15 tokens/s measured; one row, so no error estimate."""
+    r = cli("latency", "llama-2-7b", "--gpu-flops", "125T", "--gpu-bandwidth", "0.6T", "--dtype",
+            "fp16", "--ctx", "1000", "--gen", "200", "--batch", "1", "--engine", "transformers",
+            "--json")
+    out = json.loads(r.stdout)
+    e = out["expected"]
+    assert round(e["throughput_tokens_per_s"], 2) == 22.86  # 1.2% below
+    assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"]
+    assert e["error"] == {"decode": None, "prefill": None, "throughput": None}
+    assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [0.0, 1.357, 0.0, 0.0, 0.0]
+    assert not any(e["basis"]["prefill"]["coefficients"])  # no prefill row: the bound
+
+
+def test_a_llama_cpp_cpu_row_reproduced(cli: Any) -> None:
+    """i5-4278U (2 Haswell cores, 198.4 GFLOP/s FP32 derived; DDR3L-1600 dual channel, 25.6 GB/s),
+    Llama-3.2-3B Q4_K_M tg128: 7.68 tokens/s measured (llama-bench, CPU backend)."""
+    r = cli("latency", "llama-3.2-3b", "--gpu-flops", "198.4G", "--gpu-bandwidth", "25.6G",
+            "--dtype", "q4_k_m", "--ctx", "1", "--gen", "128", "--batch", "1", "--engine",
+            "llama.cpp", "--backend", "cpu", "--json")
+    out = json.loads(r.stdout)
+    e = out["expected"]
+    assert round(e["decode_tokens_per_s"], 2) == 7.68 and e["decode_tokens_per_s"] < out[
+        "tokens_per_s"]
+    assert e["error"]["decode"] is None  # three rows of one CPU: no leave-one-out median
+
+
+@pytest.mark.parametrize(("engine", "backend", "why"), [
+    ("sglang", "rocm", "no published SGLang measurement on ROCm was found: vLLM's ROCm rows "
+     "(MI300X) stand in; no published prefill measurement on ROCm was found: SGLang's CUDA "
+     "first-token rows (H200, B200) stand in for the prefill"),
+    ("transformers", "rocm", "no published transformers measurement on ROCm was found: its CUDA "
+     "row (a per-layer launch cost) stands in"),
+])
+def test_a_backend_without_rows_is_fitted_on_stand_ins(cli: Any, engine: str, backend: str,
+                                                       why: str) -> None:
+    r = cli("latency", "llama-3.1-8b", "--gpu", "mi300x", "--dtype", "bf16", "--ctx", "32",
+            "--gen", "128", "--batch", "8", "--engine", engine, "--backend", backend, "--json")
+    assert r.code == 0, r.stderr
+    out = json.loads(r.stdout)
+    e = out["expected"]
+    assert e["basis"]["stand_in"]["why"] == why
+    assert e["error"] == {"decode": None, "prefill": None, "throughput": None}
+    assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"]
+    assert e["decode_tokens_per_s"] <= out["tokens_per_s"]
+
+
+def test_a_vllm_rocm_latency_row_reproduced(cli: Any) -> None:
+    """8 × MI300X, Llama 3.1 405B FP8, benchmark_latency at batch 1, 128 in / 128 out: 3.530 s,
+    4.53 output tokens/s per GPU (Oracle's OCI post); SGLang's CUDA first-token rows stand in for
+    the prefill, which these rows barely measure."""
+    r = cli("latency", "llama-3.1-405b", "--gpu", "mi300x", "--tp", "8", "--dtype", "fp8", "--ctx",
+            "128", "--gen", "128", "--batch", "1", "--engine", "vllm", "--backend", "rocm", "--json")
+    out = json.loads(r.stdout)
+    e = out["expected"]
+    measured = 128 * 1000 / (3530 * 8)
+    assert abs(e["throughput_tokens_per_s"] / measured - 1) <= 0.01
+    assert round(e["throughput_tokens_per_s"], 3) == 4.519
+    assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"]
+    assert round(e["error"]["throughput"], 3) == 0.016
+    assert e["basis"]["stand_in"]["rows"] == 4
