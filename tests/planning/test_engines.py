@@ -554,8 +554,8 @@ def test_channel_scaled_8bit_weights() -> None:
 
 
 def test_vllm_v1_sampler_peak_before_0_12() -> None:
-    """Before 0.12 the dummy sampler run also applies penalties to an int64 prompt_token_ids
-    (vllm#13594): 38.5 bytes a [1,024, vocab] element on an H100 — Llama-3.1-8B 4.71 GiB where
+    """Up to 0.11 the dummy sampler run (vllm#13594) goes through PyTorch's sort-based top-k/top-p:
+    38.5 bytes a [1,024, vocab] element on an H100 — Llama-3.1-8B 4.71 GiB where
     llm-d-benchmark's vLLM logged 4.76, gpt-oss-20b 7.38 where it logged 7.38."""
     peaks = {m: vllm.plan(spec_for(m, None), accelerator=lookup("h100"), dtype=DType.bf16,
                           kv_dtype=DType.bf16, version="0.10",

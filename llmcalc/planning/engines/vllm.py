@@ -71,12 +71,13 @@ V0_MAX_NUM_SEQS = 256
 # [max_num_seqs, vocab] float32 tensors V0's dummy sampling holds at its peak (plan(), below)
 V0_SAMPLER_TENSORS = 10
 # bytes a [max_num_seqs, vocab] element V1's dummy sampling holds (plan(), below), by the version
-# it starts from: 0.8–0.11 profile the sampler with penalties and an int64 [num_reqs, vocab]
-# prompt_token_ids (vllm#13594, vllm/v1/worker/gpu_model_runner.py _dummy_sampler_run), logged at
-# 38.4–38.9 bytes an element (plan(), below); by 0.19 PyTorch's sort alone (fp32 logits, sorted
-# values, int64 indices; llmcalc takes it from 0.12: no log of 0.12–0.18 shows where it changed);
-# from 0.20 FlashInfer's sampler (fp32 logits and probabilities; vllm#40376 turned it on by default
-# after 0.19.0)
+# it starts from: up to 0.11 the dummy run (vllm#13594: top-k vocab - 1, top-p, the penalties'
+# tensors) goes through PyTorch's sort-based top-k/top-p, logged at 38.4–38.9 bytes an element
+# (plan(), below); by 0.19 16 bytes (fp32 logits, sorted values, int64 indices; llmcalc takes it
+# from 0.12: no log of 0.12–0.18 shows where it changed); from 0.20 FlashInfer's sampler (fp32
+# logits and probabilities; vllm#40376 turned it on by default after 0.19.0). A 0.8–0.10 install
+# with FlashInfer present samples with it ("Using FlashInfer for top-p & top-k sampling"), about
+# 8 bytes: llmcalc follows the plain install
 V1_SAMPLER_BYTES = {(0, 20): Fraction(4 + 4), (0, 12): Fraction(4 + 4 + 8),
                     (0, 0): Fraction(77, 2)}
 FLASHINFER_SAMPLER_FROM = (0, 20)
@@ -292,11 +293,10 @@ def plan(
     # values and int64 indices): 4 + 4 + 8 = 16 bytes a [max_num_seqs, vocab] element. vLLM 0.19's
     # H100 sweep logs 15.2–15.9 (Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21, Phi-4 1.52, Gemma 3 3.89
     # with 1,024 sequences). From 0.20 FlashInfer's sampler is on by default (vllm#40376): fp32
-    # logits and probabilities, 8 bytes (LMCache#3430's 0.21 run). Before 0.12 the dummy run also
-    # applies penalties to an int64 [max_num_seqs, vocab] prompt_token_ids (vllm#13594): 38.5 bytes,
-    # as logged by vLLM 0.10 and 0.11 (llm-d-benchmark's 0.11 H100 runs with 1,024 sequences: Llama-3.1-8B
-    # 4.76 GiB, Qwen3-0.6B 5.56, Qwen3-32B 5.64, gpt-oss-20b 7.38; with 256 sequences 1.40 GiB for
-    # Qwen3 on an RTX 4090 and on L40S, 38.4–38.9 bytes). V0's profile_run (vllm/worker/model_runner.py) samples every dummy
+    # logits and probabilities, 8 bytes (LMCache#3430's 0.21 run). Up to 0.11 the sort-based pass
+    # over vllm#13594's dummy metadata holds 38.5 bytes, as llm-d-benchmark's 0.11 H100 runs log
+    # with 1,024 sequences: Llama-3.1-8B 4.76 GiB, Qwen3-0.6B 5.56, Qwen3-32B 5.64, gpt-oss-20b
+    # 7.38 (38.4–38.9 bytes). V0's profile_run (vllm/worker/model_runner.py) samples every dummy
     # sequence with SamplingParams(top_p=0.99, top_k=vocab_size - 1), so the sampler's top-k/top-p
     # pass (vllm/model_executor/layers/sampler.py _apply_top_k_top_p, then probs and logprobs) holds
     # about ten [max_num_seqs, vocab] float32-sized tensors at once: the fp32 logits, the sorted
