@@ -9,7 +9,7 @@ and help caches, as a first use does); we print the medians and each form's rati
 The target is a ratio of at most 1.25 for every form.
 
 llmcalc is byte-compiled first, as `pip install` does. Usage:
-    python bench/startup.py [MODEL] [--runs N]
+    python bench/startup.py [MODEL] [--runs N] [--only TEXT]
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ FORMS = (
     "fit llama-2-70b --gpu h100 --gpus 2 --batch 16 --ctx 4k",
     "train llama-3-8b --gpu h100 --tokens 1T",
     "latency llama-3-8b --gpu h100",
+    # the expected speed: the fit on llama.cpp's 201 Metal rows, kept between runs
+    "latency llama-3-8b --gpu apple-m2-ultra --dtype q4_k_m --engine llama.cpp --json",
     "list",
     "--help",
     "count --help",
@@ -64,12 +66,13 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("model", nargs="?", default="gpt2-medium")
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--only", default="", help="only the forms whose text holds TEXT")
     args = parser.parse_args()
     compileall.compile_dir(REPO / "llmcalc", quiet=1)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     cmds = {"import floor": [sys.executable, "-c", FLOOR]}
     forms = [f"{command} {args.model}" for command in ("count", "flops", "memory")]
-    for form in [*forms, *FORMS]:
+    for form in [f for f in [*forms, *FORMS] if args.only in f]:
         cmds[f"llmcalc {form}"] = [sys.executable, "-c", ENTRY, *form.split()]
     for cmd in cmds.values():  # warm the file cache once
         timed(cmd, env)

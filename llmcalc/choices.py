@@ -92,3 +92,21 @@ def parse_engine(text: str) -> Engine:
     if sep and not (version and all(part.isdigit() for part in version.split("."))):
         raise UsageError(f"--engine {text!r}: a version is digits and dots, as vllm==0.6.3")
     return Engine(engine, version or None)
+
+
+# the backends an engine runs on (`latency --backend`): llmcalc.planning.speed fits each engine ×
+# backend on its own measured rows
+BACKENDS = ("cuda", "metal", "rocm", "vulkan", "cpu")
+
+
+def parse_backend(text: str | None, kind: str) -> str:
+    """``--backend`` as named, else the card's own: metal on Apple silicon (``kind`` apple), cuda
+    on the rest; anything else raises UsageError."""
+    from llmcalc.errors import UsageError
+
+    if text is None:
+        return "metal" if kind == "apple" else "cuda"
+    key = text.strip().lower()
+    if key not in BACKENDS:
+        raise UsageError(f"--backend {text!r}: not a backend llmcalc models ({', '.join(BACKENDS)})")
+    return key

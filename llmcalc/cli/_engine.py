@@ -51,6 +51,22 @@ BlockSizeOpt = Annotated[
 EnforceEagerOpt = Annotated[
     bool, typer.Option("--enforce-eager", hidden=True, help=f"No CUDA graphs {_H}."),
 ]
+EnablePrefixCachingOpt = Annotated[
+    bool, typer.Option("--enable-prefix-caching", hidden=True,
+                       help=f"Prefix caching (matters for Mamba hybrids' state pages) {_H}."),
+]
+MambaCacheModeOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--mamba-cache-mode", hidden=True, metavar="MODE", show_default=False,
+                 help=f"none, align or all: state pages a request holds with prefix caching "
+                 f"{_H}."),
+]
+MambaSsmCacheDtypeOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--mamba-ssm-cache-dtype", hidden=True, metavar="DTYPE", show_default=False,
+                 help=f"auto, float32, float16 or bfloat16: the Mamba temporal state's dtype "
+                 f"{_H}."),
+]
 MemFractionStaticOpt = Annotated[
     Optional[float],  # noqa: UP045
     typer.Option("--mem-fraction-static", hidden=True, metavar="F", show_default=False,
@@ -99,7 +115,8 @@ KvMemoryOpt = Annotated[
 ]
 
 VLLM_ONLY = ("--gpu-memory-utilization", "--max-num-seqs", "--max-num-batched-tokens",
-             "--block-size", "--enforce-eager")
+             "--block-size", "--enforce-eager", "--enable-prefix-caching", "--mamba-cache-mode",
+             "--mamba-ssm-cache-dtype")
 SGLANG_ONLY = ("--mem-fraction-static", "--chunked-prefill-size", "--max-running-requests",
                "--page-size")
 TRTLLM_ONLY = ("--kv-cache-free-gpu-memory-fraction", "--max-batch-size", "--max-num-tokens",
@@ -127,6 +144,9 @@ class EngineSettings:
     max_num_tokens: int | None = None
     tokens_per_block: int | None = None
     kv_memory: str | None = None
+    enable_prefix_caching: bool = False
+    mamba_cache_mode: str | None = None
+    mamba_ssm_cache_dtype: str | None = None
 
     def given(self) -> dict[str, object]:
         """Each option given, by its flag."""
@@ -142,7 +162,10 @@ class EngineSettings:
                  "--kv-cache-free-gpu-memory-fraction": self.kv_cache_free_gpu_memory_fraction,
                  "--max-batch-size": self.max_batch_size, "--max-num-tokens": self.max_num_tokens,
                  "--tokens-per-block": self.tokens_per_block,
-                 "--max-model-len": self.max_model_len, "--kv-memory": self.kv_memory}
+                 "--max-model-len": self.max_model_len, "--kv-memory": self.kv_memory,
+                 "--enable-prefix-caching": self.enable_prefix_caching or None,
+                 "--mamba-cache-mode": self.mamba_cache_mode,
+                 "--mamba-ssm-cache-dtype": self.mamba_ssm_cache_dtype}
         return {k: v for k, v in flags.items() if v is not None}
 
 
@@ -161,6 +184,14 @@ def check_given(engine: Engine | None, s: EngineSettings) -> None:
                 raise UsageError(f"{flag}: goes with --engine vllm, sglang or trtllm")
 
 
+def ssm_dtype(value: str | None) -> str | None:
+    """--mamba-ssm-cache-dtype as vLLM names it (vllm/config/cache.py MambaDType)."""
+    if value is not None and value not in ("auto", "float32", "float16", "bfloat16"):
+        raise UsageError(f"--mamba-ssm-cache-dtype {value}: expected auto, float32, float16 or "
+                         "bfloat16")
+    return value
+
+
 def engine_plan(spec: ModelSpec, engine: Engine, s: EngineSettings, *, acc: Accelerator,
                 dtype: WeightFormat, kv_dtype: DType, tp: int) -> EngineBudget:
     """The engine's budget (llmcalc.planning.engines.<engine>.plan) with the options given."""
@@ -175,7 +206,10 @@ def engine_plan(spec: ModelSpec, engine: Engine, s: EngineSettings, *, acc: Acce
                          gpu_memory_utilization=s.gpu_memory_utilization,
                          max_model_len=model_len, max_num_seqs=s.max_num_seqs,
                          max_num_batched_tokens=s.max_num_batched_tokens,
-                         block_size=s.block_size, enforce_eager=s.enforce_eager, kv_memory=kv)
+                         block_size=s.block_size, enforce_eager=s.enforce_eager, kv_memory=kv,
+                         enable_prefix_caching=s.enable_prefix_caching or None,
+                         mamba_cache_mode=s.mamba_cache_mode,
+                         mamba_ssm_cache_dtype=ssm_dtype(s.mamba_ssm_cache_dtype))
     if engine.name is EngineName.sglang:
         from llmcalc.planning.engines import sglang
 

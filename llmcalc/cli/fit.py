@@ -46,11 +46,14 @@ from llmcalc.cli._decide import (
 from llmcalc.cli._engine import (
     BlockSizeOpt,
     ChunkedPrefillSizeOpt,
+    EnablePrefixCachingOpt,
     EnforceEagerOpt,
     EngineSettings,
     GpuMemoryUtilizationOpt,
     KvFractionOpt,
     KvMemoryOpt,
+    MambaCacheModeOpt,
+    MambaSsmCacheDtypeOpt,
     MaxBatchSizeOpt,
     MaxModelLenOpt,
     MaxNumBatchedTokensOpt,
@@ -183,6 +186,9 @@ def fit(
     max_num_batched_tokens: MaxNumBatchedTokensOpt = None,
     block_size: BlockSizeOpt = None,
     enforce_eager: EnforceEagerOpt = False,
+    enable_prefix_caching: EnablePrefixCachingOpt = False,
+    mamba_cache_mode: MambaCacheModeOpt = None,
+    mamba_ssm_cache_dtype: MambaSsmCacheDtypeOpt = None,
     mem_fraction_static: MemFractionStaticOpt = None,
     chunked_prefill_size: ChunkedPrefillSizeOpt = None,
     max_running_requests: MaxRunningRequestsOpt = None,
@@ -219,7 +225,8 @@ def fit(
         gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, block_size,
         enforce_eager, mem_fraction_static, chunked_prefill_size, max_running_requests, page_size,
         kv_cache_free_gpu_memory_fraction, max_batch_size, max_num_tokens, tokens_per_block,
-        kv_memory)
+        kv_memory, enable_prefix_caching=enable_prefix_caching,
+        mamba_cache_mode=mamba_cache_mode, mamba_ssm_cache_dtype=mamba_ssm_cache_dtype)
     llama_flags = {flag for flag, value in (
         ("--ctx-size", ctx_size), ("--batch-size", batch_size), ("--ubatch-size", ubatch_size),
         ("--cache-type-k", cache_type_k), ("--cache-type-v", cache_type_v),

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Optional
 
 import typer
 from rich.text import Text
 
-from llmcalc.choices import parse_engine
+from llmcalc.choices import BACKENDS, parse_backend, parse_engine
 from llmcalc.cli._common import (
     ExplainOpt,
     FamilyOpt,
@@ -32,12 +33,14 @@ from llmcalc.cli._options import COUNT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_f
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
+from llmcalc.inputs import speccache
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.planning.latency import Latency
 from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import (
     Expected,
     MeasuredRow,
+    Model,
     expected,
     fit_model,
     rows_for,
@@ -45,8 +48,6 @@ from llmcalc.planning.speed import (
 )
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
-
-BACKENDS = ("cuda", "metal", "rocm", "vulkan", "cpu")
 
 
 @handles_errors
@@ -120,7 +121,7 @@ def latency(
     exp = None
     if engine is not None:
         exp = expected_for(r, engine=parse_engine(engine).name.value,
-                        backend=_backend(backend, acc.kind))
+                        backend=parse_backend(backend, acc.kind))
     elif backend is not None:
         raise UsageError("--backend: names an engine's backend; give --engine too")
     if how is Format.json:
@@ -130,15 +131,6 @@ def latency(
     show(latency_view(r, exp))
     if explain:
         show(*(Text(line) for line in latency_explain(r)))
-
-
-def _backend(backend: str | None, kind: str) -> str:
-    if backend is None:
-        return "metal" if kind == "apple" else "cuda"
-    key = backend.strip().lower()
-    if key not in BACKENDS:
-        raise UsageError(f"--backend {backend!r}: not a backend llmcalc models ({', '.join(BACKENDS)})")
-    return key
 
 
 def row_latency(row: MeasuredRow) -> Latency:
@@ -152,9 +144,27 @@ def row_latency(row: MeasuredRow) -> Latency:
                            batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv)
 
 
-def expected_for(r: Latency, *, engine: str, backend: str) -> Expected:
-    pairs = [(row, row_latency(row)) for row in rows_for(engine, backend)]
+@cache
+def fitted(engine: str, backend: str) -> Model:
+    """An engine × backend's fit (its rows, and another's lent where ``STAND_INS`` says so),
+    computed once: per process, and between runs in the spec cache (llmcalc.inputs.speccache),
+    keyed by llmcalc's fingerprint (its modules and data tables: the measured rows, the cards) and
+    the bundled configs of the rows' models; a pickled fit is the same floats, so every figure is
+    the one a fresh fit gives."""
+    rows = rows_for(engine, backend)
     lent = stand_in_rows(engine, backend)
-    model = fit_model(pairs, engine=engine, backend=backend, stand_in=lent.why,
-                      stand_ins=[(row, row_latency(row), stages) for row, stages in lent.rows])
-    return expected(r, engine=engine, backend=backend, model=model)
+
+    def fit() -> Model:
+        return fit_model([(row, row_latency(row)) for row in rows], engine=engine,
+                         backend=backend, stand_in=lent.why,
+                         stand_ins=[(row, row_latency(row), stages) for row, stages in lent.rows])
+
+    if not rows and not lent.rows:  # the refusal: nothing to keep
+        return fit()
+    models = {r.model for r in rows} | {r.model for r, _ in lent.rows}
+    paths = sorted({p for p in map(speccache.bundled_file, models) if p is not None})
+    return speccache.load_derived(f"speed-{engine}-{backend}", paths, fit, Model)
+
+
+def expected_for(r: Latency, *, engine: str, backend: str) -> Expected:
+    return expected(r, engine=engine, backend=backend, model=fitted(engine, backend))

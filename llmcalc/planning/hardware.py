@@ -8,9 +8,11 @@ Conventions (one for every row, so figures compare):
   datasheet gives only the sparse figure it is halved, and the source says so; 0 where the vendor
   publishes no such figure (consumer cards and Apple silicon often do not): commands that need it
   ask for ``--gpu-flops``.
-- ``fp16_flops``, ``int8_ops``, ``fp8_flops``: the dense peaks of the other formats an engine may
-  compute in (FP16 with FP16 accumulation, INT8, FP8), each with ``peaks_source``; 0 where none
-  was read. ``--gpu-flops`` replaces only ``peak_flops``: these still apply.
+- ``fp16_flops``, ``int8_ops``, ``fp8_flops``, ``fp4_flops``: the dense peaks of the other formats
+  an engine may compute in (FP16 with FP16 accumulation, INT8, FP8, FP4 on Blackwell), each with
+  ``peaks_source``; 0 where none was read. ``--gpu-flops`` replaces only ``peak_flops``: these
+  still apply. A figure derived from another (a GeForce card's FP4-with-sparsity "AI TOPS" at the
+  ratios of its architecture's whitepaper figures) says so in its source.
 - Apple silicon: ``memory_bytes`` is the share of unified memory macOS lets the GPU wire (2/3 up
   to 36 GB, 3/4 above), the whole in ``unified_bytes``.
 
@@ -60,6 +62,7 @@ class Accelerator:
     int8_ops: int = 0
     fp8_flops: int = 0
     peaks_source: str = ""
+    fp4_flops: int = 0  # FP4 (NVFP4/MXFP4 block-scaled) tensor peak: Blackwell
 
 
 TABLE = Path(__file__).with_name("hardware.json")
@@ -92,7 +95,8 @@ def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str
         accs[row["key"]] = Accelerator(
             row["key"], row["name"], usable, _figure(row["bandwidth"]), _figure(row["flops"]),
             source, row["kind"], unified, cuda, _figure(row.get("fp16_flops")),
-            _figure(row.get("int8_ops")), _figure(row.get("fp8_flops")), row.get("peaks_source", ""))
+            _figure(row.get("int8_ops")), _figure(row.get("fp8_flops")), row.get("peaks_source", ""),
+            _figure(row.get("fp4_flops")))
         aliases.update(dict.fromkeys(row["aliases"], row["key"]))
         if row["link"]:
             links[row["key"]] = row["link"]

@@ -121,19 +121,26 @@ class Latency:
 # The tensor formats an engine may run a weight format's GEMMs in, beside bf16: any weights can be
 # dequantised to FP16 (FP16 accumulation: cuBLAS's F16 GEMM, twice the FP32-accumulate rate on
 # GeForce); integer-quantised weights also on INT8 tensor cores (llama.cpp's MMQ quantises the
-# activations to int8 for the GGUF block formats; W8A8 int8), FP8 weights on FP8 ones.
+# activations to int8 for the GGUF block formats; W8A8 int8), FP8 weights on FP8 ones. NVFP4 with
+# an input scale (W4A4) runs on FP4 tensor cores where the card has them (Blackwell): vLLM's
+# ModelOptNvFp4LinearMethod.apply quantises the activations (_custom_ops.scaled_fp4_quant) and
+# multiplies FP4 × FP4 (cutlass_scaled_fp4_mm, sm100a/sm120a kernels); TensorRT-LLM's
+# NVFP4LinearMethod (_torch/modules/linear.py) does the same with trtllm.fp4_quantize and
+# trtllm.nvfp4_gemm. nvfp4-a16 (weights only) stays at FP16; MXFP4 (gpt-oss) runs W4A8 (MXFP8
+# activations) in both, at the FP8 rate.
 _INT8 = ("fp16", "int8")
 COMPUTE_FORMATS: dict[str, tuple[str, ...]] = {
     "int8": _INT8, "int4": _INT8, "q8_0": _INT8, "q4_0": _INT8, "q4_k_m": _INT8,
     "fp8": ("fp16", "fp8"), "fp8-block": ("fp16", "fp8"),
-    "mxfp4": ("fp16", "int8", "fp8"),
+    "mxfp4": ("fp16", "int8", "fp8"), "nvfp4": ("fp16", "fp4"),
 }
 
 
 def compute_peak(acc: Accelerator, dtype: WeightFormat) -> int:
     """The dense peak FLOP/s a step on ``dtype`` weights may reach: the largest of the card's bf16
     peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest)."""
-    peaks = {"fp16": acc.fp16_flops, "int8": acc.int8_ops, "fp8": acc.fp8_flops}
+    peaks = {"fp16": acc.fp16_flops, "int8": acc.int8_ops, "fp8": acc.fp8_flops,
+             "fp4": acc.fp4_flops}
     name = dtype.value if not dtype.value.startswith("fp8-fp4") else "fp8-block"
     return max(acc.peak_flops, *(peaks[k] for k in COMPUTE_FORMATS.get(name, ("fp16",))))
 

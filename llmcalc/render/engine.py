@@ -19,6 +19,7 @@ TERM_LABELS = {
     "activation_peak": "activation peak (profiling run)",
     "non_torch": "non-torch memory (cuBLAS, NCCL, all-reduce)",
     "cuda_graphs": "CUDA graphs",
+    "mamba_cache": "Mamba states (V0: max_num_seqs of them)",
     "startup": "start-up (CUDA context, NCCL)",
     "reserved": "reserved: 1 − mem_fraction_static",
     "context": "CUDA context, runtime (NCCL)",

@@ -8,7 +8,7 @@ from rich.console import Group, RenderableType
 from rich.text import Text
 
 from llmcalc.planning.latency import Latency, Stage
-from llmcalc.planning.speed import Expected, Fit
+from llmcalc.planning.speed import PREFILL_TERMS, TERMS, Expected, Fit
 from llmcalc.render import heading, n, note_lines
 from llmcalc.render.grid import Col, Fitted, Grid
 
@@ -75,21 +75,53 @@ def _loo(e: float | None, rows: int) -> str:
     return f"±{e * 100:.1f}% (median, leave-one-out, {rows} rows)"
 
 
+def expected_title(e: Expected) -> str:
+    return (f"expected on {e.engine} ({e.backend}): a step-time model fitted on published "
+            "measurements, beside the bound")
+
+
+def expected_rows(r: Latency, e: Expected) -> list[tuple[str, str, float, float, str]]:
+    """The expected table as the CLI prints it: (label, JSON key, expected, bound, error)."""
+    return [
+        ("prefill tokens/s", "prefill_tokens_per_s", e.prefill_tokens_per_s,
+         r.batch * r.ctx / r.prefill.seconds, _error(e.prefill)),
+        ("decode tokens/s, whole batch", "decode_tokens_per_s", e.decode_tokens_per_s,
+         r.batch / r.decode.seconds, _error(e.decode)),
+        ("output tokens/s per GPU over the request", "throughput_tokens_per_s",
+         e.throughput_tokens_per_s, r.throughput_per_gpu,
+         _loo(e.throughput_loo_median_abs_error, e.throughput_rows)),
+    ]
+
+
+def stand_in_row(e: Expected) -> tuple[str, str, str, str]:
+    """The row that names another engine × backend's rows fitted beside the own (``STAND_INS``)."""
+    return (f"fitted with {e.prefill.stand_in_rows} other rows", "", "", e.prefill.stand_in)
+
+
 def _expected_grid(r: Latency, e: Expected) -> Fitted:
-    t = Grid(f"expected on {e.engine} ({e.backend}): a step-time model fitted on published "
-             "measurements, beside the bound",
-             [Col("", wrap=True), Col("expected", right=True), Col("bound", right=True),
-              Col("error", wrap=True)])
-    t.add("prefill tokens/s", f"{e.prefill_tokens_per_s:,.1f}",
-          f"{r.batch * r.ctx / r.prefill.seconds:,.1f}", _error(e.prefill))
-    t.add("decode tokens/s, whole batch", f"{e.decode_tokens_per_s:,.1f}",
-          f"{r.batch / r.decode.seconds:,.1f}", _error(e.decode))
-    t.add("output tokens/s per GPU over the request", f"{e.throughput_tokens_per_s:,.1f}",
-          f"{r.throughput_per_gpu:,.1f}",
-          _loo(e.throughput_loo_median_abs_error, e.throughput_rows))
+    t = Grid(expected_title(e), [Col("", wrap=True), Col("expected", right=True),
+                                 Col("bound", right=True), Col("error", wrap=True)])
+    for label, _, got, bound, error in expected_rows(r, e):
+        t.add(label, f"{got:,.1f}", f"{bound:,.1f}", error)
     if e.prefill.stand_in:
-        t.add(f"fitted with {e.prefill.stand_in_rows} other rows", "", "", e.prefill.stand_in)
+        t.add(*stand_in_row(e))
     return Fitted(t)
+
+
+def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
+    """The page's expected table: the CLI's title, rows and words, and each figure's value; the
+    names of the fit's terms, in the order of ``expected_json``'s coefficients."""
+    return {
+        "title": expected_title(e),
+        "rows": [{"label": label, "key": key, "expected": got, "bound": bound,
+                  "expected_text": f"{got:,.1f}", "bound_text": f"{bound:,.1f}", "error": error}
+                 for label, key, got, bound, error in expected_rows(r, e)],
+        "terms": {"prefill": list(TERMS[:PREFILL_TERMS]), "decode": list(TERMS[PREFILL_TERMS:])},
+        "throughput_rows": e.throughput_rows,  # whole requests: they inform both stages' terms
+        # another engine × backend's rows fitted beside these: the CLI's last row, in its words
+        "stand_in": None if not e.prefill.stand_in else dict(
+            zip(("label", "expected_text", "bound_text", "error"), stand_in_row(e), strict=True)),
+    }
 
 
 def _fit_json(f: Fit) -> dict[str, Any]:
@@ -114,9 +146,10 @@ def expected_json(e: Expected) -> dict[str, Any]:
                        "+ g · all-reduce time + c_dc · layers × 1 ms on a data-centre card (a = 1/η, c per "
                        "layer, f the batch's compute)",
                        **_fit_json(e.decode)},
-            "prefill": {"model": "t = p · FLOPs / peak + q · bytes / bandwidth + r · layers × 1 ms "
-                        "+ s · all-reduce time + p_dc · FLOPs / peak on a data-centre card (p = 1/η at the "
-                        "weight format's compute peak)",
+            "prefill": {"model": "t = p · weight FLOPs / peak + q · bytes / bandwidth + r · layers × "
+                        "1 ms + s · all-reduce time + p_dc · FLOPs / peak on a data-centre card + "
+                        "p_att · attention FLOPs / peak (p = 1/η at the weight format's compute "
+                        "peak)",
                         **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
             **_stand_in_json(e),

@@ -17,6 +17,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, TypeVar
 
+from llmcalc.choices import BACKENDS, EngineName, parse_backend, parse_engine
 from llmcalc.errors import ConfigError, LLMCalcError, ParameterError, UsageError
 from llmcalc.formulas.activations import serving_kernel
 from llmcalc.formulas.counting import count
@@ -68,8 +69,10 @@ MAX_SETS = 64
 DEFAULTS = {"ctx": "4k", "batch": "1", "dtype": None, "kv_dtype": None, "gpu": "h100",
             "gpu_mem": None, "gpu_flops": None, "gpu_bandwidth": None, "gpus": 1,
             "tokens": None, "ctx_max": "128k",
-            # the speed panel (latency): tokens generated after the prompt
-            "gen": "256",
+            # the speed panel (latency): tokens generated after the prompt, and the engine and
+            # backend of the expected speed beside the bound (latency --engine --backend; "none":
+            # the bound alone; backend None: the CLI's, metal on Apple silicon, cuda on the rest)
+            "gen": "256", "engine": "llama.cpp", "backend": None,
             # the training panel (train): parallelism and memory savers, as its options
             "tp": 1, "pp": 1, "zero": 0, "micro_batch": 1, "recompute": "none",
             "flash_attention": False,
@@ -98,6 +101,8 @@ def catalog() -> dict[str, Any]:
                   "unified_bytes": a.unified_bytes}
                  for a in ACCELERATORS.values()],
         "dtypes": [d.value for d in DType],
+        "engines": [e.value for e in EngineName],
+        "backends": list(BACKENDS),
         "weight_formats": [*(d.value for d in DType), *FORMAT_NAMES],
         "scratch": {mt: dataclasses.asdict(scratch.knobs_of(mt)) for mt in SCRATCH_TYPES},
         "defaults": DEFAULTS,
@@ -333,16 +338,35 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         by_batch.extend({"batch": b, **{k: figures[k] for k in USERS_FIGURES}}
                         for b, figures in users.items())
         chosen = users[batch] if batch in users else at(batch)  # the chosen batch: once
-        if card_only.kind == "apple":  # llama.cpp's Metal fit, beside the bound (latency --engine)
-            from llmcalc.cli.latency import expected_for
-            from llmcalc.render.latency import expected_json
+        if engine_text.lower() != "none":  # the expected speed beside the bound (latency --engine)
+            expect(card_only, gen)
+            chosen = {**chosen, **({} if expected is None else {"expected": expected[0]})}
+        return chosen
 
+    # the expected speed: an engine without measurements on the backend is the engine field's
+    # error (as the CLI refuses `latency --engine`), and the bound stands without it
+    engine_text = str(_opt(request, "engine")).strip()
+    backend_text = _text_or_none(request, "backend")
+    expected: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def expect(card_only: Accelerator, gen: int) -> None:
+        nonlocal expected
+        from llmcalc.cli.latency import expected_for
+        from llmcalc.render.latency import expected_json, expected_view
+
+        def work() -> tuple[dict[str, Any], dict[str, Any]]:
+            engine = parse_engine(engine_text).name.value
+            backend = parse_backend(backend_text, card_only.kind)
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype)
-            chosen = {**chosen, "expected": expected_json(
-                expected_for(lat, engine="llama.cpp", backend="metal"))}
-            commands["latency"] += " --engine llama.cpp"
-        return chosen
+            e = expected_for(lat, engine=engine, backend=backend)
+            return expected_json(e), expected_view(lat, e)
+
+        expected = panel("expected", work)
+        if expected is not None:
+            commands["latency"] += " " + shlex.join(
+                ["--engine", engine_text, *([] if backend_text is None else
+                                            ["--backend", backend_text])])
 
     lat_json = panel("latency", speed)
     options = PanelOptions(request)
@@ -454,6 +478,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         "fit_at_ctx": None if at_ctx is None else fit_json(spec, at_ctx, accelerator=acc,
                                                            dtype=dtype, kv_dtype=kv_dtype),
         "latency": lat_json,
+        "latency_expected": None if expected is None else expected[1],
         "latency_by_batch": by_batch,
         "train": train_figures,
         "finetune": finetune_plan,

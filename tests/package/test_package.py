@@ -84,3 +84,21 @@ def test_readme_mentions_every_command_and_option() -> None:
                 if opt.startswith("--") and opt != "--help" and opt not in readme:
                     missing.append(f"llmcalc {name} {opt}")
     assert missing == []
+
+
+def test_no_tracked_file_holds_a_merge_conflict_marker() -> None:
+    """A conflict left in a merged file (a doc, a table) reads as content: none may remain."""
+    root = __import__("pathlib").Path(__file__).parents[2]
+    tracked = subprocess.run(["git", "ls-files"], cwd=root, capture_output=True, text=True,
+                             check=True).stdout.split()
+    markers = ("<<<<<<< ", ">>>>>>> ")
+    found = []
+    for name in tracked:
+        path = root / name
+        if path.suffix not in {".md", ".py", ".json", ".js", ".html", ".css", ".yaml", ".toml",
+                               ".txt", ".cfg"} or not path.is_file():
+            continue
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if line.startswith(markers):
+                found.append(f"{name}:{n}")
+    assert found == []

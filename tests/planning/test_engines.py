@@ -462,11 +462,147 @@ def test_kv_heads_replicated_past_tp() -> None:
     assert at == {4: 48 * 256 * 2, 8: 48 * 256 * 2}
 
 
-def test_hybrid_model_refused(cli: Any) -> None:
-    """Mamba-2 hybrids are refused (only gated-delta hybrids follow vLLM's hybrid allocator)."""
-    r = cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100", "--tp", "4")
+def test_mamba_hybrid_on_v0_holds_max_num_seqs_states(cli: Any) -> None:
+    """Before 0.10.2 vLLM ran Mamba hybrids on V0: MambaCacheManager holds 256 sequences' states
+    (Jamba-v0.1 at tp 2: 28 Mamba layers × (3 × 4,096 × 2 + 4,096 × 16 × 2) bytes) before the KV
+    cache, whose blocks hold the 4 attention layers only (4 × 4 KV heads × 256 × 2 bytes)."""
+    out = json.loads(cli("fit", "jamba-v0.1", "--engine", "vllm==0.8", "--gpu", "h100", "--tp",
+                         "2", "--max-model-len", "32768", "--json").stdout)
+    assert out["mamba_cache_bytes"] == 256 * 28 * (3 * 4096 * 2 + 4096 * 16 * 2)
+    assert out["kv_bytes_per_token"] == 4 * 4 * 256 * 2
+    assert out["kv_cache_tokens"] == out["kv_cache_bytes"] // (16 * 8192) * 16
+
+
+def test_pure_ssm_before_v1_support_refused(cli: Any) -> None:
+    r = cli("fit", "falcon-mamba-7b", "--engine", "vllm==0.9", "--gpu", "h100")
     assert r.code == 2
-    assert "keeps recurrent state beside its KV cache" in r.stderr
+    assert r.stderr.strip() == (
+        "error: --engine vllm==0.9: tiiuae/falcon-mamba-7b keeps mamba state with no attention "
+        "layers, which vLLM before 0.10.2 runs on V0 with no KV blocks to count, not followed; "
+        "use --engine vllm==0.10.2 or later")
+
+
+def test_unfollowed_recurrent_state_refused(cli: Any) -> None:
+    """Recurrent layers other than Mamba/Mamba-2/short-conv/gated-delta/linear attention."""
+    r = cli("fit", "rwkv-4-169m-pile", "--engine", "vllm", "--gpu", "h100")
+    assert r.code == 2
+    assert r.stderr.strip().endswith(
+        "--engine vllm: RWKV/rwkv-4-169m-pile keeps rwkv state, whose pages in vLLM's hybrid allocator "
+        "llmcalc does not follow (it follows Mamba, Mamba-2, short-conv, gated-delta and "
+        "linear-attention layers)")
+
+
+@pytest.mark.parametrize(("model", "kv_dtype", "block", "state"), [
+    # vllm-gaudi#1453 and a vLLM 0.11.1 ROCm log (granite-4.0-h-small): "Setting attention block
+    # size to 528 tokens", "Padding mamba page size by 0.69%": 3 × 8,448 × 2 + 128 × 64 × 128 × 2
+    ("granite-4.0-h-small", "bf16", 528, 2_147_840),
+    # (the two logs below were found through the code index, which did not name their
+    # repositories: id 51961570119, a Nemotron-Cascade-2 Docker log; id 64285867313, MetaX C500
+    # notes) Nemotron-Cascade-2-30B-A3B (Nemotron-3-Nano-30B's shape) on vLLM 0.19, fp8 KV: "4176
+    # tokens", "0.19%": 3 × 6,144 × 2 + 64 × 64 × 128 × 4 (float32 ssm state, the config's)
+    ("nemotron-3-nano-30b-a3b", "fp8", 4176, 2_134_016),
+    # LFM2.5-1.2B on vLLM 0.17: "16 tokens", "Padding mamba page size by 300.00%": 2 × 2,048 × 2
+    ("lfm2-1.2b", "fp16", 16, 8_192),
+])
+def test_vllm_state_page_and_block_from_the_logs(model: str, kv_dtype: str, block: int,
+                                                 state: int) -> None:
+    spec = spec_for(model, None)
+    m = next(g.mixer for g in spec.layer_groups if g.mixer is not None)
+    assert vllm.state_page(spec, m, tp=1, act_bytes=2) == state
+    b = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType(kv_dtype),
+                  max_model_len=8192, kv_memory=8 * GiB)
+    assert b.block_tokens == block
+
+
+def test_mamba2_groups_replicated_past_tp() -> None:
+    """Mamba-2's single B/C group is replicated on each of 4 ranks (extra_groups_for_head_shards):
+    granite-4.0-h-small's conv state is 3 × (8,192 + 2 × 4 × 128)/4 × 2 bytes at tp 4."""
+    spec = spec_for("granite-4.0-h-small", None)
+    m = next(g.mixer for g in spec.layer_groups if g.mixer is not None)
+    assert vllm.state_page(spec, m, tp=4, act_bytes=2) == 3 * 2304 * 2 + 32 * 64 * 128 * 2
+
+
+def test_vllm_lfm2_tokens_and_concurrency_from_one_block_count(cli: Any) -> None:
+    """LFM2.5-1.2B on vLLM 0.17 (6 attention + 10 short-conv layers: groups of 6, "Add 2 padding
+    layers"; 3 groups): 40,738 blocks give the logged 40,738 // 3 × 16 = 217,264 tokens and
+    40,738 / (128 + 2 × 1) = 313.37x at 2,048 tokens — one state page a request (prefix caching
+    off), the token count by 0.17's rule."""
+    out = json.loads(cli("fit", "lfm2-1.2b", "--engine", "vllm==0.17", "--gpu-mem", "15.625GiB",
+                         "--dtype", "fp16", "--max-model-len", "2048", "--json", "--kv-memory",
+                         str(40738 * 6 * 32768)).stdout)
+    assert (out["block_tokens"], out["kv_cache_tokens"], round(out["max_concurrency"], 2)) == \
+        (16, 217264, 313.37)
+
+
+def test_vllm_granite_4_h_1b_from_its_logged_kv_figure(cli: Any) -> None:
+    """granite-4.0-h-1b on vLLM 0.19.0 (a public start-up log found through the code index, id
+    62458215816; --max-model-len 4096, prefix caching off): "Setting attention block size to 400
+    tokens", "Padding mamba page size by 1.59%", "Available KV cache memory: 4.09 GiB", "GPU KV
+    cache size: 53,200 tokens", "Maximum concurrency for 4,096 tokens per request: 66.95x". Its
+    shape is granite-4.0-h-small's layer pattern (4 attention, 36 Mamba-2 layers) with d 1536, 4
+    KV heads of 128 and 48 Mamba heads of 64, which the logged block and padding pin: state
+    3 × 3,328 × 2 + 48 × 64 × 128 × 2 = 806,400 bytes, 16 × cdiv(806,400, 16 × 2,048) = 400.
+    Groups of 4 (1 attention, 9 Mamba): one request holds 11 + 9 = 20 blocks; 1,339 blocks give
+    66.95x and, by 0.19's rule, 1,339 // 10 × 400 = 53,200 tokens — within the figure's rounding."""
+    sizes = ["--set", "hidden_size=1536", "--set", "num_attention_heads=12", "--set",
+             "num_key_value_heads=4", "--set", "mamba_n_heads=48"]
+    low, high = (json.loads(cli("fit", "granite-4.0-h-small", *sizes, "--engine", "vllm==0.19",
+                                "--gpu", "h100", "--max-model-len", "4096", "--kv-memory",
+                                f"{kv}GiB", "--json").stdout) for kv in ("4.085", "4.095"))
+    assert low["block_tokens"] == 400
+    assert low["kv_cache_tokens"] <= 53200 <= high["kv_cache_tokens"]
+    assert low["max_concurrency"] <= 66.95 <= high["max_concurrency"]
+
+
+def test_vllm_mamba_prefix_caching_modes(cli: Any) -> None:
+    """With --enable-prefix-caching granite-4.0-h-small (Mamba-2, chunk 256) takes
+    mamba_cache_mode "all": its block becomes 256 × cdiv(cdiv(2,147,840, 4,096), 256) = 768
+    tokens, not 528 (vllm-gaudi#1453: "528 ... without prefix caching, 768 with prefix caching
+    (chunk-aligned)"), and a 32,768-token request holds cdiv(32,768, 768) = 43 pages in each of
+    its 1 attention and 9 Mamba groups; "align" keeps 528 and 2 state pages a Mamba group."""
+    def run(*flags: str) -> Any:
+        return json.loads(cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100",
+                              "--max-model-len", "32768", "--kv-memory", "20GiB", *flags,
+                              "--json").stdout)
+    blocks = 20 * GiB // (768 * 4096) // 4
+    on = run("--enable-prefix-caching")
+    assert (on["block_tokens"], on["max_concurrency"]) == (768, round(blocks / 430, 4))
+    assert "--enable-prefix-caching" in on["command"]
+    align = run("--enable-prefix-caching", "--mamba-cache-mode", "align")
+    assert (align["block_tokens"], align["max_concurrency"]) == \
+        (528, round(20 * GiB // (528 * 4096) // 4 / (63 + 9 * 2), 4))
+    off = run("--mamba-cache-mode", "all")  # without prefix caching vLLM sets "none"
+    assert (off["block_tokens"], off["max_concurrency"]) == \
+        (528, round(20 * GiB // (528 * 4096) // 4 / (63 + 9), 4))
+
+
+def test_vllm_mamba_ssm_cache_dtype(cli: Any) -> None:
+    """--mamba-ssm-cache-dtype float32 doubles granite-4.0-h-small's temporal state: 3 × 8,448 × 2
+    + 128 × 64 × 128 × 4 = 4,244,992 bytes, a block of 16 × cdiv(4,244,992, 16 × 4,096) = 1,040."""
+    out = json.loads(cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100",
+                         "--mamba-ssm-cache-dtype", "float32", "--json").stdout)
+    assert out["block_tokens"] == 1040
+    assert out["command"].endswith("--mamba-ssm-cache-dtype float32")
+
+
+def test_vllm_mamba_settings_refused_in_one_line(cli: Any) -> None:
+    r = cli("fit", "granite-4.0-h-small", "--engine", "vllm", "--gpu", "h100",
+            "--mamba-ssm-cache-dtype", "fp32")
+    assert (r.code, r.stderr.strip()) == (2, "error: --mamba-ssm-cache-dtype fp32: expected "
+                                             "auto, float32, float16 or bfloat16")
+    r = cli("fit", "granite-4.0-h-small", "--gpu", "h100", "--enable-prefix-caching")
+    assert (r.code, r.stderr.strip()) == (2, "error: --enable-prefix-caching: a setting of "
+                                             "--engine vllm")
+
+
+def test_pure_ssm_state_per_request(cli: Any) -> None:
+    """falcon-mamba-7b (64 Mamba layers, no attention): one group of all 64 layers, a state page
+    of 3 × 8,192 × 2 + 8,192 × 16 × 2 = 311,296 bytes, one page a request: 10 GiB hold
+    10 GiB // 311,296 // 64 = 538 requests, logged as 538 × max_model_len tokens."""
+    out = json.loads(cli("fit", "falcon-mamba-7b", "--engine", "vllm", "--gpu", "h100",
+                         "--max-model-len", "8192", "--kv-memory", "10GiB", "--json").stdout)
+    assert (out["block_tokens"], out["kv_cache_tokens"], out["max_concurrency"]) == \
+        (8192, 538 * 8192, 538.0)
 
 
 def test_vllm_hybrid_layout_from_the_logs(cli: Any) -> None:

@@ -55,6 +55,13 @@ DATASHEET = {
     "rtx-pro-6000": (96, 1_792 * G, 0),
     "strix-halo": (128, 256 * G, 59_400 * G),
     "dgx-spark": (128, 273 * G, 0),
+    "rtx-5070-ti": (16, 896 * G, 87_875 * G),
+    "rtx-5070": (12, 672 * G, 61_750 * G),
+    "rtx-5060-ti-16gb": (16, 448 * G, 47_437_500 * 10**6),
+    "rtx-4060": (8, 272 * G, 30_250 * G),
+    "rtx-4070-super": (12, 504 * G, 71 * TF),
+    "l40": (48, 864 * G, 181_050 * G),
+    "gb200": (186, 8_000 * G, 2_500 * TF),
 }
 # The other dense peaks (FP16 with FP16 accumulation, INT8, FP8; 0 where none was read), as their
 # sources give them (sparse figures halved).
@@ -66,6 +73,52 @@ PEAKS = {
     "rtx-5090": (419_200 * G, 838 * TF, 838_400 * G), "rtx-4080-super": (209 * TF, 418 * TF, 418 * TF),
     "mi300x": (1_305 * TF, 0, 2_610 * TF), "apple-m2-ultra": (0, 0, 0),
 }
+
+
+# The cards added with FP4 (Blackwell) and the other peaks: (FP16 with FP16 accumulation, INT8, FP8,
+# FP4), dense. A GeForce card's "AI TOPS" (FP4 with sparsity on Blackwell, FP8 on Ada) gives its
+# peaks at its architecture's whitepaper ratios, those the RTX 5090 and RTX 4090 rows hold.
+PEAKS_FP4 = {
+    "rtx-5070-ti": (175_750 * G, 351_500 * G, 351_500 * G, 703 * TF),
+    "rtx-5070": (123_500 * G, 247 * TF, 247 * TF, 494 * TF),
+    "rtx-5060-ti-16gb": (94_875 * G, 189_750 * G, 189_750 * G, 379_500 * G),
+    "rtx-4060": (60_500 * G, 121 * TF, 121 * TF, 0),
+    "rtx-4070-super": (142 * TF, 284 * TF, 284 * TF, 0),
+    "l40": (362 * TF, 362 * TF, 362 * TF, 0),
+    "gb200": (2_500 * TF, 0, 5_000 * TF, 10_000 * TF),
+    "b200": (2_250 * TF, 0, 4_500 * TF, 9_000 * TF),
+    "rtx-5090": (419_200 * G, 838 * TF, 838_400 * G, 1_676 * TF),
+    "rtx-5080": (225_200 * G, 450_200 * G, 0, 900_500 * G),
+    "rtx-pro-6000": (0, 0, 0, 2_000 * TF), "dgx-spark": (0, 0, 0, 500 * TF),
+    "rtx-3060": (47_700 * G, 95 * TF, 0, 0), "rtx-a6000": (155 * TF, 310 * TF, 0, 0),
+    "h100": (989 * TF, 1_979 * TF, 1_979 * TF, 0),  # Hopper: no FP4 tensor cores
+}
+
+
+@pytest.mark.parametrize("key", PEAKS_FP4)
+def test_fp4_and_the_added_peaks(key: str) -> None:
+    acc = ACCELERATORS[key]
+    assert (acc.fp16_flops, acc.int8_ops, acc.fp8_flops, acc.fp4_flops) == PEAKS_FP4[key]
+    assert acc.peaks_source
+
+
+def test_the_derived_geforce_peaks_keep_their_whitepaper_ratios() -> None:
+    """The RTX 5090's peaks (FP4 1,676 : FP8 838.4 : FP16 419.2 dense) and the RTX 4090's (FP8
+    660.6 : FP16 330.3 : BF16 165.2) are the ratios the derived rows use: each derived peak is
+    the AI TOPS over 2, 4, 8, 16 (Blackwell) or 2, 4, 8 (Ada)."""
+    b, a = ACCELERATORS["rtx-5090"], ACCELERATORS["rtx-4090"]
+    assert round(b.fp4_flops / b.fp16_flops) == 4 and round(b.int8_ops / b.fp16_flops) == 2
+    assert round(a.fp8_flops / a.peak_flops) == 4 and round(a.fp16_flops / a.peak_flops) == 2
+    for key, ai_tops in (("rtx-5070-ti", 1406), ("rtx-5070", 988), ("rtx-5060-ti-16gb", 759)):
+        c = ACCELERATORS[key]
+        assert (c.fp4_flops, c.fp8_flops, c.fp16_flops, c.peak_flops) == (
+            ai_tops * TF // 2, ai_tops * TF // 4, ai_tops * TF // 8, ai_tops * TF // 16)
+        assert f"{ai_tops} AI TOPS (FP4 with sparsity)" in c.peaks_source
+    for key, ai_tops in (("rtx-4060", 242), ("rtx-4070-super", 568)):
+        c = ACCELERATORS[key]
+        assert (c.fp8_flops, c.fp16_flops, c.peak_flops) == (
+            ai_tops * TF // 2, ai_tops * TF // 4, ai_tops * TF // 8)
+        assert f"{ai_tops} AI TOPS (FP8 with sparsity)" in c.peaks_source
 
 
 @pytest.mark.parametrize("key", PEAKS)

@@ -172,3 +172,32 @@ def test_published_gpt_oss_tg128_below_the_bound(cli: Any) -> None:
                 "1", "--json")
         d = r.json()
         assert measured <= d["tokens_per_s"] and round(d["tokens_per_s"], 1) == bound
+
+
+@pytest.mark.parametrize(("gpu", "dtype", "peak"), [
+    ("b200", "nvfp4", 9_000 * 10**12),  # W4A4 NVFP4 on FP4 tensor cores (vLLM, TensorRT-LLM)
+    ("gb200", "nvfp4", 10_000 * 10**12),
+    ("rtx-5090", "nvfp4", 1_676 * 10**12),
+    ("rtx-5060-ti-16gb", "nvfp4", 379_500 * 10**9),
+    ("h100", "nvfp4", 989 * 10**12),  # Hopper has no FP4 tensor cores: FP16
+    ("b200", "mxfp4", 4_500 * 10**12),  # MXFP4 runs W4A8 (MXFP8 activations): the FP8 rate
+    ("rtx-4070-super", "q4_k_m", 284 * 10**12),  # a new Ada card's INT8 peak
+])
+def test_fp4_weights_run_at_the_fp4_peak_on_blackwell(gpu: str, dtype: str, peak: int) -> None:
+    spec = load_spec("llama-3.1-8b")
+    assert compute_peak(lookup(gpu), resolve_format(spec, dtype)) == peak
+
+
+@pytest.mark.parametrize("gpu", ["rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "rtx-4060",
+                                 "rtx-4070-super", "l40", "gb200"])
+def test_the_added_cards_give_a_bound_and_an_expected_speed(cli: Any, gpu: str) -> None:
+    """Each added card has a FLOP rate, so `latency --engine` answers on it without --gpu-flops,
+    the expected figures below the bound."""
+    r = cli("latency", "llama-3.2-3b", "--gpu", gpu, "--dtype", "q4_k_m", "--ctx", "512", "--gen",
+            "128", "--engine", "llama.cpp", "--json")
+    assert r.code == 0, r.stderr
+    d = json.loads(r.stdout)
+    e = d["expected"]
+    assert e["backend"] == "cuda"
+    assert 0 < e["decode_tokens_per_s"] <= d["tokens_per_s"]
+    assert 0 < e["prefill_tokens_per_s"] <= d["inputs"]["batch"] * 512 / d["prefill"]["seconds"]

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 from helpers import REPO
+from helpers.tables import expected_rows
 
 from llmcalc.errors import ConfigError, LLMCalcError, UsageError
+from llmcalc.planning.speed import rows_for
 from llmcalc.web import api
 
 SETS = ["num_hidden_layers=20", "hidden_size=3072"]
@@ -393,7 +395,7 @@ def test_speed_finetune_and_training_options_equal_the_cli(cli: Any) -> None:
                          "optimizer": "adamw-8bit", "lora_r": "8"})
     assert got["unavailable"] == {}
     assert got["commands"]["latency"] == ("llmcalc latency llama-3.1-8b --gpu h100 --tp 2 "
-                                          "--batch 4 --ctx 8k --gen 128 --json")
+                                          "--batch 4 --ctx 8k --gen 128 --json --engine llama.cpp")
     assert got["commands"]["train"] == (
         "llmcalc train llama-3.1-8b --gpu h100 --gpus 2 --ctx 8k --zero 1 --micro-batch 2 "
         "--recompute selective --flash-attention --json")
@@ -445,7 +447,7 @@ def test_a_card_without_a_flop_rate_gets_the_bandwidth_bound(cli: Any) -> None:
     assert with_flops["unavailable"] == {}
     assert with_flops["commands"]["latency"] == (
         "llmcalc latency llama-3.1-8b --gpu rtx-5090 --gpu-flops 209.5T --tp 1 --batch 1 "
-        "--ctx 8k --gen 256 --json")
+        "--ctx 8k --gen 256 --json --engine llama.cpp")
     _panels_equal_the_cli(with_flops, cli)
     _panels_equal_the_cli(first, cli)
 
@@ -496,3 +498,74 @@ def test_apple_speed_panel_carries_the_expected_figure_of_the_cli(cli: Any) -> N
     e = got["latency"]["expected"]
     assert (e["engine"], e["backend"]) == ("llama.cpp", "metal")
     assert e["decode_tokens_per_s"] <= got["latency"]["tokens_per_s"]
+
+
+# an engine × backend with published measurements, each on a card it runs on
+EXPECTED_CASES = [
+    ({"gpu": "apple-m2-ultra", "dtype": "q4_0"}, "llama.cpp", None, "metal"),
+    ({"gpu": "rtx-4090", "dtype": "q4_k_m"}, "llama.cpp", None, "cuda"),
+    ({"gpu": "rtx-4090", "dtype": "q4_k_m"}, "llama.cpp", "vulkan", "vulkan"),
+    ({"gpu": "h100", "dtype": "q4_k_m"}, "llama.cpp", "rocm", "rocm"),
+    ({"gpu": "h100", "gpus": 2, "dtype": "fp8"}, "trtllm", None, "cuda"),
+    ({"gpu": "h100"}, "vllm", "cuda", "cuda"),
+    ({"gpu": "h100"}, "sglang", None, "cuda"),  # vLLM's decode rows stand in: the CLI's last row
+    ({"gpu": "mi300x", "dtype": "fp8"}, "vllm", "rocm", "rocm"),
+]
+
+
+@pytest.mark.parametrize("settings, engine, backend, used", EXPECTED_CASES)
+def test_the_expected_speed_of_every_engine_and_backend_is_the_clis(
+        cli: Any, settings: dict[str, Any], engine: str, backend: str | None, used: str) -> None:
+    """The speed panel's engine and backend are `latency --engine --backend`: the same JSON
+    (bound and expected), and the expected table in the words and figures the CLI prints."""
+    got = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "1k", "gen": "128",
+                         "engine": engine, "backend": backend, **settings})
+    assert got["unavailable"] == {}
+    words = got["commands"]["latency"].split()
+    assert words[words.index("--engine"):] == ["--engine", engine, *(
+        [] if backend is None else ["--backend", backend])]
+    run = cli(*words[1:])
+    assert run.code == 0 and run.json() == got["latency"]
+    e = got["latency"]["expected"]
+    assert (e["engine"], e["backend"]) == (engine, used)
+    view = got["latency_expected"]
+    assert view["title"] == (f"expected on {engine} ({used}): a step-time model fitted on "
+                             "published measurements, beside the bound")
+    lat = got["latency"]
+    bound = {"prefill_tokens_per_s": lat["inputs"]["batch"] * lat["inputs"]["ctx"]
+             / lat["prefill"]["seconds"],
+             "decode_tokens_per_s": lat["inputs"]["batch"] / lat["decode_step"]["seconds"],
+             "throughput_tokens_per_s": lat["throughput_per_gpu"]}
+    for row in view["rows"]:
+        assert row["expected"] == e[row["key"]] <= row["bound"] == bound[row["key"]]
+    table = cli(*[w for w in words[1:] if w != "--json"])
+    assert table.code == 0
+    lent = [] if view["stand_in"] is None else [view["stand_in"]]
+    assert bool(lent) == ("stand_in" in e["basis"])
+    assert expected_rows(table.stdout)[1] == [[r["label"], r["expected_text"], r["bound_text"], r["error"]]
+                                       for r in view["rows"] + lent]
+    assert [len(view["terms"][s]) for s in ("prefill", "decode")] == [
+        len(e["basis"][s]["coefficients"]) for s in ("prefill", "decode")]
+    assert view["throughput_rows"] == sum(r.test == "throughput" for r in rows_for(engine, used))
+
+
+def test_an_engine_without_measurements_leaves_the_bound() -> None:
+    """TensorRT-LLM on ROCm (no published measurement): the CLI refuses `latency --engine trtllm
+    --backend rocm`; the page keeps the bound, its command without --engine, and says why beside
+    the engine; "none" is the bound alone, as `latency` without --engine."""
+    got = api.calculate({"model": {"name": "llama-3.1-8b"}, "engine": "trtllm", "backend": "rocm"})
+    assert got["unavailable"] == {"expected": (
+        "--engine trtllm: no published measurements of trtllm on the rocm backend were found, so "
+        "there is no expected speed to give (without --engine: the bound)")}
+    assert got["commands"]["latency"] == ("llmcalc latency llama-3.1-8b --gpu h100 --tp 1 "
+                                          "--batch 1 --ctx 4k --gen 256 --json")
+    assert "expected" not in got["latency"] and got["latency_expected"] is None
+    none = api.calculate({"model": {"name": "llama-3.1-8b"}, "engine": "none"})
+    assert none["unavailable"] == {} and none["latency_expected"] is None
+    assert none["commands"]["latency"] == got["commands"]["latency"]
+    assert none["latency"] == got["latency"]
+    bad = api.calculate({"model": {"name": "llama-3.1-8b"}, "backend": "opencl"})
+    assert bad["unavailable"] == {"expected": (
+        "--backend 'opencl': not a backend llmcalc models (cuda, metal, rocm, vulkan, cpu)")}
+    assert api.catalog()["engines"] == ["llama.cpp", "vllm", "sglang", "trtllm", "transformers"]
+    assert api.catalog()["backends"] == ["cuda", "metal", "rocm", "vulkan", "cpu"]

@@ -18,6 +18,7 @@ from urllib.parse import quote
 
 import pytest
 from helpers import REPO
+from helpers.tables import expected_rows
 
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
@@ -817,7 +818,7 @@ def test_a_custom_card_takes_its_bandwidth(server: str, page: Any, cli: Any) -> 
         assert float(got[key]) == speed[key], key
     assert page.locator("#panel-speed code.cli").all_inner_texts() == [
         f"llmcalc latency llama-3.1-8b --gpu-flops 100T --gpu-bandwidth 1TB/s --tp 1 --batch "
-        f"{top} --ctx 4k --gen 256 --json"]
+        f"{top} --ctx 4k --gen 256 --json --engine llama.cpp"]
     edit(page, "#gpu_bandwidth", "fast")
     assert page.inner_text("#err-gpu_bandwidth") == (
         "memory bandwidth per GPU fast: expected a bandwidth such as 3.35TB/s or 900GB/s")
@@ -956,18 +957,132 @@ def test_lora_targets_left_blank_fit_a_model_without_q_k_v_o(server: str, page: 
     assert page.get_attribute("#lora_targets", "aria-invalid") == "true"
 
 
+def _expected(page: Any) -> dict[str, list[str]]:
+    """The first model's expected table: each row's label, expected, bound and error as shown."""
+    out = {}
+    rows = page.locator('#expected-table tr[data-model="0"]')
+    for j in range(rows.count()):
+        row = rows.nth(j)
+        out[row.get_attribute("data-key")] = [
+            row.locator("th").inner_text(),
+            *(row.locator(f'td[data-key="{k}"]').inner_text() for k in ("expected", "bound", "error"))]
+    return out
+
+
+def _values(page: Any, column: str) -> dict[str, float]:
+    rows = page.locator('#expected-table tr[data-model="0"]')
+    return {rows.nth(j).get_attribute("data-key"): float(rows.nth(j).locator(
+        f'td[data-key="{column}"] [data-value]').get_attribute("data-value"))
+        for j in range(rows.count())}
+
+
+def _printed(cli: Any, words: list[str]) -> tuple[str, list[list[str]]]:
+    """The CLI's expected table at the tests' fixed width: its title and rows."""
+    text = cli(*[w for w in words if w != "--json"]).stdout
+    return expected_rows(text)
+
+
 def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, page: Any,
                                                               cli: Any) -> None:
-    """On Apple silicon the speed table adds llama.cpp's expected tokens/s (`latency --engine
-    llama.cpp`), below the bound; on an H100 the rows say — (no fit shown)."""
+    """The speed panel's engine and backend are `latency --engine E --backend B`: the expected
+    table below the bound says what the CLI prints (title, rows, error) with its figures, the fit's
+    basis beside it; the choice travels in the link; another engine's rows lent to the fit are
+    named in its last row; an engine without measurements on the backend keeps the bound and says
+    why beside the engine; "none" is the bound alone."""
     page.goto(server + "?model=llama-2-7b&gpu=apple-m2-ultra&ctx=1k&batch=1&gen=128&dtype=q4_0")
     settled(page)
-    want = cli("latency", "llama-2-7b", "--gpu", "apple-m2-ultra", "--batch", "1", "--ctx", "1k",
-               "--gen", "128", "--dtype", "q4_0", "--engine", "llama.cpp", "--json").json()
-    got = cells(page, "speed-table")
-    assert float(got["expected_decode"]) == want["expected"]["decode_tokens_per_s"]
-    assert float(got["expected_prefill"]) == want["expected"]["prefill_tokens_per_s"]
-    assert float(got["expected_decode"]) <= float(got["tokens_per_s"])
-    page.goto(server + "?model=llama-2-7b&gpu=h100")
+    assert (page.input_value("#engine"), page.input_value("#backend")) == ("llama.cpp", "")
+    words = ["latency", "llama-2-7b", "--gpu", "apple-m2-ultra", "--tp", "1", "--batch", "1",
+             "--ctx", "1k", "--gen", "128", "--dtype", "q4_0", "--json", "--engine", "llama.cpp"]
+    assert page.locator("#panel-speed code.cli").all_inner_texts() == [
+        "llmcalc " + " ".join(words)]
+    want = cli(*words).json()
+    title, rows = _printed(cli, words)
+    assert page.inner_text("#expected-table caption") == title == (
+        "expected on llama.cpp (metal): a step-time model fitted on published measurements, "
+        "beside the bound")
+    got = _expected(page)
+    assert list(got.values()) == rows
+    assert list(got) == ["prefill_tokens_per_s", "decode_tokens_per_s", "throughput_tokens_per_s"]
+    assert rows[1][3].startswith("±") and rows[1][3].endswith("rows)")  # the decode LOO error
+    for key, value in _values(page, "expected").items():
+        assert value == want["expected"][key], key
+    bound = _values(page, "bound")
+    assert bound["decode_tokens_per_s"] == 1 / want["decode_step"]["seconds"]
+    assert bound["throughput_tokens_per_s"] == want["throughput_per_gpu"]
+    page.click("#expected-basis-box summary")
+    for stage in ("prefill", "decode"):
+        li = page.locator(f'#expected-basis li[data-model="0"][data-stage="{stage}"]')
+        assert [float(v) for v in li.locator("[data-value]").evaluate_all(
+            "els => els.map(e => e.dataset.value)")] == want["expected"]["basis"][stage][
+            "coefficients"]
+        assert want["expected"]["basis"][stage]["model"] in li.inner_text()
+        assert (f'fitted on {want["expected"]["basis"][stage]["rows"]} {stage} rows and 0 '
+                "whole-request rows") in li.inner_text()  # llama.cpp's Metal rows: llama-bench
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    page.locator("#panel-speed").screenshot(path=str(SHOTS / "speed-expected-metal.png"))
+    # TensorRT-LLM on two H100s at FP8, chosen on the page: in the link, and the CLI's figures
+    page.select_option("#gpu", "h100")
+    page.select_option("#dtype", "fp8")
+    edit(page, "#gpus", "2")
+    page.select_option("#engine", "trtllm")
     settled(page)
-    assert cells(page, "speed-table")["expected_decode"] == "—"
+    assert "engine=trtllm" in page.url
+    words = ["latency", "llama-2-7b", "--gpu", "h100", "--tp", "2", "--batch", "1", "--ctx", "1k",
+             "--gen", "128", "--dtype", "fp8", "--json", "--engine", "trtllm"]
+    assert page.locator("#panel-speed code.cli").all_inner_texts() == [
+        "llmcalc " + " ".join(words)]
+    want = cli(*words).json()
+    assert _values(page, "expected") == {k: want["expected"][k] for k in (
+        "prefill_tokens_per_s", "decode_tokens_per_s", "throughput_tokens_per_s")}
+    assert list(_expected(page).values()) == _printed(cli, words)[1]
+    # llama.cpp on Vulkan: the backend named, and a shared link brings the same panel back
+    page.select_option("#dtype", "q4_k_m")
+    edit(page, "#gpus", "1")
+    page.select_option("#engine", "llama.cpp")
+    page.select_option("#backend", "vulkan")
+    settled(page)
+    assert "backend=vulkan" in page.url and "engine=" not in page.url  # llama.cpp: the default
+    words = ["latency", "llama-2-7b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--ctx", "1k",
+             "--gen", "128", "--dtype", "q4_k_m", "--json", "--engine", "llama.cpp", "--backend",
+             "vulkan"]
+    assert page.locator("#panel-speed code.cli").all_inner_texts() == [
+        "llmcalc " + " ".join(words)]
+    title, rows = _printed(cli, words)
+    assert title.startswith("expected on llama.cpp (vulkan)")
+    assert list(_expected(page).values()) == rows
+    shown = _expected(page)
+    page.goto(page.url)
+    settled(page)
+    assert (page.input_value("#engine"), page.input_value("#backend")) == ("llama.cpp", "vulkan")
+    assert _expected(page) == shown
+    # SGLang: vLLM's decode rows stand in, said in the table's last row as the CLI says it
+    page.select_option("#backend", "")
+    page.select_option("#engine", "sglang")
+    settled(page)
+    words = ["latency", "llama-2-7b", "--gpu", "h100", "--tp", "1", "--batch", "1", "--ctx", "1k",
+             "--gen", "128", "--dtype", "q4_k_m", "--json", "--engine", "sglang"]
+    title, rows = _printed(cli, words)
+    assert list(_expected(page).values()) == rows and rows[-1][0].startswith("fitted with ")
+    assert page.locator('#expected-table tr[data-key="stand_in"]').count() == 1
+    # TensorRT-LLM on ROCm: no published measurements; the bound stands, the reason sits beside
+    # the engine
+    page.select_option("#engine", "trtllm")
+    page.select_option("#backend", "rocm")
+    settled(page)
+    assert page.inner_text("#err-engine") == (
+        "engine trtllm: no published measurements of trtllm on the rocm backend were found, so "
+        "there is no expected speed to give (without engine: the bound)")
+    assert page.inner_text("#speed-note") == ""
+    assert page.locator("#speed-table td").count() > 0
+    assert page.locator("#expected-table tr").count() == 0
+    assert page.locator("#panel-speed code.cli").all_inner_texts() == [
+        "llmcalc latency llama-2-7b --gpu h100 --tp 1 --batch 1 --ctx 1k --gen 128 --dtype q4_k_m "
+        "--json"]
+    page.select_option("#backend", "")
+    page.select_option("#engine", "none")
+    settled(page)
+    assert "engine=none" in page.url and page.inner_text("#err-engine") == ""
+    assert page.locator("#expected-table tr").count() == 0
+    assert page.locator("#speed-table td").count() > 0
+    page.screenshot(path=str(SHOTS / "speed-none.png"))

@@ -17,8 +17,10 @@ and the cache (vllm/v1/core/kv_cache_utils.py ``get_num_blocks``, ``_report_kv_c
     num_blocks = available_kv // page // num_layers;  tokens = num_blocks × block_size
     max_concurrency = num_blocks / cdiv(max_model_len, block_size)
 
-Hybrid models whose recurrent layers are gated-delta (Qwen3-Next, Qwen3.5/3.6) follow V1's hybrid
-allocator (``hybrid_layout`` below); other hybrids are refused in one line.
+Models with recurrent layers (Mamba, Mamba-2, short conv, gated delta, linear attention: Jamba,
+granite-4.0-h, Bamba, Nemotron-H, Falcon-H1, Zamba2, LFM2, MiniMax, Qwen3-Next/3.5/3.6, and pure
+SSMs) follow V1's hybrid allocator (``state_page``, ``hybrid_layout`` below), Mamba hybrids before
+0.10.2 V0's MambaCacheManager (``MAMBA_V1_FROM``); other recurrent kinds are refused in one line.
 
 V0 (vllm/worker/worker.py ``Worker.determine_num_available_blocks``): the same budget, blocks of
 block_size × (all layers' K and V) bytes, ``num_gpu_blocks = int(available // cache_block_size)``.
@@ -28,11 +30,12 @@ below, each with the log it comes from)."""
 
 from __future__ import annotations
 
+import math
 from fractions import Fraction
 
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import QuantFormat, WeightFormat
-from llmcalc.model.spec import GATED_DELTA, ModelSpec
+from llmcalc.model.spec import GATED_DELTA, LIGHTNING, MAMBA, MAMBA2, SHORT_CONV, Mixer, ModelSpec
 from llmcalc.planning.engines.budget import (
     EngineBudget,
     cuda_memory,
@@ -112,43 +115,166 @@ NON_TORCH_TP_PCIE_P2P = int(0.05 * GiB)  # datacenter/workstation PCIe cards
 CUDA_GRAPHS = 1 * GiB
 
 
-# vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config:
-# the attention block grows in steps of the kernel's alignment (16 tokens) until its page holds
-# the mamba state page, and the mamba page is padded to the attention page
+# vllm/model_executor/models/config.py HybridAttentionMambaModelConfig.verify_and_update_config
+# (from 0.19 vllm/platforms/interface.py Platform._align_hybrid_block_size): the attention block
+# grows in steps of the kernel's alignment (16 tokens) until its page holds the mamba state page,
+# and the mamba page is padded to the attention page
 HYBRID_BLOCK_ALIGN = 16
-# vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes: with prefix caching (V1's
-# default; mamba_cache_mode "align") a request holds 2 state pages per mamba group, else 1
+# vllm/v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes: a request holds 1 state page per
+# mamba group with mamba_cache_mode "none", 2 with "align" (prefix caching on). The gated-delta
+# rows (Qwen3.6 logs run with prefix caching) hold 2. For Mamba/Mamba-2/short-conv/linear-attention
+# models prefix caching stays off by default (vllm#23716, from 0.10.2: "none", 1 page) until
+# vllm#50991 (merged 2026-08-04, taken as 0.27) turned it on in "align" mode (2 pages).
 MAMBA_PAGES_PER_REQUEST = 2
+STATE_ALIGN_DEFAULT_FROM = (0, 27)
+# --enable-prefix-caching on a Mamba hybrid (models/config.py MambaModelConfig): vLLM 0.10 turned
+# it off for them; from vllm#25752 (Mamba-2 automatic prefix caching, merged 2025-10, taken as
+# 0.11.1) models that support it (Mamba, Mamba-2: SupportsMambaPrefixCaching) take
+# mamba_cache_mode "all", the others "align". In "all" mode the attention block is a multiple of
+# lcm(the config's mamba chunk size, 16) (platforms/interface.py _align_hybrid_block_size:
+# granite-4.0-h 768 tokens with prefix caching, 528 without, vllm-gaudi#1453) and a request holds
+# cdiv(max_model_len, block) pages in each Mamba group (MambaSpec.max_memory_usage_bytes)
+MAMBA_PREFIX_CACHING_FROM = (0, 11, 1)
+MAMBA_CACHE_MODES = ("none", "align", "all")
+# vllm#20016 (June 2025) let V1 run hybrid SSM/attention models and vllm#23716 (merged 2025-08-27,
+# taken as 0.10.2) turned prefix caching off for them so that V1 could run them by default; before
+# that they ran on V0, whose MambaCacheManager (vllm/model_executor/models/mamba_cache.py) holds
+# one conv + temporal state per Mamba layer for each of max_num_seqs sequences (padded to the
+# CUDA-graph batch sizes: 8-multiples, vllm/config.py ``_get_graph_batch_size``; exactly
+# max_num_seqs with --enforce-eager), allocated in the profiling forward (so taken before the KV
+# cache), at the model's dtype; the KV blocks then hold the attention layers only
+# (worker/cache_engine.py ``get_cache_block_size``: the attention layers' count)
+MAMBA_V1_FROM = (0, 10, 2)
+# vllm/v1/core/kv_cache_utils.py _report_kv_cache_config: num_blocks // len(groups) × the smallest
+# block size until vllm#38364/#40694 (April 2026, taken as 0.20) logged int(max_concurrency ×
+# max_model_len); LFM2.5 on vLLM 0.17 (217,264 tokens with 40,738 blocks in 3 groups) and
+# Qwen3.5-27B on 0.19 (vllm#40691: 290,864 tokens at 33.04x of 32,768) show the old rule
+HYBRID_TOKENS_FROM_CONCURRENCY = (0, 20)
+# recurrent mixers vLLM V1 keeps in MambaSpec pages (mamba_utils.MambaStateShapeCalculator)
+STATE_KINDS = {GATED_DELTA, MAMBA, MAMBA2, SHORT_CONV, LIGHTNING}
 
 
-def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int
-                  ) -> tuple[int, int, int, int, int]:
-    """(block_size, page bytes, group_size, attention groups, mamba groups) for a gated-delta
-    hybrid in vLLM V1: the state page of one layer on one rank
-    is the conv state, (kernel − 1) × conv_dim/tp at the model's bf16, plus the temporal state,
-    v_heads/tp × d_k × d_v at float32 where the config sets mamba_ssm_dtype float32 (Qwen3.5's
-    config override), else bf16 (vllm/model_executor/layers/mamba/mamba_utils.py
-    ``MambaStateShapeCalculator.gated_delta_net_state_shape``, ``MambaStateDtypeCalculator``).
-    Layers are grouped by type into groups of the smallest type's layer count
-    (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``: the largest
-    where the largest is under 1.25 × the smallest; a type's last group padded)."""
+# models/config.py NemotronHForCausalLMConfig: where the config names no mamba_ssm_cache_dtype,
+# float16 in vLLM 0.13 (NGC 26.01's log: "Updating mamba_ssm_cache_dtype to 'float16' for NemotronH
+# model"), float32 in the current source ("Only float32 is known to have no accuracy issues");
+# the release between is not known: taken as 0.20
+NEMOTRON_H_FP32_DEFAULT_FROM = (0, 20)
+
+
+SSM_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def ssm_state_bytes(spec: ModelSpec, act_bytes: int, ver: tuple[int, ...] = (0, 21),
+                    named: str | None = None) -> int:
+    """Bytes of one element of the temporal (SSM) state: mamba_ssm_cache_dtype, "auto" = the conv
+    state's (the model's) dtype (mamba_utils.py ``MambaStateDtypeCalculator._mamba_state_dtype``),
+    overridden per model in models/config.py: Qwen3.5 takes its config's ``mamba_ssm_dtype``
+    (``Qwen3_5ForConditionalGenerationConfig``); Nemotron-H its config's
+    ``mamba_ssm_cache_dtype`` (``NemotronHForCausalLMConfig``, default above). ``named``: the
+    --mamba-ssm-cache-dtype given ("auto" or None: the rules above)."""
+    if named is not None and named != "auto":
+        return SSM_DTYPE_BYTES[named]
+    text = spec.config.get("text_config")
+    cfg = text if isinstance(text, dict) else spec.config
+    named = cfg.get("mamba_ssm_dtype")
+    if cfg.get("model_type") == "nemotron_h" or spec.config.get("model_type") == "nemotron_h":
+        named = cfg.get("mamba_ssm_cache_dtype",
+                        "float32" if ver >= NEMOTRON_H_FP32_DEFAULT_FROM else "float16")
+    return SSM_DTYPE_BYTES.get(str(named), act_bytes)
+
+
+def state_page(spec: ModelSpec, m: Mixer, *, tp: int, act_bytes: int,
+               ver: tuple[int, ...] = (0, 21), ssm_dtype: str | None = None) -> int:
+    """One recurrent layer's state on one rank, in bytes (vllm/model_executor/layers/mamba/
+    mamba_utils.py ``MambaStateShapeCalculator``; conv state at the model's dtype, temporal
+    state at :func:`ssm_state_bytes`):
+
+    - Mamba (``mamba1_state_shape``): conv (kernel − 1) × d_inner/tp, ssm d_inner/tp × N;
+    - Mamba-2 (``mamba2_state_shape``): the B/C groups G are replicated up to tp where tp does not
+      divide them (``extra_groups_for_head_shards``: G + tp − G), conv (kernel − 1) ×
+      (d_inner + 2·G'·N)/tp, ssm heads/tp × head_dim × N;
+    - short conv (LFM2, ``short_conv_state_shape``): conv (kernel − 1) × d/tp only;
+    - gated delta (``gated_delta_net_state_shape``): conv (kernel − 1) × (2·k_heads·d_k +
+      v_heads·d_v)/tp, ssm v_heads/tp × d_v × d_k;
+    - linear attention (MiniMax, ``linear_attention_state_shape``): heads/tp × d × d at the
+      model's dtype."""
+    ssm = ssm_state_bytes(spec, act_bytes, ver, ssm_dtype) if ver >= MAMBA_V1_FROM else act_bytes
+    if m.kind == LIGHTNING:
+        return (m.heads // tp) * m.head_dim * m.state_size * act_bytes
+    conv_dim = m.conv_dim
+    if m.kind == MAMBA2:
+        inner = m.heads * m.head_dim
+        groups = (m.conv_dim - inner) // (2 * m.state_size)
+        groups += 0 if groups % tp == 0 else tp - groups
+        conv_dim = inner + 2 * groups * m.state_size
+    conv = (m.conv_kernel - 1) * (conv_dim // tp) * act_bytes
+    if m.kind == SHORT_CONV:
+        return conv
+    if m.kind == MAMBA:
+        return conv + (m.conv_dim // tp) * m.state_size * ssm
+    return conv + (m.heads // tp) * m.head_dim * m.state_size * ssm
+
+
+def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int, act_bytes: int = 2,
+                  ver: tuple[int, ...] = (0, 21), ssm_dtype: str | None = None,
+                  chunk_align: int = 0) -> tuple[int, int, int, int, int]:
+    """(block_size, page bytes, group_size, attention groups, mamba groups) for a model with
+    recurrent layers in vLLM V1: the state page of one layer on one rank (:func:`state_page`);
+    the attention block 16 × cdiv(state, 16 × one token's page), its page the common page, the
+    state page padded to it. Layers are grouped by type into groups of the smallest type's layer
+    count (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``: the
+    largest where the largest is under 1.25 × the smallest; a type's last group padded).
+    Without attention (a pure SSM) the block is max_model_len tokens (MambaModelConfig:
+    mamba_block_size = max_model_len) and all layers form one group: block 0 here.
+    ``chunk_align``: mamba_cache_mode "all"'s lcm(chunk size, 16) (MAMBA_PREFIX_CACHING_FROM)."""
     mixers = [g for g in spec.layer_groups if g.mixer is not None]
     m = mixers[0].mixer
     assert m is not None
-    text = spec.config.get("text_config")
-    cfg = text if isinstance(text, dict) else spec.config
-    ssm_bytes = 4 if cfg.get("mamba_ssm_dtype") == "float32" else 2
-    state = ((m.conv_kernel - 1) * (m.conv_dim // tp) * 2
-             + (m.heads // tp) * m.head_dim * m.state_size * ssm_bytes)
-    align = HYBRID_BLOCK_ALIGN
-    block = align * -(-state // (align * per_token_layer))
+    state = state_page(spec, m, tp=tp, act_bytes=act_bytes, ver=ver, ssm_dtype=ssm_dtype)
     attention = kv_layers(spec)
     recurrent = sum(g.cached_runs for g in mixers)
+    if attention == 0:
+        return 0, state, recurrent, 0, 1
+    if chunk_align:
+        tokens = -(-state // per_token_layer)  # attn_tokens_per_mamba_state
+        block = chunk_align * -(-tokens // chunk_align)
+    else:
+        align = HYBRID_BLOCK_ALIGN
+        block = align * -(-state // (align * per_token_layer))
     group = min(attention, recurrent)
     if max(attention, recurrent) < group * 1.25:
         group = max(attention, recurrent)
     return (block, block * per_token_layer, group, -(-attention // group),
             -(-recurrent // group))
+
+
+def recurrent_refusal(spec: ModelSpec, ver: tuple[int, ...]) -> str | None:
+    """Why vLLM's cache for this model's recurrent layers is not followed (None: it is)."""
+    kinds = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
+    if not kinds:
+        return None
+    name = ", ".join(sorted(kinds))
+    if len(kinds) > 1 or not kinds <= STATE_KINDS:
+        return (f"--engine vllm: {spec.name} keeps {name} state, whose pages in vLLM's hybrid "
+                "allocator llmcalc does not follow (it follows Mamba, Mamba-2, short-conv, "
+                "gated-delta and linear-attention layers)")
+    if kinds == {GATED_DELTA}:
+        return None if ver >= V1_FROM and kv_layers(spec) > 0 else (
+            f"--engine vllm: {spec.name} keeps gated-delta state, which vLLM runs on V1 "
+            "(--engine vllm==0.8 or later) beside attention only")
+    if ver < MAMBA_V1_FROM and (kv_layers(spec) == 0 or LIGHTNING in kinds):
+        return ("--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} keeps {name} "
+                "state with " + ("no attention layers" if kv_layers(spec) == 0 else
+                                 "linear attention") + ", which vLLM before 0.10.2 runs on V0 "
+                "with no KV blocks to count, not followed; use --engine vllm==0.10.2 or later")
+    groups = {(g.attention.kv_heads, g.attention.qk_head_dim, g.attention.v_head_dim,
+               g.attention.kv_latent_dim) for g in spec.layer_groups
+              if g.attention is not None and not g.attention.kv_shared and g.cached_runs}
+    if len(groups) > 1 or any(a[3] is not None for a in groups):
+        return (f"--engine vllm: {spec.name} pairs its {name} state with attention layers of "
+                "other than one plain K/V shape, whose page vLLM aligns in a way llmcalc does not "
+                "follow")
+    return None
 
 
 # vllm/v1/core/kv_cache_utils.py (the hybrid allocator, from 0.10): layers of different attention
@@ -247,6 +373,28 @@ def defaults(acc: Accelerator) -> tuple[int, int]:
     return SERVE_DEFAULTS[large]
 
 
+def state_cache_mode(spec: ModelSpec, mixers: set[str], ver: tuple[int, ...],
+                     prefix_caching: bool | None, mode: str | None) -> str:
+    """vLLM's mamba_cache_mode for these settings (models/config.py
+    ``MambaModelConfig.verify_and_update_config``): "none" without prefix caching (off by
+    default for hybrids until STATE_ALIGN_DEFAULT_FROM; the gated-delta rows, which run with it,
+    "align"); with it the mode given, else "all" for Mamba/Mamba-2 models (which support it),
+    "align" for the others; before MAMBA_PREFIX_CACHING_FROM vLLM turns it off for Mamba models."""
+    if mode is not None and mode not in MAMBA_CACHE_MODES:
+        raise UsageError(f"--mamba-cache-mode {mode}: expected none, align or all")
+    if mixers == {GATED_DELTA}:
+        on = True if prefix_caching is None else prefix_caching
+    else:
+        on = (ver >= STATE_ALIGN_DEFAULT_FROM if prefix_caching is None else prefix_caching) \
+            and ver >= MAMBA_PREFIX_CACHING_FROM
+    if not on:
+        return "none"
+    supports_all = bool(mixers) and mixers <= {MAMBA, MAMBA2}
+    if mode is None or mode == "none":
+        return "all" if supports_all and ver < STATE_ALIGN_DEFAULT_FROM else "align"
+    return "align" if mode == "all" and not supports_all else mode
+
+
 def plan(
     spec: ModelSpec,
     *,
@@ -262,13 +410,24 @@ def plan(
     block_size: int | None = None,
     enforce_eager: bool = False,
     kv_memory: int | None = None,
+    enable_prefix_caching: bool | None = None,
+    mamba_cache_mode: str | None = None,
+    mamba_ssm_cache_dtype: str | None = None,
 ) -> EngineBudget:
-    """vLLM's budget on one GPU of ``accelerator`` with these settings (None: vLLM's default)."""
+    """vLLM's budget on one GPU of ``accelerator`` with these settings (None: vLLM's default).
+    ``enable_prefix_caching``, ``mamba_cache_mode``, ``mamba_ssm_cache_dtype`` matter for models
+    with recurrent layers only (MAMBA_PREFIX_CACHING_FROM, ssm_state_bytes)."""
     ver = version_tuple(version)
     v1 = ver >= V1_FROM and not v0_fallback(ver, accelerator, dtype)
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
-    hybrid = v1 and mixers == {GATED_DELTA} and kv_layers(spec) > 0
-    if not hybrid:
+    refused = recurrent_refusal(spec, ver)
+    if refused is not None:
+        raise UsageError(refused)
+    hybrid = bool(mixers) and (ver >= MAMBA_V1_FROM or mixers == {GATED_DELTA})
+    v0_states = bool(mixers) and not hybrid
+    if v1 and v0_states:  # a Mamba hybrid before 0.10.2: vLLM runs it on V0
+        v1 = False
+    if not mixers:
         not_modelled(spec, "vllm")
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
                     else next(u for since, u in DEFAULT_UTILIZATION_FROM.items() if ver >= since),
@@ -321,28 +480,50 @@ def plan(
     }
     if v1 and ver >= CUDA_GRAPHS_FROM:
         terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS
+    if v0_states:  # V0's MambaCacheManager (MAMBA_V1_FROM above)
+        graph_seqs = seqs if enforce_eager or seqs <= 2 else 4 if seqs <= 4 else -(-seqs // 8) * 8
+        act_bytes = 4 if "32" in str(getattr(dtype, "value", dtype)) else 2
+        terms["mamba_cache"] = graph_seqs * sum(
+            g.cached_runs * state_page(spec, g.mixer, tp=tp, act_bytes=act_bytes, ver=ver)
+            for g in spec.layer_groups if g.mixer is not None)
     per_token = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
     layers = kv_layers(spec)
     attention_groups, mamba_groups = 1, 0
     windows = (window_layout(spec, tp=tp, model_len=model_len, batched=batched, block=block)
                if v1 and ver >= WINDOW_GROUPS_FROM and not hybrid else None)
+    mode = state_cache_mode(spec, mixers, ver, enable_prefix_caching, mamba_cache_mode)
+    state_pages = 1 if mode == "none" else MAMBA_PAGES_PER_REQUEST
     if hybrid:
-        block, page, layers, attention_groups, mamba_groups = hybrid_layout(spec, tp=tp,
-                                                          per_token_layer=per_token // layers)
+        act_bytes = 4 if "32" in str(getattr(dtype, "value", dtype)) else 2
+        per_layer = per_token // layers if layers else 0
+        chunk = max((g.mixer.chunk or 0) for g in spec.layer_groups if g.mixer is not None) \
+            if mode == "all" else 0
+        block, page, layers, attention_groups, mamba_groups = hybrid_layout(
+            spec, tp=tp, per_token_layer=per_layer, act_bytes=act_bytes, ver=ver,
+            ssm_dtype=mamba_ssm_cache_dtype,
+            chunk_align=math.lcm(chunk or 1, HYBRID_BLOCK_ALIGN) if mode == "all" else 0)
+        if not block:  # a pure SSM: one state page a request, its block max_model_len tokens
+            block, attention_groups = model_len, 0
+        elif block_size and block_size > block:  # a larger --block-size is kept as given
+            block, page = block_size, block_size * per_layer
     else:
         page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
     available = kv_memory if kv_memory is not None else requested - sum(terms.values())
     # kv_cache_utils.get_max_concurrency_for_kv_cache_config: the blocks one request holds, its
     # attention pages plus each mamba group's state pages; a hybrid's logged token count is
-    # _report_kv_cache_config's int(max_concurrency × max_model_len)
-    per_request = (attention_groups * -(-model_len // block)
-                   + mamba_groups * MAMBA_PAGES_PER_REQUEST)
+    # _report_kv_cache_config's int(max_concurrency × max_model_len) (before 0.20:
+    # num_blocks // groups × block_size)
+    if mode == "all":  # a state page per block of the request's length
+        state_pages = -(-model_len // block)
+    per_request = (attention_groups * -(-model_len // block) + mamba_groups * state_pages)
     if windows is not None:
         layers, per_request, _ = windows
     blocks = max(available, 0) // page // (layers if v1 else 1)
     tokens = blocks * block
     concurrency = blocks / per_request if v1 else tokens / model_len
-    if hybrid or windows is not None:
+    if hybrid and ver < HYBRID_TOKENS_FROM_CONCURRENCY:
+        tokens = blocks // (attention_groups + mamba_groups) * block
+    elif hybrid or windows is not None:
         tokens = int(concurrency * model_len)
     refusal = None
     if available <= 0:
@@ -366,6 +547,11 @@ def plan(
         "block_size": block_size or DEFAULT_BLOCK_SIZE if hybrid else block,
         "enforce_eager": enforce_eager,
     }
+    for key, value in (("enable_prefix_caching", enable_prefix_caching),
+                       ("mamba_cache_mode", mamba_cache_mode),
+                       ("mamba_ssm_cache_dtype", mamba_ssm_cache_dtype)):
+        if value is not None:  # given: named in the settings and the command
+            settings[key] = value
     return EngineBudget(
         engine="vllm", version=".".join(map(str, ver)), cuda_memory_bytes=total,
         usable_bytes=requested, terms=terms, kv_cache_bytes=max(available, 0),
@@ -373,7 +559,9 @@ def plan(
         max_model_len=model_len, max_concurrency=concurrency, settings=settings,
         command=command(spec, settings, kv_dtype=kv_dtype, dtype=dtype),
         refusal=refusal, from_log=kv_memory is not None,
-        tokens_rule=(f"concurrency × max_model_len, blocks of {block}"
+        tokens_rule=(f"blocks // {attention_groups + mamba_groups} groups × {block}"
+                     if hybrid and ver < HYBRID_TOKENS_FROM_CONCURRENCY
+                     else f"concurrency × max_model_len, blocks of {block}"
                      if hybrid or windows is not None else ""),
     )
 
@@ -391,4 +579,9 @@ def command(spec: ModelSpec, s: dict[str, object], *, kv_dtype: DType, dtype: We
         parts.append("--kv-cache-dtype fp8")
     if s["enforce_eager"]:
         parts.append("--enforce-eager")
+    if s.get("enable_prefix_caching"):
+        parts.append("--enable-prefix-caching")
+    for key in ("mamba_cache_mode", "mamba_ssm_cache_dtype"):
+        if s.get(key) is not None:
+            parts.append(f"--{key.replace('_', '-')} {s[key]}")
     return " ".join(parts)

@@ -6,21 +6,21 @@ const $ = (id) => document.getElementById(id);
 const COLORS = ["#1d4ed8", "#b91c1c", "#047857", "#7e22ce"];  // each ≥ 4.5:1 on white (AA)
 const MAX_MODELS = 4;
 const SETTINGS = ["ctx", "batch", "dtype", "kv_dtype", "gpu", "gpu_mem", "gpu_flops", "gpu_bandwidth", "gpus", "tokens", "ctx_max",
-  "gen", "tp", "pp", "zero", "micro_batch", "recompute", "flash_attention", "method", "optimizer", "lora_r", "lora_targets"];
+  "gen", "engine", "backend", "tp", "pp", "zero", "micro_batch", "recompute", "flash_attention", "method", "optimizer", "lora_r", "lora_targets"];
 // the page's words for a setting, and the CLI option an error names it by (longest first)
 const LABELS = {ctx: "context", batch: "batch", dtype: "weights format", kv_dtype: "KV cache dtype",
   gpu: "GPU", gpu_mem: "memory per GPU", gpu_flops: "FLOP/s per GPU",
   gpu_bandwidth: "memory bandwidth per GPU", gpus: "GPUs", tokens: "training tokens",
-  ctx_max: "charts up to", gen: "tokens generated", tp: "tensor parallel", pp: "pipeline parallel",
+  ctx_max: "charts up to", gen: "tokens generated", engine: "engine", backend: "backend", tp: "tensor parallel", pp: "pipeline parallel",
   zero: "ZeRO stage", micro_batch: "micro-batch", recompute: "recompute", flash_attention: "FlashAttention",
   method: "method", optimizer: "optimizer", lora_r: "LoRA rank", lora_targets: "LoRA targets"};
 const OPTIONS = [["--ctx-max", "ctx_max"], ["--ctx", "ctx"], ["--batch", "batch"], ["--kv-dtype", "kv_dtype"],
   ["--dtype", "dtype"], ["--gpu-mem", "gpu_mem"], ["--gpu-flops", "gpu_flops"], ["--gpu-bandwidth", "gpu_bandwidth"], ["--gpus", "gpus"], ["--gpu", "gpu"],
-  ["--tokens", "tokens"], ["--gen", "gen"], ["--tp", "tp"], ["--pp", "pp"], ["--zero", "zero"],
+  ["--tokens", "tokens"], ["--gen", "gen"], ["--engine", "engine"], ["--backend", "backend"], ["--tp", "tp"], ["--pp", "pp"], ["--zero", "zero"],
   ["--micro-batch", "micro_batch"], ["--recompute", "recompute"], ["--flash-attention", "flash_attention"],
   ["--method", "method"], ["--optimizer", "optimizer"], ["--lora-r", "lora_r"], ["--lora-targets", "lora_targets"]];
 // the panels that answer on their own (/api/calc's "unavailable" names them)
-const PANEL_OF = {latency: "speed", train: "train", finetune: "finetune", engine_vllm: "engines",
+const PANEL_OF = {latency: "speed", expected: "speed", train: "train", finetune: "finetune", engine_vllm: "engines",
   engine_sglang: "engines", engine_trtllm: "engines", offload: "offload"};
 const ENGINES = {engine_vllm: "vLLM", engine_sglang: "SGLang", engine_trtllm: "TensorRT-LLM"};
 // what fits this machine: the CLI's --sort keys, each ordered as `llmcalc fit --sort KEY` orders it
@@ -685,8 +685,6 @@ function drawSpeed() {
     ["decode tokens/s, all users (batch)", "tokens_per_s", (l) => valued(l.tokens_per_s, rate(l.tokens_per_s))],
     [`decode tokens/s per GPU (tp ${tp})`, "tokens_per_s_per_gpu", (l) => valued(l.tokens_per_s_per_gpu, rate(l.tokens_per_s_per_gpu))],
     ["output tokens/s per GPU over the request", "throughput_per_gpu", (l) => valued(l.throughput_per_gpu, rate(l.throughput_per_gpu))],
-    ["expected prefill tokens/s (llama.cpp, Metal: fitted on published runs)", "expected_prefill", (l) => l.expected ? valued(l.expected.prefill_tokens_per_s, rate(l.expected.prefill_tokens_per_s)) : "—"],
-    ["expected decode tokens/s, all users (llama.cpp, Metal; the bound above)", "expected_decode", (l) => l.expected ? valued(l.expected.decode_tokens_per_s, rate(l.expected.decode_tokens_per_s)) : "—"],
     ["prefill bound by", "prefill_bound", (l) => l.prefill.bound],
     ["decode bound by", "decode_bound", (l) => l.decode_step.bound],
     ["decode turns compute bound at batch", "ridge_batch", (l) => l.ridge_batch === null ? "never" : valued(l.ridge_batch, num(l.ridge_batch))],
@@ -699,9 +697,36 @@ function drawSpeed() {
     users.flatMap(([r, i]) => r.latency_by_batch.map((u) => `<tr data-model="${i}" data-batch="${u.batch}"><th scope="row" style="color:${COLORS[i]}">${esc(r.label)}</th><td class="n">${num(u.batch)}</td>` +
       `<td class="n" data-key="ttft_s">${valued(u.ttft_s, secs(u.ttft_s))}</td><td class="n" data-key="tpot_s">${valued(u.tpot_s, secs(u.tpot_s))}</td>` +
       `<td class="n" data-key="tokens_per_s_per_request">${valued(u.tokens_per_s_per_request, rate(u.tokens_per_s_per_request))}</td><td class="n" data-key="tokens_per_s">${valued(u.tokens_per_s, rate(u.tokens_per_s))}</td></tr>`)).join("") + "</tbody>" : "";
+  drawExpected(models);
   const rows = [["model", "figure", "value"]];
-  for (const [r, , l] of models) for (const k of ["ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_request", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_per_gpu", "ridge_batch"]) rows.push([r.label, k, String(l[k])]);
+  for (const [r, , l] of models) {
+    for (const k of ["ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_request", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_per_gpu", "ridge_batch"]) rows.push([r.label, k, String(l[k])]);
+    if (l.expected) for (const k of ["prefill_tokens_per_s", "decode_tokens_per_s", "throughput_tokens_per_s"]) rows.push([r.label, "expected/" + k, String(l.expected[k])]);
+  }
   exportBar("speed", "latency", toJSON(models.map(([, , l]) => l)), csv(rows), models.map(([r]) => r.commands.latency));
+}
+
+// latency --engine E --backend B: the expected speed beside the bound, in the words the CLI prints
+// (its title, rows and error column), then the fit's basis as `latency --json` gives it
+function drawExpected(models) {
+  const shown = models.filter(([r]) => r.latency_expected);
+  const fig = (v, text) => `<span data-value="${v}">${esc(text)}</span>`;
+  // the CLI's columns; with several models, each model's rows under its name
+  $("expected-table").innerHTML = shown.length ? `<caption>${esc(shown[0][0].latency_expected.title)}</caption>` +
+    `<thead><tr><th scope="col"><span class="sr">figure</span></th><th scope="col">expected</th><th scope="col">bound</th><th scope="col" class="why">error</th></tr></thead>` +
+    shown.map(([r, i]) => "<tbody>" + (shown.length > 1 ? `<tr><th scope="colgroup" colspan="4" style="color:${COLORS[i]}">${esc(r.label)}</th></tr>` : "") +
+      r.latency_expected.rows.map((x) => `<tr data-model="${i}" data-key="${esc(x.key)}"><th scope="row">${esc(x.label)}</th>` +
+      `<td class="n" data-key="expected">${fig(x.expected, x.expected_text)}</td><td class="n" data-key="bound">${fig(x.bound, x.bound_text)}</td><td class="why" data-key="error">${esc(x.error)}</td></tr>`).join("") +
+      // another engine × backend's rows fitted beside these (the CLI's last row)
+      (r.latency_expected.stand_in ? `<tr data-model="${i}" data-key="stand_in"><th scope="row">${esc(r.latency_expected.stand_in.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.stand_in.error)}</td></tr>` : "") +
+      "</tbody>").join("") : "";
+  $("expected-basis-box").hidden = !shown.length;
+  $("expected-basis").innerHTML = shown.map(([r, i]) => {
+    const e = r.latency.expected, terms = r.latency_expected.terms;
+    const stage = (s) => `<li data-model="${i}" data-stage="${s}">${s}: ${esc(e.basis[s].model)}; fitted on ${num(e.basis[s].rows)} ${s} rows and ${num(r.latency_expected.throughput_rows)} whole-request rows of ${esc(e.basis.rows)}: ` +
+      e.basis[s].coefficients.map((c, j) => `${esc(terms[s][j])} = <span data-value="${c}" title="${c}">${Number(c.toPrecision(4))}</span>`).join(", ") + "</li>";
+    return `<p style="color:${COLORS[i]}">${esc(r.label)} on ${esc(e.engine)} (${esc(e.backend)})</p><ul>${stage("prefill")}${stage("decode")}</ul>`;
+  }).join("");
 }
 
 // fit --engine NAME at the context and GPUs chosen: each engine's budget per GPU, as its log shows it
@@ -932,6 +957,9 @@ async function main() {
   $("model-names").innerHTML = [...catalog.models, ...catalog.model_types].map((n) => `<option value="${esc(n)}">`).join("");
   fillSelect("dtype", [["", "the checkpoint's own"], ...catalog.weight_formats.map((d) => [d, d])]);
   fillSelect("kv_dtype", [["", "as the weights"], ...catalog.dtypes.map((d) => [d, d])]);
+  // latency --engine/--backend: "none" is the bound alone; a blank backend is the card's own
+  fillSelect("engine", [...catalog.engines.map((e) => [e, e]), ["none", "none (the bound alone)"]]);
+  fillSelect("backend", [["", "the card's (Apple: metal, else cuda)"], ...catalog.backends.map((b) => [b, b])]);
   const kinds = {datacenter: "data centre", workstation: "workstation", consumer: "consumer", apple: "Apple silicon (GPU share of unified memory)"};
   $("gpu").innerHTML = Object.entries(kinds).map(([kind, title]) => `<optgroup label="${title}">` +
     catalog.gpus.filter((g) => g.kind === kind).map((g) => `<option value="${esc(g.key)}">${esc(g.name)} (${size(g.memory_bytes).replace(".00", "")})</option>`).join("") + "</optgroup>").join("") +
