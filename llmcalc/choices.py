@@ -89,7 +89,9 @@ def parse_engine(text: str) -> Engine:
         raise UsageError(f"--engine {text!r}: not an engine llmcalc models ({names}; "
                          "a version as vllm==0.6)") from None
     version = version.strip()
-    if sep and not (version and all(part.isdigit() for part in version.split("."))):
+    # llama.cpp's releases are build numbers (b6490); the others' digits and dots
+    build = engine is EngineName.llama_cpp and version[:1] == "b" and version[1:].isdigit()
+    if sep and not build and not (version and all(part.isdigit() for part in version.split("."))):
         raise UsageError(f"--engine {text!r}: a version is digits and dots, as vllm==0.6.3")
     return Engine(engine, version or None)
 

@@ -79,6 +79,8 @@ from llmcalc.cli._llamacpp import (
     FitSwaFullOpt,
     FitTargetOpt,
     FitUbatchSizeOpt,
+    NoKvOffloadOpt,
+    SplitModeOpt,
 )
 from llmcalc.cli._lora import LoraROpt, LoraTargetsOpt, config_from_options
 from llmcalc.cli._options import (
@@ -168,8 +170,8 @@ def fit(
         typer.Option("--ram-bandwidth", metavar="RATE", help="With --offload: system memory "
                      "bandwidth (default 89.6GB/s, dual-channel DDR5-5600).", show_default=False),
     ] = None,
-    gpu_layers: Annotated[
-        Optional[int],  # noqa: UP045
+    gpu_layers_text: Annotated[
+        Optional[str],  # noqa: UP045
         typer.Option("--n-gpu-layers", "--gpu-layers", metavar="N", help="With --offload: "
                      "llama.cpp's -ngl N, the output layer first (default: as many as fit).",
                      show_default=False),
@@ -211,6 +213,13 @@ def fit(
     kv_unified: FitKvUnifiedOpt = None,
     no_mmap: FitNoMmapOpt = False,
     fit_target: FitTargetOpt = None,
+    no_kv_offload: NoKvOffloadOpt = False,
+    split_mode: SplitModeOpt = None,
+    ngl_short: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("-ngl", hidden=True, metavar="N", show_default=False,
+                     help="llama-server's short name of --n-gpu-layers (N, all or auto)."),
+    ] = None,
 ) -> None:
     """Find the largest context (or batch) whose weights + KV cache fit, and the decode speed bound.
 
@@ -221,6 +230,9 @@ def fit(
     how = output_format(fmt, as_json)
     refuse_explain(explain, how)
     batch = None if batch_text is None else _batch(batch_text)
+    if gpu_layers_text is not None and ngl_short is not None:
+        raise UsageError("--n-gpu-layers and -ngl are the same flag: give one")
+    gpu_layers = _gpu_layers(gpu_layers_text if ngl_short is None else ngl_short)
     engine_settings = EngineSettings(
         gpu_memory_utilization, max_model_len, max_num_seqs, max_num_batched_tokens, block_size,
         enforce_eager, mem_fraction_static, chunked_prefill_size, max_running_requests, page_size,
@@ -233,7 +245,8 @@ def fit(
         ("--flash-attn", flash_attn), ("--n-cpu-moe", n_cpu_moe or None),
         ("--override-tensor", override_tensor), ("--swa-full", swa_full or None),
         ("--parallel", parallel), ("--kv-unified", kv_unified), ("--no-mmap", no_mmap or None),
-        ("--fit-target", fit_target)) if value is not None}
+        ("--fit-target", fit_target), ("--no-kv-offload", no_kv_offload or None),
+        ("--split-mode", split_mode)) if value is not None}
     if engine is not None:
         from llmcalc.choices import EngineName, parse_engine
 
@@ -245,11 +258,15 @@ def fit(
                        n_cpu_moe=n_cpu_moe, override_tensor=override_tensor or [],
                        swa_full=swa_full, parallel=parallel, kv_unified=kv_unified,
                        no_mmap=no_mmap, fit_target=fit_target, gpu=gpu, gpu_mem=gpu_mem,
-                       how=how, dtype=dtype,
-                       refused={"--batch": batch is not None, "--kv-dtype": kv_dtype,
+                       how=how, dtype=dtype, gpus=gpus, tp=tp, kv_dtype=kv_dtype,
+                       max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                       kv_memory=kv_memory, no_kv_offload=no_kv_offload,
+                       split_mode=split_mode, overrides=set_,
+                       refused={"--batch": batch is not None,
                                 "--headroom": headroom != DEFAULT_HEADROOM, "--offload": offload,
-                                "--method": method, "--tp": tp, "--pp": pp, "--gpus": gpus != 1,
-                                "--explain": explain, **engine_settings.given()})
+                                "--method": method, "--pp": pp, "--explain": explain,
+                                **{k: v for k, v in engine_settings.given().items()
+                                   if k not in LLAMA_CPP_TAKES}})
             return
     if llama_flags:
         raise UsageError(f"{', '.join(sorted(llama_flags))}: llama.cpp's flags go with --engine "
@@ -429,36 +446,97 @@ def _offload(spec: ModelSpec, acc: Accelerator, weights: WeightFormat, kv: DType
         raise UsageError(f"--format {how.value}: an offload split prints as a table or JSON")
 
 
+# common/arg.cpp: -ngl takes a count, "auto" (the default: --fit's choice) or "all"
+NGL_ALL = 1 << 30
+
+
+def _gpu_layers(text: str | None) -> int | None:
+    """-ngl's value: a count (0 or more), ``all`` (every layer: a count above any model's) or
+    ``auto`` (not given)."""
+    if text is None or text.strip().lower() == "auto":
+        return None
+    if text.strip().lower() == "all":
+        return NGL_ALL
+    try:
+        return int(text)
+    except ValueError:
+        raise UsageError(f"--n-gpu-layers {text}: a number of layers, all or auto") from None
+
+
+# the engine settings fit --engine llama.cpp takes, as llama-server's own: --max-model-len (and
+# SGLang's/TensorRT-LLM's names for it) is -c/--ctx-size, --max-num-seqs is -np/--parallel
+LLAMA_CPP_TAKES = ("--max-model-len", "--max-num-seqs", "--kv-memory")
+# --kv-dtype → llama.cpp's cache type (common/arg.cpp: kv_cache_types)
+KV_DTYPES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32",
+             "int8": "q8_0", "q8_0": "q8_0", "q4_0": "q4_0", "int4": "q4_0", "q4_1": "q4_1",
+             "q5_0": "q5_0", "q5_1": "q5_1", "iq4_nl": "iq4_nl"}
+
+
 def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None,
                ctx_size: str | None, batch_size: int | None, ubatch_size: int | None,
                cache_type_k: str | None, cache_type_v: str | None, flash_attn: str | None,
                n_gpu_layers: int | None, n_cpu_moe: int, override_tensor: list[str],
                swa_full: bool, parallel: int | None, kv_unified: bool | None, no_mmap: bool,
                fit_target: int | None, gpu: str | None, gpu_mem: str | None, how: Format,
-               dtype: str | None, refused: dict[str, object]) -> None:
+               dtype: str | None, refused: dict[str, object], gpus: int = 1,
+               tp: int | None = None, kv_dtype: str | None = None,
+               max_model_len: str | None = None, max_num_seqs: int | None = None,
+               kv_memory: str | None = None, no_kv_offload: bool = False,
+               split_mode: str | None = None, overrides: list[str] | None = None) -> None:
     """`fit MODEL --engine llama.cpp`: llama-server's --fit (llmcalc.planning.engines.llama_cpp_fit)."""
     from llmcalc.cli._llamacpp import engine_params, fit_llama_cpp
 
     for flag, given in refused.items():
         if given not in (None, False):
             hint = {"--batch": ": sequences are --parallel N",
-                    "--kv-dtype": ": the cache types are --cache-type-k and --cache-type-v",
                     "--headroom": ": llama.cpp's margin is --fit-target MiB",
-                    "--gpus": ": llmcalc follows llama.cpp's --fit on one GPU",
                     }.get(flag, "")
             raise UsageError(f"{flag}: not with --engine llama.cpp{hint}")
     if not models:
         raise UsageError("--engine llama.cpp needs a MODEL (a GGUF file)")
     one_model(models, "--engine llama.cpp")
-    if ctx is not None and ctx_size is not None:
-        raise UsageError("--ctx and --ctx-size are the same flag: give one")
-    # llama-server's default context is 0: the model's, which --fit may reduce
-    text = ctx_size if ctx_size is not None else ctx
+    given = [(n, v) for n, v in (("--ctx", ctx), ("--ctx-size", ctx_size),
+                                 ("--max-model-len", max_model_len)) if v is not None]
+    if len(given) > 1:
+        raise UsageError(f"{given[0][0]} and {given[1][0]} are the same flag: give one")
+    if parallel is not None and max_num_seqs is not None:
+        raise UsageError("--parallel and --max-num-seqs are the same flag: give one")
+    if tp is not None and gpus != 1 and tp != gpus:
+        raise UsageError(f"--tp {tp} and --gpus {gpus}: with --engine llama.cpp both are the GPUs "
+                         "the layers are split over; give one")
+    n_gpus = tp if tp is not None else gpus
+    if kv_dtype is not None:
+        if cache_type_k is not None or cache_type_v is not None:
+            raise UsageError("--kv-dtype and --cache-type-k/--cache-type-v: give one")
+        cache = KV_DTYPES.get(kv_dtype.lower())
+        if cache is None:
+            raise UsageError(f"--kv-dtype {kv_dtype}: llama.cpp's cache types are "
+                             f"{', '.join(sorted(set(KV_DTYPES.values())))}")
+        cache_type_k = cache_type_v = cache
+    # llama-server's default context is 0: the model's, which --fit may reduce; a build up to
+    # b6969 took 4,096 (common_params n_ctx from ggml-org/llama.cpp#10136, November 2024: the
+    # Arm learning path's b5935 and b6209 logs, no -c, n_ctx = 4096) and had no --fit
+    from llmcalc.planning.engines.llama_cpp import LAST_OLD_PADDING_BUILD
+
+    text = given[0][1] if given else None
+    if text is None and version is not None and version[:1] == "b" and version[1:].isdigit() \
+            and int(version[1:]) <= LAST_OLD_PADDING_BUILD:
+        text = "4096"
     params = engine_params(ctx="4k", ctx_size="0" if text is None else text,
                            batch_size=batch_size, ubatch_size=ubatch_size,
                            cache_type_k=cache_type_k, cache_type_v=cache_type_v,
                            flash_attn=flash_attn, n_gpu_layers=n_gpu_layers, swa_full=swa_full,
-                           parallel=parallel, kv_unified=kv_unified, no_mmap=no_mmap)
+                           parallel=parallel if parallel is not None else max_num_seqs,
+                           kv_unified=kv_unified, no_mmap=no_mmap, version=version)
+    mode = (split_mode or "layer").lower()
+    if mode not in ("layer", "row", "none"):
+        raise UsageError(f"--split-mode {split_mode}: layer, row or none")
+    from dataclasses import replace
+
+    params = replace(params, offload_kqv=not no_kv_offload, split_mode=mode)
+    if mode == "none":
+        n_gpus = 1  # src/llama.cpp: llama_model_load — the main GPU alone
     fit_llama_cpp(models[0], version, dtype, params, ngl_given=n_gpu_layers is not None,
                   n_cpu_moe=n_cpu_moe, override_tensor=override_tensor, fit_target=fit_target,
-                  gpu=gpu, gpu_mem=gpu_mem, how=how)
+                  gpu=gpu, gpu_mem=gpu_mem, how=how, n_gpus=n_gpus, kv_memory=kv_memory,
+                  overrides=overrides)

@@ -179,7 +179,8 @@ def memory(
                 ctx=ctx, ctx_size=ctx_size, batch_size=batch_size,
                 ubatch_size=ubatch_size, cache_type_k=cache_type_k, cache_type_v=cache_type_v,
                 flash_attn=flash_attn, n_gpu_layers=n_gpu_layers, swa_full=swa_full,
-                parallel=parallel, kv_unified=kv_unified, no_mmap=no_mmap)
+                parallel=parallel, kv_unified=kv_unified, no_mmap=no_mmap,
+                version=chosen.version)
             if not models:
                 raise UsageError("--engine llama.cpp needs a MODEL (a GGUF file)")
             one_model(models, "--engine llama.cpp")
@@ -290,11 +291,12 @@ def with_images(spec: ModelSpec, images: int) -> int:
 def _llama_cpp(model: str, params: Any, version: str | None, dtype: str | None, n_cpu_moe: int,
                override_tensor: list[str], how: Format) -> None:
     """memory --engine llama.cpp: a GGUF file's buffers in llama.cpp, per device."""
-    from llmcalc.cli._llamacpp import header_for
+    from llmcalc.cli._llamacpp import header_for, with_build
     from llmcalc.planning.engines import llama_cpp as engine
     from llmcalc.render.llama_cpp import plan_json, plan_view
 
     notes: list[str] = []
+    params = with_build(params, version)
     header = header_for(model, version, dtype, as_json=how is Format.json, notes=notes)
     plan = engine.plan(header, params, n_cpu_moe=n_cpu_moe, override_tensor=override_tensor)
     if how is Format.json:

@@ -83,10 +83,34 @@ FREE_NOTE = ("free GPU memory taken as the card's whole memory (llama.cpp asks t
              "free figure is less by the CUDA context): --gpu-mem gives what is free")
 
 
-def fit_json(f: Any, *, accelerator: Any, command: str) -> dict[str, Any]:
+def kv_keys(kv: Any, *, n_gpus: int, tokens_from_log: int | None = None) -> dict[str, Any]:
+    """The keys every engine's fit prints (llmcalc.planning.engines.budget.EngineBudget):
+    kv_cache_bytes per GPU (the most one card holds; the CPU's where no layer is on a GPU),
+    kv_cache_tokens the cells of every stream (n_ctx; the log's "N cells" is one stream's:
+    kv_cache_cells), max_concurrency the sequences of n_ctx_seq tokens they hold at once.
+    ``tokens_from_log``: one stream's cells from a logged KV size (--kv-memory)."""
+    per_device = {"CPU": kv.cpu_bytes, **{f"CUDA{i}": b for i, b in enumerate(kv.gpu_bytes)}}
+    cells = kv.cells if tokens_from_log is None else tokens_from_log
+    return {
+        "kv_cache_bytes": kv.per_gpu if any(kv.gpu_bytes) else kv.cpu_bytes,
+        "kv_cache_tokens": cells * kv.streams,
+        "max_concurrency": round(kv.max_concurrency * cells / kv.cells, 2) if kv.cells else 0.0,
+        "max_model_len": kv.n_ctx_seq, "kv_cache_cells": cells, "kv_cache_streams": kv.streams,
+        "gpus": n_gpus, "kv_cache_bytes_by_device": per_device,
+        "kv_cache_logged_bytes": kv.logged_bytes,
+        "kv_cache_tokens_from_log": tokens_from_log is not None,
+    }
+
+
+def fit_json(f: Any, *, accelerator: Any, command: str, kv: Any = None, n_gpus: int = 1,
+             tokens_from_log: int | None = None) -> dict[str, Any]:
+    from llmcalc.planning.engines.llama_cpp import kv_summary
+
+    kv = kv_summary(f.plan, n_gpus=n_gpus) if kv is None else kv
     return {
         "engine": "llama.cpp", "engine_version": f"llama-cpp-python=={VERSION}",
         "gpu": accelerator.name, "free_bytes": f.free, "fit_target_bytes": f.margin,
+        **kv_keys(kv, n_gpus=n_gpus, tokens_from_log=tokens_from_log),
         "status": f.status, **({"reason": f.reason} if f.reason else {}),
         "n_ctx": f.plan.context.n_ctx, "ctx_size": f.n_ctx, "n_gpu_layers": f.n_gpu_layers,
         "override_tensor": list(f.overrides), "n_cpu_moe": f.n_cpu_moe,
@@ -96,15 +120,31 @@ def fit_json(f: Any, *, accelerator: Any, command: str) -> dict[str, Any]:
     }
 
 
-def fit_view(model: str, f: Any, *, accelerator: Any, command: str) -> Any:
+def fit_view(model: str, f: Any, *, accelerator: Any, command: str, kv: Any = None,
+             n_gpus: int = 1, tokens_from_log: int | None = None) -> Any:
     from rich.console import Group
     from rich.text import Text
 
-    t = Table(title=f"llama.cpp --fit on one {escape(accelerator.name)} (llama-cpp-python "
+    from llmcalc.planning.engines.llama_cpp import kv_summary
+
+    kv = kv_summary(f.plan, n_gpus=n_gpus) if kv is None else kv
+    keys = kv_keys(kv, n_gpus=n_gpus, tokens_from_log=tokens_from_log)
+
+    cards = f"one {escape(accelerator.name)}" if n_gpus == 1 else \
+        f"{n_gpus} × {escape(accelerator.name)} (together)"
+    t = Table(title=f"llama.cpp --fit on {cards} (llama-cpp-python "
               f"{VERSION}): {f.free / MiB:,.0f} MiB free, --fit-target {f.margin // MiB:,} MiB",
               title_justify="left")
     t.add_column("")
     t.add_column("value", justify="right")
+    where = (f"per GPU (the most of {n_gpus})" if n_gpus > 1 else "on the GPU") \
+        if any(kv.gpu_bytes) else "on the CPU"
+    t.add_row("kv_cache_bytes", f"{_mib(keys['kv_cache_bytes'])} {where}")
+    t.add_row("kv_cache_tokens", f"{keys['kv_cache_tokens']:,}"
+              + (f" ({kv.streams} streams × {keys['kv_cache_cells']:,} cells)" if kv.streams > 1
+                 else " cells")
+              + (" (from --kv-memory)" if tokens_from_log is not None else ""))
+    t.add_row("max_concurrency", f"{keys['max_concurrency']:,.2f} × {kv.n_ctx_seq:,} tokens")
     t.add_row("--fit", FIT_STATUS[f.status] + (f" ({f.reason})" if f.reason else ""))
     t.add_row("--ctx-size", f"{f.n_ctx:,}" + (" (the model's)" if f.n_ctx == 0 else ""))
     t.add_row("--n-gpu-layers", f"{f.n_gpu_layers:,} of {f.plan.hparams.n_layer + 1:,} "

@@ -159,8 +159,9 @@ def test_fit_cli(cli: Any, tmp_path: Path) -> None:
     (["--headroom", "0.2"], "error: --headroom: not with --engine llama.cpp: llama.cpp's margin "
      "is --fit-target MiB"),
     (["--ctx", "4k", "--ctx-size", "8k"], "error: --ctx and --ctx-size are the same flag: give one"),
-    (["--gpus", "2"], "error: --gpus: not with --engine llama.cpp: llmcalc follows llama.cpp's "
-     "--fit on one GPU"),
+    # --gpus N: the layers split over N cards (tests/engines/test_llama_cpp_logs.py)
+    (["--tp", "2", "--gpus", "4"], "error: --tp 2 and --gpus 4: with --engine llama.cpp both are "
+     "the GPUs the layers are split over; give one"),
 ])
 def test_fit_refusals(cli: Any, tmp_path: Path, args: list[str], message: str) -> None:
     path = tiny_gguf.write(tmp_path / "d.gguf", "llama")

@@ -244,8 +244,10 @@ def test_every_log_row_is_held() -> None:
     """Each row of engine_logs.json is predicted, held from its logged figure, or a refusal."""
     held = set(PREDICTED) | set(EXACT) | {"vllm-v0-h100-llama3-8b",
                                           "vllm-v0-8gb-qwen25-7b-awq-refused"}
+    # the llama.cpp rows: tests/engines/test_llama_cpp_logs.py
+    held |= {i for i, row in BY_ID.items() if row["engine"].startswith("llama.cpp")}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 83
+    assert len(BY_ID) == 96
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:

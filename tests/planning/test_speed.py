@@ -42,6 +42,8 @@ SOURCES = {  # the scoreboard each row's figure comes from, and where it was rea
     "https://github.com/ggml-org/llama.cpp/discussions/15013",  # CUDA
     "https://github.com/ggml-org/llama.cpp/discussions/10879",  # Vulkan
     "https://github.com/ggml-org/llama.cpp/discussions/15396",  # the gpt-oss guide (CUDA, Metal)
+    "https://github.com/ggml-org/llama.cpp/blob/master/benches/mac-m2-ultra/mac-m2-ultra.md",
+    "https://llm-tracker.info/AMD-Strix-Halo-(Ryzen-AI-Max+-395)-GPU-Performance",  # Vulkan, ROCm
 }
 STRIX = ("https://github.com/visorcraft/strix-halo-llm-perf/blob/"
          "5154e5495b88b3e79daecc3e6f035e39084145d4/BENCHMARKS.md")  # llama-bench on a Strix Halo
@@ -49,6 +51,11 @@ XIONGJIE = ("https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference/blob
             "00dd2bdeb2404263f22bd6c1cd46ce397e341db5/README.md")  # llama-bench, Llama 3 (May 2024)
 TRTLLM = ("https://github.com/NVIDIA/TensorRT-LLM/blob/138f96d45f90b9667426f7c47297d8c06bafac73/"
           "docs/source/performance.md")
+# the same page as of TensorRT-LLM v0.9.0 (H200, H100, L40S, A100; Mistral and Mixtral added)
+TRTLLM_090 = "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance.md"
+ROCM_PR = "https://github.com/ggml-org/llama.cpp/pull/26284"  # llama-bench, RX 7900 XTX, HIP
+VULKAN_PRS = ("https://github.com/ggml-org/llama.cpp/pull/13506",  # RTX 3090, coopmat2
+              "https://github.com/ggml-org/llama.cpp/pull/12833")  # RTX 3070, coopmat2
 VLLM = "https://buildkite.com/vllm/performance-benchmark"  # vLLM's nightly benchmark reports
 QUOTED_IN = ("Enigmus-org/homepage/docs/local-llm-inference-engines.md",
              "stored public research notes 'Local AI Advisor")
@@ -64,9 +71,9 @@ VLLM_ROCM = ("https://blogs.oracle.com/cloud-infrastructure/post/serving-llama-3
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 342
+    assert len(rows) == 501
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 201, "consumer": 73, "datacentre": 68}
+    assert by_class == {"apple": 212, "consumer": 98, "datacentre": 191}
     assert sum(r.engine == "vllm" for r in rows) == 18
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 4, "transformers": 1}
@@ -80,8 +87,10 @@ def test_rows_carry_their_source_and_figures() -> None:
             assert r.source == HF_GENERATE and "stock transformers" in r.build
             assert (r.test, r.ctx, r.gen, r.batch) == ("throughput", 1000, 200, 1)
             published = r.tokens_per_s
-        elif r.engine == "trtllm":  # read at the source itself: its performance page
-            assert r.source == TRTLLM and not r.quoted_in and r.build.startswith("TensorRT-LLM v0.")
+        elif r.engine == "trtllm":  # its performance page: at the source, or v0.9.0's in a copy
+            assert (r.source == TRTLLM and not r.quoted_in) or (
+                r.source == TRTLLM_090 and r.quoted_in.startswith("stored public copy of NVIDIA"))
+            assert r.build.startswith("TensorRT-LLM v0.")
             assert r.test in ("throughput", "ttft") and (r.gen == 1) == (r.test == "ttft")
             published = r.ttft_ms if r.test == "ttft" else r.tokens_per_s
         elif r.engine == "vllm" and r.backend == "rocm":  # a batch's latency in seconds, TP 8
@@ -96,7 +105,7 @@ def test_rows_carry_their_source_and_figures() -> None:
             published = r.latency_ms
             assert r.tokens_per_s == 8 * 128 * 1000 / (r.latency_ms * r.tp)
         else:
-            assert (r.source in (STRIX, XIONGJIE, CPU_BENCH) and not r.quoted_in) or (
+            assert (r.source in (STRIX, XIONGJIE, CPU_BENCH, ROCM_PR, *VULKAN_PRS) and not r.quoted_in) or (
                 r.source in SOURCES and r.quoted_in.startswith(QUOTED_IN))
             assert (r.backend == "cpu") == (r.source == CPU_BENCH)
             # llama-bench: ppN is an N-token prompt, one token out; tgN is N tokens from 1
@@ -113,35 +122,38 @@ def test_rows_carry_their_source_and_figures() -> None:
 
 # (engine, backend): leave-one-out median |error| of decode and prefill (None: no decode rows),
 # and whether the targets (decode ≤ 8%, prefill ≤ 12%, each hardware class ≤ 15%) hold. Metal
-# (201 rows: 28 chip configurations × F16/Q8_0/Q4_0 Llama-2-7B, three chips × Llama-3 8B/70B at
-# 512–4096 tokens, gpt-oss-20b tg128 on three chips), TensorRT-LLM (16 first-token rows, 25
-# throughput rows) and ROCm (6 rows, one card) meet them; llama.cpp CUDA (46 rows) misses
-# prefill's 12% (the 2025 scoreboard's Q4_0 pp512 run faster than 2024's Q4_K_M builds) and its
-# data-centre class (H100, A100: 2 rows each); Vulkan's prefill misses (the Strix Halo's pp512
-# reaches 0.19–0.30 of its FP16 peak where the discrete cards reach 0.33–0.44). Pinned as they are.
+# (engine, backend): leave-one-out median |error| of decode and prefill (None: no decode rows),
+# and whether the targets (decode ≤ 8%, prefill ≤ 12%, each hardware class ≤ 15%) hold. Metal
+# (212 rows: 28 chip configurations × F16/Q8_0/Q4_0 Llama-2-7B, three chips × Llama-3 8B/70B at
+# 512–4096 tokens, gpt-oss-20b on three chips, llama.cpp's own M2 Ultra bench file) and
+# TensorRT-LLM (56 first-token rows, 104 whole requests: its performance page at v0.5, v0.6.1 and
+# v0.9.0) and Vulkan (30 rows: the integrated-GPU term separates the Strix Halo from the discrete
+# cards) meet them; llama.cpp CUDA (64 rows) misses prefill's 12% by a hair (12.05%: the 2025
+# scoreboard's Q4_0 pp512 run faster than 2024's Q4_K_M builds); ROCm's prefill misses (9 rows on
+# two cards: with its one discrete prefill row left out, the RX 7900 XTX's pp2048 is 145% off).
+# Pinned as they are.
 # SGLang (4 first-token rows, Qwen3.6-35B-A3B on H200 and B200, BF16 and FP8; vLLM's rows stand in
 # for its decode) misses prefill's 12%: FP8 weights gain 1.3× on the H200 and lose on the B200;
 # llama.cpp on a CPU (3 rows, one CPU) and transformers (1 row) are too few rows to judge.
-LOO = {("llama.cpp", "metal"): (0.047, 0.055, True), ("llama.cpp", "cuda"): (0.052, 0.136, False),
-       ("llama.cpp", "vulkan"): (0.038, 0.265, False), ("llama.cpp", "rocm"): (0.072, 0.090, True),
-       ("trtllm", "cuda"): (None, 0.103, True), ("vllm", "cuda"): (None, None, True),
+LOO = {("llama.cpp", "metal"): (0.054, 0.054, True), ("llama.cpp", "cuda"): (0.061, 0.12, False),
+       ("llama.cpp", "vulkan"): (0.053, 0.059, True), ("llama.cpp", "rocm"): (0.048, 0.46, False),
+       ("trtllm", "cuda"): (None, 0.074, True), ("vllm", "cuda"): (None, None, True),
        ("sglang", "cuda"): (None, 0.330, False), ("llama.cpp", "cpu"): (0.651, 0.232, False),
        ("transformers", "cuda"): (None, None, False), ("vllm", "rocm"): (None, None, True)}
 # Whole-request throughput rows (out tokens/s per GPU): their median |error|. vLLM's seven
 # (benchmark_latency, batch 8, 32 in / 128 out: Llama-3.1-8B, Llama-3-70B TP 4, Mixtral-8x7B TP 2
-# on H200 and H100; Llama-3.1-8B on an A100) are fitted with 3 of the 11 terms (ENGINE_TERMS).
+# on H200 and H100; Llama-3.1-8B on an A100) are fitted with 3 of the 14 terms (ENGINE_TERMS).
 # vLLM on ROCm (11 rows: Llama 3.1 405B FP8 at batch 1–256 and 70B FP8 at batch 1–2 on 8 × MI300X;
 # SGLang's CUDA first-token rows stand in for its prefill) meets 8%, nine of its rows one sweep.
-THROUGHPUT = {("trtllm", "cuda"): 0.103, ("vllm", "cuda"): 0.072, ("transformers", "cuda"): 0.845,
+THROUGHPUT = {("trtllm", "cuda"): 0.088, ("vllm", "cuda"): 0.072, ("transformers", "cuda"): 0.845,
               ("vllm", "rocm"): 0.016}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.074,
-                ("llama.cpp", "cuda", "datacentre"): 0.182, ("llama.cpp", "vulkan", "consumer"): 0.106,
-                ("llama.cpp", "rocm", "consumer"): 0.087, ("trtllm", "cuda", "datacentre"): 0.103,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.054, ("llama.cpp", "cuda", "consumer"): 0.086,
+                ("llama.cpp", "cuda", "datacentre"): 0.059, ("llama.cpp", "vulkan", "consumer"): 0.055,
+                ("llama.cpp", "rocm", "consumer"): 0.089, ("trtllm", "cuda", "datacentre"): 0.08,
                 ("vllm", "cuda", "datacentre"): 0.072, ("sglang", "cuda", "datacentre"): 0.330,
                 ("llama.cpp", "cpu", "consumer"): 0.259, ("transformers", "cuda", "datacentre"): 0.845,
                 ("vllm", "rocm", "datacentre"): 0.016}
-
 
 @pytest.mark.parametrize(("engine", "backend"), ENGINES)
 def test_leave_one_out_error_of_every_row(engine: str, backend: str) -> None:
@@ -174,10 +186,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.048, "prefill": 0.065, "throughput": 0.074}
+    assert by_stage == {"decode": 0.057, "prefill": 0.066, "throughput": 0.074}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.052, "consumer": 0.086, "datacentre": 0.078}
+    assert by_class == {"apple": 0.054, "consumer": 0.078, "datacentre": 0.074}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
@@ -222,7 +234,7 @@ def test_a_tg128_row_reproduced(cli: Any) -> None:
             "--gen", "128", "--batch", "1", "--engine", "llama.cpp", "--json")
     got = json.loads(r.stdout)["expected"]["decode_tokens_per_s"]
     assert abs(got / 94.27 - 1) <= 0.08
-    assert round(got, 1) == 91.7
+    assert round(got, 1) == 93.8
 
 
 def test_without_engine_no_expected(cli: Any) -> None:
@@ -257,9 +269,9 @@ def test_a_trtllm_throughput_row_reproduced(cli: Any) -> None:
             "--ctx", "128", "--gen", "128", "--engine", "trtllm", "--json")
     out = json.loads(r.stdout)
     got = out["expected"]["throughput_tokens_per_s"]
-    assert abs(got / 5_586 - 1) <= 0.10 and got <= out["throughput_per_gpu"]  # 8.5% low
-    assert round(got) == 5_110
-    assert round(out["expected"]["error"]["throughput"], 3) == 0.103
+    assert abs(got / 5_586 - 1) <= 0.10 and got <= out["throughput_per_gpu"]  # 1.8% low
+    assert round(got) == 5_488
+    assert round(out["expected"]["error"]["throughput"], 3) == 0.088
 
 
 def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
@@ -276,7 +288,7 @@ def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
     assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"] == pytest.approx(1_773.8, abs=0.1)
     assert round(e["error"]["throughput"], 3) == 0.072
     assert e["error"]["decode"] is None and e["error"]["prefill"] is None
-    assert [round(c, 2) for c in e["basis"]["prefill"]["coefficients"]] == [4.12] + [0.0] * 5
+    assert [round(c, 2) for c in e["basis"]["prefill"]["coefficients"]] == [4.12] + [0.0] * 8
     assert round(e["prefill_tokens_per_s"], 1) == 15_995.9
     assert e["prefill_tokens_per_s"] < 8 * 32 / out["prefill"]["seconds"]
     table = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "bf16", "--batch", "8",

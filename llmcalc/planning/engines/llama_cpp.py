@@ -40,6 +40,9 @@ class Params:
     n_parallel: int = 1
     kv_unified: bool = False
     mmap: bool = True
+    build: int | None = None  # a llama.cpp build (b5935 → 5935): the padding rule it used
+    offload_kqv: bool = True  # -nkvo: False, the KV cache of every layer in host memory
+    split_mode: str = "layer"  # -sm: layer or row (layers split over the GPUs), none (one GPU)
 
 
 @dataclass(frozen=True)
@@ -191,6 +194,23 @@ def check_cache_blocks(hp: Hparams, p: Params, label: str) -> None:
                              "attention (--flash-attn on or auto)")
 
 
+# ggml-org/llama.cpp#17046 (2025-11-06) padded the cache to 256 cells whatever the attention; it
+# fixed #17058, a regression its title places in b6969, the last build llmcalc takes as older.
+# Builds up to it are taken with the rule of #7257 (2024-05-13): 256 with flash attention, 32
+# without (src/llama-kv-cache.cpp: get_padding), flash attention off unless -fa on (their default).
+# Between #16812 (2025-10-28) and #17046 the cache was not padded at all: those few builds are
+# taken as the older ones.
+LAST_OLD_PADDING_BUILD = 6969
+
+
+def padding(p: Params) -> int:
+    """The cells llama.cpp pads n_ctx to: 256 (src/llama-context.cpp: GGML_PAD(n_ctx, 256)), or
+    for a build up to b6969, 256 with flash attention on and 32 otherwise."""
+    if p.build is not None and p.build <= LAST_OLD_PADDING_BUILD:
+        return 256 if p.flash_attn == "on" else 32
+    return 256
+
+
 @dataclass(frozen=True)
 class Context:
     """The context the engine settles on (src/llama-context.cpp: llama_context::llama_context)."""
@@ -202,6 +222,7 @@ class Context:
     n_batch: int
     n_ubatch: int
     flash_attn: bool
+    pad: int = 256  # the cells n_ctx (and the sliding-window cache) are padded to
 
 
 def context(p: Params, *, n_ctx_train: int) -> Context:
@@ -222,19 +243,20 @@ def context(p: Params, *, n_ctx_train: int) -> Context:
         raise UsageError(f"--cache-type-v {p.type_v}: llama.cpp refuses a quantized V cache "
                          "without flash attention (--flash-attn on or auto)")
     n_ctx_raw = p.n_ctx if p.n_ctx > 0 else n_ctx_train
-    n_ctx = _pad(n_ctx_raw, 256)
+    pad = padding(p)
+    n_ctx = _pad(n_ctx_raw, pad)
     n_seq = p.n_parallel
     if p.kv_unified:
         n_ctx_seq = n_ctx
     else:
-        n_ctx_seq = _pad(n_ctx // n_seq, 256)
+        n_ctx_seq = _pad(n_ctx // n_seq, pad)
         n_ctx = n_ctx_seq * n_seq
     # causal attention: the batch is limited by n_ctx as given, before its padding
     n_batch = min(n_ctx_raw, p.n_batch)
     n_ubatch = min(n_batch, p.n_ubatch)
     # flash attention "auto" resolves to on for the CPU backend (it supports FLASH_ATTN_EXT)
     return Context(n_ctx, n_ctx_seq, n_seq, 1 if p.kv_unified else n_seq, n_batch, n_ubatch,
-                   p.flash_attn != "off")
+                   p.flash_attn != "off", pad)
 
 
 @dataclass(frozen=True)
@@ -255,13 +277,15 @@ def kv_caches(hp: Hparams, p: Params, ctx: Context) -> list[Cache]:
     [n_embd_k_gqa, kv_size, n_stream] and a V tensor [n_embd_v_gqa, kv_size, n_stream];
     src/llama-kv-cache-iswa.cpp: llama_kv_cache_iswa — the SWA layers' cache holds
     pad256(min(n_ctx_seq, n_swa × (unified ? n_seq : 1) + n_ubatch)) cells unless --swa-full."""
-    attn = [il for il in range(hp.n_layer) if not hp.is_recr[il] and hp.n_head_kv[il] > 0]
+    # a layer with KV heads has a KV cache, recurrent state beside it or not (Falcon-H1's
+    # layers hold both; a Mamba or short-conv layer has no KV heads)
+    attn = [il for il in range(hp.n_layer) if hp.n_head_kv[il] > 0]
     if not attn:  # a recurrent model (mamba) has no KV cache at all
         return []
     swa = [il for il in attn if hp.is_swa[il]]
     full = [il for il in attn if not hp.is_swa[il]]
     size_swa = _pad(min(ctx.n_ctx_seq, hp.n_swa * (ctx.n_seq if p.kv_unified else 1)
-                        + ctx.n_ubatch), 256)
+                        + ctx.n_ubatch), ctx.pad)
     if p.swa_full:
         size_swa = ctx.n_ctx_seq
     groups = [("full", full, ctx.n_ctx_seq)]
@@ -531,6 +555,34 @@ class Plan:
         return next((d for d in self.devices if d.name == name), None)
 
 
+def _state_by_device(hp: Hparams, p: Params, ctx: Context, caches: Sequence[Cache],
+                     start: int) -> tuple[dict[str, list[int]], dict[str, int]]:
+    """K and V bytes ([K, V]) and recurrent-state bytes on the CPU and the GPU: a layer's live where
+    the layer does (src/llama-kv-cache.cpp: model.dev_layer, with offload_kqv; -nkvo keeps them in
+    host memory), each tensor on the GPU in its own aligned slot of the CUDA buffer."""
+    kv = {"CPU": [0, 0], "GPU": [0, 0]}
+    for cache in caches:
+        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
+                                          strict=True):
+            if il >= start and p.offload_kqv:
+                kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
+                kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
+            else:
+                kv["CPU"][0] += k
+                kv["CPU"][1] += v
+    rows = max(1, ctx.n_seq)
+    rs = {"CPU": 0, "GPU": 0}
+    for il in range(hp.n_layer):
+        if hp.is_recr[il]:
+            # src/llama-memory-recurrent.cpp: R [n_embd_r, rows] and S [n_embd_s, rows], f32
+            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
+            if il >= start and p.offload_kqv:
+                rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
+            else:
+                rs["CPU"] += r + s
+    return kv, rs
+
+
 def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
          override_tensor: Sequence[str] = ()) -> Plan:
     """Everything llama.cpp allocates for the GGUF but its compute buffer, per device. The KV and
@@ -549,26 +601,7 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
     weights = model_buffers(header, place, mmap=p.mmap)
     start = gpu_layer_start(hp.n_layer, p.n_gpu_layers)
     caches = kv_caches(hp, p, ctx)
-    kv = {"CPU": [0, 0], "GPU": [0, 0]}
-    for cache in caches:
-        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
-                                          strict=True):
-            if il >= start:  # each tensor in its own aligned slot of the CUDA buffer
-                kv["GPU"][0] += gpu_alloc_bytes(p.type_k, n_k, k)
-                kv["GPU"][1] += gpu_alloc_bytes(p.type_v, n_v, v)
-            else:
-                kv["CPU"][0] += k
-                kv["CPU"][1] += v
-    rows = max(1, ctx.n_seq)
-    rs = {"CPU": 0, "GPU": 0}
-    for il in range(hp.n_layer):
-        if hp.is_recr[il]:
-            # src/llama-memory-recurrent.cpp: R [n_embd_r, rows] and S [n_embd_s, rows], f32
-            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
-            if il >= start:
-                rs["GPU"] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
-            else:
-                rs["CPU"] += r + s
+    kv, rs = _state_by_device(hp, p, ctx, caches, start)
     devices = [Device(name, weights[name], kv[name][0], kv[name][1], rs[name])
                for name in ("CPU", "GPU")
                if name == "CPU" or weights[name] or kv[name][0] or rs[name]]
@@ -578,4 +611,193 @@ def plan(header: GgufHeader, p: Params, *, n_cpu_moe: int = 0,
         compute = compute_bytes(header, hp, ctx, caches, p.type_k, p.type_v)
         cpu = devices[0]
         devices = [Device("CPU", cpu.model, cpu.kv_k, cpu.kv_v, cpu.recurrent, compute)]
+    return Plan(p, hp, ctx, caches, rs["CPU"] + rs["GPU"], devices)
+
+
+def _f32(x: float) -> float:
+    """A value as a C float holds it (the split points are computed in float)."""
+    import struct
+
+    return float(struct.unpack("f", struct.pack("f", x))[0])
+
+
+def layer_gpus(n_layer: int, n_gpu_layers: int, n_gpus: int) -> tuple[int, ...]:
+    """The GPU (0…n_gpus−1) or the CPU (−1) of each layer 0…n_layer (n_layer: the output layer)
+    under llama.cpp's default --split-mode layer over ``n_gpus`` cards of equal free memory:
+    src/llama-model.cpp: load_tensors — the split points are the cumulative shares of each
+    device's free memory (float), and layer il goes to the first device whose split point exceeds
+    float(il − i_gpu_start) / act_gpu_layers (std::upper_bound)."""
+    if n_gpus < 1:
+        raise UsageError(f"{n_gpus} GPUs: at least 1")
+    start = gpu_layer_start(n_layer, n_gpu_layers)
+    act = min(n_gpu_layers, n_layer + 1)
+    free = _f32(1.0)  # equal cards: the shares do not depend on the figure
+    sums = []
+    total = 0.0
+    for _ in range(n_gpus):
+        total = _f32(total + free)
+        sums.append(total)
+    splits = [_f32(s / total) for s in sums]
+    out = []
+    for il in range(n_layer + 1):
+        if il < start or il - start >= act:
+            out.append(-1)
+            continue
+        x = _f32(_f32(float(il - start)) / act)
+        out.append(min(next((i for i, s in enumerate(splits) if s > x), n_gpus - 1), n_gpus - 1))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class KvSummary:
+    """The KV cache as llama.cpp's log shows it and as fit --engine reports it for every engine:
+    ``cells`` one stream's cells as the log counts them ("llama_kv_cache: size = … ( N cells, …)":
+    the full-attention cache's kv_size — n_ctx with a unified cache, n_ctx_seq per stream
+    without; the sliding-window cache's where every attention layer slides; a recurrent model's
+    state cells, max(1, n_seq_max), where it keeps no KV cache), ``streams`` the copies of it
+    (--no-kv-unified: one per sequence; ``tokens`` = cells × streams, the n_ctx the log prints),
+    ``max_concurrency`` the sequences of n_ctx_seq tokens it holds at once, and the bytes of K, V
+    and recurrent state on each device."""
+
+    cells: int
+    streams: int
+    n_ctx_seq: int
+    max_concurrency: float
+    cpu_bytes: int
+    gpu_bytes: tuple[int, ...]  # per GPU, in device order (CUDA0, CUDA1, …)
+    logged_bytes: int  # Σ ggml_nbytes of every cache's K and V: the log's "size = … MiB"
+
+    @property
+    def per_gpu(self) -> int:
+        """The most any one GPU holds (the figure compared with one card)."""
+        return max(self.gpu_bytes, default=0)
+
+
+def kv_summary(p: Plan, *, n_gpus: int = 1) -> KvSummary:
+    """:class:`KvSummary` of a plan, its GPU layers split over ``n_gpus`` equal cards."""
+    hp, ctx = p.hparams, p.context
+    n_gpu_layers = p.params.n_gpu_layers
+    where = layer_gpus(hp.n_layer, n_gpu_layers, n_gpus)
+    if not p.params.offload_kqv:  # -nkvo: src/llama-kv-cache.cpp keeps every layer on the CPU
+        where = tuple(-1 for _ in where)
+    elif p.params.split_mode == "none":  # src/llama.cpp: llama_model_load — the main GPU alone
+        where = tuple(min(w, 0) for w in where)
+    gpu = [0] * n_gpus
+    cpu = 0
+    for cache in p.caches:
+        for il, (k, v), (n_k, n_v) in zip(cache.layers, cache.per_layer, cache.widths,
+                                          strict=True):
+            if where[il] >= 0:  # each tensor in its own aligned slot of the CUDA buffer
+                gpu[where[il]] += (gpu_alloc_bytes(p.params.type_k, n_k, k)
+                                   + gpu_alloc_bytes(p.params.type_v, n_v, v))
+            else:
+                cpu += k + v
+    rows = max(1, ctx.n_seq)
+    for il in range(hp.n_layer):
+        if hp.is_recr[il]:
+            r, s = 4 * hp.n_embd_r * rows, 4 * hp.n_embd_s * rows
+            if where[il] >= 0:
+                gpu[where[il]] += _pad(r, GPU_ALIGNMENT) + _pad(s, GPU_ALIGNMENT)
+            else:
+                cpu += r + s
+    if any(c.layers for c in p.caches):
+        # the base cache's kv_size, n_ctx_seq, which the log prints even where every attention
+        # layer slides and the base cache holds 0 layers (llama_kv_cache_iswa)
+        cells = ctx.n_ctx_seq
+        streams = ctx.n_stream
+        concurrency = cells * streams / ctx.n_ctx_seq
+    else:  # src/llama-memory-recurrent.cpp: one state cell per sequence
+        cells, streams = rows, 1
+        concurrency = float(rows)
+    logged = sum(c.k_bytes + c.v_bytes for c in p.caches)
+    return KvSummary(cells, streams, ctx.n_ctx_seq, concurrency, cpu, tuple(gpu), logged)
+
+
+def cells_from_kv_bytes(p: Plan, kv_bytes: int) -> int:
+    """The full-attention cells a logged KV size holds (``--kv-memory``: the "llama_kv_cache: size
+    = … MiB" figure, all caches' K and V): the sliding-window cache's bytes (fixed by n_swa and
+    n_ubatch) taken out, the rest over one full cell's K and V bytes over every full layer and
+    stream, to the nearest cell: exact where a cell is more than the 0.01 MiB the figure is
+    printed to."""
+    full = [c for c in p.caches if c.layers and c.name == "full"]
+    fixed = sum(c.k_bytes + c.v_bytes for c in p.caches if c.layers and c.name != "full")
+    target = full[0] if full else next((c for c in p.caches if c.layers), None)
+    if target is None:
+        raise UsageError("--kv-memory: the model keeps no KV cache in llama.cpp")
+    if not full:
+        fixed = 0
+    per_cell = (target.k_bytes + target.v_bytes) // target.cells
+    # the logged size is a whole number of cells printed to 0.01 MiB: the nearest count
+    return max(0, round((kv_bytes - fixed) / per_cell))
+
+
+def hparams_from_spec(spec: Any) -> tuple[Hparams, int]:
+    """The cache-sizing hyperparameters llama.cpp would read from the GGUF of an HF model whose
+    architecture llmcalc does not convert (llama_cpp_quant covers ten): per layer the KV heads (0
+    for a layer without its own cache: a Mamba/linear-attention layer, or one that reuses another
+    layer's K and V), sliding or chunked windows (llama_kv_cache_iswa: one n_swa for the model),
+    MLA's cache as llama.cpp lays it out since its MLA rework (src/llama-model.cpp, deepseek2:
+    n_head_kv 1, K the latent + rope dims, V a view of K: no bytes of its own), and the recurrent
+    state's rows (src/llama-hparams.cpp: n_embd_r, n_embd_s). The head sizes are the first
+    attention layer's; a layer whose heads are a whole multiple of them counts as that many more
+    heads (the same row bytes). Returns the hparams and n_ctx_train (max_position_embeddings)."""
+    layers: dict[int, Any] = {}
+    for g in spec.layer_groups:
+        for il in g.layers:
+            layers[il] = g
+    if not layers:
+        raise UsageError(f"{spec.name}: no decoder layers to lay a llama.cpp cache out for")
+    n_layer = max(layers) + 1
+    n_head_kv, is_swa, is_recr = [], [], []
+    head_k = head_v = n_swa = n_embd_r = n_embd_s = 0
+    for il in range(n_layer):
+        g = layers.get(il)
+        a = g.attention if g is not None else None
+        mixer = g.mixer if g is not None else None
+        if mixer is not None:
+            n_embd_r = max(n_embd_r, mixer.conv_dim * max(mixer.conv_kernel - 1, 0))
+            n_embd_s = max(n_embd_s, mixer.state_elements)
+        if a is None or a.kv_shared or not a.causal:
+            n_head_kv.append(0)
+            is_swa.append(False)
+            is_recr.append(mixer is not None)
+            continue
+        if a.kv_latent_dim is not None:
+            kv, k, v = 1, a.kv_latent_dim, 0
+        else:
+            kv, k, v = a.kv_heads, a.qk_head_dim, a.v_head_dim
+            if a.keys_are_values:  # one cached tensor read as K and V (DeepSeek-V4): V no bytes
+                v = 0
+        if not head_k:
+            head_k, head_v = k, v
+        if (k, v) != (head_k, head_v) and k % head_k == 0 and (
+                v * head_k == k * head_v):  # a wider head (Gemma 4's full layers): as more heads
+            kv = kv * k // head_k
+        n_head_kv.append(kv)
+        is_swa.append(a.window is not None)
+        if a.window is not None:
+            n_swa = max(n_swa, a.window)
+        is_recr.append(mixer is not None)  # attention beside a mixer (Falcon-H1): both caches
+    heads = tuple(g.attention.heads if g is not None and g.attention is not None else 0
+                  for g in (layers.get(il) for il in range(n_layer)))
+    hp = Hparams(str(spec.config.get("model_type", "")), n_layer, spec.shape.hidden_size, heads,
+                 tuple(n_head_kv), head_k, head_v, n_swa, tuple(is_swa), tuple(is_recr),
+                 n_embd_r, n_embd_s)
+    return hp, int(spec.shape.max_position_embeddings or 0)
+
+
+def spec_plan(spec: Any, p: Params, *, n_gpu_layers: int) -> Plan:
+    """The KV cache (and recurrent state) llama.cpp allocates for an HF model's GGUF, without its
+    weights (no GGUF to place): the same context, cache and placement rules as :func:`plan`, every
+    layer's cache on the GPU from i_gpu_start. Devices hold the KV only (model buffer 0)."""
+    hp, n_ctx_train = hparams_from_spec(spec)
+    if p.n_ctx == 0 and n_ctx_train <= 0:
+        raise UsageError(f"{spec.name}: max_position_embeddings is missing: give --ctx-size")
+    p = Params(**{**p.__dict__, "n_gpu_layers": n_gpu_layers})
+    ctx = context(p, n_ctx_train=n_ctx_train)
+    check_cache_blocks(hp, p, spec.name)
+    caches = kv_caches(hp, p, ctx)
+    start = gpu_layer_start(hp.n_layer, n_gpu_layers)
+    kv, rs = _state_by_device(hp, p, ctx, caches, start)
+    devices = [Device(name, 0, kv[name][0], kv[name][1], rs[name]) for name in ("CPU", "GPU")]
     return Plan(p, hp, ctx, caches, rs["CPU"] + rs["GPU"], devices)
