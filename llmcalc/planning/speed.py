@@ -347,10 +347,10 @@ TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c
 # over on both); all the terms on seven rows overfit. Its prefill terms are TensorRT-LLM's
 # (p, q, r, s, p_dc, p_att), fitted on TensorRT-LLM's first-token rows standing in (STAND_INS):
 # with p alone those 56 rows sit 35% from the fit (the 128-token prompts' fixed costs), with these
-# 6.6%, and vLLM's whole requests' leave-one-out error goes from 7.2% to 6.4%.
+# 7.2%, and vLLM's 27 whole requests' leave-one-out error goes from 17.1% to 12.9% (the kernel
+# PRs' 1,000-token Mixtral prompts at TP 2–8: their prefill and its all-reduces).
 # TensorRT-LLM's go without the MoE term: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
-# tables labelled FP8 when its FP8 Mixtral came later
-# (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
+# tables labelled FP8 when its FP8 Mixtral came later (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
 # → 7.9%, whole requests 8.8% → 9.2%).
 # SGLang is fitted with p, a and c, its own prefill coefficient (its rows: first-token latencies of
 # an 8,192-token prompt; vLLM's rows stand in for its decode, STAND_INS). transformers' one row
