@@ -96,8 +96,8 @@ SOFTMAX_IN_SCORES_DTYPE = frozenset({"gpt2", "gpt-sw3", "biogpt", "gpt_neox_japa
 # so the weight's multiply keeps the normalized tensor at 4 B, not the residual's width.
 NORM_WEIGHT_IN_FP32 = frozenset({"gemma", "helium"})
 # Types whose decoder layers hold tensors the layer kinds do not describe (each measured against
-# autograd's saved tensors, eager attention at fp32 and bf16 on the CPU, and found to differ): the
-# training plan refuses them rather than give a wrong figure.
+# autograd's saved tensors on the CPU, eager attention at fp32 and bf16 and sdpa at bf16, and found
+# to differ every time): the training plan refuses them rather than give a wrong figure.
 NOT_MEASURED: dict[str, str] = {
     **dict.fromkeys(("qwen3", "qwen3_moe", "olmoe", "mellum", "minimax_m2", "hunyuan_v1_dense",
                      "lfm2"), "its attention normalizes q and k per head (q_norm, k_norm)"),
