@@ -383,31 +383,33 @@ HALF_TYPES: dict[str, dict[str, Any]] = {
             **SMALL, **NO_DROP},
 }
 # Per token of layer 1 at sequence 64, measured on the CPU (autograd's saved tensors): with
-# 16-bit weights (bf16 and fp16 alike) and with fp32 weights
-HALF_LAYERS = [("gpt-sw3", 14856, 29712), ("biogpt", 6664, 13328),
-               ("gpt_neox_japanese", 6664, 13328), ("gemma", 12808, 19464),
-               ("helium", 12808, 19464), ("opt", 6664, 11280)]
+# 16-bit weights (bf16 and fp16 alike), with fp32 weights, and with fp32 weights under bf16 autocast
+HALF_LAYERS = [("gpt-sw3", 14856, 29712, 16912), ("biogpt", 6664, 13328, 9744),
+               ("gpt_neox_japanese", 6664, 13328, 8720), ("gemma", 12808, 19464, 14344),
+               ("helium", 12808, 19464, 14344), ("opt", 6664, 11280, 8720)]
 
 
 @pytest.mark.torch
-@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32"])
-@pytest.mark.parametrize(("model", "half", "full"), HALF_LAYERS)
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32", "amp"])
+@pytest.mark.parametrize(("model", "half", "full", "amp"), HALF_LAYERS)
 def test_eager_layer_of_each_type_keeps_what_the_formula_says(
-        model: str, half: int, full: int, dtype: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        model: str, half: int, full: int, amp: int, dtype: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
     from helpers import memory_harness as h
 
     monkeypatch.setitem(h.MODELS, model, HALF_TYPES[model])
     seq = 64
-    two, three = (h.Case(model, "train", b, seq, dtype=dtype, attention="eager") for b in (2, 3))
+    weights = "fp32" if dtype == "amp" else dtype
+    two, three = (h.Case(model, "train", b, seq, dtype=weights, amp=dtype == "amp",
+                         attention="eager") for b in (2, 3))
     measured = _saved_bytes(three, 1) - _saved_bytes(two, 1)
     spec = spec_from_dict(HALF_TYPES[model], name=model)
     A.require_supported(spec)
     k = A._layer_kind(spec, spec.layer_groups[0])
-    width = 4 if dtype == "fp32" else 2
-    cpu = A.layer_bytes_per_token(k, A.Precision(width, cuda=False), kernel=A.Kernel.eager,
-                                  keys=seq)
-    assert measured == seq * cpu == seq * (full if dtype == "fp32" else half)
+    p = A.Precision(4 if weights == "fp32" else 2, amp=dtype == "amp", cuda=False)
+    cpu = A.layer_bytes_per_token(k, p, kernel=A.Kernel.eager, keys=seq)
+    assert measured == seq * cpu == seq * {"fp32": full, "amp": amp}.get(dtype, half)
 
 
 def test_half_layers_by_hand() -> None:
