@@ -6,7 +6,8 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
 
 - decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak + g · all-reduce
   + c_dc · layers on a data-centre card (a = 1/η_bandwidth; c: a per-layer kernel launch /
-  synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches; g:
+  synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches, at
+  most at the FP16 peak (``_fp16_peak``: FP8 weights do not make the step's other work FP8); g:
   the tensor-parallel all-reduces' time at the link's bandwidth); bytes are the roofline's — the
   weights the step reads (MoE: the experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and
   the KV cache at the mean context;
@@ -14,8 +15,12 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
   bandwidth + r · layers + s · all-reduce + p_dc · FLOPs / peak on a data-centre card
   (p = 1/η_compute at the peak of the format the weights are computed in: the bound's,
   llmcalc.planning.latency.compute_peak, or the engine's own where ``ENGINE_FORMATS`` names it;
-  the causal attention's FLOPs have their own share; q: the weights and cache streamed, e.g.
-  dequantised, once per ubatch; r: per-layer cost);
+  the causal attention's FLOPs have their own share, at most of the FP16 peak; q: the weights
+  and cache streamed, e.g. dequantised, once per ubatch; r: per-layer cost; p_kq · weight FLOPs /
+  peak more for llama.cpp's K-quant mixes, whose GEMMs unpack 256-weight super-blocks:
+  ``K_QUANTS``; p_moe · weight FLOPs / peak more for a mixture of experts, whose tokens are
+  gathered per expert into small GEMMs; p_igpu · FLOPs / peak more on a GPU that shares its
+  package and power with the CPU: ``INTEGRATED_GPUS``);
 - a whole request (a throughput row, output tokens/s per GPU): prefill + (gen − 1) decode steps,
   so such rows inform both stages' coefficients, fitted together.
 
@@ -109,7 +114,24 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 
 
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
-PREFILL_TERMS = 6  # _prefill_features' length; the row features are prefill's, then decode's 5
+# llama.cpp's K-quant mixes: 256-weight super-blocks with 6-bit sub-block scales and mins
+# (ggml-common.h, block_q4_K), which its matrix-multiply kernels unpack with more integer work per
+# weight than Q4_0's 32-weight blocks with one FP16 scale. Their prefill reaches a lower share of
+# the peak: RTX 4090, Llama-3-8B pp512 (XiongjieDai, one build): Q4_K_M 7,139 t/s, F16 9,382. On
+# the 477 llama.cpp, TensorRT-LLM and vLLM rows the term takes leave-one-out prefill error on
+# Vulkan from 28.6% to 17.5%, CUDA 13.8% → 12.0%, Metal 5.6% → 5.4% (on Vulkan the integrated-GPU
+# term below now carries what it did there). Decode gains nothing from a K-quant term (it read
+# worse on CUDA and Vulkan).
+K_QUANTS = frozenset({"q4_k_m"})
+# GPUs that share one package, its memory and its power budget with the CPU: the Strix Halo's
+# Radeon 8060S (120 W for the whole APU in its rows). Under sustained matrix load its clock falls
+# below the one its 59.4 TFLOP/s assumes: its llama.cpp pp512 reaches 0.19–0.30 of that peak where
+# discrete cards reach 0.33–0.44, and with Vulkan rows of discrete cards at their own shares (RTX
+# 3070 / 3090 coopmat2) no other term separates the two; the term (p_igpu, the prefill's FLOPs
+# again on such a GPU) takes llama.cpp Vulkan's leave-one-out prefill error from 38.3% to 5.9%.
+# The DGX Spark's GB10 shares a package too, but no row of it was readable: it stays out.
+INTEGRATED_GPUS = frozenset({"strix-halo"})
+PREFILL_TERMS = 9  # _prefill_features' length; the row features are prefill's, then decode's 5
 STAGES = ("prefill", "decode")
 
 
@@ -134,30 +156,51 @@ def engine_peak(lat: Latency, engine: str, backend: str) -> float:
     return max(a.peak_flops, *(peaks[f] for f in formats)) or lat.peak_flops
 
 
+def _fp16_peak(lat: Latency, peak: float) -> float:
+    """The peak the work outside the weights' GEMMs runs at: at most the FP16 one. Attention (the
+    prefill's FMHA, the decode step's reads of an FP8 cache dequantised to FP16), the activations'
+    quantisation and the norms run in FP16/BF16 whatever the weights' format, so an FP8 or INT8
+    weight peak overstates them. TensorRT-LLM's rows show it: fitted at the FP8 peak, the expected
+    speed of H100/H200 FP8 Mistral-7B at batch 896 is 38–44% above the measured and that of A100
+    FP16 rows 14–18% below; at the FP16 peak the leave-one-out error of its whole requests goes
+    from 11.6% to 8.8%, of its first-token rows from 8.1% to 7.4%."""
+    a = lat.accelerator
+    return min(peak, a.fp16_flops or a.peak_flops or peak)
+
+
 def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
-    """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs, the
-    tensor-parallel all-reduces, and the layers again on a data-centre card (its own per-layer
-    cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound on an H100/A100, 0.65–0.72 on GeForce)."""
+    """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs (at
+    most at the FP16 peak: ``_fp16_peak``), the tensor-parallel all-reduces, and the layers again
+    on a data-centre card (its own per-layer cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound
+    on an H100/A100, 0.65–0.72 on GeForce)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
-    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, d.flops / peak,
-            d.comm_s, lat.layers * LAYER_S * dc)
+    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
+            d.flops / _fp16_peak(lat, peak), d.comm_s, lat.layers * LAYER_S * dc)
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
     """The weights' FLOPs at the engine's compute peak, bytes streamed, layers (launch/sync), the
     tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
-    llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), and the
-    causal attention's FLOPs (their own share: a pp4096 reaches less of the peak than a pp512)."""
+    llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), the
+    causal attention's FLOPs (their own share, at most at the FP16 peak: a pp4096 reaches less of
+    the peak than a pp512), and the weights' FLOPs again for a K-quant mix (``K_QUANTS``) and for a
+    mixture of experts (llama.cpp's mul_mat_id gathers each expert's tokens into its own small
+    GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
+    active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
+    15.4% to 12.0%), and the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
+    kq = getattr(lat.dtype, "gguf", "") in K_QUANTS
     return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
-            p.flops / peak * dc, lat.prefill_attention_flops / peak)
+            p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak),
+            dense / peak * kq, dense / peak * lat.moe,
+            p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS))
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 11 features of one row (prefill's 6, then decode's 5): a throughput row's request takes
+    """The 14 features of one row (prefill's 9, then decode's 5): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -294,13 +337,16 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 11 terms in _row_features' order (prefill's 6, then decode's 5).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "f", "g", "c_dc")
-# The terms an engine × backend is fitted with, where not all 11: vLLM's rows (its nightly
+# The 14 terms in _row_features' order (prefill's 9, then decode's 5).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c", "f", "g", "c_dc")
+# The terms an engine × backend is fitted with, where not all 14: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
-# over on both); all 11 terms on seven rows overfit.
+# over on both); all the terms on seven rows overfit. TensorRT-LLM's go without the MoE term: its
+# only MoE rows (Mixtral-8x7B, v0.9.0) sit in tables labelled FP8 when its FP8 Mixtral came later
+# (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
+# → 7.9%, whole requests 8.8% → 9.2%).
 # SGLang shares vLLM's form with its own prefill coefficient (its rows: first-token latencies of
 # an 8,192-token prompt; vLLM's rows stand in for its decode, STAND_INS). transformers' one row
 # (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
@@ -314,7 +360,8 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "a", "c"), ("sglang", "cuda"): ("p", "a", "c"),
     ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
-    ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a")}
+    ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a"),
+    ("trtllm", "cuda"): tuple(t for t in TERMS if t != "p_moe")}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is
 # fitted on its own rows together with another engine × backend's, named here with the reason; the

@@ -146,10 +146,11 @@ def expected_json(e: Expected) -> dict[str, Any]:
                        "+ g · all-reduce time + c_dc · layers × 1 ms on a data-centre card (a = 1/η, c per "
                        "layer, f the batch's compute)",
                        **_fit_json(e.decode)},
-            "prefill": {"model": "t = p · weight FLOPs / peak + q · bytes / bandwidth + r · layers × "
-                        "1 ms + s · all-reduce time + p_dc · FLOPs / peak on a data-centre card + "
-                        "p_att · attention FLOPs / peak (p = 1/η at the weight format's compute "
-                        "peak)",
+            "prefill": {"model": "t = p · weight FLOPs / peak + q · bytes / bandwidth + r · layers × 1 "
+                        "ms + s · all-reduce time + p_dc · FLOPs / peak on a data-centre card + p_att · "
+                        "attention FLOPs / peak + p_kq · weight FLOPs / peak for a K-quant mix + p_moe "
+                        "· weight FLOPs / peak for a mixture of experts + p_igpu · FLOPs / peak on an "
+                        "integrated GPU (p = 1/η at the weight format's compute peak)",
                         **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
             **_stand_in_json(e),

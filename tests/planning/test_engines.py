@@ -41,9 +41,9 @@ PREDICTED = {
     "vllm-v1-h100-qwen25-7b-fp8": 1208608,
     "vllm-v1-h100-gemma2-2b": 667504,
     "vllm-v1-h100-gemma2-9b": 168080,
-    "vllm-v1-h100-gemma3-4b": 471634,
-    "vllm-v1-h100-gemma3-12b": 131832,
-    "vllm-v1-h100-gemma3-27b": 37227,
+    "vllm-v1-h100-gemma3-4b": 471632,
+    "vllm-v1-h100-gemma3-12b": 131824,
+    "vllm-v1-h100-gemma3-27b": 37216,
     "vllm-v1-h100-gemma-7b": 129120,
     "vllm-v1-h100-granite31-2b": 911088,
     "vllm-v1-h100-granite31-8b": 386576,
@@ -59,14 +59,14 @@ PREDICTED = {
     "vllm-v1-h100-llama31-8b-tp4": 2209680,
     "vllm-v1-h100-llama31-8b-16k": 475664,
     "vllm-v1-h100-llama31-8b-32k": 475664,
-    "vllm-v1-h100-llama4-scout-tp4": 425048,
+    "vllm-v1-h100-llama4-scout-tp4": 425040,
     "vllm-v1-h100-phi2-2k": 226160,
     "vllm-v1-h100-phi4": 241920,
     "vllm-v1-h100-mistral-small31-24b": 193360,
     "vllm-v1-h100-mixtral-8x7b-tp2": 471712,
     "vllm-v1-h100-kimi-dev-72b-tp2": 20288,
     "vllm-v1-h100-kimi-dev-72b-tp4": 484352,
-    "vllm-v1-h100-gpt-oss-20b-tp2": 2608088,
+    "vllm-v1-h100-gpt-oss-20b-tp2": 2608080,
     "vllm-v1-h100-qwen15-moe-a27b": 251200,
     "vllm-v1-h100-qwen25-7b-kvfp8": 2189824,
     "vllm-v1-h100-qwen25-72b-tp2": 20288,
@@ -95,6 +95,15 @@ PREDICTED = {
     "trtllm-h100-qwen3-06b-1.2": 633312,
     "trtllm-4070s-smollm2-135m-1.2": 431072,
     "trtllm-4070s-smollm2-135m-1.2-f025": 119744,
+    # a held-out set gathered after the rules above (docs/serving-engines.md, "Held out")
+    "vllm-v1-a100x4-gpt-oss-120b-ray": 2638496,
+    "vllm-v1-a100-40gb-tp2-qwen2-7b-ray": 373632,
+    "sglang-4090x4-qwen3-14b-0.80": 299551,
+    "sglang-3090-r1-distill-qwen-7b-0.88": 112594,
+    "vllm-v1-4080-qwen25-7b-awq-32k": 140912,
+    "vllm-v1-dgx-spark-mistral-7b-gptq": 893488,
+    "vllm-v1-l40s-tp8-qwen3-235b-fp8": 289072,
+    "vllm-v0-t4-qwen25-15b-32k": 107536,
 }
 
 
@@ -119,12 +128,15 @@ def test_errors_over_the_logs() -> None:
     logged 1.26 GiB for the same model and token budget (vllm#10511), and Llama 4 Scout at tp 4,
     whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59; and
     TensorRT-LLM 0.5's A10 engine, whose execution context (its activation memory, fixed at build
-    and not logged) llmcalc puts at 4.32 GiB where the logged count leaves about 3.2."""
+    and not logged) llmcalc puts at 4.32 GiB where the logged count leaves about 3.2. Two of the
+    held-out logs: a T4 and an L40S, whose CUDA totals (14.56 and 44.42 GiB, logged) hardware.json
+    does not cite, so llmcalc takes the datasheet size less the H100's reserve."""
     errors = {i: abs(p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
     assert statistics.median(errors.values()) <= 0.05
     over = sorted(i for i, e in errors.items() if e > 0.10)
     assert over == ["trtllm-a10-llama2-7b-0.5", "vllm-v0-a100-40gb-llama3-8b-8k",
-                    "vllm-v1-h100-llama4-scout-tp4", "vllm-v1-h100x4-qwen3-235b-fp8"]
+                    "vllm-v0-t4-qwen25-15b-32k", "vllm-v1-h100-llama4-scout-tp4",
+                    "vllm-v1-h100x4-qwen3-235b-fp8", "vllm-v1-l40s-tp8-qwen3-235b-fp8"]
     assert len(over) / len(errors) <= 0.15
     assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0107
     assert round(errors["vllm-v0-h100-phi4-gptq-2k"], 4) == 0.0126
@@ -144,7 +156,7 @@ def test_docs_state_each_error_and_the_summary() -> None:
     over = sum(abs(e) > 0.10 for e in signed.values())
     assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
            f"({over / len(signed):.0%}) off by more than 10%" in doc
-    assert (round(median, 4), over) == (0.0035, 4)
+    assert (round(median, 4), over) == (0.004, 6)
 
 
 EXACT = [
@@ -171,6 +183,7 @@ EXACT = [
     "vllm-v1-h100-qwen25-7b-fp8",
     "vllm-v1-h100-gemma2-2b",
     "vllm-v1-h100-gemma2-9b",
+    "vllm-v1-h100-gemma3-4b",
     "vllm-v1-h100-gemma3-12b",
     "vllm-v1-h100-gemma3-27b",
     "vllm-v1-h100-gemma-7b",
@@ -224,6 +237,13 @@ EXACT = [
     "trtllm-h100-qwen3-06b-1.2",
     "trtllm-4070s-smollm2-135m-1.2",
     "trtllm-4070s-smollm2-135m-1.2-f025",
+    "vllm-v1-a100x4-gpt-oss-120b-ray",
+    "vllm-v1-a100-40gb-tp2-qwen2-7b-ray",
+    "sglang-4090x4-qwen3-14b-0.80",
+    "sglang-3090-r1-distill-qwen-7b-0.88",
+    "vllm-v1-4080-qwen25-7b-awq-32k",
+    "vllm-v1-dgx-spark-mistral-7b-gptq",
+    "vllm-v0-t4-qwen25-15b-32k",
 ]
 
 
@@ -243,11 +263,26 @@ def test_tokens_from_a_logged_kv_figure_exact_to_its_rounding(cli: Any, log_id: 
 def test_every_log_row_is_held() -> None:
     """Each row of engine_logs.json is predicted, held from its logged figure, or a refusal."""
     held = set(PREDICTED) | set(EXACT) | {"vllm-v0-h100-llama3-8b",
-                                          "vllm-v0-8gb-qwen25-7b-awq-refused"}
+                                          "vllm-v0-8gb-qwen25-7b-awq-refused"} | set(GEMMA4)
     # the llama.cpp rows: tests/engines/test_llama_cpp_logs.py
     held |= {i for i, row in BY_ID.items() if row["engine"].startswith("llama.cpp")}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 96
+    assert len(BY_ID) == 110
+
+
+GEMMA4 = ["vllm-v1-l4-gemma4-e2b-8k", "vllm-v1-t4-gemma4-e2b-w4a16-16k"]
+
+
+@pytest.mark.parametrize("log_id", GEMMA4)
+def test_gemma4_mixed_cache_widths_refused_in_one_line(cli: Any, log_id: str) -> None:
+    """Two held-out Gemma 4 E2B logs (vLLM 0.21 on an L4, 0.29 on a T4) that llmcalc refuses:
+    sliding layers 256 wide beside global ones 512 wide, whose pages vLLM pads in a way llmcalc
+    does not follow; each counts as a miss in the docs' held-out figures."""
+    r = cli(*_args(BY_ID[log_id]))
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: --engine vllm: google/gemma-4-E2B-it (text model) mixes attention "
+                        "layers of different cache widths, whose pages vLLM's hybrid allocator "
+                        "pads in a way llmcalc does not follow yet\n")
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
@@ -596,31 +631,38 @@ def test_vllm_window_groups_from_the_logs() -> None:
     """Gemma 3 27B (52 sliding-window + 10 full layers of 16 KV heads × 128): groups of 10 — six
     sliding groups (8 padding slots) and one full —, so 19.53 GiB holds 19.53 GiB // (16 × 8,192
     bytes) // 10 = 15,998 blocks; a 8,192-token request holds 512 blocks in each of the 7 groups
-    (the sliding window's 1,023 + 8,192 batched tokens cover the whole length): 15,998 / 3,584 ×
-    8,192 = 36,566 tokens; vLLM logged 36,560 (llm-d-planner's vLLM 0.19 sweep)."""
+    (the sliding window's 1,023 + 8,192 batched tokens cover the whole length): 15,998 / 3,584 =
+    4.46x; before 0.20 the log counts 15,998 // 7 groups × 16 = 36,560 tokens, as vLLM logged
+    (llm-d-planner's vLLM 0.19 sweep)."""
     spec = spec_for("gemma-3-27b", None)
     assert vllm.window_layout(spec, tp=1, model_len=8192, batched=8192, block=16) == (10, 3584, 70)
     b = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                   version="0.19", max_model_len=8192, gpu_memory_utilization=0.95,
                   kv_memory=int(Fraction("19.53") * GiB))
-    assert (b.kv_cache_tokens, b.tokens_rule) == (36566, "concurrency × max_model_len, blocks of 16")
+    assert (b.kv_cache_tokens, b.tokens_rule) == (36560, "blocks // 7 groups × 16")
+    assert round(b.max_concurrency, 2) == 4.46
+    new = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                    version="0.20", max_model_len=8192, gpu_memory_utilization=0.95,
+                    kv_memory=int(Fraction("19.53") * GiB))
+    assert (new.kv_cache_tokens, new.tokens_rule) == (36566,
+                                                      "concurrency × max_model_len, blocks of 16")
     # before 0.10 every layer is a full-attention layer of one group
     old = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                     version="0.9", max_model_len=8192, kv_memory=int(Fraction("19.53") * GiB))
     assert old.kv_cache_tokens == int(Fraction("19.53") * GiB) // (16 * 8192 * 62) * 16
 
 
-def test_gemma3_4b_two_blocks_below_the_rounding() -> None:
-    """The one vLLM 0.19 log held to within 2 blocks rather than to its figure's rounding:
-    Gemma 3 4B logged 62.51 GiB and 468,144 tokens (204,813 blocks); 62.505–62.515 GiB give
-    204,815–204,848 blocks (468,150–468,226 tokens)."""
+def test_gemma3_4b_within_the_rounding() -> None:
+    """Gemma 3 4B on vLLM 0.19 logged 62.51 GiB and 468,144 tokens: 62.505–62.515 GiB give
+    204,815–204,848 blocks, counted before 0.20 as blocks // 7 groups × 16 (468,144–468,224
+    tokens), where concurrency × max_model_len (468,150–468,226) fell 2 blocks short of the log."""
     row = BY_ID["vllm-v1-h100-gemma3-4b"]
     spec = spec_for("gemma-3-4b", None)
     counts = [vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                         version="0.19", max_model_len=8192,
                         kv_memory=int(Fraction(f) * GiB)).kv_cache_tokens
               for f in ("62.505", "62.515")]
-    assert counts == [468150, 468226]
+    assert counts == [468144, 468224]
     assert row["tokens"] == 468144
 
 

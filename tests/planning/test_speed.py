@@ -42,6 +42,8 @@ SOURCES = {  # the scoreboard each row's figure comes from, and where it was rea
     "https://github.com/ggml-org/llama.cpp/discussions/15013",  # CUDA
     "https://github.com/ggml-org/llama.cpp/discussions/10879",  # Vulkan
     "https://github.com/ggml-org/llama.cpp/discussions/15396",  # the gpt-oss guide (CUDA, Metal)
+    "https://github.com/ggml-org/llama.cpp/blob/master/benches/mac-m2-ultra/mac-m2-ultra.md",
+    "https://llm-tracker.info/AMD-Strix-Halo-(Ryzen-AI-Max+-395)-GPU-Performance",  # Vulkan, ROCm
 }
 STRIX = ("https://github.com/visorcraft/strix-halo-llm-perf/blob/"
          "5154e5495b88b3e79daecc3e6f035e39084145d4/BENCHMARKS.md")  # llama-bench on a Strix Halo
@@ -49,6 +51,11 @@ XIONGJIE = ("https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference/blob
             "00dd2bdeb2404263f22bd6c1cd46ce397e341db5/README.md")  # llama-bench, Llama 3 (May 2024)
 TRTLLM = ("https://github.com/NVIDIA/TensorRT-LLM/blob/138f96d45f90b9667426f7c47297d8c06bafac73/"
           "docs/source/performance.md")
+# the same page as of TensorRT-LLM v0.9.0 (H200, H100, L40S, A100; Mistral and Mixtral added)
+TRTLLM_090 = "https://github.com/NVIDIA/TensorRT-LLM/blob/v0.9.0/docs/source/performance.md"
+ROCM_PR = "https://github.com/ggml-org/llama.cpp/pull/26284"  # llama-bench, RX 7900 XTX, HIP
+VULKAN_PRS = ("https://github.com/ggml-org/llama.cpp/pull/13506",  # RTX 3090, coopmat2
+              "https://github.com/ggml-org/llama.cpp/pull/12833")  # RTX 3070, coopmat2
 VLLM = "https://buildkite.com/vllm/performance-benchmark"  # vLLM's nightly benchmark reports
 QUOTED_IN = ("Enigmus-org/homepage/docs/local-llm-inference-engines.md",
              "stored public research notes 'Local AI Advisor")
@@ -60,14 +67,25 @@ CPU_BENCH = "https://github.com/geerlingguy/ai-benchmarks/issues/53"  # llama-be
 VLLM_ROCM = ("https://blogs.oracle.com/cloud-infrastructure/post/serving-llama-31-405b-model-with-"
              "amd-mi300x-gpus",  # benchmark_latency, Llama 3.1 405B FP8, 8 x MI300X
              "https://www.amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html")
+# Held out when added (each predicted by the fit without them before it took them in): llama-bench
+# tables in llama.cpp PRs and benchmark issues, and vLLM kernel PRs' benchmark_latency runs.
+HELD_OUT_LLAMA = ("https://github.com/ggml-org/llama.cpp/pull/10238",  # M2 Ultra, master column
+                  "https://github.com/ggml-org/llama.cpp/pull/10171",  # M3 Max, master column
+                  "https://github.com/dmatora/LLM-inference-speed-benchmarks/issues/12",  # RTX 3080
+                  "https://github.com/geerlingguy/ai-benchmarks/issues/48",  # M1 Ultra 64-core
+                  "https://github.com/geerlingguy/ai-benchmarks/issues/43",  # RTX 4090, Vulkan
+                  "https://github.com/geerlingguy/beowulf-ai-cluster/issues/17")  # M3 Ultra 80-core
+HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io in (
+    (2542, (1000, 50)), (3240, (1000, 50)), (9245, (1000, 50)),  # --input-len 1000 --output-len 50
+    (4002, (32, 128)), (3692, (32, 128)))}  # benchmark_latency's defaults
 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 342
+    assert len(rows) == 539
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 201, "consumer": 73, "datacentre": 68}
-    assert sum(r.engine == "vllm" for r in rows) == 18
+    assert by_class == {"apple": 225, "consumer": 103, "datacentre": 211}
+    assert sum(r.engine == "vllm" for r in rows) == 38
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 4, "transformers": 1}
     assert sum(r.backend == "cpu" for r in rows) == 3
@@ -80,8 +98,10 @@ def test_rows_carry_their_source_and_figures() -> None:
             assert r.source == HF_GENERATE and "stock transformers" in r.build
             assert (r.test, r.ctx, r.gen, r.batch) == ("throughput", 1000, 200, 1)
             published = r.tokens_per_s
-        elif r.engine == "trtllm":  # read at the source itself: its performance page
-            assert r.source == TRTLLM and not r.quoted_in and r.build.startswith("TensorRT-LLM v0.")
+        elif r.engine == "trtllm":  # its performance page: at the source, or v0.9.0's in a copy
+            assert (r.source == TRTLLM and not r.quoted_in) or (
+                r.source == TRTLLM_090 and r.quoted_in.startswith("stored public copy of NVIDIA"))
+            assert r.build.startswith("TensorRT-LLM v0.")
             assert r.test in ("throughput", "ttft") and (r.gen == 1) == (r.test == "ttft")
             published = r.ttft_ms if r.test == "ttft" else r.tokens_per_s
         elif r.engine == "vllm" and r.backend == "rocm":  # a batch's latency in seconds, TP 8
@@ -89,6 +109,12 @@ def test_rows_carry_their_source_and_figures() -> None:
                 "throughput", 128, 8, "mi300x")
             published = r.latency_ms / 1000
             assert r.tokens_per_s == r.batch * r.gen * 1000 / (r.latency_ms * r.tp)
+        elif r.source in HELD_OUT_VLLM:  # benchmark_latency's "Avg latency" of a batch, in seconds
+            assert (r.engine, r.backend, r.test, r.dtype) == ("vllm", "cuda", "throughput", "bf16")
+            assert (r.ctx, r.gen) == HELD_OUT_VLLM[r.source] and r.tp > 1
+            seconds = [float(x) for x in re.findall(r"\d+\.\d+", r.quote)]
+            assert r.latency_ms == pytest.approx(seconds[-1] * 1000, abs=1e-3), r.quote
+            published = seconds[-1]
         elif r.engine == "vllm":  # benchmark_latency: batch 8, 32 tokens in, 128 out, median ms
             assert r.source == f"{VLLM}/builds/9515" or (
                 r.source == VLLM and r.quoted_in.startswith("a stored copy of a vLLM"))
@@ -96,7 +122,8 @@ def test_rows_carry_their_source_and_figures() -> None:
             published = r.latency_ms
             assert r.tokens_per_s == 8 * 128 * 1000 / (r.latency_ms * r.tp)
         else:
-            assert (r.source in (STRIX, XIONGJIE, CPU_BENCH) and not r.quoted_in) or (
+            assert (r.source in (STRIX, XIONGJIE, CPU_BENCH, ROCM_PR, *VULKAN_PRS, *HELD_OUT_LLAMA)
+                    and not r.quoted_in) or (
                 r.source in SOURCES and r.quoted_in.startswith(QUOTED_IN))
             assert (r.backend == "cpu") == (r.source == CPU_BENCH)
             # llama-bench: ppN is an N-token prompt, one token out; tgN is N tokens from 1
@@ -113,35 +140,43 @@ def test_rows_carry_their_source_and_figures() -> None:
 
 # (engine, backend): leave-one-out median |error| of decode and prefill (None: no decode rows),
 # and whether the targets (decode ≤ 8%, prefill ≤ 12%, each hardware class ≤ 15%) hold. Metal
-# (201 rows: 28 chip configurations × F16/Q8_0/Q4_0 Llama-2-7B, three chips × Llama-3 8B/70B at
-# 512–4096 tokens, gpt-oss-20b tg128 on three chips), TensorRT-LLM (16 first-token rows, 25
-# throughput rows) and ROCm (6 rows, one card) meet them; llama.cpp CUDA (46 rows) misses
-# prefill's 12% (the 2025 scoreboard's Q4_0 pp512 run faster than 2024's Q4_K_M builds) and its
-# data-centre class (H100, A100: 2 rows each); Vulkan's prefill misses (the Strix Halo's pp512
-# reaches 0.19–0.30 of its FP16 peak where the discrete cards reach 0.33–0.44). Pinned as they are.
+# (engine, backend): leave-one-out median |error| of decode and prefill (None: no decode rows),
+# and whether the targets (decode ≤ 8%, prefill ≤ 12%, each hardware class ≤ 15%) hold. Metal
+# (225 rows: 28 chip configurations × F16/Q8_0/Q4_0 Llama-2-7B, three chips × Llama-3 8B/70B at
+# 512–4096 tokens, gpt-oss-20b on three chips, llama.cpp's own M2 Ultra bench file, 13 held-out
+# rows of Llama-3.2 1B/3B, TinyLlama and Llama-3.3-70B on M1/M2/M3 Ultra and M3 Max), TensorRT-LLM
+# (56 first-token rows, 104 whole requests: its performance page at v0.5, v0.6.1 and v0.9.0),
+# Vulkan (33 rows: the integrated-GPU term separates the Strix Halo from the discrete cards; the
+# RTX 4090's TinyLlama pp4096 was 86% over when held out) and llama.cpp CUDA (66 rows: prefill
+# 11.6%, with the RTX 3080's two held-out rows) meet them; ROCm's prefill misses (9 rows on
+# two cards: with its one discrete prefill row left out, the RX 7900 XTX's pp2048 is 145% off).
+# Pinned as they are.
 # SGLang (4 first-token rows, Qwen3.6-35B-A3B on H200 and B200, BF16 and FP8; vLLM's rows stand in
 # for its decode) misses prefill's 12%: FP8 weights gain 1.3× on the H200 and lose on the B200;
 # llama.cpp on a CPU (3 rows, one CPU) and transformers (1 row) are too few rows to judge.
-LOO = {("llama.cpp", "metal"): (0.047, 0.055, True), ("llama.cpp", "cuda"): (0.052, 0.136, False),
-       ("llama.cpp", "vulkan"): (0.038, 0.265, False), ("llama.cpp", "rocm"): (0.072, 0.090, True),
-       ("trtllm", "cuda"): (None, 0.103, True), ("vllm", "cuda"): (None, None, True),
+LOO = {("llama.cpp", "metal"): (0.058, 0.062, True), ("llama.cpp", "cuda"): (0.062, 0.116, True),
+       ("llama.cpp", "vulkan"): (0.062, 0.088, True), ("llama.cpp", "rocm"): (0.048, 0.46, False),
+       ("trtllm", "cuda"): (None, 0.074, True), ("vllm", "cuda"): (None, None, False),
        ("sglang", "cuda"): (None, 0.330, False), ("llama.cpp", "cpu"): (0.651, 0.232, False),
        ("transformers", "cuda"): (None, None, False), ("vllm", "rocm"): (None, None, True)}
-# Whole-request throughput rows (out tokens/s per GPU): their median |error|. vLLM's seven
-# (benchmark_latency, batch 8, 32 in / 128 out: Llama-3.1-8B, Llama-3-70B TP 4, Mixtral-8x7B TP 2
-# on H200 and H100; Llama-3.1-8B on an A100) are fitted with 3 of the 11 terms (ENGINE_TERMS).
+# Whole-request throughput rows (out tokens/s per GPU): their median |error|. vLLM's 27 are fitted
+# with 3 of the 14 terms (ENGINE_TERMS): seven from its nightly benchmark (benchmark_latency, batch
+# 8, 32 in / 128 out: Llama-3.1-8B, Llama-3-70B TP 4, Mixtral-8x7B TP 2 on H200 and H100;
+# Llama-3.1-8B on an A100) and 20 from kernel PRs of 2024 (Mixtral-8x7B at 1,000 in / 50 out,
+# batch 1–64, on 2 × A100, 4 × L40S, 8 × H100; Mixtral-8x22B and DBRX at TP 4 and 8). They miss
+# 15%: the 8 × H100 Mixtral rows (PR #2542) reach 0.11–0.25 of the bound and are expected 56–99%
+# too fast, the batch-64 rows of TP 2 and 4 are 36–43% off.
 # vLLM on ROCm (11 rows: Llama 3.1 405B FP8 at batch 1–256 and 70B FP8 at batch 1–2 on 8 × MI300X;
 # SGLang's CUDA first-token rows stand in for its prefill) meets 8%, nine of its rows one sweep.
-THROUGHPUT = {("trtllm", "cuda"): 0.103, ("vllm", "cuda"): 0.072, ("transformers", "cuda"): 0.845,
+THROUGHPUT = {("trtllm", "cuda"): 0.088, ("vllm", "cuda"): 0.171, ("transformers", "cuda"): 0.845,
               ("vllm", "rocm"): 0.016}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.074,
-                ("llama.cpp", "cuda", "datacentre"): 0.182, ("llama.cpp", "vulkan", "consumer"): 0.106,
-                ("llama.cpp", "rocm", "consumer"): 0.087, ("trtllm", "cuda", "datacentre"): 0.103,
-                ("vllm", "cuda", "datacentre"): 0.072, ("sglang", "cuda", "datacentre"): 0.330,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.059, ("llama.cpp", "cuda", "consumer"): 0.079,
+                ("llama.cpp", "cuda", "datacentre"): 0.062, ("llama.cpp", "vulkan", "consumer"): 0.079,
+                ("llama.cpp", "rocm", "consumer"): 0.089, ("trtllm", "cuda", "datacentre"): 0.08,
+                ("vllm", "cuda", "datacentre"): 0.171, ("sglang", "cuda", "datacentre"): 0.330,
                 ("llama.cpp", "cpu", "consumer"): 0.259, ("transformers", "cuda", "datacentre"): 0.845,
                 ("vllm", "rocm", "datacentre"): 0.016}
-
 
 @pytest.mark.parametrize(("engine", "backend"), ENGINES)
 def test_leave_one_out_error_of_every_row(engine: str, backend: str) -> None:
@@ -174,10 +209,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.048, "prefill": 0.065, "throughput": 0.074}
+    assert by_stage == {"decode": 0.059, "prefill": 0.068, "throughput": 0.09}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.052, "consumer": 0.086, "datacentre": 0.078}
+    assert by_class == {"apple": 0.059, "consumer": 0.083, "datacentre": 0.084}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
@@ -222,7 +257,7 @@ def test_a_tg128_row_reproduced(cli: Any) -> None:
             "--gen", "128", "--batch", "1", "--engine", "llama.cpp", "--json")
     got = json.loads(r.stdout)["expected"]["decode_tokens_per_s"]
     assert abs(got / 94.27 - 1) <= 0.08
-    assert round(got, 1) == 91.7
+    assert round(got, 1) == 95.0
 
 
 def test_without_engine_no_expected(cli: Any) -> None:
@@ -257,31 +292,32 @@ def test_a_trtllm_throughput_row_reproduced(cli: Any) -> None:
             "--ctx", "128", "--gen", "128", "--engine", "trtllm", "--json")
     out = json.loads(r.stdout)
     got = out["expected"]["throughput_tokens_per_s"]
-    assert abs(got / 5_586 - 1) <= 0.10 and got <= out["throughput_per_gpu"]  # 8.5% low
-    assert round(got) == 5_110
-    assert round(out["expected"]["error"]["throughput"], 3) == 0.103
+    assert abs(got / 5_586 - 1) <= 0.10 and got <= out["throughput_per_gpu"]  # 1.8% low
+    assert round(got) == 5_488
+    assert round(out["expected"]["error"]["throughput"], 3) == 0.088
 
 
 def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
     """H100, Llama-3.1-8B BF16, vLLM's benchmark_latency (batch 8, 32 in / 128 out): 997.365 ms
     median, 1,026.7 output tokens/s (vLLM's nightly performance benchmark). No prefill row: the
-    prefill term p is fitted on the whole requests alone (32-token prompts, a small share of each)."""
+    prefill term p is fitted on the whole requests alone (the prompts are a small share of each).
+    With the kernel PRs' 20 rows in the fit it is 20.5% low (6.0% on the seven nightly rows)."""
     r = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "bf16", "--batch", "8",
             "--ctx", "32", "--gen", "128", "--engine", "vllm", "--json")
     out = json.loads(r.stdout)
     e = out["expected"]
     measured = 8 * 128 * 1000 / 997.365
-    assert abs(e["throughput_tokens_per_s"] / measured - 1) <= 0.10  # 6.0% low
-    assert round(e["throughput_tokens_per_s"], 1) == 965.5
+    assert abs(e["throughput_tokens_per_s"] / measured - 1) <= 0.21  # 20.5% low
+    assert round(e["throughput_tokens_per_s"], 1) == 816.7
     assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"] == pytest.approx(1_773.8, abs=0.1)
-    assert round(e["error"]["throughput"], 3) == 0.072
+    assert round(e["error"]["throughput"], 3) == 0.171
     assert e["error"]["decode"] is None and e["error"]["prefill"] is None
-    assert [round(c, 2) for c in e["basis"]["prefill"]["coefficients"]] == [4.12] + [0.0] * 5
-    assert round(e["prefill_tokens_per_s"], 1) == 15_995.9
+    assert [round(c, 2) for c in e["basis"]["prefill"]["coefficients"]] == [4.09] + [0.0] * 8
+    assert round(e["prefill_tokens_per_s"], 1) == 16_104.8
     assert e["prefill_tokens_per_s"] < 8 * 32 / out["prefill"]["seconds"]
     table = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "bf16", "--batch", "8",
                 "--ctx", "32", "--gen", "128", "--engine", "vllm").stdout
-    assert "±7.2% (median, leave-one-out, 7 rows)" in table
+    assert "±17.1% (median, leave-one-out, 27 rows)" in table
 
 
 def test_sglang_first_token_row_and_stand_in_decode(cli: Any) -> None:
@@ -296,14 +332,14 @@ def test_sglang_first_token_row_and_stand_in_decode(cli: Any) -> None:
     assert e["prefill_tokens_per_s"] <= 8192 / out["prefill"]["seconds"]
     assert round(e["error"]["prefill"], 3) == 0.330 and e["error"]["decode"] is None
     assert e["basis"]["stand_in"] == {
-        "rows": 7, "why": "vLLM's CUDA rows stand in for SGLang's decode: no published SGLang "
+        "rows": 27, "why": "vLLM's CUDA rows stand in for SGLang's decode: no published SGLang "
         "decode step without speculative decoding was found"}
     assert (e["basis"]["prefill"]["rows"], e["basis"]["decode"]["rows"]) == (4, 0)
     table = cli("latency", "qwen3.6-35b-a3b", "--gpu", "h200", "--engine", "sglang").stdout
     assert "±33.0% (median, leave-one-out, 4 rows)" in table
     words = " ".join(w for w in table.split() if w != "│")  # the error column wraps at spaces
     assert "unknown: too few own rows to leave one out; from the stand-in rows below" in words
-    assert "fitted with 7 other rows" in table
+    assert "fitted with 27 other rows" in table
 
 
 def test_a_transformers_generate_row_reproduced(cli: Any) -> None:

@@ -459,13 +459,19 @@ def plan(
     if mode == "all":  # a state page per block of the request's length
         state_pages = -(-model_len // block)
     per_request = (attention_groups * -(-model_len // block) + mamba_groups * state_pages)
+    groups = attention_groups + mamba_groups
     if windows is not None:
-        layers, per_request, _ = windows
+        layers, per_request, slots = windows
+        groups = slots // layers
     blocks = max(available, 0) // page // (layers if v1 else 1)
     tokens = blocks * block
     concurrency = blocks / per_request if v1 else tokens / model_len
-    if hybrid and ver < HYBRID_TOKENS_FROM_CONCURRENCY:
-        tokens = blocks // (attention_groups + mamba_groups) * block
+    # _report_kv_cache_config's rule before 0.20 holds for every multi-group layout, the window
+    # groups too: gpt-oss-120b on vLLM 0.10.1.1 (18 full + 18 sliding layers, 2 groups) logged
+    # 2,640,144 tokens = num_blocks // 2 × 16 at 284.25x of 16,384, where int(284.25 × 16,384)
+    # would be 4,657,152
+    if (hybrid or windows is not None) and ver < HYBRID_TOKENS_FROM_CONCURRENCY:
+        tokens = blocks // groups * block
     elif hybrid or windows is not None:
         tokens = int(concurrency * model_len)
     refusal = None
@@ -502,8 +508,8 @@ def plan(
         max_model_len=model_len, max_concurrency=concurrency, settings=settings,
         command=command(spec, settings, kv_dtype=kv_dtype, dtype=dtype),
         refusal=refusal, from_log=kv_memory is not None,
-        tokens_rule=(f"blocks // {attention_groups + mamba_groups} groups × {block}"
-                     if hybrid and ver < HYBRID_TOKENS_FROM_CONCURRENCY
+        tokens_rule=(f"blocks // {groups} groups × {block}"
+                     if (hybrid or windows is not None) and ver < HYBRID_TOKENS_FROM_CONCURRENCY
                      else f"concurrency × max_model_len, blocks of {block}"
                      if hybrid or windows is not None else ""),
     )
