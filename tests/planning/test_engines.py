@@ -28,7 +28,7 @@ PREDICTED = {
     "vllm-v0-a10-llama31-8b-131k": 36400,
     "vllm-v0-4090x2-qwen14b-131k": 81536,
     "vllm-v1-a5000-qwen3-8b-16k": 45344,
-    "vllm-v1-h100x4-qwen3-235b-fp8": 270288,
+    "vllm-v1-h100x4-qwen3-235b-fp8": 229456,
     "sglang-h100x4-qwen3-235b-fp8": 363469,
     "sglang-l4x4-qwq-32b": 47982,
     "sglang-h100-llama31-8b-docs": 443823,
@@ -41,9 +41,9 @@ PREDICTED = {
     "vllm-v1-h100-qwen25-7b-fp8": 1208608,
     "vllm-v1-h100-gemma2-2b": 667504,
     "vllm-v1-h100-gemma2-9b": 168080,
-    "vllm-v1-h100-gemma3-4b": 471634,
-    "vllm-v1-h100-gemma3-12b": 131832,
-    "vllm-v1-h100-gemma3-27b": 37227,
+    "vllm-v1-h100-gemma3-4b": 471632,
+    "vllm-v1-h100-gemma3-12b": 131824,
+    "vllm-v1-h100-gemma3-27b": 37216,
     "vllm-v1-h100-gemma-7b": 129120,
     "vllm-v1-h100-granite31-2b": 911088,
     "vllm-v1-h100-granite31-8b": 386576,
@@ -59,14 +59,14 @@ PREDICTED = {
     "vllm-v1-h100-llama31-8b-tp4": 2209680,
     "vllm-v1-h100-llama31-8b-16k": 475664,
     "vllm-v1-h100-llama31-8b-32k": 475664,
-    "vllm-v1-h100-llama4-scout-tp4": 425048,
+    "vllm-v1-h100-llama4-scout-tp4": 425040,
     "vllm-v1-h100-phi2-2k": 226160,
     "vllm-v1-h100-phi4": 241920,
     "vllm-v1-h100-mistral-small31-24b": 193360,
     "vllm-v1-h100-mixtral-8x7b-tp2": 471712,
     "vllm-v1-h100-kimi-dev-72b-tp2": 20288,
     "vllm-v1-h100-kimi-dev-72b-tp4": 484352,
-    "vllm-v1-h100-gpt-oss-20b-tp2": 2608088,
+    "vllm-v1-h100-gpt-oss-20b-tp2": 2608080,
     "vllm-v1-h100-qwen15-moe-a27b": 251200,
     "vllm-v1-h100-qwen25-7b-kvfp8": 2189824,
     "vllm-v1-h100-qwen25-72b-tp2": 20288,
@@ -95,6 +95,38 @@ PREDICTED = {
     "trtllm-h100-qwen3-06b-1.2": 633312,
     "trtllm-4070s-smollm2-135m-1.2": 431072,
     "trtllm-4070s-smollm2-135m-1.2-f025": 119744,
+    # a held-out set gathered after the rules above (docs/serving-engines.md, "Held out")
+    "vllm-v1-a100x4-gpt-oss-120b-ray": 2658960,
+    "vllm-v1-a100-40gb-tp2-qwen2-7b-ray": 396640,
+    "sglang-4090x4-qwen3-14b-0.80": 299551,
+    "sglang-3090-r1-distill-qwen-7b-0.88": 112594,
+    "vllm-v1-4080-qwen25-7b-awq-32k": 140912,
+    "vllm-v1-dgx-spark-mistral-7b-gptq": 890784,
+    "vllm-v1-l40s-tp8-qwen3-235b-fp8": 240000,
+    "vllm-v0-t4-qwen25-15b-32k": 86976,
+    # vllm37: logs from other sources, versions and cards
+    "vllm-v1-h100-gpt-oss-20b-llmd": 1110144,
+    "vllm-v1-h100-gpt-oss-120b-llmd": 41728,
+    "vllm-v1-h100-llama33-70b-fp8-tp2-llmd": 209920,
+    "vllm-v1-h100-llama31-8b-llmd": 420608,
+    "vllm-v1-h100-qwen3-06b-16k-llmd": 602240,
+    "vllm-v1-h100-qwen3-06b-32k-llmd": 602240,
+    "vllm-v1-h100-qwen3-32b-llmd": 18048,
+    "vllm-v1-h100-qwen3-32b-tp2-llmd": 282624,
+    "vllm-v1-h100-mistral-small32-vlm-llmd": 174848,
+    "vllm-v0-t4-llama32-3b": 56384,
+    "vllm-v0-4070laptop-llama32-3b-q8": 23152,
+    "vllm-v0-l40s-tp2-qwen25-32b": 63184,
+    "vllm-v1-l40s-tp4-qwen3-coder-30b": 1056016,
+    "vllm-v1-a100-gpt-oss-20b-131k": 822256,
+    "vllm-v1-4090-qwen25-05b-vllama": 803920,
+    "vllm-v1-4090-qwen25-15b-vllama": 271312,
+    "vllm-v1-4090-qwen25-7b-vllama": 87616,
+    "vllm-v1-4090-mistral-7b-v03-vllama": 47008,
+    "vllm-v0-3090-qwen15-7b-gptq-refused": 26096,
+    "vllm-v1-a100-qwen2-7b-util025": 74256,
+    "vllm-v1-a100-qwen2-7b-util05": 444960,
+    "vllm-v1-a100-tp2-qwen2-7b-util05": 1139824,
 }
 
 
@@ -113,17 +145,23 @@ def test_token_count_per_log(cli: Any, log_id: str) -> None:
 
 
 def test_errors_over_the_logs() -> None:
-    """Median error at most 5%; at most 15% of the logs off by more than 10%. The three that are,
+    """Median error at most 5%; at most 15% of the logs off by more than 10%. The six that are,
     each for a term its log shows and llmcalc cannot know: the vLLM run with the LMCache
     connector's buffers, the A100 run whose profile peaked at 9.37 GiB where vLLM's maintainers
-    logged 1.26 GiB for the same model and token budget (vllm#10511), and Llama 4 Scout at tp 4,
-    whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59; and
+    logged 1.26 GiB for the same model and token budget (vllm#10511), Llama 4 Scout at tp 4,
+    whose ranks hold 53.12 GiB of weights where an even split of the checkpoint is 50.59;
     TensorRT-LLM 0.5's A10 engine, whose execution context (its activation memory, fixed at build
-    and not logged) llmcalc puts at 4.32 GiB where the logged count leaves about 3.2."""
+    and not logged) llmcalc puts at 4.32 GiB where the logged count leaves about 3.2;
+    gpt-oss-120b, whose mxfp4 weights vLLM loads at 64.38 GiB where the checkpoint is 60.77 (and
+    whose logged terms do not add up to its logged KV figure); and Qwen2-7B at utilization 0.25
+    on an A100 with FlashInfer's sampler installed and in use ("Using FlashInfer for top-p & top-k
+    sampling"), whose profile peaks at about 8 bytes a [256, vocab] element, not the 38.5 of
+    vLLM 0.10's own sampler that llmcalc takes: 1 GiB of a 5 GiB cache."""
     errors = {i: abs(p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
     assert statistics.median(errors.values()) <= 0.05
     over = sorted(i for i, e in errors.items() if e > 0.10)
     assert over == ["trtllm-a10-llama2-7b-0.5", "vllm-v0-a100-40gb-llama3-8b-8k",
+                    "vllm-v1-a100-qwen2-7b-util025", "vllm-v1-h100-gpt-oss-120b-llmd",
                     "vllm-v1-h100-llama4-scout-tp4", "vllm-v1-h100x4-qwen3-235b-fp8"]
     assert len(over) / len(errors) <= 0.15
     assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0107
@@ -144,7 +182,7 @@ def test_docs_state_each_error_and_the_summary() -> None:
     over = sum(abs(e) > 0.10 for e in signed.values())
     assert f"Median error {median:.1%} over these {len(signed)}; {over} of {len(signed)} " \
            f"({over / len(signed):.0%}) off by more than 10%" in doc
-    assert (round(median, 4), over) == (0.0035, 4)
+    assert (round(median, 4), over) == (0.0054, 6)
 
 
 EXACT = [
@@ -171,6 +209,7 @@ EXACT = [
     "vllm-v1-h100-qwen25-7b-fp8",
     "vllm-v1-h100-gemma2-2b",
     "vllm-v1-h100-gemma2-9b",
+    "vllm-v1-h100-gemma3-4b",
     "vllm-v1-h100-gemma3-12b",
     "vllm-v1-h100-gemma3-27b",
     "vllm-v1-h100-gemma-7b",
@@ -224,6 +263,21 @@ EXACT = [
     "trtllm-h100-qwen3-06b-1.2",
     "trtllm-4070s-smollm2-135m-1.2",
     "trtllm-4070s-smollm2-135m-1.2-f025",
+    "vllm-v1-a100x4-gpt-oss-120b-ray",
+    "vllm-v1-a100-40gb-tp2-qwen2-7b-ray",
+    "sglang-4090x4-qwen3-14b-0.80",
+    "sglang-3090-r1-distill-qwen-7b-0.88",
+    "vllm-v1-4080-qwen25-7b-awq-32k",
+    "vllm-v1-dgx-spark-mistral-7b-gptq",
+    "vllm-v0-t4-qwen25-15b-32k",
+    "vllm-v1-h100-mistral-small32-vlm-llmd",
+    "vllm-v0-t4-llama32-3b",
+    "vllm-v0-4070laptop-llama32-3b-q8",
+    "vllm-v0-l40s-tp2-qwen25-32b",
+    "vllm-v1-l40s-tp4-qwen3-coder-30b",
+    "vllm-v1-a100-qwen2-7b-util025",
+    "vllm-v1-a100-qwen2-7b-util05",
+    "vllm-v1-a100-tp2-qwen2-7b-util05",
 ]
 
 
@@ -243,11 +297,26 @@ def test_tokens_from_a_logged_kv_figure_exact_to_its_rounding(cli: Any, log_id: 
 def test_every_log_row_is_held() -> None:
     """Each row of engine_logs.json is predicted, held from its logged figure, or a refusal."""
     held = set(PREDICTED) | set(EXACT) | {"vllm-v0-h100-llama3-8b",
-                                          "vllm-v0-8gb-qwen25-7b-awq-refused"}
+                                          "vllm-v0-8gb-qwen25-7b-awq-refused"} | set(GEMMA4)
     # the llama.cpp rows: tests/engines/test_llama_cpp_logs.py
     held |= {i for i, row in BY_ID.items() if row["engine"].startswith("llama.cpp")}
     assert held == set(BY_ID)
-    assert len(BY_ID) == 96
+    assert len(BY_ID) == 132
+
+
+GEMMA4 = ["vllm-v1-l4-gemma4-e2b-8k", "vllm-v1-t4-gemma4-e2b-w4a16-16k"]
+
+
+@pytest.mark.parametrize("log_id", GEMMA4)
+def test_gemma4_mixed_cache_widths_refused_in_one_line(cli: Any, log_id: str) -> None:
+    """Two held-out Gemma 4 E2B logs (vLLM 0.21 on an L4, 0.29 on a T4) that llmcalc refuses:
+    sliding layers 256 wide beside global ones 512 wide, whose pages vLLM pads in a way llmcalc
+    does not follow; each counts as a miss in the docs' held-out figures."""
+    r = cli(*_args(BY_ID[log_id]))
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: --engine vllm: google/gemma-4-E2B-it (text model) mixes attention "
+                        "layers of different cache widths, whose pages vLLM's hybrid allocator "
+                        "pads in a way llmcalc does not follow yet\n")
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
@@ -596,31 +665,38 @@ def test_vllm_window_groups_from_the_logs() -> None:
     """Gemma 3 27B (52 sliding-window + 10 full layers of 16 KV heads × 128): groups of 10 — six
     sliding groups (8 padding slots) and one full —, so 19.53 GiB holds 19.53 GiB // (16 × 8,192
     bytes) // 10 = 15,998 blocks; a 8,192-token request holds 512 blocks in each of the 7 groups
-    (the sliding window's 1,023 + 8,192 batched tokens cover the whole length): 15,998 / 3,584 ×
-    8,192 = 36,566 tokens; vLLM logged 36,560 (llm-d-planner's vLLM 0.19 sweep)."""
+    (the sliding window's 1,023 + 8,192 batched tokens cover the whole length): 15,998 / 3,584 =
+    4.46x; before 0.20 the log counts 15,998 // 7 groups × 16 = 36,560 tokens, as vLLM logged
+    (llm-d-planner's vLLM 0.19 sweep)."""
     spec = spec_for("gemma-3-27b", None)
     assert vllm.window_layout(spec, tp=1, model_len=8192, batched=8192, block=16) == (10, 3584, 70)
     b = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                   version="0.19", max_model_len=8192, gpu_memory_utilization=0.95,
                   kv_memory=int(Fraction("19.53") * GiB))
-    assert (b.kv_cache_tokens, b.tokens_rule) == (36566, "concurrency × max_model_len, blocks of 16")
+    assert (b.kv_cache_tokens, b.tokens_rule) == (36560, "blocks // 7 groups × 16")
+    assert round(b.max_concurrency, 2) == 4.46
+    new = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                    version="0.20", max_model_len=8192, gpu_memory_utilization=0.95,
+                    kv_memory=int(Fraction("19.53") * GiB))
+    assert (new.kv_cache_tokens, new.tokens_rule) == (36566,
+                                                      "concurrency × max_model_len, blocks of 16")
     # before 0.10 every layer is a full-attention layer of one group
     old = vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                     version="0.9", max_model_len=8192, kv_memory=int(Fraction("19.53") * GiB))
     assert old.kv_cache_tokens == int(Fraction("19.53") * GiB) // (16 * 8192 * 62) * 16
 
 
-def test_gemma3_4b_two_blocks_below_the_rounding() -> None:
-    """The one vLLM 0.19 log held to within 2 blocks rather than to its figure's rounding:
-    Gemma 3 4B logged 62.51 GiB and 468,144 tokens (204,813 blocks); 62.505–62.515 GiB give
-    204,815–204,848 blocks (468,150–468,226 tokens)."""
+def test_gemma3_4b_within_the_rounding() -> None:
+    """Gemma 3 4B on vLLM 0.19 logged 62.51 GiB and 468,144 tokens: 62.505–62.515 GiB give
+    204,815–204,848 blocks, counted before 0.20 as blocks // 7 groups × 16 (468,144–468,224
+    tokens), where concurrency × max_model_len (468,150–468,226) fell 2 blocks short of the log."""
     row = BY_ID["vllm-v1-h100-gemma3-4b"]
     spec = spec_for("gemma-3-4b", None)
     counts = [vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
                         version="0.19", max_model_len=8192,
                         kv_memory=int(Fraction(f) * GiB)).kv_cache_tokens
               for f in ("62.505", "62.515")]
-    assert counts == [468150, 468226]
+    assert counts == [468144, 468224]
     assert row["tokens"] == 468144
 
 
@@ -652,3 +728,75 @@ def test_channel_scaled_8bit_weights() -> None:
     assert fp8 == linear + wide
     assert fp8 == weight_bytes(spec, dtype=FORMATS["w8a8"])
     assert round(fp8 / GiB, 2) == 8.46
+
+
+def test_vllm_v1_sampler_peak_before_0_12() -> None:
+    """Up to 0.11 the dummy sampler run (vllm#13594) goes through PyTorch's sort-based top-k/top-p:
+    38.5 bytes a [1,024, vocab] element on an H100 — Llama-3.1-8B 4.71 GiB where
+    llm-d-benchmark's vLLM logged 4.76, gpt-oss-20b 7.38 where it logged 7.38."""
+    peaks = {m: vllm.plan(spec_for(m, None), accelerator=lookup("h100"), dtype=DType.bf16,
+                          kv_dtype=DType.bf16, version="0.10",
+                          max_model_len=16000).terms["activation_peak"]
+             for m in ("llama-3.1-8b", "gpt-oss-20b")}
+    assert peaks["llama-3.1-8b"] == 77 * 1024 * 128256 // 2
+    assert (round(peaks["llama-3.1-8b"] / GiB, 2), round(peaks["gpt-oss-20b"] / GiB, 2)) == \
+        (4.71, 7.38)
+
+
+def test_vllm_v0_fallback_before_0_10() -> None:
+    """0.8 and 0.9 run V0 on a card before Ampere (the T4 log: "Compute Capability < 8.0 is not
+    supported by the V1 Engine. Falling back to V0") and for a GGUF checkpoint; 0.10 runs V1.
+    V0's 0.90 GiB peak of the T4 log is ten [192, vocab] float32 tensors (0.92 GiB)."""
+    spec = spec_for("llama-3.2-3b", None)
+    def plan(version: str, gpu: str, dtype: Any = DType.fp16) -> Any:
+        return vllm.plan(spec, accelerator=lookup(gpu), dtype=dtype, kv_dtype=DType.fp16,
+                         version=version, max_model_len=2048, max_num_seqs=192,
+                         max_num_batched_tokens=2048)
+    t4 = plan("0.8", "t4")
+    assert (t4.block_tokens, "cuda_graphs" in t4.terms) == (16, False)
+    assert t4.terms["activation_peak"] == 10 * 4 * 192 * 128256
+    assert round(t4.cuda_memory_bytes / GiB, 2) == 14.74
+    assert plan("0.10", "t4").terms["activation_peak"] == 77 * 192 * 128256 // 2
+    assert plan("0.8", "h100").terms["activation_peak"] == 77 * 192 * 128256 // 2
+    from llmcalc.formulas.quant import FORMATS
+    gguf = plan("0.8", "h100", FORMATS["q8_0"])
+    assert gguf.terms["activation_peak"] == 10 * 4 * 192 * 128256
+
+
+def test_vllm_non_torch_with_tp_by_link_and_version() -> None:
+    """tp > 1 adds 1.85 GiB on NVLink from 0.12 (the 0.19 sweep), 0.42 GiB before (llm-d-benchmark's
+    0.11 runs: 0.55 at tp 2 against 0.13 at tp 1), 0.05 on PCIe datacenter cards (vllm#15815's
+    two L40S: 0.30 GiB on both ranks) and 1.45 on GeForce cards (vllm#13061)."""
+    spec = spec_for("qwen2.5-7b", None)
+    got = {(gpu, v): vllm.plan(spec, accelerator=lookup(gpu), dtype=DType.bf16,
+                               kv_dtype=DType.bf16, tp=2, version=v).terms["non_torch"]
+           for gpu, v in (("h100", "0.19"), ("h100", "0.10"), ("h100", "0.7"), ("l40s", "0.19"),
+                          ("rtx-4090", "0.19"))}
+    assert {k: round(x / GiB, 2) for k, x in got.items()} == {
+        ("h100", "0.19"): 2.10, ("h100", "0.10"): 0.67, ("h100", "0.7"): 2.10,
+        ("l40s", "0.19"): 0.30, ("rtx-4090", "0.19"): 1.70}
+
+
+def test_vllm_default_utilization_by_version() -> None:
+    """gpu_memory_utilization defaults to 0.9, and to 0.92 from 0.25 (v0.25.0's CacheConfig)."""
+    spec = spec_for("qwen2.5-7b", None)
+    utils = [vllm.plan(spec, accelerator=lookup("h100"), dtype=DType.bf16, kv_dtype=DType.bf16,
+                       version=v).settings["gpu_memory_utilization"] for v in ("0.21", "0.25")]
+    assert utils == [0.9, 0.92]
+
+
+def test_cuda_memory_of_the_l40s_and_t4_from_their_logs() -> None:
+    assert [round(vllm.plan(spec_for("qwen2.5-7b", None), accelerator=lookup(g),
+                            dtype=DType.bf16, kv_dtype=DType.bf16).cuda_memory_bytes / GiB, 2)
+            for g in ("l40s", "t4")] == [44.42, 14.74]
+
+
+def test_vllm_v0_samples_fewer_sequences_for_a_model_that_takes_images() -> None:
+    """V0's profile run samples min(max_num_seqs, max_num_batched_tokens // image tokens) sequences
+    of a vision-language model (model_runner.profile_run): LLaVA-1.5 at 4,096 tokens 4096 // 576 =
+    7, Qwen2.5-VL at 8,192 tokens 8192 // 1024 = 8; its peak is then the forward's (1.03 GiB)."""
+    assert vllm.v0_profile_seqs(spec_for("llava-1.5-7b", None), 256, 4096) == 7
+    assert vllm.v0_profile_seqs(spec_for("llama-3.1-8b", None), 256, 4096) == 256
+    b = vllm.plan(spec_for("qwen2.5-vl-7b", None), accelerator=lookup("rtx-4090"),
+                  dtype=DType.bf16, kv_dtype=DType.bf16, version="0.6", max_model_len=8192)
+    assert round(b.terms["activation_peak"] / GiB, 2) == 1.03
