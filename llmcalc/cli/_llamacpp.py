@@ -328,9 +328,10 @@ def _nearest_quant(dtype: str | None, notes: list[str]) -> str | None:
     figure --engine llama.cpp is held to, does not depend on the weights' quant type."""
     import re
 
+    from llmcalc.formulas.gguf_mix import canonical
     from llmcalc.planning.engines.llama_cpp_quant import FTYPES
 
-    if dtype is None or dtype.lower() in FTYPES:
+    if dtype is None or canonical(dtype) in FTYPES:
         return dtype
     if dtype.lower() == "mxfp4":  # a GGUF's MXFP4 is llama-quantize's MXFP4_MOE (llama-quant.cpp)
         notes.append(f"--dtype {dtype}: written as llama-quantize's MXFP4_MOE (3-D expert tensors "

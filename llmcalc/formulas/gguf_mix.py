@@ -51,6 +51,27 @@ QUANT_TYPES = {
     "q6_k": "Q6_K", "iq2_xxs": "IQ2_XXS", "iq2_xs": "IQ2_XS", "iq2_s": "IQ2_XS", "iq2_m": "IQ2_S",
     "iq3_xxs": "IQ3_XXS", "iq3_xs": "IQ3_S", "iq3_s": "IQ3_S", "iq3_m": "IQ3_S", "iq1_s": "IQ1_S",
     "iq1_m": "IQ1_M", "iq4_nl": "IQ4_NL", "iq4_xs": "IQ4_XS", "tq1_0": "TQ1_0", "tq2_0": "TQ2_0"}
+# other names of the same types: llama-quantize's aliases (Q3_K, Q4_K, Q5_K: the _M mixes) and
+# the names llama.cpp prints for a file's type (llama-model-loader.cpp llama_ftype_name: what
+# llama-bench's "model" column and the load log show, e.g. "Q4_K - Medium", "IQ3_S mix - 3.66 bpw")
+ALIASES = {"q3_k": "q3_k_m", "q4_k": "q4_k_m", "q5_k": "q5_k_m", "mxfp4 moe": "mxfp4_moe",
+           "q2_k - medium": "q2_k", "q2_k - small": "q2_k_s", "q3_k - small": "q3_k_s",
+           "q3_k - medium": "q3_k_m", "q3_k - large": "q3_k_l", "q4_k - small": "q4_k_s",
+           "q4_k - medium": "q4_k_m", "q5_k - small": "q5_k_s", "q5_k - medium": "q5_k_m",
+           "tq1_0 - 1.69 bpw ternary": "tq1_0", "tq2_0 - 2.06 bpw ternary": "tq2_0",
+           "iq2_xxs - 2.0625 bpw": "iq2_xxs", "iq2_xs - 2.3125 bpw": "iq2_xs",
+           "iq2_s - 2.5 bpw": "iq2_s", "iq2_m - 2.7 bpw": "iq2_m", "iq3_xs - 3.3 bpw": "iq3_xs",
+           "iq3_xxs - 3.0625 bpw": "iq3_xxs", "iq1_s - 1.5625 bpw": "iq1_s",
+           "iq1_m - 1.75 bpw": "iq1_m", "iq4_nl - 4.5 bpw": "iq4_nl", "iq4_xs - 4.25 bpw": "iq4_xs",
+           "iq3_s - 3.4375 bpw": "iq3_s", "iq3_s mix - 3.66 bpw": "iq3_m"}
+
+
+def canonical(text: str) -> str:
+    """``text`` lower-cased, a type's other name (``ALIASES``) as its --dtype name."""
+    key = " ".join(text.strip().lower().split())
+    return ALIASES.get(key, key)
+
+
 # the file types llama-quantize refuses to write without an importance matrix
 # (llama-quant.cpp tensor_requires_imatrix: IQ1/IQ2/IQ3_XXS tensors, Q2_K_S's Q2_K): their mix is
 # taken with one (qs.has_imatrix); every other type as llama-quantize writes it by default, without

@@ -80,7 +80,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmcalc.errors import UsageError
-from llmcalc.formulas.gguf_mix import GGML_SIZES, QUANT_TYPES, mix
+from llmcalc.formulas.gguf_mix import GGML_SIZES, QUANT_TYPES, canonical, mix
 from llmcalc.model.spec import LAYER, ModelSpec, Tensor
 from llmcalc.units import DType, nbytes, parse_dtype
 
@@ -421,7 +421,7 @@ LLAMA_QUANTIZE_MORE = tuple(q for q in QUANT_TYPES if q not in ("q8_0", "q4_0", 
 def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
     """A plain dtype (bf16, bfloat16, float8_e4m3fn, int4 …) or a quantized format (nf4, mxfp4,
     gptq, gptq-g64, awq, q4_k_m, q8_0 …)."""
-    key = text.strip().lower()
+    key = canonical(text)  # llama.cpp's names of its types too (Q4_K - Medium …)
     if key in FORMATS:
         return FORMATS[key]
     m = _GROUPED.match(key)

@@ -118,3 +118,22 @@ def test_gpt_oss_120b_mxfp4_moe_weighs_what_llama_bench_printed() -> None:
     assert (f"{size / 2**30:.2f}", f"{params / 1e9:.2f}") == ("59.02", "116.83")
     # the experts: 36 layers × 128 experts × (gate_up 5,760 × 2,880 + down 2,880 × 2,880)
     assert rows["MXFP4"] == (114_661_785_600, 114_661_785_600 // 32 * 17)
+
+
+@pytest.mark.parametrize(("name", "quant"), [
+    ("Q4_K - Medium", "q4_k_m"), ("Q5_K - Small", "q5_k_s"), ("Q2_K - Medium", "q2_k"),
+    ("IQ3_S mix - 3.66 bpw", "iq3_m"), ("MXFP4 MoE", "mxfp4_moe"), ("q5_k", "q5_k_m"),
+    ("TQ1_0 - 1.69 bpw ternary", "tq1_0"), ("IQ4_XS", "iq4_xs")])
+def test_llama_cpps_names_of_its_types_are_read(name: str, quant: str) -> None:
+    # llama-model-loader.cpp llama_ftype_name (llama-bench's model column), quantize.cpp's aliases
+    from llmcalc.formulas.quant import parse_weight_format
+
+    assert parse_weight_format(name) is FORMATS[quant]
+
+
+def test_llama_bench_s_name_runs_the_engine(cli: Any) -> None:
+    named = cli("memory", "llama-2-7b", "--engine", "llama.cpp", "--dtype", "Q5_K - Medium",
+                "--json")
+    short = cli("memory", "llama-2-7b", "--engine", "llama.cpp", "--dtype", "q5_k_m", "--json")
+    assert named.code == short.code == 0, named.stderr
+    assert named.json()["model_buffer_bytes"] == short.json()["model_buffer_bytes"]

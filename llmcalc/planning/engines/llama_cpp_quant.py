@@ -131,7 +131,7 @@ def convert(spec: ModelSpec, dtype: str) -> Converted:
     if arch is None:
         raise UsageError(f"{spec.name}: model_type {model_type!r} as a GGUF for --engine llama.cpp "
                          f"is followed for {', '.join(sorted(ARCHS))}; name a GGUF file")
-    key = DType(dtype).value if dtype in {d.value for d in DType} else dtype
+    key = DType(dtype).value if dtype in {d.value for d in DType} else gguf_mix.canonical(dtype)
     if key not in FTYPES:
         raise UsageError(f"--dtype {dtype}: with --engine llama.cpp an HF config takes a GGUF quant "
                          f"type: {', '.join(FTYPES)}")
