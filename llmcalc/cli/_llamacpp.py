@@ -323,7 +323,7 @@ def with_build(params: Any, version: str | None) -> Any:
 
 
 def _nearest_quant(dtype: str | None, notes: list[str]) -> str | None:
-    """A llama.cpp quant type llmcalc does not write (q5_k_m, q6_k, iq4_xs, mxfp4 …) as the
+    """A llama.cpp quant type llmcalc does not write (q1_0, q2_0 …; mxfp4 as MXFP4_MOE) as the
     nearest one it does — q8_0 from 6 bits up, q4_k_m below — said in a note: the KV cache, the
     figure --engine llama.cpp is held to, does not depend on the weights' quant type."""
     import re
