@@ -1,7 +1,7 @@
 """llama.cpp's mix for every file type llama-quantize writes (gguf_mix, llama_cpp_quant.mix_types)
 held to the real quantizer (llama-cpp-python 0.3.36's ``llama_model_quantize`` with ``dry_run``:
 the type it picks for each tensor, printed per tensor, nothing written): tiny GGUFs of dense, GQA,
-fused-qkv, 8-expert and shared-expert models, rows that are not whole 256-blocks, each quantized
+fused-qkv, 4- and 8-expert, shared-expert and tied-embedding models, rows that are not whole 256-blocks, each quantized
 with and without an importance matrix; every tensor's type must be the engine's. Marked
 `llamacpp`: CI installs the engine, never skips."""
 
@@ -35,6 +35,8 @@ MODELS: dict[str, tuple[str, dict[str, Any]]] = {
     "llama-8-experts": ("llama", {"n_layer": 16, "n_head": 4, "n_kv": 4, "n_expert": 8}),
     "qwen2moe-shared": ("qwen2moe", {"n_layer": 16, "n_head": 4, "n_kv": 2, "n_expert": 4}),
     "phi3-qkv": ("phi3", {"n_layer": 16, "n_head": 4, "n_kv": 4}),
+    "qwen3moe-gqa": ("qwen3moe", {"n_layer": 24, "n_head": 8, "n_kv": 2, "n_expert": 4}),
+    "gemma2-no-output": ("gemma2", {"n_layer": 16, "n_head": 4, "n_kv": 2}),
     # rows of 288 / 352: whole 32-blocks, not 256-blocks (tensor_type_fallback)
     "llama-odd-rows": ("llama", {"n_layer": 16, "d": 288, "n_head": 4, "n_kv": 4, "ff": 352,
                                  "vocab": 544}),
