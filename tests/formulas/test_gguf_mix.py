@@ -137,3 +137,17 @@ def test_llama_bench_s_name_runs_the_engine(cli: Any) -> None:
     short = cli("memory", "llama-2-7b", "--engine", "llama.cpp", "--dtype", "q5_k_m", "--json")
     assert named.code == short.code == 0, named.stderr
     assert named.json()["model_buffer_bytes"] == short.json()["model_buffer_bytes"]
+
+
+def test_block_sizes_are_ggmls() -> None:
+    # gguf-py's GGML_QUANT_SIZES (ggml.c type_traits: elements and bytes per block); each layout
+    # the bytes formula reads stores exactly that per block
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    from llmcalc.formulas.quant import GGML_LAYOUTS
+
+    for kind, (block, nbytes) in gguf_mix.GGML_SIZES.items():
+        assert GGML_QUANT_SIZES[GGMLQuantizationType[kind]] == (block, nbytes)
+        if block > 1:
+            assert GGML_LAYOUTS[kind].nbytes((3, 4 * block)) == 12 * nbytes
+    assert set(gguf_mix.QUANT_TYPES.values()) <= set(GGML_LAYOUTS)
