@@ -104,6 +104,8 @@ PREDICTED = {
     "vllm-v1-dgx-spark-mistral-7b-gptq": 893488,
     "vllm-v1-l40s-tp8-qwen3-235b-fp8": 289072,
     "vllm-v0-t4-qwen25-15b-32k": 107536,
+    "vllm-v1-l4-gemma4-e2b-8k": 1119080,
+    "vllm-v1-t4-gemma4-e2b-w4a16-16k": 767596,
 }
 
 
@@ -130,13 +132,16 @@ def test_errors_over_the_logs() -> None:
     TensorRT-LLM 0.5's A10 engine, whose execution context (its activation memory, fixed at build
     and not logged) llmcalc puts at 4.32 GiB where the logged count leaves about 3.2. Two of the
     held-out logs: a T4 and an L40S, whose CUDA totals (14.56 and 44.42 GiB, logged) hardware.json
-    does not cite, so llmcalc takes the datasheet size less the H100's reserve."""
+    does not cite, so llmcalc takes the datasheet size less the H100's reserve; and Gemma 4 E2B
+    W4A16 on a T4, whose checkpoint loads 8.02 GiB (logged) where llmcalc's W4A16 text model
+    holds 6.04 (its cache layout is exact: test_gemma4_mixed_page_sizes)."""
     errors = {i: abs(p - BY_ID[i]["tokens"]) / BY_ID[i]["tokens"] for i, p in PREDICTED.items()}
     assert statistics.median(errors.values()) <= 0.05
     over = sorted(i for i, e in errors.items() if e > 0.10)
     assert over == ["trtllm-a10-llama2-7b-0.5", "vllm-v0-a100-40gb-llama3-8b-8k",
                     "vllm-v0-t4-qwen25-15b-32k", "vllm-v1-h100-llama4-scout-tp4",
-                    "vllm-v1-h100x4-qwen3-235b-fp8", "vllm-v1-l40s-tp8-qwen3-235b-fp8"]
+                    "vllm-v1-h100x4-qwen3-235b-fp8", "vllm-v1-l40s-tp8-qwen3-235b-fp8",
+                    "vllm-v1-t4-gemma4-e2b-w4a16-16k"]
     assert len(over) / len(errors) <= 0.15
     assert round(errors["sglang-h100x4-qwen3-235b-fp8"], 4) == 0.0107
     assert round(errors["vllm-v0-h100-phi4-gptq-2k"], 4) == 0.0126
@@ -244,6 +249,8 @@ EXACT = [
     "vllm-v1-4080-qwen25-7b-awq-32k",
     "vllm-v1-dgx-spark-mistral-7b-gptq",
     "vllm-v0-t4-qwen25-15b-32k",
+    "vllm-v1-l4-gemma4-e2b-8k",
+    "vllm-v1-t4-gemma4-e2b-w4a16-16k",
 ]
 
 
@@ -263,26 +270,38 @@ def test_tokens_from_a_logged_kv_figure_exact_to_its_rounding(cli: Any, log_id: 
 def test_every_log_row_is_held() -> None:
     """Each row of engine_logs.json is predicted, held from its logged figure, or a refusal."""
     held = set(PREDICTED) | set(EXACT) | {"vllm-v0-h100-llama3-8b",
-                                          "vllm-v0-8gb-qwen25-7b-awq-refused"} | set(GEMMA4)
+                                          "vllm-v0-8gb-qwen25-7b-awq-refused"}
     # the llama.cpp rows: tests/engines/test_llama_cpp_logs.py
     held |= {i for i, row in BY_ID.items() if row["engine"].startswith("llama.cpp")}
     assert held == set(BY_ID)
     assert len(BY_ID) == 110
 
 
-GEMMA4 = ["vllm-v1-l4-gemma4-e2b-8k", "vllm-v1-t4-gemma4-e2b-w4a16-16k"]
+def test_gemma4_mixed_page_sizes() -> None:
+    """vLLM's unify_kv_cache_spec_page_size on Gemma 4 E2B: 12 sliding layers 256 wide, 3 global
+    ones 512 wide (the 20 KV-shared layers hold none) form 4 + 1 groups of 3 layers sharing the
+    global layers' 32 KiB page, the sliding blocks 32 tokens. One request at 8,192 tokens holds
+    512 global blocks and 4 × (cdiv(511 + 2,048, 32) + 1) sliding ones: 836 (vLLM 0.21), the
+    count the L4 log's 9.92 GiB, 1,062,157 tokens and 129.66x fix; at 16,384 tokens on 0.29,
+    with two batches in flight, 1,024 + 4 × (cdiv(511 + 4,096, 32) + 1) = 1,604 (the T4 log's
+    4.66 GiB, 519,681 tokens and 31.72x)."""
+    spec = spec_for("gemma-4-e2b", None)
+    assert vllm.window_layout(spec, tp=1, model_len=8192, batched=2048, block=16,
+                              ver=(0, 21)) == (3, 836, 15, Fraction(1024, 12 * 512 + 3 * 1024))
+    assert vllm.window_layout(spec, tp=1, model_len=16384, batched=2048, block=16,
+                              ver=(0, 29))[:3] == (3, 1604, 15)
+    # the logs' own figures: 108,394 blocks of 3 × 32 KiB (9.92 GiB) over 836, and 50,877 over
+    # 1,604, give the logged counts
+    assert (int(108394 / 836 * 8192), int(50877 / 1604 * 16384)) == (1062157, 519681)
 
 
-@pytest.mark.parametrize("log_id", GEMMA4)
-def test_gemma4_mixed_cache_widths_refused_in_one_line(cli: Any, log_id: str) -> None:
-    """Two held-out Gemma 4 E2B logs (vLLM 0.21 on an L4, 0.29 on a T4) that llmcalc refuses:
-    sliding layers 256 wide beside global ones 512 wide, whose pages vLLM pads in a way llmcalc
-    does not follow; each counts as a miss in the docs' held-out figures."""
-    r = cli(*_args(BY_ID[log_id]))
+def test_gemma4_before_mixed_pages_refused(cli: Any) -> None:
+    """Before vLLM 0.11 the hybrid allocator took one page size: Gemma 4's mix is refused."""
+    r = cli("fit", "gemma-4-e2b", "--engine", "vllm==0.10", "--gpu", "l4")
     assert (r.code, r.stdout) == (2, "")
-    assert r.stderr == ("error: --engine vllm: google/gemma-4-E2B-it (text model) mixes attention "
-                        "layers of different cache widths, whose pages vLLM's hybrid allocator "
-                        "pads in a way llmcalc does not follow yet\n")
+    assert r.stderr == ("error: --engine vllm==0.10: google/gemma-4-E2B-it (text model) mixes "
+                        "attention layers of different cache widths, whose pages vLLM's hybrid "
+                        "allocator before 0.11 does not unify; use --engine vllm==0.11 or later\n")
 
 
 def test_vllm_v0_refusal_with_no_cache_left(cli: Any) -> None:
