@@ -292,8 +292,9 @@ def window_layout(spec: ModelSpec, *, tp: int, model_len: int, batched: int, blo
     IN_FLIGHT_FROM twice that. Checked against vLLM 0.19's logs: Gemma 3 27B (52 sliding + 10
     full layers: 7 groups of 10, 8 padding slots), Gemma 3 4B (29 + 5: 7 groups of 5) and 12B
     (40 + 8), Gemma 2, gpt-oss, Llama 4 Scout; and Gemma 4 E2B's (12 sliding layers 256 wide, 3
-    full 512 wide, the 20 KV-shared layers holding none: 5 groups of 3, the sliding blocks of 32
-    tokens) on 0.21 and 0.29."""
+    full 512 wide: 5 groups of 3, the sliding blocks of 32 tokens) on 0.21 and 0.29. KV-shared
+    layers (Gemma 3n, Gemma 4: ``kv_sharing_target_layer_name``, V1 only) get no spec and hold no
+    pages (vllm/v1/worker/gpu_model_runner.py ``GPUModelRunner.get_kv_cache_spec``)."""
     counts: dict[tuple[str, int, int], int] = {}
     for g in spec.layer_groups:
         a = g.attention
@@ -308,7 +309,7 @@ def window_layout(spec: ModelSpec, *, tp: int, model_len: int, batched: int, blo
         return None
     widest = max(k[2] for k in counts)
     if len({k[2] for k in counts}) > 1 and ver < MIXED_PAGES_FROM:
-        raise UsageError(f"--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} mixes "
+        raise UsageError("--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} mixes "
                          "attention layers of different cache widths, whose pages vLLM's hybrid "
                          "allocator before 0.11 does not unify; use --engine vllm==0.11 or later")
     if any(widest % k[2] for k in counts):
@@ -483,6 +484,11 @@ def plan(
             block, page = block_size, block_size * per_layer
     else:
         page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
+        if v1 and layers and per_token % layers:
+            # one attention type, layers of different widths (UniformTypeKVCacheSpecs): one group,
+            # a block costs the sum of the layers' pages (kv_cache_utils.py
+            # get_kv_cache_config_from_groups: available // that sum)
+            page, layers = block * per_token, 1
     available = kv_memory if kv_memory is not None else requested - sum(terms.values())
     # kv_cache_utils.get_max_concurrency_for_kv_cache_config: the blocks one request holds, its
     # attention pages plus each mamba group's state pages; a hybrid's logged token count is
