@@ -71,3 +71,17 @@ def write(tmp_path: Path) -> Any:
         return str(path)
 
     return _write
+
+
+@pytest.fixture
+def flopless_5090(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The RTX 5090's row as it stood before its FLOP rate was read (no dense bf16 figure): every
+    card in hardware.json has one now, so the table-card refusal is tested on this stand-in. The
+    other peaks stay, so the fitted engines' figures (which take the FP16 and INT8 peaks) do not
+    move."""
+    from dataclasses import replace
+
+    from llmcalc.planning import hardware
+
+    row = hardware.ACCELERATORS["rtx-5090"]
+    monkeypatch.setitem(hardware.ACCELERATORS, "rtx-5090", replace(row, peak_flops=0))

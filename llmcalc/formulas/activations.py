@@ -69,6 +69,9 @@ AMP_CAST_BYTES = 2
 ACTIVATION_KEEPS: dict[str, int] = {
     "gelu": 1, "relu": 1, "silu": 1, "swish": 1, "gelu_pytorch_tanh": 1, "gelu_new": 4,
 }
+# Activations whose backward reads their output (relu: threshold_backward of the result), the very
+# tensor fc_out keeps as its input: one ffn-wide tensor whether or not fc_out trains (OPT).
+ACTIVATION_KEEPS_OUTPUT = frozenset({"relu"})
 
 # A routed token's small tensors (MixtralSparseMoeBlock): the top-k index (int64), its position in
 # the grouped batch (int64, twice) and its routing weight (fp32).
@@ -85,7 +88,35 @@ SOFTMAX_BYTES = 4  # eager attention: softmax(dtype=float32) keeps fp32 probabil
 # GPT-2 (modeling_gpt2.eager_attention_forward: softmax(attn_weights) then .type(value.dtype)),
 # so its probabilities are kept at the weights' width (fp32 under autocast, softmax being on
 # autocast's fp32 list) and the cast to V's dtype is a no-op outside autocast.
-SOFTMAX_IN_SCORES_DTYPE = frozenset({"gpt2"})
+# The same softmax(attn_weights, dim=-1) without dtype in modeling_biogpt.eager_attention_forward
+# and modeling_gpt_neox_japanese.GPTNeoXJapaneseAttention._attn; gpt-sw3 is GPT2LMHeadModel.
+SOFTMAX_IN_SCORES_DTYPE = frozenset({"gpt2", "gpt-sw3", "biogpt", "gpt_neox_japanese"})
+# Types whose RMSNorm multiplies by its weight in fp32 and casts after (GemmaRMSNorm:
+# (x·rsqrt · (1 + w.float())).type_as(x); HeliumRMSNorm: (w.to(fp32) · x·rsqrt).to(input_dtype)),
+# so the weight's multiply keeps the normalized tensor at 4 B, not the residual's width.
+NORM_WEIGHT_IN_FP32 = frozenset({"gemma", "helium"})
+# Types whose decoder layers hold tensors the layer kinds do not describe (each measured against
+# autograd's saved tensors on the CPU, eager attention at fp32 and bf16 and sdpa at bf16, and found
+# to differ every time): the training plan refuses them rather than give a wrong figure.
+NOT_MEASURED: dict[str, str] = {
+    **dict.fromkeys(("qwen3", "qwen3_moe", "olmoe", "mellum", "minimax_m2", "hunyuan_v1_dense",
+                     "lfm2"), "its attention normalizes q and k per head (q_norm, k_norm)"),
+    **dict.fromkeys(("olmo2", "flex_olmo"), "its attention normalizes q and k (q_norm, k_norm) and "
+                    "its layers norm each block's output (post-norms)"),
+    **dict.fromkeys(("glm4", "hyperclovax"), "its layers norm each block's output (post-norms)"),
+    **dict.fromkeys(("gptj", "codegen"), "attention and the MLP read one norm in parallel, and "
+                    "the eager scores are computed from fp32 copies of q and k"),
+    **dict.fromkeys(("phi", "cohere", "gpt_neox"), "attention and the MLP run in parallel "
+                    "(one shared norm or norm input)"),
+    "bitnet": "its attention and MLP each norm their inner activations (attn_sub_norm, "
+              "ffn_sub_norm)",
+    "diffllama": "its differential attention runs two softmaxes and a group norm per head",
+    "doge": "its attention adds a dynamic mask (dt_proj) and its MLP routes experts per token",
+    "jetmoe": "its attention is a mixture of expert heads (MoA)",
+    "olmo": "its LayerNorm has no weights (no normalized tensor kept for them)",
+    "xglm": "its eager attention clamps the masked scores (torch.max) and runs the softmax in "
+            "fp32 only for fp16",
+}
 
 
 # Where a type's dropouts act, by config key (the others a config may hold are refused when
@@ -123,6 +154,8 @@ class LayerKind:
     rotary: bool = False  # rotary positions: q·cos in the residual's dtype (fp32 under autocast)
     resid_dropout: bool = False  # both residual branches dropped
     softmax_fp32: bool = True  # eager softmax upcast to fp32 (SOFTMAX_IN_SCORES_DTYPE: not)
+    norm_weight_fp32: bool = False  # RMSNorm's weight multiply in fp32 (NORM_WEIGHT_IN_FP32)
+    act_keeps_output: bool = False  # the activation's output is what it keeps (relu)
 
 
 def _config_value(spec: ModelSpec, *keys: str) -> object:
@@ -194,6 +227,8 @@ def _layer_kind(spec: ModelSpec, g: LayerGroup) -> LayerKind:
         act_keeps=ACTIVATION_KEEPS.get(str(act), 1), experts=experts, top_k=top_k,
         attn_dropout=_dropped(spec, "attention"), resid_dropout=_dropped(spec, "residual"),
         rotary=_rotary(spec), softmax_fp32=spec.model_type not in SOFTMAX_IN_SCORES_DTYPE,
+        norm_weight_fp32=spec.model_type in NORM_WEIGHT_IN_FP32,
+        act_keeps_output=str(act) in ACTIVATION_KEEPS_OUTPUT,
     )
 
 
@@ -215,6 +250,10 @@ def require_supported(spec: ModelSpec, *, training: bool = True) -> None:
     if why is not None:
         raise ParameterError("{attention}: {name}: {why}; only the default estimate applies",
                              name=spec.name, why=why)
+    if training and spec.model_type in NOT_MEASURED:
+        raise ParameterError("{attention}: {name}: {why}; the layer-kind training plan does not "
+                             "describe it, only the default estimate applies", name=spec.name,
+                             why=NOT_MEASURED[spec.model_type])
     sites = DROPOUT_SITES.get(spec.model_type, {})
     other = {k: p for k, p in dropouts(spec).items() if k not in sites}
     if training and other:
@@ -231,7 +270,8 @@ def norm_bytes(k: LayerKind, p: Precision, *, readers: int, trained: bool, read:
     """One norm, per token: its input, its normalized tensor and its output as the linears keep it.
 
     RMSNorm (LlamaRMSNorm) upcasts: x.to(fp32) is kept by pow (4 B, the residual itself when it is
-    fp32), x · rsqrt (r B) by the weight's multiply when the weight trains; LayerNorm keeps its
+    fp32), x · rsqrt (r B; 4 B where the multiply is in fp32: NORM_WEIGHT_IN_FP32) by the weight's
+    multiply when the weight trains; LayerNorm keeps its
     input (r B). The output is kept by the linears that read it when they train (``read``): once
     (c B), or, under autocast, one bf16 cast per linear.
     """
@@ -241,7 +281,7 @@ def norm_bytes(k: LayerKind, p: Precision, *, readers: int, trained: bool, read:
         stats = 2 * p.weight_bytes
     kept = (4 if k.rms_norm else p.residual) * h + stats
     if k.rms_norm and trained:
-        kept += p.residual * h
+        kept += (4 if k.norm_weight_fp32 else p.residual) * h
     if read:
         kept += (AMP_CAST_BYTES * readers if p.amp else p.act) * h
     return kept
@@ -295,6 +335,8 @@ def mlp_bytes(k: LayerKind, p: Precision, *, trained: bool) -> int:
         return router + k.top_k * (routed + MOE_INDEX_BYTES)
     if k.gated:
         return (4 if trained else 3) * f * c
+    if k.act_keeps_output:  # fc_out's input is the tensor the activation keeps
+        return k.act_keeps * f * c
     return (k.act_keeps + (1 if trained else 0)) * f * c
 
 

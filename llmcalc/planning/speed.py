@@ -308,6 +308,7 @@ class Fit:
     loo_median_abs_error: float | None  # leave-one-out over this stage's rows, as a fraction
     stand_in: str = ""  # whose rows joined the fit and why (STAND_INS), or ""
     stand_in_rows: int = 0  # how many of them
+    stand_in_stages: tuple[str, ...] = ()  # the stages they inform (STAND_INS)
 
     def seconds(self, features: tuple[float, ...]) -> float:
         return sum(c * x for c, x in zip(self.coefficients, features, strict=True))
@@ -343,11 +344,15 @@ TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
-# over on both); all the terms on seven rows overfit. TensorRT-LLM's go without the MoE term: its
-# only MoE rows (Mixtral-8x7B, v0.9.0) sit in tables labelled FP8 when its FP8 Mixtral came later
-# (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
+# over on both); all the terms on seven rows overfit. Its prefill terms are TensorRT-LLM's
+# (p, q, r, s, p_dc, p_att), fitted on TensorRT-LLM's first-token rows standing in (STAND_INS):
+# with p alone those 56 rows sit 35% from the fit (the 128-token prompts' fixed costs), with these
+# 7.2%, and vLLM's 27 whole requests' leave-one-out error goes from 17.1% to 12.9% (the kernel
+# PRs' 1,000-token Mixtral prompts at TP 2–8: their prefill and its all-reduces).
+# TensorRT-LLM's go without the MoE term: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
+# tables labelled FP8 when its FP8 Mixtral came later (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
 # → 7.9%, whole requests 8.8% → 9.2%).
-# SGLang shares vLLM's form with its own prefill coefficient (its rows: first-token latencies of
+# SGLang is fitted with p, a and c, its own prefill coefficient (its rows: first-token latencies of
 # an 8,192-token prompt; vLLM's rows stand in for its decode, STAND_INS). transformers' one row
 # (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
 # per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
@@ -357,7 +362,8 @@ TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c
 # compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("vllm", "cuda"): ("p", "a", "c"), ("sglang", "cuda"): ("p", "a", "c"),
+    ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "a", "c"),
+    ("sglang", "cuda"): ("p", "a", "c"),
     ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a"),
@@ -371,7 +377,18 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # SGLang's; on ROCm neither engine has a readable published row, so the CUDA rows stand in.
 # (the other engine × backend, the stages its rows inform, why); a stand-in for decode only
 # enters the fit with its prefill features at 0 (vLLM's rows are whole requests of 32-token
-# prompts: their prefill share is a remainder, not a prefill measurement).
+# prompts: their prefill share is a remainder, not a prefill measurement). A stand-in for the
+# prefill only lends the rows that measure a prefill (first-token, pp): a whole request's time is
+# mostly decode steps, which its prefill features at 0 would book to the prefill (``_lends``).
+# vLLM's own CUDA rows are whole requests of 32-token prompts, whose prefill share is a remainder:
+# fitted on them alone, its prefill coefficient p came out at 4.1, a 2,048-token Llama-2-7B FP16
+# prefill on an H100 at 18,169 tokens/s, 0.25 of the bound, where TensorRT-LLM's first-token rows
+# reach 0.4–0.9 of it. No published vLLM prefill measurement at a stated prompt length, batch, card
+# and version was found (benchmark_latency with --output-len 1, or a single request's TTFT), so
+# TensorRT-LLM's first-token rows (its performance page: H100, H200, A100, L40S; FP16 and FP8;
+# 128 and 2,048 tokens) stand in for vLLM's prefill: both run cuBLAS/CUTLASS GEMMs at the weights'
+# format (FP8 with FP8 weights) and FlashAttention-class prefill kernels. vLLM's CUDA prefill is
+# then fitted with TensorRT-LLM's prefill terms (ENGINE_TERMS), its decode with its own.
 STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] = {
     ("sglang", "cuda"): (("vllm", "cuda"), ("decode",), "vLLM's CUDA rows stand in for SGLang's "
                          "decode: no published SGLang decode step without speculative decoding "
@@ -380,6 +397,10 @@ STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] =
                          "was found: vLLM's ROCm rows (MI300X) stand in"),
     ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
                        "ROCm was found: SGLang's CUDA first-token rows (H200, B200) stand in for "
+                       "the prefill"),
+    ("vllm", "cuda"): (("trtllm", "cuda"), ("prefill",), "no published vLLM prefill "
+                       "measurement (a first-token latency at a stated prompt length) was found: "
+                       "TensorRT-LLM's CUDA first-token rows (H100, H200, A100, L40S) stand in for "
                        "the prefill"),
     ("transformers", "rocm"): (("transformers", "cuda"), STAGES, "no published transformers "
                                "measurement on ROCm was found: its CUDA row (a per-layer launch "
@@ -399,6 +420,12 @@ class StandIns:
     why: str
 
 
+def _lends(row: MeasuredRow, stages: tuple[str, ...]) -> bool:
+    """Whether a stand-in row informs the stages lent: a first-token / pp row the prefill, a tg
+    row the decode, a whole request (mostly decode steps) the decode."""
+    return row.stage in stages or (row.stage == "throughput" and "decode" in stages)
+
+
 def stand_in_rows(engine: str, backend: str) -> StandIns:
     """``STAND_INS`` of an engine × backend, followed through; no rows and "" when none."""
     rows: list[tuple[MeasuredRow, tuple[str, ...]]] = []
@@ -410,7 +437,7 @@ def stand_in_rows(engine: str, backend: str) -> StandIns:
         stages = tuple(st for st in stages if st in lent)
         if not stages:  # the chain lends nothing further
             break
-        rows.extend((r, stages) for r in rows_for(*key))
+        rows.extend((r, stages) for r in rows_for(*key) if _lends(r, stages))
         notes.append(why)
     return StandIns(tuple(rows), "; ".join(notes))
 
@@ -479,8 +506,10 @@ def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend:
     k = PREFILL_TERMS
     errors = loo_errors(pairs, stand_ins=stand_ins, terms=terms) if len(pairs) > 2 else []
     lent = len(stand_ins or [])
+    informed = tuple(st for st in STAGES if any(st in stages for _, _, stages in stand_ins or []))
     fits = {stage: Fit(stage, coef, sum(r.stage == stage for r, _ in pairs),
-                       _median([(r, e) for r, e in errors if r.stage == stage]), stand_in, lent)
+                       _median([(r, e) for r, e in errors if r.stage == stage]), stand_in, lent,
+                       informed)
             for stage, coef in (("prefill", c[:k]), ("decode", c[k:]))}
     through = [(r, e) for r, e in errors if r.stage == "throughput"]
     return Model(fits["prefill"], fits["decode"], sum(r.stage == "throughput" for r, _ in pairs),

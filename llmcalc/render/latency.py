@@ -62,7 +62,8 @@ def _error(f: Fit) -> str:
     if not any(f.coefficients):  # no row informs the stage: its time is the bound's
         return "the bound: no measured row informs this stage"
     if f.loo_median_abs_error is None:  # too few own rows (the stage may rest on stand-ins)
-        return _UNKNOWN + ("; from the stand-in rows below" if f.stand_in and not f.rows else "")
+        lent = f.stage in f.stand_in_stages and not f.rows
+        return _UNKNOWN + ("; from the stand-in rows below" if lent else "")
     return _loo(f.loo_median_abs_error, f.rows)
 
 

@@ -84,7 +84,7 @@ def build(case: Case) -> Any:
     torch.manual_seed(0)
     fields = dict(MODELS[case.model])
     cfg = AutoConfig.for_model(fields.pop("model_type"), **fields)
-    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[case.dtype]
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[case.dtype]
     model = AutoModelForCausalLM.from_config(cfg, attn_implementation=case.attention,
                                              dtype=dtype)
     if case.lora_r:

@@ -104,7 +104,16 @@ def test_offload_cli(cli: Any) -> None:
         2, "error: --ram-bandwidth and --gpu-layers go with --offload")
 
 
-def test_a_card_without_a_published_flops_asks_for_it(cli: Any) -> None:
+def test_a_custom_card_without_flops_asks_for_it(cli: Any) -> None:
+    """A card given by its bandwidth alone has no FLOP rate: latency names the option it needs."""
+    run = cli("latency", "llama-3-8b", "--gpu-bandwidth", "1.792T")
+    assert (run.code, run.stderr.strip()) == (
+        2, "error: --gpu-flops is required without --gpu (or pick one with --gpu h100)")
+    ok = cli("latency", "llama-3-8b", "--gpu-bandwidth", "1.792T", "--gpu-flops", "209.5T", "--json")
+    assert ok.code == 0, ok.stderr
+
+
+def test_a_card_without_a_published_flops_asks_for_it(cli: Any, flopless_5090: None) -> None:
     run = cli("latency", "llama-3-8b", "--gpu", "rtx-5090")
     assert run.code == 2
     assert run.stderr.strip() == (

@@ -358,6 +358,100 @@ def test_gpt2_bf16_layer_by_hand() -> None:
         4 * 256 * 2 + 4 * 64 * (4 + 2)
 
 
+# Tiny configs of the types whose 16-bit eager layers keep what Llama's and GPT-2's do not
+# (transformers' modeling files): the softmax in the scores' dtype (gpt-sw3 is GPT-2's code,
+# BioGPT, GPT-NeoX-Japanese), the RMSNorm weight multiplied in fp32 (Gemma, Helium), relu's
+# output shared with fc2 (OPT).
+NO_DROP = {"attention_dropout": 0.0, "hidden_dropout": 0.0, "activation_dropout": 0.0,
+           "dropout": 0.0, "layerdrop": 0.0}
+SMALL = {"num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 1024,
+         "max_position_embeddings": 1024}
+HALF_TYPES: dict[str, dict[str, Any]] = {
+    "gpt-sw3": {"model_type": "gpt-sw3", "n_embd": 256, "n_layer": 2, "n_head": 4,
+                "vocab_size": 1024, "n_positions": 1024, "attn_pdrop": 0.0, "embd_pdrop": 0.0,
+                "resid_pdrop": 0.0},
+    "biogpt": {"model_type": "biogpt", "hidden_size": 256, "intermediate_size": 512, **SMALL,
+               "hidden_dropout_prob": 0.0, "attention_probs_dropout_prob": 0.0, **NO_DROP},
+    "gpt_neox_japanese": {"model_type": "gpt_neox_japanese", "hidden_size": 256,
+                          "intermediate_multiple_size": 2, "bos_token_id": 1,
+                          "eos_token_id": 2, **SMALL, **NO_DROP},
+    "gemma": {"model_type": "gemma", "hidden_size": 256, "intermediate_size": 512,
+              "num_key_value_heads": 2, "head_dim": 64, **SMALL, **NO_DROP},
+    "helium": {"model_type": "helium", "hidden_size": 256, "intermediate_size": 512,
+               "num_key_value_heads": 2, "head_dim": 64, **SMALL, **NO_DROP},
+    "opt": {"model_type": "opt", "hidden_size": 256, "ffn_dim": 512, "word_embed_proj_dim": 256,
+            **SMALL, **NO_DROP},
+}
+# Per token of layer 1 at sequence 64, measured on the CPU (autograd's saved tensors): with
+# 16-bit weights (bf16 and fp16 alike), with fp32 weights, and with fp32 weights under bf16 autocast
+HALF_LAYERS = [("gpt-sw3", 14856, 29712, 16912), ("biogpt", 6664, 13328, 9744),
+               ("gpt_neox_japanese", 6664, 13328, 8720), ("gemma", 12808, 19464, 14344),
+               ("helium", 12808, 19464, 14344), ("opt", 6664, 11280, 8720)]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["bf16", "fp16", "fp32", "amp"])
+@pytest.mark.parametrize(("model", "half", "full", "amp"), HALF_LAYERS)
+def test_eager_layer_of_each_type_keeps_what_the_formula_says(
+        model: str, half: int, full: int, amp: int, dtype: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("torch")
+    from helpers import memory_harness as h
+
+    monkeypatch.setitem(h.MODELS, model, HALF_TYPES[model])
+    seq = 64
+    weights = "fp32" if dtype == "amp" else dtype
+    two, three = (h.Case(model, "train", b, seq, dtype=weights, amp=dtype == "amp",
+                         attention="eager") for b in (2, 3))
+    measured = _saved_bytes(three, 1) - _saved_bytes(two, 1)
+    spec = spec_from_dict(HALF_TYPES[model], name=model)
+    A.require_supported(spec)
+    k = A._layer_kind(spec, spec.layer_groups[0])
+    p = A.Precision(4 if weights == "fp32" else 2, amp=dtype == "amp", cuda=False)
+    cpu = A.layer_bytes_per_token(k, p, kernel=A.Kernel.eager, keys=seq)
+    assert measured == seq * cpu == seq * {"fp32": full, "amp": amp}.get(dtype, half)
+
+
+def test_half_layers_by_hand() -> None:
+    """At 16-bit weights, 64 keys, h 256, 4 heads of 64, on a GPU (LayerNorm's mean and rstd in
+    fp32): BioGPT (f 512, gelu) keeps two LayerNorms (input, output: 2 B each, 8 B of stats), q,
+    k, v and the output (4·h·2 B), bf16 probabilities (4 · 64 · 2 B: no fp32 softmax and cast),
+    fc1's output and gelu's (2·f·2 B); OPT (relu) upcasts its softmax (fp32 probabilities and
+    their bf16 cast, 4 · 64 · (4 + 2) B) and keeps one f-wide tensor: relu keeps its output, which
+    fc2 reads. Gemma (RMSNorm, GQA 4:2, f 512 gated) keeps per RMSNorm the fp32
+    input, the fp32 normalized tensor (Llama: at 2 B) and its 2-byte output."""
+    gpu = A.Precision(2)
+    norms = 2 * (2 * 256 * 2 + 8)
+    qkvo = 4 * 256 * 2
+    for model, probs, ffn_kept in (("biogpt", 2, 2), ("opt", 4 + 2, 1)):
+        spec = spec_from_dict(HALF_TYPES[model], name=model)
+        k = A._layer_kind(spec, spec.layer_groups[0])
+        assert A.layer_bytes_per_token(k, gpu, kernel=A.Kernel.eager, keys=64) == \
+            norms + qkvo + 4 * 64 * probs + ffn_kept * 512 * 2 == 6672
+    spec = spec_from_dict(HALF_TYPES["gemma"], name="gemma")
+    k = A._layer_kind(spec, spec.layer_groups[0])
+    rms = (4 + 4 + 2) * 256 + 4
+    gemma_attention = 4 * 256 * 2 + 4 * 64 * (4 + 2)  # fp32 probabilities and their bf16 cast
+    assert A.layer_bytes_per_token(k, gpu, kernel=A.Kernel.eager, keys=64) == \
+        2 * rms + gemma_attention + 4 * 512 * 2 == 12808
+
+
+def test_layers_the_kinds_do_not_describe_are_refused_for_training(cli: Any) -> None:
+    spec = load_spec("qwen3-0.6b")
+    with pytest.raises(ParameterError) as e:
+        A.require_supported(spec)
+    assert str(e.value) == (
+        "attention: Qwen/Qwen3-0.6B: its attention normalizes q and k per head (q_norm, k_norm); "
+        "the layer-kind training plan does not describe it, only the default estimate applies")
+    A.require_supported(spec, training=False)  # the prefill's transients are another formula
+    run = cli("train", "phi-2", "--gpu", "h100", "--attention", "eager", "--dtype", "bf16")
+    assert run.code == 2
+    assert run.stderr.strip().splitlines()[-1] == (
+        "error: --attention: microsoft/phi-2: attention and the MLP run in parallel (one shared "
+        "norm or norm input); the layer-kind training plan does not describe it, only the default "
+        "estimate applies")
+
+
 # What dropout adds at sequence 64 (bytes, measured): the CPU's bf16 noise, the fused 1-byte masks
 BF16_DROPOUT = [
     ("gpt2", "eager", {"attn_pdrop": 0.1, "resid_pdrop": 0.1, "embd_pdrop": 0.1}, 557056, 344064),

@@ -362,7 +362,7 @@ def test_charts_reach_the_chosen_context() -> None:
 
 
 @pytest.mark.torch  # XLNet is measured on transformers' model
-def test_cards_without_a_flop_rate_and_models_without_a_cache() -> None:
+def test_cards_without_a_flop_rate_and_models_without_a_cache(flopless_5090: None) -> None:
     """Training time needs a FLOP rate the table lacks for some cards: no train panel, never a
     division by zero; a model that caches nothing leaves the batch unbounded by memory."""
     got = api.calculate({"model": {"name": "llama-2-7b"}, "gpu": "rtx-5090"})
@@ -424,8 +424,8 @@ def test_speed_finetune_and_training_options_equal_the_cli(cli: Any) -> None:
                  "ttft_s": got["latency"]["ttft_s"]}
 
 
-def test_a_card_without_a_flop_rate_gets_the_bandwidth_bound(cli: Any) -> None:
-    """An RTX 5090 has no FLOP rate in the table: the verdict's decode speed is the bandwidth
+def test_a_card_without_a_flop_rate_gets_the_bandwidth_bound(cli: Any, flopless_5090: None) -> None:
+    """An RTX 5090 without its FLOP rate (the fixture's stand-in row): the verdict's decode speed is the bandwidth
     bound at the chosen batch × context (fit's, which at the largest batch is `fit --ctx`'s);
     latency and training say what they need, and a FLOP/s figure brings them back."""
     first = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "8k", "gpu": "rtx-5090",

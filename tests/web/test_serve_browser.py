@@ -593,23 +593,24 @@ def test_speed_finetuning_and_training_panels_equal_the_cli_json(server: str, pa
 
 
 def test_a_card_without_a_flop_rate(server: str, page: Any, cli: Any) -> None:
-    """An RTX 5090 (no FLOP rate in the table): the verdict's decode speed is the bandwidth
-    bound at the chosen batch × context; speed and training say what they need, and a FLOP/s
-    per GPU brings them."""
-    at_ctx = cli("fit", "llama-3.1-8b", "--gpu", "rtx-5090", "--ctx", "8k", "--json").json()
+    """A custom card given by memory and bandwidth (every card in the table has a FLOP rate): the
+    verdict's decode speed is the bandwidth bound at the chosen batch × context; speed and
+    training say what they need, and a FLOP/s per GPU brings them."""
+    card = ("--gpu-mem", "32GB", "--gpu-bandwidth", "1.792TB/s")
+    at_ctx = cli("fit", "llama-3.1-8b", *card, "--ctx", "8k", "--json").json()
     top = at_ctx["max_batch"]
-    page.goto(server + f"?model=llama-3.1-8b&gpu=rtx-5090&ctx=8k&batch={top}")
+    page.goto(server + "?model=llama-3.1-8b&gpu=&gpu_mem=32GB&gpu_bandwidth=1.792TB%2Fs&ctx=8k"
+              f"&batch={top}")
     settled(page)
     assert float(page.get_attribute("#decode", "data-value")) == at_ctx["decode"][
         "tokens_per_sec_per_sequence"]
     assert page.get_attribute("#decode", "data-source") == "bandwidth"
     assert page.locator("#ttft").count() == 0
-    need = ("not worked out: FLOP/s per GPU is required: the table has no published figure for "
-            "NVIDIA GeForce RTX 5090 (rtx-5090)")
+    need = "not worked out: FLOP/s per GPU is required without GPU (or pick one with GPU h100)"
     assert page.inner_text("#speed-note") == need and page.inner_text("#train-note") == need
     edit(page, "#gpu_flops", "209.5T")
-    speed = cli("latency", "llama-3.1-8b", "--gpu", "rtx-5090", "--gpu-flops", "209.5T", "--tp",
-                "1", "--batch", str(top), "--ctx", "8k", "--gen", "256", "--json").json()
+    speed = cli("latency", "llama-3.1-8b", *card[2:], "--gpu-flops", "209.5T", "--tp", "1",
+                "--batch", str(top), "--ctx", "8k", "--gen", "256", "--json").json()
     assert float(cells(page, "speed-table")["ttft_s"]) == speed["ttft_s"]
     assert page.inner_text("#speed-note") == ""
 
@@ -755,7 +756,7 @@ def test_a_setup_that_does_not_fit_shows_no_speed(server: str, browser: Any, cli
             assert pg.locator("#panel-speed code.cli").count() == 0
             pg.screenshot(path=str(SHOTS / f"nofit-{width}x{height}.png"))
     with sized(browser, 1280, 800) as pg:  # a card without a FLOP rate: no bandwidth bound either
-        pg.goto(server + "?model=llama-2-70b&gpu=rtx-5090")
+        pg.goto(server + "?model=llama-2-70b&gpu=&gpu_mem=32GB&gpu_bandwidth=1.792TB%2Fs")
         settled(pg)
         assert pg.inner_text("#verdict-head").startswith("Does not fit:")
         assert pg.locator("#decode").count() == 0

@@ -2,7 +2,9 @@
 
 Followed: vLLM 0.21 (the V1 engine, CUDA graphs' memory counted before the KV cache);
 ``--engine vllm==0.6`` (any version below 0.8) follows the V0 engine; 0.8–0.20 the V1 engine
-without the CUDA-graph term.
+without the CUDA-graph term, except where 0.8 and 0.9 fall back to V0 (a card before Ampere, a GGUF
+checkpoint: ``v0_fallback``). What the profile peaks at, the non-torch memory with tp and the
+default utilization change with the version (the constants below, each with its logs).
 
 The budget (vllm/v1/worker/gpu_worker.py ``Worker.determine_available_memory``)::
 
@@ -32,7 +34,7 @@ import math
 from fractions import Fraction
 
 from llmcalc.errors import UsageError
-from llmcalc.formulas.quant import WeightFormat
+from llmcalc.formulas.quant import QuantFormat, WeightFormat
 from llmcalc.model.spec import GATED_DELTA, LIGHTNING, MAMBA, MAMBA2, SHORT_CONV, Mixer, ModelSpec
 from llmcalc.planning.engines.budget import (
     EngineBudget,
@@ -53,8 +55,10 @@ VERSION = "0.21"
 V1_FROM = (0, 8)  # VLLM_USE_V1 became the default in 0.8
 CUDA_GRAPHS_FROM = (0, 21)  # determine_available_memory subtracts the estimated graph memory
 
-# vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9, block_size 16
+# vllm/config/cache.py CacheConfig: gpu_memory_utilization 0.9, block_size 16; 0.92 in v0.25.0's
+# CacheConfig (Field(default=0.92)), where llmcalc starts it (0.21–0.24 not checked)
 DEFAULT_UTILIZATION = 0.9
+DEFAULT_UTILIZATION_FROM = {(0, 25): 0.92, (0, 0): DEFAULT_UTILIZATION}
 DEFAULT_BLOCK_SIZE = 16
 # vllm/engine/arg_utils.py EngineArgs._set_default_args (the `vllm serve` defaults): 8192
 # batched tokens and 1024 sequences on a card of 70 GiB or more other than an A100, else 2048/256
@@ -69,11 +73,23 @@ V0_CHUNK = {(0, 7): 2048, (0, 0): 512}
 V0_MAX_NUM_SEQS = 256
 # [max_num_seqs, vocab] float32 tensors V0's dummy sampling holds at its peak (plan(), below)
 V0_SAMPLER_TENSORS = 10
-# bytes a [max_num_seqs, vocab] element V1's dummy sampling holds (plan(), below): PyTorch's sort
-# (fp32 logits, sorted values, int64 indices), or from 0.20 FlashInfer's sampler (fp32 logits and
-# probabilities; vllm#40376 turned it on by default after 0.19.0)
-V1_SAMPLER_BYTES = {False: 4 + 4 + 8, True: 4 + 4}
+# bytes a [max_num_seqs, vocab] element V1's dummy sampling holds (plan(), below), by the version
+# it starts from: up to 0.11 the dummy run (vllm#13594: top-k vocab - 1, top-p, the penalties'
+# tensors) goes through PyTorch's sort-based top-k/top-p, logged at 38.4–38.9 bytes an element
+# (plan(), below); by 0.19 16 bytes (fp32 logits, sorted values, int64 indices; llmcalc takes it
+# from 0.12: no log of 0.12–0.18 shows where it changed); from 0.20 FlashInfer's sampler (fp32
+# logits and probabilities; vllm#40376 turned it on by default after 0.19.0). A 0.8–0.10 install
+# with FlashInfer present samples with it ("Using FlashInfer for top-p & top-k sampling"), about
+# 8 bytes: llmcalc follows the plain install
+V1_SAMPLER_BYTES = {(0, 20): Fraction(4 + 4), (0, 12): Fraction(4 + 4 + 8),
+                    (0, 0): Fraction(77, 2)}
 FLASHINFER_SAMPLER_FROM = (0, 20)
+# vllm/engine/arg_utils.py EngineArgs._is_v1_supported_oracle (0.8, 0.9): "Compute Capability < 8.0
+# is not supported by the V1 Engine. Falling back to V0" (the HF cookbook's Colab T4 log, 0.8.2);
+# a GGUF checkpoint ran V0 as well (eformat/ragit-dev's 0.8 log: worker.py, executor_base.py).
+# The cards before Ampere llmcalc's table knows; V1 takes them from 0.10
+V0_FALLBACK_UNTIL = (0, 10)
+PRE_AMPERE = ("t4", "v100", "rtx-20", "quadro-rtx", "titan-rtx")
 
 # Non-torch memory (cuBLAS workspaces; NCCL and the custom all-reduce buffers with tp > 1), as
 # vLLM measures it in the profile ("non-torch forward increase memory"). At tp 1 the logs spread
@@ -84,8 +100,15 @@ FLASHINFER_SAMPLER_FROM = (0, 20)
 # peers) add to the rank the KV budget follows (the smallest rank's): the H100 sweep logs 2.06–2.21
 # GiB in all at tp 2 and 4 (NVLink), so 1.85 GiB more; vllm#13061's two PCIe RTX 4090s, where the
 # custom all-reduce stays off, 1.2 GiB below the rank whose figure it logged: 1.45 GiB more.
+# Up to 0.11 the V1 engine's NVLink ranks logged far less: llm-d-benchmark's vLLM 0.11 H100 runs
+# 0.55 GiB at tp 2 against 0.13 at tp 1 (0.42 more); llmcalc takes the 0.19 figure from 0.12 on (no
+# log of 0.12–0.18 at tp > 1 checks where it changed). PCIe datacenter cards, whose ranks are P2P
+# peers without NVLink, add next to nothing: vllm#15815's two L40S (V0 0.7) log 0.30 GiB on both
+# ranks (0.05 more); GeForce cards (no P2P) keep vllm#13061's 1.45.
 NON_TORCH = int(0.25 * GiB)
 NON_TORCH_TP = {True: int(1.85 * GiB), False: int(1.45 * GiB)}  # keyed by "NVLink peers"
+NON_TORCH_TP_V1_EARLY = int(0.42 * GiB)  # NVLink, V1 before 0.12
+NON_TORCH_TP_PCIE_P2P = int(0.05 * GiB)  # datacenter/workstation PCIe cards
 # CUDA graphs (0.21: "Estimated CUDA graph memory: N GiB total", subtracted since 0.21): logs show
 # 0.61 to 1.58 GiB with the default capture sizes (0.30 with two), whatever the model's size;
 # llmcalc takes 1 GiB, none with --enforce-eager
@@ -343,6 +366,34 @@ def nvlink(acc: Accelerator) -> bool:
     return DEFAULT_INTERCONNECT.get(acc.key, "").startswith("nvlink")
 
 
+def non_torch_tp(acc: Accelerator, ver: tuple[int, ...], v1: bool) -> int:
+    """Non-torch memory tp > 1 adds to a rank (NCCL, the custom all-reduce): NON_TORCH_TP above."""
+    if nvlink(acc):
+        return NON_TORCH_TP_V1_EARLY if v1 and ver < (0, 12) else NON_TORCH_TP[True]
+    return NON_TORCH_TP[False] if acc.kind == "consumer" else NON_TORCH_TP_PCIE_P2P
+
+
+def v0_fallback(ver: tuple[int, ...], acc: Accelerator, dtype: WeightFormat) -> bool:
+    """Whether a V1-era version (0.8, 0.9) runs the V0 engine here (V0_FALLBACK_UNTIL above)."""
+    if not V1_FROM <= ver < V0_FALLBACK_UNTIL:
+        return False
+    return (any(acc.key.startswith(k) for k in PRE_AMPERE)
+            or (isinstance(dtype, QuantFormat) and bool(dtype.gguf)))
+
+
+def v0_profile_seqs(spec: ModelSpec, seqs: int, batched: int) -> int:
+    """Sequences V0's profile run samples: max_num_seqs, and for a model that takes images as
+    many as max_num_batched_tokens holds of the most image tokens a prompt may bring, at least
+    one (vllm/worker/model_runner.py ``GPUModelRunnerBase.profile_run``: max_num_seqs =
+    min(max_num_seqs, max_num_batched_tokens // max_mm_tokens)). llmcalc takes a prompt's image
+    tokens at the parts' own image size (context_tokens): dynamic-resolution towers (Qwen2-VL's
+    16,384 tokens at most) bring more, so fewer sequences still."""
+    mm_tokens = sum(p.context_tokens for p in spec.parts if p.input == "image")
+    if mm_tokens:
+        return max(1, min(seqs, batched // mm_tokens))
+    return min(seqs, batched)
+
+
 def version_tuple(version: str | None) -> tuple[int, ...]:
     return tuple(int(p) for p in (version or VERSION).split("."))
 
@@ -398,7 +449,7 @@ def plan(
     ``enable_prefix_caching``, ``mamba_cache_mode``, ``mamba_ssm_cache_dtype`` matter for models
     with recurrent layers only (MAMBA_PREFIX_CACHING_FROM, ssm_state_bytes)."""
     ver = version_tuple(version)
-    v1 = ver >= V1_FROM
+    v1 = ver >= V1_FROM and not v0_fallback(ver, accelerator, dtype)
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
     refused = recurrent_refusal(spec, ver)
     if refused is not None:
@@ -410,7 +461,8 @@ def plan(
     if not mixers:
         not_modelled(spec, "vllm")
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
-                    else DEFAULT_UTILIZATION, "--gpu-memory-utilization")
+                    else next(u for since, u in DEFAULT_UTILIZATION_FROM.items() if ver >= since),
+                    "--gpu-memory-utilization")
     block = block_size or DEFAULT_BLOCK_SIZE
     model_len = max_model_len or spec.shape.max_position_embeddings or 2048
     if v1:
@@ -431,7 +483,10 @@ def plan(
     # values and int64 indices): 4 + 4 + 8 = 16 bytes a [max_num_seqs, vocab] element. vLLM 0.19's
     # H100 sweep logs 15.2–15.9 (Llama-3.1-8B 1.89 GiB, Qwen2.5-7B 2.21, Phi-4 1.52, Gemma 3 3.89
     # with 1,024 sequences). From 0.20 FlashInfer's sampler is on by default (vllm#40376): fp32
-    # logits and probabilities, 8 bytes (LMCache#3430's 0.21 run). V0's profile_run (vllm/worker/model_runner.py) samples every dummy
+    # logits and probabilities, 8 bytes (LMCache#3430's 0.21 run). Up to 0.11 the sort-based pass
+    # over vllm#13594's dummy metadata holds 38.5 bytes, as llm-d-benchmark's 0.11 H100 runs log
+    # with 1,024 sequences: Llama-3.1-8B 4.76 GiB, Qwen3-0.6B 5.56, Qwen3-32B 5.64, gpt-oss-20b
+    # 7.38 (38.4–38.9 bytes). V0's profile_run (vllm/worker/model_runner.py) samples every dummy
     # sequence with SamplingParams(top_p=0.99, top_k=vocab_size - 1), so the sampler's top-k/top-p
     # pass (vllm/model_executor/layers/sampler.py _apply_top_k_top_p, then probs and logprobs) holds
     # about ten [max_num_seqs, vocab] float32-sized tensors at once: the fp32 logits, the sorted
@@ -442,16 +497,17 @@ def plan(
     # prefill (above 32k) the logs show no such peak (vllm#10517's 512-token profile: 0.06 GiB,
     # the A10's 2,048-token one 0.22 GiB): there the profile's bf16 logits are taken.
     if v1:
-        sampler = (V1_SAMPLER_BYTES[ver >= FLASHINFER_SAMPLER_FROM] * min(seqs, batched)
-                   * spec.shape.vocab_size)
+        per_element = next(b for since, b in V1_SAMPLER_BYTES.items() if ver >= since)
+        sampler = int(per_element * min(seqs, batched) * spec.shape.vocab_size)
     elif model_len > V0_CHUNKED_ABOVE:
-        sampler = 2 * min(seqs, batched) * spec.shape.vocab_size
+        sampler = 2 * v0_profile_seqs(spec, seqs, batched) * spec.shape.vocab_size
     else:
-        sampler = V0_SAMPLER_TENSORS * 4 * min(seqs, batched) * spec.shape.vocab_size
+        sampler = (V0_SAMPLER_TENSORS * 4 * v0_profile_seqs(spec, seqs, batched)
+                   * spec.shape.vocab_size)
     terms = {
         "weights": weights_per_gpu(spec, dtype=dtype, tp=tp),
         "activation_peak": max(forward_peak(spec, tokens=batched, tp=tp), sampler),
-        "non_torch": NON_TORCH + (NON_TORCH_TP[nvlink(accelerator)] if tp > 1 else 0),
+        "non_torch": NON_TORCH + (non_torch_tp(accelerator, ver, v1) if tp > 1 else 0),
     }
     if v1 and ver >= CUDA_GRAPHS_FROM:
         terms["cuda_graphs"] = 0 if enforce_eager else CUDA_GRAPHS

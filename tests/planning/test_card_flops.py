@@ -1,0 +1,44 @@
+"""Every card in hardware.json has a dense bf16 FLOP rate, so `latency --engine llama.cpp` answers
+on each of the cards that lacked one (issue 38) without --gpu-flops: Llama-2 7B Q4_0, pp512 and
+tg128, the llama.cpp scoreboards' setting (llama.cpp discussion #15013). The bound's TTFT is the
+prefill at the card's Q4_0 compute peak (the largest of its bf16, FP16 and INT8 peaks); the
+expected figures are the llama.cpp (cuda) fit's."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from llmcalc.planning.hardware import ACCELERATORS
+
+# key: (bound TTFT ms, bound decode tokens/s, expected pp512 tokens/s, expected tg128 tokens/s)
+CARDS = {
+    "a10g": (97.636, 148.0, 3359.8, 89.3),
+    "rtx-3060": (71.942, 88.8, 2329.4, 56.7),
+    "rtx-3090-ti": (21.358, 248.7, 6925.5, 155.8),
+    "rtx-4060-ti-16gb": (38.613, 71.1, 3877.1, 53.8),
+    "rtx-4070": (29.307, 124.4, 5128.8, 88.1),
+    "rtx-5080": (15.181, 236.9, 8971.7, 160.3),  # measured 9,488 / 184.7 (#15013)
+    "rtx-5090": (8.156, 442.2, 14317.6, 275.4),  # measured 14,970 / 300.4 (#15013)
+    "rtx-4070-ti": (21.358, 124.4, 6572.8, 92.3),
+    "rtx-4070-ti-super": (19.416, 165.8, 7256.6, 117.7),
+    "rtx-4080-super": (16.35, 181.6, 8314.2, 129.5),
+    "rtx-pro-6000": (6.835, 442.2, 15937.4, 282.1),
+    "dgx-spark": (27.338, 67.4, 5063.9, 53.5),
+}
+
+
+def test_no_card_lacks_a_flop_rate() -> None:
+    assert [k for k, a in ACCELERATORS.items() if a.peak_flops <= 0] == []
+
+
+@pytest.mark.parametrize("key", CARDS)
+def test_llama_cpp_answers_without_gpu_flops(cli: Any, key: str) -> None:
+    run = cli("latency", "llama-2-7b", "--gpu", key, "--engine", "llama.cpp", "--dtype", "q4_0",
+              "--ctx", "512", "--gen", "128", "--json")
+    assert run.code == 0, run.stderr
+    got = run.json()
+    e = got["expected"]
+    assert (e["engine"], e["backend"]) == ("llama.cpp", "cuda")
+    assert (round(got["ttft_s"] * 1e3, 3), round(got["tokens_per_s_per_request"], 1),
+            round(e["prefill_tokens_per_s"], 1), round(e["decode_tokens_per_s"], 1)) == CARDS[key]
