@@ -20,10 +20,9 @@ DTypeOpt = Annotated[
     typer.Option(
         "--dtype",
         metavar="DTYPE",
-        help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4: two a byte, "
-        f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (group "
-        "128; gptq-g64 …), or any other type llama-quantize writes (q5_k_m, q6_k, iq4_xs, "
-        "mxfp4_moe …). Default: the config's quantization_config or bf16.",
+        help=f"Weight dtype: {DTYPES} (or bfloat16 …; int4: two a byte, no scales), or a "
+        f"format with its scales: {QUANT_FORMATS} (group 128; gptq-g64 …), or any "
+        "llama-quantize type (q6_k, iq4_xs …). Default: quantization_config or bf16.",
         show_default=False,
     ),
 ]

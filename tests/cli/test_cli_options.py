@@ -29,11 +29,10 @@ def test_dtype_list_comes_from_the_enum() -> None:
 def test_dtype_options_are_the_shared_ones(command: str) -> None:
     opts = _options(command)
     assert opts["--dtype"].help == (
-        f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4: two a byte, no scales), or "
-        "a quantized format stored with its scales: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, "
-        "q4_k_m, fp8-channel, w8a8, fp8-block, fp8-fp4, nvfp4, gptq, awq (group 128; gptq-g64 …), "
-        "or any other type llama-quantize writes (q5_k_m, q6_k, iq4_xs, mxfp4_moe …). "
-        "Default: the config's quantization_config or bf16."
+        f"Weight dtype: {DTYPES} (or bfloat16 …; int4: two a byte, no scales), or a format with "
+        "its scales: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, q4_k_m, fp8-channel, w8a8, fp8-block, "
+        "fp8-fp4, nvfp4, gptq, awq (group 128; gptq-g64 …), or any llama-quantize type (q6_k, "
+        "iq4_xs …). Default: quantization_config or bf16."
     )
     assert opts["--kv-dtype"].help == (
         f"KV-cache dtype: {DTYPES}; default: --dtype (bf16 or fp16 beside a quantized format)."
