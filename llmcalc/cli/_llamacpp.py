@@ -323,15 +323,20 @@ def with_build(params: Any, version: str | None) -> Any:
 
 
 def _nearest_quant(dtype: str | None, notes: list[str]) -> str | None:
-    """A llama.cpp quant type llmcalc does not write (q5_k_m, q6_k, iq4_xs, mxfp4 …) as the
+    """A llama.cpp quant type llmcalc does not write (q1_0, q2_0 …; mxfp4 as MXFP4_MOE) as the
     nearest one it does — q8_0 from 6 bits up, q4_k_m below — said in a note: the KV cache, the
     figure --engine llama.cpp is held to, does not depend on the weights' quant type."""
     import re
 
+    from llmcalc.formulas.gguf_mix import canonical
     from llmcalc.planning.engines.llama_cpp_quant import FTYPES
 
-    if dtype is None or dtype.lower() in FTYPES:
+    if dtype is None or canonical(dtype) in FTYPES:
         return dtype
+    if dtype.lower() == "mxfp4":  # a GGUF's MXFP4 is llama-quantize's MXFP4_MOE (llama-quant.cpp)
+        notes.append(f"--dtype {dtype}: written as llama-quantize's MXFP4_MOE (3-D expert tensors "
+                     "MXFP4, every other quantized tensor Q8_0)")
+        return "mxfp4_moe"
     m = re.fullmatch(r"(?:i?q|tq)(\d)(?:_[a-z0-9_]+)?|(mxfp4)", dtype.lower())
     if m is None:
         return dtype  # convert() refuses it, naming the types it writes

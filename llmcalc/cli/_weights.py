@@ -10,9 +10,10 @@ import typer
 
 from llmcalc.cli._common import Format
 from llmcalc.cli._options import DTYPES
-from llmcalc.formulas.quant import FORMAT_NAMES
+from llmcalc.formulas.quant import FORMAT_NAMES, LLAMA_QUANTIZE_MORE
 
-QUANT_FORMATS = ", ".join(FORMAT_NAMES)
+# llama-quantize's other types are named once, as a group
+QUANT_FORMATS = ", ".join(n for n in FORMAT_NAMES if n not in LLAMA_QUANTIZE_MORE)
 
 DTypeOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
@@ -21,7 +22,8 @@ DTypeOpt = Annotated[
         metavar="DTYPE",
         help=f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4: two a byte, "
         f"no scales), or a quantized format stored with its scales: {QUANT_FORMATS} (group "
-        "128; gptq-g64 …). Default: the config's quantization_config or bf16.",
+        "128; gptq-g64 …), or any other type llama-quantize writes (q5_k_m, q6_k, iq4_xs, "
+        "mxfp4_moe …). Default: the config's quantization_config or bf16.",
         show_default=False,
     ),
 ]

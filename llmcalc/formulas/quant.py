@@ -62,7 +62,9 @@ the tensors such checkpoints hold):
   (:mod:`llmcalc.formulas.gguf_mix`, llama-quant.cpp ``llama_tensor_get_type``: Q4_K_M's Q6_K
   output and attn_v / fused attn_qkv / ffn_down in the places ``use_more_bits`` picks, the
   8-expert and 70B bumps, the fallbacks for rows that are not whole blocks), the same types the
-  GGUF of ``--engine llama.cpp`` holds.
+  GGUF of ``--engine llama.cpp`` holds. Every other type llama-quantize writes (q5_k_m, q6_k,
+  q3_k_m, iq4_xs, iq2_xxs, tq1_0, mxfp4_moe …: ``gguf_mix.QUANT_TYPES``) likewise, each ggml type
+  at its block's bytes (``gguf_mix.GGML_SIZES``).
 
 The plain element types (fp32 … int4, :class:`~llmcalc.units.DType`) store every tensor at that
 width with no scales; they stay what ``--dtype`` meant before.
@@ -78,7 +80,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from llmcalc.errors import UsageError
-from llmcalc.formulas.gguf_mix import mix
+from llmcalc.formulas.gguf_mix import GGML_SIZES, QUANT_TYPES, canonical, mix
 from llmcalc.model.spec import LAYER, ModelSpec, Tensor
 from llmcalc.units import DType, nbytes, parse_dtype
 
@@ -205,9 +207,14 @@ Q5_1 = _gguf("Q5_1", 24, 32, 4)
 Q4_K = _gguf("Q4_K", 144, 256, 16)
 Q5_K = _gguf("Q5_K", 176, 256, 16)
 Q6_K = _gguf("Q6_K", 210, 256, 18)
-# the ggml types llama.cpp's mix gives (formulas.gguf_mix), each as its layout
+# the ggml types llama.cpp's mix gives (formulas.gguf_mix), each as its layout; the others from
+# ggml-common.h's block sizes (gguf_mix.GGML_SIZES), their bits split as whole bits per element
+# and the rest of the block's bytes (only the bytes per block are read)
 GGML_LAYOUTS = {"Q8_0": Q8_0, "Q4_0": Q4_0, "Q5_0": Q5_0, "Q5_1": Q5_1, "Q4_K": Q4_K,
                 "Q5_K": Q5_K, "Q6_K": Q6_K, "F16": FP16, "F32": F32}
+for _kind, (_block, _bytes) in GGML_SIZES.items():
+    if _kind not in GGML_LAYOUTS and _block > 1:
+        GGML_LAYOUTS[_kind] = _gguf(_kind, _bytes, _block, _bytes - _bytes * 8 // _block * _block // 8)
 
 
 # ---- roles ----------------------------------------------------------------------------------------
@@ -305,6 +312,11 @@ FORMATS: dict[str, QuantFormat] = {
                           "ggml block_q4_K / block_q6_K; llama-quant.cpp llama_tensor_get_type",
                           rest=F32, gguf="q4_k_m"),
 }
+# every other file type llama-quantize writes (gguf_mix.QUANT_TYPES), named as it names them
+for _q in QUANT_TYPES:
+    FORMATS.setdefault(_q, QuantFormat(
+        _q, f"GGUF {_q.upper()} mix", {}, "ggml-common.h block structs; llama-quant.cpp "
+        "llama_tensor_get_type", rest=F32, gguf=_q))
 # Per-output-channel 8-bit weights: one fp32 scale per row of every linear (and expert) matrix,
 # embeddings and lm_head kept bf16 — compressed-tensors' FP8_DYNAMIC and W8A8 (int8) schemes as
 # RedHatAI/llm-compressor export them (weight [N, K] 8-bit + weight_scale [N, 1] fp32), which
@@ -402,12 +414,14 @@ class StoredFormat(QuantFormat):
 
 WeightFormat = DType | QuantFormat
 FORMAT_NAMES = (*FORMATS, "gptq", "awq")
+# llama-quantize's types beyond the three named with the other formats, listed as a group
+LLAMA_QUANTIZE_MORE = tuple(q for q in QUANT_TYPES if q not in ("q8_0", "q4_0", "q4_k_m"))
 
 
 def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
     """A plain dtype (bf16, bfloat16, float8_e4m3fn, int4 …) or a quantized format (nf4, mxfp4,
     gptq, gptq-g64, awq, q4_k_m, q8_0 …)."""
-    key = text.strip().lower()
+    key = canonical(text)  # llama.cpp's names of its types too (Q4_K - Medium …)
     if key in FORMATS:
         return FORMATS[key]
     m = _GROUPED.match(key)
@@ -418,8 +432,9 @@ def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
     except UsageError:
         plain = ", ".join(d.value for d in DType)
         raise UsageError(
-            f"{option} {text!r}: unknown dtype; use one of {plain}, "
-            f"or a quantized format: {', '.join(FORMAT_NAMES)}"
+            f"{option} {text!r}: unknown dtype; use one of {plain}, or a quantized format: "
+            f"{', '.join(n for n in FORMAT_NAMES if n not in LLAMA_QUANTIZE_MORE)}, or a "
+            f"llama-quantize type: {', '.join(LLAMA_QUANTIZE_MORE)}"
         ) from None
 
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
+from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.formulas.quant import (
     WeightFormat,
     format_notes,
@@ -135,6 +136,10 @@ COMPUTE_FORMATS: dict[str, tuple[str, ...]] = {
     "fp8": ("fp16", "fp8"), "fp8-block": ("fp16", "fp8"),
     "mxfp4": ("fp16", "int8", "fp8"), "nvfp4": ("fp16", "fp4"),
 }
+# every other llama-quantize mix: MMQ (ggml-cuda/mmq.cu, ggml_cuda_should_use_mmq) takes their main
+# types on INT8 tensor cores, but IQ1_M, TQ1_0 and TQ2_0, which are dequantised for an FP16 GEMM
+COMPUTE_FORMATS.update({q: _INT8 for q, kind in QUANT_TYPES.items()
+                        if q not in COMPUTE_FORMATS and kind not in ("IQ1_M", "TQ1_0", "TQ2_0")})
 
 
 def compute_peak(acc: Accelerator, dtype: WeightFormat) -> int:

@@ -44,6 +44,7 @@ from importlib import resources
 from typing import Any
 
 from llmcalc.errors import ParameterError
+from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.planning.latency import Latency
 
 
@@ -121,8 +122,12 @@ LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient re
 # the 477 llama.cpp, TensorRT-LLM and vLLM rows the term takes leave-one-out prefill error on
 # Vulkan from 28.6% to 17.5%, CUDA 13.8% → 12.0%, Metal 5.6% → 5.4% (on Vulkan the integrated-GPU
 # term below now carries what it did there). Decode gains nothing from a K-quant term (it read
-# worse on CUDA and Vulkan).
-K_QUANTS = frozenset({"q4_k_m"})
+# worse on CUDA and Vulkan). The rows are Q4_K_M's; every mix llama-quantize builds on a K-quant
+# (Q2_K … Q6_K: block_q2_K … block_q6_K, each a 256-weight super-block of 16- or 32-weight
+# sub-blocks with their own scales) takes the term too — llama.cpp's tools/quantize/README.md
+# (Llama-3.1-8B, one machine) has their pp512 together, 752–822 t/s beside Q8_0's 865 — the
+# i-quants and ternary mixes not (no row of theirs to read a share from).
+K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K"))
 # GPUs that share one package, its memory and its power budget with the CPU: the Strix Halo's
 # Radeon 8060S (120 W for the whole APU in its rows). Under sustained matrix load its clock falls
 # below the one its 59.4 TFLOP/s assumes: its llama.cpp pp512 reaches 0.19–0.30 of that peak where

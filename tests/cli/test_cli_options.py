@@ -31,7 +31,8 @@ def test_dtype_options_are_the_shared_ones(command: str) -> None:
     assert opts["--dtype"].help == (
         f"Weight dtype: {DTYPES} (or bfloat16, float8_e4m3fn …; int4: two a byte, no scales), or "
         "a quantized format stored with its scales: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, "
-        "q4_k_m, fp8-channel, w8a8, fp8-block, fp8-fp4, nvfp4, gptq, awq (group 128; gptq-g64 …). "
+        "q4_k_m, fp8-channel, w8a8, fp8-block, fp8-fp4, nvfp4, gptq, awq (group 128; gptq-g64 …), "
+        "or any other type llama-quantize writes (q5_k_m, q6_k, iq4_xs, mxfp4_moe …). "
         "Default: the config's quantization_config or bf16."
     )
     assert opts["--kv-dtype"].help == (

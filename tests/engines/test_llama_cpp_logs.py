@@ -219,9 +219,17 @@ def test_ngl_all_and_quant_types_not_written(cli: Any) -> None:
     assert data["n_gpu_layers"] == 33 and data["kv_cache_bytes"] == 1024 * MiB
     q5 = json.loads(cli(*base, "--dtype", "q5_k_m").stdout)
     assert q5["kv_cache_tokens"] == 8192
-    assert q5["notes"][0] == ("--dtype q5_k_m: weights taken as q4_k_m (llmcalc writes the GGUF "
-                              "of q4_k_m, q8_0, q4_0, fp16, bf16, fp32); the KV cache does not "
-                              "depend on them")
+    # every llama-quantize type is written as its own mix (gguf_mix); a type it does not write
+    # (Q1_0, new in the engine) is still taken as the nearest one
+    assert q5["notes"][0].startswith("weights as llama.cpp's default GGUF Q5_K_M mix gives them")
+    q1 = json.loads(cli(*base, "--dtype", "q1_0").stdout)
+    assert q1["kv_cache_tokens"] == 8192
+    assert q1["notes"][0].startswith("--dtype q1_0: weights taken as q4_k_m (llmcalc writes the "
+                                     "GGUF of q4_0, q4_1, q5_0, q5_1, q8_0, mxfp4_moe, q2_k, ")
+    mx = json.loads(cli("fit", "qwen3-30b-a3b", "--engine", "llama.cpp", "--gpu", "h100", "-c",
+                        "8192", "--dtype", "mxfp4", "--json").stdout)
+    assert mx["notes"][0] == ("--dtype mxfp4: written as llama-quantize's MXFP4_MOE (3-D expert "
+                              "tensors MXFP4, every other quantized tensor Q8_0)")
     r = cli(*base, "-ngl", "most")
     assert (r.code, r.stderr.strip()) == (
         2, "error: --n-gpu-layers most: a number of layers, all or auto")

@@ -50,6 +50,13 @@ def test_both_paths_give_every_type_the_same_elements_and_bytes(model: str, quan
     assert layer_weight_bytes(spec, FORMATS[quant]) == by_layer
 
 
+@pytest.mark.parametrize("quant", [q for q in gguf_mix.QUANT_TYPES
+                                   if q not in ("q4_k_m", "q4_0", "q8_0")])
+@pytest.mark.parametrize("model", MODELS)
+def test_every_llama_quantize_type_weighs_the_same_on_both_paths(model: str, quant: str) -> None:
+    test_both_paths_give_every_type_the_same_elements_and_bytes(model, quant)
+
+
 @pytest.mark.parametrize("model", ["phi-3-mini-4k", "qwen1.5-moe-a2.7b"])
 def test_memory_without_an_engine_weighs_the_converted_file(cli: Any, model: str) -> None:
     plain = cli("memory", model, "--dtype", "q4_k_m", "--json")
@@ -96,3 +103,51 @@ def test_the_counts_follow_the_attention_layers_not_the_layer_numbers() -> None:
     assert counter.more_count(v.name, every_4th) == 4
     assert [gguf_mix.use_more_bits(i, 8) for i in range(8)] == [True, False, False, True, False,
                                                                  False, True, True]
+
+
+def test_gpt_oss_120b_mxfp4_moe_weighs_what_llama_bench_printed() -> None:
+    # llama-quant.cpp, MXFP4_MOE: 3-D expert tensors MXFP4 (17 B per 32), every other quantized
+    # tensor Q8_0, output Q8_0; llama-bench on ggml-org's file (llama.cpp PR #19922,
+    # https://github.com/ggml-org/llama.cpp/pull/19922): "| gpt-oss 120B MXFP4 MoE | 59.02 GiB |
+    # 116.83 B | ROCm | …"
+    rows = {p.layout: (p.elements, p.bytes) for p in breakdown(load_spec("gpt-oss-120b"),
+                                                               FORMATS["mxfp4_moe"])}
+    assert set(rows) == {"MXFP4", "Q8_0", "f32"}
+    size = sum(b for _, b in rows.values())
+    params = sum(n for n, _ in rows.values())
+    assert (f"{size / 2**30:.2f}", f"{params / 1e9:.2f}") == ("59.02", "116.83")
+    # the experts: 36 layers × 128 experts × (gate_up 5,760 × 2,880 + down 2,880 × 2,880)
+    assert rows["MXFP4"] == (114_661_785_600, 114_661_785_600 // 32 * 17)
+
+
+@pytest.mark.parametrize(("name", "quant"), [
+    ("Q4_K - Medium", "q4_k_m"), ("Q5_K - Small", "q5_k_s"), ("Q2_K - Medium", "q2_k"),
+    ("IQ3_S mix - 3.66 bpw", "iq3_m"), ("MXFP4 MoE", "mxfp4_moe"), ("q5_k", "q5_k_m"),
+    ("TQ1_0 - 1.69 bpw ternary", "tq1_0"), ("IQ4_XS", "iq4_xs")])
+def test_llama_cpps_names_of_its_types_are_read(name: str, quant: str) -> None:
+    # llama-model-loader.cpp llama_ftype_name (llama-bench's model column), quantize.cpp's aliases
+    from llmcalc.formulas.quant import parse_weight_format
+
+    assert parse_weight_format(name) is FORMATS[quant]
+
+
+def test_llama_bench_s_name_runs_the_engine(cli: Any) -> None:
+    named = cli("memory", "llama-2-7b", "--engine", "llama.cpp", "--dtype", "Q5_K - Medium",
+                "--json")
+    short = cli("memory", "llama-2-7b", "--engine", "llama.cpp", "--dtype", "q5_k_m", "--json")
+    assert named.code == short.code == 0, named.stderr
+    assert named.json()["model_buffer_bytes"] == short.json()["model_buffer_bytes"]
+
+
+def test_block_sizes_are_ggmls() -> None:
+    # gguf-py's GGML_QUANT_SIZES (ggml.c type_traits: elements and bytes per block); each layout
+    # the bytes formula reads stores exactly that per block
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    from llmcalc.formulas.quant import GGML_LAYOUTS
+
+    for kind, (block, nbytes) in gguf_mix.GGML_SIZES.items():
+        assert GGML_QUANT_SIZES[GGMLQuantizationType[kind]] == (block, nbytes)
+        if block > 1:
+            assert GGML_LAYOUTS[kind].nbytes((3, 4 * block)) == 12 * nbytes
+    assert set(gguf_mix.QUANT_TYPES.values()) <= set(GGML_LAYOUTS)

@@ -115,7 +115,9 @@ def test_nbytes_rounds_up_to_whole_bytes() -> None:
          "error: --dtype 'fp7': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4, or a "
          "quantized format: nf4, fp4, nf4-nodq, mxfp4, q8_0, q4_0, q4_k_m, fp8-channel, w8a8, fp8-block, "
          "fp8-fp4, nvfp4, "
-         "gptq, awq\n"),
+         "gptq, awq, or a llama-quantize type: q4_1, q5_0, q5_1, mxfp4_moe, q2_k, q2_k_s, q3_k_s, "
+         "q3_k_m, q3_k_l, q4_k_s, q5_k_s, q5_k_m, q6_k, iq2_xxs, iq2_xs, iq2_s, iq2_m, iq3_xxs, "
+         "iq3_xs, iq3_s, iq3_m, iq1_s, iq1_m, iq4_nl, iq4_xs, tq1_0, tq2_0\n"),
         (["memory", "gpt2", "--kv-dtype", "int3"],
          "error: --kv-dtype 'int3': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4\n"),
     ],

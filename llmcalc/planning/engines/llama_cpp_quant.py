@@ -26,8 +26,7 @@ from llmcalc.planning.engines.llama_cpp import row_bytes
 from llmcalc.units import DType
 
 # --dtype → llama-quantize's type: its default ggml type (llama_ftype_get_default_type)
-FTYPES = {"q4_k_m": "Q4_K", "q8_0": "Q8_0", "q4_0": "Q4_0", "fp16": "F16", "bf16": "BF16",
-          "fp32": "F32"}
+FTYPES = {**gguf_mix.QUANT_TYPES, "fp16": "F16", "bf16": "BF16", "fp32": "F32"}
 GGUF_ALIGNMENT = 32  # gguf.h: GGUF_DEFAULT_ALIGNMENT, each tensor's data offset
 
 # HF tensor name (layer as {i}) → llama.cpp's (convert_hf_to_gguf.py's tensor map for these types)
@@ -125,48 +124,24 @@ def _rope_tensors(spec: ModelSpec) -> Iterator[tuple[str, tuple[int, ...]]]:
 
 
 def convert(spec: ModelSpec, dtype: str) -> Converted:
-    """The GGUF header of ``spec`` converted and quantized to ``dtype`` (q4_k_m, q8_0, q4_0, fp16,
-    bf16, fp32), with its data laid out back to back at 32-byte alignment."""
+    """The GGUF header of ``spec`` converted and quantized to ``dtype`` (a llama-quantize type,
+    fp16, bf16, fp32), with its data laid out back to back at 32-byte alignment."""
     model_type = str(spec.config.get("model_type", ""))
     arch = ARCHS.get(model_type)
     if arch is None:
         raise UsageError(f"{spec.name}: model_type {model_type!r} as a GGUF for --engine llama.cpp "
                          f"is followed for {', '.join(sorted(ARCHS))}; name a GGUF file")
-    key = DType(dtype).value if dtype in {d.value for d in DType} else dtype
+    key = DType(dtype).value if dtype in {d.value for d in DType} else gguf_mix.canonical(dtype)
     if key not in FTYPES:
         raise UsageError(f"--dtype {dtype}: with --engine llama.cpp an HF config takes a GGUF quant "
                          f"type: {', '.join(FTYPES)}")
     base = FTYPES[key]
     tensors = list(_gguf_tensors(spec))
     model = gguf_mix.model_of(spec, key) if key in gguf_mix.QUANT_TYPES else None
-    # the running counts of llama_tensor_get_type_impl, in the quantizer's order
-    order = sorted(range(len(tensors)), key=lambda k: _visit_key(tensors[k][0]))
-    n_wv = sum(1 for n, ne in tensors
-               if gguf_mix.gguf_quantized(n, ne) and gguf_mix.gguf_category(n) == gguf_mix.ATTN_V)
-    place: dict[int, tuple[int, int]] = {}  # tensor → (count, what use_more_bits divides)
-    i_wv = i_down = 0
-    for k in order:
-        name, ne = tensors[k]
-        cat = gguf_mix.gguf_category(name)
-        if not gguf_mix.gguf_quantized(name, ne):
-            continue
-        if cat == gguf_mix.ATTN_V:
-            place[k] = (i_wv, n_wv)
-            i_wv += 1
-        elif cat == gguf_mix.FFN_DOWN:
-            layer = int(name.split(".")[1]) if model and model.n_expert > 1 else i_down
-            place[k] = (layer, spec.shape.num_layers)
-            i_down += 1
+    kinds = mix_types(tensors, model, base, spec.shape.num_layers)
     out: list[GgufTensor] = []
     offset = 0
-    for k, (name, ne) in enumerate(tensors):
-        kind = "F32"
-        if gguf_mix.gguf_quantized(name, ne):
-            kind = base
-            if model is not None:
-                i, n = place.get(k, (0, 0))
-                kind = gguf_mix.tensor_type(model, gguf_mix.gguf_category(name), ne[0],
-                                            more=k in place and gguf_mix.use_more_bits(i, n))
+    for (name, ne), kind in zip(tensors, kinds, strict=True):
         elements = 1
         for x in ne:
             elements *= x
@@ -180,8 +155,46 @@ def convert(spec: ModelSpec, dtype: str) -> Converted:
     mix = FORMATS[key].description if key in FORMATS else f"GGUF {key.upper()}"
     approximate = ("approximate: the tensors' order in the quantized file is taken as the "
                    "converter's; it decides where the CPU buffer's mapped range ends (totals do "
-                   "not depend on it)" if key == "q4_k_m" else "")
+                   "not depend on it)" if key in gguf_mix.QUANT_TYPES and key not in ("q8_0", "q4_0")
+                   else "")
     return Converted(header, f"llama.cpp's default {mix}", approximate)
+
+
+def mix_types(tensors: list[tuple[str, tuple[int, ...]]], model: gguf_mix.Model | None,
+              base: str, n_layer: int) -> list[str]:
+    """Each GGUF tensor's ggml type (``tensors``: name and ggml shape, in the file's order) as
+    llama-quantize gives it: llama_tensor_get_type's running counts (i_attention_wv of
+    n_attention_wv; ``layer_info``: ffn_down / gate / up by layer with several experts, else
+    counted), taken in the quantizer's order; ``model`` None: every quantized tensor ``base``."""
+    order = sorted(range(len(tensors)), key=lambda k: _visit_key(tensors[k][0]))
+    n_wv = sum(1 for n, ne in tensors
+               if gguf_mix.gguf_quantized(n, ne) and gguf_mix.gguf_category(n) == gguf_mix.ATTN_V)
+    place: dict[int, tuple[int, int]] = {}  # tensor → (its count, what use_more_bits divides)
+    counts = {gguf_mix.ATTN_V: 0, gguf_mix.FFN_DOWN: 0, gguf_mix.FFN_GATE: 0, gguf_mix.FFN_UP: 0}
+    low_iq = model is not None and model.quant in gguf_mix.LOW_IQ
+    for k in order:
+        name, ne = tensors[k]
+        cat = gguf_mix.gguf_category(name)
+        if not gguf_mix.gguf_quantized(name, ne) or cat not in counts:
+            continue
+        if cat == gguf_mix.ATTN_V:
+            place[k] = (counts[cat], n_wv)
+        elif model and model.n_expert > 1 and not (low_iq and cat == gguf_mix.FFN_DOWN):
+            place[k] = (int(name.split(".")[1]), n_layer)  # layer_info: from the name
+        else:
+            place[k] = (counts[cat], n_layer)
+        counts[cat] += 1
+    kinds = []
+    for k, (name, ne) in enumerate(tensors):
+        kind = "F32"
+        if gguf_mix.gguf_quantized(name, ne):
+            kind = base
+            if model is not None:
+                i, n = place.get(k, (0, 0))
+                kind = gguf_mix.tensor_type(model, gguf_mix.gguf_category(name), ne[0], i=i, n=n,
+                                            experts=len(ne) > 2 and ne[2] > 1)
+        kinds.append(kind)
+    return kinds
 
 
 def _visit_key(name: str) -> tuple[int, str]:

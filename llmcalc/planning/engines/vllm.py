@@ -281,52 +281,83 @@ def recurrent_refusal(spec: ModelSpec, ver: tuple[int, ...]) -> str | None:
 # types (full, sliding window, Llama 4's chunked local attention) are grouped by type, each group
 # with its own blocks from one shared pool
 WINDOW_GROUPS_FROM = (0, 10)
+# kv_cache_utils.py ``unify_kv_cache_spec_page_size`` (vllm#24949, Sept 2025, taken as 0.11):
+# where the attention types' pages differ in size (Gemma 4's sliding layers 256 wide beside its
+# global ones 512 wide; any mix of head_dim or KV heads across types), each smaller page's block
+# grows by max page // its page (NotImplementedError where that does not divide), so that all
+# groups share one page; before it the hybrid allocator required one page size
+MIXED_PAGES_FROM = (0, 11)
+# vllm/config/vllm.py ``VllmConfig.max_in_flight_tokens`` (vllm#47728, in 0.26.0, tt-xla#5908):
+# a sliding-window or chunked-local group holds its window plus max_concurrent_batches ×
+# max_num_batched_tokens (2 batches with async scheduling, on by default, at pp 1); before it
+# one batch
+IN_FLIGHT_FROM = (0, 26)
+IN_FLIGHT_BATCHES = 2
 
 
-def window_layout(spec: ModelSpec, *, tp: int, model_len: int, batched: int, block: int
-                  ) -> tuple[int, int, int] | None:
-    """(group size, blocks one request holds, layer slots) where the model mixes attention types
-    (vLLM V1 ≥ 0.10), None where it has one. Layers are grouped by type in groups of the
-    smallest type's count — the largest where it is under 1.25 × the smallest — a type's last
-    group padded (vllm/v1/core/kv_cache_utils.py ``_get_kv_cache_groups_uniform_page_size``);
-    num_blocks = available // page // group size. One request holds per full-attention group
-    cdiv(max_model_len, block) blocks, per sliding-window group cdiv(min(window − 1 +
-    max_num_batched_tokens, max_model_len), block) (kv_cache_interface.py
-    ``SlidingWindowSpec.max_memory_usage_bytes``), per chunked-local group cdiv(min(chunk +
-    max_num_batched_tokens, max_model_len), block) (``ChunkedLocalAttentionSpec``). Checked against
-    vLLM 0.19's logs: Gemma 3 27B (52 sliding + 10 full layers: 7 groups of 10, 8 padding
-    slots), Gemma 3 4B (29 + 5: 7 groups of 5) and 12B (40 + 8), Gemma 2, gpt-oss, Llama 4 Scout."""
-    counts: dict[tuple[str, int], int] = {}
-    widths = set()
+def window_layout(spec: ModelSpec, *, tp: int, model_len: int, batched: int, block: int,
+                  ver: tuple[int, ...] = (0, 21)) -> tuple[int, int, int, Fraction] | None:
+    """(group size, blocks one request holds, layer slots, the widest type's share of a token's
+    cache: its width over all cached layers' widths) where the model
+    mixes attention types (vLLM V1 ≥ 0.10), None where it has one. Layers are grouped by type in
+    groups of the smallest type's count — the largest where it is under 1.25 × the smallest — a
+    type's last group padded (vllm/v1/core/kv_cache_utils.py
+    ``_get_kv_cache_groups_uniform_page_size``); num_blocks = available // page // group size.
+    Where the types' pages differ (``unify_kv_cache_spec_page_size``, MIXED_PAGES_FROM) the page
+    is the widest type's (a token's cache × that share, × ``block``) and a narrower type's block
+    is ``block`` × widest // its width; a type of another width is a type of its own (its spec
+    differs). One request holds per full-attention group
+    cdiv(max_model_len, block) blocks, per sliding-window group cdiv(min(window − 1 + in-flight
+    tokens, max_model_len), block) + 1 (kv_cache_interface.py
+    ``SlidingWindowSpec.max_memory_usage_bytes``: "+1" as the window may start mid-block), per
+    chunked-local group cdiv(min(chunk + in-flight tokens, max_model_len), block)
+    (``ChunkedLocalAttentionSpec``); in-flight tokens max_num_batched_tokens, from
+    IN_FLIGHT_FROM twice that. Checked against vLLM 0.19's logs: Gemma 3 27B (52 sliding + 10
+    full layers: 7 groups of 10, 8 padding slots), Gemma 3 4B (29 + 5: 7 groups of 5) and 12B
+    (40 + 8), Gemma 2, gpt-oss, Llama 4 Scout; and Gemma 4 E2B's (12 sliding layers 256 wide, 3
+    full 512 wide: 5 groups of 3, the sliding blocks of 32 tokens) on 0.21 and 0.29. KV-shared
+    layers (Gemma 3n, Gemma 4: ``kv_sharing_target_layer_name``, V1 only) get no spec and hold no
+    pages (vllm/v1/worker/gpu_model_runner.py ``GPUModelRunner.get_kv_cache_spec``)."""
+    counts: dict[tuple[str, int, int], int] = {}
     for g in spec.layer_groups:
         a = g.attention
         if a is None or a.kv_shared or not a.causal or g.cached_runs == 0:
             continue
-        key = ("chunked" if a.chunked else "sliding", a.window) if a.window else ("full", 0)
+        kind = ("chunked" if a.chunked else "sliding") if a.window else "full"
+        width = a.kv_latent_dim or kv_heads_per_rank(a.kv_heads, tp) * (a.qk_head_dim
+                                                                         + a.v_head_dim)
+        key = (kind, a.window or 0, width)
         counts[key] = counts.get(key, 0) + g.cached_runs
-        widths.add(a.kv_latent_dim or kv_heads_per_rank(a.kv_heads, tp) * (a.qk_head_dim
-                                                                           + a.v_head_dim))
-    if len(counts) < 2:
+    if len({k[:2] for k in counts}) < 2:
         return None
-    if len(widths) > 1:
-        raise UsageError(f"--engine vllm: {spec.name} mixes attention layers of different cache "
-                         "widths, whose pages vLLM's hybrid allocator pads in a way llmcalc "
-                         "does not follow yet")
+    widest = max(k[2] for k in counts)
+    if len({k[2] for k in counts}) > 1 and ver < MIXED_PAGES_FROM:
+        raise UsageError("--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} mixes "
+                         "attention layers of different cache widths, whose pages vLLM's hybrid "
+                         "allocator before 0.11 does not unify; use --engine vllm==0.11 or later")
+    if any(widest % k[2] for k in counts):
+        raise UsageError(f"--engine vllm: {spec.name}: The page size of the layer is not "
+                         "divisible by the maximum page size. Cannot unify by adjusting "
+                         "block_size. (vLLM's unify_kv_cache_spec_page_size refuses its mix of "
+                         "cache widths " + ", ".join(str(w) for w in sorted({k[2] for k in counts}))
+                         + ")")
     group = min(counts.values())
     if max(counts.values()) < group * 1.25:
         group = max(counts.values())
+    in_flight = batched * (IN_FLIGHT_BATCHES if ver >= IN_FLIGHT_FROM else 1)
     per_request = slots = 0
-    for (kind, window), n in counts.items():
+    for (kind, window, width), n in counts.items():
         groups = -(-n // group)
         slots += groups * group
+        size = block * (widest // width)
         if kind == "full":
-            held = model_len
+            held = -(-model_len // size)
         elif kind == "sliding":
-            held = min(window - 1 + batched, model_len)
+            held = -(-min(window - 1 + in_flight, model_len) // size) + 1
         else:
-            held = min(window + batched, model_len)
-        per_request += groups * -(-held // block)
-    return group, per_request, slots
+            held = -(-min(window + in_flight, model_len) // size)
+        per_request += groups * held
+    return group, per_request, slots, Fraction(widest, sum(k[2] * n for k, n in counts.items()))
 
 
 def nvlink(acc: Accelerator) -> bool:
@@ -489,7 +520,8 @@ def plan(
     per_token = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
     layers = kv_layers(spec)
     attention_groups, mamba_groups = 1, 0
-    windows = (window_layout(spec, tp=tp, model_len=model_len, batched=batched, block=block)
+    windows = (window_layout(spec, tp=tp, model_len=model_len, batched=batched, block=block,
+                             ver=ver)
                if v1 and ver >= WINDOW_GROUPS_FROM and not hybrid else None)
     mode = state_cache_mode(spec, mixers, ver, enable_prefix_caching, mamba_cache_mode)
     state_pages = 1 if mode == "none" else MAMBA_PAGES_PER_REQUEST
@@ -508,6 +540,11 @@ def plan(
             block, page = block_size, block_size * per_layer
     else:
         page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
+        if v1 and layers and per_token % layers:
+            # one attention type, layers of different widths (UniformTypeKVCacheSpecs): one group,
+            # a block costs the sum of the layers' pages (kv_cache_utils.py
+            # get_kv_cache_config_from_groups: available // that sum)
+            page, layers = block * per_token, 1
     available = kv_memory if kv_memory is not None else requested - sum(terms.values())
     # kv_cache_utils.get_max_concurrency_for_kv_cache_config: the blocks one request holds, its
     # attention pages plus each mamba group's state pages; a hybrid's logged token count is
@@ -518,7 +555,8 @@ def plan(
     per_request = (attention_groups * -(-model_len // block) + mamba_groups * state_pages)
     groups = attention_groups + mamba_groups
     if windows is not None:
-        layers, per_request, slots = windows
+        layers, per_request, slots, share = windows
+        page = block * int(per_token * share)  # the widest type's page (MIXED_PAGES_FROM)
         groups = slots // layers
     blocks = max(available, 0) // page // (layers if v1 else 1)
     tokens = blocks * block
