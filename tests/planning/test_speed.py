@@ -74,7 +74,10 @@ HELD_OUT_LLAMA = ("https://github.com/ggml-org/llama.cpp/pull/10238",  # M2 Ultr
                   "https://github.com/dmatora/LLM-inference-speed-benchmarks/issues/12",  # RTX 3080
                   "https://github.com/geerlingguy/ai-benchmarks/issues/48",  # M1 Ultra 64-core
                   "https://github.com/geerlingguy/ai-benchmarks/issues/43",  # RTX 4090, Vulkan
-                  "https://github.com/geerlingguy/beowulf-ai-cluster/issues/17")  # M3 Ultra 80-core
+                  "https://github.com/geerlingguy/beowulf-ai-cluster/issues/17",  # M3 Ultra 80-core
+                  "https://github.com/ggml-org/llama.cpp/blob/4c7e9893c4ca8eec35d032726d14b74fae76cff8"
+                  "/benches/dgx-spark.md",  # DGX Spark, -ub 2048 -fa 1
+                  "https://github.com/ggml-org/llama.cpp/pull/4844")  # RTX 3090 Ti, master column
 HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io in (
     (2542, (1000, 50)), (3240, (1000, 50)), (9245, (1000, 50)),  # --input-len 1000 --output-len 50
     (4002, (32, 128)), (3692, (32, 128)))}  # benchmark_latency's defaults
@@ -82,9 +85,9 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 539
+    assert len(rows) == 553
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 225, "consumer": 103, "datacentre": 211}
+    assert by_class == {"apple": 225, "consumer": 117, "datacentre": 211}
     assert sum(r.engine == "vllm" for r in rows) == 38
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 4, "transformers": 1}
@@ -147,14 +150,18 @@ def test_rows_carry_their_source_and_figures() -> None:
 # rows of Llama-3.2 1B/3B, TinyLlama and Llama-3.3-70B on M1/M2/M3 Ultra and M3 Max), TensorRT-LLM
 # (56 first-token rows, 104 whole requests: its performance page at v0.5, v0.6.1 and v0.9.0),
 # Vulkan (33 rows: the integrated-GPU term separates the Strix Halo from the discrete cards; the
-# RTX 4090's TinyLlama pp4096 was 86% over when held out) and llama.cpp CUDA (66 rows: prefill
-# 11.6%, with the RTX 3080's two held-out rows) meet them; ROCm's prefill misses (9 rows on
-# two cards: with its one discrete prefill row left out, the RX 7900 XTX's pp2048 is 145% off).
+# RTX 4090's TinyLlama pp4096 was 86% over when held out) meet them. llama.cpp CUDA (80 rows)
+# met them at 66 (prefill 11.6%) and misses prefill's 12% with the 14 held-out rows of the DGX
+# Spark (ggml-org's benches/dgx-spark.md, -ub 2048; gpt-oss as MXFP4_MOE GGUFs) and the RTX 3090
+# Ti (PR #4844, January 2024 master): 12.7%, its Qwen2.5-7B Q8_0 pp2048 on the Spark expected 2x
+# the measured. ROCm's prefill
+# misses (9 rows on two cards: with its one discrete prefill row left out, the RX 7900 XTX's
+# pp2048 is 145% off).
 # Pinned as they are.
 # SGLang (4 first-token rows, Qwen3.6-35B-A3B on H200 and B200, BF16 and FP8; vLLM's rows stand in
 # for its decode) misses prefill's 12%: FP8 weights gain 1.3× on the H200 and lose on the B200;
 # llama.cpp on a CPU (3 rows, one CPU) and transformers (1 row) are too few rows to judge.
-LOO = {("llama.cpp", "metal"): (0.058, 0.062, True), ("llama.cpp", "cuda"): (0.062, 0.116, True),
+LOO = {("llama.cpp", "metal"): (0.058, 0.062, True), ("llama.cpp", "cuda"): (0.057, 0.127, False),
        ("llama.cpp", "vulkan"): (0.062, 0.088, True), ("llama.cpp", "rocm"): (0.048, 0.46, False),
        ("trtllm", "cuda"): (None, 0.074, True), ("vllm", "cuda"): (None, None, True),
        ("sglang", "cuda"): (None, 0.330, False), ("llama.cpp", "cpu"): (0.651, 0.232, False),
@@ -172,8 +179,8 @@ LOO = {("llama.cpp", "metal"): (0.058, 0.062, True), ("llama.cpp", "cuda"): (0.0
 THROUGHPUT = {("trtllm", "cuda"): 0.088, ("vllm", "cuda"): 0.129, ("transformers", "cuda"): 0.845,
               ("vllm", "rocm"): 0.016}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.059, ("llama.cpp", "cuda", "consumer"): 0.079,
-                ("llama.cpp", "cuda", "datacentre"): 0.062, ("llama.cpp", "vulkan", "consumer"): 0.079,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.059, ("llama.cpp", "cuda", "consumer"): 0.085,
+                ("llama.cpp", "cuda", "datacentre"): 0.087, ("llama.cpp", "vulkan", "consumer"): 0.079,
                 ("llama.cpp", "rocm", "consumer"): 0.089, ("trtllm", "cuda", "datacentre"): 0.08,
                 ("vllm", "cuda", "datacentre"): 0.129, ("sglang", "cuda", "datacentre"): 0.330,
                 ("llama.cpp", "cpu", "consumer"): 0.259, ("transformers", "cuda", "datacentre"): 0.845,
@@ -210,10 +217,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.059, "prefill": 0.068, "throughput": 0.088}
+    assert by_stage == {"decode": 0.058, "prefill": 0.071, "throughput": 0.088}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.059, "consumer": 0.083, "datacentre": 0.083}
+    assert by_class == {"apple": 0.059, "consumer": 0.086, "datacentre": 0.084}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
