@@ -114,7 +114,7 @@ class Latency:
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
     peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype)
     prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
-    moe: bool = False  # routed experts (the expected speed's own term for their prefill GEMMs)
+    moe: bool = False  # routed experts (the expected speed's own terms: prefill GEMMs, decode)
     # what the figures are read with: a prompt past the window (the words flops and memory
     # use), what the weights' format leaves wide (formulas.quant.format_notes)
     notes: tuple[str, ...] = ()

@@ -5,7 +5,8 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
 ``measured_speed.json`` (each row with its source) by least squares on the relative error:
 
 - decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak + g · all-reduce
-  + c_dc · layers on a data-centre card (a = 1/η_bandwidth; c: a per-layer kernel launch /
+  + c_dc · layers on a data-centre card + c_moe · layers of a mixture of experts (llama.cpp on
+  CUDA: ``_decode_features``) (a = 1/η_bandwidth; c: a per-layer kernel launch /
   synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches, at
   most at the FP16 peak (``_fp16_peak``: FP8 weights do not make the step's other work FP8); g:
   the tensor-parallel all-reduces' time at the link's bandwidth); bytes are the roofline's — the
@@ -136,7 +137,7 @@ K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K")
 # again on such a GPU) takes llama.cpp Vulkan's leave-one-out prefill error from 38.3% to 5.9%.
 # The DGX Spark's GB10 shares a package too, but no row of it was readable: it stays out.
 INTEGRATED_GPUS = frozenset({"strix-halo"})
-PREFILL_TERMS = 9  # _prefill_features' length; the row features are prefill's, then decode's 5
+PREFILL_TERMS = 9  # _prefill_features' length; the row features are prefill's, then decode's 6
 STAGES = ("prefill", "decode")
 
 
@@ -177,11 +178,20 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs (at
     most at the FP16 peak: ``_fp16_peak``), the tensor-parallel all-reduces, and the layers again
     on a data-centre card (its own per-layer cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound
-    on an H100/A100, 0.65–0.72 on GeForce)."""
+    on an H100/A100, 0.65–0.72 on GeForce), and the layers again for a mixture of experts (its
+    own per-layer cost: llama.cpp's MoE FFN (llama-graph.cpp build_moe_ffn) adds the router's
+    logits, softmax, top-k (argsort + view), get_rows of the k weights, a mul_mat_id per expert
+    projection and the weighted sum of the k outputs, each its own kernel launch over a
+    [d, k] activation; with the gpt-oss rows as MXFP4 experts their tg128 on GeForce cards were
+    expected 3–41% too fast from bytes alone. Fitted on llama.cpp CUDA only (ENGINE_TERMS): 0.038
+    ms a layer of a mixture of experts, its leave-one-out decode error 7.1% → 5.8%; on Metal the
+    term takes it 4.8% → 5.1%, on ROCm 4.8% → 6.7%, on Vulkan it leaves 6.2%; one per active
+    expert instead of one per layer fits CUDA no better: 5.8%)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
-            d.flops / _fp16_peak(lat, peak), d.comm_s, lat.layers * LAYER_S * dc)
+            d.flops / _fp16_peak(lat, peak), d.comm_s, lat.layers * LAYER_S * dc,
+            lat.layers * LAYER_S * lat.moe)
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
@@ -205,7 +215,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 14 features of one row (prefill's 9, then decode's 5): a throughput row's request takes
+    """The 15 features of one row (prefill's 9, then decode's 6): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -343,9 +353,12 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 14 terms in _row_features' order (prefill's 9, then decode's 5).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c", "f", "g", "c_dc")
-# The terms an engine × backend is fitted with, where not all 14: vLLM's rows (its nightly
+# The 15 terms in _row_features' order (prefill's 9, then decode's 6).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c", "f", "g", "c_dc",
+         "c_moe")
+# the terms but the MoE decode term: llama.cpp's backends other than CUDA (_decode_features)
+_NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
+# The terms an engine × backend is fitted with, where not all 15: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -354,7 +367,7 @@ TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c
 # with p alone those 56 rows sit 35% from the fit (the 128-token prompts' fixed costs), with these
 # 7.2%, and vLLM's 27 whole requests' leave-one-out error goes from 17.1% to 12.9% (the kernel
 # PRs' 1,000-token Mixtral prompts at TP 2–8: their prefill and its all-reduces).
-# TensorRT-LLM's go without the MoE term: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
+# TensorRT-LLM's go without the MoE terms: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
 # tables labelled FP8 when its FP8 Mixtral came later (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
 # → 7.9%, whole requests 8.8% → 9.2%).
 # SGLang is fitted with p, a and c, its own prefill coefficient (its rows: first-token latencies of
@@ -372,7 +385,9 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a"),
-    ("trtllm", "cuda"): tuple(t for t in TERMS if t != "p_moe")}
+    ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
+    ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): _NO_C_MOE,
+    ("llama.cpp", "vulkan"): _NO_C_MOE}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is
 # fitted on its own rows together with another engine × backend's, named here with the reason; the
