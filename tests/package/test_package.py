@@ -102,3 +102,19 @@ def test_no_tracked_file_holds_a_merge_conflict_marker() -> None:
             if line.startswith(markers):
                 found.append(f"{name}:{n}")
     assert found == []
+
+
+def test_readme_counts_the_rows_and_logs_it_names() -> None:
+    """The README's docs table names how many measured rows and engine logs back latency --engine
+    and fit --engine: the counts of the files themselves."""
+    import json
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    readme = (root / "README.md").read_text()
+    rows = json.loads((root / "llmcalc/planning/measured_speed.json").read_text())
+    rows = rows["rows"] if isinstance(rows, dict) else rows
+    logs = json.loads((root / "tests/data/engine_logs.json").read_text())["logs"]
+    assert re.findall(r"fitted on ([\d,]+) published measurements", readme) == [f"{len(rows):,}"]
+    assert re.findall(r"held to ([\d,]+) real start-up logs", readme) == [f"{len(logs):,}"]
