@@ -56,6 +56,12 @@ class EngineBudget:
     tokens_rule: str = ""
 
 
+def version_tuple(version: str | None, default: str) -> tuple[int, ...]:
+    """``--engine NAME==0.10.2`` → (0, 10, 2); no version → the engine's followed ``default``
+    (llmcalc.choices.parse_engine has checked the text is digits and dots)."""
+    return tuple(int(p) for p in (version or default).split("."))
+
+
 def budget_adds_up(b: EngineBudget) -> bool:
     """usable − Σ terms = the KV cache (where the budget was computed, not given)."""
     return b.from_log or b.usable_bytes - sum(b.terms.values()) == b.kv_cache_bytes

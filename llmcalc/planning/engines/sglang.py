@@ -32,6 +32,7 @@ from llmcalc.planning.engines.budget import (
     kv_elements_per_token_rank,
     kv_heads_per_rank,
     not_modelled,
+    version_tuple,
     weights_per_gpu,
 )
 from llmcalc.planning.hardware import DEFAULT_INTERCONNECT, Accelerator, GiB
@@ -80,13 +81,6 @@ def nvlink(acc: Accelerator) -> bool:
     return DEFAULT_INTERCONNECT.get(acc.key, "").startswith("nvlink")
 
 
-def version_tuple(version: str | None) -> tuple[int, ...]:
-    text = version or VERSION
-    try:
-        return tuple(int(p) for p in text.split("."))
-    except ValueError:
-        raise UsageError(f"--engine sglang=={text}: a version is numbers and dots "
-                         "(e.g. sglang==0.4.6)") from None
 
 
 def card_defaults(gpu_mem_mib: float, tp: int, version: tuple[int, ...] = (0, 5, 9)
@@ -223,7 +217,7 @@ def plan(
     kv_memory: int | None = None,
 ) -> EngineBudget:
     """SGLang's pool on one GPU of ``accelerator`` (None: SGLang's default)."""
-    ver = version_tuple(version)
+    ver = version_tuple(version, VERSION)
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
     recurrent = bool(mixers)
     if recurrent and not (mixers <= {GATED_DELTA, MAMBA2} and ver >= (0, 5, 3)):

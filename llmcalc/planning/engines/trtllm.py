@@ -44,6 +44,7 @@ from llmcalc.planning.engines.budget import (
     kv_bytes_per_token_rank,
     not_modelled,
     sampler_peak,
+    version_tuple,
     weights_per_gpu,
 )
 from llmcalc.planning.hardware import Accelerator, GiB
@@ -95,9 +96,6 @@ DECODER_PER_REQUEST = 600 * 1024
 DECODER_CHANGED = (0, 17)
 
 
-def parse_version(text: str) -> tuple[int, ...]:
-    """"0.14" → (0, 14) (llmcalc.choices.parse_engine has checked it is digits and dots)."""
-    return tuple(int(p) for p in text.split("."))
 
 
 def trt_weights_format(dtype: WeightFormat) -> WeightFormat:
@@ -158,7 +156,7 @@ def plan(
 ) -> EngineBudget:
     """TensorRT-LLM's cache on one GPU of ``accelerator`` (None: its default)."""
     not_modelled(spec, "trtllm")
-    v = parse_version(version or VERSION)
+    v = version_tuple(version, VERSION)
     built_engine = v < (1,)
     total = cuda_memory(accelerator)
     frac = fraction(kv_cache_free_gpu_memory_fraction if kv_cache_free_gpu_memory_fraction

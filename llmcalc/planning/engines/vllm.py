@@ -46,6 +46,7 @@ from llmcalc.planning.engines.budget import (
     kv_heads_per_rank,
     kv_layers,
     not_modelled,
+    version_tuple,
     weights_per_gpu,
 )
 from llmcalc.planning.hardware import DEFAULT_INTERCONNECT, Accelerator, GiB
@@ -394,8 +395,6 @@ def v0_profile_seqs(spec: ModelSpec, seqs: int, batched: int) -> int:
     return min(seqs, batched)
 
 
-def version_tuple(version: str | None) -> tuple[int, ...]:
-    return tuple(int(p) for p in (version or VERSION).split("."))
 
 
 def defaults(acc: Accelerator) -> tuple[int, int]:
@@ -448,7 +447,7 @@ def plan(
     """vLLM's budget on one GPU of ``accelerator`` with these settings (None: vLLM's default).
     ``enable_prefix_caching``, ``mamba_cache_mode``, ``mamba_ssm_cache_dtype`` matter for models
     with recurrent layers only (MAMBA_PREFIX_CACHING_FROM, ssm_state_bytes)."""
-    ver = version_tuple(version)
+    ver = version_tuple(version, VERSION)
     v1 = ver >= V1_FROM and not v0_fallback(ver, accelerator, dtype)
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
     refused = recurrent_refusal(spec, ver)
