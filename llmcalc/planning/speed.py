@@ -6,8 +6,8 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
 
 - decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak + g · all-reduce
   + c_dc · layers on a data-centre card + c_moe · layers of a mixture of experts (llama.cpp on
-  CUDA: ``_decode_features``) (a = 1/η_bandwidth; c: a per-layer kernel launch /
-  synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches, at
+  CUDA) + c_tp · layers under tensor parallelism (vLLM on CUDA: ``_decode_features``)
+  (a = 1/η_bandwidth; c: a per-layer kernel launch / synchronisation cost, in ms per layer; f: the batch's compute, which batched decode reaches, at
   most at the FP16 peak (``_fp16_peak``: FP8 weights do not make the step's other work FP8); g:
   the tensor-parallel all-reduces' time at the link's bandwidth); bytes are the roofline's — the
   weights the step reads (MoE: the experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and
@@ -73,6 +73,7 @@ class MeasuredRow:
     kv_dtype: str = ""  # the cache's dtype where the source gives it (else the format's default)
     ttft_ms: float = 0.0  # a ttft row's figure as published
     latency_ms: float = 0.0  # a whole batch's end-to-end latency as published (vLLM benchmark_latency)
+    tpot_ms: float = 0.0  # a decode row's time per output token (inter-token latency) as published
     quoted_in: str = ""  # where the figure was read, when not at the source itself
     quote: str = ""  # the line as read
     build: str = ""  # the engine build, where the source gives it
@@ -86,11 +87,14 @@ class MeasuredRow:
 
 def _published_tokens_per_s(r: dict[str, Any]) -> float:
     """The row's figure as tokens/s: as published, or from a first-token latency (batch × ctx
-    prompt tokens) or a whole batch's latency (batch × gen output tokens over tp GPUs)."""
+    prompt tokens), a time per output token (batch tokens a step) or a whole batch's latency
+    (batch × gen output tokens over tp GPUs)."""
     if "tokens_per_s" in r:
         return float(r["tokens_per_s"])
     if "ttft_ms" in r:
         return float(r["batch"] * r["ctx"] * 1000 / r["ttft_ms"])
+    if "tpot_ms" in r:
+        return float(r["batch"] * 1000 / r["tpot_ms"])
     return float(r["batch"] * r["gen"] * 1000 / (r["latency_ms"] * r.get("tp", 1)))
 
 
@@ -105,7 +109,8 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
         dtype=r["dtype"], ctx=r["ctx"], gen=r["gen"], batch=r["batch"], test=r["test"],
         tokens_per_s=_published_tokens_per_s(r),
         tp=r.get("tp", 1), kv_dtype=r.get("kv_dtype", ""), ttft_ms=r.get("ttft_ms", 0.0),
-        latency_ms=r.get("latency_ms", 0.0), quoted_in=r.get("quoted_in", ""),
+        latency_ms=r.get("latency_ms", 0.0), tpot_ms=r.get("tpot_ms", 0.0),
+        quoted_in=r.get("quoted_in", ""),
         quote=r.get("quote", ""), build=r.get("build", ""),
     ) for r in rows)
 
@@ -137,7 +142,7 @@ K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K")
 # again on such a GPU) takes llama.cpp Vulkan's leave-one-out prefill error from 38.3% to 5.9%.
 # The DGX Spark's GB10 shares a package too, but no row of it was readable: it stays out.
 INTEGRATED_GPUS = frozenset({"strix-halo"})
-PREFILL_TERMS = 9  # _prefill_features' length; the row features are prefill's, then decode's 6
+PREFILL_TERMS = 9  # _prefill_features' length; the row features are prefill's, then decode's 7
 STAGES = ("prefill", "decode")
 
 
@@ -186,12 +191,21 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     expected 3–41% too fast from bytes alone. Fitted on llama.cpp CUDA only (ENGINE_TERMS): 0.038
     ms a layer of a mixture of experts, its leave-one-out decode error 7.1% → 5.8%; on Metal the
     term takes it 4.8% → 5.1%, on ROCm 4.8% → 6.7%, on Vulkan it leaves 6.2%; one per active
-    expert instead of one per layer fits CUDA no better: 5.8%)."""
+    expert instead of one per layer fits CUDA no better: 5.8%), and the layers again under tensor
+    parallelism (``c_tp``: each layer's two all-reduces, after the attention's output projection and
+    the MLP's down projection (Megatron-LM, Shoeybi et al. 2019, §3), are each a collective launch
+    and a synchronisation of every GPU, a fixed latency the bytes at the link's bandwidth (g) leave
+    out: a decode step's messages are batch × d_model × 2 B, kilobytes. Fitted on vLLM CUDA only
+    (ENGINE_TERMS): its whole requests at TP 2–8 and its single-GPU decode steps (an L4) sat on one
+    per-layer cost c, the L4's steps expected 18–30% too slow; with c_tp vLLM's leave-one-out decode
+    error goes from 19.0% to 7.8%, its whole requests' 12.4% → 12.2%. TensorRT-LLM's rows gain
+    nothing from it (its whole requests 7.0% → 7.1%, and a prefill twin of it, 6.0% → 6.8%), and
+    vLLM on ROCm has only TP 8 rows, where it is the per-layer cost c again)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
             d.flops / _fp16_peak(lat, peak), d.comm_s, lat.layers * LAYER_S * dc,
-            lat.layers * LAYER_S * lat.moe)
+            lat.layers * LAYER_S * lat.moe, lat.layers * LAYER_S * (lat.tp > 1))
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
@@ -215,7 +229,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 15 features of one row (prefill's 9, then decode's 6): a throughput row's request takes
+    """The 16 features of one row (prefill's 9, then decode's 7): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -353,12 +367,13 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 15 terms in _row_features' order (prefill's 9, then decode's 6).
+# The 16 terms in _row_features' order (prefill's 9, then decode's 7).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c", "f", "g", "c_dc",
-         "c_moe")
-# the terms but the MoE decode term: llama.cpp's backends other than CUDA (_decode_features)
-_NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
-# The terms an engine × backend is fitted with, where not all 15: vLLM's rows (its nightly
+         "c_moe", "c_tp")
+# the terms but the MoE and tensor-parallel decode terms: llama.cpp's backends other than CUDA
+# (_decode_features)
+_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "c_tp"))
+# The terms an engine × backend is fitted with, where not all 16: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -366,7 +381,9 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
 # (p, q, r, s, p_dc, p_att), fitted on TensorRT-LLM's first-token rows standing in (STAND_INS):
 # with p alone those 56 rows sit 35% from the fit (the 128-token prompts' fixed costs), with these
 # 7.2%, and vLLM's 27 whole requests' leave-one-out error goes from 17.1% to 12.9% (the kernel
-# PRs' 1,000-token Mixtral prompts at TP 2–8: their prefill and its all-reduces).
+# PRs' 1,000-token Mixtral prompts at TP 2–8: their prefill and its all-reduces). Its decode adds
+# the tensor-parallel per-layer cost c_tp (_decode_features): with the six decode steps of an L4
+# (vLLM 0.23, a closed-loop sweep, batch 1–32) beside whole requests at TP 1–8.
 # TensorRT-LLM's go without the MoE terms: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
 # tables labelled FP8 when its FP8 Mixtral came later (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
 # → 7.9%, whole requests 8.8% → 9.2%).
@@ -380,7 +397,7 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
 # compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "a", "c"),
+    ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "a", "c", "c_tp"),
     ("sglang", "cuda"): ("p", "a", "c"),
     ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
@@ -403,8 +420,10 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # vLLM's own CUDA rows are whole requests of 32-token prompts, whose prefill share is a remainder:
 # fitted on them alone, its prefill coefficient p came out at 4.1, a 2,048-token Llama-2-7B FP16
 # prefill on an H100 at 18,169 tokens/s, 0.25 of the bound, where TensorRT-LLM's first-token rows
-# reach 0.4–0.9 of it. No published vLLM prefill measurement at a stated prompt length, batch, card
-# and version was found (benchmark_latency with --output-len 1, or a single request's TTFT), so
+# reach 0.4–0.9 of it. One published vLLM prefill measurement at a stated prompt length, batch,
+# card and version was found (a single request's TTFT: vLLM 0.23 serving Qwen2.5-0.5B on an L4,
+# 256 tokens in 27 ms at the median, 0.12 of the bound: the HTTP request, tokenisation and
+# scheduling, not the prefill's FLOPs, so 218% off when left out), so
 # TensorRT-LLM's first-token rows (its performance page: H100, H200, A100, L40S; FP16 and FP8;
 # 128 and 2,048 tokens) stand in for vLLM's prefill: both run cuBLAS/CUTLASS GEMMs at the weights'
 # format (FP8 with FP8 weights) and FlashAttention-class prefill kernels. vLLM's CUDA prefill is
@@ -418,8 +437,9 @@ STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] =
     ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
                        "ROCm was found: SGLang's CUDA first-token rows (H200, B200) stand in for "
                        "the prefill"),
-    ("vllm", "cuda"): (("trtllm", "cuda"), ("prefill",), "no published vLLM prefill "
-                       "measurement (a first-token latency at a stated prompt length) was found: "
+    ("vllm", "cuda"): (("trtllm", "cuda"), ("prefill",), "one published vLLM prefill "
+                       "measurement (a first-token latency at a stated prompt length) was found, "
+                       "mostly a served request's fixed costs (an L4, a 0.5B model, 256 tokens): "
                        "TensorRT-LLM's CUDA first-token rows (H100, H200, A100, L40S) stand in for "
                        "the prefill"),
     ("transformers", "rocm"): (("transformers", "cuda"), STAGES, "no published transformers "
