@@ -74,6 +74,7 @@ class MeasuredRow:
     ttft_ms: float = 0.0  # a ttft row's figure as published
     latency_ms: float = 0.0  # a whole batch's end-to-end latency as published (vLLM benchmark_latency)
     tpot_ms: float = 0.0  # a decode row's time per output token (inter-token latency) as published
+    total_tokens_per_s: float = 0.0  # a throughput row's output tokens/s over all tp GPUs, as published
     quoted_in: str = ""  # where the figure was read, when not at the source itself
     quote: str = ""  # the line as read
     build: str = ""  # the engine build, where the source gives it
@@ -88,9 +89,11 @@ class MeasuredRow:
 def _published_tokens_per_s(r: dict[str, Any]) -> float:
     """The row's figure as tokens/s: as published, or from a first-token latency (batch × ctx
     prompt tokens), a time per output token (batch tokens a step) or a whole batch's latency
-    (batch × gen output tokens over tp GPUs)."""
+    (batch × gen output tokens over tp GPUs), or all tp GPUs' output tokens/s (over tp)."""
     if "tokens_per_s" in r:
         return float(r["tokens_per_s"])
+    if "total_tokens_per_s" in r:
+        return float(r["total_tokens_per_s"] / r["tp"])
     if "ttft_ms" in r:
         return float(r["batch"] * r["ctx"] * 1000 / r["ttft_ms"])
     if "tpot_ms" in r:
@@ -110,6 +113,7 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
         tokens_per_s=_published_tokens_per_s(r),
         tp=r.get("tp", 1), kv_dtype=r.get("kv_dtype", ""), ttft_ms=r.get("ttft_ms", 0.0),
         latency_ms=r.get("latency_ms", 0.0), tpot_ms=r.get("tpot_ms", 0.0),
+        total_tokens_per_s=r.get("total_tokens_per_s", 0.0),
         quoted_in=r.get("quoted_in", ""),
         quote=r.get("quote", ""), build=r.get("build", ""),
     ) for r in rows)
