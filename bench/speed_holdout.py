@@ -5,7 +5,8 @@
 Each row of bench/speed_holdout.json (sourced: url, quoted line, card, settings) is run the way the
 issue's hidden set is run: ``llmcalc latency MODEL (--gpu KEY | --gpu-flops X --gpu-bandwidth Y)
 --dtype D --ctx N --gen M --batch B [--kv-dtype D] --engine E --backend B --json``, in-process through
-the CLI. A row's test says which figure it checks: ``pp…`` the expected prefill tokens/s, ``tg…`` or
+the CLI. A row's test says which figure it checks: ``pp…`` or ``ttft`` the expected prefill tokens/s (a ttft row's
+figure is batch × ctx ÷ its published time to first token), ``tg…`` or
 ``decode`` the expected decode tokens/s (the whole batch's), ``throughput`` the expected output
 tokens/s per GPU over whole requests. Printed: the median |error| per stage and per hardware class,
 the rows whose measurement beats the roofline bound, the refusals (a refusal is a miss: its error
@@ -34,8 +35,8 @@ CLASSES = ("apple", "consumer", "datacentre")
 
 
 def stage(test: str) -> str:
-    """The stage a row's figure measures: pp… prefill, tg…/decode decode, else whole requests."""
-    if test.startswith("pp"):
+    """The stage a row's figure measures: pp…/ttft prefill, tg…/decode decode, else whole requests."""
+    if test.startswith("pp") or test == "ttft":
         return "prefill"
     if test.startswith("tg") or test == "decode":
         return "decode"
@@ -65,7 +66,7 @@ class Result:
         """Signed relative error of the expected figure (inf for a refusal)."""
         if self.expected is None:
             return math.inf
-        return self.expected / self.row["tokens_per_s"] - 1
+        return self.expected / float(self.row["tokens_per_s"]) - 1
 
     @property
     def above_bound(self) -> bool:
@@ -115,17 +116,26 @@ def label(r: Result) -> str:
             f"b{row['batch']}")
 
 
+def source_name(url: str) -> str:
+    """A source's short name: the host, with a GitHub URL's owner/repo."""
+    parts = url.split("/")
+    return "/".join(parts[2:5]) if parts[2] == "github.com" else parts[2]
+
+
 def summary(results: list[Result]) -> dict[str, Any]:
     by_stage = {s: [r.error for r in results if r.stage == s] for s in ("decode", "prefill", "throughput")}
     by_class = {c: [r.error for r in results if r.row["class"] == c] for c in CLASSES}
     groups: dict[str, list[float]] = {}
+    sources: dict[str, list[float]] = {}
     for r in results:
         groups.setdefault(f"{r.row['engine']}/{r.row['backend']}/{r.row['class']}", []).append(r.error)
+        sources.setdefault(source_name(r.row["source"]), []).append(r.error)
     return {
         "rows": len(results),
         "stage": {s: {"rows": len(v), "median_abs_error": median(v)} for s, v in by_stage.items()},
         "class": {c: {"rows": len(v), "median_abs_error": median(v)} for c, v in by_class.items()},
         "group": {g: {"rows": len(v), "median_abs_error": median(v)} for g, v in sorted(groups.items())},
+        "source": {g: {"rows": len(v), "median_abs_error": median(v)} for g, v in sorted(sources.items())},
         "pooled": median([r.error for r in results]),
         "above_bound": [label(r) for r in results if r.above_bound],
         "refused": [f"{label(r)}: {r.why}" for r in results if r.expected is None],
@@ -155,6 +165,9 @@ def main() -> int:
     print("by engine/backend/class:")
     for name, v in s["group"].items():
         print(f"  {name:<32} {v['rows']:>3} rows  {pct(v['median_abs_error']):>8}")
+    print("by source (one publisher's rows share its setup; a source's median shows whether one dominates):")
+    for name, v in s["source"].items():
+        print(f"  {name:<44} {v['rows']:>3} rows  {pct(v['median_abs_error']):>8}")
     print(f"measurements above the roofline bound: {len(s['above_bound'])}")
     for line in s["above_bound"]:
         print(f"  {line}")
