@@ -391,10 +391,11 @@ _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "c_tp"))
 # p_moe (_prefill_features): vLLM's fused_moe kernel, like llama.cpp's mul_mat_id, sorts each
 # expert's tokens into its own GEMM; with it the whole requests' leave-one-out error goes from
 # 12.2% to 10.8% (the Mixtral rows at 1,000 tokens in, batch 64: 2 × A100 +71% → +26%, 8 × H100
-# +125% → +97%), its decode steps stay at 7.8%. The batch's compute f (decode) was tried too:
-# decode 7.8% → 2.3%, whole requests 10.8% → 8.1%, but f = 4.8 (the batch's FLOPs at 0.21 of the
-# FP16 peak) is read off rows of batch 64 at most (TensorRT-LLM's, to batch 1024: 1.23) and would
-# put vLLM's batch-256 decode at 0.40 of the bound, so it was left out.
+# +125% → +97%), its decode steps stay at 7.8%. Its decode adds the batch's compute f, as vLLM on
+# ROCm: on the 692 rows, decode 7.8% → 2.4% (the L4's batch-32 step was expected 18% too fast),
+# whole requests 9.2% → 7.1%. f = 4.7 (the batch's FLOPs at 0.21 of the FP16 peak: small-M GEMMs
+# in tiles of 64–128 rows, the fused_moe kernels) is read off rows of batch 64 at most
+# (TensorRT-LLM's, to batch 1,024, give 1.2): a batch of 256 is beyond what any vLLM row shows.
 # TensorRT-LLM's go without the MoE terms: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
 # tables labelled FP8 when its FP8 Mixtral came later (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
 # → 7.9%, whole requests 8.8% → 9.2%).
@@ -408,7 +409,7 @@ _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "c_tp"))
 # compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "a", "c", "c_tp"),
+    ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "a", "c", "f", "c_tp"),
     ("sglang", "cuda"): ("p", "a", "c"),
     ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
