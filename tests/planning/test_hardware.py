@@ -103,6 +103,9 @@ DATASHEET = {
     "mi355x": (288, 8 * TF, 2_500 * TF),
     "mi350x": (288, 8 * TF, 2_306_900 * G),
     "radeon-pro-w7900": (48, 864 * G, 122_640 * G),
+    "rtx-2080-super": (8, 496 * G, 44_600 * G),
+    "rtx-2080": (8, 448 * G, 42_400 * G),
+    "rtx-2070-super": (8, 448 * G, 36_250 * G),
 }
 # The other dense peaks (FP16 with FP16 accumulation, INT8, FP8; 0 where none was read), as their
 # sources give them (sparse figures halved).
@@ -180,6 +183,9 @@ PEAKS_ADDED = {
     "mi355x": (0, 5_000 * TF, 0, 0),
     "mi350x": (0, 0, 0, 0),
     "radeon-pro-w7900": (0, 0, 0, 0),
+    "rtx-2080-super": (89_200 * G, 178_400 * G, 0, 0),
+    "rtx-2080": (84_800 * G, 169_600 * G, 0, 0),
+    "rtx-2070-super": (72_500 * G, 145 * TF, 0, 0),
 }
 
 
@@ -224,6 +230,10 @@ def test_the_derived_geforce_fp16_accumulate_peaks_are_twice_the_fp32_accumulate
         acc = ACCELERATORS[key]
         assert acc.fp16_flops == 2 * acc.peak_flops, key
         assert "twice the FP32-accumulate figure" in acc.peaks_source, key
+    for key in ("rtx-2080-super", "rtx-2080", "rtx-2070-super"):  # INT8 read, the rest derived
+        acc = ACCELERATORS[key]
+        assert (acc.fp16_flops, acc.peak_flops) == (acc.int8_ops // 2, acc.int8_ops // 4), key
+        assert "rtx-2080-ti row holds" in acc.peaks_source, key
 
 
 @pytest.mark.parametrize("key", PEAKS_FP4)
