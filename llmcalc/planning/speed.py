@@ -562,19 +562,21 @@ def _lent_ys(stand_ins: StandInPairs, terms: tuple[str, ...]) -> list[tuple[floa
 
 def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = None, *,
                stand_ins: StandInPairs | None = None, terms: tuple[str, ...] | None = None,
-               ) -> list[tuple[MeasuredRow, float]]:
+               called: list[Latency] | None = None) -> list[tuple[MeasuredRow, float]]:
     """Each row's signed error (expected / measured speed − 1) with that row left out of the fit;
     only ``stage``'s rows (prefill, decode, throughput) when given. ``stand_ins`` (another engine
     × backend's rows, ``STAND_INS``) stay in every fit and are not scored; ``terms``: the fitted
-    engine × backend's (``ENGINE_TERMS``), else each row's own."""
+    engine × backend's (``ENGINE_TERMS``), else each row's own; ``called``: each row's run as a
+    user calls it, when not as fitted (a row's card given by its figures alone: ``custom_card``)."""
     ys = _ys(pairs, terms)
     sums = _Sums.of(ys + (_lent_ys(stand_ins, terms or TERMS) if stand_ins else []))
     out = []
-    for (row, lat), y in zip(pairs, ys, strict=True):
+    for i, ((row, lat), y) in enumerate(zip(pairs, ys, strict=True)):
         if stage is not None and row.stage != stage:
             continue
         c = _nnls(sums.without(y))
-        out.append((row, _measured_seconds(row) / _predicted(row, lat, c) - 1))
+        run = lat if called is None else called[i]
+        out.append((row, _measured_seconds(row) / _predicted(row, run, c) - 1))
     return out
 
 
