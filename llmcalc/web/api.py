@@ -325,13 +325,17 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         gen = parse_count(gen_text, option="--gen")
         # the backend the command shown names (latency --engine): a card not in the table takes
         # its ratios in the bound (llmcalc.planning.latency.assumed_peaks); a backend that is not
-        # one is the expected panel's error, and the bound stands as without --engine
+        # one, or an engine without rows on it, is the expected panel's error, and the bound
+        # stands as without --engine (the command shown drops it)
         bound_backend = None
         if engine_text.lower() != "none":
+            from llmcalc.cli.latency import fitted
+
             try:
                 bound_backend = parse_backend(backend_text, card_only.kind)
-            except UsageError:
-                pass
+                fitted(parse_engine(engine_text).name.value, bound_backend)  # or the CLI refuses
+            except LLMCalcError:
+                bound_backend = None
 
         def at(b: int) -> dict[str, Any]:
             return latency_json(latency(
