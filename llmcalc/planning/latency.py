@@ -6,7 +6,8 @@ here prints. Sources, each used once below:
 - roofline (Williams et al. 2009): a step takes at least max(FLOPs / (peak × compute efficiency),
   bytes / (bandwidth × bandwidth efficiency)); with both efficiencies 1 (the defaults) the figures
   are bounds — no real engine is faster; the peak is the highest of the formats an engine may
-  compute the weight format in (:func:`compute_peak`);
+  compute the weight format in (:func:`compute_peak`; a card not in the table at the highest
+  ratios to its bf16 peak a card of the backend holds: ``ASSUMED_RATIOS``);
 - prefill of ``ctx`` prompt tokens: the forward FLOPs of the causal pairs (llmcalc.formulas.flops) against
   the weights read once and the cache written once; the first token comes out of it, so the time
   to first token (TTFT) is the prefill;

@@ -30,6 +30,10 @@ support is 0). An engine × backend with few rows is fitted with fewer terms (``
 and one without rows for a stage beside another engine × backend's rows (``STAND_INS``), which
 its basis names; its error is the leave-one-out error on its own rows only.
 
+A card not in the table (``--gpu-flops X --gpu-bandwidth Y`` alone) is read as the card its figures
+resemble (``custom_card``: GeForce, full-rate workstation or data-centre, AMD; its ratios of each
+format's peak to bf16 and its kind), which the expected speed's basis names.
+
 The expected time is never below the roofline's (``max`` with the bound), so the expected tokens/s
 never exceed the bound. Pure: nothing here prints or reads a model config; the caller passes each
 row's roofline (a :class:`Latency`) in.
