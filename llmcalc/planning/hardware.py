@@ -276,6 +276,29 @@ def resolve(
     )
 
 
+# A CPU described by its FP32 FMA peak (``--gpu-flops`` with ``--backend cpu``: cores × clock ×
+# FP32 FMA lanes a cycle × 2) runs llama.cpp's quantised GEMMs on integer dot products, which do
+# more multiply-adds an instruction than an FP32 FMA of the same width: Arm's SDOT "performs the
+# dot product of the four 8-bit elements in each 32-bit element" (16 a 128-bit vector where FMLA
+# does 4: 4x), its i8mm USMMLA/SMMLA "multiplies the 2x8 matrix ... by the 8x2 matrix" into a 2x2
+# 32-bit result, "an 8-way dot product per destination element" (32 a 128-bit vector: 8x;
+# developer.arm.com, vusmmlaq_s32), and x86's VNNI vpdpbusd sums four u8×s8 products a 32-bit
+# lane (4x); FP16 FMLA (Armv8.2) fills 8 lanes of a 128-bit vector where FP32 fills 4 (2x). The
+# bound takes the largest of these, so no CPU's prefill beats it: a Raspberry Pi 5's Llama-3.2-1B
+# Q4_K_M pp512 on one Cortex-A76 (dot-product kernels) ran at 1.46x its FP32 FMA peak.
+CPU_PEAK_RATIOS = {"int8_ops": 8, "fp16_flops": 2}
+
+
+def as_cpu(acc: Accelerator) -> Accelerator:
+    """A custom accelerator given as a CPU (``--backend cpu``): its INT8 and FP16 peaks from its
+    FP32 FMA peak (``CPU_PEAK_RATIOS``); a table card keeps its own."""
+    if acc.kind != "custom":
+        return acc
+    return replace(acc, int8_ops=CPU_PEAK_RATIOS["int8_ops"] * acc.peak_flops,
+                   fp16_flops=CPU_PEAK_RATIOS["fp16_flops"] * acc.peak_flops,
+                   peaks_source="a CPU's FP32 FMA peak: INT8 dot products 8x (Arm i8mm), FP16 2x")
+
+
 def _given(needs: tuple[str, ...]) -> str:
     """'{memory} and {flops}': the parameters a custom card needs, as template fields."""
     return " and ".join("{" + x + "}" for x in needs)

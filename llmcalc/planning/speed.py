@@ -375,23 +375,26 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
 # (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
 # per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
 # on a fast card as on a slow one, and the bound (the max below) takes over where bandwidth is the
-# limit. llama.cpp on a CPU (11 llama-bench rows of three CPUs: pp512/pp4096/tg128): the prefill's
-# dense and attention FLOPs at the FP32 FMA peak of the cores its threads run on (``--gpu-flops``:
-# cores × clock × FP32 FMA lanes a cycle × 2), the decode's bytes at the memory's bandwidth and a
-# per-layer cost c: ggml's CPU backend has every thread meet at a barrier after each node of the
-# graph (ggml-cpu.c, ggml_graph_compute_thread: ggml_barrier between nodes), a dozen a layer, so a
-# token costs a fixed time per layer beside its reads. The Snapdragon 8cx Gen 3's tg128 of TinyLlama
-# (22 layers) was 0.36 of the bandwidth bound where the i5-4278U's and i3-1315U's Llama-3.2-3B
-# reached 0.58–0.61; with c the leave-one-out decode error goes from 18.1% to 2.0% (prefill stays
-# 18.3%; q, r, f and p_kq take no weight on these rows). vLLM on ROCm adds the batch's
-# compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
+# limit. llama.cpp on a CPU (27 llama-bench rows of four CPUs: pp512/pp4096/tg128; a Raspberry Pi 5
+# at 1–4 threads): the prefill's dense and attention FLOPs at the CPU's INT8 dot-product peak
+# (``--gpu-flops`` is the FP32 FMA peak of the cores its threads run on, cores × clock × FP32 FMA
+# lanes a cycle × 2; the int8 and FP16 peaks follow from it: llmcalc.planning.hardware.as_cpu),
+# the decode's bytes at the memory's bandwidth, a per-layer cost c — ggml's CPU backend has every
+# thread meet at a barrier after each node of the graph (ggml-cpu.c, ggml_graph_compute_thread:
+# ggml_barrier between nodes), a dozen a layer — and the step's FLOPs f, which few cores do not
+# hide behind the reads (a Pi 5 core decodes Llama-3.2-1B at 10.3 tokens/s, two at 14.4). The
+# Snapdragon 8cx Gen 3's tg128 of TinyLlama (22 layers) was 0.36 of the bandwidth bound where the
+# x86 rows' Llama-3.2-3B reached 0.58–0.61; on the 11 rows of three CPUs c took leave-one-out
+# decode error from 18.1% to 2.0%, and on all 27 f takes it from 15.4% to 13.3% (prefill 32.7%
+# either way; q, r and p_kq: r only shifts error between the Pi's two models). vLLM on ROCm adds
+# the batch's compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "a", "c"),
     ("sglang", "cuda"): ("p", "a", "c"),
     ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
-    ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c"),
+    ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
     ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): _NO_C_MOE,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
