@@ -41,6 +41,7 @@ from llmcalc.planning.finetune import Method, Optimizer, fit_finetune, plan_fine
 from llmcalc.planning.hardware import (
     ACCELERATORS,
     Accelerator,
+    as_cpu,
     interconnect,
     require,
     resolve,
@@ -322,6 +323,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                              "a setup that does not run")
         card_only = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bw, needs=("flops", "bandwidth"))
         require(card_only, "peak_flops", "bandwidth")
+        card_only = _as_backend(card_only)  # a CPU's int8 and FP16 peaks, as latency --backend cpu
         gen = parse_count(gen_text, option="--gen")
 
         def at(b: int) -> dict[str, Any]:
@@ -348,6 +350,17 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     engine_text = str(_opt(request, "engine")).strip()
     backend_text = _text_or_none(request, "backend")
     expected: tuple[dict[str, Any], dict[str, Any]] | None = None
+
+    def _as_backend(card: Accelerator) -> Accelerator:
+        """The card as ``latency --engine E --backend cpu`` bounds it (hardware.as_cpu); an
+        unreadable backend is the expected panel's error, the bound stays the card's."""
+        if engine_text.lower() == "none":
+            return card
+        try:
+            on = parse_backend(backend_text, card.kind)
+        except LLMCalcError:
+            return card
+        return as_cpu(card) if on == "cpu" else card
 
     def expect(card_only: Accelerator, gen: int) -> None:
         nonlocal expected
