@@ -34,7 +34,7 @@ from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.inputs import speccache
-from llmcalc.planning.hardware import INTERCONNECTS, as_cpu, interconnect, require, resolve
+from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
 from llmcalc.planning.latency import Latency
 from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import (
@@ -108,24 +108,23 @@ def latency(
     spec = takes_text(spec_for(model, set_, family), "latency")
     acc = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bandwidth)
     require(acc, "peak_flops", "bandwidth")
-    if engine is None and backend is not None:
-        raise UsageError("--backend: names an engine's backend; give --engine too")
-    on = parse_backend(backend, acc.kind) if engine is not None else None
-    if on == "cpu":  # --gpu-flops is the CPU's FP32 FMA peak; its int8 and FP16 peaks follow
-        acc = as_cpu(acc)
     weights = resolve_format(spec, dtype)
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
+    if engine is None and backend is not None:
+        raise UsageError("--backend: names an engine's backend; give --engine too")
+    engine_name = parse_engine(engine).name.value if engine is not None else None
+    backend_name = parse_backend(backend, acc.kind) if engine is not None else None
     r = compute_latency(
         spec, accelerator=acc, interconnect=interconnect(link, acc), tp=tp,
         batch=parse_count(batch, option="--batch"), ctx=parse_context(ctx, option="--ctx"),
         gen=parse_count(gen, option="--gen"), dtype=weights, kv_dtype=kv,
         compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency,
-        draft=spec_for(draft, None) if draft is not None else None, accept_rate=accept_rate,
-        draft_tokens=draft_tokens,
+        backend=backend_name, draft=spec_for(draft, None) if draft is not None else None,
+        accept_rate=accept_rate, draft_tokens=draft_tokens,
     )
     exp = None
-    if engine is not None and on is not None:
-        exp = expected_for(r, engine=parse_engine(engine).name.value, backend=on)
+    if engine_name is not None and backend_name is not None:
+        exp = expected_for(r, engine=engine_name, backend=backend_name)
     if how is Format.json:
         print_json(latency_json(r, exp))
         return
@@ -140,12 +139,11 @@ def row_latency(row: MeasuredRow) -> Latency:
     spec = spec_for(row.model, None)
     acc = (resolve(row.gpu) if row.gpu else
            resolve(None, flops=row.flops, bandwidth=row.bandwidth))
-    if row.backend == "cpu":
-        acc = as_cpu(acc)
     weights = resolve_format(spec, row.dtype)
     kv = parse_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype else kv_dtype_for(weights)
     return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc), tp=row.tp,
-                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv)
+                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv,
+                           backend=row.backend)
 
 
 @cache

@@ -123,6 +123,10 @@ def _link(key: str, name: str, *, gb_s_total: int, source: str) -> Interconnect:
 INTERCONNECTS: dict[str, Interconnect] = {
     i.key: i
     for i in (
+        _link("nvlink2", "NVLink 2 (V100 SXM2)", gb_s_total=300,
+              source="Dell EMC Ready Solutions for AI, Deep Learning with NVIDIA, reference guide "
+                     "v1.0, p. 17 (manualshelf.com copy): V100-SXM2 NVLink Uni-direction "
+                     "Bandwidth 150 GB/s"),
         _link("nvlink3", "NVLink 3 (A100 SXM)", gb_s_total=600,
               source="NVIDIA A100 datasheet: NVLink 600GB/s (both directions)"),
         _link("nvlink4", "NVLink 4 (H100/H200 SXM)", gb_s_total=900,
@@ -274,29 +278,6 @@ def resolve(
         peak_flops=parse_flops(flops) if flops is not None else base.peak_flops,
         bandwidth=parse_bandwidth(bandwidth) if bandwidth is not None else base.bandwidth,
     )
-
-
-# A CPU described by its FP32 FMA peak (``--gpu-flops`` with ``--backend cpu``: cores × clock ×
-# FP32 FMA lanes a cycle × 2) runs llama.cpp's quantised GEMMs on integer dot products, which do
-# more multiply-adds an instruction than an FP32 FMA of the same width: Arm's SDOT "performs the
-# dot product of the four 8-bit elements in each 32-bit element" (16 a 128-bit vector where FMLA
-# does 4: 4x), its i8mm USMMLA/SMMLA "multiplies the 2x8 matrix ... by the 8x2 matrix" into a 2x2
-# 32-bit result, "an 8-way dot product per destination element" (32 a 128-bit vector: 8x;
-# developer.arm.com, vusmmlaq_s32), and x86's VNNI vpdpbusd sums four u8×s8 products a 32-bit
-# lane (4x); FP16 FMLA (Armv8.2) fills 8 lanes of a 128-bit vector where FP32 fills 4 (2x). The
-# bound takes the largest of these, so no CPU's prefill beats it: a Raspberry Pi 5's Llama-3.2-1B
-# Q4_K_M pp512 on one Cortex-A76 (dot-product kernels) ran at 1.46x its FP32 FMA peak.
-CPU_PEAK_RATIOS = {"int8_ops": 8, "fp16_flops": 2}
-
-
-def as_cpu(acc: Accelerator) -> Accelerator:
-    """A custom accelerator given as a CPU (``--backend cpu``): its INT8 and FP16 peaks from its
-    FP32 FMA peak (``CPU_PEAK_RATIOS``); a table card keeps its own."""
-    if acc.kind != "custom":
-        return acc
-    return replace(acc, int8_ops=CPU_PEAK_RATIOS["int8_ops"] * acc.peak_flops,
-                   fp16_flops=CPU_PEAK_RATIOS["fp16_flops"] * acc.peak_flops,
-                   peaks_source="a CPU's FP32 FMA peak: INT8 dot products 8x (Arm i8mm), FP16 2x")
 
 
 def _given(needs: tuple[str, ...]) -> str:
