@@ -179,8 +179,22 @@ ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
 # prefill alone 11.8% → 11.9%), the B200's pp512 from 125% over to 1% under, the H100's and
 # H200's from 8–25% over to 9–22% under; the H100 PCIe's F16 rows (cuBLAS, May 2024), which p_dc
 # took down, are 71–96% over.
-MMQ_SM_RATE = {"a100-40gb": 2, "a100-80gb": 2, "h100": 4, "h100-pcie": 4, "h200": 4, "b200": 8,
-               "gb200": 8}
+MMQ_SM_RATE = {"a100-40gb": 2, "a100-80gb": 2, "a100-pcie-40gb": 2, "a100-pcie-80gb": 2, "a30": 2,
+               "h100": 4, "h100-pcie": 4, "h100-nvl": 4, "h200": 4, "h200-nvl": 4, "gh200": 4,
+               "b200": 8, "gb200": 8}
+
+
+def mmq_sm_rate(a: Accelerator) -> int:
+    """``MMQ_SM_RATE`` of a card of the table (1 where it has none: GeForce, workstation cards, the
+    V100, whose Volta SM has GeForce's rate); a card not in the table that ``custom_card`` reads as
+    data-centre takes the rate of the table's data-centre cards of its bf16 peak: below 500
+    TFLOP/s an A100's SM (A100 312, A30 165), below 1,500 a Hopper SM (H100 PCIe 756, H100 NVL 835,
+    H100 and H200 989), above it a Blackwell SM (B200 2,250, GB200 2,500)."""
+    if a.key in MMQ_SM_RATE:
+        return MMQ_SM_RATE[a.key]
+    if a.key != CUSTOM or a.kind != "datacenter":
+        return 1
+    return 2 if a.peak_flops < 500 * 10**12 else 4 if a.peak_flops < 1_500 * 10**12 else 8
 
 
 # A card given by its figures alone (no table key): the bound takes the highest ratios a card of the
@@ -265,7 +279,7 @@ def engine_peak(lat: Latency, engine: str, backend: str) -> float:
     peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
     peak = max(a.peak_flops, *(peaks[f] for f in formats)) or _fit_peak(lat, backend)
     if (engine, backend) == ("llama.cpp", "cuda") and not isinstance(lat.dtype, DType):
-        return peak / MMQ_SM_RATE.get(a.key, 1)
+        return peak / mmq_sm_rate(a)
     return peak
 
 
