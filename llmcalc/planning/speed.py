@@ -183,15 +183,10 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     logits, softmax, top-k (argsort + view), get_rows of the k weights, a mul_mat_id per expert
     projection and the weighted sum of the k outputs, each its own kernel launch over a
     [d, k] activation; with the gpt-oss rows as MXFP4 experts their tg128 on GeForce cards were
-    expected 3–41% too fast from bytes alone. Fitted on llama.cpp CUDA (ENGINE_TERMS): 0.038
-    ms a layer of a mixture of experts, its leave-one-out decode error 7.1% → 5.8%; one per
-    active expert instead of one per layer fits CUDA no better: 5.8%. And on ROCm, whose HIP build
-    compiles the same ggml-cuda source (its MoE launches are CUDA's: a maintainer, closing
-    llama.cpp issue #20934, "the hip backend shares its source and kernels with the cuda
-    backend"): with the 21 rows of discussion #15021 and the HIP PRs its leave-one-out decode
-    error goes 14.8% → 13.9% (its one MoE decode row, the Strix Halo's Qwen3-30B-A3B tg128, no
-    longer pulls the dense rows' per-layer cost). On Metal the term takes it 4.8% → 5.1%, on
-    Vulkan 5.0% → 4.8% with its class median 9.5% → 10.2%: not taken there)."""
+    expected 3–41% too fast from bytes alone. Fitted on llama.cpp CUDA only (ENGINE_TERMS): 0.038
+    ms a layer of a mixture of experts, its leave-one-out decode error 7.1% → 5.8%; on Metal the
+    term takes it 4.8% → 5.1%, on ROCm 4.8% → 6.7%, on Vulkan it leaves 6.2%; one per active
+    expert instead of one per layer fits CUDA no better: 5.8%)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
@@ -391,7 +386,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
-    ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): TERMS,
+    ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): _NO_C_MOE,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is
