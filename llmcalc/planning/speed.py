@@ -457,14 +457,7 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
 # limit. llama.cpp on a CPU (one CPU, pp512/pp4096/tg128): the prefill's dense and attention
 # FLOPs at the CPU's FP32 peak, the decode's bytes at its bandwidth. vLLM on ROCm adds the batch's
 # compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
-# bound. llama.cpp on ROCm goes without the data-centre prefill share p_dc: on CUDA it separates
-# the GeForce cards, fitted against their FP16-accumulate peak (ENGINE_FORMATS: twice the
-# FP32-accumulate one), from the A100/H100, whose FP16 peak is one rate; an AMD card's quoted FP16
-# peak is its matrix rate on either class (RDNA3 WMMA, CDNA MFMA: the instructions llama.cpp's HIP
-# MMQ kernels use since PRs #17576 and #14624), so no class-specific share is expected, and its one
-# data-centre prefill row
-# (discussion #15021's MI300X pp512) would only be absorbed by it: without it ROCm's leave-one-out
-# prefill error goes from 13.7% to 11.4% on 23 rows (its consumer class 13.7% → 13.1%).
+# bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "a", "c"),
     ("sglang", "cuda"): ("p", "a", "c"),
@@ -472,8 +465,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
-    ("llama.cpp", "metal"): _NO_C_MOE,
-    ("llama.cpp", "rocm"): tuple(t for t in _NO_C_MOE if t != "p_dc"),
+    ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): _NO_C_MOE,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is

@@ -93,9 +93,9 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 595
+    assert len(rows) == 599
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 225, "consumer": 157, "datacentre": 213}
+    assert by_class == {"apple": 225, "consumer": 159, "datacentre": 215}
     assert sum(r.engine == "vllm" for r in rows) == 38
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 4, "transformers": 1}
@@ -167,16 +167,16 @@ def test_rows_carry_their_source_and_figures() -> None:
 # met them at 66 (prefill 11.6%) and misses prefill's 12% with the 14 held-out rows of the DGX
 # Spark (ggml-org's benches/dgx-spark.md, -ub 2048; gpt-oss as MXFP4_MOE GGUFs) and the RTX 3090
 # Ti (PR #4844, January 2024 master): 12.7%, its Qwen2.5-7B Q8_0 pp2048 on the Spark expected 2x
-# the measured. ROCm (23 rows: the #15021 scoreboard's MI300X, RX 7900 XTX and RX 7900 XT, the
-# Radeon 8060S, the RX 6700 XT / 6800 XT of 2024; without p_dc, ENGINE_TERMS) meets prefill's
-# 12% (11.4%) and misses decode's 8% (14.7%): its one data-centre card's tg128 (MI300X) has c_dc
-# to itself, so left out it is predicted as a consumer card's (+78%).
+# the measured. ROCm (27 rows: the #15021 scoreboard's MI300X, MI210, Radeon PRO W7900, RX 7900
+# XTX and RX 7900 XT, the Radeon 8060S, the RX 6700 XT / 6800 XT of 2024) misses both (decode
+# 15.8%, prefill 14.4%): its two data-centre cards, MI300X and MI210, reach different shares of
+# their peaks (pp512: 0.12 and 0.18), each left out predicted from the other (MI210 pp512 +92%).
 # Pinned as they are.
 # SGLang (4 first-token rows, Qwen3.6-35B-A3B on H200 and B200, BF16 and FP8; vLLM's rows stand in
 # for its decode) misses prefill's 12%: FP8 weights gain 1.3× on the H200 and lose on the B200;
 # llama.cpp on a CPU (3 rows, one CPU) and transformers (1 row) are too few rows to judge.
 LOO = {("llama.cpp", "metal"): (0.048, 0.062, True), ("llama.cpp", "cuda"): (0.058, 0.127, False),
-       ("llama.cpp", "vulkan"): (0.05, 0.129, False), ("llama.cpp", "rocm"): (0.147, 0.114, False),
+       ("llama.cpp", "vulkan"): (0.05, 0.129, False), ("llama.cpp", "rocm"): (0.158, 0.144, False),
        ("trtllm", "cuda"): (None, 0.074, True), ("vllm", "cuda"): (None, None, True),
        ("sglang", "cuda"): (None, 0.330, False), ("llama.cpp", "cpu"): (0.651, 0.232, False),
        ("transformers", "cuda"): (None, None, False), ("vllm", "rocm"): (None, None, True)}
@@ -195,8 +195,8 @@ THROUGHPUT = {("trtllm", "cuda"): 0.088, ("vllm", "cuda"): 0.129, ("transformers
 
 CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.053, ("llama.cpp", "cuda", "consumer"): 0.086,
                 ("llama.cpp", "cuda", "datacentre"): 0.087, ("llama.cpp", "vulkan", "consumer"): 0.095,
-                ("llama.cpp", "rocm", "consumer"): 0.131,
-                ("llama.cpp", "rocm", "datacentre"): 0.448, ("trtllm", "cuda", "datacentre"): 0.08,
+                ("llama.cpp", "rocm", "consumer"): 0.128,
+                ("llama.cpp", "rocm", "datacentre"): 0.249, ("trtllm", "cuda", "datacentre"): 0.08,
                 ("vllm", "cuda", "datacentre"): 0.129, ("sglang", "cuda", "datacentre"): 0.330,
                 ("llama.cpp", "cpu", "consumer"): 0.259, ("transformers", "cuda", "datacentre"): 0.845,
                 ("vllm", "rocm", "datacentre"): 0.016}
@@ -232,10 +232,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.058, "prefill": 0.074, "throughput": 0.088}
+    assert by_stage == {"decode": 0.06, "prefill": 0.074, "throughput": 0.088}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.053, "consumer": 0.098, "datacentre": 0.085}
+    assert by_class == {"apple": 0.053, "consumer": 0.097, "datacentre": 0.086}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
