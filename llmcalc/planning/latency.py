@@ -188,7 +188,7 @@ COMPUTE_FORMATS.update({q: _INT8 for q, kind in QUANT_TYPES.items()
 #   8-way dot product per destination element" (32: 8x; developer.arm.com, vusmmlaq_s32), x86's
 #   VNNI vpdpbusd four u8×s8 products a 32-bit lane (4x); FP16 FMLA (Armv8.2) fills 8 lanes of a
 #   128-bit vector where FP32 fills 4 (2x). A Raspberry Pi 5's Llama-3.2-1B Q4_K_M pp512 on one to
-#   three Cortex-A76 cores ran at 1.34–1.46x their FP32 FMA peak (measured_speed.json): INT8 8x,
+#   three Cortex-A76 cores ran at 1.06–1.15x their FP32 FMA peak (measured_speed.json): INT8 8x,
 #   FP16 2x; no CPU has FP8 or FP4 arithmetic (their weights are unpacked to INT8 dot products).
 # Without a backend (no --engine) the bound takes the highest of all: CUDA's.
 _GEFORCE = {"fp16": 2, "int8": 4, "fp8": 4, "fp4": 8}
