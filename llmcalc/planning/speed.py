@@ -67,12 +67,13 @@ class MeasuredRow:
     ctx: int
     gen: int
     batch: int
-    test: str  # pp… or ttft (prefill), tg… (decode), throughput (whole requests)
+    test: str  # pp… or ttft (prefill), tg… or tpot (decode), throughput (whole requests)
     tokens_per_s: float  # a ttft row: batch × ctx ÷ the time to first token
     tp: int = 1
     kv_dtype: str = ""  # the cache's dtype where the source gives it (else the format's default)
     ttft_ms: float = 0.0  # a ttft row's figure as published
     latency_ms: float = 0.0  # a whole batch's end-to-end latency as published (vLLM benchmark_latency)
+    tpot_ms: float = 0.0  # a tpot row's time per output token as published (one decode step)
     quoted_in: str = ""  # where the figure was read, when not at the source itself
     quote: str = ""  # the line as read
     build: str = ""  # the engine build, where the source gives it
@@ -81,16 +82,19 @@ class MeasuredRow:
     def stage(self) -> str:
         if self.test.startswith("pp") or self.test == "ttft":
             return "prefill"
-        return "decode" if self.test.startswith("tg") else "throughput"
+        return "decode" if self.test.startswith("tg") or self.test == "tpot" else "throughput"
 
 
 def _published_tokens_per_s(r: dict[str, Any]) -> float:
     """The row's figure as tokens/s: as published, or from a first-token latency (batch × ctx
-    prompt tokens) or a whole batch's latency (batch × gen output tokens over tp GPUs)."""
+    prompt tokens), a time per output token (one decode step of the batch: batch tokens) or a
+    whole batch's latency (batch × gen output tokens over tp GPUs)."""
     if "tokens_per_s" in r:
         return float(r["tokens_per_s"])
     if "ttft_ms" in r:
         return float(r["batch"] * r["ctx"] * 1000 / r["ttft_ms"])
+    if "tpot_ms" in r:
+        return float(r["batch"] * 1000 / r["tpot_ms"])
     return float(r["batch"] * r["gen"] * 1000 / (r["latency_ms"] * r.get("tp", 1)))
 
 
@@ -105,7 +109,8 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
         dtype=r["dtype"], ctx=r["ctx"], gen=r["gen"], batch=r["batch"], test=r["test"],
         tokens_per_s=_published_tokens_per_s(r),
         tp=r.get("tp", 1), kv_dtype=r.get("kv_dtype", ""), ttft_ms=r.get("ttft_ms", 0.0),
-        latency_ms=r.get("latency_ms", 0.0), quoted_in=r.get("quoted_in", ""),
+        latency_ms=r.get("latency_ms", 0.0), tpot_ms=r.get("tpot_ms", 0.0),
+        quoted_in=r.get("quoted_in", ""),
         quote=r.get("quote", ""), build=r.get("build", ""),
     ) for r in rows)
 
