@@ -47,6 +47,7 @@ from typing import Any
 from llmcalc.errors import ParameterError
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.planning.latency import Latency
+from llmcalc.units import DType
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,20 @@ K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K")
 # again on such a GPU) takes llama.cpp Vulkan's leave-one-out prefill error from 38.3% to 5.9%.
 # The DGX Spark's GB10 shares a package too, but no row of it was readable: it stays out.
 INTEGRATED_GPUS = frozenset({"strix-halo"})
-PREFILL_TERMS = 9  # _prefill_features' length; the row features are prefill's, then decode's 6
+# FP8 weights served by SGLang: each FP8 linear quantises its input to FP8 in a kernel of its own
+# before the GEMM (python/sglang/srt/layers/quantization/fp8_utils.py: a per-token-group FP8
+# quantisation, sglang_per_token_group_quant_fp8, then the block-scaled FP8 GEMM; on ROCm Triton's
+# or AITER's block-scale GEMM), so an FP8 layer launches more kernels than a BF16 one; the decode
+# step runs them under CUDA graphs, the prefill eagerly from Python. Its cost is per layer, not per
+# byte: SGLang's DeepSeek-R1 FP8 decode on 8 × B200 takes 9.2 ms a step, 0.58 ms of it reading the
+# weights, where BF16 models of as many layers take half the per-layer time; on 8 × MI300X
+# DeepSeek-V3.1 and Qwen3-Coder-480B FP8 take 262–396 µs a layer, Llama 4's BF16 108–138 µs. The
+# terms (r_fp8, c_fp8: the layers again for FP8 weights, prefill and decode) take SGLang's
+# leave-one-out error on CUDA from 33.8% to 9.8% (prefill) and 8.7% to 5.5% (decode), on ROCm from
+# 59.4% to 39.9% and 52.2% to 24.6%; leaving out each model × card whole, from 38.0% to 13.5% and
+# 17.5% to 16.0% on CUDA, 58.2% to 48.8% and 52.2% to 43.3% on ROCm. Fitted on SGLang only.
+FP8_TERMS = ("r_fp8", "c_fp8")
+PREFILL_TERMS = 10  # _prefill_features' length; the row features are prefill's, then decode's 7
 STAGES = ("prefill", "decode")
 
 
@@ -179,6 +193,11 @@ def _fp16_peak(lat: Latency, peak: float) -> float:
     return min(peak, a.fp16_flops or a.peak_flops or peak)
 
 
+def _fp8_weights(lat: Latency) -> bool:
+    """Whether the weights are FP8 (``FP8_TERMS``)."""
+    return lat.dtype is DType.fp8
+
+
 def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs (at
     most at the FP16 peak: ``_fp16_peak``), the tensor-parallel all-reduces, and the layers again
@@ -191,12 +210,13 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     expected 3–41% too fast from bytes alone. Fitted on llama.cpp CUDA only (ENGINE_TERMS): 0.038
     ms a layer of a mixture of experts, its leave-one-out decode error 7.1% → 5.8%; on Metal the
     term takes it 4.8% → 5.1%, on ROCm 4.8% → 6.7%, on Vulkan it leaves 6.2%; one per active
-    expert instead of one per layer fits CUDA no better: 5.8%)."""
+    expert instead of one per layer fits CUDA no better: 5.8%), and the layers again for FP8
+    weights (``FP8_TERMS``: their activations' quantisation kernels)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
             d.flops / _fp16_peak(lat, peak), d.comm_s, lat.layers * LAYER_S * dc,
-            lat.layers * LAYER_S * lat.moe)
+            lat.layers * LAYER_S * lat.moe, lat.layers * LAYER_S * _fp8_weights(lat))
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
@@ -208,7 +228,8 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     mixture of experts (llama.cpp's mul_mat_id gathers each expert's tokens into its own small
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
-    15.4% to 12.0%), and the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``)."""
+    15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), and the layers
+    again for FP8 weights (``FP8_TERMS``)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = lat.accelerator.kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
@@ -216,11 +237,12 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak),
             dense / peak * kq, dense / peak * lat.moe,
-            p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS))
+            p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
+            lat.layers * LAYER_S * _fp8_weights(lat))
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 15 features of one row (prefill's 9, then decode's 6): a throughput row's request takes
+    """The 17 features of one row (prefill's 10, then decode's 7): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -358,11 +380,12 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 15 terms in _row_features' order (prefill's 9, then decode's 6).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c", "f", "g", "c_dc",
-         "c_moe")
-# the terms but the MoE decode term: llama.cpp's backends other than CUDA (_decode_features)
-_NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
+# The 17 terms in _row_features' order (prefill's 10, then decode's 7).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "a", "c", "f", "g",
+         "c_dc", "c_moe", "c_fp8")
+# the terms but the MoE decode term and the FP8 terms (SGLang's): llama.cpp's backends other than
+# CUDA (_decode_features)
+_NO_C_MOE = tuple(t for t in TERMS if t != "c_moe" and t not in FP8_TERMS)
 # The terms an engine × backend is fitted with, where not all 15: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
@@ -375,8 +398,15 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
 # TensorRT-LLM's go without the MoE terms: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
 # tables labelled FP8 when its FP8 Mixtral came later (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
 # → 7.9%, whole requests 8.8% → 9.2%).
-# SGLang is fitted with p, a and c, its own prefill coefficient (its rows: first-token latencies of
-# an 8,192-token prompt; vLLM's rows stand in for its decode, STAND_INS). transformers' one row
+# SGLang (its rows: first-token latencies and times per output token at concurrency 1, and batch-1
+# decode, of 8–685B models on B200, H200, H100, A100 and MI300X at TP 1–8) is fitted with p, r and
+# a, c, each with its FP8 layers (FP8_TERMS): at 610-token prompts its first token costs 47–214 ms
+# where the prompt's FLOPs take 2–34 ms at the peak; the rest is per layer (the prefill runs
+# eagerly, each layer's kernels launched from Python: r 1.3 ms a layer on CUDA), and its decode
+# steps take 62–396 µs a layer over reading the weights. With the all-reduces (s, g), the
+# attention's FLOPs (p_att) or the MoE terms instead, the leave-one-out errors grow or the
+# coefficients leave physical ranges (p_att alone carrying the prompt's length, p below 1).
+# transformers' one row
 # (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
 # per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
 # on a fast card as on a slow one, and the bound (the max below) takes over where bandwidth is the
@@ -386,8 +416,9 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe")
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "a", "c"),
-    ("sglang", "cuda"): ("p", "a", "c"),
-    ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
+    ("sglang", "cuda"): ("p", "r", "r_fp8", "a", "c", "c_fp8"),
+    ("sglang", "rocm"): ("p", "r", "r_fp8", "a", "c", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
+    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in FP8_TERMS),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
@@ -398,8 +429,11 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # fitted on its own rows together with another engine × backend's, named here with the reason; the
 # expected figure's basis says so, and its error is the leave-one-out error on its OWN rows only
 # (the stand-in rows stay in every fit). Both engines batch continuously with CUDA graphs and paged
-# attention kernels (FlashInfer / FlashAttention), which is why vLLM's decode rows stand in for
-# SGLang's; on ROCm neither engine has a readable published row, so the CUDA rows stand in.
+# attention kernels (FlashInfer / FlashAttention), which is why vLLM's decode rows join SGLang's
+# CUDA decode fit: SGLang's own are batch-1 steps of 26–685B models (and Gemma 4's small ones),
+# vLLM's batch-8 steps of 8–70B models; with them SGLang's leave-one-out decode error is 5.5%,
+# without 8.2%. SGLang's ROCm rows (MI300X) are fitted alone: with vLLM's ROCm rows beside them
+# (Llama 3.1 405B FP8 at batch 1–256) its decode error grows.
 # (the other engine × backend, the stages its rows inform, why); a stand-in for decode only
 # enters the fit with its prefill features at 0 (vLLM's rows are whole requests of 32-token
 # prompts: their prefill share is a remainder, not a prefill measurement). A stand-in for the
@@ -415,14 +449,11 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # format (FP8 with FP8 weights) and FlashAttention-class prefill kernels. vLLM's CUDA prefill is
 # then fitted with TensorRT-LLM's prefill terms (ENGINE_TERMS), its decode with its own.
 STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] = {
-    ("sglang", "cuda"): (("vllm", "cuda"), ("decode",), "vLLM's CUDA rows stand in for SGLang's "
-                         "decode: no published SGLang decode step without speculative decoding "
-                         "was found"),
-    ("sglang", "rocm"): (("vllm", "rocm"), STAGES, "no published SGLang measurement on ROCm "
-                         "was found: vLLM's ROCm rows (MI300X) stand in"),
+    ("sglang", "cuda"): (("vllm", "cuda"), ("decode",), "vLLM's CUDA rows (batch 8, 8-70B "
+                         "models) join SGLang's own batch-1 decode rows"),
     ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
-                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200) stand in for "
-                       "the prefill"),
+                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200, A100) stand in "
+                       "for the prefill"),
     ("vllm", "cuda"): (("trtllm", "cuda"), ("prefill",), "no published vLLM prefill "
                        "measurement (a first-token latency at a stated prompt length) was found: "
                        "TensorRT-LLM's CUDA first-token rows (H100, H200, A100, L40S) stand in for "
