@@ -152,9 +152,9 @@ INTEGRATED_GPUS = frozenset({"strix-halo"})
 # weights, where BF16 models of as many layers take half the per-layer time; on 8 × MI300X
 # DeepSeek-V3.1 and Qwen3-Coder-480B FP8 take 262–396 µs a layer, Llama 4's BF16 108–138 µs. The
 # terms (r_fp8, c_fp8: the layers again for FP8 weights, prefill and decode) take SGLang's
-# leave-one-out error on CUDA from 33.8% to 9.8% (prefill) and 8.7% to 5.5% (decode), on ROCm from
-# 59.4% to 39.9% and 52.2% to 24.6%; leaving out each model × card whole, from 38.0% to 13.5% and
-# 17.5% to 16.0% on CUDA, 58.2% to 48.8% and 52.2% to 43.3% on ROCm. Fitted on SGLang only.
+# leave-one-out error on CUDA from 33.8% to 9.8% (prefill) and 18.6% to 5.3% (decode), on ROCm
+# from 52.7% to 39.9% and 28.5% to 15.4%; leaving out each model × card whole, from 38.0% to 13.5%
+# and 21.8% to 15.8% on CUDA, 58.2% to 48.8% and 33.1% to 21.7% on ROCm. Fitted on SGLang only.
 FP8_TERMS = ("r_fp8", "c_fp8")
 PREFILL_TERMS = 10  # _prefill_features' length; the row features are prefill's, then decode's 7
 STAGES = ("prefill", "decode")
@@ -398,14 +398,16 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe" and t not in FP8_TERMS)
 # TensorRT-LLM's go without the MoE terms: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
 # tables labelled FP8 when its FP8 Mixtral came later (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
 # → 7.9%, whole requests 8.8% → 9.2%).
-# SGLang (its rows: first-token latencies and times per output token at concurrency 1, and batch-1
-# decode, of 8–685B models on B200, H200, H100, A100 and MI300X at TP 1–8) is fitted with p, r and
-# a, c, each with its FP8 layers (FP8_TERMS): at 610-token prompts its first token costs 47–214 ms
+# SGLang (its rows: first-token latencies at concurrency 1, decode steps at concurrency 1–100, of
+# 2–685B models on B200, H200, H100, A100 and MI300X at TP 1–8) is fitted with p, r and a, c, f,
+# each stage with its FP8 layers (FP8_TERMS): at 610-token prompts its first token costs 47–214 ms
 # where the prompt's FLOPs take 2–34 ms at the peak; the rest is per layer (the prefill runs
-# eagerly, each layer's kernels launched from Python: r 1.3 ms a layer on CUDA), and its decode
-# steps take 62–396 µs a layer over reading the weights. With the all-reduces (s, g), the
-# attention's FLOPs (p_att) or the MoE terms instead, the leave-one-out errors grow or the
-# coefficients leave physical ranges (p_att alone carrying the prompt's length, p below 1).
+# eagerly, each layer's kernels launched from Python: r 1.3 ms a layer on CUDA); its batch-1
+# decode steps take 62–396 µs a layer over reading the weights, and at concurrency 16–100 the
+# batch's compute (f) adds (leave-one-out decode error on CUDA 7.0% → 5.3%, ROCm 15.9% → 15.4%).
+# With the all-reduces (s, g), the attention's FLOPs (p_att) or the MoE terms as well, the
+# leave-one-out errors grow or the coefficients leave physical ranges (p_att carrying the prompt's
+# length with p at 0; p_moe: p below 1, and 19.3% leaving each model × card out).
 # transformers' one row
 # (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
 # per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
@@ -416,8 +418,8 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe" and t not in FP8_TERMS)
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "a", "c"),
-    ("sglang", "cuda"): ("p", "r", "r_fp8", "a", "c", "c_fp8"),
-    ("sglang", "rocm"): ("p", "r", "r_fp8", "a", "c", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
+    ("sglang", "cuda"): ("p", "r", "r_fp8", "a", "c", "f", "c_fp8"),
+    ("sglang", "rocm"): ("p", "r", "r_fp8", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in FP8_TERMS),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a"),
@@ -430,10 +432,11 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # expected figure's basis says so, and its error is the leave-one-out error on its OWN rows only
 # (the stand-in rows stay in every fit). Both engines batch continuously with CUDA graphs and paged
 # attention kernels (FlashInfer / FlashAttention), which is why vLLM's decode rows join SGLang's
-# CUDA decode fit: SGLang's own are batch-1 steps of 26–685B models (and Gemma 4's small ones),
-# vLLM's batch-8 steps of 8–70B models; with them SGLang's leave-one-out decode error is 5.5%,
-# without 8.2%. SGLang's ROCm rows (MI300X) are fitted alone: with vLLM's ROCm rows beside them
-# (Llama 3.1 405B FP8 at batch 1–256) its decode error grows.
+# CUDA decode fit: SGLang's own are steps of 26–685B models (and Gemma 4's small ones) at
+# concurrency 1–100, vLLM's batch-8 steps of 8–70B models; with them SGLang's leave-one-out decode
+# error is 5.3%, without 5.7%. SGLang's ROCm rows (MI300X) are fitted alone: with vLLM's ROCm rows
+# beside them (Llama 3.1 405B FP8 at batch 1–256) its decode error grew (on its 16 concurrency-1
+# rows: 52% alone with p, r, a, c; 91% with vLLM's rows and f).
 # (the other engine × backend, the stages its rows inform, why); a stand-in for decode only
 # enters the fit with its prefill features at 0 (vLLM's rows are whole requests of 32-token
 # prompts: their prefill share is a remainder, not a prefill measurement). A stand-in for the
@@ -450,7 +453,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # then fitted with TensorRT-LLM's prefill terms (ENGINE_TERMS), its decode with its own.
 STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] = {
     ("sglang", "cuda"): (("vllm", "cuda"), ("decode",), "vLLM's CUDA rows (batch 8, 8-70B "
-                         "models) join SGLang's own batch-1 decode rows"),
+                         "models) join SGLang's own decode rows"),
     ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
                        "ROCm was found: SGLang's CUDA first-token rows (H200, B200, A100) stand in "
                        "for the prefill"),
