@@ -110,20 +110,21 @@ def latency(
     require(acc, "peak_flops", "bandwidth")
     weights = resolve_format(spec, dtype)
     kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
+    if engine is None and backend is not None:
+        raise UsageError("--backend: names an engine's backend; give --engine too")
+    engine_name = parse_engine(engine).name.value if engine is not None else None
+    backend_name = parse_backend(backend, acc.kind) if engine is not None else None
     r = compute_latency(
         spec, accelerator=acc, interconnect=interconnect(link, acc), tp=tp,
         batch=parse_count(batch, option="--batch"), ctx=parse_context(ctx, option="--ctx"),
         gen=parse_count(gen, option="--gen"), dtype=weights, kv_dtype=kv,
         compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency,
-        draft=spec_for(draft, None) if draft is not None else None, accept_rate=accept_rate,
-        draft_tokens=draft_tokens,
+        backend=backend_name, draft=spec_for(draft, None) if draft is not None else None,
+        accept_rate=accept_rate, draft_tokens=draft_tokens,
     )
     exp = None
-    if engine is not None:
-        exp = expected_for(r, engine=parse_engine(engine).name.value,
-                        backend=parse_backend(backend, acc.kind))
-    elif backend is not None:
-        raise UsageError("--backend: names an engine's backend; give --engine too")
+    if engine_name is not None and backend_name is not None:
+        exp = expected_for(r, engine=engine_name, backend=backend_name)
     if how is Format.json:
         print_json(latency_json(r, exp))
         return
@@ -141,7 +142,8 @@ def row_latency(row: MeasuredRow) -> Latency:
     weights = resolve_format(spec, row.dtype)
     kv = parse_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype else kv_dtype_for(weights)
     return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc), tp=row.tp,
-                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv)
+                           batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv,
+                           backend=row.backend)
 
 
 @cache

@@ -123,6 +123,10 @@ def _link(key: str, name: str, *, gb_s_total: int, source: str) -> Interconnect:
 INTERCONNECTS: dict[str, Interconnect] = {
     i.key: i
     for i in (
+        _link("nvlink2", "NVLink 2 (V100 SXM2)", gb_s_total=300,
+              source="Dell EMC Ready Solutions for AI, Deep Learning with NVIDIA, reference guide "
+                     "v1.0, p. 17 (manualshelf.com copy): V100-SXM2 NVLink Uni-direction "
+                     "Bandwidth 150 GB/s"),
         _link("nvlink3", "NVLink 3 (A100 SXM)", gb_s_total=600,
               source="NVIDIA A100 datasheet: NVLink 600GB/s (both directions)"),
         _link("nvlink4", "NVLink 4 (H100/H200 SXM)", gb_s_total=900,

@@ -6,7 +6,8 @@ here prints. Sources, each used once below:
 - roofline (Williams et al. 2009): a step takes at least max(FLOPs / (peak × compute efficiency),
   bytes / (bandwidth × bandwidth efficiency)); with both efficiencies 1 (the defaults) the figures
   are bounds — no real engine is faster; the peak is the highest of the formats an engine may
-  compute the weight format in (:func:`compute_peak`);
+  compute the weight format in (:func:`compute_peak`; a card not in the table at the highest
+  ratios to its bf16 peak a card of the backend holds: ``ASSUMED_RATIOS``);
 - prefill of ``ctx`` prompt tokens: the forward FLOPs of the causal pairs (llmcalc.formulas.flops) against
   the weights read once and the cache written once; the first token comes out of it, so the time
   to first token (TTFT) is the prefill;
@@ -142,6 +143,52 @@ COMPUTE_FORMATS.update({q: _INT8 for q, kind in QUANT_TYPES.items()
                         if q not in COMPUTE_FORMATS and kind not in ("IQ1_M", "TQ1_0", "TQ2_0")})
 
 
+# A card given by its figures alone (``--gpu-flops X --gpu-bandwidth Y``, no ``--gpu``): X is its
+# dense bf16 (FP32-accumulate) peak and its other formats' peaks are unknown, so the bound takes, for
+# each format, the highest ratio to the bf16 peak that any card of hardware.json reaching the
+# backend holds (an assumption, labelled as one in --json and the table's notes):
+# - CUDA: GeForce runs FP16-accumulate at 2x its FP32-accumulate bf16 rate (every RTX 30/40/50 row,
+#   e.g. RTX 4090 330.3T / 165.2T), INT8 and FP8 at 4x (RTX 4090 660.6T; Ampere's INT8 4x with no
+#   FP8), FP4 at 8x on Blackwell (RTX 5090 1,676T / 209.5T; the DGX Spark's GB10 too); data-centre
+#   and workstation cards hold at most half of each (H100 2x INT8/FP8, B200 4x FP4). Pascal's dp4a
+#   INT8 is 4x its FP32 rate, inside the same 4x.
+# - Vulkan: llama.cpp's Vulkan backend runs on NVIDIA cards with coopmat2 at FP16 accumulate and
+#   any card may be one: CUDA's ratios.
+# - ROCm: AMD quotes its FP16 figure at the matrix (WMMA/MFMA) rate, which is its bf16 one (RX 7900
+#   XTX 122.8T, MI300X 1,305T beside bf16 1,307.4T): FP16 1x; the MI300X's FP8 is 2x (2,610T), the
+#   Strix Halo's INT8 1x; INT8 and FP4 (no AMD card of the table has an FP4 figure) take FP8's 2x.
+# - Metal: Apple's M1–M4 GPUs run FP16 at their FP32 rate, one figure per chip: 1x.
+# - CPU: the figure is the CPU's FP32 peak; llama.cpp's CPU GEMMs do not exceed it: 1x.
+# Without a backend (no --engine) the bound takes the highest of all: CUDA's.
+_GEFORCE = {"fp16": 2, "int8": 4, "fp8": 4, "fp4": 8}
+ASSUMED_RATIOS: dict[str, dict[str, int]] = {
+    "cuda": _GEFORCE, "vulkan": _GEFORCE, "rocm": {"fp16": 1, "int8": 2, "fp8": 2, "fp4": 2},
+    "metal": {"fp16": 1, "int8": 1, "fp8": 1, "fp4": 1},
+    "cpu": {"fp16": 1, "int8": 1, "fp8": 1, "fp4": 1}}
+BACKEND_NAMES = {"cuda": "CUDA", "vulkan": "Vulkan", "rocm": "ROCm", "metal": "Metal", "cpu": "CPU"}
+CUSTOM = "custom"  # the key of a card given by its figures alone (hardware.resolve)
+
+
+def with_ratios(acc: Accelerator, ratios: dict[str, int], why: str) -> Accelerator:
+    """``acc`` with each format's peak at ``ratios`` × its bf16 peak, ``why`` its peaks' source."""
+    bf16 = acc.peak_flops
+    return replace(acc, fp16_flops=bf16 * ratios["fp16"], int8_ops=bf16 * ratios["int8"],
+                   fp8_flops=bf16 * ratios["fp8"], fp4_flops=bf16 * ratios["fp4"],
+                   peaks_source=why)
+
+
+def assumed_peaks(acc: Accelerator, backend: str | None) -> Accelerator:
+    """A custom card (no table key) with the bound's ``ASSUMED_RATIOS`` for ``backend`` (CUDA's,
+    the highest, without one); a table card as it is (``--gpu-flops`` replaces only its bf16)."""
+    if acc.key != CUSTOM:
+        return acc
+    r = ASSUMED_RATIOS[backend or "cuda"]
+    which = f"a {BACKEND_NAMES[backend]} card" if backend else "any card (no --backend: CUDA's)"
+    return with_ratios(acc, r, f"a card not in the table: the bound assumes its FP16, INT8, FP8 "
+                       f"and FP4 peaks at {r['fp16']}x, {r['int8']}x, {r['fp8']}x and {r['fp4']}x "
+                       f"its bf16 one, the highest ratios {which} of the table holds")
+
+
 def compute_peak(acc: Accelerator, dtype: WeightFormat) -> int:
     """The dense peak FLOP/s a step on ``dtype`` weights may reach: the largest of the card's bf16
     peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest)."""
@@ -215,6 +262,7 @@ def latency(
     kv_dtype: DType = DType.bf16,
     compute_efficiency: float = 1.0,
     bandwidth_efficiency: float = 1.0,
+    backend: str | None = None,
     draft: ModelSpec | None = None,
     accept_rate: float = 0.7,
     draft_tokens: int = 4,
@@ -226,6 +274,8 @@ def latency(
     _check_fraction("compute_efficiency", compute_efficiency)
     _check_fraction("bandwidth_efficiency", bandwidth_efficiency)
     check_tp_heads(spec, tp)
+    custom = accelerator.key == CUSTOM
+    accelerator = assumed_peaks(accelerator, backend)  # a custom card: the backend's ratios
     peak = compute_peak(accelerator, dtype)
     acc = replace(accelerator, peak_flops=peak)  # the stages run at the weight format's peak
     link, ce, be = interconnect, compute_efficiency, bandwidth_efficiency
@@ -267,5 +317,6 @@ def latency(
         prefill_attention_flops=-(-batch * flops.attention_flops_per_sequence(
             spec, ctx=ctx, causal=True) // tp),
         moe=spec.moe is not None,
-        notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype)),
+        notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype),
+               *((accelerator.peaks_source,) if custom else ())),
     )

@@ -30,6 +30,10 @@ support is 0). An engine × backend with few rows is fitted with fewer terms (``
 and one without rows for a stage beside another engine × backend's rows (``STAND_INS``), which
 its basis names; its error is the leave-one-out error on its own rows only.
 
+A card not in the table (``--gpu-flops X --gpu-bandwidth Y`` alone) is read as the card its figures
+resemble (``custom_card``: GeForce, full-rate workstation or data-centre, AMD; its ratios of each
+format's peak to bf16 and its kind), which the expected speed's basis names.
+
 The expected time is never below the roofline's (``max`` with the bound), so the expected tokens/s
 never exceed the bound. Pure: nothing here prints or reads a model config; the caller passes each
 row's roofline (a :class:`Latency`) in.
@@ -39,14 +43,15 @@ from __future__ import annotations
 
 import json
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 from typing import Any
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
-from llmcalc.planning.latency import Latency
+from llmcalc.planning.hardware import Accelerator
+from llmcalc.planning.latency import CUSTOM, Latency, compute_peak, with_ratios
 from llmcalc.units import DType
 
 
@@ -171,17 +176,89 @@ ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "cuda"): ("fp16",), ("sglang", "rocm"): ("fp16",)}
 
 
+# A card given by its figures alone (no table key): the bound takes the highest ratios a card of the
+# backend holds (llmcalc.planning.latency.ASSUMED_RATIOS); the fit reads the card its figures
+# resemble. GeForce runs its bf16 with FP32 accumulation at half the FP16-accumulate rate, which
+# leaves its bf16 figure low beside its bandwidth: every GeForce card of hardware.json is below 180
+# FLOP per byte (RTX 4090 164, 4070 Ti 159, 5090 117, 3090 76), every other CUDA card at or above
+# 200 (A10 208, A40 215, RTX A6000 201, T4 203, L40S 419, H100 295, H200 206) but the A100 80GB
+# (153), whose HBM2e (2.04 TB/s) no GDDR card reaches (RTX 5090: 1.792 TB/s). So on CUDA and
+# Vulkan a card below 180 FLOP/B and 1.9 TB/s reads as GeForce (FP16 2x, INT8 4x, FP8 4x, FP4 8x,
+# consumer), the rest at the full-rate ratios of the data-centre and workstation cards (H100: FP16
+# 1x, INT8 and FP8 2x; B200 FP4 4x), data-centre where the bandwidth is HBM's (at least 1.5 TB/s: the
+# A100 40GB's 1.555 is the table's lowest), else workstation. Two cards of the table fall on the
+# wrong side: the L40 (209 FLOP/B, FP16 2x) and the DGX Spark (229, GeForce's ratios). On ROCm the
+# AMD cards' ratios (RX 7900 XTX and Strix Halo: one matrix rate for FP16 and INT8; MI300X FP8
+# 2x), data-centre at HBM bandwidth; on Metal and a CPU one figure for every format.
+# Each rule against every measured row re-called as a custom card (docs/latency.md): GeForce
+# ratios for every CUDA card left TensorRT-LLM's rows at 28.5% (its H100/A100 FP8 and FP16 at 4x/2x),
+# this split at 8.1% (as their cards: 8.0%).
+GEFORCE_FLOP_PER_BYTE = 180
+GDDR_MAX_BANDWIDTH = 1_900 * 10**9
+HBM_MIN_BANDWIDTH = 1_500 * 10**9
+_FULL_RATE = {"fp16": 1, "int8": 2, "fp8": 2, "fp4": 4}
+_GEFORCE = {"fp16": 2, "int8": 4, "fp8": 4, "fp4": 8}
+_AMD = {"fp16": 1, "int8": 1, "fp8": 2, "fp4": 2}
+_ONE = {"fp16": 1, "int8": 1, "fp8": 1, "fp4": 1}
+
+
+def custom_card(acc: Accelerator, backend: str) -> Accelerator:
+    """The card a custom card's figures resemble on ``backend``, with its ratios and kind, its
+    ``peaks_source`` saying what was assumed."""
+    bf16, bw = acc.peak_flops, acc.bandwidth
+    hbm = bw >= HBM_MIN_BANDWIDTH
+    if backend in ("cuda", "vulkan"):
+        if bf16 < GEFORCE_FLOP_PER_BYTE * bw and bw < GDDR_MAX_BANDWIDTH:
+            ratios, kind, like = _GEFORCE, "consumer", (
+                f"GeForce-like (below {GEFORCE_FLOP_PER_BYTE} bf16 FLOP per byte of bandwidth and "
+                f"{GDDR_MAX_BANDWIDTH // 10**9:,} GB/s)")
+        else:
+            ratios, kind = _FULL_RATE, "datacenter" if hbm else "workstation"
+            like = (f"{'data-centre' if hbm else 'workstation'}-like (at least "
+                    f"{GEFORCE_FLOP_PER_BYTE} bf16 FLOP per byte of bandwidth or "
+                    f"{GDDR_MAX_BANDWIDTH // 10**9:,} GB/s; HBM from {HBM_MIN_BANDWIDTH // 10**9:,} GB/s)")
+    elif backend == "rocm":
+        ratios, kind = _AMD, "datacenter" if hbm else "consumer"
+        like = f"an AMD card (HBM from {HBM_MIN_BANDWIDTH // 10**9:,} GB/s: data-centre)"
+    else:
+        ratios, kind, like = _ONE, acc.kind, f"one figure for every format on {backend}"
+    why = (f"a card not in the table: the fit assumes it {like}, {kind}: FP16 {ratios['fp16']}x, "
+           f"INT8 {ratios['int8']}x, FP8 {ratios['fp8']}x and FP4 {ratios['fp4']}x its bf16 peak")
+    return replace(with_ratios(acc, ratios, why), kind=kind)
+
+
+def fit_card(lat: Latency, backend: str) -> Accelerator:
+    """The card whose peaks and kind the fit reads: the row's or the user's, or for a custom card
+    (no table key) ``custom_card``."""
+    a = lat.accelerator
+    return a if a.key != CUSTOM else custom_card(a, backend)
+
+
+def _fit_peak(lat: Latency, backend: str) -> float:
+    """The bound's peak of ``lat``'s weights on the card the fit reads (``fit_card``)."""
+    a = lat.accelerator
+    return lat.peak_flops if a.key != CUSTOM else compute_peak(fit_card(lat, backend), lat.dtype)
+
+
+def fit_bound_seconds(lat: Latency, backend: str) -> tuple[float, float]:
+    """The prefill's and a decode step's bound on the card the fit reads: the expected time is never
+    below them (nor below the printed bound, whose peaks are at least these)."""
+    k = max(1.0, lat.peak_flops / _fit_peak(lat, backend))  # never below the printed bound
+    p, d = lat.prefill, lat.decode
+    return (max(p.compute_s * k, p.memory_s) + p.comm_s, max(d.compute_s * k, d.memory_s) + d.comm_s)
+
+
 def engine_peak(lat: Latency, engine: str, backend: str) -> float:
     """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``."""
     formats = ENGINE_FORMATS.get((engine, backend))
     if formats is None:
-        return lat.peak_flops
-    a = lat.accelerator
+        return _fit_peak(lat, backend)
+    a = fit_card(lat, backend)
     peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
-    return max(a.peak_flops, *(peaks[f] for f in formats)) or lat.peak_flops
+    return max(a.peak_flops, *(peaks[f] for f in formats)) or _fit_peak(lat, backend)
 
 
-def _fp16_peak(lat: Latency, peak: float) -> float:
+def _fp16_peak(lat: Latency, peak: float, backend: str) -> float:
     """The peak the work outside the weights' GEMMs runs at: at most the FP16 one. Attention (the
     prefill's FMHA, the decode step's reads of an FP8 cache dequantised to FP16), the activations'
     quantisation and the norms run in FP16/BF16 whatever the weights' format, so an FP8 or INT8
@@ -189,7 +266,7 @@ def _fp16_peak(lat: Latency, peak: float) -> float:
     speed of H100/H200 FP8 Mistral-7B at batch 896 is 38–44% above the measured and that of A100
     FP16 rows 14–18% below; at the FP16 peak the leave-one-out error of its whole requests goes
     from 11.6% to 8.8%, of its first-token rows from 8.1% to 7.4%."""
-    a = lat.accelerator
+    a = fit_card(lat, backend)
     return min(peak, a.fp16_flops or a.peak_flops or peak)
 
 
@@ -213,9 +290,9 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     expert instead of one per layer fits CUDA no better: 5.8%), and the layers again for FP8
     weights (``FP8_TERMS``: their activations' quantisation kernels)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
-    dc = lat.accelerator.kind == "datacenter"
+    dc = fit_card(lat, backend).kind == "datacenter"
     return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
-            d.flops / _fp16_peak(lat, peak), d.comm_s, lat.layers * LAYER_S * dc,
+            d.flops / _fp16_peak(lat, peak, backend), d.comm_s, lat.layers * LAYER_S * dc,
             lat.layers * LAYER_S * lat.moe, lat.layers * LAYER_S * _fp8_weights(lat))
 
 
@@ -231,11 +308,11 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), and the layers
     again for FP8 weights (``FP8_TERMS``)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
-    dc = lat.accelerator.kind == "datacenter"
+    dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
     kq = getattr(lat.dtype, "gguf", "") in K_QUANTS
     return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
-            p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak),
+            p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
             lat.layers * LAYER_S * _fp8_weights(lat))
@@ -370,9 +447,10 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     """Seconds the fit gives a row, each stage at least the bound's."""
     pf = _prefill_features(lat, row.engine, row.backend)
     k = len(pf)
-    pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), lat.prefill.seconds)
+    bound_pre, bound_dec = fit_bound_seconds(lat, row.backend)
+    pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), bound_pre)
     df = _decode_features(lat, row.engine, row.backend)
-    dec = max(sum(a * b for a, b in zip(c[k:], df, strict=True)), lat.decode.seconds)
+    dec = max(sum(a * b for a, b in zip(c[k:], df, strict=True)), bound_dec)
     if row.stage == "prefill":
         return pre
     if row.stage == "decode":
@@ -527,19 +605,21 @@ def _lent_ys(stand_ins: StandInPairs, terms: tuple[str, ...]) -> list[tuple[floa
 
 def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = None, *,
                stand_ins: StandInPairs | None = None, terms: tuple[str, ...] | None = None,
-               ) -> list[tuple[MeasuredRow, float]]:
+               called: list[Latency] | None = None) -> list[tuple[MeasuredRow, float]]:
     """Each row's signed error (expected / measured speed − 1) with that row left out of the fit;
     only ``stage``'s rows (prefill, decode, throughput) when given. ``stand_ins`` (another engine
     × backend's rows, ``STAND_INS``) stay in every fit and are not scored; ``terms``: the fitted
-    engine × backend's (``ENGINE_TERMS``), else each row's own."""
+    engine × backend's (``ENGINE_TERMS``), else each row's own; ``called``: each row's run as a
+    user calls it, when not as fitted (a row's card given by its figures alone: ``custom_card``)."""
     ys = _ys(pairs, terms)
     sums = _Sums.of(ys + (_lent_ys(stand_ins, terms or TERMS) if stand_ins else []))
     out = []
-    for (row, lat), y in zip(pairs, ys, strict=True):
+    for i, ((row, lat), y) in enumerate(zip(pairs, ys, strict=True)):
         if stage is not None and row.stage != stage:
             continue
         c = _nnls(sums.without(y))
-        out.append((row, _measured_seconds(row) / _predicted(row, lat, c) - 1))
+        run = lat if called is None else called[i]
+        out.append((row, _measured_seconds(row) / _predicted(row, run, c) - 1))
     return out
 
 
@@ -588,13 +668,14 @@ class Expected:
     decode: Fit
     throughput_rows: int = 0
     throughput_loo_median_abs_error: float | None = None
+    assumed_card: Accelerator | None = None  # a custom card: what the fit read it as (custom_card)
 
 
 def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expected:
     """Expected speed of the run ``lat`` describes; each step's time is at least the bound's."""
-    t_pre = max(model.prefill.seconds(_prefill_features(lat, engine, backend)),
-                lat.prefill.seconds)
-    t_dec = max(model.decode.seconds(_decode_features(lat, engine, backend)), lat.decode.seconds)
+    bound_pre, bound_dec = fit_bound_seconds(lat, backend)
+    t_pre = max(model.prefill.seconds(_prefill_features(lat, engine, backend)), bound_pre)
+    t_dec = max(model.decode.seconds(_decode_features(lat, engine, backend)), bound_dec)
     e2e = t_pre + (lat.gen - 1) * t_dec
     return Expected(
         engine=engine, backend=backend,
@@ -603,4 +684,5 @@ def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expect
         throughput_tokens_per_s=lat.batch * lat.gen / e2e / lat.tp,
         prefill=model.prefill, decode=model.decode, throughput_rows=model.throughput_rows,
         throughput_loo_median_abs_error=model.throughput_loo_median_abs_error,
+        assumed_card=fit_card(lat, backend) if lat.accelerator.key == CUSTOM else None,
     )

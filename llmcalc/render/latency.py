@@ -7,7 +7,8 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
-from llmcalc.planning.latency import Latency, Stage
+from llmcalc.planning.hardware import Accelerator
+from llmcalc.planning.latency import CUSTOM, Latency, Stage
 from llmcalc.planning.speed import PREFILL_TERMS, TERMS, Expected, Fit
 from llmcalc.render import heading, n, note_lines
 from llmcalc.render.grid import Col, Fitted, Grid
@@ -106,7 +107,14 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
         t.add(label, f"{got:,.1f}", f"{bound:,.1f}", error)
     if e.prefill.stand_in:
         t.add(*stand_in_row(e))
+    if e.assumed_card is not None:
+        t.add(*assumed_card_row(e.assumed_card))
     return Fitted(t)
+
+
+def assumed_card_row(a: Accelerator) -> tuple[str, str, str, str]:
+    """The row that says what the fit took a custom card for (speed.custom_card)."""
+    return ("card assumed", "", "", a.peaks_source)
 
 
 def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
@@ -122,6 +130,10 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
         # another engine × backend's rows fitted beside these: the CLI's last row, in its words
         "stand_in": None if not e.prefill.stand_in else dict(
             zip(("label", "expected_text", "bound_text", "error"), stand_in_row(e), strict=True)),
+        # a card not in the table: what the fit took it for, the CLI's row in its words
+        "assumed_card": None if e.assumed_card is None else dict(
+            zip(("label", "expected_text", "bound_text", "error"),
+                assumed_card_row(e.assumed_card), strict=True)),
     }
 
 
@@ -134,6 +146,13 @@ def _stand_in_json(e: Expected) -> dict[str, Any]:
     """Whose rows joined the fit (``STAND_INS``), only where some did."""
     f = e.prefill
     return {"stand_in": {"rows": f.stand_in_rows, "why": f.stand_in}} if f.stand_in else {}
+
+
+def _assumed_json(a: Accelerator) -> dict[str, Any]:
+    """A custom card's peaks as assumed (llmcalc.planning.latency.assumed_peaks for the bound,
+    speed.custom_card for the fit), and why."""
+    return {"kind": a.kind, "fp16_flops": a.fp16_flops, "int8_ops": a.int8_ops,
+            "fp8_flops": a.fp8_flops, "fp4_flops": a.fp4_flops, "assumed": a.peaks_source}
 
 
 def expected_json(e: Expected) -> dict[str, Any]:
@@ -156,6 +175,7 @@ def expected_json(e: Expected) -> dict[str, Any]:
                         **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
             **_stand_in_json(e),
+            **({} if e.assumed_card is None else {"card": _assumed_json(e.assumed_card)}),
         },
         "error": {"decode": e.decode.loo_median_abs_error,
                   "prefill": e.prefill.loo_median_abs_error,
@@ -178,7 +198,8 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
         "inputs": {
             "accelerator": {"name": a.name, "peak_flops": a.peak_flops,
                             "compute_peak_flops": r.peak_flops, "bandwidth": a.bandwidth,
-                            "memory_bytes": a.memory_bytes, "source": a.source},
+                            "memory_bytes": a.memory_bytes, "source": a.source,
+                            **({"assumed_peaks": _assumed_json(a)} if a.key == CUSTOM else {})},
             "interconnect": {"name": link.name, "bandwidth_one_way": link.bandwidth,
                              "source": link.source},
             "tp": r.tp, "batch": r.batch, "ctx": r.ctx, "gen": r.gen, "dtype": r.dtype.value,

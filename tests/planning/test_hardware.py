@@ -15,6 +15,7 @@ from llmcalc.planning.hardware import (
     require,
     resolve,
 )
+from llmcalc.planning.speed import measured_rows
 
 # Datasheet figures: (memory GiB, bandwidth bytes/s, dense bf16 FLOP/s; 0 where none is published).
 G, TF = 10**9, 10**12
@@ -62,6 +63,49 @@ DATASHEET = {
     "rtx-4070-super": (12, 504 * G, 71 * TF),
     "l40": (48, 864 * G, 181_050 * G),
     "gb200": (186, 8_000 * G, 2_500 * TF),
+    # added for #38's hidden set: each from the source its row names
+    "a100-pcie-40gb": (40, 1_555 * G, 312 * TF),
+    "a100-pcie-80gb": (80, 1_935 * G, 312 * TF),
+    "a30": (24, 933 * G, 165 * TF),
+    "rtx-a5500": (24, 768 * G, 139 * TF),
+    "rtx-a5000": (24, 768 * G, 111 * TF),
+    "rtx-a4500": (20, 640 * G, 95 * TF),
+    "rtx-a4000": (16, 448 * G, 77 * TF),
+    "rtx-a2000-12gb": (12, 288 * G, 32 * TF),
+    "rtx-3060-ti": (8, 448 * G, 34_600 * G),
+    "rtx-5000-ada": (32, 576 * G, 261 * TF),
+    "rtx-4500-ada": (24, 432 * G, 159 * TF),
+    "rtx-4000-ada": (20, 360 * G, 107 * TF),
+    "rtx-4000-sff-ada": (20, 280 * G, 77 * TF),
+    "rtx-3080-ti": (12, 912 * G, 68_200 * G),
+    "rtx-3080-12gb": (12, 912 * G, 61_300 * G),
+    "rtx-3070-ti": (8, 608 * G, 43_500 * G),
+    "rtx-2080-ti": (11, 616 * G, 56_900 * G),
+    "h100-nvl": (94, 3_938 * G, 835_500 * G),
+    "h200-nvl": (141, 4_800 * G, 835_500 * G),
+    "gh200": (144, 4_900 * G, 990 * TF),
+    "rx-7900-xt": (20, 800 * G, 103 * TF),
+    "rx-7900-gre": (16, 576 * G, 92 * TF),
+    "rx-7800-xt": (16, 624 * G, 74_600 * G),
+    "rx-9070-xt": (16, 640 * G, 195 * TF),
+    "rx-6900-xt": (16, 512 * G, 46_080 * G),
+    "rx-6800-xt": (16, 512 * G, 41_470 * G),
+    "rx-6800": (16, 512 * G, 32_330 * G),
+    "arc-a770-16gb": (16, 560 * G, 137_600 * G),
+    "arc-b580": (12, 456 * G, 116_500 * G),
+    "v100-sxm2-32gb": (32, 900 * G, 125 * TF),
+    "v100-sxm2-16gb": (16, 900 * G, 125 * TF),
+    "v100-pcie-32gb": (32, 900 * G, 112 * TF),
+    "v100-pcie-16gb": (16, 900 * G, 112 * TF),
+    "rtx-4060-ti-8gb": (8, 288 * G, 44_100 * G),
+    "rtx-5060-ti-8gb": (8, 448 * G, 47_437_500 * 10**6),
+    "mi210": (64, 1_600 * G, 181 * TF),
+    "mi355x": (288, 8 * TF, 2_500 * TF),
+    "mi350x": (288, 8 * TF, 2_306_900 * G),
+    "radeon-pro-w7900": (48, 864 * G, 122_640 * G),
+    "rtx-2080-super": (8, 496 * G, 44_600 * G),
+    "rtx-2080": (8, 448 * G, 42_400 * G),
+    "rtx-2070-super": (8, 448 * G, 36_250 * G),
 }
 # The other dense peaks (FP16 with FP16 accumulation, INT8, FP8; 0 where none was read), as their
 # sources give them (sparse figures halved).
@@ -95,6 +139,101 @@ PEAKS_FP4 = {
     "rtx-3060": (47_700 * G, 95 * TF, 0, 0), "rtx-a6000": (155 * TF, 310 * TF, 0, 0),
     "h100": (989 * TF, 1_979 * TF, 1_979 * TF, 0),  # Hopper: no FP4 tensor cores
 }
+
+
+# The cards added for #38's hidden set: (FP16 with FP16 accumulation, INT8, FP8, FP4), dense, as
+# their sources give them or derive them (0 where none was read).
+PEAKS_ADDED = {
+    "a100-pcie-40gb": (312 * TF, 624 * TF, 0, 0),
+    "a100-pcie-80gb": (312 * TF, 624 * TF, 0, 0),
+    "a30": (165 * TF, 330 * TF, 0, 0),
+    "rtx-a5500": (139 * TF, 278 * TF, 0, 0),
+    "rtx-a5000": (111 * TF, 222 * TF, 0, 0),
+    "rtx-a4500": (95 * TF, 189 * TF, 0, 0),
+    "rtx-a4000": (77 * TF, 153 * TF, 0, 0),
+    "rtx-a2000-12gb": (32 * TF, 64 * TF, 0, 0),
+    "rtx-3060-ti": (69_100 * G, 138 * TF, 0, 0),
+    "rtx-5000-ada": (261 * TF, 522 * TF, 522 * TF, 0),
+    "rtx-4500-ada": (159 * TF, 317 * TF, 317 * TF, 0),
+    "rtx-4000-ada": (107 * TF, 214 * TF, 214 * TF, 0),
+    "rtx-4000-sff-ada": (77 * TF, 153 * TF, 153 * TF, 0),
+    "rtx-3080-ti": (136_400 * G, 272_800 * G, 0, 0),
+    "rtx-3080-12gb": (122_600 * G, 245_100 * G, 0, 0),
+    "rtx-3070-ti": (87 * TF, 174 * TF, 0, 0),
+    "rtx-2080-ti": (113_800 * G, 227_700 * G, 0, 0),
+    "h100-nvl": (835_500 * G, 1_671 * TF, 1_671 * TF, 0),
+    "h200-nvl": (835_500 * G, 1_670_500 * G, 1_670_500 * G, 0),
+    "gh200": (990 * TF, 1_979 * TF, 1_979 * TF, 0),
+    "rx-7900-xt": (0, 103 * TF, 0, 0),
+    "rx-7900-gre": (0, 92 * TF, 0, 0),
+    "rx-7800-xt": (0, 74_600 * G, 0, 0),
+    "rx-9070-xt": (0, 389 * TF, 389 * TF, 0),
+    "rx-6900-xt": (0, 0, 0, 0),
+    "rx-6800-xt": (0, 0, 0, 0),
+    "rx-6800": (0, 0, 0, 0),
+    "arc-a770-16gb": (0, 275_100 * G, 0, 0),
+    "arc-b580": (0, 233 * TF, 0, 0),
+    "v100-sxm2-32gb": (0, 0, 0, 0),
+    "v100-sxm2-16gb": (0, 0, 0, 0),
+    "v100-pcie-32gb": (0, 0, 0, 0),
+    "v100-pcie-16gb": (0, 0, 0, 0),
+    "rtx-4060-ti-8gb": (88 * TF, 177 * TF, 177 * TF, 0),
+    "rtx-5060-ti-8gb": (94_875 * G, 189_750 * G, 189_750 * G, 379_500 * G),
+    "mi210": (0, 181 * TF, 0, 0),
+    "mi355x": (0, 5_000 * TF, 0, 0),
+    "mi350x": (0, 0, 0, 0),
+    "radeon-pro-w7900": (0, 0, 0, 0),
+    "rtx-2080-super": (89_200 * G, 178_400 * G, 0, 0),
+    "rtx-2080": (84_800 * G, 169_600 * G, 0, 0),
+    "rtx-2070-super": (72_500 * G, 145 * TF, 0, 0),
+}
+
+
+@pytest.mark.parametrize("key", PEAKS_ADDED)
+def test_the_added_cards_peaks(key: str) -> None:
+    acc = ACCELERATORS[key]
+    assert (acc.fp16_flops, acc.int8_ops, acc.fp8_flops, acc.fp4_flops) == PEAKS_ADDED[key]
+    assert bool(acc.peaks_source) == any(PEAKS_ADDED[key])
+
+
+def test_the_added_apple_variants_are_the_figures_their_measured_rows_use() -> None:
+    """llama.cpp #4167's rows of the GPU variants the table lacked carry their own bandwidth and
+    derived FLOP/s; the variant's card row holds the same two (so a row read by key computes as
+    one read by its figures)."""
+    rows = {r.card: r for r in measured_rows() if not r.gpu and r.card.startswith("Apple")}
+    pairs = {
+        "apple-m1-7c": "Apple M1 7-core GPU", "apple-m1-pro-14c": "Apple M1 Pro 14-core GPU",
+        "apple-m1-max-24c": "Apple M1 Max 24-core GPU", "apple-m1-ultra-48c": "Apple M1 Ultra 48-core GPU",
+        "apple-m2-8c": "Apple M2 8-core GPU", "apple-m2-pro-16c": "Apple M2 Pro 16-core GPU",
+        "apple-m2-max-30c": "Apple M2 Max 30-core GPU", "apple-m2-ultra-60c": "Apple M2 Ultra 60-core GPU",
+        "apple-m3-pro-14c": "Apple M3 Pro 14-core GPU", "apple-m3-ultra-60c": "Apple M3 Ultra 60-core GPU",
+        "apple-m4-pro-16c": "Apple M4 Pro 16-core GPU",
+    }
+    for key, card in pairs.items():
+        acc, row = ACCELERATORS[key], rows[card]
+        assert (acc.bandwidth, acc.peak_flops) == (parse_bandwidth(row.bandwidth), parse_flops(row.flops))
+
+
+def test_the_8gb_variants_compute_as_their_16gb_siblings() -> None:
+    """One die, one compare-page column ('16 / 8 GB'): only the memory differs."""
+    for small, big in (("rtx-4060-ti-8gb", "rtx-4060-ti-16gb"), ("rtx-5060-ti-8gb", "rtx-5060-ti-16gb")):
+        a, b = ACCELERATORS[small], ACCELERATORS[big]
+        assert (a.bandwidth, a.peak_flops, a.fp16_flops, a.fp8_flops, a.fp4_flops) == (
+            b.bandwidth, b.peak_flops, b.fp16_flops, b.fp8_flops, b.fp4_flops)
+        assert (a.memory_bytes, b.memory_bytes) == (8 * GiB, 16 * GiB)
+
+
+def test_the_derived_geforce_fp16_accumulate_peaks_are_twice_the_fp32_accumulate_ones() -> None:
+    """The SILICON table gives these GeForce cards' FP32-accumulate and INT8 peaks; FP16 with FP16
+    accumulation is derived at twice the first (its note: GeForce runs it at twice the rate)."""
+    for key in ("rtx-3080-ti", "rtx-3080-12gb", "rtx-3070-ti", "rtx-2080-ti"):
+        acc = ACCELERATORS[key]
+        assert acc.fp16_flops == 2 * acc.peak_flops, key
+        assert "twice the FP32-accumulate figure" in acc.peaks_source, key
+    for key in ("rtx-2080-super", "rtx-2080", "rtx-2070-super"):  # INT8 read, the rest derived
+        acc = ACCELERATORS[key]
+        assert (acc.fp16_flops, acc.peak_flops) == (acc.int8_ops // 2, acc.int8_ops // 4), key
+        assert "rtx-2080-ti row holds" in acc.peaks_source, key
 
 
 @pytest.mark.parametrize("key", PEAKS_FP4)
@@ -140,6 +279,18 @@ APPLE = {
     "apple-m2": (24, 100 * G, 3_600 * G), "apple-m3": (24, 100 * G, 3_500 * G),
     "apple-m4": (32, 120 * G, 4 * TF), "apple-m3-max-30c": (96, 300 * G, 10_600 * G),
     "apple-m4-max-32c": (36, 410 * G, 12_900 * G),
+    # the GPU variants of llama.cpp discussion #4167 (memory: the chip's largest, as each source says)
+    "apple-m1-7c": (16, 68 * G, 2_275 * G),
+    "apple-m1-pro-14c": (32, 200 * G, 4_550 * G),
+    "apple-m1-max-24c": (64, 400 * G, 7_800 * G),
+    "apple-m1-ultra-48c": (128, 800 * G, 15_600 * G),
+    "apple-m2-8c": (24, 100 * G, 2_863 * G),
+    "apple-m2-pro-16c": (32, 200 * G, 5_726 * G),
+    "apple-m2-max-30c": (96, 400 * G, 10_740 * G),
+    "apple-m2-ultra-60c": (192, 800 * G, 21_470 * G),
+    "apple-m3-pro-14c": (36, 150 * G, 4_946 * G),
+    "apple-m3-ultra-60c": (256, 800 * G, 21_200 * G),
+    "apple-m4-pro-16c": (64, 273 * G, 6_463 * G),
 }
 
 
@@ -168,7 +319,8 @@ def test_table_is_exactly_the_listed_cards() -> None:
 @pytest.mark.parametrize(
     "name,key",
     [("H100", "h100"), ("a100", "a100-80gb"), ("A100_40GB", "a100-40gb"), ("4090", "rtx-4090"), ("rtx4090", "rtx-4090"), ("M3-Max", "apple-m3-max"),
-     ("MI300X", "mi300x")],
+     ("MI300X", "mi300x"), ("V100", "v100-sxm2-32gb"), ("a770", "arc-a770-16gb"),
+     ("M1_Pro_14c", "apple-m1-pro-14c"), ("3080ti", "rtx-3080-ti"), ("w7900", "radeon-pro-w7900")],
 )
 def test_lookup_names(name: str, key: str) -> None:
     assert lookup(name).key == key
@@ -176,10 +328,10 @@ def test_lookup_names(name: str, key: str) -> None:
 
 def test_unknown_gpu_lists_the_known_ones() -> None:
     with pytest.raises(UsageError) as e:
-        lookup("v100")
+        lookup("k80")
     # the core names resolve()'s parameters; the CLI says --gpu, --gpu-mem, --gpu-flops
     assert str(e.value) == (
-        f"gpu v100: unknown accelerator; known: {', '.join(ACCELERATORS)} (or describe one with "
+        f"gpu k80: unknown accelerator; known: {', '.join(ACCELERATORS)} (or describe one with "
         "memory and flops)"
     )
     assert ", ".join(ACCELERATORS).startswith("a100-40gb, a100-80gb, h100, h200, b200, mi300x, ")

@@ -349,6 +349,10 @@ def test_custom_memory_and_gpu_counts() -> None:
     cards = {g["key"]: g for g in api.catalog()["gpus"]}
     assert cards["rtx-4090"]["kind"] == "consumer"
     assert cards["apple-m2-max"]["unified_bytes"] > cards["apple-m2-max"]["memory_bytes"]
+    # every card of the table, those added for #38 among them
+    assert len(cards) == 113
+    assert (cards["v100-sxm2-32gb"]["kind"], cards["arc-b580"]["kind"]) == ("datacenter", "consumer")
+    assert cards["apple-m1-pro-14c"]["unified_bytes"] == 32 * 2**30
     assert "q4_k_m" in api.catalog()["weight_formats"]
 
 
@@ -511,6 +515,11 @@ EXPECTED_CASES = [
     ({"gpu": "h100"}, "sglang", None, "cuda"),  # vLLM's decode rows join: the CLI's last row
     ({"gpu": "mi300x", "dtype": "fp8"}, "sglang", "rocm", "rocm"),  # its own rows only
     ({"gpu": "mi300x", "dtype": "fp8"}, "vllm", "rocm", "rocm"),
+    # a card not in the table: the bound at its backend's ratios, the fit's "card assumed" row
+    ({"gpu": None, "gpu_mem": "24GiB", "gpu_flops": "165.2T", "gpu_bandwidth": "1008G",
+      "dtype": "q4_0"}, "llama.cpp", None, "cuda"),
+    ({"gpu": None, "gpu_mem": "80GiB", "gpu_flops": "989T", "gpu_bandwidth": "3.35T",
+      "dtype": "fp8"}, "trtllm", "cuda", "cuda"),
 ]
 
 
@@ -543,8 +552,10 @@ def test_the_expected_speed_of_every_engine_and_backend_is_the_clis(
     assert table.code == 0
     lent = [] if view["stand_in"] is None else [view["stand_in"]]
     assert bool(lent) == ("stand_in" in e["basis"])
+    card = [] if view["assumed_card"] is None else [view["assumed_card"]]
+    assert bool(card) == ("card" in e["basis"]) == (settings["gpu"] is None)
     assert expected_rows(table.stdout)[1] == [[r["label"], r["expected_text"], r["bound_text"], r["error"]]
-                                       for r in view["rows"] + lent]
+                                       for r in view["rows"] + lent + card]
     assert [len(view["terms"][s]) for s in ("prefill", "decode")] == [
         len(e["basis"][s]["coefficients"]) for s in ("prefill", "decode")]
     assert view["throughput_rows"] == sum(r.test == "throughput" for r in rows_for(engine, used))

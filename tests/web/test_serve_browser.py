@@ -1087,3 +1087,19 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     assert page.locator("#expected-table tr").count() == 0
     assert page.locator("#speed-table td").count() > 0
     page.screenshot(path=str(SHOTS / "speed-none.png"))
+
+
+def test_a_card_not_in_the_table_shows_what_the_fit_took_it_for(server: str, page: Any,
+                                                                cli: Any) -> None:
+    """An RTX 4090 given by its figures alone: the expected table is the CLI's, its last row the
+    card the fit assumed (GeForce-like), the bound at CUDA's ratios as `latency --engine` prints."""
+    page.goto(server + "?model=llama-2-7b&gpu=&gpu_mem=24GiB&gpu_flops=165.2T"
+              "&gpu_bandwidth=1008G&ctx=512&batch=1&gen=1&dtype=q4_0")
+    settled(page)
+    words = page.locator("#panel-speed code.cli").all_inner_texts()[0].split()[1:]
+    assert words[words.index("--gpu-flops"):words.index("--gpu-flops") + 4] == [
+        "--gpu-flops", "165.2T", "--gpu-bandwidth", "1008G"] and "--engine" in words
+    title, rows = _printed(cli, words)
+    assert list(_expected(page).values()) == rows and rows[-1][0] == "card assumed"
+    assert page.locator('#expected-table tr[data-key="assumed_card"]').count() == 1
+    assert rows[-1][3].startswith("a card not in the table: the fit assumes it GeForce-like")
