@@ -87,7 +87,8 @@ CALLED = {("llama.cpp", "cpu", "consumer"): 0.259,  # 0.259
           ("llama.cpp", "metal", "apple"): 0.053,  # 0.053
           ("llama.cpp", "rocm", "consumer"): 0.099,  # 0.099
           ("llama.cpp", "vulkan", "consumer"): 0.097,  # 0.431
-          ("sglang", "cuda", "datacentre"): 0.33,  # 0.33
+          ("sglang", "cuda", "datacentre"): 0.072,  # 0.33 on its 4 rows then; 36 rows now
+          ("sglang", "rocm", "datacentre"): 0.166,  # its 28 rows came after the rule
           ("transformers", "cuda", "datacentre"): 0.845,  # 0.845
           ("trtllm", "cuda", "datacentre"): 0.081,  # 0.134
           ("vllm", "cuda", "datacentre"): 0.129,  # 0.129
@@ -104,8 +105,8 @@ def test_called_by_figures_errors(called_errors: list[tuple[MeasuredRow, float]]
     by_class = {c: round(statistics.median(abs(e) for r, e in called_errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
     # before: decode 0.065, prefill 0.135, throughput 0.12; apple 0.053, consumer 0.248, dc 0.139
-    assert by_stage == {"decode": 0.052, "prefill": 0.073, "throughput": 0.088}
-    assert by_class == {"apple": 0.053, "consumer": 0.098, "datacentre": 0.083}
+    assert by_stage == {"decode": 0.061, "prefill": 0.074, "throughput": 0.088}
+    assert by_class == {"apple": 0.053, "consumer": 0.098, "datacentre": 0.088}
 
 
 def test_the_rtx_4090_called_by_its_figures(cli: Any) -> None:
