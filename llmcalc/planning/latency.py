@@ -158,13 +158,22 @@ COMPUTE_FORMATS.update({q: _INT8 for q, kind in QUANT_TYPES.items()
 #   XTX 122.8T, MI300X 1,305T beside bf16 1,307.4T): FP16 1x; the MI300X's FP8 is 2x (2,610T), the
 #   Strix Halo's INT8 1x; INT8 and FP4 (no AMD card of the table has an FP4 figure) take FP8's 2x.
 # - Metal: Apple's M1–M4 GPUs run FP16 at their FP32 rate, one figure per chip: 1x.
-# - CPU: the figure is the CPU's FP32 peak; llama.cpp's CPU GEMMs do not exceed it: 1x.
+# - CPU: the figure is the FP32 FMA peak of the cores the threads run on (cores × clock × FP32 FMA
+#   lanes a cycle × 2), but llama.cpp's quantised GEMMs run on integer dot products, which do more
+#   multiply-adds an instruction: Arm's SDOT "performs the dot product of the four 8-bit elements
+#   in each 32-bit element" (16 a 128-bit vector where FMLA does 4 FP32 FMAs: 4x), its i8mm
+#   USMMLA/SMMLA "multiplies the 2x8 matrix ... by the 8x2 matrix" into a 2x2 32-bit result, "an
+#   8-way dot product per destination element" (32: 8x; developer.arm.com, vusmmlaq_s32), x86's
+#   VNNI vpdpbusd four u8×s8 products a 32-bit lane (4x); FP16 FMLA (Armv8.2) fills 8 lanes of a
+#   128-bit vector where FP32 fills 4 (2x). A Raspberry Pi 5's Llama-3.2-1B Q4_K_M pp512 on one to
+#   three Cortex-A76 cores ran at 1.34–1.46x their FP32 FMA peak (measured_speed.json): INT8 8x,
+#   FP16 2x; no CPU has FP8 or FP4 arithmetic (their weights are unpacked to INT8 dot products).
 # Without a backend (no --engine) the bound takes the highest of all: CUDA's.
 _GEFORCE = {"fp16": 2, "int8": 4, "fp8": 4, "fp4": 8}
 ASSUMED_RATIOS: dict[str, dict[str, int]] = {
     "cuda": _GEFORCE, "vulkan": _GEFORCE, "rocm": {"fp16": 1, "int8": 2, "fp8": 2, "fp4": 2},
     "metal": {"fp16": 1, "int8": 1, "fp8": 1, "fp4": 1},
-    "cpu": {"fp16": 1, "int8": 1, "fp8": 1, "fp4": 1}}
+    "cpu": {"fp16": 2, "int8": 8, "fp8": 1, "fp4": 1}}
 BACKEND_NAMES = {"cuda": "CUDA", "vulkan": "Vulkan", "rocm": "ROCm", "metal": "Metal", "cpu": "CPU"}
 CUSTOM = "custom"  # the key of a card given by its figures alone (hardware.resolve)
 

@@ -51,7 +51,7 @@ from typing import Any
 from llmcalc.errors import ParameterError
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.planning.hardware import Accelerator
-from llmcalc.planning.latency import CUSTOM, Latency, compute_peak, with_ratios
+from llmcalc.planning.latency import ASSUMED_RATIOS, CUSTOM, Latency, compute_peak, with_ratios
 from llmcalc.units import DType
 
 
@@ -189,7 +189,8 @@ ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
 # A100 40GB's 1.555 is the table's lowest), else workstation. Two cards of the table fall on the
 # wrong side: the L40 (209 FLOP/B, FP16 2x) and the DGX Spark (229, GeForce's ratios). On ROCm the
 # AMD cards' ratios (RX 7900 XTX and Strix Halo: one matrix rate for FP16 and INT8; MI300X FP8
-# 2x), data-centre at HBM bandwidth; on Metal and a CPU one figure for every format.
+# 2x), data-centre at HBM bandwidth; on Metal one figure for every format; a CPU the bound's
+# ratios to its FP32 FMA peak (latency.ASSUMED_RATIOS: INT8 8x, FP16 2x).
 # Each rule against every measured row re-called as a custom card (docs/latency.md): GeForce
 # ratios for every CUDA card left TensorRT-LLM's rows at 28.5% (its H100/A100 FP8 and FP16 at 4x/2x),
 # this split at 8.1% (as their cards: 8.0%).
@@ -220,6 +221,8 @@ def custom_card(acc: Accelerator, backend: str) -> Accelerator:
     elif backend == "rocm":
         ratios, kind = _AMD, "datacenter" if hbm else "consumer"
         like = f"an AMD card (HBM from {HBM_MIN_BANDWIDTH // 10**9:,} GB/s: data-centre)"
+    elif backend == "cpu":  # the bound's: a CPU's FP32 FMA peak, its int8 dot products 8x
+        ratios, kind, like = ASSUMED_RATIOS["cpu"], acc.kind, "a CPU given by its FP32 FMA peak"
     else:
         ratios, kind, like = _ONE, acc.kind, f"one figure for every format on {backend}"
     why = (f"a card not in the table: the fit assumes it {like}, {kind}: FP16 {ratios['fp16']}x, "
@@ -490,9 +493,19 @@ _NO_C_MOE = tuple(t for t in TERMS if t != "c_moe" and t not in FP8_TERMS)
 # (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
 # per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
 # on a fast card as on a slow one, and the bound (the max below) takes over where bandwidth is the
-# limit. llama.cpp on a CPU (one CPU, pp512/pp4096/tg128): the prefill's dense and attention
-# FLOPs at the CPU's FP32 peak, the decode's bytes at its bandwidth. vLLM on ROCm adds the batch's
-# compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
+# limit. llama.cpp on a CPU (27 llama-bench rows of four CPUs: pp512/pp4096/tg128; a Raspberry Pi 5
+# at 1–4 threads): the prefill's dense and attention FLOPs at the CPU's INT8 dot-product peak
+# (``--gpu-flops`` is the FP32 FMA peak of the cores its threads run on, cores × clock × FP32 FMA
+# lanes a cycle × 2; the int8 and FP16 peaks follow: llmcalc.planning.latency.ASSUMED_RATIOS),
+# the decode's bytes at the memory's bandwidth, a per-layer cost c — ggml's CPU backend has every
+# thread meet at a barrier after each node of the graph (ggml-cpu.c, ggml_graph_compute_thread:
+# ggml_barrier between nodes), a dozen a layer — and the step's FLOPs f, which few cores do not
+# hide behind the reads (a Pi 5 core decodes Llama-3.2-1B at 10.3 tokens/s, two at 14.4). The
+# Snapdragon 8cx Gen 3's tg128 of TinyLlama (22 layers) was 0.36 of the bandwidth bound where the
+# x86 rows' Llama-3.2-3B reached 0.58–0.61; on the 11 rows of three CPUs c took leave-one-out
+# decode error from 18.1% to 2.0%, and on all 27 f takes it from 15.4% to 13.3% (prefill 32.7%
+# either way; q, r and p_kq: r only shifts error between the Pi's two models). vLLM on ROCm adds
+# the batch's compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "a", "c"),
@@ -500,7 +513,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "rocm"): ("p", "r", "r_fp8", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in FP8_TERMS),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
-    ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a"),
+    ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
     ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): _NO_C_MOE,
     ("llama.cpp", "vulkan"): _NO_C_MOE}

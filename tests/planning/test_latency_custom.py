@@ -81,7 +81,7 @@ def test_no_measurement_beats_the_bound_of_its_card_called_by_its_figures() -> N
 # workstation card (229 FLOP/B), the Strix Halo and RX 7900 XTX lose their own terms and peaks
 # (the integrated-GPU term; on Vulkan the 7900 XTX reads as GeForce), the H100/A100 rows of
 # TensorRT-LLM at TP > 1 keep their NVLink (as --interconnect names it).
-CALLED = {("llama.cpp", "cpu", "consumer"): 0.259,  # 0.259
+CALLED = {("llama.cpp", "cpu", "consumer"): 0.23,  # 0.23
           ("llama.cpp", "cuda", "consumer"): 0.096,  # 0.248
           ("llama.cpp", "cuda", "datacentre"): 0.087,  # 0.966
           ("llama.cpp", "metal", "apple"): 0.053,  # 0.053
@@ -105,8 +105,10 @@ def test_called_by_figures_errors(called_errors: list[tuple[MeasuredRow, float]]
     by_class = {c: round(statistics.median(abs(e) for r, e in called_errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
     # before: decode 0.065, prefill 0.135, throughput 0.12; apple 0.053, consumer 0.248, dc 0.139
-    assert by_stage == {"decode": 0.061, "prefill": 0.074, "throughput": 0.088}
-    assert by_class == {"apple": 0.053, "consumer": 0.098, "datacentre": 0.088}
+    # with the 16 CPU rows of a Raspberry Pi 5 (llama.cpp CPU decode 13.3%, prefill 32.7%) and
+    # SGLang's 64 rows
+    assert by_stage == {"decode": 0.063, "prefill": 0.077, "throughput": 0.088}
+    assert by_class == {"apple": 0.053, "consumer": 0.105, "datacentre": 0.088}
 
 
 def test_the_rtx_4090_called_by_its_figures(cli: Any) -> None:
@@ -153,7 +155,7 @@ def test_the_rtx_4090_called_by_its_figures(cli: Any) -> None:
 @pytest.mark.parametrize(("backend", "dtype", "ratio"), [
     (None, "q4_0", 4),  # no --engine: the highest of any backend, CUDA's INT8
     ("cuda", "nvfp4", 8), ("vulkan", "q4_0", 4), ("cuda", "bf16", 2),
-    ("rocm", "q4_0", 2), ("rocm", "bf16", 1), ("metal", "q4_0", 1), ("cpu", "fp8", 1),
+    ("rocm", "q4_0", 2), ("rocm", "bf16", 1), ("metal", "q4_0", 1), ("cpu", "fp8", 2), ("cpu", "q4_0", 8),
 ])
 def test_a_custom_cards_bound_takes_its_backends_ratios(backend: str | None, dtype: str,
                                                        ratio: int) -> None:

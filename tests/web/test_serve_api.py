@@ -515,6 +515,9 @@ EXPECTED_CASES = [
     ({"gpu": "h100"}, "sglang", None, "cuda"),  # vLLM's decode rows join: the CLI's last row
     ({"gpu": "mi300x", "dtype": "fp8"}, "sglang", "rocm", "rocm"),  # its own rows only
     ({"gpu": "mi300x", "dtype": "fp8"}, "vllm", "rocm", "rocm"),
+    # a CPU as its FP32 FMA peak and memory (a Raspberry Pi 5's four cores): its int8 bound
+    ({"gpu": None, "gpu_mem": "16GB", "gpu_flops": "153.6G", "gpu_bandwidth": "17.1G",
+      "dtype": "q4_k_m"}, "llama.cpp", "cpu", "cpu"),
     # a card not in the table: the bound at its backend's ratios, the fit's "card assumed" row
     ({"gpu": None, "gpu_mem": "24GiB", "gpu_flops": "165.2T", "gpu_bandwidth": "1008G",
       "dtype": "q4_0"}, "llama.cpp", None, "cuda"),
