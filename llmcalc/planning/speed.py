@@ -289,7 +289,8 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     [d, k] activation; with the gpt-oss rows as MXFP4 experts their tg128 on GeForce cards were
     expected 3–41% too fast from bytes alone. Fitted on llama.cpp CUDA only (ENGINE_TERMS): 0.038
     ms a layer of a mixture of experts, its leave-one-out decode error 7.1% → 5.8%; on Metal the
-    term takes it 4.8% → 5.1%, on ROCm 4.8% → 6.7%, on Vulkan it leaves 6.2%; one per active
+    term takes it 4.8% → 5.1%, on ROCm (23 rows) 14.7% → 15.3% (its one MoE decode row does not
+    identify it), on Vulkan (61 rows) 5.0% → 4.8% but its class median 9.5% → 10.2%; one per active
     expert instead of one per layer fits CUDA no better: 5.8%), and the layers again for FP8
     weights (``FP8_TERMS``: their activations' quantisation kernels)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
