@@ -146,8 +146,13 @@ K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K")
 # discrete cards reach 0.33–0.44, and with Vulkan rows of discrete cards at their own shares (RTX
 # 3070 / 3090 coopmat2) no other term separates the two; the term (p_igpu, the prefill's FLOPs
 # again on such a GPU) takes llama.cpp Vulkan's leave-one-out prefill error from 38.3% to 5.9%.
-# The DGX Spark's GB10 shares a package too, but no row of it was readable: it stays out.
-INTEGRATED_GPUS = frozenset({"strix-halo"})
+# The DGX Spark's GB10 is such a GPU too: one package with the Grace CPU, the 128 GB of LPDDR5X
+# they share and one power budget for both. Its llama.cpp CUDA pp512 of Llama-2-7B Q4_0 on the
+# scoreboard (#15013) is 3,062 t/s, 0.33 of its 125 TFLOP/s FP16 peak, where the GeForce RTX 5060
+# Ti, 5070 and 5070 Ti reach 0.53–0.56 of theirs; with it in the set llama.cpp CUDA's
+# leave-one-out prefill error is 11.9% over its 163 rows, 13.3% without (consumer prefill 10.4%
+# against 13.5%).
+INTEGRATED_GPUS = frozenset({"strix-halo", "dgx-spark"})
 # FP8 weights served by SGLang: each FP8 linear quantises its input to FP8 in a kernel of its own
 # before the GEMM (python/sglang/srt/layers/quantization/fp8_utils.py: a per-token-group FP8
 # quantisation, sglang_per_token_group_quant_fp8, then the block-scaled FP8 GEMM; on ROCm Triton's
@@ -161,7 +166,7 @@ INTEGRATED_GPUS = frozenset({"strix-halo"})
 # from 52.7% to 39.9% and 28.5% to 15.4%; leaving out each model × card whole, from 38.0% to 13.5%
 # and 21.8% to 15.8% on CUDA, 58.2% to 48.8% and 33.1% to 21.7% on ROCm. Fitted on SGLang only.
 FP8_TERMS = ("r_fp8", "c_fp8")
-PREFILL_TERMS = 10  # _prefill_features' length; the row features are prefill's, then decode's 7
+PREFILL_TERMS = 10  # _prefill_features' length; the row features are prefill's, then decode's 8
 STAGES = ("prefill", "decode")
 
 
@@ -174,6 +179,40 @@ STAGES = ("prefill", "decode")
 ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "cuda"): ("fp16",), ("llama.cpp", "vulkan"): ("fp16",),
     ("sglang", "cuda"): ("fp16",), ("sglang", "rocm"): ("fp16",)}
+# llama.cpp's CUDA prefill of quantised weights runs its MMQ kernels (the default since PR #8075,
+# June 2024: "mul_mat_q instead of FP16 cuBLAS GEMM"), int8 tensor-core tiles on the mma.sync
+# instructions every NVIDIA GPU since Turing has. They reach about what a GeForce SM does per
+# clock — 1,024 FP16-accumulate FLOP (RTX 4090: 330.3 TFLOP/s over 128 SMs at 2.52 GHz) — not the
+# data-centre SMs' own tensor rate: 2,048 FLOP per SM and clock on an A100 (312 TFLOP/s, 108 SMs at
+# 1.41 GHz), 4,096 on an H100/H200 (989.4 TFLOP/s, 132 SMs at 1.83 GHz; the H100 PCIe's 114 SMs
+# the same), 8,192 on a B200 (2.25 PFLOP/s, 148 SMs at a 1.86 GHz tensor clock; the GB200 the same
+# SM). On the CUDA scoreboard (#15013: Llama-2-7B Q4_0 pp512, flash attention off) an H100 makes
+# 10,163 t/s, an H200 10,429 and a B200 10,532 beside an RTX 4090's 11,993, where their peaks are
+# 3.0, 3.0 and 6.8 times the 4090's. A quantised prefill on these cards is fitted against their
+# FP16 peak over that ratio; F16/BF16 weights still go to cuBLAS at the card's own rate. (SMs and
+# clocks: glennklockwood.com/garden/processors/h100, hmc-tech.com's A100 and B200 pages,
+# chipsandcheese's B200 article, the RTX 4090's Founders Edition specification.) With it the
+# data-centre prefill term p_dc fits to 0.1 (2.8 without) and llama.cpp CUDA's leave-one-out error
+# over its 163 rows goes from 8.5% to 8.1% (consumer rows 7.7% → 7.2%, data-centre 13.1% → 12.8%;
+# prefill alone 11.8% → 11.9%), the B200's pp512 from 125% over to 1% under, the H100's and
+# H200's from 8–25% over to 9–22% under; the H100 PCIe's F16 rows (cuBLAS, May 2024), which p_dc
+# took down, are 71–96% over.
+MMQ_SM_RATE = {"a100-40gb": 2, "a100-80gb": 2, "a100-pcie-40gb": 2, "a100-pcie-80gb": 2, "a30": 2,
+               "h100": 4, "h100-pcie": 4, "h100-nvl": 4, "h200": 4, "h200-nvl": 4, "gh200": 4,
+               "b200": 8, "gb200": 8}
+
+
+def mmq_sm_rate(a: Accelerator) -> int:
+    """``MMQ_SM_RATE`` of a card of the table (1 where it has none: GeForce, workstation cards, the
+    V100, whose Volta SM has GeForce's rate); a card not in the table that ``custom_card`` reads as
+    data-centre takes the rate of the table's data-centre cards of its bf16 peak: below 500
+    TFLOP/s an A100's SM (A100 312, A30 165), below 1,500 a Hopper SM (H100 PCIe 756, H100 NVL 835,
+    H100 and H200 989), above it a Blackwell SM (B200 2,250, GB200 2,500)."""
+    if a.key in MMQ_SM_RATE:
+        return MMQ_SM_RATE[a.key]
+    if a.key != CUSTOM or a.kind != "datacenter":
+        return 1
+    return 2 if a.peak_flops < 500 * 10**12 else 4 if a.peak_flops < 1_500 * 10**12 else 8
 
 
 # A card given by its figures alone (no table key): the bound takes the highest ratios a card of the
@@ -252,13 +291,17 @@ def fit_bound_seconds(lat: Latency, backend: str) -> tuple[float, float]:
 
 
 def engine_peak(lat: Latency, engine: str, backend: str) -> float:
-    """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``."""
+    """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``;
+    llama.cpp CUDA's quantised prefill on a data-centre card at its MMQ share (``MMQ_SM_RATE``)."""
     formats = ENGINE_FORMATS.get((engine, backend))
     if formats is None:
         return _fit_peak(lat, backend)
     a = fit_card(lat, backend)
     peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
-    return max(a.peak_flops, *(peaks[f] for f in formats)) or _fit_peak(lat, backend)
+    peak = max(a.peak_flops, *(peaks[f] for f in formats)) or _fit_peak(lat, backend)
+    if (engine, backend) == ("llama.cpp", "cuda") and not isinstance(lat.dtype, DType):
+        return peak / mmq_sm_rate(a)
+    return peak
 
 
 def _fp16_peak(lat: Latency, peak: float, backend: str) -> float:
@@ -291,13 +334,20 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     ms a layer of a mixture of experts, its leave-one-out decode error 7.1% → 5.8%; on Metal the
     term takes it 4.8% → 5.1%, on ROCm (23 rows) 14.7% → 15.3% (its one MoE decode row does not
     identify it), on Vulkan (61 rows) 5.0% → 4.8% but its class median 9.5% → 10.2%; one per active
-    expert instead of one per layer fits CUDA no better: 5.8%), and the layers again for FP8
-    weights (``FP8_TERMS``: their activations' quantisation kernels)."""
+    expert instead of one per layer fits CUDA no better: 5.8%), and the bytes again on a
+    data-centre card: HBM's bandwidth at its latency needs more bytes in flight than llama.cpp's
+    batch-1 mat-vec kernels keep (Little's law), so a large read reaches less of it than on GDDR —
+    Llama-3-8B F16 tg512 (XiongjieDai, May 2024) at 0.40 of the bound on an A100 SXM and 0.51 on an
+    H100 PCIe, 0.74–0.82 on an RTX 4090, RTX 6000 Ada, RTX A6000, A40 and L40S. Fitted on llama.cpp
+    CUDA only (ENGINE_TERMS): its leave-one-out decode error 7.7% → 7.4% over its 163 rows,
+    data-centre decode rows 12.9% → 11.1%; and the layers again for FP8 weights (``FP8_TERMS``:
+    their activations' quantisation kernels)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
-    return (d.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S,
-            d.flops / _fp16_peak(lat, peak, backend), d.comm_s, lat.layers * LAYER_S * dc,
-            lat.layers * LAYER_S * lat.moe, lat.layers * LAYER_S * _fp8_weights(lat))
+    read = d.bytes / lat.accelerator.bandwidth
+    return (read, lat.layers * LAYER_S, d.flops / _fp16_peak(lat, peak, backend), d.comm_s,
+            lat.layers * LAYER_S * dc, lat.layers * LAYER_S * lat.moe, read * dc,
+            lat.layers * LAYER_S * _fp8_weights(lat))
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
@@ -323,7 +373,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 17 features of one row (prefill's 10, then decode's 7): a throughput row's request takes
+    """The 18 features of one row (prefill's 10, then decode's 8): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -462,13 +512,13 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 17 terms in _row_features' order (prefill's 10, then decode's 7).
+# The 18 terms in _row_features' order (prefill's 10, then decode's 8).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "a", "c", "f", "g",
-         "c_dc", "c_moe", "c_fp8")
-# the terms but the MoE decode term and the FP8 terms (SGLang's): llama.cpp's backends other than
-# CUDA (_decode_features)
-_NO_C_MOE = tuple(t for t in TERMS if t != "c_moe" and t not in FP8_TERMS)
-# The terms an engine × backend is fitted with, where not all 15: vLLM's rows (its nightly
+         "c_dc", "c_moe", "a_dc", "c_fp8")
+# the terms but llama.cpp CUDA's own decode terms, MoE and HBM (_decode_features), and SGLang's FP8
+# terms: llama.cpp's other backends and TensorRT-LLM
+_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS))
+# The terms an engine × backend is fitted with, where not all 18: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms

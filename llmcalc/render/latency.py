@@ -164,8 +164,8 @@ def expected_json(e: Expected) -> dict[str, Any]:
         "basis": {
             "decode": {"model": "t = a · bytes / bandwidth + c · layers × 1 ms + f · FLOPs / peak "
                        "+ g · all-reduce time + c_dc · layers × 1 ms on a data-centre card + c_moe · "
-                       "layers × 1 ms for a mixture of experts (a = 1/η, c per layer, f the "
-                       "batch's compute)",
+                       "layers × 1 ms for a mixture of experts + a_dc · bytes / bandwidth on a "
+                       "data-centre card (a = 1/η, c per layer, f the batch's compute)",
                        **_fit_json(e.decode)},
             "prefill": {"model": "t = p · weight FLOPs / peak + q · bytes / bandwidth + r · layers × 1 "
                         "ms + s · all-reduce time + p_dc · FLOPs / peak on a data-centre card + p_att · "
