@@ -447,11 +447,11 @@ def test_sglang_rows_reproduced(cli: Any) -> None:
     assert (round(e["error"]["decode"], 3), round(e["error"]["prefill"], 3)) == (0.053, 0.098)
     assert e["basis"]["stand_in"] == {"rows": 27, "why": SGLANG_DECODE_STAND_IN}
     assert (e["basis"]["prefill"]["rows"], e["basis"]["decode"]["rows"]) == (13, 23)
-    # prefill: p, r and r_fp8 (the last of the 10); decode: a, c, f and c_fp8 (the last of the 7)
+    # prefill: p, r and r_fp8 (the last of the 10); decode: a, c, f and c_fp8 (the last of the 8)
     assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [
         1.122, 0.0, 1.32, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.846]
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
-        1.608, 0.07, 2.154, 0.0, 0.0, 0.0, 0.067]
+        1.608, 0.07, 2.154, 0.0, 0.0, 0.0, 0.0, 0.067]
     words = " ".join(w for w in cli(*args).stdout.split() if w != "│")
     assert "±5.3% (median, leave-one-out, 23 rows)" in words
     assert "fitted with 27 other rows" in words
@@ -497,7 +497,7 @@ def test_a_transformers_generate_row_reproduced(cli: Any) -> None:
     assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"]
     assert e["error"] == {"decode": None, "prefill": None, "throughput": None}
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [0.0, 1.357, 0.0, 0.0, 0.0,
-                                                                           0.0, 0.0]
+                                                                           0.0, 0.0, 0.0]
     assert not any(e["basis"]["prefill"]["coefficients"])  # no prefill row: the bound
 
 
@@ -541,7 +541,7 @@ def test_a_held_out_cpu_decode_reproduced(cli: Any) -> None:
     e = out["expected"]
     assert round(e["decode_tokens_per_s"], 1) == 45.9 and round(out["tokens_per_s"], 1) == 108.1
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [1.161, 0.4, 1.157, 0.0,
-                                                                           0.0, 0.0, 0.0]
+                                                                           0.0, 0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize(("engine", "backend", "why"), [
