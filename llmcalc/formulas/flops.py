@@ -62,7 +62,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from llmcalc.errors import UsageError
-from llmcalc.formulas.counting import count, percent_off
+from llmcalc.formulas.counting import LM_HEAD, count, percent_off
 from llmcalc.model.spec import (
     CCA,
     GATED_DELTA,
@@ -565,6 +565,15 @@ def layer_weight_flops_per_token(spec: ModelSpec) -> int:
     """The weight FLOPs per token inside the layers (what a prompt token a model prepends costs:
     CPM-Ant's run through the layers, not the head)."""
     return sum(term.flops for term in weight_terms(spec) if term.num_layers is not None)
+
+
+def lm_head_flops_per_token(spec: ModelSpec) -> int:
+    """The LM head's weight FLOPs per token: 2 × V × d for the output projection lm_head [V, d]
+    (tied or not), with a transform of its own before it (ModernBERT-decoder's lm_head.dense
+    [d, d]); the part of :func:`weight_flops_per_token` only a token whose logits are wanted needs.
+    An encoder's masked-LM head (``mlm_head/…``) is not it: fill-mask reads every position."""
+    return sum(t.flops for t in weight_terms(spec) if t.num_layers is None
+               and (t.key == LM_HEAD or t.key.startswith(f"{LM_HEAD}/")))
 
 
 # ---- encoder–decoders: the encoder and the decoder's cross-attention -------------------------------

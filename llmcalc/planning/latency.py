@@ -8,9 +8,10 @@ here prints. Sources, each used once below:
   are bounds — no real engine is faster; the peak is the highest of the formats an engine may
   compute the weight format in (:func:`compute_peak`; a card not in the table at the highest
   ratios to its bf16 peak a card of the backend holds: ``ASSUMED_RATIOS``);
-- prefill of ``ctx`` prompt tokens: the forward FLOPs of the causal pairs (llmcalc.formulas.flops) against
-  the weights read once and the cache written once; the first token comes out of it, so the time
-  to first token (TTFT) is the prefill;
+- prefill of ``ctx`` prompt tokens: the forward FLOPs of the causal pairs (llmcalc.formulas.flops),
+  with the LM head run for the last prompt token of each sequence only (``PREFILL_HEAD_NOTE``),
+  against the weights read once and the cache written once; the first token comes out of it, so
+  the time to first token (TTFT) is the prefill;
 - decode: each step makes one token per sequence, reading every weight once (for mixture-of-experts
   models the experts the batch's tokens are routed to: E·(1 − (1 − k/E)^b) of E per layer, expected
   under uniform routing; of an embedding table, a gather, only the b rows looked up, unless it is
@@ -51,6 +52,26 @@ from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
 ALL_REDUCES_PER_LAYER = 2  # Megatron-LM §3: one after attention, one after the MLP
+
+# A serving engine's prefill multiplies only the hidden state it samples from by the LM head [V, d]:
+# the last prompt token of each sequence, not all ctx of them (transformers' forward, which
+# `llmcalc flops` counts, runs the head on every position). Read in each engine's source:
+# - llama.cpp: llama-bench's test_prompt (tools/llama-bench/llama-bench.cpp) decodes
+#   llama_batch_get_one(tokens, n_tokens), a batch with no logits array; llama_batch_allocr::init
+#   (src/llama-batch.cpp) then marks "the output only for the last token", and each model's graph
+#   gathers those rows (build_inp_out_ids, "skip computing output for unused tokens") in its last
+#   layer, so the head sees one row (that layer's FFN too: a llama.cpp saving not counted here);
+# - vLLM: GPUModelRunner._prepare_inputs (vllm/v1/worker/gpu_model_runner.py) sets logits_indices =
+#   query_start_loc[1:] - 1, each request's last scheduled token, and execute_model passes
+#   hidden_states[logits_indices] to model.compute_logits;
+# - SGLang: LogitsProcessor.forward (python/sglang/srt/layers/logits_processor.py), in extend mode
+#   without input logprobs, takes hidden_states[cumsum(extend_seq_lens) - 1] before the head;
+# - TensorRT-LLM: DecoderModelForCausalLM.forward (tensorrt_llm/models/modeling_utils.py) calls
+#   gather_last_token_logits(hidden_states, last_token_ids, …) before self.lm_head; an engine built
+#   with gather_context_logits (off by default) keeps every position's logits.
+# A chunked prompt (llama-bench's n_batch, vLLM's chunked prefill) runs it once per chunk: one row
+# of a chunk's hundreds to thousands, not counted.
+PREFILL_HEAD_NOTE = "LM head for the last prompt token only, as engines run it"
 
 
 @dataclass(frozen=True)
@@ -115,6 +136,7 @@ class Latency:
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
     peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype)
     prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
+    prefill_note: str = ""  # what the prefill's FLOPs leave out of a whole forward (PREFILL_HEAD_NOTE)
     moe: bool = False  # routed experts (the expected speed's own terms: prefill GEMMs, decode)
     # what the figures are read with: a prompt past the window (the words flops and memory
     # use), what the weights' format leaves wide (formulas.quant.format_notes)
@@ -166,7 +188,7 @@ COMPUTE_FORMATS.update({q: _INT8 for q, kind in QUANT_TYPES.items()
 #   8-way dot product per destination element" (32: 8x; developer.arm.com, vusmmlaq_s32), x86's
 #   VNNI vpdpbusd four u8×s8 products a 32-bit lane (4x); FP16 FMLA (Armv8.2) fills 8 lanes of a
 #   128-bit vector where FP32 fills 4 (2x). A Raspberry Pi 5's Llama-3.2-1B Q4_K_M pp512 on one to
-#   three Cortex-A76 cores ran at 1.34–1.46x their FP32 FMA peak (measured_speed.json): INT8 8x,
+#   three Cortex-A76 cores ran at 1.06–1.15x their FP32 FMA peak (measured_speed.json): INT8 8x,
 #   FP16 2x; no CPU has FP8 or FP4 arithmetic (their weights are unpacked to INT8 dot products).
 # Without a backend (no --engine) the bound takes the highest of all: CUDA's.
 _GEFORCE = {"fp16": 2, "int8": 4, "fp8": 4, "fp4": 8}
@@ -289,8 +311,10 @@ def latency(
     acc = replace(accelerator, peak_flops=peak)  # the stages run at the weight format's peak
     link, ce, be = interconnect, compute_efficiency, bandwidth_efficiency
     kw = dict(acc=acc, link=link, tp=tp, ce=ce, be=be)
+    head = flops.lm_head_flops_per_token(spec)  # skipped for all but one prompt token a sequence
     prefill = _stage(
-        flops_=batch * flops.forward_flops_per_sequence(spec, ctx=ctx, causal=True),
+        flops_=batch * (flops.forward_flops_per_sequence(spec, ctx=ctx, causal=True)
+                        - (ctx - 1) * head),
         bytes_=step_weight_bytes(spec, dtype, tokens=batch * ctx)
         + memory.kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype),
         comm=all_reduce_bytes(spec, tokens=batch * ctx, tp=tp), **kw,  # type: ignore[arg-type]
@@ -325,6 +349,7 @@ def latency(
         speculation=spec_result, layers=spec.num_layers, peak_flops=peak,
         prefill_attention_flops=-(-batch * flops.attention_flops_per_sequence(
             spec, ctx=ctx, causal=True) // tp),
+        prefill_note=PREFILL_HEAD_NOTE if head else "",
         moe=spec.moe is not None,
         notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype),
                *((accelerator.peaks_source,) if custom else ())),

@@ -162,9 +162,9 @@ INTEGRATED_GPUS = frozenset({"strix-halo", "dgx-spark"})
 # weights, where BF16 models of as many layers take half the per-layer time; on 8 × MI300X
 # DeepSeek-V3.1 and Qwen3-Coder-480B FP8 take 262–396 µs a layer, Llama 4's BF16 108–138 µs. The
 # terms (r_fp8, c_fp8: the layers again for FP8 weights, prefill and decode) take SGLang's
-# leave-one-out error on CUDA from 33.8% to 9.8% (prefill) and 18.6% to 5.3% (decode), on ROCm
-# from 52.7% to 39.9% and 28.5% to 15.4%; leaving out each model × card whole, from 38.0% to 13.5%
-# and 21.8% to 15.8% on CUDA, 58.2% to 48.8% and 33.1% to 21.7% on ROCm. Fitted on SGLang only.
+# leave-one-out error on CUDA from 35.1% to 11.5% (prefill) and 18.6% to 5.3% (decode), on ROCm
+# from 55.6% to 39.9% and 28.5% to 15.4%; leaving out each model × card whole, from 41.4% to 14.8%
+# and 21.8% to 15.8% on CUDA, 61.0% to 48.8% and 33.1% to 21.7% on ROCm. Fitted on SGLang only.
 FP8_TERMS = ("r_fp8", "c_fp8")
 PREFILL_TERMS = 10  # _prefill_features' length; the row features are prefill's, then decode's 8
 STAGES = ("prefill", "decode")
@@ -539,7 +539,7 @@ _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS))
 # batch's compute (f) adds (leave-one-out decode error on CUDA 7.0% → 5.3%, ROCm 15.9% → 15.4%).
 # With the all-reduces (s, g), the attention's FLOPs (p_att) or the MoE terms as well, the
 # leave-one-out errors grow or the coefficients leave physical ranges (p_att carrying the prompt's
-# length with p at 0; p_moe: p below 1, and 19.3% leaving each model × card out).
+# length with p at 0; p_moe: p below 1).
 # transformers' one row
 # (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
 # per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much

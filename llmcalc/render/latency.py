@@ -209,7 +209,7 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
             "draft_tokens": sp.draft_tokens if sp else None,
         },
         "weight_bytes": r.weight_bytes,
-        "prefill": _stage_json(r.prefill),
+        "prefill": {**_stage_json(r.prefill), **({"note": r.prefill_note} if r.prefill_note else {})},
         "decode_step": {**_stage_json(r.decode), "ctx": r.decode_ctx},
         "ttft_s": r.ttft_s,
         "tpot_s": r.tpot_s,
@@ -232,8 +232,9 @@ def latency_explain(r: Latency) -> list[str]:
     peak = r.peak_flops * r.compute_efficiency
     bw = a.bandwidth * r.bandwidth_efficiency
     lines = [
-        f"prefill compute = batch × causal forward FLOPs / tp / (peak of {r.dtype.value}'s compute "
-        f"format × eff) = {n(p.flops)} / "
+        f"prefill compute = batch × causal forward FLOPs"
+        f"{f' ({r.prefill_note})' if r.prefill_note else ''} / tp / (peak of {r.dtype.value}'s "
+        f"compute format × eff) = {n(p.flops)} / "
         f"{peak:.4e} = {_ms(p.compute_s)}",
         f"prefill memory = (weights + KV written) / tp / (bandwidth × eff) = {n(p.bytes)} / "
         f"{bw:.4e} = {_ms(p.memory_s)}",

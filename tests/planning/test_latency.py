@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from llmcalc import load_spec
+from llmcalc.formulas import flops
 from llmcalc.formulas.quant import resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
 from llmcalc.planning.latency import all_reduce_bytes, compute_peak, latency, step_weight_bytes
@@ -35,7 +36,7 @@ def test_published_first_token_latency_a100() -> None:
     small = latency(load_spec("llama-2-7b"), accelerator=A100, interconnect=NVLINK3, ctx=2048,
                     gen=1, **FP16)
     assert small.ttft_s <= 0.133
-    assert round(small.ttft_s / 0.133, 2) == 0.68
+    assert round(small.ttft_s / 0.133, 2) == 0.67
     big = latency(load_spec("llama-2-70b"), accelerator=A100, interconnect=NVLINK3, tp=4,
                   ctx=2048, gen=1, **FP16)
     assert big.ttft_s <= 0.377
@@ -101,6 +102,43 @@ def test_cli_latency(cli) -> None:
     assert r.code == 2 and r.stderr.startswith("error: --interconnect token-ring: unknown link")
     r = cli("latency", "llama-2-7b", "--gpu", "h100", "--dtype", "nf4", "--explain")
     assert r.code == 0 and "Williams et al. 2009" in " ".join(r.stdout.split())
+
+
+def test_prefill_runs_the_lm_head_for_the_last_prompt_token_only() -> None:
+    """Engines multiply only the sampled position by the LM head (llama.cpp, vLLM, SGLang,
+    TensorRT-LLM: llmcalc.planning.latency.PREFILL_HEAD_NOTE); a decode step still runs it."""
+    h100 = lookup("h100")
+    link = interconnect(None, h100)
+    spec = load_spec("llama-3.2-1b")  # lm_head [128,256, 2,048], tied to the embedding
+    head = 2 * 128_256 * 2_048
+    assert flops.lm_head_flops_per_token(spec) == head
+    r = latency(spec, accelerator=h100, interconnect=link, batch=2, ctx=512, gen=16)
+    whole = flops.forward_flops_per_sequence(spec, ctx=512, causal=True)
+    assert r.prefill.flops == 2 * (whole - 511 * head) == 2_028_342_345_728
+    assert round(1 - r.prefill.flops / (2 * whole), 3) == 0.209  # a fifth of transformers' forward
+    assert r.decode.flops == 2 * flops.forward_flops_per_token(spec, ctx=r.decode_ctx)
+    assert r.prefill_note == "LM head for the last prompt token only, as engines run it"
+    gemma = latency(load_spec("gemma-3-4b"), accelerator=h100, interconnect=link, ctx=512, gen=1)
+    assert flops.lm_head_flops_per_token(load_spec("gemma-3-4b")) == 2 * 262_208 * 2_560
+    assert round(1 - gemma.prefill.flops / flops.forward_flops_per_sequence(
+        load_spec("gemma-3-4b"), ctx=512, causal=True), 3) == 0.171
+    # an encoder's masked-LM head reads every position: its prefill is the whole forward
+    bert = load_spec("bert-base-uncased")
+    enc = latency(bert, accelerator=h100, interconnect=link, ctx=512, gen=1)
+    assert flops.lm_head_flops_per_token(bert) == 0 and enc.prefill_note == ""
+    assert enc.prefill.flops == flops.forward_flops_per_sequence(bert, ctx=512, causal=True)
+
+
+def test_the_prefill_says_it_runs_the_head_once(cli: Any) -> None:
+    args = ("latency", "llama-3.2-1b", "--gpu", "h100", "--ctx", "512", "--gen", "1")
+    d = cli(*args, "--json").json()
+    assert d["prefill"]["note"] == "LM head for the last prompt token only, as engines run it"
+    assert d["prefill"]["flops_per_gpu"] == 1_014_171_172_864
+    assert d["notes"] == []  # not an assumption: --strict still answers
+    text = " ".join(cli(*args, "--explain").stdout.split())
+    assert ("prefill compute = batch × causal forward FLOPs (LM head for the last prompt token "
+            "only, as engines run it) / tp / (peak of bf16's compute format × eff) = "
+            "1,014,171,172,864 / ") in text
 
 
 @pytest.mark.parametrize(("gpu", "dtype", "peak"), [
