@@ -73,13 +73,13 @@ class MeasuredRow:
     ctx: int
     gen: int
     batch: int
-    test: str  # pp… or ttft (prefill), tg… (decode), throughput (whole requests)
+    test: str  # pp… or ttft (prefill), tg… or tpot (decode), throughput (whole requests)
     tokens_per_s: float  # a ttft row: batch × ctx ÷ the time to first token
     tp: int = 1
     kv_dtype: str = ""  # the cache's dtype where the source gives it (else the format's default)
     ttft_ms: float = 0.0  # a ttft row's figure as published
     latency_ms: float = 0.0  # a whole batch's end-to-end latency as published (vLLM benchmark_latency)
-    tpot_ms: float = 0.0  # a decode row's time per output token (inter-token latency) as published
+    tpot_ms: float = 0.0  # a tpot / tg row's time per output token as published (one decode step)
     total_tokens_per_s: float = 0.0  # a throughput row's output tokens/s over all tp GPUs, as published
     quoted_in: str = ""  # where the figure was read, when not at the source itself
     quote: str = ""  # the line as read
@@ -89,13 +89,14 @@ class MeasuredRow:
     def stage(self) -> str:
         if self.test.startswith("pp") or self.test == "ttft":
             return "prefill"
-        return "decode" if self.test.startswith("tg") else "throughput"
+        return "decode" if self.test.startswith("tg") or self.test == "tpot" else "throughput"
 
 
 def _published_tokens_per_s(r: dict[str, Any]) -> float:
     """The row's figure as tokens/s: as published, or from a first-token latency (batch × ctx
-    prompt tokens), a time per output token (batch tokens a step) or a whole batch's latency
-    (batch × gen output tokens over tp GPUs), or all tp GPUs' output tokens/s (over tp)."""
+    prompt tokens), a time per output token (one decode step of the batch: batch tokens), a
+    whole batch's latency (batch × gen output tokens over tp GPUs), or all tp GPUs' output
+    tokens/s (over tp)."""
     if "tokens_per_s" in r:
         return float(r["tokens_per_s"])
     if "total_tokens_per_s" in r:
@@ -157,7 +158,20 @@ K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K")
 # leave-one-out prefill error is 11.9% over its 163 rows, 13.3% without (consumer prefill 10.4%
 # against 13.5%).
 INTEGRATED_GPUS = frozenset({"strix-halo", "dgx-spark"})
-PREFILL_TERMS = 9  # _prefill_features' length; the row features are prefill's, then decode's 8
+# FP8 weights served by SGLang: each FP8 linear quantises its input to FP8 in a kernel of its own
+# before the GEMM (python/sglang/srt/layers/quantization/fp8_utils.py: a per-token-group FP8
+# quantisation, sglang_per_token_group_quant_fp8, then the block-scaled FP8 GEMM; on ROCm Triton's
+# or AITER's block-scale GEMM), so an FP8 layer launches more kernels than a BF16 one; the decode
+# step runs them under CUDA graphs, the prefill eagerly from Python. Its cost is per layer, not per
+# byte: SGLang's DeepSeek-R1 FP8 decode on 8 × B200 takes 9.2 ms a step, 0.58 ms of it reading the
+# weights, where BF16 models of as many layers take half the per-layer time; on 8 × MI300X
+# DeepSeek-V3.1 and Qwen3-Coder-480B FP8 take 262–396 µs a layer, Llama 4's BF16 108–138 µs. The
+# terms (r_fp8, c_fp8: the layers again for FP8 weights, prefill and decode) take SGLang's
+# leave-one-out error on CUDA from 35.1% to 11.5% (prefill) and 18.6% to 5.3% (decode), on ROCm
+# from 55.6% to 39.9% and 28.5% to 15.4%; leaving out each model × card whole, from 41.4% to 14.8%
+# and 21.8% to 15.8% on CUDA, 61.0% to 48.8% and 33.1% to 21.7% on ROCm. Fitted on SGLang only.
+FP8_TERMS = ("r_fp8", "c_fp8")
+PREFILL_TERMS = 10  # _prefill_features' length; the row features are prefill's, then decode's 9
 STAGES = ("prefill", "decode")
 
 
@@ -307,6 +321,11 @@ def _fp16_peak(lat: Latency, peak: float, backend: str) -> float:
     return min(peak, a.fp16_flops or a.peak_flops or peak)
 
 
+def _fp8_weights(lat: Latency) -> bool:
+    """Whether the weights are FP8 (``FP8_TERMS``)."""
+    return lat.dtype is DType.fp8
+
+
 def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs (at
     most at the FP16 peak: ``_fp16_peak``), the tensor-parallel all-reduces, and the layers again
@@ -326,9 +345,10 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     Llama-3-8B F16 tg512 (XiongjieDai, May 2024) at 0.40 of the bound on an A100 SXM and 0.51 on an
     H100 PCIe, 0.74–0.82 on an RTX 4090, RTX 6000 Ada, RTX A6000, A40 and L40S. Fitted on llama.cpp
     CUDA only (ENGINE_TERMS): its leave-one-out decode error 7.7% → 7.4% over its 163 rows,
-    data-centre decode rows 12.9% → 11.1%), and the layers again under tensor parallelism (``c_tp``:
-    each layer's two all-reduces, after the attention's output projection and the MLP's down
-    projection (Megatron-LM, Shoeybi et al. 2019, §3), are each a collective launch and a
+    data-centre decode rows 12.9% → 11.1%; and the layers again for FP8 weights (``FP8_TERMS``:
+    their activations' quantisation kernels); and the layers again under tensor parallelism
+    (``c_tp``: each layer's two all-reduces, after the attention's output projection and the MLP's
+    down projection (Megatron-LM, Shoeybi et al. 2019, §3), are each a collective launch and a
     synchronisation of every GPU, a fixed latency the bytes at the link's bandwidth (g) leave out:
     a decode step's messages are batch × d_model × 2 B, kilobytes. Fitted on vLLM CUDA only
     (ENGINE_TERMS): its whole requests at TP 2–8 and its single-GPU decode steps (an L4) sat on one
@@ -341,7 +361,7 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     read = d.bytes / lat.accelerator.bandwidth
     return (read, lat.layers * LAYER_S, d.flops / _fp16_peak(lat, peak, backend), d.comm_s,
             lat.layers * LAYER_S * dc, lat.layers * LAYER_S * lat.moe, read * dc,
-            lat.layers * LAYER_S * (lat.tp > 1))
+            lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1))
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
@@ -353,7 +373,8 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     mixture of experts (llama.cpp's mul_mat_id gathers each expert's tokens into its own small
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
-    15.4% to 12.0%), and the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``)."""
+    15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), and the layers
+    again for FP8 weights (``FP8_TERMS``)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
@@ -361,11 +382,12 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
-            p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS))
+            p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
+            lat.layers * LAYER_S * _fp8_weights(lat))
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 17 features of one row (prefill's 9, then decode's 8): a throughput row's request takes
+    """The 19 features of one row (prefill's 10, then decode's 9): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend)
     dec = _decode_features(lat, row.engine, row.backend)
@@ -504,13 +526,13 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 17 terms in _row_features' order (prefill's 9, then decode's 8).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "a", "c", "f", "g", "c_dc",
-         "c_moe", "a_dc", "c_tp")
-# the terms but llama.cpp CUDA's own decode terms, MoE and HBM, and vLLM's tensor-parallel one
-# (_decode_features): llama.cpp's other backends and TensorRT-LLM
-_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", "c_tp"))
-# The terms an engine × backend is fitted with, where not all 17: vLLM's rows (its nightly
+# The 19 terms in _row_features' order (prefill's 10, then decode's 9).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "a", "c", "f", "g",
+         "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp")
+# the terms but llama.cpp CUDA's own decode terms, MoE and HBM (_decode_features), SGLang's FP8
+# terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
+_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_tp"))
+# The terms an engine × backend is fitted with, where not all 19: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -532,8 +554,17 @@ _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", "c_tp"))
 # TensorRT-LLM's go without the MoE terms: its only MoE rows (Mixtral-8x7B, v0.9.0) sit in
 # tables labelled FP8 when its FP8 Mixtral came later (docs/latency.md), and fitted with the term its leave-one-out errors grow (first-token rows 7.4%
 # → 7.9%, whole requests 8.8% → 9.2%).
-# SGLang is fitted with p, a and c, its own prefill coefficient (its rows: first-token latencies of
-# an 8,192-token prompt; vLLM's rows stand in for its decode, STAND_INS). transformers' one row
+# SGLang (its rows: first-token latencies at concurrency 1, decode steps at concurrency 1–100, of
+# 2–685B models on B200, H200, H100, A100 and MI300X at TP 1–8) is fitted with p, r and a, c, f,
+# each stage with its FP8 layers (FP8_TERMS): at 610-token prompts its first token costs 47–214 ms
+# where the prompt's FLOPs take 2–34 ms at the peak; the rest is per layer (the prefill runs
+# eagerly, each layer's kernels launched from Python: r 1.3 ms a layer on CUDA); its batch-1
+# decode steps take 62–396 µs a layer over reading the weights, and at concurrency 16–100 the
+# batch's compute (f) adds (leave-one-out decode error on CUDA 7.0% → 5.3%, ROCm 15.9% → 15.4%).
+# With the all-reduces (s, g), the attention's FLOPs (p_att) or the MoE terms as well, the
+# leave-one-out errors grow or the coefficients leave physical ranges (p_att carrying the prompt's
+# length with p at 0; p_moe: p below 1).
+# transformers' one row
 # (stock generate, Llama 7B FP16 on an A10G, 23.15 tokens/s: 0.54 of the bound) is fitted with the
 # per-layer cost alone: eager PyTorch launches each op from Python, so a step costs about as much
 # on a fast card as on a slow one, and the bound (the max below) takes over where bandwidth is the
@@ -553,8 +584,9 @@ _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", "c_tp"))
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "a", "c", "f", "c_tp"),
-    ("sglang", "cuda"): ("p", "a", "c"),
-    ("sglang", "rocm"): ("p", "a", "c", "f"), ("vllm", "rocm"): ("p", "a", "c", "f"),
+    ("sglang", "cuda"): ("p", "r", "r_fp8", "a", "c", "f", "c_fp8"),
+    ("sglang", "rocm"): ("p", "r", "r_fp8", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
+    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp")),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
@@ -565,8 +597,14 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # fitted on its own rows together with another engine × backend's, named here with the reason; the
 # expected figure's basis says so, and its error is the leave-one-out error on its OWN rows only
 # (the stand-in rows stay in every fit). Both engines batch continuously with CUDA graphs and paged
-# attention kernels (FlashInfer / FlashAttention), which is why vLLM's decode rows stand in for
-# SGLang's; on ROCm neither engine has a readable published row, so the CUDA rows stand in.
+# attention kernels (FlashInfer / FlashAttention), which is why vLLM's decode rows join SGLang's
+# CUDA decode fit: SGLang's own are steps of 26–685B models (and Gemma 4's small ones) at
+# concurrency 1–100, vLLM's batch-8 steps of 8–70B models; with them SGLang's leave-one-out decode
+# error was 5.3%, without 5.7%. With vLLM's rows of dcrows among them (an L4's decode steps of a
+# 0.5B model, vLLM's batch compute f and tensor-parallel term c_tp) it is 8.2%, so SGLang's CUDA
+# decode is fitted on its own rows again (5.7%). SGLang's ROCm rows (MI300X) are fitted alone: with vLLM's ROCm rows
+# beside them (Llama 3.1 405B FP8 at batch 1–256) its decode error grew (on its 16 concurrency-1
+# rows: 52% alone with p, r, a, c; 91% with vLLM's rows and f).
 # (the other engine × backend, the stages its rows inform, why); a stand-in for decode only
 # enters the fit with its prefill features at 0 (vLLM's rows are whole requests of 32-token
 # prompts: their prefill share is a remainder, not a prefill measurement). A stand-in for the
@@ -584,14 +622,9 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # format (FP8 with FP8 weights) and FlashAttention-class prefill kernels. vLLM's CUDA prefill is
 # then fitted with TensorRT-LLM's prefill terms (ENGINE_TERMS), its decode with its own.
 STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] = {
-    ("sglang", "cuda"): (("vllm", "cuda"), ("decode",), "vLLM's CUDA rows stand in for SGLang's "
-                         "decode: no published SGLang decode step without speculative decoding "
-                         "was found"),
-    ("sglang", "rocm"): (("vllm", "rocm"), STAGES, "no published SGLang measurement on ROCm "
-                         "was found: vLLM's ROCm rows (MI300X) stand in"),
     ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
-                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200) stand in for "
-                       "the prefill"),
+                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200, A100) stand in "
+                       "for the prefill"),
     ("vllm", "cuda"): (("trtllm", "cuda"), ("prefill",), "one published vLLM prefill "
                        "measurement (a first-token latency at a stated prompt length) was found, "
                        "mostly a served request's fixed costs (an L4, a 0.5B model, 256 tokens): "

@@ -29,7 +29,7 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 def test_the_kept_fit_is_the_fresh_fit_exactly(fresh: Path, engine: str, backend: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     pairs = [(r, cli_latency.row_latency(r)) for r in rows_for(engine, backend)]
-    lent = stand_in_rows(engine, backend)  # sglang: vLLM's decode rows stand in
+    lent = stand_in_rows(engine, backend)  # sglang: vLLM's decode rows join its fit
     want = fit_model(pairs, engine=engine, backend=backend, stand_in=lent.why,
                      stand_ins=[(r, cli_latency.row_latency(r), s) for r, s in lent.rows])
     first = cli_latency.fitted(engine, backend)

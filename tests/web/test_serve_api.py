@@ -512,7 +512,8 @@ EXPECTED_CASES = [
     ({"gpu": "h100", "dtype": "q4_k_m"}, "llama.cpp", "rocm", "rocm"),
     ({"gpu": "h100", "gpus": 2, "dtype": "fp8"}, "trtllm", None, "cuda"),
     ({"gpu": "h100"}, "vllm", "cuda", "cuda"),
-    ({"gpu": "h100"}, "sglang", None, "cuda"),  # vLLM's decode rows stand in: the CLI's last row
+    ({"gpu": "h100"}, "sglang", None, "cuda"),  # vLLM's decode rows join: the CLI's last row
+    ({"gpu": "mi300x", "dtype": "fp8"}, "sglang", "rocm", "rocm"),  # its own rows only
     ({"gpu": "mi300x", "dtype": "fp8"}, "vllm", "rocm", "rocm"),
     # a CPU as its FP32 FMA peak and memory (a Raspberry Pi 5's four cores): its int8 bound
     ({"gpu": None, "gpu_mem": "16GB", "gpu_flops": "153.6G", "gpu_bandwidth": "17.1G",

@@ -1057,7 +1057,7 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     settled(page)
     assert (page.input_value("#engine"), page.input_value("#backend")) == ("llama.cpp", "vulkan")
     assert _expected(page) == shown
-    # SGLang: vLLM's decode rows stand in, said in the table's last row as the CLI says it
+    # SGLang: vLLM's decode rows join its fit, said in the table's last row as the CLI says it
     page.select_option("#backend", "")
     page.select_option("#engine", "sglang")
     settled(page)
