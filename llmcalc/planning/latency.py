@@ -191,10 +191,11 @@ COMPUTE_FORMATS.update({q: _INT8 for q, kind in QUANT_TYPES.items()
 #   three Cortex-A76 cores ran at 1.06–1.15x their FP32 FMA peak (measured_speed.json): INT8 8x,
 #   FP16 2x; no CPU has FP8 or FP4 arithmetic (their weights are unpacked to INT8 dot products).
 # Without a backend (no --engine) the bound takes the highest of all: CUDA's.
-_GEFORCE = {"fp16": 2, "int8": 4, "fp8": 4, "fp4": 8}
+GEFORCE_RATIOS = {"fp16": 2, "int8": 4, "fp8": 4, "fp4": 8}
+ONE_PEAK = {"fp16": 1, "int8": 1, "fp8": 1, "fp4": 1}  # one figure for every format (Apple)
 ASSUMED_RATIOS: dict[str, dict[str, int]] = {
-    "cuda": _GEFORCE, "vulkan": _GEFORCE, "rocm": {"fp16": 1, "int8": 2, "fp8": 2, "fp4": 2},
-    "metal": {"fp16": 1, "int8": 1, "fp8": 1, "fp4": 1},
+    "cuda": GEFORCE_RATIOS, "vulkan": GEFORCE_RATIOS,
+    "rocm": {"fp16": 1, "int8": 2, "fp8": 2, "fp4": 2}, "metal": ONE_PEAK,
     "cpu": {"fp16": 2, "int8": 8, "fp8": 1, "fp4": 1}}
 BACKEND_NAMES = {"cuda": "CUDA", "vulkan": "Vulkan", "rocm": "ROCm", "metal": "Metal", "cpu": "CPU"}
 CUSTOM = "custom"  # the key of a card given by its figures alone (hardware.resolve)

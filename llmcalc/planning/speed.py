@@ -51,7 +51,15 @@ from typing import Any
 from llmcalc.errors import ParameterError
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.planning.hardware import Accelerator
-from llmcalc.planning.latency import ASSUMED_RATIOS, CUSTOM, Latency, compute_peak, with_ratios
+from llmcalc.planning.latency import (
+    ASSUMED_RATIOS,
+    CUSTOM,
+    GEFORCE_RATIOS,
+    ONE_PEAK,
+    Latency,
+    compute_peak,
+    with_ratios,
+)
 from llmcalc.units import DType
 
 
@@ -242,9 +250,7 @@ GEFORCE_FLOP_PER_BYTE = 180
 GDDR_MAX_BANDWIDTH = 1_900 * 10**9
 HBM_MIN_BANDWIDTH = 1_500 * 10**9
 _FULL_RATE = {"fp16": 1, "int8": 2, "fp8": 2, "fp4": 4}
-_GEFORCE = {"fp16": 2, "int8": 4, "fp8": 4, "fp4": 8}
 _AMD = {"fp16": 1, "int8": 1, "fp8": 2, "fp4": 2}
-_ONE = {"fp16": 1, "int8": 1, "fp8": 1, "fp4": 1}
 
 
 def custom_card(acc: Accelerator, backend: str) -> Accelerator:
@@ -254,7 +260,7 @@ def custom_card(acc: Accelerator, backend: str) -> Accelerator:
     hbm = bw >= HBM_MIN_BANDWIDTH
     if backend in ("cuda", "vulkan"):
         if bf16 < GEFORCE_FLOP_PER_BYTE * bw and bw < GDDR_MAX_BANDWIDTH:
-            ratios, kind, like = _GEFORCE, "consumer", (
+            ratios, kind, like = GEFORCE_RATIOS, "consumer", (
                 f"GeForce-like (below {GEFORCE_FLOP_PER_BYTE} bf16 FLOP per byte of bandwidth and "
                 f"{GDDR_MAX_BANDWIDTH // 10**9:,} GB/s)")
         else:
@@ -268,7 +274,7 @@ def custom_card(acc: Accelerator, backend: str) -> Accelerator:
     elif backend == "cpu":  # the bound's: a CPU's FP32 FMA peak, its int8 dot products 8x
         ratios, kind, like = ASSUMED_RATIOS["cpu"], acc.kind, "a CPU given by its FP32 FMA peak"
     else:
-        ratios, kind, like = _ONE, acc.kind, f"one figure for every format on {backend}"
+        ratios, kind, like = ONE_PEAK, acc.kind, f"one figure for every format on {backend}"
     why = (f"a card not in the table: the fit assumes it {like}, {kind}: FP16 {ratios['fp16']}x, "
            f"INT8 {ratios['int8']}x, FP8 {ratios['fp8']}x and FP4 {ratios['fp4']}x its bf16 peak")
     return replace(with_ratios(acc, ratios, why), kind=kind)
