@@ -63,6 +63,10 @@ class Accelerator:
     fp8_flops: int = 0
     peaks_source: str = ""
     fp4_flops: int = 0  # FP4 (NVFP4/MXFP4 block-scaled) tensor peak: Blackwell
+    # dense FP16 tensor FLOP per SM and clock over a GeForce SM's 1,024 (A100 2, H100/H200 4, B200
+    # 8): what llama.cpp's MMQ kernels, sized for a GeForce SM, leave of a data-centre card's peak
+    # (llmcalc.planning.speed.mmq_sm_rate); 1 for the rest
+    sm_rate: int = 1
 
 
 TABLE = Path(__file__).with_name("hardware.json")
@@ -96,7 +100,7 @@ def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str
             row["key"], row["name"], usable, _figure(row["bandwidth"]), _figure(row["flops"]),
             source, row["kind"], unified, cuda, _figure(row.get("fp16_flops")),
             _figure(row.get("int8_ops")), _figure(row.get("fp8_flops")), row.get("peaks_source", ""),
-            _figure(row.get("fp4_flops")))
+            _figure(row.get("fp4_flops")), row.get("sm_rate", 1))
         aliases.update(dict.fromkeys(row["aliases"], row["key"]))
         if row["link"]:
             links[row["key"]] = row["link"]

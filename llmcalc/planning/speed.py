@@ -210,21 +210,14 @@ ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
 # prefill alone 11.8% → 11.9%), the B200's pp512 from 125% over to 1% under, the H100's and
 # H200's from 8–25% over to 9–22% under; the H100 PCIe's F16 rows (cuBLAS, May 2024), which p_dc
 # took down, are 71–96% over.
-MMQ_SM_RATE = {"a100-40gb": 2, "a100-80gb": 2, "a100-pcie-40gb": 2, "a100-pcie-80gb": 2, "a30": 2,
-               "h100": 4, "h100-pcie": 4, "h100-nvl": 4, "h200": 4, "h200-nvl": 4, "gh200": 4,
-               "b200": 8, "gb200": 8}
-
-
 def mmq_sm_rate(a: Accelerator) -> int:
-    """``MMQ_SM_RATE`` of a card of the table (1 where it has none: GeForce, workstation cards, the
+    """A table card's ``sm_rate`` (hardware.json; 1 where it has none: GeForce, workstation cards, the
     V100, whose Volta SM has GeForce's rate); a card not in the table that ``custom_card`` reads as
     data-centre takes the rate of the table's data-centre cards of its bf16 peak: below 500
     TFLOP/s an A100's SM (A100 312, A30 165), below 1,500 a Hopper SM (H100 PCIe 756, H100 NVL 835,
     H100 and H200 989), above it a Blackwell SM (B200 2,250, GB200 2,500)."""
-    if a.key in MMQ_SM_RATE:
-        return MMQ_SM_RATE[a.key]
     if a.key != CUSTOM or a.kind != "datacenter":
-        return 1
+        return a.sm_rate
     return 2 if a.peak_flops < 500 * 10**12 else 4 if a.peak_flops < 1_500 * 10**12 else 8
 
 
@@ -303,7 +296,7 @@ def fit_bound_seconds(lat: Latency, backend: str) -> tuple[float, float]:
 
 def engine_peak(lat: Latency, engine: str, backend: str) -> float:
     """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``;
-    llama.cpp CUDA's quantised prefill on a data-centre card at its MMQ share (``MMQ_SM_RATE``)."""
+    llama.cpp CUDA's quantised prefill on a data-centre card at its MMQ share (``mmq_sm_rate``)."""
     formats = ENGINE_FORMATS.get((engine, backend))
     if formats is None:
         return _fit_peak(lat, backend)

@@ -224,7 +224,7 @@ def test_rows_carry_their_source_and_figures() -> None:
 # guide, the DGX Spark's bench file at build 7941, XiongjieDai's professional-GPU table — predicted
 # before the refit at prefill 11.6%, decode 11.0%, data-centre rows 25.7% / 33.4%, none above the
 # bound) meets them since the DGX Spark counts as an integrated GPU, the MMQ share of a data-centre
-# SM (MMQ_SM_RATE) and the HBM decode term a_dc: prefill 12.9% → 11.9%, decode 8.7% → 7.4%,
+# SM (hardware.json sm_rate, speed.mmq_sm_rate) and the HBM decode term a_dc: prefill 12.9% → 11.9%, decode 8.7% → 7.4%,
 # data-centre rows 14.6% → 12.8%; with the LM head run for the last prompt token only
 # (llmcalc.planning.latency.PREFILL_HEAD_NOTE) prefill 11.4%. ROCm (27 rows: the #15021
 # scoreboard's MI300X, MI210, Radeon PRO W7900, RX 7900 XTX and RX 7900 XT, the Radeon 8060S, the
