@@ -237,6 +237,8 @@ BENCHMARKED = {
     "olmo-2-13b": ("allenai/OLMo-2-1124-13B", 13_716_198_400),
     "olmo-2-32b": ("allenai/OLMo-2-0325-32B", 32_234_279_936),
     "deepseek-r1-distill-qwen-1.5b": ("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", 1_777_088_000),
+    "mistral-7b-v0.3": ("mistralai/Mistral-7B-v0.3", 7_248_023_552),
+    "aya-23-8b": ("CohereForAI/aya-23-8B", 8_028_033_024),
     # the whole models (vision tower, merger, language model), as the checkpoints hold them
     "qwen3.5-27b": ("Qwen/Qwen3.5-27B", 27_356_728_560),
     "qwen3.5-122b-a10b": ("Qwen/Qwen3.5-122B-A10B", 122_562_817_776),
