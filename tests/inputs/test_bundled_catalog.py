@@ -224,6 +224,7 @@ BENCHMARKED = {
     "qwen3-1.7b": ("Qwen/Qwen3-1.7B", 1_720_574_976),
     "qwen3-4b": ("Qwen/Qwen3-4B", 4_022_468_096),
     "qwen3-14b": ("Qwen/Qwen3-14B", 14_768_307_200),
+    "qwen3-coder-30b-a3b": ("Qwen/Qwen3-Coder-30B-A3B-Instruct", 30_532_122_624),
     "mistral-nemo-12b": ("mistralai/Mistral-Nemo-Base-2407", 12_247_782_400),
     "codellama-7b": ("codellama/CodeLlama-7b-hf", 6_738_546_688),
     "codellama-13b": ("codellama/CodeLlama-13b-hf", 13_016_028_160),
