@@ -152,7 +152,7 @@ def test_list_pattern_is_a_glob_when_it_has_glob_characters(cli: Any) -> None:
                      "llama-3.3-70b"]
     # and a model_type: qwen3_moe's bundled configs, by type
     assert [r["name"] for r in cli("list", "qwen3_mo[e]", "--json").json()] == [
-        "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-coder-480b-a35b"]
+        "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b"]
 
 
 def test_list_pattern_without_a_match(cli: Any) -> None:
