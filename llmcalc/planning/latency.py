@@ -19,7 +19,10 @@ here prints. Sources, each used once below:
   the whole KV cache, at the mean context ctx + (gen − 1)/2 of the generation; the FLOPs are the
   batch's per-token forward FLOPs at that context;
 - tensor parallelism (Shoeybi et al. 2019, "Megatron-LM" §3): weights, FLOPs and KV heads split over
-  tp GPUs (engines replicate KV heads when there are fewer than tp; that is not modelled); two all-reduces per layer (after attention and after the MLP) of tokens × d_model
+  tp GPUs; where a layer has fewer KV heads than tp, each GPU holds, writes and reads one of them
+  whole, as vLLM, SGLang and TensorRT-LLM replicate them (llmcalc.planning.engines.budget:
+  kv_heads_per_rank, the rule the engines' KV budgets use too, and check_serving_tp, the tp they
+  refuse); two all-reduces per layer (after attention and after the MLP) of tokens × d_model
   activations at 2 bytes; a ring all-reduce sends 2·(tp − 1)/tp of the buffer from each GPU
   (Patarasuk & Yuan 2009), over one direction of the link (llmcalc.planning.hardware.INTERCONNECTS); the
   communication is added to the step, not overlapped;
@@ -47,7 +50,7 @@ from llmcalc.formulas.quant import (
 )
 from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.hardware import Accelerator, Interconnect
-from llmcalc.planning.training import check_tp_heads
+from llmcalc.planning.engines.budget import check_serving_tp, replicated_kv
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
@@ -256,9 +259,10 @@ def decode_step(
     spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: DType,
     acc: Accelerator, link: Interconnect, tp: int, ce: float, be: float, tokens: int = 1,
 ) -> Stage:
-    """One decode step: ``tokens`` new tokens per sequence (1, or γ + 1 when verifying drafts)."""
+    """One decode step: ``tokens`` new tokens per sequence (1, or γ + 1 when verifying drafts);
+    each GPU reads its KV heads' cache (``replicated_kv``: one whole head where tp exceeds them)."""
     read = step_weight_bytes(spec, dtype, tokens=batch * tokens) + memory.kv_cache_bytes(
-        spec, batch=batch, ctx=ctx, dtype=kv_dtype)
+        replicated_kv(spec, tp), batch=batch, ctx=ctx, dtype=kv_dtype)
     work = batch * tokens * flops.forward_flops_per_token(spec, ctx=ctx)
     return _stage(flops_=work, bytes_=read, comm=all_reduce_bytes(spec, tokens=batch * tokens, tp=tp),
                   acc=acc, link=link, tp=tp, ce=ce, be=be)
@@ -266,14 +270,15 @@ def decode_step(
 
 def ridge_batch(
     spec: ModelSpec, *, ctx: int, dtype: WeightFormat, kv_dtype: DType, acc: Accelerator,
-    ce: float, be: float,
+    ce: float, be: float, tp: int = 1,
 ) -> int | None:
     """The smallest batch at which a decode step is compute bound (dense weights read once, and
-    a row of each lookup table per sequence)."""
+    a row of each lookup table per sequence; the KV heads as the tp GPUs hold them)."""
     tables, row = gathered_row_bytes(spec, dtype)
     w = (weight_bytes(spec, dtype) - tables) / (acc.bandwidth * be)
     per_seq = (flops.forward_flops_per_token(spec, ctx=ctx) / (acc.peak_flops * ce)
-               - (memory.kv_cache_bytes(spec, batch=1, ctx=ctx, dtype=kv_dtype) + row)
+               - (memory.kv_cache_bytes(replicated_kv(spec, tp), batch=1, ctx=ctx,
+                                        dtype=kv_dtype) + row)
                / (acc.bandwidth * be))
     if per_seq <= 0:
         return None
@@ -305,7 +310,7 @@ def latency(
             raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)
     _check_fraction("compute_efficiency", compute_efficiency)
     _check_fraction("bandwidth_efficiency", bandwidth_efficiency)
-    check_tp_heads(spec, tp)
+    check_serving_tp(spec, tp)
     custom = accelerator.key == CUSTOM
     accelerator = assumed_peaks(accelerator, backend)  # a custom card: the backend's ratios
     peak = compute_peak(accelerator, dtype)
@@ -317,7 +322,7 @@ def latency(
         flops_=batch * (flops.forward_flops_per_sequence(spec, ctx=ctx, causal=True)
                         - (ctx - 1) * head),
         bytes_=step_weight_bytes(spec, dtype, tokens=batch * ctx)
-        + memory.kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype),
+        + memory.kv_cache_bytes(replicated_kv(spec, tp), batch=batch, ctx=ctx, dtype=kv_dtype),
         comm=all_reduce_bytes(spec, tokens=batch * ctx, tp=tp), **kw,  # type: ignore[arg-type]
     )
     mean_ctx = ctx + (gen - 1) // 2
@@ -346,7 +351,7 @@ def latency(
         tokens_per_s_per_request=1 / tpot, tokens_per_s=batch / tpot,
         tokens_per_s_per_gpu=batch / tpot / tp, throughput_per_gpu=batch * gen / e2e / tp,
         ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
-                                ce=ce, be=be),
+                                ce=ce, be=be, tp=tp),
         speculation=spec_result, layers=spec.num_layers, peak_flops=peak,
         prefill_attention_flops=-(-batch * flops.attention_flops_per_sequence(
             spec, ctx=ctx, causal=True) // tp),
