@@ -137,7 +137,7 @@ class Latency:
     ridge_batch: int | None  # decode turns compute bound here (None: never)
     speculation: Speculation | None
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
-    peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype)
+    peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype, engine)
     prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
     prefill_note: str = ""  # what the prefill's FLOPs leave out of a whole forward (PREFILL_HEAD_NOTE)
     moe: bool = False  # routed experts (the expected speed's own terms: prefill GEMMs, decode)
@@ -224,12 +224,36 @@ def assumed_peaks(acc: Accelerator, backend: str | None) -> Accelerator:
                        f"its bf16 one, the highest ratios {which} of the table holds")
 
 
-def compute_peak(acc: Accelerator, dtype: WeightFormat) -> int:
+# 16-bit weights an engine multiplies with FP32 accumulation, at the card's bf16 (FP32-accumulate)
+# peak, never at GeForce's twice-as-fast FP16-accumulate one, so ``--gpu-flops`` (that bf16 figure)
+# sets their peak:
+# - vLLM, SGLang and transformers run an unquantised linear layer as torch's F.linear, and
+#   TensorRT-LLM's PyTorch backend too (UnquantizedLinearMethod, _torch/modules/linear.py); PyTorch's
+#   cuBLAS GEMMs (aten/src/ATen/cuda/CUDABlas.cpp, gemm_internal_cublas_half_helper and
+#   _bfloat16_helper) pass float alpha/beta and compute type CUDA_R_32F for fp16 and bf16 alike;
+# - llama.cpp on CUDA runs BF16 weights through cublasGemmEx(..., CUDA_R_16BF, ...) with float
+#   alpha (FP32 accumulation), but F16 weights, and quantised ones it dequantises for cuBLAS, with
+#   CUBLAS_COMPUTE_16F on NVIDIA cards (FP32 only on AMD CDNA and RDNA4):
+#   ggml_cuda_op_mul_mat_cublas (ggml/src/ggml-cuda/ggml-cuda.cu). So a llama.cpp F16 prefill keeps
+#   the card's FP16-accumulate peak, a format of its own that ``--gpu-flops`` does not restate.
+# Without an engine the bound takes the highest any engine may reach (FP16 accumulation).
+FP32_ACCUMULATE: dict[str, tuple[str, ...]] = {
+    "vllm": ("bf16", "fp16"), "sglang": ("bf16", "fp16"), "trtllm": ("bf16", "fp16"),
+    "transformers": ("bf16", "fp16"), "llama.cpp": ("bf16",)}
+
+
+def compute_peak(acc: Accelerator, dtype: WeightFormat, *, engine: str | None = None,
+                 backend: str | None = None) -> int:
     """The dense peak FLOP/s a step on ``dtype`` weights may reach: the largest of the card's bf16
-    peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest)."""
+    peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest); 16-bit weights
+    an engine multiplies with FP32 accumulation (``FP32_ACCUMULATE``; llama.cpp's BF16 on CUDA) at
+    the bf16 peak alone."""
     peaks = {"fp16": acc.fp16_flops, "int8": acc.int8_ops, "fp8": acc.fp8_flops,
              "fp4": acc.fp4_flops}
     name = dtype.value if not dtype.value.startswith("fp8-fp4") else "fp8-block"
+    if engine is not None and name in FP32_ACCUMULATE.get(engine, ()) and (
+            engine != "llama.cpp" or backend == "cuda"):
+        return acc.peak_flops
     return max(acc.peak_flops, *(peaks[k] for k in COMPUTE_FORMATS.get(name, ("fp16",))))
 
 
@@ -300,6 +324,7 @@ def latency(
     compute_efficiency: float = 1.0,
     bandwidth_efficiency: float = 1.0,
     backend: str | None = None,
+    engine: str | None = None,
     draft: ModelSpec | None = None,
     accept_rate: float = 0.7,
     draft_tokens: int = 4,
@@ -313,7 +338,7 @@ def latency(
     check_serving_tp(spec, tp)
     custom = accelerator.key == CUSTOM
     accelerator = assumed_peaks(accelerator, backend)  # a custom card: the backend's ratios
-    peak = compute_peak(accelerator, dtype)
+    peak = compute_peak(accelerator, dtype, engine=engine, backend=backend)
     acc = replace(accelerator, peak_flops=peak)  # the stages run at the weight format's peak
     link, ce, be = interconnect, compute_efficiency, bandwidth_efficiency
     kw = dict(acc=acc, link=link, tp=tp, ce=ce, be=be)
