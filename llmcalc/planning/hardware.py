@@ -274,9 +274,9 @@ def resolve(
         options = " and ".join(f"--gpu-{'mem' if x == 'memory' else x}" for x in needs)
         raise UsageError(f"--gpu is required (e.g. --gpu h100), or give {options}")
     base = lookup(gpu, needs=needs) if gpu is not None else Accelerator("custom", "custom", 0, 0, 0, "")
-    figures = {"memory_bytes": parse_bytes(memory) if memory is not None else None,
-               "peak_flops": parse_flops(flops) if flops is not None else None,
-               "bandwidth": parse_bandwidth(bandwidth) if bandwidth is not None else None}
+    figures = {"memory_bytes": parse_bytes(memory) if memory is not None else base.memory_bytes,
+               "peak_flops": parse_flops(flops) if flops is not None else base.peak_flops,
+               "bandwidth": parse_bandwidth(bandwidth) if bandwidth is not None else base.bandwidth}
     # a table card's own figure restated (--gpu h100 --gpu-flops 989T) leaves the card as it is,
     # its source too, so that its output is --gpu h100's
     given = [
@@ -292,7 +292,8 @@ def resolve(
         base,
         name=base.name if gpu is not None else "custom accelerator",
         source=", ".join(given) + (f"; otherwise {base.source}" if base.source else ""),
-        **{k: v for k, v in figures.items() if v is not None},
+        memory_bytes=figures["memory_bytes"], peak_flops=figures["peak_flops"],
+        bandwidth=figures["bandwidth"],
     )
 
 

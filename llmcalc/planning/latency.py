@@ -49,8 +49,8 @@ from llmcalc.formulas.quant import (
     weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, context_notes
-from llmcalc.planning.hardware import Accelerator, Interconnect
 from llmcalc.planning.engines.budget import check_serving_tp, replicated_kv
+from llmcalc.planning.hardware import Accelerator, Interconnect
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
