@@ -192,6 +192,30 @@ def pre_mmq(row: MeasuredRow) -> bool:
     return (row.engine, row.backend) == ("llama.cpp", "cuda") and row.source in PRE_MMQ_SOURCES
 
 
+# Those builds ran attention without flash attention (llama.cpp's FA kernels came in April 2024 and
+# llama-bench left them off by default until "auto" in September 2025): per layer a KQ GEMM writes
+# the F32 score matrix, soft_max_ext reads and writes it, and the KQV GEMM reads it again, converted
+# to FP16 for cuBLAS (llama.cpp's build_attn without flash_attn; ggml_cuda_op_mul_mat_cublas's
+# to_fp16 of src1): 4 + 4 + 4 + 4 + 2 + 2 = SCORE_BYTES bytes a score. Each ubatch's scores cover
+# its tokens against every key so far, not the causal half. The rows are Llama-2/3 and CodeLlama,
+# whose heads are HEAD_DIM wide: a pair's attention FLOPs are 4 · HEAD_DIM a head
+# (llmcalc.formulas.flops.pair_flops: 2 · h · (d_qk + d_v)). Leave-one-out on the 190 llama.cpp
+# CUDA rows, with the dequantisation above: prefill 11.6% → 10.3%, data-centre 14.8% → 13.8%
+# (at 16 or 24 bytes a score 10.4% / 10.5%); on the 163 rows before cuda38d's 9.1% (11.4% without
+# either term). A100 PCIe F16 pp8192 (#6017) 4% too fast, RTX 4090 Q4_K_M pp4096 (XiongjieDai) 2%
+# (36% without either term).
+SCORE_BYTES = 20
+HEAD_DIM = 128
+
+
+def score_bytes(lat: Latency) -> float:
+    """The score matrices' bytes of an attention without flash attention (``SCORE_BYTES``): the
+    causal pairs of every head and layer (the attention FLOPs over 4 · ``HEAD_DIM``), times the
+    ubatch blocks' share, (ctx + ubatch) / (ctx + 1)."""
+    u = min(LLAMA_UBATCH, lat.ctx)
+    return SCORE_BYTES * lat.prefill_attention_flops / (4 * HEAD_DIM) * (lat.ctx + u) / (lat.ctx + 1)
+
+
 def dequant_bytes(lat: Latency) -> float:
     """The FP16 copy of the GEMMs' weights written and read once per ubatch (``PRE_MMQ_SOURCES``):
     the weights' parameters are the dense FLOPs over 2 per token."""
@@ -399,7 +423,7 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
             lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1))
 
 
-def _prefill_features(lat: Latency, engine: str, backend: str, *, cublas: bool = False,
+def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
                       ) -> tuple[float, ...]:
     """The weights' FLOPs at the engine's compute peak, bytes streamed, layers (launch/sync), the
     tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
@@ -410,16 +434,18 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, cublas: bool =
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
     15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), and the layers
-    again for FP8 weights (``FP8_TERMS``). ``cublas``: a measured row of a llama.cpp CUDA build
-    before MMQ was the default (``PRE_MMQ_SOURCES``), whose quantised weights were dequantised to
-    FP16 for cuBLAS: its GEMMs at the card's own FP16 rate, no K-quant unpacking in them, and the
-    FP16 copy's bytes streamed (``dequant_bytes``)."""
-    cublas = cublas and not isinstance(lat.dtype, DType)
+    again for FP8 weights (``FP8_TERMS``). ``old_build``: a measured row of a llama.cpp CUDA build
+    from before MMQ was the default (``PRE_MMQ_SOURCES``): quantised weights dequantised to FP16 for
+    cuBLAS (its GEMMs at the card's own FP16 rate, no K-quant unpacking in them, the FP16 copy's
+    bytes streamed: ``dequant_bytes``), and attention without flash attention (its score matrix's
+    bytes streamed: ``score_bytes``)."""
+    cublas = old_build and not isinstance(lat.dtype, DType)
     p, peak = lat.prefill, engine_peak(lat, engine, backend, mmq=not cublas)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
     kq = getattr(lat.dtype, "gguf", "") in K_QUANTS and not cublas
-    streamed = p.bytes + (dequant_bytes(lat) if cublas else 0)
+    streamed = (p.bytes + (dequant_bytes(lat) if cublas else 0)
+                + (score_bytes(lat) if old_build else 0))
     return (dense / peak, streamed / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
@@ -430,7 +456,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, cublas: bool =
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
     """The 19 features of one row (prefill's 10, then decode's 9): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
-    pre = _prefill_features(lat, row.engine, row.backend, cublas=pre_mmq(row))
+    pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
     dec = _decode_features(lat, row.engine, row.backend)
     if row.stage == "prefill":
         return pre + (0.0,) * len(dec)
@@ -554,7 +580,7 @@ class Model:
 
 def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     """Seconds the fit gives a row, each stage at least the bound's."""
-    pf = _prefill_features(lat, row.engine, row.backend, cublas=pre_mmq(row))
+    pf = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
     k = len(pf)
     bound_pre, bound_dec = fit_bound_seconds(lat, row.backend)
     pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), bound_pre)

@@ -257,7 +257,7 @@ def test_rows_carry_their_source_and_figures() -> None:
 # int8 peak: the AVX2 laptops' pp512 expected 48–65% too fast, the Pi's Qwen2.5-0.5B 74–83% too
 # fast and its Llama-3.2-1B 26–34% too slow on one to three cores);
 # transformers (1 row) is too few rows to judge.
-LOO = {("llama.cpp", "metal"): (0.048, 0.053, True), ("llama.cpp", "cuda"): (0.077, 0.116, True),
+LOO = {("llama.cpp", "metal"): (0.048, 0.053, True), ("llama.cpp", "cuda"): (0.077, 0.103, True),
        ("llama.cpp", "vulkan"): (0.05, 0.126, False), ("llama.cpp", "rocm"): (0.158, 0.157, False),
        ("trtllm", "cuda"): (None, 0.056, True), ("vllm", "cuda"): (0.024, 2.549, False),
        ("sglang", "cuda"): (0.057, 0.115, True), ("sglang", "rocm"): (0.154, 0.399, False),
@@ -277,8 +277,8 @@ LOO = {("llama.cpp", "metal"): (0.048, 0.053, True), ("llama.cpp", "cuda"): (0.0
 THROUGHPUT = {("trtllm", "cuda"): 0.074, ("vllm", "cuda"): 0.071, ("transformers", "cuda"): 0.846,
               ("vllm", "rocm"): 0.022}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.078,
-                ("llama.cpp", "cuda", "datacentre"): 0.148, ("llama.cpp", "vulkan", "consumer"): 0.086,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.077,
+                ("llama.cpp", "cuda", "datacentre"): 0.138, ("llama.cpp", "vulkan", "consumer"): 0.086,
                 ("llama.cpp", "rocm", "consumer"): 0.135,
                 ("llama.cpp", "rocm", "datacentre"): 0.253, ("trtllm", "cuda", "datacentre"): 0.069,
                 ("vllm", "cuda", "datacentre"): 0.055, ("sglang", "cuda", "datacentre"): 0.083,
@@ -317,10 +317,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.072, "prefill": 0.076, "throughput": 0.07}
+    assert by_stage == {"decode": 0.072, "prefill": 0.073, "throughput": 0.07}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.052, "consumer": 0.088, "datacentre": 0.079}
+    assert by_class == {"apple": 0.052, "consumer": 0.087, "datacentre": 0.078}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
@@ -613,3 +613,22 @@ def test_a_vllm_rocm_latency_row_reproduced(cli: Any) -> None:
     assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"]
     assert round(e["error"]["throughput"], 3) == 0.022
     assert e["basis"]["stand_in"]["rows"] == 13
+
+
+def test_pre_mmq_builds_dequantise_and_materialise_scores() -> None:
+    """A llama.cpp CUDA row of a build before MMQ (speed.PRE_MMQ_SOURCES): CodeLlama-7B Q4_0 pp512
+    on an RTX 4090 (#4766, January 2024). Its quantised GEMMs ran on an FP16 copy of the weights
+    written and read once per 512-token ubatch (4 bytes × 6,476,261,376 GEMM weights), its
+    attention without flash attention: 20 bytes a score, one 512 × 512 block of scores per head
+    (32) and layer (32), not the causal half. The rows' models all have 128-wide heads
+    (speed.HEAD_DIM)."""
+    from llmcalc.planning.speed import PRE_MMQ_SOURCES, dequant_bytes, pre_mmq, score_bytes
+    row = next(r for r in rows_for("llama.cpp", "cuda")
+               if r.source.endswith("/pull/4766") and r.dtype == "q4_0")
+    lat = row_latency(row)
+    assert pre_mmq(row) and row.tokens_per_s == 7979.85
+    assert dequant_bytes(lat) == 4 * 6_476_261_376
+    assert score_bytes(lat) == 20 * 32 * 32 * 512 * 512
+    assert {r.model for r in measured_rows() if r.source in PRE_MMQ_SOURCES} == {
+        "llama-2-7b", "llama-3-8b", "llama-3-70b"}
+    assert not any(pre_mmq(r) for r in rows_for("llama.cpp", "metal"))
