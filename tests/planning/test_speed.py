@@ -618,17 +618,17 @@ def test_a_vllm_rocm_latency_row_reproduced(cli: Any) -> None:
 def test_pre_mmq_builds_dequantise_and_materialise_scores() -> None:
     """A llama.cpp CUDA row of a build before MMQ (speed.PRE_MMQ_SOURCES): CodeLlama-7B Q4_0 pp512
     on an RTX 4090 (#4766, January 2024). Its quantised GEMMs ran on an FP16 copy of the weights
-    written and read once per 512-token ubatch (4 bytes × 6,476,261,376 GEMM weights), its
+    written and read once per 512-token ubatch (4 bytes × 6,476,261,504 GEMM weights), its
     attention without flash attention: 20 bytes a score, one 512 × 512 block of scores per head
-    (32) and layer (32), not the causal half. The rows' models all have 128-wide heads
+    (32) and layer (32), not the causal half. The rows' models (Llama-2/3, CodeLlama) all have 128-wide heads
     (speed.HEAD_DIM)."""
     from llmcalc.planning.speed import PRE_MMQ_SOURCES, dequant_bytes, pre_mmq, score_bytes
     row = next(r for r in rows_for("llama.cpp", "cuda")
                if r.source.endswith("/pull/4766") and r.dtype == "q4_0")
     lat = row_latency(row)
     assert pre_mmq(row) and row.tokens_per_s == 7979.85
-    assert dequant_bytes(lat) == 4 * 6_476_261_376
+    assert dequant_bytes(lat) == 4 * 6_476_261_504
     assert score_bytes(lat) == 20 * 32 * 32 * 512 * 512
     assert {r.model for r in measured_rows() if r.source in PRE_MMQ_SOURCES} == {
-        "llama-2-7b", "llama-3-8b", "llama-3-70b"}
+        "codellama-7b", "llama-2-7b", "llama-3-8b", "llama-3-70b"}
     assert not any(pre_mmq(r) for r in rows_for("llama.cpp", "metal"))
