@@ -578,12 +578,7 @@ _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_
 # Snapdragon 8cx Gen 3's tg128 of TinyLlama (22 layers) was 0.36 of the bandwidth bound where the
 # x86 rows' Llama-3.2-3B reached 0.58–0.61; on the 11 rows of three CPUs c took leave-one-out
 # decode error from 18.1% to 2.0%, and on all 27 f takes it from 15.4% to 13.3% (prefill 32.7%
-# either way; q, r and p_kq: r only shifts error between the Pi's two models). llama.cpp on ROCm
-# takes the HBM decode term a_dc as on CUDA (_decode_features: the batch-1 mat-vec kernels keep too
-# few bytes in flight for HBM's latency): the #15021 scoreboard's tg128 of Llama-2-7B Q4_0 reaches
-# 0.17 of the bound on an MI300X (5.3 TB/s) and 0.30 on an MI210 (1.6 TB/s), 0.55-0.67 on the RX
-# 7900 XTX/XT and PRO W7900's GDDR6; on its 49 rows leave-one-out decode error 9.7% → 9.4%
-# (prefill 12.1% either way). vLLM on ROCm adds
+# either way; q, r and p_kq: r only shifts error between the Pi's two models). vLLM on ROCm adds
 # the batch's compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
@@ -594,7 +589,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
-    ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): (*_NO_C_MOE, "a_dc"),
+    ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): _NO_C_MOE,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is
