@@ -634,7 +634,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # then fitted with TensorRT-LLM's prefill terms (ENGINE_TERMS), its decode with its own.
 STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] = {
     ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
-                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200, A100) stand in "
+                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200, H100, A100) stand in "
                        "for the prefill"),
     ("vllm", "cuda"): (("trtllm", "cuda"), ("prefill",), "one published vLLM prefill "
                        "measurement (a first-token latency at a stated prompt length) was found, "

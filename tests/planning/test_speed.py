@@ -103,6 +103,8 @@ VLLM_ROCM = ("https://blogs.oracle.com/cloud-infrastructure/post/serving-llama-3
              "https://www.amd.com/en/developer/resources/rocm-hub/dev-ai/performance-results.html",
              # the same page in its zh-cn copy, later versions (vLLM 0.10.1 and 0.10.2, Sep-Oct 2025)
              "https://www.amd.com/zh-cn/developer/resources/rocm-hub/dev-ai/performance-results.html")
+VLLM_ROCM_BLOG = ("https://github.com/ROCm/rocm-blogs/blob/b9cbef12e8db83d0a0ea40703e6e66f2321cee62/"
+                  "blogs/artificial-intelligence/vllm-optimize/README.md")  # one MI300X, batch 8
 # Held out when added (each predicted by the fit without them before it took them in): llama-bench
 # tables in llama.cpp PRs and benchmark issues, and vLLM kernel PRs' benchmark_latency runs.
 HELD_OUT_LLAMA = ("https://github.com/ggml-org/llama.cpp/pull/10238",  # M2 Ultra, master column
@@ -121,10 +123,10 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 919
+    assert len(rows) == 921
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 225, "consumer": 232, "datacentre": 462}
-    assert sum(r.engine == "vllm" for r in rows) == 62
+    assert by_class == {"apple": 225, "consumer": 232, "datacentre": 464}
+    assert sum(r.engine == "vllm" for r in rows) == 64
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 72, "transformers": 1}
     assert sum(r.backend == "cpu" for r in rows) == 27
@@ -166,6 +168,11 @@ def test_rows_carry_their_source_and_figures() -> None:
             published = r.ttft_ms if r.test == "ttft" else r.total_tokens_per_s or r.tokens_per_s
             if r.total_tokens_per_s:  # v0.5's TP 4 rows: the 4 GPUs' output tokens/s, per GPU here
                 assert r.tp == 4 and r.tokens_per_s == r.total_tokens_per_s / r.tp
+        elif r.source == VLLM_ROCM_BLOG:  # benchmark_latency's average at its default batch, TP 1
+            assert (r.engine, r.backend, r.test, r.ctx, r.gen, r.batch, r.tp, r.gpu) == (
+                "vllm", "rocm", "throughput", 512, 512, 8, 1, "mi300x")
+            published = r.latency_ms / 1000
+            assert r.tokens_per_s == r.batch * r.gen * 1000 / r.latency_ms
         elif r.engine == "vllm" and r.backend == "rocm":  # a batch's latency in seconds, TP 8
             assert r.source in VLLM_ROCM and (r.test, r.ctx, r.tp, r.gpu) == (
                 "throughput", 128, 8, "mi300x")
@@ -264,10 +271,12 @@ LOO = {("llama.cpp", "metal"): (0.048, 0.053, True), ("llama.cpp", "cuda"): (0.0
 # 7.1% (17.1% with p, a, c and no stand-in; 12.9% on 56 stand-in rows, no c_tp, p_moe, f; the
 # 11 rows of the same PRs added last were 10.0% off, held out):
 # the 8 × H100 Mixtral rows (PR #2542) reach 0.11–0.25 of the bound and are expected too fast.
-# vLLM on ROCm (17 rows: Llama 3.1 405B FP8 at batch 1–256 and 70B FP8 at batch 1–4 on 8 × MI300X;
-# SGLang's CUDA first-token rows stand in for its prefill) meets 8%, nine of its rows one sweep.
+# vLLM on ROCm (19 rows: Llama 3.1 405B FP8 at batch 1–256 and 70B FP8 at batch 1–4 on 8 × MI300X,
+# Llama-3-8B BF16 and FP8 at batch 8 on one; SGLang's CUDA first-token rows stand in for its
+# prefill) meets 8%, nine of its rows one sweep; the single-GPU FP8 row is 42% off (expected too
+# fast: ROCm 6.2's FP8 run was 4% faster than BF16 where its bytes are half).
 THROUGHPUT = {("trtllm", "cuda"): 0.074, ("vllm", "cuda"): 0.071, ("transformers", "cuda"): 0.846,
-              ("vllm", "rocm"): 0.022}
+              ("vllm", "rocm"): 0.031}
 
 CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.074,
                 ("llama.cpp", "cuda", "datacentre"): 0.128, ("llama.cpp", "vulkan", "consumer"): 0.086,
@@ -276,7 +285,7 @@ CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "c
                 ("vllm", "cuda", "datacentre"): 0.055, ("sglang", "cuda", "datacentre"): 0.111,
                 ("sglang", "rocm", "datacentre"): 0.181,
                 ("llama.cpp", "cpu", "consumer"): 0.21, ("transformers", "cuda", "datacentre"): 0.846,
-                ("vllm", "rocm", "datacentre"): 0.022}
+                ("vllm", "rocm", "datacentre"): 0.031}
 
 @pytest.mark.parametrize(("engine", "backend"), ENGINES)
 def test_leave_one_out_error_of_every_row(engine: str, backend: str) -> None:
@@ -596,14 +605,15 @@ def test_a_backend_without_rows_is_fitted_on_stand_ins(cli: Any, engine: str, ba
 def test_a_vllm_rocm_latency_row_reproduced(cli: Any) -> None:
     """8 × MI300X, Llama 3.1 405B FP8, benchmark_latency at batch 1, 128 in / 128 out: 3.530 s,
     4.53 output tokens/s per GPU (Oracle's OCI post); SGLang's CUDA first-token rows stand in for
-    the prefill, which these rows barely measure."""
+    the prefill, which these rows barely measure. 1.6% low since the two single-MI300X rows of
+    AMD's ROCm blog (Llama-3-8B, batch 8, 512 in / 512 out) joined the fit (0.2% before)."""
     r = cli("latency", "llama-3.1-405b", "--gpu", "mi300x", "--tp", "8", "--dtype", "fp8", "--ctx",
             "128", "--gen", "128", "--batch", "1", "--engine", "vllm", "--backend", "rocm", "--json")
     out = json.loads(r.stdout)
     e = out["expected"]
     measured = 128 * 1000 / (3530 * 8)
-    assert abs(e["throughput_tokens_per_s"] / measured - 1) <= 0.01
-    assert round(e["throughput_tokens_per_s"], 3) == 4.522
+    assert abs(e["throughput_tokens_per_s"] / measured - 1) <= 0.02
+    assert round(e["throughput_tokens_per_s"], 3) == 4.461
     assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"]
-    assert round(e["error"]["throughput"], 3) == 0.022
+    assert round(e["error"]["throughput"], 3) == 0.031
     assert e["basis"]["stand_in"]["rows"] == 15
