@@ -184,12 +184,13 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # the first chunk's time − st), so it holds the request's parsing, tokenisation, scheduling and
 # the first token's detokenisation and streaming, once per request whatever the prompt or model:
 # gpt-oss-120b on 8 × B200 returns a 332-token prompt's first token in 31.8 ms, Gemma 4 E2B on one
-# H200 a 610-token one in 54.2 ms. A feature of 1 ms per row, so its coefficient reads in ms: 21
-# on CUDA, 56 on ROCm. On SGLang's 42 CUDA rows (with the cookbook's gpt-oss, Gemma 4 and Qwen3.6
-# rows of dc38d) the leave-one-out prefill error goes from 21.9% to 15.3%, on its 30 ROCm rows from
-# 39.9% to 34.6% (on the 36 CUDA rows before them it read 11.5% → 16.9%: with one TP 8 row of a
-# small prompt among them the per-layer r alone had carried it). Offline rows (TensorRT-LLM's
-# gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no request to serve: not theirs.
+# H200 a 610-token one in 54.2 ms. A feature of 1 ms per row, so its coefficient reads in ms:
+# 10.9 on CUDA, 55.8 on ROCm. On SGLang's 54 CUDA rows (with the cookbook's gpt-oss, Gemma 4,
+# Qwen3-235B-A22B and Qwen3.6 rows of dc38d) the leave-one-out prefill error goes from 11.8% to
+# 10.4%, on its 30 ROCm rows from 39.9% to 34.6% (on the 36 CUDA rows before dc38d's it read
+# 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
+# Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
+# request to serve: not theirs.
 PREFILL_TERMS = 11  # _prefill_features' length; the row features are prefill's, then decode's 9
 STAGES = ("prefill", "decode")
 
