@@ -237,7 +237,19 @@ def dequant_bytes(lat: Latency) -> float:
 # from 55.6% to 39.9% and 28.5% to 15.4%; leaving out each model × card whole, from 41.4% to 14.8%
 # and 21.8% to 15.8% on CUDA, 61.0% to 48.8% and 33.1% to 21.7% on ROCm. Fitted on SGLang only.
 FP8_TERMS = ("r_fp8", "c_fp8")
-PREFILL_TERMS = 10  # _prefill_features' length; the row features are prefill's, then decode's 9
+# A served request's fixed cost (o, prefill, SGLang only): bench_serving times the first token
+# from the HTTP request's send to its first streamed chunk (python/sglang/bench_serving.py: ttft =
+# the first chunk's time − st), so it holds the request's parsing, tokenisation, scheduling and
+# the first token's detokenisation and streaming, once per request whatever the prompt or model:
+# gpt-oss-120b on 8 × B200 returns a 332-token prompt's first token in 31.8 ms, Gemma 4 E2B on one
+# H200 a 610-token one in 54.2 ms. A feature of 1 ms per row, so its coefficient reads in ms:
+# 10.9 on CUDA, 55.8 on ROCm. On SGLang's 54 CUDA rows (with the cookbook's gpt-oss, Gemma 4,
+# Qwen3-235B-A22B and Qwen3.6 rows of dc38d) the leave-one-out prefill error goes from 11.8% to
+# 10.4%, on its 30 ROCm rows from 39.9% to 34.6% (on the 36 CUDA rows before dc38d's it read
+# 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
+# Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
+# request to serve: not theirs.
+PREFILL_TERMS = 11  # _prefill_features' length; the row features are prefill's, then decode's 9
 STAGES = ("prefill", "decode")
 
 
@@ -434,7 +446,8 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
     15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), and the layers
-    again for FP8 weights (``FP8_TERMS``). ``old_build``: a measured row of a llama.cpp CUDA build
+    again for FP8 weights (``FP8_TERMS``), and 1 ms for the request served (o: SGLang's fixed
+    cost of a request, ``PREFILL_TERMS``). ``old_build``: a measured row of a llama.cpp CUDA build
     from before MMQ was the default (``PRE_MMQ_SOURCES``): quantised weights dequantised to FP16 for
     cuBLAS (its GEMMs at the card's own FP16 rate, no K-quant unpacking in them, the FP16 copy's
     bytes streamed: ``dequant_bytes``), and attention without flash attention (its score matrix's
@@ -450,11 +463,11 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
-            lat.layers * LAYER_S * _fp8_weights(lat))
+            lat.layers * LAYER_S * _fp8_weights(lat), LAYER_S)  # o: 1 ms a request
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 19 features of one row (prefill's 10, then decode's 9): a throughput row's request takes
+    """The 20 features of one row (prefill's 11, then decode's 9): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
     dec = _decode_features(lat, row.engine, row.backend)
@@ -593,13 +606,13 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 19 terms in _row_features' order (prefill's 10, then decode's 9).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "a", "c", "f", "g",
+# The 20 terms in _row_features' order (prefill's 11, then decode's 9).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "o", "a", "c", "f", "g",
          "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp")
 # the terms but llama.cpp CUDA's own decode terms, MoE and HBM (_decode_features), SGLang's FP8
 # terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
-_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_tp"))
-# The terms an engine × backend is fitted with, where not all 19: vLLM's rows (its nightly
+_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_tp", "o"))
+# The terms an engine × backend is fitted with, where not all 20: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -651,9 +664,9 @@ _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_
 # bound.
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "a", "c", "f", "c_tp"),
-    ("sglang", "cuda"): ("p", "r", "r_fp8", "a", "c", "f", "c_fp8"),
-    ("sglang", "rocm"): ("p", "r", "r_fp8", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
-    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp")),
+    ("sglang", "cuda"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"),
+    ("sglang", "rocm"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
+    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp", "o")),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
@@ -690,7 +703,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # then fitted with TensorRT-LLM's prefill terms (ENGINE_TERMS), its decode with its own.
 STAND_INS: dict[tuple[str, str], tuple[tuple[str, str], tuple[str, ...], str]] = {
     ("vllm", "rocm"): (("sglang", "cuda"), ("prefill",), "no published prefill measurement on "
-                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200, A100) stand in "
+                       "ROCm was found: SGLang's CUDA first-token rows (H200, B200, H100, A100) stand in "
                        "for the prefill"),
     ("vllm", "cuda"): (("trtllm", "cuda"), ("prefill",), "one published vLLM prefill "
                        "measurement (a first-token latency at a stated prompt length) was found, "
