@@ -180,12 +180,15 @@ INTEGRATED_GPUS = frozenset({"strix-halo", "dgx-spark"})
 # (medians of 23 and 39 rows), their F16 prefills 7% and 4% too slow, M3's and M4's quantised ones
 # 2% and 5% too slow. The term (p_a8: a quantised prefill's weight FLOPs again on an M1 or M2) takes
 # llama.cpp Metal's leave-one-out prefill error from 5.8% to 3.6% over its 131 prefill rows (the
-# FLOPs again for every format instead, before p_na: 4.6%). A decode step on them costs more per layer too (c_a8:
-# the layers again): each step's graph is encoded into Metal command buffers on CPU threads (ggml-
-# metal: "we sometimes encode the graph in parallel") and its kernels dispatched one by one, and the
-# older chips' CPU and GPU front ends are slower at both; with it the decode error goes from 5.1% to
-# 4.8% (0.03 ms a layer over c's 0.14). A term for the memory before M4's LPDDR5X instead (the bytes
-# again on M1–M3) made it worse (5.3%). A card given by its figures alone is read as M3 or later.
+# FLOPs again for every format instead, before p_na: 4.6%). A decode step on them costs more per
+# layer too (c_a8: the layers again): each step's graph is encoded into Metal command buffers on CPU
+# threads (ggml-metal: "we sometimes encode the graph in parallel") and its kernels dispatched one
+# by one, and the older chips' CPU and GPU front ends are slower at both; with it the decode error
+# goes from 5.1% to 4.8% (0.03 ms a layer over c's 0.14). A term for the memory before M4's LPDDR5X
+# instead (the bytes again on M1–M3) made it worse (5.3%). A card given by its figures alone on
+# Metal, whose generation they do not tell, takes half of both terms (``_before_m3``): every Metal
+# row so called, leave-one-out prefill 4.6%, decode 5.5% (5.3% and 4.8% before the terms; read as
+# M3 or later, 6.8% and 5.1%).
 APPLE_BEFORE_M3 = ("apple-m1", "apple-m2")
 # Apple GPUs with a Neural Accelerator in every GPU core (M5, M5 Pro, M5 Max), which llama.cpp's
 # matrix multiplications reach through the Metal 4 tensor API (PR #16634, Oct 2025). The table's
@@ -299,6 +302,9 @@ def custom_card(acc: Accelerator, backend: str) -> Accelerator:
         ratios, kind, like = ASSUMED_RATIOS["cpu"], acc.kind, "a CPU given by its FP32 FMA peak"
     else:
         ratios, kind, like = ONE_PEAK, acc.kind, f"one figure for every format on {backend}"
+        if backend == "metal":  # which Apple GPU generation the figures are is not told
+            like += ("; an Apple GPU of unknown generation, half way between M1/M2's shader core "
+                     "and M3's (speed.APPLE_BEFORE_M3)")
     why = (f"a card not in the table: the fit assumes it {like}, {kind}: FP16 {ratios['fp16']}x, "
            f"INT8 {ratios['int8']}x, FP8 {ratios['fp8']}x and FP4 {ratios['fp4']}x its bf16 peak")
     return replace(with_ratios(acc, ratios, why), kind=kind)
@@ -351,6 +357,15 @@ def _fp16_peak(lat: Latency, peak: float, backend: str) -> float:
     return min(peak, a.fp16_flops or a.peak_flops or peak)
 
 
+def _before_m3(lat: Latency, backend: str) -> float:
+    """1 on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), 0 on any other card; a card
+    given by its figures alone on Metal, whose generation they do not tell, 0.5."""
+    key = lat.accelerator.key
+    if key == CUSTOM and backend == "metal":
+        return 0.5
+    return float(key.startswith(APPLE_BEFORE_M3))
+
+
 def _fp8_weights(lat: Latency) -> bool:
     """Whether the weights are FP8 (``FP8_TERMS``)."""
     return lat.dtype is DType.fp8
@@ -393,7 +408,7 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     return (read, lat.layers * LAYER_S, d.flops / _fp16_peak(lat, peak, backend), d.comm_s,
             lat.layers * LAYER_S * dc, lat.layers * LAYER_S * lat.moe, read * dc,
             lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1),
-            lat.layers * LAYER_S * lat.accelerator.key.startswith(APPLE_BEFORE_M3))
+            lat.layers * LAYER_S * _before_m3(lat, backend))
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
@@ -419,7 +434,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
             lat.layers * LAYER_S * _fp8_weights(lat),
-            dense / peak * (key.startswith(APPLE_BEFORE_M3) and not isinstance(lat.dtype, DType)),
+            dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS))
 
 
