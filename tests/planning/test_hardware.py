@@ -106,6 +106,7 @@ DATASHEET = {
     "rtx-2080-super": (8, 496 * G, 44_600 * G),
     "rtx-2080": (8, 448 * G, 42_400 * G),
     "rtx-2070-super": (8, 448 * G, 36_250 * G),
+    "mi100": (32, 1_230 * G, 92_300 * G),
 }
 # The other dense peaks (FP16 with FP16 accumulation, INT8, FP8; 0 where none was read), as their
 # sources give them (sparse figures halved).
@@ -186,6 +187,7 @@ PEAKS_ADDED = {
     "rtx-2080-super": (89_200 * G, 178_400 * G, 0, 0),
     "rtx-2080": (84_800 * G, 169_600 * G, 0, 0),
     "rtx-2070-super": (72_500 * G, 145 * TF, 0, 0),
+    "mi100": (184_600 * G, 184_600 * G, 0, 0),
 }
 
 
