@@ -166,6 +166,42 @@ K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K")
 # leave-one-out prefill error is 11.9% over its 163 rows, 13.3% without (consumer prefill 10.4%
 # against 13.5%).
 INTEGRATED_GPUS = frozenset({"strix-halo", "dgx-spark"})
+# Apple GPUs before M3's shader core (M1, M2: Metal GPU families Apple7 and Apple8). Each core's
+# on-chip memory is split in fixed shares of registers, threadgroup and tile memory, a kernel holds
+# the registers its worst path needs for its whole run, and its ALU pipelines issue fewer kinds of
+# instruction at once; M3 (and A17 Pro) brought "Dynamic Caching, flexible on-chip memory, and
+# high-performance ALU pipelines" (Apple's tech talk "Explore GPU advancements in M3 and A17 Pro",
+# as appleinsider.com/articles/23/11/10/what-apples-three-gpu-enhancements-in-a17-pro-and-m3-
+# actually-do retells it), which M4 keeps. llama.cpp's matrix-multiply kernel for quantised weights
+# (kernel_mul_mm) unpacks each tile of blocks with integer and scale work into threadgroup memory
+# before its FP16 simdgroup multiply-accumulates, work F16 weights skip: on the older shader core it
+# shares the ALUs and the fixed registers with the FMAs. One build on three chips shows it
+# (XiongjieDai's README, May 2024, Llama-3-8B pp512): Q4_K_M reaches 0.79 of F16's speed on an M1
+# Max, 0.85 on an M2 Ultra, 0.90 on an M3 Max. The pp rows show it: with one share of the
+# ALU peak for every Apple GPU, quantised prefills on M1 and M2 were expected 5% and 7% too fast
+# (medians of 23 and 39 rows), their F16 prefills 7% and 4% too slow, M3's and M4's quantised ones
+# 2% and 5% too slow. The term (p_a8: a quantised prefill's weight FLOPs again on an M1 or M2) takes
+# llama.cpp Metal's leave-one-out prefill error from 5.8% to 3.6% over its 131 prefill rows (the
+# FLOPs again for every format instead, before p_na: 4.6%). A decode step on them costs more per
+# layer too (c_a8: the layers again): each step's graph is encoded into Metal command buffers on CPU
+# threads (ggml-metal: "we sometimes encode the graph in parallel") and its kernels dispatched one
+# by one, and the older chips' CPU and GPU front ends are slower at both; with it the decode error
+# goes from 5.1% to 4.8% (0.03 ms a layer over c's 0.14). A term for the memory before M4's LPDDR5X
+# instead (the bytes again on M1–M3) made it worse (5.3%). A card given by its figures alone on
+# Metal, whose generation they do not tell, takes half of both terms (``_before_m3``): every Metal
+# row so called, leave-one-out prefill 4.6%, decode 5.5% (5.3% and 4.8% before the terms; read as
+# M3 or later, 6.8% and 5.1%).
+APPLE_BEFORE_M3 = ("apple-m1", "apple-m2")
+# Apple GPUs with a Neural Accelerator in every GPU core (M5, M5 Pro, M5 Max), which llama.cpp's
+# matrix multiplications reach through the Metal 4 tensor API (PR #16634, Oct 2025). The table's
+# peak for them is derived from Apple's "over 4x the peak GPU compute for AI" of M4 (hardware.json),
+# a lower bound; the first tensor-API kernels reach a smaller share of it than the shader ALUs reach
+# of theirs: an M5's pp512 (PR #16634's M5 run: Mistral-7B, Phi-2, TinyLlama Q4_0) was expected
+# 23–39% too fast at the share M1–M4 reach. The term (p_na: the prefill's weight FLOPs again on such
+# a GPU) takes those three rows' leave-one-out errors to −6% to +8% (each fitted on the other two:
+# one source, one chip, so the share is provisional).
+NEURAL_ACCELERATOR_GPUS = ("apple-m5",)
+APPLE_TERMS = ("p_a8", "p_na", "c_a8")  # fitted on llama.cpp Metal only
 # llama.cpp CUDA builds from before MMQ became the default for quantised prefill (PR #8075, June
 # 2024: "mul_mat_q instead of FP16 cuBLAS GEMM"): they dequantised each quantised weight matrix to
 # FP16 in a scratch buffer (ggml-cuda.cu, ggml_cuda_op_mul_mat_cublas: to_fp16_cuda, then
@@ -249,7 +285,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 11  # _prefill_features' length; the row features are prefill's, then decode's 9
+PREFILL_TERMS = 13  # _prefill_features' length; the row features are prefill's, then decode's 10
 STAGES = ("prefill", "decode")
 
 
@@ -338,6 +374,9 @@ def custom_card(acc: Accelerator, backend: str) -> Accelerator:
         ratios, kind, like = ASSUMED_RATIOS["cpu"], acc.kind, "a CPU given by its FP32 FMA peak"
     else:
         ratios, kind, like = ONE_PEAK, acc.kind, f"one figure for every format on {backend}"
+        if backend == "metal":  # which Apple GPU generation the figures are is not told
+            like += ("; an Apple GPU of unknown generation, half way between M1/M2's shader core "
+                     "and M3's (speed.APPLE_BEFORE_M3)")
     why = (f"a card not in the table: the fit assumes it {like}, {kind}: FP16 {ratios['fp16']}x, "
            f"INT8 {ratios['int8']}x, FP8 {ratios['fp8']}x and FP4 {ratios['fp4']}x its bf16 peak")
     return replace(with_ratios(acc, ratios, why), kind=kind)
@@ -392,6 +431,15 @@ def _fp16_peak(lat: Latency, peak: float, backend: str) -> float:
     return min(peak, a.fp16_flops or a.peak_flops or peak)
 
 
+def _before_m3(lat: Latency, backend: str) -> float:
+    """1 on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), 0 on any other card; a card
+    given by its figures alone on Metal, whose generation they do not tell, 0.5."""
+    key = lat.accelerator.key
+    if key == CUSTOM and backend == "metal":
+        return 0.5
+    return float(key.startswith(APPLE_BEFORE_M3))
+
+
 def _fp8_weights(lat: Latency) -> bool:
     """Whether the weights are FP8 (``FP8_TERMS``)."""
     return lat.dtype is DType.fp8
@@ -426,13 +474,15 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     per-layer cost c, the L4's steps expected 18–30% too slow; with c_tp vLLM's leave-one-out decode
     error goes from 19.0% to 7.8%, its whole requests' 12.4% → 12.2%. TensorRT-LLM's rows gain
     nothing from it (its whole requests 7.0% → 7.1%, and a prefill twin of it, 6.0% → 6.8%), and
-    vLLM on ROCm has only TP 8 rows, where it is the per-layer cost c again)."""
+    vLLM on ROCm has only TP 8 rows, where it is the per-layer cost c again), and the layers again
+    on an Apple GPU before M3 (``APPLE_BEFORE_M3``: c_a8)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     read = d.bytes / lat.accelerator.bandwidth
     return (read, lat.layers * LAYER_S, d.flops / _fp16_peak(lat, peak, backend), d.comm_s,
             lat.layers * LAYER_S * dc, lat.layers * LAYER_S * lat.moe, read * dc,
-            lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1))
+            lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1),
+            lat.layers * LAYER_S * _before_m3(lat, backend))
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
@@ -445,29 +495,34 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     mixture of experts (llama.cpp's mul_mat_id gathers each expert's tokens into its own small
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
-    15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), and the layers
-    again for FP8 weights (``FP8_TERMS``), and 1 ms for the request served (o: SGLang's fixed
-    cost of a request, ``PREFILL_TERMS``). ``old_build``: a measured row of a llama.cpp CUDA build
-    from before MMQ was the default (``PRE_MMQ_SOURCES``): quantised weights dequantised to FP16 for
-    cuBLAS (its GEMMs at the card's own FP16 rate, no K-quant unpacking in them, the FP16 copy's
-    bytes streamed: ``dequant_bytes``), and attention without flash attention (its score matrix's
-    bytes streamed: ``score_bytes``)."""
+    15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), the layers
+    again for FP8 weights (``FP8_TERMS``), a quantised prefill's weight FLOPs again on an Apple GPU
+    before M3's shader core (``APPLE_BEFORE_M3``), the weights' FLOPs again on an Apple GPU with
+    Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), and 1 ms for the request served (o:
+    SGLang's fixed cost of a request, ``PREFILL_TERMS``). ``old_build``: a measured row of a
+    llama.cpp CUDA build from before MMQ was the default (``PRE_MMQ_SOURCES``): quantised weights
+    dequantised to FP16 for cuBLAS (its GEMMs at the card's own FP16 rate, no K-quant unpacking in
+    them, the FP16 copy's bytes streamed: ``dequant_bytes``), and attention without flash attention
+    (its score matrix's bytes streamed: ``score_bytes``)."""
     cublas = old_build and not isinstance(lat.dtype, DType)
     p, peak = lat.prefill, engine_peak(lat, engine, backend, mmq=not cublas)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
     kq = getattr(lat.dtype, "gguf", "") in K_QUANTS and not cublas
+    key = lat.accelerator.key
     streamed = (p.bytes + (dequant_bytes(lat) if cublas else 0)
                 + (score_bytes(lat) if old_build else 0))
     return (dense / peak, streamed / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
-            lat.layers * LAYER_S * _fp8_weights(lat), LAYER_S)  # o: 1 ms a request
+            lat.layers * LAYER_S * _fp8_weights(lat),
+            dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
+            dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS), LAYER_S)  # o: 1 ms a request
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 20 features of one row (prefill's 11, then decode's 9): a throughput row's request takes
+    """The 23 features of one row (prefill's 13, then decode's 10): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
     dec = _decode_features(lat, row.engine, row.backend)
@@ -606,13 +661,13 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 20 terms in _row_features' order (prefill's 11, then decode's 9).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "o", "a", "c", "f", "g",
-         "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp")
+# The 23 terms in _row_features' order (prefill's 13, then decode's 10).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_a8", "p_na", "o",
+         "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8")
 # the terms but llama.cpp CUDA's own decode terms, MoE and HBM (_decode_features), SGLang's FP8
 # terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
-_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_tp", "o"))
-# The terms an engine × backend is fitted with, where not all 20: vLLM's rows (its nightly
+_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS))
+# The terms an engine × backend is fitted with, where not all 23: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -666,11 +721,11 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "a", "c", "f", "c_tp"),
     ("sglang", "cuda"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"),
     ("sglang", "rocm"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
-    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp", "o")),
+    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp", "o", *APPLE_TERMS)),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
-    ("llama.cpp", "metal"): _NO_C_MOE, ("llama.cpp", "rocm"): _NO_C_MOE,
+    ("llama.cpp", "metal"): (*_NO_C_MOE, *APPLE_TERMS), ("llama.cpp", "rocm"): _NO_C_MOE,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is
