@@ -92,6 +92,7 @@ class MeasuredRow:
     quoted_in: str = ""  # where the figure was read, when not at the source itself
     quote: str = ""  # the line as read
     build: str = ""  # the engine build, where the source gives it
+    predates: tuple[int, ...] = ()  # engine PRs the row's build predates, where one changes the fit
 
     @property
     def stage(self) -> str:
@@ -131,6 +132,7 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
         total_tokens_per_s=r.get("total_tokens_per_s", 0.0),
         quoted_in=r.get("quoted_in", ""),
         quote=r.get("quote", ""), build=r.get("build", ""),
+        predates=tuple(r.get("predates", ())),
     ) for r in rows)
 
 
@@ -166,6 +168,21 @@ K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K")
 # leave-one-out prefill error is 11.9% over its 163 rows, 13.3% without (consumer prefill 10.4%
 # against 13.5%).
 INTEGRATED_GPUS = frozenset({"strix-halo", "dgx-spark"})
+# llama.cpp's Vulkan matrix multiplications on AMD cards with cooperative matrices (KHR_coopmat:
+# RDNA3's and RDNA 3.5's WMMA, RDNA4's) ran with generic tile sizes until PR #18749 ("Vulkan:
+# Optimize Matmul parameters for AMD GPUs with Coopmat support", January 2026), which gave AMD its
+# own: on the Radeon 8060S, Llama 3 8B pp512 went 644.84 -> 875.24 t/s (Q4_0), 529.50 -> 793.51
+# (Q4_K_S), 422.37 -> 742.46 (Q8_0), the build otherwise the same, and "a brief test also showed
+# improvements on AMD RX 9060 XT". A row measured on an AMD card on an earlier build says so
+# (measured_speed.json: "predates": [18749]); its prefill takes the weights' FLOPs again (p_pre,
+# ``_prefill_features``), and the expected figure, which describes a current build, does not. The
+# rows that predate it: the RX 7800 XT's (PR #13324, May 2025: pp512 1,242 t/s, 0.17 of its 74.6
+# TFLOP/s peak, where the scoreboard's RX 7900 XTX reaches 0.30), the RX 9070 XT's of PRs #13506
+# and #13326 (May 2025), the Strix Halo's of llm-tracker (May 2025) and of PR #18280's "before"
+# column (December 2025). With the term llama.cpp Vulkan's leave-one-out prefill error over its
+# 102 rows goes from 18.7% to 14.4% (decode unchanged); scoreboard rows whose build no source
+# dates count as current.
+AMD_COOPMAT_TUNING = 18749
 # FP8 weights served by SGLang: each FP8 linear quantises its input to FP8 in a kernel of its own
 # before the GEMM (python/sglang/srt/layers/quantization/fp8_utils.py: a per-token-group FP8
 # quantisation, sglang_per_token_group_quant_fp8, then the block-scaled FP8 GEMM; on ROCm Triton's
@@ -179,7 +196,7 @@ INTEGRATED_GPUS = frozenset({"strix-halo", "dgx-spark"})
 # from 55.6% to 39.9% and 28.5% to 15.4%; leaving out each model × card whole, from 41.4% to 14.8%
 # and 21.8% to 15.8% on CUDA, 61.0% to 48.8% and 33.1% to 21.7% on ROCm. Fitted on SGLang only.
 FP8_TERMS = ("r_fp8", "c_fp8")
-PREFILL_TERMS = 10  # _prefill_features' length; the row features are prefill's, then decode's 9
+PREFILL_TERMS = 11  # _prefill_features' length; the row features are prefill's, then decode's 9
 STAGES = ("prefill", "decode")
 
 
@@ -363,7 +380,8 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
             lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1))
 
 
-def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
+def _prefill_features(lat: Latency, engine: str, backend: str, predates: tuple[int, ...] = (),
+                      ) -> tuple[float, ...]:
     """The weights' FLOPs at the engine's compute peak, bytes streamed, layers (launch/sync), the
     tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
     llama.cpp's pp512 on an H100/A100 reaches a quarter to a third of GeForce's share), the
@@ -372,8 +390,10 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
     mixture of experts (llama.cpp's mul_mat_id gathers each expert's tokens into its own small
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
-    15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), and the layers
-    again for FP8 weights (``FP8_TERMS``)."""
+    15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), the layers
+    again for FP8 weights (``FP8_TERMS``), and the weights' FLOPs again on a build that predates
+    PR #18749's AMD coopmat tiles (``AMD_COOPMAT_TUNING``: a measured row's ``predates``; a run
+    the caller asks about is a current build, so its ``predates`` is empty)."""
     p, peak = lat.prefill, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
@@ -382,13 +402,13 @@ def _prefill_features(lat: Latency, engine: str, backend: str) -> tuple[float, .
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
-            lat.layers * LAYER_S * _fp8_weights(lat))
+            lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * (AMD_COOPMAT_TUNING in predates))
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 19 features of one row (prefill's 10, then decode's 9): a throughput row's request takes
+    """The 20 features of one row (prefill's 11, then decode's 9): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
-    pre = _prefill_features(lat, row.engine, row.backend)
+    pre = _prefill_features(lat, row.engine, row.backend, row.predates)
     dec = _decode_features(lat, row.engine, row.backend)
     if row.stage == "prefill":
         return pre + (0.0,) * len(dec)
@@ -512,7 +532,7 @@ class Model:
 
 def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     """Seconds the fit gives a row, each stage at least the bound's."""
-    pf = _prefill_features(lat, row.engine, row.backend)
+    pf = _prefill_features(lat, row.engine, row.backend, row.predates)
     k = len(pf)
     bound_pre, bound_dec = fit_bound_seconds(lat, row.backend)
     pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), bound_pre)
@@ -525,9 +545,9 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 19 terms in _row_features' order (prefill's 10, then decode's 9).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "a", "c", "f", "g",
-         "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp")
+# The 20 terms in _row_features' order (prefill's 11, then decode's 9).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_pre", "a", "c", "f",
+         "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp")
 # the terms but llama.cpp CUDA's own decode terms, MoE and HBM (_decode_features), SGLang's FP8
 # terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_tp"))
