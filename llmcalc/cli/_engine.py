@@ -253,6 +253,7 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     from llmcalc.choices import parse_engine
     from llmcalc.cli._common import Format, one_model, print_json, show, specs_for, takes_text
     from llmcalc.formulas.quant import kv_dtype_for, resolve_format
+    from llmcalc.planning.engines.budget import check_serving_tp
     from llmcalc.planning.hardware import require, resolve
     from llmcalc.render.engine import engine_json, engine_view
     from llmcalc.units import parse_dtype
@@ -278,6 +279,7 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     kv = (parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None
           else engine_kv_default(kv_dtype_for(weights)))
     n_tp = tp if tp is not None else gpus
+    check_serving_tp(spec, n_tp)  # the tp the engines refuse (one rule with latency's)
     budget = engine_plan(spec, engine, s, acc=acc, dtype=weights, kv_dtype=kv, tp=n_tp)
     if how is Format.json:
         print_json(engine_json(spec, budget, accelerator=acc))

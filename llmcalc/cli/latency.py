@@ -119,7 +119,8 @@ def latency(
         batch=parse_count(batch, option="--batch"), ctx=parse_context(ctx, option="--ctx"),
         gen=parse_count(gen, option="--gen"), dtype=weights, kv_dtype=kv,
         compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency,
-        backend=backend_name, draft=spec_for(draft, None) if draft is not None else None,
+        backend=backend_name, engine=engine_name,
+        draft=spec_for(draft, None) if draft is not None else None,
         accept_rate=accept_rate, draft_tokens=draft_tokens,
     )
     exp = None
@@ -143,7 +144,7 @@ def row_latency(row: MeasuredRow) -> Latency:
     kv = parse_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype else kv_dtype_for(weights)
     return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc), tp=row.tp,
                            batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv,
-                           backend=row.backend)
+                           backend=row.backend, engine=row.engine)
 
 
 @cache

@@ -217,9 +217,14 @@ def _number(mantissa: str, exponent: str | None) -> Fraction:
     return value
 
 
-def _whole(value: Fraction, text: str, option: str) -> int:
+def _whole(value: Fraction, text: str, option: str, unit: str, units: str, example: str) -> int:
+    """``value`` in whole units; a positive figure under one unit (``--gpu-flops 0.4``: 0.4 FLOP/s)
+    is refused by name rather than dropped to 0, which would read as the option not given."""
     if value <= 0:
         raise UsageError(f"{option} {text}: must be more than zero")
+    if value < 1:
+        raise UsageError(f"{option} {text}: under 1 {unit} (a figure without a unit is in "
+                         f"{units}); give a unit, e.g. {example}")
     return int(value)  # a fraction of a byte or a FLOP/s is dropped
 
 
@@ -230,7 +235,8 @@ def parse_bytes(text: str, *, option: str = "--gpu-mem") -> int:
     if not m:
         raise UsageError(f"{option} {text}: expected a size such as 80GiB or 24GB")
     unit = (m.group(3) or "").lower()
-    return _whole(_number(m.group(1), m.group(2)) * BYTE_UNITS[unit], text, option)
+    return _whole(_number(m.group(1), m.group(2)) * BYTE_UNITS[unit], text, option, "byte",
+                  "bytes", "24GB")
 
 
 def parse_flops(text: str, *, option: str = "--gpu-flops") -> int:
@@ -239,7 +245,8 @@ def parse_flops(text: str, *, option: str = "--gpu-flops") -> int:
     m = _RATE.match(text.strip())
     if not m:
         raise UsageError(f"{option} {text}: expected a rate such as 989T or 2.25PFLOPS")
-    return _whole(_number(m.group(1), m.group(2)) * PREFIXES[m.group(3).lower()], text, option)
+    return _whole(_number(m.group(1), m.group(2)) * PREFIXES[m.group(3).lower()], text, option,
+                  "FLOP/s", "FLOP/s", "989T for 989 TFLOP/s")
 
 
 def parse_bandwidth(text: str, *, option: str = "--gpu-bandwidth") -> int:
@@ -248,7 +255,8 @@ def parse_bandwidth(text: str, *, option: str = "--gpu-bandwidth") -> int:
     m = _BANDWIDTH.match(text.strip())
     if not m:
         raise UsageError(f"{option} {text}: expected a bandwidth such as 3.35TB/s or 900GB/s")
-    return _whole(_number(m.group(1), m.group(2)) * PREFIXES[m.group(3).lower()], text, option)
+    return _whole(_number(m.group(1), m.group(2)) * PREFIXES[m.group(3).lower()], text, option,
+                  "byte/s", "bytes/s", "0.4TB/s for 400 GB/s")
 
 
 def resolve(
@@ -266,11 +274,17 @@ def resolve(
         options = " and ".join(f"--gpu-{'mem' if x == 'memory' else x}" for x in needs)
         raise UsageError(f"--gpu is required (e.g. --gpu h100), or give {options}")
     base = lookup(gpu, needs=needs) if gpu is not None else Accelerator("custom", "custom", 0, 0, 0, "")
+    figures = {"memory_bytes": parse_bytes(memory) if memory is not None else base.memory_bytes,
+               "peak_flops": parse_flops(flops) if flops is not None else base.peak_flops,
+               "bandwidth": parse_bandwidth(bandwidth) if bandwidth is not None else base.bandwidth}
+    # a table card's own figure restated (--gpu h100 --gpu-flops 989T) leaves the card as it is,
+    # its source too, so that its output is --gpu h100's
     given = [
         f"{option} {text}"
-        for option, text in (("--gpu-mem", memory), ("--gpu-flops", flops),
-                             ("--gpu-bandwidth", bandwidth))
-        if text is not None
+        for option, text, field_ in (("--gpu-mem", memory, "memory_bytes"),
+                                     ("--gpu-flops", flops, "peak_flops"),
+                                     ("--gpu-bandwidth", bandwidth, "bandwidth"))
+        if text is not None and (gpu is None or figures[field_] != getattr(base, field_))
     ]
     if not given:
         return base
@@ -278,9 +292,8 @@ def resolve(
         base,
         name=base.name if gpu is not None else "custom accelerator",
         source=", ".join(given) + (f"; otherwise {base.source}" if base.source else ""),
-        memory_bytes=parse_bytes(memory) if memory is not None else base.memory_bytes,
-        peak_flops=parse_flops(flops) if flops is not None else base.peak_flops,
-        bandwidth=parse_bandwidth(bandwidth) if bandwidth is not None else base.bandwidth,
+        memory_bytes=figures["memory_bytes"], peak_flops=figures["peak_flops"],
+        bandwidth=figures["bandwidth"],
     )
 
 

@@ -19,7 +19,10 @@ here prints. Sources, each used once below:
   the whole KV cache, at the mean context ctx + (gen − 1)/2 of the generation; the FLOPs are the
   batch's per-token forward FLOPs at that context;
 - tensor parallelism (Shoeybi et al. 2019, "Megatron-LM" §3): weights, FLOPs and KV heads split over
-  tp GPUs (engines replicate KV heads when there are fewer than tp; that is not modelled); two all-reduces per layer (after attention and after the MLP) of tokens × d_model
+  tp GPUs; where a layer has fewer KV heads than tp, each GPU holds, writes and reads one of them
+  whole, as vLLM, SGLang and TensorRT-LLM replicate them (llmcalc.planning.engines.budget:
+  kv_heads_per_rank, the rule the engines' KV budgets use too, and check_serving_tp, the tp they
+  refuse); two all-reduces per layer (after attention and after the MLP) of tokens × d_model
   activations at 2 bytes; a ring all-reduce sends 2·(tp − 1)/tp of the buffer from each GPU
   (Patarasuk & Yuan 2009), over one direction of the link (llmcalc.planning.hardware.INTERCONNECTS); the
   communication is added to the step, not overlapped;
@@ -46,8 +49,8 @@ from llmcalc.formulas.quant import (
     weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, context_notes
+from llmcalc.planning.engines.budget import check_serving_tp, replicated_kv
 from llmcalc.planning.hardware import Accelerator, Interconnect
-from llmcalc.planning.training import check_tp_heads
 from llmcalc.units import DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
@@ -134,7 +137,7 @@ class Latency:
     ridge_batch: int | None  # decode turns compute bound here (None: never)
     speculation: Speculation | None
     layers: int = 0  # the model's layers (the expected speed's per-layer cost)
-    peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype)
+    peak_flops: int = 0  # the peak the stages ran at: compute_peak(accelerator, dtype, engine)
     prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
     prefill_note: str = ""  # what the prefill's FLOPs leave out of a whole forward (PREFILL_HEAD_NOTE)
     moe: bool = False  # routed experts (the expected speed's own terms: prefill GEMMs, decode)
@@ -221,12 +224,36 @@ def assumed_peaks(acc: Accelerator, backend: str | None) -> Accelerator:
                        f"its bf16 one, the highest ratios {which} of the table holds")
 
 
-def compute_peak(acc: Accelerator, dtype: WeightFormat) -> int:
+# 16-bit weights an engine multiplies with FP32 accumulation, at the card's bf16 (FP32-accumulate)
+# peak, never at GeForce's twice-as-fast FP16-accumulate one, so ``--gpu-flops`` (that bf16 figure)
+# sets their peak:
+# - vLLM, SGLang and transformers run an unquantised linear layer as torch's F.linear, and
+#   TensorRT-LLM's PyTorch backend too (UnquantizedLinearMethod, _torch/modules/linear.py); PyTorch's
+#   cuBLAS GEMMs (aten/src/ATen/cuda/CUDABlas.cpp, gemm_internal_cublas_half_helper and
+#   _bfloat16_helper) pass float alpha/beta and compute type CUDA_R_32F for fp16 and bf16 alike;
+# - llama.cpp on CUDA runs BF16 weights through cublasGemmEx(..., CUDA_R_16BF, ...) with float
+#   alpha (FP32 accumulation), but F16 weights, and quantised ones it dequantises for cuBLAS, with
+#   CUBLAS_COMPUTE_16F on NVIDIA cards (FP32 only on AMD CDNA and RDNA4):
+#   ggml_cuda_op_mul_mat_cublas (ggml/src/ggml-cuda/ggml-cuda.cu). So a llama.cpp F16 prefill keeps
+#   the card's FP16-accumulate peak, a format of its own that ``--gpu-flops`` does not restate.
+# Without an engine the bound takes the highest any engine may reach (FP16 accumulation).
+FP32_ACCUMULATE: dict[str, tuple[str, ...]] = {
+    "vllm": ("bf16", "fp16"), "sglang": ("bf16", "fp16"), "trtllm": ("bf16", "fp16"),
+    "transformers": ("bf16", "fp16"), "llama.cpp": ("bf16",)}
+
+
+def compute_peak(acc: Accelerator, dtype: WeightFormat, *, engine: str | None = None,
+                 backend: str | None = None) -> int:
     """The dense peak FLOP/s a step on ``dtype`` weights may reach: the largest of the card's bf16
-    peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest)."""
+    peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest); 16-bit weights
+    an engine multiplies with FP32 accumulation (``FP32_ACCUMULATE``; llama.cpp's BF16 on CUDA) at
+    the bf16 peak alone."""
     peaks = {"fp16": acc.fp16_flops, "int8": acc.int8_ops, "fp8": acc.fp8_flops,
              "fp4": acc.fp4_flops}
     name = dtype.value if not dtype.value.startswith("fp8-fp4") else "fp8-block"
+    if engine is not None and name in FP32_ACCUMULATE.get(engine, ()) and (
+            engine != "llama.cpp" or backend == "cuda"):
+        return acc.peak_flops
     return max(acc.peak_flops, *(peaks[k] for k in COMPUTE_FORMATS.get(name, ("fp16",))))
 
 
@@ -256,9 +283,10 @@ def decode_step(
     spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: DType,
     acc: Accelerator, link: Interconnect, tp: int, ce: float, be: float, tokens: int = 1,
 ) -> Stage:
-    """One decode step: ``tokens`` new tokens per sequence (1, or γ + 1 when verifying drafts)."""
+    """One decode step: ``tokens`` new tokens per sequence (1, or γ + 1 when verifying drafts);
+    each GPU reads its KV heads' cache (``replicated_kv``: one whole head where tp exceeds them)."""
     read = step_weight_bytes(spec, dtype, tokens=batch * tokens) + memory.kv_cache_bytes(
-        spec, batch=batch, ctx=ctx, dtype=kv_dtype)
+        replicated_kv(spec, tp), batch=batch, ctx=ctx, dtype=kv_dtype)
     work = batch * tokens * flops.forward_flops_per_token(spec, ctx=ctx)
     return _stage(flops_=work, bytes_=read, comm=all_reduce_bytes(spec, tokens=batch * tokens, tp=tp),
                   acc=acc, link=link, tp=tp, ce=ce, be=be)
@@ -266,14 +294,15 @@ def decode_step(
 
 def ridge_batch(
     spec: ModelSpec, *, ctx: int, dtype: WeightFormat, kv_dtype: DType, acc: Accelerator,
-    ce: float, be: float,
+    ce: float, be: float, tp: int = 1,
 ) -> int | None:
     """The smallest batch at which a decode step is compute bound (dense weights read once, and
-    a row of each lookup table per sequence)."""
+    a row of each lookup table per sequence; the KV heads as the tp GPUs hold them)."""
     tables, row = gathered_row_bytes(spec, dtype)
     w = (weight_bytes(spec, dtype) - tables) / (acc.bandwidth * be)
     per_seq = (flops.forward_flops_per_token(spec, ctx=ctx) / (acc.peak_flops * ce)
-               - (memory.kv_cache_bytes(spec, batch=1, ctx=ctx, dtype=kv_dtype) + row)
+               - (memory.kv_cache_bytes(replicated_kv(spec, tp), batch=1, ctx=ctx,
+                                        dtype=kv_dtype) + row)
                / (acc.bandwidth * be))
     if per_seq <= 0:
         return None
@@ -295,6 +324,7 @@ def latency(
     compute_efficiency: float = 1.0,
     bandwidth_efficiency: float = 1.0,
     backend: str | None = None,
+    engine: str | None = None,
     draft: ModelSpec | None = None,
     accept_rate: float = 0.7,
     draft_tokens: int = 4,
@@ -305,10 +335,10 @@ def latency(
             raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)
     _check_fraction("compute_efficiency", compute_efficiency)
     _check_fraction("bandwidth_efficiency", bandwidth_efficiency)
-    check_tp_heads(spec, tp)
+    check_serving_tp(spec, tp)
     custom = accelerator.key == CUSTOM
     accelerator = assumed_peaks(accelerator, backend)  # a custom card: the backend's ratios
-    peak = compute_peak(accelerator, dtype)
+    peak = compute_peak(accelerator, dtype, engine=engine, backend=backend)
     acc = replace(accelerator, peak_flops=peak)  # the stages run at the weight format's peak
     link, ce, be = interconnect, compute_efficiency, bandwidth_efficiency
     kw = dict(acc=acc, link=link, tp=tp, ce=ce, be=be)
@@ -317,7 +347,7 @@ def latency(
         flops_=batch * (flops.forward_flops_per_sequence(spec, ctx=ctx, causal=True)
                         - (ctx - 1) * head),
         bytes_=step_weight_bytes(spec, dtype, tokens=batch * ctx)
-        + memory.kv_cache_bytes(spec, batch=batch, ctx=ctx, dtype=kv_dtype),
+        + memory.kv_cache_bytes(replicated_kv(spec, tp), batch=batch, ctx=ctx, dtype=kv_dtype),
         comm=all_reduce_bytes(spec, tokens=batch * ctx, tp=tp), **kw,  # type: ignore[arg-type]
     )
     mean_ctx = ctx + (gen - 1) // 2
@@ -346,7 +376,7 @@ def latency(
         tokens_per_s_per_request=1 / tpot, tokens_per_s=batch / tpot,
         tokens_per_s_per_gpu=batch / tpot / tp, throughput_per_gpu=batch * gen / e2e / tp,
         ridge_batch=ridge_batch(spec, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype, acc=acc,
-                                ce=ce, be=be),
+                                ce=ce, be=be, tp=tp),
         speculation=spec_result, layers=spec.num_layers, peak_flops=peak,
         prefill_attention_flops=-(-batch * flops.attention_flops_per_sequence(
             spec, ctx=ctx, causal=True) // tp),

@@ -327,20 +327,22 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         # its ratios in the bound (llmcalc.planning.latency.assumed_peaks); a backend that is not
         # one, or an engine without rows on it, is the expected panel's error, and the bound
         # stands as without --engine (the command shown drops it)
-        bound_backend = None
+        bound_backend = bound_engine = None
         if engine_text.lower() != "none":
             from llmcalc.cli.latency import fitted
 
             try:
                 bound_backend = parse_backend(backend_text, card_only.kind)
-                fitted(parse_engine(engine_text).name.value, bound_backend)  # or the CLI refuses
+                bound_engine = parse_engine(engine_text).name.value
+                fitted(bound_engine, bound_backend)  # or the CLI refuses
             except LLMCalcError:
-                bound_backend = None
+                bound_backend = bound_engine = None
 
         def at(b: int) -> dict[str, Any]:
             return latency_json(latency(
                 spec, accelerator=card_only, interconnect=interconnect(None, card_only), tp=gpus,
-                batch=b, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype, backend=bound_backend))
+                batch=b, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype, backend=bound_backend,
+                engine=bound_engine))
 
         commands["latency"] = cli("latency", *card, *fl, *bw, "--tp", str(gpus), "--batch",
                                   str(batch), "--ctx", ctx_text, "--gen", gen_text, *dt, "--json")
@@ -372,7 +374,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
             backend = parse_backend(backend_text, card_only.kind)
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype,
-                          backend=backend)
+                          backend=backend, engine=engine)
             e = expected_for(lat, engine=engine, backend=backend)
             return expected_json(e), expected_view(lat, e)
 

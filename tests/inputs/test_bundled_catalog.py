@@ -152,7 +152,7 @@ def test_list_pattern_is_a_glob_when_it_has_glob_characters(cli: Any) -> None:
                      "llama-3.3-70b"]
     # and a model_type: qwen3_moe's bundled configs, by type
     assert [r["name"] for r in cli("list", "qwen3_mo[e]", "--json").json()] == [
-        "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-coder-480b-a35b"]
+        "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b"]
 
 
 def test_list_pattern_without_a_match(cli: Any) -> None:
@@ -180,7 +180,7 @@ def test_list_marks_class_defaults_apart(cli: Any) -> None:
     assert re.search(r"│ olmo-2-7b +│ published +│", out), out
     # the table lists the published first, the class defaults below a rule, and says so
     assert out.index("olmo-2-7b") < out.index("olmo3-default")
-    assert ("3 published checkpoint configs; below the rule, 3 transformers class defaults "
+    assert ("5 published checkpoint configs; below the rule, 3 transformers class defaults "
             "(model types with no published checkpoint bundled)") in " ".join(out.split())
 
 
@@ -212,3 +212,68 @@ def test_class_defaults_mark_must_be_a_boolean(cli: Any, tmp_path: Any) -> None:
     assert cli("count", str(path), "--json").json()["total_params"] == (
         100 * d + 32 * d + 2 * (12 * d * d + 13 * d) + 2 * d) == 108_544
     assert "class_defaults" not in load_spec(str(path)).config
+
+
+# models that published speed benchmarks run (llama.cpp's scoreboards and PR tables, vendors' and
+# engines' benchmark pages) and that did not resolve offline before: name → (the file's repo id,
+# exact total). Each total is the numel sum of the transformers model built from the bundled config
+# (`llmcalc check configs/ --verify`); in round figures they are the model cards' sizes (Qwen2.5-3B
+# 3.09B, Phi-3.5-mini 3.8B, Gemma-2-27B 27.2B, CodeLlama-34B 33.7B, OLMo-2-13B 13.7B …)
+BENCHMARKED = {
+    "qwen2.5-3b": ("Qwen/Qwen2.5-3B", 3_085_938_688),
+    "qwen3-1.7b": ("Qwen/Qwen3-1.7B", 1_720_574_976),
+    "qwen3-4b": ("Qwen/Qwen3-4B", 4_022_468_096),
+    "qwen3-14b": ("Qwen/Qwen3-14B", 14_768_307_200),
+    "qwen3-coder-30b-a3b": ("Qwen/Qwen3-Coder-30B-A3B-Instruct", 30_532_122_624),
+    "mistral-nemo-12b": ("mistralai/Mistral-Nemo-Base-2407", 12_247_782_400),
+    "codellama-7b": ("codellama/CodeLlama-7b-hf", 6_738_546_688),
+    "codellama-13b": ("codellama/CodeLlama-13b-hf", 13_016_028_160),
+    "codellama-34b": ("codellama/CodeLlama-34b-hf", 33_744_232_448),
+    "phi-3.5-mini": ("microsoft/Phi-3.5-mini-instruct", 3_821_079_552),
+    "gemma-2-27b": ("google/gemma-2-27b", 27_227_128_320),
+    "qwen2-1.5b": ("Qwen/Qwen2-1.5B-Instruct", 1_543_714_304),
+    "qwen2-7b": ("Qwen/Qwen2-7B-Instruct", 7_615_616_512),
+    "smollm2-135m": ("HuggingFaceTB/SmolLM2-135M-Instruct", 134_515_008),
+    "smollm2-360m": ("HuggingFaceTB/SmolLM2-360M-Instruct", 361_821_120),
+    "olmo-2-13b": ("allenai/OLMo-2-1124-13B", 13_716_198_400),
+    "olmo-2-32b": ("allenai/OLMo-2-0325-32B", 32_234_279_936),
+    "deepseek-r1-distill-qwen-1.5b": ("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", 1_777_088_000),
+    "mistral-7b-v0.3": ("mistralai/Mistral-7B-v0.3", 7_248_023_552),
+    "aya-23-8b": ("CohereForAI/aya-23-8B", 8_028_033_024),
+    # assembled from TensorRT-LLM's performance page (no copy of its config.json was found)
+    "falcon-180b": ("tiiuae/falcon-180B", 178_557_088_768),
+    # the whole models (vision tower, merger, language model), as the checkpoints hold them
+    "qwen3.5-27b": ("Qwen/Qwen3.5-27B", 27_356_728_560),
+    "qwen3.5-122b-a10b": ("Qwen/Qwen3.5-122B-A10B", 122_562_817_776),
+    "qwen3.5-397b-a17b": ("Qwen/Qwen3.5-397B-A17B", 396_802_360_816),
+    "minimax-m2.5": ("MiniMaxAI/MiniMax-M2.5", 228_689_748_992),
+    "glm-5.1": ("zai-org/GLM-5.1", 743_911_199_232),
+}
+
+
+@pytest.mark.parametrize("name", BENCHMARKED)
+def test_benchmarked_models_resolve_offline_by_name_and_repo_id(name: str) -> None:
+    repo, total = BENCHMARKED[name]
+    path = bundled.find(name)
+    assert path is not None and path.stem == name
+    # the repo id and its last part, any case, are the same file: never the Hub
+    assert bundled.find(repo) == bundled.find(repo.upper()) == bundled.find(repo.split("/")[1]) == path
+    spec = load_spec(name)
+    assert (spec.name, count(spec).total, spec.expected["total_params"]) == (repo, total, total)
+    data = _yaml(name)
+    source = " ".join(data["source"].split())
+    assert "config.json" in source, name
+    # a mirror named with its commit, or (one file) the search index's file ids, said as such
+    assert re.search(r"commit [0-9a-f]{40}|does not name its repository", source), name
+    assert "class_defaults" not in data
+
+
+@pytest.mark.parametrize("name", ["qwen3-4b", "gemma-2-27b", "codellama-34b", "phi-3.5-mini"])
+def test_benchmarked_models_get_an_expected_speed(cli: Any, name: str) -> None:
+    """The call the published measurements are checked with: a bundled name, no refusal."""
+    r = cli("latency", name, "--gpu", "rtx-4090", "--dtype", "q4_0", "--ctx", "512", "--gen",
+            "128", "--batch", "1", "--engine", "llama.cpp", "--backend", "cuda", "--json")
+    assert r.code == 0, r.stderr
+    expected = r.json()["expected"]
+    assert (expected["engine"], expected["backend"]) == ("llama.cpp", "cuda")
+    assert expected["decode_tokens_per_s"] > 0 and expected["prefill_tokens_per_s"] > 0

@@ -8,13 +8,13 @@ Each engine module (vllm.py, sglang.py, trtllm.py) turns its own settings into a
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 
-from llmcalc.errors import UsageError
+from llmcalc.errors import ParameterError, UsageError
 from llmcalc.formulas.memory import weight_bytes
 from llmcalc.formulas.quant import WeightFormat
-from llmcalc.model.spec import ModelSpec
+from llmcalc.model.spec import LayerGroup, ModelSpec
 from llmcalc.planning.hardware import Accelerator, GiB
 from llmcalc.units import DType, nbytes
 
@@ -76,10 +76,61 @@ def cuda_memory(acc: Accelerator) -> int:
     return int(acc.memory_bytes * CUDA_SHARE)
 
 
+# What the serving engines do with a layer's h attention heads and kv KV heads over tp GPUs:
+# - vLLM, QKVParallelLinear.__init__ (vllm/model_executor/layers/linear.py): num_heads =
+#   divide(total_num_heads, tp_size); "if tp_size >= self.total_num_kv_heads": num_kv_heads = 1 and
+#   num_kv_head_replicas = divide(tp_size, total_num_kv_heads), else num_kv_heads =
+#   divide(total_num_kv_heads, tp_size) (``divide`` asserts the remainder is 0);
+#   ModelConfig.get_num_kv_heads: max(1, total_num_kv_heads // tensor_parallel_size);
+# - SGLang, each model's attention (python/sglang/srt/models/llama.py, qwen3_moe.py, …): "assert
+#   self.total_num_heads % tp_size == 0", then "assert self.total_num_kv_heads % tp_size == 0" where
+#   the KV heads are at least tp ("we partition"), else "assert tp_size % self.total_num_kv_heads
+#   == 0" ("we replicate"), and num_kv_heads = max(1, total_num_kv_heads // tp_size);
+# - TensorRT-LLM, Attention.__init__ (tensorrt_llm/layers/attention.py): "assert
+#   num_attention_heads % tp_size == 0", num_attention_kv_heads = (num_kv_heads + tp_size - 1) //
+#   tp_size: one head a rank where tp exceeds them, kv/tp where tp divides them.
+# So a rank holds max(1, kv // tp) KV heads, and tp must divide h and divide kv or be a multiple of it.
 def kv_heads_per_rank(kv_heads: int, tp: int) -> int:
     """KV heads one tensor-parallel rank holds: kv/tp, replicated (one each) where tp exceeds them
     (vLLM ``ModelConfig.get_num_kv_heads``: max(1, total // tp); SGLang and TensorRT-LLM alike)."""
     return max(1, kv_heads // tp)
+
+
+def check_serving_tp(spec: ModelSpec, tp: int) -> None:
+    """Refuse a ``tp`` the serving engines refuse (above): one that does not divide every layer
+    kind's attention heads, or whose KV heads it neither divides nor is a multiple of. A latent
+    cache (MLA) has no KV heads to split."""
+    if tp == 1:
+        return
+    kinds = [g.attention for g in spec.layer_groups if g.attention is not None]
+    heads = sorted({a.heads for a in kinds})
+    kv = sorted({a.kv_heads for a in kinds if not a.kv_latent_dim})
+    if any(h % tp for h in heads):
+        shown = "/".join(map(str, heads)) + " attention heads" + (
+            f" and {'/'.join(map(str, kv))} KV heads" if kv else "")
+        raise ParameterError("{tp} {value}: {name}'s {shown} do not split evenly over {value} "
+                             "GPUs; use a {tp} that divides them", value=tp, name=spec.name,
+                             shown=shown)
+    if any(k % tp and tp % k for k in kv):
+        raise ParameterError("{tp} {value}: {name}'s {kv} KV heads neither split evenly over "
+                             "{value} GPUs nor replicate evenly on them (vLLM, SGLang and "
+                             "TensorRT-LLM refuse it); use a {tp} that divides them or a multiple "
+                             "of them", value=tp, name=spec.name, kv="/".join(map(str, kv)))
+
+
+def replicated_kv(spec: ModelSpec, tp: int) -> ModelSpec:
+    """``spec`` with each layer's KV heads as the tp ranks hold them together: kv_heads_per_rank ×
+    tp, a replicated head counted once on each rank that holds it (kv itself where tp divides kv),
+    so that its KV cache over tp is one rank's cache. A latent cache (MLA) is left as it is."""
+    def held(g: LayerGroup) -> LayerGroup:
+        a = g.attention
+        if a is None or a.kv_latent_dim or a.kv_heads >= tp:
+            return g
+        return replace(g, attention=replace(a, kv_heads=kv_heads_per_rank(a.kv_heads, tp) * tp))
+
+    if tp == 1:
+        return spec
+    return replace(spec, layer_groups=tuple(held(g) for g in spec.layer_groups))
 
 
 def not_modelled(spec: ModelSpec, engine: str) -> None:
