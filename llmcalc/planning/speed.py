@@ -183,6 +183,64 @@ INTEGRATED_GPUS = frozenset({"strix-halo", "dgx-spark"})
 # 102 rows goes from 18.7% to 14.4% (decode unchanged); scoreboard rows whose build no source
 # dates count as current.
 AMD_COOPMAT_TUNING = 18749
+# llama.cpp CUDA builds from before MMQ became the default for quantised prefill (PR #8075, June
+# 2024: "mul_mat_q instead of FP16 cuBLAS GEMM"): they dequantised each quantised weight matrix to
+# FP16 in a scratch buffer (ggml-cuda.cu, ggml_cuda_op_mul_mat_cublas: to_fp16_cuda, then
+# cublasGemmEx in CUBLAS_COMPUTE_16F) once per ubatch of 512 tokens (llama-bench's default
+# n_ubatch), so such a prefill is an FP16 GEMM at the card's own rate (no MMQ share, no K-quant
+# unpacking) plus the FP16 copy written and read again: 4 bytes per weight per ubatch. RTX 4090,
+# CodeLlama-7B (#4766, January 2024): F16 pp512 11,048 t/s (46 ms), Q4_0 7,980 (64 ms) where the
+# FP16 copy is 27 GB at 1.0 TB/s: 27 ms. These rows' sources (their builds: January to May 2024);
+# a user's run is read as a current build (MMQ).
+PRE_MMQ_SOURCES = frozenset({
+    "https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference/blob/"
+    "00dd2bdeb2404263f22bd6c1cd46ce397e341db5/README.md",  # May 2024
+    "https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference/blob/"
+    "aa72e0ec86c356c41f8281c9733e9a13c3675800/README.md",  # May 2024
+    "https://github.com/ggml-org/llama.cpp/pull/4766",  # January 2024
+    "https://github.com/ggml-org/llama.cpp/pull/4844",  # master of 2024-01-09
+    "https://github.com/ggml-org/llama.cpp/pull/6017",  # March 2024
+    "https://github.com/ggml-org/llama.cpp/pull/7676"})  # master of June 2024
+LLAMA_UBATCH = 512
+
+
+def pre_mmq(row: MeasuredRow) -> bool:
+    """Whether a measured row ran a llama.cpp CUDA build from before MMQ (``PRE_MMQ_SOURCES``)."""
+    return (row.engine, row.backend) == ("llama.cpp", "cuda") and row.source in PRE_MMQ_SOURCES
+
+
+# Those builds ran attention without flash attention (llama.cpp's FA kernels came in April 2024 and
+# llama-bench left them off by default until "auto" in September 2025): per layer a KQ GEMM writes
+# the F32 score matrix, soft_max_ext reads and writes it, and the KQV GEMM reads it again, converted
+# to FP16 for cuBLAS (llama.cpp's build_attn without flash_attn; ggml_cuda_op_mul_mat_cublas's
+# to_fp16 of src1): 4 + 4 + 4 + 4 + 2 + 2 = SCORE_BYTES bytes a score. Each ubatch's scores cover
+# its tokens against every key so far, not the causal half. The rows are Llama-2/3 and CodeLlama,
+# whose heads are HEAD_DIM wide: a pair's attention FLOPs are 4 · HEAD_DIM a head
+# (llmcalc.formulas.flops.pair_flops: 2 · h · (d_qk + d_v)). Leave-one-out on the 190 llama.cpp
+# CUDA rows, with the dequantisation above: prefill 11.6% → 10.3%, data-centre 14.8% → 13.8%
+# (at 16 or 24 bytes a score 10.4% / 10.5%); on the 163 rows before cuda38d's 9.1% (11.4% without
+# either term). A100 PCIe F16 pp8192 (#6017) 4% too fast, RTX 4090 Q4_K_M pp4096 (XiongjieDai) 2%
+# (36% without either term).
+SCORE_BYTES = 20
+HEAD_DIM = 128
+
+
+def score_bytes(lat: Latency) -> float:
+    """The score matrices' bytes of an attention without flash attention (``SCORE_BYTES``): the
+    causal pairs of every head and layer (the attention FLOPs over 4 · ``HEAD_DIM``), times the
+    ubatch blocks' share, (ctx + ubatch) / (ctx + 1)."""
+    u = min(LLAMA_UBATCH, lat.ctx)
+    return SCORE_BYTES * lat.prefill_attention_flops / (4 * HEAD_DIM) * (lat.ctx + u) / (lat.ctx + 1)
+
+
+def dequant_bytes(lat: Latency) -> float:
+    """The FP16 copy of the GEMMs' weights written and read once per ubatch (``PRE_MMQ_SOURCES``):
+    the weights' parameters are the dense FLOPs over 2 per token."""
+    tokens = lat.batch * lat.ctx
+    params = (lat.prefill.flops - lat.prefill_attention_flops) / (2 * tokens)
+    return -(-tokens // LLAMA_UBATCH) * 4 * params
+
+
 # FP8 weights served by SGLang: each FP8 linear quantises its input to FP8 in a kernel of its own
 # before the GEMM (python/sglang/srt/layers/quantization/fp8_utils.py: a per-token-group FP8
 # quantisation, sglang_per_token_group_quant_fp8, then the block-scaled FP8 GEMM; on ROCm Triton's
@@ -311,16 +369,18 @@ def fit_bound_seconds(lat: Latency, backend: str) -> tuple[float, float]:
     return (max(p.compute_s * k, p.memory_s) + p.comm_s, max(d.compute_s * k, d.memory_s) + d.comm_s)
 
 
-def engine_peak(lat: Latency, engine: str, backend: str) -> float:
+def engine_peak(lat: Latency, engine: str, backend: str, *, mmq: bool = True) -> float:
     """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``;
-    llama.cpp CUDA's quantised prefill on a data-centre card at its MMQ share (``mmq_sm_rate``)."""
+    llama.cpp CUDA's quantised prefill on a data-centre card at its MMQ share (``mmq_sm_rate``),
+    unless ``mmq`` is off (a build before MMQ was the default: cuBLAS at the card's own rate,
+    ``PRE_MMQ_SOURCES``)."""
     formats = ENGINE_FORMATS.get((engine, backend))
     if formats is None:
         return _fit_peak(lat, backend)
     a = fit_card(lat, backend)
     peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
     peak = max(a.peak_flops, *(peaks[f] for f in formats)) or _fit_peak(lat, backend)
-    if (engine, backend) == ("llama.cpp", "cuda") and not isinstance(lat.dtype, DType):
+    if mmq and (engine, backend) == ("llama.cpp", "cuda") and not isinstance(lat.dtype, DType):
         return peak / mmq_sm_rate(a)
     return peak
 
@@ -380,7 +440,8 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
             lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1))
 
 
-def _prefill_features(lat: Latency, engine: str, backend: str, predates: tuple[int, ...] = (),
+def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
+                      predates: tuple[int, ...] = (),
                       ) -> tuple[float, ...]:
     """The weights' FLOPs at the engine's compute peak, bytes streamed, layers (launch/sync), the
     tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
@@ -393,12 +454,19 @@ def _prefill_features(lat: Latency, engine: str, backend: str, predates: tuple[i
     15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), the layers
     again for FP8 weights (``FP8_TERMS``), and the weights' FLOPs again on a build that predates
     PR #18749's AMD coopmat tiles (``AMD_COOPMAT_TUNING``: a measured row's ``predates``; a run
-    the caller asks about is a current build, so its ``predates`` is empty)."""
-    p, peak = lat.prefill, engine_peak(lat, engine, backend)
+    the caller asks about is a current build, so its ``predates`` is empty). ``old_build``: a
+    measured row of a llama.cpp CUDA build from before MMQ was the default (``PRE_MMQ_SOURCES``):
+    quantised weights dequantised to FP16 for cuBLAS (its GEMMs at the card's own FP16 rate, no
+    K-quant unpacking in them, the FP16 copy's bytes streamed: ``dequant_bytes``), and attention
+    without flash attention (its score matrix's bytes streamed: ``score_bytes``)."""
+    cublas = old_build and not isinstance(lat.dtype, DType)
+    p, peak = lat.prefill, engine_peak(lat, engine, backend, mmq=not cublas)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
-    kq = getattr(lat.dtype, "gguf", "") in K_QUANTS
-    return (dense / peak, p.bytes / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
+    kq = getattr(lat.dtype, "gguf", "") in K_QUANTS and not cublas
+    streamed = (p.bytes + (dequant_bytes(lat) if cublas else 0)
+                + (score_bytes(lat) if old_build else 0))
+    return (dense / peak, streamed / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
@@ -408,7 +476,8 @@ def _prefill_features(lat: Latency, engine: str, backend: str, predates: tuple[i
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
     """The 20 features of one row (prefill's 11, then decode's 9): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
-    pre = _prefill_features(lat, row.engine, row.backend, row.predates)
+    pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
+                             predates=row.predates)
     dec = _decode_features(lat, row.engine, row.backend)
     if row.stage == "prefill":
         return pre + (0.0,) * len(dec)
@@ -532,7 +601,8 @@ class Model:
 
 def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     """Seconds the fit gives a row, each stage at least the bound's."""
-    pf = _prefill_features(lat, row.engine, row.backend, row.predates)
+    pf = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
+                            predates=row.predates)
     k = len(pf)
     bound_pre, bound_dec = fit_bound_seconds(lat, row.backend)
     pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), bound_pre)

@@ -36,8 +36,9 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_complete_bundled_names_and_repo_ids() -> None:
     assert complete_model("llama-2") == ["llama-2-13b", "llama-2-70b", "llama-2-7b"]
     assert "meta-llama/Llama-2-7b-hf" in complete_model("meta-llama/")
-    assert complete_model("MISTRAL-") == [
-        "mistral-7b", "mistral-small-24b", "mistral-community/pixtral-12b"]
+    assert complete_model("MISTRAL-") == [  # file-name order: "mistral-7b-v0.3.yaml" sorts first
+        "mistral-7b-v0.3", "mistral-7b", "mistral-nemo-12b", "mistral-small-24b",
+        "mistral-community/pixtral-12b"]
 
 
 def test_complete_and_count_from_the_local_cache(hub: Path, cli: Any) -> None:
@@ -66,9 +67,10 @@ def test_bash_completion_end_to_end() -> None:
     out = _shell({"_LLMCALC_COMPLETE": "complete_bash", "COMP_WORDS": "llmcalc count qwen3-",
                   "COMP_CWORD": "2"})
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split() == ["qwen3-0.6b", "qwen3-235b-a22b", "qwen3-30b-a3b", "qwen3-32b",
-                                  "qwen3-8b", "qwen3-coder-480b-a35b", "qwen3-next-80b-a3b",
-                                  "qwen3-vl-30b-a3b", "qwen3-vl-8b"]
+    assert out.stdout.split() == ["qwen3-0.6b", "qwen3-1.7b", "qwen3-14b", "qwen3-235b-a22b",
+                                  "qwen3-30b-a3b", "qwen3-32b", "qwen3-4b", "qwen3-8b",
+                                  "qwen3-coder-30b-a3b", "qwen3-coder-480b-a35b",
+                                  "qwen3-next-80b-a3b", "qwen3-vl-30b-a3b", "qwen3-vl-8b"]
     out = _shell({"_LLMCALC_COMPLETE": "complete_bash", "COMP_WORDS": "llmcalc fl",
                   "COMP_CWORD": "1"})
     assert out.stdout.split() == ["flops"]

@@ -240,8 +240,6 @@ BENCHMARKED = {
     "deepseek-r1-distill-qwen-1.5b": ("deepseek-ai/DeepSeek-R1-Distill-Qwen-1.5B", 1_777_088_000),
     "mistral-7b-v0.3": ("mistralai/Mistral-7B-v0.3", 7_248_023_552),
     "aya-23-8b": ("CohereForAI/aya-23-8B", 8_028_033_024),
-    # assembled from TensorRT-LLM's performance page (no copy of its config.json was found)
-    "falcon-180b": ("tiiuae/falcon-180B", 178_557_088_768),
     # the whole models (vision tower, merger, language model), as the checkpoints hold them
     "qwen3.5-27b": ("Qwen/Qwen3.5-27B", 27_356_728_560),
     "qwen3.5-122b-a10b": ("Qwen/Qwen3.5-122B-A10B", 122_562_817_776),
