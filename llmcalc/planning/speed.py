@@ -92,6 +92,7 @@ class MeasuredRow:
     quoted_in: str = ""  # where the figure was read, when not at the source itself
     quote: str = ""  # the line as read
     build: str = ""  # the engine build, where the source gives it
+    predates: tuple[int, ...] = ()  # engine PRs the row's build predates, where one changes the fit
 
     @property
     def stage(self) -> str:
@@ -131,6 +132,7 @@ def measured_rows() -> tuple[MeasuredRow, ...]:
         total_tokens_per_s=r.get("total_tokens_per_s", 0.0),
         quoted_in=r.get("quoted_in", ""),
         quote=r.get("quote", ""), build=r.get("build", ""),
+        predates=tuple(r.get("predates", ())),
     ) for r in rows)
 
 
@@ -202,6 +204,21 @@ APPLE_BEFORE_M3 = ("apple-m1", "apple-m2")
 # one source, one chip, so the share is provisional).
 NEURAL_ACCELERATOR_GPUS = ("apple-m5",)
 APPLE_TERMS = ("p_a8", "p_na", "c_a8")  # fitted on llama.cpp Metal only
+# llama.cpp's Vulkan matrix multiplications on AMD cards with cooperative matrices (KHR_coopmat:
+# RDNA3's and RDNA 3.5's WMMA, RDNA4's) ran with generic tile sizes until PR #18749 ("Vulkan:
+# Optimize Matmul parameters for AMD GPUs with Coopmat support", January 2026), which gave AMD its
+# own: on the Radeon 8060S, Llama 3 8B pp512 went 644.84 -> 875.24 t/s (Q4_0), 529.50 -> 793.51
+# (Q4_K_S), 422.37 -> 742.46 (Q8_0), the build otherwise the same, and "a brief test also showed
+# improvements on AMD RX 9060 XT". A row measured on an AMD card on an earlier build says so
+# (measured_speed.json: "predates": [18749]); its prefill takes the weights' FLOPs again (p_pre,
+# ``_prefill_features``), and the expected figure, which describes a current build, does not. The
+# rows that predate it: the RX 7800 XT's (PR #13324, May 2025: pp512 1,242 t/s, 0.17 of its 74.6
+# TFLOP/s peak, where the scoreboard's RX 7900 XTX reaches 0.30), the RX 9070 XT's of PRs #13506
+# and #13326 (May 2025), the Strix Halo's of llm-tracker (May 2025) and of PR #18280's "before"
+# column (December 2025). With the term llama.cpp Vulkan's leave-one-out prefill error over its
+# 102 rows goes from 18.7% to 14.4% (decode unchanged); scoreboard rows whose build no source
+# dates count as current.
+AMD_COOPMAT_TUNING = 18749
 # llama.cpp CUDA builds from before MMQ became the default for quantised prefill (PR #8075, June
 # 2024: "mul_mat_q instead of FP16 cuBLAS GEMM"): they dequantised each quantised weight matrix to
 # FP16 in a scratch buffer (ggml-cuda.cu, ggml_cuda_op_mul_mat_cublas: to_fp16_cuda, then
@@ -285,7 +302,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 13  # _prefill_features' length; the row features are prefill's, then decode's 10
+PREFILL_TERMS = 14  # _prefill_features' length; the row features are prefill's, then decode's 10
 STAGES = ("prefill", "decode")
 
 
@@ -486,6 +503,7 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
+                      predates: tuple[int, ...] = (),
                       ) -> tuple[float, ...]:
     """The weights' FLOPs at the engine's compute peak, bytes streamed, layers (launch/sync), the
     tensor-parallel all-reduces, the FLOPs again on a data-centre card (its own share of the peak:
@@ -496,14 +514,17 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
     15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), the layers
-    again for FP8 weights (``FP8_TERMS``), a quantised prefill's weight FLOPs again on an Apple GPU
-    before M3's shader core (``APPLE_BEFORE_M3``), the weights' FLOPs again on an Apple GPU with
-    Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), and 1 ms for the request served (o:
-    SGLang's fixed cost of a request, ``PREFILL_TERMS``). ``old_build``: a measured row of a
-    llama.cpp CUDA build from before MMQ was the default (``PRE_MMQ_SOURCES``): quantised weights
-    dequantised to FP16 for cuBLAS (its GEMMs at the card's own FP16 rate, no K-quant unpacking in
-    them, the FP16 copy's bytes streamed: ``dequant_bytes``), and attention without flash attention
-    (its score matrix's bytes streamed: ``score_bytes``)."""
+    again for FP8 weights (``FP8_TERMS``), the weights' FLOPs again on a build that predates
+    PR #18749's AMD coopmat tiles (``AMD_COOPMAT_TUNING``: a measured row's ``predates``; a run
+    the caller asks about is a current build, so its ``predates`` is empty), a quantised
+    prefill's weight FLOPs again on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), the
+    weights' FLOPs again on an Apple GPU with Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), and
+    1 ms for the request served (o: SGLang's fixed cost of a request, ``PREFILL_TERMS``).
+    ``old_build``: a measured row of a llama.cpp CUDA build from before MMQ was the default
+    (``PRE_MMQ_SOURCES``): quantised weights dequantised to FP16 for cuBLAS (its GEMMs at the card's
+    own FP16 rate, no K-quant unpacking in them, the FP16 copy's bytes streamed:
+    ``dequant_bytes``), and attention without flash attention (its score matrix's bytes streamed:
+    ``score_bytes``)."""
     cublas = old_build and not isinstance(lat.dtype, DType)
     p, peak = lat.prefill, engine_peak(lat, engine, backend, mmq=not cublas)
     dc = fit_card(lat, backend).kind == "datacenter"
@@ -516,15 +537,16 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
-            lat.layers * LAYER_S * _fp8_weights(lat),
+            lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * (AMD_COOPMAT_TUNING in predates),
             dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS), LAYER_S)  # o: 1 ms a request
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 23 features of one row (prefill's 13, then decode's 10): a throughput row's request takes
+    """The 24 features of one row (prefill's 14, then decode's 10): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
-    pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
+    pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
+                             predates=row.predates)
     dec = _decode_features(lat, row.engine, row.backend)
     if row.stage == "prefill":
         return pre + (0.0,) * len(dec)
@@ -648,7 +670,8 @@ class Model:
 
 def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     """Seconds the fit gives a row, each stage at least the bound's."""
-    pf = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
+    pf = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
+                            predates=row.predates)
     k = len(pf)
     bound_pre, bound_dec = fit_bound_seconds(lat, row.backend)
     pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), bound_pre)
@@ -661,13 +684,13 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 23 terms in _row_features' order (prefill's 13, then decode's 10).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_a8", "p_na", "o",
-         "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8")
+# The 24 terms in _row_features' order (prefill's 14, then decode's 10).
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_pre", "p_a8", "p_na",
+         "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8")
 # the terms but llama.cpp CUDA's own decode terms, MoE and HBM (_decode_features), SGLang's FP8
 # terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS))
-# The terms an engine × backend is fitted with, where not all 23: vLLM's rows (its nightly
+# The terms an engine × backend is fitted with, where not all 24: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms

@@ -172,7 +172,9 @@ def expected_json(e: Expected) -> dict[str, Any]:
                         "ms + s · all-reduce time + p_dc · FLOPs / peak on a data-centre card + p_att · "
                         "attention FLOPs / peak + p_kq · weight FLOPs / peak for a K-quant mix + p_moe "
                         "· weight FLOPs / peak for a mixture of experts + p_igpu · FLOPs / peak on an "
-                        "integrated GPU (p = 1/η at the weight format's compute peak)",
+                        "integrated GPU + p_pre · weight FLOPs / peak on a build before PR #18749's AMD "
+                        "coopmat tiles, measured rows only: the expected figure describes a current "
+                        "build (p = 1/η at the weight format's compute peak)",
                         **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
             **_stand_in_json(e),

@@ -42,10 +42,10 @@ def test_dtype_options_are_the_shared_ones(command: str) -> None:
 @pytest.mark.parametrize("command", ["train", "fit", "mfu"])
 def test_gpu_help_lists_the_accelerator_table(command: str) -> None:
     assert _options(command)["--gpu"].help == (
-        "Accelerator from the built-in table (117 cards: data-centre, workstation, consumer, Apple "
+        "Accelerator from the built-in table (120 cards: data-centre, workstation, consumer, Apple "
         "silicon), e.g. h100, rtx-4090, apple-m3-max; an unknown name lists them."
     )
-    assert len(ACCELERATORS) == 117
+    assert len(ACCELERATORS) == 120
 
 
 @pytest.mark.parametrize("command,default", [("flops", "4k"), ("memory", "4k"),

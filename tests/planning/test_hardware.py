@@ -107,6 +107,9 @@ DATASHEET = {
     "rtx-2080": (8, 448 * G, 42_400 * G),
     "rtx-2070-super": (8, 448 * G, 36_250 * G),
     "mi100": (32, 1_230 * G, 92_300 * G),
+    "rx-9070": (16, 640 * G, 145 * TF),
+    "rx-9060-xt": (16, 320 * G, 103 * TF),
+    "r9700": (32, 640 * G, 191 * TF),
 }
 # The other dense peaks (FP16 with FP16 accumulation, INT8, FP8; 0 where none was read), as their
 # sources give them (sparse figures halved).
@@ -188,6 +191,9 @@ PEAKS_ADDED = {
     "rtx-2080": (84_800 * G, 169_600 * G, 0, 0),
     "rtx-2070-super": (72_500 * G, 145 * TF, 0, 0),
     "mi100": (184_600 * G, 184_600 * G, 0, 0),
+    "rx-9070": (0, 289 * TF, 0, 0),
+    "rx-9060-xt": (0, 205 * TF, 0, 0),
+    "r9700": (0, 383 * TF, 383 * TF, 0),
 }
 
 
