@@ -141,6 +141,8 @@ class Latency:
     prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
     prefill_note: str = ""  # what the prefill's FLOPs leave out of a whole forward (PREFILL_HEAD_NOTE)
     moe: bool = False  # routed experts (the expected speed's own terms: prefill GEMMs, decode)
+    decode_kv_bytes: int = 0  # per GPU: the decode step's KV cache read, at the mean context
+    kv_group: int = 1  # query heads per KV head (grouped-query attention; 1 without)
     # what the figures are read with: a prompt past the window (the words flops and memory
     # use), what the weights' format leaves wide (formulas.quant.format_notes)
     notes: tuple[str, ...] = ()
@@ -279,6 +281,12 @@ def all_reduce_bytes(spec: ModelSpec, *, tokens: int, tp: int) -> int:
     return ALL_REDUCES_PER_LAYER * spec.num_layers * buffer * 2 * (tp - 1) // tp
 
 
+def kv_group(spec: ModelSpec) -> int:
+    """Query heads per KV head (1 without grouped-query attention, or with no shape known)."""
+    shape = spec.shape
+    return max(shape.num_heads // shape.num_kv_heads, 1) if shape and shape.num_kv_heads else 1
+
+
 def decode_step(
     spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: DType,
     acc: Accelerator, link: Interconnect, tp: int, ce: float, be: float, tokens: int = 1,
@@ -382,6 +390,9 @@ def latency(
             spec, ctx=ctx, causal=True) // tp),
         prefill_note=PREFILL_HEAD_NOTE if head else "",
         moe=spec.moe is not None,
+        decode_kv_bytes=memory.kv_cache_bytes(replicated_kv(spec, tp), batch=batch, ctx=mean_ctx,
+                                              dtype=kv_dtype),
+        kv_group=kv_group(spec),
         notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype),
                *((accelerator.peaks_source,) if custom else ())),
     )

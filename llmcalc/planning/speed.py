@@ -259,6 +259,15 @@ def pre_mmq(row: MeasuredRow) -> bool:
 # (36% without either term).
 SCORE_BYTES = 20
 HEAD_DIM = 128
+# Their decode steps ran that attention through ggml-cuda's mat-vecs for non-contiguous F16
+# (mul_mat_p021_f16_f32 for K, mul_mat_vec_nc_f16_f32 for V): a thread block per query head, each
+# reading its KV head's rows (channel_x = channel / channel_x_divisor), so under grouped-query
+# attention a KV head's cache is read once per query head of its group. a_gqa (decode): the step's
+# cache bytes again for each further head of a group (Latency.kv_group − 1) at the bandwidth, on
+# those builds only. XiongjieDai's Llama-3-8B Q4_K_M tg4096 were expected 1–16 points further too
+# fast than its tg512 on each card (RTX 3090 +17% / +33%), 1.4 fitted on llama.cpp CUDA: its
+# leave-one-out decode error 7.7% → 5.6% over 191 rows (consumer rows 7.7% → 6.2%, data-centre
+# 13.8% → 11.6%); the RTX 3090's tg4096 +20%.
 
 
 def score_bytes(lat: Latency) -> float:
@@ -302,7 +311,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 14  # _prefill_features' length; the row features are prefill's, then decode's 10
+PREFILL_TERMS = 14  # _prefill_features' length; the row features are prefill's, then decode's 11
 STAGES = ("prefill", "decode")
 
 
@@ -462,7 +471,8 @@ def _fp8_weights(lat: Latency) -> bool:
     return lat.dtype is DType.fp8
 
 
-def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ...]:
+def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
+                     ) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs (at
     most at the FP16 peak: ``_fp16_peak``), the tensor-parallel all-reduces, and the layers again
     on a data-centre card (its own per-layer cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound
@@ -492,14 +502,17 @@ def _decode_features(lat: Latency, engine: str, backend: str) -> tuple[float, ..
     error goes from 19.0% to 7.8%, its whole requests' 12.4% → 12.2%. TensorRT-LLM's rows gain
     nothing from it (its whole requests 7.0% → 7.1%, and a prefill twin of it, 6.0% → 6.8%), and
     vLLM on ROCm has only TP 8 rows, where it is the per-layer cost c again), and the layers again
-    on an Apple GPU before M3 (``APPLE_BEFORE_M3``: c_a8)."""
+    on an Apple GPU before M3 (``APPLE_BEFORE_M3``: c_a8), and the KV cache's bytes again for each
+    further query head of a group on a build without flash attention (``old_build``: a_gqa, the
+    comment above ``score_bytes``)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     read = d.bytes / lat.accelerator.bandwidth
     return (read, lat.layers * LAYER_S, d.flops / _fp16_peak(lat, peak, backend), d.comm_s,
             lat.layers * LAYER_S * dc, lat.layers * LAYER_S * lat.moe, read * dc,
             lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1),
-            lat.layers * LAYER_S * _before_m3(lat, backend))
+            lat.layers * LAYER_S * _before_m3(lat, backend),
+            lat.decode_kv_bytes * (lat.kv_group - 1) * old_build / lat.accelerator.bandwidth)
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
@@ -543,11 +556,11 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 24 features of one row (prefill's 14, then decode's 10): a throughput row's request takes
+    """The 25 features of one row (prefill's 14, then decode's 11): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
-    dec = _decode_features(lat, row.engine, row.backend)
+    dec = _decode_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
     if row.stage == "prefill":
         return pre + (0.0,) * len(dec)
     if row.stage == "decode":
@@ -675,7 +688,7 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     k = len(pf)
     bound_pre, bound_dec = fit_bound_seconds(lat, row.backend)
     pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), bound_pre)
-    df = _decode_features(lat, row.engine, row.backend)
+    df = _decode_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
     dec = max(sum(a * b for a, b in zip(c[k:], df, strict=True)), bound_dec)
     if row.stage == "prefill":
         return pre
@@ -684,13 +697,14 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 24 terms in _row_features' order (prefill's 14, then decode's 10).
+# The 25 terms in _row_features' order (prefill's 14, then decode's 11).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_pre", "p_a8", "p_na",
-         "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8")
-# the terms but llama.cpp CUDA's own decode terms, MoE and HBM (_decode_features), SGLang's FP8
-# terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
-_NO_C_MOE = tuple(t for t in TERMS if t not in ("c_moe", "a_dc", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS))
-# The terms an engine × backend is fitted with, where not all 24: vLLM's rows (its nightly
+         "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa")
+# the terms but llama.cpp CUDA's own decode terms, MoE, HBM and the GQA re-read (_decode_features),
+# SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
+_NO_C_MOE = tuple(t for t in TERMS
+                  if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS))
+# The terms an engine × backend is fitted with, where not all 25: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
