@@ -321,9 +321,15 @@ STAGES = ("prefill", "decode")
 # TFLOP/s, Q4_K_M 0.33; of the INT8 peak Q4_K_M would be 0.16), so FP16 is their reference.
 # SGLang's first-token rows (Qwen3.6-35B-A3B, 8,192 tokens) gain little from FP8 weights (H200
 # 182 → 138 ms, B200 98 → 116 ms), so its prefill is fitted against the 16-bit peak.
+# llama.cpp on ROCm too: RDNA4's INT8 WMMA rate is twice its FP16 one (R9700: 383 against 191
+# TFLOP/s; RDNA3 and the Strix Halo run both at one rate), but its HIP MMQ kernels do not reach it.
+# PR #26284's tables at n_ubatch 512 (Llama-3-8B Q4_K_M pp2048): R9700 4,095 t/s, RX 7900 XTX
+# 3,227, 1.27x, where the FP16 peaks are 1.56x apart and the INT8 ones 3.1x. Against the INT8
+# peak the R9700's row was expected 45% too fast when left out, against FP16 3%; leave-one-out
+# prefill over ROCm's 64 rows 13.9% → 13.1% (the 61 rows before, no RDNA4 among them: the same).
 ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "cuda"): ("fp16",), ("llama.cpp", "vulkan"): ("fp16",),
-    ("sglang", "cuda"): ("fp16",), ("sglang", "rocm"): ("fp16",)}
+    ("llama.cpp", "rocm"): ("fp16",), ("sglang", "cuda"): ("fp16",), ("sglang", "rocm"): ("fp16",)}
 # llama.cpp's CUDA prefill of quantised weights runs its MMQ kernels (the default since PR #8075,
 # June 2024: "mul_mat_q instead of FP16 cuBLAS GEMM"), int8 tensor-core tiles on the mma.sync
 # instructions every NVIDIA GPU since Turing has. They reach about what a GeForce SM does per
