@@ -144,6 +144,7 @@ class Latency:
     moe: bool = False  # routed experts (the expected speed's own terms: prefill GEMMs, decode)
     decode_kv_bytes: int = 0  # per GPU: the decode step's KV cache read, at the mean context
     kv_group: int = 1  # query heads per KV head (grouped-query attention; 1 without)
+    recurrent_layers: int = 0  # layers with a recurrent state matrix (Gated DeltaNet, Mamba)
     # what the figures are read with: a prompt past the window (the words flops and memory
     # use), what the weights' format leaves wide (formulas.quant.format_notes)
     notes: tuple[str, ...] = ()
@@ -406,6 +407,8 @@ def latency(
         decode_kv_bytes=memory.kv_cache_bytes(replicated_kv(spec, tp), batch=batch, ctx=mean_ctx,
                                               dtype=kv_dtype),
         kv_group=kv_group(spec),
+        recurrent_layers=sum(len(g.layers) for g in spec.layer_groups
+                             if g.mixer is not None and g.mixer.state_elements),
         notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype),
                *((accelerator.peaks_source,) if custom else ())),
     )
