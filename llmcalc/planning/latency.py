@@ -16,7 +16,8 @@ here prints. Sources, each used once below:
   models the experts the batch's tokens are routed to: E·(1 − (1 − k/E)^b) of E per layer, expected
   under uniform routing; of an embedding table, a gather, only the b rows looked up, unless it is
   tied to the LM head, whose matmul reads it whole: llmcalc.formulas.quant.step_weight_bytes) and
-  the whole KV cache, at the mean context ctx + (gen − 1)/2 of the generation; the FLOPs are the
+  the whole KV cache, at the mean context ctx + (gen − 1)/2 of the generation, and writes each
+  sequence's recurrent state back whole (``state_write_bytes``); the FLOPs are the
   batch's per-token forward FLOPs at that context;
 - tensor parallelism (Shoeybi et al. 2019, "Megatron-LM" §3): weights, FLOPs and KV heads split over
   tp GPUs; where a layer has fewer KV heads than tp, each GPU holds, writes and reads one of them
@@ -143,6 +144,7 @@ class Latency:
     moe: bool = False  # routed experts (the expected speed's own terms: prefill GEMMs, decode)
     decode_kv_bytes: int = 0  # per GPU: the decode step's KV cache read, at the mean context
     kv_group: int = 1  # query heads per KV head (grouped-query attention; 1 without)
+    recurrent_layers: int = 0  # layers with a recurrent state matrix (Gated DeltaNet, Mamba)
     # what the figures are read with: a prompt past the window (the words flops and memory
     # use), what the weights' format leaves wide (formulas.quant.format_notes)
     notes: tuple[str, ...] = ()
@@ -287,14 +289,25 @@ def kv_group(spec: ModelSpec) -> int:
     return max(shape.num_heads // shape.num_kv_heads, 1) if shape and shape.num_kv_heads else 1
 
 
+def state_write_bytes(spec: ModelSpec, *, batch: int, kv_dtype: DType, tp: int = 1) -> int:
+    """A decode step's write of each sequence's recurrent state (Mamba, Gated DeltaNet, short
+    convolutions), besides its read in the cache's bytes: the whole state is replaced every token,
+    where attention appends one token's keys and values. llama.cpp's qwen35/qwen3next graphs (e.g.
+    src/models/qwen35moe.cpp, build_layer_attn_linear; delta-net-base.cpp returns the new state)
+    ggml_cpy the new conv and delta-net states back into the recurrent cache each ubatch (fp32),
+    as transformers' cache updates them in place."""
+    return batch * memory.state_bytes_per_sequence(replicated_kv(spec, tp), dtype=kv_dtype)
+
+
 def decode_step(
     spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: DType,
     acc: Accelerator, link: Interconnect, tp: int, ce: float, be: float, tokens: int = 1,
 ) -> Stage:
     """One decode step: ``tokens`` new tokens per sequence (1, or γ + 1 when verifying drafts);
     each GPU reads its KV heads' cache (``replicated_kv``: one whole head where tp exceeds them)."""
-    read = step_weight_bytes(spec, dtype, tokens=batch * tokens) + memory.kv_cache_bytes(
-        replicated_kv(spec, tp), batch=batch, ctx=ctx, dtype=kv_dtype)
+    read = (step_weight_bytes(spec, dtype, tokens=batch * tokens)
+            + memory.kv_cache_bytes(replicated_kv(spec, tp), batch=batch, ctx=ctx, dtype=kv_dtype)
+            + state_write_bytes(spec, batch=batch, kv_dtype=kv_dtype, tp=tp))
     work = batch * tokens * flops.forward_flops_per_token(spec, ctx=ctx)
     return _stage(flops_=work, bytes_=read, comm=all_reduce_bytes(spec, tokens=batch * tokens, tp=tp),
                   acc=acc, link=link, tp=tp, ce=ce, be=be)
@@ -310,7 +323,8 @@ def ridge_batch(
     w = (weight_bytes(spec, dtype) - tables) / (acc.bandwidth * be)
     per_seq = (flops.forward_flops_per_token(spec, ctx=ctx) / (acc.peak_flops * ce)
                - (memory.kv_cache_bytes(replicated_kv(spec, tp), batch=1, ctx=ctx,
-                                        dtype=kv_dtype) + row)
+                                        dtype=kv_dtype) + row
+                  + state_write_bytes(spec, batch=1, kv_dtype=kv_dtype, tp=tp))
                / (acc.bandwidth * be))
     if per_seq <= 0:
         return None
@@ -393,6 +407,8 @@ def latency(
         decode_kv_bytes=memory.kv_cache_bytes(replicated_kv(spec, tp), batch=batch, ctx=mean_ctx,
                                               dtype=kv_dtype),
         kv_group=kv_group(spec),
+        recurrent_layers=sum(len(g.layers) for g in spec.layer_groups
+                             if g.mixer is not None and g.mixer.state_elements),
         notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype),
                *((accelerator.peaks_source,) if custom else ())),
     )

@@ -141,6 +141,18 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
     return tuple(r for r in measured_rows() if r.engine == engine and r.backend == backend)
 
 
+# A prompt through a recurrent layer (Gated DeltaNet: Qwen3.5/3.6, Qwen3-Next) is a recurrence the
+# GEMMs do not carry: llama.cpp's chunked delta-net (src/models/delta-net-base.cpp,
+# build_delta_net_chunking) loops over 64-token chunks, a dozen graph nodes each, every chunk
+# waiting on the last one's state; its fused GATED_DELTA_NET op (PR #19504) walks the tokens in
+# order. p_rec: recurrent layers × ⌈ctx / 64⌉ × 1 ms. Qwen3-Next-80B-A3B Q4_0 on an M2 Ultra (PR
+# #19375) ran pp512 and pp2048 at 0.27 and 0.34 of their bound, expected 62% and 58% too fast
+# without it (Qwen3-30B-A3B's prefill rows on the same card: -9% to +11%); with it llama.cpp Metal's
+# leave-one-out prefill error goes 4.6% → 3.6%, CUDA's 10.8% → 10.6% (0.56 ms a layer and chunk on
+# Metal, 0.12 on CUDA, 0.03 on Vulkan). Its decode twin (recurrent layers × 1 ms) is left out: one
+# decode row a backend (Metal's tg32 +70%, Vulkan's RTX 5090 tg128 +61%) cannot show it in a
+# leave-one-out error, and Vulkan's decode error grew with it (6.9% → 7.2%).
+DELTA_CHUNK = 64
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
 # llama.cpp's K-quant mixes: 256-weight super-blocks with 6-bit sub-block scales and mins
 # (ggml-common.h, block_q4_K), which its matrix-multiply kernels unpack with more integer work per
@@ -311,7 +323,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 14  # _prefill_features' length; the row features are prefill's, then decode's 11
+PREFILL_TERMS = 15  # _prefill_features' length; the row features are prefill's, then decode's 11
 STAGES = ("prefill", "decode")
 
 
@@ -537,8 +549,9 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     PR #18749's AMD coopmat tiles (``AMD_COOPMAT_TUNING``: a measured row's ``predates``; a run
     the caller asks about is a current build, so its ``predates`` is empty), a quantised
     prefill's weight FLOPs again on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), the
-    weights' FLOPs again on an Apple GPU with Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), and
-    1 ms for the request served (o: SGLang's fixed cost of a request, ``PREFILL_TERMS``).
+    weights' FLOPs again on an Apple GPU with Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), the
+    recurrent layers once per 64 prompt tokens (p_rec, ``DELTA_CHUNK``), and 1 ms for the request
+    served (o: SGLang's fixed cost of a request, ``PREFILL_TERMS``).
     ``old_build``: a measured row of a llama.cpp CUDA build from before MMQ was the default
     (``PRE_MMQ_SOURCES``): quantised weights dequantised to FP16 for cuBLAS (its GEMMs at the card's
     own FP16 rate, no K-quant unpacking in them, the FP16 copy's bytes streamed:
@@ -558,11 +571,13 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
             lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * (AMD_COOPMAT_TUNING in predates),
             dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
-            dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS), LAYER_S)  # o: 1 ms a request
+            dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS),
+            lat.recurrent_layers * -(-lat.ctx // DELTA_CHUNK) * LAYER_S,
+            LAYER_S)  # o: 1 ms a request
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 25 features of one row (prefill's 14, then decode's 11): a throughput row's request takes
+    """The 26 features of one row (prefill's 15, then decode's 11): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
@@ -703,14 +718,14 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 25 terms in _row_features' order (prefill's 14, then decode's 11).
+# The 26 terms in _row_features' order (prefill's 15, then decode's 11).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_pre", "p_a8", "p_na",
-         "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa")
+         "p_rec", "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa")
 # the terms but llama.cpp CUDA's own decode terms, MoE, HBM and the GQA re-read (_decode_features),
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS
                   if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS))
-# The terms an engine × backend is fitted with, where not all 25: vLLM's rows (its nightly
+# The terms an engine × backend is fitted with, where not all 26: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -767,7 +782,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp", "o", *APPLE_TERMS)),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
-    ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t != "p_moe"),
+    ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t not in ("p_moe", "p_rec")),
     ("llama.cpp", "metal"): (*_NO_C_MOE, *APPLE_TERMS), ("llama.cpp", "rocm"): _NO_C_MOE,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from llmcalc import load_spec
-from llmcalc.formulas import flops
+from llmcalc.formulas import flops, memory
 from llmcalc.formulas.quant import resolve_format
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
 from llmcalc.planning.latency import all_reduce_bytes, compute_peak, latency, step_weight_bytes
@@ -75,6 +75,20 @@ def test_moe_reads_only_the_experts_reached() -> None:
     # 10,000 tokens reach every expert; of the 32,000 × 4,096 embedding table they read their rows
     assert one < many == 2 * 46_702_792_704 - (32_000 - 10_000) * 4_096 * 2
     assert all_reduce_bytes(spec, tokens=1, tp=1) == 0
+
+
+def test_a_decode_step_writes_the_recurrent_state_back() -> None:
+    # Qwen3.5-35B-A3B: 30 Gated DeltaNet layers, each a sequence's 32 heads × 128 × 128 fp32 state
+    # and 8,192 × 4 bf16 conv state, read with the cache and written back whole every token
+    spec = load_spec("qwen3.5-35b-a3b")
+    h100 = lookup("h100")
+    r = latency(spec, accelerator=h100, interconnect=interconnect(None, h100), batch=2, ctx=1000,
+                gen=1)
+    state = 30 * (32 * 128 * 128 * 4 + 8_192 * 4 * 2)
+    assert state == 64_880_640
+    read = step_weight_bytes(spec, DType.bf16, tokens=2) + memory.kv_cache_bytes(
+        spec, batch=2, ctx=1000, dtype=DType.bf16)
+    assert r.decode.bytes == read + 2 * state
 
 
 def test_speculative_decoding_formula() -> None:

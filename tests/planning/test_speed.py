@@ -147,6 +147,10 @@ HELD_OUT_LLAMA = ("https://github.com/ggml-org/llama.cpp/pull/10238",  # M2 Ultr
 # decode 7.2% off): M2 Ultra qwen3-30b-a3b / Qwen2.5-Coder-7B Q8_0 to pp16384 (#15616, 2025-08), M2
 # Ultra Llama-7B pp512 in eight formats (#3084, 2023-09), an M5's tensor-API pp512/tg128 (#16634)
 METAL_PRS = tuple(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (15616, 3084, 16634))
+# Gated DeltaNet models' llama-bench tables in llama.cpp PRs (predicted by the fit without them
+# before it took them in: docs/latency.md): Qwen3-Next-80B-A3B Q4_0 on an M2 Ultra (#19375, Metal),
+# Qwen3.5-35B-A3B Q4_K_M on an RTX 5090 (#20662, Vulkan)
+HYBRID_PRS = tuple(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (19375, 20662))
 HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io in (
     (2542, (1000, 50)), (3240, (1000, 50)), (9245, (1000, 50)),  # --input-len 1000 --output-len 50
     (4002, (32, 128)), (3692, (32, 128)))}  # benchmark_latency's defaults
@@ -154,9 +158,9 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 1073
+    assert len(rows) == 1078
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 246, "consumer": 330, "datacentre": 497}
+    assert by_class == {"apple": 249, "consumer": 332, "datacentre": 497}
     assert sum(r.engine == "vllm" for r in rows) == 64
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 84, "transformers": 1}
@@ -231,7 +235,7 @@ def test_rows_carry_their_source_and_figures() -> None:
         else:
             assert (r.source in (STRIX, XIONGJIE, XIONGJIE_PRO, *CPU_BENCHES, ROCM_PR, *VULKAN_PRS,
                                  *AMD_PRS, *HELD_OUT_LLAMA, *CUDA_PRS, *ROCM_ROWS, *METAL_PRS,
-                                 *VULKAN_CARD_PRS) and not r.quoted_in) or (
+                                 *VULKAN_CARD_PRS, *HYBRID_PRS) and not r.quoted_in) or (
                 r.source.startswith(LHL) and r.backend == "rocm" and not r.quoted_in) or (
                 r.source.split("#")[0] in SOURCES and r.quoted_in.startswith(QUOTED_IN))
             assert (r.backend == "cpu") == (r.source in CPU_BENCHES)
@@ -306,8 +310,8 @@ def test_rows_carry_their_source_and_figures() -> None:
 # int8 peak: the AVX2 laptops' pp512 expected 48–65% too fast, the Pi's Qwen2.5-0.5B 74–83% too
 # fast and its Llama-3.2-1B 26–34% too slow on one to three cores);
 # transformers (1 row) is too few rows to judge.
-LOO = {("llama.cpp", "metal"): (0.048, 0.036, True), ("llama.cpp", "cuda"): (0.06, 0.108, True),
-       ("llama.cpp", "vulkan"): (0.071, 0.144, False), ("llama.cpp", "rocm"): (0.092, 0.131, False),
+LOO = {("llama.cpp", "metal"): (0.047, 0.036, True), ("llama.cpp", "cuda"): (0.06, 0.106, True),
+       ("llama.cpp", "vulkan"): (0.069, 0.142, False), ("llama.cpp", "rocm"): (0.092, 0.131, False),
        ("trtllm", "cuda"): (None, 0.056, True), ("vllm", "cuda"): (0.024, 2.549, False),
        ("sglang", "cuda"): (0.103, 0.104, False), ("sglang", "rocm"): (0.156, 0.346, False),
        ("llama.cpp", "cpu"): (0.133, 0.319, False),
@@ -328,7 +332,7 @@ LOO = {("llama.cpp", "metal"): (0.048, 0.036, True), ("llama.cpp", "cuda"): (0.0
 THROUGHPUT = {("trtllm", "cuda"): 0.074, ("vllm", "cuda"): 0.071, ("transformers", "cuda"): 0.846,
               ("vllm", "rocm"): 0.031}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.043, ("llama.cpp", "cuda", "consumer"): 0.064,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.043, ("llama.cpp", "cuda", "consumer"): 0.063,
                 ("llama.cpp", "cuda", "datacentre"): 0.109, ("llama.cpp", "vulkan", "consumer"): 0.115,
                 ("llama.cpp", "rocm", "consumer"): 0.093,
                 ("llama.cpp", "rocm", "datacentre"): 0.268, ("trtllm", "cuda", "datacentre"): 0.069,
@@ -368,10 +372,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.064, "prefill": 0.079, "throughput": 0.07}
+    assert by_stage == {"decode": 0.064, "prefill": 0.083, "throughput": 0.07}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.043, "consumer": 0.091, "datacentre": 0.078}
+    assert by_class == {"apple": 0.043, "consumer": 0.09, "datacentre": 0.078}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
@@ -416,7 +420,7 @@ def test_a_tg128_row_reproduced(cli: Any) -> None:
             "--gen", "128", "--batch", "1", "--engine", "llama.cpp", "--json")
     got = json.loads(r.stdout)["expected"]["decode_tokens_per_s"]
     assert abs(got / 94.27 - 1) <= 0.08
-    assert round(got, 1) == 90.1
+    assert round(got, 1) == 88.9
 
 
 def test_without_engine_no_expected(cli: Any) -> None:
@@ -474,7 +478,7 @@ def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
     assert round(e["error"]["throughput"], 3) == 0.071
     assert round(e["error"]["decode"], 3) == 0.024 and e["error"]["prefill"] is None
     assert [round(c, 2) for c in e["basis"]["prefill"]["coefficients"]] == [
-        1.17, 0.78, 0.13, 2.3, 0.0, 7.46, 0.0, 1.13, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        1.17, 0.78, 0.13, 2.3, 0.0, 7.46, 0.0, 1.13, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     # a, c, f and c_tp: 0.119 ms a layer more under tensor parallelism
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
         1.021, 0.076, 4.679, 0.0, 0.0, 0.0, 0.0, 0.0, 0.119, 0.0, 0.0]
@@ -536,10 +540,10 @@ def test_sglang_rows_reproduced(cli: Any) -> None:
     assert (round(e["error"]["decode"], 3), round(e["error"]["prefill"], 3)) == (0.103, 0.104)
     assert "stand_in" not in e["basis"]  # vLLM's rows no longer join its decode fit (speed.py)
     assert (e["basis"]["prefill"]["rows"], e["basis"]["decode"]["rows"]) == (18, 36)
-    # prefill: p, r, r_fp8 and o (the 10th and the 14th of the 14: 10.9 ms a request served); decode: a, c,
+    # prefill: p, r, r_fp8 and o (the 10th and the 15th of the 15: 10.9 ms a request served); decode: a, c,
     # f and c_fp8 (the 8th of the 11)
     assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [
-        1.371, 0.0, 0.89, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.059, 0.0, 0.0, 0.0, 10.868]
+        1.371, 0.0, 0.89, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.059, 0.0, 0.0, 0.0, 0.0, 10.868]
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
         1.502, 0.077, 1.805, 0.0, 0.0, 0.0, 0.0, 0.064, 0.0, 0.0, 0.0]
     words = " ".join(w for w in cli(*args).stdout.split() if w != "│")
