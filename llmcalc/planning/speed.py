@@ -721,6 +721,34 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
 # The 26 terms in _row_features' order (prefill's 15, then decode's 11).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_pre", "p_a8", "p_na",
          "p_rec", "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa")
+# What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
+# "measured rows only": a feature a current build, the one a caller asks about, does not have.
+TERM_TEXT: dict[str, str] = {
+    "p": "weight FLOPs / peak", "q": "bytes / bandwidth", "r": "layers × 1 ms",
+    "s": "all-reduce time", "p_dc": "FLOPs / peak on a data-centre card",
+    "p_att": "attention FLOPs / peak", "p_kq": "weight FLOPs / peak for a K-quant mix",
+    "p_moe": "weight FLOPs / peak for a mixture of experts",
+    "p_igpu": "FLOPs / peak on an integrated GPU", "r_fp8": "layers × 1 ms for FP8 weights",
+    "p_pre": "weight FLOPs / peak on a build before PR #18749's AMD coopmat tiles (measured rows "
+             "only)",
+    "p_a8": "quantised weight FLOPs / peak on an Apple GPU before M3",
+    "p_na": "weight FLOPs / peak on an Apple GPU with Neural Accelerators",
+    "p_rec": "recurrent layers × prompt chunks of 64 × 1 ms", "o": "1 ms a served request",
+    "a": "bytes / bandwidth", "c": "layers × 1 ms", "f": "FLOPs / peak", "g": "all-reduce time",
+    "c_dc": "layers × 1 ms on a data-centre card",
+    "c_moe": "layers × 1 ms for a mixture of experts",
+    "a_dc": "bytes / bandwidth on a data-centre card", "c_fp8": "layers × 1 ms for FP8 weights",
+    "c_tp": "layers × 1 ms under tensor parallelism",
+    "c_a8": "layers × 1 ms on an Apple GPU before M3",
+    "a_gqa": "KV bytes × (query heads per KV head − 1) / bandwidth on a build without flash "
+             "attention (measured rows only)"}
+
+
+def step_model(stage: str) -> str:
+    """A stage's time per step as the sum of its terms (``TERM_TEXT``), in the order of its
+    coefficients."""
+    names = TERMS[:PREFILL_TERMS] if stage == "prefill" else TERMS[PREFILL_TERMS:]
+    return "t = " + " + ".join(f"{n} · {TERM_TEXT[n]}" for n in names)
 # the terms but llama.cpp CUDA's own decode terms, MoE, HBM and the GQA re-read (_decode_features),
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS

@@ -9,7 +9,7 @@ from rich.text import Text
 
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.latency import CUSTOM, Latency, Stage
-from llmcalc.planning.speed import PREFILL_TERMS, TERMS, Expected, Fit
+from llmcalc.planning.speed import PREFILL_TERMS, TERMS, Expected, Fit, step_model
 from llmcalc.render import heading, n, note_lines
 from llmcalc.render.grid import Col, Fitted, Grid
 
@@ -162,20 +162,10 @@ def expected_json(e: Expected) -> dict[str, Any]:
         "decode_tokens_per_s": e.decode_tokens_per_s,
         "throughput_tokens_per_s": e.throughput_tokens_per_s,
         "basis": {
-            "decode": {"model": "t = a · bytes / bandwidth + c · layers × 1 ms + f · FLOPs / peak "
-                       "+ g · all-reduce time + c_dc · layers × 1 ms on a data-centre card + c_moe · "
-                       "layers × 1 ms for a mixture of experts + a_dc · bytes / bandwidth on a "
-                       "data-centre card + c_tp · layers × 1 ms under tensor parallelism (a = 1/η, c "
-                       "per layer, f the batch's compute)",
-                       **_fit_json(e.decode)},
-            "prefill": {"model": "t = p · weight FLOPs / peak + q · bytes / bandwidth + r · layers × 1 "
-                        "ms + s · all-reduce time + p_dc · FLOPs / peak on a data-centre card + p_att · "
-                        "attention FLOPs / peak + p_kq · weight FLOPs / peak for a K-quant mix + p_moe "
-                        "· weight FLOPs / peak for a mixture of experts + p_igpu · FLOPs / peak on an "
-                        "integrated GPU + p_pre · weight FLOPs / peak on a build before PR #18749's AMD "
-                        "coopmat tiles, measured rows only: the expected figure describes a current "
-                        "build (p = 1/η at the weight format's compute peak)",
-                        **_fit_json(e.prefill)},
+            "decode": {"model": step_model("decode") + " (a = 1/η, c per layer, f the batch's "
+                       "compute)", **_fit_json(e.decode)},
+            "prefill": {"model": step_model("prefill") + " (p = 1/η at the weight format's compute "
+                        "peak)", **_fit_json(e.prefill)},
             "rows": "llmcalc/planning/measured_speed.json",
             **_stand_in_json(e),
             **({} if e.assumed_card is None else {"card": _assumed_json(e.assumed_card)}),

@@ -692,3 +692,18 @@ def test_pre_mmq_builds_dequantise_and_materialise_scores() -> None:
     assert {r.model for r in measured_rows() if r.source in PRE_MMQ_SOURCES} == {
         "codellama-7b", "llama-2-7b", "llama-3-8b", "llama-3-70b"}
     assert not any(pre_mmq(r) for r in rows_for("llama.cpp", "metal"))
+
+
+def test_the_json_model_names_every_coefficient_in_order(cli: Any) -> None:
+    """basis.<stage>.model lists one term per coefficient, in the coefficients' order, so a reader
+    can pair them (26 terms: prefill's 15, decode's 11)."""
+    from llmcalc.planning.speed import TERM_TEXT, TERMS
+    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 26
+    out = json.loads(cli("latency", "llama-3.1-8b", "--gpu", "rtx-4090", "--dtype", "q4_k_m",
+                         "--engine", "llama.cpp", "--json").stdout)
+    for stage, first, last in (("prefill", "p", "o"), ("decode", "a", "a_gqa")):
+        basis = out["expected"]["basis"][stage]
+        named = [t.split(" · ")[0] for t in basis["model"].removeprefix("t = ").split(" + ")]
+        assert len(named) == len(basis["coefficients"]) and (named[0], named[-1]) == (first, last)
+    assert out["expected"]["basis"]["decode"]["model"].startswith(
+        "t = a · bytes / bandwidth + c · layers × 1 ms + f · FLOPs / peak + g · all-reduce time")
