@@ -271,8 +271,9 @@ def pre_mmq(row: MeasuredRow) -> bool:
 # (36% without either term).
 SCORE_BYTES = 20
 HEAD_DIM = 128
-# Their decode steps ran that attention through ggml-cuda's mat-vecs for non-contiguous F16
-# (mul_mat_p021_f16_f32 for K, mul_mat_vec_nc_f16_f32 for V): a thread block per query head, each
+# Their decode steps ran that attention through the mat-vecs for non-contiguous F16 of
+# ggml-cuda.cu (2024): ggml_cuda_mul_mat_vec_p021 and ggml_cuda_mul_mat_vec_nc, whose kernels
+# (mul_mat_p021_f16_f32 for K, mul_mat_vec_nc_f16_f32 for V) run a thread block per query head, each
 # reading its KV head's rows (channel_x = channel / channel_x_divisor), so under grouped-query
 # attention a KV head's cache is read once per query head of its group. a_gqa (decode): the step's
 # cache bytes again for each further head of a group (Latency.kv_group − 1) at the bandwidth, on
