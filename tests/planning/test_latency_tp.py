@@ -72,3 +72,19 @@ def test_tp_the_engines_refuse(cli: Any) -> None:
     assert (r.code, r.stdout, r.stderr) == (2, "", want)
     ok = cli("latency", "dbrx-base", "--gpu", "h100", "--tp", "16", "--json")  # 2 GPUs a head
     assert (ok.code, ok.json()["inputs"]["tp"]) == (0, 16)
+
+
+def test_a_latent_cache_is_read_whole_on_every_gpu() -> None:
+    """MLA caches one latent a token with no heads to split: every tensor-parallel rank holds and
+    reads all of it (vLLM's and SGLang's KV budgets: kv_elements_per_token_rank), so a decode step
+    at tp 8 reads the whole cache on each GPU beside an eighth of the weights."""
+    spec = load_spec("deepseek-ai/DeepSeek-V3")  # 61 layers, a latent of 512 + 64 rope dims
+    ctx = 8192 + (257 - 1) // 2
+    latent = 61 * (512 + 64) * 2 * 16 * ctx  # layers × latent × 2 B (bf16) × batch 16 × ctx
+    assert latent == 9_354_608_640
+    assert memory.kv_cache_bytes(spec, batch=16, ctx=ctx, dtype=DType.bf16) == latent
+    r = latency(spec, accelerator=lookup("h200"), interconnect=interconnect(None, lookup("h200")),
+                tp=8, batch=16, ctx=8192, gen=257, dtype=DType.fp8, kv_dtype=DType.bf16)
+    weights = step_weight_bytes(spec, DType.fp8, tokens=16)
+    assert r.decode.bytes == -(-(weights + 8 * latent) // 8)
+    assert r.decode_kv_bytes == 8 * latent  # over the 8 GPUs together, as a replicated head's
