@@ -88,8 +88,8 @@ CALLED = {("llama.cpp", "cpu", "consumer"): 0.21,  # 0.23
           ("llama.cpp", "cuda", "consumer"): 0.073,  # 0.248 (80 rows then)
           ("llama.cpp", "cuda", "datacentre"): 0.109,  # 0.966 (80 rows then)
           ("llama.cpp", "metal", "apple"): 0.048,  # 0.053; 0.052 before the Apple generation terms
-          ("llama.cpp", "rocm", "consumer"): 0.132,  # 0.099 (553 rows); 0.155 (1,070 rows)
-          ("llama.cpp", "rocm", "datacentre"): 0.268,  # (#15021's MI300X and MI210, PR #14949's MI100)
+          ("llama.cpp", "rocm", "consumer"): 0.131,  # 0.099 (553 rows); 0.155 (1,070); 0.132 (1,078)
+          ("llama.cpp", "rocm", "datacentre"): 0.258,  # MI300X, MI210 (#15021), MI100 (#14949); 0.268
           ("llama.cpp", "vulkan", "consumer"): 0.178,  # 0.431 (553 rows); 0.142 (911 rows)
           ("sglang", "cuda", "datacentre"): 0.088,  # 0.33 on its 4 rows then; 54 rows now
           ("sglang", "rocm", "datacentre"): 0.167,  # its 30 rows came after the rule
