@@ -643,17 +643,41 @@ def _gathered_bytes(spec: ModelSpec, fmt: WeightFormat) -> list[tuple[int, int]]
     return [(weight_bytes(spec, fmt, select=only(t)), t.shape[0]) for t in tables]
 
 
+# A whole multimodal model's input towers: a text prompt and the tokens generated after it run
+# none of them (transformers' Qwen3_5MoeModel.forward calls the visual tower only when
+# pixel_values are given; llama.cpp keeps a tower in its own mmproj file, which llama-bench never
+# loads), so a text step reads none of their weights.
+TOWER_PARTS = frozenset({"vision", "projector", "audio", "audio_projector"})
+
+
+def _tower(spec: ModelSpec) -> frozenset[int]:
+    """The ids of the input towers' tensors (``TOWER_PARTS``)."""
+    return frozenset(id(t) for p in spec.parts if p.name in TOWER_PARTS for t, _ in p.all_tensors())
+
+
+def tower_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
+    """Bytes of ``spec``'s input towers (``TOWER_PARTS``) in ``fmt``; 0 for a file's stored bytes,
+    which are known by type only (a GGUF file holds the language model alone)."""
+    tower = _tower(spec)
+    if not tower or isinstance(fmt, StoredFormat):
+        return 0
+    return weight_bytes(spec, fmt, select=lambda t: id(t) in tower)
+
+
 def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int) -> int:
-    """Weight bytes one forward step over ``tokens`` tokens reads: every matmul's weights; the
-    routed experts those tokens reach, E·(1 − (1 − k/E)^tokens) of E (expected under uniform
-    routing); and of each lookup table (:func:`gathered_tables`) the rows looked up, min(tokens,
-    rows) of them."""
-    total = weight_bytes(spec, fmt)
+    """Weight bytes one forward step of text over ``tokens`` tokens reads: every matmul's weights
+    but the input towers' (:func:`tower_bytes`); the routed experts those tokens reach,
+    E·(1 − (1 − k/E)^tokens) of E (expected under uniform routing); and of each lookup table
+    (:func:`gathered_tables`) the rows looked up, min(tokens, rows) of them."""
+    total = weight_bytes(spec, fmt) - tower_bytes(spec, fmt)
     for size, rows in _gathered_bytes(spec, fmt):
         total -= size - size * min(tokens, rows) // rows
     if spec.moe is None:
         return total
-    experts = weight_bytes(spec, fmt, select=is_routed_expert)
+    tower = _tower(spec)  # a tower's own experts (dots3-note's vision tower) are in tower_bytes
+    experts = (weight_bytes(spec, fmt, select=lambda t: is_routed_expert(t) and id(t) not in tower)
+               if tower and not isinstance(fmt, StoredFormat)
+               else weight_bytes(spec, fmt, select=is_routed_expert))
     e, k = spec.moe.num_experts, spec.experts_per_tok()
     touched = 1 - (1 - k / e) ** tokens
     return total - experts + round(experts * touched)

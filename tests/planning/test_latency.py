@@ -9,7 +9,7 @@ import pytest
 
 from llmcalc import load_spec
 from llmcalc.formulas import flops, memory
-from llmcalc.formulas.quant import resolve_format
+from llmcalc.formulas.quant import resolve_format, tower_bytes
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
 from llmcalc.planning.latency import all_reduce_bytes, compute_peak, latency, step_weight_bytes
 from llmcalc.units import DType
@@ -89,6 +89,22 @@ def test_a_decode_step_writes_the_recurrent_state_back() -> None:
     read = step_weight_bytes(spec, DType.bf16, tokens=2) + memory.kv_cache_bytes(
         spec, batch=2, ctx=1000, dtype=DType.bf16)
     assert r.decode.bytes == read + 2 * state
+
+
+def test_a_text_step_reads_no_vision_tower() -> None:
+    # Qwen3.6-35B-A3B's whole checkpoint: Qwen3.5-35B-A3B's language model beside a 27-layer vision
+    # tower (415,891,440 parameters) and its patch merger (30,679,808), which a text prompt never
+    # runs: its prefill and decode steps read the bytes of the text model alone
+    whole, text = load_spec("qwen3.6-35b-a3b"), load_spec("qwen3.5-35b-a3b")
+    assert tower_bytes(whole, DType.bf16) == (415_891_440 + 30_679_808) * 2 == 893_142_496
+    assert tower_bytes(text, DType.bf16) == 0
+    h100 = lookup("h100")
+    a, b = (latency(s, accelerator=h100, interconnect=interconnect(None, h100), batch=4, ctx=512,
+                    gen=64) for s in (whole, text))
+    assert a.weight_bytes - b.weight_bytes == 893_142_496  # held in memory all the same
+    assert (a.decode.bytes, a.prefill.bytes) == (b.decode.bytes, b.prefill.bytes)
+    assert a.decode.bytes == step_weight_bytes(text, DType.bf16, tokens=4) + memory.kv_cache_bytes(
+        text, batch=4, ctx=512 + 31, dtype=DType.bf16) + 4 * 64_880_640  # + the recurrent state written
 
 
 def test_speculative_decoding_formula() -> None:
