@@ -161,10 +161,12 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # Qwen3-Coder-Next 38.04 → 46.64 t/s, Qwen3.5-35B-A3B Q8_0 43.90 → 53.33. On llama.cpp Vulkan's 112
 # rows (9 hybrid decode rows: PRs #20334 and #20662, a Strix Halo's b8038 llama-bench and
 # llama-server) the leave-one-out decode error goes 11.7% → 8.0% with both (9.9% c_rec alone),
-# 0.07 ms a recurrent layer and 0.23 more before the op; pooled decode 6.8% → 6.4%. Fitted on
-# Vulkan and CUDA only (ENGINE_TERMS): CUDA has no hybrid decode row, so both stay 0 there; Metal
-# and ROCm have one each (M2 Ultra tg32 +70%, Strix Halo tg128 +69%), which a leave-one-out error
-# cannot score, and their decode errors grew with the term (4.7% → 4.8%, 9.2% → 9.3%).
+# 0.07 ms a recurrent layer and 0.23 more before the op; pooled decode 6.8% → 6.4%. On CUDA (an
+# RTX 4090's Qwen3.5-27B and 35B-A3B tg64, build 8820: +3% and +18% without it) 6.1% → 5.9% over
+# its 208 rows, 0.027 ms a layer (no CUDA row predates #19504: c_rec_pre 0). Fitted on Vulkan and
+# CUDA only (ENGINE_TERMS): Metal and ROCm have one hybrid decode row each (M2 Ultra tg32 +70%,
+# Strix Halo tg128 +69%), which a leave-one-out error cannot score, and their decode errors grew
+# with the term (4.7% → 4.8%, 9.2% → 9.3%).
 DELTA_CHUNK = 64
 FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334}
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
