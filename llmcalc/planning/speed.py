@@ -149,10 +149,26 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # #19375) ran pp512 and pp2048 at 0.27 and 0.34 of their bound, expected 62% and 58% too fast
 # without it (Qwen3-30B-A3B's prefill rows on the same card: -9% to +11%); with it llama.cpp Metal's
 # leave-one-out prefill error goes 4.6% → 3.6%, CUDA's 10.8% → 10.6% (0.56 ms a layer and chunk on
-# Metal, 0.12 on CUDA, 0.03 on Vulkan). Its decode twin (recurrent layers × 1 ms) is left out: one
-# decode row a backend (Metal's tg32 +70%, Vulkan's RTX 5090 tg128 +61%) cannot show it in a
-# leave-one-out error, and Vulkan's decode error grew with it (6.9% → 7.2%).
+# Metal, 0.12 on CUDA, 0.03 on Vulkan).
+# A decode step through such a layer (llama.cpp's qwen35moe.cpp, build_layer_attn_linear) is a
+# string of small kernels an attention layer does not have: the beta and alpha projections, sigmoid,
+# softplus and the A scale, the conv state's concat and copy back to the cache, ssm_conv, silu, the
+# l2 norms of q and k, the recurrence, the gated RMS norm; before a backend had the fused
+# GATED_DELTA_NET op (PR #19504: CPU, CUDA; PR #20334: Vulkan) the recurrence itself was a dozen
+# more (PR #20091 counts 12 nodes a layer). c_rec: recurrent layers × 1 ms (Mamba-2 layers too);
+# c_rec_pre: the same again on a measured row whose build predates its backend's fused op
+# (FUSED_DELTA_NET, a row's ``predates``). PR #20334's Radeon 8060S TG, before and after the op:
+# Qwen3-Coder-Next 38.04 → 46.64 t/s, Qwen3.5-35B-A3B Q8_0 43.90 → 53.33. On llama.cpp Vulkan's 112
+# rows (9 hybrid decode rows: PRs #20334 and #20662, a Strix Halo's b8038 llama-bench and
+# llama-server) the leave-one-out decode error goes 11.7% → 8.0% with both (9.9% c_rec alone),
+# 0.07 ms a recurrent layer and 0.23 more before the op; pooled decode 6.8% → 6.4%. On CUDA (an
+# RTX 4090's Qwen3.5-27B and 35B-A3B tg64, build 8820: +3% and +18% without it) 6.1% → 5.9% over
+# its 208 rows, 0.027 ms a layer (no CUDA row predates #19504: c_rec_pre 0). Fitted on Vulkan and
+# CUDA only (ENGINE_TERMS): Metal and ROCm have one hybrid decode row each (M2 Ultra tg32 +70%,
+# Strix Halo tg128 +69%), which a leave-one-out error cannot score, and their decode errors grew
+# with the term (4.7% → 4.8%, 9.2% → 9.3%).
 DELTA_CHUNK = 64
+FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334}
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
 # llama.cpp's K-quant mixes: 256-weight super-blocks with 6-bit sub-block scales and mins
 # (ggml-common.h, block_q4_K), which its matrix-multiply kernels unpack with more integer work per
@@ -324,7 +340,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 15  # _prefill_features' length; the row features are prefill's, then decode's 11
+PREFILL_TERMS = 15  # _prefill_features' length; the row features are prefill's, then decode's 13
 STAGES = ("prefill", "decode")
 
 
@@ -491,7 +507,7 @@ def _fp8_weights(lat: Latency) -> bool:
 
 
 def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
-                     ) -> tuple[float, ...]:
+                     predates: tuple[int, ...] = ()) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth, layers (launch/sync), the batch's FLOPs (at
     most at the FP16 peak: ``_fp16_peak``), the tensor-parallel all-reduces, and the layers again
     on a data-centre card (its own per-layer cost: llama.cpp's tg128 reaches 0.32–0.38 of the bound
@@ -523,7 +539,9 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     vLLM on ROCm has only TP 8 rows, where it is the per-layer cost c again), and the layers again
     on an Apple GPU before M3 (``APPLE_BEFORE_M3``: c_a8), and the KV cache's bytes again for each
     further query head of a group on a build without flash attention (``old_build``: a_gqa, the
-    comment above ``score_bytes``)."""
+    comment above ``score_bytes``), and the recurrent layers (c_rec), again on a measured row of a
+    build before its backend's fused GATED_DELTA_NET op (``predates``: c_rec_pre, ``DELTA_CHUNK``'s
+    comment)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     read = d.bytes / lat.accelerator.bandwidth
@@ -531,7 +549,9 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
             lat.layers * LAYER_S * dc, lat.layers * LAYER_S * lat.moe, read * dc,
             lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1),
             lat.layers * LAYER_S * _before_m3(lat, backend),
-            lat.decode_kv_bytes * (lat.kv_group - 1) * old_build / lat.accelerator.bandwidth)
+            lat.decode_kv_bytes * (lat.kv_group - 1) * old_build / lat.accelerator.bandwidth,
+            lat.recurrent_layers * LAYER_S,
+            lat.recurrent_layers * LAYER_S * (FUSED_DELTA_NET.get(backend, 0) in predates))
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
@@ -578,11 +598,12 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 26 features of one row (prefill's 15, then decode's 11): a throughput row's request takes
+    """The 28 features of one row (prefill's 15, then decode's 13): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
-    dec = _decode_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
+    dec = _decode_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
+                           predates=row.predates)
     if row.stage == "prefill":
         return pre + (0.0,) * len(dec)
     if row.stage == "decode":
@@ -710,7 +731,8 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     k = len(pf)
     bound_pre, bound_dec = fit_bound_seconds(lat, row.backend)
     pre = max(sum(a * b for a, b in zip(c[:k], pf, strict=True)), bound_pre)
-    df = _decode_features(lat, row.engine, row.backend, old_build=pre_mmq(row))
+    df = _decode_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
+                          predates=row.predates)
     dec = max(sum(a * b for a, b in zip(c[k:], df, strict=True)), bound_dec)
     if row.stage == "prefill":
         return pre
@@ -719,9 +741,10 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 26 terms in _row_features' order (prefill's 15, then decode's 11).
+# The 28 terms in _row_features' order (prefill's 15, then decode's 13).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_pre", "p_a8", "p_na",
-         "p_rec", "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa")
+         "p_rec", "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
+         "c_rec", "c_rec_pre")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
 TERM_TEXT: dict[str, str] = {
@@ -742,7 +765,10 @@ TERM_TEXT: dict[str, str] = {
     "c_tp": "layers × 1 ms under tensor parallelism",
     "c_a8": "layers × 1 ms on an Apple GPU before M3",
     "a_gqa": "KV bytes × (query heads per KV head − 1) / bandwidth on a build without flash "
-             "attention (measured rows only)"}
+             "attention (measured rows only)",
+    "c_rec": "recurrent layers × 1 ms",
+    "c_rec_pre": "recurrent layers × 1 ms on a build before the backend's fused GATED_DELTA_NET op "
+                 "(measured rows only)"}
 
 
 def step_model(stage: str) -> str:
@@ -750,11 +776,13 @@ def step_model(stage: str) -> str:
     coefficients."""
     names = TERMS[:PREFILL_TERMS] if stage == "prefill" else TERMS[PREFILL_TERMS:]
     return "t = " + " + ".join(f"{n} · {TERM_TEXT[n]}" for n in names)
+RECURRENT_TERMS = ("c_rec", "c_rec_pre")  # a decode step's recurrent layers (DELTA_CHUNK's comment)
 # the terms but llama.cpp CUDA's own decode terms, MoE, HBM and the GQA re-read (_decode_features),
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS
                   if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS))
-# The terms an engine × backend is fitted with, where not all 26: vLLM's rows (its nightly
+_NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp Metal and ROCm
+# The terms an engine × backend is fitted with, where not all 28: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -811,8 +839,8 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp", "o", *APPLE_TERMS)),
     ("transformers", "cuda"): ("c",), ("transformers", "rocm"): ("c",),
     ("transformers", "metal"): ("c",), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
-    ("trtllm", "cuda"): tuple(t for t in _NO_C_MOE if t not in ("p_moe", "p_rec")),
-    ("llama.cpp", "metal"): (*_NO_C_MOE, *APPLE_TERMS), ("llama.cpp", "rocm"): _NO_C_MOE,
+    ("trtllm", "cuda"): tuple(t for t in _NO_REC if t not in ("p_moe", "p_rec")),
+    ("llama.cpp", "metal"): (*_NO_REC, *APPLE_TERMS), ("llama.cpp", "rocm"): _NO_REC,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is

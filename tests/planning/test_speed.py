@@ -150,8 +150,12 @@ HELD_OUT_LLAMA = ("https://github.com/ggml-org/llama.cpp/pull/10238",  # M2 Ultr
 METAL_PRS = tuple(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (15616, 3084, 16634))
 # Gated DeltaNet models' llama-bench tables in llama.cpp PRs (predicted by the fit without them
 # before it took them in: docs/latency.md): Qwen3-Next-80B-A3B Q4_0 on an M2 Ultra (#19375, Metal),
-# Qwen3.5-35B-A3B Q4_K_M on an RTX 5090 (#20662, Vulkan)
-HYBRID_PRS = tuple(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (19375, 20662))
+# Qwen3.5-35B-A3B Q4_K_M on an RTX 5090 (#20662, Vulkan), Qwen3-Coder-Next, Qwen3.5-35B-A3B and
+# Qwen3.5-122B-A10B on a Radeon 8060S before and after Vulkan's GATED_DELTA_NET op (#20334)
+HYBRID_PRS = tuple(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (19375, 20662, 20334))
+# llama-bench tables of Qwen3.5 (27B, 35B-A3B) on an RTX 4090, build 8820 (April 2026), in a notes page
+HYBRID_NOTES = ("https://github.com/jiegec/kb/blob/23addc71733ac6976d6efbddd1c52e8e557af87e/docs/"
+                "software/llm_local_serving.md",)
 HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io in (
     (2542, (1000, 50)), (3240, (1000, 50)), (9245, (1000, 50)),  # --input-len 1000 --output-len 50
     (4002, (32, 128)), (3692, (32, 128)))}  # benchmark_latency's defaults
@@ -159,9 +163,9 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 1086
+    assert len(rows) == 1100
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 249, "consumer": 340, "datacentre": 497}
+    assert by_class == {"apple": 249, "consumer": 354, "datacentre": 497}
     assert sum(r.engine == "vllm" for r in rows) == 64
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 84, "transformers": 1}
@@ -236,13 +240,18 @@ def test_rows_carry_their_source_and_figures() -> None:
         else:
             assert (r.source in (STRIX, XIONGJIE, XIONGJIE_PRO, *CPU_BENCHES, ROCM_PR, *VULKAN_PRS,
                                  *AMD_PRS, *HELD_OUT_LLAMA, *CUDA_PRS, *ROCM_ROWS, *METAL_PRS,
-                                 *VULKAN_CARD_PRS, *HYBRID_PRS) and not r.quoted_in) or (
+                                 *VULKAN_CARD_PRS, *HYBRID_PRS, *HYBRID_NOTES) and not r.quoted_in) or (
                 r.source.startswith(LHL) and r.backend == "rocm" and not r.quoted_in) or (
                 r.source.split("#")[0] in SOURCES and r.quoted_in.startswith(QUOTED_IN))
             assert (r.backend == "cpu") == (r.source in CPU_BENCHES)
-            # llama-bench: ppN is an N-token prompt, one token out; tgN is N tokens from 1
+            # llama-bench: ppN is an N-token prompt, one token out; tgN is N tokens from 1;
+            # llama-server (its timings' generation speed): tgN is N tokens after a ctx-token prompt
             n = int(r.test[2:])
-            assert (r.ctx, r.gen, r.batch) == ((n, 1, 1) if r.test.startswith("pp") else (1, n, 1))
+            if r.build.startswith("llama-server"):
+                assert r.test.startswith("tg") and (r.gen, r.batch) == (n, 1) and r.ctx > 1
+            else:
+                assert (r.ctx, r.gen, r.batch) == ((n, 1, 1) if r.test.startswith("pp") else
+                                                   (1, n, 1))
             published = r.tokens_per_s
         assert r.tokens_per_s > 0
         # the figure as read: one of the quoted table line's numbers (thousands separators aside)
@@ -315,8 +324,8 @@ def test_rows_carry_their_source_and_figures() -> None:
 # int8 peak: the AVX2 laptops' pp512 expected 48–65% too fast, the Pi's Qwen2.5-0.5B 74–83% too
 # fast and its Llama-3.2-1B 26–34% too slow on one to three cores);
 # transformers (1 row) is too few rows to judge.
-LOO = {("llama.cpp", "metal"): (0.047, 0.036, True), ("llama.cpp", "cuda"): (0.062, 0.105, True),
-       ("llama.cpp", "vulkan"): (0.072, 0.143, False), ("llama.cpp", "rocm"): (0.078, 0.129, False),
+LOO = {("llama.cpp", "metal"): (0.047, 0.036, True), ("llama.cpp", "cuda"): (0.062, 0.103, True),
+       ("llama.cpp", "vulkan"): (0.084, 0.143, False), ("llama.cpp", "rocm"): (0.087, 0.132, False),
        ("trtllm", "cuda"): (None, 0.056, True), ("vllm", "cuda"): (0.024, 2.549, False),
        ("sglang", "cuda"): (0.074, 0.104, True), ("sglang", "rocm"): (0.155, 0.346, False),
        ("llama.cpp", "cpu"): (0.133, 0.319, False),
@@ -337,8 +346,8 @@ LOO = {("llama.cpp", "metal"): (0.047, 0.036, True), ("llama.cpp", "cuda"): (0.0
 THROUGHPUT = {("trtllm", "cuda"): 0.074, ("vllm", "cuda"): 0.071, ("transformers", "cuda"): 0.846,
               ("vllm", "rocm"): 0.031}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.043, ("llama.cpp", "cuda", "consumer"): 0.068,
-                ("llama.cpp", "cuda", "datacentre"): 0.11, ("llama.cpp", "vulkan", "consumer"): 0.118,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.043, ("llama.cpp", "cuda", "consumer"): 0.064,
+                ("llama.cpp", "cuda", "datacentre"): 0.109, ("llama.cpp", "vulkan", "consumer"): 0.118,
                 ("llama.cpp", "rocm", "consumer"): 0.103,
                 ("llama.cpp", "rocm", "datacentre"): 0.261, ("trtllm", "cuda", "datacentre"): 0.069,
                 ("vllm", "cuda", "datacentre"): 0.055, ("sglang", "cuda", "datacentre"): 0.086,
@@ -377,10 +386,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.063, "prefill": 0.081, "throughput": 0.07}
+    assert by_stage == {"decode": 0.064, "prefill": 0.081, "throughput": 0.07}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.043, "consumer": 0.09, "datacentre": 0.076}
+    assert by_class == {"apple": 0.043, "consumer": 0.092, "datacentre": 0.076}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
@@ -486,7 +495,7 @@ def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
         1.17, 0.78, 0.13, 2.3, 0.0, 7.46, 0.0, 1.13, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     # a, c, f and c_tp: 0.119 ms a layer more under tensor parallelism
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
-        1.021, 0.076, 4.679, 0.0, 0.0, 0.0, 0.0, 0.0, 0.119, 0.0, 0.0]
+        1.021, 0.076, 4.679, 0.0, 0.0, 0.0, 0.0, 0.0, 0.119, 0.0, 0.0, 0.0, 0.0]
     assert round(e["prefill_tokens_per_s"], 1) == 21_462.4
     assert e["prefill_tokens_per_s"] < 8 * 32 / out["prefill"]["seconds"]
     assert e["basis"]["stand_in"] == {"rows": 88, "why": VLLM_PREFILL_STAND_IN}
@@ -546,11 +555,11 @@ def test_sglang_rows_reproduced(cli: Any) -> None:
     assert "stand_in" not in e["basis"]  # vLLM's rows no longer join its decode fit (speed.py)
     assert (e["basis"]["prefill"]["rows"], e["basis"]["decode"]["rows"]) == (18, 36)
     # prefill: p, r, r_fp8 and o (the 10th and the 15th of the 15: 10.9 ms a request served); decode: a, c,
-    # f and c_fp8 (the 8th of the 11)
+    # f and c_fp8 (the 8th of the 13)
     assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [
         1.371, 0.0, 0.89, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.059, 0.0, 0.0, 0.0, 0.0, 10.868]
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
-        1.48, 0.078, 1.847, 0.0, 0.0, 0.0, 0.0, 0.059, 0.0, 0.0, 0.0]
+        1.48, 0.078, 1.847, 0.0, 0.0, 0.0, 0.0, 0.059, 0.0, 0.0, 0.0, 0.0, 0.0]
     words = " ".join(w for w in cli(*args).stdout.split() if w != "│")
     assert "±7.4% (median, leave-one-out, 36 rows)" in words
     assert "other rows" not in words
@@ -598,7 +607,7 @@ def test_a_transformers_generate_row_reproduced(cli: Any) -> None:
     assert e["error"] == {"decode": None, "prefill": None, "throughput": None}
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [0.0, 1.357, 0.0, 0.0, 0.0,
                                                                            0.0, 0.0, 0.0, 0.0, 0.0,
-                                                                           0.0]
+                                                                           0.0, 0.0, 0.0]
     assert not any(e["basis"]["prefill"]["coefficients"])  # no prefill row: the bound
 
 
@@ -643,7 +652,7 @@ def test_a_held_out_cpu_decode_reproduced(cli: Any) -> None:
     assert round(e["decode_tokens_per_s"], 1) == 45.9 and round(out["tokens_per_s"], 1) == 108.1
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [1.161, 0.4, 1.157, 0.0,
                                                                            0.0, 0.0, 0.0, 0.0, 0.0,
-                                                                           0.0, 0.0]
+                                                                           0.0, 0.0, 0.0, 0.0]
 
 
 @pytest.mark.parametrize(("engine", "backend", "why"), [
@@ -699,14 +708,43 @@ def test_pre_mmq_builds_dequantise_and_materialise_scores() -> None:
     assert not any(pre_mmq(r) for r in rows_for("llama.cpp", "metal"))
 
 
+def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None:
+    """Qwen3.5-35B-A3B Q8_0 tg128 on a Radeon 8060S, llama.cpp Vulkan (PR #20334's run): 53.33
+    tokens/s with the fused GATED_DELTA_NET op, 43.90 before it; the fit without the hybrid rows and
+    c_rec expected 61.9 (+16%), now 53.9: its 30 Gated DeltaNet layers at 0.071 ms each (c_rec),
+    0.232 ms more a layer on a measured build before the op (c_rec_pre, measured rows only). On
+    CUDA an RTX 4090's Qwen3.5-35B-A3B tg64 (build 8820): 166.29 measured, 195.5 expected (+18%)
+    before, 167.1 now (0.03 ms a recurrent layer; no CUDA row predates its fused op, so c_rec_pre
+    is 0 there); Metal and ROCm are fitted without them."""
+    args = ("latency", "qwen3.5-35b-a3b", "--gpu", "strix-halo", "--dtype", "q8_0", "--ctx", "1",
+            "--gen", "128", "--engine", "llama.cpp", "--backend", "vulkan", "--json")
+    e = json.loads(cli(*args).stdout)["expected"]
+    assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"][-2:]] == [0.071, 0.232]
+    assert round(e["decode_tokens_per_s"], 1) == 53.9
+    assert ("c_rec · recurrent layers × 1 ms + c_rec_pre · recurrent layers × 1 ms on a build "
+            "before the backend's fused GATED_DELTA_NET op (measured rows only)"
+            in e["basis"]["decode"]["model"])
+    cuda = json.loads(cli("latency", "qwen3.5-35b-a3b", "--gpu", "rtx-4090", "--dtype", "q4_k_m",
+                          "--ctx", "1", "--gen", "64", "--engine", "llama.cpp", "--json").stdout)[
+        "expected"]
+    assert [round(c, 3) for c in cuda["basis"]["decode"]["coefficients"][-2:]] == [0.03, 0.0]
+    assert round(cuda["decode_tokens_per_s"], 1) == 167.1
+    for backend in ("metal", "rocm"):
+        assert not set(ENGINE_TERMS["llama.cpp", backend]) & {"c_rec", "c_rec_pre"}
+    # the layers a step runs a recurrence through: Gated DeltaNet (three in four), Mamba-2
+    layers = {m: row_latency(next(r for r in measured_rows() if r.model == m)).recurrent_layers
+              for m in ("qwen3.5-35b-a3b", "qwen3-next-80b-a3b", "nemotron-3-nano-30b-a3b")}
+    assert layers == {"qwen3.5-35b-a3b": 30, "qwen3-next-80b-a3b": 36, "nemotron-3-nano-30b-a3b": 23}
+
+
 def test_the_json_model_names_every_coefficient_in_order(cli: Any) -> None:
     """basis.<stage>.model lists one term per coefficient, in the coefficients' order, so a reader
-    can pair them (26 terms: prefill's 15, decode's 11)."""
+    can pair them (28 terms: prefill's 15, decode's 13)."""
     from llmcalc.planning.speed import TERM_TEXT, TERMS
-    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 26
+    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 28
     out = json.loads(cli("latency", "llama-3.1-8b", "--gpu", "rtx-4090", "--dtype", "q4_k_m",
                          "--engine", "llama.cpp", "--json").stdout)
-    for stage, first, last in (("prefill", "p", "o"), ("decode", "a", "a_gqa")):
+    for stage, first, last in (("prefill", "p", "o"), ("decode", "a", "c_rec_pre")):
         basis = out["expected"]["basis"][stage]
         named = [t.split(" · ")[0] for t in basis["model"].removeprefix("t = ").split(" + ")]
         assert len(named) == len(basis["coefficients"]) and (named[0], named[-1]) == (first, last)
