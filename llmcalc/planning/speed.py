@@ -722,6 +722,29 @@ class Model:
     decode: Fit
     throughput_rows: int
     throughput_loo_median_abs_error: float | None
+    # (card key, stage, the signed leave-one-out errors of its rows of that stage)
+    by_card: tuple[tuple[str, str, tuple[float, ...]], ...] = ()
+
+
+# A card whose own rows the fit misses by far makes its expected figures less certain than the
+# engine's median error says: llama.cpp Vulkan's Intel Arc rows (A770, B580: its matrix cores run
+# coopmat on Xe2 only, PR #14001) are expected 3-11x too fast in prefill and 1.3-2.3x in decode when
+# left out, where the median row of the backend is 8-14% off. Past CARD_CAUTION (a stage's median
+# |error| over the card's rows) the expected figure says so, with the rows' figures.
+CARD_CAUTION = 0.25
+
+
+def card_caution(model: Model, key: str) -> str:
+    """What the fit's own rows on card ``key`` were off by, where a stage's are past
+    ``CARD_CAUTION``; "" where none is (or the card has no rows)."""
+    far = [f"{stage} {min(errs):+.0%}" + (f" to {max(errs):+.0%} ({len(errs)} rows)"
+                                           if len(errs) > 1 else " (1 row)")
+           for card, stage, errs in model.by_card
+           if card == key and statistics.median(abs(e) for e in errs) > CARD_CAUTION]
+    if not far:
+        return ""
+    return ("this card's own measured rows sit far from the fit (expected / measured − 1, each "
+            f"left out): {', '.join(far)}; its expected figures are less certain")
 
 
 def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
@@ -992,8 +1015,12 @@ def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend:
                        informed)
             for stage, coef in (("prefill", c[:k]), ("decode", c[k:]))}
     through = [(r, e) for r, e in errors if r.stage == "throughput"]
+    cards: dict[tuple[str, str], list[float]] = {}
+    for r, e in errors:
+        if r.gpu:
+            cards.setdefault((r.gpu, r.stage), []).append(e)
     return Model(fits["prefill"], fits["decode"], sum(r.stage == "throughput" for r, _ in pairs),
-                 _median(through))
+                 _median(through), tuple((k, st, tuple(v)) for (k, st), v in cards.items()))
 
 
 @dataclass(frozen=True)
@@ -1010,6 +1037,7 @@ class Expected:
     throughput_rows: int = 0
     throughput_loo_median_abs_error: float | None = None
     assumed_card: Accelerator | None = None  # a custom card: what the fit read it as (custom_card)
+    caution: str = ""  # the card's own rows far from the fit (card_caution)
 
 
 def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expected:
@@ -1026,4 +1054,5 @@ def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expect
         prefill=model.prefill, decode=model.decode, throughput_rows=model.throughput_rows,
         throughput_loo_median_abs_error=model.throughput_loo_median_abs_error,
         assumed_card=fit_card(lat, backend) if lat.accelerator.key == CUSTOM else None,
+        caution=card_caution(model, lat.accelerator.key),
     )

@@ -109,7 +109,14 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
         t.add(*stand_in_row(e))
     if e.assumed_card is not None:
         t.add(*assumed_card_row(e.assumed_card))
+    if e.caution:
+        t.add(*caution_row(e))
     return Fitted(t)
+
+
+def caution_row(e: Expected) -> tuple[str, str, str, str]:
+    """The row that says the card's own rows sit far from the fit (speed.card_caution)."""
+    return ("this card's rows", "", "", e.caution)
 
 
 def assumed_card_row(a: Accelerator) -> tuple[str, str, str, str]:
@@ -134,6 +141,9 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
         "assumed_card": None if e.assumed_card is None else dict(
             zip(("label", "expected_text", "bound_text", "error"),
                 assumed_card_row(e.assumed_card), strict=True)),
+        # the card's own rows far from the fit: the CLI's row after the assumed card's
+        "caution": None if not e.caution else dict(
+            zip(("label", "expected_text", "bound_text", "error"), caution_row(e), strict=True)),
     }
 
 
@@ -169,6 +179,7 @@ def expected_json(e: Expected) -> dict[str, Any]:
             "rows": "llmcalc/planning/measured_speed.json",
             **_stand_in_json(e),
             **({} if e.assumed_card is None else {"card": _assumed_json(e.assumed_card)}),
+            **({"caution": e.caution} if e.caution else {}),
         },
         "error": {"decode": e.decode.loo_median_abs_error,
                   "prefill": e.prefill.loo_median_abs_error,

@@ -10,11 +10,12 @@ from typing import Any
 
 import pytest
 
-from llmcalc.cli.latency import row_latency
+from llmcalc.cli.latency import fitted, row_latency
 from llmcalc.planning.speed import (
     ENGINE_TERMS,
     TERMS,
     MeasuredRow,
+    card_caution,
     loo_errors,
     measured_rows,
     rows_for,
@@ -750,3 +751,24 @@ def test_the_json_model_names_every_coefficient_in_order(cli: Any) -> None:
         assert len(named) == len(basis["coefficients"]) and (named[0], named[-1]) == (first, last)
     assert out["expected"]["basis"]["decode"]["model"].startswith(
         "t = a · bytes / bandwidth + c · layers × 1 ms + f · FLOPs / peak + g · all-reduce time")
+
+
+def test_a_card_whose_rows_the_fit_misses_says_so(cli: Any) -> None:
+    """llama.cpp Vulkan on an Arc A770: its two pp512 rows (Llama-2-7B Q4_0, Gemma-2-2B Q4_K_M) are
+    expected 4-12x too fast when left out, its tg128 rows 2x; the expected figure says so beside
+    the backend's median error, and a card whose rows the fit meets says nothing."""
+    args = ("latency", "llama-2-7b", "--gpu", "arc-a770-16gb", "--dtype", "q4_0", "--ctx", "512",
+            "--gen", "128", "--engine", "llama.cpp", "--backend", "vulkan")
+    e = cli(*args, "--json").json()["expected"]
+    assert e["basis"]["caution"] == (
+        "this card's own measured rows sit far from the fit (expected / measured − 1, each left "
+        "out): prefill +300% to +1067% (2 rows), decode +103% to +129% (2 rows); its expected "
+        "figures are less certain")
+    assert "this card's rows" in cli(*args).stdout
+    m = fitted("llama.cpp", "vulkan")
+    assert card_caution(m, "arc-a770-16gb") == e["basis"]["caution"]
+    assert card_caution(m, "rx-7900-xtx") == "" and card_caution(m, "custom") == ""
+    assert sorted(st for k, st, _ in m.by_card if k == "arc-a770-16gb") == ["decode", "prefill"]
+    ok = cli("latency", "llama-2-7b", "--gpu", "rtx-4090", "--dtype", "q4_0", "--ctx", "512",
+             "--gen", "128", "--engine", "llama.cpp", "--json").json()["expected"]
+    assert "caution" not in ok["basis"]

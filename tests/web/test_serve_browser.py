@@ -1108,3 +1108,18 @@ def test_a_card_not_in_the_table_shows_what_the_fit_took_it_for(server: str, pag
     assert list(_expected(page).values()) == rows and rows[-1][0] == "card assumed"
     assert page.locator('#expected-table tr[data-key="assumed_card"]').count() == 1
     assert rows[-1][3].startswith("a card not in the table: the fit assumes it GeForce-like")
+
+
+def test_a_card_whose_rows_the_fit_misses_says_so_on_the_page(server: str, page: Any,
+                                                              cli: Any) -> None:
+    """An Arc A770 on llama.cpp Vulkan: the expected table's last row is the CLI's "this card's
+    rows", the card's own measured rows far from the fit (speed.card_caution)."""
+    page.goto(server + "?model=llama-2-7b&gpu=arc-a770-16gb&ctx=512&batch=1&gen=128&dtype=q4_0"
+              "&backend=vulkan")
+    settled(page)
+    words = page.locator("#panel-speed code.cli").all_inner_texts()[0].split()[1:]
+    assert words[words.index("--backend") + 1] == "vulkan"
+    title, rows = _printed(cli, words)
+    assert list(_expected(page).values()) == rows and rows[-1][0] == "this card's rows"
+    assert page.locator('#expected-table tr[data-key="caution"]').count() == 1
+    assert rows[-1][3].startswith("this card's own measured rows sit far from the fit")
