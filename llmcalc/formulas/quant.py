@@ -740,14 +740,15 @@ def breakdown(
     return tuple(LayoutBytes(k, e, b) for k, (e, b) in totals.items())
 
 
-def layer_weight_bytes(spec: ModelSpec, fmt: WeightFormat) -> list[int]:
-    """Bytes of each of the main part's layers in ``fmt`` (llama.cpp's mix layer by layer): walks
-    the layers, for a split between GPU and system memory."""
+def layer_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *,
+                       select: Callable[[Tensor], bool] | None = None) -> list[int]:
+    """Bytes of each of the main part's layers in ``fmt`` (llama.cpp's mix layer by layer; only the
+    tensors ``select`` keeps): walks the layers, for a split between GPU and system memory."""
     m = mix(spec, fmt.gguf) if isinstance(fmt, QuantFormat) and fmt.gguf else None
     out = [0] * spec.num_layers
     for g in spec.layer_groups:
         for t in g.tensors:
-            if t.tied_to is not None:
+            if t.tied_to is not None or (select is not None and not select(t)):
                 continue
             for i in g.layers:
                 if isinstance(fmt, DType):

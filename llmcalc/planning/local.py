@@ -12,7 +12,11 @@ Pure functions; nothing here prints.
   the output layer counts as one of the N and goes to the GPU first, then the last N − 1 layers;
   the rest — and the token embeddings, which llama.cpp keeps in system memory — on the CPU. Each
   layer's KV cache lives where the layer runs. A decode step reads the GPU's share at the GPU's bandwidth and the CPU's at
-  the system memory's: step ≥ GPU bytes / GPU bandwidth + CPU bytes / RAM bandwidth.
+  the system memory's: step ≥ GPU bytes read / GPU bandwidth + CPU bytes read / RAM bandwidth,
+  where a layer's bytes read are a token's (``step_weight_bytes``): of its routed experts the k of E
+  one token reaches, of the token embeddings one row, of a multimodal checkpoint's tower none
+  (llama.cpp keeps it in its own mmproj file). Every byte held is not a byte read: a bound from the
+  bytes held would be slower than the engine (Qwen3.6-35B-A3B's 256 experts, 8 a token).
 """
 
 from __future__ import annotations
@@ -27,8 +31,11 @@ from llmcalc.formulas.quant import (
     StoredFormat,
     WeightFormat,
     from_config,
+    gathered_row_bytes,
+    is_routed_expert,
     kv_dtype_for,
     layer_weight_bytes,
+    tower_bytes,
     weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, Tensor, image_cross_tokens
@@ -140,6 +147,8 @@ class Offload:
     ngl: int  # llama.cpp's -ngl: the output layer (counted first) and gpu_layers
     gpu_bytes: int  # weights + KV cache on the GPU
     cpu_bytes: int  # weights + KV cache in system memory
+    gpu_read: int  # bytes a decode step reads on the GPU (a token's experts, the cache)
+    cpu_read: int  # bytes it reads in system memory
     usable: int  # the GPU's memory less the headroom
     gpu_bandwidth: int
     ram_bandwidth: int
@@ -149,7 +158,8 @@ class Offload:
 
 def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int]:
     """(bytes of each layer, bytes that follow the last layer, all weight bytes) in ``fmt``: a
-    GGUF file's own (its blk.N.* tensors, output and output_norm), else from the description."""
+    GGUF file's own (its blk.N.* tensors, output and output_norm), else from the description,
+    without a multimodal checkpoint's tower (llama.cpp's model file holds none: its mmproj file)."""
     if isinstance(fmt, StoredFormat):
         if not fmt.layer_bytes:
             raise ParameterError("{dtype} {value}: the file's bytes by layer are not known; pass a "
@@ -160,7 +170,8 @@ def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int
         raise ParameterError("{offload}: {name} has " + f"{n:,} layers; a split is searched "
                              f"layer by layer, over at most {MAX_OFFLOAD_LAYERS:,}",
                              name=spec.name)
-    return layer_weight_bytes(spec, fmt), _head_bytes(spec, fmt), weight_bytes(spec, fmt)
+    return (layer_weight_bytes(spec, fmt), _head_bytes(spec, fmt),
+            weight_bytes(spec, fmt) - tower_bytes(spec, fmt))
 
 
 def offload(
@@ -198,9 +209,35 @@ def offload(
         k = min(ngl, n + 1)  # src/llama-model.cpp: act_gpu_layers = min(n_gpu_layers, n_layer + 1)
     gpu = on_gpu(k)
     cpu = total + kv_total - gpu
-    seconds = gpu / accelerator.bandwidth + cpu / ram_bandwidth
-    return Offload(n, max(k - 1, 0), k >= 1, k, gpu, cpu, usable, accelerator.bandwidth,
-                   ram_bandwidth, seconds, 1 / seconds)
+    # what a token reads: held bytes less each layer's unreached experts; outside the layers and
+    # the head, a row of each embedding table (no tower: not in llama.cpp's model file)
+    start = gpu_layer_start(n, k)
+    unread = layer_unread(spec, dtype)
+    gpu_read = gpu - sum(unread[start:])
+    rest = max(total - sum(layer) - head, 0)  # the token embeddings and such
+    cpu_read = (sum(layer[:start]) - sum(unread[:start]) + sum(kv_layer[:start])
+                + (0 if start <= n else head) + min(rest, round(gathered_row_bytes(spec, dtype)[1])))
+    seconds = gpu_read / accelerator.bandwidth + cpu_read / ram_bandwidth
+    return Offload(n, max(k - 1, 0), k >= 1, k, gpu, cpu, gpu_read, cpu_read, usable,
+                   accelerator.bandwidth, ram_bandwidth, seconds, 1 / seconds)
+
+
+def layer_unread(spec: ModelSpec, fmt: WeightFormat) -> list[int]:
+    """Bytes of each layer a decode step of one token does not read: its routed experts but the k
+    of E the token reaches (a GGUF file's expert bytes spread evenly over the MoE layers)."""
+    n = spec.num_layers
+    if spec.moe is None:
+        return [0] * n
+    e, k = spec.moe.num_experts, spec.experts_per_tok()
+    if isinstance(fmt, StoredFormat):
+        moe = sorted({i for g in spec.layer_groups if any(is_routed_expert(t) for t in g.tensors)
+                      for i in g.layers})
+        per = [0] * n
+        for j, i in enumerate(moe):
+            per[i] = fmt.expert_bytes // len(moe) + (j < fmt.expert_bytes % len(moe))
+    else:
+        per = layer_weight_bytes(spec, fmt, select=is_routed_expert)
+    return [b * (e - k) // e for b in per]
 
 
 def _head_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:

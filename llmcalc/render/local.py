@@ -74,11 +74,15 @@ def offload_view(spec: ModelSpec, o: Offload, *, accelerator: Accelerator, dtype
     t.add_section()
     t.add_row("GPU bandwidth", f"{o.gpu_bandwidth / 1e9:,.1f} GB/s")
     t.add_row("system memory bandwidth", f"{o.ram_bandwidth / 1e9:,.1f} GB/s")
+    t.add_row("a token reads on the GPU", gib(o.gpu_read))
+    t.add_row("a token reads in system memory", gib(o.cpu_read))
     t.add_row("decode step ≥", f"{o.seconds_per_token * 1e3:,.2f} ms")
     t.add_row("tokens/s ≤", f"{o.tokens_per_sec:,.1f}", style="bold")
-    note = Text("step ≥ GPU bytes / GPU bandwidth + system bytes / RAM bandwidth; -ngl counts "
-                "the output layer as one and places it first, token embeddings stay in system "
-                "memory (llama.cpp load_tensors); the KV cache is spread evenly over the layers")
+    note = Text("step ≥ GPU bytes read / GPU bandwidth + system bytes read / RAM bandwidth (a "
+                "token reads the k of E routed experts it reaches and a row of the embeddings); "
+                "-ngl counts the output layer as one and places it first, token embeddings stay "
+                "in system memory (llama.cpp load_tensors); the KV cache is spread evenly over "
+                "the layers")
     return Group(head, t, note)
 
 
@@ -90,6 +94,7 @@ def offload_json(spec: ModelSpec, o: Offload, *, accelerator: Accelerator, dtype
         "layers": o.layers, "gpu_layers": o.gpu_layers, "output_on_gpu": o.output_on_gpu,
         "ngl": o.ngl,
         "gpu_bytes": o.gpu_bytes, "cpu_bytes": o.cpu_bytes, "usable_gpu_bytes": o.usable,
+        "gpu_read_bytes": o.gpu_read, "cpu_read_bytes": o.cpu_read,
         "gpu_bandwidth_bytes_per_sec": o.gpu_bandwidth,
         "ram_bandwidth_bytes_per_sec": o.ram_bandwidth,
         "seconds_per_token": o.seconds_per_token, "tokens_per_sec": o.tokens_per_sec,

@@ -9,9 +9,16 @@ import pytest
 
 from llmcalc import load_spec
 from llmcalc.formulas.memory import kv_cache_bytes, weight_bytes
-from llmcalc.formulas.quant import FORMATS
+from llmcalc.formulas.quant import FORMATS, is_routed_expert, layer_weight_bytes
 from llmcalc.planning.hardware import GiB, lookup, usable_memory
-from llmcalc.planning.local import DEFAULT_RAM_BANDWIDTH, LADDER, best_fit, layer_split, offload
+from llmcalc.planning.local import (
+    DEFAULT_RAM_BANDWIDTH,
+    LADDER,
+    best_fit,
+    layer_split,
+    layer_unread,
+    offload,
+)
 from llmcalc.units import DType
 
 
@@ -80,11 +87,31 @@ def test_offload_splits_layers_by_bytes() -> None:
     layer, head, _ = layer_split(spec, q4)
     kv = kv_cache_bytes(spec, batch=1, ctx=4096, dtype=DType.fp16)
     assert o.gpu_bytes == head + sum(layer[80 - 43:]) + kv * 43 // 80
-    assert o.seconds_per_token == o.gpu_bytes / acc.bandwidth + o.cpu_bytes / DEFAULT_RAM_BANDWIDTH
+    # a dense model reads every weight it holds but the token embeddings: a row of them (8,192
+    # Q4_K elements, 4,608 bytes)
+    assert (o.gpu_read, o.cpu_read) == (o.gpu_bytes, o.cpu_bytes - 147_456_000 + 4_608)
+    assert o.seconds_per_token == o.gpu_read / acc.bandwidth + o.cpu_read / DEFAULT_RAM_BANDWIDTH
     one_more = offload(spec, accelerator=acc, dtype=q4, kv_dtype=DType.fp16, ctx=4096, ngl=45)
     assert one_more.gpu_bytes > o.usable  # the 44th layer would not fit
     assert offload(spec, accelerator=acc, dtype=q4, kv_dtype=DType.fp16, ctx=4096,
                    ngl=1).gpu_bytes == head  # -ngl 1: the output layer alone
+
+
+def test_offload_reads_a_tokens_experts_not_all() -> None:
+    """Qwen3.6-35B-A3B Q4_K_M on an 8 GB card: 14 of its 40 layers on the GPU, the rest in system
+    memory; a token reaches 8 of each layer's 256 experts, so a step reads 248/256 of them less
+    than it holds (19.5 GB of experts), and llama.cpp's file holds no vision tower (893 MB BF16)."""
+    spec, q4 = load_spec("qwen3.6-35b-a3b"), FORMATS["q4_k_m"]
+    o = offload(spec, accelerator=lookup("rtx-4060-ti-8gb"), dtype=q4, kv_dtype=DType.fp16,
+                ctx=4096)
+    assert (o.gpu_layers, o.ngl) == (14, 15)
+    experts = layer_weight_bytes(spec, q4, select=is_routed_expert)
+    assert sum(experts) == 19_503_513_600
+    unread = layer_unread(spec, q4)
+    assert unread == [b * 248 // 256 for b in experts]
+    assert o.gpu_read == o.gpu_bytes - sum(unread[26:]) == 993_680_896
+    assert o.cpu_read == 1_067_970_688  # of 13,568,109,568 bytes held
+    assert round(o.tokens_per_sec, 1) == 65.1  # 5.5 from every byte held
 
 
 def test_offload_cli(cli: Any) -> None:
