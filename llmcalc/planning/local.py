@@ -243,8 +243,10 @@ def layer_unread(spec: ModelSpec, fmt: WeightFormat) -> list[int]:
 def _head_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
     """What follows the last layer in ``fmt``: the final norm and the output head — for tied
     embeddings the embedding matrix again, which llama.cpp keeps as the output on the GPU."""
+    main = {id(t) for t, _ in spec.main_tensors()}  # not a tower's own final norm
+
     def after_layers(t: Tensor) -> bool:
-        return t.component.startswith(("lm_head", "final_norm"))
+        return id(t) in main and t.component.startswith(("lm_head", "final_norm"))
 
     head = weight_bytes(spec, fmt, select=after_layers)
     if any(t.tied_to is not None and t.component.startswith("lm_head") for t, _ in spec.all_tensors()):

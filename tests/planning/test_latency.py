@@ -107,6 +107,21 @@ def test_a_text_step_reads_no_vision_tower() -> None:
         text, batch=4, ctx=512 + 31, dtype=DType.bf16) + 4 * 64_880_640  # + the recurrent state written
 
 
+@pytest.mark.parametrize(("whole", "text"), [("dots3-note-whole-default", "dots3-note-text-default"),
+                                             ("gemma-4-e2b-whole", "gemma-4-e2b")])
+@pytest.mark.parametrize("fmt", ["bf16", "q4_k_m"])
+def test_a_text_step_reads_no_tower_of_any_kind(whole: str, text: str, fmt: str) -> None:
+    # dots3-note's vision tower routes patches to its own experts (not the language model's), and
+    # Gemma 4 E2B's whole checkpoint holds an audio tower and its projector beside the vision
+    # tower: a text step reads the language model's bytes alone, experts and all
+    a, b = load_spec(whole), load_spec(text)
+    f = resolve_format(a, fmt)
+    assert tower_bytes(a, f) > 0 == tower_bytes(b, f)
+    assert {p.name for p in a.parts} >= ({"vision", "audio"} if "gemma" in whole else {"vision"})
+    for tokens in (1, 4, 512):
+        assert step_weight_bytes(a, f, tokens=tokens) == step_weight_bytes(b, f, tokens=tokens)
+
+
 def test_speculative_decoding_formula() -> None:
     r = latency(load_spec("llama-2-70b"), accelerator=A100, interconnect=NVLINK3, tp=4, ctx=512,
                 gen=128, draft=load_spec("llama-3.2-1b"), accept_rate=0.8, draft_tokens=5)

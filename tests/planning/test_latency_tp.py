@@ -88,3 +88,23 @@ def test_a_latent_cache_is_read_whole_on_every_gpu() -> None:
     weights = step_weight_bytes(spec, DType.fp8, tokens=16)
     assert r.decode.bytes == -(-(weights + 8 * latent) // 8)
     assert r.decode_kv_bytes == 8 * latent  # over the 8 GPUs together, as a replicated head's
+
+
+def test_a_sparse_attention_indexer_key_is_whole_on_every_gpu() -> None:
+    """An indexer's key (DeepSeek-V3.2's lightning indexer: one 128-wide key a token and layer) has
+    no heads to split either: at tp 8 every GPU holds DeepSeek-V3.2-Exp's latent and index keys
+    whole; Qwen3.8-Flash-Next's 12 indexer layers keep their key whole at tp 2 while their 2 KV
+    heads split."""
+    h200 = lookup("h200")
+    kw = dict(accelerator=h200, interconnect=interconnect(None, h200), batch=4, ctx=1000, gen=128,
+              dtype=DType.bf16, kv_dtype=DType.bf16)
+    ctx = 1000 + 127 // 2
+    v32 = load_spec("deepseek-v3.2-exp")  # 61 layers: 576 latent + 128 index key elements
+    whole = memory.kv_cache_bytes(v32, batch=4, ctx=ctx, dtype=DType.bf16)
+    assert whole == 61 * (576 + 128) * 2 * 4 * ctx == 365_195_776
+    assert latency(v32, tp=8, **kw).decode_kv_bytes == 8 * whole  # type: ignore[arg-type]
+    flash = load_spec("qwen3.8-flash-next")
+    index = 12 * 128 * 2 * 4 * ctx  # its indexer layers' keys
+    assert index == 13_062_144
+    heads = memory.kv_cache_bytes(flash, batch=4, ctx=ctx, dtype=DType.bf16) - index
+    assert latency(flash, tp=2, **kw).decode_kv_bytes == heads + 2 * index  # type: ignore[arg-type]

@@ -121,17 +121,18 @@ def check_serving_tp(spec: ModelSpec, tp: int) -> None:
 def replicated_kv(spec: ModelSpec, tp: int) -> ModelSpec:
     """``spec`` with each layer's KV heads as the tp ranks hold them together: kv_heads_per_rank ×
     tp, a replicated head counted once on each rank that holds it (kv itself where tp divides kv),
-    so that its KV cache over tp is one rank's cache. A latent cache (MLA) and its indexer's key
-    have no heads to split: every rank holds, writes and reads them whole (``kv_elements_per_token_rank``),
-    so they count tp times."""
+    so that its KV cache over tp is one rank's cache. A latent cache (MLA) and a sparse-attention
+    indexer's key (one head) have no heads to split: every rank holds, writes and reads them whole,
+    as the engines keep a latent cache (``kv_elements_per_token_rank``), so they count tp times."""
     def held(g: LayerGroup) -> LayerGroup:
         a = g.attention
-        if a is not None and a.kv_latent_dim is not None:
-            return replace(g, attention=replace(a, kv_latent_dim=a.kv_latent_dim * tp,
-                                                index_key_dim=a.index_key_dim * tp))
-        if a is None or a.kv_heads >= tp:
+        if a is None:
             return g
-        return replace(g, attention=replace(a, kv_heads=kv_heads_per_rank(a.kv_heads, tp) * tp))
+        whole = replace(a, index_key_dim=a.index_key_dim * tp)
+        if a.kv_latent_dim is not None:
+            return replace(g, attention=replace(whole, kv_latent_dim=a.kv_latent_dim * tp))
+        heads = kv_heads_per_rank(a.kv_heads, tp) * tp if a.kv_heads < tp else a.kv_heads
+        return replace(g, attention=replace(whole, kv_heads=heads))
 
     if tp == 1:
         return spec
