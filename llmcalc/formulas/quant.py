@@ -648,33 +648,40 @@ def _gathered_bytes(spec: ModelSpec, fmt: WeightFormat) -> list[tuple[int, int]]
 # pixel_values are given; llama.cpp keeps a tower in its own mmproj file, which llama-bench never
 # loads), so a text step reads none of their weights.
 TOWER_PARTS = frozenset({"vision", "projector", "audio", "audio_projector"})
+# An encoder–decoder's encoder runs once over the input, in the prefill (its FLOPs are there:
+# flops.forward_flops_per_sequence); a decode step runs the decoder alone and reads none of it.
+ENCODER_PARTS = frozenset({"encoder"})
 
 
-def _tower(spec: ModelSpec) -> frozenset[int]:
-    """The ids of the input towers' tensors (``TOWER_PARTS``)."""
-    return frozenset(id(t) for p in spec.parts if p.name in TOWER_PARTS for t, _ in p.all_tensors())
+def _tower(spec: ModelSpec, parts: frozenset[str] = TOWER_PARTS) -> frozenset[int]:
+    """The ids of the tensors of ``spec``'s parts named in ``parts`` (the input towers')."""
+    return frozenset(id(t) for p in spec.parts if p.name in parts for t, _ in p.all_tensors())
 
 
-def tower_bytes(spec: ModelSpec, fmt: WeightFormat) -> int:
-    """Bytes of ``spec``'s input towers (``TOWER_PARTS``) in ``fmt``; 0 for a file's stored bytes,
-    which are known by type only (a GGUF file holds the language model alone)."""
-    tower = _tower(spec)
+def tower_bytes(spec: ModelSpec, fmt: WeightFormat, parts: frozenset[str] = TOWER_PARTS) -> int:
+    """Bytes of ``spec``'s input towers (``TOWER_PARTS``, or the parts named) in ``fmt``; 0 for a
+    file's stored bytes, which are known by type only (a GGUF file holds the language model
+    alone)."""
+    tower = _tower(spec, parts)
     if not tower or isinstance(fmt, StoredFormat):
         return 0
     return weight_bytes(spec, fmt, select=lambda t: id(t) in tower)
 
 
-def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int) -> int:
+def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int,
+                      decode: bool = False) -> int:
     """Weight bytes one forward step of text over ``tokens`` tokens reads: every matmul's weights
-    but the input towers' (:func:`tower_bytes`); the routed experts those tokens reach,
-    E·(1 − (1 − k/E)^tokens) of E (expected under uniform routing); and of each lookup table
-    (:func:`gathered_tables`) the rows looked up, min(tokens, rows) of them."""
-    total = weight_bytes(spec, fmt) - tower_bytes(spec, fmt)
+    but the input towers' (:func:`tower_bytes`), and in a ``decode`` step an encoder's
+    (``ENCODER_PARTS``); the routed experts those tokens reach, E·(1 − (1 − k/E)^tokens) of E
+    (expected under uniform routing); and of each lookup table (:func:`gathered_tables`) the rows
+    looked up, min(tokens, rows) of them."""
+    parts = TOWER_PARTS | ENCODER_PARTS if decode else TOWER_PARTS
+    total = weight_bytes(spec, fmt) - tower_bytes(spec, fmt, parts)
     for size, rows in _gathered_bytes(spec, fmt):
         total -= size - size * min(tokens, rows) // rows
     if spec.moe is None:
         return total
-    tower = _tower(spec)  # a tower's own experts (dots3-note's vision tower) are in tower_bytes
+    tower = _tower(spec, parts)  # a tower's own experts (dots3-note's vision tower) are in it
     experts = (weight_bytes(spec, fmt, select=lambda t: is_routed_expert(t) and id(t) not in tower)
                if tower and not isinstance(fmt, StoredFormat)
                else weight_bytes(spec, fmt, select=is_routed_expert))

@@ -43,6 +43,8 @@ from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.formulas.quant import (
+    ENCODER_PARTS,
+    TOWER_PARTS,
     WeightFormat,
     format_notes,
     gathered_row_bytes,
@@ -306,7 +308,7 @@ def decode_step(
 ) -> Stage:
     """One decode step: ``tokens`` new tokens per sequence (1, or γ + 1 when verifying drafts);
     each GPU reads its KV heads' cache (``replicated_kv``: one whole head where tp exceeds them)."""
-    read = (step_weight_bytes(spec, dtype, tokens=batch * tokens)
+    read = (step_weight_bytes(spec, dtype, tokens=batch * tokens, decode=True)
             + memory.kv_cache_bytes(replicated_kv(spec, tp), batch=batch, ctx=ctx, dtype=kv_dtype)
             + state_write_bytes(spec, batch=batch, kv_dtype=kv_dtype, tp=tp))
     work = batch * tokens * flops.forward_flops_per_token(spec, ctx=ctx)
@@ -321,7 +323,8 @@ def ridge_batch(
     """The smallest batch at which a decode step is compute bound (dense weights read once, and
     a row of each lookup table per sequence; the KV heads as the tp GPUs hold them)."""
     tables, row = gathered_row_bytes(spec, dtype)
-    w = (weight_bytes(spec, dtype) - tower_bytes(spec, dtype) - tables) / (acc.bandwidth * be)
+    w = (weight_bytes(spec, dtype) - tower_bytes(spec, dtype, TOWER_PARTS | ENCODER_PARTS)
+         - tables) / (acc.bandwidth * be)
     per_seq = (flops.forward_flops_per_token(spec, ctx=ctx) / (acc.peak_flops * ce)
                - (memory.kv_cache_bytes(replicated_kv(spec, tp), batch=1, ctx=ctx,
                                         dtype=kv_dtype) + row

@@ -88,7 +88,7 @@ def decode_bound(
     routed experts the tokens reach (mixture-of-experts models), and the rows looked up of each
     embedding table (a gather; a table tied to the LM head is read whole by its matmul).
     """
-    read = step_weight_bytes(spec, dtype, tokens=batch) + memory.kv_cache_bytes(
+    read = step_weight_bytes(spec, dtype, tokens=batch, decode=True) + memory.kv_cache_bytes(
         spec, batch=batch, ctx=ctx, dtype=kv_dtype
     )
     seconds = read / bandwidth

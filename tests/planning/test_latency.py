@@ -9,7 +9,7 @@ import pytest
 
 from llmcalc import load_spec
 from llmcalc.formulas import flops, memory
-from llmcalc.formulas.quant import resolve_format, tower_bytes
+from llmcalc.formulas.quant import ENCODER_PARTS, resolve_format, tower_bytes
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, lookup
 from llmcalc.planning.latency import all_reduce_bytes, compute_peak, latency, step_weight_bytes
 from llmcalc.units import DType
@@ -120,6 +120,18 @@ def test_a_text_step_reads_no_tower_of_any_kind(whole: str, text: str, fmt: str)
     assert {p.name for p in a.parts} >= ({"vision", "audio"} if "gemma" in whole else {"vision"})
     for tokens in (1, 4, 512):
         assert step_weight_bytes(a, f, tokens=tokens) == step_weight_bytes(b, f, tokens=tokens)
+
+
+def test_a_decode_step_reads_no_encoder() -> None:
+    # whisper-tiny: its audio encoder (16,416,768 fp16 bytes) runs once over the input, in the
+    # prefill, whose FLOPs count it; a decode step runs the decoder alone
+    spec = load_spec("whisper-tiny")
+    assert tower_bytes(spec, DType.fp16, ENCODER_PARTS) == 16_416_768
+    whole = step_weight_bytes(spec, DType.fp16, tokens=1)
+    assert step_weight_bytes(spec, DType.fp16, tokens=1, decode=True) == whole - 16_416_768
+    r = latency(spec, accelerator=A100, interconnect=NVLINK3, batch=1, ctx=100, gen=9, **FP16)
+    assert r.decode.bytes == whole - 16_416_768 + memory.kv_cache_bytes(
+        spec, batch=1, ctx=104, dtype=DType.fp16)
 
 
 def test_speculative_decoding_formula() -> None:
