@@ -668,20 +668,29 @@ def tower_bytes(spec: ModelSpec, fmt: WeightFormat, parts: frozenset[str] = TOWE
     return weight_bytes(spec, fmt, select=lambda t: id(t) in tower)
 
 
+def _unrun(decode: bool) -> frozenset[str]:
+    """The parts a text step does not run: the towers, and in a decode step the encoder too."""
+    return TOWER_PARTS | ENCODER_PARTS if decode else TOWER_PARTS
+
+
+def run_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, decode: bool = False) -> int:
+    """Bytes of the weights a text step runs through, each whole: all but the input towers'
+    (:func:`tower_bytes`), and in a ``decode`` step an encoder's (``ENCODER_PARTS``)."""
+    return weight_bytes(spec, fmt) - tower_bytes(spec, fmt, _unrun(decode))
+
+
 def step_weight_bytes(spec: ModelSpec, fmt: WeightFormat, *, tokens: int,
                       decode: bool = False) -> int:
-    """Weight bytes one forward step of text over ``tokens`` tokens reads: every matmul's weights
-    but the input towers' (:func:`tower_bytes`), and in a ``decode`` step an encoder's
-    (``ENCODER_PARTS``); the routed experts those tokens reach, E·(1 − (1 − k/E)^tokens) of E
-    (expected under uniform routing); and of each lookup table (:func:`gathered_tables`) the rows
-    looked up, min(tokens, rows) of them."""
-    parts = TOWER_PARTS | ENCODER_PARTS if decode else TOWER_PARTS
-    total = weight_bytes(spec, fmt) - tower_bytes(spec, fmt, parts)
+    """Weight bytes one forward step of text over ``tokens`` tokens reads: of the weights it runs
+    through (:func:`run_weight_bytes`) the routed experts those tokens reach,
+    E·(1 − (1 − k/E)^tokens) of E (expected under uniform routing), of each lookup table
+    (:func:`gathered_tables`) the rows looked up, min(tokens, rows) of them, and the rest whole."""
+    total = run_weight_bytes(spec, fmt, decode=decode)
     for size, rows in _gathered_bytes(spec, fmt):
         total -= size - size * min(tokens, rows) // rows
     if spec.moe is None:
         return total
-    tower = _tower(spec, parts)  # a tower's own experts (dots3-note's vision tower) are in it
+    tower = _tower(spec, _unrun(decode))  # a tower's own experts (dots3-note's) are not run
     experts = (weight_bytes(spec, fmt, select=lambda t: is_routed_expert(t) and id(t) not in tower)
                if tower and not isinstance(fmt, StoredFormat)
                else weight_bytes(spec, fmt, select=is_routed_expert))

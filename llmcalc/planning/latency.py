@@ -43,13 +43,11 @@ from llmcalc.errors import ParameterError
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.formulas.quant import (
-    ENCODER_PARTS,
-    TOWER_PARTS,
     WeightFormat,
     format_notes,
     gathered_row_bytes,
+    run_weight_bytes,
     step_weight_bytes,
-    tower_bytes,
     weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, context_notes
@@ -323,8 +321,7 @@ def ridge_batch(
     """The smallest batch at which a decode step is compute bound (dense weights read once, and
     a row of each lookup table per sequence; the KV heads as the tp GPUs hold them)."""
     tables, row = gathered_row_bytes(spec, dtype)
-    w = (weight_bytes(spec, dtype) - tower_bytes(spec, dtype, TOWER_PARTS | ENCODER_PARTS)
-         - tables) / (acc.bandwidth * be)
+    w = (run_weight_bytes(spec, dtype, decode=True) - tables) / (acc.bandwidth * be)
     per_seq = (flops.forward_flops_per_token(spec, ctx=ctx) / (acc.peak_flops * ce)
                - (memory.kv_cache_bytes(replicated_kv(spec, tp), batch=1, ctx=ctx,
                                         dtype=kv_dtype) + row

@@ -35,7 +35,7 @@ from llmcalc.formulas.quant import (
     is_routed_expert,
     kv_dtype_for,
     layer_weight_bytes,
-    tower_bytes,
+    run_weight_bytes,
     weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, Tensor, image_cross_tokens
@@ -170,8 +170,7 @@ def layer_split(spec: ModelSpec, fmt: WeightFormat) -> tuple[list[int], int, int
         raise ParameterError("{offload}: {name} has " + f"{n:,} layers; a split is searched "
                              f"layer by layer, over at most {MAX_OFFLOAD_LAYERS:,}",
                              name=spec.name)
-    return (layer_weight_bytes(spec, fmt), _head_bytes(spec, fmt),
-            weight_bytes(spec, fmt) - tower_bytes(spec, fmt))
+    return layer_weight_bytes(spec, fmt), _head_bytes(spec, fmt), run_weight_bytes(spec, fmt)
 
 
 def offload(
