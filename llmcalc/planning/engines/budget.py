@@ -122,8 +122,10 @@ def replicated_kv(spec: ModelSpec, tp: int) -> ModelSpec:
     """``spec`` with each layer's KV heads as the tp ranks hold them together: kv_heads_per_rank ×
     tp, a replicated head counted once on each rank that holds it (kv itself where tp divides kv),
     so that its KV cache over tp is one rank's cache. A latent cache (MLA) and a sparse-attention
-    indexer's key (one head) have no heads to split: every rank holds, writes and reads them whole,
-    as the engines keep a latent cache (``kv_elements_per_token_rank``), so they count tp times."""
+    indexer's key (one head) have no heads to split: every rank holds, writes and reads them whole
+    (SGLang's model_runner_kv_cache_mixin.py ``get_cell_size_per_token``: kv_lora_rank +
+    qk_rope_head_dim and the indexer's key per layer on each rank, not divided by tp; here
+    ``kv_elements_per_token_rank``, ``sglang.indexer_bytes``), so they count tp times."""
     def held(g: LayerGroup) -> LayerGroup:
         a = g.attention
         if a is None:
