@@ -187,7 +187,7 @@ def spec_for(
     ``--family`` leaves unread are also warned about on stderr."""
 
     def validate() -> ModelSpec:
-        from llmcalc.inputs.config import UNMODELLED_NOTE, load_spec
+        from llmcalc.inputs.config import SIBLING_NOTE, UNMODELLED_NOTE, load_spec
 
         spec = load_spec(
             model,
@@ -197,7 +197,7 @@ def spec_for(
             trust_remote_code=trust_remote_code,
         )
         for note in spec.notes:
-            if note.startswith(("--family ", UNMODELLED_NOTE)) and not _STRICT.get():
+            if note.startswith(("--family ", UNMODELLED_NOTE, SIBLING_NOTE)) and not _STRICT.get():
                 say("warning", note)
         return spec
 

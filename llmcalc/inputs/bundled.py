@@ -100,6 +100,27 @@ def find(name: str) -> Path | None:
     return _stems().get(key) or _index().get(key)
 
 
+# An instruction-tuned sibling's repo name: its base's with one of these added, at the end or before
+# "-hf" or a version ("-v0.1"), in the same organisation: meta-llama/Llama-3.1-8B-Instruct,
+# meta-llama/Llama-2-7b-chat-hf, mistralai/Mistral-7B-Instruct-v0.1, google/gemma-2-9b-it,
+# Qwen/Qwen2.5-7B-Instruct. Their config.json is the base's architecture (the tuning changes
+# weights, not shapes); a context length or an end-of-sequence id may differ.
+_TUNED = re.compile(r"-(?:instruct|chat|it)(?=$|-hf$|-v\d+(?:\.\d+)*$)", re.IGNORECASE)
+
+
+def base_of(repo_id: str) -> Path | None:
+    """The bundled config of the base model whose instruction-tuned sibling ``repo_id`` is
+    (``_TUNED``), or None: the base's full repo id, in the same organisation, must be bundled."""
+    org, slash, name = repo_id.strip().partition("/")
+    if not slash or "/" in name:
+        return None
+    for m in _TUNED.finditer(name):
+        path = _index().get(f"{org}/{name[:m.start()]}{name[m.end():]}".lower())
+        if path is not None and not is_class_defaults(path):
+            return path
+    return None
+
+
 def label(path: Path) -> str:
     """How messages name a bundled file."""
     return f"configs/{path.name}"

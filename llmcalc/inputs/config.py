@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from llmcalc.errors import ConfigError, UsageError
+from llmcalc.errors import ConfigError, HubError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
 from llmcalc.families._base import ONE_ELEMENT_HEAD_QK, ROTARY_FIELDS
 from llmcalc.inputs import bundled
@@ -101,6 +101,7 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
     check_model_arg(model)
     path = Path(model).expanduser()
     hub_name: str | None = None
+    notes: tuple[str, ...] = ()
     if revision is not None and paths and (_is_dir(path) or _is_file(path)):
         raise UsageError(f"--revision {revision}: only for a Hugging Face repo id, not a path")
     if paths and _is_dir(path):
@@ -144,8 +145,18 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
                 where = hub.find_config(model, revision)
             except hub.GgufRepo:
                 return _hub_gguf_config(model, None, revision)
-            path, label, hub_name = where.path, where.name, where.name
-            origin = Origin(where.kind, str(path), where.repo_id, where.revision)
+            except HubError:
+                base = bundled.base_of(model) if revision is None else None
+                if base is None:
+                    raise
+                path, label, hub_name = base, bundled.label(base), model.strip()
+                origin = Origin("bundled", label)
+                notes = (f"{SIBLING_NOTE} {label}: {hub_name}'s own config.json is not in the local "
+                         "cache and the Hub could not be read, and an instruction-tuned sibling has its "
+                         "base's architecture (its own config may set another context length)",)
+            else:
+                path, label, hub_name = where.path, where.name, where.name
+                origin = Origin(where.kind, str(path), where.repo_id, where.revision)
         else:
             path, label = found, bundled.label(found)
             origin = Origin("bundled", label)
@@ -166,7 +177,7 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
     if not isinstance(expected, dict):
         raise ConfigError(label, "expected must be a mapping of figure names to values")
     name = hub_name or meta_name or data.get("_name_or_path") or _default_name(path)
-    return RawConfig(path, label, data, str(name), source, expected, origin)
+    return RawConfig(path, label, data, str(name), source, expected, origin, notes)
 
 
 def _hub_gguf_config(repo: str, selector: str | None, revision: str | None) -> RawConfig:
@@ -440,12 +451,15 @@ GENERIC_KEYS = frozenset({
     "torch_dtype", "architectures", "auto_map", "transformers_version", "model_type",
     "quantization_config", "rope_scaling", "rope_parameters", "id2label", "label2id",
 })
+# the note a repo id read as its base model's bundled config carries (bundled.base_of): every
+# command says it on stderr
+SIBLING_NOTE = "read as the bundled config of its base model"
 UNMODELLED_NOTE = "fields this count does not model: "
 # Notes that say a figure rests on something assumed, left unmodelled or taken by default: what
 # ``--strict`` refuses (the CLI's :func:`llmcalc.cli._common.refuse_assumed`).
 ASSUMED = re.compile(
     r"^(fields this count does not model: |not in config, |--family |counted as |"
-    r"experts found but no experts-per-token field)|not modell|\bassum"
+    r"experts found but no experts-per-token field|" + re.escape(SIBLING_NOTE) + r")|not modell|\bassum"
 )
 
 

@@ -275,3 +275,20 @@ def test_benchmarked_models_get_an_expected_speed(cli: Any, name: str) -> None:
     expected = r.json()["expected"]
     assert (expected["engine"], expected["backend"]) == ("llama.cpp", "cuda")
     assert expected["decode_tokens_per_s"] > 0 and expected["prefill_tokens_per_s"] > 0
+
+
+@pytest.mark.parametrize(("repo_id", "base"), [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+    ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
+    ("mistralai/Mistral-7B-Instruct-v0.1", "mistral-7b"),
+    ("google/gemma-2-9b-it", "gemma-2-9b"),
+    ("Qwen/Qwen2.5-7B-Instruct", "qwen2.5-7b"),
+    ("meta-llama/Llama-3.1-8B-Instructor", None),  # not a sibling's suffix
+    ("Qwen/Qwen2.5-7B-Instruct-AWQ", None),  # a quantised repo: other tensors
+    ("Qwen/Qwen3-30B-A3B-Instruct-2507", None),  # a later release, its own config
+    ("someone/Llama-3.1-8B-Instruct", None),  # another organisation
+    ("Llama-3.1-8B-Instruct", None),  # no organisation
+])
+def test_an_instruct_siblings_base(repo_id: str, base: str | None) -> None:
+    path = bundled.base_of(repo_id)
+    assert (path.stem if path else None) == base

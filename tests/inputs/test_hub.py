@@ -373,3 +373,42 @@ def test_a_cached_repo_without_refs_main_is_read_from_the_cache(llmcalc: Any,
         r = llmcalc("count", "org/tagged", "--json", HF_HUB_CACHE=str(cache), **env)
         assert r.code == 0, r.stderr
         assert (r.json()["model"], r.json()["total_params"]) == ("org/tagged@v2", total(TINY_V2))
+
+
+SIBLING = ("read as the bundled config of its base model configs/llama-3.1-8b.yaml: "
+           "meta-llama/Llama-3.1-8B-Instruct's own config.json is not in the local cache and the Hub "
+           "could not be read, and an instruction-tuned sibling has its base's architecture (its own "
+           "config may set another context length)")
+
+
+def test_an_instruct_sibling_offline_is_read_as_its_bundled_base_and_says_so(llmcalc: Any) -> None:
+    r = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--json", HF_HUB_OFFLINE="1")
+    assert r.code == 0, r.stderr
+    assert r.stderr == f"warning: {SIBLING}\n"
+    out = r.json()
+    assert (out["model"], out["total_params"], out["notes"]) == (
+        "meta-llama/Llama-3.1-8B-Instruct", 8_030_261_248, [SIBLING])
+    assert out["origin"] == {"source": "bundled", "path": "configs/llama-3.1-8b.yaml",
+                             "repo_id": None, "revision": None}
+    strict = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--strict", HF_HUB_OFFLINE="1")
+    assert (strict.code, strict.stderr) == (
+        2, f"error: --strict: meta-llama/Llama-3.1-8B-Instruct: {SIBLING}\n")
+
+
+def test_a_sibling_is_read_when_the_hub_is_unreachable_but_only_in_its_base_organisation(
+        llmcalc: Any) -> None:
+    r = llmcalc("count", "mistralai/Mistral-7B-Instruct-v0.1", "--json")  # nothing on port 9
+    assert (r.code, r.json()["total_params"]) == (0, 7_241_732_096)
+    assert r.json()["origin"]["path"] == "configs/mistral-7b.yaml"
+    other = llmcalc("count", "someone/Llama-3.1-8B-Instruct", HF_HUB_OFFLINE="1")
+    assert (other.code, other.stdout) == (2, "")
+    assert other.stderr.startswith("error: someone/Llama-3.1-8B-Instruct: not in the local cache")
+
+
+def test_a_cached_or_downloaded_sibling_is_read_as_itself(llmcalc: Any, hub: FakeHub) -> None:
+    """Only a repo whose own config.json cannot be read falls back: one the Hub has is its own."""
+    hub.add("meta-llama/Llama-3.1-8B-Instruct", {"config.json": TINY})
+    r = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--json", endpoint=hub.url)
+    assert r.code == 0, r.stderr
+    assert (r.json()["origin"]["source"], r.json()["total_params"]) == ("hub", total(TINY))
+    assert not any(n.startswith("read as the bundled config") for n in r.json()["notes"])
