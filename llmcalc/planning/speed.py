@@ -174,8 +174,10 @@ FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334}
 # torch.cat([self.keys, key_states], dim=-2)``), which reads the whole cache and writes it anew
 # before the attention reads it, where a paged or static cache is only read. CACHE_COPIES: the
 # cache's bytes again per step, in the decode step's bytes read (``_decode_features``), two passes
-# (the read and the write of the copy). On transformers' 37 rows its leave-one-out decode error
-# goes 7.3% → 7.1%, with the batch's compute f beside it (17.0% → 11.4% without f).
+# (the read and the write of the copy). On transformers' 49 rows the decode error's median is
+# lower without it (5.5% against 9.2%), but the fit then reads the bytes at 3.4 times the
+# bandwidth (a 0.29) and the A100's batch-64 step 101% too fast (66% with it, a 0.74): the copy is
+# what the engine does, so it stays (on the first 37 rows it took 7.3% → 7.1%).
 CACHE_COPIES = {"transformers": 2}
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
 # llama.cpp's K-quant mixes: 256-weight super-blocks with 6-bit sub-block scales and mins
@@ -847,18 +849,21 @@ _NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp M
 # With the all-reduces (s, g), the attention's FLOPs (p_att) or the MoE terms as well, the
 # leave-one-out errors grow or the coefficients leave physical ranges (p_att carrying the prompt's
 # length with p at 0; p_moe: p below 1).
-# transformers' rows (stock generate, FP16, eager attention: the A10G's Llama 7B at 1,000 tokens in,
-# 200 out; optimum-benchmark's running-llamas on an A100-SXM4-80GB, Llama-2-7B and 13B at batch
-# 1–64, 256 and 512 tokens in, transformers 4.33 and 4.35: each prefill, its decode steps and
-# whole generate calls) are fitted with p, a, c and f: a prefill at 0.40 of the FP16 peak
-# (p 2.48), 0.58 ms a layer a step (eager PyTorch launches each op from Python: Llama-2-7B's batch-1
-# step takes 25.8 ms on the A100, its weights 6.6 ms at the bandwidth, 13B's 33.3 ms for 12.7), and
-# the batch's FLOPs at a twelfth of the FP16 peak (small-M GEMMs, eager attention with its scores
-# materialised: 7B's step grows from 27 ms at batch 8 to 87 ms at 64). Leave-one-out over the 37:
-# decode 7.1%, prefill 3.2%, whole requests 10.4%; the A10G's row, left out, is expected 59% too
-# fast (on the A100 a step is nearly all launch cost, so the rows there say little of the bytes'
-# share; fitted with it, 10% too fast), and with c alone, as on its one row before, the decode
-# error was 14.7% and the prefill the bound's.
+# transformers' rows (stock generate: the A10G's Llama 7B FP16 at 1,000 tokens in, 200 out;
+# optimum-benchmark's running-llamas on an A100-SXM4-80GB, Llama-2-7B and 13B FP16 at batch 1–64,
+# transformers 4.33 and 4.35, eager attention: each prefill, its decode steps and whole generate
+# calls; bitsandbytes' benchmark, transformers 4.46 with SDPA: decode steps of Qwen2.5-3B on a T4,
+# Llama-3.1-8B on an RTX 4090 and an H100, Qwen2.5-32B on the H100, batch 1–32) are fitted with p,
+# a, c and f: a prefill at 0.40 of the FP16 peak (p 2.48); 0.60 ms a layer a step (eager PyTorch
+# launches each op from Python: Llama-2-7B's batch-1 step takes 25.8 ms on the A100, its weights
+# 6.6 ms at the bandwidth); the bytes at 0.74 (the GPU reads while the CPU launches the next
+# kernels, so the two overlap where the fit adds them); the batch's FLOPs at 0.29 of the FP16 peak.
+# Leave-one-out over the 49: decode 9.2%, prefill 3.0%, whole requests 10.7%. The RTX 4090's steps
+# are expected 29–44% too slow (a fast desktop CPU's launches hidden under 15 ms of bytes); the
+# A100's eager steps at batch 32–64 (a 17 GB cache copied each step, memory reserved near all
+# of the card's 85 GB) 39–78% too fast. The A10G's row left out: 15% too fast (59% on the first
+# 37 rows, all but it on one card). With c alone, as on its one row before, the prefill was the
+# bound's.
 # llama.cpp on a CPU (27 llama-bench rows of four CPUs: pp512/pp4096/tg128; a Raspberry Pi 5
 # at 1–4 threads): the prefill's dense and attention FLOPs at the CPU's INT8 dot-product peak
 # (``--gpu-flops`` is the FP32 FMA peak of the cores its threads run on, cores × clock × FP32 FMA
