@@ -88,6 +88,10 @@ def verify(
     if against is Against.checkpoint and not stored and not hub.looks_like_repo_id(model):
         raise UsageError(f"--against checkpoint: {model} is not a folder with *.safetensors files")
     origin = spec.origin
+    if origin is not None and origin.source == "sibling":  # the base against itself proves nothing
+        raise UsageError(f"{model}: its own config.json could not be read, and verifying its base "
+                         f"model's bundled config {origin.path} in its place proves nothing about "
+                         "it; pass its config.json or checkpoint folder, or run with network")
     remote = origin is not None and origin.source in ("cache", "hub") and origin.repo_id is not None
     if remote and against is not Against.transformers:
         assert origin is not None and origin.repo_id is not None

@@ -103,20 +103,32 @@ def find(name: str) -> Path | None:
 # An instruction-tuned sibling's repo name: its base's with one of these added, at the end or before
 # "-hf" or a version ("-v0.1"), in the same organisation: meta-llama/Llama-3.1-8B-Instruct,
 # meta-llama/Llama-2-7b-chat-hf, mistralai/Mistral-7B-Instruct-v0.1, google/gemma-2-9b-it,
-# Qwen/Qwen2.5-7B-Instruct. Their config.json is the base's architecture (the tuning changes
-# weights, not shapes); a context length or an end-of-sequence id may differ.
+# Qwen/Qwen2.5-0.5B-Instruct. Their config.json is the base's architecture (the tuning changes
+# weights, not shapes); an end-of-sequence id may differ. Not a base: a bundled file that holds a
+# multimodal checkpoint's text_config (its siblings are whole multimodal models), and the bases of
+# the siblings known to differ (SIBLINGS_THAT_DIFFER).
 _TUNED = re.compile(r"-(?:instruct|chat|it)(?=$|-hf$|-v\d+(?:\.\d+)*$)", re.IGNORECASE)
+# Siblings whose config.json differs from their base's in a field a figure reads:
+# Mixtral-8x22B-Instruct-v0.1's vocab_size is 32,768, its base's 32,000 (its config.json as litgpt
+# PR #1845 quotes it); Qwen2.5's Instruct releases from 7B up cap max_position_embeddings at 32,768
+# where their bases take 131,072 (the bundled Qwen/Qwen2.5-72B-Instruct config.json against
+# Qwen/Qwen2.5-7B's).
+SIBLINGS_THAT_DIFFER = frozenset({
+    "mistralai/mixtral-8x22b-instruct-v0.1", "qwen/qwen2.5-7b-instruct", "qwen/qwen2.5-14b-instruct",
+    "qwen/qwen2.5-32b-instruct"})
 
 
 def base_of(repo_id: str) -> Path | None:
     """The bundled config of the base model whose instruction-tuned sibling ``repo_id`` is
-    (``_TUNED``), or None: the base's full repo id, in the same organisation, must be bundled."""
-    org, slash, name = repo_id.strip().partition("/")
-    if not slash or "/" in name:
+    (``_TUNED``), or None: the base's full repo id, in the same organisation, must be bundled, hold
+    a checkpoint's whole config.json and not be known to differ from the sibling's."""
+    org, slash, name = repo_id.partition("/")
+    if not slash or "/" in name or repo_id.lower() in SIBLINGS_THAT_DIFFER:
         return None
     for m in _TUNED.finditer(name):
         path = _index().get(f"{org}/{name[:m.start()]}{name[m.end():]}".lower())
-        if path is not None and not is_class_defaults(path):
+        if (path is not None and not is_class_defaults(path)
+                and "text_config" not in path.read_text(encoding="utf-8")):
             return path
     return None
 

@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from llmcalc.errors import ConfigError, HubError, UsageError
+from llmcalc.errors import ConfigError, UsageError
 from llmcalc.families import MODEL_TYPES, Family, FieldError
 from llmcalc.families._base import ONE_ELEMENT_HEAD_QK, ROTARY_FIELDS
 from llmcalc.inputs import bundled
@@ -145,15 +145,15 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
                 where = hub.find_config(model, revision)
             except hub.GgufRepo:
                 return _hub_gguf_config(model, None, revision)
-            except HubError:
+            except hub.HubUnreadable:  # offline, unreachable, gated without a token: no answer
                 base = bundled.base_of(model) if revision is None else None
                 if base is None:
                     raise
-                path, label, hub_name = base, bundled.label(base), model.strip()
-                origin = Origin("bundled", label)
-                notes = (f"{SIBLING_NOTE} {label}: {hub_name}'s own config.json is not in the local "
-                         "cache and the Hub could not be read, and an instruction-tuned sibling has its "
-                         "base's architecture (its own config may set another context length)",)
+                path, label, hub_name = base, bundled.label(base), model
+                origin = Origin("sibling", label, model)
+                notes = (f"{SIBLING_NOTE} {label}: {model}'s own config.json is not in the local "
+                         "cache and the Hub is offline, unreachable or gated, and an "
+                         "instruction-tuned sibling has its base's architecture",)
             else:
                 path, label, hub_name = where.path, where.name, where.name
                 origin = Origin(where.kind, str(path), where.repo_id, where.revision)

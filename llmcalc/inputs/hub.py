@@ -31,7 +31,7 @@ CONFIG = "config.json"
 DEFAULT_REVISION = "main"
 DEFAULT_TIMEOUT_S = 10.0  # the library's own default for metadata calls
 # org/name as the Hub spells repo ids: letters, digits, '-', '_', '.'; at most 96 characters.
-REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+$")
+REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9._-]+")  # matched whole (fullmatch)
 MAX_REPO_ID = 96
 MAX_FILES_NAMED = 6
 
@@ -62,7 +62,7 @@ def check_repo_id(name: str) -> None:
     """A malformed id is refused before any import or network call."""
     if (
         len(name) > MAX_REPO_ID
-        or not REPO_ID.match(name)
+        or not REPO_ID.fullmatch(name)
         or "--" in name
         or ".." in name
         or name.endswith((".", "-"))
@@ -119,7 +119,7 @@ def find_config(repo_id: str, revision: str | None = None) -> HubConfig:
     if constants.is_offline_mode():
         if snapshot is not None:
             return snapshot
-        raise HubError(
+        raise HubUnreadable(
             f"{_named(repo_id, rev)}: not in the local cache ({constants.HF_HUB_CACHE}) and the Hub "
             "cannot be reached (HF_HUB_OFFLINE is set); pass a path to its config.json, or run "
             "once with network"
@@ -177,7 +177,7 @@ def _explain(hf: Any, e: Exception, repo_id: str, rev: str, limit: float, endpoi
                 f"{who}: is gated and the token in use has no access: accept its licence on the "
                 f"Hub ({endpoint}/{repo_id}) with that account"
             )
-        return HubError(f"{who}: is gated: accept its licence on the Hub and set HF_TOKEN")
+        return HubUnreadable(f"{who}: is gated: accept its licence on the Hub and set HF_TOKEN")
     if isinstance(e, errors.RevisionNotFoundError):
         return HubError(f"{repo_id}: no revision {rev!r} on the Hub (a branch, tag or commit)")
     if isinstance(e, errors.RepositoryNotFoundError):
@@ -188,12 +188,12 @@ def _explain(hf: Any, e: Exception, repo_id: str, rev: str, limit: float, endpoi
         return _no_config(hf, repo_id, rev, limit)
     timeout, unreachable = _network_failure(e)
     if timeout:
-        return HubError(
+        return HubUnreadable(
             f"{who}: the Hub ({endpoint}) did not answer within {limit:g} s; set "
             "HF_HUB_ETAG_TIMEOUT to wait longer, or pass a path to its config.json"
         )
     if unreachable:
-        return HubError(
+        return HubUnreadable(
             f"{who}: not in the local cache and the Hub cannot be reached ({endpoint}); pass a path "
             "to its config.json, or run once with network"
         )
@@ -223,6 +223,12 @@ def _no_config(hf: Any, repo_id: str, rev: str, limit: float) -> HubError:
     return HubError(
         f"{head} ({kind}: {shown}); name the original model's repo or pass a path to its config.json"
     )
+
+
+class HubUnreadable(HubError):
+    """The repo's config.json could not be had, though the repo may well exist: offline and not
+    cached, the Hub unreachable or too slow, or gated with no token given (``llmcalc.inputs.config``
+    may then read an instruction-tuned sibling's base: ``bundled.base_of``)."""
 
 
 class GgufRepo(HubError):

@@ -546,8 +546,9 @@ class Part:
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a config was read: ``source`` is path, bundled, cache (the local Hugging Face cache)
-    or hub (downloaded now); ``repo_id`` and ``revision`` for the last two."""
+    """Where a config was read: ``source`` is path, bundled, cache (the local Hugging Face cache),
+    hub (downloaded now) or sibling (an instruction-tuned sibling's repo id read as its base's
+    bundled config: ``path``); ``repo_id`` for the last three, ``revision`` for cache and hub."""
 
     source: str
     path: str

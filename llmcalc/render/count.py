@@ -24,6 +24,7 @@ OUTER_LABELS = {
 ORIGIN_WORDS = {
     "path": "read from {path}",
     "bundled": "bundled config {path}",
+    "sibling": "its base model's bundled config {path} (its own config.json unread)",
     "cache": "config.json from the local Hugging Face cache",
     "hub": "config.json downloaded from the Hub (cached for next time)",
 }

@@ -360,6 +360,8 @@ def _check_file(target: Target, *, verify: bool, write: bool, strict: bool = Fal
         return FileCheck(label, "error", e.detail if e.source == label else str(e), at=at)
     except HubError as e:  # a repo id: the Hub unreachable, the repo missing or gated …
         return FileCheck(label, "error", str(e), at=Location(label))
+    if spec.origin is not None and spec.origin.source == "sibling":  # the base's own figures
+        return FileCheck(label, "error", spec.notes[0], spec.name, at=Location(label))
     assumed = [note for note in spec.notes if is_assumed(note)] if strict else []
     if assumed:
         return FileCheck(label, "error", f"--strict: {assumed[0]}", spec.name, at=Location(label))

@@ -377,22 +377,33 @@ def test_a_cached_repo_without_refs_main_is_read_from_the_cache(llmcalc: Any,
 
 SIBLING = ("read as the bundled config of its base model configs/llama-3.1-8b.yaml: "
            "meta-llama/Llama-3.1-8B-Instruct's own config.json is not in the local cache and the Hub "
-           "could not be read, and an instruction-tuned sibling has its base's architecture (its own "
-           "config may set another context length)")
+           "is offline, unreachable or gated, and an instruction-tuned sibling has its base's "
+           "architecture")
+INSTRUCT = "meta-llama/Llama-3.1-8B-Instruct"
 
 
 def test_an_instruct_sibling_offline_is_read_as_its_bundled_base_and_says_so(llmcalc: Any) -> None:
-    r = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--json", HF_HUB_OFFLINE="1")
+    r = llmcalc("count", INSTRUCT, "--json", HF_HUB_OFFLINE="1")
     assert r.code == 0, r.stderr
     assert r.stderr == f"warning: {SIBLING}\n"
     out = r.json()
-    assert (out["model"], out["total_params"], out["notes"]) == (
-        "meta-llama/Llama-3.1-8B-Instruct", 8_030_261_248, [SIBLING])
-    assert out["origin"] == {"source": "bundled", "path": "configs/llama-3.1-8b.yaml",
-                             "repo_id": None, "revision": None}
-    strict = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--strict", HF_HUB_OFFLINE="1")
-    assert (strict.code, strict.stderr) == (
-        2, f"error: --strict: meta-llama/Llama-3.1-8B-Instruct: {SIBLING}\n")
+    assert (out["model"], out["total_params"], out["notes"]) == (INSTRUCT, 8_030_261_248, [SIBLING])
+    assert out["origin"] == {"source": "sibling", "path": "configs/llama-3.1-8b.yaml",
+                             "repo_id": INSTRUCT, "revision": None}
+    table = llmcalc("count", INSTRUCT, HF_HUB_OFFLINE="1")
+    assert table.stdout.splitlines()[1] == (
+        "its base model's bundled config configs/llama-3.1-8b.yaml (its own config.json unread)")
+    strict = llmcalc("count", INSTRUCT, "--strict", HF_HUB_OFFLINE="1")
+    assert (strict.code, strict.stderr) == (2, f"error: --strict: {INSTRUCT}: {SIBLING}\n")
+    # verify and check would hold the base's config to itself: refused, an error
+    verify = llmcalc("verify", INSTRUCT, HF_HUB_OFFLINE="1")
+    assert verify.code == 2 and verify.stderr.endswith(
+        f"error: {INSTRUCT}: its own config.json could not be read, and verifying its base model's "
+        "bundled config configs/llama-3.1-8b.yaml in its place proves nothing about it; pass its "
+        "config.json or checkpoint folder, or run with network\n")
+    check = llmcalc("check", INSTRUCT, "--json", HF_HUB_OFFLINE="1")
+    assert check.code == 2
+    assert [(f["status"], f["why"]) for f in check.json()["files"]] == [("error", SIBLING)]
 
 
 def test_a_sibling_is_read_when_the_hub_is_unreachable_but_only_in_its_base_organisation(
@@ -405,10 +416,31 @@ def test_a_sibling_is_read_when_the_hub_is_unreachable_but_only_in_its_base_orga
     assert other.stderr.startswith("error: someone/Llama-3.1-8B-Instruct: not in the local cache")
 
 
-def test_a_cached_or_downloaded_sibling_is_read_as_itself(llmcalc: Any, hub: FakeHub) -> None:
-    """Only a repo whose own config.json cannot be read falls back: one the Hub has is its own."""
-    hub.add("meta-llama/Llama-3.1-8B-Instruct", {"config.json": TINY})
-    r = llmcalc("count", "meta-llama/Llama-3.1-8B-Instruct", "--json", endpoint=hub.url)
+def test_a_hub_that_answers_is_never_second_guessed(llmcalc: Any, hub: FakeHub) -> None:
+    """Only a repo whose config.json the Hub could not be asked for falls back: one the Hub has is
+    its own, one it does not have or refuses to a wrong token is the Hub's answer, and a name
+    that is no repo id is refused before anything is looked up."""
+    hub.add(INSTRUCT, {"config.json": TINY})
+    r = llmcalc("count", INSTRUCT, "--json", endpoint=hub.url)
     assert r.code == 0, r.stderr
     assert (r.json()["origin"]["source"], r.json()["total_params"]) == ("hub", total(TINY))
-    assert not any(n.startswith("read as the bundled config") for n in r.json()["notes"])
+    missing = llmcalc("count", "meta-llama/Llama-3.2-1B-Instruct", endpoint=hub.url)
+    assert (missing.code, missing.stderr) == (
+        2, "error: meta-llama/Llama-3.2-1B-Instruct: no such model repo on the Hub (a private one "
+           "needs HF_TOKEN with access)\n")
+    hub.add("google/gemma-2-9b-it", {"config.json": TINY}, gated=True)
+    gated = llmcalc("count", "google/gemma-2-9b-it", "--json", endpoint=hub.url)  # no token
+    assert (gated.code, gated.json()["origin"]["source"]) == (0, "sibling")
+    wrong = llmcalc("count", "google/gemma-2-9b-it", endpoint=hub.url, HF_TOKEN="hf_wrong")
+    assert (wrong.code, wrong.stderr) == (
+        2, "error: google/gemma-2-9b-it: is gated and the token in use has no access: accept its "
+           f"licence on the Hub ({hub.url}/google/gemma-2-9b-it) with that account\n")
+    padded = llmcalc("count", f" {INSTRUCT}", HF_HUB_OFFLINE="1")
+    assert padded.code == 2 and "not a Hugging Face repo id" in padded.stderr
+
+
+def test_a_trailing_newline_is_no_repo_id(llmcalc: Any) -> None:
+    r = llmcalc("count", "org/tiny\n", HF_HUB_OFFLINE="1")
+    assert (r.code, r.stderr) == (
+        2, "error: 'org/tiny\\n': not a file or folder, and not a Hugging Face repo id (org/name: "
+           "letters, digits, '-', '_' and '.', at most 96 characters)\n")
