@@ -7,7 +7,8 @@ see, a step-time model whose coefficients are fitted per engine × backend on th
 - decode step:  t = a · bytes / bandwidth + c · layers + f · FLOPs / peak + g · all-reduce
   + c_dc · layers on a data-centre card + c_moe · layers of a mixture of experts (llama.cpp on
   CUDA) + c_tp · layers under tensor parallelism (vLLM on CUDA: ``_decode_features``)
-  (a = 1/η_bandwidth; c: a per-layer kernel launch / synchronisation cost, in ms per layer; f: the
+  (a = 1/η_bandwidth, at least 1: ``FLOORS``; c: a per-layer kernel launch / synchronisation
+  cost, in ms per layer; f: the
   batch's compute, which batched decode reaches, at most at the FP16 peak (``_fp16_peak``: FP8 weights do not make the step's other work FP8); g:
   the tensor-parallel all-reduces' time at the link's bandwidth); bytes are the roofline's — the
   weights the step reads (MoE: the experts the batch's tokens reach, E·(1 − (1 − k/E)^b) of E) and
@@ -174,10 +175,8 @@ FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334}
 # torch.cat([self.keys, key_states], dim=-2)``), which reads the whole cache and writes it anew
 # before the attention reads it, where a paged or static cache is only read. CACHE_COPIES: the
 # cache's bytes again per step, in the decode step's bytes read (``_decode_features``), two passes
-# (the read and the write of the copy). On transformers' 49 rows the decode error's median is
-# lower without it (5.5% against 9.2%), but the fit then reads the bytes at 3.4 times the
-# bandwidth (a 0.29) and the A100's batch-64 step 101% too fast (66% with it, a 0.74): the copy is
-# what the engine does, so it stays (on the first 37 rows it took 7.3% → 7.1%).
+# (the read and the write of the copy). On transformers' 49 rows, the bytes' coefficient at its
+# floor (FLOORS), leave-one-out decode 10.9% → 9.0% with it, whole requests 13.2% → 9.3%.
 CACHE_COPIES = {"transformers": 2}
 LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient reads in ms per layer
 # llama.cpp's K-quant mixes: 256-weight super-blocks with 6-bit sub-block scales and mins
@@ -648,30 +647,48 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
     return [m[i][n] / m[i][i] for i in range(n)]
 
 
+# The bytes' coefficient a is 1/η of the bandwidth: at least 1, since no step reads its bytes faster
+# than the card's memory delivers them. Fitted free, the overlap of a step's costs that the sum of
+# terms adds (eager PyTorch's kernel launches under the GPU's reads, TensorRT-LLM's batched compute
+# under them) took it below 1: transformers 0.74, TensorRT-LLM 0.97. Held at 1 (the fit solves for
+# a − 1 ≥ 0): transformers' leave-one-out decode 9.2% → 9.0%, whole requests 10.7% → 9.3%, its
+# data-centre rows 7.4% → 6.7%; TensorRT-LLM's prefill 5.6% → 5.7%, whole requests 7.4% → 7.6%, its
+# rows 6.9% → 6.7%; every other engine's a was above 1 already.
+FLOORS = {"a": 1.0}
+
+
+def _floors() -> tuple[float, ...]:
+    return tuple(FLOORS.get(t, 0.0) for t in TERMS)
+
+
 @dataclass(frozen=True)
 class _Sums:
-    """The normal equations of Σ(c·y − 1)² over rows y = features / measured seconds."""
+    """The normal equations of Σ(c·y − 1)² over rows y = features / measured seconds, with each
+    coefficient's floor (``FLOORS``) taken out: Σ(c′·y − (1 − floor·y))², c = floor + c′."""
 
     s: tuple[tuple[float, ...], ...]  # Σ y yᵀ
-    b: tuple[float, ...]  # Σ y
+    b: tuple[float, ...]  # Σ y (1 − floor·y)
     m: int  # rows
 
     @staticmethod
     def of(ys: list[tuple[float, ...]]) -> _Sums:
-        n = len(ys[0])
+        n, f = len(ys[0]), _floors()
+        rest = [1 - sum(a * b for a, b in zip(f, y, strict=True)) for y in ys]
         return _Sums(tuple(tuple(sum(y[i] * y[j] for y in ys) for j in range(n)) for i in range(n)),
-                     tuple(sum(y[i] for y in ys) for i in range(n)), len(ys))
+                     tuple(sum(y[i] * t for y, t in zip(ys, rest, strict=True)) for i in range(n)),
+                     len(ys))
 
     def without(self, y: tuple[float, ...]) -> _Sums:
+        t = 1 - sum(a * b for a, b in zip(_floors(), y, strict=True))
         return _Sums(tuple(tuple(v - y[i] * y[j] for j, v in enumerate(row))
                            for i, row in enumerate(self.s)),
-                     tuple(v - y[i] for i, v in enumerate(self.b)), self.m - 1)
+                     tuple(v - y[i] * t for i, v in enumerate(self.b)), self.m - 1)
 
 
 def _nnls(sums: _Sums) -> tuple[float, ...]:
     """Non-negative least squares of Σ(Σ_j c_j·y_j − 1)² on its normal equations (Lawson & Hanson
-    1974, ch. 23, in Gram form): coefficients ≥ 0, since a negative cost has no meaning; a feature
-    the rows never exercise (an all-zero column) stays 0."""
+    1974, ch. 23, in Gram form): coefficients ≥ 0, since a negative cost has no meaning, and at
+    least their ``FLOORS``; a feature the rows never exercise (an all-zero column) stays 0."""
     n = len(sums.b)
     c = [0.0] * n
     free = {j for j in range(n) if sums.s[j][j] > 0}
@@ -707,7 +724,8 @@ def _nnls(sums: _Sums) -> tuple[float, ...]:
                 c[i] = 0.0
             if not active:
                 break
-    return tuple(c)
+    # each floor back on, where the rows exercise its feature (else the term is not fitted: 0)
+    return tuple(v + f * (sums.s[j][j] > 0) for j, (v, f) in enumerate(zip(c, _floors(), strict=True)))
 
 
 @dataclass(frozen=True)
@@ -854,16 +872,16 @@ _NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp M
 # transformers 4.33 and 4.35, eager attention: each prefill, its decode steps and whole generate
 # calls; bitsandbytes' benchmark, transformers 4.46 with SDPA: decode steps of Qwen2.5-3B on a T4,
 # Llama-3.1-8B on an RTX 4090 and an H100, Qwen2.5-32B on the H100, batch 1–32) are fitted with p,
-# a, c and f: a prefill at 0.40 of the FP16 peak (p 2.48); 0.60 ms a layer a step (eager PyTorch
-# launches each op from Python: Llama-2-7B's batch-1 step takes 25.8 ms on the A100, its weights
-# 6.6 ms at the bandwidth); the bytes at 0.74 (the GPU reads while the CPU launches the next
-# kernels, so the two overlap where the fit adds them); the batch's FLOPs at 0.29 of the FP16 peak.
-# Leave-one-out over the 49: decode 9.2%, prefill 3.0%, whole requests 10.7%. The RTX 4090's steps
-# are expected 29–44% too slow (a fast desktop CPU's launches hidden under 15 ms of bytes); the
-# A100's eager steps at batch 32–64 (a 17 GB cache copied each step, memory reserved near all
-# of the card's 85 GB) 39–78% too fast. The A10G's row left out: 15% too fast (59% on the first
-# 37 rows, all but it on one card). With c alone, as on its one row before, the prefill was the
-# bound's.
+# a, c and f: a prefill at 0.40 of the FP16 peak (p 2.48); the bytes at the bandwidth (a at its
+# floor, FLOORS: 0.74 fitted free, the GPU's reads overlapping the CPU's launches of the next
+# kernels, which the sum of terms adds); 0.52 ms a layer a step (eager PyTorch launches each op from
+# Python: Llama-2-7B's batch-1 step takes 25.8 ms on the A100, its weights 6.6 ms at the
+# bandwidth); the batch's FLOPs at 0.41 of the FP16 peak (f 2.45). Leave-one-out over the 49:
+# decode 9.0%, prefill 3.0%, whole requests 9.3%. The RTX 4090's steps are expected 30–40% too
+# slow (a fast desktop CPU's launches hidden under 15 ms of bytes); the A100's eager steps at
+# batch 64 (a 17 GB cache copied each step, memory reserved near all of the card's 85 GB) 62% too
+# fast. The A10G's row left out: 0.6% too fast (59% on the first 37 rows, all but it on one card,
+# with a free). With c alone, as on its one row before, the prefill was the bound's.
 # llama.cpp on a CPU (27 llama-bench rows of four CPUs: pp512/pp4096/tg128; a Raspberry Pi 5
 # at 1–4 threads): the prefill's dense and attention FLOPs at the CPU's INT8 dot-product peak
 # (``--gpu-flops`` is the FP32 FMA peak of the cores its threads run on, cores × clock × FP32 FMA
