@@ -46,6 +46,7 @@ from llmcalc.planning.speed import (
     rows_for,
     stand_in_rows,
 )
+from llmcalc.render.count import provenance
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
 from llmcalc.units import parse_context, parse_count, parse_dtype
 
@@ -127,7 +128,7 @@ def latency(
     if engine_name is not None and backend_name is not None:
         exp = expected_for(r, engine=engine_name, backend=backend_name)
     if how is Format.json:
-        print_json(latency_json(r, exp))
+        print_json({**latency_json(r, exp), **provenance(spec)})  # where the config was read
         return
     refuse_assumed(r.notes, "the output")  # --strict: a prompt past the model's window
     show(latency_view(r, exp))

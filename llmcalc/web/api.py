@@ -356,7 +356,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         if engine_text.lower() != "none":  # the expected speed beside the bound (latency --engine)
             expect(card_only, gen)
             chosen = {**chosen, **({} if expected is None else {"expected": expected[0]})}
-        return chosen
+        return {**chosen, **provenance(spec)}  # as the CLI's latency --json
 
     # the expected speed: an engine without measurements on the backend is the engine field's
     # error (as the CLI refuses `latency --engine`), and the bound stands without it
