@@ -111,6 +111,8 @@ DTYPE_ALIASES: dict[str, DType] = {
     "float": DType.fp32,
     "float16": DType.fp16,
     "half": DType.fp16,
+    "f16": DType.fp16,  # GGUF's and llama.cpp's spellings (llama-bench's type column, -ctk f16)
+    "f32": DType.fp32,
     "bfloat16": DType.bf16,
     "float8": DType.fp8,
     "float8_e4m3fn": DType.fp8,

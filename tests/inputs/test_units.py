@@ -83,7 +83,8 @@ def test_dtype_table_covers_every_dtype() -> None:
 @pytest.mark.parametrize(
     ("text", "dtype"),
     [("bf16", DType.bf16), ("BF16", DType.bf16), ("bfloat16", DType.bf16), ("float32", DType.fp32),
-     ("half", DType.fp16), ("int4", DType.int4), ("float8_e4m3fn", DType.fp8)],
+     ("half", DType.fp16), ("int4", DType.int4), ("float8_e4m3fn", DType.fp8),
+     ("F16", DType.fp16), ("f32", DType.fp32)],  # GGUF's spellings (llama-bench's type column)
 )
 def test_parse_dtype(text: str, dtype: DType) -> None:
     assert parse_dtype(text, option="--dtype") is dtype
