@@ -23,8 +23,8 @@ here prints. Sources, each used once below:
   tp GPUs; where a layer has fewer KV heads than tp, each GPU holds, writes and reads one of them
   whole, as vLLM, SGLang and TensorRT-LLM replicate them (llmcalc.planning.engines.budget:
   kv_heads_per_rank, the rule the engines' KV budgets use too, and check_serving_tp, the tp they
-  refuse); an MLA latent cache, which has no heads to split, whole on every GPU; two all-reduces per layer (after attention and after the MLP) of tokens × d_model
-  activations at 2 bytes; a ring all-reduce sends 2·(tp − 1)/tp of the buffer from each GPU
+  refuse); an MLA latent cache, which has no heads to split, whole on every GPU; two all-reduces
+  per layer (after attention and after the MLP) of tokens × d_model activations at 2 bytes; a ring all-reduce sends 2·(tp − 1)/tp of the buffer from each GPU
   (Patarasuk & Yuan 2009), over one direction of the link (llmcalc.planning.hardware.INTERCONNECTS); the
   communication is added to the step, not overlapped;
 - decode turns compute bound (the ridge) at the batch b where b·F/P = (W + b·KV)/B: b* = W/B ÷

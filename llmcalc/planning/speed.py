@@ -657,7 +657,9 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
 FLOORS = {"a": 1.0}
 
 
+@lru_cache(maxsize=1)
 def _floors() -> tuple[float, ...]:
+    """``FLOORS`` in ``TERMS``' order (0 for a term without one)."""
     return tuple(FLOORS.get(t, 0.0) for t in TERMS)
 
 
@@ -896,13 +898,14 @@ _NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp M
 # either way; q, r and p_kq: r only shifts error between the Pi's two models). vLLM on ROCm adds
 # the batch's compute f: its rows reach batch 256 (Llama 3.1 405B FP8 on 8 × MI300X), where decode is compute
 # bound.
+_EAGER = ("p", "a", "c", "f")  # transformers' eager PyTorch (its comment above)
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "a", "c", "f", "c_tp"),
     ("sglang", "cuda"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"),
     ("sglang", "rocm"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp", "o", *APPLE_TERMS)),
-    ("transformers", "cuda"): ("p", "a", "c", "f"), ("transformers", "rocm"): ("p", "a", "c", "f"),
-    ("transformers", "metal"): ("p", "a", "c", "f"), ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
+    ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
+    ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): tuple(t for t in _NO_REC if t not in ("p_moe", "p_rec")),
     ("llama.cpp", "metal"): (*_NO_REC, *APPLE_TERMS), ("llama.cpp", "rocm"): _NO_REC,
     ("llama.cpp", "vulkan"): _NO_C_MOE}

@@ -21,7 +21,7 @@ from typing import Any, Literal
 from llmcalc.errors import ConfigError, HubError, UsageError
 from llmcalc.formulas.counting import count
 from llmcalc.inputs import bundled
-from llmcalc.inputs.config import is_assumed, load_spec
+from llmcalc.inputs.config import SIBLING_NOTE, is_assumed, load_spec
 from llmcalc.inputs.files import is_dir as _is_dir
 from llmcalc.inputs.files import is_file as _is_file
 from llmcalc.inputs.files import parse_file
@@ -361,7 +361,8 @@ def _check_file(target: Target, *, verify: bool, write: bool, strict: bool = Fal
     except HubError as e:  # a repo id: the Hub unreachable, the repo missing or gated …
         return FileCheck(label, "error", str(e), at=Location(label))
     if spec.origin is not None and spec.origin.source == "sibling":  # the base's own figures
-        return FileCheck(label, "error", spec.notes[0], spec.name, at=Location(label))
+        why = next(n for n in spec.notes if n.startswith(SIBLING_NOTE))
+        return FileCheck(label, "error", why, spec.name, at=Location(label))
     assumed = [note for note in spec.notes if is_assumed(note)] if strict else []
     if assumed:
         return FileCheck(label, "error", f"--strict: {assumed[0]}", spec.name, at=Location(label))
