@@ -172,8 +172,9 @@ DELTA_CHUNK = 64
 FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334}
 # transformers' decode step copies its KV cache: its DynamicCache appends each step's keys and values
 # with torch.cat (transformers/cache_utils.py, DynamicLayer.update: ``self.keys =
-# torch.cat([self.keys, key_states], dim=-2)``), which reads the whole cache and writes it anew
-# before the attention reads it, where a paged or static cache is only read. CACHE_COPIES: the
+# torch.cat([self.keys, key_states], dim=-2)``; before 4.36, which the A100 rows ran, the same
+# torch.cat of each layer's past keys and values in LlamaAttention.forward), which reads the whole
+# cache and writes it anew before the attention reads it, where a paged or static cache is only read. CACHE_COPIES: the
 # cache's bytes again per step, in the decode step's bytes read (``_decode_features``), two passes
 # (the read and the write of the copy). On transformers' 49 rows, the bytes' coefficient at its
 # floor (FLOORS), leave-one-out decode 10.9% → 9.0% with it, whole requests 13.2% → 9.3%.
