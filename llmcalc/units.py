@@ -11,6 +11,7 @@ a :class:`UsageError` naming the option.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from enum import Enum
 
@@ -135,9 +136,49 @@ def parse_dtype(text: str, *, option: str = "--dtype") -> DType:
     if key in DTYPE_ALIASES:
         return DTYPE_ALIASES[key]
     known = ", ".join(d.value for d in DType)
+    if key in BLOCK_TYPES:  # parse_cache_dtype takes it
+        raise UsageError(f"{option} {text!r}: a llama.cpp cache type, which latency and fit "
+                         f"--engine llama.cpp take; here use one of {known}")
     raise UsageError(f"{option} {text!r}: unknown dtype; use one of {known}")
 
 
-def nbytes(elements: int, dtype: DType) -> int:
-    """Bytes that ``elements`` values take at ``dtype``, rounded up to a whole byte."""
+@dataclass(frozen=True)
+class BlockType:
+    """A llama.cpp cache type (``-ctk``/``-ctv q8_0`` …): ``block`` values stored together in
+    ``size`` bytes, a scale (and for q4_1/q5_1 a minimum) beside them."""
+
+    value: str
+    block: int
+    size: int
+
+
+# ggml/src/ggml-common.h, the block structs of the cache types common/arg.cpp's kv_cache_types
+# takes beyond f32/f16/bf16: block_q8_0 {fp16 d; int8 qs[32]}, block_q4_0 {fp16 d; uint8 qs[16]},
+# block_q4_1 {fp16 d, m; qs[16]}, block_q5_0 {fp16 d; qh[4]; qs[16]}, block_q5_1 {fp16 d, m;
+# qh[4]; qs[16]}, block_iq4_nl {fp16 d; qs[16]}: 32 values each
+BLOCK_TYPES: dict[str, BlockType] = {
+    name: BlockType(name, 32, size)
+    for name, size in (("q8_0", 34), ("q4_0", 18), ("q4_1", 20), ("q5_0", 22), ("q5_1", 24),
+                       ("iq4_nl", 18))
+}
+CacheDType = DType | BlockType  # a cache's element type: a dtype, or one of llama.cpp's blocks
+
+
+def parse_cache_dtype(text: str, *, option: str = "--kv-dtype") -> CacheDType:
+    """A cache dtype (``parse_dtype``) or a llama.cpp block type (``q8_0`` …, ``BLOCK_TYPES``)."""
+    key = text.strip().lower()
+    if key in BLOCK_TYPES:
+        return BLOCK_TYPES[key]
+    try:
+        return parse_dtype(text, option=option)
+    except UsageError:
+        known = ", ".join([*(d.value for d in DType), *BLOCK_TYPES])
+        raise UsageError(f"{option} {text!r}: unknown dtype; use one of {known}") from None
+
+
+def nbytes(elements: int, dtype: CacheDType) -> int:
+    """Bytes that ``elements`` values take at ``dtype``, rounded up to a whole byte (a block type:
+    to a whole block)."""
+    if isinstance(dtype, BlockType):
+        return -(-elements // dtype.block) * dtype.size
     return -(-elements * DTYPE_BITS[dtype] // 8)

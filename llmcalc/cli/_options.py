@@ -10,7 +10,7 @@ from typing import Annotated, Optional, ParamSpec, TypeVar
 import typer
 
 from llmcalc.errors import ParameterError, UsageError
-from llmcalc.units import DType, parse_context, parse_count
+from llmcalc.units import BLOCK_TYPES, DType, parse_context, parse_count
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -52,6 +52,14 @@ KvDTypeOpt = Annotated[
     typer.Option("--kv-dtype", metavar="DTYPE",
                  help=f"KV-cache dtype: {DTYPES}; default: --dtype (bf16 or fp16 "
                  "beside a quantized format).",
+                 show_default=False),
+]
+CacheDTypeOpt = Annotated[  # latency: a llama.cpp block cache type too
+    Optional[str],  # noqa: UP045 - typer reads this annotation at run time
+    typer.Option("--kv-dtype", metavar="DTYPE",
+                 help=f"KV-cache dtype: {DTYPES}, or llama.cpp's -ctk/-ctv "
+                 f"{', '.join(BLOCK_TYPES)}; default: --dtype (bf16 or fp16 beside a quantized "
+                 "format).",
                  show_default=False),
 ]
 CtxOpt = Annotated[

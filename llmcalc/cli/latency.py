@@ -29,13 +29,13 @@ from llmcalc.cli._common import (
     takes_text,
 )
 from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
-from llmcalc.cli._options import COUNT_SUFFIXES, EngineOpt, KvDTypeOpt, speaks_flags
+from llmcalc.cli._options import COUNT_SUFFIXES, CacheDTypeOpt, EngineOpt, speaks_flags
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import kv_dtype_for, resolve_format
 from llmcalc.inputs import speccache
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
-from llmcalc.planning.latency import Latency
+from llmcalc.planning.latency import Latency, check_block_cache
 from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import (
     Expected,
@@ -48,7 +48,7 @@ from llmcalc.planning.speed import (
 )
 from llmcalc.render.count import provenance
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
-from llmcalc.units import parse_context, parse_count, parse_dtype
+from llmcalc.units import parse_cache_dtype, parse_context, parse_count
 
 
 @handles_errors
@@ -63,7 +63,7 @@ def latency(
     ctx: Annotated[str, typer.Option("--ctx", help="Prompt tokens (4k = 4,096).")] = "1k",
     gen: Annotated[str, typer.Option("--gen", help=f"Generated tokens per sequence ({COUNT_SUFFIXES}).")] = "256",
     dtype: DTypeOpt = None,
-    kv_dtype: KvDTypeOpt = None,
+    kv_dtype: CacheDTypeOpt = None,
     link: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--interconnect", help=f"GPU link for --tp: {', '.join(INTERCONNECTS)} "
@@ -110,10 +110,12 @@ def latency(
     acc = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bandwidth)
     require(acc, "peak_flops", "bandwidth")
     weights = resolve_format(spec, dtype)
-    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
+    kv = (parse_cache_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None
+          else kv_dtype_for(weights))
     if engine is None and backend is not None:
         raise UsageError("--backend: names an engine's backend; give --engine too")
     engine_name = parse_engine(engine).name.value if engine is not None else None
+    check_block_cache(spec, kv, engine_name)
     backend_name = parse_backend(backend, acc.kind) if engine is not None else None
     r = compute_latency(
         spec, accelerator=acc, interconnect=interconnect(link, acc), tp=tp,
@@ -142,7 +144,7 @@ def row_latency(row: MeasuredRow) -> Latency:
     acc = (resolve(row.gpu) if row.gpu else
            resolve(None, flops=row.flops, bandwidth=row.bandwidth))
     weights = resolve_format(spec, row.dtype)
-    kv = parse_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype else kv_dtype_for(weights)
+    kv = parse_cache_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype else kv_dtype_for(weights)
     return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc), tp=row.tp,
                            batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv,
                            backend=row.backend, engine=row.engine)

@@ -41,7 +41,7 @@ from llmcalc.model.spec import (
     image_cross_source,
     image_cross_tokens,
 )
-from llmcalc.units import DType, nbytes
+from llmcalc.units import BlockType, CacheDType, DType, nbytes
 
 STATE_FP32 = DType.fp32  # the dtype transformers keeps an SSM state in (MambaMixer, Mamba2Mixer)
 TOKEN_ID_BYTES = 8  # a token id a state keeps (torch.long: Qwen4-Exp's n-gram context)
@@ -148,17 +148,20 @@ def kv_elements_per_token(spec: ModelSpec, *, decompressed: bool = False) -> int
 # ---- recurrent state (SSM layers) -------------------------------------------------------------------
 
 
-def state_dtype(m: Mixer, dtype: DType) -> DType:
-    """The SSM state's dtype: float32 where transformers keeps it so, else the cache dtype."""
-    return STATE_FP32 if m.state_fp32 else dtype
+def state_dtype(m: Mixer, dtype: CacheDType) -> DType:
+    """The SSM state's dtype: float32 where transformers keeps it so, else the cache dtype;
+    float32 beside a llama.cpp block type (src/llama-model.cpp: create_memory gives the recurrent
+    cache GGML_TYPE_F32 whatever -ctk/-ctv say)."""
+    return STATE_FP32 if m.state_fp32 or isinstance(dtype, BlockType) else dtype
 
 
-def conv_dtype(m: Mixer, dtype: DType) -> DType:
-    """The convolution state's dtype: the cache dtype, or float32 where transformers keeps it so."""
-    return STATE_FP32 if m.conv_fp32 else dtype
+def conv_dtype(m: Mixer, dtype: CacheDType) -> DType:
+    """The convolution state's dtype: the cache dtype, or float32 where transformers keeps it so
+    (or beside a block type, as ``state_dtype``)."""
+    return STATE_FP32 if m.conv_fp32 or isinstance(dtype, BlockType) else dtype
 
 
-def state_bytes_per_layer(m: Mixer, *, dtype: DType) -> int:
+def state_bytes_per_layer(m: Mixer, *, dtype: CacheDType) -> int:
     """One sequence's state in one layer: conv_dim × kernel at ``dtype`` + h × p × N (fp32)
     (+ the int64 token ids it keeps)."""
     return nbytes(m.conv_elements, conv_dtype(m, dtype)) + nbytes(
@@ -166,7 +169,7 @@ def state_bytes_per_layer(m: Mixer, *, dtype: DType) -> int:
     ) + TOKEN_ID_BYTES * m.token_ids
 
 
-def state_bytes_per_sequence(spec: ModelSpec, *, dtype: DType) -> int:
+def state_bytes_per_sequence(spec: ModelSpec, *, dtype: CacheDType) -> int:
     """The recurrent state one sequence keeps across all layers, whatever its length (0: none)."""
     return sum(
         g.cached_runs * state_bytes_per_layer(g.mixer, dtype=dtype)
@@ -185,7 +188,7 @@ def fp32_elements_per_token(spec: ModelSpec) -> int:
 
 
 def kv_cache_bytes_per_token(
-    spec: ModelSpec, *, dtype: DType, decompressed: bool = False
+    spec: ModelSpec, *, dtype: CacheDType, decompressed: bool = False
 ) -> int:
     """Bytes one token adds to the cache: 2 · layers · kv heads · head dim · bytes (MLA: the latent),
     plus the elements transformers keeps in float32."""
@@ -216,7 +219,8 @@ def has_cross_attention(spec: ModelSpec) -> bool:
     return any(g.cross_attention is not None for g in spec.layer_groups)
 
 
-def cross_kv_cache_bytes(spec: ModelSpec, *, batch: int, source_len: int, dtype: DType) -> int:
+def cross_kv_cache_bytes(spec: ModelSpec, *, batch: int, source_len: int,
+                         dtype: CacheDType) -> int:
     """An encoder–decoder's cross-attention cache (transformers' EncoderDecoderCache
     cross_attention_cache): per decoder layer the keys and values of all ``source_len`` encoder
     tokens, computed once and kept for the whole generation; 0 for a model without."""
@@ -239,7 +243,7 @@ def kv_cache_bytes(
     *,
     batch: int,
     ctx: int,
-    dtype: DType,
+    dtype: CacheDType,
     decompressed: bool = False,
     source_len: int | None = None,
 ) -> int:

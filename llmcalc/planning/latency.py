@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from llmcalc.errors import ParameterError
+from llmcalc.errors import ParameterError, UsageError
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.formulas.quant import (
@@ -53,7 +53,7 @@ from llmcalc.formulas.quant import (
 from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.engines.budget import check_serving_tp, replicated_kv
 from llmcalc.planning.hardware import Accelerator, Interconnect
-from llmcalc.units import DType
+from llmcalc.units import BlockType, CacheDType, DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
 ALL_REDUCES_PER_LAYER = 2  # Megatron-LM §3: one after attention, one after the MLP
@@ -122,7 +122,7 @@ class Latency:
     ctx: int
     gen: int
     dtype: WeightFormat
-    kv_dtype: DType
+    kv_dtype: CacheDType
     compute_efficiency: float
     bandwidth_efficiency: float
     weight_bytes: int  # all of them, all GPUs
@@ -284,13 +284,34 @@ def all_reduce_bytes(spec: ModelSpec, *, tokens: int, tp: int) -> int:
     return ALL_REDUCES_PER_LAYER * spec.num_layers * buffer * 2 * (tp - 1) // tp
 
 
+def check_block_cache(spec: ModelSpec, kv: CacheDType, engine: str | None) -> None:
+    """A llama.cpp block cache type (``BlockType``) only where llama.cpp runs (or no engine is
+    named), and only on heads it divides: src/llama-context.cpp, llama_init_from_model, refuses a
+    quantised K (V) cache whose block does not divide the K (V) head size (with flash attention,
+    which a quantised V cache needs)."""
+    if not isinstance(kv, BlockType):
+        return
+    if engine not in (None, "llama.cpp"):
+        raise UsageError(f"--kv-dtype {kv.value}: a llama.cpp cache type (-ctk/-ctv); "
+                         f"--engine {engine} keeps its cache in fp16, bf16 or fp8")
+    for g in spec.layer_groups:
+        a = g.attention
+        if a is None:
+            continue
+        # MLA: one latent row a token (kv_lora_rank + the rope key)
+        for head in (a.qk_head_dim, a.v_head_dim) if a.kv_latent_dim is None else (a.kv_latent_dim,):
+            if head % kv.block:
+                raise UsageError(f"--kv-dtype {kv.value}: llama.cpp refuses a cache whose block of "
+                                 f"{kv.block} does not divide the head size {head}")
+
+
 def kv_group(spec: ModelSpec) -> int:
     """Query heads per KV head (1 without grouped-query attention, or with no shape known)."""
     shape = spec.shape
     return max(shape.num_heads // shape.num_kv_heads, 1) if shape and shape.num_kv_heads else 1
 
 
-def state_write_bytes(spec: ModelSpec, *, batch: int, kv_dtype: DType, tp: int = 1) -> int:
+def state_write_bytes(spec: ModelSpec, *, batch: int, kv_dtype: CacheDType, tp: int = 1) -> int:
     """A decode step's write of each sequence's recurrent state (Mamba, Gated DeltaNet, short
     convolutions), besides its read in the cache's bytes: the whole state is replaced every token,
     where attention appends one token's keys and values. llama.cpp's qwen35/qwen3next graphs (e.g.
@@ -301,7 +322,7 @@ def state_write_bytes(spec: ModelSpec, *, batch: int, kv_dtype: DType, tp: int =
 
 
 def decode_step(
-    spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: DType,
+    spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: CacheDType,
     acc: Accelerator, link: Interconnect, tp: int, ce: float, be: float, tokens: int = 1,
 ) -> Stage:
     """One decode step: ``tokens`` new tokens per sequence (1, or γ + 1 when verifying drafts);
@@ -315,7 +336,7 @@ def decode_step(
 
 
 def ridge_batch(
-    spec: ModelSpec, *, ctx: int, dtype: WeightFormat, kv_dtype: DType, acc: Accelerator,
+    spec: ModelSpec, *, ctx: int, dtype: WeightFormat, kv_dtype: CacheDType, acc: Accelerator,
     ce: float, be: float, tp: int = 1,
 ) -> int | None:
     """The smallest batch at which a decode step is compute bound (dense weights read once, and
@@ -343,7 +364,7 @@ def latency(
     ctx: int,
     gen: int,
     dtype: WeightFormat = DType.bf16,
-    kv_dtype: DType = DType.bf16,
+    kv_dtype: CacheDType = DType.bf16,
     compute_efficiency: float = 1.0,
     bandwidth_efficiency: float = 1.0,
     backend: str | None = None,

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from llmcalc.units import BLOCK_TYPES
+
 # ggml/src/ggml-impl.h: TENSOR_ALIGNMENT — the CPU buffer type's alignment
 # (ggml/src/ggml-backend.cpp: ggml_backend_cpu_buffer_type_get_alignment)
 ALIGNMENT = 32
 
-# ggml/src/ggml.c: type_traits — (block size, bytes per block)
+# ggml/src/ggml.c: type_traits — (block size, bytes per block); the cache's block types as
+# llmcalc.units.BLOCK_TYPES reads them from ggml-common.h
 TYPES: dict[str, tuple[int, int]] = {
     "f32": (1, 4), "f16": (1, 2), "bf16": (1, 2), "i32": (1, 4), "i64": (1, 8),
-    "q8_0": (32, 34), "q4_0": (32, 18), "q4_1": (32, 20), "q5_0": (32, 22), "q5_1": (32, 24),
-    "iq4_nl": (32, 18),
+    **{name: (t.block, t.size) for name, t in BLOCK_TYPES.items()},
 }
 
 # ggml/src/ggml-alloc.c: ggml_op_can_inplace — ops whose result may take a source's memory

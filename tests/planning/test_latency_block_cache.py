@@ -1,0 +1,73 @@
+"""latency --kv-dtype q8_0 …: llama.cpp's block cache types (-ctk/-ctv), their bytes as ggml
+stores them and llama.cpp's refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from llmcalc import load_spec
+from llmcalc.errors import UsageError
+from llmcalc.formulas import memory
+from llmcalc.planning.engines import llama_cpp
+from llmcalc.units import BLOCK_TYPES, DType, nbytes, parse_cache_dtype, parse_dtype
+
+
+def test_block_types_are_ggml_s() -> None:
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType
+
+    for name, t in BLOCK_TYPES.items():
+        assert GGML_QUANT_SIZES[GGMLQuantizationType[name.upper()]] == (t.block, t.size)
+    assert set(llama_cpp.CACHE_TYPES) == {"f32", "f16", "bf16", *BLOCK_TYPES}
+
+
+def test_bytes_are_whole_blocks() -> None:
+    q8 = BLOCK_TYPES["q8_0"]
+    assert (nbytes(64, q8), nbytes(65, q8), nbytes(64, BLOCK_TYPES["q4_0"])) == (68, 102, 36)
+    assert parse_cache_dtype(" Q8_0 ") is q8
+    assert parse_cache_dtype("f16") is DType.fp16
+
+
+def test_llama_3_1_8b_cache_at_q8_0_is_llama_cpps() -> None:
+    # 32 layers × 8 KV heads × 128 × (K + V) = 65,536 values a token: 2,048 q8_0 blocks of 34 B
+    spec = load_spec("llama-3.1-8b")
+    q8 = BLOCK_TYPES["q8_0"]
+    assert memory.kv_cache_bytes(spec, batch=1, ctx=4096, dtype=q8) == 4096 * 69_632
+    plan = llama_cpp.spec_plan(spec, llama_cpp.Params(n_ctx=4096, type_k="q8_0", type_v="q8_0",
+                                                      flash_attn="on"), n_gpu_layers=99)
+    assert llama_cpp.kv_summary(plan).logged_bytes == 4096 * 69_632
+
+
+def test_latency_reads_the_block_cache(cli) -> None:
+    args = ("latency", "llama-3.1-8b", "--gpu", "rtx-4090", "--dtype", "q4_k_m", "--ctx", "32k",
+            "--gen", "128", "--engine", "llama.cpp", "--backend", "cuda", "--json")
+    f16, q8 = (cli(*args, "--kv-dtype", kv).json() for kv in ("f16", "q8_0"))
+    assert (f16["inputs"]["kv_dtype"], q8["inputs"]["kv_dtype"]) == ("fp16", "q8_0")
+    # the decode step at the mean context 32,768 + 63 reads its cache: 131,072 B a token at f16,
+    # 69,632 at q8_0
+    saved = 32_831 * (131_072 - 69_632)
+    assert f16["decode_step"]["bytes_per_gpu"] - q8["decode_step"]["bytes_per_gpu"] == saved
+    assert q8["expected"]["decode_tokens_per_s"] > f16["expected"]["decode_tokens_per_s"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (("latency", "llama-3.1-8b", "--gpu", "h100", "--kv-dtype", "q8_0", "--engine", "vllm"),
+     "error: --kv-dtype q8_0: a llama.cpp cache type (-ctk/-ctv); --engine vllm keeps its cache "
+     "in fp16, bf16 or fp8\n"),
+    (("latency", "phi-2", "--gpu", "h100", "--kv-dtype", "q4_0"),
+     "error: --kv-dtype q4_0: llama.cpp refuses a cache whose block of 32 does not divide the "
+     "head size 80\n"),
+    (("latency", "gpt2", "--gpu", "h100", "--kv-dtype", "q3_k"),
+     "error: --kv-dtype 'q3_k': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4, "
+     "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl\n"),
+    (("memory", "llama-2-7b", "--kv-dtype", "Q8_0"),
+     "error: --kv-dtype 'Q8_0': a llama.cpp cache type, which latency and fit --engine llama.cpp "
+     "take; here use one of fp32, fp16, bf16, fp8, int8, int4\n"),
+])
+def test_refusals(cli, args: tuple[str, ...], message: str) -> None:
+    r = cli(*args)
+    assert (r.code, r.stdout, r.stderr) == (2, "", message)
+
+
+def test_parse_dtype_names_the_block_types_elsewhere() -> None:
+    with pytest.raises(UsageError, match="a llama.cpp cache type"):
+        parse_dtype("iq4_nl", option="--kv-dtype")
