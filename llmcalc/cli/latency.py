@@ -156,18 +156,23 @@ def fitted(engine: str, backend: str) -> Model:
     computed once: per process, and between runs in the spec cache (llmcalc.inputs.speccache),
     keyed by llmcalc's fingerprint (its modules and data tables: the measured rows, the cards) and
     the bundled configs of the rows' models; a pickled fit is the same floats, so every figure is
-    the one a fresh fit gives."""
-    rows = rows_for(engine, backend)
-    lent = stand_in_rows(engine, backend)
+    the one a fresh fit gives. The rows' models are kept too (keyed by the fingerprint alone, which
+    the measured rows are part of): a kept fit is found without reading the rows."""
 
     def fit() -> Model:
-        return fit_model([(row, row_latency(row)) for row in rows], engine=engine,
-                         backend=backend, stand_in=lent.why,
+        lent = stand_in_rows(engine, backend)
+        return fit_model([(row, row_latency(row)) for row in rows_for(engine, backend)],
+                         engine=engine, backend=backend, stand_in=lent.why,
                          stand_ins=[(row, row_latency(row), stages) for row, stages in lent.rows])
 
-    if not rows and not lent.rows:  # the refusal: nothing to keep
-        return fit()
-    models = {r.model for r in rows} | {r.model for r, _ in lent.rows}
+    def row_models() -> tuple[str, ...]:
+        lent = stand_in_rows(engine, backend).rows
+        models = {r.model for r in rows_for(engine, backend)} | {r.model for r, _ in lent}
+        if not models:
+            fit()  # refuses (no rows): nothing is kept
+        return tuple(sorted(models))
+
+    models = speccache.load_derived(f"speed-models-{engine}-{backend}", [], row_models, tuple)
     paths = sorted({p for p in map(speccache.bundled_file, models) if p is not None})
     return speccache.load_derived(f"speed-{engine}-{backend}", paths, fit, Model)
 

@@ -69,3 +69,18 @@ def test_a_refusal_is_not_kept(fresh: Path, cli: Any) -> None:
     assert run.code == 2
     assert run.stderr.startswith("error: --engine trtllm: no published measurements of trtllm")
     assert [p.name for p in fresh.iterdir() if p.name.startswith("speed-")] == []
+
+
+def test_a_kept_fit_is_found_without_reading_the_rows(fresh: Path, cli: Any,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    kept = cli(*ARGS)
+    assert sorted(p.name.split("-")[1] for p in fresh.iterdir()
+                  if p.name.startswith("speed-")) == ["llama.cpp", "models"]
+    cli_latency.fitted.cache_clear()
+
+    def unread(*args: Any) -> Any:
+        raise AssertionError("the measured rows were read")
+
+    monkeypatch.setattr(cli_latency, "rows_for", unread)
+    monkeypatch.setattr(cli_latency, "stand_in_rows", unread)
+    assert cli(*ARGS).stdout == kept.stdout
