@@ -83,6 +83,25 @@ def _apple_share(unified: int, rules: dict[str, str]) -> Fraction:
     return Fraction(rules["up_to_36gib"] if unified <= 36 * GiB else rules["above"])
 
 
+# the maker's words a card's name (as nvidia-smi, rocm-smi or the table's name field print it)
+# begins with, which no key does: "NVIDIA GeForce RTX 4090" is rtx-4090, "AMD Instinct MI300X" mi300x
+VENDOR_WORDS = ("nvidia-geforce-", "nvidia-", "geforce-", "tesla-", "amd-instinct-", "amd-radeon-",
+                "amd-", "instinct-", "radeon-", "intel-")
+
+
+def _normal(name: str) -> str:
+    """A card name as keys are spelt: lower case, ``-`` for spaces and ``_``."""
+    return "-".join(name.strip().lower().replace("_", "-").split())
+
+
+def _vendorless(key: str) -> str:
+    """``key`` without the maker's words it begins with (``VENDOR_WORDS``)."""
+    for word in VENDOR_WORDS:
+        if key.startswith(word):
+            return key[len(word):]
+    return key
+
+
 def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str]:
     """The table file: accelerators by key, aliases, each card's link, Apple's usable share note."""
     data = json.loads(TABLE.read_text(encoding="utf-8"))
@@ -102,6 +121,7 @@ def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str
             _figure(row.get("int8_ops")), _figure(row.get("fp8_flops")), row.get("peaks_source", ""),
             _figure(row.get("fp4_flops")), row.get("sm_rate", 1))
         aliases.update(dict.fromkeys(row["aliases"], row["key"]))
+        aliases.setdefault(_vendorless(_normal(row["name"])), row["key"])  # "NVIDIA H100 PCIe"
         if row["link"]:
             links[row["key"]] = row["link"]
     return accs, aliases, links, rules["source"]
@@ -192,8 +212,11 @@ def usable_memory(memory_bytes: int, *, headroom: float) -> int:
 def lookup(name: str, *, needs: tuple[str, ...] = ("memory", "flops")) -> Accelerator:
     """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one); ``needs``
     names the figures a custom card must then be given (the options the command has)."""
-    key = name.strip().lower().replace("_", "-").replace(" ", "-")
+    key = _normal(name)
     key = ALIASES.get(key, key)
+    if key not in ACCELERATORS:
+        key = _vendorless(key)
+        key = ALIASES.get(key, key)
     if key not in ACCELERATORS:
         known = ", ".join(ACCELERATORS)
         raise ParameterError(

@@ -341,6 +341,28 @@ def test_lookup_names(name: str, key: str) -> None:
     assert lookup(name).key == key
 
 
+@pytest.mark.parametrize("name,key", [
+    # as nvidia-smi and rocm-smi print them, and as the table's name field spells them
+    ("NVIDIA GeForce RTX 4090", "rtx-4090"), ("NVIDIA A100-SXM4-80GB", "a100-80gb"),
+    ("NVIDIA A100-SXM4-40GB", "a100-40gb"), ("NVIDIA H100 80GB HBM3", "h100"),
+    ("NVIDIA H100 PCIe", "h100-pcie"), ("Tesla T4", "t4"), ("NVIDIA RTX A6000", "rtx-a6000"),
+    ("AMD Instinct MI300X", "mi300x"), ("AMD Radeon RX 7900 XTX", "rx-7900-xtx"),
+    ("Radeon RX 7900 XTX", "rx-7900-xtx"), ("Intel Arc A770", "arc-a770-16gb"),
+    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"), ("  nvidia   h100  nvl ", "h100-nvl"),
+])
+def test_lookup_a_cards_printed_name(name: str, key: str) -> None:
+    assert lookup(name).key == key
+
+
+def test_every_cards_name_finds_it() -> None:
+    import json
+
+    from llmcalc.planning.hardware import TABLE
+
+    for row in json.loads(TABLE.read_text(encoding="utf-8"))["accelerators"]:
+        assert lookup(row["name"]).key == row["key"], row["name"]
+
+
 def test_unknown_gpu_lists_the_known_ones() -> None:
     with pytest.raises(UsageError) as e:
         lookup("k80")
