@@ -760,6 +760,7 @@ class Fit:
     stand_in: str = ""  # whose rows joined the fit and why (STAND_INS), or ""
     stand_in_rows: int = 0  # how many of them
     stand_in_stages: tuple[str, ...] = ()  # the stages they inform (STAND_INS)
+    max_batch: int = 0  # the largest batch among the rows fitted for this stage (stand-ins too)
 
     def seconds(self, features: tuple[float, ...]) -> float:
         return sum(c * x for c, x in zip(self.coefficients, features, strict=True))
@@ -1055,6 +1056,29 @@ def _median(errors: list[tuple[MeasuredRow, float]]) -> float | None:
     return statistics.median(abs(e) for _, e in errors) if len(errors) > 2 else None
 
 
+def _max_batch(pairs: list[tuple[MeasuredRow, Latency]], stand_ins: StandInPairs, stage: str) -> int:
+    """The largest batch among the rows that inform ``stage``'s terms: its own rows and whole
+    requests (both stages), and the stand-in rows lent for it."""
+    own = [r.batch for r, _ in pairs if r.stage in (stage, "throughput")]
+    lent = [r.batch for r, _, stages in stand_ins
+            if stage in stages and r.stage in (stage, "throughput")]
+    return max(own + lent, default=0)
+
+
+BEYOND = ("batch {batch} is past the largest batch of the {stage} rows fitted ({rows}): the "
+          "figure extrapolates their terms, and its error there is not measured")
+
+
+def beyond_rows(model: Model, batch: int) -> str:
+    """What the expected figure says where the call's batch is past every fitted row's of a stage
+    (``Fit.max_batch``); "" where it is not."""
+    past = [(f.stage, f.max_batch) for f in (model.prefill, model.decode) if batch > f.max_batch]
+    if not past:
+        return ""
+    return BEYOND.format(batch=f"{batch:,}", stage=" and ".join(st for st, _ in past),
+                         rows=", ".join(f"{st} {n:,}" for st, n in past))
+
+
 def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend: str,
               stand_ins: StandInPairs | None = None, stand_in: str = "") -> Model:
     """Both stages' coefficients from an engine × backend's rows (and its ``STAND_INS`` rows,
@@ -1076,7 +1100,7 @@ def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend:
     informed = tuple(st for st in STAGES if any(st in stages for _, _, stages in stand_ins or []))
     fits = {stage: Fit(stage, coef, sum(r.stage == stage for r, _ in pairs),
                        _median([(r, e) for r, e in errors if r.stage == stage]), stand_in, lent,
-                       informed)
+                       informed, _max_batch(pairs, stand_ins or [], stage))
             for stage, coef in (("prefill", c[:k]), ("decode", c[k:]))}
     through = [(r, e) for r, e in errors if r.stage == "throughput"]
     cards: dict[tuple[str, str], list[float]] = {}
@@ -1102,6 +1126,7 @@ class Expected:
     throughput_loo_median_abs_error: float | None = None
     assumed_card: Accelerator | None = None  # a custom card: what the fit read it as (custom_card)
     caution: str = ""  # the card's own rows far from the fit (card_caution)
+    beyond: str = ""  # the call's batch past every fitted row's (beyond_rows)
 
 
 def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expected:
@@ -1119,4 +1144,5 @@ def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expect
         throughput_loo_median_abs_error=model.throughput_loo_median_abs_error,
         assumed_card=fit_card(lat, backend) if lat.accelerator.key == CUSTOM else None,
         caution=card_caution(model, lat.accelerator.key),
+        beyond=beyond_rows(model, lat.batch),
     )

@@ -111,7 +111,14 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
         t.add(*assumed_card_row(e.assumed_card))
     if e.caution:
         t.add(*caution_row(e))
+    if e.beyond:
+        t.add(*beyond_row(e))
     return Fitted(t)
+
+
+def beyond_row(e: Expected) -> tuple[str, str, str, str]:
+    """The row that says the call's batch is past the fitted rows' (speed.beyond_rows)."""
+    return ("past the rows", "", "", e.beyond)
 
 
 def caution_row(e: Expected) -> tuple[str, str, str, str]:
@@ -144,6 +151,9 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
         # the card's own rows far from the fit: the CLI's row after the assumed card's
         "caution": None if not e.caution else dict(
             zip(("label", "expected_text", "bound_text", "error"), caution_row(e), strict=True)),
+        # the call's batch past the fitted rows': the CLI's last row
+        "beyond": None if not e.beyond else dict(
+            zip(("label", "expected_text", "bound_text", "error"), beyond_row(e), strict=True)),
     }
 
 
@@ -180,6 +190,7 @@ def expected_json(e: Expected) -> dict[str, Any]:
             **_stand_in_json(e),
             **({} if e.assumed_card is None else {"card": _assumed_json(e.assumed_card)}),
             **({"caution": e.caution} if e.caution else {}),
+            **({"beyond": e.beyond} if e.beyond else {}),
         },
         "error": {"decode": e.decode.loo_median_abs_error,
                   "prefill": e.prefill.loo_median_abs_error,

@@ -464,7 +464,9 @@ def test_expected_json_keys_and_never_above_the_bound(cli: Any, args: tuple[str,
     e = out["expected"]
     assert set(e) == EXPECTED_KEYS
     assert (e["engine"], e["backend"]) == ("llama.cpp", "metal")
-    assert set(e["basis"]) == {"decode", "prefill", "rows"}
+    # "beyond" where the batch is past every fitted Metal row's (speed.beyond_rows)
+    past = out["inputs"]["batch"] > max(r.batch for r in rows_for("llama.cpp", "metal"))
+    assert set(e["basis"]) == {"decode", "prefill", "rows", *(["beyond"] if past else [])}
     assert e["decode_tokens_per_s"] <= out["tokens_per_s"]
     assert e["prefill_tokens_per_s"] <= out["inputs"]["batch"] * out["inputs"]["ctx"] / out[
         "prefill"]["seconds"]

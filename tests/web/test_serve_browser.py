@@ -1094,32 +1094,49 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     page.screenshot(path=str(SHOTS / "speed-none.png"))
 
 
+def _last_expected_row(page: Any, cli: Any, query: str, key: str) -> tuple[list[str], list[str]]:
+    """The page at ``query``: its speed command's words and the expected table's last row, which
+    is the CLI's, with the page's row of data-key ``key``."""
+    page.goto(query)
+    settled(page)
+    words = page.locator("#panel-speed code.cli").all_inner_texts()[0].split()[1:]
+    title, rows = _printed(cli, words)
+    assert list(_expected(page).values()) == rows
+    assert page.locator(f'#expected-table tr[data-key="{key}"]').count() == 1
+    return words, rows[-1]
+
+
 def test_a_card_not_in_the_table_shows_what_the_fit_took_it_for(server: str, page: Any,
                                                                 cli: Any) -> None:
     """An RTX 4090 given by its figures alone: the expected table is the CLI's, its last row the
     card the fit assumed (GeForce-like), the bound at CUDA's ratios as `latency --engine` prints."""
-    page.goto(server + "?model=llama-2-7b&gpu=&gpu_mem=24GiB&gpu_flops=165.2T"
-              "&gpu_bandwidth=1008G&ctx=512&batch=1&gen=1&dtype=q4_0")
-    settled(page)
-    words = page.locator("#panel-speed code.cli").all_inner_texts()[0].split()[1:]
+    words, last = _last_expected_row(
+        page, cli, server + "?model=llama-2-7b&gpu=&gpu_mem=24GiB&gpu_flops=165.2T"
+        "&gpu_bandwidth=1008G&ctx=512&batch=1&gen=1&dtype=q4_0", "assumed_card")
     assert words[words.index("--gpu-flops"):words.index("--gpu-flops") + 4] == [
         "--gpu-flops", "165.2T", "--gpu-bandwidth", "1008G"] and "--engine" in words
-    title, rows = _printed(cli, words)
-    assert list(_expected(page).values()) == rows and rows[-1][0] == "card assumed"
-    assert page.locator('#expected-table tr[data-key="assumed_card"]').count() == 1
-    assert rows[-1][3].startswith("a card not in the table: the fit assumes it GeForce-like")
+    assert last[0] == "card assumed"
+    assert last[3].startswith("a card not in the table: the fit assumes it GeForce-like")
+
+
+def test_a_batch_past_the_fitted_rows_says_so_on_the_page(server: str, page: Any,
+                                                          cli: Any) -> None:
+    """vLLM on CUDA at batch 128 (its fitted rows reach batch 64): the expected table's last row
+    is the CLI's "past the rows" (speed.beyond_rows)."""
+    words, last = _last_expected_row(
+        page, cli, server + "?model=llama-3.1-8b&gpu=h100&ctx=1k&batch=128&gen=128&dtype=bf16"
+        "&engine=vllm&backend=cuda", "beyond")
+    assert words[words.index("--batch") + 1] == "128" and last[0] == "past the rows"
+    assert last[3].startswith("batch 128 is past the largest batch of the prefill and decode rows "
+                              "fitted")
 
 
 def test_a_card_whose_rows_the_fit_misses_says_so_on_the_page(server: str, page: Any,
                                                               cli: Any) -> None:
     """An Arc A770 on llama.cpp Vulkan: the expected table's last row is the CLI's "this card's
     rows", the card's own measured rows far from the fit (speed.card_caution)."""
-    page.goto(server + "?model=llama-2-7b&gpu=arc-a770-16gb&ctx=512&batch=1&gen=128&dtype=q4_0"
-              "&backend=vulkan")
-    settled(page)
-    words = page.locator("#panel-speed code.cli").all_inner_texts()[0].split()[1:]
-    assert words[words.index("--backend") + 1] == "vulkan"
-    title, rows = _printed(cli, words)
-    assert list(_expected(page).values()) == rows and rows[-1][0] == "this card's rows"
-    assert page.locator('#expected-table tr[data-key="caution"]').count() == 1
-    assert rows[-1][3].startswith("this card's own measured rows sit far from the fit")
+    words, last = _last_expected_row(
+        page, cli, server + "?model=llama-2-7b&gpu=arc-a770-16gb&ctx=512&batch=1&gen=128"
+        "&dtype=q4_0&backend=vulkan", "caution")
+    assert words[words.index("--backend") + 1] == "vulkan" and last[0] == "this card's rows"
+    assert last[3].startswith("this card's own measured rows sit far from the fit")
