@@ -894,6 +894,12 @@ def test_deepseek_sparse_attention_refusals() -> None:
     assert str(e.value) == ("--kv-dtype fp16: vLLM caches deepseek-ai/DeepSeek-V3.2-Exp's sparse "
                             "attention in bfloat16 or fp8 (fp8_ds_mla) only; use --kv-dtype bf16 "
                             "or fp8")
+    with pytest.raises(UsageError) as e:
+        vllm.plan(spec, accelerator=lookup("b200"), dtype=DType.fp8, kv_dtype=DType.fp8, tp=8)
+    assert str(e.value) == ("--kv-dtype fp8: on NVIDIA B200 (HGX) vLLM's fp8 cache for "
+                            "deepseek-ai/DeepSeek-V3.2-Exp's sparse attention is fp8_ds_mla (656 "
+                            "bytes a token a layer) or plain fp8 (576) by the attention backend it "
+                            "picks, which llmcalc does not follow off Hopper; use --kv-dtype bf16")
     for version in ("1.0", "1.2"):
         with pytest.raises(UsageError) as e:
             trtllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.fp8, tp=8,

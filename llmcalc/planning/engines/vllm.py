@@ -176,15 +176,21 @@ SSM_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 # ``MLAAttentionSpec.real_page_size_bytes``; 512 fp8, 4 float32 scales, 64 bf16 rope values).
 # "auto", vLLM's default, meant fp8_ds_mla too from vllm#25988 (0.11.0) and bf16 in later
 # releases, from one llmcalc has not pinned: for a bf16 cache llmcalc passes
-# --kv-cache-dtype bfloat16, a bf16 latent in every release
+# --kv-cache-dtype bfloat16, a bf16 latent in every release. Later releases turn fp8 into
+# fp8_ds_mla in the MLA layer only under the FLASHMLA_SPARSE backend (model_executor/layers/
+# attention/mla_attention.py ``MLAAttention``), Hopper's only sparse one; on Blackwell (platforms/cuda.py
+# ``_get_backend_priorities``, vllm#35807) an fp8 cache prefers FLASHINFER_MLA_SPARSE, plain
+# fp8 (576 bytes): llmcalc counts fp8 on Hopper cards only
 SPARSE_MLA_FROM = (0, 11)
+HOPPER = ("h100", "h200", "h800", "h20", "gh200")
 SPARSE_MLA_BLOCK = 64
 INDEX_QUANT_BLOCK = 128
 FP8_DS_MLA_BYTES = 656
 FP8_DS_MLA_LATENT = 576  # kv_lora_rank 512 + rope 64: the only shape fp8_ds_mla packs
 
 
-def sparse_mla_bytes(spec: ModelSpec, *, kv_dtype: DType, ver: tuple[int, ...]) -> int | None:
+def sparse_mla_bytes(spec: ModelSpec, *, kv_dtype: DType, ver: tuple[int, ...],
+                     acc: Accelerator) -> int | None:
     """KV bytes a token takes on one rank, every layer, for a model with DeepSeek sparse
     attention (an MLA latent with an indexer: topk and index_key_dim): the latent (bf16, or
     fp8_ds_mla's 656 bytes) and the indexer's key, both whole on every rank (SPARSE_MLA_FROM
@@ -202,6 +208,11 @@ def sparse_mla_bytes(spec: ModelSpec, *, kv_dtype: DType, ver: tuple[int, ...]) 
         raise UsageError(f"--kv-dtype {kv_dtype.value}: vLLM caches {spec.name}'s sparse "
                          "attention in bfloat16 or fp8 (fp8_ds_mla) only; use --kv-dtype bf16 "
                          "or fp8")
+    if kv_dtype == DType.fp8 and not acc.key.startswith(HOPPER):
+        raise UsageError(f"--kv-dtype fp8: on {acc.name} vLLM's fp8 cache for {spec.name}'s "
+                         "sparse attention is fp8_ds_mla (656 bytes a token a layer) or plain "
+                         "fp8 (576) by the attention backend it picks, which llmcalc does not "
+                         "follow off Hopper; use --kv-dtype bf16")
     total = 0
     for g in groups:
         a = g.attention
@@ -515,7 +526,7 @@ def plan(
         v1 = False
     if not mixers:
         not_modelled(spec, "vllm")
-    sparse = sparse_mla_bytes(spec, kv_dtype=kv_dtype, ver=ver)
+    sparse = sparse_mla_bytes(spec, kv_dtype=kv_dtype, ver=ver, acc=accelerator)
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
                     else next(u for since, u in DEFAULT_UTILIZATION_FROM.items() if ver >= since),
                     "--gpu-memory-utilization")
