@@ -164,7 +164,8 @@ NEMOTRON_H_FP32_DEFAULT_FROM = (0, 20)
 
 SSM_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
-# DeepSeek sparse attention (DeepSeek-V3.2; vllm#25896, first released in 0.11.0). Beside each
+# DeepSeek sparse attention (DeepSeek-V3.2-Exp came out 2025-09-29, after vLLM 0.10.2; 0.11.0
+# is the first release with it, vllm#25988 of 2025-09-30 among its fixes). Beside each
 # layer's MLA latent vLLM caches the indexer's key (vllm/model_executor/models/deepseek_v2.py
 # ``Indexer``: a ``DeepseekV32IndexerCache`` of head_dim index_head_dim + index_head_dim // 128 × 4,
 # uint8: fp8 values and a float32 scale per 128; its MLAAttentionSpec one head). The two specs
