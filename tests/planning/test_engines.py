@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from llmcalc.cli._common import spec_for
+from llmcalc.errors import UsageError
 from llmcalc.planning.engines import sglang, trtllm, vllm
 from llmcalc.planning.engines.budget import budget_adds_up
 from llmcalc.planning.hardware import GiB, lookup
@@ -848,3 +849,62 @@ def test_vllm_v0_samples_fewer_sequences_for_a_model_that_takes_images() -> None
     b = vllm.plan(spec_for("qwen2.5-vl-7b", None), accelerator=lookup("rtx-4090"),
                   dtype=DType.bf16, kv_dtype=DType.bf16, version="0.6", max_model_len=8192)
     assert round(b.terms["activation_peak"] / GiB, 2) == 1.03
+
+
+def test_vllm_deepseek_sparse_attention_indexer() -> None:
+    """DeepSeek-V3.2 on vLLM: each of the 61 layers caches the MLA latent (576 × 2 bytes, or
+    fp8_ds_mla's 656) and the indexer's key (128 fp8 + one float32 scale = 132 bytes), all in one
+    UniformTypeKVCacheSpecs group of 64-token blocks (--block-size 16 is overridden). 40 GiB on
+    an H200 at tp 8 hold 40 GiB // (64 × 78,324) × 64 = 548,352 tokens in bf16, 893,504 in fp8
+    (without the indexer, 70,272 bytes, it said 611,184); with the estimated budget, 599,744 and
+    977,280 (it said 668,496 in blocks of 16)."""
+    spec = spec_for("deepseek-v3.2-exp", None)
+    h200 = lookup("h200")
+    bf16 = vllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.bf16, tp=8,
+                     kv_memory=40 * GiB, block_size=16)
+    fp8 = vllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.fp8, tp=8,
+                    kv_memory=40 * GiB)
+    assert (bf16.bytes_per_token, bf16.block_tokens, bf16.kv_cache_tokens) == (
+        61 * (576 * 2 + 132), 64, 548352)
+    assert (fp8.bytes_per_token, fp8.block_tokens, fp8.kv_cache_tokens) == (
+        61 * (656 + 132), 64, 893504)
+    est = [vllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=kv, tp=8)
+           for kv in (DType.bf16, DType.fp8)]
+    assert [b.kv_cache_tokens for b in est] == [599744, 977280]
+    assert all(budget_adds_up(b) for b in est)
+    assert est[0].command.endswith("--block-size 64 --kv-cache-dtype bfloat16")
+    assert est[1].command.endswith("--block-size 64 --kv-cache-dtype fp8")
+    v3 = vllm.plan(spec_for("deepseek-v3", None), accelerator=h200, dtype=DType.fp8,
+                   kv_dtype=DType.bf16, tp=8)
+    assert (v3.bytes_per_token, v3.block_tokens, v3.kv_cache_tokens) == (70272, 16, 670016)
+    assert "--kv-cache-dtype" not in v3.command
+
+
+def test_deepseek_sparse_attention_refusals() -> None:
+    spec = spec_for("deepseek-v3.2-exp", None)
+    h200 = lookup("h200")
+    with pytest.raises(UsageError) as e:
+        vllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.bf16, tp=8,
+                  version="0.10.2")
+    assert str(e.value) == ("--engine vllm==0.10.2: vLLM runs deepseek-ai/DeepSeek-V3.2-Exp's "
+                            "sparse attention (its indexer cache) from 0.11; use --engine "
+                            "vllm==0.11 or later")
+    with pytest.raises(UsageError) as e:
+        vllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.fp16, tp=8)
+    assert str(e.value) == ("--kv-dtype fp16: vLLM caches deepseek-ai/DeepSeek-V3.2-Exp's sparse "
+                            "attention in bfloat16 or fp8 (fp8_ds_mla) only; use --kv-dtype bf16 "
+                            "or fp8")
+    with pytest.raises(UsageError) as e:
+        vllm.plan(spec, accelerator=lookup("b200"), dtype=DType.fp8, kv_dtype=DType.fp8, tp=8)
+    assert str(e.value) == ("--kv-dtype fp8: on NVIDIA B200 (HGX) vLLM's fp8 cache for "
+                            "deepseek-ai/DeepSeek-V3.2-Exp's sparse attention is fp8_ds_mla (656 "
+                            "bytes a token a layer) or plain fp8 (576) by the attention backend it "
+                            "picks, which llmcalc does not follow off Hopper; use --kv-dtype bf16")
+    for version in ("1.0", "1.2"):
+        with pytest.raises(UsageError) as e:
+            trtllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.fp8, tp=8,
+                        version=version)
+        assert str(e.value) == (
+            "--engine trtllm: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse attention, whose "
+            "indexer-key cache TensorRT-LLM keeps beside the MLA cache in a layout llmcalc does "
+            "not follow (and 1.0 does not run it); use --engine vllm or --engine sglang")

@@ -33,6 +33,7 @@ tied below to the log it comes from (tests/data/engine_logs.json)."""
 
 from __future__ import annotations
 
+from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import FORMATS, WeightFormat
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.engines.budget import (
@@ -59,6 +60,12 @@ DEFAULT_FRACTION = 0.9
 DEFAULT_TOKENS_PER_BLOCK = 32
 DEFAULT_MAX_BATCH_SIZE = 2048
 DEFAULT_MAX_NUM_TOKENS = 8192
+# DeepSeek sparse attention (DeepSeek-V3.2): TensorRT-LLM runs it after 1.0 (its DeepSeek-V3.2-Exp
+# guide, NVIDIA/TensorRT-LLM#9141, Nov 2025), with the indexer's keys in a cache of their own
+# beside the MLA latent, in blocks of 64: a layout llmcalc has not read, so it refuses
+SPARSE_REFUSAL = ("--engine trtllm: {name} has DeepSeek sparse attention, whose indexer-key cache "
+                  "TensorRT-LLM keeps beside the MLA cache in a layout llmcalc does not follow "
+                  "(and 1.0 does not run it); use --engine vllm or --engine sglang")
 # The CUDA context and the runtime's workspaces (estimate), and NCCL's buffers with tp > 1
 CONTEXT = int(0.6 * GiB)
 CONTEXT_TP = int(1.5 * GiB)
@@ -156,6 +163,9 @@ def plan(
 ) -> EngineBudget:
     """TensorRT-LLM's cache on one GPU of ``accelerator`` (None: its default)."""
     not_modelled(spec, "trtllm")
+    if any(g.attention is not None and g.attention.kv_latent_dim and g.attention.topk
+           and g.attention.index_key_dim for g in spec.layer_groups):
+        raise UsageError(SPARSE_REFUSAL.format(name=spec.name))
     v = version_tuple(version, VERSION)
     built_engine = v < (1,)
     total = cuda_memory(accelerator)

@@ -164,6 +164,74 @@ NEMOTRON_H_FP32_DEFAULT_FROM = (0, 20)
 
 SSM_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
+# DeepSeek sparse attention (DeepSeek-V3.2-Exp came out 2025-09-29, after vLLM 0.10.2; 0.11.0
+# is the first release with it, vllm#25988 of 2025-09-30 among its fixes). Beside each
+# layer's MLA latent vLLM caches the indexer's key (vllm/model_executor/models/deepseek_v2.py
+# ``Indexer``: a ``DeepseekV32IndexerCache`` of head_dim index_head_dim + index_head_dim // 128 × 4,
+# uint8: fp8 values and a float32 scale per 128; its MLAAttentionSpec one head). The two specs
+# differ, so vllm/v1/core/kv_cache_utils.py puts every layer in one group
+# (``UniformTypeKVCacheSpecs``: a block costs the sum of all their pages), and
+# vllm/platforms/cuda.py forces blocks of 64 ("Forcing kv cache block size to 64 for
+# FlashMLASparse backend"). An fp8 cache becomes "fp8_ds_mla" (models/config.py
+# ``DeepseekV32ForCausalLM.verify_and_update_config``): 656 bytes a token (kv_cache_interface.py
+# ``MLAAttentionSpec.real_page_size_bytes``; 512 fp8, 4 float32 scales, 64 bf16 rope values).
+# "auto", vLLM's default, meant fp8_ds_mla too from vllm#25988 (0.11.0) and bf16 in later
+# releases, from one llmcalc has not pinned: for a bf16 cache llmcalc passes
+# --kv-cache-dtype bfloat16, a bf16 latent in every release. Later releases turn fp8 into
+# fp8_ds_mla in the MLA layer only under the FLASHMLA_SPARSE backend (model_executor/layers/
+# attention/mla_attention.py ``MLAAttention``), Hopper's only sparse one; on Blackwell (platforms/cuda.py
+# ``_get_backend_priorities``, vllm#35807) an fp8 cache prefers FLASHINFER_MLA_SPARSE, plain
+# fp8 (576 bytes): llmcalc counts fp8 on Hopper cards only
+SPARSE_MLA_FROM = (0, 11)
+HOPPER = ("h100", "h200", "h800", "h20", "gh200")
+SPARSE_MLA_BLOCK = 64
+INDEX_QUANT_BLOCK = 128
+FP8_DS_MLA_BYTES = 656
+FP8_DS_MLA_LATENT = 576  # kv_lora_rank 512 + rope 64: the only shape fp8_ds_mla packs
+
+
+def sparse_mla_bytes(spec: ModelSpec, *, kv_dtype: DType, ver: tuple[int, ...],
+                     acc: Accelerator) -> int | None:
+    """KV bytes a token takes on one rank, every layer, for a model with DeepSeek sparse
+    attention (an MLA latent with an indexer: topk and index_key_dim): the latent (bf16, or
+    fp8_ds_mla's 656 bytes) and the indexer's key, both whole on every rank (SPARSE_MLA_FROM
+    above). None for other models; refused before vLLM ran them or for another cache dtype."""
+    groups = [g for g in spec.layer_groups if g.attention is not None
+              and not g.attention.kv_shared and g.attention.causal]
+    if not any(g.attention.kv_latent_dim and g.attention.topk and g.attention.index_key_dim
+               for g in groups if g.attention is not None):
+        return None
+    if ver < SPARSE_MLA_FROM:
+        raise UsageError("--engine vllm==" + ".".join(map(str, ver)) + f": vLLM runs "
+                         f"{spec.name}'s sparse attention (its indexer cache) from 0.11; use "
+                         "--engine vllm==0.11 or later")
+    if kv_dtype not in (DType.bf16, DType.fp8):
+        raise UsageError(f"--kv-dtype {kv_dtype.value}: vLLM caches {spec.name}'s sparse "
+                         "attention in bfloat16 or fp8 (fp8_ds_mla) only; use --kv-dtype bf16 "
+                         "or fp8")
+    if kv_dtype == DType.fp8 and not acc.key.startswith(HOPPER):
+        raise UsageError(f"--kv-dtype fp8: on {acc.name} vLLM's fp8 cache for {spec.name}'s "
+                         "sparse attention is fp8_ds_mla (656 bytes a token a layer) or plain "
+                         "fp8 (576) by the attention backend it picks, which llmcalc does not "
+                         "follow off Hopper; use --kv-dtype bf16")
+    total = 0
+    for g in groups:
+        a = g.attention
+        assert a is not None
+        latent = a.kv_latent_dim or 0
+        if kv_dtype == DType.fp8:
+            if latent != FP8_DS_MLA_LATENT:
+                raise UsageError(f"--kv-dtype fp8: vLLM's fp8_ds_mla cache packs a latent of "
+                                 f"{FP8_DS_MLA_LATENT}, not {spec.name}'s {latent}; use "
+                                 "--kv-dtype bf16")
+            latent = FP8_DS_MLA_BYTES
+        else:
+            latent *= 2
+        index = (a.index_key_dim + a.index_key_dim // INDEX_QUANT_BLOCK * 4
+                 if a.topk and a.index_key_dim else 0)
+        total += g.cached_runs * (latent + index)
+    return total
+
 
 def ssm_state_bytes(spec: ModelSpec, act_bytes: int, ver: tuple[int, ...] = (0, 21),
                     named: str | None = None) -> int:
@@ -459,10 +527,11 @@ def plan(
         v1 = False
     if not mixers:
         not_modelled(spec, "vllm")
+    sparse = sparse_mla_bytes(spec, kv_dtype=kv_dtype, ver=ver, acc=accelerator)
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
                     else next(u for since, u in DEFAULT_UTILIZATION_FROM.items() if ver >= since),
                     "--gpu-memory-utilization")
-    block = block_size or DEFAULT_BLOCK_SIZE
+    block = SPARSE_MLA_BLOCK if sparse is not None else block_size or DEFAULT_BLOCK_SIZE
     model_len = max_model_len or spec.shape.max_position_embeddings or 2048
     if v1:
         batched, seqs = defaults(accelerator)
@@ -516,12 +585,13 @@ def plan(
         terms["mamba_cache"] = graph_seqs * sum(
             g.cached_runs * state_page(spec, g.mixer, tp=tp, act_bytes=act_bytes, ver=ver)
             for g in spec.layer_groups if g.mixer is not None)
-    per_token = kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype)
+    per_token = (sparse if sparse is not None
+                 else kv_bytes_per_token_rank(spec, tp=tp, kv_dtype=kv_dtype))
     layers = kv_layers(spec)
     attention_groups, mamba_groups = 1, 0
     windows = (window_layout(spec, tp=tp, model_len=model_len, batched=batched, block=block,
                              ver=ver)
-               if v1 and ver >= WINDOW_GROUPS_FROM and not hybrid else None)
+               if v1 and ver >= WINDOW_GROUPS_FROM and not hybrid and sparse is None else None)
     mode = state_cache_mode(spec, mixers, ver, enable_prefix_caching, mamba_cache_mode)
     state_pages = 1 if mode == "none" else MAMBA_PAGES_PER_REQUEST
     if hybrid:
@@ -537,6 +607,8 @@ def plan(
             block, attention_groups = model_len, 0
         elif block_size and block_size > block:  # a larger --block-size is kept as given
             block, page = block_size, block_size * per_layer
+    elif sparse is not None:  # the latent and indexer layers: one UniformTypeKVCacheSpecs group
+        page, layers = block * per_token, 1
     else:
         page = block * (per_token // layers) if v1 else block * per_token  # V1: one layer's page
         if v1 and layers and per_token % layers:
@@ -590,6 +662,8 @@ def plan(
         "block_size": block_size or DEFAULT_BLOCK_SIZE if hybrid else block,
         "enforce_eager": enforce_eager,
     }
+    if sparse is not None and kv_dtype == DType.bf16:  # not "auto" (SPARSE_MLA_FROM above)
+        settings["kv_cache_dtype"] = "bfloat16"
     for key, value in (("enable_prefix_caching", enable_prefix_caching),
                        ("mamba_cache_mode", mamba_cache_mode),
                        ("mamba_ssm_cache_dtype", mamba_ssm_cache_dtype)):
@@ -618,7 +692,9 @@ def command(spec: ModelSpec, s: dict[str, object], *, kv_dtype: DType, dtype: We
              f"--max-model-len {s['max_model_len']}", f"--max-num-seqs {s['max_num_seqs']}",
              f"--max-num-batched-tokens {s['max_num_batched_tokens']}",
              f"--block-size {s['block_size']}"]
-    if kv_dtype.value.startswith("fp8"):
+    if s.get("kv_cache_dtype"):
+        parts.append(f"--kv-cache-dtype {s['kv_cache_dtype']}")
+    elif kv_dtype.value.startswith("fp8"):
         parts.append("--kv-cache-dtype fp8")
     if s["enforce_eager"]:
         parts.append("--enforce-eager")
