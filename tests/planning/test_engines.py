@@ -908,3 +908,15 @@ def test_deepseek_sparse_attention_refusals() -> None:
             "--engine trtllm: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse attention, whose "
             "indexer-key cache TensorRT-LLM keeps beside the MLA cache in a layout llmcalc does "
             "not follow (and 1.0 does not run it); use --engine vllm or --engine sglang")
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_an_indexer_beside_plain_heads_is_refused(cli: Any, engine: str) -> None:
+    """Qwen3.8-Flash-Next's QSA layers keep an indexer's keys beside 2 plain KV heads: the
+    engines' counts followed here (DeepSeek's latent beside its indexer) would leave them out."""
+    r = cli("fit", "qwen3.8-flash-next", "--engine", engine, "--gpu", "b200", "--tp", "8",
+            "--dtype", "fp8")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == (f"error: --engine {engine}: Qwen/Qwen3.8-Flash-Next caches a "
+                        "sparse-attention indexer's keys beside plain K/V heads, a layout llmcalc "
+                        "does not follow in that engine\n")

@@ -151,6 +151,17 @@ def not_modelled(spec: ModelSpec, engine: str) -> None:
         raise UsageError(f"--engine {engine}: {spec.name} keeps no KV cache")
 
 
+def refuse_plain_indexer(spec: ModelSpec, engine: str) -> None:
+    """Refuse a sparse-attention indexer beside plain K/V heads (no MLA latent: Qwen3.8-Flash-Next's
+    QSA layers): the engines' indexer caches llmcalc follows sit beside DeepSeek's latent
+    (``vllm.sparse_mla_bytes``, ``sglang.indexer_bytes``), and without its keys the count would
+    be short."""
+    if any(g.attention is not None and g.attention.topk and g.attention.index_key_dim
+           and g.attention.kv_latent_dim is None for g in spec.layer_groups):
+        raise UsageError(f"--engine {engine}: {spec.name} caches a sparse-attention indexer's keys "
+                         "beside plain K/V heads, a layout llmcalc does not follow in that engine")
+
+
 def kv_layers(spec: ModelSpec) -> int:
     """Layers that hold a KV cache (each engine allocates every attention layer's pages)."""
     return sum(g.cached_runs for g in spec.layer_groups if g.attention is not None)
