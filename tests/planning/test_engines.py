@@ -920,3 +920,17 @@ def test_an_indexer_beside_plain_heads_is_refused(cli: Any, engine: str) -> None
     assert r.stderr == (f"error: --engine {engine}: Qwen/Qwen3.8-Flash-Next caches a "
                         "sparse-attention indexer's keys beside plain K/V heads, a layout llmcalc "
                         "does not follow in that engine\n")
+
+
+@pytest.mark.parametrize(("model", "name"), [
+    ("hy4-preview", "tencent/Hy4-preview"),  # 57 layers read another layer's indexer
+    ("dots3-note-text-default", "dots3_note_text-transformers-default"),  # sliding-window latents
+])
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_sparse_layers_beside_others_are_refused(cli: Any, engine: str, model: str,
+                                                 name: str) -> None:
+    r = cli("fit", model, "--engine", engine, "--gpu", "h200", "--tp", "8", "--dtype", "fp8")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == (f"error: --engine {engine}: {name} mixes DeepSeek sparse-attention layers "
+                        "(an MLA latent with its own indexer) with layers of another kind, a "
+                        "layout llmcalc does not follow in that engine\n")

@@ -152,14 +152,23 @@ def not_modelled(spec: ModelSpec, engine: str) -> None:
 
 
 def refuse_plain_indexer(spec: ModelSpec, engine: str) -> None:
-    """Refuse a sparse-attention indexer beside plain K/V heads (no MLA latent: Qwen3.8-Flash-Next's
-    QSA layers): the engines' indexer caches llmcalc follows sit beside DeepSeek's latent
-    (``vllm.sparse_mla_bytes``, ``sglang.indexer_bytes``), and without its keys the count would
-    be short."""
-    if any(g.attention is not None and g.attention.topk and g.attention.index_key_dim
-           and g.attention.kv_latent_dim is None for g in spec.layer_groups):
+    """Refuse the sparse attention llmcalc does not follow in the engines: an indexer beside plain
+    K/V heads (no MLA latent: Qwen3.8-Flash-Next's QSA layers), or DeepSeek's latent-and-indexer
+    layers beside layers of another kind (sliding-window latents, layers reading another layer's
+    indexer: dots3, Hy4). The engines' indexer caches followed here are DeepSeek-V3.2's, every
+    layer a full-attention latent with its own indexer (``vllm.sparse_mla_bytes``,
+    ``sglang.indexer_bytes``); anything else would be counted short or in the wrong pages."""
+    cached = [g.attention for g in spec.layer_groups
+              if g.attention is not None and not g.attention.kv_shared and g.attention.causal
+              and g.cached_runs]
+    if any(a.topk and a.index_key_dim and a.kv_latent_dim is None for a in cached):
         raise UsageError(f"--engine {engine}: {spec.name} caches a sparse-attention indexer's keys "
                          "beside plain K/V heads, a layout llmcalc does not follow in that engine")
+    sparse = [a for a in cached if a.topk and a.index_key_dim and a.kv_latent_dim]
+    if sparse and (len(sparse) < len(cached) or any(a.window for a in sparse)):
+        raise UsageError(f"--engine {engine}: {spec.name} mixes DeepSeek sparse-attention layers "
+                         "(an MLA latent with its own indexer) with layers of another kind, a "
+                         "layout llmcalc does not follow in that engine")
 
 
 def kv_layers(spec: ModelSpec) -> int:
