@@ -145,7 +145,8 @@ def parse_dtype(text: str, *, option: str = "--dtype") -> DType:
 @dataclass(frozen=True)
 class BlockType:
     """A llama.cpp cache type (``-ctk``/``-ctv q8_0`` …): ``block`` values stored together in
-    ``size`` bytes, a scale (and for q4_1/q5_1 a minimum) beside them."""
+    ``size`` bytes, a scale (and for q4_1/q5_1 a minimum) beside them; f16, bf16 and f32 are
+    blocks of one (``GGML_CACHE_TYPES``)."""
 
     value: str
     block: int
@@ -161,7 +162,16 @@ BLOCK_TYPES: dict[str, BlockType] = {
     for name, size in (("q8_0", 34), ("q4_0", 18), ("q4_1", 20), ("q5_0", 22), ("q5_1", 24),
                        ("iq4_nl", 18))
 }
-CacheDType = DType | BlockType  # a cache's element type: a dtype, or one of llama.cpp's blocks
+# llama.cpp's unquantised cache types as ggml names them: one value a block
+GGML_CACHE_TYPES: dict[str, BlockType] = {
+    "f32": BlockType("f32", 1, 4), "f16": BlockType("f16", 1, 2), "bf16": BlockType("bf16", 1, 2),
+    **BLOCK_TYPES,
+}
+CacheDType = DType | BlockType  # a cache's element type: a dtype, or one of llama.cpp's types
+# --kv-dtype → llama.cpp's cache type (common/arg.cpp: kv_cache_types): int8 and int4 as the block
+# types of their width; fp8 it has none
+LLAMA_CPP_CACHE = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32",
+                   "int8": "q8_0", "int4": "q4_0", **{name: name for name in BLOCK_TYPES}}
 
 
 def parse_cache_dtype(text: str, *, option: str = "--kv-dtype") -> CacheDType:

@@ -97,7 +97,14 @@ from llmcalc.formulas.quant import WeightFormat, kv_dtype_for, resolve_format
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.hardware import DEFAULT_HEADROOM, Accelerator, require, resolve
 from llmcalc.planning.serving import fit as fit_plan
-from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
+from llmcalc.units import (
+    LLAMA_CPP_CACHE,
+    MAX_NUMBER,
+    DType,
+    parse_context,
+    parse_count,
+    parse_dtype,
+)
 
 
 @handles_errors
@@ -467,9 +474,6 @@ def _gpu_layers(text: str | None) -> int | None:
 # SGLang's/TensorRT-LLM's names for it) is -c/--ctx-size, --max-num-seqs is -np/--parallel
 LLAMA_CPP_TAKES = ("--max-model-len", "--max-num-seqs", "--kv-memory")
 # --kv-dtype → llama.cpp's cache type (common/arg.cpp: kv_cache_types)
-KV_DTYPES = {"fp16": "f16", "f16": "f16", "bf16": "bf16", "fp32": "f32", "f32": "f32",
-             "int8": "q8_0", "q8_0": "q8_0", "q4_0": "q4_0", "int4": "q4_0", "q4_1": "q4_1",
-             "q5_0": "q5_0", "q5_1": "q5_1", "iq4_nl": "iq4_nl"}
 
 
 def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None,
@@ -508,10 +512,10 @@ def _llama_cpp(models: list[str] | None, version: str | None, *, ctx: str | None
     if kv_dtype is not None:
         if cache_type_k is not None or cache_type_v is not None:
             raise UsageError("--kv-dtype and --cache-type-k/--cache-type-v: give one")
-        cache = KV_DTYPES.get(kv_dtype.lower())
+        cache = LLAMA_CPP_CACHE.get(kv_dtype.lower())
         if cache is None:
             raise UsageError(f"--kv-dtype {kv_dtype}: llama.cpp's cache types are "
-                             f"{', '.join(sorted(set(KV_DTYPES.values())))}")
+                             f"{', '.join(sorted(set(LLAMA_CPP_CACHE.values())))}")
         cache_type_k = cache_type_v = cache
     # llama-server's default context is 0: the model's, which --fit may reduce; a build up to
     # b6969 took 4,096 (common_params n_ctx from ggml-org/llama.cpp#10136, November 2024: the

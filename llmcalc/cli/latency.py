@@ -32,10 +32,10 @@ from llmcalc.cli._hardware import GpuBandwidthOpt, GpuFlopsOpt, GpuOpt
 from llmcalc.cli._options import COUNT_SUFFIXES, CacheDTypeOpt, EngineOpt, speaks_flags
 from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import UsageError
-from llmcalc.formulas.quant import kv_dtype_for, resolve_format
+from llmcalc.formulas.quant import resolve_format
 from llmcalc.inputs import speccache
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
-from llmcalc.planning.latency import Latency, check_block_cache
+from llmcalc.planning.latency import Latency, engine_cache, engine_kv
 from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import (
     Expected,
@@ -110,12 +110,14 @@ def latency(
     acc = resolve(gpu, flops=gpu_flops, bandwidth=gpu_bandwidth)
     require(acc, "peak_flops", "bandwidth")
     weights = resolve_format(spec, dtype)
-    kv = (parse_cache_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None
-          else kv_dtype_for(weights))
     if engine is None and backend is not None:
         raise UsageError("--backend: names an engine's backend; give --engine too")
     engine_name = parse_engine(engine).name.value if engine is not None else None
-    check_block_cache(spec, kv, engine_name)
+    given = parse_cache_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else None
+    kv = engine_kv(spec, given, weights, engine_name)
+    draft_spec = spec_for(draft, None) if draft is not None else None
+    if draft_spec is not None:
+        engine_cache(draft_spec, kv, engine_name)  # its heads too
     backend_name = parse_backend(backend, acc.kind) if engine is not None else None
     r = compute_latency(
         spec, accelerator=acc, interconnect=interconnect(link, acc), tp=tp,
@@ -123,7 +125,7 @@ def latency(
         gen=parse_count(gen, option="--gen"), dtype=weights, kv_dtype=kv,
         compute_efficiency=compute_efficiency, bandwidth_efficiency=bandwidth_efficiency,
         backend=backend_name, engine=engine_name,
-        draft=spec_for(draft, None) if draft is not None else None,
+        draft=draft_spec,
         accept_rate=accept_rate, draft_tokens=draft_tokens,
     )
     exp = None
@@ -144,7 +146,8 @@ def row_latency(row: MeasuredRow) -> Latency:
     acc = (resolve(row.gpu) if row.gpu else
            resolve(None, flops=row.flops, bandwidth=row.bandwidth))
     weights = resolve_format(spec, row.dtype)
-    kv = parse_cache_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype else kv_dtype_for(weights)
+    kv = engine_kv(spec, parse_cache_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype
+                   else None, weights, row.engine)
     return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc), tp=row.tp,
                            batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv,
                            backend=row.backend, engine=row.engine)

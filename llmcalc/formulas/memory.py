@@ -150,8 +150,8 @@ def kv_elements_per_token(spec: ModelSpec, *, decompressed: bool = False) -> int
 
 def state_dtype(m: Mixer, dtype: CacheDType) -> DType:
     """The SSM state's dtype: float32 where transformers keeps it so, else the cache dtype;
-    float32 beside a llama.cpp block type (src/llama-model.cpp: create_memory gives the recurrent
-    cache GGML_TYPE_F32 whatever -ctk/-ctv say)."""
+    float32 beside any llama.cpp cache type (src/llama-model.cpp: create_memory gives the
+    recurrent cache GGML_TYPE_F32 whatever -ctk/-ctv say)."""
     return STATE_FP32 if m.state_fp32 or isinstance(dtype, BlockType) else dtype
 
 

@@ -84,9 +84,10 @@ def _apple_share(unified: int, rules: dict[str, str]) -> Fraction:
 
 
 # the maker's words a card's name (as nvidia-smi, rocm-smi or the table's name field print it)
-# begins with, which no key does: "NVIDIA GeForce RTX 4090" is rtx-4090, "AMD Instinct MI300X" mi300x
-VENDOR_WORDS = ("nvidia-geforce-", "nvidia-", "geforce-", "tesla-", "amd-instinct-", "amd-radeon-",
-                "amd-", "instinct-", "radeon-", "intel-")
+# begins with, which no key does, dropped one at a time: "NVIDIA GeForce RTX 4090" is rtx-4090,
+# "AMD Instinct MI300X" mi300x, "AMD Radeon 8060S" radeon-8060s; and nvidia-smi's "Generation"
+# after an Ada card's name ("NVIDIA RTX 6000 Ada Generation" is rtx-6000-ada)
+VENDOR_WORDS = ("nvidia-", "geforce-", "tesla-", "amd-", "instinct-", "radeon-", "intel-")
 
 
 def _normal(name: str) -> str:
@@ -94,12 +95,13 @@ def _normal(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", "-").split())
 
 
-def _vendorless(key: str) -> str:
-    """``key`` without the maker's words it begins with (``VENDOR_WORDS``)."""
-    for word in VENDOR_WORDS:
-        if key.startswith(word):
-            return key[len(word):]
-    return key
+def _spellings(key: str) -> list[str]:
+    """``key``, then without each maker's word it begins with (``VENDOR_WORDS``) in turn, each
+    also without a trailing ``-generation``."""
+    out = [key]
+    while word := next((w for w in VENDOR_WORDS if out[-1].startswith(w)), None):
+        out.append(out[-1][len(word):])
+    return [*out, *(k.removesuffix("-generation") for k in out if k.endswith("-generation"))]
 
 
 def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str]:
@@ -121,7 +123,7 @@ def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str
             _figure(row.get("int8_ops")), _figure(row.get("fp8_flops")), row.get("peaks_source", ""),
             _figure(row.get("fp4_flops")), row.get("sm_rate", 1))
         aliases.update(dict.fromkeys(row["aliases"], row["key"]))
-        aliases.setdefault(_vendorless(_normal(row["name"])), row["key"])  # "NVIDIA H100 PCIe"
+        aliases.setdefault(_spellings(_normal(row["name"]))[-1], row["key"])  # "NVIDIA H100 PCIe"
         if row["link"]:
             links[row["key"]] = row["link"]
     return accs, aliases, links, rules["source"]
@@ -212,11 +214,8 @@ def usable_memory(memory_bytes: int, *, headroom: float) -> int:
 def lookup(name: str, *, needs: tuple[str, ...] = ("memory", "flops")) -> Accelerator:
     """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one); ``needs``
     names the figures a custom card must then be given (the options the command has)."""
-    key = _normal(name)
-    key = ALIASES.get(key, key)
-    if key not in ACCELERATORS:
-        key = _vendorless(key)
-        key = ALIASES.get(key, key)
+    key = next((ALIASES.get(k, k) for k in _spellings(_normal(name))
+                if ALIASES.get(k, k) in ACCELERATORS), _normal(name))
     if key not in ACCELERATORS:
         known = ", ".join(ACCELERATORS)
         raise ParameterError(

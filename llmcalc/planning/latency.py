@@ -46,6 +46,7 @@ from llmcalc.formulas.quant import (
     WeightFormat,
     format_notes,
     gathered_row_bytes,
+    kv_dtype_for,
     run_weight_bytes,
     step_weight_bytes,
     weight_bytes,
@@ -53,7 +54,7 @@ from llmcalc.formulas.quant import (
 from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.engines.budget import check_serving_tp, replicated_kv
 from llmcalc.planning.hardware import Accelerator, Interconnect
-from llmcalc.units import BlockType, CacheDType, DType
+from llmcalc.units import GGML_CACHE_TYPES, LLAMA_CPP_CACHE, BlockType, CacheDType, DType
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
 ALL_REDUCES_PER_LAYER = 2  # Megatron-LM §3: one after attention, one after the MLP
@@ -284,13 +285,21 @@ def all_reduce_bytes(spec: ModelSpec, *, tokens: int, tp: int) -> int:
     return ALL_REDUCES_PER_LAYER * spec.num_layers * buffer * 2 * (tp - 1) // tp
 
 
-def check_block_cache(spec: ModelSpec, kv: CacheDType, engine: str | None) -> None:
-    """A llama.cpp block cache type (``BlockType``) only where llama.cpp runs (or no engine is
-    named), and only on heads it divides: src/llama-context.cpp, llama_init_from_model, refuses a
-    quantised K (V) cache whose block does not divide the K (V) head size (with flash attention,
-    which a quantised V cache needs)."""
+def engine_cache(spec: ModelSpec, kv: CacheDType, engine: str | None) -> CacheDType:
+    """The cache dtype the engine keeps for ``--kv-dtype kv``. llama.cpp's (``LLAMA_CPP_CACHE``,
+    as ``fit --engine llama.cpp`` reads it): int8 and int4 are its q8_0 and q4_0 blocks, fp8 it
+    has none; a block type only on heads it divides (src/llama-context.cpp,
+    llama_init_from_model, refuses a quantised K (V) cache whose block does not divide the K (V)
+    head size, with flash attention, which a quantised V cache needs). A block type (-ctk/-ctv)
+    with another engine is refused."""
+    if engine == "llama.cpp" and not isinstance(kv, BlockType):
+        name = LLAMA_CPP_CACHE.get(kv.value)
+        if name is None:
+            raise UsageError(f"--kv-dtype {kv.value}: llama.cpp's cache types are "
+                             f"{', '.join(sorted(set(LLAMA_CPP_CACHE.values())))}")
+        kv = GGML_CACHE_TYPES[name]  # as ggml names it: its recurrent state F32 beside it
     if not isinstance(kv, BlockType):
-        return
+        return kv
     if engine not in (None, "llama.cpp"):
         raise UsageError(f"--kv-dtype {kv.value}: a llama.cpp cache type (-ctk/-ctv); "
                          f"--engine {engine} keeps its cache in fp16, bf16 or fp8")
@@ -300,9 +309,20 @@ def check_block_cache(spec: ModelSpec, kv: CacheDType, engine: str | None) -> No
             continue
         # MLA: one latent row a token (kv_lora_rank + the rope key)
         for head in (a.qk_head_dim, a.v_head_dim) if a.kv_latent_dim is None else (a.kv_latent_dim,):
-            if head % kv.block:
+            if head % kv.block:  # f16, bf16, f32: blocks of one
                 raise UsageError(f"--kv-dtype {kv.value}: llama.cpp refuses a cache whose block of "
                                  f"{kv.block} does not divide the head size {head}")
+    return kv
+
+
+def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
+              engine: str | None) -> CacheDType:
+    """The cache ``latency`` runs with: ``--kv-dtype`` as the engine keeps it (``engine_cache``),
+    else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16) or the
+    weights' default (``kv_dtype_for``)."""
+    if kv is None:
+        kv = DType.fp16 if engine == "llama.cpp" else kv_dtype_for(weights)
+    return engine_cache(spec, kv, engine)
 
 
 def kv_group(spec: ModelSpec) -> int:

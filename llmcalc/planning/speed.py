@@ -828,7 +828,7 @@ TERM_TEXT: dict[str, str] = {
     "p_att": "attention FLOPs / peak", "p_kq": "weight FLOPs / peak for a K-quant mix",
     "p_moe": "weight FLOPs / peak for a mixture of experts",
     "p_igpu": "FLOPs / peak on an integrated GPU", "r_fp8": "layers × 1 ms for FP8 weights",
-    "p_fp8": "weight FLOPs / peak for FP8 weights",
+    "p_fp8": "weight FLOPs / peak for FP8 weights on FP8 tensor cores",
     "p_pre": "weight FLOPs / peak on a build before PR #18749's AMD coopmat tiles (measured rows "
              "only)",
     "p_a8": "quantised weight FLOPs / peak on an Apple GPU before M3",

@@ -46,7 +46,7 @@ from llmcalc.planning.hardware import (
     resolve,
     usable_memory,
 )
-from llmcalc.planning.latency import latency
+from llmcalc.planning.latency import engine_kv, latency
 from llmcalc.planning.serving import ServingFit, decode_bound, fit
 from llmcalc.planning.training import DEFAULT_MFU, Recompute, parallelism, plan_training
 from llmcalc.render import gib
@@ -245,8 +245,8 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     dtype_text, kv_text = _text_or_none(request, "dtype"), _text_or_none(request, "kv_dtype")
     # each model's stored format unless a dtype is named (memory/fit read it so)
     dtype = resolve_format(spec, dtype_text)
-    kv_dtype = (kv_dtype_for(dtype) if kv_text is None
-                else parse_dtype(kv_text, option="--kv-dtype"))
+    given_kv = None if kv_text is None else parse_dtype(kv_text, option="--kv-dtype")
+    kv_dtype = kv_dtype_for(dtype) if given_kv is None else given_kv
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
     gpu_flops = _text_or_none(request, "gpu_flops")
     gpu_bw = _text_or_none(request, "gpu_bandwidth")
@@ -335,13 +335,15 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 bound_backend = parse_backend(backend_text, card_only.kind)
                 bound_engine = parse_engine(engine_text).name.value
                 fitted(bound_engine, bound_backend)  # or the CLI refuses
+                engine_kv(spec, given_kv, dtype, bound_engine)  # or the CLI refuses
             except LLMCalcError:
                 bound_backend = bound_engine = None
 
         def at(b: int) -> dict[str, Any]:
             return latency_json(latency(
                 spec, accelerator=card_only, interconnect=interconnect(None, card_only), tp=gpus,
-                batch=b, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype, backend=bound_backend,
+                batch=b, ctx=ctx, gen=gen, dtype=dtype,
+                kv_dtype=engine_kv(spec, given_kv, dtype, bound_engine), backend=bound_backend,
                 engine=bound_engine))
 
         commands["latency"] = cli("latency", *card, *fl, *bw, "--tp", str(gpus), "--batch",
@@ -373,8 +375,9 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
             engine = parse_engine(engine_text).name.value
             backend = parse_backend(backend_text, card_only.kind)
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
-                          tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype, kv_dtype=kv_dtype,
-                          backend=backend, engine=engine)
+                          tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype,
+                          kv_dtype=engine_kv(spec, given_kv, dtype, engine), backend=backend,
+                          engine=engine)
             e = expected_for(lat, engine=engine, backend=backend)
             return expected_json(e), expected_view(lat, e)
 

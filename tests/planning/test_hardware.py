@@ -349,6 +349,7 @@ def test_lookup_names(name: str, key: str) -> None:
     ("AMD Instinct MI300X", "mi300x"), ("AMD Radeon RX 7900 XTX", "rx-7900-xtx"),
     ("Radeon RX 7900 XTX", "rx-7900-xtx"), ("Intel Arc A770", "arc-a770-16gb"),
     ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"), ("  nvidia   h100  nvl ", "h100-nvl"),
+    ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"), ("AMD Radeon 8060S", "strix-halo"),
 ])
 def test_lookup_a_cards_printed_name(name: str, key: str) -> None:
     assert lookup(name).key == key

@@ -3,6 +3,8 @@ stores them and llama.cpp's refusals."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from llmcalc import load_spec
@@ -41,7 +43,7 @@ def test_latency_reads_the_block_cache(cli) -> None:
     args = ("latency", "llama-3.1-8b", "--gpu", "rtx-4090", "--dtype", "q4_k_m", "--ctx", "32k",
             "--gen", "128", "--engine", "llama.cpp", "--backend", "cuda", "--json")
     f16, q8 = (cli(*args, "--kv-dtype", kv).json() for kv in ("f16", "q8_0"))
-    assert (f16["inputs"]["kv_dtype"], q8["inputs"]["kv_dtype"]) == ("fp16", "q8_0")
+    assert (f16["inputs"]["kv_dtype"], q8["inputs"]["kv_dtype"]) == ("f16", "q8_0")  # ggml's names
     # the decode step at the mean context 32,768 + 63 reads its cache: 131,072 B a token at f16,
     # 69,632 at q8_0
     saved = 32_831 * (131_072 - 69_632)
@@ -71,3 +73,36 @@ def test_refusals(cli, args: tuple[str, ...], message: str) -> None:
 def test_parse_dtype_names_the_block_types_elsewhere() -> None:
     with pytest.raises(UsageError, match="a llama.cpp cache type"):
         parse_dtype("iq4_nl", option="--kv-dtype")
+
+
+@pytest.mark.parametrize(("given", "kept"), [(None, "f16"), ("fp16", "f16"), ("bf16", "bf16"),
+                                             ("int8", "q8_0"), ("int4", "q4_0"), ("q5_1", "q5_1")])
+def test_llama_cpp_keeps_its_own_cache_types(cli: Any, given: str | None, kept: str) -> None:
+    """As `fit --engine llama.cpp` reads --kv-dtype: its default f16 (whatever the weights), int8
+    and int4 its q8_0 and q4_0 blocks."""
+    args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "fp8", "--engine", "llama.cpp",
+            "--json", *(["--kv-dtype", given] if given else []))
+    assert cli(*args).json()["inputs"]["kv_dtype"] == kept
+
+
+def test_llama_cpp_has_no_fp8_cache(cli: Any) -> None:
+    r = cli("latency", "llama-3.1-8b", "--gpu", "h100", "--kv-dtype", "fp8", "--engine",
+            "llama.cpp")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: --kv-dtype fp8: llama.cpp's cache types are bf16, f16, f32, "
+                        "iq4_nl, q4_0, q4_1, q5_0, q5_1, q8_0\n")
+
+
+def test_llama_cpps_recurrent_state_is_f32_whatever_the_cache(cli: Any) -> None:
+    """Falcon-Mamba-7B at batch 64: its conv and SSM states in F32 beside an f16 or a q8_0 cache
+    alike (src/llama-model.cpp: create_memory), so the step reads the same bytes."""
+    args = ("latency", "falcon-mamba-7b", "--gpu", "rtx-4090", "--engine", "llama.cpp",
+            "--batch", "64", "--json", "--kv-dtype")
+    steps = {kv: cli(*args, kv).json()["decode_step"]["bytes_per_gpu"] for kv in ("f16", "q8_0")}
+    assert steps == {"f16": 19_381_886_976, "q8_0": 19_381_886_976}
+
+
+def test_a_drafts_heads_are_held_to_the_block_too(cli: Any) -> None:
+    r = cli("latency", "phi-3-mini-4k", "--gpu", "h100", "--draft", "phi-2", "--kv-dtype", "q8_0")
+    assert (r.code, r.stderr) == (2, "error: --kv-dtype q8_0: llama.cpp refuses a cache whose "
+                                     "block of 32 does not divide the head size 80\n")

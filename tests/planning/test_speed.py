@@ -787,23 +787,23 @@ def test_pre_mmq_builds_dequantise_and_materialise_scores() -> None:
 def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None:
     """Qwen3.5-35B-A3B Q8_0 tg128 on a Radeon 8060S, llama.cpp Vulkan (PR #20334's run): 53.33
     tokens/s with the fused GATED_DELTA_NET op, 43.90 before it; the fit without the hybrid rows and
-    c_rec expected 61.9 (+16%), now 53.9: its 30 Gated DeltaNet layers at 0.071 ms each (c_rec),
+    c_rec expected 61.9 (+16%), now 53.8: its 30 Gated DeltaNet layers at 0.07 ms each (c_rec),
     0.232 ms more a layer on a measured build before the op (c_rec_pre, measured rows only). On
     CUDA an RTX 4090's Qwen3.5-35B-A3B tg64 (build 8820): 166.29 measured, 195.5 expected (+18%)
-    before, 167.1 now (0.03 ms a recurrent layer; no CUDA row predates its fused op, so c_rec_pre
+    before, 167.1 now (0.029 ms a recurrent layer; no CUDA row predates its fused op, so c_rec_pre
     is 0 there); Metal and ROCm are fitted without them."""
     args = ("latency", "qwen3.5-35b-a3b", "--gpu", "strix-halo", "--dtype", "q8_0", "--ctx", "1",
             "--gen", "128", "--engine", "llama.cpp", "--backend", "vulkan", "--json")
     e = json.loads(cli(*args).stdout)["expected"]
-    assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"][-2:]] == [0.071, 0.232]
-    assert round(e["decode_tokens_per_s"], 1) == 53.9
+    assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"][-2:]] == [0.07, 0.232]
+    assert round(e["decode_tokens_per_s"], 1) == 53.8
     assert ("c_rec · recurrent layers × 1 ms + c_rec_pre · recurrent layers × 1 ms on a build "
             "before the backend's fused GATED_DELTA_NET op (measured rows only)"
             in e["basis"]["decode"]["model"])
     cuda = json.loads(cli("latency", "qwen3.5-35b-a3b", "--gpu", "rtx-4090", "--dtype", "q4_k_m",
                           "--ctx", "1", "--gen", "64", "--engine", "llama.cpp", "--json").stdout)[
         "expected"]
-    assert [round(c, 3) for c in cuda["basis"]["decode"]["coefficients"][-2:]] == [0.03, 0.0]
+    assert [round(c, 3) for c in cuda["basis"]["decode"]["coefficients"][-2:]] == [0.029, 0.0]
     assert round(cuda["decode_tokens_per_s"], 1) == 167.1
     for backend in ("metal", "rocm"):
         assert not set(ENGINE_TERMS["llama.cpp", backend]) & {"c_rec", "c_rec_pre"}
