@@ -288,10 +288,8 @@ def all_reduce_bytes(spec: ModelSpec, *, tokens: int, tp: int) -> int:
 def engine_cache(spec: ModelSpec, kv: CacheDType, engine: str | None) -> CacheDType:
     """The cache dtype the engine keeps for ``--kv-dtype kv``. llama.cpp's (``LLAMA_CPP_CACHE``,
     as ``fit --engine llama.cpp`` reads it): int8 and int4 are its q8_0 and q4_0 blocks, fp8 it
-    has none; a block type only on heads it divides (src/llama-context.cpp,
-    llama_init_from_model, refuses a quantised K (V) cache whose block does not divide the K (V)
-    head size, with flash attention, which a quantised V cache needs). A block type (-ctk/-ctv)
-    with another engine is refused."""
+    has none; a quantised block only on heads it divides, by the llama.cpp plan's own rule
+    (``llama_cpp.check_cache_blocks``). A block type (-ctk/-ctv) with another engine is refused."""
     if engine == "llama.cpp" and not isinstance(kv, BlockType):
         name = LLAMA_CPP_CACHE.get(kv.value)
         if name is None:
@@ -303,15 +301,12 @@ def engine_cache(spec: ModelSpec, kv: CacheDType, engine: str | None) -> CacheDT
     if engine not in (None, "llama.cpp"):
         raise UsageError(f"--kv-dtype {kv.value}: a llama.cpp cache type (-ctk/-ctv); "
                          f"--engine {engine} keeps its cache in fp16, bf16 or fp8")
-    for g in spec.layer_groups:
-        a = g.attention
-        if a is None:
-            continue
-        # MLA: one latent row a token (kv_lora_rank + the rope key)
-        for head in (a.qk_head_dim, a.v_head_dim) if a.kv_latent_dim is None else (a.kv_latent_dim,):
-            if head % kv.block:  # f16, bf16, f32: blocks of one
-                raise UsageError(f"--kv-dtype {kv.value}: llama.cpp refuses a cache whose block of "
-                                 f"{kv.block} does not divide the head size {head}")
+    if kv.block > 1:  # f16, bf16, f32: blocks of one
+        from llmcalc.planning.engines import llama_cpp
+
+        hp, _ = llama_cpp.hparams_from_spec(spec)
+        llama_cpp.check_cache_blocks(hp, llama_cpp.Params(type_k=kv.value, type_v=kv.value),
+                                     spec.name)
     return kv
 
 

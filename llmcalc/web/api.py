@@ -58,7 +58,7 @@ from llmcalc.render.latency import latency_json
 from llmcalc.render.local import what_fits_json
 from llmcalc.render.memory import memory_json
 from llmcalc.render.train import train_json
-from llmcalc.units import MAX_NUMBER, DType, parse_context, parse_count, parse_dtype
+from llmcalc.units import MAX_NUMBER, CacheDType, DType, parse_context, parse_count, parse_dtype
 
 PASTED = "pasted config"
 # the model a bare page shows: one whose defaults below agree with it (a 4k context within its
@@ -328,6 +328,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         # one, or an engine without rows on it, is the expected panel's error, and the bound
         # stands as without --engine (the command shown drops it)
         bound_backend = bound_engine = None
+        bound_kv: CacheDType = kv_dtype  # the cache the bound runs with (the CLI's: engine_kv)
         if engine_text.lower() != "none":
             from llmcalc.cli.latency import fitted
 
@@ -335,7 +336,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 bound_backend = parse_backend(backend_text, card_only.kind)
                 bound_engine = parse_engine(engine_text).name.value
                 fitted(bound_engine, bound_backend)  # or the CLI refuses
-                engine_kv(spec, given_kv, dtype, bound_engine)  # or the CLI refuses
+                bound_kv = engine_kv(spec, given_kv, dtype, bound_engine)  # or the CLI refuses
             except LLMCalcError:
                 bound_backend = bound_engine = None
 
@@ -343,7 +344,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
             return latency_json(latency(
                 spec, accelerator=card_only, interconnect=interconnect(None, card_only), tp=gpus,
                 batch=b, ctx=ctx, gen=gen, dtype=dtype,
-                kv_dtype=engine_kv(spec, given_kv, dtype, bound_engine), backend=bound_backend,
+                kv_dtype=bound_kv, backend=bound_backend,
                 engine=bound_engine))
 
         commands["latency"] = cli("latency", *card, *fl, *bw, "--tp", str(gpus), "--batch",

@@ -55,9 +55,9 @@ def test_latency_reads_the_block_cache(cli) -> None:
     (("latency", "llama-3.1-8b", "--gpu", "h100", "--kv-dtype", "q8_0", "--engine", "vllm"),
      "error: --kv-dtype q8_0: a llama.cpp cache type (-ctk/-ctv); --engine vllm keeps its cache "
      "in fp16, bf16 or fp8\n"),
-    (("latency", "phi-2", "--gpu", "h100", "--kv-dtype", "q4_0"),
-     "error: --kv-dtype q4_0: llama.cpp refuses a cache whose block of 32 does not divide the "
-     "head size 80\n"),
+    (("latency", "phi-2", "--gpu", "h100", "--kv-dtype", "q4_0"),  # the llama.cpp plan's rule
+     "error: microsoft/phi-2: --cache-type-k q4_0: llama.cpp refuses a cache whose block of 32 "
+     "does not divide the head size 80 with flash attention (--flash-attn on or auto)\n"),
     (("latency", "gpt2", "--gpu", "h100", "--kv-dtype", "q3_k"),
      "error: --kv-dtype 'q3_k': unknown dtype; use one of fp32, fp16, bf16, fp8, int8, int4, "
      "q8_0, q4_0, q4_1, q5_0, q5_1, iq4_nl\n"),
@@ -104,5 +104,6 @@ def test_llama_cpps_recurrent_state_is_f32_whatever_the_cache(cli: Any) -> None:
 
 def test_a_drafts_heads_are_held_to_the_block_too(cli: Any) -> None:
     r = cli("latency", "phi-3-mini-4k", "--gpu", "h100", "--draft", "phi-2", "--kv-dtype", "q8_0")
-    assert (r.code, r.stderr) == (2, "error: --kv-dtype q8_0: llama.cpp refuses a cache whose "
-                                     "block of 32 does not divide the head size 80\n")
+    assert (r.code, r.stderr) == (2, "error: microsoft/phi-2: --cache-type-k q8_0: llama.cpp "
+                                     "refuses a cache whose block of 32 does not divide the head "
+                                     "size 80 with flash attention (--flash-attn on or auto)\n")

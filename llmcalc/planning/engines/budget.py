@@ -151,7 +151,7 @@ def not_modelled(spec: ModelSpec, engine: str) -> None:
         raise UsageError(f"--engine {engine}: {spec.name} keeps no KV cache")
 
 
-def refuse_plain_indexer(spec: ModelSpec, engine: str) -> None:
+def refuse_unfollowed_sparse(spec: ModelSpec, engine: str) -> None:
     """Refuse the sparse attention llmcalc does not follow in the engines: an indexer beside plain
     K/V heads (no MLA latent: Qwen3.8-Flash-Next's QSA layers), or DeepSeek's latent-and-indexer
     layers beside layers of another kind (sliding-window latents, layers reading another layer's

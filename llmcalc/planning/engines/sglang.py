@@ -32,7 +32,7 @@ from llmcalc.planning.engines.budget import (
     kv_elements_per_token_rank,
     kv_heads_per_rank,
     not_modelled,
-    refuse_plain_indexer,
+    refuse_unfollowed_sparse,
     version_tuple,
     weights_per_gpu,
 )
@@ -218,7 +218,7 @@ def plan(
     kv_memory: int | None = None,
 ) -> EngineBudget:
     """SGLang's pool on one GPU of ``accelerator`` (None: SGLang's default)."""
-    refuse_plain_indexer(spec, "sglang")
+    refuse_unfollowed_sparse(spec, "sglang")
     ver = version_tuple(version, VERSION)
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
     recurrent = bool(mixers)

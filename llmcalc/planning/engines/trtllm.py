@@ -44,7 +44,7 @@ from llmcalc.planning.engines.budget import (
     fraction,
     kv_bytes_per_token_rank,
     not_modelled,
-    refuse_plain_indexer,
+    refuse_unfollowed_sparse,
     sampler_peak,
     version_tuple,
     weights_per_gpu,
@@ -164,7 +164,7 @@ def plan(
 ) -> EngineBudget:
     """TensorRT-LLM's cache on one GPU of ``accelerator`` (None: its default)."""
     not_modelled(spec, "trtllm")
-    refuse_plain_indexer(spec, "trtllm")
+    refuse_unfollowed_sparse(spec, "trtllm")
     if any(g.attention is not None and g.attention.kv_latent_dim and g.attention.topk
            and g.attention.index_key_dim for g in spec.layer_groups):
         raise UsageError(SPARSE_REFUSAL.format(name=spec.name))

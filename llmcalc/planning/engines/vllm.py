@@ -46,7 +46,7 @@ from llmcalc.planning.engines.budget import (
     kv_heads_per_rank,
     kv_layers,
     not_modelled,
-    refuse_plain_indexer,
+    refuse_unfollowed_sparse,
     version_tuple,
     weights_per_gpu,
 )
@@ -528,7 +528,7 @@ def plan(
         v1 = False
     if not mixers:
         not_modelled(spec, "vllm")
-    refuse_plain_indexer(spec, "vllm")
+    refuse_unfollowed_sparse(spec, "vllm")
     sparse = sparse_mla_bytes(spec, kv_dtype=kv_dtype, ver=ver, acc=accelerator)
     util = fraction(gpu_memory_utilization if gpu_memory_utilization is not None
                     else next(u for since, u in DEFAULT_UTILIZATION_FROM.items() if ver >= since),
