@@ -13,6 +13,8 @@ causal: no norm before attention in layer 0, a dense + norm head). Tensor names 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pydantic import AliasChoices
 from pydantic import Field
 
@@ -354,13 +356,15 @@ def describe_persimmon(c: PersimmonConfig) -> Architecture:
     ]
     embed = "model.embed_tokens"
     return Architecture(
-        shape=c.shape(tied=c.tie_word_embeddings),
+        shape=replace(c.shape(tied=c.tie_word_embeddings), head_dim=hd),
         tensors=(
             embedding(embed, "embed/tokens", v, d),
             *norm("model.final_layernorm", "final_norm", d, bias=True),
             *_head("lm_head", v, d, embed, tied=c.tie_word_embeddings),
         ),
-        layer_groups=uniform_layers(L, layer, c.attention()),
+        # its cache and attention FLOPs at hd too, not at a config's head_dim
+        layer_groups=uniform_layers(L, layer, replace(c.attention(), qk_head_dim=hd,
+                                                      v_head_dim=hd)),
     )
 
 
