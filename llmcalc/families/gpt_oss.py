@@ -72,7 +72,14 @@ def describe(c: GptOssConfig) -> Architecture:
         *experts(f"{p}.mlp.experts", d, ff, E),
     ]
     kinds = layer_kinds(c.layer_types, c.num_hidden_layers, pattern=2)
+    # transformers' GptOss rotary step (``_apply_rotary_emb``) splits a head with torch.chunk into
+    # ceil(hd/2) and floor(hd/2) against cos/sin of ceil(hd/2): an odd head broadcasts its keys to
+    # hd + 1 (head_dim 3, cached 4 wide beside values of 3) or fails, so its forward is not modelled
+    odd = (f"head_dim {hd}: GptOss's rotary step halves each head with torch.chunk, and an odd "
+           "head's halves broadcast against cos/sin to a wider key or fail; not modelled"
+           if hd % 2 else "")
     return Architecture(
+        forward_unmodelled=odd,
         shape=c.shape(tied=c.tie_word_embeddings),
         tensors=llama_outer_tensors(v, d, tied=c.tie_word_embeddings),
         layer_groups=sliding_full_layers(kinds, layer, c, window=c.sliding_window),
