@@ -35,7 +35,7 @@ from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import resolve_format
 from llmcalc.inputs import speccache
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
-from llmcalc.planning.latency import Latency, engine_cache, engine_kv
+from llmcalc.planning.latency import Latency, engine_cache, engine_kv, engine_runs
 from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import (
     Expected,
@@ -112,11 +112,14 @@ def latency(
     weights = resolve_format(spec, dtype)
     if engine is None and backend is not None:
         raise UsageError("--backend: names an engine's backend; give --engine too")
-    engine_name = parse_engine(engine).name.value if engine is not None else None
+    parsed = parse_engine(engine) if engine is not None else None
+    engine_name = parsed.name.value if parsed is not None else None
+    version = parsed.version if parsed is not None else None
     given = parse_cache_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else None
-    kv = engine_kv(spec, given, weights, engine_name)
+    kv = engine_kv(spec, given, weights, engine_name, version)
     draft_spec = spec_for(draft, None) if draft is not None else None
     if draft_spec is not None:
+        engine_runs(draft_spec, engine_name, version)
         engine_cache(draft_spec, kv, engine_name)  # its heads too
     backend_name = parse_backend(backend, acc.kind) if engine is not None else None
     r = compute_latency(

@@ -310,11 +310,26 @@ def engine_cache(spec: ModelSpec, kv: CacheDType, engine: str | None) -> CacheDT
     return kv
 
 
+def engine_runs(spec: ModelSpec, engine: str | None, version: str | None = None) -> None:
+    """Refuse a model the engine (at ``version``, else the one its module pins) does not run at
+    all, by the engine plan's own rule (``vllm.runs``, ``trtllm.runs``): no expected speed for
+    it."""
+    from llmcalc.planning.engines import trtllm, vllm
+    from llmcalc.planning.engines.budget import version_tuple
+
+    if engine == "vllm":
+        vllm.runs(spec, version_tuple(version, vllm.VERSION))
+    elif engine == "trtllm":
+        trtllm.runs(spec, version)
+
+
 def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
-              engine: str | None) -> CacheDType:
+              engine: str | None, version: str | None = None) -> CacheDType:
     """The cache ``latency`` runs with: ``--kv-dtype`` as the engine keeps it (``engine_cache``),
     else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16) or the
-    weights' default (``kv_dtype_for``)."""
+    weights' default (``kv_dtype_for``); refused for a model the engine does not run
+    (``engine_runs``)."""
+    engine_runs(spec, engine, version)
     if kv is None:
         kv = DType.fp16 if engine == "llama.cpp" else kv_dtype_for(weights)
     return engine_cache(spec, kv, engine)

@@ -334,9 +334,11 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
 
             try:
                 bound_backend = parse_backend(backend_text, card_only.kind)
-                bound_engine = parse_engine(engine_text).name.value
+                parsed = parse_engine(engine_text)
+                bound_engine = parsed.name.value
                 fitted(bound_engine, bound_backend)  # or the CLI refuses
-                bound_kv = engine_kv(spec, given_kv, dtype, bound_engine)  # or the CLI refuses
+                bound_kv = engine_kv(spec, given_kv, dtype, bound_engine,  # or the CLI refuses
+                                     parsed.version)
             except LLMCalcError:
                 bound_backend = bound_engine = None
 
@@ -373,11 +375,13 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         from llmcalc.render.latency import expected_json, expected_view
 
         def work() -> tuple[dict[str, Any], dict[str, Any]]:
-            engine = parse_engine(engine_text).name.value
+            parsed = parse_engine(engine_text)
+            engine = parsed.name.value
             backend = parse_backend(backend_text, card_only.kind)
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype,
-                          kv_dtype=engine_kv(spec, given_kv, dtype, engine), backend=backend,
+                          kv_dtype=engine_kv(spec, given_kv, dtype, engine, parsed.version),
+                          backend=backend,
                           engine=engine)
             e = expected_for(lat, engine=engine, backend=backend)
             return expected_json(e), expected_view(lat, e)

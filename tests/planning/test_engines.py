@@ -900,14 +900,18 @@ def test_deepseek_sparse_attention_refusals() -> None:
                             "deepseek-ai/DeepSeek-V3.2-Exp's sparse attention is fp8_ds_mla (656 "
                             "bytes a token a layer) or plain fp8 (576) by the attention backend it "
                             "picks, which llmcalc does not follow off Hopper; use --kv-dtype bf16")
-    for version in ("1.0", "1.2"):
+    refusals = {  # 1.0 does not run it; later releases keep a cache llmcalc has not read
+        "1.0": "--engine trtllm==1.0: TensorRT-LLM runs deepseek-ai/DeepSeek-V3.2-Exp's sparse "
+               "attention after 1.0 (NVIDIA/TensorRT-LLM#9141); use --engine vllm or --engine "
+               "sglang",
+        "1.2": "--engine trtllm: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse attention, "
+               "whose indexer-key cache TensorRT-LLM keeps beside the MLA cache in a layout "
+               "llmcalc does not follow; use --engine vllm or --engine sglang"}
+    for version, line in refusals.items():
         with pytest.raises(UsageError) as e:
             trtllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.fp8, tp=8,
                         version=version)
-        assert str(e.value) == (
-            "--engine trtllm: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse attention, whose "
-            "indexer-key cache TensorRT-LLM keeps beside the MLA cache in a layout llmcalc does "
-            "not follow (and 1.0 does not run it); use --engine vllm or --engine sglang")
+        assert str(e.value) == line
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang"])

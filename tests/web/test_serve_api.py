@@ -588,3 +588,17 @@ def test_an_engine_without_measurements_leaves_the_bound() -> None:
         "--backend 'opencl': not a backend llmcalc models (cuda, metal, rocm, vulkan, cpu)")}
     assert api.catalog()["engines"] == ["llama.cpp", "vllm", "sglang", "trtllm", "transformers"]
     assert api.catalog()["backends"] == ["cuda", "metal", "rocm", "vulkan", "cpu"]
+
+
+def test_no_expected_speed_on_an_engine_that_does_not_run_the_model() -> None:
+    """The page's speed panel refuses as `latency --engine trtllm` does (TensorRT-LLM 1.0 has no
+    DeepSeek sparse attention); the bound stands, its command without --engine."""
+    got = api.calculate({"model": {"name": "deepseek-v3.2-exp"}, "ctx": "1k", "gen": "128",
+                         "gpu": "h200", "gpus": 8, "dtype": "fp8", "engine": "trtllm"})
+    line = ("--engine trtllm==1.0: TensorRT-LLM runs deepseek-ai/DeepSeek-V3.2-Exp's sparse "
+            "attention after 1.0 (NVIDIA/TensorRT-LLM#9141); use --engine vllm or --engine sglang")
+    assert got["unavailable"]["expected"] == line
+    assert got["commands"]["latency"] == (
+        "llmcalc latency deepseek-v3.2-exp --gpu h200 --tp 8 --batch 1 --ctx 1k --gen 128 "
+        "--dtype fp8 --json")
+    assert "expected" not in got["latency"] and got["latency"]["tokens_per_s"] > 0

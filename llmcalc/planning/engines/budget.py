@@ -151,6 +151,13 @@ def not_modelled(spec: ModelSpec, engine: str) -> None:
         raise UsageError(f"--engine {engine}: {spec.name} keeps no KV cache")
 
 
+def deepseek_sparse(spec: ModelSpec) -> bool:
+    """Whether a layer has DeepSeek sparse attention (DeepSeek-V3.2): an MLA latent with an
+    indexer (topk and index_key_dim)."""
+    return any(g.attention is not None and g.attention.kv_latent_dim and g.attention.topk
+               and g.attention.index_key_dim for g in spec.layer_groups)
+
+
 def refuse_unfollowed_sparse(spec: ModelSpec, engine: str) -> None:
     """Refuse the sparse attention llmcalc does not follow in the engines: an indexer beside plain
     K/V heads (no MLA latent: Qwen3.8-Flash-Next's QSA layers), or DeepSeek's latent-and-indexer

@@ -39,6 +39,7 @@ from llmcalc.model.spec import GATED_DELTA, LIGHTNING, MAMBA, MAMBA2, SHORT_CONV
 from llmcalc.planning.engines.budget import (
     EngineBudget,
     cuda_memory,
+    deepseek_sparse,
     forward_peak,
     fraction,
     gib,
@@ -199,13 +200,8 @@ def sparse_mla_bytes(spec: ModelSpec, *, kv_dtype: DType, ver: tuple[int, ...],
     above). None for other models; refused before vLLM ran them or for another cache dtype."""
     groups = [g for g in spec.layer_groups if g.attention is not None
               and not g.attention.kv_shared and g.attention.causal]
-    if not any(g.attention.kv_latent_dim and g.attention.topk and g.attention.index_key_dim
-               for g in groups if g.attention is not None):
+    if not deepseek_sparse(spec):
         return None
-    if ver < SPARSE_MLA_FROM:
-        raise UsageError("--engine vllm==" + ".".join(map(str, ver)) + f": vLLM runs "
-                         f"{spec.name}'s sparse attention (its indexer cache) from 0.11; use "
-                         "--engine vllm==0.11 or later")
     if kv_dtype not in (DType.bf16, DType.fp8):
         raise UsageError(f"--kv-dtype {kv_dtype.value}: vLLM caches {spec.name}'s sparse "
                          "attention in bfloat16 or fp8 (fp8_ds_mla) only; use --kv-dtype bf16 "
@@ -318,6 +314,20 @@ def hybrid_layout(spec: ModelSpec, *, tp: int, per_token_layer: int, act_bytes: 
             -(-recurrent // group))
 
 
+def runs(spec: ModelSpec, ver: tuple[int, ...]) -> None:
+    """Refuse a model vLLM ``ver`` does not run at all, as ``latency --engine vllm`` does too:
+    DeepSeek sparse attention before ``SPARSE_MLA_FROM``; gated-delta layers before V1, or
+    without attention layers beside them."""
+    if deepseek_sparse(spec) and ver < SPARSE_MLA_FROM:
+        raise UsageError("--engine vllm==" + ".".join(map(str, ver)) + f": vLLM runs "
+                         f"{spec.name}'s sparse attention (its indexer cache) from 0.11; use "
+                         "--engine vllm==0.11 or later")
+    kinds = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
+    if kinds == {GATED_DELTA} and not (ver >= V1_FROM and kv_layers(spec) > 0):
+        raise UsageError(f"--engine vllm: {spec.name} keeps gated-delta state, which vLLM runs "
+                         "on V1 (--engine vllm==0.8 or later) beside attention only")
+
+
 def recurrent_refusal(spec: ModelSpec, ver: tuple[int, ...]) -> str | None:
     """Why vLLM's cache for this model's recurrent layers is not followed (None: it is)."""
     kinds = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
@@ -329,9 +339,7 @@ def recurrent_refusal(spec: ModelSpec, ver: tuple[int, ...]) -> str | None:
                 "allocator llmcalc does not follow (it follows Mamba, Mamba-2, short-conv, "
                 "gated-delta and linear-attention layers)")
     if kinds == {GATED_DELTA}:
-        return None if ver >= V1_FROM and kv_layers(spec) > 0 else (
-            f"--engine vllm: {spec.name} keeps gated-delta state, which vLLM runs on V1 "
-            "(--engine vllm==0.8 or later) beside attention only")
+        return None  # runs() refuses where vLLM does not run it
     if ver < MAMBA_V1_FROM and (kv_layers(spec) == 0 or LIGHTNING in kinds):
         return ("--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} keeps {name} "
                 "state with " + ("no attention layers" if kv_layers(spec) == 0 else
@@ -519,6 +527,7 @@ def plan(
     ver = version_tuple(version, VERSION)
     v1 = ver >= V1_FROM and not v0_fallback(ver, accelerator, dtype)
     mixers = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
+    runs(spec, ver)
     refused = recurrent_refusal(spec, ver)
     if refused is not None:
         raise UsageError(refused)
