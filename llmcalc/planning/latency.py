@@ -147,6 +147,7 @@ class Latency:
     decode_kv_bytes: int = 0  # per GPU: the decode step's KV cache read, at the mean context
     kv_group: int = 1  # query heads per KV head (grouped-query attention; 1 without)
     recurrent_layers: int = 0  # layers with a recurrent state matrix (Gated DeltaNet, Mamba)
+    norms: int = 0  # normalisations over the layers (layer_norms: the expected speed's c_norm)
     # what the figures are read with: a prompt past the window (the words flops and memory
     # use), what the weights' format leaves wide (formulas.quant.format_notes)
     notes: tuple[str, ...] = ()
@@ -335,6 +336,20 @@ def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
     return engine_cache(spec, kv, engine)
 
 
+def layer_norms(spec: ModelSpec) -> int:
+    """The normalisations the layers run, each a kernel or two a step: a layer's modules named as
+    a norm (``q_norm``, ``post_feedforward_layernorm_1``, GPT-2's ``ln_1`` by its component
+    ``attn/norm``), weight and bias one norm. A norm without weights (OLMo's LayerNorm, Gemma 4's
+    value norm) is not counted."""
+    def module(name: str) -> str:
+        return name.removesuffix(".weight").removesuffix(".bias")
+
+    return sum(len(g.layers) * len({module(t.name) for t in g.tensors
+                                    if "norm" in module(t.name).rsplit(".", 1)[-1]
+                                    or "norm" in t.component.rsplit("/", 1)[-1]})
+               for g in spec.layer_groups)
+
+
 def kv_group(spec: ModelSpec) -> int:
     """Query heads per KV head (1 without grouped-query attention, or with no shape known)."""
     shape = spec.shape
@@ -461,6 +476,7 @@ def latency(
         kv_group=kv_group(spec),
         recurrent_layers=sum(len(g.layers) for g in spec.layer_groups
                              if g.mixer is not None and g.mixer.state_elements),
+        norms=layer_norms(spec),
         notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype),
                *((accelerator.peaks_source,) if custom else ())),
     )

@@ -167,7 +167,8 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # its 208 rows, 0.027 ms a layer (no CUDA row predates #19504: c_rec_pre 0). Fitted on Vulkan and
 # CUDA only (ENGINE_TERMS): Metal and ROCm have one hybrid decode row each (M2 Ultra tg32 +70%,
 # Strix Halo tg128 +69%), which a leave-one-out error cannot score, and their decode errors grew
-# with the term (4.7% → 4.8%, 9.2% → 9.3%).
+# with the term (4.7% → 4.8%, 9.2% → 9.3%). With c_norm beside them (_decode_features: a gated-delta
+# layer's gated RMS norm is its third) c_rec is 0.047 ms on Vulkan and 0.023 on CUDA.
 DELTA_CHUNK = 64
 FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334}
 # transformers' decode step copies its KV cache: its DynamicCache appends each step's keys and values
@@ -350,7 +351,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 16  # _prefill_features' length; the row features are prefill's, then decode's 13
+PREFILL_TERMS = 16  # _prefill_features' length; the row features are prefill's, then decode's 14
 STAGES = ("prefill", "decode")
 
 
@@ -568,7 +569,16 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     further query head of a group on a build without flash attention (``old_build``: a_gqa, the
     comment above ``score_bytes``), and the recurrent layers (c_rec), again on a measured row of a
     build before its backend's fused GATED_DELTA_NET op (``predates``: c_rec_pre, ``DELTA_CHUNK``'s
-    comment)."""
+    comment), and the norms a layer runs beyond the two of a pre-norm block (c_norm,
+    ``latency.layer_norms``): each an RMS norm and its weight's multiply, launched and synchronised
+    like the layer's other kernels; Gemma 3 and 4 run six to nine (pre- and post-norms of both
+    blocks, the query and key norms), Qwen3 four, and their tg rows were expected too fast from a
+    cost per layer alone (left out: gemma-3-4b on the DGX Spark +8% and +11%, now +6% and +10%;
+    gemma-4-26b-a4b on an RX 7900 XTX +72% on Vulkan and ROCm, now −21% and +7%, on an R9700 +37%,
+    now −12%). Fitted on llama.cpp CUDA, Vulkan and ROCm: 0.004, 0.016 and 0.022 ms a norm beside
+    0.033, 0.029 and 0.048 a layer; leave-one-out decode error CUDA 6.2% → 6.0%, Vulkan 8.4% →
+    8.2%, ROCm 8.7% → 8.6%. On Metal it takes 4.7% to 4.8%, so Metal goes without it (ENGINE_TERMS);
+    TensorRT-LLM has no row with more than two norms a layer."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     copies = CACHE_COPIES.get(engine, 0) * lat.decode_kv_bytes
@@ -579,7 +589,8 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
             lat.layers * LAYER_S * _before_m3(lat, backend),
             lat.decode_kv_bytes * (lat.kv_group - 1) * old_build / lat.accelerator.bandwidth,
             lat.recurrent_layers * LAYER_S,
-            lat.recurrent_layers * LAYER_S * (FUSED_DELTA_NET.get(backend, 0) in predates))
+            lat.recurrent_layers * LAYER_S * (FUSED_DELTA_NET.get(backend, 0) in predates),
+            max(lat.norms - 2 * lat.layers, 0) * LAYER_S)  # c_norm: the norms beyond two a layer
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
@@ -628,7 +639,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 29 features of one row (prefill's 16, then decode's 13): a throughput row's request takes
+    """The 30 features of one row (prefill's 16, then decode's 14): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
@@ -816,10 +827,10 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 29 terms in _row_features' order (prefill's 16, then decode's 13).
+# The 30 terms in _row_features' order (prefill's 16, then decode's 14).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_fp8", "p_pre", "p_a8", "p_na",
          "p_rec", "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
-         "c_rec", "c_rec_pre")
+         "c_rec", "c_rec_pre", "c_norm")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
 TERM_TEXT: dict[str, str] = {
@@ -844,7 +855,8 @@ TERM_TEXT: dict[str, str] = {
              "attention (measured rows only)",
     "c_rec": "recurrent layers × 1 ms",
     "c_rec_pre": "recurrent layers × 1 ms on a build before the backend's fused GATED_DELTA_NET op "
-                 "(measured rows only)"}
+                 "(measured rows only)",
+    "c_norm": "norms beyond two a layer × 1 ms"}
 
 
 def step_model(stage: str) -> str:
@@ -927,8 +939,9 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp", "o", *APPLE_TERMS)),
     ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
     ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
-    ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec")), "p_fp8"),
-    ("llama.cpp", "metal"): (*_NO_REC, *APPLE_TERMS), ("llama.cpp", "rocm"): _NO_REC,
+    ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_fp8"),
+    ("llama.cpp", "metal"): (*(t for t in _NO_REC if t != "c_norm"), *APPLE_TERMS),  # _decode_features
+    ("llama.cpp", "rocm"): _NO_REC,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 
 # Stand-ins: an engine × backend whose own published rows do not inform a stage (or are none) is
