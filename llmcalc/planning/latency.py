@@ -339,10 +339,10 @@ def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
 def layer_norms(spec: ModelSpec) -> int:
     """The normalisations the layers run, each a kernel or two a step: a layer's modules named as
     a norm (``q_norm``, ``post_feedforward_layernorm_1``, GPT-2's ``ln_1`` by its component
-    ``attn/norm``), weight and bias one norm. A norm without weights (OLMo's LayerNorm, Gemma 4's
-    value norm) is not counted."""
+    ``attn/norm``), weight and bias (or scale) one norm. A norm without weights (OLMo's LayerNorm,
+    Gemma 4's value norm, Llama 4's q/k norm) is not counted."""
     def module(name: str) -> str:
-        return name.removesuffix(".weight").removesuffix(".bias")
+        return name.removesuffix(".weight").removesuffix(".bias").removesuffix(".scale")
 
     return sum(len(g.layers) * len({module(t.name) for t in g.tensors
                                     if "norm" in module(t.name).rsplit(".", 1)[-1]

@@ -167,8 +167,8 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # its 208 rows, 0.027 ms a layer (no CUDA row predates #19504: c_rec_pre 0). Fitted on Vulkan and
 # CUDA only (ENGINE_TERMS): Metal and ROCm have one hybrid decode row each (M2 Ultra tg32 +70%,
 # Strix Halo tg128 +69%), which a leave-one-out error cannot score, and their decode errors grew
-# with the term (4.7% → 4.8%, 9.2% → 9.3%). With c_norm beside them (_decode_features: a gated-delta
-# layer's gated RMS norm is its third) c_rec is 0.047 ms on Vulkan and 0.023 on CUDA.
+# with the term (4.7% → 4.8%, 9.2% → 9.3%). With c_norm beside them (_decode_features: a
+# gated-delta layer's gated RMS norm is its third) c_rec is 0.047 ms on Vulkan and 0.023 on CUDA.
 DELTA_CHUNK = 64
 FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334}
 # transformers' decode step copies its KV cache: its DynamicCache appends each step's keys and values
@@ -545,8 +545,8 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     projection and the weighted sum of the k outputs, each its own kernel launch over a
     [d, k] activation; with the gpt-oss rows as MXFP4 experts their tg128 on GeForce cards were
     expected 3–41% too fast from bytes alone. Fitted on llama.cpp CUDA only (ENGINE_TERMS): 0.038
-    ms a layer of a mixture of experts, its leave-one-out decode error 7.1% → 5.8%; on Metal the
-    term takes it 4.8% → 5.1%, on ROCm (23 rows) 14.7% → 15.3% (its one MoE decode row does not
+    ms a layer of a mixture of experts (0.034 in the fit of 1,148 rows), its leave-one-out decode
+    error 7.1% → 5.8%; on Metal the term takes it 4.8% → 5.1%, on ROCm (23 rows) 14.7% → 15.3% (its one MoE decode row does not
     identify it), on Vulkan (61 rows) 5.0% → 4.8% but its class median 9.5% → 10.2%; one per active
     expert instead of one per layer fits CUDA no better: 5.8%), and the bytes again on a
     data-centre card: HBM's bandwidth at its latency needs more bytes in flight than llama.cpp's
@@ -577,8 +577,9 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     gemma-4-26b-a4b on an RX 7900 XTX +72% on Vulkan and ROCm, now −21% and +7%, on an R9700 +37%,
     now −12%). Fitted on llama.cpp CUDA, Vulkan and ROCm: 0.004, 0.016 and 0.022 ms a norm beside
     0.033, 0.029 and 0.048 a layer; leave-one-out decode error CUDA 6.2% → 6.0%, Vulkan 8.4% →
-    8.2%, ROCm 8.7% → 8.6%. On Metal it takes 4.7% to 4.8%, so Metal goes without it (ENGINE_TERMS);
-    TensorRT-LLM has no row with more than two norms a layer."""
+    8.2%, ROCm 8.7% → 8.6% (there identified by few rows: Gemma 4's two, and the hybrid
+    layers' gated norm, which ROCm's c_rec leaves out). On Metal it takes 4.7% to 4.8%, so Metal
+    goes without it (ENGINE_TERMS); TensorRT-LLM has no row with more than two norms a layer."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     copies = CACHE_COPIES.get(engine, 0) * lat.decode_kv_bytes
@@ -870,7 +871,7 @@ RECURRENT_TERMS = ("c_rec", "c_rec_pre")  # a decode step's recurrent layers (DE
 _NO_C_MOE = tuple(t for t in TERMS
                   if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS))
 _NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp Metal and ROCm
-# The terms an engine × backend is fitted with, where not all 28: vLLM's rows (its nightly
+# The terms an engine × backend is fitted with, where not all 30: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -940,7 +941,8 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
     ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_fp8"),
-    ("llama.cpp", "metal"): (*(t for t in _NO_REC if t != "c_norm"), *APPLE_TERMS),  # _decode_features
+    # Metal without c_norm (_decode_features)
+    ("llama.cpp", "metal"): (*(t for t in _NO_REC if t != "c_norm"), *APPLE_TERMS),
     ("llama.cpp", "rocm"): _NO_REC,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 

@@ -886,9 +886,9 @@ def test_deepseek_sparse_attention_refusals() -> None:
     with pytest.raises(UsageError) as e:
         vllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.bf16, tp=8,
                   version="0.10.2")
-    assert str(e.value) == ("--engine vllm==0.10.2: vLLM runs deepseek-ai/DeepSeek-V3.2-Exp's "
-                            "sparse attention (its indexer cache) from 0.11; use --engine "
-                            "vllm==0.11 or later")
+    assert str(e.value) == ("--engine vllm==0.10.2: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek "
+                            "sparse attention, which vLLM runs (with its indexer cache) from "
+                            "0.11; use --engine vllm==0.11 or later")
     with pytest.raises(UsageError) as e:
         vllm.plan(spec, accelerator=h200, dtype=DType.fp8, kv_dtype=DType.fp16, tp=8)
     assert str(e.value) == ("--kv-dtype fp16: vLLM caches deepseek-ai/DeepSeek-V3.2-Exp's sparse "
@@ -901,9 +901,9 @@ def test_deepseek_sparse_attention_refusals() -> None:
                             "bytes a token a layer) or plain fp8 (576) by the attention backend it "
                             "picks, which llmcalc does not follow off Hopper; use --kv-dtype bf16")
     refusals = {  # 1.0 does not run it; later releases keep a cache llmcalc has not read
-        "1.0": "--engine trtllm==1.0: TensorRT-LLM runs deepseek-ai/DeepSeek-V3.2-Exp's sparse "
-               "attention after 1.0 (NVIDIA/TensorRT-LLM#9141); use --engine vllm or --engine "
-               "sglang",
+        "1.0": "--engine trtllm==1.0: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse "
+               "attention, which TensorRT-LLM 1.0 does not run (it came after 1.0: "
+               "NVIDIA/TensorRT-LLM#9141); use --engine vllm or --engine sglang",
         "1.2": "--engine trtllm: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse attention, "
                "whose indexer-key cache TensorRT-LLM keeps beside the MLA cache in a layout "
                "llmcalc does not follow; use --engine vllm or --engine sglang"}

@@ -17,8 +17,9 @@ from llmcalc.planning.speed import ENGINE_TERMS, TERMS, loo_errors, rows_for
     ("phi-2", 32 * 1),  # one norm before the parallel attention and MLP
     ("qwen3-8b", 36 * 4),  # and q_norm, k_norm
     ("gemma-3-4b", 34 * 6),  # pre- and post-norms of both blocks, q_norm, k_norm
-    ("gemma-4-26b-a4b", 30 * 9),  # and the MoE branch's pre_feedforward_layernorm_2 and its two post-norms
+    ("gemma-4-26b-a4b", 30 * 9),  # and the MoE branch's pre-norm and its two post-norms
     ("dbrx-base", 40 * 2),  # norm_1, norm_2: the attention under norm_attn_norm is not a norm
+    ("inkling2-loop-text-default", 104),  # its q_proj.norm.scale and the position bias's norm
 ])
 def test_norms_are_counted_from_the_layers_tensors(model: str, norms: int) -> None:
     assert layer_norms(load_spec(model)) == norms

@@ -595,8 +595,9 @@ def test_no_expected_speed_on_an_engine_that_does_not_run_the_model() -> None:
     DeepSeek sparse attention); the bound stands, its command without --engine."""
     got = api.calculate({"model": {"name": "deepseek-v3.2-exp"}, "ctx": "1k", "gen": "128",
                          "gpu": "h200", "gpus": 8, "dtype": "fp8", "engine": "trtllm"})
-    line = ("--engine trtllm==1.0: TensorRT-LLM runs deepseek-ai/DeepSeek-V3.2-Exp's sparse "
-            "attention after 1.0 (NVIDIA/TensorRT-LLM#9141); use --engine vllm or --engine sglang")
+    line = ("--engine trtllm==1.0: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse attention, "
+            "which TensorRT-LLM 1.0 does not run (it came after 1.0: NVIDIA/TensorRT-LLM#9141); "
+            "use --engine vllm or --engine sglang")
     assert got["unavailable"]["expected"] == line
     assert got["commands"]["latency"] == (
         "llmcalc latency deepseek-v3.2-exp --gpu h200 --tp 8 --batch 1 --ctx 1k --gen 128 "

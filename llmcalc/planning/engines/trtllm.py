@@ -65,9 +65,9 @@ DEFAULT_MAX_NUM_TOKENS = 8192
 # DeepSeek sparse attention (DeepSeek-V3.2): TensorRT-LLM runs it after 1.0 (its DeepSeek-V3.2-Exp
 # guide, NVIDIA/TensorRT-LLM#9141, Nov 2025), with the indexer's keys in a cache of their own
 # beside the MLA latent, in blocks of 64: a layout llmcalc has not read, so it refuses
-SPARSE_FROM = (1, 1)
 SPARSE_REFUSAL = ("--engine trtllm: {name} has DeepSeek sparse attention, whose indexer-key cache "
-                  "TensorRT-LLM keeps beside the MLA cache in a layout llmcalc does not follow; use --engine vllm or --engine sglang")
+                  "TensorRT-LLM keeps beside the MLA cache in a layout llmcalc does not follow; "
+                  "use --engine vllm or --engine sglang")
 # The CUDA context and the runtime's workspaces (estimate), and NCCL's buffers with tp > 1
 CONTEXT = int(0.6 * GiB)
 CONTEXT_TP = int(1.5 * GiB)
@@ -150,12 +150,14 @@ def engine_terms(spec: ModelSpec, *, dtype: WeightFormat, tp: int, batch: int, n
 
 def runs(spec: ModelSpec, version: str | None) -> None:
     """Refuse a model TensorRT-LLM ``version`` (None: ``VERSION``) does not run at all, as
-    ``latency --engine trtllm`` does too: DeepSeek sparse attention before ``SPARSE_FROM``."""
+    ``latency --engine trtllm`` does too: DeepSeek sparse attention (DeepSeek-V3.2's, also
+    GLM-5's) in 1.0, which came on main after it (``SPARSE_REFUSAL``'s comment)."""
     v = version_tuple(version, VERSION)
-    if deepseek_sparse(spec) and v < SPARSE_FROM:
-        raise UsageError("--engine trtllm==" + ".".join(map(str, v)) + f": TensorRT-LLM runs "
-                         f"{spec.name}'s sparse attention after 1.0 "
-                         "(NVIDIA/TensorRT-LLM#9141); use --engine vllm or --engine sglang")
+    if deepseek_sparse(spec) and v[:2] <= (1, 0):
+        raise UsageError("--engine trtllm==" + ".".join(map(str, v)) + f": {spec.name} has "
+                         "DeepSeek sparse attention, which TensorRT-LLM 1.0 does not run (it "
+                         "came after 1.0: NVIDIA/TensorRT-LLM#9141); use --engine vllm or "
+                         "--engine sglang")
 
 
 def plan(

@@ -319,9 +319,9 @@ def runs(spec: ModelSpec, ver: tuple[int, ...]) -> None:
     DeepSeek sparse attention before ``SPARSE_MLA_FROM``; gated-delta layers before V1, or
     without attention layers beside them."""
     if deepseek_sparse(spec) and ver < SPARSE_MLA_FROM:
-        raise UsageError("--engine vllm==" + ".".join(map(str, ver)) + f": vLLM runs "
-                         f"{spec.name}'s sparse attention (its indexer cache) from 0.11; use "
-                         "--engine vllm==0.11 or later")
+        raise UsageError("--engine vllm==" + ".".join(map(str, ver)) + f": {spec.name} has "
+                         "DeepSeek sparse attention, which vLLM runs (with its indexer cache) from "
+                         "0.11; use --engine vllm==0.11 or later")
     kinds = {g.mixer.kind for g in spec.layer_groups if g.mixer is not None}
     if kinds == {GATED_DELTA} and not (ver >= V1_FROM and kv_layers(spec) > 0):
         raise UsageError(f"--engine vllm: {spec.name} keeps gated-delta state, which vLLM runs "
