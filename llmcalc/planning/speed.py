@@ -546,9 +546,10 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     [d, k] activation; with the gpt-oss rows as MXFP4 experts their tg128 on GeForce cards were
     expected 3–41% too fast from bytes alone. Fitted on llama.cpp CUDA only (ENGINE_TERMS): 0.038
     ms a layer of a mixture of experts (0.034 in the fit of 1,148 rows), its leave-one-out decode
-    error 7.1% → 5.8%; on Metal the term takes it 4.8% → 5.1%, on ROCm (23 rows) 14.7% → 15.3% (its one MoE decode row does not
-    identify it), on Vulkan (61 rows) 5.0% → 4.8% but its class median 9.5% → 10.2%; one per active
-    expert instead of one per layer fits CUDA no better: 5.8%), and the bytes again on a
+    error 7.1% → 5.8%; on Metal the term takes it 4.8% → 5.1%, on ROCm (23 rows) 14.7% → 15.3%
+    (its one MoE decode row does not identify it), on Vulkan (61 rows) 5.0% → 4.8% but its class
+    median 9.5% → 10.2%; one per active expert instead of one per layer fits CUDA no better:
+    5.8%), and the bytes again on a
     data-centre card: HBM's bandwidth at its latency needs more bytes in flight than llama.cpp's
     batch-1 mat-vec kernels keep (Little's law), so a large read reaches less of it than on GDDR —
     Llama-3-8B F16 tg512 (XiongjieDai, May 2024) at 0.40 of the bound on an A100 SXM and 0.51 on an
