@@ -315,12 +315,14 @@ def engine_runs(spec: ModelSpec, engine: str | None, version: str | None = None)
     """Refuse a model the engine (at ``version``, else the one its module pins) does not run at
     all, by the engine plan's own rule (``vllm.runs``, ``trtllm.runs``): no expected speed for
     it."""
-    from llmcalc.planning.engines import trtllm, vllm
-    from llmcalc.planning.engines.budget import version_tuple
+    if engine == "vllm":  # each engine's module imported only where asked (start-up)
+        from llmcalc.planning.engines import vllm
+        from llmcalc.planning.engines.budget import version_tuple
 
-    if engine == "vllm":
         vllm.runs(spec, version_tuple(version, vllm.VERSION))
     elif engine == "trtllm":
+        from llmcalc.planning.engines import trtllm
+
         trtllm.runs(spec, version)
 
 
