@@ -98,27 +98,26 @@ def test_latency_engine_refuses_what_it_does_not_run(cli: Any) -> None:
     """No expected speed on an engine that does not run the model, by its plan's own rule:
     TensorRT-LLM 1.0 (1.0.1 too) and vLLM before 0.11 have no DeepSeek sparse attention, vLLM
     before V1 no gated-delta layers; later releases are given a figure."""
-    r = cli("latency", "deepseek-v3.2-exp", "--gpu", "h200", "--tp", "8", "--engine", "trtllm")
-    assert (r.code, r.stdout, r.stderr) == (2, "", (
-        "error: --engine trtllm==1.0: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse "
-        "attention, which TensorRT-LLM 1.0 does not run (it came after 1.0: "
-        "NVIDIA/TensorRT-LLM#9141); use --engine vllm or --engine sglang\n"))
-    r = cli("latency", "deepseek-v3.2-exp", "--gpu", "h200", "--tp", "8", "--engine",
-            "vllm==0.10.2")
-    assert (r.code, r.stderr) == (2, (
-        "error: --engine vllm==0.10.2: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse "
-        "attention, which vLLM runs (with its indexer cache) from 0.11; use --engine vllm==0.11 "
-        "or later\n"))
-    r = cli("latency", "qwen3-next-80b-a3b", "--gpu", "h100", "--tp", "4", "--engine",
-            "vllm==0.7")
-    assert (r.code, r.stderr) == (2, (
-        "error: --engine vllm: Qwen/Qwen3-Next-80B-A3B-Instruct keeps gated-delta state, which "
-        "vLLM runs on V1 (--engine vllm==0.8 or later) beside attention only\n"))
-    r = cli("latency", "glm-5", "--gpu", "h200", "--tp", "8", "--engine", "trtllm==1.0.1")
-    assert (r.code, r.stderr) == (2, (
-        "error: --engine trtllm==1.0.1: zai-org/GLM-5 has DeepSeek sparse attention, which "
-        "TensorRT-LLM 1.0 does not run (it came after 1.0: NVIDIA/TensorRT-LLM#9141); use "
-        "--engine vllm or --engine sglang\n"))
+    refusals = [  # (model, card, tp, --engine, the line), each exit 2 with nothing on stdout
+        ("deepseek-v3.2-exp", "h200", "8", "trtllm",
+         "error: --engine trtllm==1.0: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse "
+         "attention, which TensorRT-LLM 1.0 does not run (it came after 1.0: "
+         "NVIDIA/TensorRT-LLM#9141); use --engine vllm or --engine sglang\n"),
+        ("deepseek-v3.2-exp", "h200", "8", "vllm==0.10.2",
+         "error: --engine vllm==0.10.2: deepseek-ai/DeepSeek-V3.2-Exp has DeepSeek sparse "
+         "attention, which vLLM runs (with its indexer cache) from 0.11; use --engine vllm==0.11 "
+         "or later\n"),
+        ("qwen3-next-80b-a3b", "h100", "4", "vllm==0.7",
+         "error: --engine vllm: Qwen/Qwen3-Next-80B-A3B-Instruct keeps gated-delta state, which "
+         "vLLM runs on V1 (--engine vllm==0.8 or later) beside attention only\n"),
+        ("glm-5", "h200", "8", "trtllm==1.0.1",
+         "error: --engine trtllm==1.0.1: zai-org/GLM-5 has DeepSeek sparse attention, which "
+         "TensorRT-LLM 1.0 does not run (it came after 1.0: NVIDIA/TensorRT-LLM#9141); use "
+         "--engine vllm or --engine sglang\n"),
+    ]
+    for model, card, tp, engine, line in refusals:
+        r = cli("latency", model, "--gpu", card, "--tp", tp, "--engine", engine)
+        assert (r.code, r.stdout, r.stderr) == (2, "", line)
     for engine in ("vllm", "trtllm==1.1"):
         ok = cli("latency", "deepseek-v3.2-exp", "--gpu", "h200", "--tp", "8", "--engine", engine,
                  "--json")
