@@ -520,17 +520,40 @@ def _fp8_weights(lat: Latency) -> bool:
 def _fp8_gemms(lat: Latency, backend: str) -> bool:
     """FP8 weights on a card with FP8 tensor cores (its FP8 peak above its FP16 one): the GEMMs run
     in FP8, each input quantised to FP8 first, and reach a smaller share of their doubled peak
-    than FP16 GEMMs do of theirs (p_fp8, fitted for TensorRT-LLM and vLLM on CUDA). Its first-token
-    rows (TensorRT-LLM's performance pages, v0.5–v0.9) are FP8 on the H100, H200 and L40S and FP16
-    on the A100, all of batch 1 at 128 and 2,048 tokens: without the term the FP8 rows' shortfall
+    than FP16 GEMMs do of theirs (p_tc, ``_tc_gemms``: first fitted as FP8's alone, for
+    TensorRT-LLM and vLLM on CUDA). Its first-token rows (TensorRT-LLM's performance pages,
+    v0.5–v0.9) are FP8 on the H100, H200 and L40S and FP16 on the A100, all of batch 1 at 128 and
+    2,048 tokens: without the term the FP8 rows' shortfall
     was booked to the attention (p_att 7.49: the FMHA at 13% of the FP16 peak, p 1.22), which the
     2,048-token prompts alone carry, so a batch of shorter prompts was expected too fast. With
-    it: FP16 GEMMs at 0.73 of their peak (p 1.37), FP8 ones at 0.58 (p + p_fp8 = 1.73), the
+    it: FP16 GEMMs at 0.73 of their peak (p 1.37), FP8 ones at 0.58 (p + p_tc = 1.73), the
     attention at 0.57 (p_att 1.75); leave-one-out first-token error 5.7% → 5.5%, whole requests
     7.6% → 7.6%; vLLM's (its prefill fitted on those rows) whole requests 7.1% → 6.9%, decode
     steps 2.4% → 2.6%. Among SGLang's terms it moves none of its errors, so it is not among them."""
     a = fit_card(lat, backend)
     return _fp8_weights(lat) and a.fp8_flops > (a.fp16_flops or a.peak_flops)
+
+
+def _tc_gemms(lat: Latency, backend: str) -> bool:
+    """GEMMs on FP8-era tensor cores, which reach a smaller share of their peak than an A100's
+    (p_tc): FP8 GEMMs (``_fp8_gemms``), and any GEMM on a Hopper or Blackwell SM (``mmq_sm_rate``
+    4 or 8). The largest matmuls a search of shapes finds (stas00/ml-engineering,
+    compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table", torch
+    2.6–2.7) reach 86.9% of the BF16 peak on an A100 SXM, 80.3% on an H100 SXM (the H200 the
+    same), 83.8% on a GH200 and 77.6% on a B200; in FP8 70.9% on an H100 and 73.4% on an H200.
+    On TensorRT-LLM's fitted rows the two readings are one: every FP8 first-token row is an H100,
+    H200 or L40S, every 16-bit one an A100, so the fit cannot say whether a Hopper card's 16-bit
+    GEMMs take the A100's share or the FP8 one; leave-one-out is the same either way (its
+    first-token rows 5.5%, whole requests 7.6%; vLLM's whole requests 6.9% → 7.0%). Argonne's
+    LLM-Inference-Bench (arXiv 2411.00136; held out in bench/speed_holdout.json) says which: 16
+    prompts of 1,024 tokens, FP16 weights, on an H100 SXM were expected 21–25% too fast
+    (TensorRT-LLM) and 28–36% (vLLM) at the A100's share, the GH200's 12–16%; at the FP8 share
+    0–3% too slow and −3–+3%, the GH200's 12–15% too slow, while the A100's rows of the same table
+    stay within 8% (the held-out prefill median 18.5% → 15.4%). llama.cpp's CUDA fit goes without
+    the term: its quantised prefill runs MMQ tiles at GeForce's rate (``mmq_sm_rate``), and its
+    two 16-bit Hopper rows (an H100 PCIe's F16 pp512 and pp4096, May 2024, cuBLAS) alone would set
+    it, at 0.46 of the A100's share: leave-one-out prefill 10.3% → 11.0%."""
+    return _fp8_gemms(lat, backend) or mmq_sm_rate(fit_card(lat, backend)) >= 4
 
 
 def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
@@ -607,8 +630,8 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     GEMM: gpt-oss-20b's pp2048 on GeForce cards reached 0.39–0.64 of the speed a dense model of its
     active size is expected at; the term takes llama.cpp CUDA's leave-one-out prefill error from
     15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), the layers
-    again for FP8 weights (``FP8_TERMS``), the weights' FLOPs again where they run in FP8
-    (``_fp8_gemms``), the weights' FLOPs again on a build that predates
+    again for FP8 weights (``FP8_TERMS``), the weights' FLOPs again where they run in FP8 or on a
+    Hopper or Blackwell SM (``_tc_gemms``), the weights' FLOPs again on a build that predates
     PR #18749's AMD coopmat tiles (``AMD_COOPMAT_TUNING``: a measured row's ``predates``; a run
     the caller asks about is a current build, so its ``predates`` is empty), a quantised
     prefill's weight FLOPs again on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), the
@@ -632,7 +655,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
-            lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * _fp8_gemms(lat, backend),
+            lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * _tc_gemms(lat, backend),
             dense / peak * (AMD_COOPMAT_TUNING in predates),
             dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS),
@@ -830,7 +853,7 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
 
 
 # The 30 terms in _row_features' order (prefill's 16, then decode's 14).
-TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_fp8", "p_pre", "p_a8", "p_na",
+TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_tc", "p_pre", "p_a8", "p_na",
          "p_rec", "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
          "c_rec", "c_rec_pre", "c_norm")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
@@ -841,7 +864,8 @@ TERM_TEXT: dict[str, str] = {
     "p_att": "attention FLOPs / peak", "p_kq": "weight FLOPs / peak for a K-quant mix",
     "p_moe": "weight FLOPs / peak for a mixture of experts",
     "p_igpu": "FLOPs / peak on an integrated GPU", "r_fp8": "layers × 1 ms for FP8 weights",
-    "p_fp8": "weight FLOPs / peak for FP8 weights on FP8 tensor cores",
+    "p_tc": "weight FLOPs / peak on FP8-era tensor cores (FP8 weights on FP8 tensor cores; any "
+            "weights on a Hopper or Blackwell SM)",
     "p_pre": "weight FLOPs / peak on a build before PR #18749's AMD coopmat tiles (measured rows "
              "only)",
     "p_a8": "quantised weight FLOPs / peak on an Apple GPU before M3",
@@ -877,7 +901,7 @@ _NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp M
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
 # over on both); all the terms on seven rows overfit. Its prefill terms are TensorRT-LLM's
-# (p, q, r, s, p_dc, p_att, p_fp8: _fp8_gemms), fitted on TensorRT-LLM's first-token rows standing in (STAND_INS):
+# (p, q, r, s, p_dc, p_att, p_tc: _tc_gemms), fitted on TensorRT-LLM's first-token rows standing in (STAND_INS):
 # with p alone those 56 rows sit 35% from the fit (the 128-token prompts' fixed costs), with these
 # 7.2%, and vLLM's 27 whole requests' leave-one-out error goes from 17.1% to 12.9% (the kernel
 # PRs' 1,000-token Mixtral prompts at TP 2–8: their prefill and its all-reduces). Its decode adds
@@ -935,13 +959,13 @@ _NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp M
 # bound.
 _EAGER = ("p", "a", "c", "f")  # transformers' eager PyTorch (its comment above)
 ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
-    ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "p_fp8", "a", "c", "f", "c_tp"),
+    ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "p_tc", "a", "c", "f", "c_tp"),
     ("sglang", "cuda"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"),
     ("sglang", "rocm"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
-    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "c_tp", "o", *APPLE_TERMS)),
+    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "p_tc", "c_tp", "o", *APPLE_TERMS)),
     ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
     ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
-    ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_fp8"),
+    ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_tc"),
     # Metal without c_norm (_decode_features)
     ("llama.cpp", "metal"): (*(t for t in _NO_REC if t != "c_norm"), *APPLE_TERMS),
     ("llama.cpp", "rocm"): _NO_REC,
