@@ -13,7 +13,9 @@ backbone.embeddings [V, embedding_dim], backbone.out_norm [d] and lm_head [V, d]
 
 State per sequence and block, as ``xLSTMCache`` allocates it at the model's dtype: per head the
 matrix memory C (dk × dv), the normalizer n (dk) and the stabilizer m (1), with dk, dv the heads'
-shares of dqk and dv rounded up to multiples of 64.
+shares of dqk and dv rounded up to multiples of 64. A prefill longer than max_inference_chunksize
+runs through the blocks in pieces of that many tokens (xLSTMModel.forward), each piece's mLSTM
+chunked on its own (llmcalc.formulas.flops.mlstm_chunkwise_flops).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class XLSTMConfig(FamilyConfig):
     ffn_round_up_to_multiple_of: Size
     weight_mode: str
     chunk_size: Size
+    max_inference_chunksize: Size = 16384
 
     @property
     def blocks(self) -> int:
@@ -108,7 +111,14 @@ def describe(c: XLSTMConfig) -> Architecture:
     dk = round_up(d * c.qk_dim_factor, 64) // h
     dv = round_up(d * c.v_dim_factor, 64) // h
     mixer = Mixer(MLSTM, conv_dim=0, conv_kernel=0, heads=h, head_dim=dv, state_size=dk,
-                  chunk=c.chunk_size, state_fp32=False, extra_state=h * (dk + 1))
+                  chunk=c.chunk_size, state_fp32=False, extra_state=h * (dk + 1),
+                  piece=c.max_inference_chunksize)
+    # the blocks built are num_blocks, the states xLSTMCache holds num_hidden_layers
+    # (modeling_xlstm.py: xLSTMCache.__init__); where they differ a cached forward keeps unused
+    # states, or fails for want of one
+    apart = (f"num_blocks ({c.num_blocks}) blocks are built but xLSTMCache holds the state of "
+             f"num_hidden_layers ({c.num_hidden_layers}) layers; not modelled"
+             if c.num_blocks is not None and c.num_blocks != c.num_hidden_layers else "")
     layers = (LayerGroup("mlstm", LayerSet.span(0, c.blocks),
                          tuple(block("backbone.blocks.{i}", c, qk=qk, v=v, up=up)), None, mixer),)
     tensors = (
@@ -117,6 +127,7 @@ def describe(c: XLSTMConfig) -> Architecture:
         *lm_head("lm_head", v_, d, tied_to=None),
     )
     return Architecture(
+        forward_unmodelled=apart,
         shape=Shape(c.blocks, d, h, 0, v // h, up, v_, False),
         tensors=tensors,
         layer_groups=layers,

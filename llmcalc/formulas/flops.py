@@ -399,17 +399,26 @@ def lightning_block_flops(m: Mixer, *, ctx: int) -> int:
 
 
 def mlstm_chunkwise_flops(m: Mixer, *, ctx: int) -> int:
-    """The mLSTM over ``ctx`` tokens as transformers' native inference path runs it
-    (``wrap_chunkwise_arbitrary_sequence_length``): the first n' = ⌊ctx / c⌋·c tokens in chunks of
-    c, per head the chunk's state update Kᵀ·V (2·c·dk·dv), within chunks Q·Kᵀ (2·c²·dk) and its
-    product with V (2·c²·dv), the states read with Q (2·c·dk·dv) and the normalizer with Q
-    (2·c·dk); the last ctx − n' tokens one recurrent step each (:func:`mixer_flops_per_token`).
-    The gates and the stabilizer are elementwise. dk = state_size, dv = head_dim."""
-    c = m.chunk or ctx
-    chunked = ctx // c * c
+    """The mLSTM over ``ctx`` tokens as transformers' native inference path runs it: a prefill
+    longer than ``m.piece`` (max_inference_chunksize) in pieces of it, each from the state the
+    last left (xLSTMModel.forward), else whole; each piece as :func:`_mlstm_piece_flops`."""
+    p = m.piece if 0 < m.piece < ctx else ctx
+    whole, rest = divmod(ctx, p)
+    return whole * _mlstm_piece_flops(m, tokens=p) + (_mlstm_piece_flops(m, tokens=rest) if rest else 0)
+
+
+def _mlstm_piece_flops(m: Mixer, *, tokens: int) -> int:
+    """The mLSTM over one call of ``tokens`` (``wrap_chunkwise_arbitrary_sequence_length``): the
+    first n' = ⌊tokens / c⌋·c in chunks of c, per head the chunk's state update Kᵀ·V (2·c·dk·dv),
+    within chunks Q·Kᵀ (2·c²·dk) and its product with V (2·c²·dv), the states read with Q
+    (2·c·dk·dv) and the normalizer with Q (2·c·dk); the last tokens − n' one recurrent step each
+    (:func:`mixer_flops_per_token`). The gates and the stabilizer are elementwise. dk =
+    state_size, dv = head_dim."""
+    c = m.chunk or tokens
+    chunked = tokens // c * c
     dk, dv = m.state_size, m.head_dim
     per_head = chunked * (2 * dk * dv + c * dk + c * dv + dk)
-    return FLOPS_PER_MAC * m.heads * per_head + (ctx - chunked) * mixer_flops_per_token(m)
+    return FLOPS_PER_MAC * m.heads * per_head + (tokens - chunked) * mixer_flops_per_token(m)
 
 
 def ssd_chunked_flops(m: Mixer, *, ctx: int) -> int:

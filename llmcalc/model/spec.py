@@ -241,7 +241,9 @@ class Mixer:
     ``extra_conv``: more convolution state at the conv state's dtype, beside conv_dim × kernel
     (Qwen4-Exp's per-layer n-gram embedding: its own dilated conv's last inputs; that conv's FLOPs
     are counted with the weights). ``token_ids``: token ids the state keeps, int64 whatever the
-    dtype (Qwen4-Exp: the last ngram_size − 1 ids its n-gram hashes need).
+    dtype (Qwen4-Exp: the last ngram_size − 1 ids its n-gram hashes need). ``piece``: a prefill
+    longer than this runs through the layers in pieces of it, the state carried between them
+    (xLSTM's max_inference_chunksize); 0: whole.
     """
 
     kind: str
@@ -259,6 +261,7 @@ class Mixer:
     prefill_flops: int = 0
     extra_conv: int = 0
     token_ids: int = 0
+    piece: int = 0
 
     @property
     def conv_elements(self) -> int:
