@@ -67,6 +67,10 @@ class Accelerator:
     # 8): what llama.cpp's MMQ kernels, sized for a GeForce SM, leave of a data-centre card's peak
     # (llmcalc.planning.speed.mmq_sm_rate); 1 for the rest
     sm_rate: int = 1
+    # the GPU's published maximum boost clock in MHz and where it is read (0: not in the table):
+    # a decode step's per-layer kernels on CUDA take time in GPU cycles (speed.CLOCK_MHZ)
+    boost_mhz: int = 0
+    clock_source: str = ""
 
 
 TABLE = Path(__file__).with_name("hardware.json")
@@ -121,7 +125,8 @@ def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str
             row["key"], row["name"], usable, _figure(row["bandwidth"]), _figure(row["flops"]),
             source, row["kind"], unified, cuda, _figure(row.get("fp16_flops")),
             _figure(row.get("int8_ops")), _figure(row.get("fp8_flops")), row.get("peaks_source", ""),
-            _figure(row.get("fp4_flops")), row.get("sm_rate", 1))
+            _figure(row.get("fp4_flops")), row.get("sm_rate", 1), row.get("boost_mhz", 0),
+            row.get("clock_source", ""))
         aliases.update(dict.fromkeys(row["aliases"], row["key"]))
         aliases.setdefault(_spellings(_normal(row["name"]))[-1], row["key"])  # "NVIDIA H100 PCIe"
         if row["link"]:

@@ -351,7 +351,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 16  # _prefill_features' length; the row features are prefill's, then decode's 14
+PREFILL_TERMS = 16  # _prefill_features' length; the row features are prefill's, then decode's 15
 STAGES = ("prefill", "decode")
 
 
@@ -556,6 +556,22 @@ def _tc_gemms(lat: Latency, backend: str) -> bool:
     return _fp8_gemms(lat, backend) or mmq_sm_rate(fit_card(lat, backend)) >= 4
 
 
+# A decode step's kernels on CUDA are launched from a CUDA graph (llama.cpp since PR #6766), so
+# what each layer's small kernels (norms, RoPE, the KV cache's copy, the element-wise ops between
+# the GEMVs) cost beyond their bytes is time on the GPU, counted in its cycles: per layer
+# (c_clk) the reference 2,000 MHz over the card's published boost clock (hardware.json
+# boost_mhz). On llama.cpp CUDA's rows it takes the place of the per-layer cost c: an A100
+# (1,410 MHz) runs a small model's tg128 at a smaller share of its bound than an H100 (1,980)
+# or an RTX 4090 (2,520) does. A card whose clock the table lacks (or one given by its figures
+# alone) is read at the reference clock, and the basis says so.
+CLOCK_MHZ = 2_000
+
+
+def clock_scale(a: Accelerator) -> float:
+    """The reference clock over ``a``'s boost clock (1 where the table has none)."""
+    return CLOCK_MHZ / a.boost_mhz if a.boost_mhz else 1.0
+
+
 def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
                      predates: tuple[int, ...] = ()) -> tuple[float, ...]:
     """Weights and KV cache read at the bandwidth (transformers' cache copied too:
@@ -615,7 +631,8 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
             lat.decode_kv_bytes * (lat.kv_group - 1) * old_build / lat.accelerator.bandwidth,
             lat.recurrent_layers * LAYER_S,
             lat.recurrent_layers * LAYER_S * (FUSED_DELTA_NET.get(backend, 0) in predates),
-            max(lat.norms - 2 * lat.layers, 0) * LAYER_S)  # c_norm: the norms beyond two a layer
+            max(lat.norms - 2 * lat.layers, 0) * LAYER_S,  # c_norm: the norms beyond two a layer
+            lat.layers * LAYER_S * clock_scale(lat.accelerator))  # c_clk: layers in GPU cycles
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
@@ -664,7 +681,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 30 features of one row (prefill's 16, then decode's 14): a throughput row's request takes
+    """The 31 features of one row (prefill's 16, then decode's 15): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
@@ -852,10 +869,10 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 30 terms in _row_features' order (prefill's 16, then decode's 14).
+# The 31 terms in _row_features' order (prefill's 16, then decode's 15).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_tc", "p_pre", "p_a8", "p_na",
          "p_rec", "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
-         "c_rec", "c_rec_pre", "c_norm")
+         "c_rec", "c_rec_pre", "c_norm", "c_clk")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
 TERM_TEXT: dict[str, str] = {
@@ -882,7 +899,8 @@ TERM_TEXT: dict[str, str] = {
     "c_rec": "recurrent layers × 1 ms",
     "c_rec_pre": "recurrent layers × 1 ms on a build before the backend's fused GATED_DELTA_NET op "
                  "(measured rows only)",
-    "c_norm": "norms beyond two a layer × 1 ms"}
+    "c_norm": "norms beyond two a layer × 1 ms",
+    "c_clk": f"layers × 1 ms × {CLOCK_MHZ:,} MHz / the card's boost clock"}
 
 
 def step_model(stage: str) -> str:
@@ -894,7 +912,7 @@ RECURRENT_TERMS = ("c_rec", "c_rec_pre")  # a decode step's recurrent layers (DE
 # the terms but llama.cpp CUDA's own decode terms, MoE, HBM and the GQA re-read (_decode_features),
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS
-                  if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS))
+                  if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS, "c_clk"))
 _NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp Metal and ROCm
 # The terms an engine × backend is fitted with, where not all 30: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
@@ -962,7 +980,8 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("vllm", "cuda"): ("p", "q", "r", "s", "p_dc", "p_att", "p_moe", "p_tc", "a", "c", "f", "c_tp"),
     ("sglang", "cuda"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"),
     ("sglang", "rocm"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
-    ("llama.cpp", "cuda"): tuple(t for t in TERMS if t not in (*FP8_TERMS, "p_tc", "c_tp", "o", *APPLE_TERMS)),
+    ("llama.cpp", "cuda"): tuple(t for t in TERMS
+                                 if t not in (*FP8_TERMS, "p_tc", "c_tp", "o", *APPLE_TERMS, "c")),
     ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
     ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_tc"),
@@ -1167,6 +1186,19 @@ class Expected:
     assumed_card: Accelerator | None = None  # a custom card: what the fit read it as (custom_card)
     caution: str = ""  # the card's own rows far from the fit (card_caution)
     beyond: str = ""  # the call's batch past every fitted row's (beyond_rows)
+    clock: str = ""  # the card's boost clock read at CLOCK_MHZ, the table having none (clock_note)
+
+
+def clock_note(lat: Latency, model: Model) -> str:
+    """What the decode's per-layer cost in GPU cycles (c_clk) assumed of a card whose boost clock
+    the table lacks; "" where the fit has no such cost or the card's clock is known."""
+    a = lat.accelerator
+    if a.boost_mhz or not model.decode.coefficients[TERMS.index("c_clk") - PREFILL_TERMS]:
+        return ""
+    whose = ("a card given by its figures alone has no boost clock" if a.key == CUSTOM
+             else f"{a.name}'s boost clock is not in the table")
+    return (f"{whose}: a decode step's per-layer cost (c_clk, counted in GPU cycles) is read at "
+            f"{CLOCK_MHZ:,} MHz")
 
 
 def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expected:
@@ -1185,4 +1217,5 @@ def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expect
         assumed_card=fit_card(lat, backend) if lat.accelerator.key == CUSTOM else None,
         caution=card_caution(model, lat.accelerator.key),
         beyond=beyond_rows(model, lat.batch),
+        clock=clock_note(lat, model),
     )

@@ -111,9 +111,16 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
         t.add(*assumed_card_row(e.assumed_card))
     if e.caution:
         t.add(*caution_row(e))
+    if e.clock:
+        t.add(*clock_row(e))
     if e.beyond:
         t.add(*beyond_row(e))
     return Fitted(t)
+
+
+def clock_row(e: Expected) -> tuple[str, str, str, str]:
+    """The row that says a card's boost clock was assumed (speed.clock_note)."""
+    return ("clock assumed", "", "", e.clock)
 
 
 def beyond_row(e: Expected) -> tuple[str, str, str, str]:
@@ -151,6 +158,9 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
         # the card's own rows far from the fit: the CLI's row after the assumed card's
         "caution": None if not e.caution else dict(
             zip(("label", "expected_text", "bound_text", "error"), caution_row(e), strict=True)),
+        # the card's boost clock assumed: the CLI's row after the caution's
+        "clock": None if not e.clock else dict(
+            zip(("label", "expected_text", "bound_text", "error"), clock_row(e), strict=True)),
         # the call's batch past the fitted rows': the CLI's last row
         "beyond": None if not e.beyond else dict(
             zip(("label", "expected_text", "bound_text", "error"), beyond_row(e), strict=True)),
@@ -190,6 +200,7 @@ def expected_json(e: Expected) -> dict[str, Any]:
             **_stand_in_json(e),
             **({} if e.assumed_card is None else {"card": _assumed_json(e.assumed_card)}),
             **({"caution": e.caution} if e.caution else {}),
+            **({"clock": e.clock} if e.clock else {}),
             **({"beyond": e.beyond} if e.beyond else {}),
         },
         "error": {"decode": e.decode.loo_median_abs_error,

@@ -559,10 +559,12 @@ def test_the_expected_speed_of_every_engine_and_backend_is_the_clis(
     assert bool(card) == ("card" in e["basis"]) == (settings["gpu"] is None)
     far = [] if view["caution"] is None else [view["caution"]]
     assert bool(far) == ("caution" in e["basis"])
+    clock = [] if view["clock"] is None else [view["clock"]]
+    assert bool(clock) == ("clock" in e["basis"])
     past = [] if view["beyond"] is None else [view["beyond"]]
     assert bool(past) == ("beyond" in e["basis"])
     assert expected_rows(table.stdout)[1] == [[r["label"], r["expected_text"], r["bound_text"], r["error"]]
-                                       for r in view["rows"] + lent + card + far + past]
+                                       for r in view["rows"] + lent + card + far + clock + past]
     assert [len(view["terms"][s]) for s in ("prefill", "decode")] == [
         len(e["basis"][s]["coefficients"]) for s in ("prefill", "decode")]
     assert view["throughput_rows"] == sum(r.test == "throughput" for r in rows_for(engine, used))

@@ -1108,15 +1108,21 @@ def _last_expected_row(page: Any, cli: Any, query: str, key: str) -> tuple[list[
 
 def test_a_card_not_in_the_table_shows_what_the_fit_took_it_for(server: str, page: Any,
                                                                 cli: Any) -> None:
-    """An RTX 4090 given by its figures alone: the expected table is the CLI's, its last row the
-    card the fit assumed (GeForce-like), the bound at CUDA's ratios as `latency --engine` prints."""
+    """An RTX 4090 given by its figures alone: the expected table is the CLI's, with the card the
+    fit assumed (GeForce-like), then, last, the boost clock it read the decode's per-layer cost
+    at (speed.clock_note), the bound at CUDA's ratios as `latency --engine` prints."""
     words, last = _last_expected_row(
         page, cli, server + "?model=llama-2-7b&gpu=&gpu_mem=24GiB&gpu_flops=165.2T"
-        "&gpu_bandwidth=1008G&ctx=512&batch=1&gen=1&dtype=q4_0", "assumed_card")
+        "&gpu_bandwidth=1008G&ctx=512&batch=1&gen=1&dtype=q4_0", "clock")
     assert words[words.index("--gpu-flops"):words.index("--gpu-flops") + 4] == [
         "--gpu-flops", "165.2T", "--gpu-bandwidth", "1008G"] and "--engine" in words
-    assert last[0] == "card assumed"
-    assert last[3].startswith("a card not in the table: the fit assumes it GeForce-like")
+    card = page.locator('#expected-table tr[data-key="assumed_card"]')
+    assert card.locator("th").inner_text() == "card assumed"
+    assert card.locator("td.why").inner_text().startswith(
+        "a card not in the table: the fit assumes it GeForce-like")
+    assert last == ["clock assumed", "", "", "a card given by its figures alone has no boost "
+                    "clock: a decode step's per-layer cost (c_clk, counted in GPU cycles) is read "
+                    "at 2,000 MHz"]
 
 
 def test_a_batch_past_the_fitted_rows_says_so_on_the_page(server: str, page: Any,
