@@ -351,7 +351,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 16  # _prefill_features' length; the row features are prefill's, then decode's 15
+PREFILL_TERMS = 17  # _prefill_features' length; the row features are prefill's, then decode's 15
 STAGES = ("prefill", "decode")
 
 
@@ -635,6 +635,31 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
             lat.layers * LAYER_S * clock_scale(lat.accelerator))  # c_clk: layers in GPU cycles
 
 
+# llama.cpp's Vulkan flash attention takes one of three paths (ggml-vulkan.cpp: the FaCodePath
+# chosen as device->coopmat2 ? FA_COOPMAT2 : coopmat1_fa_support ? FA_COOPMAT1 : FA_SCALAR):
+# VK_NV_cooperative_matrix2, NVIDIA's extension (llama.cpp PR #10206, "VK_NV_cooperative_matrix2
+# support for mul_mat and FlashAttention2"), runs it on the tensor cores of an NVIDIA GPU from
+# Ampere on; Turing takes the scalar path (coopmat1 flash attention disabled there by PR #19290),
+# AMD and Intel GPUs coopmat1 or scalar. So on Vulkan the attention's share of the peak is
+# fitted apart for NVIDIA's coopmat2 (p_cm2) and the rest (p_att): an RTX 3070's Llama-3-8B Q4_K_M
+# pp16384 runs at 0.71 of its pp512's tokens/s (PR #12833, coopmat2), where one p_att for every
+# card expected 0.21 of the measured rate when it was left out; RDNA cards' long prompts fall off
+# faster. A card given by its figures alone, whose maker they do not tell, takes half of each.
+PRE_AMPERE_NVIDIA = frozenset({"rtx-2080-ti", "rtx-2080-super", "rtx-2080", "rtx-2070-super", "t4",
+                               "v100-sxm2-32gb", "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb"})
+
+
+def coopmat2_share(a: Accelerator, backend: str) -> float:
+    """The share of the attention that runs llama.cpp Vulkan's coopmat2 flash attention: 1 on an
+    NVIDIA GPU from Ampere on, 0 on any other (and on any other backend), 0.5 on a card given by
+    its figures alone."""
+    if backend != "vulkan":
+        return 0.0
+    if a.key == CUSTOM:
+        return 0.5
+    return float(a.name.startswith("NVIDIA") and a.key not in PRE_AMPERE_NVIDIA)
+
+
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
                       predates: tuple[int, ...] = (),
                       ) -> tuple[float, ...]:
@@ -668,8 +693,10 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     key = lat.accelerator.key
     streamed = (p.bytes + (dequant_bytes(lat) if cublas else 0)
                 + (score_bytes(lat) if old_build else 0))
+    cm2 = coopmat2_share(lat.accelerator, backend)
+    attention = lat.prefill_attention_flops / _fp16_peak(lat, peak, backend)
     return (dense / peak, streamed / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
-            p.flops / peak * dc, lat.prefill_attention_flops / _fp16_peak(lat, peak, backend),
+            p.flops / peak * dc, attention * (1 - cm2),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
             lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * _tc_gemms(lat, backend),
@@ -677,11 +704,12 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS),
             lat.recurrent_layers * -(-lat.ctx // DELTA_CHUNK) * LAYER_S,
-            LAYER_S)  # o: 1 ms a request
+            LAYER_S,  # o: 1 ms a request
+            attention * cm2)  # p_cm2: Vulkan's coopmat2 flash attention
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 31 features of one row (prefill's 16, then decode's 15): a throughput row's request takes
+    """The 32 features of one row (prefill's 17, then decode's 15): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
@@ -869,9 +897,9 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 31 terms in _row_features' order (prefill's 16, then decode's 15).
+# The 32 terms in _row_features' order (prefill's 17, then decode's 15).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_tc", "p_pre", "p_a8", "p_na",
-         "p_rec", "o", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
+         "p_rec", "o", "p_cm2", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
          "c_rec", "c_rec_pre", "c_norm", "c_clk")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
@@ -888,6 +916,7 @@ TERM_TEXT: dict[str, str] = {
     "p_a8": "quantised weight FLOPs / peak on an Apple GPU before M3",
     "p_na": "weight FLOPs / peak on an Apple GPU with Neural Accelerators",
     "p_rec": "recurrent layers × prompt chunks of 64 × 1 ms", "o": "1 ms a served request",
+    "p_cm2": "attention FLOPs / peak in Vulkan's coopmat2 flash attention (NVIDIA from Ampere on)",
     "a": "bytes / bandwidth", "c": "layers × 1 ms", "f": "FLOPs / peak", "g": "all-reduce time",
     "c_dc": "layers × 1 ms on a data-centre card",
     "c_moe": "layers × 1 ms for a mixture of experts",
@@ -913,7 +942,8 @@ RECURRENT_TERMS = ("c_rec", "c_rec_pre")  # a decode step's recurrent layers (DE
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS
                   if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS, "c_clk"))
-_NO_REC = tuple(t for t in _NO_C_MOE if t not in RECURRENT_TERMS)  # llama.cpp Metal and ROCm
+# llama.cpp Metal and ROCm (and Vulkan's coopmat2 attention, p_cm2: coopmat2_share)
+_NO_REC = tuple(t for t in _NO_C_MOE if t not in (*RECURRENT_TERMS, "p_cm2"))
 # The terms an engine × backend is fitted with, where not all 30: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
@@ -981,7 +1011,8 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "cuda"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"),
     ("sglang", "rocm"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("llama.cpp", "cuda"): tuple(t for t in TERMS
-                                 if t not in (*FP8_TERMS, "p_tc", "c_tp", "o", *APPLE_TERMS, "c")),
+                                 if t not in (*FP8_TERMS, "p_tc", "c_tp", "o", *APPLE_TERMS, "c",
+                                              "p_cm2")),
     ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
     ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_tc"),

@@ -90,7 +90,7 @@ CALLED = {("llama.cpp", "cpu", "consumer"): 0.21,  # 0.23
           ("llama.cpp", "metal", "apple"): 0.048,  # 0.053; 0.052 before the Apple generation terms
           ("llama.cpp", "rocm", "consumer"): 0.13,  # 0.099 (553 rows); 0.155 (1,070); 0.132 (1,078)
           ("llama.cpp", "rocm", "datacentre"): 0.255,  # (#15021's MI300X and MI210, PR #14949's MI100)
-          ("llama.cpp", "vulkan", "consumer"): 0.171,  # 0.431 (553 rows); 0.142 (911); 0.178 (1,078)
+          ("llama.cpp", "vulkan", "consumer"): 0.165,  # 0.431 (553 rows); 0.142 (911); 0.178 (1,078)
           ("sglang", "cuda", "datacentre"): 0.086,  # 0.33 on its 4 rows then; 54 rows now
           ("sglang", "rocm", "datacentre"): 0.167,  # its 30 rows came after the rule
           ("transformers", "cuda", "datacentre"): 0.067,  # 0.845 on its one row; 0.062 (37 rows)
