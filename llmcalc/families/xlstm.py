@@ -54,7 +54,7 @@ class XLSTMConfig(FamilyConfig):
     ffn_round_up_to_multiple_of: Size
     weight_mode: str
     chunk_size: Size
-    max_inference_chunksize: Size = 16384
+    max_inference_chunksize: Size
 
     @property
     def blocks(self) -> int:
