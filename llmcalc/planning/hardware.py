@@ -72,6 +72,12 @@ class Accelerator:
     boost_mhz: int = 0
     clock_source: str = ""
 
+    @property
+    def nvidia(self) -> bool:
+        """An NVIDIA GPU: every such row's name begins with the maker's (a card given by its
+        figures alone is no maker's)."""
+        return self.name.startswith("NVIDIA")
+
 
 TABLE = Path(__file__).with_name("hardware.json")
 

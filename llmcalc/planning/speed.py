@@ -556,7 +556,9 @@ def _tc_gemms(lat: Latency, backend: str) -> bool:
     return _fp8_gemms(lat, backend) or mmq_sm_rate(fit_card(lat, backend)) >= 4
 
 
-# A decode step's kernels on CUDA are launched from a CUDA graph (llama.cpp since PR #6766), so
+# A decode step's kernels on CUDA are launched from a CUDA graph (llama.cpp since PR #6766:
+# ggml/src/ggml-cuda/ggml-cuda.cu, ggml_backend_cuda_graph_compute captures the step's kernels
+# and replays them as one graph), so
 # what each layer's small kernels (norms, RoPE, the KV cache's copy, the element-wise ops between
 # the GEMVs) cost beyond their bytes is time on the GPU, counted in its cycles: per layer
 # (c_clk) the reference 2,000 MHz over the card's published boost clock (hardware.json
@@ -635,8 +637,9 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
             lat.layers * LAYER_S * clock_scale(lat.accelerator))  # c_clk: layers in GPU cycles
 
 
-# llama.cpp's Vulkan flash attention takes one of three paths (ggml-vulkan.cpp: the FaCodePath
-# chosen as device->coopmat2 ? FA_COOPMAT2 : coopmat1_fa_support ? FA_COOPMAT1 : FA_SCALAR):
+# llama.cpp's Vulkan flash attention takes one of three paths (ggml/src/ggml-vulkan/ggml-vulkan.cpp,
+# get_fa_tuning_params: the FaCodePath chosen as device->coopmat2 ? FA_COOPMAT2 :
+# coopmat1_fa_support ? FA_COOPMAT1 : FA_SCALAR, then FA_SCALAR for coopmat1 on NVIDIA_TURING):
 # VK_NV_cooperative_matrix2, NVIDIA's extension (llama.cpp PR #10206, "VK_NV_cooperative_matrix2
 # support for mul_mat and FlashAttention2"), runs it on the tensor cores of an NVIDIA GPU from
 # Ampere on; Turing takes the scalar path (coopmat1 flash attention disabled there by PR #19290),
@@ -657,7 +660,7 @@ def coopmat2_share(a: Accelerator, backend: str) -> float:
         return 0.0
     if a.key == CUSTOM:
         return 0.5
-    return float(a.name.startswith("NVIDIA") and a.key not in PRE_AMPERE_NVIDIA)
+    return float(a.nvidia and a.key not in PRE_AMPERE_NVIDIA)
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
@@ -944,7 +947,7 @@ _NO_C_MOE = tuple(t for t in TERMS
                   if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS, "c_clk"))
 # llama.cpp Metal and ROCm (and Vulkan's coopmat2 attention, p_cm2: coopmat2_share)
 _NO_REC = tuple(t for t in _NO_C_MOE if t not in (*RECURRENT_TERMS, "p_cm2"))
-# The terms an engine × backend is fitted with, where not all 30: vLLM's rows (its nightly
+# The terms an engine × backend is fitted with, where not all 32: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
