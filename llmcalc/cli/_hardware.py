@@ -11,9 +11,9 @@ from llmcalc.planning.hardware import ACCELERATORS
 GpuOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option("--gpu", metavar="GPU",
-        help=f"Accelerator from the built-in table ({len(ACCELERATORS)} cards: data-centre, "
-        "workstation, consumer, Apple silicon), e.g. h100, rtx-4090, apple-m3-max; an unknown "
-        "name lists them.",
+        help=f"Accelerator from the table ({len(ACCELERATORS)} cards: data-centre, workstation, "
+        "consumer, Apple silicon), e.g. h100; an unknown name lists them, or names the card "
+        "--gpu-mem etc. describe.",
         show_default=False,
     ),
 ]

@@ -94,10 +94,11 @@ def _apple_share(unified: int, rules: dict[str, str]) -> Fraction:
 
 
 # the maker's words a card's name (as nvidia-smi, rocm-smi or the table's name field print it)
-# begins with, which no key does, dropped one at a time: "NVIDIA GeForce RTX 4090" is rtx-4090,
-# "AMD Instinct MI300X" mi300x, "AMD Radeon 8060S" radeon-8060s; and nvidia-smi's "Generation"
-# after an Ada card's name ("NVIDIA RTX 6000 Ada Generation" is rtx-6000-ada)
-VENDOR_WORDS = ("nvidia-", "geforce-", "tesla-", "amd-", "instinct-", "radeon-", "intel-")
+# begins with, dropped one at a time: "NVIDIA GeForce RTX 4090" is rtx-4090, "AMD Instinct MI300X"
+# mi300x, "AMD Radeon 8060S" radeon-8060s, "Apple M3 Max 40-core GPU" m3-max-40c (an alias of
+# apple-m3-max); and nvidia-smi's "Generation" after an Ada card's name ("NVIDIA RTX 6000 Ada
+# Generation" is rtx-6000-ada)
+VENDOR_WORDS = ("nvidia-", "geforce-", "tesla-", "amd-", "instinct-", "radeon-", "intel-", "apple-")
 
 
 def _normal(name: str) -> str:
@@ -105,13 +106,19 @@ def _normal(name: str) -> str:
     return "-".join(name.strip().lower().replace("_", "-").split())
 
 
+# a GPU core count as Apple's and system_profiler's names write it ("M3 Max 40-core GPU",
+# "40-Core") read as the table's keys spell it (apple-m3-max-40c)
+_CORES = re.compile(r"-(\d+)-?cores?(?:-gpu)?$")
+
+
 def _spellings(key: str) -> list[str]:
     """``key``, then without each maker's word it begins with (``VENDOR_WORDS``) in turn, each
-    also without a trailing ``-generation``."""
+    also without a trailing ``-generation``, and with a core count as ``-40c``."""
     out = [key]
     while word := next((w for w in VENDOR_WORDS if out[-1].startswith(w)), None):
         out.append(out[-1][len(word):])
-    return [*out, *(k.removesuffix("-generation") for k in out if k.endswith("-generation"))]
+    out += [k.removesuffix("-generation") for k in out if k.endswith("-generation")]
+    return [*out, *(_CORES.sub(r"-\1c", k) for k in out if _CORES.search(k))]
 
 
 def _load() -> tuple[dict[str, Accelerator], dict[str, str], dict[str, str], str]:
@@ -222,6 +229,14 @@ def usable_memory(memory_bytes: int, *, headroom: float) -> int:
     return int(memory_bytes * (1 - Fraction(repr(headroom))))
 
 
+NOT_IN_TABLE = "(not in the table: the figures given describe it)"
+
+
+def known(name: str) -> bool:
+    """Whether ``--gpu NAME`` is a table card (or one of its aliases)."""
+    return any(ALIASES.get(k, k) in ACCELERATORS for k in _spellings(_normal(name)))
+
+
 def lookup(name: str, *, needs: tuple[str, ...] = ("memory", "flops")) -> Accelerator:
     """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one); ``needs``
     names the figures a custom card must then be given (the options the command has)."""
@@ -231,7 +246,7 @@ def lookup(name: str, *, needs: tuple[str, ...] = ("memory", "flops")) -> Accele
         known = ", ".join(ACCELERATORS)
         raise ParameterError(
             "{gpu} {name}: unknown accelerator; known: {known} "
-            f"(or describe one with {_given(needs)})",
+            f"(or describe it with {_given(needs)})",
             name=name, known=known,
         )
     return ACCELERATORS[key]
@@ -303,10 +318,18 @@ def resolve(
     """``--gpu`` from the table, with any of ``--gpu-mem/--gpu-flops/--gpu-bandwidth`` replacing
     its figure; without ``--gpu`` the explicit figures describe a custom card (missing ones are 0
     and :func:`require` names the option a command needs)."""
-    if gpu is None and memory is None and flops is None and bandwidth is None:
+    given_any = memory is not None or flops is not None or bandwidth is not None
+    if gpu is None and not given_any:
         options = " and ".join(f"--gpu-{'mem' if x == 'memory' else x}" for x in needs)
         raise UsageError(f"--gpu is required (e.g. --gpu h100), or give {options}")
-    base = lookup(gpu, needs=needs) if gpu is not None else Accelerator("custom", "custom", 0, 0, 0, "")
+    custom = Accelerator("custom", "custom", 0, 0, 0, "")
+    if gpu is not None and given_any and not known(gpu):
+        # a card the table lacks, named and described by its figures (--gpu p100 --gpu-flops 19T
+        # --gpu-bandwidth 732G): the figures are the card, the name only labels it
+        check_option_length("--gpu", gpu)
+        custom = replace(custom, name=f"{gpu} {NOT_IN_TABLE}")
+        gpu = None
+    base = lookup(gpu, needs=needs) if gpu is not None else custom
     figures = {"memory_bytes": parse_bytes(memory) if memory is not None else base.memory_bytes,
                "peak_flops": parse_flops(flops) if flops is not None else base.peak_flops,
                "bandwidth": parse_bandwidth(bandwidth) if bandwidth is not None else base.bandwidth}
@@ -323,7 +346,7 @@ def resolve(
         return base
     return replace(
         base,
-        name=base.name if gpu is not None else "custom accelerator",
+        name=base.name if gpu is not None or base.name != "custom" else "custom accelerator",
         source=", ".join(given) + (f"; otherwise {base.source}" if base.source else ""),
         memory_bytes=figures["memory_bytes"], peak_flops=figures["peak_flops"],
         bandwidth=figures["bandwidth"],
@@ -346,6 +369,10 @@ def require(acc: Accelerator, *fields: str) -> None:
             if acc.kind != "custom":
                 raise UsageError(f"{REQUIRED_OPTION[f]} is required: the table has no published "
                                  f"figure for {acc.name} ({acc.key})")
+            if acc.name.endswith(NOT_IN_TABLE):
+                name = acc.name.removesuffix(f" {NOT_IN_TABLE}")
+                raise UsageError(f"{REQUIRED_OPTION[f]} is required: --gpu {name} is not in the "
+                                 "table, so the figures given describe it")
             raise UsageError(
                 f"{REQUIRED_OPTION[f]} is required without --gpu (or pick one with --gpu h100)"
             )

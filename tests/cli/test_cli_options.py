@@ -42,8 +42,9 @@ def test_dtype_options_are_the_shared_ones(command: str) -> None:
 @pytest.mark.parametrize("command", ["train", "fit", "mfu"])
 def test_gpu_help_lists_the_accelerator_table(command: str) -> None:
     assert _options(command)["--gpu"].help == (
-        "Accelerator from the built-in table (120 cards: data-centre, workstation, consumer, Apple "
-        "silicon), e.g. h100, rtx-4090, apple-m3-max; an unknown name lists them."
+        "Accelerator from the table (120 cards: data-centre, workstation, consumer, Apple "
+        "silicon), e.g. h100; an unknown name lists them, or names the card --gpu-mem etc. "
+        "describe."
     )
     assert len(ACCELERATORS) == 120
 

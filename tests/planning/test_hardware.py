@@ -369,7 +369,7 @@ def test_unknown_gpu_lists_the_known_ones() -> None:
         lookup("k80")
     # the core names resolve()'s parameters; the CLI says --gpu, --gpu-mem, --gpu-flops
     assert str(e.value) == (
-        f"gpu k80: unknown accelerator; known: {', '.join(ACCELERATORS)} (or describe one with "
+        f"gpu k80: unknown accelerator; known: {', '.join(ACCELERATORS)} (or describe it with "
         "memory and flops)"
     )
     assert ", ".join(ACCELERATORS).startswith("a100-40gb, a100-80gb, h100, h200, b200, mi300x, ")
@@ -427,6 +427,42 @@ def test_resolve_custom_and_override() -> None:
     with pytest.raises(UsageError) as e:
         require(custom, "memory_bytes", "bandwidth")
     assert str(e.value) == "--gpu-bandwidth is required without --gpu (or pick one with --gpu h100)"
+
+
+def test_a_card_the_table_lacks_is_named_and_described_by_its_figures() -> None:
+    p100 = resolve("p100", flops="19T", bandwidth="732GB/s")
+    assert (p100.key, p100.kind, p100.peak_flops, p100.bandwidth, p100.memory_bytes) == (
+        "custom", "custom", 19 * 10**12, 732 * 10**9, 0)
+    assert p100.name == "p100 (not in the table: the figures given describe it)"
+    assert p100.source == "--gpu-flops 19T, --gpu-bandwidth 732GB/s"
+    with pytest.raises(UsageError) as e:
+        require(resolve("p100", flops="19T"), "peak_flops", "bandwidth")
+    assert str(e.value) == ("--gpu-bandwidth is required: --gpu p100 is not in the table, so the "
+                            "figures given describe it")
+    with pytest.raises(UsageError) as e:  # no figure: the name alone says nothing of the card
+        resolve("p100")
+    assert str(e.value).startswith("gpu p100: unknown accelerator; known: a100-40gb, ")
+    # a table card's name with a figure stays that card, the figure replacing its own
+    assert resolve("rtx-4090", bandwidth="900GB/s").key == "rtx-4090"
+
+
+@pytest.mark.parametrize(
+    "name,key",
+    [("apple-m3-max-40c", "apple-m3-max"), ("Apple M3 Max 40-core GPU", "apple-m3-max"),
+     ("M3 Max 30-Core GPU", "apple-m3-max-30c"), ("m2-ultra-76c", "apple-m2-ultra"),
+     ("Apple M1 Pro 14-core", "apple-m1-pro-14c"), ("apple-m4-max-40c", "apple-m4-max"),
+     ("m1-8c", "apple-m1")],
+)
+def test_an_apple_chip_by_its_gpu_core_count(name: str, key: str) -> None:
+    # the bare chip key is the top GPU configuration: its FLOP/s over a binned one's is the ratio
+    # of their core counts
+    assert lookup(name).key == key
+    binned = {"apple-m3-max": ("apple-m3-max-30c", 40, 30),
+              "apple-m2-ultra": ("apple-m2-ultra-60c", 76, 60)}
+    if key in binned:
+        other, full, cut = binned[key]
+        assert ACCELERATORS[key].peak_flops * cut // full == pytest.approx(
+            ACCELERATORS[other].peak_flops, rel=0.01)
 
 
 def test_resolve_needs_something() -> None:

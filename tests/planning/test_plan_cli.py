@@ -307,7 +307,7 @@ KNOWN = ", ".join(ACCELERATORS)
         (("train", "gpt2", "--gpu-mem", "80GiB"),
          "--gpu-flops is required without --gpu (or pick one with --gpu h100)"),
         (("train", "gpt2", "--gpu", "k80"),
-         f"--gpu k80: unknown accelerator; known: {KNOWN} (or describe one with --gpu-mem and "
+         f"--gpu k80: unknown accelerator; known: {KNOWN} (or describe it with --gpu-mem and "
          "--gpu-flops)"),
         (("train", "gpt2", "--gpu", "h100", "--gpus", "12", "--tp", "8"),
          "--gpus 12: must be a multiple of --tp × --pp = 8 × 1 = 8"),
@@ -327,7 +327,7 @@ KNOWN = ", ".join(ACCELERATORS)
          "--gpu is required (e.g. --gpu h100), or give --gpu-flops"),
         (("fit", "gpt2"), "--gpu is required (e.g. --gpu h100), or give --gpu-mem"),
         (("fit", "gpt2", "--gpu", "k80"),
-         f"--gpu k80: unknown accelerator; known: {KNOWN} (or describe one with --gpu-mem)"),
+         f"--gpu k80: unknown accelerator; known: {KNOWN} (or describe it with --gpu-mem)"),
         (("mfu", "gpt2", "--tokens-per-sec", "50k", "--gpu-flops", "fast"),
          "--gpu-flops fast: expected a rate such as 989T or 2.25PFLOPS"),
     ],
