@@ -83,10 +83,12 @@ TABLE = Path(__file__).with_name("hardware.json")
 
 
 def _figure(text: str | None) -> int:
-    """``"3.35T"`` → 3.35·10¹² (an exact decimal, never a float)."""
+    """``"3.35T"`` → 3.35·10¹² (an exact decimal, never a float; the table's figures are plain
+    decimals, read digit by digit rather than through Fraction: 720 of them at every start)."""
     if text is None:
         return 0
-    return int(Fraction(text[:-1]) * PREFIXES[text[-1].lower()])
+    whole, _, tenths = text[:-1].partition(".")
+    return int(int(whole + tenths) * PREFIXES[text[-1].lower()] // 10 ** len(tenths))
 
 
 def _apple_share(unified: int, rules: dict[str, str]) -> Fraction:

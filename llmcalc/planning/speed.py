@@ -43,10 +43,9 @@ row's roofline (a :class:`Latency`) in.
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from llmcalc.errors import ParameterError
@@ -118,9 +117,16 @@ def _published_tokens_per_s(r: dict[str, Any]) -> float:
     return float(r["batch"] * r["gen"] * 1000 / (r["latency_ms"] * r.get("tp", 1)))
 
 
+def median(values: Any) -> float:
+    """statistics.median, imported only where a fit or its error is computed (not at start-up)."""
+    import statistics
+
+    return float(statistics.median(values))
+
+
 @lru_cache(maxsize=1)
 def measured_rows() -> tuple[MeasuredRow, ...]:
-    text = resources.files("llmcalc.planning").joinpath("measured_speed.json").read_text()
+    text = Path(__file__).with_name("measured_speed.json").read_text(encoding="utf-8")
     rows = json.loads(text)["rows"]
     return tuple(MeasuredRow(
         source=r["source"], engine=r["engine"], backend=r["backend"], card=r["card"],
@@ -876,7 +882,7 @@ def card_caution(model: Model, key: str) -> str:
     far = [f"{stage} {min(errs):+.0%}" + (f" to {max(errs):+.0%} ({len(errs)} rows)"
                                            if len(errs) > 1 else " (1 row)")
            for card, stage, errs in model.by_card
-           if card == key and statistics.median(abs(e) for e in errs) > CARD_CAUTION]
+           if card == key and median(abs(e) for e in errs) > CARD_CAUTION]
     if not far:
         return ""
     return ("this card's own measured rows sit far from the fit (expected / measured − 1, each "
@@ -1146,7 +1152,7 @@ def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = Non
 
 
 def _median(errors: list[tuple[MeasuredRow, float]]) -> float | None:
-    return statistics.median(abs(e) for _, e in errors) if len(errors) > 2 else None
+    return median(abs(e) for _, e in errors) if len(errors) > 2 else None
 
 
 def _max_batch(pairs: list[tuple[MeasuredRow, Latency]], stand_ins: StandInPairs, stage: str) -> int:
