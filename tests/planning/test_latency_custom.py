@@ -177,6 +177,27 @@ def test_the_rtx_4090_called_by_its_figures(cli: Any) -> None:
     assert " ".join(strict.stderr.split()) == f"error: --strict: the output: {bound_note}"
 
 
+def test_a_named_card_the_table_lacks_is_its_figures(cli: Any) -> None:
+    """`--gpu p100 --gpu-flops X --gpu-bandwidth Y`: the name labels the card, the figures are it:
+    the same bound and expected figures as the figures alone, where the name had been refused."""
+    args = ("latency", "llama-2-7b", "--dtype", "q4_0", "--ctx", "512", "--gen", "1", "--batch",
+            "1", "--engine", "llama.cpp", "--backend", "cuda", "--json")
+    figures = ("--gpu-flops", "19.05T", "--gpu-bandwidth", "732G")
+    named = cli(*args[:2], "--gpu", "p100", *figures, *args[2:])
+    assert named.code == 0
+    d, alone = named.json(), cli(*args[:2], *figures, *args[2:]).json()
+    assert d["inputs"]["accelerator"]["name"] == (
+        "p100 (not in the table: the figures given describe it)")
+    assert d["expected"] == alone["expected"] and d["prefill"] == alone["prefill"]
+    e = d["expected"]
+    assert (round(e["prefill_tokens_per_s"], 1), round(e["decode_tokens_per_s"], 1)) == (
+        1_588.5, 126.8)
+    short = cli(*args[:2], "--gpu", "p100", "--gpu-flops", "19.05T", *args[2:])
+    assert short.code == 2
+    assert short.stderr.strip() == ("error: --gpu-bandwidth is required: --gpu p100 is not in the "
+                                    "table, so the figures given describe it")
+
+
 @pytest.mark.parametrize(("backend", "dtype", "ratio"), [
     (None, "q4_0", 4),  # no --engine: the highest of any backend, CUDA's INT8
     ("cuda", "nvfp4", 8), ("vulkan", "q4_0", 4), ("cuda", "bf16", 2),
