@@ -31,7 +31,7 @@ from fractions import Fraction
 from pathlib import Path
 
 from llmcalc.errors import ParameterError, UsageError
-from llmcalc.limits import check_option_length
+from llmcalc.limits import MAX_OPTION_CHARS, check_option_length
 
 GiB = 1024**3
 TB = 10**12
@@ -328,7 +328,9 @@ def resolve(
     if gpu is not None and given_any and not known(gpu):
         # a card the table lacks, named and described by its figures (--gpu p100 --gpu-flops 19T
         # --gpu-bandwidth 732G): the figures are the card, the name only labels it
-        check_option_length("--gpu", gpu)
+        if len(gpu) > MAX_OPTION_CHARS:
+            raise UsageError(f"--gpu: {len(gpu):,} characters; a card's name is read up to "
+                             f"{MAX_OPTION_CHARS}")
         custom = replace(custom, name=f"{gpu} {NOT_IN_TABLE}")
         gpu = None
     base = lookup(gpu, needs=needs) if gpu is not None else custom

@@ -442,6 +442,9 @@ def test_a_card_the_table_lacks_is_named_and_described_by_its_figures() -> None:
     with pytest.raises(UsageError) as e:  # no figure: the name alone says nothing of the card
         resolve("p100")
     assert str(e.value).startswith("gpu p100: unknown accelerator; known: a100-40gb, ")
+    with pytest.raises(UsageError) as e:  # a label, but a bounded one
+        resolve("x" * 100, bandwidth="1T")
+    assert str(e.value) == "--gpu: 100 characters; a card's name is read up to 64"
     # a table card's name with a figure stays that card, the figure replacing its own
     assert resolve("rtx-4090", bandwidth="900GB/s").key == "rtx-4090"
 
