@@ -234,7 +234,7 @@ def usable_memory(memory_bytes: int, *, headroom: float) -> int:
 NOT_IN_TABLE = "(not in the table: the figures given describe it)"
 
 
-def known(name: str) -> bool:
+def in_table(name: str) -> bool:
     """Whether ``--gpu NAME`` is a table card (or one of its aliases)."""
     return any(ALIASES.get(k, k) in ACCELERATORS for k in _spellings(_normal(name)))
 
@@ -325,7 +325,7 @@ def resolve(
         options = " and ".join(f"--gpu-{'mem' if x == 'memory' else x}" for x in needs)
         raise UsageError(f"--gpu is required (e.g. --gpu h100), or give {options}")
     custom = Accelerator("custom", "custom", 0, 0, 0, "")
-    if gpu is not None and given_any and not known(gpu):
+    if gpu is not None and given_any and not in_table(gpu):
         # a card the table lacks, named and described by its figures (--gpu p100 --gpu-flops 19T
         # --gpu-bandwidth 732G): the figures are the card, the name only labels it
         if len(gpu) > MAX_OPTION_CHARS:
@@ -350,7 +350,7 @@ def resolve(
         return base
     return replace(
         base,
-        name=base.name if gpu is not None or base.name != "custom" else "custom accelerator",
+        name=base.name if base.name != "custom" else "custom accelerator",
         source=", ".join(given) + (f"; otherwise {base.source}" if base.source else ""),
         memory_bytes=figures["memory_bytes"], peak_flops=figures["peak_flops"],
         bandwidth=figures["bandwidth"],
