@@ -156,7 +156,7 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # #19375) ran pp512 and pp2048 at 0.27 and 0.34 of their bound, expected 62% and 58% too fast
 # without it (Qwen3-30B-A3B's prefill rows on the same card: -9% to +11%); with it llama.cpp Metal's
 # leave-one-out prefill error goes 4.6% → 3.6%, CUDA's 10.8% → 10.6% (0.56 ms a layer and chunk on
-# Metal, 0.12 on CUDA, 0.03 on Vulkan).
+# Metal, 0.12 on CUDA, 0.03 on Vulkan; on Metal 0.17 with p_rec_pre below).
 # A decode step through such a layer (llama.cpp's qwen35moe.cpp, build_layer_attn_linear) is a
 # string of small kernels an attention layer does not have: the beta and alpha projections, sigmoid,
 # softplus and the A scale, the conv state's concat and copy back to the cache, ssm_conv, silu, the
@@ -170,13 +170,20 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # llama-server) the leave-one-out decode error goes 11.7% → 8.0% with both (9.9% c_rec alone),
 # 0.07 ms a recurrent layer and 0.23 more before the op; pooled decode 6.8% → 6.4%. On CUDA (an
 # RTX 4090's Qwen3.5-27B and 35B-A3B tg64, build 8820: +3% and +18% without it) 6.1% → 5.9% over
-# its 208 rows, 0.027 ms a layer (no CUDA row predates #19504: c_rec_pre 0). Fitted on Vulkan and
-# CUDA only (ENGINE_TERMS): Metal and ROCm have one hybrid decode row each (M2 Ultra tg32 +70%,
-# Strix Halo tg128 +69%), which a leave-one-out error cannot score, and their decode errors grew
-# with the term (4.7% → 4.8%, 9.2% → 9.3%). With c_norm beside them (_decode_features: a
-# gated-delta layer's gated RMS norm is its third) c_rec is 0.047 ms on Vulkan and 0.023 on CUDA.
+# its 208 rows, 0.027 ms a layer (no CUDA row predates #19504: c_rec_pre 0). Metal's fused op is
+# PR #20361 (merged with #20340's chunked fused path, March 2026), whose compare-commits table on an
+# M2 Ultra times Qwen3.5-27B Q8_0, Qwen3.5-35B-A3B Q4_0 and Qwen3-Next-80B-A3B Q4_K_M before and
+# after it (tg32 17.03 → 20.36, 57.08 → 77.65, 46.58 → 60.67 t/s; pp2048 1.1–1.3× as fast); a
+# prompt's chunks cost more before it too (p_rec_pre: recurrent layers × ⌈ctx / 64⌉ × 1 ms again on
+# such a row). On Metal's 267 rows (25 hybrid: those 18 and PR #19375's) the three terms take the
+# hybrid rows' leave-one-out error from 29.3% to 5.5% (decode, 7 rows) and 15.4% to 7.6% (prefill),
+# all rows' 4.8% → 4.7% and 4.5% → 4.4%: 0.10 ms a recurrent layer, 0.14 more before the op; 0.17
+# ms a layer and chunk, 0.29 more before it. ROCm goes without them: its one hybrid decode row
+# (Strix Halo tg128 +69%) a leave-one-out error cannot score, and its decode error grew with the term
+# (9.2% → 9.3%). With c_norm beside them (_decode_features: a gated-delta layer's gated RMS norm is
+# its third) c_rec is 0.047 ms on Vulkan and 0.023 on CUDA.
 DELTA_CHUNK = 64
-FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334}
+FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334, "metal": 20361}
 # transformers' decode step copies its KV cache: its DynamicCache appends each step's keys and values
 # with torch.cat (transformers/cache_utils.py, DynamicLayer.update: ``self.keys =
 # torch.cat([self.keys, key_states], dim=-2)``; before 4.36, which the A100 rows ran, the same
@@ -357,7 +364,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 17  # _prefill_features' length; the row features are prefill's, then decode's 15
+PREFILL_TERMS = 18  # _prefill_features' length; the row features are prefill's, then decode's 15
 STAGES = ("prefill", "decode")
 
 
@@ -687,7 +694,8 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     the caller asks about is a current build, so its ``predates`` is empty), a quantised
     prefill's weight FLOPs again on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), the
     weights' FLOPs again on an Apple GPU with Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), the
-    recurrent layers once per 64 prompt tokens (p_rec, ``DELTA_CHUNK``), and 1 ms for the request
+    recurrent layers once per 64 prompt tokens (p_rec, ``DELTA_CHUNK``), again on a measured row of a
+    build before its backend's fused GATED_DELTA_NET op (p_rec_pre), and 1 ms for the request
     served (o: SGLang's fixed cost of a request, ``PREFILL_TERMS``).
     ``old_build``: a measured row of a llama.cpp CUDA build from before MMQ was the default
     (``PRE_MMQ_SOURCES``): quantised weights dequantised to FP16 for cuBLAS (its GEMMs at the card's
@@ -713,12 +721,14 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS),
             lat.recurrent_layers * -(-lat.ctx // DELTA_CHUNK) * LAYER_S,
+            lat.recurrent_layers * -(-lat.ctx // DELTA_CHUNK) * LAYER_S
+            * (FUSED_DELTA_NET.get(backend, 0) in predates),  # p_rec_pre
             LAYER_S,  # o: 1 ms a request
             attention * cm2)  # p_cm2: Vulkan's coopmat2 flash attention
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 32 features of one row (prefill's 17, then decode's 15): a throughput row's request takes
+    """The 33 features of one row (prefill's 18, then decode's 15): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
@@ -906,9 +916,9 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
     return pre + (lat.gen - 1) * dec
 
 
-# The 32 terms in _row_features' order (prefill's 17, then decode's 15).
+# The 33 terms in _row_features' order (prefill's 18, then decode's 15).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_tc", "p_pre", "p_a8", "p_na",
-         "p_rec", "o", "p_cm2", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
+         "p_rec", "p_rec_pre", "o", "p_cm2", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
          "c_rec", "c_rec_pre", "c_norm", "c_clk")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
@@ -924,7 +934,9 @@ TERM_TEXT: dict[str, str] = {
              "only)",
     "p_a8": "quantised weight FLOPs / peak on an Apple GPU before M3",
     "p_na": "weight FLOPs / peak on an Apple GPU with Neural Accelerators",
-    "p_rec": "recurrent layers × prompt chunks of 64 × 1 ms", "o": "1 ms a served request",
+    "p_rec": "recurrent layers × prompt chunks of 64 × 1 ms",
+    "p_rec_pre": "recurrent layers × prompt chunks of 64 × 1 ms on a build before the backend's fused "
+                 "GATED_DELTA_NET op (measured rows only)", "o": "1 ms a served request",
     "p_cm2": "attention FLOPs / peak in Vulkan's coopmat2 flash attention (NVIDIA from Ampere on)",
     "a": "bytes / bandwidth", "c": "layers × 1 ms", "f": "FLOPs / peak", "g": "all-reduce time",
     "c_dc": "layers × 1 ms on a data-centre card",
@@ -946,14 +958,14 @@ def step_model(stage: str) -> str:
     coefficients."""
     names = TERMS[:PREFILL_TERMS] if stage == "prefill" else TERMS[PREFILL_TERMS:]
     return "t = " + " + ".join(f"{n} · {TERM_TEXT[n]}" for n in names)
-RECURRENT_TERMS = ("c_rec", "c_rec_pre")  # a decode step's recurrent layers (DELTA_CHUNK's comment)
+RECURRENT_TERMS = ("c_rec", "c_rec_pre", "p_rec_pre")  # the recurrent layers beyond p_rec (DELTA_CHUNK's comment)
 # the terms but llama.cpp CUDA's own decode terms, MoE, HBM and the GQA re-read (_decode_features),
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS
                   if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS, "c_clk"))
 # llama.cpp Metal and ROCm (and Vulkan's coopmat2 attention, p_cm2: coopmat2_share)
 _NO_REC = tuple(t for t in _NO_C_MOE if t not in (*RECURRENT_TERMS, "p_cm2"))
-# The terms an engine × backend is fitted with, where not all 32: vLLM's rows (its nightly
+# The terms an engine × backend is fitted with, where not all 33: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -1025,8 +1037,8 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
     ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_tc"),
-    # Metal without c_norm (_decode_features)
-    ("llama.cpp", "metal"): (*(t for t in _NO_REC if t != "c_norm"), *APPLE_TERMS),
+    # Metal without c_norm (_decode_features), with the recurrent layers' (DELTA_CHUNK's comment)
+    ("llama.cpp", "metal"): (*(t for t in _NO_REC if t != "c_norm"), *APPLE_TERMS, *RECURRENT_TERMS),
     ("llama.cpp", "rocm"): _NO_REC,
     ("llama.cpp", "vulkan"): _NO_C_MOE}
 

@@ -162,8 +162,9 @@ METAL_PRS = tuple(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (15
 # Gated DeltaNet models' llama-bench tables in llama.cpp PRs (predicted by the fit without them
 # before it took them in: docs/latency.md): Qwen3-Next-80B-A3B Q4_0 on an M2 Ultra (#19375, Metal),
 # Qwen3.5-35B-A3B Q4_K_M on an RTX 5090 (#20662, Vulkan), Qwen3-Coder-Next, Qwen3.5-35B-A3B and
-# Qwen3.5-122B-A10B on a Radeon 8060S before and after Vulkan's GATED_DELTA_NET op (#20334)
-HYBRID_PRS = tuple(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (19375, 20662, 20334))
+# Qwen3.5-122B-A10B on a Radeon 8060S before and after Vulkan's GATED_DELTA_NET op (#20334), and
+# Qwen3.5-27B, Qwen3.5-35B-A3B and Qwen3-Next-80B-A3B on an M2 Ultra before and after Metal's (#20361)
+HYBRID_PRS = tuple(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (19375, 20662, 20334, 20361))
 # llama-bench tables of Qwen3.5 (27B, 35B-A3B) on an RTX 4090, build 8820 (April 2026), in a notes page
 HYBRID_NOTES = ("https://github.com/jiegec/kb/blob/23addc71733ac6976d6efbddd1c52e8e557af87e/docs/"
                 "software/llm_local_serving.md",)
@@ -174,9 +175,9 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 1148
+    assert len(rows) == 1166
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 249, "consumer": 357, "datacentre": 542}
+    assert by_class == {"apple": 267, "consumer": 357, "datacentre": 542}
     assert sum(r.engine == "vllm" for r in rows) == 64
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 84, "transformers": 49}
@@ -364,14 +365,14 @@ def test_rows_carry_their_source_and_figures() -> None:
 # on the A100 and A10G alone): the RTX 4090's steps (consumer class) are expected 30–40% too slow,
 # its per-layer launch cost hidden under a step of 15 ms of bytes where the A100's and H100's are
 # not.
-LOO = {("llama.cpp", "metal"): (0.047, 0.036, True), ("llama.cpp", "cuda"): (0.06, 0.103, True),
+LOO = {("llama.cpp", "metal"): (0.047, 0.044, True), ("llama.cpp", "cuda"): (0.06, 0.103, True),
        ("llama.cpp", "vulkan"): (0.082, 0.128, False), ("llama.cpp", "rocm"): (0.086, 0.132, False),
        ("trtllm", "cuda"): (None, 0.055, True), ("vllm", "cuda"): (0.026, 2.77, False),
        ("sglang", "cuda"): (0.074, 0.104, True), ("sglang", "rocm"): (0.155, 0.346, False),
        ("llama.cpp", "cpu"): (0.133, 0.319, False),
        ("transformers", "cuda"): (0.09, 0.03, False), ("vllm", "rocm"): (None, None, True)}
 # Whole-request throughput rows (out tokens/s per GPU): their median |error|. vLLM's 38 are fitted
-# with 11 of the 17 terms (ENGINE_TERMS: decode's a, c, f and c_tp, TensorRT-LLM's prefill terms
+# with 12 of the 33 terms (ENGINE_TERMS: decode's a, c, f and c_tp, TensorRT-LLM's prefill terms
 # on its 88 first-token rows, which stand in for vLLM's prefill, and p_moe): seven from its nightly benchmark
 # (benchmark_latency, batch 8, 32 in / 128 out: Llama-3.1-8B, Llama-3-70B TP 4, Mixtral-8x7B TP 2
 # on H200 and H100; Llama-3.1-8B on an A100) and 31 from kernel PRs of 2024 (Mixtral-8x7B at 1,000
@@ -388,7 +389,7 @@ LOO = {("llama.cpp", "metal"): (0.047, 0.036, True), ("llama.cpp", "cuda"): (0.0
 THROUGHPUT = {("trtllm", "cuda"): 0.076, ("vllm", "cuda"): 0.07, ("transformers", "cuda"): 0.093,
               ("vllm", "rocm"): 0.031}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.043, ("llama.cpp", "cuda", "consumer"): 0.066,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.046, ("llama.cpp", "cuda", "consumer"): 0.066,
                 ("llama.cpp", "cuda", "datacentre"): 0.097, ("llama.cpp", "vulkan", "consumer"): 0.105,
                 ("llama.cpp", "rocm", "consumer"): 0.094,
                 ("llama.cpp", "rocm", "datacentre"): 0.255, ("trtllm", "cuda", "datacentre"): 0.064,
@@ -429,10 +430,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.064, "prefill": 0.076, "throughput": 0.068}
+    assert by_stage == {"decode": 0.064, "prefill": 0.077, "throughput": 0.068}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.043, "consumer": 0.088, "datacentre": 0.076}
+    assert by_class == {"apple": 0.046, "consumer": 0.088, "datacentre": 0.076}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
@@ -479,7 +480,7 @@ def test_a_tg128_row_reproduced(cli: Any) -> None:
             "--gen", "128", "--batch", "1", "--engine", "llama.cpp", "--json")
     got = json.loads(r.stdout)["expected"]["decode_tokens_per_s"]
     assert abs(got / 94.27 - 1) <= 0.08
-    assert round(got, 1) == 88.9
+    assert round(got, 1) == 90.0
 
 
 def test_without_engine_no_expected(cli: Any) -> None:
@@ -536,10 +537,10 @@ def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
     assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"] == pytest.approx(1_773.8, abs=0.1)
     assert round(e["error"]["throughput"], 3) == 0.070
     assert round(e["error"]["decode"], 3) == 0.026 and e["error"]["prefill"] is None
-    # p, q, r, s, p_moe and p_tc (the 11th of the 17: GEMMs on FP8-era tensor cores, an H100's
+    # p, q, r, s, p_moe and p_tc (the 11th of the 18: GEMMs on FP8-era tensor cores, an H100's
     # BF16 ones among them, at a smaller share of their peak)
     assert [round(c, 2) for c in e["basis"]["prefill"]["coefficients"]] == [
-        1.39, 0.7, 0.12, 2.16, 0.0, 0.0, 0.0, 1.08, 0.0, 0.0, 0.48, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        1.39, 0.7, 0.12, 2.16, 0.0, 0.0, 0.0, 1.08, 0.0, 0.0, 0.48, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     # a, c, f and c_tp: 0.117 ms a layer more under tensor parallelism
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
         1.028, 0.076, 4.484, 0.0, 0.0, 0.0, 0.0, 0.0, 0.117, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
@@ -602,10 +603,10 @@ def test_sglang_rows_reproduced(cli: Any) -> None:
     assert (round(e["error"]["decode"], 3), round(e["error"]["prefill"], 3)) == (0.074, 0.104)
     assert "stand_in" not in e["basis"]  # vLLM's rows no longer join its decode fit (speed.py)
     assert (e["basis"]["prefill"]["rows"], e["basis"]["decode"]["rows"]) == (18, 36)
-    # prefill: p, r, r_fp8 and o (the 10th and the 16th of the 17: 10.9 ms a request served); decode: a, c,
+    # prefill: p, r, r_fp8 and o (the 10th and the 17th of the 18: 10.9 ms a request served); decode: a, c,
     # f and c_fp8 (the 8th of the 13)
     assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [
-        1.371, 0.0, 0.89, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.059, 0.0, 0.0, 0.0, 0.0, 0.0, 10.868, 0.0]
+        1.371, 0.0, 0.89, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.059, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 10.868, 0.0]
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
         1.48, 0.078, 1.847, 0.0, 0.0, 0.0, 0.0, 0.059, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     words = " ".join(w for w in cli(*args).stdout.split() if w != "│")
@@ -660,7 +661,7 @@ def test_a_transformers_generate_row_reproduced(cli: Any) -> None:
     # a layer, f: the batch's FLOPs at 1/2.45 of the FP16 peak
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
         1.0, 0.522, 2.453, *[0.0] * 12]
-    assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [2.484, *[0.0] * 16]
+    assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [2.484, *[0.0] * 17]
 
 
 def test_an_optimum_benchmark_batch_reproduced(cli: Any) -> None:
@@ -795,8 +796,9 @@ def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None
     build before the op (c_rec_pre, measured rows only). On CUDA an RTX 4090's Qwen3.5-35B-A3B
     tg64 (build 8820): 166.29 measured, 195.5 expected (+18%) before, 166.0 now (0.027 ms a
     recurrent layer, 0.023 before the per-layer cost went in GPU cycles, c_clk; no CUDA row
-    predates its fused op, so c_rec_pre is 0 there); Metal and ROCm
-    are fitted without them."""
+    predates its fused op, so c_rec_pre is 0 there). On Metal an M2 Ultra's Qwen3.5-35B-A3B Q4_0
+    tg32 (PR #20361): 77.65 with Metal's fused op, 57.08 before it; 77.7 expected (0.105 ms a
+    recurrent layer, 0.140 more before the op). ROCm is fitted without them."""
     args = ("latency", "qwen3.5-35b-a3b", "--gpu", "strix-halo", "--dtype", "q8_0", "--ctx", "1",
             "--gen", "128", "--engine", "llama.cpp", "--backend", "vulkan", "--json")
     e = json.loads(cli(*args).stdout)["expected"]
@@ -810,8 +812,12 @@ def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None
         "expected"]
     assert [round(c, 3) for c in cuda["basis"]["decode"]["coefficients"][-4:-2]] == [0.027, 0.0]
     assert round(cuda["decode_tokens_per_s"], 1) == 166.0
-    for backend in ("metal", "rocm"):
-        assert not set(ENGINE_TERMS["llama.cpp", backend]) & {"c_rec", "c_rec_pre"}
+    metal = json.loads(cli("latency", "qwen3.5-35b-a3b", "--gpu", "apple-m2-ultra", "--dtype", "q4_0",
+                           "--ctx", "1", "--gen", "32", "--engine", "llama.cpp", "--json").stdout)[
+        "expected"]
+    assert [round(c, 3) for c in metal["basis"]["decode"]["coefficients"][-4:-2]] == [0.105, 0.14]
+    assert round(metal["decode_tokens_per_s"], 1) == 77.7
+    assert not set(ENGINE_TERMS["llama.cpp", "rocm"]) & {"c_rec", "c_rec_pre", "p_rec_pre"}
     # the layers a step runs a recurrence through: Gated DeltaNet (three in four), Mamba-2
     layers = {m: row_latency(next(r for r in measured_rows() if r.model == m)).recurrent_layers
               for m in ("qwen3.5-35b-a3b", "qwen3-next-80b-a3b", "nemotron-3-nano-30b-a3b")}
@@ -820,9 +826,9 @@ def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None
 
 def test_the_json_model_names_every_coefficient_in_order(cli: Any) -> None:
     """basis.<stage>.model lists one term per coefficient, in the coefficients' order, so a reader
-    can pair them (32 terms: prefill's 17, decode's 15)."""
+    can pair them (33 terms: prefill's 18, decode's 15)."""
     from llmcalc.planning.speed import TERM_TEXT, TERMS
-    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 32
+    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 33
     out = json.loads(cli("latency", "llama-3.1-8b", "--gpu", "rtx-4090", "--dtype", "q4_k_m",
                          "--engine", "llama.cpp", "--json").stdout)
     for stage, first, last in (("prefill", "p", "p_cm2"), ("decode", "a", "c_clk")):
