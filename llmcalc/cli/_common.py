@@ -184,9 +184,11 @@ def spec_for(
 ) -> ModelSpec:
     """The validated spec; a bundled model as it is (no --set, no --family, no --revision) from the
     spec cache, so that pydantic's validators load only when a spec is built. Fields that
-    ``--family`` leaves unread are also warned about on stderr."""
+    ``--family`` leaves unread are also warned about on stderr; a bundled model's such notes are
+    its answer's only, so that a command says the same whether the cache held its spec or not
+    (``fit``'s list of every bundled model said them only on a cold cache)."""
 
-    def validate() -> ModelSpec:
+    def validate(warn: bool = True) -> ModelSpec:
         from llmcalc.inputs.config import SIBLING_NOTE, UNMODELLED_NOTE, load_spec
 
         spec = load_spec(
@@ -197,7 +199,8 @@ def spec_for(
             trust_remote_code=trust_remote_code,
         )
         for note in spec.notes:
-            if note.startswith(("--family ", UNMODELLED_NOTE, SIBLING_NOTE)) and not _STRICT.get():
+            if (warn and note.startswith(("--family ", UNMODELLED_NOTE, SIBLING_NOTE))
+                    and not _STRICT.get()):
                 say("warning", note)
         return spec
 
@@ -206,7 +209,8 @@ def spec_for(
     else:
         from llmcalc.inputs import speccache
 
-        spec = speccache.load(model, validate)
+        bundled = speccache.bundled_file(model) is not None
+        spec = speccache.load(model, lambda: validate(warn=not bundled))
     refuse_assumed(spec.notes, model)
     return spec
 

@@ -46,3 +46,20 @@ def test_hybrid_layer_types_refuse(cli: Any, write: Any) -> None:
         "error: --family llama: the config has layer_types (mamba), which llama does not read and "
         "which change the count; leave out --family to measure it with transformers\n",
     )
+
+
+def test_a_bundled_models_unread_fields_are_said_alike_cold_warm_or_uncached(
+        cli: Any, tmp_path: Any, monkeypatch: Any) -> None:
+    """MiniMax-M2.5's config has fields no count reads: `count` says so once, as its answer's note,
+    whether the spec cache is cold, warm or off; `fit`'s list of every bundled model says nothing
+    either way (a cold cache had it print a warning for it, a warm one not)."""
+    note = ("note: fields this count does not model: rotary_dim, use_qk_norm, use_routing_bias, "
+            "num_mtp_modules\n")
+    for cache in (str(tmp_path / "c"), str(tmp_path / "c"), ""):  # cold, warm, off
+        monkeypatch.setenv("LLMCALC_CACHE_DIR", cache)
+        r = cli("count", "minimax-m2.5")
+        assert (r.code, r.stderr) == (0, note)
+    for cache in (str(tmp_path / "f"), str(tmp_path / "f"), ""):
+        monkeypatch.setenv("LLMCALC_CACHE_DIR", cache)
+        r = cli("fit", "--gpu", "h100", "--match", "minimax-m2*", "--json")
+        assert (r.code, r.stderr) == (0, "")
