@@ -178,9 +178,10 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # such a row). On Metal's 267 rows (25 hybrid: those 18 and PR #19375's) the three terms take the
 # hybrid rows' leave-one-out error from 29.3% to 5.5% (decode, 7 rows) and 15.4% to 7.6% (prefill),
 # all rows' 4.8% → 4.7% and 4.5% → 4.4%: 0.10 ms a recurrent layer, 0.14 more before the op; 0.17
-# ms a layer and chunk, 0.29 more before it. ROCm goes without them: its one hybrid decode row
+# ms a layer and chunk, 0.29 more before it (0.13, 0.14, 0.21 and 0.29 with the 37 Metal rows of 2026
+# builds since: docs/latency.md, rows51). ROCm goes without them: its one hybrid decode row
 # (Strix Halo tg128 +69%) a leave-one-out error cannot score, and its decode error grew with the term
-# (9.2% → 9.3%). With c_norm beside them (_decode_features: a gated-delta layer's gated RMS norm is
+# (9.2% → 9.3%; with the 22 ROCm rows of 2026 builds, eleven of them hybrid, 7.9% → 10.6%). With c_norm beside them (_decode_features: a gated-delta layer's gated RMS norm is
 # its third) c_rec is 0.047 ms on Vulkan and 0.023 on CUDA.
 DELTA_CHUNK = 64
 FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334, "metal": 20361}

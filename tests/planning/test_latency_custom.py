@@ -87,10 +87,11 @@ def test_no_measurement_beats_the_bound_of_its_card_called_by_its_figures() -> N
 CALLED = {("llama.cpp", "cpu", "consumer"): 0.21,  # 0.23
           ("llama.cpp", "cuda", "consumer"): 0.082,  # 0.248 (80 rows then); 0.073 (1,088 rows)
           ("llama.cpp", "cuda", "datacentre"): 0.103,  # 0.966 (80 rows then)
-          ("llama.cpp", "metal", "apple"): 0.052,  # 0.053; 0.052 before the Apple generation terms;
-          # 0.048 before PR #20361's 18 hybrid rows (a card by its figures: its per-layer costs unknown)
-          ("llama.cpp", "rocm", "consumer"): 0.13,  # 0.099 (553 rows); 0.155 (1,070); 0.132 (1,078)
-          ("llama.cpp", "rocm", "datacentre"): 0.255,  # (#15021's MI300X and MI210, PR #14949's MI100)
+          ("llama.cpp", "metal", "apple"): 0.058,  # 0.053; 0.052 before the Apple generation terms;
+          # 0.048 before PR #20361's 18 hybrid rows (a card by its figures: its per-layer costs
+          # unknown), 0.052 before the 37 Gemma / Qwen3 rows of 2026 builds
+          ("llama.cpp", "rocm", "consumer"): 0.12,  # 0.099 (553 rows); 0.155 (1,070); 0.132 (1,078); 0.13 before 2026's 22
+          ("llama.cpp", "rocm", "datacentre"): 0.278,  # (#15021's MI300X and MI210, PR #14949's MI100)
           ("llama.cpp", "vulkan", "consumer"): 0.165,  # 0.431 (553 rows); 0.142 (911); 0.178 (1,078)
           ("sglang", "cuda", "datacentre"): 0.086,  # 0.33 on its 4 rows then; 54 rows now
           ("sglang", "rocm", "datacentre"): 0.167,  # its 30 rows came after the rule
@@ -130,9 +131,11 @@ def test_called_by_figures_errors(called_errors: list[tuple[MeasuredRow, float]]
     # tf41's 12 transformers decode steps of bitsandbytes' benchmark (before: decode 0.069,
     # throughput 0.07, consumer 0.104, dc 0.074), the bytes' coefficient held at 1 or more
     # (speed.FLOORS; before: decode 0.07, throughput 0.071), PR #20361's 18 hybrid Metal rows with
-    # c_rec, c_rec_pre and p_rec_pre on Metal (before: prefill 0.087, apple 0.048)
-    assert by_stage == {"decode": 0.068, "prefill": 0.085, "throughput": 0.068}
-    assert by_class == {"apple": 0.052, "consumer": 0.112, "datacentre": 0.075}
+    # c_rec, c_rec_pre and p_rec_pre on Metal (before: prefill 0.087, apple 0.048), the 59 rows of
+    # 2026 builds on Metal (Gemma 2/3/4, Qwen3) and ROCm (R9700, RX 9070 / 9070 XT, Strix Halo;
+    # before: decode 0.068, prefill 0.085, apple 0.052, consumer 0.112)
+    assert by_stage == {"decode": 0.076, "prefill": 0.087, "throughput": 0.068}
+    assert by_class == {"apple": 0.058, "consumer": 0.107, "datacentre": 0.075}
 
 
 def test_the_rtx_4090_called_by_its_figures(cli: Any) -> None:

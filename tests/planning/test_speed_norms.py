@@ -38,6 +38,6 @@ def test_gemma_4_decode_is_no_longer_expected_far_too_fast() -> None:
     errors = {(r.backend, r.gpu): round(e, 3) for b in ("vulkan", "rocm")
               for r, e in loo_errors([(r, row_latency(r)) for r in rows_for("llama.cpp", b)],
                                      "decode")
-              if r.model == "gemma-4-26b-a4b-whole"}
-    assert errors == {("vulkan", "rx-7900-xtx"): -0.215, ("rocm", "rx-7900-xtx"): 0.071,
-                      ("rocm", "r9700"): -0.12}
+              if r.model == "gemma-4-26b-a4b-whole" and r.source.endswith(("/27952", "/26284"))}
+    assert errors == {("vulkan", "rx-7900-xtx"): -0.215, ("rocm", "rx-7900-xtx"): 0.045,
+                      ("rocm", "r9700"): -0.067}
