@@ -209,8 +209,7 @@ def spec_for(
     else:
         from llmcalc.inputs import speccache
 
-        bundled = speccache.bundled_file(model) is not None
-        spec = speccache.load(model, lambda: validate(warn=not bundled))
+        spec = speccache.load(model, lambda: validate(warn=speccache.bundled_file(model) is None))
     refuse_assumed(spec.notes, model)
     return spec
 

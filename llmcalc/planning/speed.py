@@ -171,7 +171,9 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # 0.07 ms a recurrent layer and 0.23 more before the op; pooled decode 6.8% → 6.4%. On CUDA (an
 # RTX 4090's Qwen3.5-27B and 35B-A3B tg64, build 8820: +3% and +18% without it) 6.1% → 5.9% over
 # its 208 rows, 0.027 ms a layer (no CUDA row predates #19504: c_rec_pre 0). Metal's fused op is
-# PR #20361 (merged with #20340's chunked fused path, March 2026), whose compare-commits table on an
+# PR #20361 (ggml/src/ggml-metal/ggml-metal-ops.cpp, ggml_metal_op_gated_delta_net, running
+# ggml-metal.metal's kernel_gated_delta_net; merged with #20340's chunked fused path, March 2026:
+# ggml's sync commit 6dafac0), whose compare-commits table on an
 # M2 Ultra times Qwen3.5-27B Q8_0, Qwen3.5-35B-A3B Q4_0 and Qwen3-Next-80B-A3B Q4_K_M before and
 # after it (tg32 17.03 → 20.36, 57.08 → 77.65, 46.58 → 60.67 t/s; pp2048 1.1–1.3× as fast); a
 # prompt's chunks cost more before it too (p_rec_pre: recurrent layers × ⌈ctx / 64⌉ × 1 ms again on
@@ -180,9 +182,10 @@ def rows_for(engine: str, backend: str) -> tuple[MeasuredRow, ...]:
 # all rows' 4.8% → 4.7% and 4.5% → 4.4%: 0.10 ms a recurrent layer, 0.14 more before the op; 0.17
 # ms a layer and chunk, 0.29 more before it (0.13, 0.14, 0.21 and 0.29 with the 37 Metal rows of 2026
 # builds since: docs/latency.md, rows51). ROCm goes without them: its one hybrid decode row
-# (Strix Halo tg128 +69%) a leave-one-out error cannot score, and its decode error grew with the term
-# (9.2% → 9.3%; with the 22 ROCm rows of 2026 builds, eleven of them hybrid, 7.9% → 10.6%). With c_norm beside them (_decode_features: a gated-delta layer's gated RMS norm is
-# its third) c_rec is 0.047 ms on Vulkan and 0.023 on CUDA.
+# (Strix Halo tg128 +69%) a leave-one-out error cannot score, and its decode error grew with the
+# term (9.2% → 9.3%; with the 22 ROCm rows of 2026 builds, eleven of them hybrid, 7.9% → 10.6%).
+# With c_norm beside them (_decode_features: a gated-delta layer's gated RMS norm is its third)
+# c_rec is 0.047 ms on Vulkan and 0.023 on CUDA.
 DELTA_CHUNK = 64
 FUSED_DELTA_NET = {"cuda": 19504, "vulkan": 20334, "metal": 20361}
 # transformers' decode step copies its KV cache: its DynamicCache appends each step's keys and values
@@ -713,6 +716,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
                 + (score_bytes(lat) if old_build else 0))
     cm2 = coopmat2_share(lat.accelerator, backend)
     attention = lat.prefill_attention_flops / _fp16_peak(lat, peak, backend)
+    chunks = lat.recurrent_layers * -(-lat.ctx // DELTA_CHUNK) * LAYER_S  # DELTA_CHUNK's comment
     return (dense / peak, streamed / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
             p.flops / peak * dc, attention * (1 - cm2),
             dense / peak * kq, dense / peak * lat.moe,
@@ -721,9 +725,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             dense / peak * (AMD_COOPMAT_TUNING in predates),
             dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS),
-            lat.recurrent_layers * -(-lat.ctx // DELTA_CHUNK) * LAYER_S,
-            lat.recurrent_layers * -(-lat.ctx // DELTA_CHUNK) * LAYER_S
-            * (FUSED_DELTA_NET.get(backend, 0) in predates),  # p_rec_pre
+            chunks, chunks * (FUSED_DELTA_NET.get(backend, 0) in predates),  # p_rec, p_rec_pre
             LAYER_S,  # o: 1 ms a request
             attention * cm2)  # p_cm2: Vulkan's coopmat2 flash attention
 
@@ -919,8 +921,8 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...]) -> float:
 
 # The 33 terms in _row_features' order (prefill's 18, then decode's 15).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_tc", "p_pre", "p_a8", "p_na",
-         "p_rec", "p_rec_pre", "o", "p_cm2", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp", "c_a8", "a_gqa",
-         "c_rec", "c_rec_pre", "c_norm", "c_clk")
+         "p_rec", "p_rec_pre", "o", "p_cm2", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp",
+         "c_a8", "a_gqa", "c_rec", "c_rec_pre", "c_norm", "c_clk")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
 TERM_TEXT: dict[str, str] = {
@@ -959,7 +961,8 @@ def step_model(stage: str) -> str:
     coefficients."""
     names = TERMS[:PREFILL_TERMS] if stage == "prefill" else TERMS[PREFILL_TERMS:]
     return "t = " + " + ".join(f"{n} · {TERM_TEXT[n]}" for n in names)
-RECURRENT_TERMS = ("c_rec", "c_rec_pre", "p_rec_pre")  # the recurrent layers beyond p_rec (DELTA_CHUNK's comment)
+# the recurrent layers beyond p_rec (DELTA_CHUNK's comment)
+RECURRENT_TERMS = ("c_rec", "c_rec_pre", "p_rec_pre")
 # the terms but llama.cpp CUDA's own decode terms, MoE, HBM and the GQA re-read (_decode_features),
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS
