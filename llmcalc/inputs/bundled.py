@@ -112,7 +112,9 @@ _TUNED = re.compile(r"-(?:instruct|chat|it)(?=$|-hf$|-v\d+(?:\.\d+)*$)", re.IGNO
 # Mixtral-8x22B-Instruct-v0.1's vocab_size is 32,768, its base's 32,000 (its config.json as litgpt
 # PR #1845 quotes it); Qwen2.5's Instruct releases from 7B up cap max_position_embeddings at 32,768
 # where their bases take 131,072 (the bundled Qwen/Qwen2.5-72B-Instruct config.json against
-# Qwen/Qwen2.5-7B's).
+# Qwen/Qwen2.5-7B's). The 7B and 32B Instruct releases are bundled with their own config.json and
+# resolve to it (find, before any sibling is looked for); they stay listed so that base_of never
+# answers for them with their base.
 SIBLINGS_THAT_DIFFER = frozenset({
     "mistralai/mixtral-8x22b-instruct-v0.1", "qwen/qwen2.5-7b-instruct", "qwen/qwen2.5-14b-instruct",
     "qwen/qwen2.5-32b-instruct"})

@@ -143,8 +143,8 @@ def test_list_pattern_is_a_substring(cli: Any) -> None:
 
 def test_list_pattern_is_a_glob_when_it_has_glob_characters(cli: Any) -> None:
     rows = cli("list", "*-70b", "--json").json()
-    assert [r["name"] for r in rows] == ["llama-2-70b", "llama-3-70b", "llama-3.1-70b",
-                                         "llama-3.3-70b"]
+    assert [r["name"] for r in rows] == ["deepseek-r1-distill-llama-70b", "llama-2-70b",
+                                         "llama-3-70b", "llama-3.1-70b", "llama-3.3-70b"]
     # a glob matches a whole name: "llama-3*" is neither "tinyllama-1.1b" nor "llama-2-7b"
     names = [r["name"] for r in cli("list", "llama-3*", "--json").json()]
     assert names == ["llama-3-70b", "llama-3-8b", "llama-3.1-405b", "llama-3.1-70b",
@@ -246,6 +246,15 @@ BENCHMARKED = {
     "qwen3.5-397b-a17b": ("Qwen/Qwen3.5-397B-A17B", 396_802_360_816),
     "minimax-m2.5": ("MiniMaxAI/MiniMax-M2.5", 228_689_748_992),
     "glm-5.1": ("zai-org/GLM-5.1", 743_911_199_232),
+    # Qwen2.5's 7B and 32B Instruct releases (their context capped at 32,768, unlike their bases),
+    # the R1 distills, QwQ and GLM-4.7-Flash (MoE, 3,896,763,136 active); Qwen3.5-9B whole
+    "qwen2.5-7b-instruct": ("Qwen/Qwen2.5-7B-Instruct", 7_615_616_512),
+    "qwen2.5-32b-instruct": ("Qwen/Qwen2.5-32B-Instruct", 32_763_876_352),
+    "deepseek-r1-distill-qwen-7b": ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", 7_615_616_512),
+    "deepseek-r1-distill-llama-70b": ("deepseek-ai/DeepSeek-R1-Distill-Llama-70B", 70_553_706_496),
+    "qwq-32b": ("Qwen/QwQ-32B", 32_763_876_352),
+    "glm-4.7-flash": ("zai-org/GLM-4.7-Flash", 29_943_390_976),
+    "qwen3.5-9b": ("Qwen/Qwen3.5-9B", 9_409_813_744),
 }
 
 
@@ -283,7 +292,7 @@ def test_benchmarked_models_get_an_expected_speed(cli: Any, name: str) -> None:
     ("mistralai/Mistral-7B-Instruct-v0.1", "mistral-7b"),
     ("google/gemma-2-9b-it", "gemma-2-9b"),
     ("Qwen/Qwen2.5-0.5B-Instruct", "qwen2.5-0.5b"),
-    ("Qwen/Qwen2.5-7B-Instruct", None),  # its context capped at 32,768: SIBLINGS_THAT_DIFFER
+    ("Qwen/Qwen2.5-14B-Instruct", None),  # its context capped at 32,768: SIBLINGS_THAT_DIFFER
     ("mistralai/Mixtral-8x22B-Instruct-v0.1", None),  # its vocab 32,768
     ("meta-llama/Llama-4-Scout-17B-16E-Instruct", None),  # the bundled base is a text_config
     ("meta-llama/Llama-3.1-8B-Instructor", None),  # not a sibling's suffix
