@@ -64,8 +64,8 @@ class Accelerator:
     peaks_source: str = ""
     fp4_flops: int = 0  # FP4 (NVFP4/MXFP4 block-scaled) tensor peak: Blackwell
     # dense FP16 tensor FLOP per SM and clock over a GeForce SM's 1,024 (A100 2, H100/H200 4, B200
-    # 8): what llama.cpp's MMQ kernels, sized for a GeForce SM, leave of a data-centre card's peak
-    # (llmcalc.planning.speed.mmq_sm_rate); 1 for the rest
+    # 8), from which llama.cpp's MMQ share of a data-centre card's peak is read (with the Hopper
+    # SM's mma.sync rate: llmcalc.planning.speed.mmq_sm_rate); 1 for the rest
     sm_rate: int = 1
     # the GPU's published maximum boost clock in MHz and where it is read (0: not in the table):
     # a decode step's per-layer kernels on CUDA take time in GPU cycles (speed.CLOCK_MHZ)

@@ -405,7 +405,24 @@ ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
 # prefill alone 11.8% → 11.9%), the B200's pp512 from 125% over to 1% under, the H100's and
 # H200's from 8–25% over to 9–22% under; the H100 PCIe's F16 rows (cuBLAS, May 2024), which p_dc
 # took down, are 71–96% over.
-def mmq_sm_rate(a: Accelerator) -> int:
+# A Hopper SM is not an A100 SM at twice the rate for those tiles: it reaches its dense peak only
+# through the warpgroup wgmma instructions, and the warp-level mma.sync that MMQ's tiles issue
+# (ggml/src/ggml-cuda/mma.cuh) reaches about 0.65 of it — 494 of 757 TFLOP/s on an H800, against
+# about 0.96 for wgmma (arXiv 2501.12084, as github.com/waynehacking8/blackwell-tensorcore-kernels'
+# README quotes it at commit c289bde) — 0.65 × 4,096 = 2,673 FLOP a clock, 1.31 times an A100 SM's
+# 2,048 (an A100 has no wgmma: mma.sync is its peak). The scoreboard's per-SM-clock speeds say the
+# same: H100 10,163 t/s over 132 SMs at 1.83 GHz, A100 4,967 over 108 at 1.41, 1.29 times. So a
+# Hopper card's MMQ rate is its peak over sm_rate / 1.31 (3.06); Blackwell's data-centre SM, whose
+# full rate is its tcgen05 instructions', is taken at Hopper's mma.sync rate per clock (no
+# measurement of its mma.sync share was found). llama.cpp CUDA's leave-one-out prefill error on its
+# data-centre rows goes from 14.5% to 4.8% (the H100's and H200's pp512 from 15–26% under to 3–16%
+# under, the A100's from 5–15% over to 9% under–0.4% over, the B200's from 8% under to 5% over), on
+# its consumer rows 9.2% → 8.5%; decode does not move; held-out (bench/speed_holdout.py, which has
+# no quantised prefill on these cards) data-centre 10.8% → 10.7%, the rest the same.
+HOPPER_MMA_SYNC_SHARE = 494 / 757  # of a Hopper SM's dense tensor peak, reached by mma.sync
+
+
+def sm_rate(a: Accelerator) -> int:
     """A table card's ``sm_rate`` (hardware.json; 1 where it has none: GeForce, workstation cards, the
     V100, whose Volta SM has GeForce's rate); a card not in the table that ``custom_card`` reads as
     data-centre takes the rate of the table's data-centre cards of its bf16 peak: below 500
@@ -414,6 +431,13 @@ def mmq_sm_rate(a: Accelerator) -> int:
     if a.key != CUSTOM or a.kind != "datacenter":
         return a.sm_rate
     return 2 if a.peak_flops < 500 * 10**12 else 4 if a.peak_flops < 1_500 * 10**12 else 8
+
+
+def mmq_sm_rate(a: Accelerator) -> float:
+    """What a card's FP16 peak is divided by for llama.cpp's MMQ tiles: its ``sm_rate``, over the
+    Hopper SM's mma.sync rate per clock against an A100 SM's (1.31) from Hopper on."""
+    rate = sm_rate(a)
+    return rate if rate < 4 else rate / (4 * HOPPER_MMA_SYNC_SHARE / 2)
 
 
 # A card given by its figures alone (no table key): the bound takes the highest ratios a card of the
@@ -553,7 +577,7 @@ def _fp8_gemms(lat: Latency, backend: str) -> bool:
 
 def _tc_gemms(lat: Latency, backend: str) -> bool:
     """GEMMs on FP8-era tensor cores, which reach a smaller share of their peak than an A100's
-    (p_tc): FP8 GEMMs (``_fp8_gemms``), and any GEMM on a Hopper or Blackwell SM (``mmq_sm_rate``
+    (p_tc): FP8 GEMMs (``_fp8_gemms``), and any GEMM on a Hopper or Blackwell SM (``sm_rate``
     4 or 8). The largest matmuls a search of shapes finds (stas00/ml-engineering,
     compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table", torch
     2.6–2.7) reach 86.9% of the BF16 peak on an A100 SXM, 80.3% on an H100 SXM (the H200 the
@@ -567,10 +591,10 @@ def _tc_gemms(lat: Latency, backend: str) -> bool:
     (TensorRT-LLM) and 28–36% (vLLM) at the A100's share, the GH200's 12–16%; at the FP8 share
     0–3% too slow and −3–+3%, the GH200's 12–15% too slow, while the A100's rows of the same table
     stay within 8% (the held-out prefill median 18.5% → 15.4%). llama.cpp's CUDA fit goes without
-    the term: its quantised prefill runs MMQ tiles at GeForce's rate (``mmq_sm_rate``), and its
+    the term: its quantised prefill runs MMQ tiles at their own rate (``mmq_sm_rate``), and its
     two 16-bit Hopper rows (an H100 PCIe's F16 pp512 and pp4096, May 2024, cuBLAS) alone would set
     it, at 0.46 of the A100's share: leave-one-out prefill 10.3% → 11.0%."""
-    return _fp8_gemms(lat, backend) or mmq_sm_rate(fit_card(lat, backend)) >= 4
+    return _fp8_gemms(lat, backend) or sm_rate(fit_card(lat, backend)) >= 4
 
 
 # A decode step's kernels on CUDA are launched from a CUDA graph (llama.cpp since PR #6766:

@@ -12,6 +12,7 @@ are left out.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -79,9 +80,21 @@ def test_every_docs_page_is_linked_from_the_readme() -> None:
         assert f"](docs/{path.name})" in README, f"README.md does not link docs/{path.name}"
 
 
+@pytest.fixture(scope="module")
+def ggufs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The GGUFs of memory --engine llama.cpp's examples (68 MB), written once for the module."""
+    from helpers import tiny_gguf
+
+    folder = tmp_path_factory.mktemp("ggufs")
+    tiny_gguf.write(folder / "model.gguf", "llama")
+    tiny_gguf.write(folder / "mixtral.gguf", "llama", n_expert=4, n_layer=9)
+    return folder
+
+
 @pytest.fixture
-def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The files the README's examples name, in a temporary working folder."""
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ggufs: Path) -> Path:
+    """The files the README's examples name, in a temporary working folder (the GGUFs hard links
+    to the module's one copy: a hundred examples, not a hundred copies of them in the temp folder)."""
     gpt2 = load_spec("gpt2")
     config = {**gpt2.config, "model_type": gpt2.model_type}
     (tmp_path / "path/to").mkdir(parents=True)
@@ -94,10 +107,8 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     shutil.copy(bundled.paths()[0], tmp_path / "models")
     shutil.copy(bundled.paths()[0], tmp_path / "my-model.yaml")
     (tmp_path / "configs").symlink_to(REPO / "configs")
-    from helpers import tiny_gguf  # the GGUFs of memory --engine llama.cpp's examples
-
-    tiny_gguf.write(tmp_path / "model.gguf", "llama")
-    tiny_gguf.write(tmp_path / "mixtral.gguf", "llama", n_expert=4, n_layer=9)
+    for name in ("model.gguf", "mixtral.gguf"):
+        os.link(ggufs / name, tmp_path / name)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

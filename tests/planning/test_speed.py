@@ -379,7 +379,7 @@ def test_rows_carry_their_source_and_figures() -> None:
 # on the A100 and A10G alone): the RTX 4090's steps (consumer class) are expected 30–40% too slow,
 # its per-layer launch cost hidden under a step of 15 ms of bytes where the A100's and H100's are
 # not.
-LOO = {("llama.cpp", "metal"): (0.062, 0.049, True), ("llama.cpp", "cuda"): (0.06, 0.103, True),
+LOO = {("llama.cpp", "metal"): (0.062, 0.049, True), ("llama.cpp", "cuda"): (0.06, 0.082, True),
        ("llama.cpp", "vulkan"): (0.082, 0.128, False), ("llama.cpp", "rocm"): (0.079, 0.132, False),
        ("trtllm", "cuda"): (None, 0.055, True), ("vllm", "cuda"): (0.026, 2.77, False),
        ("sglang", "cuda"): (0.074, 0.104, True), ("sglang", "rocm"): (0.155, 0.346, False),
@@ -404,7 +404,7 @@ THROUGHPUT = {("trtllm", "cuda"): 0.076, ("vllm", "cuda"): 0.07, ("transformers"
               ("vllm", "rocm"): 0.031}
 
 CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.054, ("llama.cpp", "cuda", "consumer"): 0.066,
-                ("llama.cpp", "cuda", "datacentre"): 0.097, ("llama.cpp", "vulkan", "consumer"): 0.105,
+                ("llama.cpp", "cuda", "datacentre"): 0.074, ("llama.cpp", "vulkan", "consumer"): 0.105,
                 ("llama.cpp", "rocm", "consumer"): 0.098,
                 ("llama.cpp", "rocm", "datacentre"): 0.278, ("trtllm", "cuda", "datacentre"): 0.064,
                 ("vllm", "cuda", "datacentre"): 0.054, ("sglang", "cuda", "datacentre"): 0.086,
@@ -444,10 +444,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.069, "prefill": 0.077, "throughput": 0.068}
+    assert by_stage == {"decode": 0.069, "prefill": 0.074, "throughput": 0.068}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.054, "consumer": 0.088, "datacentre": 0.076}
+    assert by_class == {"apple": 0.054, "consumer": 0.085, "datacentre": 0.069}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
