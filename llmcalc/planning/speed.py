@@ -407,7 +407,8 @@ ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
 # took down, are 71–96% over.
 # A Hopper SM is not an A100 SM at twice the rate for those tiles: it reaches its dense peak only
 # through the warpgroup wgmma instructions, and the warp-level mma.sync that MMQ's tiles issue
-# (ggml/src/ggml-cuda/mma.cuh) reaches about 0.65 of it — 494 of 757 TFLOP/s on an H800, against
+# (ggml/src/ggml-cuda/mma.cuh, ggml_cuda_mma::mma: mma.sync.aligned.m16n8k32 on int8 tiles; ggml at
+# d99724f2) reaches about 0.65 of it — 494 of 757 TFLOP/s on an H800, against
 # about 0.96 for wgmma (arXiv 2501.12084, as github.com/waynehacking8/blackwell-tensorcore-kernels'
 # README quotes it at commit c289bde) — 0.65 × 4,096 = 2,673 FLOP a clock, 1.31 times an A100 SM's
 # 2,048 (an A100 has no wgmma: mma.sync is its peak). The scoreboard's per-SM-clock speeds say the
@@ -420,6 +421,8 @@ ENGINE_FORMATS: dict[tuple[str, str], tuple[str, ...]] = {
 # its consumer rows 9.2% → 8.5%; decode does not move; held-out (bench/speed_holdout.py, which has
 # no quantised prefill on these cards) data-centre 10.8% → 10.7%, the rest the same.
 HOPPER_MMA_SYNC_SHARE = 494 / 757  # of a Hopper SM's dense tensor peak, reached by mma.sync
+# a Hopper SM's mma.sync FLOP a clock over an A100 SM's: 0.65 × 4,096 / 2,048 = 1.31
+HOPPER_OVER_A100 = HOPPER_MMA_SYNC_SHARE * 4_096 / 2_048
 
 
 def sm_rate(a: Accelerator) -> int:
@@ -437,7 +440,7 @@ def mmq_sm_rate(a: Accelerator) -> float:
     """What a card's FP16 peak is divided by for llama.cpp's MMQ tiles: its ``sm_rate``, over the
     Hopper SM's mma.sync rate per clock against an A100 SM's (1.31) from Hopper on."""
     rate = sm_rate(a)
-    return rate if rate < 4 else rate / (4 * HOPPER_MMA_SYNC_SHARE / 2)
+    return rate / HOPPER_OVER_A100 if rate >= 4 else rate
 
 
 # A card given by its figures alone (no table key): the bound takes the highest ratios a card of the
