@@ -7,6 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from llmcalc.planning.hardware import Accelerator
 
 
 class Kernel(str, Enum):
@@ -101,14 +105,34 @@ def parse_engine(text: str) -> Engine:
 BACKENDS = ("cuda", "metal", "rocm", "vulkan", "cpu")
 
 
-def parse_backend(text: str | None, kind: str) -> str:
-    """``--backend`` as named, else the card's own: metal on Apple silicon (``kind`` apple), cuda
-    on the rest; anything else raises UsageError."""
+# the makers' GPUs each backend runs on (Accelerator.maker): Metal is Apple's API; llama.cpp's CUDA
+# backend (ggml/src/ggml-cuda) and vLLM's, SGLang's and TensorRT-LLM's CUDA builds run on NVIDIA
+# GPUs, their ROCm (HIP) builds on AMD's; Vulkan runs on any maker's discrete or integrated GPU
+# but Apple's (no Vulkan driver of its own: llmcalc has no measurement through MoltenVK). The CPU
+# backend is a CPU, which the table does not hold: it is described by its figures alone (a card
+# not in the table: docs/latency.md, "llama.cpp on a CPU").
+BACKEND_MAKERS = {"metal": ("apple",), "cuda": ("nvidia",), "rocm": ("amd",),
+                  "vulkan": ("nvidia", "amd", "intel"), "cpu": ()}
+# a table card's backend when none is named, by maker (NVIDIA's and a card by its figures: cuda)
+DEFAULT_BACKEND = {"apple": "metal", "amd": "rocm", "intel": "vulkan"}
+
+
+def parse_backend(text: str | None, acc: Accelerator) -> str:
+    """``--backend`` as named, else the card's own (``DEFAULT_BACKEND``: metal on Apple silicon,
+    rocm on AMD's, vulkan on Intel's, cuda on NVIDIA's and a card given by its figures); a name
+    that is not a backend, or one that does not run on the table's card (``BACKEND_MAKERS``),
+    raises UsageError."""
     from llmcalc.errors import UsageError
 
     if text is None:
-        return "metal" if kind == "apple" else "cuda"
+        return DEFAULT_BACKEND.get(acc.maker, "cuda")
     key = text.strip().lower()
     if key not in BACKENDS:
         raise UsageError(f"--backend {text!r}: not a backend llmcalc models ({', '.join(BACKENDS)})")
+    if acc.maker and acc.maker not in BACKEND_MAKERS[key]:
+        if key == "cpu":
+            raise UsageError(f"--backend cpu: runs on a CPU, not on the {acc.name}; describe the "
+                             "CPU by its figures (--gpu-flops, --gpu-bandwidth) without a table card")
+        runs = ", ".join(b for b, makers in BACKEND_MAKERS.items() if acc.maker in makers)
+        raise UsageError(f"--backend {key}: does not run on the {acc.name} (its backends: {runs})")
     return key

@@ -91,7 +91,8 @@ def latency(
     backend: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--backend", help=f"The engine's backend: {', '.join(BACKENDS)} (default: "
-                     "metal on Apple silicon, cuda on the rest).", show_default=False),
+                     "metal on Apple silicon, rocm on AMD cards, vulkan on Intel's, cuda on the rest).",
+                     show_default=False),
     ] = None,
     set_: SetOpt = None,
     family: FamilyOpt = None,
@@ -121,7 +122,7 @@ def latency(
     if draft_spec is not None:
         engine_runs(draft_spec, engine_name, version)
         engine_cache(draft_spec, kv, engine_name)  # its heads too
-    backend_name = parse_backend(backend, acc.kind) if engine is not None else None
+    backend_name = parse_backend(backend, acc) if engine is not None else None
     r = compute_latency(
         spec, accelerator=acc, interconnect=interconnect(link, acc), tp=tp,
         batch=parse_count(batch, option="--batch"), ctx=parse_context(ctx, option="--ctx"),

@@ -73,6 +73,15 @@ class Accelerator:
     clock_source: str = ""
 
     @property
+    def maker(self) -> str:
+        """Whose GPU a table card is: "nvidia", "amd", "intel" or "apple" (the first word of its
+        name); "" for a card given by its figures alone."""
+        if self.kind == "custom":
+            return ""
+        first = self.name.split(maxsplit=1)[0].lower()
+        return first if first in ("nvidia", "amd", "intel", "apple") else ""
+
+    @property
     def nvidia(self) -> bool:
         """An NVIDIA GPU: every such row's name begins with the maker's (a card given by its
         figures alone is no maker's)."""

@@ -71,7 +71,7 @@ DEFAULTS = {"ctx": "4k", "batch": "1", "dtype": None, "kv_dtype": None, "gpu": "
             "tokens": None, "ctx_max": "128k",
             # the speed panel (latency): tokens generated after the prompt, and the engine and
             # backend of the expected speed beside the bound (latency --engine --backend; "none":
-            # the bound alone; backend None: the CLI's, metal on Apple silicon, cuda on the rest)
+            # the bound alone; backend None: the CLI's, choices.DEFAULT_BACKEND)
             "gen": "256", "engine": "llama.cpp", "backend": None,
             # the training panel (train): parallelism and memory savers, as its options
             "tp": 1, "pp": 1, "zero": 0, "micro_batch": 1, "recompute": "none",
@@ -333,7 +333,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
             from llmcalc.cli.latency import fitted
 
             try:
-                bound_backend = parse_backend(backend_text, card_only.kind)
+                bound_backend = parse_backend(backend_text, card_only)
                 parsed = parse_engine(engine_text)
                 bound_engine = parsed.name.value
                 fitted(bound_engine, bound_backend)  # or the CLI refuses
@@ -377,7 +377,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         def work() -> tuple[dict[str, Any], dict[str, Any]]:
             parsed = parse_engine(engine_text)
             engine = parsed.name.value
-            backend = parse_backend(backend_text, card_only.kind)
+            backend = parse_backend(backend_text, card_only)
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype,
                           kv_dtype=engine_kv(spec, given_kv, dtype, engine, parsed.version),

@@ -510,16 +510,44 @@ def test_without_engine_no_expected(cli: Any) -> None:
     (("--gpu", "apple-m2-ultra", "--engine", "trtllm", "--backend", "metal"),
      "error: --engine trtllm: no published measurements of trtllm on the metal backend were found, "
      "so there is no expected speed to give (without --engine: the bound)\n"),
-    (("--gpu", "h100", "--engine", "vllm", "--backend", "cpu"),
+    (("--gpu-flops", "200G", "--gpu-bandwidth", "60G", "--engine", "vllm", "--backend", "cpu"),
      "error: --engine vllm: no published measurements of vllm on the cpu backend were found, so "
      "there is no expected speed to give (without --engine: the bound)\n"),
-    (("--gpu", "h100", "--engine", "transformers", "--backend", "cpu"),
+    (("--gpu-flops", "200G", "--gpu-bandwidth", "60G", "--engine", "transformers", "--backend",
+      "cpu"),
      "error: --engine transformers: no published measurements of transformers on the cpu backend "
      "were found, so there is no expected speed to give (without --engine: the bound)\n"),
+    # a backend that does not run on the table's card (choices.BACKEND_MAKERS)
+    (("--gpu", "rtx-4090", "--engine", "llama.cpp", "--backend", "metal"),
+     "error: --backend metal: does not run on the NVIDIA GeForce RTX 4090 (its backends: cuda, "
+     "vulkan)\n"),
+    (("--gpu", "mi300x", "--engine", "vllm", "--backend", "cuda"),
+     "error: --backend cuda: does not run on the AMD Instinct MI300X (its backends: rocm, "
+     "vulkan)\n"),
+    (("--gpu", "apple-m3-max", "--engine", "llama.cpp", "--backend", "vulkan"),
+     "error: --backend vulkan: does not run on the Apple M3 Max (128GB) (its backends: metal)\n"),
+    (("--gpu", "arc-b580", "--engine", "llama.cpp", "--backend", "rocm"),
+     "error: --backend rocm: does not run on the Intel Arc B580 (its backends: vulkan)\n"),
+    (("--gpu", "h100", "--engine", "llama.cpp", "--backend", "cpu"),
+     "error: --backend cpu: runs on a CPU, not on the NVIDIA H100 SXM; describe the CPU by its "
+     "figures (--gpu-flops, --gpu-bandwidth) without a table card\n"),
 ])
 def test_refusals(cli: Any, args: tuple[str, ...], message: str) -> None:
     r = cli("latency", "llama-2-7b", *args)
     assert (r.code, r.stderr) == (2, message)
+
+
+@pytest.mark.parametrize(("gpu", "backend"), [
+    ("mi300x", "rocm"), ("strix-halo", "rocm"), ("arc-b580", "vulkan"), ("apple-m3-max", "metal"),
+    ("rtx-4090", "cuda"),
+])
+def test_a_cards_own_backend_by_default(cli: Any, gpu: str, backend: str) -> None:
+    """Without --backend a table card runs its maker's (choices.DEFAULT_BACKEND): an AMD card's
+    expected speed is ROCm's fit, not CUDA's."""
+    r = cli("latency", "llama-2-7b", "--gpu", gpu, "--dtype", "q4_0", "--engine", "llama.cpp",
+            "--json")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["expected"]["backend"] == backend
 
 
 def test_a_trtllm_throughput_row_reproduced(cli: Any) -> None:

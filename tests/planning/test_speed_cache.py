@@ -64,7 +64,7 @@ def test_figures_with_and_without_the_cache_are_the_same(fresh: Path, cli: Any,
 
 
 def test_a_refusal_is_not_kept(fresh: Path, cli: Any) -> None:
-    run = cli("latency", "llama-3-8b", "--gpu", "h100", "--engine", "trtllm", "--backend", "rocm",
+    run = cli("latency", "llama-3-8b", "--gpu", "mi300x", "--engine", "trtllm", "--backend", "rocm",
               "--json")
     assert run.code == 2
     assert run.stderr.startswith("error: --engine trtllm: no published measurements of trtllm")

@@ -509,7 +509,8 @@ EXPECTED_CASES = [
     ({"gpu": "apple-m2-ultra", "dtype": "q4_0"}, "llama.cpp", None, "metal"),
     ({"gpu": "rtx-4090", "dtype": "q4_k_m"}, "llama.cpp", None, "cuda"),
     ({"gpu": "rtx-4090", "dtype": "q4_k_m"}, "llama.cpp", "vulkan", "vulkan"),
-    ({"gpu": "h100", "dtype": "q4_k_m"}, "llama.cpp", "rocm", "rocm"),
+    ({"gpu": "rx-7900-xtx", "dtype": "q4_k_m"}, "llama.cpp", "rocm", "rocm"),
+    ({"gpu": "strix-halo", "dtype": "q4_k_m"}, "llama.cpp", None, "rocm"),  # an AMD card's own
     ({"gpu": "h100", "gpus": 2, "dtype": "fp8"}, "trtllm", None, "cuda"),
     ({"gpu": "h100"}, "vllm", "cuda", "cuda"),
     ({"gpu": "h100"}, "sglang", None, "cuda"),  # vLLM's decode rows join: the CLI's last row
@@ -574,20 +575,26 @@ def test_an_engine_without_measurements_leaves_the_bound() -> None:
     """TensorRT-LLM on ROCm (no published measurement): the CLI refuses `latency --engine trtllm
     --backend rocm`; the page keeps the bound, its command without --engine, and says why beside
     the engine; "none" is the bound alone, as `latency` without --engine."""
-    got = api.calculate({"model": {"name": "llama-3.1-8b"}, "engine": "trtllm", "backend": "rocm"})
+    got = api.calculate({"model": {"name": "llama-3.1-8b"}, "gpu": "mi300x", "engine": "trtllm",
+                         "backend": "rocm"})
     assert got["unavailable"] == {"expected": (
         "--engine trtllm: no published measurements of trtllm on the rocm backend were found, so "
         "there is no expected speed to give (without --engine: the bound)")}
-    assert got["commands"]["latency"] == ("llmcalc latency llama-3.1-8b --gpu h100 --tp 1 "
+    assert got["commands"]["latency"] == ("llmcalc latency llama-3.1-8b --gpu mi300x --tp 1 "
                                           "--batch 1 --ctx 4k --gen 256 --json")
     assert "expected" not in got["latency"] and got["latency_expected"] is None
-    none = api.calculate({"model": {"name": "llama-3.1-8b"}, "engine": "none"})
+    none = api.calculate({"model": {"name": "llama-3.1-8b"}, "gpu": "mi300x", "engine": "none"})
     assert none["unavailable"] == {} and none["latency_expected"] is None
     assert none["commands"]["latency"] == got["commands"]["latency"]
     assert none["latency"] == got["latency"]
     bad = api.calculate({"model": {"name": "llama-3.1-8b"}, "backend": "opencl"})
     assert bad["unavailable"] == {"expected": (
         "--backend 'opencl': not a backend llmcalc models (cuda, metal, rocm, vulkan, cpu)")}
+    elsewhere = api.calculate({"model": {"name": "llama-3.1-8b"}, "backend": "rocm"})  # an H100
+    assert elsewhere["unavailable"] == {"expected": (
+        "--backend rocm: does not run on the NVIDIA H100 SXM (its backends: cuda, vulkan)")}
+    assert elsewhere["latency"] == api.calculate({"model": {"name": "llama-3.1-8b"},
+                                                  "engine": "none"})["latency"]
     assert api.catalog()["engines"] == ["llama.cpp", "vllm", "sglang", "trtllm", "transformers"]
     assert api.catalog()["backends"] == ["cuda", "metal", "rocm", "vulkan", "cpu"]
 

@@ -1071,13 +1071,13 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     title, rows = _printed(cli, words)
     assert list(_expected(page).values()) == rows and rows[-1][0].startswith("fitted with ")
     assert page.locator('#expected-table tr[data-key="stand_in"]').count() == 1
-    # TensorRT-LLM on ROCm: no published measurements; the bound stands, the reason sits beside
+    # TensorRT-LLM on Vulkan: no published measurements; the bound stands, the reason sits beside
     # the engine
     page.select_option("#engine", "trtllm")
-    page.select_option("#backend", "rocm")
+    page.select_option("#backend", "vulkan")
     settled(page)
     assert page.inner_text("#err-engine") == (
-        "engine trtllm: no published measurements of trtllm on the rocm backend were found, so "
+        "engine trtllm: no published measurements of trtllm on the vulkan backend were found, so "
         "there is no expected speed to give (without engine: the bound)")
     assert page.inner_text("#speed-note") == ""
     assert page.locator("#speed-table td").count() > 0
@@ -1085,6 +1085,12 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     assert page.locator("#panel-speed code.cli").all_inner_texts() == [
         "llmcalc latency llama-2-7b --gpu h100 --tp 1 --batch 1 --ctx 1k --gen 128 --dtype q4_k_m "
         "--json"]
+    # ROCm on an H100: not a backend the card runs, said beside the backend (as the CLI refuses)
+    page.select_option("#backend", "rocm")
+    settled(page)
+    assert (page.inner_text("#err-backend"), page.inner_text("#err-engine")) == (
+        "backend rocm: does not run on the NVIDIA H100 SXM (its backends: cuda, vulkan)", "")
+    assert page.locator("#expected-table tr").count() == 0
     page.select_option("#backend", "")
     page.select_option("#engine", "none")
     settled(page)
