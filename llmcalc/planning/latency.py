@@ -43,6 +43,7 @@ from llmcalc.errors import ParameterError, UsageError
 from llmcalc.formulas import flops, memory
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.formulas.quant import (
+    QuantFormat,
     WeightFormat,
     format_notes,
     gathered_row_bytes,
@@ -326,13 +327,52 @@ def engine_runs(spec: ModelSpec, engine: str | None, version: str | None = None)
         trtllm.runs(spec, version)
 
 
+# The weights an engine runs as they are stored; a format it converts on load runs as what it
+# becomes, which is the --dtype to give:
+# - llama.cpp runs GGUF tensor types (ggml.h, enum ggml_type: the quant types, F32/F16/BF16, MXFP4,
+#   NVFP4 since PR #19769); it has no FP8 type, and a bitsandbytes, GPTQ, AWQ or compressed-tensors
+#   checkpoint becomes a GGUF type when convert_hf_to_gguf.py and llama-quantize write it;
+# - TensorRT-LLM quantizes by its QuantAlgo (tensorrt_llm/quantization/mode.py: FP8, INT8
+#   SmoothQuant, weight-only INT8/INT4, AWQ, GPTQ, NVFP4, MXFP4): no GGUF type, no bitsandbytes;
+# - transformers dequantizes a GGUF file as it loads it (modeling_gguf_pytorch_utils.py,
+#   load_gguf_checkpoint: gguf.dequantize each tensor, then the torch dtype asked for).
+# vLLM and SGLang load all of these (vLLM's gguf and bitsandbytes quantization methods).
+LLAMA_CPP_CHECKPOINT_FORMATS = ("mxfp4", "nvfp4")  # a non-GGUF format name llama.cpp has a type of
+
+
+def _gguf(weights: WeightFormat) -> bool:
+    return isinstance(weights, QuantFormat) and (bool(weights.gguf)
+                                                  or weights.name.startswith("gguf "))
+
+
+def engine_weights(weights: WeightFormat, engine: str | None) -> None:
+    """Refuse weights ``engine`` does not run as stored (the rules above): no expected speed for
+    them."""
+    name = weights.value if isinstance(weights, DType) else weights.name
+    if engine == "llama.cpp" and (weights is DType.fp8 or (
+            isinstance(weights, QuantFormat) and not _gguf(weights)
+            and weights.name not in LLAMA_CPP_CHECKPOINT_FORMATS)):
+        what = ("ggml has no FP8 type" if weights is DType.fp8 else
+                "a checkpoint in this format becomes a ggml type when converted")
+        raise UsageError(f"--dtype {name}: llama.cpp runs a GGUF file's types ({what}); give the "
+                         "file's, e.g. q8_0 or q4_k_m")
+    if engine == "trtllm" and (_gguf(weights) or (isinstance(weights, QuantFormat)
+                                                 and weights.description.startswith("bitsandbytes"))):
+        raise UsageError(f"--dtype {name}: not a TensorRT-LLM quantization (its QuantAlgo: FP8, "
+                         "INT8, INT4 AWQ/GPTQ, NVFP4, MXFP4)")
+    if engine == "transformers" and _gguf(weights):
+        raise UsageError(f"--dtype {name}: transformers dequantizes a GGUF file as it loads it; "
+                         "give the dtype it runs in (--dtype bf16)")
+
+
 def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
               engine: str | None, version: str | None = None) -> CacheDType:
     """The cache ``latency`` runs with: ``--kv-dtype`` as the engine keeps it (``engine_cache``),
     else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16) or the
     weights' default (``kv_dtype_for``); refused for a model the engine does not run
-    (``engine_runs``)."""
+    (``engine_runs``) or weights it does not run as stored (``engine_weights``)."""
     engine_runs(spec, engine, version)
+    engine_weights(weights, engine)
     if kv is None:
         kv = DType.fp16 if engine == "llama.cpp" else kv_dtype_for(weights)
     return engine_cache(spec, kv, engine)

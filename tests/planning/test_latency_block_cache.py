@@ -80,7 +80,7 @@ def test_parse_dtype_names_the_block_types_elsewhere() -> None:
 def test_llama_cpp_keeps_its_own_cache_types(cli: Any, given: str | None, kept: str) -> None:
     """As `fit --engine llama.cpp` reads --kv-dtype: its default f16 (whatever the weights), int8
     and int4 its q8_0 and q4_0 blocks."""
-    args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "fp8", "--engine", "llama.cpp",
+    args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "q8_0", "--engine", "llama.cpp",
             "--json", *(["--kv-dtype", given] if given else []))
     assert cli(*args).json()["inputs"]["kv_dtype"] == kept
 

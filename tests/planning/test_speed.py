@@ -517,6 +517,22 @@ def test_without_engine_no_expected(cli: Any) -> None:
       "cpu"),
      "error: --engine transformers: no published measurements of transformers on the cpu backend "
      "were found, so there is no expected speed to give (without --engine: the bound)\n"),
+    # weights the engine does not run as stored (latency.engine_weights)
+    (("--gpu", "h100", "--dtype", "fp8", "--engine", "llama.cpp"),
+     "error: --dtype fp8: llama.cpp runs a GGUF file's types (ggml has no FP8 type); give the "
+     "file's, e.g. q8_0 or q4_k_m\n"),
+    (("--gpu", "rtx-4090", "--dtype", "awq", "--engine", "llama.cpp"),
+     "error: --dtype awq: llama.cpp runs a GGUF file's types (a checkpoint in this format becomes "
+     "a ggml type when converted); give the file's, e.g. q8_0 or q4_k_m\n"),
+    (("--gpu", "h100", "--dtype", "q4_k_m", "--engine", "trtllm"),
+     "error: --dtype q4_k_m: not a TensorRT-LLM quantization (its QuantAlgo: FP8, INT8, INT4 "
+     "AWQ/GPTQ, NVFP4, MXFP4)\n"),
+    (("--gpu", "h100", "--dtype", "nf4", "--engine", "trtllm"),
+     "error: --dtype nf4: not a TensorRT-LLM quantization (its QuantAlgo: FP8, INT8, INT4 "
+     "AWQ/GPTQ, NVFP4, MXFP4)\n"),
+    (("--gpu", "h100", "--dtype", "q4_0", "--engine", "transformers"),
+     "error: --dtype q4_0: transformers dequantizes a GGUF file as it loads it; give the dtype it "
+     "runs in (--dtype bf16)\n"),
     # a backend that does not run on the table's card (choices.BACKEND_MAKERS)
     (("--gpu", "rtx-4090", "--engine", "llama.cpp", "--backend", "metal"),
      "error: --backend metal: does not run on the NVIDIA GeForce RTX 4090 (its backends: cuda, "
@@ -535,6 +551,20 @@ def test_without_engine_no_expected(cli: Any) -> None:
 def test_refusals(cli: Any, args: tuple[str, ...], message: str) -> None:
     r = cli("latency", "llama-2-7b", *args)
     assert (r.code, r.stderr) == (2, message)
+
+
+@pytest.mark.parametrize(("engine", "dtype"), [
+    ("llama.cpp", "nvfp4"), ("llama.cpp", "mxfp4"), ("llama.cpp", "bf16"), ("vllm", "q4_k_m"),
+    ("vllm", "nf4"), ("sglang", "awq"), ("trtllm", "awq"), ("trtllm", "nvfp4"),
+    ("transformers", "nf4"),
+])
+def test_weights_each_engine_runs(cli: Any, engine: str, dtype: str) -> None:
+    """What each engine runs as stored has an expected speed: llama.cpp's NVFP4 and MXFP4 ggml
+    types, vLLM's GGUF and bitsandbytes loaders, TensorRT-LLM's AWQ and NVFP4."""
+    r = cli("latency", "llama-2-7b", "--gpu", "b200", "--dtype", dtype, "--engine", engine,
+            "--json")
+    assert r.code == 0, r.stderr
+    assert json.loads(r.stdout)["expected"]["decode_tokens_per_s"] > 0
 
 
 @pytest.mark.parametrize(("gpu", "backend"), [

@@ -1071,13 +1071,12 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     title, rows = _printed(cli, words)
     assert list(_expected(page).values()) == rows and rows[-1][0].startswith("fitted with ")
     assert page.locator('#expected-table tr[data-key="stand_in"]').count() == 1
-    # TensorRT-LLM on Vulkan: no published measurements; the bound stands, the reason sits beside
-    # the engine
-    page.select_option("#engine", "trtllm")
+    # vLLM on Vulkan: no published measurements; the bound stands, the reason sits beside the
+    # engine
     page.select_option("#backend", "vulkan")
     settled(page)
     assert page.inner_text("#err-engine") == (
-        "engine trtllm: no published measurements of trtllm on the vulkan backend were found, so "
+        "engine vllm: no published measurements of vllm on the vulkan backend were found, so "
         "there is no expected speed to give (without engine: the bound)")
     assert page.inner_text("#speed-note") == ""
     assert page.locator("#speed-table td").count() > 0
@@ -1091,6 +1090,16 @@ def test_speed_panel_shows_the_expected_figure_beside_the_bound(server: str, pag
     assert (page.inner_text("#err-backend"), page.inner_text("#err-engine")) == (
         "backend rocm: does not run on the NVIDIA H100 SXM (its backends: cuda, vulkan)", "")
     assert page.locator("#expected-table tr").count() == 0
+    # TensorRT-LLM takes no GGUF type: the CLI's refusal, said beside the weights' format
+    page.select_option("#backend", "")
+    page.select_option("#engine", "trtllm")
+    settled(page)
+    assert page.inner_text("#err-engine") == ""
+    assert page.locator("#expected-table tr").count() == 0
+    assert cli(*words[:words.index("--engine")], "--engine", "trtllm").stderr == (
+        "error: --dtype q4_k_m: not a TensorRT-LLM quantization (its QuantAlgo: FP8, INT8, INT4 "
+        "AWQ/GPTQ, NVFP4, MXFP4)\n")
+    assert "not a TensorRT-LLM quantization" in page.inner_text("#panel-speed")
     page.select_option("#backend", "")
     page.select_option("#engine", "none")
     settled(page)
