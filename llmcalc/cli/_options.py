@@ -58,8 +58,8 @@ CacheDTypeOpt = Annotated[  # latency: a llama.cpp block cache type too
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option("--kv-dtype", metavar="DTYPE",
                  help=f"KV-cache dtype: {DTYPES}, or llama.cpp's -ctk/-ctv "
-                 f"{', '.join(BLOCK_TYPES)}; default: --dtype (bf16 or fp16 beside a quantized "
-                 "format).",
+                 f"{', '.join(BLOCK_TYPES)}; default (or auto, as vLLM's --kv-cache-dtype): "
+                 "--dtype (bf16 or fp16 beside a quantized format; llama.cpp's f16).",
                  show_default=False),
 ]
 CtxOpt = Annotated[

@@ -116,7 +116,9 @@ def latency(
     parsed = parse_engine(engine) if engine is not None else None
     engine_name = parsed.name.value if parsed is not None else None
     version = parsed.version if parsed is not None else None
-    given = parse_cache_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else None
+    # "auto": vLLM's and SGLang's --kv-cache-dtype default, the cache at the engine's own default
+    given = (parse_cache_dtype(kv_dtype, option="--kv-dtype")
+             if kv_dtype is not None and kv_dtype.strip().lower() != "auto" else None)
     kv = engine_kv(spec, given, weights, engine_name, version)
     draft_spec = spec_for(draft, None) if draft is not None else None
     if draft_spec is not None:

@@ -75,14 +75,24 @@ def test_parse_dtype_names_the_block_types_elsewhere() -> None:
         parse_dtype("iq4_nl", option="--kv-dtype")
 
 
-@pytest.mark.parametrize(("given", "kept"), [(None, "f16"), ("fp16", "f16"), ("bf16", "bf16"),
-                                             ("int8", "q8_0"), ("int4", "q4_0"), ("q5_1", "q5_1")])
+@pytest.mark.parametrize(("given", "kept"), [(None, "f16"), ("auto", "f16"), ("fp16", "f16"),
+                                             ("bf16", "bf16"), ("int8", "q8_0"), ("int4", "q4_0"),
+                                             ("q5_1", "q5_1")])
 def test_llama_cpp_keeps_its_own_cache_types(cli: Any, given: str | None, kept: str) -> None:
     """As `fit --engine llama.cpp` reads --kv-dtype: its default f16 (whatever the weights), int8
     and int4 its q8_0 and q4_0 blocks."""
     args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "q8_0", "--engine", "llama.cpp",
             "--json", *(["--kv-dtype", given] if given else []))
     assert cli(*args).json()["inputs"]["kv_dtype"] == kept
+
+
+@pytest.mark.parametrize("engine", [None, "vllm"])
+def test_auto_is_the_engines_default_cache(cli: Any, engine: str | None) -> None:
+    """--kv-dtype auto, vLLM's --kv-cache-dtype default: the cache the command keeps without it."""
+    args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "fp8", "--json",
+            *(["--engine", engine] if engine else []))
+    assert cli(*args, "--kv-dtype", "auto").json() == cli(*args).json()
+    assert cli(*args, "--kv-dtype", "auto").json()["inputs"]["kv_dtype"] == "fp8"
 
 
 def test_llama_cpp_has_no_fp8_cache(cli: Any) -> None:
