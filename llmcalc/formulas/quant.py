@@ -431,6 +431,12 @@ def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
         return parse_dtype(text, option=option)
     except UsageError:
         plain = ", ".join(d.value for d in DType)
+        if key.endswith("_xl") or key.startswith("ud-"):  # UD-Q4_K_XL, Q8_K_XL …
+            # Unsloth's dynamic GGUFs choose each tensor's type per model: no llama-quantize
+            # type's bytes (or speed) stand for them
+            raise UsageError(f"{option} {text!r}: an Unsloth dynamic mix, whose tensor types "
+                             "differ by model (no llama-quantize type); give the .gguf file as "
+                             "the model, whose header has each tensor's type") from None
         raise UsageError(
             f"{option} {text!r}: unknown dtype; use one of {plain}, or a quantized format: "
             f"{', '.join(n for n in FORMAT_NAMES if n not in LLAMA_QUANTIZE_MORE)}, or a "
@@ -819,7 +825,8 @@ def _fused_expert(t: Tensor) -> bool:
 
 
 def resolve_format(spec: ModelSpec, text: str | None, *, option: str = "--dtype") -> WeightFormat:
-    """``--dtype`` as given, or else the config's ``quantization_config``, or else bf16."""
-    if text is not None:
+    """``--dtype`` as given, or else (or ``auto``, as vLLM's and transformers' own default is
+    spelt) the config's ``quantization_config``, or else bf16."""
+    if text is not None and text.strip().lower() != "auto":
         return parse_weight_format(text, option=option)
     return from_config(spec.config) or DType.bf16

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import pytest
 
@@ -118,6 +119,18 @@ def test_names_people_type() -> None:
         parse_weight_format("q3")
     with pytest.raises(UsageError, match="group size 100 must be a power of two"):
         parse_weight_format("awq-g100")
+
+
+@pytest.mark.parametrize("name", ["UD-Q4_K_XL", "Q4_K_XL", "ud-iq2_m"])
+def test_an_unsloth_dynamic_mix_is_not_a_type(name: str) -> None:
+    """Unsloth's UD-* / *_K_XL GGUFs set each tensor's type per model: refused, never read as the
+    llama-quantize type they are named after."""
+    with pytest.raises(UsageError) as e:
+        parse_weight_format(name)
+    assert str(e.value) == (
+        f"--dtype {name!r}: an Unsloth dynamic mix, whose tensor types differ by model (no "
+        "llama-quantize type); give the .gguf file as the model, whose header has each tensor's "
+        "type")
 
 
 def test_cli_reads_quantization_config_and_refuses_block_kv(cli) -> None:
@@ -443,3 +456,11 @@ def test_cli_reads_nvfp4_configs(cli, write) -> None:  # type: ignore[no-untyped
     assert (r.code, r.stdout) == (2, "")
     assert r.stderr == ("error: quantization_config: modelopt quant_algo 'INT4_AWQ' is not "
                         "supported (NVFP4 or W4A16_NVFP4); pass --dtype\n")
+
+
+def test_auto_is_the_checkpoints_own(cli: Any) -> None:
+    """--dtype auto, as vLLM and transformers spell their default: the format the command reads
+    without the option (gpt-oss-20b's quantization_config: MXFP4 experts)."""
+    auto = cli("memory", "gpt-oss-20b", "--dtype", "auto", "--json")
+    assert auto.code == 0 and auto.json() == cli("memory", "gpt-oss-20b", "--json").json()
+    assert auto.json()["dtype"] == "mxfp4"
