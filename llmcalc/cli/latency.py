@@ -119,7 +119,7 @@ def latency(
     # "auto": vLLM's and SGLang's --kv-cache-dtype default, the cache at the engine's own default
     given = (parse_cache_dtype(kv_dtype, option="--kv-dtype")
              if kv_dtype is not None and kv_dtype.strip().lower() != "auto" else None)
-    kv = engine_kv(spec, given, weights, engine_name, version)
+    kv = engine_kv(spec, given, weights, engine_name, version, acc=acc)
     draft_spec = spec_for(draft, None) if draft is not None else None
     if draft_spec is not None:
         engine_runs(draft_spec, engine_name, version)
@@ -153,7 +153,7 @@ def row_latency(row: MeasuredRow) -> Latency:
            resolve(None, flops=row.flops, bandwidth=row.bandwidth))
     weights = resolve_format(spec, row.dtype)
     kv = engine_kv(spec, parse_cache_dtype(row.kv_dtype, option="kv_dtype") if row.kv_dtype
-                   else None, weights, row.engine)
+                   else None, weights, row.engine, acc=acc)
     return compute_latency(spec, accelerator=acc, interconnect=interconnect(None, acc), tp=row.tp,
                            batch=row.batch, ctx=row.ctx, gen=row.gen, dtype=weights, kv_dtype=kv,
                            backend=row.backend, engine=row.engine)

@@ -337,6 +337,10 @@ def engine_runs(spec: ModelSpec, engine: str | None, version: str | None = None)
 # - transformers dequantizes a GGUF file as it loads it (modeling_gguf_pytorch_utils.py,
 #   load_gguf_checkpoint: gguf.dequantize each tensor, then the torch dtype asked for).
 # vLLM and SGLang load all of these (vLLM's gguf and bitsandbytes quantization methods).
+# TensorRT-LLM's precisions by GPU (its support matrix, 0.18: Hopper SM90 and Ada SM89 FP8, Ampere
+# SM80/SM86 FP32, FP16, BF16, INT8, INT4; Model Optimizer's: FP4 on Blackwell and later): FP8
+# weights need a table card with an FP8 peak (Ada and later), NVFP4 one with an FP4 peak.
+FP8_FORMATS = ("fp8-channel", "fp8-block")
 LLAMA_CPP_CHECKPOINT_FORMATS = ("mxfp4", "nvfp4")  # a non-GGUF format name llama.cpp has a type of
 
 
@@ -345,10 +349,16 @@ def _gguf(weights: WeightFormat) -> bool:
                                                   or weights.name.startswith("gguf "))
 
 
-def engine_weights(weights: WeightFormat, engine: str | None) -> None:
-    """Refuse weights ``engine`` does not run as stored (the rules above): no expected speed for
-    them."""
+def engine_weights(weights: WeightFormat, engine: str | None,
+                   acc: Accelerator | None = None) -> None:
+    """Refuse weights ``engine`` does not run as stored, or (TensorRT-LLM) not on ``acc`` (the
+    rules above): no expected speed for them."""
     name = weights.value if isinstance(weights, DType) else weights.name
+    if engine == "trtllm" and acc is not None and acc.key != CUSTOM:
+        fp8 = weights is DType.fp8 or name.startswith(FP8_FORMATS)
+        if (fp8 and not acc.fp8_flops) or (name.startswith("nvfp4") and not acc.fp4_flops):
+            need = "FP8 needs an Ada, Hopper or Blackwell GPU" if fp8 else "NVFP4 needs a Blackwell GPU"
+            raise UsageError(f"--dtype {name}: TensorRT-LLM's {need}, not the {acc.name}")
     if engine == "llama.cpp" and (weights is DType.fp8 or (
             isinstance(weights, QuantFormat) and not _gguf(weights)
             and weights.name not in LLAMA_CPP_CHECKPOINT_FORMATS)):
@@ -366,13 +376,15 @@ def engine_weights(weights: WeightFormat, engine: str | None) -> None:
 
 
 def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
-              engine: str | None, version: str | None = None) -> CacheDType:
+              engine: str | None, version: str | None = None, *,
+              acc: Accelerator | None = None) -> CacheDType:
     """The cache ``latency`` runs with: ``--kv-dtype`` as the engine keeps it (``engine_cache``),
     else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16) or the
     weights' default (``kv_dtype_for``); refused for a model the engine does not run
-    (``engine_runs``) or weights it does not run as stored (``engine_weights``)."""
+    (``engine_runs``) or weights it does not run as stored, or not on ``acc``
+    (``engine_weights``)."""
     engine_runs(spec, engine, version)
-    engine_weights(weights, engine)
+    engine_weights(weights, engine, acc)
     if kv is None:
         kv = DType.fp16 if engine == "llama.cpp" else kv_dtype_for(weights)
     return engine_cache(spec, kv, engine)

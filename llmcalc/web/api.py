@@ -338,7 +338,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 bound_engine = parsed.name.value
                 fitted(bound_engine, bound_backend)  # or the CLI refuses
                 bound_kv = engine_kv(spec, given_kv, dtype, bound_engine,  # or the CLI refuses
-                                     parsed.version)
+                                     parsed.version, acc=card_only)
             except LLMCalcError:
                 bound_backend = bound_engine = None
 
@@ -380,7 +380,8 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
             backend = parse_backend(backend_text, card_only)
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype,
-                          kv_dtype=engine_kv(spec, given_kv, dtype, engine, parsed.version),
+                          kv_dtype=engine_kv(spec, given_kv, dtype, engine, parsed.version,
+                                             acc=card_only),
                           backend=backend,
                           engine=engine)
             e = expected_for(lat, engine=engine, backend=backend)

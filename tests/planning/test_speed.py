@@ -530,6 +530,11 @@ def test_without_engine_no_expected(cli: Any) -> None:
     (("--gpu", "h100", "--dtype", "nf4", "--engine", "trtllm"),
      "error: --dtype nf4: not a TensorRT-LLM quantization (its QuantAlgo: FP8, INT8, INT4 "
      "AWQ/GPTQ, NVFP4, MXFP4)\n"),
+    (("--gpu", "a100-80gb", "--dtype", "fp8", "--engine", "trtllm"),
+     "error: --dtype fp8: TensorRT-LLM's FP8 needs an Ada, Hopper or Blackwell GPU, not the NVIDIA "
+     "A100 80GB SXM\n"),
+    (("--gpu", "h100", "--dtype", "nvfp4", "--engine", "trtllm"),
+     "error: --dtype nvfp4: TensorRT-LLM's NVFP4 needs a Blackwell GPU, not the NVIDIA H100 SXM\n"),
     (("--gpu", "h100", "--dtype", "q4_0", "--engine", "transformers"),
      "error: --dtype q4_0: transformers dequantizes a GGUF file as it loads it; give the dtype it "
      "runs in (--dtype bf16)\n"),
