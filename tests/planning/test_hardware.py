@@ -472,3 +472,25 @@ def test_resolve_needs_something() -> None:
     with pytest.raises(UsageError) as e:
         resolve(None)
     assert str(e.value) == "--gpu is required (e.g. --gpu h100), or give --gpu-mem and --gpu-flops"
+
+
+def test_fp8_and_fp4_peaks_mark_the_architectures() -> None:
+    """TensorRT-LLM's FP8 and NVFP4 rules (latency.engine_weights) read a card's generation from its
+    FP8 and FP4 peaks: every NVIDIA card before Ada (Volta, Turing, Ampere) has no FP8 peak, every
+    Ada, Hopper and Blackwell card one, and only Blackwell cards an FP4 peak."""
+    nvidia = {k: a for k, a in ACCELERATORS.items() if a.maker == "nvidia"}
+    before_ada = {k for k in nvidia if k.startswith(("v100", "t4", "rtx-20", "a10", "a30", "a40",
+                                                     "rtx-30", "rtx-a"))}
+    assert {k for k, a in nvidia.items() if not a.fp8_flops} == before_ada
+    assert {k for k, a in nvidia.items() if a.fp4_flops} == {
+        "b200", "gb200", "dgx-spark", "rtx-pro-6000", "rtx-5090", "rtx-5080", "rtx-5070-ti",
+        "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060-ti-8gb"}
+    assert len(before_ada) == 32
+
+
+def test_every_table_card_has_a_maker() -> None:
+    """choices.BACKEND_MAKERS reads a card's maker from its name: every table card has one."""
+    from collections import Counter
+
+    assert Counter(a.maker for a in ACCELERATORS.values()) == {
+        "nvidia": 66, "apple": 31, "amd": 21, "intel": 2}
