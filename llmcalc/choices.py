@@ -107,8 +107,8 @@ BACKENDS = ("cuda", "metal", "rocm", "vulkan", "cpu")
 
 # the makers' GPUs each backend runs on (Accelerator.maker): Metal is Apple's API; llama.cpp's CUDA
 # backend (ggml/src/ggml-cuda) and vLLM's, SGLang's and TensorRT-LLM's CUDA builds run on NVIDIA
-# GPUs, their ROCm (HIP) builds on AMD's; Vulkan runs on any maker's discrete or integrated GPU
-# but Apple's (no Vulkan driver of its own: llmcalc has no measurement through MoltenVK). The CPU
+# GPUs, their ROCm (HIP) builds on AMD's; Vulkan on any maker's discrete or integrated GPU, on
+# Apple's only through MoltenVK, of which llmcalc has no measurement (refused too). The CPU
 # backend is a CPU, which the table does not hold: it is described by its figures alone (a card
 # not in the table: docs/latency.md, "llama.cpp on a CPU").
 BACKEND_MAKERS = {"metal": ("apple",), "cuda": ("nvidia",), "rocm": ("amd",),
@@ -134,5 +134,8 @@ def parse_backend(text: str | None, acc: Accelerator) -> str:
             raise UsageError(f"--backend cpu: runs on a CPU, not on the {acc.name}; describe the "
                              "CPU by its figures (--gpu-flops, --gpu-bandwidth) without a table card")
         runs = ", ".join(b for b, makers in BACKEND_MAKERS.items() if acc.maker in makers)
+        if key == "vulkan":  # llama.cpp builds Vulkan on macOS through MoltenVK, never measured
+            raise UsageError(f"--backend vulkan: no measurement of it on the {acc.name} (MoltenVK) "
+                             f"was found; its backends: {runs}")
         raise UsageError(f"--backend {key}: does not run on the {acc.name} (its backends: {runs})")
     return key

@@ -186,6 +186,17 @@ def parse_cache_dtype(text: str, *, option: str = "--kv-dtype") -> CacheDType:
         raise UsageError(f"{option} {text!r}: unknown dtype; use one of {known}") from None
 
 
+def is_auto(text: str | None) -> bool:
+    """``auto``: vLLM's, SGLang's and transformers' spelling of their default dtype."""
+    return text is not None and text.strip().lower() == "auto"
+
+
+def kv_option(text: str | None) -> DType | None:
+    """``--kv-dtype`` as given; None where it is left out or ``auto`` (``is_auto``), so the
+    command's own default applies."""
+    return None if text is None or is_auto(text) else parse_dtype(text, option="--kv-dtype")
+
+
 def nbytes(elements: int, dtype: CacheDType) -> int:
     """Bytes that ``elements`` values take at ``dtype``, rounded up to a whole byte (a block type:
     to a whole block)."""

@@ -10,11 +10,11 @@ import typer
 
 from llmcalc.choices import Engine, EngineName
 from llmcalc.errors import UsageError
-from llmcalc.formulas.quant import WeightFormat
+from llmcalc.formulas.quant import WeightFormat, engine_kv_default
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.engines.budget import EngineBudget
 from llmcalc.planning.hardware import Accelerator, parse_bytes
-from llmcalc.units import DType, parse_context
+from llmcalc.units import DType, is_auto, kv_option, parse_context
 
 _H = "(with --engine vllm)"
 _S = "(with --engine sglang)"
@@ -230,19 +230,6 @@ def engine_plan(spec: ModelSpec, engine: Engine, s: EngineSettings, *, acc: Acce
     raise UsageError(f"fit --engine {engine}: fit follows llama.cpp, vllm, sglang and trtllm")
 
 
-# The engines' kv_cache_dtype "auto" is the model's activation dtype, whatever the weights' format:
-# vLLM vllm/config/cache.py CacheConfig.cache_dtype "auto" → ModelConfig.dtype (fp16 for
-# GPTQ/AWQ, bf16 for an FP8 or INT8 checkpoint without a kv_cache_scheme); SGLang
-# server_args.kv_cache_dtype "auto" and TensorRT-LLM's KvCacheConfig.dtype "auto" alike. A
-# quantized weight format never makes the cache int4/int8/fp8 unless --kv-dtype says so.
-WIDE_KV = (DType.fp32, DType.fp16, DType.bf16)
-
-
-def engine_kv_default(kv: DType) -> DType:
-    """The cache dtype an engine takes by default: a wide dtype as is, else bf16 (2 bytes)."""
-    return kv if kv in WIDE_KV else DType.bf16
-
-
 def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSettings, *,
                gpu: str | None, gpus: int, gpu_mem: str | None, dtype: str | None,
                kv_dtype: str | None, tp: int | None, how: object, refused: dict[str, bool],
@@ -255,8 +242,8 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     from llmcalc.formulas.quant import kv_dtype_for, resolve_format
     from llmcalc.planning.engines.budget import check_serving_tp
     from llmcalc.planning.hardware import require, resolve
+    from llmcalc.planning.latency import engine_weights
     from llmcalc.render.engine import engine_json, engine_view
-    from llmcalc.units import parse_dtype
 
     engine = parse_engine(engine_text) if engine_text is not None else None
     check_given(engine, s)
@@ -276,8 +263,9 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     acc = resolve(gpu, memory=gpu_mem, bandwidth=None, needs=("memory",))
     require(acc, "memory_bytes")
     weights = resolve_format(spec, dtype)
-    kv = (parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None
-          else engine_kv_default(kv_dtype_for(weights)))
+    # weights the engine does not run as stored (or not on this card): latency --engine's rule
+    engine_weights(weights, engine.name.value, acc, given=dtype is not None and not is_auto(dtype))
+    kv = kv_option(kv_dtype) or engine_kv_default(kv_dtype_for(weights))
     n_tp = tp if tp is not None else gpus
     check_serving_tp(spec, n_tp)  # the tp the engines refuse (one rule with latency's)
     budget = engine_plan(spec, engine, s, acc=acc, dtype=weights, kv_dtype=kv, tp=n_tp)

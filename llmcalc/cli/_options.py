@@ -50,7 +50,7 @@ TOKEN_SUFFIXES = (
 KvDTypeOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option("--kv-dtype", metavar="DTYPE",
-                 help=f"KV-cache dtype: {DTYPES}; default: --dtype (bf16 or fp16 "
+                 help=f"KV-cache dtype: {DTYPES}; default (or auto): --dtype (bf16 or fp16 "
                  "beside a quantized format).",
                  show_default=False),
 ]
@@ -58,8 +58,9 @@ CacheDTypeOpt = Annotated[  # latency: a llama.cpp block cache type too
     Optional[str],  # noqa: UP045 - typer reads this annotation at run time
     typer.Option("--kv-dtype", metavar="DTYPE",
                  help=f"KV-cache dtype: {DTYPES}, or llama.cpp's -ctk/-ctv "
-                 f"{', '.join(BLOCK_TYPES)}; default (or auto, as vLLM's --kv-cache-dtype): "
-                 "--dtype (bf16 or fp16 beside a quantized format; llama.cpp's f16).",
+                 f"{', '.join(BLOCK_TYPES)}; default: --dtype (bf16 or fp16 beside a quantized "
+                 "format; llama.cpp's f16); auto: an engine's 'model data type' (bf16 beside FP8 "
+                 "weights), else the default.",
                  show_default=False),
 ]
 CtxOpt = Annotated[

@@ -101,9 +101,9 @@ from llmcalc.units import (
     LLAMA_CPP_CACHE,
     MAX_NUMBER,
     DType,
+    kv_option,
     parse_context,
     parse_count,
-    parse_dtype,
 )
 
 
@@ -346,7 +346,7 @@ def fit(
         raise UsageError("the models store different formats (quantization_config): pass --dtype "
                          "to compare them at one")
     [weights] = formats.values()
-    kv = parse_dtype(kv_dtype, option="--kv-dtype") if kv_dtype is not None else kv_dtype_for(weights)
+    kv = kv_option(kv_dtype) or kv_dtype_for(weights)
     n_ctx = parse_context(ctx, option="--ctx") if ctx is not None else None
     if offload:
         from llmcalc.planning.local import DEFAULT_MIN_CTX

@@ -35,7 +35,7 @@ from llmcalc.errors import UsageError
 from llmcalc.formulas.quant import resolve_format
 from llmcalc.inputs import speccache
 from llmcalc.planning.hardware import INTERCONNECTS, interconnect, require, resolve
-from llmcalc.planning.latency import Latency, engine_cache, engine_kv, engine_runs
+from llmcalc.planning.latency import Latency, engine_cache, engine_kv, engine_runs, kv_given
 from llmcalc.planning.latency import latency as compute_latency
 from llmcalc.planning.speed import (
     Expected,
@@ -48,7 +48,7 @@ from llmcalc.planning.speed import (
 )
 from llmcalc.render.count import provenance
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
-from llmcalc.units import parse_cache_dtype, parse_context, parse_count
+from llmcalc.units import is_auto, parse_cache_dtype, parse_context, parse_count
 
 
 @handles_errors
@@ -116,10 +116,9 @@ def latency(
     parsed = parse_engine(engine) if engine is not None else None
     engine_name = parsed.name.value if parsed is not None else None
     version = parsed.version if parsed is not None else None
-    # "auto": vLLM's and SGLang's --kv-cache-dtype default, the cache at the engine's own default
-    given = (parse_cache_dtype(kv_dtype, option="--kv-dtype")
-             if kv_dtype is not None and kv_dtype.strip().lower() != "auto" else None)
-    kv = engine_kv(spec, given, weights, engine_name, version, acc=acc)
+    given = kv_given(kv_dtype, weights, engine_name)
+    kv = engine_kv(spec, given, weights, engine_name, version, acc=acc, given=dtype is not None
+                   and not is_auto(dtype))
     draft_spec = spec_for(draft, None) if draft is not None else None
     if draft_spec is not None:
         engine_runs(draft_spec, engine_name, version)

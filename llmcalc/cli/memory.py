@@ -63,7 +63,7 @@ from llmcalc.formulas.quant import format_notes, kv_dtype_for, resolve_format
 from llmcalc.inputs.safetensors_index import DTypeBytes, StoredWeights
 from llmcalc.model.spec import ModelSpec
 from llmcalc.render import gib
-from llmcalc.units import parse_context, parse_count, parse_dtype
+from llmcalc.units import kv_option, parse_context, parse_count
 
 
 def stored_weights(spec: ModelSpec, model: str) -> StoredWeights | None:
@@ -210,8 +210,7 @@ def memory(
     def measure(spec: ModelSpec) -> Any:
         # the weight format is each model's own (its quantization_config) unless --dtype names one
         w_dtype = resolve_format(spec, dtype)
-        c_dtype = (kv_dtype_for(w_dtype) if kv_dtype is None
-                   else parse_dtype(kv_dtype, option="--kv-dtype"))
+        c_dtype = kv_option(kv_dtype) or kv_dtype_for(w_dtype)
         return compute_memory(spec, ctx=n_ctx + with_images(spec, images), batch=n_batch,
                               dtype=w_dtype, kv_dtype=c_dtype, source_len=n_source, images=images)
 
@@ -264,8 +263,7 @@ def _catalog(ctx: int, batch: int, dtype: str | None, kv_dtype: str | None, how:
     specs, left_out = forward_specs()
     for stem, spec in specs:
         w_dtype = resolve_format(spec, dtype)
-        c_dtype = kv_dtype_for(w_dtype) if kv_dtype is None else parse_dtype(kv_dtype,
-                                                                              option="--kv-dtype")
+        c_dtype = kv_option(kv_dtype) or kv_dtype_for(w_dtype)
         rows.append((stem, compute_memory(spec, ctx=ctx, batch=batch, dtype=w_dtype,
                                           kv_dtype=c_dtype)))
     if how is Format.json:

@@ -20,7 +20,7 @@ from llmcalc.cli._weights import DTypeOpt
 from llmcalc.errors import MissingExtraError, UsageError
 from llmcalc.limits import escape_output
 from llmcalc.model.spec import ModelSpec
-from llmcalc.units import parse_context, parse_count, parse_dtype
+from llmcalc.units import DType, is_auto, kv_option, parse_context, parse_count, parse_dtype
 
 MAX_MODELS = 6
 SUFFIXES = (".svg", ".png", ".html")
@@ -127,8 +127,8 @@ def _memory(
     from llmcalc.planning.serving import fit
 
     n_batch = parse_count(batch, option="--batch")
-    w = parse_dtype(dtype, option="--dtype")
-    kv = w if kv_dtype is None else parse_dtype(kv_dtype, option="--kv-dtype")
+    w = DType.bf16 if is_auto(dtype) else parse_dtype(dtype, option="--dtype")
+    kv = kv_option(kv_dtype) or w
     acc = resolve(gpu) if gpu is not None else None
     rows = []
     for name, spec in zip(names, specs, strict=True):

@@ -82,7 +82,7 @@ from typing import Any
 from llmcalc.errors import UsageError
 from llmcalc.formulas.gguf_mix import GGML_SIZES, QUANT_TYPES, canonical, mix
 from llmcalc.model.spec import LAYER, ModelSpec, Tensor
-from llmcalc.units import DType, nbytes, parse_dtype
+from llmcalc.units import DType, is_auto, nbytes, parse_dtype
 
 # ---- layouts -------------------------------------------------------------------------------------
 
@@ -431,7 +431,7 @@ def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
         return parse_dtype(text, option=option)
     except UsageError:
         plain = ", ".join(d.value for d in DType)
-        if key.endswith("_xl") or key.startswith("ud-"):  # UD-Q4_K_XL, Q8_K_XL …
+        if key.endswith("_xl") or key.startswith(("ud-", "ud_")):  # UD-Q4_K_XL, Q8_K_XL …
             # Unsloth's dynamic GGUFs choose each tensor's type per model: no llama-quantize
             # type's bytes (or speed) stand for them
             raise UsageError(f"{option} {text!r}: an Unsloth dynamic mix, whose tensor types "
@@ -447,6 +447,19 @@ def parse_weight_format(text: str, *, option: str = "--dtype") -> WeightFormat:
 def kv_dtype_for(fmt: WeightFormat) -> DType:
     """The KV cache's dtype when only the weights' format is given."""
     return fmt if isinstance(fmt, DType) else fmt.kv_default
+
+
+# The engines' kv_cache_dtype "auto" is the model's activation dtype, whatever the weights' format:
+# vLLM vllm/config/cache.py CacheConfig.cache_dtype "auto" → ModelConfig.dtype (fp16 for
+# GPTQ/AWQ, bf16 for an FP8 or INT8 checkpoint without a kv_cache_scheme); SGLang
+# server_args.kv_cache_dtype "auto" and TensorRT-LLM's KvCacheConfig.dtype "auto" alike. A
+# quantized weight format never makes the cache int4/int8/fp8 unless --kv-dtype says so.
+WIDE_KV = (DType.fp32, DType.fp16, DType.bf16)
+
+
+def engine_kv_default(kv: DType) -> DType:
+    """The cache dtype an engine takes by default: a wide dtype as is, else bf16 (2 bytes)."""
+    return kv if kv in WIDE_KV else DType.bf16
 
 
 # ---- a config's quantization_config -----------------------------------------------------------
@@ -827,6 +840,6 @@ def _fused_expert(t: Tensor) -> bool:
 def resolve_format(spec: ModelSpec, text: str | None, *, option: str = "--dtype") -> WeightFormat:
     """``--dtype`` as given, or else (or ``auto``, as vLLM's and transformers' own default is
     spelt) the config's ``quantization_config``, or else bf16."""
-    if text is not None and text.strip().lower() != "auto":
+    if text is not None and not is_auto(text):
         return parse_weight_format(text, option=option)
     return from_config(spec.config) or DType.bf16

@@ -45,6 +45,7 @@ from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.formulas.quant import (
     QuantFormat,
     WeightFormat,
+    engine_kv_default,
     format_notes,
     gathered_row_bytes,
     kv_dtype_for,
@@ -55,7 +56,15 @@ from llmcalc.formulas.quant import (
 from llmcalc.model.spec import ModelSpec, context_notes
 from llmcalc.planning.engines.budget import check_serving_tp, replicated_kv
 from llmcalc.planning.hardware import Accelerator, Interconnect
-from llmcalc.units import GGML_CACHE_TYPES, LLAMA_CPP_CACHE, BlockType, CacheDType, DType
+from llmcalc.units import (
+    GGML_CACHE_TYPES,
+    LLAMA_CPP_CACHE,
+    BlockType,
+    CacheDType,
+    DType,
+    is_auto,
+    parse_cache_dtype,
+)
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
 ALL_REDUCES_PER_LAYER = 2  # Megatron-LM §3: one after attention, one after the MLP
@@ -339,9 +348,8 @@ def engine_runs(spec: ModelSpec, engine: str | None, version: str | None = None)
 # vLLM and SGLang load all of these (vLLM's gguf and bitsandbytes quantization methods).
 # TensorRT-LLM's precisions by GPU (its support matrix, 0.18: Hopper SM90 and Ada SM89 FP8, Ampere
 # SM80/SM86 FP32, FP16, BF16, INT8, INT4; Model Optimizer's: FP4 on Blackwell and later): FP8
-# weights need a table card with an FP8 peak (Ada and later), NVFP4 one with an FP4 peak.
-FP8_FORMATS = ("fp8-channel", "fp8-block")
-LLAMA_CPP_CHECKPOINT_FORMATS = ("mxfp4", "nvfp4")  # a non-GGUF format name llama.cpp has a type of
+# weights need an NVIDIA table card with an FP8 peak (Ada and later), NVFP4 one with an FP4 peak.
+LLAMA_CPP_CHECKPOINT_FORMATS = ("mxfp4", "nvfp4")  # non-GGUF formats llama.cpp has a type of
 
 
 def _gguf(weights: WeightFormat) -> bool:
@@ -350,41 +358,54 @@ def _gguf(weights: WeightFormat) -> bool:
 
 
 def engine_weights(weights: WeightFormat, engine: str | None,
-                   acc: Accelerator | None = None) -> None:
-    """Refuse weights ``engine`` does not run as stored, or (TensorRT-LLM) not on ``acc`` (the
-    rules above): no expected speed for them."""
+                   acc: Accelerator | None = None, *, given: bool = True) -> None:
+    """Refuse weights ``engine`` does not run as stored, or (TensorRT-LLM) not on ``acc``'s NVIDIA
+    architecture (the rules above): no expected speed for them. ``given``: named by ``--dtype``,
+    else the checkpoint's own format (its quantization_config, a GGUF file's types)."""
     name = weights.value if isinstance(weights, DType) else weights.name
-    if engine == "trtllm" and acc is not None and acc.key != CUSTOM:
-        fp8 = weights is DType.fp8 or name.startswith(FP8_FORMATS)
+    what = f"--dtype {name}" if given else f"the checkpoint's {name} weights"
+    if engine == "trtllm" and acc is not None and acc.maker == "nvidia":
+        fp8 = weights is DType.fp8 or name.startswith("fp8")  # fp8-block, -channel, -fp4 too
         if (fp8 and not acc.fp8_flops) or (name.startswith("nvfp4") and not acc.fp4_flops):
             need = "FP8 needs an Ada, Hopper or Blackwell GPU" if fp8 else "NVFP4 needs a Blackwell GPU"
-            raise UsageError(f"--dtype {name}: TensorRT-LLM's {need}, not the {acc.name}")
+            raise UsageError(f"{what}: TensorRT-LLM's {need}, not the {acc.name}")
     if engine == "llama.cpp" and (weights is DType.fp8 or (
             isinstance(weights, QuantFormat) and not _gguf(weights)
-            and weights.name not in LLAMA_CPP_CHECKPOINT_FORMATS)):
-        what = ("ggml has no FP8 type" if weights is DType.fp8 else
-                "a checkpoint in this format becomes a ggml type when converted")
-        raise UsageError(f"--dtype {name}: llama.cpp runs a GGUF file's types ({what}); give the "
-                         "file's, e.g. q8_0 or q4_k_m")
+            and not name.startswith(LLAMA_CPP_CHECKPOINT_FORMATS))):
+        why = ("ggml has no FP8 type" if weights is DType.fp8 else
+               "a checkpoint in this format becomes a ggml type when converted")
+        raise UsageError(f"{what}: llama.cpp runs a GGUF file's types ({why}); give the file's "
+                         "with --dtype, e.g. q8_0 or q4_k_m")
     if engine == "trtllm" and (_gguf(weights) or (isinstance(weights, QuantFormat)
                                                  and weights.description.startswith("bitsandbytes"))):
-        raise UsageError(f"--dtype {name}: not a TensorRT-LLM quantization (its QuantAlgo: FP8, "
-                         "INT8, INT4 AWQ/GPTQ, NVFP4, MXFP4)")
+        raise UsageError(f"{what}: not a TensorRT-LLM quantization (its QuantAlgo: FP8, INT8, INT4 "
+                         "AWQ/GPTQ, NVFP4, MXFP4)")
     if engine == "transformers" and _gguf(weights):
-        raise UsageError(f"--dtype {name}: transformers dequantizes a GGUF file as it loads it; "
-                         "give the dtype it runs in (--dtype bf16)")
+        raise UsageError(f"{what}: transformers dequantizes a GGUF file as it loads it; give the "
+                         "dtype it runs in (--dtype bf16)")
+
+
+def kv_given(text: str | None, weights: WeightFormat, engine: str | None) -> CacheDType | None:
+    """``latency --kv-dtype`` as given (llama.cpp's block types too); ``auto`` with vLLM, SGLang,
+    TensorRT-LLM or transformers their "model data type" (``engine_kv_default``); None (the
+    default ``engine_kv`` takes) where it is left out, or ``auto`` with llama.cpp or no engine."""
+    if text is None or (is_auto(text) and engine in (None, "llama.cpp")):
+        return None
+    if is_auto(text):
+        return engine_kv_default(kv_dtype_for(weights))
+    return parse_cache_dtype(text, option="--kv-dtype")
 
 
 def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
               engine: str | None, version: str | None = None, *,
-              acc: Accelerator | None = None) -> CacheDType:
+              acc: Accelerator | None = None, given: bool = True) -> CacheDType:
     """The cache ``latency`` runs with: ``--kv-dtype`` as the engine keeps it (``engine_cache``),
     else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16) or the
     weights' default (``kv_dtype_for``); refused for a model the engine does not run
     (``engine_runs``) or weights it does not run as stored, or not on ``acc``
     (``engine_weights``)."""
     engine_runs(spec, engine, version)
-    engine_weights(weights, engine, acc)
+    engine_weights(weights, engine, acc, given=given)
     if kv is None:
         kv = DType.fp16 if engine == "llama.cpp" else kv_dtype_for(weights)
     return engine_cache(spec, kv, engine)

@@ -46,7 +46,7 @@ from llmcalc.planning.hardware import (
     resolve,
     usable_memory,
 )
-from llmcalc.planning.latency import engine_kv, latency
+from llmcalc.planning.latency import engine_kv, kv_given, latency
 from llmcalc.planning.serving import ServingFit, decode_bound, fit
 from llmcalc.planning.training import DEFAULT_MFU, Recompute, parallelism, plan_training
 from llmcalc.render import gib
@@ -58,7 +58,15 @@ from llmcalc.render.latency import latency_json
 from llmcalc.render.local import what_fits_json
 from llmcalc.render.memory import memory_json
 from llmcalc.render.train import train_json
-from llmcalc.units import MAX_NUMBER, CacheDType, DType, parse_context, parse_count, parse_dtype
+from llmcalc.units import (
+    MAX_NUMBER,
+    CacheDType,
+    DType,
+    is_auto,
+    kv_option,
+    parse_context,
+    parse_count,
+)
 
 PASTED = "pasted config"
 # the model a bare page shows: one whose defaults below agree with it (a 4k context within its
@@ -245,7 +253,8 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     dtype_text, kv_text = _text_or_none(request, "dtype"), _text_or_none(request, "kv_dtype")
     # each model's stored format unless a dtype is named (memory/fit read it so)
     dtype = resolve_format(spec, dtype_text)
-    given_kv = None if kv_text is None else parse_dtype(kv_text, option="--kv-dtype")
+    named = dtype_text is not None and not is_auto(dtype_text)  # else the checkpoint's
+    given_kv = kv_option(kv_text)
     kv_dtype = kv_dtype_for(dtype) if given_kv is None else given_kv
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
     gpu_flops = _text_or_none(request, "gpu_flops")
@@ -337,8 +346,9 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 parsed = parse_engine(engine_text)
                 bound_engine = parsed.name.value
                 fitted(bound_engine, bound_backend)  # or the CLI refuses
-                bound_kv = engine_kv(spec, given_kv, dtype, bound_engine,  # or the CLI refuses
-                                     parsed.version, acc=card_only)
+                bound_kv = engine_kv(spec, kv_given(kv_text, dtype, bound_engine), dtype,
+                                     bound_engine,  # or the CLI refuses
+                                     parsed.version, acc=card_only, given=named)
             except LLMCalcError:
                 bound_backend = bound_engine = None
 
@@ -380,8 +390,9 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
             backend = parse_backend(backend_text, card_only)
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype,
-                          kv_dtype=engine_kv(spec, given_kv, dtype, engine, parsed.version,
-                                             acc=card_only),
+                          kv_dtype=engine_kv(spec, kv_given(kv_text, dtype, engine), dtype,
+                                             engine, parsed.version,
+                                             acc=card_only, given=named),
                           backend=backend,
                           engine=engine)
             e = expected_for(lat, engine=engine, backend=backend)

@@ -35,7 +35,7 @@ def test_dtype_options_are_the_shared_ones(command: str) -> None:
         "iq4_xs …). Default: quantization_config or bf16."
     )
     assert opts["--kv-dtype"].help == (
-        f"KV-cache dtype: {DTYPES}; default: --dtype (bf16 or fp16 beside a quantized format)."
+        f"KV-cache dtype: {DTYPES}; default (or auto): --dtype (bf16 or fp16 beside a quantized format)."
     )
 
 

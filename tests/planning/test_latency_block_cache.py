@@ -81,18 +81,22 @@ def test_parse_dtype_names_the_block_types_elsewhere() -> None:
 def test_llama_cpp_keeps_its_own_cache_types(cli: Any, given: str | None, kept: str) -> None:
     """As `fit --engine llama.cpp` reads --kv-dtype: its default f16 (whatever the weights), int8
     and int4 its q8_0 and q4_0 blocks."""
-    args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "q8_0", "--engine", "llama.cpp",
+    args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "bf16", "--engine", "llama.cpp",
             "--json", *(["--kv-dtype", given] if given else []))
     assert cli(*args).json()["inputs"]["kv_dtype"] == kept
 
 
-@pytest.mark.parametrize("engine", [None, "vllm"])
-def test_auto_is_the_engines_default_cache(cli: Any, engine: str | None) -> None:
-    """--kv-dtype auto, vLLM's --kv-cache-dtype default: the cache the command keeps without it."""
-    args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "fp8", "--json",
-            *(["--engine", engine] if engine else []))
-    assert cli(*args, "--kv-dtype", "auto").json() == cli(*args).json()
-    assert cli(*args, "--kv-dtype", "auto").json()["inputs"]["kv_dtype"] == "fp8"
+@pytest.mark.parametrize(("engine", "kept"), [(None, "fp8"), ("llama.cpp", "f16"), ("vllm", "bf16"),
+                                              ("trtllm", "bf16")])
+def test_auto_is_the_engines_default_cache(cli: Any, engine: str | None, kept: str) -> None:
+    """--kv-dtype auto: with vLLM, SGLang and TensorRT-LLM their "model data type" (bf16 beside
+    FP8 weights, as fit --engine keeps it); without an engine, or with llama.cpp, the cache the
+    command keeps without the option."""
+    args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "q8_0" if engine == "llama.cpp"
+            else "fp8", "--json", *(["--engine", engine] if engine else []))
+    auto = cli(*args, "--kv-dtype", "auto").json()
+    assert auto["inputs"]["kv_dtype"] == kept
+    assert (auto == cli(*args).json()) == (engine in (None, "llama.cpp"))
 
 
 def test_llama_cpp_has_no_fp8_cache(cli: Any) -> None:

@@ -520,10 +520,10 @@ def test_without_engine_no_expected(cli: Any) -> None:
     # weights the engine does not run as stored (latency.engine_weights)
     (("--gpu", "h100", "--dtype", "fp8", "--engine", "llama.cpp"),
      "error: --dtype fp8: llama.cpp runs a GGUF file's types (ggml has no FP8 type); give the "
-     "file's, e.g. q8_0 or q4_k_m\n"),
+     "file's with --dtype, e.g. q8_0 or q4_k_m\n"),
     (("--gpu", "rtx-4090", "--dtype", "awq", "--engine", "llama.cpp"),
      "error: --dtype awq: llama.cpp runs a GGUF file's types (a checkpoint in this format becomes "
-     "a ggml type when converted); give the file's, e.g. q8_0 or q4_k_m\n"),
+     "a ggml type when converted); give the file's with --dtype, e.g. q8_0 or q4_k_m\n"),
     (("--gpu", "h100", "--dtype", "q4_k_m", "--engine", "trtllm"),
      "error: --dtype q4_k_m: not a TensorRT-LLM quantization (its QuantAlgo: FP8, INT8, INT4 "
      "AWQ/GPTQ, NVFP4, MXFP4)\n"),
@@ -535,6 +535,13 @@ def test_without_engine_no_expected(cli: Any) -> None:
      "A100 80GB SXM\n"),
     (("--gpu", "h100", "--dtype", "nvfp4", "--engine", "trtllm"),
      "error: --dtype nvfp4: TensorRT-LLM's NVFP4 needs a Blackwell GPU, not the NVIDIA H100 SXM\n"),
+    (("--gpu", "a100-80gb", "--dtype", "fp8-fp4", "--engine", "trtllm"),
+     "error: --dtype fp8-fp4: TensorRT-LLM's FP8 needs an Ada, Hopper or Blackwell GPU, not the "
+     "NVIDIA A100 80GB SXM\n"),
+    # an AMD card: no TensorRT-LLM at all, whatever the weights
+    (("--gpu", "mi250x", "--dtype", "fp8", "--engine", "trtllm"),
+     "error: --engine trtllm: no published measurements of trtllm on the rocm backend were found, "
+     "so there is no expected speed to give (without --engine: the bound)\n"),
     (("--gpu", "h100", "--dtype", "q4_0", "--engine", "transformers"),
      "error: --dtype q4_0: transformers dequantizes a GGUF file as it loads it; give the dtype it "
      "runs in (--dtype bf16)\n"),
@@ -546,7 +553,8 @@ def test_without_engine_no_expected(cli: Any) -> None:
      "error: --backend cuda: does not run on the AMD Instinct MI300X (its backends: rocm, "
      "vulkan)\n"),
     (("--gpu", "apple-m3-max", "--engine", "llama.cpp", "--backend", "vulkan"),
-     "error: --backend vulkan: does not run on the Apple M3 Max (128GB) (its backends: metal)\n"),
+     "error: --backend vulkan: no measurement of it on the Apple M3 Max (128GB) (MoltenVK) was "
+     "found; its backends: metal\n"),
     (("--gpu", "arc-b580", "--engine", "llama.cpp", "--backend", "rocm"),
      "error: --backend rocm: does not run on the Intel Arc B580 (its backends: vulkan)\n"),
     (("--gpu", "h100", "--engine", "llama.cpp", "--backend", "cpu"),
@@ -556,6 +564,26 @@ def test_without_engine_no_expected(cli: Any) -> None:
 def test_refusals(cli: Any, args: tuple[str, ...], message: str) -> None:
     r = cli("latency", "llama-2-7b", *args)
     assert (r.code, r.stderr) == (2, message)
+
+
+@pytest.mark.parametrize(("command", "message"), [
+    (("latency", "deepseek-v3", "--gpu", "h200", "--tp", "8", "--engine", "llama.cpp"),
+     "error: the checkpoint's fp8-block weights: llama.cpp runs a GGUF file's types (a checkpoint "
+     "in this format becomes a ggml type when converted); give the file's with --dtype, e.g. q8_0 "
+     "or q4_k_m\n"),
+    (("fit", "llama-3.1-8b", "--gpu", "h100", "--dtype", "q4_k_m", "--engine", "trtllm"),
+     "error: --dtype q4_k_m: not a TensorRT-LLM quantization (its QuantAlgo: FP8, INT8, INT4 "
+     "AWQ/GPTQ, NVFP4, MXFP4)\n"),
+    (("fit", "llama-3.1-8b", "--gpu", "a100-80gb", "--dtype", "fp8", "--engine", "trtllm"),
+     "error: --dtype fp8: TensorRT-LLM's FP8 needs an Ada, Hopper or Blackwell GPU, not the NVIDIA "
+     "A100 80GB SXM\n"),
+])
+def test_weights_refused_as_the_checkpoint_stores_them(cli: Any, command: tuple[str, ...],
+                                                       message: str) -> None:
+    """A checkpoint's own format (its quantization_config, no --dtype) is named as such; fit
+    --engine refuses what latency --engine refuses."""
+    r = cli(*command)
+    assert (r.code, r.stdout, r.stderr) == (2, "", message)
 
 
 @pytest.mark.parametrize(("engine", "dtype"), [
@@ -569,7 +597,9 @@ def test_weights_each_engine_runs(cli: Any, engine: str, dtype: str) -> None:
     r = cli("latency", "llama-2-7b", "--gpu", "b200", "--dtype", dtype, "--engine", engine,
             "--json")
     assert r.code == 0, r.stderr
-    assert json.loads(r.stdout)["expected"]["decode_tokens_per_s"] > 0
+    got = json.loads(r.stdout)
+    assert (got["expected"]["engine"], got["expected"]["backend"]) == (engine, "cuda")
+    assert 0 < got["expected"]["decode_tokens_per_s"] <= got["tokens_per_s"]
 
 
 @pytest.mark.parametrize(("gpu", "backend"), [
@@ -579,10 +609,12 @@ def test_weights_each_engine_runs(cli: Any, engine: str, dtype: str) -> None:
 def test_a_cards_own_backend_by_default(cli: Any, gpu: str, backend: str) -> None:
     """Without --backend a table card runs its maker's (choices.DEFAULT_BACKEND): an AMD card's
     expected speed is ROCm's fit, not CUDA's."""
-    r = cli("latency", "llama-2-7b", "--gpu", gpu, "--dtype", "q4_0", "--engine", "llama.cpp",
+    args = ("latency", "llama-2-7b", "--gpu", gpu, "--dtype", "q4_0", "--engine", "llama.cpp",
             "--json")
+    r = cli(*args)
     assert r.code == 0, r.stderr
     assert json.loads(r.stdout)["expected"]["backend"] == backend
+    assert r.stdout == cli(*args, "--backend", backend).stdout
 
 
 def test_a_trtllm_throughput_row_reproduced(cli: Any) -> None:
