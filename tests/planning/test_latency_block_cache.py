@@ -90,13 +90,14 @@ def test_llama_cpp_keeps_its_own_cache_types(cli: Any, given: str | None, kept: 
                                               ("trtllm", "bf16")])
 def test_auto_is_the_engines_default_cache(cli: Any, engine: str | None, kept: str) -> None:
     """--kv-dtype auto: with vLLM, SGLang and TensorRT-LLM their "model data type" (bf16 beside
-    FP8 weights, as fit --engine keeps it); without an engine, or with llama.cpp, the cache the
-    command keeps without the option."""
+    FP8 weights, as fit --engine keeps it), vLLM's and SGLang's default too; TensorRT-LLM's
+    default beside FP8 weights is an FP8 cache (as its FP8 rows state), so auto differs there;
+    without an engine, or with llama.cpp, the cache the command keeps without the option."""
     args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "q8_0" if engine == "llama.cpp"
             else "fp8", "--json", *(["--engine", engine] if engine else []))
     auto = cli(*args, "--kv-dtype", "auto").json()
     assert auto["inputs"]["kv_dtype"] == kept
-    assert (auto == cli(*args).json()) == (engine in (None, "llama.cpp"))
+    assert (auto == cli(*args).json()) == (engine != "trtllm")
 
 
 def test_llama_cpp_has_no_fp8_cache(cli: Any) -> None:

@@ -46,9 +46,10 @@ def test_cli_latency_tp_8_on_4_kv_heads(cli: Any) -> None:
     assert (r.code, r.stderr) == (0, "")
     out = r.json()
     assert out["inputs"]["tp"] == 8
-    # one rank's fp8 cache of 1 head: 94 × 256 B a token, at the mean context 1,024 + 127
+    # one rank's cache of 1 head, at vLLM's default (auto: the model's bf16 beside FP8 weights):
+    # 94 × 256 × 2 B a token, at the mean context 1,024 + 127
     weights = step_weight_bytes(load_spec(QWEN3_235B), DType.fp8, tokens=1)
-    assert out["decode_step"]["bytes_per_gpu"] == -(-(weights + 8 * 94 * 256 * 1_151) // 8)
+    assert out["decode_step"]["bytes_per_gpu"] == -(-(weights + 8 * 94 * 256 * 2 * 1_151) // 8)
     assert out["expected"]["decode_tokens_per_s"] < out["tokens_per_s"]
 
 
