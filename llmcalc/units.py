@@ -191,6 +191,11 @@ def is_auto(text: str | None) -> bool:
     return text is not None and text.strip().lower() == "auto"
 
 
+def named(text: str | None) -> bool:
+    """Whether an option names a dtype: given, and not ``auto`` (``is_auto``)."""
+    return text is not None and not is_auto(text)
+
+
 def kv_option(text: str | None) -> DType | None:
     """``--kv-dtype`` as given; None where it is left out or ``auto`` (``is_auto``), so the
     command's own default applies."""

@@ -14,7 +14,7 @@ from llmcalc.formulas.quant import WeightFormat, engine_kv_default
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.engines.budget import EngineBudget
 from llmcalc.planning.hardware import Accelerator, parse_bytes
-from llmcalc.units import DType, is_auto, kv_option, parse_context
+from llmcalc.units import DType, kv_option, named, parse_context
 
 _H = "(with --engine vllm)"
 _S = "(with --engine sglang)"
@@ -264,7 +264,7 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     require(acc, "memory_bytes")
     weights = resolve_format(spec, dtype)
     # weights the engine does not run as stored (or not on this card): latency --engine's rule
-    engine_weights(weights, engine.name.value, acc, given=dtype is not None and not is_auto(dtype))
+    engine_weights(weights, engine.name.value, acc, given=named(dtype))
     kv = kv_option(kv_dtype) or engine_kv_default(kv_dtype_for(weights))
     n_tp = tp if tp is not None else gpus
     check_serving_tp(spec, n_tp)  # the tp the engines refuse (one rule with latency's)

@@ -48,7 +48,7 @@ from llmcalc.planning.speed import (
 )
 from llmcalc.render.count import provenance
 from llmcalc.render.latency import latency_explain, latency_json, latency_view
-from llmcalc.units import is_auto, parse_cache_dtype, parse_context, parse_count
+from llmcalc.units import named, parse_cache_dtype, parse_context, parse_count
 
 
 @handles_errors
@@ -116,9 +116,8 @@ def latency(
     parsed = parse_engine(engine) if engine is not None else None
     engine_name = parsed.name.value if parsed is not None else None
     version = parsed.version if parsed is not None else None
-    given = kv_given(kv_dtype, weights, engine_name)
-    kv = engine_kv(spec, given, weights, engine_name, version, acc=acc, given=dtype is not None
-                   and not is_auto(dtype))
+    kv = engine_kv(spec, kv_given(kv_dtype, weights, engine_name), weights, engine_name, version,
+                   acc=acc, given=named(dtype))
     draft_spec = spec_for(draft, None) if draft is not None else None
     if draft_spec is not None:
         engine_runs(draft_spec, engine_name, version)

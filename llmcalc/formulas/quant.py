@@ -82,7 +82,7 @@ from typing import Any
 from llmcalc.errors import UsageError
 from llmcalc.formulas.gguf_mix import GGML_SIZES, QUANT_TYPES, canonical, mix
 from llmcalc.model.spec import LAYER, ModelSpec, Tensor
-from llmcalc.units import DType, is_auto, nbytes, parse_dtype
+from llmcalc.units import DType, named, nbytes, parse_dtype
 
 # ---- layouts -------------------------------------------------------------------------------------
 
@@ -840,6 +840,6 @@ def _fused_expert(t: Tensor) -> bool:
 def resolve_format(spec: ModelSpec, text: str | None, *, option: str = "--dtype") -> WeightFormat:
     """``--dtype`` as given, or else (or ``auto``, as vLLM's and transformers' own default is
     spelt) the config's ``quantization_config``, or else bf16."""
-    if text is not None and not is_auto(text):
+    if text is not None and named(text):
         return parse_weight_format(text, option=option)
     return from_config(spec.config) or DType.bf16

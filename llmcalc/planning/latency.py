@@ -386,10 +386,10 @@ def engine_weights(weights: WeightFormat, engine: str | None,
 
 
 def kv_given(text: str | None, weights: WeightFormat, engine: str | None) -> CacheDType | None:
-    """``latency --kv-dtype`` as given (llama.cpp's block types too); ``auto`` with vLLM, SGLang,
-    TensorRT-LLM or transformers their "model data type" (``engine_kv_default``); None (the
-    default ``engine_kv`` takes) where it is left out, or ``auto`` with llama.cpp or no engine."""
-    if text is None or (is_auto(text) and engine in (None, "llama.cpp")):
+    """``latency --kv-dtype`` as given (llama.cpp's block types too); None (``engine_kv``'s
+    default) where it is left out or ``auto``, except with TensorRT-LLM, whose default keeps the
+    weights' format where its "auto" is the model data type (``engine_kv_default``)."""
+    if text is None or (is_auto(text) and engine != "trtllm"):
         return None
     if is_auto(text):
         return engine_kv_default(kv_dtype_for(weights))
@@ -400,17 +400,17 @@ def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
               engine: str | None, version: str | None = None, *,
               acc: Accelerator | None = None, given: bool = True) -> CacheDType:
     """The cache ``latency`` runs with: ``--kv-dtype`` as the engine keeps it (``engine_cache``),
-    else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16), vLLM's
-    and SGLang's "auto" (``engine_kv_default``: bf16 beside FP8 weights) or the weights' default
-    (``kv_dtype_for``: TensorRT-LLM's FP8 rows state an FP8 cache); refused for a model the engine does not run
+    else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16), vLLM's,
+    SGLang's and transformers' "auto" (``engine_kv_default``: bf16 beside FP8 weights) or the
+    weights' default (``kv_dtype_for``: TensorRT-LLM's FP8 rows state an FP8 cache); refused for a model the engine does not run
     (``engine_runs``) or weights it does not run as stored, or not on ``acc``
     (``engine_weights``)."""
     engine_runs(spec, engine, version)
     engine_weights(weights, engine, acc, given=given)
     if kv is None:
         kv = (DType.fp16 if engine == "llama.cpp"
-              else engine_kv_default(kv_dtype_for(weights)) if engine in ("vllm", "sglang")
-              else kv_dtype_for(weights))
+              else kv_dtype_for(weights) if engine in (None, "trtllm")
+              else engine_kv_default(kv_dtype_for(weights)))
     return engine_cache(spec, kv, engine)
 
 

@@ -62,8 +62,8 @@ from llmcalc.units import (
     MAX_NUMBER,
     CacheDType,
     DType,
-    is_auto,
     kv_option,
+    named,
     parse_context,
     parse_count,
 )
@@ -253,7 +253,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
     dtype_text, kv_text = _text_or_none(request, "dtype"), _text_or_none(request, "kv_dtype")
     # each model's stored format unless a dtype is named (memory/fit read it so)
     dtype = resolve_format(spec, dtype_text)
-    named = dtype_text is not None and not is_auto(dtype_text)  # else the checkpoint's
+    named_dtype = named(dtype_text)  # else the checkpoint's
     given_kv = kv_option(kv_text)
     kv_dtype = kv_dtype_for(dtype) if given_kv is None else given_kv
     gpu, gpu_mem = _text_or_none(request, "gpu"), _text_or_none(request, "gpu_mem")
@@ -348,7 +348,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 fitted(bound_engine, bound_backend)  # or the CLI refuses
                 bound_kv = engine_kv(spec, kv_given(kv_text, dtype, bound_engine), dtype,
                                      bound_engine,  # or the CLI refuses
-                                     parsed.version, acc=card_only, given=named)
+                                     parsed.version, acc=card_only, given=named_dtype)
             except LLMCalcError:
                 bound_backend = bound_engine = None
 
@@ -392,7 +392,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype,
                           kv_dtype=engine_kv(spec, kv_given(kv_text, dtype, engine), dtype,
                                              engine, parsed.version,
-                                             acc=card_only, given=named),
+                                             acc=card_only, given=named_dtype),
                           backend=backend,
                           engine=engine)
             e = expected_for(lat, engine=engine, backend=backend)
