@@ -116,7 +116,7 @@ def latency(
     parsed = parse_engine(engine) if engine is not None else None
     engine_name = parsed.name.value if parsed is not None else None
     version = parsed.version if parsed is not None else None
-    kv = engine_kv(spec, kv_given(kv_dtype, weights, engine_name), weights, engine_name, version,
+    kv = engine_kv(spec, kv_given(kv_dtype), weights, engine_name, version,
                    acc=acc, given=named(dtype))
     draft_spec = spec_for(draft, None) if draft is not None else None
     if draft_spec is not None:

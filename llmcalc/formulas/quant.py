@@ -449,17 +449,40 @@ def kv_dtype_for(fmt: WeightFormat) -> DType:
     return fmt if isinstance(fmt, DType) else fmt.kv_default
 
 
-# The engines' kv_cache_dtype "auto" is the model's activation dtype, whatever the weights' format:
-# vLLM vllm/config/cache.py CacheConfig.cache_dtype "auto" → ModelConfig.dtype (fp16 for
+# vLLM's and SGLang's kv_cache_dtype "auto" is the model's activation dtype, whatever the weights'
+# format: vLLM vllm/config/cache.py CacheConfig.cache_dtype "auto" → ModelConfig.dtype (fp16 for
 # GPTQ/AWQ, bf16 for an FP8 or INT8 checkpoint without a kv_cache_scheme); SGLang
-# server_args.kv_cache_dtype "auto" and TensorRT-LLM's KvCacheConfig.dtype "auto" alike. A
-# quantized weight format never makes the cache int4/int8/fp8 unless --kv-dtype says so.
+# server_args.kv_cache_dtype "auto" alike. A quantized weight format never makes their cache
+# int4/int8/fp8 unless --kv-dtype says so.
 WIDE_KV = (DType.fp32, DType.fp16, DType.bf16)
 
 
 def engine_kv_default(kv: DType) -> DType:
     """The cache dtype an engine takes by default: a wide dtype as is, else bf16 (2 bytes)."""
     return kv if kv in WIDE_KV else DType.bf16
+
+
+# TensorRT-LLM's KvCacheConfig.dtype "auto" is the checkpoint's kv_cache_quant_algo, FP8 or NVFP4
+# and no other for a pre-quantized checkpoint (tensorrt_llm/llmapi/llm_utils.py,
+# ModelLoader._update_from_hf_quant_config), else the model's dtype. Model Optimizer, which makes
+# the FP8 and NVFP4 checkpoints TensorRT-LLM runs, writes FP8 there unless told otherwise
+# (examples/llm_ptq/hf_ptq.py: --kv_cache_qformat, default "fp8"), so FP8 or NVFP4 weights named
+# by --dtype have an FP8 cache.
+def trtllm_kv_default(weights: WeightFormat, config: Mapping[str, Any], *, given: bool) -> DType:
+    """TensorRT-LLM's cache for weights named by --dtype (``given``) or the checkpoint's own."""
+    if not given:
+        q = config.get("quantization_config")
+        inner = q.get("quantization", q) if isinstance(q, Mapping) else None
+        algo = inner.get("kv_cache_quant_algo") if isinstance(inner, Mapping) else None
+        if algo is not None:
+            if str(algo).upper() != "FP8":
+                raise UsageError(f"quantization_config: kv_cache_quant_algo {str(algo)[:40]!r} is "
+                                 "not sized (TensorRT-LLM's FP8 is); pass --kv-dtype")
+            return DType.fp8
+        return engine_kv_default(kv_dtype_for(weights))
+    name = weights.value if isinstance(weights, DType) else weights.name
+    return DType.fp8 if name.startswith(("fp8", "nvfp4")) else engine_kv_default(
+        kv_dtype_for(weights))
 
 
 # ---- a config's quantization_config -----------------------------------------------------------

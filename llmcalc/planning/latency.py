@@ -51,6 +51,7 @@ from llmcalc.formulas.quant import (
     kv_dtype_for,
     run_weight_bytes,
     step_weight_bytes,
+    trtllm_kv_default,
     weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, context_notes
@@ -385,14 +386,11 @@ def engine_weights(weights: WeightFormat, engine: str | None,
                          "dtype it runs in (--dtype bf16)")
 
 
-def kv_given(text: str | None, weights: WeightFormat, engine: str | None) -> CacheDType | None:
+def kv_given(text: str | None) -> CacheDType | None:
     """``latency --kv-dtype`` as given (llama.cpp's block types too); None (``engine_kv``'s
-    default) where it is left out or ``auto``, except with TensorRT-LLM, whose default keeps the
-    weights' format where its "auto" is the model data type (``engine_kv_default``)."""
-    if text is None or (is_auto(text) and engine != "trtllm"):
+    default, which is every engine's "auto") where it is left out or ``auto``."""
+    if text is None or is_auto(text):
         return None
-    if is_auto(text):
-        return engine_kv_default(kv_dtype_for(weights))
     return parse_cache_dtype(text, option="--kv-dtype")
 
 
@@ -401,15 +399,17 @@ def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
               acc: Accelerator | None = None, given: bool = True) -> CacheDType:
     """The cache ``latency`` runs with: ``--kv-dtype`` as the engine keeps it (``engine_cache``),
     else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16), vLLM's,
-    SGLang's and transformers' "auto" (``engine_kv_default``: bf16 beside FP8 weights) or the
-    weights' default (``kv_dtype_for``: TensorRT-LLM's FP8 rows state an FP8 cache); refused for a model the engine does not run
-    (``engine_runs``) or weights it does not run as stored, or not on ``acc``
-    (``engine_weights``)."""
+    SGLang's and transformers' "auto" (``engine_kv_default``: bf16 beside FP8 weights),
+    TensorRT-LLM's (``trtllm_kv_default``: FP8 beside FP8 or NVFP4 weights, as its FP8 rows
+    state) or, without an engine, the weights' default (``kv_dtype_for``); refused for a model
+    the engine does not run (``engine_runs``) or weights it does not run as stored, or not on
+    ``acc`` (``engine_weights``)."""
     engine_runs(spec, engine, version)
     engine_weights(weights, engine, acc, given=given)
     if kv is None:
         kv = (DType.fp16 if engine == "llama.cpp"
-              else kv_dtype_for(weights) if engine in (None, "trtllm")
+              else kv_dtype_for(weights) if engine is None
+              else trtllm_kv_default(weights, spec.config, given=given) if engine == "trtllm"
               else engine_kv_default(kv_dtype_for(weights)))
     return engine_cache(spec, kv, engine)
 

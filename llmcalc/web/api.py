@@ -346,7 +346,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
                 parsed = parse_engine(engine_text)
                 bound_engine = parsed.name.value
                 fitted(bound_engine, bound_backend)  # or the CLI refuses
-                bound_kv = engine_kv(spec, kv_given(kv_text, dtype, bound_engine), dtype,
+                bound_kv = engine_kv(spec, kv_given(kv_text), dtype,
                                      bound_engine,  # or the CLI refuses
                                      parsed.version, acc=card_only, given=named_dtype)
             except LLMCalcError:
@@ -390,7 +390,7 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
             backend = parse_backend(backend_text, card_only)
             lat = latency(spec, accelerator=card_only, interconnect=interconnect(None, card_only),
                           tp=gpus, batch=batch, ctx=ctx, gen=gen, dtype=dtype,
-                          kv_dtype=engine_kv(spec, kv_given(kv_text, dtype, engine), dtype,
+                          kv_dtype=engine_kv(spec, kv_given(kv_text), dtype,
                                              engine, parsed.version,
                                              acc=card_only, given=named_dtype),
                           backend=backend,

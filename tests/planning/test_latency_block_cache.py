@@ -3,6 +3,8 @@ stores them and llama.cpp's refusals."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,17 +89,63 @@ def test_llama_cpp_keeps_its_own_cache_types(cli: Any, given: str | None, kept: 
 
 
 @pytest.mark.parametrize(("engine", "kept"), [(None, "fp8"), ("llama.cpp", "f16"), ("vllm", "bf16"),
-                                              ("trtllm", "bf16")])
+                                              ("sglang", "bf16"), ("trtllm", "fp8")])
 def test_auto_is_the_engines_default_cache(cli: Any, engine: str | None, kept: str) -> None:
-    """--kv-dtype auto: with vLLM, SGLang and TensorRT-LLM their "model data type" (bf16 beside
-    FP8 weights, as fit --engine keeps it), vLLM's and SGLang's default too; TensorRT-LLM's
-    default beside FP8 weights is an FP8 cache (as its FP8 rows state), so auto differs there;
-    without an engine, or with llama.cpp, the cache the command keeps without the option."""
+    """--kv-dtype auto is each engine's default: vLLM's and SGLang's "model data type" (bf16
+    beside FP8 weights, as fit --engine keeps it); TensorRT-LLM's the checkpoint's
+    kv_cache_quant_algo, FP8 beside the FP8 weights Model Optimizer writes (as its FP8 rows
+    state); without an engine, or with llama.cpp, the cache the command keeps without the
+    option."""
     args = ("latency", "llama-3.1-8b", "--gpu", "h100", "--dtype", "q8_0" if engine == "llama.cpp"
             else "fp8", "--json", *(["--engine", engine] if engine else []))
     auto = cli(*args, "--kv-dtype", "auto").json()
     assert auto["inputs"]["kv_dtype"] == kept
-    assert (auto == cli(*args).json()) == (engine != "trtllm")
+    assert auto == cli(*args).json()
+
+
+@pytest.mark.parametrize(("dtype", "kept", "per_token"), [
+    ("nvfp4", "fp8", 65_536), ("fp8-block", "fp8", 65_536), ("awq", "fp16", 131_072),
+    ("bf16", "bf16", 131_072), ("fp16", "fp16", 131_072)])
+def test_trtllms_cache_beside_weights_named_by_dtype(cli: Any, dtype: str, kept: str,
+                                                     per_token: int) -> None:
+    """Model Optimizer's FP8 and NVFP4 checkpoints carry an FP8 cache unless told otherwise
+    (hf_ptq.py --kv_cache_qformat fp8), which TensorRT-LLM's "auto" takes; fit --engine trtllm
+    keeps the same cache: Llama-3.1-8B's 32 layers × 8 KV heads × 128 × K and V, a byte each."""
+    args = ("llama-3.1-8b", "--gpu", "b200", "--dtype", dtype, "--engine", "trtllm", "--json")
+    assert cli("latency", *args).json()["inputs"]["kv_dtype"] == kept
+    assert cli("fit", *args).json()["kv_bytes_per_token"] == per_token
+
+
+def _modelopt_checkpoint(folder: Path, kv_algo: str | None) -> Path:
+    """Llama-3.1-8B's config.json with the quantization_config Model Optimizer writes for NVFP4
+    weights, its kv_cache_quant_algo as given."""
+    config = {**load_spec("llama-3.1-8b").config, "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+        "kv_cache_quant_algo": kv_algo, "ignore": ["lm_head"]}}
+    (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(("algo", "kept"), [("FP8", "fp8"), (None, "bf16")])
+def test_trtllm_reads_the_checkpoints_kv_cache_quant_algo(cli: Any, tmp_path: Path,
+                                                            algo: str | None, kept: str) -> None:
+    """A Model Optimizer NVFP4 checkpoint's quantization_config says its cache: FP8, or (null)
+    the model's dtype (tensorrt_llm/llmapi/llm_utils.py, _update_from_hf_quant_config); other
+    engines' "auto" keeps the model's dtype either way."""
+    path = str(_modelopt_checkpoint(tmp_path, algo))
+    args = ("--gpu", "b200", "--json")
+    assert cli("latency", path, *args, "--engine", "trtllm").json()["inputs"]["kv_dtype"] == kept
+    assert cli("latency", path, *args, "--engine", "vllm").json()["inputs"]["kv_dtype"] == "bf16"
+
+
+def test_trtllm_refuses_a_cache_it_does_not_size(cli: Any, tmp_path: Path) -> None:
+    path = str(_modelopt_checkpoint(tmp_path, "NVFP4"))
+    r = cli("latency", path, "--gpu", "b200", "--engine", "trtllm")
+    assert (r.code, r.stdout) == (2, "")
+    assert r.stderr == ("error: quantization_config: kv_cache_quant_algo 'NVFP4' is not sized "
+                        "(TensorRT-LLM's FP8 is); pass --kv-dtype\n")
+    assert cli("latency", path, "--gpu", "b200", "--engine", "trtllm", "--kv-dtype",
+               "fp8").code == 0
 
 
 def test_llama_cpp_has_no_fp8_cache(cli: Any) -> None:
