@@ -10,7 +10,7 @@ import typer
 
 from llmcalc.choices import Engine, EngineName
 from llmcalc.errors import UsageError
-from llmcalc.formulas.quant import WeightFormat, engine_kv_default, trtllm_kv_default
+from llmcalc.formulas.quant import WeightFormat, serving_kv_default
 from llmcalc.model.spec import ModelSpec
 from llmcalc.planning.engines.budget import EngineBudget
 from llmcalc.planning.hardware import Accelerator, parse_bytes
@@ -239,7 +239,7 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     engine's own message where it would refuse to start."""
     from llmcalc.choices import parse_engine
     from llmcalc.cli._common import Format, one_model, print_json, show, specs_for, takes_text
-    from llmcalc.formulas.quant import kv_dtype_for, resolve_format
+    from llmcalc.formulas.quant import resolve_format
     from llmcalc.planning.engines.budget import check_serving_tp
     from llmcalc.planning.hardware import require, resolve
     from llmcalc.planning.latency import engine_weights
@@ -265,9 +265,8 @@ def fit_engine(models: list[str] | None, engine_text: str | None, s: EngineSetti
     weights = resolve_format(spec, dtype)
     # weights the engine does not run as stored (or not on this card): latency --engine's rule
     engine_weights(weights, engine.name.value, acc, given=named(dtype))
-    kv = kv_option(kv_dtype) or (
-        trtllm_kv_default(weights, spec.config, given=named(dtype)) if engine.name.value == "trtllm"
-        else engine_kv_default(kv_dtype_for(weights)))
+    kv = kv_option(kv_dtype) or serving_kv_default(engine.name.value, weights, spec.config,
+                                                    given=named(dtype))
     n_tp = tp if tp is not None else gpus
     check_serving_tp(spec, n_tp)  # the tp the engines refuse (one rule with latency's)
     budget = engine_plan(spec, engine, s, acc=acc, dtype=weights, kv_dtype=kv, tp=n_tp)

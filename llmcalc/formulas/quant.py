@@ -462,27 +462,56 @@ def engine_kv_default(kv: DType) -> DType:
     return kv if kv in WIDE_KV else DType.bf16
 
 
-# TensorRT-LLM's KvCacheConfig.dtype "auto" is the checkpoint's kv_cache_quant_algo, FP8 or NVFP4
-# and no other for a pre-quantized checkpoint (tensorrt_llm/llmapi/llm_utils.py,
-# ModelLoader._update_from_hf_quant_config), else the model's dtype. Model Optimizer, which makes
-# the FP8 and NVFP4 checkpoints TensorRT-LLM runs, writes FP8 there unless told otherwise
-# (examples/llm_ptq/hf_ptq.py: --kv_cache_qformat, default "fp8"), so FP8 or NVFP4 weights named
-# by --dtype have an FP8 cache.
+# A Model Optimizer checkpoint states its cache in quantization_config (config.json's, flat, or
+# hf_quant_config.json's, under "quantization"): kv_cache_quant_algo FP8, NVFP4 or null. Where
+# --kv-dtype is auto or left out:
+# - TensorRT-LLM takes it, FP8 or NVFP4 and no other for a pre-quantized checkpoint, else the
+#   model's dtype (tensorrt_llm/llmapi/llm_utils.py, ModelLoader._update_from_hf_quant_config);
+#   Model Optimizer writes FP8 there unless told otherwise (examples/llm_ptq/hf_ptq.py:
+#   --kv_cache_qformat, default "fp8"), so FP8 or NVFP4 weights named by --dtype, which are its
+#   checkpoints, have an FP8 cache;
+# - vLLM takes FP8 from a modelopt quant_method's config and keeps the model's dtype for any
+#   other value (vllm/utils/torch_utils.py, resolve_kv_cache_dtype_string and
+#   MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP {"fp8": "fp8_e4m3"}: its fix for issue #34752).
+def checkpoint_kv_algo(config: Mapping[str, Any]) -> str | None:
+    """The kv_cache_quant_algo a checkpoint's quantization_config states, upper-case, or None."""
+    q = config.get("quantization_config")
+    inner = q.get("quantization", q) if isinstance(q, Mapping) else None
+    algo = inner.get("kv_cache_quant_algo") if isinstance(inner, Mapping) else None
+    return None if algo is None else str(algo).upper()
+
+
+def _modelopt(q: Mapping[str, Any]) -> bool:
+    """A Model Optimizer quantization_config: its quant_method, or hf_quant_config.json's shape
+    (no method, a modelopt producer)."""
+    method, producer = str(q.get("quant_method", "")).lower(), q.get("producer")
+    return method.startswith("modelopt") or (
+        not method and isinstance(producer, Mapping) and producer.get("name") == "modelopt")
+
+
 def trtllm_kv_default(weights: WeightFormat, config: Mapping[str, Any], *, given: bool) -> DType:
     """TensorRT-LLM's cache for weights named by --dtype (``given``) or the checkpoint's own."""
-    if not given:
-        q = config.get("quantization_config")
-        inner = q.get("quantization", q) if isinstance(q, Mapping) else None
-        algo = inner.get("kv_cache_quant_algo") if isinstance(inner, Mapping) else None
-        if algo is not None:
-            if str(algo).upper() != "FP8":
-                raise UsageError(f"quantization_config: kv_cache_quant_algo {str(algo)[:40]!r} is "
-                                 "not sized (TensorRT-LLM's FP8 is); pass --kv-dtype")
-            return DType.fp8
-        return engine_kv_default(kv_dtype_for(weights))
     name = weights.value if isinstance(weights, DType) else weights.name
-    return DType.fp8 if name.startswith(("fp8", "nvfp4")) else engine_kv_default(
-        kv_dtype_for(weights))
+    algo = None if given else checkpoint_kv_algo(config)
+    if algo is not None and algo != "FP8":
+        raise UsageError(f"quantization_config: kv_cache_quant_algo {algo[:40]!r} is not sized "
+                         "(TensorRT-LLM's FP8 is); pass --kv-dtype")
+    if algo == "FP8" or (given and name.startswith(("fp8", "nvfp4"))):
+        return DType.fp8
+    return engine_kv_default(kv_dtype_for(weights))
+
+
+def serving_kv_default(engine: str, weights: WeightFormat, config: Mapping[str, Any], *,
+                       given: bool) -> DType:
+    """The cache vLLM, SGLang, TensorRT-LLM or transformers keeps by default ("auto") beside
+    weights named by --dtype (``given``) or the checkpoint's own (``config``)."""
+    if engine == "trtllm":
+        return trtllm_kv_default(weights, config, given=given)
+    q = config.get("quantization_config")
+    if (engine == "vllm" and not given and isinstance(q, Mapping) and _modelopt(q)
+            and checkpoint_kv_algo(config) == "FP8"):
+        return DType.fp8
+    return engine_kv_default(kv_dtype_for(weights))
 
 
 # ---- a config's quantization_config -----------------------------------------------------------
@@ -500,9 +529,7 @@ def from_config(config: Mapping[str, Any]) -> QuantFormat | None:
     fmt: QuantFormat
     if method == "gguf":
         return stored_gguf(q)
-    producer = q.get("producer")
-    if method in ("modelopt", "modelopt_fp4") or (  # hf_quant_config.json's shape: no method
-            not method and isinstance(producer, Mapping) and producer.get("name") == "modelopt"):
+    if _modelopt(q):
         return modelopt_nvfp4(q)
     if method == "compressed-tensors":
         return compressed_tensors_nvfp4(q)

@@ -45,13 +45,12 @@ from llmcalc.formulas.gguf_mix import QUANT_TYPES
 from llmcalc.formulas.quant import (
     QuantFormat,
     WeightFormat,
-    engine_kv_default,
     format_notes,
     gathered_row_bytes,
     kv_dtype_for,
     run_weight_bytes,
+    serving_kv_default,
     step_weight_bytes,
-    trtllm_kv_default,
     weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, context_notes
@@ -399,9 +398,9 @@ def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
               acc: Accelerator | None = None, given: bool = True) -> CacheDType:
     """The cache ``latency`` runs with: ``--kv-dtype`` as the engine keeps it (``engine_cache``),
     else llama.cpp's f16 (common/common.h: cache_type_k and cache_type_v default to F16), vLLM's,
-    SGLang's and transformers' "auto" (``engine_kv_default``: bf16 beside FP8 weights),
-    TensorRT-LLM's (``trtllm_kv_default``: FP8 beside FP8 or NVFP4 weights, as its FP8 rows
-    state) or, without an engine, the weights' default (``kv_dtype_for``); refused for a model
+    SGLang's, TensorRT-LLM's and transformers' "auto" (``serving_kv_default``: bf16 beside FP8
+    weights but TensorRT-LLM's FP8, as its FP8 rows state; a checkpoint's kv_cache_quant_algo) or,
+    without an engine, the weights' default (``kv_dtype_for``); refused for a model
     the engine does not run (``engine_runs``) or weights it does not run as stored, or not on
     ``acc`` (``engine_weights``)."""
     engine_runs(spec, engine, version)
@@ -409,8 +408,7 @@ def engine_kv(spec: ModelSpec, kv: CacheDType | None, weights: WeightFormat,
     if kv is None:
         kv = (DType.fp16 if engine == "llama.cpp"
               else kv_dtype_for(weights) if engine is None
-              else trtllm_kv_default(weights, spec.config, given=given) if engine == "trtllm"
-              else engine_kv_default(kv_dtype_for(weights)))
+              else serving_kv_default(engine, weights, spec.config, given=given))
     return engine_cache(spec, kv, engine)
 
 

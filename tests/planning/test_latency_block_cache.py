@@ -127,15 +127,23 @@ def _modelopt_checkpoint(folder: Path, kv_algo: str | None) -> Path:
 
 
 @pytest.mark.parametrize(("algo", "kept"), [("FP8", "fp8"), (None, "bf16")])
-def test_trtllm_reads_the_checkpoints_kv_cache_quant_algo(cli: Any, tmp_path: Path,
-                                                            algo: str | None, kept: str) -> None:
+@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
+def test_the_checkpoints_kv_cache_quant_algo(cli: Any, tmp_path: Path, engine: str,
+                                             algo: str | None, kept: str) -> None:
     """A Model Optimizer NVFP4 checkpoint's quantization_config says its cache: FP8, or (null)
-    the model's dtype (tensorrt_llm/llmapi/llm_utils.py, _update_from_hf_quant_config); other
-    engines' "auto" keeps the model's dtype either way."""
+    the model's dtype, which TensorRT-LLM's "auto" (llmapi/llm_utils.py,
+    _update_from_hf_quant_config) and vLLM's (utils/torch_utils.py, resolve_kv_cache_dtype_string)
+    take, and fit --engine sizes; SGLang's "auto" keeps the model's dtype, and --dtype nvfp4
+    (weights named, not the checkpoint's) leaves vLLM at it too."""
     path = str(_modelopt_checkpoint(tmp_path, algo))
-    args = ("--gpu", "b200", "--json")
-    assert cli("latency", path, *args, "--engine", "trtllm").json()["inputs"]["kv_dtype"] == kept
-    assert cli("latency", path, *args, "--engine", "vllm").json()["inputs"]["kv_dtype"] == "bf16"
+    args = ("--gpu", "b200", "--engine", engine, "--json")
+    assert cli("latency", path, *args).json()["inputs"]["kv_dtype"] == kept
+    assert cli("fit", path, *args).json()["kv_bytes_per_token"] == {"fp8": 65_536,
+                                                                    "bf16": 131_072}[kept]
+    sglang = cli("latency", path, "--gpu", "b200", "--engine", "sglang", "--json").json()
+    named = cli("latency", path, "--gpu", "b200", "--engine", "vllm", "--dtype", "nvfp4",
+                "--json").json()
+    assert (sglang["inputs"]["kv_dtype"], named["inputs"]["kv_dtype"]) == ("bf16", "bf16")
 
 
 def test_trtllm_refuses_a_cache_it_does_not_size(cli: Any, tmp_path: Path) -> None:
