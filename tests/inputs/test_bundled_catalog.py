@@ -255,6 +255,9 @@ BENCHMARKED = {
     "qwq-32b": ("Qwen/QwQ-32B", 32_763_876_352),
     "glm-4.7-flash": ("zai-org/GLM-4.7-Flash", 29_943_390_976),
     "qwen3.5-9b": ("Qwen/Qwen3.5-9B", 9_409_813_744),
+    # Qwen2.5-14B-Instruct (context 32,768, unlike its base); Llama 4 Scout Instruct whole
+    "qwen2.5-14b-instruct": ("Qwen/Qwen2.5-14B-Instruct", 14_770_033_664),
+    "llama-4-scout-instruct": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 108_641_793_536),
 }
 
 
