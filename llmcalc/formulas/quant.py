@@ -449,38 +449,33 @@ def kv_dtype_for(fmt: WeightFormat) -> DType:
     return fmt if isinstance(fmt, DType) else fmt.kv_default
 
 
-# vLLM's and SGLang's kv_cache_dtype "auto" is the model's activation dtype, whatever the weights'
-# format: vLLM vllm/config/cache.py CacheConfig.cache_dtype "auto" → ModelConfig.dtype (fp16 for
-# GPTQ/AWQ, bf16 for an FP8 or INT8 checkpoint without a kv_cache_scheme); SGLang
+# The engines' kv_cache_dtype "auto" is the model's activation dtype beside weights named by --dtype
+# or a checkpoint that states no cache: vLLM vllm/config/cache.py CacheConfig.cache_dtype "auto" →
+# ModelConfig.dtype (fp16 for GPTQ/AWQ, bf16 for an FP8 or INT8 checkpoint); SGLang
 # server_args.kv_cache_dtype "auto" alike. A quantized weight format never makes their cache
-# int4/int8/fp8 unless --kv-dtype says so.
+# int4/int8/fp8 by itself (serving_kv_default says where a checkpoint does).
 WIDE_KV = (DType.fp32, DType.fp16, DType.bf16)
 
 
 def engine_kv_default(kv: DType) -> DType:
-    """The cache dtype an engine takes by default: a wide dtype as is, else bf16 (2 bytes)."""
+    """The model's dtype as a cache keeps it: a wide dtype as is, else bf16 (2 bytes)."""
     return kv if kv in WIDE_KV else DType.bf16
 
 
-# A Model Optimizer checkpoint states its cache in quantization_config (config.json's, flat, or
-# hf_quant_config.json's, under "quantization"): kv_cache_quant_algo FP8, NVFP4 or null. Where
-# --kv-dtype is auto or left out:
+# A Model Optimizer checkpoint states its cache in its quantization_config (config.json's, flat;
+# hf_quant_config.json's shape, under "quantization"): kv_cache_quant_algo FP8, NVFP4 or null, or
+# (its newer exports) kv_cache_scheme {"num_bits": 8, "type": "float", "dynamic": false}, FP8.
+# Where --kv-dtype is auto or left out:
 # - TensorRT-LLM takes it, FP8 or NVFP4 and no other for a pre-quantized checkpoint, else the
-#   model's dtype (tensorrt_llm/llmapi/llm_utils.py, ModelLoader._update_from_hf_quant_config);
+#   model's dtype (tensorrt_llm/llmapi/llm_utils.py, ModelLoader._update_from_hf_quant_config).
 #   Model Optimizer writes FP8 there unless told otherwise (examples/llm_ptq/hf_ptq.py:
-#   --kv_cache_qformat, default "fp8"), so FP8 or NVFP4 weights named by --dtype, which are its
-#   checkpoints, have an FP8 cache;
-# - vLLM takes FP8 from a modelopt quant_method's config and keeps the model's dtype for any
-#   other value (vllm/utils/torch_utils.py, resolve_kv_cache_dtype_string and
-#   MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP {"fp8": "fp8_e4m3"}: its fix for issue #34752).
-def checkpoint_kv_algo(config: Mapping[str, Any]) -> str | None:
-    """The kv_cache_quant_algo a checkpoint's quantization_config states, upper-case, or None."""
-    q = config.get("quantization_config")
-    inner = q.get("quantization", q) if isinstance(q, Mapping) else None
-    algo = inner.get("kv_cache_quant_algo") if isinstance(inner, Mapping) else None
-    return None if algo is None else str(algo).upper()
-
-
+#   --kv_cache_qformat, default "fp8"), so its formats named by --dtype, FP8 per tensor and NVFP4,
+#   have an FP8 cache (fp8-block and fp8-fp4 are DeepSeek's checkpoints, which state none);
+# - vLLM takes FP8 and keeps the model's dtype for any other value (vllm/utils/torch_utils.py,
+#   resolve_kv_cache_dtype_string, get_kv_cache_quant_algo_string: kv_cache_scheme first;
+#   MODELOPT_TO_VLLM_KV_CACHE_DTYPE_MAP {"fp8": "fp8_e4m3"}; vllm-project/vllm#29980);
+# - SGLang likewise: FP8, else the model's dtype (sglang/srt/model_executor/model_runner.py,
+#   ModelRunner.configure_kv_cache_dtype: quant_config.kv_cache_quant_algo).
 def _modelopt(q: Mapping[str, Any]) -> bool:
     """A Model Optimizer quantization_config: its quant_method, or hf_quant_config.json's shape
     (no method, a modelopt producer)."""
@@ -489,27 +484,36 @@ def _modelopt(q: Mapping[str, Any]) -> bool:
         not method and isinstance(producer, Mapping) and producer.get("name") == "modelopt")
 
 
-def trtllm_kv_default(weights: WeightFormat, config: Mapping[str, Any], *, given: bool) -> DType:
-    """TensorRT-LLM's cache for weights named by --dtype (``given``) or the checkpoint's own."""
-    name = weights.value if isinstance(weights, DType) else weights.name
-    algo = None if given else checkpoint_kv_algo(config)
-    if algo is not None and algo != "FP8":
-        raise UsageError(f"quantization_config: kv_cache_quant_algo {algo[:40]!r} is not sized "
-                         "(TensorRT-LLM's FP8 is); pass --kv-dtype")
-    if algo == "FP8" or (given and name.startswith(("fp8", "nvfp4"))):
-        return DType.fp8
-    return engine_kv_default(kv_dtype_for(weights))
+def checkpoint_kv(config: Mapping[str, Any]) -> tuple[DType | None, object]:
+    """The cache a Model Optimizer checkpoint states: (fp8, its value) for FP8, (None, None) for
+    none stated, (None, its value) for another (NVFP4, or anything else)."""
+    q = config.get("quantization_config")
+    if not isinstance(q, Mapping) or not _modelopt(q):
+        return None, None
+    inner = q.get("quantization", q)
+    if not isinstance(inner, Mapping):
+        return None, None
+    value = next((v for v in (inner.get("kv_cache_scheme"), q.get("kv_cache_scheme"),
+                              inner.get("kv_cache_quant_algo"), q.get("kv_cache_quant_algo"))
+                  if v), None)
+    fp8 = (isinstance(value, str) and value.upper() == "FP8") or (
+        isinstance(value, Mapping) and value.get("dynamic") is False
+        and value.get("num_bits") == 8 and value.get("type") == "float")
+    return (DType.fp8 if fp8 else None), value
 
 
 def serving_kv_default(engine: str, weights: WeightFormat, config: Mapping[str, Any], *,
                        given: bool) -> DType:
     """The cache vLLM, SGLang, TensorRT-LLM or transformers keeps by default ("auto") beside
     weights named by --dtype (``given``) or the checkpoint's own (``config``)."""
-    if engine == "trtllm":
-        return trtllm_kv_default(weights, config, given=given)
-    q = config.get("quantization_config")
-    if (engine == "vllm" and not given and isinstance(q, Mapping) and _modelopt(q)
-            and checkpoint_kv_algo(config) == "FP8"):
+    stated, value = (None, None) if given else checkpoint_kv(config)
+    if engine in ("vllm", "sglang", "trtllm") and stated is not None:
+        return stated
+    if engine == "trtllm" and value is not None:
+        shown = repr(value[:40]) if isinstance(value, str) else f"of type {type(value).__name__}"
+        raise UsageError(f"quantization_config: kv_cache_quant_algo {shown} is not sized "
+                         "(TensorRT-LLM's FP8 is); pass --kv-dtype")
+    if engine == "trtllm" and given and (weights is DType.fp8 or weights.value.startswith("nvfp4")):
         return DType.fp8
     return engine_kv_default(kv_dtype_for(weights))
 

@@ -30,7 +30,13 @@ from llmcalc.formulas.lora import (
     resolve_targets,
 )
 from llmcalc.formulas.memory import kv_cache_bytes, memory
-from llmcalc.formulas.quant import FORMAT_NAMES, WeightFormat, kv_dtype_for, resolve_format
+from llmcalc.formulas.quant import (
+    FORMAT_NAMES,
+    WeightFormat,
+    kv_dtype_for,
+    resolve_format,
+    serving_kv_default,
+)
 from llmcalc.formulas.series import context_grid, flops_series, memory_series
 from llmcalc.inputs import bundled, family_defaults, scratch, speccache
 from llmcalc.inputs.config import read_config, spec_from_raw
@@ -475,10 +481,14 @@ def calculate(request: Mapping[str, Any]) -> dict[str, Any]:
         def work() -> dict[str, Any]:
             from llmcalc.choices import parse_engine
             from llmcalc.cli._engine import EngineSettings, engine_plan
+            from llmcalc.planning.latency import engine_weights
             from llmcalc.render.engine import engine_json
 
+            # the weights and cache `fit --engine` takes (the engine's own default cache)
+            engine_weights(dtype, name, acc, given=named_dtype)
+            kv = given_kv or serving_kv_default(name, dtype, spec.config, given=named_dtype)
             b = engine_plan(spec, parse_engine(name), EngineSettings(max_model_len=ctx_text),
-                            acc=acc, dtype=dtype, kv_dtype=kv_dtype, tp=gpus)
+                            acc=acc, dtype=dtype, kv_dtype=kv, tp=gpus)
             if b.refusal is None:  # the CLI exits 1 where the engine would refuse to start
                 commands[f"engine_{name}"] = cli("fit", *card, *mem, "--engine", name, "--tp",
                                                  str(gpus), "--max-model-len", ctx_text, *dt,

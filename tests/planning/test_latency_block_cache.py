@@ -104,56 +104,67 @@ def test_auto_is_the_engines_default_cache(cli: Any, engine: str | None, kept: s
 
 
 @pytest.mark.parametrize(("dtype", "kept", "per_token"), [
-    ("nvfp4", "fp8", 65_536), ("fp8-block", "fp8", 65_536), ("awq", "fp16", 131_072),
+    ("nvfp4", "fp8", 65_536), ("fp8", "fp8", 65_536), ("fp8-block", "bf16", 131_072),
+    ("awq", "fp16", 131_072),
     ("bf16", "bf16", 131_072), ("fp16", "fp16", 131_072)])
 def test_trtllms_cache_beside_weights_named_by_dtype(cli: Any, dtype: str, kept: str,
                                                      per_token: int) -> None:
     """Model Optimizer's FP8 and NVFP4 checkpoints carry an FP8 cache unless told otherwise
-    (hf_ptq.py --kv_cache_qformat fp8), which TensorRT-LLM's "auto" takes; fit --engine trtllm
-    keeps the same cache: Llama-3.1-8B's 32 layers × 8 KV heads × 128 × K and V, a byte each."""
+    (hf_ptq.py --kv_cache_qformat fp8), which TensorRT-LLM's "auto" takes; DeepSeek's block-scaled
+    FP8 checkpoints state none. fit --engine trtllm keeps the same cache: Llama-3.1-8B's 32 layers
+    × 8 KV heads × 128 × K and V, a byte each."""
     args = ("llama-3.1-8b", "--gpu", "b200", "--dtype", dtype, "--engine", "trtllm", "--json")
     assert cli("latency", *args).json()["inputs"]["kv_dtype"] == kept
     assert cli("fit", *args).json()["kv_bytes_per_token"] == per_token
 
 
-def _modelopt_checkpoint(folder: Path, kv_algo: str | None) -> Path:
+def _modelopt_checkpoint(folder: Path, kv: dict[str, Any]) -> Path:
     """Llama-3.1-8B's config.json with the quantization_config Model Optimizer writes for NVFP4
-    weights, its kv_cache_quant_algo as given."""
+    weights, its cache as given (kv_cache_quant_algo beside exclude_modules, or its newer
+    kv_cache_scheme beside ignore)."""
+    key = "exclude_modules" if "kv_cache_quant_algo" in kv else "ignore"
     config = {**load_spec("llama-3.1-8b").config, "quantization_config": {
-        "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
-        "kv_cache_quant_algo": kv_algo, "ignore": ["lm_head"]}}
+        "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, key: ["lm_head"],
+        **kv}}
     (folder / "config.json").write_text(json.dumps(config), encoding="utf-8")
     return folder
 
 
-@pytest.mark.parametrize(("algo", "kept"), [("FP8", "fp8"), (None, "bf16")])
-@pytest.mark.parametrize("engine", ["trtllm", "vllm"])
+FP8_SCHEME = {"kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": False}}
+
+
+@pytest.mark.parametrize(("kv", "kept"), [({"kv_cache_quant_algo": "FP8"}, "fp8"), (FP8_SCHEME, "fp8"),
+                                          ({"kv_cache_quant_algo": None}, "bf16")])
+@pytest.mark.parametrize("engine", ["trtllm", "vllm", "sglang"])
 def test_the_checkpoints_kv_cache_quant_algo(cli: Any, tmp_path: Path, engine: str,
-                                             algo: str | None, kept: str) -> None:
+                                             kv: dict[str, Any], kept: str) -> None:
     """A Model Optimizer NVFP4 checkpoint's quantization_config says its cache: FP8, or (null)
     the model's dtype, which TensorRT-LLM's "auto" (llmapi/llm_utils.py,
-    _update_from_hf_quant_config) and vLLM's (utils/torch_utils.py, resolve_kv_cache_dtype_string)
-    take, and fit --engine sizes; SGLang's "auto" keeps the model's dtype, and --dtype nvfp4
-    (weights named, not the checkpoint's) leaves vLLM at it too."""
-    path = str(_modelopt_checkpoint(tmp_path, algo))
+    _update_from_hf_quant_config), vLLM's (utils/torch_utils.py, resolve_kv_cache_dtype_string)
+    and SGLang's (model_runner.py, configure_kv_cache_dtype) take, and fit --engine sizes;
+    --dtype nvfp4 (weights named, not the checkpoint's) leaves vLLM and SGLang at bf16."""
+    path = str(_modelopt_checkpoint(tmp_path, kv))
     args = ("--gpu", "b200", "--engine", engine, "--json")
     assert cli("latency", path, *args).json()["inputs"]["kv_dtype"] == kept
     assert cli("fit", path, *args).json()["kv_bytes_per_token"] == {"fp8": 65_536,
                                                                     "bf16": 131_072}[kept]
-    sglang = cli("latency", path, "--gpu", "b200", "--engine", "sglang", "--json").json()
-    named = cli("latency", path, "--gpu", "b200", "--engine", "vllm", "--dtype", "nvfp4",
-                "--json").json()
-    assert (sglang["inputs"]["kv_dtype"], named["inputs"]["kv_dtype"]) == ("bf16", "bf16")
+    named = cli("latency", path, *args, "--dtype", "nvfp4").json()["inputs"]["kv_dtype"]
+    assert named == ("fp8" if engine == "trtllm" else "bf16")
 
 
-def test_trtllm_refuses_a_cache_it_does_not_size(cli: Any, tmp_path: Path) -> None:
-    path = str(_modelopt_checkpoint(tmp_path, "NVFP4"))
+@pytest.mark.parametrize(("value", "shown"), [("NVFP4", "'NVFP4'"), ("\x1b[31mx", "'\\x1b[31mx'"),
+                                              (["FP8"], "of type list"), (8, "of type int")])
+def test_trtllm_refuses_a_cache_it_does_not_size(cli: Any, tmp_path: Path, value: Any,
+                                                 shown: str) -> None:
+    path = str(_modelopt_checkpoint(tmp_path, {"kv_cache_quant_algo": value}))
     r = cli("latency", path, "--gpu", "b200", "--engine", "trtllm")
     assert (r.code, r.stdout) == (2, "")
-    assert r.stderr == ("error: quantization_config: kv_cache_quant_algo 'NVFP4' is not sized "
+    assert r.stderr == (f"error: quantization_config: kv_cache_quant_algo {shown} is not sized "
                         "(TensorRT-LLM's FP8 is); pass --kv-dtype\n")
     assert cli("latency", path, "--gpu", "b200", "--engine", "trtllm", "--kv-dtype",
                "fp8").code == 0
+    assert cli("latency", path, "--gpu", "b200", "--engine", "vllm", "--json").json()[
+        "inputs"]["kv_dtype"] == "bf16"
 
 
 def test_llama_cpp_has_no_fp8_cache(cli: Any) -> None:

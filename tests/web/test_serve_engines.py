@@ -44,3 +44,23 @@ def test_the_offload_panel_is_the_clis(cli: Any) -> None:
               "q4_k_m", "--json")
     assert run.code == 0 and run.json() == got["offload"]
     assert (got["offload"]["ngl"], got["offload"]["gpu_layers"]) == (44, 43)
+
+
+def test_quantized_weights_take_each_engines_own_cache(cli: Any) -> None:
+    """The engine rows size the cache fit --engine sizes: TensorRT-LLM's FP8 beside NVFP4 weights
+    (Model Optimizer's), vLLM's and SGLang's bf16 beside FP8 weights (their "auto"); weights an
+    engine does not run are its row's refusal, in the CLI's words."""
+    got = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "4k", "batch": "1",
+                         "gpu": "b200", "gpus": 1, "dtype": "nvfp4"})
+    per_token = {n: got[f"engine_{n}"]["kv_bytes_per_token"] for n in ("vllm", "sglang", "trtllm")}
+    assert per_token == {"vllm": 131_072, "sglang": 131_072, "trtllm": 65_536}
+    for n in ("vllm", "trtllm"):
+        run = cli("fit", "llama-3.1-8b", "--gpu", "b200", "--engine", n, "--tp", "1",
+                  "--max-model-len", "4k", "--dtype", "nvfp4", "--json")
+        assert run.code == 0 and run.json() == got[f"engine_{n}"]
+    gguf = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "4k", "batch": "1",
+                          "gpu": "h100", "gpus": 1, "dtype": "q4_k_m"})
+    run = cli("fit", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm", "--tp", "1",
+              "--max-model-len", "4k", "--dtype", "q4_k_m")
+    assert gguf["unavailable"]["engine_trtllm"] == run.stderr.removeprefix("error: ").strip()
+    assert "engine_trtllm" not in gguf["commands"]
