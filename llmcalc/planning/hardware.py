@@ -81,12 +81,6 @@ class Accelerator:
         first = self.name.split(maxsplit=1)[0].lower()
         return first if first in ("nvidia", "amd", "intel", "apple") else ""
 
-    @property
-    def nvidia(self) -> bool:
-        """An NVIDIA GPU: every such row's name begins with the maker's (a card given by its
-        figures alone is no maker's)."""
-        return self.name.startswith("NVIDIA")
-
 
 TABLE = Path(__file__).with_name("hardware.json")
 

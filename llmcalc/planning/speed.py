@@ -704,7 +704,7 @@ def coopmat2_share(a: Accelerator, backend: str) -> float:
         return 0.0
     if a.key == CUSTOM:
         return 0.5
-    return float(a.nvidia and a.key not in PRE_AMPERE_NVIDIA)
+    return float(a.maker == "nvidia" and a.key not in PRE_AMPERE_NVIDIA)
 
 
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
