@@ -97,6 +97,40 @@ def test_a_wrong_figure_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
                "(DynamicLayer)")
 
 
+def test_a_copy_transformers_cannot_run_is_freed_before_the_next(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each dtype's failed copy is gone before the next dtype's is built, and once the error is
+    raised: a model held in reference cycles, kept by its error's traceback, ran the sweep's
+    EXAONE-MoE worker out of memory."""
+    import gc
+    import json
+    import weakref
+
+    class Model:  # a transformers model: its modules hold each other
+        def __init__(self) -> None:
+            self.itself = self
+
+    built: list[tuple[DType, weakref.ref[Model]]] = []
+
+    def failing_run(spec: object, *, depth: int, dtype: DType) -> measure.Forward:
+        assert all(ref() is None for _, ref in built), "the last copy is still held"
+        model = Model()
+        built.append((dtype, weakref.ref(model)))
+        raise RuntimeError(f"cannot run in {dtype.value}")
+
+    monkeypatch.setattr(measure, "_run", failing_run)
+    config = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "vocab_size": 100}
+    gc.disable()  # only the harness's own collection may free them
+    try:
+        with pytest.raises(RuntimeError, match=f"^cannot run in {DType.fp32.value}$"):
+            measure._measure.__wrapped__(json.dumps(config), 2)
+        assert [dtype for dtype, _ in built] == [DType.bf16, DType.fp32]
+        assert all(ref() is None for _, ref in built)
+    finally:
+        gc.enable()
+
+
 def test_dynamic_cache_keeps_window_minus_one() -> None:
     """The one relation the cache check applies: DynamicCache keeps a sliding layer's last
     window − 1 tokens, llmcalc the whole window (StaticCache's)."""
