@@ -64,6 +64,7 @@ from llmcalc.units import (
     DType,
     is_auto,
     parse_cache_dtype,
+    size_text,
 )
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in the all-reduce
@@ -442,6 +443,19 @@ def state_write_bytes(spec: ModelSpec, *, batch: int, kv_dtype: CacheDType, tp: 
     return batch * memory.state_bytes_per_sequence(replicated_kv(spec, tp), dtype=kv_dtype)
 
 
+def capacity_notes(weights: int, acc: Accelerator, tp: int) -> tuple[str, ...]:
+    """Where the weights alone, split evenly over ``tp`` GPUs (the least each holds), are more than
+    a GPU's memory: the times are those of a card that holds them, which this one cannot run as
+    given (a card given by its figures alone states no memory)."""
+    share = -(-weights // tp)
+    if not acc.memory_bytes or share <= acc.memory_bytes:
+        return ()
+    split = f" ({size_text(share)} a GPU at --tp {tp})" if tp > 1 else ""
+    return (f"the weights, {size_text(weights)}{split}, are more than the {acc.name}'s "
+            f"{size_text(acc.memory_bytes)} of memory: these times are for a card that holds "
+            "them (llmcalc fit sizes what runs)",)
+
+
 def decode_step(
     spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: CacheDType,
     acc: Accelerator, link: Interconnect, tp: int, ce: float, be: float, tokens: int = 1,
@@ -554,5 +568,6 @@ def latency(
                              if g.mixer is not None and g.mixer.state_elements),
         norms=layer_norms(spec),
         notes=(*context_notes(spec, ctx=ctx), *format_notes(spec, dtype),
+               *capacity_notes(weight_bytes(spec, dtype), accelerator, tp),
                *((accelerator.peaks_source,) if custom else ())),
     )

@@ -296,3 +296,23 @@ def test_the_added_cards_give_a_bound_and_an_expected_speed(cli: Any, gpu: str) 
     assert e["backend"] == "cuda"
     assert 0 < e["decode_tokens_per_s"] <= d["tokens_per_s"]
     assert 0 < e["prefill_tokens_per_s"] <= d["inputs"]["batch"] * 512 / d["prefill"]["seconds"]
+
+
+@pytest.mark.parametrize(("args", "notes"), [
+    # DeepSeek-V3 at Q4_K_M: 376.65 GiB of weights on a 24 GiB card
+    (("--gpu", "rtx-3090", "--dtype", "q4_k_m"),
+     ["the weights, 376.65 GiB, are more than the NVIDIA GeForce RTX 3090's 24.00 GiB of memory: "
+      "these times are for a card that holds them (llmcalc fit sizes what runs)"]),
+    # FP8 (624.94 GiB) at tp 4: 156.24 GiB a GPU, at tp 8 78.12 GiB of an 80 GiB card's
+    (("--gpu", "h100", "--dtype", "fp8", "--tp", "4"),
+     ["the weights, 624.94 GiB (156.24 GiB a GPU at --tp 4), are more than the NVIDIA H100 SXM's "
+      "80.00 GiB of memory: these times are for a card that holds them (llmcalc fit sizes what "
+      "runs)"]),
+    (("--gpu", "h100", "--dtype", "fp8", "--tp", "8"), []),
+    # a card given by its figures alone states no memory
+    (("--gpu-flops", "1P", "--gpu-bandwidth", "3TB/s", "--dtype", "fp8"), []),
+])
+def test_weights_a_card_cannot_hold_are_noted(cli: Any, args: tuple[str, ...],
+                                              notes: list[str]) -> None:
+    out = cli("latency", "deepseek-v3", *args, "--ctx", "4096", "--gen", "256", "--json").json()
+    assert [n for n in out["notes"] if not n.startswith("a card not in the table")] == notes
