@@ -155,7 +155,9 @@ class Latency:
     prefill_attention_flops: int = 0  # per GPU: the causal attention's share of prefill.flops
     prefill_note: str = ""  # what the prefill's FLOPs leave out of a whole forward (PREFILL_HEAD_NOTE)
     moe: bool = False  # routed experts (the expected speed's own terms: prefill GEMMs, decode)
-    decode_kv_bytes: int = 0  # per GPU: the decode step's KV cache read, at the mean context
+    # the decode step's KV cache read at the mean context, the tp ranks' together (replicated_kv:
+    # ÷ tp is one GPU's)
+    decode_kv_bytes: int = 0
     kv_group: int = 1  # query heads per KV head (grouped-query attention; 1 without)
     recurrent_layers: int = 0  # layers with a recurrent state matrix (Gated DeltaNet, Mamba)
     norms: int = 0  # normalisations over the layers (layer_norms: the expected speed's c_norm)
@@ -451,8 +453,10 @@ def capacity_notes(weights: int, acc: Accelerator, tp: int) -> tuple[str, ...]:
     if not acc.memory_bytes or share <= acc.memory_bytes:
         return ()
     split = f" ({size_text(share)} a GPU at --tp {tp})" if tp > 1 else ""
+    # Apple silicon: the share of unified memory macOS lets the GPU wire (hardware.py)
+    held = "of unified memory its GPU may wire" if acc.maker == "apple" else "of memory"
     return (f"the weights, {size_text(weights)}{split}, are more than the {acc.name}'s "
-            f"{size_text(acc.memory_bytes)} of memory: these times are for a card that holds "
+            f"{size_text(acc.memory_bytes)} {held}: these times are for a card that holds "
             "them (llmcalc fit sizes what runs)",)
 
 

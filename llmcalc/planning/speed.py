@@ -931,24 +931,28 @@ def card_caution(model: Model, key: str) -> str:
 
 def first_step_floor(decode: Fit) -> bool:
     """Whether the prefill's expected time is held to at least a decode step's without its cache
-    (``cacheless``): a prefill reads every weight and launches every layer's kernels, as that step
-    does, so a prompt of a few tokens is not faster than one token, nor the first token than the
-    next (without it a whole request's output tokens/s could pass the batch's decode rate, up to
-    2x where the prefill sat at the bound and the step carried its layers' costs: transformers,
-    Gemma-3-27B AWQ on a V100, 3-token prompts, batch 4). Held where decode steps were measured,
-    the engine's own or its stand-in's (transformers' CUDA rows on ROCm and Metal): TensorRT-LLM's
-    decode is fitted on whole requests at large batches alone, and its step carried to batch 1
-    (a 7B FP8 on an H100 at 143 tokens/s) would sit above its own first-token rows at 128
-    tokens, which it took from 5.5% to 6.7% leave-one-out. Elsewhere no fitted, leave-one-out or
-    held-out figure moves (``loo_errors`` holds the floor as ``expected`` does)."""
+    reads (``cacheless``): a prefill reads every weight, launches every layer's kernels and does at
+    least a step's work, so the first token is not expected sooner than the next, nor a whole
+    request's output tokens/s above the batch's decode rate (before, up to 2x where the prefill
+    sat at the bound and the step carried its layers' costs: transformers, Gemma-3-27B AWQ on a
+    V100, 3-token prompts, batch 4; now within the step's cache reads, 0.2% on a grid of prompts
+    of 1-128 tokens, batches 1-256). Held where decode steps were measured, the engine's own or
+    its stand-in's (transformers' CUDA rows on ROCm and Metal). TensorRT-LLM and vLLM on ROCm fit
+    their decode on whole requests alone: TensorRT-LLM's step carried to batch 1 (a 7B FP8 on an
+    H100 at 143 tokens/s) would sit above its own first-token rows at 128 tokens (leave-one-out
+    5.5% -> 6.8%), so both keep their own prefill. Elsewhere no fitted, leave-one-out or held-out
+    figure moves (``loo_errors`` holds the floor as ``expected`` does)."""
     return decode.rows > 0 or "decode" in decode.stand_in_stages
 
 
 def cacheless(lat: Latency) -> Latency:
-    """``lat`` with its decode step's cache reads and compute taken off: the weights it reads, its
-    layers' launches and its all-reduces, which a prefill runs too (``first_step_floor``)."""
-    return replace(lat, decode=replace(lat.decode, bytes=lat.decode.bytes - lat.decode_kv_bytes,
-                                       flops=0), decode_kv_bytes=0)
+    """``lat`` with its decode step's cache reads taken off (a GPU's share: ``decode_kv_bytes`` is
+    the tp ranks' together) and its FLOPs at most the prefill's: the weights it reads, its layers'
+    launches, its all-reduces and the work a prefill does too (``first_step_floor``)."""
+    kv = -(-lat.decode_kv_bytes // lat.tp)
+    return replace(lat, decode=replace(lat.decode, bytes=lat.decode.bytes - kv,
+                                       flops=min(lat.decode.flops, lat.prefill.flops)),
+                   decode_kv_bytes=0)
 
 
 def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...], *, floor: bool) -> float:

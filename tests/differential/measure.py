@@ -195,10 +195,15 @@ def _released(error: BaseException) -> BaseException:
     cleared: they hold the model that failed. A transformers model is held in reference cycles
     that only the collector frees, so each copy transformers could not run stayed in memory: the
     sweep's EXAONE-MoE worker, 64 experts a layer in bf16 then fp32, reached 24 GB and was killed."""
-    seen: BaseException | None = error
-    while seen is not None:
-        traceback.clear_frames(seen.__traceback__)  # type: ignore[arg-type]
-        seen = seen.__cause__ or seen.__context__
+    todo, seen = [error], set()
+    while todo:  # the errors it was raised from and during, each once (a chain may loop)
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        traceback.clear_frames(e.__traceback__)  # type: ignore[arg-type]
+        todo += [x for x in (e.__cause__, e.__context__, *getattr(e, "exceptions", ()))
+                 if isinstance(x, BaseException)]
     return error
 
 

@@ -131,6 +131,43 @@ def test_a_copy_transformers_cannot_run_is_freed_before_the_next(
         gc.enable()
 
 
+def test_every_error_of_a_chain_is_released_once() -> None:
+    """The frames of the error raised, the one it was raised from and the one it was raised
+    during are all cleared; a chain that loops (a cause set by hand) ends."""
+    import gc
+    import weakref
+
+    class Model:
+        def __init__(self) -> None:
+            self.itself = self
+
+    held: list[weakref.ref[Model]] = []
+
+    def build() -> None:
+        model = Model()
+        held.append(weakref.ref(model))
+        raise KeyError("cannot run")
+
+    def run() -> None:
+        try:
+            build()
+        except KeyError:
+            raise RuntimeError("reported") from ValueError("its cause")
+
+    gc.disable()
+    try:
+        with pytest.raises(RuntimeError) as raised:
+            run()
+        measure._released(raised.value)
+        gc.collect()
+        assert held[0]() is None
+    finally:
+        gc.enable()
+    a, b = ValueError("a"), ValueError("b")
+    a.__cause__, b.__cause__ = b, a
+    assert measure._released(a) is a
+
+
 def test_dynamic_cache_keeps_window_minus_one() -> None:
     """The one relation the cache check applies: DynamicCache keeps a sliding layer's last
     window − 1 tokens, llmcalc the whole window (StaticCache's)."""

@@ -19,10 +19,10 @@ def _expected(cli: Any, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
 @pytest.mark.parametrize(("args", "prefill", "bound", "decode", "throughput"), [
     # eager PyTorch: each layer's launches, in the 3-token prompts as in the next token
     (("gemma-3-27b", "--gpu", "v100-pcie-32gb", "--dtype", "awq", "--ctx", "3", "--gen", "2",
-      "--batch", "4", "--engine", "transformers", "--backend", "cuda"), 238.8, 669.7, 72.7, 76.0),
+      "--batch", "4", "--engine", "transformers", "--backend", "cuda"), 218.3, 669.7, 72.7, 72.7),
     # transformers on ROCm, its CUDA rows standing in: was at the bound, 120,844.8 (64× the step)
     (("umt5-small", "--gpu", "mi300x", "--dtype", "mxfp4", "--ctx", "1", "--gen", "2", "--batch",
-      "8", "--engine", "transformers", "--backend", "rocm"), 1890.6, 120844.8, 1888.4, 1889.5),
+      "8", "--engine", "transformers", "--backend", "rocm"), 1888.5, 120844.8, 1888.4, 1888.5),
 ])
 def test_a_short_prompt_takes_at_least_a_step(cli: Any, args: tuple[str, ...], prefill: float,
                                               bound: float, decode: float,
@@ -34,7 +34,7 @@ def test_a_short_prompt_takes_at_least_a_step(cli: Any, args: tuple[str, ...], p
                                      "throughput_tokens_per_s")] == [prefill, decode, throughput]
     # the whole request's output rate within the step's cache reads of the batch's decode rate
     # (before: 1.51x and 1.97x)
-    assert e["throughput_tokens_per_s"] <= 1.05 * e["decode_tokens_per_s"]
+    assert e["throughput_tokens_per_s"] <= 1.002 * e["decode_tokens_per_s"]
 
 
 def test_tensorrt_llm_decode_is_not_measured_so_not_a_floor(cli: Any) -> None:
