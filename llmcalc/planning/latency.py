@@ -260,19 +260,29 @@ def assumed_peaks(acc: Accelerator, backend: str | None) -> Accelerator:
 FP32_ACCUMULATE: dict[str, tuple[str, ...]] = {
     "vllm": ("bf16", "fp16"), "sglang": ("bf16", "fp16"), "trtllm": ("bf16", "fp16"),
     "transformers": ("bf16", "fp16"), "llama.cpp": ("bf16",)}
+# vLLM's GGUF GEMMs (vllm/model_executor/layers/quantization/gguf.py, _fused_mul_mat_gguf, and
+# SGLang's copy of it, python/sglang/srt/layers/quantization/gguf.py): llama.cpp b2899's MMQ
+# (csrc/quantization/gguf/mmq.cuh, "copied from llama.cpp b2899"), whose int8 dot products are
+# dp4a on the CUDA cores, before llama.cpp's MMQ took the tensor cores; or, for a type without
+# it, the weights dequantised and multiplied by torch (FP32 accumulation). dp4a's rate is at most
+# the bf16 tensor peak on every card in the table (an RTX 3090: about 71T beside 71T; an A100:
+# 39T beside 312T), so the bf16 peak is theirs: not the INT8 tensor-core peak llama.cpp's MMQ has.
+GGUF_ON_BF16_PEAK = frozenset({"vllm", "sglang"})
 
 
 def compute_peak(acc: Accelerator, dtype: WeightFormat, *, engine: str | None = None,
                  backend: str | None = None) -> int:
     """The dense peak FLOP/s a step on ``dtype`` weights may reach: the largest of the card's bf16
     peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest); 16-bit weights
-    an engine multiplies with FP32 accumulation (``FP32_ACCUMULATE``; llama.cpp's BF16 on CUDA) at
-    the bf16 peak alone."""
+    an engine multiplies with FP32 accumulation (``FP32_ACCUMULATE``; llama.cpp's BF16 on CUDA), and
+    vLLM's and SGLang's GGUF types (``GGUF_ON_BF16_PEAK``), at the bf16 peak alone."""
     peaks = {"fp16": acc.fp16_flops, "int8": acc.int8_ops, "fp8": acc.fp8_flops,
              "fp4": acc.fp4_flops}
     name = dtype.value if not dtype.value.startswith("fp8-fp4") else "fp8-block"
     if engine is not None and name in FP32_ACCUMULATE.get(engine, ()) and (
             engine != "llama.cpp" or backend == "cuda"):
+        return acc.peak_flops
+    if engine in GGUF_ON_BF16_PEAK and _gguf(dtype):
         return acc.peak_flops
     return max(acc.peak_flops, *(peaks[k] for k in COMPUTE_FORMATS.get(name, ("fp16",))))
 

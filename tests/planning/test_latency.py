@@ -316,3 +316,15 @@ def test_weights_a_card_cannot_hold_are_noted(cli: Any, args: tuple[str, ...],
                                               notes: list[str]) -> None:
     out = cli("latency", "deepseek-v3", *args, "--ctx", "4096", "--gen", "256", "--json").json()
     assert [n for n in out["notes"] if not n.startswith("a card not in the table")] == notes
+
+
+@pytest.mark.parametrize(("engine", "peak"), [
+    ("vllm", 989_000_000_000_000),  # llama.cpp b2899's dp4a MMQ, or dequantised: the bf16 peak
+    ("sglang", 989_000_000_000_000),  # vLLM's kernels
+    ("llama.cpp", 1_979_000_000_000_000),  # its MMQ on the INT8 tensor cores
+    (None, 1_979_000_000_000_000),  # the bound: the highest any engine reaches
+])
+def test_gguf_weights_compute_at_the_peak_the_engine_reaches(engine: str | None, peak: int) -> None:
+    h100 = lookup("h100")
+    q4_k_m = resolve_format(load_spec("llama-3.1-8b"), "q4_k_m")
+    assert compute_peak(h100, q4_k_m, engine=engine, backend="cuda") == peak
