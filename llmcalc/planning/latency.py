@@ -54,7 +54,7 @@ from llmcalc.formulas.quant import (
     weight_bytes,
 )
 from llmcalc.model.spec import ModelSpec, context_notes
-from llmcalc.planning.engines.budget import check_serving_tp, replicated_kv
+from llmcalc.planning.engines.budget import ENGINE_NAMES, check_serving_tp, replicated_kv
 from llmcalc.planning.hardware import Accelerator, Interconnect
 from llmcalc.units import (
     GGML_CACHE_TYPES,
@@ -268,6 +268,12 @@ FP32_ACCUMULATE: dict[str, tuple[str, ...]] = {
 # the bf16 tensor peak on every card in the table (an RTX 3090: about 71T beside 71T; an A100:
 # 39T beside 312T), so the bf16 peak is theirs: not the INT8 tensor-core peak llama.cpp's MMQ has.
 GGUF_ON_BF16_PEAK = frozenset({"vllm", "sglang"})
+# the ggml types those gguf.py files run (UNQUANTIZED_TYPES, STANDARD_QUANT_TYPES, KQUANT_TYPES,
+# IMATRIX_QUANT_TYPES; any other raises "Unsupported GGUF quantization type"): no MXFP4, TQ1_0 or
+# TQ2_0, so the mixes built on them (mxfp4_moe, tq1_0, tq2_0) do not load
+SERVING_GGUF_TYPES = frozenset({
+    "F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
+    "Q6_K", "IQ1_M", "IQ1_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_XS", "IQ4_NL"})
 
 
 def compute_peak(acc: Accelerator, dtype: WeightFormat, *, engine: str | None = None,
@@ -393,6 +399,11 @@ def engine_weights(weights: WeightFormat, engine: str | None,
                                                  and weights.description.startswith("bitsandbytes"))):
         raise UsageError(f"{what}: not a TensorRT-LLM quantization (its QuantAlgo: FP8, INT8, INT4 "
                          "AWQ/GPTQ, NVFP4, MXFP4)")
+    if engine in GGUF_ON_BF16_PEAK and (base := QUANT_TYPES.get(name)) is not None and (
+            base not in SERVING_GGUF_TYPES):
+        raise UsageError(f"{what}: {ENGINE_NAMES[engine]}'s GGUF support has no {base} kernel "
+                         "(its gguf.py runs F32, F16, BF16, Q4_0-Q8_0, Q2_K-Q6_K and the IQ "
+                         "types); give another GGUF type")
     if engine == "transformers" and _gguf(weights):
         raise UsageError(f"{what}: transformers dequantizes a GGUF file as it loads it; give the "
                          "dtype it runs in (--dtype bf16)")

@@ -9,11 +9,10 @@ from rich.console import Group
 from rich.text import Text
 
 from llmcalc.model.spec import ModelSpec
-from llmcalc.planning.engines.budget import EngineBudget
+from llmcalc.planning.engines.budget import ENGINE_NAMES, EngineBudget
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.render import figures_table, gib, heading, n
 
-ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
 TERM_LABELS = {
     "weights": "weights per GPU",
     "activation_peak": "activation peak (profiling run)",

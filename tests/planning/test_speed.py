@@ -545,6 +545,13 @@ def test_without_engine_no_expected(cli: Any) -> None:
     (("--gpu", "h100", "--dtype", "q4_0", "--engine", "transformers"),
      "error: --dtype q4_0: transformers dequantizes a GGUF file as it loads it; give the dtype it "
      "runs in (--dtype bf16)\n"),
+    # vLLM's and SGLang's GGUF kernels (gguf.py): no ternary or MXFP4 type
+    (("--gpu", "h100", "--dtype", "tq1_0", "--engine", "vllm"),
+     "error: --dtype tq1_0: vLLM's GGUF support has no TQ1_0 kernel (its gguf.py runs F32, F16, "
+     "BF16, Q4_0-Q8_0, Q2_K-Q6_K and the IQ types); give another GGUF type\n"),
+    (("--gpu", "h100", "--dtype", "mxfp4_moe", "--engine", "sglang"),
+     "error: --dtype mxfp4_moe: SGLang's GGUF support has no MXFP4 kernel (its gguf.py runs F32, "
+     "F16, BF16, Q4_0-Q8_0, Q2_K-Q6_K and the IQ types); give another GGUF type\n"),
     # a backend that does not run on the table's card (choices.BACKEND_MAKERS)
     (("--gpu", "rtx-4090", "--engine", "llama.cpp", "--backend", "metal"),
      "error: --backend metal: does not run on the NVIDIA GeForce RTX 4090 (its backends: cuda, "

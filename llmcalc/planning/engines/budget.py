@@ -24,6 +24,7 @@ from llmcalc.units import DType, nbytes
 CUDA_SHARE = Fraction("79.19") / 80
 
 ACTIVATION_BYTES = 2  # bf16/fp16 activations in every engine's forward
+ENGINE_NAMES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}  # as each spells it
 
 
 @dataclass(frozen=True)
