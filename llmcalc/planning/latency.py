@@ -481,6 +481,14 @@ def capacity_notes(weights: int, acc: Accelerator, tp: int) -> tuple[str, ...]:
             "them (llmcalc fit sizes what runs)",)
 
 
+def encoder_only(spec: ModelSpec) -> bool:
+    """Every attention layer bidirectional and keeping no memory (BERT, RoBERTa, ModernBERT as
+    transformers builds them): a new token changes every earlier token's states, so there is no
+    decode step of one token over a cache to time (XLNet's mems are one: it is not)."""
+    att = [g.attention for g in spec.layer_groups if g.attention is not None]
+    return bool(att) and not any(a.causal or a.memory for a in att)
+
+
 def decode_step(
     spec: ModelSpec, *, batch: int, ctx: int, dtype: WeightFormat, kv_dtype: CacheDType,
     acc: Accelerator, link: Interconnect, tp: int, ce: float, be: float, tokens: int = 1,
@@ -534,6 +542,9 @@ def latency(
     draft_tokens: int = 4,
 ) -> Latency:
     spec.require_token_plans("latency")
+    if gen > 1 and encoder_only(spec):
+        raise UsageError(f"{spec.name}: an encoder (every attention layer bidirectional, no cache): "
+                         "it generates no tokens; --gen 1 gives one forward pass over --ctx tokens")
     for name, value in (("tp", tp), ("batch", batch), ("ctx", ctx), ("gen", gen)):
         if value < 1:
             raise ParameterError(f"{{{name}}} {{value}}: must be 1 or more", value=value)

@@ -328,3 +328,19 @@ def test_gguf_weights_compute_at_the_peak_the_engine_reaches(engine: str | None,
     h100 = lookup("h100")
     q4_k_m = resolve_format(load_spec("llama-3.1-8b"), "q4_k_m")
     assert compute_peak(h100, q4_k_m, engine=engine, backend="cuda") == peak
+
+
+@pytest.mark.parametrize(("model", "refused"), [
+    ("bert-base-uncased", True), ("modernbert-base", True), ("xlm-roberta-base", True),
+    ("xlnet-default", False),  # bidirectional, but its mems are a cache it generates over
+    ("gpt2", False), ("falcon-mamba-7b", False),  # causal; no attention at all
+    ("flan-t5-base", False), ("bart-base", False),  # a bidirectional encoder, a causal decoder
+])
+def test_an_encoder_generates_no_tokens(cli: Any, model: str, refused: bool) -> None:
+    r = cli("latency", model, "--gpu", "h100", "--ctx", "512", "--gen", "16")
+    name = load_spec(model).name
+    assert (r.code, r.stderr) == ((2, f"error: {name}: an encoder (every attention layer "
+                                      "bidirectional, no cache): it generates no tokens; --gen 1 "
+                                      "gives one forward pass over --ctx tokens\n")
+                                  if refused else (0, r.stderr))
+    assert cli("latency", model, "--gpu", "h100", "--ctx", "512", "--gen", "1").code == 0
