@@ -929,20 +929,21 @@ def card_caution(model: Model, key: str) -> str:
             f"left out): {', '.join(far)}; its expected figures are less certain")
 
 
-def first_step_floor(decode: Fit) -> bool:
+def first_step_floor(decode_rows: int, lent_for: tuple[str, ...]) -> bool:
     """Whether the prefill's expected time is held to at least a decode step's without its cache
     reads (``cacheless``): a prefill reads every weight, launches every layer's kernels and does at
     least a step's work, so the first token is not expected sooner than the next, nor a whole
     request's output tokens/s above the batch's decode rate (before, up to 2x where the prefill
     sat at the bound and the step carried its layers' costs: transformers, Gemma-3-27B AWQ on a
     V100, 3-token prompts, batch 4; now within the step's cache reads, 0.2% on a grid of prompts
-    of 1-128 tokens, batches 1-256). Held where decode steps were measured, the engine's own or
-    its stand-in's (transformers' CUDA rows on ROCm and Metal). TensorRT-LLM and vLLM on ROCm fit
+    of 1-128 tokens, batches 1-256). Held where decode steps were measured: the engine's own
+    (``decode_rows``) or its stand-in's (``lent_for``, the stages stand-in rows inform, holds
+    "decode": transformers' CUDA rows on ROCm and Metal). TensorRT-LLM and vLLM on ROCm fit
     their decode on whole requests alone: TensorRT-LLM's step carried to batch 1 (a 7B FP8 on an
     H100 at 143 tokens/s) would sit above its own first-token rows at 128 tokens (leave-one-out
     5.5% -> 6.8%), so both keep their own prefill. Elsewhere no fitted, leave-one-out or held-out
     figure moves (``loo_errors`` holds the floor as ``expected`` does)."""
-    return decode.rows > 0 or "decode" in decode.stand_in_stages
+    return decode_rows > 0 or "decode" in lent_for
 
 
 def cacheless(lat: Latency) -> Latency:
@@ -1214,8 +1215,8 @@ def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = Non
     user calls it, when not as fitted (a row's card given by its figures alone: ``custom_card``)."""
     ys = _ys(pairs, terms)
     sums = _Sums.of(ys + (_lent_ys(stand_ins, terms or TERMS) if stand_ins else []))
-    floor = any(r.stage == "decode" for r, _ in pairs) or any(
-        "decode" in stages for _, _, stages in stand_ins or [])  # first_step_floor
+    floor = first_step_floor(sum(r.stage == "decode" for r, _ in pairs),
+                             tuple(st for _, _, stages in stand_ins or [] for st in stages))
     out = []
     for i, ((row, lat), y) in enumerate(zip(pairs, ys, strict=True)):
         if stage is not None and row.stage != stage:
@@ -1320,7 +1321,7 @@ def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expect
     """Expected speed of the run ``lat`` describes; each step's time is at least the bound's."""
     bound_pre, bound_dec = fit_bound_seconds(lat, backend)
     step = (model.decode.seconds(_decode_features(cacheless(lat), engine, backend))
-            if first_step_floor(model.decode) else 0.0)
+            if first_step_floor(model.decode.rows, model.decode.stand_in_stages) else 0.0)
     t_pre = max(model.prefill.seconds(_prefill_features(lat, engine, backend)), bound_pre, step)
     t_dec = max(model.decode.seconds(_decode_features(lat, engine, backend)), bound_dec)
     e2e = t_pre + (lat.gen - 1) * t_dec

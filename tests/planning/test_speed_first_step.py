@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from llmcalc.planning.speed import Fit, first_step_floor
+from llmcalc.planning.speed import first_step_floor
 
 
 def _expected(cli: Any, *args: str) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -47,7 +47,7 @@ def test_tensorrt_llm_decode_is_not_measured_so_not_a_floor(cli: Any) -> None:
 
 
 def test_which_fits_hold_the_floor() -> None:
-    assert first_step_floor(Fit("decode", (1.0,), 3, None))
-    assert not first_step_floor(Fit("decode", (1.0,), 0, None))
-    assert first_step_floor(Fit("decode", (1.0,), 0, None, "stand-in", 25, ("prefill", "decode")))
-    assert not first_step_floor(Fit("decode", (1.0,), 0, None, "stand-in", 25, ("prefill",)))
+    assert first_step_floor(3, ())
+    assert not first_step_floor(0, ())
+    assert first_step_floor(0, ("prefill", "decode"))
+    assert not first_step_floor(0, ("prefill",))
