@@ -26,7 +26,8 @@ def _stage_rows(t: Grid, label: str, s: Stage) -> None:
 
 
 def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
-    head = heading(r.model, f"{r.tp} × {r.accelerator.name} (tp {r.tp}, {r.interconnect.name}) · "
+    link = f", {r.interconnect.name}" if r.tp > 1 else ""  # one GPU: no all-reduce crosses a link
+    head = heading(r.model, f"{r.tp} × {r.accelerator.name} (tp {r.tp}{link}) · "
                    f"batch {r.batch} · prompt {n(r.ctx)} · generate {n(r.gen)} · weights "
                    f"{r.dtype.value} · KV {r.kv_dtype.value} · efficiency compute "
                    f"{r.compute_efficiency:g}, bandwidth {r.bandwidth_efficiency:g}")

@@ -161,6 +161,17 @@ def test_cli_latency(cli) -> None:
     assert r.code == 0 and "Williams et al. 2009" in " ".join(r.stdout.split())
 
 
+def test_the_heading_names_the_link_only_where_gpus_share_the_work(cli) -> None:
+    """One GPU sends no all-reduce: its heading names no link (an Apple chip has no PCIe x16 to
+    name); with tp 2 the link the all-reduces cross is named."""
+    one = cli("latency", "llama-2-7b", "--gpu", "apple-m4-max", "--dtype", "q4_0")
+    assert one.code == 0
+    assert "1 × Apple M4 Max (128GB) (tp 1) · batch 1" in " ".join(one.stdout.split())
+    two = cli("latency", "llama-2-7b", "--gpu", "a100", "--tp", "2")
+    assert two.code == 0
+    assert "2 × NVIDIA A100 80GB SXM (tp 2, NVLink 3 (A100 SXM)) · batch 1" in " ".join(
+        two.stdout.split())
+
 def test_prefill_runs_the_lm_head_for_the_last_prompt_token_only() -> None:
     """Engines multiply only the sampled position by the LM head (llama.cpp, vLLM, SGLang,
     TensorRT-LLM: llmcalc.planning.latency.PREFILL_HEAD_NOTE); a decode step still runs it."""
