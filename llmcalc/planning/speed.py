@@ -368,7 +368,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 18  # _prefill_features' length; the row features are prefill's, then decode's 15
+PREFILL_TERMS = 20  # _prefill_features' length; the row features are prefill's, then decode's 15
 STAGES = ("prefill", "decode")
 
 
@@ -690,20 +690,58 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
 # AMD and Intel GPUs coopmat1 or scalar. So on Vulkan the attention's share of the peak is
 # fitted apart for NVIDIA's coopmat2 (p_cm2) and the rest (p_att): an RTX 3070's Llama-3-8B Q4_K_M
 # pp16384 runs at 0.71 of its pp512's tokens/s (PR #12833, coopmat2), where one p_att for every
-# card expected 0.21 of the measured rate when it was left out; RDNA cards' long prompts fall off
-# faster. A card given by its figures alone, whose maker they do not tell, takes half of each.
+# card expected 0.21 of the measured rate when it was left out; AMD's coopmat1 has terms of its
+# own (AMD_COOPMAT_GPUS). A card given by its figures alone, whose maker they do not tell, takes a
+# third of each path.
 PRE_AMPERE_NVIDIA = frozenset({"rtx-2080-ti", "rtx-2080-super", "rtx-2080", "rtx-2070-super", "t4",
                                "v100-sxm2-32gb", "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb"})
 
 
-def coopmat2_share(a: Accelerator, backend: str) -> float:
-    """The share of the attention that runs llama.cpp Vulkan's coopmat2 flash attention: 1 on an
-    NVIDIA GPU from Ampere on, 0 on any other (and on any other backend), 0.5 on a card given by
-    its figures alone."""
+# AMD's GPUs with cooperative matrices (RDNA3's and RDNA 3.5's WMMA, RDNA4's: gfx11 and gfx12), whose
+# Vulkan drivers expose VK_KHR_cooperative_matrix and full subgroups, so llama.cpp takes the coopmat1
+# flash attention on them (ggml-vulkan.cpp: coopmat1_fa_support = coopmat_support &&
+# subgroup_require_full_support); RDNA2 (RX 6000) has no matrix cores and takes the scalar path,
+# as Turing does. So on Vulkan their attention (p_cm1) and their weights' GEMMs, coopmat1's tiles
+# (p_mm1: the weights' FLOPs again), are fitted apart from the scalar path's and coopmat2's. With
+# one p_att for them and Turing, set by an RTX 2080 Ti's TinyLlama pp4096 (the scalar path: the
+# attention's FLOPs at 1/49.5 of the FP16 peak), which on their pp512 rows also stood in for a
+# slower GEMM, a long prompt was expected far too slow: a Strix Halo's gpt-oss-120b pp65536 (b9049)
+# at 106 tokens/s where it ran 294, an RX 7900 XTX's gpt-oss-20b pp8192 (b7951) at 1,687 where it
+# ran 3,060–3,738. 23 llama-bench rows of 2026 builds at the default ubatch of 512 (Strix Halo:
+# gpt-oss-120b and Qwen3.6-35B-A3B to pp65536, Qwen3.5-27B to pp32768 on Vulkan and ROCm; an RX
+# 7900 XTX's Qwen3.5-27B pp2048 and pp4096), 23.5% off when held out, are fitted (runs at a larger
+# ubatch, which reads the weights fewer times, are not); with them and the two terms llama.cpp
+# Vulkan's leave-one-out prefill error is 9.7% over 78 rows (11.7% on the 58 before them, which were
+# at 12.8%; the new ones 4.7%), ROCm's 12.6% over 46 (12.9% on its 43, from 13.2%); the attention
+# on AMD's coopmat1 runs at 1/7.4 of the FP16 peak, the GEMMs take 0.39 times their FLOPs at the
+# peak more. A card given by its figures alone, whose maker they do not tell, takes a third of
+# each path (coopmat2_share): on the held-out rows (bench/speed_holdout.py, 213) prefill 10.3% →
+# 7.5%, the RX 9070 XT's given by its figures pp512 +5–10% → +2–7%, pp2048 −6% either way (half
+# coopmat2's and half coopmat1's: +15%; half coopmat2's and half the scalar path's as before: −10%).
+AMD_COOPMAT_GPUS = frozenset({"rx-7900-xtx", "rx-7900-xt", "rx-7900-gre", "rx-7800-xt",
+                              "radeon-pro-w7900", "strix-halo", "rx-9070-xt", "rx-9070",
+                              "rx-9060-xt", "r9700"})
+
+
+def coopmat1_share(a: Accelerator, backend: str) -> float:
+    """The share of the prefill that runs llama.cpp Vulkan's coopmat1 flash attention and GEMM
+    tiles: 1 on an AMD GPU with cooperative matrices (``AMD_COOPMAT_GPUS``), 0 on any other (and
+    on any other backend), a third on a card given by its figures alone."""
     if backend != "vulkan":
         return 0.0
     if a.key == CUSTOM:
-        return 0.5
+        return 1 / 3
+    return float(a.key in AMD_COOPMAT_GPUS)
+
+
+def coopmat2_share(a: Accelerator, backend: str) -> float:
+    """The share of the attention that runs llama.cpp Vulkan's coopmat2 flash attention: 1 on an
+    NVIDIA GPU from Ampere on, 0 on any other (and on any other backend), a third on a card given
+    by its figures alone (a third coopmat1's, a third the scalar path's)."""
+    if backend != "vulkan":
+        return 0.0
+    if a.key == CUSTOM:
+        return 1 / 3
     return float(a.maker == "nvidia" and a.key not in PRE_AMPERE_NVIDIA)
 
 
@@ -742,10 +780,11 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     streamed = (p.bytes + (dequant_bytes(lat) if cublas else 0)
                 + (score_bytes(lat) if old_build else 0))
     cm2 = coopmat2_share(lat.accelerator, backend)
+    cm1 = coopmat1_share(lat.accelerator, backend)
     attention = lat.prefill_attention_flops / _fp16_peak(lat, peak, backend)
     chunks = lat.recurrent_layers * -(-lat.ctx // DELTA_CHUNK) * LAYER_S  # DELTA_CHUNK's comment
     return (dense / peak, streamed / lat.accelerator.bandwidth, lat.layers * LAYER_S, p.comm_s,
-            p.flops / peak * dc, attention * (1 - cm2),
+            p.flops / peak * dc, attention * (1 - cm2 - cm1),
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
             lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * _tc_gemms(lat, backend),
@@ -754,11 +793,13 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS),
             chunks, chunks * (FUSED_DELTA_NET.get(backend, 0) in predates),  # p_rec, p_rec_pre
             LAYER_S,  # o: 1 ms a request
-            attention * cm2)  # p_cm2: Vulkan's coopmat2 flash attention
+            attention * cm2,  # p_cm2: Vulkan's coopmat2 flash attention
+            attention * cm1,  # p_cm1: Vulkan's coopmat1 flash attention (AMD_COOPMAT_GPUS)
+            dense / peak * cm1)  # p_mm1: and its GEMM tiles
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 33 features of one row (prefill's 18, then decode's 15): a throughput row's request takes
+    """The 35 features of one row (prefill's 20, then decode's 15): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
@@ -977,10 +1018,10 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...], *, floor: b
     return pre + (lat.gen - 1) * dec
 
 
-# The 33 terms in _row_features' order (prefill's 18, then decode's 15).
+# The 35 terms in _row_features' order (prefill's 20, then decode's 15).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_tc", "p_pre", "p_a8", "p_na",
-         "p_rec", "p_rec_pre", "o", "p_cm2", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc", "c_fp8", "c_tp",
-         "c_a8", "a_gqa", "c_rec", "c_rec_pre", "c_norm", "c_clk")
+         "p_rec", "p_rec_pre", "o", "p_cm2", "p_cm1", "p_mm1", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc",
+         "c_fp8", "c_tp", "c_a8", "a_gqa", "c_rec", "c_rec_pre", "c_norm", "c_clk")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
 TERM_TEXT: dict[str, str] = {
@@ -999,6 +1040,8 @@ TERM_TEXT: dict[str, str] = {
     "p_rec_pre": "recurrent layers × prompt chunks of 64 × 1 ms on a build before the backend's fused "
                  "GATED_DELTA_NET op (measured rows only)", "o": "1 ms a served request",
     "p_cm2": "attention FLOPs / peak in Vulkan's coopmat2 flash attention (NVIDIA from Ampere on)",
+    "p_cm1": "attention FLOPs / peak in Vulkan's coopmat1 flash attention (AMD from RDNA3 on)",
+    "p_mm1": "weight FLOPs / peak in Vulkan's coopmat1 matrix multiplications (AMD from RDNA3 on)",
     "a": "bytes / bandwidth", "c": "layers × 1 ms", "f": "FLOPs / peak", "g": "all-reduce time",
     "c_dc": "layers × 1 ms on a data-centre card",
     "c_moe": "layers × 1 ms for a mixture of experts",
@@ -1025,9 +1068,10 @@ RECURRENT_TERMS = ("c_rec", "c_rec_pre", "p_rec_pre")
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS
                   if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS, "c_clk"))
-# llama.cpp Metal and ROCm (and Vulkan's coopmat2 attention, p_cm2: coopmat2_share)
-_NO_REC = tuple(t for t in _NO_C_MOE if t not in (*RECURRENT_TERMS, "p_cm2"))
-# The terms an engine × backend is fitted with, where not all 33: vLLM's rows (its nightly
+# llama.cpp Metal and ROCm (and Vulkan's coopmat terms, p_cm2, p_cm1 and p_mm1: coopmat2_share,
+# coopmat1_share)
+_NO_REC = tuple(t for t in _NO_C_MOE if t not in (*RECURRENT_TERMS, "p_cm2", "p_cm1", "p_mm1"))
+# The terms an engine × backend is fitted with, where not all 35: vLLM's rows (its nightly
 # benchmark_latency, batch 8, 32 in / 128 out, on H200/H100/A100 at TP 1, 2, 4) are seven whole
 # requests whose time is nearly all decode steps, each ≈ bytes / bandwidth + a per-layer cost
 # (Llama-3.1-8B: 6.5 ms a step on an H200, 7.8 on an H100, their bounds 3.2 and 4.5 ms: 3.3–3.4 ms
@@ -1095,7 +1139,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "rocm"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("llama.cpp", "cuda"): tuple(t for t in TERMS
                                  if t not in (*FP8_TERMS, "p_tc", "c_tp", "o", *APPLE_TERMS, "c",
-                                              "p_cm2")),
+                                              "p_cm2", "p_cm1", "p_mm1")),
     ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
     ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_tc"),

@@ -178,6 +178,12 @@ ROWS_2026 = (*(f"https://github.com/ggml-org/llama.cpp/{n}" for n in ("pull/1947
              "https://github.com/AOSC-Dev/aosc-os-abbs/pull/15369",
              "https://github.com/neobundy/CWK-Deep-Dive-Into-AI-Reboot/blob/"
              "de35c00b36a8e96020b56bd07ec08a406296166b/full-ai-stack-deep-dive/03-llama-cpp.md")
+# AMD's long prompts, 2026 builds at llama-bench's default ubatch (speed.AMD_COOPMAT_GPUS): a
+# Strix Halo guide's raw llama-bench CSVs (b9010, b9049), an issue's Strix Halo table (b10471-b10639,
+# Vulkan and ROCm), an RX 7900 XTX's Qwen3.5-27B (llama.cpp issue #28752, b10516)
+AMD_LONG_PROMPTS = ("https://github.com/hogeheer499-commits/strix-halo-guide/blob/",
+                    "https://github.com/noamsto/nix-amd-ai/issues/61",
+                    "https://github.com/ggml-org/llama.cpp/issues/28752")
 BENCH_REPOS = ("https://github.com/gaperton/cicero-home-ai/blob/",  # R9700, build 8797
                "https://github.com/GaijinEntertainment/daScript/blob/",  # dasLLAMA's llama.cpp records
                "https://github.com/defai-digital/ax-engine/blob/")  # its llama.cpp Metal sweeps
@@ -188,9 +194,9 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 1225
+    assert len(rows) == 1248
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 304, "consumer": 379, "datacentre": 542}
+    assert by_class == {"apple": 304, "consumer": 402, "datacentre": 542}
     assert sum(r.engine == "vllm" for r in rows) == 64
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 84, "transformers": 49}
@@ -287,7 +293,8 @@ def test_rows_carry_their_source_and_figures() -> None:
             assert (r.source in (STRIX, XIONGJIE, XIONGJIE_PRO, *CPU_BENCHES, ROCM_PR, *VULKAN_PRS,
                                  *AMD_PRS, *HELD_OUT_LLAMA, *CUDA_PRS, *ROCM_ROWS, *METAL_PRS,
                                  *VULKAN_CARD_PRS, *HYBRID_PRS, *HYBRID_NOTES, *ROWS_2026)
-                    and not r.quoted_in) or (r.source.startswith(BENCH_REPOS) and not r.quoted_in) or (
+                    and not r.quoted_in) or (r.source.startswith((*BENCH_REPOS, *AMD_LONG_PROMPTS))
+                                             and not r.quoted_in) or (
                 r.source.startswith(LHL) and r.backend == "rocm" and not r.quoted_in) or (
                 r.source.split("#")[0] in SOURCES and r.quoted_in.startswith(QUOTED_IN))
             assert (r.backend == "cpu") == (r.source in CPU_BENCHES)
@@ -380,7 +387,7 @@ def test_rows_carry_their_source_and_figures() -> None:
 # its per-layer launch cost hidden under a step of 15 ms of bytes where the A100's and H100's are
 # not.
 LOO = {("llama.cpp", "metal"): (0.062, 0.049, True), ("llama.cpp", "cuda"): (0.06, 0.082, True),
-       ("llama.cpp", "vulkan"): (0.082, 0.128, False), ("llama.cpp", "rocm"): (0.079, 0.132, False),
+       ("llama.cpp", "vulkan"): (0.082, 0.097, False), ("llama.cpp", "rocm"): (0.079, 0.126, False),
        ("trtllm", "cuda"): (None, 0.055, True), ("vllm", "cuda"): (0.026, 2.77, False),
        ("sglang", "cuda"): (0.074, 0.104, True), ("sglang", "rocm"): (0.155, 0.346, False),
        ("llama.cpp", "cpu"): (0.133, 0.319, False),
@@ -404,8 +411,8 @@ THROUGHPUT = {("trtllm", "cuda"): 0.076, ("vllm", "cuda"): 0.07, ("transformers"
               ("vllm", "rocm"): 0.031}
 
 CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.054, ("llama.cpp", "cuda", "consumer"): 0.066,
-                ("llama.cpp", "cuda", "datacentre"): 0.074, ("llama.cpp", "vulkan", "consumer"): 0.105,
-                ("llama.cpp", "rocm", "consumer"): 0.098,
+                ("llama.cpp", "cuda", "datacentre"): 0.074, ("llama.cpp", "vulkan", "consumer"): 0.09,
+                ("llama.cpp", "rocm", "consumer"): 0.104,
                 ("llama.cpp", "rocm", "datacentre"): 0.278, ("trtllm", "cuda", "datacentre"): 0.064,
                 ("vllm", "cuda", "datacentre"): 0.054, ("sglang", "cuda", "datacentre"): 0.086,
                 ("sglang", "rocm", "datacentre"): 0.167,
@@ -653,10 +660,10 @@ def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
     assert e["throughput_tokens_per_s"] <= out["throughput_per_gpu"] == pytest.approx(1_773.8, abs=0.1)
     assert round(e["error"]["throughput"], 3) == 0.070
     assert round(e["error"]["decode"], 3) == 0.026 and e["error"]["prefill"] is None
-    # p, q, r, s, p_moe and p_tc (the 11th of the 18: GEMMs on FP8-era tensor cores, an H100's
+    # p, q, r, s, p_moe and p_tc (the 11th of the 20: GEMMs on FP8-era tensor cores, an H100's
     # BF16 ones among them, at a smaller share of their peak)
     assert [round(c, 2) for c in e["basis"]["prefill"]["coefficients"]] == [
-        1.39, 0.7, 0.12, 2.16, 0.0, 0.0, 0.0, 1.08, 0.0, 0.0, 0.48, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        1.39, 0.7, 0.12, 2.16, 0.0, 0.0, 0.0, 1.08, 0.0, 0.0, 0.48, *[0.0] * 9]
     # a, c, f and c_tp: 0.117 ms a layer more under tensor parallelism
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
         1.028, 0.076, 4.484, 0.0, 0.0, 0.0, 0.0, 0.0, 0.117, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
@@ -719,10 +726,11 @@ def test_sglang_rows_reproduced(cli: Any) -> None:
     assert (round(e["error"]["decode"], 3), round(e["error"]["prefill"], 3)) == (0.074, 0.104)
     assert "stand_in" not in e["basis"]  # vLLM's rows no longer join its decode fit (speed.py)
     assert (e["basis"]["prefill"]["rows"], e["basis"]["decode"]["rows"]) == (18, 36)
-    # prefill: p, r, r_fp8 and o (the 10th and the 17th of the 18: 10.9 ms a request served); decode: a, c,
+    # prefill: p, r, r_fp8 and o (the 10th and the 17th of the 20: 10.9 ms a request served); decode: a, c,
     # f and c_fp8 (the 8th of the 13)
     assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [
-        1.371, 0.0, 0.89, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.059, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 10.868, 0.0]
+        1.371, 0.0, 0.89, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.059, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 10.868,
+        0.0, 0.0, 0.0]
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
         1.48, 0.078, 1.847, 0.0, 0.0, 0.0, 0.0, 0.059, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     words = " ".join(w for w in cli(*args).stdout.split() if w != "│")
@@ -777,7 +785,7 @@ def test_a_transformers_generate_row_reproduced(cli: Any) -> None:
     # a layer, f: the batch's FLOPs at 1/2.45 of the FP16 peak
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
         1.0, 0.522, 2.453, *[0.0] * 12]
-    assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [2.484, *[0.0] * 17]
+    assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [2.484, *[0.0] * 19]
 
 
 def test_an_optimum_benchmark_batch_reproduced(cli: Any) -> None:
@@ -942,12 +950,12 @@ def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None
 
 def test_the_json_model_names_every_coefficient_in_order(cli: Any) -> None:
     """basis.<stage>.model lists one term per coefficient, in the coefficients' order, so a reader
-    can pair them (33 terms: prefill's 18, decode's 15)."""
+    can pair them (35 terms: prefill's 20, decode's 15)."""
     from llmcalc.planning.speed import TERM_TEXT, TERMS
-    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 33
+    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 35
     out = json.loads(cli("latency", "llama-3.1-8b", "--gpu", "rtx-4090", "--dtype", "q4_k_m",
                          "--engine", "llama.cpp", "--json").stdout)
-    for stage, first, last in (("prefill", "p", "p_cm2"), ("decode", "a", "c_clk")):
+    for stage, first, last in (("prefill", "p", "p_mm1"), ("decode", "a", "c_clk")):
         basis = out["expected"]["basis"][stage]
         named = [t.split(" · ")[0] for t in basis["model"].removeprefix("t = ").split(" + ")]
         assert len(named) == len(basis["coefficients"]) and (named[0], named[-1]) == (first, last)
@@ -957,14 +965,14 @@ def test_the_json_model_names_every_coefficient_in_order(cli: Any) -> None:
 
 def test_a_card_whose_rows_the_fit_misses_says_so(cli: Any) -> None:
     """llama.cpp Vulkan on an Arc A770: its two pp512 rows (Llama-2-7B Q4_0, Gemma-2-2B Q4_K_M) are
-    expected 3.6-9.9x too fast when left out, its tg128 rows 2x; the expected figure says so beside
+    expected 3.6-9.7x too fast when left out, its tg128 rows 2x; the expected figure says so beside
     the backend's median error, and a card whose rows the fit meets says nothing."""
     args = ("latency", "llama-2-7b", "--gpu", "arc-a770-16gb", "--dtype", "q4_0", "--ctx", "512",
             "--gen", "128", "--engine", "llama.cpp", "--backend", "vulkan")
     e = cli(*args, "--json").json()["expected"]
     assert e["basis"]["caution"] == (
         "this card's own measured rows sit far from the fit (expected / measured − 1, each left "
-        "out): prefill +263% to +887% (2 rows), decode +99% to +105% (2 rows); its expected "
+        "out): prefill +257% to +871% (2 rows), decode +99% to +105% (2 rows); its expected "
         "figures are less certain")
     assert "this card's rows" in cli(*args).stdout
     m = fitted("llama.cpp", "vulkan")
