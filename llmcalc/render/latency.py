@@ -40,6 +40,7 @@ def latency_view(r: Latency, exp: Expected | None = None) -> RenderableType:
     t.sections.add(len(t.rows) - (3 if r.decode.comm_s else 2))
     t.add("time per output token", _ms(r.tpot_s), "", bold=True)
     t.add("end to end (TTFT + (gen − 1) × TPOT)", _ms(r.e2e_s), "")
+    t.add("whole requests, prefill and decode overlapped", _ms(r.whole_s), "")
     t.add("decode tokens/s per request", f"{r.tokens_per_s_per_request:,.1f}", "", section=True)
     t.add("decode tokens/s, whole batch", f"{r.tokens_per_s:,.1f}", "")
     t.add("decode tokens/s per GPU", f"{r.tokens_per_s_per_gpu:,.1f}", "")
@@ -241,6 +242,7 @@ def latency_json(r: Latency, exp: Expected | None = None) -> dict[str, Any]:
         "ttft_s": r.ttft_s,
         "tpot_s": r.tpot_s,
         "e2e_s": r.e2e_s,
+        "whole_s": r.whole_s,
         "tokens_per_s_per_request": r.tokens_per_s_per_request,
         "tokens_per_s": r.tokens_per_s,
         "tokens_per_s_per_gpu": r.tokens_per_s_per_gpu,
@@ -278,8 +280,11 @@ def latency_explain(r: Latency) -> list[str]:
     lines += [
         f"TTFT = {_ms(r.ttft_s)}; TPOT = {_ms(r.tpot_s)}; end to end = {_ms(r.ttft_s)} + "
         f"{r.gen - 1} × {_ms(r.tpot_s)} = {_ms(r.e2e_s)}",
-        f"tokens/s per GPU over the request = batch × gen / end to end / tp = {r.batch} × "
-        f"{r.gen} / {r.e2e_s:.4f} s / {r.tp} = {r.throughput_per_gpu:,.1f}",
+        f"whole requests = max(FLOPs, bytes of the prefill and the gen − 1 steps) + all-reduces ="
+        f" {_ms(r.whole_s)} (a server batches prompts with other requests' decode steps: the "
+        f"stages overlap, so end to end is no bound on them); tokens/s per GPU over the request ="
+        f" batch × gen / whole requests / tp = {r.batch} × {r.gen} / {r.whole_s:.4f} s / {r.tp} = "
+        f"{r.throughput_per_gpu:,.1f}",
     ]
     if r.speculation:
         s = r.speculation

@@ -27,7 +27,12 @@ def test_published_throughput_llama_7b_a100() -> None:
     r = latency(load_spec("llama-2-7b"), accelerator=A100, interconnect=NVLINK3, batch=384,
                 ctx=128, gen=128, **FP16)
     assert r.throughput_per_gpu >= 5_586
-    assert round(5_586 / r.throughput_per_gpu, 2) == 0.60  # measured: 60% of the bound
+    # measured: 47% of the bound, which lets the prefill overlap the decode steps (in-flight
+    # batching); 60% of the stages' sum, TTFT + (gen − 1) × TPOT
+    assert round(5_586 / r.throughput_per_gpu, 2) == 0.47
+    assert round(5_586 / (384 * 128 / r.e2e_s), 2) == 0.60
+    assert r.whole_s == max(r.prefill.compute_s + 127 * r.decode.compute_s,
+                            r.prefill.memory_s + 127 * r.decode.memory_s) < r.e2e_s
     assert (r.prefill.bound, r.decode.bound) == ("compute", "memory")
 
 
@@ -355,3 +360,18 @@ def test_an_encoder_generates_no_tokens(cli: Any, model: str, refused: bool) -> 
                                       "gives one forward pass over --ctx tokens\n")
                                   if refused else (0, r.stderr))
     assert cli("latency", model, "--gpu", "h100", "--ctx", "512", "--gen", "1").code == 0
+
+
+def test_whole_requests_let_the_prefill_overlap_the_decode_steps(cli) -> None:
+    """vLLM 0.19 on an A100 80GB PCIe, Qwen2.5-7B FP16, 2,048 tokens in, 128 out, concurrency 16:
+    906.6 output tokens/s (github.com/cssnoeasy/a100-vllm-benchmark-blog), past the stages' sum
+    (prefill, then the decode steps: 829.4) because chunked prefill runs one request's prompt in
+    the passes that decode the others; the bound takes all the FLOPs or all the bytes."""
+    out = cli("latency", "qwen2.5-7b-instruct", "--gpu", "a100-pcie-80gb", "--dtype", "fp16",
+              "--ctx", "2048", "--gen", "128", "--batch", "16", "--json").json()
+    assert round(16 * 128 / out["e2e_s"], 1) == 829.4 < 906.6
+    assert round(out["throughput_per_gpu"], 1) == 1_354.9 > 906.6
+    p, d = out["prefill"], out["decode_step"]
+    assert out["whole_s"] == pytest.approx(max(p["compute_s"] + 127 * d["compute_s"],
+                                               p["memory_s"] + 127 * d["memory_s"]))
+    assert out["whole_s"] == pytest.approx(16 * 128 / out["throughput_per_gpu"])

@@ -681,6 +681,7 @@ function drawSpeed() {
     ["time to first token (prefill)", "ttft_s", (l) => valued(l.ttft_s, secs(l.ttft_s))],
     ["time per output token", "tpot_s", (l) => valued(l.tpot_s, secs(l.tpot_s))],
     ["end to end (TTFT + (gen − 1) × TPOT)", "e2e_s", (l) => valued(l.e2e_s, secs(l.e2e_s))],
+    ["whole requests, prefill and decode overlapped", "whole_s", (l) => valued(l.whole_s, secs(l.whole_s))],
     ["decode tokens/s per user", "tokens_per_s_per_request", (l) => valued(l.tokens_per_s_per_request, rate(l.tokens_per_s_per_request))],
     ["decode tokens/s, all users (batch)", "tokens_per_s", (l) => valued(l.tokens_per_s, rate(l.tokens_per_s))],
     [`decode tokens/s per GPU (tp ${tp})`, "tokens_per_s_per_gpu", (l) => valued(l.tokens_per_s_per_gpu, rate(l.tokens_per_s_per_gpu))],
@@ -700,7 +701,7 @@ function drawSpeed() {
   drawExpected(models);
   const rows = [["model", "figure", "value"]];
   for (const [r, , l] of models) {
-    for (const k of ["ttft_s", "tpot_s", "e2e_s", "tokens_per_s_per_request", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_per_gpu", "ridge_batch"]) rows.push([r.label, k, String(l[k])]);
+    for (const k of ["ttft_s", "tpot_s", "e2e_s", "whole_s", "tokens_per_s_per_request", "tokens_per_s", "tokens_per_s_per_gpu", "throughput_per_gpu", "ridge_batch"]) rows.push([r.label, k, String(l[k])]);
     if (l.expected) for (const k of ["prefill_tokens_per_s", "decode_tokens_per_s", "throughput_tokens_per_s"]) rows.push([r.label, "expected/" + k, String(l.expected[k])]);
   }
   exportBar("speed", "latency", toJSON(models.map(([, , l]) => l)), csv(rows), models.map(([r]) => r.commands.latency));
