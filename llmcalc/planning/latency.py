@@ -308,18 +308,21 @@ def _stage(
                  comm / link.bandwidth if tp > 1 else 0.0)
 
 
-def whole_requests_s(prefill: Stage, step: Stage, gen: int) -> float:
-    """The bound on the batch's whole requests (its prefill and gen − 1 decode steps): all their
-    FLOPs at the peak or all their bytes at the bandwidth, whichever is longer, and their
-    all-reduces. Not the stages' sum (TTFT + (gen − 1) × TPOT): a server that batches one request's
-    prompt with the others' decode steps (vLLM's and SGLang's chunked prefill, TensorRT-LLM's
-    in-flight batching) reads the weights once for both, so a prompt-heavy load at concurrency runs
-    faster than prefill then decode: vLLM 0.19 on an A100 80GB PCIe served Qwen2.5-7B FP16 at 2,048
-    tokens in, 128 out, concurrency 16 at 906.6 output tokens/s, past the stages' sum (829.4). Each
-    request still needs gen passes, each reading the weights and its cache."""
+def whole_requests_s(prefill: Stage, step: Stage, gen: int, *, one: tuple[Stage, Stage]) -> float:
+    """The bound on the batch's whole requests (its prefill and gen − 1 decode steps, without
+    speculation): all their FLOPs at the peak or all their bytes at the bandwidth, whichever is
+    longer, with their all-reduces; and at least one request's own path, its prompt's prefill then
+    gen − 1 steps, each a pass over the weights (``one``: those two stages at batch 1), which no
+    schedule shortens: at batch 1 the stages' sum. Not the batch's stages' sum (TTFT + (gen − 1) ×
+    TPOT): a server that batches one request's prompt with the others' decode steps (vLLM's and
+    SGLang's chunked prefill, TensorRT-LLM's in-flight batching) reads the weights once for both,
+    so a prompt-heavy load at concurrency runs faster than prefill then decode: vLLM 0.19 on an
+    A100 80GB PCIe served Qwen2.5-7B FP16 at 2,048 tokens in, 128 out, concurrency 16 at 906.6
+    output tokens/s, past the stages' sum (829.4)."""
     compute = prefill.compute_s + (gen - 1) * step.compute_s
     memory = prefill.memory_s + (gen - 1) * step.memory_s
-    return max(compute, memory) + prefill.comm_s + (gen - 1) * step.comm_s
+    own = one[0].seconds + (gen - 1) * one[1].seconds
+    return max(max(compute, memory) + prefill.comm_s + (gen - 1) * step.comm_s, own)
 
 
 def all_reduce_bytes(spec: ModelSpec, *, tokens: int, tp: int) -> int:
@@ -573,19 +576,26 @@ def latency(
     link, ce, be = interconnect, compute_efficiency, bandwidth_efficiency
     kw = dict(acc=acc, link=link, tp=tp, ce=ce, be=be)
     head = flops.lm_head_flops_per_token(spec)  # skipped for all but one prompt token a sequence
-    prefill = _stage(
-        flops_=batch * (flops.forward_flops_per_sequence(spec, ctx=ctx, causal=True)
-                        - (ctx - 1) * head),
-        bytes_=step_weight_bytes(spec, dtype, tokens=batch * ctx)
-        + memory.kv_cache_bytes(replicated_kv(spec, tp), batch=batch, ctx=ctx, dtype=kv_dtype),
-        comm=all_reduce_bytes(spec, tokens=batch * ctx, tp=tp), **kw,  # type: ignore[arg-type]
-    )
+
+    def prefill_of(seqs: int) -> Stage:
+        return _stage(
+            flops_=seqs * (flops.forward_flops_per_sequence(spec, ctx=ctx, causal=True)
+                           - (ctx - 1) * head),
+            bytes_=step_weight_bytes(spec, dtype, tokens=seqs * ctx)
+            + memory.kv_cache_bytes(replicated_kv(spec, tp), batch=seqs, ctx=ctx, dtype=kv_dtype),
+            comm=all_reduce_bytes(spec, tokens=seqs * ctx, tp=tp), **kw,  # type: ignore[arg-type]
+        )
+
+    def step_of(seqs: int) -> Stage:
+        return decode_step(spec, batch=seqs, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype,
+                           **kw)  # type: ignore[arg-type]
+
     mean_ctx = ctx + (gen - 1) // 2
-    step = decode_step(spec, batch=batch, ctx=mean_ctx, dtype=dtype, kv_dtype=kv_dtype,
-                       **kw)  # type: ignore[arg-type]
+    prefill, step = prefill_of(batch), step_of(batch)
     tpot = step.seconds
     e2e = prefill.seconds + (gen - 1) * tpot
-    whole = whole_requests_s(prefill, step, gen)
+    whole = whole_requests_s(prefill, step, gen, one=(prefill_of(1), step_of(1)) if batch > 1
+                             else (prefill, step))
     spec_result = None
     if draft is not None:
         _check_fraction("accept_rate", accept_rate)

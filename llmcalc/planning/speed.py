@@ -700,8 +700,11 @@ PRE_AMPERE_NVIDIA = frozenset({"rtx-2080-ti", "rtx-2080-super", "rtx-2080", "rtx
 # AMD's GPUs with cooperative matrices (RDNA3's and RDNA 3.5's WMMA, RDNA4's: gfx11 and gfx12), whose
 # Vulkan drivers expose VK_KHR_cooperative_matrix and full subgroups, so llama.cpp takes the coopmat1
 # flash attention on them (ggml-vulkan.cpp: coopmat1_fa_support = coopmat_support &&
-# subgroup_require_full_support); RDNA2 (RX 6000) has no matrix cores and takes the scalar path,
-# as Turing does. So on Vulkan their attention (p_cm1) and their weights' GEMMs, coopmat1's tiles
+# subgroup_require_full_support; ggml_vk_khr_cooperative_matrix_support allows AMD's own
+# drivers, AMDVLK and the proprietary one, on RDNA3 only, where RADV has it from RDNA3 on); RDNA2
+# (RX 6000) has no matrix cores and takes the scalar path, as Turing does. Intel's Xe2 (the Arc
+# B580) runs coopmat1 too, but its rows (pp512 only) sit 3–10 times from any of these fits, so it
+# stays with the scalar path's terms rather than take AMD's. So on Vulkan their attention (p_cm1) and their weights' GEMMs, coopmat1's tiles
 # (p_mm1: the weights' FLOPs again), are fitted apart from the scalar path's and coopmat2's. With
 # one p_att for them and Turing, set by an RTX 2080 Ti's TinyLlama pp4096 (the scalar path: the
 # attention's FLOPs at 1/49.5 of the FP16 peak), which on their pp512 rows also stood in for a
@@ -715,7 +718,7 @@ PRE_AMPERE_NVIDIA = frozenset({"rtx-2080-ti", "rtx-2080-super", "rtx-2080", "rtx
 # at 12.8%; the new ones 4.7%), ROCm's 12.6% over 46 (12.9% on its 43, from 13.2%); the attention
 # on AMD's coopmat1 runs at 1/7.4 of the FP16 peak, the GEMMs take 0.39 times their FLOPs at the
 # peak more. A card given by its figures alone, whose maker they do not tell, takes a third of
-# each path (coopmat2_share): on the held-out rows (bench/speed_holdout.py, 213) prefill 10.3% →
+# each path (coopmat2_share): on the held-out rows (bench/speed_holdout.py, 213 then) prefill 10.3% →
 # 7.5%, the RX 9070 XT's given by its figures pp512 +5–10% → +2–7%, pp2048 −6% either way (half
 # coopmat2's and half coopmat1's: +15%; half coopmat2's and half the scalar path's as before: −10%).
 AMD_COOPMAT_GPUS = frozenset({"rx-7900-xtx", "rx-7900-xt", "rx-7900-gre", "rx-7800-xt",

@@ -280,9 +280,10 @@ def latency_explain(r: Latency) -> list[str]:
     lines += [
         f"TTFT = {_ms(r.ttft_s)}; TPOT = {_ms(r.tpot_s)}; end to end = {_ms(r.ttft_s)} + "
         f"{r.gen - 1} × {_ms(r.tpot_s)} = {_ms(r.e2e_s)}",
-        f"whole requests = max(FLOPs, bytes of the prefill and the gen − 1 steps) + all-reduces ="
-        f" {_ms(r.whole_s)} (a server batches prompts with other requests' decode steps: the "
-        f"stages overlap, so end to end is no bound on them); tokens/s per GPU over the request ="
+        f"whole requests = max(FLOPs, bytes of the prefill and the gen − 1 steps) + all-reduces,"
+        f" at least one request's own prefill and steps at batch 1 = {_ms(r.whole_s)} (a server "
+        f"batches prompts with other requests' decode steps: the stages overlap, so end to end is "
+        f"no bound on a batch's requests; speculation not counted); tokens/s per GPU over the request ="
         f" batch × gen / whole requests / tp = {r.batch} × {r.gen} / {r.whole_s:.4f} s / {r.tp} = "
         f"{r.throughput_per_gpu:,.1f}",
     ]

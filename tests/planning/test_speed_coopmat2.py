@@ -13,6 +13,7 @@ import pytest
 from llmcalc.cli.latency import row_latency
 from llmcalc.planning.hardware import ACCELERATORS, resolve
 from llmcalc.planning.speed import (
+    AMD_COOPMAT_GPUS,
     ENGINE_TERMS,
     PREFILL_TERMS,
     TERMS,
@@ -42,6 +43,13 @@ def test_which_cards_run_coopmat2(key: str, backend: str, share: float) -> None:
 ])
 def test_which_cards_run_coopmat1(key: str, backend: str, share: float) -> None:
     assert coopmat1_share(ACCELERATORS[key], backend) == share
+
+
+def test_the_coopmat1_cards_are_amd_cards_of_the_table_and_no_card_runs_both_paths() -> None:
+    assert {ACCELERATORS[k].maker for k in AMD_COOPMAT_GPUS} == {"amd"}
+    for acc in ACCELERATORS.values():
+        cm1, cm2 = coopmat1_share(acc, "vulkan"), coopmat2_share(acc, "vulkan")
+        assert cm1 * cm2 == 0 and cm1 + cm2 <= 1, acc.key
 
 
 def test_a_card_by_its_figures_takes_a_third_of_each_path() -> None:
