@@ -37,6 +37,7 @@ here prints. Sources, each used once below:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from llmcalc.errors import ParameterError, UsageError
@@ -225,11 +226,12 @@ BACKEND_NAMES = {"cuda": "CUDA", "vulkan": "Vulkan", "rocm": "ROCm", "metal": "M
 CUSTOM = "custom"  # the key of a card given by its figures alone (hardware.resolve)
 
 
-def with_ratios(acc: Accelerator, ratios: dict[str, int], why: str) -> Accelerator:
-    """``acc`` with each format's peak at ``ratios`` × its bf16 peak, ``why`` its peaks' source."""
+def with_ratios(acc: Accelerator, ratios: Mapping[str, float], why: str) -> Accelerator:
+    """``acc`` with each format's peak at ``ratios`` × its bf16 peak (whole FLOP/s), ``why`` its
+    peaks' source."""
     bf16 = acc.peak_flops
-    return replace(acc, fp16_flops=bf16 * ratios["fp16"], int8_ops=bf16 * ratios["int8"],
-                   fp8_flops=bf16 * ratios["fp8"], fp4_flops=bf16 * ratios["fp4"],
+    return replace(acc, fp16_flops=round(bf16 * ratios["fp16"]), int8_ops=round(bf16 * ratios["int8"]),
+                   fp8_flops=round(bf16 * ratios["fp8"]), fp4_flops=round(bf16 * ratios["fp4"]),
                    peaks_source=why)
 
 

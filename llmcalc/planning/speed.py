@@ -43,6 +43,7 @@ row's roofline (a :class:`Latency`) in.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -450,10 +451,17 @@ def mmq_sm_rate(a: Accelerator) -> float:
 # FLOP per byte (RTX 4090 164, 4070 Ti 159, 5090 117, 3090 76), every other CUDA card at or above
 # 200 (A10 208, A40 215, RTX A6000 201, T4 203, L40S 419, H100 295, H200 206) but the A100 80GB
 # (153), whose HBM2e (2.04 TB/s) no GDDR card reaches (RTX 5090: 1.792 TB/s). So on CUDA and
-# Vulkan a card below 180 FLOP/B and 1.9 TB/s reads as GeForce (FP16 2x, INT8 4x, FP8 4x, FP4 8x,
-# consumer), the rest at the full-rate ratios of the data-centre and workstation cards (H100: FP16
-# 1x, INT8 and FP8 2x; B200 FP4 4x), data-centre where the bandwidth is HBM's (at least 1.5 TB/s: the
-# A100 40GB's 1.555 is the table's lowest), else workstation. Two cards of the table fall on the
+# Vulkan a card below 165 FLOP/B and 1.8 TB/s reads as GeForce (FP16 2x, INT8 4x, FP8 4x, FP4 8x,
+# consumer), one from 200 FLOP/B or 1.9 TB/s at the full-rate ratios of the data-centre and
+# workstation cards (H100: FP16 1x, INT8 and FP8 2x; B200 FP4 4x), data-centre where the bandwidth
+# is HBM's (at least 1.5 TB/s: the A100 40GB's 1.555 is the table's lowest), else workstation; in
+# between the ratios pass linearly from one to the other (geforce_share), so that a figure 1%
+# higher does not halve an expected prefill (at one cut-off, 180 FLOP/B, Llama-3.1-8B Q4_K_M's
+# pp512 on llama.cpp CUDA at 1 TB/s went 10,345 → 5,634 tokens/s between 179 and 181 TFLOP/s);
+# the table's cards there: the RTX A4000 (172 FLOP/B), the A30 (177), the RTX A5500 (181), all
+# full-rate, which the cut at 180 had read as GeForce but the last. The kind stays a cut: consumer
+# while the GeForce share is at least half (the data-centre terms, p_dc, c_dc and a_dc, are
+# fitted on a card's kind). Two cards of the table fall on the
 # wrong side: the L40 (209 FLOP/B, FP16 2x) and the DGX Spark (229, GeForce's ratios). On ROCm the
 # AMD cards' ratios (RX 7900 XTX and Strix Halo: one matrix rate for FP16 and INT8; MI300X FP8
 # 2x), data-centre at HBM bandwidth; on Metal one figure for every format; a CPU the bound's
@@ -461,11 +469,23 @@ def mmq_sm_rate(a: Accelerator) -> float:
 # Each rule against every measured row re-called as a custom card (docs/latency.md): GeForce
 # ratios for every CUDA card left TensorRT-LLM's rows at 28.5% (its H100/A100 FP8 and FP16 at 4x/2x),
 # this split at 8.1% (as their cards: 8.0%).
-GEFORCE_FLOP_PER_BYTE = 180
-GDDR_MAX_BANDWIDTH = 1_900 * 10**9
+GEFORCE_FLOP_PER_BYTE = (165, 200)  # GeForce's ratios below the first, the full rate from the second
+GDDR_BANDWIDTH = (1_800 * 10**9, 1_900 * 10**9)  # the same in bytes/s
 HBM_MIN_BANDWIDTH = 1_500 * 10**9
 _FULL_RATE = {"fp16": 1, "int8": 2, "fp8": 2, "fp4": 4}
 _AMD = {"fp16": 1, "int8": 1, "fp8": 2, "fp4": 2}
+
+
+def _between(x: float, band: tuple[int, int]) -> float:
+    """1 up to ``band``'s first figure, 0 from its second, linear in between."""
+    lo, hi = band
+    return min(1.0, max(0.0, (hi - x) / (hi - lo)))
+
+
+def geforce_share(bf16: int, bandwidth: int) -> float:
+    """How GeForce-like a CUDA or Vulkan card given by its figures is (``GEFORCE_FLOP_PER_BYTE``,
+    ``GDDR_BANDWIDTH``): 1 below both bands' first figures, 0 from either's second."""
+    return _between(bf16 / bandwidth, GEFORCE_FLOP_PER_BYTE) * _between(bandwidth, GDDR_BANDWIDTH)
 
 
 def custom_card(acc: Accelerator, backend: str) -> Accelerator:
@@ -474,15 +494,22 @@ def custom_card(acc: Accelerator, backend: str) -> Accelerator:
     bf16, bw = acc.peak_flops, acc.bandwidth
     hbm = bw >= HBM_MIN_BANDWIDTH
     if backend in ("cuda", "vulkan"):
-        if bf16 < GEFORCE_FLOP_PER_BYTE * bw and bw < GDDR_MAX_BANDWIDTH:
-            ratios, kind, like = GEFORCE_RATIOS, "consumer", (
-                f"GeForce-like (below {GEFORCE_FLOP_PER_BYTE} bf16 FLOP per byte of bandwidth and "
-                f"{GDDR_MAX_BANDWIDTH // 10**9:,} GB/s)")
+        w = geforce_share(bf16, bw)
+        (f_lo, f_hi), (b_lo, b_hi) = GEFORCE_FLOP_PER_BYTE, (g // 10**9 for g in GDDR_BANDWIDTH)
+        ratios: Mapping[str, float] = {k: w * GEFORCE_RATIOS[k] + (1 - w) * _FULL_RATE[k]
+                                       for k in _FULL_RATE}
+        full = "data-centre" if hbm else "workstation"
+        kind = "consumer" if w >= 0.5 else "datacenter" if hbm else "workstation"
+        if w == 1:
+            like = (f"GeForce-like (below {f_lo} bf16 FLOP per byte of bandwidth and "
+                    f"{b_lo:,} GB/s)")
+        elif w == 0:
+            like = (f"{full}-like (at least {f_hi} bf16 FLOP per byte of bandwidth or "
+                    f"{b_hi:,} GB/s; HBM from {HBM_MIN_BANDWIDTH // 10**9:,} GB/s)")
         else:
-            ratios, kind = _FULL_RATE, "datacenter" if hbm else "workstation"
-            like = (f"{'data-centre' if hbm else 'workstation'}-like (at least "
-                    f"{GEFORCE_FLOP_PER_BYTE} bf16 FLOP per byte of bandwidth or "
-                    f"{GDDR_MAX_BANDWIDTH // 10**9:,} GB/s; HBM from {HBM_MIN_BANDWIDTH // 10**9:,} GB/s)")
+            like = (f"{w:.0%} GeForce-like, {1 - w:.0%} {full}-like ({bf16 / bw:.0f} bf16 FLOP per "
+                    f"byte at {bw // 10**9:,} GB/s: GeForce's ratios below {f_lo} FLOP/B and "
+                    f"{b_lo:,} GB/s, the full rate from {f_hi} or {b_hi:,}, blended between)")
     elif backend == "rocm":
         ratios, kind = _AMD, "datacenter" if hbm else "consumer"
         like = f"an AMD card (HBM from {HBM_MIN_BANDWIDTH // 10**9:,} GB/s: data-centre)"
@@ -493,8 +520,9 @@ def custom_card(acc: Accelerator, backend: str) -> Accelerator:
         if backend == "metal":  # which Apple GPU generation the figures are is not told
             like += ("; an Apple GPU of unknown generation, half way between M1/M2's shader core "
                      "and M3's (speed.APPLE_BEFORE_M3)")
-    why = (f"a card not in the table: the fit assumes it {like}, {kind}: FP16 {ratios['fp16']}x, "
-           f"INT8 {ratios['int8']}x, FP8 {ratios['fp8']}x and FP4 {ratios['fp4']}x its bf16 peak")
+    why = (f"a card not in the table: the fit assumes it {like}, {kind}: FP16 {ratios['fp16']:.3g}x, "
+           f"INT8 {ratios['int8']:.3g}x, FP8 {ratios['fp8']:.3g}x and FP4 {ratios['fp4']:.3g}x its "
+           "bf16 peak")
     return replace(with_ratios(acc, ratios, why), kind=kind)
 
 
