@@ -316,8 +316,10 @@ def whole_requests_s(prefill: Stage, step: Stage, gen: int, *, one: tuple[Stage,
     longer, with their all-reduces; and at least one request's own path, its prompt's prefill then
     gen − 1 steps, each a pass over the weights (``one``: those two stages at batch 1), which no
     schedule shortens: at batch 1 the stages' sum. Not the batch's stages' sum (TTFT + (gen − 1) ×
-    TPOT): a server that batches one request's prompt with the others' decode steps (vLLM's and
-    SGLang's chunked prefill, TensorRT-LLM's in-flight batching) reads the weights once for both,
+    TPOT): a server that batches one request's prompt with the others' decode steps reads the
+    weights once for both (vLLM's V1 scheduler, vllm/v1/core/sched/scheduler.py Scheduler.schedule:
+    no prefill or decode phase, each step a token budget over running requests' decode tokens and
+    waiting ones' prompt chunks; TensorRT-LLM's in-flight batching likewise),
     so a prompt-heavy load at concurrency runs faster than prefill then decode: vLLM 0.19 on an
     A100 80GB PCIe served Qwen2.5-7B FP16 at 2,048 tokens in, 128 out, concurrency 16 at 906.6
     output tokens/s, past the stages' sum (829.4)."""
