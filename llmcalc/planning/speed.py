@@ -276,6 +276,16 @@ APPLE_TERMS = ("p_a8", "p_na", "c_a8")  # fitted on llama.cpp Metal only
 # 102 rows goes from 18.7% to 14.4% (decode unchanged); scoreboard rows whose build no source
 # dates count as current.
 AMD_COOPMAT_TUNING = 18749
+# ROCm's counterpart: llama.cpp's HIP MMQ kernels ran RDNA3's and RDNA 3.5's quantised GEMMs on
+# dp4a tiles until PR #17576 ("HIP: enable WMMA-MMQ INT kernels for RDNA 3", opened 2025-11-28,
+# after PR #17156 did RDNA4's) put them on the cards' int8 WMMA. One Radeon 8060S benchmarked on
+# every build (kyuz0/amd-strix-halo-toolboxes, benchmark/results, ROCm 6.4.4, Llama 2 7B Q4_0
+# pp512): 1,116 t/s on b7034 (2025-11-15), 1,539 on b7423 (2025-12-21), tg128 51 on both. A
+# quantised row of an RDNA3 card on a build dated before it says so ("predates": [17576]) and
+# takes p_pre as the Vulkan rows before PR #18749 do; 16-bit weights go to hipBLAS and are not
+# touched. The held-out Strix Halo rows of b9187 were expected 18-28% slow at pp512 without it.
+ROCM_WMMA_MMQ = 17576
+AMD_TILE_PRS = {"vulkan": AMD_COOPMAT_TUNING, "rocm": ROCM_WMMA_MMQ}
 # llama.cpp CUDA builds from before MMQ became the default for quantised prefill (PR #8075, June
 # 2024: "mul_mat_q instead of FP16 cuBLAS GEMM"): they dequantised each quantised weight matrix to
 # FP16 in a scratch buffer (ggml-cuda.cu, ggml_cuda_op_mul_mat_cublas: to_fp16_cuda, then
@@ -584,6 +594,14 @@ def _before_m3(lat: Latency, backend: str) -> float:
     return float(key.startswith(APPLE_BEFORE_M3))
 
 
+def _before_amd_tiles(lat: Latency, backend: str, predates: tuple[int, ...]) -> bool:
+    """A measured row's build before its backend's AMD matrix-core tiles (``AMD_TILE_PRS``): on
+    Vulkan any weights (PR #18749 tuned every matmul), on ROCm quantised ones (PR #17576's MMQ;
+    16-bit weights go to hipBLAS)."""
+    return AMD_TILE_PRS.get(backend, 0) in predates and (
+        backend != "rocm" or not isinstance(lat.dtype, DType))
+
+
 def _fp8_weights(lat: Latency) -> bool:
     """Whether the weights are FP8 (``FP8_TERMS``)."""
     return lat.dtype is DType.fp8
@@ -790,7 +808,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), the layers
     again for FP8 weights (``FP8_TERMS``), the weights' FLOPs again where they run in FP8 or on a
     Hopper or Blackwell SM (``_tc_gemms``), the weights' FLOPs again on a build that predates
-    PR #18749's AMD coopmat tiles (``AMD_COOPMAT_TUNING``: a measured row's ``predates``; a run
+    AMD's matrix-core tiles (``_before_amd_tiles``: a measured row's ``predates``; a run
     the caller asks about is a current build, so its ``predates`` is empty), a quantised
     prefill's weight FLOPs again on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), the
     weights' FLOPs again on an Apple GPU with Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), the
@@ -819,7 +837,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
             lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * _tc_gemms(lat, backend),
-            dense / peak * (AMD_COOPMAT_TUNING in predates),
+            dense / peak * _before_amd_tiles(lat, backend, predates),
             dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS),
             chunks, chunks * (FUSED_DELTA_NET.get(backend, 0) in predates),  # p_rec, p_rec_pre
@@ -1063,8 +1081,8 @@ TERM_TEXT: dict[str, str] = {
     "p_igpu": "FLOPs / peak on an integrated GPU", "r_fp8": "layers × 1 ms for FP8 weights",
     "p_tc": "weight FLOPs / peak on FP8-era tensor cores (FP8 weights on FP8 tensor cores; any "
             "weights on a Hopper or Blackwell SM)",
-    "p_pre": "weight FLOPs / peak on a build before PR #18749's AMD coopmat tiles (measured rows "
-             "only)",
+    "p_pre": "weight FLOPs / peak on a build before AMD's matrix-core tiles: PR #18749's on "
+             "Vulkan, PR #17576's on ROCm (measured rows only)",
     "p_a8": "quantised weight FLOPs / peak on an Apple GPU before M3",
     "p_na": "weight FLOPs / peak on an Apple GPU with Neural Accelerators",
     "p_rec": "recurrent layers × prompt chunks of 64 × 1 ms",

@@ -362,8 +362,9 @@ def test_rows_carry_their_source_and_figures() -> None:
 # its data-centre cards reach different shares of their
 # peaks (pp512 0.12 of the MI300X's, 0.18 of the MI210's; the MI100's pp1024 0.12), each left out
 # predicted from the others (MI100 +65%), the Radeon 8060S's pp512 moves with the build (builds
-# 5863-6865 expected 4-26% too fast, b8038's 3-20% too slow) and its gpt-oss decode of August and
-# October 2025 runs 25-30% below the expected. Pinned as they are.
+# 5863-6865 expected 4-26% too fast, b8038's 3-20% too slow: prefill 12.6%; 10.6% with the 31 rows
+# of builds before PR #17576's WMMA MMQ taking p_pre, speed.AMD_TILE_PRS) and its gpt-oss decode of
+# August and October 2025 runs 25-30% below the expected. Pinned as they are.
 # SGLang on CUDA (36 rows: 13 first-token latencies at concurrency 1, 23 decode steps at
 # concurrency 1–100 — its cookbook's runs of Llama-3.1-70B on 8 × A100, DeepSeek-R1 FP8 and
 # gpt-oss-120b on 8 × B200, Gemma 4 on H200, the Qwen3.6 cells on H200/B200, LMSYS's gpt-oss
@@ -387,7 +388,7 @@ def test_rows_carry_their_source_and_figures() -> None:
 # its per-layer launch cost hidden under a step of 15 ms of bytes where the A100's and H100's are
 # not.
 LOO = {("llama.cpp", "metal"): (0.062, 0.049, True), ("llama.cpp", "cuda"): (0.06, 0.082, True),
-       ("llama.cpp", "vulkan"): (0.082, 0.097, False), ("llama.cpp", "rocm"): (0.079, 0.126, False),
+       ("llama.cpp", "vulkan"): (0.082, 0.097, False), ("llama.cpp", "rocm"): (0.079, 0.106, False),
        ("trtllm", "cuda"): (None, 0.055, True), ("vllm", "cuda"): (0.026, 2.77, False),
        ("sglang", "cuda"): (0.074, 0.104, True), ("sglang", "rocm"): (0.155, 0.346, False),
        ("llama.cpp", "cpu"): (0.133, 0.319, False),
@@ -412,8 +413,8 @@ THROUGHPUT = {("trtllm", "cuda"): 0.076, ("vllm", "cuda"): 0.07, ("transformers"
 
 CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.054, ("llama.cpp", "cuda", "consumer"): 0.066,
                 ("llama.cpp", "cuda", "datacentre"): 0.074, ("llama.cpp", "vulkan", "consumer"): 0.09,
-                ("llama.cpp", "rocm", "consumer"): 0.104,
-                ("llama.cpp", "rocm", "datacentre"): 0.278, ("trtllm", "cuda", "datacentre"): 0.064,
+                ("llama.cpp", "rocm", "consumer"): 0.091,
+                ("llama.cpp", "rocm", "datacentre"): 0.271, ("trtllm", "cuda", "datacentre"): 0.064,
                 ("vllm", "cuda", "datacentre"): 0.054, ("sglang", "cuda", "datacentre"): 0.086,
                 ("sglang", "rocm", "datacentre"): 0.167,
                 ("llama.cpp", "cpu", "consumer"): 0.21, ("transformers", "cuda", "datacentre"): 0.067,
@@ -451,10 +452,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.069, "prefill": 0.074, "throughput": 0.068}
+    assert by_stage == {"decode": 0.069, "prefill": 0.07, "throughput": 0.068}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.054, "consumer": 0.085, "datacentre": 0.069}
+    assert by_class == {"apple": 0.054, "consumer": 0.083, "datacentre": 0.069}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
