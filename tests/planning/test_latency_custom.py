@@ -100,7 +100,7 @@ CALLED = {("llama.cpp", "cpu", "consumer"): 0.21,  # 0.23
           ("transformers", "cuda", "datacentre"): 0.067,  # 0.845 on its one row; 0.062 (37 rows)
           ("transformers", "cuda", "consumer"): 0.283,  # its RTX 4090 steps, read as GeForce
           ("trtllm", "cuda", "datacentre"): 0.063,  # 0.134 (553 rows)
-          ("vllm", "cuda", "datacentre"): 0.054,  # 0.129 (553 rows)
+          ("vllm", "cuda", "datacentre"): 0.053,  # 0.054 before p_att's floor; 0.129 (553 rows)
           ("vllm", "rocm", "datacentre"): 0.034}  # 0.03 with Oracle's 405B rows read with an FP8
           # cache, before vLLM's own default (auto: bf16) was read; 0.04 (0.014 on 11 rows of 553)
 
