@@ -283,7 +283,9 @@ AMD_COOPMAT_TUNING = 18749
 # pp512): 1,116 t/s on b7034 (2025-11-15), 1,539 on b7423 (2025-12-21), tg128 51 on both. A
 # quantised row of an RDNA3 card on a build dated before it says so ("predates": [17576]) and
 # takes p_pre as the Vulkan rows before PR #18749 do; 16-bit weights go to hipBLAS and are not
-# touched. The held-out Strix Halo rows of b9187 were expected 18-28% slow at pp512 without it.
+# touched. gpt-oss-120b's rows are not marked: on that box its MXFP4 pp512 went 762 -> 654 t/s
+# (llama.cpp issue #17917 bisects the regression to this PR). The held-out Strix Halo rows of
+# b9187 were expected 18-28% slow at pp512 without it.
 ROCM_WMMA_MMQ = 17576
 AMD_TILE_PRS = {"vulkan": AMD_COOPMAT_TUNING, "rocm": ROCM_WMMA_MMQ}
 # llama.cpp CUDA builds from before MMQ became the default for quantised prefill (PR #8075, June
@@ -901,9 +903,16 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float] | None:
 # gpt-oss-20b's 131,072-token first token there was expected in 2.5 s where it took 21.4 s
 # (millstoneai.com, vLLM, held out); at 1 in 5.3 s. vLLM's leave-one-out errors are unchanged (decode
 # 2.6%, whole requests 7.0%); on the held-out rows (294) prefill 12.5% → 11.2%. Every other engine
-# that fits p_att has it above 1 already (TensorRT-LLM 1.75, llama.cpp 2.9-55); SGLang, vLLM on
-# ROCm and transformers do not fit it (fitted free it made SGLang's prefill 10.4% → 20.6%).
+# that fits p_att has it above 1 already (TensorRT-LLM 1.75, llama.cpp 2.9-55). SGLang, vLLM on
+# ROCm and transformers do not fit it (fitted free it took SGLang's prefill from 10.4% to 20.6%),
+# so they hold it at its floor (``HELD``) rather than at 0: Llama-3.1-8B BF16 at 131,072 tokens on
+# an H100 was expected at SGLang's bound, 20,468 tokens/s, above vLLM's 16,677, only because its
+# attention cost nothing. Held, SGLang's leave-one-out prefill error goes 10.4% → 11.4% (its
+# prompts are 610–8,192 tokens; the bound had charged their attention at the FP8 peak).
 FLOORS = {"a": 1.0, "p_att": 1.0}
+# Terms every engine × backend charges at least at their floor: one that does not fit a term
+# (ENGINE_TERMS) holds it at its floor, where the rows exercise its feature, not at 0.
+HELD = ("p_att",)
 
 
 @lru_cache(maxsize=1)
@@ -936,13 +945,14 @@ class _Sums:
                      tuple(v - y[i] * t for i, v in enumerate(self.b)), self.m - 1)
 
 
-def _nnls(sums: _Sums) -> tuple[float, ...]:
+def _nnls(sums: _Sums, held: frozenset[int] = frozenset()) -> tuple[float, ...]:
     """Non-negative least squares of Σ(Σ_j c_j·y_j − 1)² on its normal equations (Lawson & Hanson
     1974, ch. 23, in Gram form): coefficients ≥ 0, since a negative cost has no meaning, and at
-    least their ``FLOORS``; a feature the rows never exercise (an all-zero column) stays 0."""
+    least their ``FLOORS``; ``held`` ones exactly at their floor (``HELD``); a feature the rows
+    never exercise (an all-zero column) stays 0."""
     n = len(sums.b)
     c = [0.0] * n
-    free = {j for j in range(n) if sums.s[j][j] > 0}
+    free = {j for j in range(n) if sums.s[j][j] > 0 and j not in held}
     active: list[int] = []
     tol = 1e-12 * max((abs(v) for v in sums.b), default=1.0)
 
@@ -1288,16 +1298,22 @@ def _ys(pairs: list[tuple[MeasuredRow, Latency]], terms: tuple[str, ...] | None 
         ) -> list[tuple[float, ...]]:
     """Each row's features over its measured seconds; a term the fitted engine × backend is not
     fitted with (``ENGINE_TERMS``: ``terms``, else the row's own) is 0 in every row, so its
-    coefficient stays 0."""
+    coefficient stays 0, unless it is ``HELD`` at its floor."""
     out = []
     for r, lat in pairs:
-        keep = terms if terms is not None else ENGINE_TERMS.get((r.engine, r.backend), TERMS)
+        keep = (*(terms if terms is not None else ENGINE_TERMS.get((r.engine, r.backend), TERMS)),
+                *HELD)
         out.append(tuple(x / _measured_seconds(r) if t in keep else 0.0
                          for t, x in zip(TERMS, _row_features(r, lat), strict=True)))
     return out
 
 
 StandInPairs = list[tuple[MeasuredRow, Latency, tuple[str, ...]]]
+
+
+def _held(terms: tuple[str, ...] | None) -> frozenset[int]:
+    """The indices of the ``HELD`` terms an engine × backend fitted with ``terms`` does not fit."""
+    return frozenset(TERMS.index(t) for t in HELD if terms is not None and t not in terms)
 
 
 def _lent_ys(stand_ins: StandInPairs, terms: tuple[str, ...]) -> list[tuple[float, ...]]:
@@ -1318,13 +1334,15 @@ def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = Non
     user calls it, when not as fitted (a row's card given by its figures alone: ``custom_card``)."""
     ys = _ys(pairs, terms)
     sums = _Sums.of(ys + (_lent_ys(stand_ins, terms or TERMS) if stand_ins else []))
+    held = _held(terms if terms is not None or not pairs
+                 else ENGINE_TERMS.get((pairs[0][0].engine, pairs[0][0].backend), TERMS))
     floor = first_step_floor(sum(r.stage == "decode" for r, _ in pairs),
                              tuple(st for _, _, stages in stand_ins or [] for st in stages))
     out = []
     for i, ((row, lat), y) in enumerate(zip(pairs, ys, strict=True)):
         if stage is not None and row.stage != stage:
             continue
-        c = _nnls(sums.without(y))
+        c = _nnls(sums.without(y), held)
         run = lat if called is None else called[i]
         out.append((row, _measured_seconds(row) / _predicted(row, run, c, floor=floor) - 1))
     return out
@@ -1371,7 +1389,7 @@ def fit_model(pairs: list[tuple[MeasuredRow, Latency]], *, engine: str, backend:
             raise ParameterError(f"{{engine}} {{value}}: no published {stage} measurements on the "
                                  f"{backend} backend to fit an expected speed on", value=engine)
     terms = ENGINE_TERMS.get((engine, backend), TERMS)
-    c = _nnls(_Sums.of(_ys(pairs, terms) + _lent_ys(stand_ins or [], terms)))
+    c = _nnls(_Sums.of(_ys(pairs, terms) + _lent_ys(stand_ins or [], terms)), _held(terms))
     k = PREFILL_TERMS
     errors = loo_errors(pairs, stand_ins=stand_ins, terms=terms) if len(pairs) > 2 else []
     lent = len(stand_ins or [])

@@ -27,9 +27,12 @@ def _flagged() -> list:
 
 
 def test_the_rows_before_it_are_rdna3_rows_of_2024_and_2025() -> None:
+    """gpt-oss-120b's are not: PR #17576 slowed its MXFP4 prefill on the Radeon 8060S (llama.cpp
+    issue #17917; kyuz0's toolbox, ROCm 6.4.4: pp512 762 t/s on b7034, 654 on b7423)."""
     rows = _flagged()
-    assert len(rows) == 31 and sum(r.stage == "prefill" for r in rows) == 14
+    assert len(rows) == 29 and sum(r.stage == "prefill" for r in rows) == 13
     assert {r.gpu for r in rows} == {"strix-halo", "rx-7900-xt"}  # RDNA 3.5 and RDNA3
+    assert "gpt-oss-120b" not in {r.model for r in rows}
     assert AMD_TILE_PRS == {"vulkan": 18749, "rocm": 17576}
     # no other engine x backend's row names the PR
     for engine, backend in (("llama.cpp", "vulkan"), ("llama.cpp", "cuda"), ("llama.cpp", "metal")):
@@ -51,9 +54,9 @@ def test_a_quantised_row_before_it_takes_its_weight_flops_again_a_16_bit_one_doe
 def test_the_expected_prefill_is_a_current_builds() -> None:
     """The Radeon 8060S's Llama-2-7B Q4_0 pp512: 920 t/s on build 5863 (July 2025, fitted),
     1,545 on b9187 (May 2026, held out: bench/speed_holdout.json); expected 1,106 before the term,
-    1,195 with it."""
+    1,200 with it."""
     out = CliRunner().invoke(build_app(), [
         "latency", "llama-2-7b", "--gpu", "strix-halo", "--dtype", "q4_0", "--ctx", "512",
         "--gen", "1", "--batch", "1", "--engine", "llama.cpp", "--backend", "rocm", "--json"])
     assert out.exit_code == 0, out.output
-    assert round(json.loads(out.stdout)["expected"]["prefill_tokens_per_s"]) == 1195
+    assert round(json.loads(out.stdout)["expected"]["prefill_tokens_per_s"]) == 1200
