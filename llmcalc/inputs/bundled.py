@@ -36,6 +36,16 @@ def _stems() -> dict[str, Path]:
     return {path.stem.lower(): path for path in paths()}
 
 
+# Repo ids renamed on the Hub, the old one redirecting to the new (lower-cased): Meta published
+# Llama 3.1 as meta-llama/Meta-Llama-3.1-{8B,70B,405B}[-Instruct] and renamed them
+# meta-llama/Llama-3.1-… in late 2024 ("Meta renamed some of their recent repos recently",
+# huggingface/candle#2576; "The page for the former now redirects to the latter",
+# oumi-ai/oumi#1357). An old id answers to the bundled file of the new one, and so does its
+# Instruct sibling's base (base_of).
+RENAMED = {f"meta-llama/meta-llama-3.1-{size}": f"meta-llama/llama-3.1-{size}"
+           for size in ("8b", "70b", "405b")}
+
+
 @functools.cache
 def _index() -> dict[str, Path]:
     """lower-cased name → file; the ``name:`` line is read with a regex, not a YAML parse."""
@@ -47,6 +57,10 @@ def _index() -> dict[str, Path]:
             repo_id = m.group(1).strip().lower()
             index.setdefault(repo_id, path)
             index.setdefault(repo_id.rsplit("/", 1)[-1], path)
+    for old, new in RENAMED.items():
+        if new in index:
+            index.setdefault(old, index[new])
+            index.setdefault(old.rsplit("/", 1)[-1], index[new])
     return index
 
 

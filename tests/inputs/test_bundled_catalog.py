@@ -291,6 +291,8 @@ def test_benchmarked_models_get_an_expected_speed(cli: Any, name: str) -> None:
 
 @pytest.mark.parametrize(("repo_id", "base"), [
     ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+    ("meta-llama/Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b"),  # its name before Meta's rename
+    ("meta-llama/Meta-Llama-3.1-70B-Instruct", "llama-3.1-70b"),
     ("meta-llama/Llama-2-7b-chat-hf", "llama-2-7b"),
     ("mistralai/Mistral-7B-Instruct-v0.1", "mistral-7b"),
     ("google/gemma-2-9b-it", "gemma-2-9b"),
@@ -307,3 +309,14 @@ def test_benchmarked_models_get_an_expected_speed(cli: Any, name: str) -> None:
 def test_an_instruct_siblings_base(repo_id: str, base: str | None) -> None:
     path = bundled.base_of(repo_id)
     assert (path.stem if path else None) == base
+
+
+@pytest.mark.parametrize(("name", "stem"), [
+    ("meta-llama/Meta-Llama-3.1-8B", "llama-3.1-8b"), ("META-LLAMA/meta-llama-3.1-405b", "llama-3.1-405b"),
+    ("Meta-Llama-3.1-70B", "llama-3.1-70b"), ("someone/Meta-Llama-3.1-8B", None),
+    ("meta-llama/Meta-Llama-3.2-1B", None),  # never published under that name
+])
+def test_a_renamed_repo_answers_to_its_new_names_file(name: str, stem: str | None) -> None:
+    """Meta's Llama 3.1 repos, renamed meta-llama/Llama-3.1-… on the Hub (bundled.RENAMED)."""
+    path = bundled.find(name)
+    assert (path.stem if path else None) == stem
