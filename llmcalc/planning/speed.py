@@ -283,7 +283,7 @@ AMD_COOPMAT_TUNING = 18749
 # pp512): 1,116 t/s on b7034 (2025-11-15), 1,539 on b7423 (2025-12-21), tg128 51 on both. A
 # quantised row of an RDNA3 card on a build dated before it says so ("predates": [17576]) and
 # takes p_pre as the Vulkan rows before PR #18749 do; 16-bit weights go to hipBLAS and are not
-# touched. gpt-oss-120b's rows are not marked: on that box its MXFP4 pp512 went 762 -> 654 t/s
+# touched (ggml/src/ggml-cuda/mmq.cu, ggml_cuda_should_use_mmq: MMQ only for quantised types). gpt-oss-120b's rows are not marked: on that box its MXFP4 pp512 went 762 -> 654 t/s
 # (llama.cpp issue #17917 bisects the regression to this PR). The held-out Strix Halo rows of
 # b9187 were expected 18-28% slow at pp512 without it.
 ROCM_WMMA_MMQ = 17576
@@ -1311,9 +1311,9 @@ def _ys(pairs: list[tuple[MeasuredRow, Latency]], terms: tuple[str, ...] | None 
 StandInPairs = list[tuple[MeasuredRow, Latency, tuple[str, ...]]]
 
 
-def _held(terms: tuple[str, ...] | None) -> frozenset[int]:
+def _held(terms: tuple[str, ...]) -> frozenset[int]:
     """The indices of the ``HELD`` terms an engine × backend fitted with ``terms`` does not fit."""
-    return frozenset(TERMS.index(t) for t in HELD if terms is not None and t not in terms)
+    return frozenset(TERMS.index(t) for t in HELD if t not in terms)
 
 
 def _lent_ys(stand_ins: StandInPairs, terms: tuple[str, ...]) -> list[tuple[float, ...]]:
@@ -1334,8 +1334,9 @@ def loo_errors(pairs: list[tuple[MeasuredRow, Latency]], stage: str | None = Non
     user calls it, when not as fitted (a row's card given by its figures alone: ``custom_card``)."""
     ys = _ys(pairs, terms)
     sums = _Sums.of(ys + (_lent_ys(stand_ins, terms or TERMS) if stand_ins else []))
-    held = _held(terms if terms is not None or not pairs
-                 else ENGINE_TERMS.get((pairs[0][0].engine, pairs[0][0].backend), TERMS))
+    own = terms or (ENGINE_TERMS.get((pairs[0][0].engine, pairs[0][0].backend), TERMS) if pairs
+                    else TERMS)  # the fitted engine × backend's terms: its own rows'
+    held = _held(own)
     floor = first_step_floor(sum(r.stage == "decode" for r, _ in pairs),
                              tuple(st for _, _, stages in stand_ins or [] for st in stages))
     out = []
