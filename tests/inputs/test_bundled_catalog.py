@@ -258,6 +258,14 @@ BENCHMARKED = {
     # Qwen2.5-14B-Instruct (context 32,768, unlike its base); Llama 4 Scout Instruct whole
     "qwen2.5-14b-instruct": ("Qwen/Qwen2.5-14B-Instruct", 14_770_033_664),
     "llama-4-scout-instruct": ("meta-llama/Llama-4-Scout-17B-16E-Instruct", 108_641_793_536),
+    # Instruct and chat releases whose bases are bundled under other repo ids (TinyLlama's
+    # intermediate checkpoint, Gemma 3 1B pt, Mistral-Nemo-Base: same tensors), Qwen2.5-1.5B-Instruct
+    # (context 32,768) and Yi-34B
+    "tinyllama-1.1b-chat": ("TinyLlama/TinyLlama-1.1B-Chat-v1.0", 1_100_048_384),
+    "mistral-nemo-12b-instruct": ("mistralai/Mistral-Nemo-Instruct-2407", 12_247_782_400),
+    "gemma-3-1b-it": ("google/gemma-3-1b-it", 999_885_952),
+    "qwen2.5-1.5b-instruct": ("Qwen/Qwen2.5-1.5B-Instruct", 1_543_714_304),
+    "yi-34b": ("01-ai/Yi-34B", 34_388_917_248),
 }
 
 
