@@ -36,9 +36,9 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_complete_bundled_names_and_repo_ids() -> None:
     assert complete_model("llama-2") == ["llama-2-13b", "llama-2-70b", "llama-2-7b"]
     assert "meta-llama/Llama-2-7b-hf" in complete_model("meta-llama/")
-    assert complete_model("MISTRAL-") == [  # file-name order: "mistral-7b-v0.3.yaml" sorts first
-        "mistral-7b-v0.3", "mistral-7b", "mistral-nemo-12b", "mistral-small-24b",
-        "mistral-community/pixtral-12b"]
+    assert complete_model("MISTRAL-") == [  # file-name order: "-" sorts before ".yaml"
+        "mistral-7b-v0.3", "mistral-7b", "mistral-nemo-12b-instruct", "mistral-nemo-12b",
+        "mistral-small-24b", "mistral-community/pixtral-12b"]
 
 
 def test_complete_and_count_from_the_local_cache(hub: Path, cli: Any) -> None:
