@@ -84,6 +84,7 @@ DATASHEET = {
     "h100-nvl": (94, 3_938 * G, 835_500 * G),
     "h200-nvl": (141, 4_800 * G, 835_500 * G),
     "gh200": (144, 4_900 * G, 990 * TF),
+    "gh200-96gb": (96, 4_000 * G, 990 * TF),  # the HBM3 GH200 (Lambda, CSCS Alps)
     "rx-7900-xt": (20, 800 * G, 103 * TF),
     "rx-7900-gre": (16, 576 * G, 92 * TF),
     "rx-7800-xt": (16, 624 * G, 74_600 * G),
@@ -168,6 +169,7 @@ PEAKS_ADDED = {
     "h100-nvl": (835_500 * G, 1_671 * TF, 1_671 * TF, 0),
     "h200-nvl": (835_500 * G, 1_670_500 * G, 1_670_500 * G, 0),
     "gh200": (990 * TF, 1_979 * TF, 1_979 * TF, 0),
+    "gh200-96gb": (990 * TF, 1_979 * TF, 1_979 * TF, 0),
     "rx-7900-xt": (0, 103 * TF, 0, 0),
     "rx-7900-gre": (0, 92 * TF, 0, 0),
     "rx-7800-xt": (0, 74_600 * G, 0, 0),
@@ -335,7 +337,8 @@ def test_table_is_exactly_the_listed_cards() -> None:
     "name,key",
     [("H100", "h100"), ("a100", "a100-80gb"), ("A100_40GB", "a100-40gb"), ("4090", "rtx-4090"), ("rtx4090", "rtx-4090"), ("M3-Max", "apple-m3-max"),
      ("MI300X", "mi300x"), ("V100", "v100-sxm2-32gb"), ("a770", "arc-a770-16gb"),
-     ("M1_Pro_14c", "apple-m1-pro-14c"), ("3080ti", "rtx-3080-ti"), ("w7900", "radeon-pro-w7900")],
+     ("M1_Pro_14c", "apple-m1-pro-14c"), ("3080ti", "rtx-3080-ti"), ("w7900", "radeon-pro-w7900"),
+     ("NVIDIA GH200 96GB HBM3", "gh200-96gb"), ("GH200", "gh200")],
 )
 def test_lookup_names(name: str, key: str) -> None:
     assert lookup(name).key == key
@@ -493,4 +496,4 @@ def test_every_table_card_has_a_maker() -> None:
     from collections import Counter
 
     assert Counter(a.maker for a in ACCELERATORS.values()) == {
-        "nvidia": 66, "apple": 31, "amd": 21, "intel": 2}
+        "nvidia": 67, "apple": 31, "amd": 21, "intel": 2}
