@@ -877,7 +877,13 @@ BNB_NAMES = ("nf4", "fp4", "nf4-nodq", "fp4-nodq")
 def format_notes(spec: ModelSpec, fmt: WeightFormat) -> tuple[str, ...]:
     """What a format leaves wide that a reader would not expect: bitsandbytes (transformers'
     ``replace_with_bnb_linear``) swaps only ``nn.Linear`` modules, so experts stored as fused
-    parameters stay bf16 — how many, and their bytes (2 each, as :func:`breakdown` counts them)."""
+    parameters stay bf16 — how many, and their bytes (2 each, as :func:`breakdown` counts them);
+    and mxfp4, gpt-oss's layout (experts MXFP4, the rest bf16), on a model with no experts: every
+    weight stays bf16."""
+    if isinstance(fmt, QuantFormat) and fmt.name == "mxfp4" and spec.moe is None:
+        return (f"mxfp4: gpt-oss's layout puts only a mixture's experts in MXFP4; {spec.name} has "
+                "no experts, so every weight stays bf16 (a GGUF file of llama-quantize's "
+                "MXFP4_MOE type is --dtype mxfp4_moe)",)
     if not isinstance(fmt, QuantFormat) or fmt.name not in BNB_NAMES:
         return ()
     [wide] = breakdown(spec, DType.bf16, select=_fused_expert) or (LayoutBytes("bf16", 0, 0),)

@@ -67,6 +67,25 @@ def test_fp4_on_an_moe_says_the_experts_stay_bf16(cli: Any) -> None:
                "--json").json()["plan"]["notes"] == [nf4]
 
 
+def test_mxfp4_on_a_dense_model_says_every_weight_stays_bf16(cli: Any) -> None:
+    note = ("mxfp4: gpt-oss's layout puts only a mixture's experts in MXFP4; "
+            "meta-llama/Llama-3.1-8B has no experts, so every weight stays bf16 (a GGUF file of "
+            "llama-quantize's MXFP4_MOE type is --dtype mxfp4_moe)")
+    for command in (("memory", "llama-3.1-8b", "--dtype", "mxfp4"),
+                    ("latency", "llama-3.1-8b", "--gpu", "rtx-4090", "--dtype", "mxfp4",
+                     "--engine", "llama.cpp")):
+        r = cli(*command)
+        assert r.code == 0 and " ".join(r.stderr.split()) == f"note: {note}", command
+        out = cli(*command, "--json").json()
+        assert out["notes"] == [note], command
+    # 8,030,261,248 parameters, 2 bytes each: the bf16 bytes, as the note says
+    assert cli("memory", "llama-3.1-8b", "--dtype", "mxfp4", "--json").json()["weights_bytes"] == (
+        2 * 8_030_261_248)
+    # a mixture's experts do go to MXFP4: no note; llama.cpp's MXFP4_MOE type has none either
+    assert cli("memory", "gpt-oss-20b", "--dtype", "mxfp4", "--json").json()["notes"] == []
+    assert cli("memory", "llama-3.1-8b", "--dtype", "mxfp4_moe", "--json").json()["notes"] == []
+
+
 def test_a_set_error_blames_the_set(cli: Any) -> None:
     r = cli("count", "gpt2", "--set", "n_layer=-1")
     assert (r.code, r.stdout, r.stderr) == (
