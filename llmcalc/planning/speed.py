@@ -283,9 +283,10 @@ AMD_COOPMAT_TUNING = 18749
 # pp512): 1,116 t/s on b7034 (2025-11-15), 1,539 on b7423 (2025-12-21), tg128 51 on both. A
 # quantised row of an RDNA3 card on a build dated before it says so ("predates": [17576]) and
 # takes p_pre as the Vulkan rows before PR #18749 do; 16-bit weights go to hipBLAS and are not
-# touched (ggml/src/ggml-cuda/mmq.cu, ggml_cuda_should_use_mmq: MMQ only for quantised types). gpt-oss-120b's rows are not marked: on that box its MXFP4 pp512 went 762 -> 654 t/s
-# (llama.cpp issue #17917 bisects the regression to this PR). The held-out Strix Halo rows of
-# b9187 were expected 18-28% slow at pp512 without it.
+# touched (ggml/src/ggml-cuda/mmq.cu, ggml_cuda_should_use_mmq: MMQ only for quantised types).
+# gpt-oss-120b's rows are not marked: on that box its MXFP4 pp512 went 762 -> 654 t/s (llama.cpp
+# issue #17917 bisects the regression to this PR). The held-out Strix Halo rows of b9187 were
+# expected 18-28% slow at pp512 without it.
 ROCM_WMMA_MMQ = 17576
 AMD_TILE_PRS = {"vulkan": AMD_COOPMAT_TUNING, "rocm": ROCM_WMMA_MMQ}
 # llama.cpp CUDA builds from before MMQ became the default for quantised prefill (PR #8075, June
