@@ -1227,7 +1227,9 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
 # concurrency 1–100, vLLM's batch-8 steps of 8–70B models; with them SGLang's leave-one-out decode
 # error was 5.3%, without 5.7%. With vLLM's rows of dcrows among them (an L4's decode steps of a
 # 0.5B model, vLLM's batch compute f and tensor-parallel term c_tp) it is 8.2%, so SGLang's CUDA
-# decode is fitted on its own rows again (5.7%). SGLang's ROCm rows (MI300X) are fitted alone: with vLLM's ROCm rows
+# decode is fitted on its own rows again (5.7%; 9.7% with AccelMark's one-A100 rows of Llama-3-8B,
+# Llama-3.1-8B and Qwen2.5-0.5B, whose single GPU the TP 2–8 rows had left expected 13–24% too
+# slow: docs/latency.md, sg59). SGLang's ROCm rows (MI300X) are fitted alone: with vLLM's ROCm rows
 # beside them (Llama 3.1 405B FP8 at batch 1–256) its decode error grew (on its 16 concurrency-1
 # rows: 52% alone with p, r, a, c; 91% with vLLM's rows and f).
 # (the other engine × backend, the stages its rows inform, why); a stand-in for decode only
