@@ -26,7 +26,7 @@ def test_norms_are_counted_from_the_layers_tensors(model: str, norms: int) -> No
 
 
 def test_norms_are_fitted_where_they_help() -> None:
-    assert TERMS[-2:] == ("c_norm", "c_clk")
+    assert TERMS[-3:] == ("c_norm", "c_clk", "a_ultra")
     assert [b for b in ("cuda", "vulkan", "rocm", "metal", "cpu")
             if "c_norm" in ENGINE_TERMS["llama.cpp", b]] == ["cuda", "vulkan", "rocm"]
     assert "c_norm" not in ENGINE_TERMS["trtllm", "cuda"]
