@@ -738,7 +738,9 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     0.033, 0.029 and 0.048 a layer; leave-one-out decode error CUDA 6.2% → 6.0%, Vulkan 8.4% →
     8.2%, ROCm 8.7% → 8.6% (there identified by few rows: Gemma 4's two, and the hybrid
     layers' gated norm, which ROCm's c_rec leaves out). On Metal it takes 4.7% to 4.8%, so Metal
-    goes without it (ENGINE_TERMS); TensorRT-LLM has no row with more than two norms a layer."""
+    goes without it (ENGINE_TERMS); TensorRT-LLM has no row with more than two norms a layer;
+    and the bytes again on an Apple Ultra (a_ultra: two dies, half the reads across UltraFusion;
+    ``ULTRA_GPUS``' comment), fitted on llama.cpp Metal only."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     copies = CACHE_COPIES.get(engine, 0) * lat.decode_kv_bytes
