@@ -210,7 +210,17 @@ LAYER_S = 1e-3  # the per-layer feature is layers × 1 ms, so its coefficient re
 # (Q2_K … Q6_K: block_q2_K … block_q6_K, each a 256-weight super-block of 16- or 32-weight
 # sub-blocks with their own scales) takes the term too — llama.cpp's tools/quantize/README.md
 # (Llama-3.1-8B, one machine) has their pp512 together, 752–822 t/s beside Q8_0's 865 — the
-# i-quants and ternary mixes not (no row of theirs to read a share from).
+# i-quants and ternary mixes not (no row of theirs to read a share from). llama.cpp CUDA goes
+# without the term (ENGINE_TERMS): its MMQ kernels unpack each weight tile once into int8 for the
+# tensor cores (PR #7860, June 2024, K-quants on int8 MMA; ggml-cuda/mmq.cuh, load_tiles_q4_K) and
+# reuse it across the ubatch's columns, so the unpacking is a small share of a tile's work; its
+# Q4_K_M rows above ran before MMQ (PRE_MMQ_SOURCES: dequantised to FP16, no unpacking in the
+# GEMM). PR #24127's RTX 4090 table (2026, llama 8B pp512 at n_ubatch 512, the master column) has
+# Q4_K_S at 12,394 t/s beside IQ4_NL's 12,352 and Q5_0's 11,810. Fitted with it, p_kq came out
+# at 0.30 beside p = 1.72 (a K-quant prompt 18% slower), carried by an RTX 3080's build-3622
+# Llama-3.1-8B Q4_K_M pp512 and a Turing RTX 2080 Ti's; without it leave-one-out prefill goes from
+# 8.2% to 8.5% and the held-out CUDA prefill rows (bench/speed_holdout.json: Q4_K_M on an RTX
+# 3060, 3090 and 5060 Ti, expected 13–29% too slow) from 19.8% to 9.0% (docs/latency.md, kq60).
 K_QUANTS = frozenset(q for q, kind in QUANT_TYPES.items() if kind.endswith("_K"))
 # GPUs that share one package, its memory and its power budget with the CPU: the Strix Halo's
 # Radeon 8060S (120 W for the whole APU in its rows). Under sustained matrix load its clock falls
@@ -1237,7 +1247,7 @@ ENGINE_TERMS: dict[tuple[str, str], tuple[str, ...]] = {
     ("sglang", "rocm"): ("p", "r", "r_fp8", "o", "a", "c", "f", "c_fp8"), ("vllm", "rocm"): ("p", "a", "c", "f"),
     ("llama.cpp", "cuda"): tuple(t for t in TERMS
                                  if t not in (*FP8_TERMS, "p_tc", "c_tp", "o", *APPLE_TERMS, "c",
-                                              "p_cm2", "p_cm1", "p_mm1")),
+                                              "p_cm2", "p_cm1", "p_mm1", "p_kq")),  # K_QUANTS
     ("transformers", "cuda"): _EAGER, ("transformers", "rocm"): _EAGER,
     ("transformers", "metal"): _EAGER, ("llama.cpp", "cpu"): ("p", "p_att", "a", "c", "f"),
     ("trtllm", "cuda"): (*(t for t in _NO_REC if t not in ("p_moe", "p_rec", "c_norm")), "p_tc"),
