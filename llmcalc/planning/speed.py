@@ -51,6 +51,7 @@ from typing import Any
 
 from llmcalc.errors import ParameterError
 from llmcalc.formulas.gguf_mix import QUANT_TYPES
+from llmcalc.formulas.quant import BNB_NAMES
 from llmcalc.planning.hardware import Accelerator
 from llmcalc.planning.latency import (
     ASSUMED_RATIOS,
@@ -1077,6 +1078,40 @@ def card_caution(model: Model, key: str) -> str:
             f"left out): {', '.join(far)}; its expected figures are less certain")
 
 
+# transformers runs bitsandbytes' weights through kernels of its own, and its fitted rows are 16-bit
+# only. bitsandbytes' benchmark (benchmarking/README.md at 81e6345: v0.45.0.dev, transformers 4.46.3
+# through optimum-benchmark; T4 Qwen2.5-3B FP16, RTX 4090 Llama-3.1-8B and H100 Llama-3.1-8B and
+# Qwen2.5-32B BF16, batch 1, 8 and 32) times their decode steps beside the 16-bit step of the same
+# model, card and batch: LLM.int8() (load_in_8bit at transformers' default outlier threshold, 6.0)
+# 1.7-4.3x it: each linear quantises its input, finds the outlier columns (a sync with the host),
+# runs the int8 GEMM, its dequantisation and the outliers' 16-bit GEMM
+# (bitsandbytes/autograd/_functions.py, MatMul8bitLt.forward); 4-bit (NF4, with and without double
+# quantisation) 0.7-2.5x: at batch > 1 each linear dequantises its weights to 16 bits before the
+# GEMM (matmul_4bit, MatMul4Bit.forward), 4 more bytes a weight. The fit reads them at the 16-bit
+# rows' costs, their bytes fewer. Fitted with per-layer costs of their own on the README's 51 rows,
+# the 16-bit decode rows went from 9.0% to 16.1% (the hosts' speed sets those costs: an int8 layer
+# 0.7 ms on the RTX 4090's host, 1.8 on the H100's, 3.6 on the T4's), so the figure says so instead
+# (docs/latency.md, bnb60).
+BNB_STEP = {"int8": ("LLM.int8() (load_in_8bit)", "1.7-4.3x"), "4-bit": ("4-bit (load_in_4bit)", "0.7-2.5x")}
+
+
+def weights_caution(lat: Latency, engine: str) -> str:
+    """What the fit does not know of bitsandbytes' weights under transformers (``BNB_STEP``); ""
+    for any other weights or engine."""
+    if engine != "transformers":
+        return ""
+    if lat.dtype is DType.int8:
+        name, ratio = BNB_STEP["int8"]
+    elif not isinstance(lat.dtype, DType) and lat.dtype.name in BNB_NAMES:
+        name, ratio = BNB_STEP["4-bit"]
+    else:
+        return ""
+    return (f"transformers' fitted rows are 16-bit, these weights bitsandbytes' {name}: in "
+            f"bitsandbytes' own benchmark (v0.45; T4, RTX 4090, H100) their decode step took {ratio} "
+            "the 16-bit step of the same model, card and batch, where these figures read their "
+            "fewer bytes at the 16-bit rows' costs; likely too fast")
+
+
 def first_step_floor(decode_rows: int, lent_for: tuple[str, ...]) -> bool:
     """Whether the prefill's expected time is held to at least a decode step's without its cache
     reads (``cacheless``): a prefill reads every weight, launches every layer's kernels and does at
@@ -1464,6 +1499,7 @@ class Expected:
     throughput_loo_median_abs_error: float | None = None
     assumed_card: Accelerator | None = None  # a custom card: what the fit read it as (custom_card)
     caution: str = ""  # the card's own rows far from the fit (card_caution)
+    weights: str = ""  # weights the fitted rows have not run (weights_caution)
     beyond: str = ""  # the call's batch past every fitted row's (beyond_rows)
     clock: str = ""  # the card's boost clock read at CLOCK_MHZ, the table having none (clock_note)
 
@@ -1496,7 +1532,7 @@ def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expect
         prefill=model.prefill, decode=model.decode, throughput_rows=model.throughput_rows,
         throughput_loo_median_abs_error=model.throughput_loo_median_abs_error,
         assumed_card=fit_card(lat, backend) if lat.accelerator.key == CUSTOM else None,
-        caution=card_caution(model, lat.accelerator.key),
+        caution=card_caution(model, lat.accelerator.key), weights=weights_caution(lat, engine),
         beyond=beyond_rows(model, lat.batch),
         clock=clock_note(lat, model),
     )

@@ -113,6 +113,8 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
         t.add(*assumed_card_row(e.assumed_card))
     if e.caution:
         t.add(*caution_row(e))
+    if e.weights:
+        t.add(*weights_row(e))
     if e.clock:
         t.add(*clock_row(e))
     if e.beyond:
@@ -133,6 +135,11 @@ def beyond_row(e: Expected) -> tuple[str, str, str, str]:
 def caution_row(e: Expected) -> tuple[str, str, str, str]:
     """The row that says the card's own rows sit far from the fit (speed.card_caution)."""
     return ("this card's rows", "", "", e.caution)
+
+
+def weights_row(e: Expected) -> tuple[str, str, str, str]:
+    """The row that says the fitted rows have not run the call's weights (speed.weights_caution)."""
+    return ("these weights", "", "", e.weights)
 
 
 def assumed_card_row(a: Accelerator) -> tuple[str, str, str, str]:
@@ -160,7 +167,10 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
         # the card's own rows far from the fit: the CLI's row after the assumed card's
         "caution": None if not e.caution else dict(
             zip(("label", "expected_text", "bound_text", "error"), caution_row(e), strict=True)),
-        # the card's boost clock assumed: the CLI's row after the caution's
+        # weights the fitted rows have not run: the CLI's row after the caution's
+        "weights": None if not e.weights else dict(
+            zip(("label", "expected_text", "bound_text", "error"), weights_row(e), strict=True)),
+        # the card's boost clock assumed: the CLI's row after the weights
         "clock": None if not e.clock else dict(
             zip(("label", "expected_text", "bound_text", "error"), clock_row(e), strict=True)),
         # the call's batch past the fitted rows': the CLI's last row
@@ -202,6 +212,7 @@ def expected_json(e: Expected) -> dict[str, Any]:
             **_stand_in_json(e),
             **({} if e.assumed_card is None else {"card": _assumed_json(e.assumed_card)}),
             **({"caution": e.caution} if e.caution else {}),
+            **({"weights": e.weights} if e.weights else {}),
             **({"clock": e.clock} if e.clock else {}),
             **({"beyond": e.beyond} if e.beyond else {}),
         },

@@ -524,6 +524,8 @@ EXPECTED_CASES = [
       "dtype": "q4_0"}, "llama.cpp", None, "cuda"),
     ({"gpu": None, "gpu_mem": "80GiB", "gpu_flops": "989T", "gpu_bandwidth": "3.35T",
       "dtype": "fp8"}, "trtllm", "cuda", "cuda"),
+    # bitsandbytes' 4-bit weights, which transformers' 16-bit rows have not run: "these weights"
+    ({"gpu": "a100-80gb", "dtype": "nf4"}, "transformers", None, "cuda"),
 ]
 
 
@@ -534,9 +536,10 @@ def test_the_expected_speed_of_every_engine_and_backend_is_the_clis(
     (bound and expected), and the expected table in the words and figures the CLI prints."""
     got = api.calculate({"model": {"name": "llama-3.1-8b"}, "ctx": "1k", "gen": "128",
                          "engine": engine, "backend": backend, **settings})
-    # every panel but TensorRT-LLM's budget row beside a GGUF type, which it does not run
-    gguf = settings.get("dtype", "").startswith("q")
-    assert set(got["unavailable"]) == ({"engine_trtllm"} if gguf else set())
+    # every panel but TensorRT-LLM's budget row beside a GGUF or bitsandbytes type, which it does
+    # not run
+    other = settings.get("dtype", "").startswith(("q", "nf4"))
+    assert set(got["unavailable"]) == ({"engine_trtllm"} if other else set())
     words = got["commands"]["latency"].split()
     assert words[words.index("--engine"):] == ["--engine", engine, *(
         [] if backend is None else ["--backend", backend])]
@@ -562,12 +565,15 @@ def test_the_expected_speed_of_every_engine_and_backend_is_the_clis(
     assert bool(card) == ("card" in e["basis"]) == (settings["gpu"] is None)
     far = [] if view["caution"] is None else [view["caution"]]
     assert bool(far) == ("caution" in e["basis"])
+    weights = [] if view["weights"] is None else [view["weights"]]
+    assert bool(weights) == ("weights" in e["basis"]) == (engine == "transformers")
     clock = [] if view["clock"] is None else [view["clock"]]
     assert bool(clock) == ("clock" in e["basis"])
     past = [] if view["beyond"] is None else [view["beyond"]]
     assert bool(past) == ("beyond" in e["basis"])
     assert expected_rows(table.stdout)[1] == [[r["label"], r["expected_text"], r["bound_text"], r["error"]]
-                                       for r in view["rows"] + lent + card + far + clock + past]
+                                       for r in view["rows"] + lent + card + far + weights + clock
+                                       + past]
     assert [len(view["terms"][s]) for s in ("prefill", "decode")] == [
         len(e["basis"][s]["coefficients"]) for s in ("prefill", "decode")]
     assert view["throughput_rows"] == sum(r.test == "throughput" for r in rows_for(engine, used))

@@ -1152,6 +1152,18 @@ def test_a_batch_past_the_fitted_rows_says_so_on_the_page(server: str, page: Any
                               "fitted")
 
 
+def test_bitsandbytes_weights_under_transformers_say_so_on_the_page(server: str, page: Any,
+                                                                     cli: Any) -> None:
+    """transformers with NF4 weights: the expected table's last row is the CLI's "these weights",
+    its fitted rows being 16-bit (speed.weights_caution)."""
+    words, last = _last_expected_row(
+        page, cli, server + "?model=llama-2-7b&gpu=a100-80gb&ctx=512&batch=1&gen=128"
+        "&dtype=nf4&engine=transformers", "weights")
+    assert words[words.index("--engine") + 1] == "transformers" and last[0] == "these weights"
+    assert last[3].startswith("transformers' fitted rows are 16-bit, these weights bitsandbytes' "
+                              "4-bit (load_in_4bit)")
+
+
 def test_a_card_whose_rows_the_fit_misses_says_so_on_the_page(server: str, page: Any,
                                                               cli: Any) -> None:
     """An Arc A770 on llama.cpp Vulkan: the expected table's last row is the CLI's "this card's

@@ -724,7 +724,9 @@ function drawExpected(models) {
       (r.latency_expected.assumed_card ? `<tr data-model="${i}" data-key="assumed_card"><th scope="row">${esc(r.latency_expected.assumed_card.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.assumed_card.error)}</td></tr>` : "") +
       // the card's own measured rows far from the fit (the CLI's row after the assumed card's)
       (r.latency_expected.caution ? `<tr data-model="${i}" data-key="caution"><th scope="row">${esc(r.latency_expected.caution.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.caution.error)}</td></tr>` : "") +
-      // the card's boost clock assumed (the CLI's row after the caution's)
+      // weights the fitted rows have not run (the CLI's row after the caution's)
+      (r.latency_expected.weights ? `<tr data-model="${i}" data-key="weights"><th scope="row">${esc(r.latency_expected.weights.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.weights.error)}</td></tr>` : "") +
+      // the card's boost clock assumed (the CLI's row after the weights')
       (r.latency_expected.clock ? `<tr data-model="${i}" data-key="clock"><th scope="row">${esc(r.latency_expected.clock.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.clock.error)}</td></tr>` : "") +
       // the call's batch past every fitted row's (the CLI's last row)
       (r.latency_expected.beyond ? `<tr data-model="${i}" data-key="beyond"><th scope="row">${esc(r.latency_expected.beyond.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.beyond.error)}</td></tr>` : "") +
