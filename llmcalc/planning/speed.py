@@ -408,7 +408,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 20  # _prefill_features' length; the row features are prefill's, then decode's 16
+PREFILL_TERMS = 22  # _prefill_features' length; the row features are prefill's, then decode's 16
 STAGES = ("prefill", "decode")
 
 
@@ -780,8 +780,33 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
 # card expected 0.21 of the measured rate when it was left out; AMD's coopmat1 has terms of its
 # own (AMD_COOPMAT_GPUS). A card given by its figures alone, whose maker they do not tell, takes a
 # third of each path.
-PRE_AMPERE_NVIDIA = frozenset({"rtx-2080-ti", "rtx-2080-super", "rtx-2080", "rtx-2070-super", "t4",
-                               "v100-sxm2-32gb", "v100-sxm2-16gb", "v100-pcie-32gb", "v100-pcie-16gb"})
+TURING_NVIDIA = frozenset({"rtx-2080-ti", "rtx-2080-super", "rtx-2080", "rtx-2070-super", "t4"})
+PRE_AMPERE_NVIDIA = TURING_NVIDIA | {"v100-sxm2-32gb", "v100-sxm2-16gb", "v100-pcie-32gb",
+                                     "v100-pcie-16gb"}
+# llama.cpp's CUDA prefill on two kinds of NVIDIA card reaches less of the peak than a GeForce from
+# Ampere on does, each a term of its own (llama.cpp CUDA only: p_tu, p_ws, the weights' FLOPs again):
+# - a Turing GPU's quantised weights (TURING_NVIDIA): MMQ's int8 tiles are built on Ampere's
+#   mma.sync.m16n8k32; Turing has only m8n8k16 and runs each as four (ggml/src/ggml-cuda/mma.cuh:
+#   "On Turing m16n8k32 mma is not available, use 4x m8n8k16 mma instead"). Left out, a T4's
+#   Llama-2-7B Q4_0 pp512 (#15013) was expected 111% too fast, an RTX 2080 Ti's Llama-2-13B Q4_K_M
+#   56% (geerlingguy/ai-benchmarks#46). Volta has no int8 MMA at all (its MMQ runs dp4a): its V100
+#   rows are not fitted, and on the scoreboard copies below the term took its pp512 from +14% to
+#   -28%, so it stays Turing's;
+# - a workstation card (the table's kind: the RTX A- and Ada and Blackwell PRO cards, A40, L40(S),
+#   A10, L4, T4, the DGX Spark), whatever the weights: the GeForce dies at 70-300 W of board power
+#   where a GeForce of the die draws 350-575 W, sustaining less of the boost clock their peaks are
+#   quoted at under a GEMM's load. The RTX PRO 6000 (188 SMs at 2.62 GHz; the scoreboard does not
+#   say whether the 600 W Workstation or the 300 W Max-Q edition) ran its pp512 at 14,855 t/s beside
+#   the RTX 5090's 14,970 (170 SMs at 2.41 GHz); left out it was expected 20% too fast, its
+#   gpt-oss-20b and 120b pp2048 (#15396) 42% and 80%. A card given by its figures alone reads as one
+#   as far as it is not GeForce-like and not HBM (workstation_share).
+# Fitted (p 1.65, p_tu 1.33, p_ws 0.55; p_igpu 0.91 → 0.50, the DGX Spark being both): llama.cpp
+# CUDA's leave-one-out prefill 8.5% → 7.1% (the T4's +111% → +16%, the RTX 2080 Ti's +56% → -16%, the
+# RTX PRO 6000's pp512 +20% → -5%); held-out prefill 11.2% (CUDA's 7 rows 9.0% → 4.9%); on 76
+# scoreboard rows read from copies (bench/scoreboard_copies.json: #15013's, #10879's, #15021's,
+# #4167's, none fitted) prefill 14.9% → 12.2%, their workstation cards' pp512 from +7% to +42% (RTX
+# A5000, RTX A6000, A40, L40, RTX 6000 Ada, RTX PRO 6000 Max-Q) to -12% to +17% (docs/latency.md,
+# tu60).
 
 
 # AMD's GPUs with cooperative matrices (RDNA3's and RDNA 3.5's WMMA, RDNA4's: gfx11 and gfx12), whose
@@ -835,6 +860,19 @@ def coopmat2_share(a: Accelerator, backend: str) -> float:
     return float(a.maker == "nvidia" and a.key not in PRE_AMPERE_NVIDIA)
 
 
+def workstation_share(lat: Latency, engine: str, backend: str) -> float:
+    """How much of a workstation card llama.cpp CUDA's p_ws reads ``lat``'s as (``TURING_NVIDIA``'s
+    comment): a table card by its kind; a card given by its figures alone as far as it is not
+    GeForce-like (``geforce_share``) and its bandwidth not HBM's, so that a figure 1% higher does
+    not move the expected prefill by the term's whole share."""
+    if (engine, backend) != ("llama.cpp", "cuda"):
+        return 0.0
+    a = lat.accelerator
+    if a.key != CUSTOM:
+        return float(a.kind == "workstation")
+    return 0.0 if a.bandwidth >= HBM_MIN_BANDWIDTH else 1 - geforce_share(a.peak_flops, a.bandwidth)
+
+
 def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: bool = False,
                       predates: tuple[int, ...] = (),
                       ) -> tuple[float, ...]:
@@ -854,8 +892,10 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     prefill's weight FLOPs again on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), the
     weights' FLOPs again on an Apple GPU with Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), the
     recurrent layers once per 64 prompt tokens (p_rec, ``DELTA_CHUNK``), again on a measured row of a
-    build before its backend's fused GATED_DELTA_NET op (p_rec_pre), and 1 ms for the request
-    served (o: SGLang's fixed cost of a request, ``PREFILL_TERMS``).
+    build before its backend's fused GATED_DELTA_NET op (p_rec_pre), 1 ms for the request
+    served (o: SGLang's fixed cost of a request, ``PREFILL_TERMS``), Vulkan's coopmat terms
+    (p_cm2, p_cm1, p_mm1) and, on llama.cpp CUDA, the weights' FLOPs again in MMQ on a Turing GPU
+    and on a workstation card (p_tu, p_ws: ``TURING_NVIDIA``'s comment).
     ``old_build``: a measured row of a llama.cpp CUDA build from before MMQ was the default
     (``PRE_MMQ_SOURCES``): quantised weights dequantised to FP16 for cuBLAS (its GEMMs at the card's
     own FP16 rate, no K-quant unpacking in them, the FP16 copy's bytes streamed:
@@ -863,6 +903,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     ``score_bytes``)."""
     cublas = old_build and not isinstance(lat.dtype, DType)
     p, peak = lat.prefill, engine_peak(lat, engine, backend, mmq=not cublas)
+    mmq = (engine, backend) == ("llama.cpp", "cuda") and not cublas and not isinstance(lat.dtype, DType)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
     kq = getattr(lat.dtype, "gguf", "") in K_QUANTS and not cublas
@@ -885,11 +926,13 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             LAYER_S,  # o: 1 ms a request
             attention * cm2,  # p_cm2: Vulkan's coopmat2 flash attention
             attention * cm1,  # p_cm1: Vulkan's coopmat1 flash attention (AMD_COOPMAT_GPUS)
-            dense / peak * cm1)  # p_mm1: and its GEMM tiles
+            dense / peak * cm1,  # p_mm1: and its GEMM tiles
+            dense / peak * (mmq and key in TURING_NVIDIA),  # p_tu: MMQ on Turing (TURING_NVIDIA)
+            dense / peak * workstation_share(lat, engine, backend))  # p_ws
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 36 features of one row (prefill's 20, then decode's 16): a throughput row's request takes
+    """The 38 features of one row (prefill's 22, then decode's 16): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
@@ -1160,9 +1203,9 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...], *, floor: b
     return pre + (lat.gen - 1) * dec
 
 
-# The 36 terms in _row_features' order (prefill's 20, then decode's 16).
+# The 38 terms in _row_features' order (prefill's 22, then decode's 16).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_tc", "p_pre", "p_a8", "p_na",
-         "p_rec", "p_rec_pre", "o", "p_cm2", "p_cm1", "p_mm1", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc",
+         "p_rec", "p_rec_pre", "o", "p_cm2", "p_cm1", "p_mm1", "p_tu", "p_ws", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc",
          "c_fp8", "c_tp", "c_a8", "a_gqa", "c_rec", "c_rec_pre", "c_norm", "c_clk", "a_ultra")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
@@ -1184,6 +1227,8 @@ TERM_TEXT: dict[str, str] = {
     "p_cm2": "attention FLOPs / peak in Vulkan's coopmat2 flash attention (NVIDIA from Ampere on)",
     "p_cm1": "attention FLOPs / peak in Vulkan's coopmat1 flash attention (AMD from RDNA3 on)",
     "p_mm1": "weight FLOPs / peak in Vulkan's coopmat1 matrix multiplications (AMD from RDNA3 on)",
+    "p_tu": "quantised weight FLOPs / peak in llama.cpp CUDA's MMQ on a Turing GPU",
+    "p_ws": "weight FLOPs / peak on an NVIDIA workstation card, llama.cpp CUDA",
     "a": "bytes / bandwidth", "c": "layers × 1 ms", "f": "FLOPs / peak", "g": "all-reduce time",
     "c_dc": "layers × 1 ms on a data-centre card",
     "c_moe": "layers × 1 ms for a mixture of experts",
@@ -1205,12 +1250,15 @@ def step_model(stage: str) -> str:
     coefficients."""
     names = TERMS[:PREFILL_TERMS] if stage == "prefill" else TERMS[PREFILL_TERMS:]
     return "t = " + " + ".join(f"{n} · {TERM_TEXT[n]}" for n in names)
+# llama.cpp CUDA's prefill on Turing and workstation cards (TURING_NVIDIA's comment)
+CUDA_CARD_TERMS = ("p_tu", "p_ws")
 # the recurrent layers beyond p_rec (DELTA_CHUNK's comment)
 RECURRENT_TERMS = ("c_rec", "c_rec_pre", "p_rec_pre")
 # the terms but llama.cpp CUDA's own decode terms, MoE, HBM and the GQA re-read (_decode_features),
 # SGLang's FP8 terms and vLLM's tensor-parallel one: llama.cpp's other backends and TensorRT-LLM
 _NO_C_MOE = tuple(t for t in TERMS
-                  if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS, "c_clk"))
+                  if t not in ("c_moe", "a_dc", "a_gqa", *FP8_TERMS, "c_tp", "o", *APPLE_TERMS, "c_clk",
+                               *CUDA_CARD_TERMS))
 # llama.cpp Metal and ROCm (and Vulkan's coopmat terms, p_cm2, p_cm1 and p_mm1: coopmat2_share,
 # coopmat1_share)
 _NO_REC = tuple(t for t in _NO_C_MOE if t not in (*RECURRENT_TERMS, "p_cm2", "p_cm1", "p_mm1"))
