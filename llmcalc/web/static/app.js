@@ -707,6 +707,9 @@ function drawSpeed() {
   exportBar("speed", "latency", toJSON(models.map(([, , l]) => l)), csv(rows), models.map(([r]) => r.commands.latency));
 }
 
+// the expected table's rows beneath the figures, as the CLI prints them (llmcalc.render.latency)
+const NOTE_ROWS = ["stand_in", "assumed_card", "caution", "weights", "clock", "beyond"];
+
 // latency --engine E --backend B: the expected speed beside the bound, in the words the CLI prints
 // (its title, rows and error column), then the fit's basis as `latency --json` gives it
 function drawExpected(models) {
@@ -718,18 +721,11 @@ function drawExpected(models) {
     shown.map(([r, i]) => "<tbody>" + (shown.length > 1 ? `<tr><th scope="colgroup" colspan="4" style="color:${COLORS[i]}">${esc(r.label)}</th></tr>` : "") +
       r.latency_expected.rows.map((x) => `<tr data-model="${i}" data-key="${esc(x.key)}"><th scope="row">${esc(x.label)}</th>` +
       `<td class="n" data-key="expected">${fig(x.expected, x.expected_text)}</td><td class="n" data-key="bound">${fig(x.bound, x.bound_text)}</td><td class="why" data-key="error">${esc(x.error)}</td></tr>`).join("") +
-      // another engine × backend's rows fitted beside these (the CLI's last row)
-      (r.latency_expected.stand_in ? `<tr data-model="${i}" data-key="stand_in"><th scope="row">${esc(r.latency_expected.stand_in.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.stand_in.error)}</td></tr>` : "") +
-      // a card not in the table: what the fit took it for (the CLI's row after the stand-in's)
-      (r.latency_expected.assumed_card ? `<tr data-model="${i}" data-key="assumed_card"><th scope="row">${esc(r.latency_expected.assumed_card.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.assumed_card.error)}</td></tr>` : "") +
-      // the card's own measured rows far from the fit (the CLI's row after the assumed card's)
-      (r.latency_expected.caution ? `<tr data-model="${i}" data-key="caution"><th scope="row">${esc(r.latency_expected.caution.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.caution.error)}</td></tr>` : "") +
-      // weights the fitted rows have not run (the CLI's row after the caution's)
-      (r.latency_expected.weights ? `<tr data-model="${i}" data-key="weights"><th scope="row">${esc(r.latency_expected.weights.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.weights.error)}</td></tr>` : "") +
-      // the card's boost clock assumed (the CLI's row after the weights')
-      (r.latency_expected.clock ? `<tr data-model="${i}" data-key="clock"><th scope="row">${esc(r.latency_expected.clock.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.clock.error)}</td></tr>` : "") +
-      // the call's batch past every fitted row's (the CLI's last row)
-      (r.latency_expected.beyond ? `<tr data-model="${i}" data-key="beyond"><th scope="row">${esc(r.latency_expected.beyond.label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected.beyond.error)}</td></tr>` : "") +
+      // the CLI's rows after the figures, each where it applies, in its order: another engine ×
+      // backend's rows fitted beside these, what the fit took a card not in the table for, the
+      // card's own measured rows far from the fit, weights the fitted rows have not run, the card's
+      // boost clock assumed, the call's batch past every fitted row's
+      NOTE_ROWS.filter((k) => r.latency_expected[k]).map((k) => `<tr data-model="${i}" data-key="${k}"><th scope="row">${esc(r.latency_expected[k].label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected[k].error)}</td></tr>`).join("") +
       "</tbody>").join("") : "";
   $("expected-basis-box").hidden = !shown.length;
   $("expected-basis").innerHTML = shown.map(([r, i]) => {
