@@ -586,6 +586,12 @@ def fit_bound_seconds(lat: Latency, backend: str) -> tuple[float, float]:
     return (max(p.compute_s * k, p.memory_s) + p.comm_s, max(d.compute_s * k, d.memory_s) + d.comm_s)
 
 
+def runs_mmq(lat: Latency, engine: str, backend: str, *, mmq: bool = True) -> bool:
+    """Whether llama.cpp CUDA runs ``lat``'s prefill GEMMs in its MMQ kernels: quantised weights on a
+    build with MMQ the default (``mmq``; ``PRE_MMQ_SOURCES``)."""
+    return mmq and (engine, backend) == ("llama.cpp", "cuda") and not isinstance(lat.dtype, DType)
+
+
 def engine_peak(lat: Latency, engine: str, backend: str, *, mmq: bool = True) -> float:
     """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``;
     llama.cpp CUDA's quantised prefill on a data-centre card at its MMQ share (``mmq_sm_rate``),
@@ -597,7 +603,7 @@ def engine_peak(lat: Latency, engine: str, backend: str, *, mmq: bool = True) ->
     a = fit_card(lat, backend)
     peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
     peak = max(a.peak_flops, *(peaks[f] for f in formats)) or _fit_peak(lat, backend)
-    if mmq and (engine, backend) == ("llama.cpp", "cuda") and not isinstance(lat.dtype, DType):
+    if runs_mmq(lat, engine, backend, mmq=mmq):
         return peak / mmq_sm_rate(a)
     return peak
 
@@ -786,8 +792,8 @@ PRE_AMPERE_NVIDIA = TURING_NVIDIA | {"v100-sxm2-32gb", "v100-sxm2-16gb", "v100-p
 # llama.cpp's CUDA prefill on two kinds of NVIDIA card reaches less of the peak than a GeForce from
 # Ampere on does, each a term of its own (llama.cpp CUDA only: p_tu, p_ws, the weights' FLOPs again):
 # - a Turing GPU's quantised weights (TURING_NVIDIA): MMQ's int8 tiles are built on Ampere's
-#   mma.sync.m16n8k32; Turing has only m8n8k16 and runs each as four (ggml/src/ggml-cuda/mma.cuh:
-#   "On Turing m16n8k32 mma is not available, use 4x m8n8k16 mma instead"). Left out, a T4's
+#   mma.sync.m16n8k32; Turing has only m8n8k16 and runs each as four (ggml/src/ggml-cuda/mma.cuh,
+#   mma() on int8 tiles: "On Turing m16n8k32 mma is not available, use 4x m8n8k16 mma instead"). Left out, a T4's
 #   Llama-2-7B Q4_0 pp512 (#15013) was expected 111% too fast, an RTX 2080 Ti's Llama-2-13B Q4_K_M
 #   56% (geerlingguy/ai-benchmarks#46). Volta has no int8 MMA at all (its MMQ runs dp4a): its V100
 #   rows are not fitted, and on the scoreboard copies below the term took its pp512 from +14% to
@@ -903,7 +909,6 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     ``score_bytes``)."""
     cublas = old_build and not isinstance(lat.dtype, DType)
     p, peak = lat.prefill, engine_peak(lat, engine, backend, mmq=not cublas)
-    mmq = (engine, backend) == ("llama.cpp", "cuda") and not cublas and not isinstance(lat.dtype, DType)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
     kq = getattr(lat.dtype, "gguf", "") in K_QUANTS and not cublas
@@ -927,7 +932,8 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             attention * cm2,  # p_cm2: Vulkan's coopmat2 flash attention
             attention * cm1,  # p_cm1: Vulkan's coopmat1 flash attention (AMD_COOPMAT_GPUS)
             dense / peak * cm1,  # p_mm1: and its GEMM tiles
-            dense / peak * (mmq and key in TURING_NVIDIA),  # p_tu: MMQ on Turing (TURING_NVIDIA)
+            dense / peak * (runs_mmq(lat, engine, backend, mmq=not cublas)
+                            and key in TURING_NVIDIA),  # p_tu: MMQ on Turing (TURING_NVIDIA)
             dense / peak * workstation_share(lat, engine, backend))  # p_ws
 
 

@@ -97,9 +97,25 @@ def expected_rows(r: Latency, e: Expected) -> list[tuple[str, str, float, float,
     ]
 
 
-def stand_in_row(e: Expected) -> tuple[str, str, str, str]:
-    """The row that names another engine × backend's rows fitted beside the own (``STAND_INS``)."""
-    return (f"fitted with {e.prefill.stand_in_rows} other rows", "", "", e.prefill.stand_in)
+# The rows after the figures, each where it applies, in the order the CLI prints them: another engine × backend's rows fitted beside these
+# (``STAND_INS``), what the fit took a card not in the table for (speed.custom_card), the card's own
+# rows far from the fit (speed.card_caution), weights the fitted rows have not run
+# (speed.weights_caution), the card's boost clock assumed (speed.clock_note), the call's batch past
+# every fitted row's (speed.beyond_rows). The page takes them as expected_view's note_keys.
+NOTE_KEYS = ("stand_in", "assumed_card", "caution", "weights", "clock", "beyond")
+
+
+def note_rows(e: Expected) -> dict[str, tuple[str, str, str, str]]:
+    """The rows of ``NOTE_KEYS`` that apply to ``e``, by key, in their order."""
+    f, a = e.prefill, e.assumed_card
+    rows = {
+        "stand_in": (f"fitted with {f.stand_in_rows} other rows", "", "", f.stand_in),
+        "assumed_card": ("card assumed", "", "", a.peaks_source if a is not None else ""),
+        "caution": ("this card's rows", "", "", e.caution),
+        "weights": ("these weights", "", "", e.weights),
+        "clock": ("clock assumed", "", "", e.clock),
+        "beyond": ("past the rows", "", "", e.beyond)}
+    return {k: rows[k] for k in NOTE_KEYS if rows[k][3]}
 
 
 def _expected_grid(r: Latency, e: Expected) -> Fitted:
@@ -107,44 +123,9 @@ def _expected_grid(r: Latency, e: Expected) -> Fitted:
                                  Col("bound", right=True), Col("error", wrap=True)])
     for label, _, got, bound, error in expected_rows(r, e):
         t.add(label, f"{got:,.1f}", f"{bound:,.1f}", error)
-    if e.prefill.stand_in:
-        t.add(*stand_in_row(e))
-    if e.assumed_card is not None:
-        t.add(*assumed_card_row(e.assumed_card))
-    if e.caution:
-        t.add(*caution_row(e))
-    if e.weights:
-        t.add(*weights_row(e))
-    if e.clock:
-        t.add(*clock_row(e))
-    if e.beyond:
-        t.add(*beyond_row(e))
+    for row in note_rows(e).values():
+        t.add(*row)
     return Fitted(t)
-
-
-def clock_row(e: Expected) -> tuple[str, str, str, str]:
-    """The row that says a card's boost clock was assumed (speed.clock_note)."""
-    return ("clock assumed", "", "", e.clock)
-
-
-def beyond_row(e: Expected) -> tuple[str, str, str, str]:
-    """The row that says the call's batch is past the fitted rows' (speed.beyond_rows)."""
-    return ("past the rows", "", "", e.beyond)
-
-
-def caution_row(e: Expected) -> tuple[str, str, str, str]:
-    """The row that says the card's own rows sit far from the fit (speed.card_caution)."""
-    return ("this card's rows", "", "", e.caution)
-
-
-def weights_row(e: Expected) -> tuple[str, str, str, str]:
-    """The row that says the fitted rows have not run the call's weights (speed.weights_caution)."""
-    return ("these weights", "", "", e.weights)
-
-
-def assumed_card_row(a: Accelerator) -> tuple[str, str, str, str]:
-    """The row that says what the fit took a custom card for (speed.custom_card)."""
-    return ("card assumed", "", "", a.peaks_source)
 
 
 def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
@@ -157,25 +138,11 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
                  for label, key, got, bound, error in expected_rows(r, e)],
         "terms": {"prefill": list(TERMS[:PREFILL_TERMS]), "decode": list(TERMS[PREFILL_TERMS:])},
         "throughput_rows": e.throughput_rows,  # whole requests: they inform both stages' terms
-        # another engine × backend's rows fitted beside these: the CLI's last row, in its words
-        "stand_in": None if not e.prefill.stand_in else dict(
-            zip(("label", "expected_text", "bound_text", "error"), stand_in_row(e), strict=True)),
-        # a card not in the table: what the fit took it for, the CLI's row in its words
-        "assumed_card": None if e.assumed_card is None else dict(
-            zip(("label", "expected_text", "bound_text", "error"),
-                assumed_card_row(e.assumed_card), strict=True)),
-        # the card's own rows far from the fit: the CLI's row after the assumed card's
-        "caution": None if not e.caution else dict(
-            zip(("label", "expected_text", "bound_text", "error"), caution_row(e), strict=True)),
-        # weights the fitted rows have not run: the CLI's row after the caution's
-        "weights": None if not e.weights else dict(
-            zip(("label", "expected_text", "bound_text", "error"), weights_row(e), strict=True)),
-        # the card's boost clock assumed: the CLI's row after the weights
-        "clock": None if not e.clock else dict(
-            zip(("label", "expected_text", "bound_text", "error"), clock_row(e), strict=True)),
-        # the call's batch past the fitted rows': the CLI's last row
-        "beyond": None if not e.beyond else dict(
-            zip(("label", "expected_text", "bound_text", "error"), beyond_row(e), strict=True)),
+        # the rows after the figures, in the CLI's order (NOTE_KEYS), each in its words, None where it
+        # does not apply
+        "note_keys": list(NOTE_KEYS), **dict.fromkeys(NOTE_KEYS),
+        **{k: dict(zip(("label", "expected_text", "bound_text", "error"), row, strict=True))
+           for k, row in note_rows(e).items()},
     }
 
 

@@ -707,9 +707,6 @@ function drawSpeed() {
   exportBar("speed", "latency", toJSON(models.map(([, , l]) => l)), csv(rows), models.map(([r]) => r.commands.latency));
 }
 
-// the expected table's rows beneath the figures, as the CLI prints them (llmcalc.render.latency)
-const NOTE_ROWS = ["stand_in", "assumed_card", "caution", "weights", "clock", "beyond"];
-
 // latency --engine E --backend B: the expected speed beside the bound, in the words the CLI prints
 // (its title, rows and error column), then the fit's basis as `latency --json` gives it
 function drawExpected(models) {
@@ -721,11 +718,10 @@ function drawExpected(models) {
     shown.map(([r, i]) => "<tbody>" + (shown.length > 1 ? `<tr><th scope="colgroup" colspan="4" style="color:${COLORS[i]}">${esc(r.label)}</th></tr>` : "") +
       r.latency_expected.rows.map((x) => `<tr data-model="${i}" data-key="${esc(x.key)}"><th scope="row">${esc(x.label)}</th>` +
       `<td class="n" data-key="expected">${fig(x.expected, x.expected_text)}</td><td class="n" data-key="bound">${fig(x.bound, x.bound_text)}</td><td class="why" data-key="error">${esc(x.error)}</td></tr>`).join("") +
-      // the CLI's rows after the figures, each where it applies, in its order: another engine ×
-      // backend's rows fitted beside these, what the fit took a card not in the table for, the
-      // card's own measured rows far from the fit, weights the fitted rows have not run, the card's
-      // boost clock assumed, the call's batch past every fitted row's
-      NOTE_ROWS.filter((k) => r.latency_expected[k]).map((k) => `<tr data-model="${i}" data-key="${k}"><th scope="row">${esc(r.latency_expected[k].label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected[k].error)}</td></tr>`).join("") +
+      // the CLI's rows after the figures, each where it applies, in its order (render.latency's
+      // NOTE_KEYS: a stand-in's rows, a card assumed, the card's rows, these weights, a clock
+      // assumed, a batch past the rows)
+      r.latency_expected.note_keys.filter((k) => r.latency_expected[k]).map((k) => `<tr data-model="${i}" data-key="${k}"><th scope="row">${esc(r.latency_expected[k].label)}</th><td data-key="expected"></td><td data-key="bound"></td><td class="why" data-key="error">${esc(r.latency_expected[k].error)}</td></tr>`).join("") +
       "</tbody>").join("") : "";
   $("expected-basis-box").hidden = !shown.length;
   $("expected-basis").innerHTML = shown.map(([r, i]) => {
