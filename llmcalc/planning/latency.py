@@ -277,6 +277,36 @@ GGUF_ON_BF16_PEAK = frozenset({"vllm", "sglang"})
 SERVING_GGUF_TYPES = frozenset({
     "F32", "F16", "BF16", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q8_0", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
     "Q6_K", "IQ1_M", "IQ1_S", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ4_XS", "IQ4_NL"})
+# llama.cpp's Vulkan backend multiplies BF16 weights on matrix cores only where the driver has
+# VK_KHR_shader_bfloat16 (PR #12554, "vulkan: Add bfloat16 support": "The extension is required for
+# coopmat multiply support"); without it the GEMM takes the scalar shaders, each bf16 promoted to
+# fp32 (PR #19793: a device that "does not have bf16 support ... falls back to the scalar path";
+# ggml-vulkan.cpp creates pipeline_matmul_bf16 only under coopmat_bf16_support, issue #28342).
+# AMD's drivers expose none: ggml_vulkan's device line reads "bf16: 0" for the Radeon 8060S under
+# RADV and AMDVLK (kyuz0/amd-strix-halo-toolboxes, benchmark/results), the R9700 under AMDVLK
+# (kyuz0/amd-r9700-ai-toolboxes) and the RX 7900 XTX under RADV (PR #27952). So a Radeon's BF16
+# weights on Vulkan peak at its FP32 vector rate: the table's figure (its FP16 matrix rate) over
+# RADEON_FP32_DIVISOR: RDNA3 and 3.5 issue two FP32 FMAs a lane a clock where WMMA does four FP16
+# ones (RX 7900 XTX: 61.44 of 122.8 TFLOP/s), RDNA4's WMMA is twice RDNA3's a CU (RX 9070 XT:
+# 48.66 of 195), RDNA2's figure is its packed FP16 rate (RX 6900 XT: 23.04 of 46.08). The Strix
+# Halo's Gemma-4-31B BF16 pp512 (b9187) ran at 136 t/s on Vulkan and 428 on ROCm (hipBLAS's WMMA).
+RDNA4 = frozenset({"rx-9070-xt", "rx-9070", "rx-9060-xt", "r9700"})
+
+
+def radeon_fp32_divisor(acc: Accelerator) -> int:
+    """How many times a Radeon's FP32 vector rate its table figure is (``RDNA4``: 4, the rest 2);
+    0 for any other card (data-centre Instinct cards, other makers, a card given by its figures)."""
+    if acc.maker != "amd" or acc.kind == "datacenter":
+        return 0
+    return 4 if acc.key in RDNA4 else 2
+
+
+def scalar_bf16(acc: Accelerator, dtype: WeightFormat, engine: str | None,
+                backend: str | None) -> bool:
+    """BF16 weights that llama.cpp's Vulkan backend multiplies in its scalar FP32 shaders: on a
+    Radeon, whose drivers have no bf16 (``RDNA4``'s comment)."""
+    return (engine == "llama.cpp" and backend == "vulkan" and dtype is DType.bf16
+            and radeon_fp32_divisor(acc) > 0)
 
 
 def compute_peak(acc: Accelerator, dtype: WeightFormat, *, engine: str | None = None,
@@ -284,7 +314,10 @@ def compute_peak(acc: Accelerator, dtype: WeightFormat, *, engine: str | None = 
     """The dense peak FLOP/s a step on ``dtype`` weights may reach: the largest of the card's bf16
     peak and the peaks of the formats in ``COMPUTE_FORMATS`` (FP16 for the rest); 16-bit weights
     an engine multiplies with FP32 accumulation (``FP32_ACCUMULATE``; llama.cpp's BF16 on CUDA), and
-    vLLM's and SGLang's GGUF types (``GGUF_ON_BF16_PEAK``), at the bf16 peak alone."""
+    vLLM's and SGLang's GGUF types (``GGUF_ON_BF16_PEAK``), at the bf16 peak alone; llama.cpp
+    Vulkan's BF16 on a Radeon at its FP32 vector rate (``scalar_bf16``)."""
+    if scalar_bf16(acc, dtype, engine, backend):
+        return acc.peak_flops // radeon_fp32_divisor(acc)
     peaks = {"fp16": acc.fp16_flops, "int8": acc.int8_ops, "fp8": acc.fp8_flops,
              "fp4": acc.fp4_flops}
     name = dtype.value if not dtype.value.startswith("fp8-fp4") else "fp8-block"

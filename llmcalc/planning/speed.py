@@ -60,6 +60,7 @@ from llmcalc.planning.latency import (
     ONE_PEAK,
     Latency,
     compute_peak,
+    scalar_bf16,
     with_ratios,
 )
 from llmcalc.units import DType
@@ -596,9 +597,10 @@ def engine_peak(lat: Latency, engine: str, backend: str, *, mmq: bool = True) ->
     """The peak an engine's prefill is fitted against: the bound's, or its ``ENGINE_FORMATS``;
     llama.cpp CUDA's quantised prefill on a data-centre card at its MMQ share (``mmq_sm_rate``),
     unless ``mmq`` is off (a build before MMQ was the default: cuBLAS at the card's own rate,
-    ``PRE_MMQ_SOURCES``)."""
+    ``PRE_MMQ_SOURCES``); llama.cpp Vulkan's BF16 on a Radeon at the bound's FP32 vector rate
+    (``scalar_bf16``: no matrix cores)."""
     formats = ENGINE_FORMATS.get((engine, backend))
-    if formats is None:
+    if formats is None or scalar_bf16(fit_card(lat, backend), lat.dtype, engine, backend):
         return _fit_peak(lat, backend)
     a = fit_card(lat, backend)
     peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
@@ -1144,9 +1146,25 @@ def card_caution(model: Model, key: str) -> str:
 BNB_STEP = {"int8": ("LLM.int8() (load_in_8bit)", "1.7-4.3x"), "4-bit": ("4-bit (load_in_4bit)", "0.7-2.5x")}
 
 
-def weights_caution(lat: Latency, engine: str) -> str:
-    """What the fit does not know of bitsandbytes' weights under transformers (``BNB_STEP``); ""
-    for any other weights or engine."""
+# llama.cpp's fitted Vulkan rows hold no BF16 weights. On a Radeon they run the scalar FP32 shaders
+# (latency.scalar_bf16), whose peak the expected figures take, and a mixture of experts' run slower
+# still (mul_mat_id over many small experts in those shaders): a Strix Halo's Qwen3.6-35B-A3B BF16
+# (kyuz0/amd-strix-halo-toolboxes, b9193; held out in bench/speed_holdout.json) ran pp512 at 328.4
+# t/s and tg128 at 10.68 where they expect 656 and 32.1, 0.50 and 0.33 of them; its dense
+# Gemma-4-31B BF16 (b9187) within 18%, so a dense model's figures go without the caution.
+SCALAR_BF16_MOE = ("0.50", "0.33")  # measured / expected: pp512, tg128
+
+
+def weights_caution(lat: Latency, engine: str, backend: str = "") -> str:
+    """What the fit does not know of bitsandbytes' weights under transformers (``BNB_STEP``) and of
+    a mixture of experts' BF16 weights in llama.cpp Vulkan's scalar shaders (``SCALAR_BF16_MOE``);
+    "" for any other weights or engine."""
+    if lat.moe and scalar_bf16(fit_card(lat, backend), lat.dtype, engine, backend):
+        pp, tg = SCALAR_BF16_MOE
+        return ("llama.cpp's fitted Vulkan rows hold no BF16 weights; on a Radeon (no bf16 in AMD's "
+                "Vulkan drivers) they run the scalar FP32 shaders, whose peak these figures take, "
+                "and a mixture of experts' slower still: a Strix Halo's Qwen3.6-35B-A3B BF16 "
+                f"(b9193) ran pp512 at {pp} and tg128 at {tg} of them; likely too fast")
     if engine != "transformers":
         return ""
     if lat.dtype is DType.int8:
@@ -1586,7 +1604,8 @@ def expected(lat: Latency, *, engine: str, backend: str, model: Model) -> Expect
         prefill=model.prefill, decode=model.decode, throughput_rows=model.throughput_rows,
         throughput_loo_median_abs_error=model.throughput_loo_median_abs_error,
         assumed_card=fit_card(lat, backend) if lat.accelerator.key == CUSTOM else None,
-        caution=card_caution(model, lat.accelerator.key), weights=weights_caution(lat, engine),
+        caution=card_caution(model, lat.accelerator.key),
+        weights=weights_caution(lat, engine, backend),
         beyond=beyond_rows(model, lat.batch),
         clock=clock_note(lat, model),
     )

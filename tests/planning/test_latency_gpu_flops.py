@@ -82,11 +82,34 @@ def test_a_cards_own_figures_restated_change_nothing(cli: Any, gpu: str, engine:
     ("rtx-4090", "bf16", None, None, 330_300 * 10**9),  # no engine: the highest any may reach
     ("rtx-4090", "q4_0", "llama.cpp", "cuda", 660_600 * 10**9),  # MMQ on INT8 tensor cores
     ("h100", "fp8", "vllm", "cuda", 1_979 * 10**12),
+    # llama.cpp Vulkan's BF16 on a Radeon (no bf16 in AMD's drivers): the scalar shaders' FP32
+    ("strix-halo", "bf16", "llama.cpp", "vulkan", 29_700 * 10**9),  # RDNA 3.5: 59.4T / 2
+    ("rx-9070-xt", "bf16", "llama.cpp", "vulkan", 48_750 * 10**9),  # RDNA4: 195T / 4
+    ("rx-6900-xt", "bf16", "llama.cpp", "vulkan", 23_040 * 10**9),  # RDNA2: packed FP16 / 2
+    ("rx-7900-xtx", "bf16", "llama.cpp", "rocm", 122_800 * 10**9),  # hipBLAS: the WMMA rate
+    ("rx-7900-xtx", "fp16", "llama.cpp", "vulkan", 122_800 * 10**9),  # F16 on its coopmat
+    ("rtx-4090", "bf16", "llama.cpp", "vulkan", 330_300 * 10**9),  # NVIDIA's coopmat2 has bf16
 ])
 def test_the_peak_of_the_format_the_engine_computes_in(gpu: str, dtype: str, engine: str | None,
                                                        backend: str | None, peak: int) -> None:
     fmt = resolve_format(load_spec("llama-3.1-8b"), dtype)
     assert compute_peak(lookup(gpu), fmt, engine=engine, backend=backend) == peak
+
+
+def test_llama_cpp_vulkan_bf16_on_a_radeon_at_its_fp32_rate(cli: Any) -> None:
+    """A Strix Halo's Gemma-4-31B BF16 pp512 (kyuz0/amd-strix-halo-toolboxes, b9187, held out in
+    bench/speed_holdout.json): 135.94 t/s on Vulkan, 428.07 on ROCm. At the WMMA rate the Vulkan
+    row was expected 63% too fast; at the FP32 vector rate within 20% of it, the ROCm row's
+    expected figure unchanged by it (twice the Vulkan one's peak)."""
+    args = ("latency", "gemma-4-31b", "--gpu", "strix-halo", "--dtype", "bf16", "--ctx", "512",
+            "--gen", "1", "--engine", "llama.cpp", "--json", "--backend")
+    vulkan, rocm = cli(*args, "vulkan").json(), cli(*args, "rocm").json()
+    assert [d["inputs"]["accelerator"]["compute_peak_flops"] for d in (vulkan, rocm)] == [
+        29_700 * 10**9, 59_400 * 10**9]
+    assert vulkan["prefill"]["compute_s"] == vulkan["prefill"]["flops_per_gpu"] / (29_700 * 10**9)
+    expected = vulkan["expected"]["prefill_tokens_per_s"]
+    assert abs(expected / 135.94 - 1) < 0.2
+    assert expected <= 512 / vulkan["prefill"]["seconds"]
 
 
 def test_gpu_flops_sets_the_bf16_prefill_of_fp32_accumulate_engines(cli: Any) -> None:

@@ -1,13 +1,16 @@
-"""transformers' expected figures for bitsandbytes' weights say that its 16-bit rows have not run
-them (speed.weights_caution, speed.BNB_STEP)."""
+"""Expected figures for weights the fitted rows have not run say so (speed.weights_caution):
+transformers' bitsandbytes weights (speed.BNB_STEP), a mixture of experts' BF16 weights in llama.cpp
+Vulkan's scalar shaders on a Radeon (speed.SCALAR_BF16_MOE)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from llmcalc.planning.speed import BNB_STEP
+from llmcalc.planning.speed import BNB_STEP, SCALAR_BF16_MOE
 
 ARGS = ("latency", "llama-2-7b", "--gpu", "a100-80gb", "--ctx", "512", "--gen", "128",
         "--engine")
@@ -65,3 +68,41 @@ def test_other_engines_and_the_table(cli: Any) -> None:
     assert table.code == 0
     assert "these weights" in table.stdout
     assert "0.7-2.5x the 16-bit" in " ".join(table.stdout.replace("│", " ").split())
+
+
+HOLDOUT = Path(__file__).parents[2] / "bench/speed_holdout.json"
+SCALAR_MOE = ("llama.cpp's fitted Vulkan rows hold no BF16 weights; on a Radeon (no bf16 in AMD's "
+              "Vulkan drivers) they run the scalar FP32 shaders, whose peak these figures take, and "
+              "a mixture of experts' slower still: a Strix Halo's Qwen3.6-35B-A3B BF16 (b9193) ran "
+              "pp512 at 0.50 and tg128 at 0.33 of them; likely too fast")
+
+
+def test_the_scalar_bf16_ratios_are_the_held_out_rows(cli: Any) -> None:
+    """SCALAR_BF16_MOE is the held-out Qwen3.6-35B-A3B BF16 rows' measured over expected, as
+    `latency --engine llama.cpp --backend vulkan` figures them now."""
+    rows = [r for r in json.loads(HOLDOUT.read_text())["rows"]
+            if (r["model"], r["dtype"], r["backend"], r.get("gpu")) == (
+                "qwen3.6-35b-a3b", "bf16", "vulkan", "strix-halo")]
+    got = {}
+    for r in rows:
+        out = cli("latency", r["model"], "--gpu", r["gpu"], "--dtype", "bf16", "--ctx",
+                  str(r["ctx"]), "--gen", str(r["gen"]), "--batch", "1", "--engine", "llama.cpp",
+                  "--backend", "vulkan", "--json").json()
+        which = "prefill_tokens_per_s" if r["test"] == "pp512" else "decode_tokens_per_s"
+        got[r["test"]] = f"{r['tokens_per_s'] / out['expected'][which]:.2f}"
+        assert out["expected"]["basis"]["weights"] == SCALAR_MOE
+    assert (got["pp512"], got["tg128"]) == SCALAR_BF16_MOE == ("0.50", "0.33")
+
+
+@pytest.mark.parametrize(("model", "gpu", "backend", "words"), [
+    ("qwen3.6-35b-a3b", "rx-7900-xtx", "vulkan", SCALAR_MOE),
+    ("qwen3.6-35b-a3b", "strix-halo", "rocm", None),  # hipBLAS: its WMMA
+    ("qwen3.6-35b-a3b", "rtx-4090", "vulkan", None),  # NVIDIA's coopmat2 has bf16
+    ("gemma-4-31b", "strix-halo", "vulkan", None),  # dense: within 18% of its held-out row
+])
+def test_a_radeons_bf16_mixture_on_vulkan_says_so(cli: Any, model: str, gpu: str, backend: str,
+                                                   words: str | None) -> None:
+    run = cli("latency", model, "--gpu", gpu, "--dtype", "bf16", "--ctx", "512", "--gen", "1",
+              "--engine", "llama.cpp", "--backend", backend, "--json")
+    assert run.code == 0, run.stderr
+    assert run.json()["expected"]["basis"].get("weights") == words
