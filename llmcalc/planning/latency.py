@@ -281,7 +281,8 @@ SERVING_GGUF_TYPES = frozenset({
 # VK_KHR_shader_bfloat16 (PR #12554, "vulkan: Add bfloat16 support": "The extension is required for
 # coopmat multiply support"); without it the GEMM takes the scalar shaders, each bf16 promoted to
 # fp32 (PR #19793: a device that "does not have bf16 support ... falls back to the scalar path";
-# ggml-vulkan.cpp creates pipeline_matmul_bf16 only under coopmat_bf16_support, issue #28342).
+# ggml/src/ggml-vulkan/ggml-vulkan.cpp, ggml_vk_load_shaders, creates pipeline_matmul_bf16 only
+# under coopmat_bf16_support, as issue #28342 reads it).
 # AMD's drivers expose none: ggml_vulkan's device line reads "bf16: 0" for the Radeon 8060S under
 # RADV and AMDVLK (kyuz0/amd-strix-halo-toolboxes, benchmark/results), the R9700 under AMDVLK
 # (kyuz0/amd-r9700-ai-toolboxes) and the RX 7900 XTX under RADV (PR #27952). So a Radeon's BF16

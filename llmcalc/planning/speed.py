@@ -600,7 +600,7 @@ def engine_peak(lat: Latency, engine: str, backend: str, *, mmq: bool = True) ->
     ``PRE_MMQ_SOURCES``); llama.cpp Vulkan's BF16 on a Radeon at the bound's FP32 vector rate
     (``scalar_bf16``: no matrix cores)."""
     formats = ENGINE_FORMATS.get((engine, backend))
-    if formats is None or scalar_bf16(fit_card(lat, backend), lat.dtype, engine, backend):
+    if formats is None or scalar_bf16(lat.accelerator, lat.dtype, engine, backend):
         return _fit_peak(lat, backend)
     a = fit_card(lat, backend)
     peaks = {"fp16": a.fp16_flops, "int8": a.int8_ops, "fp8": a.fp8_flops}
@@ -1155,11 +1155,11 @@ BNB_STEP = {"int8": ("LLM.int8() (load_in_8bit)", "1.7-4.3x"), "4-bit": ("4-bit 
 SCALAR_BF16_MOE = ("0.50", "0.33")  # measured / expected: pp512, tg128
 
 
-def weights_caution(lat: Latency, engine: str, backend: str = "") -> str:
+def weights_caution(lat: Latency, engine: str, backend: str) -> str:
     """What the fit does not know of bitsandbytes' weights under transformers (``BNB_STEP``) and of
     a mixture of experts' BF16 weights in llama.cpp Vulkan's scalar shaders (``SCALAR_BF16_MOE``);
     "" for any other weights or engine."""
-    if lat.moe and scalar_bf16(fit_card(lat, backend), lat.dtype, engine, backend):
+    if lat.moe and scalar_bf16(lat.accelerator, lat.dtype, engine, backend):
         pp, tg = SCALAR_BF16_MOE
         return ("llama.cpp's fitted Vulkan rows hold no BF16 weights; on a Radeon (no bf16 in AMD's "
                 "Vulkan drivers) they run the scalar FP32 shaders, whose peak these figures take, "
