@@ -103,6 +103,9 @@ def parse_engine(text: str) -> Engine:
 # the backends an engine runs on (`latency --backend`): llmcalc.planning.speed fits each engine ×
 # backend on its own measured rows
 BACKENDS = ("cuda", "metal", "rocm", "vulkan", "cpu")
+# the names engines give the same backends: llama.cpp builds ROCm as GGML_HIP (its ggml-hip
+# backend), PyTorch (transformers) runs Metal as its "mps" device
+BACKEND_ALIASES = {"hip": "rocm", "mps": "metal"}
 
 
 # the makers' GPUs each backend runs on (Accelerator.maker): Metal is Apple's API; llama.cpp's CUDA
@@ -118,7 +121,7 @@ DEFAULT_BACKEND = {"apple": "metal", "amd": "rocm", "intel": "vulkan"}
 
 
 def parse_backend(text: str | None, acc: Accelerator) -> str:
-    """``--backend`` as named, else the card's own (``DEFAULT_BACKEND``: metal on Apple silicon,
+    """``--backend`` as named (or as an engine names it: ``BACKEND_ALIASES``), else the card's own (``DEFAULT_BACKEND``: metal on Apple silicon,
     rocm on AMD's, vulkan on Intel's, cuda on NVIDIA's and a card given by its figures); a name
     that is not a backend, or one that does not run on the table's card (``BACKEND_MAKERS``),
     raises UsageError."""
@@ -126,7 +129,7 @@ def parse_backend(text: str | None, acc: Accelerator) -> str:
 
     if text is None:
         return DEFAULT_BACKEND.get(acc.maker, "cuda")
-    key = text.strip().lower()
+    key = BACKEND_ALIASES.get(text.strip().lower(), text.strip().lower())
     if key not in BACKENDS:
         raise UsageError(f"--backend {text!r}: not a backend llmcalc models ({', '.join(BACKENDS)})")
     if acc.maker and acc.maker not in BACKEND_MAKERS[key]:

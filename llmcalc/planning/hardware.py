@@ -237,22 +237,54 @@ def usable_memory(memory_bytes: int, *, headroom: float) -> int:
 NOT_IN_TABLE = "(not in the table: the figures given describe it)"
 
 
+# a memory size in a card's name, as nvidia-smi and shops write it ("NVIDIA A100 80GB PCIe", "RTX
+# 3090 24GB", "H100 80GB"): the card the name names without it, where that is the table card's
+# memory (another size is another card: the A100's 40 GB is a100-40gb, an M3 Max's 64 GB not the
+# table's 128 GB one)
+_MEMORY = re.compile(r"-(\d+)-?gb(?=-|$)")
+
+
+def memory_gb(acc: Accelerator) -> int:
+    """The memory a table card's datasheet names, in GB as its name writes it (an Apple chip's
+    unified memory; the table reads "80 GB" as 80 GiB, ``memory_bytes``)."""
+    return (acc.unified_bytes or acc.memory_bytes) // GiB
+
+
+def _table_key(name: str) -> str | None:
+    """The table key ``--gpu NAME`` names (a key, an alias or a spelling of either), else None."""
+    return next((ALIASES.get(k, k) for k in _spellings(name) if ALIASES.get(k, k) in ACCELERATORS),
+                None)
+
+
+def _key(name: str) -> tuple[str | None, str]:
+    """The table key of ``--gpu NAME`` (``_table_key``, else the name without its memory size
+    where the card has that memory: ``_MEMORY``), and what was read of a memory size the card
+    does not have ("" where none)."""
+    normal = _normal(name)
+    if (key := _table_key(normal)) is not None or not (size := _MEMORY.search(normal)):
+        return key, ""
+    key = _table_key(normal[:size.start()] + normal[size.end():])
+    if key is None or memory_gb(ACCELERATORS[key]) == int(size[1]):
+        return key, ""
+    return None, f"; the table's {key} has {memory_gb(ACCELERATORS[key])} GB, not {int(size[1])}"
+
+
 def in_table(name: str) -> bool:
     """Whether ``--gpu NAME`` is a table card (or one of its aliases)."""
-    return any(ALIASES.get(k, k) in ACCELERATORS for k in _spellings(_normal(name)))
+    return _key(name)[0] is not None
 
 
 def lookup(name: str, *, needs: tuple[str, ...] = ("memory", "flops")) -> Accelerator:
-    """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one); ``needs``
-    names the figures a custom card must then be given (the options the command has)."""
-    key = next((ALIASES.get(k, k) for k in _spellings(_normal(name))
-                if ALIASES.get(k, k) in ACCELERATORS), _normal(name))
-    if key not in ACCELERATORS:
+    """The table row for ``--gpu NAME`` (case-insensitive; a100 means the 80 GB one; a memory size
+    in the name read as ``_key`` reads it); ``needs`` names the figures a custom card must then be
+    given (the options the command has)."""
+    key, other_memory = _key(name)
+    if key is None:
         known = ", ".join(ACCELERATORS)
         raise ParameterError(
-            "{gpu} {name}: unknown accelerator; known: {known} "
+            "{gpu} {name}: unknown accelerator{other_memory}; known: {known} "
             f"(or describe it with {_given(needs)})",
-            name=name, known=known,
+            name=name, known=known, other_memory=other_memory,
         )
     return ACCELERATORS[key]
 

@@ -8,6 +8,7 @@ from llmcalc.errors import UsageError
 from llmcalc.planning.hardware import (
     ACCELERATORS,
     GiB,
+    in_table,
     lookup,
     parse_bandwidth,
     parse_bytes,
@@ -353,9 +354,34 @@ def test_lookup_names(name: str, key: str) -> None:
     ("Radeon RX 7900 XTX", "rx-7900-xtx"), ("Intel Arc A770", "arc-a770-16gb"),
     ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"), ("  nvidia   h100  nvl ", "h100-nvl"),
     ("NVIDIA RTX 6000 Ada Generation", "rtx-6000-ada"), ("AMD Radeon 8060S", "strix-halo"),
+    ("NVIDIA GH200 480GB", "gh200-96gb"), ("NVIDIA H100 SXM5", "h100"), ("A100 SXM4", "a100-80gb"),
 ])
 def test_lookup_a_cards_printed_name(name: str, key: str) -> None:
     assert lookup(name).key == key
+
+
+@pytest.mark.parametrize("name,key", [
+    # a memory size in the name, where it is the card's: "80GB" after or inside the name
+    ("H100 80GB", "h100"), ("RTX 3090 24GB", "rtx-3090"), ("rtx-4090-24gb", "rtx-4090"),
+    ("l40s-48gb", "l40s"), ("MI300X 192GB", "mi300x"), ("Apple M2 Ultra 192GB", "apple-m2-ultra"),
+    ("a100-sxm-80gb", "a100-80gb"), ("RTX 2080 Ti 11 GB", "rtx-2080-ti"),
+    # ...a key that holds its size stays that key
+    ("rtx-4060-ti-8gb", "rtx-4060-ti-8gb"), ("rtx-3080-12gb", "rtx-3080-12gb"),
+])
+def test_lookup_a_name_with_its_memory(name: str, key: str) -> None:
+    assert lookup(name).key == key
+
+
+@pytest.mark.parametrize("name,told", [
+    ("m3-max-64gb", "the table's apple-m3-max has 128 GB, not 64"),
+    ("a100-sxm-40gb", "the table's a100-80gb has 80 GB, not 40"),
+    ("h100-94gb", "the table's h100 has 80 GB, not 94"),
+])
+def test_a_memory_size_the_card_lacks_is_another_card(name: str, told: str) -> None:
+    with pytest.raises(UsageError) as e:
+        lookup(name)
+    assert str(e.value).startswith(f"gpu {name}: unknown accelerator; {told}; known: a100-40gb, ")
+    assert not in_table(name)
 
 
 def test_every_cards_name_finds_it() -> None:

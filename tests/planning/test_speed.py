@@ -528,6 +528,21 @@ def test_a_tg128_row_reproduced(cli: Any) -> None:
     assert round(got, 1) == 91.7
 
 
+@pytest.mark.parametrize(("gpu", "alias", "backend"), [
+    ("mi300x", "HIP", "rocm"), ("apple-m2-ultra", "mps", "metal")])
+def test_a_backend_by_the_name_its_engine_gives_it(cli: Any, gpu: str, alias: str,
+                                                   backend: str) -> None:
+    # llama.cpp's ROCm build is GGML_HIP; PyTorch's Metal device is "mps"
+    def expected(name: str) -> dict[str, Any]:
+        r = cli("latency", "llama-2-7b", "--gpu", gpu, "--dtype", "fp16", "--engine",
+                "transformers", "--backend", name, "--json")
+        assert r.code == 0, r.stderr
+        return dict(json.loads(r.stdout)["expected"])
+    got = expected(alias)
+    assert got["backend"] == backend
+    assert got == expected(backend)
+
+
 def test_without_engine_no_expected(cli: Any) -> None:
     r = cli("latency", "llama-2-7b", "--gpu", "apple-m2-ultra", "--json")
     assert r.code == 0 and "expected" not in json.loads(r.stdout)
