@@ -732,7 +732,11 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     Llama-3-8B F16 tg512 (XiongjieDai, May 2024) at 0.40 of the bound on an A100 SXM and 0.51 on an
     H100 PCIe, 0.74–0.82 on an RTX 4090, RTX 6000 Ada, RTX A6000, A40 and L40S. Fitted on llama.cpp
     CUDA only (ENGINE_TERMS): its leave-one-out decode error 7.7% → 7.4% over its 163 rows,
-    data-centre decode rows 12.9% → 11.1%; and the layers again for FP8 weights (``FP8_TERMS``:
+    data-centre decode rows 12.9% → 11.1%. Its fitted cards are HBM2e and HBM3 at 1.5–3.35 TB/s;
+    below ``HBM_MIN_BANDWIDTH`` (a V100's or an A30's HBM2, 0.9 TB/s) the bytes go again at that
+    rate, not the card's (the kernels' bytes in flight cover more of a slower card's latency ×
+    bandwidth): a_dc · bytes / max(bandwidth, 1.5 TB/s), no fitted row moved (a_dc65 in
+    docs/latency.md: the held-out V100 and A30 decode rows 15.9% → 7.0%); and the layers again for FP8 weights (``FP8_TERMS``:
     their activations' quantisation kernels); and the layers again under tensor parallelism
     (``c_tp``: each layer's two all-reduces, after the attention's output projection and the MLP's
     down projection (Megatron-LM, Shoeybi et al. 2019, §3), are each a collective launch and a
@@ -764,8 +768,9 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     dc = fit_card(lat, backend).kind == "datacenter"
     copies = CACHE_COPIES.get(engine, 0) * lat.decode_kv_bytes
     read = (d.bytes + copies) / lat.accelerator.bandwidth
+    hbm_read = (d.bytes + copies) / max(lat.accelerator.bandwidth, HBM_MIN_BANDWIDTH)  # a_dc
     return (read, lat.layers * LAYER_S, d.flops / _fp16_peak(lat, peak, backend), d.comm_s,
-            lat.layers * LAYER_S * dc, lat.layers * LAYER_S * lat.moe, read * dc,
+            lat.layers * LAYER_S * dc, lat.layers * LAYER_S * lat.moe, hbm_read * dc,
             lat.layers * LAYER_S * _fp8_weights(lat), lat.layers * LAYER_S * (lat.tp > 1),
             lat.layers * LAYER_S * _before_m3(lat, backend),
             lat.decode_kv_bytes * (lat.kv_group - 1) * old_build / lat.accelerator.bandwidth,
@@ -1256,7 +1261,7 @@ TERM_TEXT: dict[str, str] = {
     "a": "bytes / bandwidth", "c": "layers × 1 ms", "f": "FLOPs / peak", "g": "all-reduce time",
     "c_dc": "layers × 1 ms on a data-centre card",
     "c_moe": "layers × 1 ms for a mixture of experts",
-    "a_dc": "bytes / bandwidth on a data-centre card", "c_fp8": "layers × 1 ms for FP8 weights",
+    "a_dc": "bytes / max(bandwidth, 1,500 GB/s) on a data-centre card", "c_fp8": "layers × 1 ms for FP8 weights",
     "c_tp": "layers × 1 ms under tensor parallelism",
     "c_a8": "layers × 1 ms on an Apple GPU before M3",
     "a_gqa": "KV bytes × (query heads per KV head − 1) / bandwidth on a build without flash "
