@@ -42,11 +42,11 @@ def test_dtype_options_are_the_shared_ones(command: str) -> None:
 @pytest.mark.parametrize("command", ["train", "fit", "mfu"])
 def test_gpu_help_lists_the_accelerator_table(command: str) -> None:
     assert _options(command)["--gpu"].help == (
-        "Accelerator from the table (121 cards: data-centre, workstation, consumer, Apple "
+        "Accelerator from the table (122 cards: data-centre, workstation, consumer, Apple "
         "silicon), e.g. h100; an unknown name lists them, or names the card --gpu-mem etc. "
         "describe."
     )
-    assert len(ACCELERATORS) == 121
+    assert len(ACCELERATORS) == 122
 
 
 @pytest.mark.parametrize("command,default", [("flops", "4k"), ("memory", "4k"),

@@ -101,6 +101,7 @@ DATASHEET = {
     "v100-pcie-16gb": (16, 900 * G, 112 * TF),
     "rtx-4060-ti-8gb": (8, 288 * G, 44_100 * G),
     "rtx-5060-ti-8gb": (8, 448 * G, 47_437_500 * 10**6),
+    "rtx-5060": (8, 448 * G, 38_375 * G),  # 614 AI TOPS / 16
     "mi210": (64, 1_600 * G, 181 * TF),
     "mi355x": (288, 8 * TF, 2_500 * TF),
     "mi350x": (288, 8 * TF, 2_306_900 * G),
@@ -186,6 +187,7 @@ PEAKS_ADDED = {
     "v100-pcie-16gb": (0, 0, 0, 0),
     "rtx-4060-ti-8gb": (88 * TF, 177 * TF, 177 * TF, 0),
     "rtx-5060-ti-8gb": (94_875 * G, 189_750 * G, 189_750 * G, 379_500 * G),
+    "rtx-5060": (76_750 * G, 153_500 * G, 153_500 * G, 307 * TF),
     "mi210": (0, 181 * TF, 0, 0),
     "mi355x": (0, 5_000 * TF, 0, 0),
     "mi350x": (0, 0, 0, 0),
@@ -513,7 +515,7 @@ def test_fp8_and_fp4_peaks_mark_the_architectures() -> None:
     assert {k for k, a in nvidia.items() if not a.fp8_flops} == before_ada
     assert {k for k, a in nvidia.items() if a.fp4_flops} == {
         "b200", "gb200", "dgx-spark", "rtx-pro-6000", "rtx-5090", "rtx-5080", "rtx-5070-ti",
-        "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060-ti-8gb"}
+        "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060-ti-8gb", "rtx-5060"}
     assert len(before_ada) == 32
 
 
@@ -522,4 +524,4 @@ def test_every_table_card_has_a_maker() -> None:
     from collections import Counter
 
     assert Counter(a.maker for a in ACCELERATORS.values()) == {
-        "nvidia": 67, "apple": 31, "amd": 21, "intel": 2}
+        "nvidia": 68, "apple": 31, "amd": 21, "intel": 2}

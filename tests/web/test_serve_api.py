@@ -350,7 +350,7 @@ def test_custom_memory_and_gpu_counts() -> None:
     assert cards["rtx-4090"]["kind"] == "consumer"
     assert cards["apple-m2-max"]["unified_bytes"] > cards["apple-m2-max"]["memory_bytes"]
     # every card of the table, those added for #38 among them
-    assert len(cards) == 121
+    assert len(cards) == 122
     assert (cards["v100-sxm2-32gb"]["kind"], cards["arc-b580"]["kind"]) == ("datacenter", "consumer")
     assert cards["apple-m1-pro-14c"]["unified_bytes"] == 32 * 2**30
     assert "q4_k_m" in api.catalog()["weight_formats"]
