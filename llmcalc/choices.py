@@ -121,10 +121,10 @@ DEFAULT_BACKEND = {"apple": "metal", "amd": "rocm", "intel": "vulkan"}
 
 
 def parse_backend(text: str | None, acc: Accelerator) -> str:
-    """``--backend`` as named (or as an engine names it: ``BACKEND_ALIASES``), else the card's own (``DEFAULT_BACKEND``: metal on Apple silicon,
-    rocm on AMD's, vulkan on Intel's, cuda on NVIDIA's and a card given by its figures); a name
-    that is not a backend, or one that does not run on the table's card (``BACKEND_MAKERS``),
-    raises UsageError."""
+    """``--backend`` as named (or as an engine names it: ``BACKEND_ALIASES``), else the card's own
+    (``DEFAULT_BACKEND``: metal on Apple silicon, rocm on AMD's, vulkan on Intel's, cuda on
+    NVIDIA's and a card given by its figures); a name that is not a backend, or one that does not
+    run on the table's card (``BACKEND_MAKERS``), raises UsageError."""
     from llmcalc.errors import UsageError
 
     if text is None:

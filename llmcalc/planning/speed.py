@@ -736,9 +736,9 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     below ``HBM_MIN_BANDWIDTH`` (a V100's or an A30's HBM2, 0.9 TB/s) the bytes go again at that
     rate, not the card's (the kernels' bytes in flight cover more of a slower card's latency ×
     bandwidth): a_dc · bytes / max(bandwidth, 1.5 TB/s), no fitted row moved (a_dc65 in
-    docs/latency.md: the held-out V100 and A30 decode rows 15.9% → 7.0%); and the layers again for FP8 weights (``FP8_TERMS``:
-    their activations' quantisation kernels); and the layers again under tensor parallelism
-    (``c_tp``: each layer's two all-reduces, after the attention's output projection and the MLP's
+    docs/latency.md: the held-out V100 and A30 decode rows 15.9% → 7.0%); and the layers again
+    for FP8 weights (``FP8_TERMS``: their activations' quantisation kernels); and the layers again
+    under tensor parallelism (``c_tp``: each layer's two all-reduces, after the attention's output projection and the MLP's
     down projection (Megatron-LM, Shoeybi et al. 2019, §3), are each a collective launch and a
     synchronisation of every GPU, a fixed latency the bytes at the link's bandwidth (g) leave out:
     a decode step's messages are batch × d_model × 2 B, kilobytes. Fitted on vLLM CUDA only
@@ -1261,7 +1261,8 @@ TERM_TEXT: dict[str, str] = {
     "a": "bytes / bandwidth", "c": "layers × 1 ms", "f": "FLOPs / peak", "g": "all-reduce time",
     "c_dc": "layers × 1 ms on a data-centre card",
     "c_moe": "layers × 1 ms for a mixture of experts",
-    "a_dc": "bytes / max(bandwidth, 1,500 GB/s) on a data-centre card", "c_fp8": "layers × 1 ms for FP8 weights",
+    "a_dc": "bytes / max(bandwidth, 1,500 GB/s) on a data-centre card",
+    "c_fp8": "layers × 1 ms for FP8 weights",
     "c_tp": "layers × 1 ms under tensor parallelism",
     "c_a8": "layers × 1 ms on an Apple GPU before M3",
     "a_gqa": "KV bytes × (query heads per KV head − 1) / bandwidth on a build without flash "
