@@ -272,6 +272,18 @@ APPLE_BEFORE_M3 = ("apple-m1", "apple-m2")
 # a GPU) takes those three rows' leave-one-out errors to −6% to +8% (each fitted on the other two:
 # one source, one chip, so the share is provisional).
 NEURAL_ACCELERATOR_GPUS = ("apple-m5",)
+# Those first tensor-API kernels shared kernel_mul_mm with the simdgroup path (ifdef'd within one
+# kernel, its data layout and threadgroup staging) until PR #20962 ("Optimize Metal Tensor API
+# usage", Apple's Developer-Ecosystem-Engineering, opened 2026-03-24) gave the tensor path a kernel
+# of its own (64x128 tiles, B read from device memory): on an M5 Max, pp512-pp4096 "geomean
+# improvement of ~26%", Q4_0 ~6.8%, an F16 8B ~71.9%; M1-M4 keep the simdgroup kernel. PR #16634's
+# M5 rows (October 2025) predate it ("predates": [20962]) and take p_pre as the AMD rows before
+# their tiles do (``_before_matrix_tiles``); p_na is then the current kernels' share. With it
+# llama.cpp Metal's leave-one-out prefill error is 4.9% either way (PR #16634's three M5 pp512 rows
+# +14..+25% -> -5..+8%; the M5 Max's Gemma 4 pp512 of 2026 builds, -20..+2% -> -10..+10%); the
+# scoreboard copies' M5 Max and M5 Pro pp512 (b10621, the tensor API on) -12..-21% -> +0..-13%
+# (docs/latency.md, m5tiles62).
+METAL_TENSOR_TILES = 20962
 # Apple's Ultra chips are two Max dies joined by UltraFusion ("2.5TB/s of low-latency,
 # inter-processor bandwidth", Apple's M1 Ultra announcement, March 2022; M2 Ultra and M3 Ultra the
 # same): each die's memory controllers serve half the memory, so half of a step's weight reads
@@ -640,10 +652,13 @@ def _ultra(lat: Latency, backend: str) -> bool:
     return a.key.startswith(ULTRA_GPUS)
 
 
-def _before_amd_tiles(lat: Latency, backend: str, predates: tuple[int, ...]) -> bool:
-    """A measured row's build before its backend's AMD matrix-core tiles (``AMD_TILE_PRS``): on
+def _before_matrix_tiles(lat: Latency, backend: str, predates: tuple[int, ...]) -> bool:
+    """A measured row's build before its backend's matrix-unit tiles: AMD's (``AMD_TILE_PRS``) on
     Vulkan any weights (PR #18749 tuned every matmul), on ROCm quantised ones (PR #17576's MMQ;
-    16-bit weights go to hipBLAS)."""
+    16-bit weights go to hipBLAS); on Metal an M5's tensor-API kernel (``METAL_TENSOR_TILES``)."""
+    if backend == "metal":
+        return METAL_TENSOR_TILES in predates and lat.accelerator.key.startswith(
+            NEURAL_ACCELERATOR_GPUS)
     return AMD_TILE_PRS.get(backend, 0) in predates and (
         backend != "rocm" or not isinstance(lat.dtype, DType))
 
@@ -900,7 +915,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     15.4% to 12.0%), the FLOPs again on an integrated GPU (``INTEGRATED_GPUS``), the layers
     again for FP8 weights (``FP8_TERMS``), the weights' FLOPs again where they run in FP8 or on a
     Hopper or Blackwell SM (``_tc_gemms``), the weights' FLOPs again on a build that predates
-    AMD's matrix-core tiles (``_before_amd_tiles``: a measured row's ``predates``; a run
+    its backend's matrix-unit tiles (``_before_matrix_tiles``: a measured row's ``predates``; a run
     the caller asks about is a current build, so its ``predates`` is empty), a quantised
     prefill's weight FLOPs again on an Apple GPU before M3's shader core (``APPLE_BEFORE_M3``), the
     weights' FLOPs again on an Apple GPU with Neural Accelerators (``NEURAL_ACCELERATOR_GPUS``), the
@@ -931,7 +946,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             dense / peak * kq, dense / peak * lat.moe,
             p.flops / peak * (lat.accelerator.key in INTEGRATED_GPUS),
             lat.layers * LAYER_S * _fp8_weights(lat), dense / peak * _tc_gemms(lat, backend),
-            dense / peak * _before_amd_tiles(lat, backend, predates),
+            dense / peak * _before_matrix_tiles(lat, backend, predates),
             dense / peak * _before_m3(lat, backend) * (not isinstance(lat.dtype, DType)),
             dense / peak * key.startswith(NEURAL_ACCELERATOR_GPUS),
             chunks, chunks * (FUSED_DELTA_NET.get(backend, 0) in predates),  # p_rec, p_rec_pre
@@ -1246,8 +1261,9 @@ TERM_TEXT: dict[str, str] = {
     "p_igpu": "FLOPs / peak on an integrated GPU", "r_fp8": "layers × 1 ms for FP8 weights",
     "p_tc": "weight FLOPs / peak on FP8-era tensor cores (FP8 weights on FP8 tensor cores; any "
             "weights on a Hopper or Blackwell SM)",
-    "p_pre": "weight FLOPs / peak on a build before AMD's matrix-core tiles: PR #18749's on "
-             "Vulkan, PR #17576's on ROCm (measured rows only)",
+    "p_pre": "weight FLOPs / peak on a build before its backend's matrix-unit tiles: PR #18749's "
+             "on Vulkan and PR #17576's on ROCm (AMD), PR #20962's on an M5's Metal (measured "
+             "rows only)",
     "p_a8": "quantised weight FLOPs / peak on an Apple GPU before M3",
     "p_na": "weight FLOPs / peak on an Apple GPU with Neural Accelerators",
     "p_rec": "recurrent layers × prompt chunks of 64 × 1 ms",
