@@ -366,7 +366,8 @@ def test_lookup_a_cards_printed_name(name: str, key: str) -> None:
     # a memory size in the name, where it is the card's: "80GB" after or inside the name
     ("H100 80GB", "h100"), ("RTX 3090 24GB", "rtx-3090"), ("rtx-4090-24gb", "rtx-4090"),
     ("l40s-48gb", "l40s"), ("MI300X 192GB", "mi300x"), ("Apple M2 Ultra 192GB", "apple-m2-ultra"),
-    ("a100-sxm-80gb", "a100-80gb"), ("RTX 2080 Ti 11 GB", "rtx-2080-ti"),
+    ("a100-sxm-80gb", "a100-80gb"), ("A100 SXM 40GB", "a100-40gb"),
+    ("RTX 2080 Ti 11 GB", "rtx-2080-ti"),
     # ...a key that holds its size stays that key
     ("rtx-4060-ti-8gb", "rtx-4060-ti-8gb"), ("rtx-3080-12gb", "rtx-3080-12gb"),
 ])
@@ -376,7 +377,7 @@ def test_lookup_a_name_with_its_memory(name: str, key: str) -> None:
 
 @pytest.mark.parametrize("name,told", [
     ("m3-max-64gb", "the table's apple-m3-max has 128 GB, not 64"),
-    ("a100-sxm-40gb", "the table's a100-80gb has 80 GB, not 40"),
+    ("a100-sxm-48gb", "the table's a100-80gb has 80 GB, not 48"),
     ("h100-94gb", "the table's h100 has 80 GB, not 94"),
 ])
 def test_a_memory_size_the_card_lacks_is_another_card(name: str, told: str) -> None:
