@@ -140,5 +140,8 @@ def parse_backend(text: str | None, acc: Accelerator) -> str:
         if key == "vulkan":  # llama.cpp builds Vulkan on macOS through MoltenVK, never measured
             raise UsageError(f"--backend vulkan: no measurement of it on the {acc.name} (MoltenVK) "
                              f"was found; its backends: {runs}")
-        raise UsageError(f"--backend {key}: does not run on the {acc.name} (its backends: {runs})")
+        named = text.strip().lower()  # as typed (an alias: BACKEND_ALIASES), a known name
+        shown = named if named == key else f"{named} ({key})"
+        raise UsageError(f"--backend {shown}: does not run on the {acc.name} "
+                         f"(its backends: {runs})")
     return key

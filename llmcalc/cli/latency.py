@@ -91,8 +91,8 @@ def latency(
     backend: Annotated[
         Optional[str],  # noqa: UP045
         typer.Option("--backend", help=f"The engine's backend: {', '.join(BACKENDS)} (default: "
-                     "metal on Apple silicon, rocm on AMD cards, vulkan on Intel's, cuda on the rest; "
-                     "hip reads as rocm, mps as metal).",
+                     "metal on Apple silicon, rocm on AMD cards, vulkan on Intel's, cuda on the "
+                     "rest; hip reads as rocm, mps as metal).",
                      show_default=False),
     ] = None,
     set_: SetOpt = None,

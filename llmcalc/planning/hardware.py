@@ -238,10 +238,10 @@ NOT_IN_TABLE = "(not in the table: the figures given describe it)"
 
 
 # a memory size in a card's name, as nvidia-smi and shops write it ("NVIDIA A100 80GB PCIe", "RTX
-# 3090 24GB", "H100 80GB"): the card the name names without it, where that is the table card's
-# memory (another size is another card: the A100's 40 GB is a100-40gb, an M3 Max's 64 GB not the
-# table's 128 GB one)
-_MEMORY = re.compile(r"-(\d+)-?gb(?=-|$)")
+# 3090 24GB", "H100 80 GB"): the key it spells with the size joined ("A100 40 GB" is a100-40gb),
+# else the card the name names without it, where that is the table card's memory (another size is
+# another card: an M3 Max's 64 GB is not the table's 128 GB one); at most four ASCII digits
+_MEMORY = re.compile(r"-([0-9]{1,4})-?gb(?=-|$)")
 
 
 def memory_gb(acc: Accelerator) -> int:
@@ -263,6 +263,8 @@ def _key(name: str) -> tuple[str | None, str]:
     normal = _normal(name)
     if (key := _table_key(normal)) is not None or not (size := _MEMORY.search(normal)):
         return key, ""
+    if (key := _table_key(_MEMORY.sub(r"-\1gb", normal, count=1))) is not None:
+        return key, ""  # "A100 40 GB": a100-40gb
     key = _table_key(normal[:size.start()] + normal[size.end():])
     if key is None or memory_gb(ACCELERATORS[key]) == int(size[1]):
         return key, ""

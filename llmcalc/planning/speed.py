@@ -276,13 +276,13 @@ NEURAL_ACCELERATOR_GPUS = ("apple-m5",)
 # kernel, its data layout and threadgroup staging) until PR #20962 ("Optimize Metal Tensor API
 # usage", Apple's Developer-Ecosystem-Engineering, opened 2026-03-24) gave the tensor path a kernel
 # of its own (64x128 tiles, B read from device memory): on an M5 Max, pp512-pp4096 "geomean
-# improvement of ~26%", Q4_0 ~6.8%, an F16 8B ~71.9%; M1-M4 keep the simdgroup kernel. PR #16634's
-# M5 rows (October 2025) predate it ("predates": [20962]) and take p_pre as the AMD rows before
-# their tiles do (``_before_matrix_tiles``); p_na is then the current kernels' share. With it
-# llama.cpp Metal's leave-one-out prefill error is 4.9% either way (PR #16634's three M5 pp512 rows
-# +14..+25% -> -5..+8%; the M5 Max's Gemma 4 pp512 of 2026 builds, -20..+2% -> -10..+10%); the
-# scoreboard copies' M5 Max and M5 Pro pp512 (b10621, the tensor API on) -12..-21% -> +0..-13%
-# (docs/latency.md, m5tiles62).
+# improvement of ~26%", a TinyLlama Q4_0 ~6.8%, an F16 8B ~71.9%; M1-M4 keep the simdgroup
+# kernel. PR #16634's M5 rows (October 2025) predate it ("predates": [20962]) and take p_pre as the
+# AMD rows before their tiles do (``_before_matrix_tiles``); p_na is then the current kernels'
+# share. With it llama.cpp Metal's leave-one-out prefill error is 4.9% either way (PR #16634's three
+# M5 pp512 rows +14..+25% -> -5..+8%; the M5 Max's Gemma 4 pp512 of 2026 builds, -20..+2% ->
+# -10..+10%); the scoreboard copies' M5 Max and M5 Pro pp512 (b10621, the tensor API on) -12..-21%
+# -> +0..-13% (docs/latency.md, m5tiles62).
 METAL_TENSOR_TILES = 20962
 # Apple's Ultra chips are two Max dies joined by UltraFusion ("2.5TB/s of low-latency,
 # inter-processor bandwidth", Apple's M1 Ultra announcement, March 2022; M2 Ultra and M3 Ultra the
@@ -747,22 +747,23 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     Llama-3-8B F16 tg512 (XiongjieDai, May 2024) at 0.40 of the bound on an A100 SXM and 0.51 on an
     H100 PCIe, 0.74–0.82 on an RTX 4090, RTX 6000 Ada, RTX A6000, A40 and L40S. Fitted on llama.cpp
     CUDA only (ENGINE_TERMS): its leave-one-out decode error 7.7% → 7.4% over its 163 rows,
-    data-centre decode rows 12.9% → 11.1%. Its fitted cards are HBM2e and HBM3 at 1.5–3.35 TB/s;
+    data-centre decode rows 12.9% → 11.1%. Its fitted cards are HBM2e to HBM3e at 1.9–8 TB/s;
     below ``HBM_MIN_BANDWIDTH`` (a V100's or an A30's HBM2, 0.9 TB/s) the bytes go again at that
     rate, not the card's (the kernels' bytes in flight cover more of a slower card's latency ×
     bandwidth): a_dc · bytes / max(bandwidth, 1.5 TB/s), no fitted row moved (a_dc65 in
     docs/latency.md: the held-out V100 and A30 decode rows 15.9% → 7.0%); and the layers again
     for FP8 weights (``FP8_TERMS``: their activations' quantisation kernels); and the layers again
-    under tensor parallelism (``c_tp``: each layer's two all-reduces, after the attention's output projection and the MLP's
-    down projection (Megatron-LM, Shoeybi et al. 2019, §3), are each a collective launch and a
-    synchronisation of every GPU, a fixed latency the bytes at the link's bandwidth (g) leave out:
-    a decode step's messages are batch × d_model × 2 B, kilobytes. Fitted on vLLM CUDA only
-    (ENGINE_TERMS): its whole requests at TP 2–8 and its single-GPU decode steps (an L4) sat on one
-    per-layer cost c, the L4's steps expected 18–30% too slow; with c_tp vLLM's leave-one-out decode
-    error goes from 19.0% to 7.8%, its whole requests' 12.4% → 12.2%. TensorRT-LLM's rows gain
-    nothing from it (its whole requests 7.0% → 7.1%, and a prefill twin of it, 6.0% → 6.8%), and
-    vLLM on ROCm has only TP 8 rows, where it is the per-layer cost c again), and the layers again
-    on an Apple GPU before M3 (``APPLE_BEFORE_M3``: c_a8), and the KV cache's bytes again for each
+    under tensor parallelism (``c_tp``: each layer's two all-reduces, after the attention's output
+    projection and the MLP's down projection (Megatron-LM, Shoeybi et al. 2019, §3), are each a
+    collective launch and a synchronisation of every GPU, a fixed latency the bytes at the link's
+    bandwidth (g) leave out: a decode step's messages are batch × d_model × 2 B, kilobytes. Fitted
+    on vLLM CUDA only (ENGINE_TERMS): its whole requests at TP 2–8 and its single-GPU decode steps
+    (an L4) sat on one per-layer cost c, the L4's steps expected 18–30% too slow; with c_tp vLLM's
+    leave-one-out decode error goes from 19.0% to 7.8%, its whole requests' 12.4% → 12.2%.
+    TensorRT-LLM's rows gain nothing from it (its whole requests 7.0% → 7.1%, and a prefill twin of
+    it, 6.0% → 6.8%), and vLLM on ROCm has only TP 8 rows, where it is the per-layer cost c again),
+    and the layers again on an Apple GPU before M3 (``APPLE_BEFORE_M3``: c_a8), and the KV cache's
+    bytes again for each
     further query head of a group on a build without flash attention (``old_build``: a_gqa, the
     comment above ``score_bytes``), and the recurrent layers (c_rec), again on a measured row of a
     build before its backend's fused GATED_DELTA_NET op (``predates``: c_rec_pre, ``DELTA_CHUNK``'s

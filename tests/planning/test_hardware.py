@@ -368,8 +368,11 @@ def test_lookup_a_cards_printed_name(name: str, key: str) -> None:
     ("l40s-48gb", "l40s"), ("MI300X 192GB", "mi300x"), ("Apple M2 Ultra 192GB", "apple-m2-ultra"),
     ("a100-sxm-80gb", "a100-80gb"), ("A100 SXM 40GB", "a100-40gb"),
     ("RTX 2080 Ti 11 GB", "rtx-2080-ti"),
-    # ...a key that holds its size stays that key
+    # ...a key that holds its size stays that key, spelt with a space too
     ("rtx-4060-ti-8gb", "rtx-4060-ti-8gb"), ("rtx-3080-12gb", "rtx-3080-12gb"),
+    ("A100 40 GB", "a100-40gb"), ("RTX 3080 12 GB", "rtx-3080-12gb"),
+    ("V100 PCIe 16 GB", "v100-pcie-16gb"), ("GH200 96 GB", "gh200-96gb"),
+    ("4060ti 8 gb", "rtx-4060-ti-8gb"),
 ])
 def test_lookup_a_name_with_its_memory(name: str, key: str) -> None:
     assert lookup(name).key == key
@@ -385,6 +388,14 @@ def test_a_memory_size_the_card_lacks_is_another_card(name: str, told: str) -> N
         lookup(name)
     assert str(e.value).startswith(f"gpu {name}: unknown accelerator; {told}; known: a100-40gb, ")
     assert not in_table(name)
+
+
+@pytest.mark.parametrize("name", ["h100-" + "9" * 5000 + "gb", "h100 ８０gb", "h100-٨٠gb"])
+def test_a_size_is_four_ascii_digits_at_most(name: str) -> None:
+    # a longer run, or other scripts' digits, is no size: the name is simply unknown
+    with pytest.raises(UsageError) as e:
+        lookup(name)
+    assert str(e.value).startswith(f"gpu {name}: unknown accelerator; known: a100-40gb, ")
 
 
 def test_every_cards_name_finds_it() -> None:

@@ -298,8 +298,8 @@ def test_fp4_weights_run_at_the_fp4_peak_on_blackwell(gpu: str, dtype: str, peak
     assert compute_peak(lookup(gpu), resolve_format(spec, dtype)) == peak
 
 
-@pytest.mark.parametrize("gpu", ["rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060", "rtx-4060",
-                                 "rtx-4070-super", "l40", "gb200"])
+@pytest.mark.parametrize("gpu", ["rtx-5070-ti", "rtx-5070", "rtx-5060-ti-16gb", "rtx-5060",
+                                 "rtx-4060", "rtx-4070-super", "l40", "gb200"])
 def test_the_added_cards_give_a_bound_and_an_expected_speed(cli: Any, gpu: str) -> None:
     """Each added card has a FLOP rate, so `latency --engine` answers on it without --gpu-flops,
     the expected figures below the bound."""

@@ -532,7 +532,8 @@ def test_a_tg128_row_reproduced(cli: Any) -> None:
     ("mi300x", "HIP", "rocm"), ("apple-m2-ultra", "mps", "metal")])
 def test_a_backend_by_the_name_its_engine_gives_it(cli: Any, gpu: str, alias: str,
                                                    backend: str) -> None:
-    # llama.cpp's ROCm build is GGML_HIP; PyTorch's Metal device is "mps"
+    # the names engines give these backends (choices.BACKEND_ALIASES): ROCm builds as GGML_HIP in
+    # llama.cpp, Metal is PyTorch's "mps" device
     def expected(name: str) -> dict[str, Any]:
         r = cli("latency", "llama-2-7b", "--gpu", gpu, "--dtype", "fp16", "--engine",
                 "transformers", "--backend", name, "--json")
