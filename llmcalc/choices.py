@@ -129,7 +129,8 @@ def parse_backend(text: str | None, acc: Accelerator) -> str:
 
     if text is None:
         return DEFAULT_BACKEND.get(acc.maker, "cuda")
-    key = BACKEND_ALIASES.get(text.strip().lower(), text.strip().lower())
+    named = text.strip().lower()
+    key = BACKEND_ALIASES.get(named, named)
     if key not in BACKENDS:
         raise UsageError(f"--backend {text!r}: not a backend llmcalc models ({', '.join(BACKENDS)})")
     if acc.maker and acc.maker not in BACKEND_MAKERS[key]:
@@ -140,8 +141,7 @@ def parse_backend(text: str | None, acc: Accelerator) -> str:
         if key == "vulkan":  # llama.cpp builds Vulkan on macOS through MoltenVK, never measured
             raise UsageError(f"--backend vulkan: no measurement of it on the {acc.name} (MoltenVK) "
                              f"was found; its backends: {runs}")
-        named = text.strip().lower()  # as typed (an alias: BACKEND_ALIASES), a known name
-        shown = named if named == key else f"{named} ({key})"
+        shown = named if named == key else f"{named} ({key})"  # an alias as typed, then its backend
         raise UsageError(f"--backend {shown}: does not run on the {acc.name} "
                          f"(its backends: {runs})")
     return key

@@ -244,7 +244,7 @@ NOT_IN_TABLE = "(not in the table: the figures given describe it)"
 _MEMORY = re.compile(r"-([0-9]{1,4})-?gb(?=-|$)")
 
 
-def memory_gb(acc: Accelerator) -> int:
+def _memory_gb(acc: Accelerator) -> int:
     """The memory a table card's datasheet names, in GB as its name writes it (an Apple chip's
     unified memory; the table reads "80 GB" as 80 GiB, ``memory_bytes``)."""
     return (acc.unified_bytes or acc.memory_bytes) // GiB
@@ -266,9 +266,9 @@ def _key(name: str) -> tuple[str | None, str]:
     if (key := _table_key(_MEMORY.sub(r"-\1gb", normal, count=1))) is not None:
         return key, ""  # "A100 40 GB": a100-40gb
     key = _table_key(normal[:size.start()] + normal[size.end():])
-    if key is None or memory_gb(ACCELERATORS[key]) == int(size[1]):
+    if key is None or _memory_gb(ACCELERATORS[key]) == int(size[1]):
         return key, ""
-    return None, f"; the table's {key} has {memory_gb(ACCELERATORS[key])} GB, not {int(size[1])}"
+    return None, f"; the table's {key} has {_memory_gb(ACCELERATORS[key])} GB, not {int(size[1])}"
 
 
 def in_table(name: str) -> bool:

@@ -600,8 +600,8 @@ def fit_bound_seconds(lat: Latency, backend: str) -> tuple[float, float]:
 
 
 def runs_mmq(lat: Latency, engine: str, backend: str, *, mmq: bool = True) -> bool:
-    """Whether llama.cpp CUDA runs ``lat``'s prefill GEMMs in its MMQ kernels: quantised weights on a
-    build with MMQ the default (``mmq``; ``PRE_MMQ_SOURCES``)."""
+    """Whether llama.cpp CUDA runs ``lat``'s prefill GEMMs in its MMQ kernels: quantised weights on
+    a build with MMQ the default (``mmq``; ``PRE_MMQ_SOURCES``)."""
     return mmq and (engine, backend) == ("llama.cpp", "cuda") and not isinstance(lat.dtype, DType)
 
 
@@ -652,15 +652,20 @@ def _ultra(lat: Latency, backend: str) -> bool:
     return a.key.startswith(ULTRA_GPUS)
 
 
+# the PR that gave each backend's matrix units their own tiles (p_pre: a measured row's build
+# before it): AMD's on Vulkan and ROCm, an M5's tensor-API kernel on Metal
+MATRIX_TILE_PRS = {**AMD_TILE_PRS, "metal": METAL_TENSOR_TILES}
+
+
 def _before_matrix_tiles(lat: Latency, backend: str, predates: tuple[int, ...]) -> bool:
-    """A measured row's build before its backend's matrix-unit tiles: AMD's (``AMD_TILE_PRS``) on
+    """A measured row's build before its backend's matrix-unit tiles (``MATRIX_TILE_PRS``): on
     Vulkan any weights (PR #18749 tuned every matmul), on ROCm quantised ones (PR #17576's MMQ;
-    16-bit weights go to hipBLAS); on Metal an M5's tensor-API kernel (``METAL_TENSOR_TILES``)."""
-    if backend == "metal":
-        return METAL_TENSOR_TILES in predates and lat.accelerator.key.startswith(
-            NEURAL_ACCELERATOR_GPUS)
-    return AMD_TILE_PRS.get(backend, 0) in predates and (
-        backend != "rocm" or not isinstance(lat.dtype, DType))
+    16-bit weights go to hipBLAS), on Metal an M5's (PR #20962; M1-M4 keep the simdgroup kernel)."""
+    if MATRIX_TILE_PRS.get(backend, 0) not in predates:
+        return False
+    if backend == "rocm":
+        return not isinstance(lat.dtype, DType)
+    return backend != "metal" or lat.accelerator.key.startswith(NEURAL_ACCELERATOR_GPUS)
 
 
 def _fp8_weights(lat: Latency) -> bool:
@@ -763,23 +768,22 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     TensorRT-LLM's rows gain nothing from it (its whole requests 7.0% → 7.1%, and a prefill twin of
     it, 6.0% → 6.8%), and vLLM on ROCm has only TP 8 rows, where it is the per-layer cost c again),
     and the layers again on an Apple GPU before M3 (``APPLE_BEFORE_M3``: c_a8), and the KV cache's
-    bytes again for each
-    further query head of a group on a build without flash attention (``old_build``: a_gqa, the
-    comment above ``score_bytes``), and the recurrent layers (c_rec), again on a measured row of a
-    build before its backend's fused GATED_DELTA_NET op (``predates``: c_rec_pre, ``DELTA_CHUNK``'s
-    comment), and the norms a layer runs beyond the two of a pre-norm block (c_norm,
-    ``latency.layer_norms``): each an RMS norm and its weight's multiply, launched and synchronised
-    like the layer's other kernels; Gemma 3 and 4 run six to nine (pre- and post-norms of both
-    blocks, the query and key norms), Qwen3 four, and their tg rows were expected too fast from a
-    cost per layer alone (left out: gemma-3-4b on the DGX Spark +8% and +11%, now +6% and +10%;
-    gemma-4-26b-a4b on an RX 7900 XTX +72% on Vulkan and ROCm, now −21% and +7%, on an R9700 +37%,
-    now −12%). Fitted on llama.cpp CUDA, Vulkan and ROCm: 0.004, 0.016 and 0.022 ms a norm beside
-    0.033, 0.029 and 0.048 a layer; leave-one-out decode error CUDA 6.2% → 6.0%, Vulkan 8.4% →
-    8.2%, ROCm 8.7% → 8.6% (there identified by few rows: Gemma 4's two, and the hybrid
-    layers' gated norm, which ROCm's c_rec leaves out). On Metal it takes 4.7% to 4.8%, so Metal
-    goes without it (ENGINE_TERMS); TensorRT-LLM has no row with more than two norms a layer;
-    and the bytes again on an Apple Ultra (a_ultra: two dies, half the reads across UltraFusion;
-    ``ULTRA_GPUS``' comment), fitted on llama.cpp Metal only."""
+    bytes again for each further query head of a group on a build without flash attention
+    (``old_build``: a_gqa, the comment above ``score_bytes``), and the recurrent layers (c_rec),
+    again on a measured row of a build before its backend's fused GATED_DELTA_NET op (``predates``:
+    c_rec_pre, ``DELTA_CHUNK``'s comment), and the norms a layer runs beyond the two of a pre-norm
+    block (c_norm, ``latency.layer_norms``): each an RMS norm and its weight's multiply, launched
+    and synchronised like the layer's other kernels; Gemma 3 and 4 run six to nine (pre- and
+    post-norms of both blocks, the query and key norms), Qwen3 four, and their tg rows were
+    expected too fast from a cost per layer alone (left out: gemma-3-4b on the DGX Spark +8% and
+    +11%, now +6% and +10%; gemma-4-26b-a4b on an RX 7900 XTX +72% on Vulkan and ROCm, now −21% and
+    +7%, on an R9700 +37%, now −12%). Fitted on llama.cpp CUDA, Vulkan and ROCm: 0.004, 0.016 and
+    0.022 ms a norm beside 0.033, 0.029 and 0.048 a layer; leave-one-out decode error CUDA 6.2% →
+    6.0%, Vulkan 8.4% → 8.2%, ROCm 8.7% → 8.6% (there identified by few rows: Gemma 4's two, and
+    the hybrid layers' gated norm, which ROCm's c_rec leaves out). On Metal it takes 4.7% to 4.8%,
+    so Metal goes without it (ENGINE_TERMS); TensorRT-LLM has no row with more than two norms a
+    layer; and the bytes again on an Apple Ultra (a_ultra: two dies, half the reads across
+    UltraFusion; ``ULTRA_GPUS``' comment), fitted on llama.cpp Metal only."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     copies = CACHE_COPIES.get(engine, 0) * lat.decode_kv_bytes
@@ -816,11 +820,11 @@ PRE_AMPERE_NVIDIA = TURING_NVIDIA | {"v100-sxm2-32gb", "v100-sxm2-16gb", "v100-p
 # Ampere on does, each a term of its own (llama.cpp CUDA only: p_tu, p_ws, the weights' FLOPs again):
 # - a Turing GPU's quantised weights (TURING_NVIDIA): MMQ's int8 tiles are built on Ampere's
 #   mma.sync.m16n8k32; Turing has only m8n8k16 and runs each as four (ggml/src/ggml-cuda/mma.cuh,
-#   mma() on int8 tiles: "On Turing m16n8k32 mma is not available, use 4x m8n8k16 mma instead"). Left out, a T4's
-#   Llama-2-7B Q4_0 pp512 (#15013) was expected 111% too fast, an RTX 2080 Ti's Llama-2-13B Q4_K_M
-#   56% (geerlingguy/ai-benchmarks#46). Volta has no int8 MMA at all (its MMQ runs dp4a): its V100
-#   rows are not fitted, and on the scoreboard copies below the term took its pp512 from +14% to
-#   -28%, so it stays Turing's;
+#   mma() on int8 tiles: "On Turing m16n8k32 mma is not available, use 4x m8n8k16 mma
+#   instead"). Left out, a T4's Llama-2-7B Q4_0 pp512 (#15013) was expected 111% too fast, an
+#   RTX 2080 Ti's Llama-2-13B Q4_K_M 56% (geerlingguy/ai-benchmarks#46). Volta has no int8 MMA at
+#   all (its MMQ runs dp4a): its V100 rows are not fitted, and on the scoreboard copies below the
+#   term took its pp512 from +14% to -28%, so it stays Turing's;
 # - a workstation card (the table's kind: the RTX A- and Ada and Blackwell PRO cards, A40, L40(S),
 #   A10, L4, T4, the DGX Spark), whatever the weights: the GeForce dies at 70-300 W of board power
 #   where a GeForce of the die draws 350-575 W, sustaining less of the boost clock their peaks are
@@ -1182,9 +1186,9 @@ def weights_caution(lat: Latency, engine: str, backend: str) -> str:
     "" for any other weights or engine."""
     if lat.moe and scalar_bf16(lat.accelerator, lat.dtype, engine, backend):
         pp, tg = SCALAR_BF16_MOE
-        return ("llama.cpp's fitted Vulkan rows hold no BF16 weights; on a Radeon (no bf16 in AMD's "
-                "Vulkan drivers) they run the scalar FP32 shaders, whose peak these figures take, "
-                "and a mixture of experts' slower still: a Strix Halo's Qwen3.6-35B-A3B BF16 "
+        return ("llama.cpp's fitted Vulkan rows hold no BF16 weights; on a Radeon (no bf16 in "
+                "AMD's Vulkan drivers) they run the scalar FP32 shaders, whose peak these figures "
+                "take, and a mixture of experts' slower still: a Strix Halo's Qwen3.6-35B-A3B BF16 "
                 f"(b9193) ran pp512 at {pp} and tg128 at {tg} of them; likely too fast")
     if engine != "transformers":
         return ""

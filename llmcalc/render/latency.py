@@ -97,11 +97,12 @@ def expected_rows(r: Latency, e: Expected) -> list[tuple[str, str, float, float,
     ]
 
 
-# The rows after the figures, each where it applies, in the order the CLI prints them: another engine × backend's rows fitted beside these
-# (``STAND_INS``), what the fit took a card not in the table for (speed.custom_card), the card's own
-# rows far from the fit (speed.card_caution), weights the fitted rows have not run
-# (speed.weights_caution), the card's boost clock assumed (speed.clock_note), the call's batch past
-# every fitted row's (speed.beyond_rows). The page takes them as expected_view's note_keys.
+# The rows after the figures, each where it applies, in the order the CLI prints them: another
+# engine × backend's rows fitted beside these (``STAND_INS``), what the fit took a card not in the
+# table for (speed.custom_card), the card's own rows far from the fit (speed.card_caution), weights
+# the fitted rows have not run (speed.weights_caution), the card's boost clock assumed
+# (speed.clock_note), the call's batch past every fitted row's (speed.beyond_rows). The page takes
+# them as expected_view's note_keys.
 NOTE_KEYS = ("stand_in", "assumed_card", "caution", "weights", "clock", "beyond")
 
 
@@ -138,8 +139,8 @@ def expected_view(r: Latency, e: Expected) -> dict[str, Any]:
                  for label, key, got, bound, error in expected_rows(r, e)],
         "terms": {"prefill": list(TERMS[:PREFILL_TERMS]), "decode": list(TERMS[PREFILL_TERMS:])},
         "throughput_rows": e.throughput_rows,  # whole requests: they inform both stages' terms
-        # the rows after the figures, in the CLI's order (NOTE_KEYS), each in its words, None where it
-        # does not apply
+        # the rows after the figures, in the CLI's order (NOTE_KEYS), each in its words, None where
+        # it does not apply
         "note_keys": list(NOTE_KEYS), **dict.fromkeys(NOTE_KEYS),
         **{k: dict(zip(("label", "expected_text", "bound_text", "error"), row, strict=True))
            for k, row in note_rows(e).items()},

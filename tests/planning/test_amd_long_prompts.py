@@ -7,21 +7,17 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 from typing import Any
+
+from helpers.bench import REPO, holdout
 
 from llmcalc.planning.hardware import ACCELERATORS
 from llmcalc.planning.speed import coopmat1_share
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import speed_holdout as holdout  # noqa: E402
-
-ROWS: list[dict[str, Any]] = json.loads((ROOT / "bench" / "amd_long_prompts.json").read_text())["rows"]
+ROWS: list[dict[str, Any]] = json.loads(
+    (REPO / "bench" / "amd_long_prompts.json").read_text())["rows"]
 FITTED: list[dict[str, Any]] = json.loads(
-    (ROOT / "llmcalc" / "planning" / "measured_speed.json").read_text())["rows"]
+    (REPO / "llmcalc" / "planning" / "measured_speed.json").read_text())["rows"]
 
 
 def test_rows_read_as_their_quoted_lines() -> None:

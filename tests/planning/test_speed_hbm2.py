@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
+from helpers.bench import REPO, holdout
 
 from llmcalc.cli.latency import row_latency
 from llmcalc.planning.hardware import ACCELERATORS
@@ -21,11 +20,6 @@ from llmcalc.planning.speed import (
     _decode_features,
     rows_for,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import speed_holdout as holdout  # noqa: E402
 
 A_DC = TERMS[PREFILL_TERMS:].index("a_dc")
 
@@ -45,7 +39,7 @@ def test_the_bytes_again_at_the_faster_of_the_card_and_hbm_rate(gpu: str, rate: 
 def test_the_held_out_hbm2_decode_rows() -> None:
     """The V100s' and the A30's decode rows held out (pavlokhmel, kyuz0, the #15013 copies):
     15.9% median before the term read them at 1.5 TB/s, 7.0% at it."""
-    rows = [r for f in (holdout.ROWS, ROOT / "bench/scoreboard_copies.json")
+    rows = [r for f in (holdout.ROWS, REPO / "bench/scoreboard_copies.json")
             for r in json.loads(f.read_text())["rows"]
             if str(r.get("gpu", "")).startswith(("v100", "a30"))
             and holdout.stage(r["test"]) == "decode"]

@@ -6,22 +6,16 @@ every change of the fit."""
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import speed_holdout as holdout  # noqa: E402
+from helpers.bench import REPO, holdout
 
 HELD_OUT: list[dict[str, Any]] = json.loads(holdout.ROWS.read_text())["rows"]
 FITTED: list[dict[str, Any]] = json.loads(
-    (ROOT / "llmcalc" / "planning" / "measured_speed.json").read_text())["rows"]
+    (REPO / "llmcalc" / "planning" / "measured_speed.json").read_text())["rows"]
 CARDS = {c["key"] for c in json.loads(
-    (ROOT / "llmcalc" / "planning" / "hardware.json").read_text())["accelerators"]}
+    (REPO / "llmcalc" / "planning" / "hardware.json").read_text())["accelerators"]}
 
 
 def test_no_held_out_source_is_fitted() -> None:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 from dataclasses import replace
-from pathlib import Path
+
+from helpers.bench import REPO, holdout
 
 from llmcalc.cli.latency import row_latency
 from llmcalc.planning.hardware import ACCELERATORS
@@ -21,11 +21,6 @@ from llmcalc.planning.speed import (
     measured_rows,
     rows_for,
 )
-
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench"))
-
-import speed_holdout as holdout  # noqa: E402
 
 P, P_PRE = TERMS.index("p"), TERMS.index("p_pre")
 
@@ -57,7 +52,7 @@ def test_an_m5_row_before_it_takes_its_weight_flops_again_other_chips_do_not() -
 def test_the_scoreboard_copies_tensor_api_m5_prefill() -> None:
     """The M5 Max's and M5 Pro's Llama-2-7B pp512 on b10621, the tensor API on (#4167's copies):
     14.9% median before the fit read PR #16634's rows as an older kernel's, 4.5% after."""
-    rows = [r for r in json.loads((ROOT / "bench/scoreboard_copies.json").read_text())["rows"]
+    rows = [r for r in json.loads((REPO / "bench/scoreboard_copies.json").read_text())["rows"]
             if r.get("gpu", "").startswith("apple-m5") and r["test"] == "pp512"
             and "c1d0e7a" in r["settings"]]  # build c1d0e7a: the legacy-Metal row is left out
     assert len(rows) == 4

@@ -71,10 +71,10 @@ def test_other_engines_and_the_table(cli: Any) -> None:
 
 
 HOLDOUT = Path(__file__).parents[2] / "bench/speed_holdout.json"
-SCALAR_MOE = ("llama.cpp's fitted Vulkan rows hold no BF16 weights; on a Radeon (no bf16 in AMD's "
-              "Vulkan drivers) they run the scalar FP32 shaders, whose peak these figures take, and "
-              "a mixture of experts' slower still: a Strix Halo's Qwen3.6-35B-A3B BF16 (b9193) ran "
-              "pp512 at 0.50 and tg128 at 0.33 of them; likely too fast")
+SCALAR_MOE = ("llama.cpp's fitted Vulkan rows hold no BF16 weights; on a Radeon (no bf16 in "
+              "AMD's Vulkan drivers) they run the scalar FP32 shaders, whose peak these figures "
+              "take, and a mixture of experts' slower still: a Strix Halo's Qwen3.6-35B-A3B BF16 "
+              "(b9193) ran pp512 at 0.50 and tg128 at 0.33 of them; likely too fast")
 
 
 def test_the_scalar_bf16_ratios_are_the_held_out_rows(cli: Any) -> None:
