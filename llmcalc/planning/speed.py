@@ -272,10 +272,10 @@ APPLE_BEFORE_M3 = ("apple-m1", "apple-m2")
 # a GPU) takes those three rows' leave-one-out errors to −6% to +8% (each fitted on the other two:
 # one source, one chip, so the share is provisional).
 NEURAL_ACCELERATOR_GPUS = ("apple-m5",)
-# Those first tensor-API kernels shared kernel_mul_mm with the simdgroup path (ifdef'd within one
-# kernel, its data layout and threadgroup staging) until PR #20962 ("Optimize Metal Tensor API
-# usage", Apple's Developer-Ecosystem-Engineering, opened 2026-03-24) gave the tensor path a kernel
-# of its own (64x128 tiles, B read from device memory): on an M5 Max, pp512-pp4096 "geomean
+# Those first tensor-API kernels shared kernel_mul_mm (ggml/src/ggml-metal/ggml-metal.metal) with
+# the simdgroup path (GGML_METAL_HAS_TENSOR ifdefs within one kernel, its data layout and
+# threadgroup staging) until PR #20962 ("Optimize Metal Tensor API usage", Apple's
+# Developer-Ecosystem-Engineering, opened 2026-03-24) gave the tensor path a kernel of its own (64x128 tiles, B read from device memory): on an M5 Max, pp512-pp4096 "geomean
 # improvement of ~26%", a TinyLlama Q4_0 ~6.8%, an F16 8B ~71.9%; M1-M4 keep the simdgroup
 # kernel. PR #16634's M5 rows (October 2025) predate it ("predates": [20962]) and take p_pre as the
 # AMD rows before their tiles do (``_before_matrix_tiles``); p_na is then the current kernels'
