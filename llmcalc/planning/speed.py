@@ -275,14 +275,15 @@ NEURAL_ACCELERATOR_GPUS = ("apple-m5",)
 # Those first tensor-API kernels shared kernel_mul_mm (ggml/src/ggml-metal/ggml-metal.metal) with
 # the simdgroup path (GGML_METAL_HAS_TENSOR ifdefs within one kernel, its data layout and
 # threadgroup staging) until PR #20962 ("Optimize Metal Tensor API usage", Apple's
-# Developer-Ecosystem-Engineering, opened 2026-03-24) gave the tensor path a kernel of its own (64x128 tiles, B read from device memory): on an M5 Max, pp512-pp4096 "geomean
-# improvement of ~26%", a TinyLlama Q4_0 ~6.8%, an F16 8B ~71.9%; M1-M4 keep the simdgroup
-# kernel. PR #16634's M5 rows (October 2025) predate it ("predates": [20962]) and take p_pre as the
-# AMD rows before their tiles do (``_before_matrix_tiles``); p_na is then the current kernels'
-# share. With it llama.cpp Metal's leave-one-out prefill error is 4.9% either way (PR #16634's three
-# M5 pp512 rows +14..+25% -> -5..+8%; the M5 Max's Gemma 4 pp512 of 2026 builds, -20..+2% ->
-# -10..+10%); the scoreboard copies' M5 Max and M5 Pro pp512 (b10621, the tensor API on) -12..-21%
-# -> +0..-13% (docs/latency.md, m5tiles62).
+# Developer-Ecosystem-Engineering, opened 2026-03-24) gave the tensor path a kernel of its own
+# (64x128 tiles, B read from device memory): on an M5 Max, pp512-pp4096 "geomean improvement of
+# ~26%", a TinyLlama Q4_0 ~6.8%, an F16 8B ~71.9%; M1-M4 keep the simdgroup kernel. PR #16634's M5
+# rows (October 2025) predate it ("predates": [20962]) and take p_pre as the AMD rows before their
+# tiles do (``_before_matrix_tiles``); p_na is then the current kernels' share. With it llama.cpp
+# Metal's leave-one-out prefill error is 4.9% either way (PR #16634's three M5 pp512 rows +14..+25%
+# -> -5..+8%; the M5 Max's Gemma 4 pp512 of 2026 builds, -20..+2% -> -10..+10%); the scoreboard
+# copies' M5 Max and M5 Pro pp512 (b10621, the tensor API on) -12..-21% -> +0..-13%
+# (docs/latency.md, m5tiles62).
 METAL_TENSOR_TILES = 20962
 # Apple's Ultra chips are two Max dies joined by UltraFusion ("2.5TB/s of low-latency,
 # inter-processor bandwidth", Apple's M1 Ultra announcement, March 2022; M2 Ultra and M3 Ultra the
