@@ -149,6 +149,39 @@ def base_of(repo_id: str) -> Path | None:
     return None
 
 
+def bare_base(name: str) -> tuple[Path, str] | None:
+    """The base model's bundled config of an instruction-tuned sibling named without its
+    organisation (``Llama-3.1-8B-Instruct``, ``llama-3-8b-instruct``, ``llama-2-7b-chat``,
+    ``gemma-2-9b-it``), and the repo id read for it, or None. The base is the name with the
+    ``_TUNED`` suffix taken out, bundled under that file name or repo name; the sibling's repo id,
+    in the base's organisation, must then pass :func:`base_of`."""
+    if "/" in name:
+        return None
+    for m in _TUNED.finditer(name):
+        stripped = f"{name[:m.start()]}{name[m.end():]}".lower()
+        path = _stems().get(stripped) or _index().get(stripped)
+        repo = _NAME_LINE.search(path.read_text(encoding="utf-8")) if path else None
+        if path is None or repo is None:
+            continue
+        org, _, base_name = repo.group(1).strip().partition("/")
+        for sibling in (f"{org}/{name}", *_siblings(org, base_name, m.group(0), name[m.end():])):
+            if base_of(sibling) == path:
+                return path, sibling
+    return None
+
+
+def _siblings(org: str, base_name: str, suffix: str, after: str) -> tuple[str, ...]:
+    """The repo id of the base's sibling with ``suffix`` where its organisation puts it, for a
+    bare name whose suffix ends it and whose base is a bundled file's name (llama-3-8b: Meta's
+    Meta-Llama-3-8B-Instruct; llama-2-7b: Llama-2-7b-chat-hf). None for a versioned base
+    (Mistral-7B-v0.1): ``mistral-7b-instruct`` names no version."""
+    if after or re.search(r"-v\d+(?:\.\d+)*$", base_name):
+        return ()
+    if base_name.lower().endswith("-hf"):
+        return (f"{org}/{base_name[:-3]}{suffix}-hf",)
+    return (f"{org}/{base_name}{suffix}",)
+
+
 def label(path: Path) -> str:
     """How messages name a bundled file."""
     return f"configs/{path.name}"

@@ -137,26 +137,35 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
                 picked = hub_gguf.split_selector(model)
                 if picked is not None:
                     return _hub_gguf_config(picked[0], picked[1], revision)
+            bare = None
             if not hub.looks_like_repo_id(model):
                 if revision is not None:
                     raise UsageError(f"--revision {revision}: only for a Hugging Face repo id (org/name)")
-                bundled.raise_unknown(model)
-            try:
-                where = hub.find_config(model, revision)
-            except hub.GgufRepo:
-                return _hub_gguf_config(model, None, revision)
-            except hub.HubUnreadable:  # offline, unreachable, gated without a token: no answer
-                base = bundled.base_of(model) if revision is None else None
-                if base is None:
-                    raise
-                path, label, hub_name = base, bundled.label(base), model
-                origin = Origin("sibling", label, model)
-                notes = (f"{SIBLING_NOTE} {label}: {model}'s own config.json is not in the local "
-                         "cache and the Hub is offline, unreachable or gated, and an "
+                if (bare := bundled.bare_base(model)) is None:
+                    bundled.raise_unknown(model)
+            if bare is not None:  # Llama-3.1-8B-Instruct, llama-2-7b-chat: bundled.bare_base
+                path, sibling = bare
+                label, hub_name = bundled.label(path), model
+                origin = Origin("sibling", label, sibling)
+                notes = (f"{SIBLING_NOTE} {label}: {model} (as {sibling}) is not bundled, and an "
                          "instruction-tuned sibling has its base's architecture",)
             else:
-                path, label, hub_name = where.path, where.name, where.name
-                origin = Origin(where.kind, str(path), where.repo_id, where.revision)
+                try:
+                    where = hub.find_config(model, revision)
+                except hub.GgufRepo:
+                    return _hub_gguf_config(model, None, revision)
+                except hub.HubUnreadable:  # offline, unreachable, gated without a token: no answer
+                    base = bundled.base_of(model) if revision is None else None
+                    if base is None:
+                        raise
+                    path, label, hub_name = base, bundled.label(base), model
+                    origin = Origin("sibling", label, model)
+                    notes = (f"{SIBLING_NOTE} {label}: {model}'s own config.json is not in the local "
+                             "cache and the Hub is offline, unreachable or gated, and an "
+                             "instruction-tuned sibling has its base's architecture",)
+                else:
+                    path, label, hub_name = where.path, where.name, where.name
+                    origin = Origin(where.kind, str(path), where.repo_id, where.revision)
         else:
             path, label = found, bundled.label(found)
             origin = Origin("bundled", label)

@@ -319,6 +319,27 @@ def test_an_instruct_siblings_base(repo_id: str, base: str | None) -> None:
     assert (path.stem if path else None) == base
 
 
+@pytest.mark.parametrize(("name", "base", "sibling"), [
+    ("Llama-3.1-8B-Instruct", "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
+    ("llama-3-8b-instruct", "llama-3-8b", "meta-llama/Meta-Llama-3-8B-instruct"),  # the file's name
+    ("llama-2-7b-chat", "llama-2-7b", "meta-llama/Llama-2-7b-chat-hf"),
+    ("Llama-2-7b-chat-hf", "llama-2-7b", "meta-llama/Llama-2-7b-chat-hf"),
+    ("gemma-2-9b-it", "gemma-2-9b", "google/gemma-2-9b-it"),
+    ("mixtral-8x7b-instruct-v0.1", "mixtral-8x7b", "mistralai/mixtral-8x7b-instruct-v0.1"),
+    ("mistral-7b-instruct", None, None),  # which version? v0.2 and v0.3 are other configs
+    ("mixtral-8x22b-instruct-v0.1", None, None),  # its vocab 32,768: SIBLINGS_THAT_DIFFER
+    ("llama-4-scout-17b-16e-instruct", None, None),  # the bundled base is a text_config
+    ("llama-3.1-8b-instructor", None, None),  # not a sibling's suffix
+    ("qwen3-30b-a3b-instruct-2507", None, None),  # a later release, its own config
+    ("meta-llama/Llama-3.1-8B-Instruct", None, None),  # a repo id: base_of, once the Hub is asked
+])
+def test_an_instruct_sibling_named_without_its_organisation(name: str, base: str | None,
+                                                            sibling: str | None) -> None:
+    found = bundled.bare_base(name)
+    assert ((found[0].stem, found[1]) if found else (None, None)) == (base, sibling)
+
+
 @pytest.mark.parametrize(("name", "stem"), [
     ("meta-llama/Meta-Llama-3.1-8B", "llama-3.1-8b"), ("META-LLAMA/meta-llama-3.1-405b", "llama-3.1-405b"),
     ("Meta-Llama-3.1-70B", "llama-3.1-70b"), ("someone/Meta-Llama-3.1-8B", None),

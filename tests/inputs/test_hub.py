@@ -406,6 +406,28 @@ def test_an_instruct_sibling_offline_is_read_as_its_bundled_base_and_says_so(llm
     assert [(f["status"], f["why"]) for f in check.json()["files"]] == [("error", SIBLING)]
 
 
+def test_an_instruct_sibling_named_without_its_organisation_is_read_as_its_base(
+        llmcalc: Any) -> None:
+    """``Llama-3.1-8B-Instruct``, as benchmark tables write it: no repo id, so the Hub is never
+    asked; the base's bundled config answers, with the same note and --strict refusal."""
+    note = ("read as the bundled config of its base model configs/llama-3.1-8b.yaml: "
+            "Llama-3.1-8B-Instruct (as meta-llama/Llama-3.1-8B-Instruct) is not bundled, and an "
+            "instruction-tuned sibling has its base's architecture")
+    r = llmcalc("count", "Llama-3.1-8B-Instruct", "--json")  # the endpoint is port 9: not asked
+    assert (r.code, r.stderr) == (0, f"warning: {note}\n")
+    out = r.json()
+    assert (out["model"], out["total_params"], out["notes"]) == (
+        "Llama-3.1-8B-Instruct", 8_030_261_248, [note])
+    assert out["origin"] == {"source": "sibling", "path": "configs/llama-3.1-8b.yaml",
+                             "repo_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": None}
+    strict = llmcalc("count", "Llama-3.1-8B-Instruct", "--strict")
+    assert (strict.code, strict.stderr) == (2, f"error: --strict: Llama-3.1-8B-Instruct: {note}\n")
+    unknown = llmcalc("count", "mistral-7b-instruct")
+    assert (unknown.code, unknown.stderr) == (
+        2, "error: unknown model 'mistral-7b-instruct': not a file, folder or bundled config; did "
+           "you mean mistral-nemo-12b-instruct, mistral-7b, mistral-7b-v0.3?\n")
+
+
 def test_a_sibling_is_read_when_the_hub_is_unreachable_but_only_in_its_base_organisation(
         llmcalc: Any) -> None:
     r = llmcalc("count", "mistralai/Mistral-7B-Instruct-v0.1", "--json")  # nothing on port 9
