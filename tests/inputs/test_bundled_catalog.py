@@ -39,6 +39,10 @@ NEW_CHECKPOINTS = {
     "gemma-4-26b-a4b-whole": (25_805_933_872, 4_395_322_672),
     "qwen3-vl-8b": (8_767_123_696, 8_767_123_696),
     "qwen3-vl-30b-a3b": (31_070_754_032, 3_891_664_112),
+    # transformers' count only (`llmcalc verify`), no exact published figure read
+    "granite-3.3-8b-instruct": (8_170_864_640, 8_170_864_640),
+    "smollm2-1.7b": (1_711_376_384, 1_711_376_384),
+    "phi-4-mini-instruct": (3_836_021_760, 3_836_021_760),
 }
 # DeepSeek-V3/R1's published quantization_config: e4m3 weights with 128 × 128 block scales
 DEEPSEEK_FP8 = {"activation_scheme": "dynamic", "fmt": "e4m3", "quant_method": "fp8",
