@@ -422,7 +422,7 @@ FP8_TERMS = ("r_fp8", "c_fp8")
 # 11.5% → 16.9%: with no TP 8 row of a small prompt among them the per-layer r alone carried it).
 # Offline rows (TensorRT-LLM's gptSessionBenchmark, vLLM's benchmark_latency, llama-bench) have no
 # request to serve: not theirs.
-PREFILL_TERMS = 22  # _prefill_features' length; the row features are prefill's, then decode's 16
+PREFILL_TERMS = 23  # _prefill_features' length; the row features are prefill's, then decode's 17
 STAGES = ("prefill", "decode")
 
 
@@ -539,6 +539,37 @@ def geforce_share(bf16: int, bandwidth: int) -> float:
     """How GeForce-like a CUDA or Vulkan card given by its figures is (``GEFORCE_FLOP_PER_BYTE``,
     ``GDDR_BANDWIDTH``): 1 below both bands' first figures, 0 from either's second."""
     return _between(bf16 / bandwidth, GEFORCE_FLOP_PER_BYTE) * _between(bandwidth, GDDR_BANDWIDTH)
+
+
+# A card with under 50 FLOP of its figure per byte of bandwidth is one without tensor or matrix
+# cores whose figure is its vector ALUs' (a Tesla P40 11.76T FP32 / 346 GB/s: 34; M40 24; K80 18;
+# an Instinct MI50 26.5T packed FP16 / 1,024 GB/s: 26); every table card with tensor or matrix
+# cores has over 60 (RTX 3060 66, MI100 75; RDNA2's packed FP16, 63-90, is above it too). There a
+# decode step's mat-vec arithmetic (unpacking the quantised weights, the dot products, the scales)
+# no longer hides under the read. f_vec: the step's FLOPs at the card's figure, on llama.cpp's CUDA,
+# ROCm and Vulkan backends. Fitted on a P40's tg128 (llama.cpp PR #4766: Q4_0, Q4_1, Q4_K_S, Q5_0,
+# 56.79 to 48.30 t/s, expected 16-29% too fast without it) and an MI50's (kyuz0's gfx906 toolbox,
+# Llama-2-7B Q4_0, 96.78 and 95.62 t/s, +44% and +46%; iacopPBK's upstream column, Qwen3-4B Q4_0
+# and Q4_1): 3.0 on CUDA, 4.6 on ROCm (Vulkan has no such row: 0). On the scoreboard copies given
+# by their figures (bench/scoreboard_copies.json) the P40's Llama-2-7B tg128 goes +28.5% → +3.7%,
+# the M40's +57% → +16%, the MI50's +41% → +7%, the MI60's +52% → +19% (a Kepler K80 still
+# +150%, from +265%). p_vec, the prefill's twin (weight FLOPs at the card's figure), gives these
+# cards' prompt rows (the P40's pp512/pp2048 of PRs #4766, #24127 and #7716; the MI50's of PR
+# #27841, kyuz0 and iacopPBK) a term of their own, so that they do not move the shared p, q and r
+# of every other card: 0.06 on CUDA, 0 on ROCm (the MI50's prompts run 10-14% faster than the
+# RDNA cards' terms expect). Leave-one-out: CUDA prefill 7.1% → 7.1% over 99 rows, decode 6.0% →
+# 6.0% over 119; ROCm prefill 10.2% → 9.7% over 51, decode 7.9% → 9.6% over 57 (the MI50's own
+# decode rows 9-17%). Left out of the fit (and, their sources fitted, of the held-out rows): PR
+# #4766's Q3_K_S and Q2_K rows (expected +64% at pp512, +120% and +123% at tg128: their unpacking
+# does more a weight) and BF16 on an MI50 (no BF16 ALUs: pp512 +365%, tg128 +38%).
+FEW_FLOP_PER_BYTE = 50
+
+
+def few_flops_per_byte(acc: Accelerator, backend: str) -> bool:
+    """Whether ``acc``, on a GPU backend, has under ``FEW_FLOP_PER_BYTE`` FLOP of its figure per
+    byte of bandwidth: a card without tensor or matrix cores (the comment above)."""
+    return (backend in ("cuda", "rocm", "vulkan")
+            and acc.peak_flops < FEW_FLOP_PER_BYTE * acc.bandwidth)
 
 
 def custom_card(acc: Accelerator, backend: str) -> Accelerator:
@@ -784,7 +815,8 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
     the hybrid layers' gated norm, which ROCm's c_rec leaves out). On Metal it takes 4.7% to 4.8%,
     so Metal goes without it (ENGINE_TERMS); TensorRT-LLM has no row with more than two norms a
     layer; and the bytes again on an Apple Ultra (a_ultra: two dies, half the reads across
-    UltraFusion; ``ULTRA_GPUS``' comment), fitted on llama.cpp Metal only."""
+    UltraFusion; ``ULTRA_GPUS``' comment), fitted on llama.cpp Metal only; and the step's FLOPs at
+    the card's figure on a card with few FLOP per byte (f_vec: ``FEW_FLOP_PER_BYTE``' comment)."""
     d, peak = lat.decode, engine_peak(lat, engine, backend)
     dc = fit_card(lat, backend).kind == "datacenter"
     copies = CACHE_COPIES.get(engine, 0) * lat.decode_kv_bytes
@@ -799,7 +831,9 @@ def _decode_features(lat: Latency, engine: str, backend: str, *, old_build: bool
             lat.recurrent_layers * LAYER_S * (FUSED_DELTA_NET.get(backend, 0) in predates),
             max(lat.norms - 2 * lat.layers, 0) * LAYER_S,  # c_norm: the norms beyond two a layer
             lat.layers * LAYER_S * clock_scale(lat.accelerator),  # c_clk: layers in GPU cycles
-            read * _ultra(lat, backend))  # a_ultra: the bytes again across UltraFusion
+            read * _ultra(lat, backend),  # a_ultra: the bytes again across UltraFusion
+            d.flops / lat.accelerator.peak_flops
+            * few_flops_per_byte(lat.accelerator, backend))  # f_vec: FEW_FLOP_PER_BYTE's comment
 
 
 # llama.cpp's Vulkan flash attention takes one of three paths (ggml/src/ggml-vulkan/ggml-vulkan.cpp,
@@ -929,13 +963,18 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     build before its backend's fused GATED_DELTA_NET op (p_rec_pre), 1 ms for the request
     served (o: SGLang's fixed cost of a request, ``PREFILL_TERMS``), Vulkan's coopmat terms
     (p_cm2, p_cm1, p_mm1) and, on llama.cpp CUDA, the weights' FLOPs again in MMQ on a Turing GPU
-    and on a workstation card (p_tu, p_ws: ``TURING_NVIDIA``'s comment).
+    and on a workstation card (p_tu, p_ws: ``TURING_NVIDIA``'s comment), and the weights' FLOPs at
+    the card's figure on a card with few FLOP per byte (p_vec: ``FEW_FLOP_PER_BYTE``' comment).
     ``old_build``: a measured row of a llama.cpp CUDA build from before MMQ was the default
     (``PRE_MMQ_SOURCES``): quantised weights dequantised to FP16 for cuBLAS (its GEMMs at the card's
     own FP16 rate, no K-quant unpacking in them, the FP16 copy's bytes streamed:
     ``dequant_bytes``), and attention without flash attention (its score matrix's bytes streamed:
     ``score_bytes``)."""
-    cublas = old_build and not isinstance(lat.dtype, DType)
+    # below Volta those builds ran MMQ too: ggml-cuda.cu of early 2024 (commit 005de59) capped MMQ
+    # only "when tensor cores are available" (MMQ_MAX_BATCH_SIZE 32), and no card with few FLOP
+    # per byte (FEW_FLOP_PER_BYTE) has them
+    cublas = (old_build and not isinstance(lat.dtype, DType)
+              and not few_flops_per_byte(lat.accelerator, backend))
     p, peak = lat.prefill, engine_peak(lat, engine, backend, mmq=not cublas)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops
@@ -962,11 +1001,13 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
             dense / peak * cm1,  # p_mm1: and its GEMM tiles
             dense / peak * (runs_mmq(lat, engine, backend, mmq=not cublas)
                             and key in TURING_NVIDIA),  # p_tu: MMQ on Turing (TURING_NVIDIA)
-            dense / peak * workstation_share(lat, engine, backend))  # p_ws
+            dense / peak * workstation_share(lat, engine, backend),  # p_ws
+            dense / lat.accelerator.peak_flops
+            * few_flops_per_byte(lat.accelerator, backend))  # p_vec: FEW_FLOP_PER_BYTE's comment
 
 
 def _row_features(row: MeasuredRow, lat: Latency) -> tuple[float, ...]:
-    """The 38 features of one row (prefill's 22, then decode's 16): a throughput row's request takes
+    """The 40 features of one row (prefill's 23, then decode's 17): a throughput row's request takes
     the prefill and gen − 1 decode steps (TTFT + (gen − 1) × TPOT, as the roofline's end to end)."""
     pre = _prefill_features(lat, row.engine, row.backend, old_build=pre_mmq(row),
                              predates=row.predates)
@@ -1253,10 +1294,10 @@ def _predicted(row: MeasuredRow, lat: Latency, c: tuple[float, ...], *, floor: b
     return pre + (lat.gen - 1) * dec
 
 
-# The 38 terms in _row_features' order (prefill's 22, then decode's 16).
+# The 40 terms in _row_features' order (prefill's 23, then decode's 17).
 TERMS = ("p", "q", "r", "s", "p_dc", "p_att", "p_kq", "p_moe", "p_igpu", "r_fp8", "p_tc", "p_pre", "p_a8", "p_na",
-         "p_rec", "p_rec_pre", "o", "p_cm2", "p_cm1", "p_mm1", "p_tu", "p_ws", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc",
-         "c_fp8", "c_tp", "c_a8", "a_gqa", "c_rec", "c_rec_pre", "c_norm", "c_clk", "a_ultra")
+         "p_rec", "p_rec_pre", "o", "p_cm2", "p_cm1", "p_mm1", "p_tu", "p_ws", "p_vec", "a", "c", "f", "g", "c_dc", "c_moe", "a_dc",
+         "c_fp8", "c_tp", "c_a8", "a_gqa", "c_rec", "c_rec_pre", "c_norm", "c_clk", "a_ultra", "f_vec")
 # What each term's feature is, as `latency --json` names it (basis.prefill.model / decode.model);
 # "measured rows only": a feature a current build, the one a caller asks about, does not have.
 TERM_TEXT: dict[str, str] = {
@@ -1280,6 +1321,8 @@ TERM_TEXT: dict[str, str] = {
     "p_mm1": "weight FLOPs / peak in Vulkan's coopmat1 matrix multiplications (AMD from RDNA3 on)",
     "p_tu": "quantised weight FLOPs / peak in llama.cpp CUDA's MMQ on a Turing GPU",
     "p_ws": "weight FLOPs / peak on an NVIDIA workstation card, llama.cpp CUDA",
+    "p_vec": f"weight FLOPs / the card's figure on a card with under {FEW_FLOP_PER_BYTE} FLOP of it "
+             "per byte of bandwidth (no tensor or matrix cores)",
     "a": "bytes / bandwidth", "c": "layers × 1 ms", "f": "FLOPs / peak", "g": "all-reduce time",
     "c_dc": "layers × 1 ms on a data-centre card",
     "c_moe": "layers × 1 ms for a mixture of experts",
@@ -1294,7 +1337,9 @@ TERM_TEXT: dict[str, str] = {
                  "(measured rows only)",
     "c_norm": "norms beyond two a layer × 1 ms",
     "c_clk": f"layers × 1 ms × {CLOCK_MHZ:,} MHz / the card's boost clock",
-    "a_ultra": "bytes / bandwidth on an Apple Ultra chip (two dies)"}
+    "a_ultra": "bytes / bandwidth on an Apple Ultra chip (two dies)",
+    "f_vec": f"FLOPs / the card's figure on a card with under {FEW_FLOP_PER_BYTE} FLOP of it per "
+             "byte of bandwidth (no tensor or matrix cores)"}
 
 
 def step_model(stage: str) -> str:

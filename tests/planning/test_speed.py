@@ -192,6 +192,11 @@ AMD_LONG_PROMPTS = ("https://github.com/hogeheer499-commits/strix-halo-guide/blo
 BENCH_REPOS = ("https://github.com/gaperton/cicero-home-ai/blob/",  # R9700, build 8797
                "https://github.com/GaijinEntertainment/daScript/blob/",  # dasLLAMA's llama.cpp records
                "https://github.com/defai-digital/ax-engine/blob/")  # its llama.cpp Metal sweeps
+# cards with few FLOP per byte (speed.FEW_FLOP_PER_BYTE): a Tesla P40's llama.cpp PR tables
+# (CUDA_PRS' #4766 too) and an Instinct MI50's; iacopPBK's README read in a stored copy
+FEW_FLOPS_ROWS = (*(f"https://github.com/ggml-org/llama.cpp/pull/{n}" for n in (24127, 7716, 27841)),
+                  "https://github.com/kyuz0/mi50-gfx906-toolboxes/blob/")
+IACOP = "https://github.com/iacopPBK/llama.cpp-gfx906"
 HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io in (
     (2542, (1000, 50)), (3240, (1000, 50)), (9245, (1000, 50)),  # --input-len 1000 --output-len 50
     (4002, (32, 128)), (3692, (32, 128)))}  # benchmark_latency's defaults
@@ -199,9 +204,9 @@ HELD_OUT_VLLM = {f"https://github.com/vllm-project/vllm/pull/{n}": io for n, io 
 
 def test_rows_carry_their_source_and_figures() -> None:
     rows = measured_rows()
-    assert len(rows) == 1254
+    assert len(rows) == 1273
     by_class = {c: sum(r.hw_class == c for r in rows) for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 304, "consumer": 402, "datacentre": 548}
+    assert by_class == {"apple": 304, "consumer": 402, "datacentre": 567}
     assert sum(r.engine == "vllm" for r in rows) == 64
     assert {e: sum(r.engine == e for r in rows) for e in ("sglang", "transformers")} == {
         "sglang": 90, "transformers": 49}
@@ -308,8 +313,10 @@ def test_rows_carry_their_source_and_figures() -> None:
             assert (r.source in (STRIX, XIONGJIE, XIONGJIE_PRO, *CPU_BENCHES, ROCM_PR, *VULKAN_PRS,
                                  *AMD_PRS, *HELD_OUT_LLAMA, *CUDA_PRS, *ROCM_ROWS, *METAL_PRS,
                                  *VULKAN_CARD_PRS, *HYBRID_PRS, *HYBRID_NOTES, *ROWS_2026)
-                    and not r.quoted_in) or (r.source.startswith((*BENCH_REPOS, *AMD_LONG_PROMPTS))
+                    and not r.quoted_in) or (r.source.startswith((*BENCH_REPOS, *AMD_LONG_PROMPTS,
+                                                                  *FEW_FLOPS_ROWS))
                                              and not r.quoted_in) or (
+                r.source == IACOP and r.quoted_in.startswith("a stored copy of the")) or (
                 r.source.startswith(LHL) and r.backend == "rocm" and not r.quoted_in) or (
                 r.source.split("#")[0] in SOURCES and r.quoted_in.startswith(QUOTED_IN))
             assert (r.backend == "cpu") == (r.source in CPU_BENCHES)
@@ -405,7 +412,7 @@ def test_rows_carry_their_source_and_figures() -> None:
 # its per-layer launch cost hidden under a step of 15 ms of bytes where the A100's and H100's are
 # not.
 LOO = {("llama.cpp", "metal"): (0.055, 0.049, True), ("llama.cpp", "cuda"): (0.06, 0.071, True),
-       ("llama.cpp", "vulkan"): (0.082, 0.097, False), ("llama.cpp", "rocm"): (0.079, 0.102, False),
+       ("llama.cpp", "vulkan"): (0.082, 0.097, False), ("llama.cpp", "rocm"): (0.096, 0.097, False),
        ("trtllm", "cuda"): (None, 0.055, True), ("vllm", "cuda"): (0.026, 2.747, False),
        ("sglang", "cuda"): (0.097, 0.11, False), ("sglang", "rocm"): (0.155, 0.345, False),
        ("llama.cpp", "cpu"): (0.133, 0.319, False),
@@ -428,10 +435,10 @@ LOO = {("llama.cpp", "metal"): (0.055, 0.049, True), ("llama.cpp", "cuda"): (0.0
 THROUGHPUT = {("trtllm", "cuda"): 0.076, ("vllm", "cuda"): 0.07, ("transformers", "cuda"): 0.093,
               ("vllm", "rocm"): 0.031, ("sglang", "cuda"): 0.164}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.064,
-                ("llama.cpp", "cuda", "datacentre"): 0.068, ("llama.cpp", "vulkan", "consumer"): 0.09,
-                ("llama.cpp", "rocm", "consumer"): 0.087,
-                ("llama.cpp", "rocm", "datacentre"): 0.26, ("trtllm", "cuda", "datacentre"): 0.064,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.065,
+                ("llama.cpp", "cuda", "datacentre"): 0.063, ("llama.cpp", "vulkan", "consumer"): 0.09,
+                ("llama.cpp", "rocm", "consumer"): 0.085,
+                ("llama.cpp", "rocm", "datacentre"): 0.157, ("trtllm", "cuda", "datacentre"): 0.064,
                 ("vllm", "cuda", "datacentre"): 0.053, ("sglang", "cuda", "datacentre"): 0.108,
                 ("sglang", "rocm", "datacentre"): 0.167,
                 ("llama.cpp", "cpu", "consumer"): 0.21, ("transformers", "cuda", "datacentre"): 0.067,
@@ -469,10 +476,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.068, "prefill": 0.066, "throughput": 0.07}
+    assert by_stage == {"decode": 0.068, "prefill": 0.068, "throughput": 0.07}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.052, "consumer": 0.08, "datacentre": 0.073}
+    assert by_class == {"apple": 0.052, "consumer": 0.081, "datacentre": 0.074}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
@@ -701,13 +708,13 @@ def test_a_vllm_latency_row_reproduced(cli: Any) -> None:
     assert round(e["error"]["throughput"], 3) == 0.070
     assert round(e["error"]["decode"], 3) == 0.026 and e["error"]["prefill"] is None
     # p, q, r, s, p_att at its floor (speed.FLOORS: the attention at the FP16 peak; 0 fitted free),
-    # p_moe and p_tc (the 11th of the 22: GEMMs on FP8-era tensor cores, an H100's BF16 ones among
+    # p_moe and p_tc (the 11th of the 23: GEMMs on FP8-era tensor cores, an H100's BF16 ones among
     # them, at a smaller share of their peak)
     assert [round(c, 2) for c in e["basis"]["prefill"]["coefficients"]] == [
-        1.35, 0.71, 0.12, 2.17, 0.0, 1.0, 0.0, 1.09, 0.0, 0.0, 0.43, *[0.0] * 11]
+        1.35, 0.71, 0.12, 2.17, 0.0, 1.0, 0.0, 1.09, 0.0, 0.0, 0.43, *[0.0] * 12]
     # a, c, f and c_tp: 0.117 ms a layer more under tensor parallelism
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
-        1.027, 0.076, 4.511, 0.0, 0.0, 0.0, 0.0, 0.0, 0.117, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        1.027, 0.076, 4.511, 0.0, 0.0, 0.0, 0.0, 0.0, 0.117, *[0.0] * 8]
     assert round(e["prefill_tokens_per_s"], 1) == 19_070.1
     assert e["prefill_tokens_per_s"] < 8 * 32 / out["prefill"]["seconds"]
     assert e["basis"]["stand_in"] == {"rows": 88, "why": VLLM_PREFILL_STAND_IN}
@@ -770,14 +777,14 @@ def test_sglang_rows_reproduced(cli: Any) -> None:
     assert "stand_in" not in e["basis"]  # vLLM's rows no longer join its decode fit (speed.py)
     assert (e["basis"]["prefill"]["rows"], e["basis"]["decode"]["rows"]) == (18, 39)
     # prefill: p, r, p_att held at its floor (speed.HELD: SGLang does not fit it), r_fp8 and o (the
-    # 10th and the 17th of the 22: 10.8 ms a request served); decode: a, c, f and c_fp8 (the 8th of
-    # the 15). The bytes' a was 1.48 before AccelMark's one-A100 rows (SGLang 0.5.6: Llama-3-8B's
+    # 10th and the 17th of the 23: 10.8 ms a request served); decode: a, c, f and c_fp8 (the 8th of
+    # the 17). The bytes' a was 1.48 before AccelMark's one-A100 rows (SGLang 0.5.6: Llama-3-8B's
     # steps at 0.80 of the bound), when every decode row but Gemma 4's ran at TP 2–8
     assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [
         1.293, 0.0, 0.896, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.038, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 10.752,
-        0.0, 0.0, 0.0, 0.0, 0.0]
+        0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
-        1.25, 0.079, 2.65, 0.0, 0.0, 0.0, 0.0, 0.067, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        1.25, 0.079, 2.65, 0.0, 0.0, 0.0, 0.0, 0.067, *[0.0] * 9]
     words = " ".join(w for w in cli(*args).stdout.split() if w != "│")
     assert "±9.7% (median, leave-one-out, 39 rows)" in words
     assert "other rows" not in words
@@ -829,10 +836,10 @@ def test_a_transformers_generate_row_reproduced(cli: Any) -> None:
     # a: the bytes at the bandwidth (its floor, speed.FLOORS: fitted free it was 0.737), c: 0.522 ms
     # a layer, f: the batch's FLOPs at 1/2.45 of the FP16 peak
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [
-        1.0, 0.522, 2.453, *[0.0] * 13]
+        1.0, 0.522, 2.453, *[0.0] * 14]
     # p, and p_att held at its floor (speed.HELD: transformers does not fit it)
     assert [round(c, 3) for c in e["basis"]["prefill"]["coefficients"]] == [
-        2.477, *[0.0] * 4, 1.0, *[0.0] * 16]
+        2.477, *[0.0] * 4, 1.0, *[0.0] * 17]
 
 
 def test_an_optimum_benchmark_batch_reproduced(cli: Any) -> None:
@@ -901,7 +908,7 @@ def test_a_held_out_cpu_decode_reproduced(cli: Any) -> None:
     e = out["expected"]
     assert round(e["decode_tokens_per_s"], 1) == 45.9 and round(out["tokens_per_s"], 1) == 108.1
     assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"]] == [1.161, 0.4, 1.157,
-                                                                           *[0.0] * 13]
+                                                                           *[0.0] * 14]
 
 
 @pytest.mark.parametrize(("engine", "backend", "why"), [
@@ -971,7 +978,7 @@ def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None
     args = ("latency", "qwen3.5-35b-a3b", "--gpu", "strix-halo", "--dtype", "q8_0", "--ctx", "1",
             "--gen", "128", "--engine", "llama.cpp", "--backend", "vulkan", "--json")
     e = json.loads(cli(*args).stdout)["expected"]
-    assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"][-5:-3]] == [0.047, 0.232]
+    assert [round(c, 3) for c in e["basis"]["decode"]["coefficients"][-6:-4]] == [0.047, 0.232]
     assert round(e["decode_tokens_per_s"], 1) == 53.8
     assert ("c_rec · recurrent layers × 1 ms + c_rec_pre · recurrent layers × 1 ms on a build "
             "before the backend's fused GATED_DELTA_NET op (measured rows only)"
@@ -979,12 +986,12 @@ def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None
     cuda = json.loads(cli("latency", "qwen3.5-35b-a3b", "--gpu", "rtx-4090", "--dtype", "q4_k_m",
                           "--ctx", "1", "--gen", "64", "--engine", "llama.cpp", "--json").stdout)[
         "expected"]
-    assert [round(c, 3) for c in cuda["basis"]["decode"]["coefficients"][-5:-3]] == [0.027, 0.0]
+    assert [round(c, 3) for c in cuda["basis"]["decode"]["coefficients"][-6:-4]] == [0.027, 0.0]
     assert round(cuda["decode_tokens_per_s"], 1) == 166.0
     metal = json.loads(cli("latency", "qwen3.5-35b-a3b", "--gpu", "apple-m2-ultra", "--dtype", "q4_0",
                            "--ctx", "1", "--gen", "32", "--engine", "llama.cpp", "--json").stdout)[
         "expected"]
-    assert [round(c, 3) for c in metal["basis"]["decode"]["coefficients"][-5:-3]] == [0.129, 0.142]
+    assert [round(c, 3) for c in metal["basis"]["decode"]["coefficients"][-6:-4]] == [0.129, 0.142]
     assert round(metal["decode_tokens_per_s"], 1) == 79.3
     assert not set(ENGINE_TERMS["llama.cpp", "rocm"]) & {"c_rec", "c_rec_pre", "p_rec_pre"}
     # the layers a step runs a recurrence through: Gated DeltaNet (three in four), Mamba-2
@@ -995,12 +1002,12 @@ def test_a_recurrent_layer_costs_a_decode_step_its_own_kernels(cli: Any) -> None
 
 def test_the_json_model_names_every_coefficient_in_order(cli: Any) -> None:
     """basis.<stage>.model lists one term per coefficient, in the coefficients' order, so a reader
-    can pair them (38 terms: prefill's 22, decode's 16)."""
+    can pair them (40 terms: prefill's 23, decode's 17)."""
     from llmcalc.planning.speed import TERM_TEXT, TERMS
-    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 38
+    assert list(TERM_TEXT) == list(TERMS) and len(TERMS) == 40
     out = json.loads(cli("latency", "llama-3.1-8b", "--gpu", "rtx-4090", "--dtype", "q4_k_m",
                          "--engine", "llama.cpp", "--json").stdout)
-    for stage, first, last in (("prefill", "p", "p_ws"), ("decode", "a", "a_ultra")):
+    for stage, first, last in (("prefill", "p", "p_vec"), ("decode", "a", "f_vec")):
         basis = out["expected"]["basis"][stage]
         named = [t.split(" · ")[0] for t in basis["model"].removeprefix("t = ").split(" + ")]
         assert len(named) == len(basis["coefficients"]) and (named[0], named[-1]) == (first, last)

@@ -49,7 +49,7 @@ def test_the_scale_is_the_reference_over_the_boost_clock(key: str, mhz: int) -> 
 
 
 def test_only_llama_cpp_cuda_counts_its_layers_in_cycles() -> None:
-    assert TERMS[-2:] == ("c_clk", "a_ultra") and len(TERMS) - PREFILL_TERMS == 16
+    assert TERMS[-3:] == ("c_clk", "a_ultra", "f_vec") and len(TERMS) - PREFILL_TERMS == 17
     cuda = ENGINE_TERMS["llama.cpp", "cuda"]
     assert "c_clk" in cuda and "c" not in cuda
     assert [eb for eb, terms in ENGINE_TERMS.items() if "c_clk" in terms] == [("llama.cpp", "cuda")]
@@ -81,11 +81,12 @@ def test_the_fitted_cost_a_layer_and_the_clock_rows(cli: Any) -> None:
 
 def test_a_measured_rows_layers_in_cycles() -> None:
     """The #15013 scoreboard's Llama-2-7B Q4_0 tg128 rows: 32 layers, each 1 ms × 2,000 / the
-    card's clock in the c_clk feature (the decode's last but one), 1 ms in the per-layer feature c."""
+    card's clock in the c_clk feature (the decode's third from last), 1 ms in the per-layer
+    feature c."""
     rows = {r.gpu: r for r in rows_for("llama.cpp", "cuda")
             if r.stage == "decode" and r.model == "llama-2-7b" and r.dtype == "q4_0"}
     for gpu, mhz in (("a100-80gb", 1_410), ("h100", 1_980), ("rtx-4090", 2_520)):
         features = _decode_features(row_latency(rows[gpu]), "llama.cpp", "cuda")
         assert features[1] == 32 * LAYER_S  # c
-        assert features[-2] == pytest.approx(32 * LAYER_S * 2_000 / mhz, rel=1e-12)  # c_clk
-        assert features[-1] == 0  # a_ultra: not an Apple Ultra
+        assert features[-3] == pytest.approx(32 * LAYER_S * 2_000 / mhz, rel=1e-12)  # c_clk
+        assert features[-2:] == (0, 0)  # a_ultra, f_vec: not an Apple Ultra, tensor cores

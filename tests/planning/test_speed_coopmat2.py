@@ -59,7 +59,7 @@ def test_a_card_by_its_figures_takes_a_third_of_each_path() -> None:
 
 
 def test_only_vulkan_fits_them() -> None:
-    assert TERMS[PREFILL_TERMS - 5:PREFILL_TERMS - 2] == ("p_cm2", "p_cm1", "p_mm1")
+    assert TERMS[PREFILL_TERMS - 6:PREFILL_TERMS - 3] == ("p_cm2", "p_cm1", "p_mm1")
     for term in ("p_cm2", "p_cm1", "p_mm1"):
         assert [eb for eb, terms in ENGINE_TERMS.items() if term in terms] == [("llama.cpp", "vulkan")]
 

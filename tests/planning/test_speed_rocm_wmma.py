@@ -54,9 +54,9 @@ def test_a_quantised_row_before_it_takes_its_weight_flops_again_a_16_bit_one_doe
 def test_the_expected_prefill_is_a_current_builds() -> None:
     """The Radeon 8060S's Llama-2-7B Q4_0 pp512: 920 t/s on build 5863 (July 2025, fitted),
     1,545 on b9187 (May 2026, held out: bench/speed_holdout.json); expected 1,106 before the term,
-    1,200 with it."""
+    1,200 with it, 1,253 with an MI50's rows in the ROCm fit (speed.FEW_FLOP_PER_BYTE)."""
     out = CliRunner().invoke(build_app(), [
         "latency", "llama-2-7b", "--gpu", "strix-halo", "--dtype", "q4_0", "--ctx", "512",
         "--gen", "1", "--batch", "1", "--engine", "llama.cpp", "--backend", "rocm", "--json"])
     assert out.exit_code == 0, out.output
-    assert round(json.loads(out.stdout)["expected"]["prefill_tokens_per_s"]) == 1200
+    assert round(json.loads(out.stdout)["expected"]["prefill_tokens_per_s"]) == 1253
