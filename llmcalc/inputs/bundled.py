@@ -149,12 +149,30 @@ def base_of(repo_id: str) -> Path | None:
     return None
 
 
+# How an organisation names the instruction-tuned sibling of a base repo (its prefix,
+# case-insensitive), for a name given without the organisation: the suffix, put before a trailing
+# "-hf" or version, as in meta-llama/Llama-2-7b-chat-hf, meta-llama/Meta-Llama-3-8B-Instruct,
+# meta-llama/Llama-3.2-1B-Instruct, google/gemma-2-9b-it, mistralai/Mixtral-8x7B-Instruct-v0.1,
+# Qwen/Qwen2.5-3B-Instruct. Not here, so refused: Qwen3, whose repos without a suffix are the
+# tuned models and whose Instruct releases are dated ones of another config (Qwen3-30B-A3B-Instruct-
+# 2507: max_position_embeddings 262,144 where Qwen3-30B-A3B has 40,960), and every organisation
+# whose convention is not written down here.
+SIBLING_SUFFIX = {"meta-llama/llama-2-": "-chat", "meta-llama/meta-llama-3-": "-Instruct",
+                  "meta-llama/llama-3.": "-Instruct", "google/gemma-": "-it",
+                  "mistralai/": "-Instruct", "qwen/qwen2-": "-Instruct", "qwen/qwen2.5-": "-Instruct"}
+_TAIL = re.compile(r"(?:-hf|-v\d+(?:\.\d+)*)$", re.IGNORECASE)
+
+
 def bare_base(name: str) -> tuple[Path, str] | None:
     """The base model's bundled config of an instruction-tuned sibling named without its
     organisation (``Llama-3.1-8B-Instruct``, ``llama-3-8b-instruct``, ``llama-2-7b-chat``,
-    ``gemma-2-9b-it``), and the repo id read for it, or None. The base is the name with the
-    ``_TUNED`` suffix taken out, bundled under that file name or repo name; the sibling's repo id,
-    in the base's organisation, must then pass :func:`base_of`."""
+    ``gemma-2-9b-it``, ``mixtral-8x7b-instruct-v0.1``), and that sibling's repo id, or None.
+    The base is the name with the ``_TUNED`` suffix taken out, a bundled file's name or repo name,
+    itself no tuned or ``-base`` repo; the suffix must be its organisation's (``SIBLING_SUFFIX``);
+    the sibling's id is the base's with that suffix (``Llama-2-7b-hf`` → ``Llama-2-7b-chat-hf``),
+    and must pass :func:`base_of`. A versioned base needs the version named (``mistral-7b-instruct``
+    names none: v0.2 and v0.3 are other configs)."""
+    name = name.strip()
     if "/" in name:
         return None
     for m in _TUNED.finditer(name):
@@ -163,23 +181,20 @@ def bare_base(name: str) -> tuple[Path, str] | None:
         repo = _NAME_LINE.search(path.read_text(encoding="utf-8")) if path else None
         if path is None or repo is None:
             continue
-        org, _, base_name = repo.group(1).strip().partition("/")
-        for sibling in (f"{org}/{name}", *_siblings(org, base_name, m.group(0), name[m.end():])):
-            if base_of(sibling) == path:
-                return path, sibling
+        base_id = repo.group(1).strip()
+        org, _, base_name = base_id.partition("/")
+        suffix = next((v for k, v in SIBLING_SUFFIX.items() if base_id.lower().startswith(k)), None)
+        tail = _TAIL.search(base_name)
+        if (suffix is None or m.group(0).lower() != suffix.lower() or _TUNED.search(base_name)
+                or "-base" in base_name.lower()
+                or (tail and not tail.group(0).lower().startswith("-hf")
+                    and not name.lower().endswith(tail.group(0).lower()))):
+            continue
+        cut = tail.start() if tail else len(base_name)
+        sibling = f"{org}/{base_name[:cut]}{suffix}{base_name[cut:]}"
+        if base_of(sibling) == path:
+            return path, sibling
     return None
-
-
-def _siblings(org: str, base_name: str, suffix: str, after: str) -> tuple[str, ...]:
-    """The repo id of the base's sibling with ``suffix`` where its organisation puts it, for a
-    bare name whose suffix ends it and whose base is a bundled file's name (llama-3-8b: Meta's
-    Meta-Llama-3-8B-Instruct; llama-2-7b: Llama-2-7b-chat-hf). None for a versioned base
-    (Mistral-7B-v0.1): ``mistral-7b-instruct`` names no version."""
-    if after or re.search(r"-v\d+(?:\.\d+)*$", base_name):
-        return ()
-    if base_name.lower().endswith("-hf"):
-        return (f"{org}/{base_name[:-3]}{suffix}-hf",)
-    return (f"{org}/{base_name}{suffix}",)
 
 
 def label(path: Path) -> str:

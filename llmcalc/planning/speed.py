@@ -546,22 +546,16 @@ def geforce_share(bf16: int, bandwidth: int) -> float:
 # an Instinct MI50 26.5T packed FP16 / 1,024 GB/s: 26); every table card with tensor or matrix
 # cores has over 60 (RTX 3060 66, MI100 75; RDNA2's packed FP16, 63-90, is above it too). There a
 # decode step's mat-vec arithmetic (unpacking the quantised weights, the dot products, the scales)
-# no longer hides under the read. f_vec: the step's FLOPs at the card's figure, on llama.cpp's CUDA,
-# ROCm and Vulkan backends. Fitted on a P40's tg128 (llama.cpp PR #4766: Q4_0, Q4_1, Q4_K_S, Q5_0,
-# 56.79 to 48.30 t/s, expected 16-29% too fast without it) and an MI50's (kyuz0's gfx906 toolbox,
-# Llama-2-7B Q4_0, 96.78 and 95.62 t/s, +44% and +46%; iacopPBK's upstream column, Qwen3-4B Q4_0
-# and Q4_1): 3.0 on CUDA, 4.6 on ROCm (Vulkan has no such row: 0). On the scoreboard copies given
-# by their figures (bench/scoreboard_copies.json) the P40's Llama-2-7B tg128 goes +28.5% → +3.7%,
-# the M40's +57% → +16%, the MI50's +41% → +7%, the MI60's +52% → +19% (a Kepler K80 still
-# +150%, from +265%). p_vec, the prefill's twin (weight FLOPs at the card's figure), gives these
-# cards' prompt rows (the P40's pp512/pp2048 of PRs #4766, #24127 and #7716; the MI50's of PR
-# #27841, kyuz0 and iacopPBK) a term of their own, so that they do not move the shared p, q and r
-# of every other card: 0.06 on CUDA, 0 on ROCm (the MI50's prompts run 10-14% faster than the
-# RDNA cards' terms expect). Leave-one-out: CUDA prefill 7.1% → 7.1% over 99 rows, decode 6.0% →
-# 6.0% over 119; ROCm prefill 10.2% → 9.7% over 51, decode 7.9% → 9.6% over 57 (the MI50's own
-# decode rows 9-17%). Left out of the fit (and, their sources fitted, of the held-out rows): PR
-# #4766's Q3_K_S and Q2_K rows (expected +64% at pp512, +120% and +123% at tg128: their unpacking
-# does more a weight) and BF16 on an MI50 (no BF16 ALUs: pp512 +365%, tg128 +38%).
+# no longer hides under the read. f_vec: the step's FLOPs at the card's figure; p_vec, its prefill
+# twin: the weights' FLOPs at it. On llama.cpp's CUDA, ROCm and Vulkan backends, fitted on a P40's
+# rows (llama.cpp PRs #4766, #24127, #7716) and an MI50's (kyuz0's gfx906 toolbox README, iacopPBK's
+# llama.cpp-gfx906 README's upstream column, PR #27841), each card by its figures: f_vec 3.0 on
+# CUDA, 4.6 on ROCm; p_vec 0.06 on CUDA, where the P40's prompt rows then leave the other cards'
+# shared terms as they were, and 0 on ROCm, where the MI50's prompts run 10-14% faster than the
+# RDNA cards' terms expect (no coefficient goes below 0), so they move ROCm's shared terms; Vulkan
+# has no such row (0). Left out: PR #4766's Q3_K_S and Q2_K rows (their unpacking does more a
+# weight: tg128 expected 2.2x the measured) and BF16 on an MI50 (no BF16 ALUs). What each moved:
+# docs/latency.md, fewflops63.
 FEW_FLOP_PER_BYTE = 50
 
 
@@ -607,6 +601,10 @@ def custom_card(acc: Accelerator, backend: str) -> Accelerator:
     why = (f"a card not in the table: the fit assumes it {like}, {kind}: FP16 {ratios['fp16']:.3g}x, "
            f"INT8 {ratios['int8']:.3g}x, FP8 {ratios['fp8']:.3g}x and FP4 {ratios['fp4']:.3g}x its "
            "bf16 peak")
+    if few_flops_per_byte(acc, backend):
+        why += (f"; under {FEW_FLOP_PER_BYTE} FLOP of it per byte of bandwidth, read as a card "
+                "without tensor or matrix cores, the figure its vector ALUs' (f_vec, p_vec: a card "
+                "with them is given by its dense bf16 tensor figure)")
     return replace(with_ratios(acc, ratios, why), kind=kind)
 
 

@@ -306,6 +306,7 @@ def targets(args: Iterable[str | Path]) -> tuple[list[Target], list[Skipped]]:
         exists = _is_dir(path) or _is_file(path)
         if not exists and path.suffix not in (".json", *CONFIG_SUFFIXES) and (
             bundled.find(text) is not None or hub.looks_like_repo_id(text)
+            or bundled.bare_base(text) is not None
         ):
             out.setdefault(text, Target(text, None))
             continue

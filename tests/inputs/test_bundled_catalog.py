@@ -325,16 +325,25 @@ def test_an_instruct_siblings_base(repo_id: str, base: str | None) -> None:
 
 @pytest.mark.parametrize(("name", "base", "sibling"), [
     ("Llama-3.1-8B-Instruct", "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
-    ("Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b", "meta-llama/Meta-Llama-3.1-8B-Instruct"),
-    ("llama-3-8b-instruct", "llama-3-8b", "meta-llama/Meta-Llama-3-8B-instruct"),  # the file's name
+    ("Meta-Llama-3.1-8B-Instruct", "llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"),
+    ("llama-3-8b-instruct", "llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct"),  # the file's name
+    ("META-LLAMA-3-8B-INSTRUCT", "llama-3-8b", "meta-llama/Meta-Llama-3-8B-Instruct"),
     ("llama-2-7b-chat", "llama-2-7b", "meta-llama/Llama-2-7b-chat-hf"),
-    ("Llama-2-7b-chat-hf", "llama-2-7b", "meta-llama/Llama-2-7b-chat-hf"),
+    (" Llama-2-7b-chat-hf ", "llama-2-7b", "meta-llama/Llama-2-7b-chat-hf"),
     ("gemma-2-9b-it", "gemma-2-9b", "google/gemma-2-9b-it"),
-    ("mixtral-8x7b-instruct-v0.1", "mixtral-8x7b", "mistralai/mixtral-8x7b-instruct-v0.1"),
+    ("mixtral-8x7b-instruct-v0.1", "mixtral-8x7b", "mistralai/Mixtral-8x7B-Instruct-v0.1"),
+    ("qwen2.5-3b-instruct", "qwen2.5-3b", "Qwen/Qwen2.5-3B-Instruct"),
     ("mistral-7b-instruct", None, None),  # which version? v0.2 and v0.3 are other configs
+    ("mixtral-8x7b-instruct", None, None),  # the same
     ("mixtral-8x22b-instruct-v0.1", None, None),  # its vocab 32,768: SIBLINGS_THAT_DIFFER
+    ("Qwen3-30B-A3B-Instruct", None, None),  # Qwen3's Instruct is the dated 2507, another config
     ("llama-4-scout-17b-16e-instruct", None, None),  # the bundled base is a text_config
     ("llama-3.1-8b-instructor", None, None),  # not a sibling's suffix
+    ("llama-3.1-8b-it", None, None),  # not Meta's suffix
+    ("llama-2-7b-instruct", None, None),  # Llama 2's is -chat
+    ("gpt2-chat", None, None),  # no convention known for its organisation
+    ("qwen2-7b-instruct-instruct", None, None),  # its base is itself a tuned repo
+    ("mistral-small-24b-instruct", None, None),  # its base is a -Base repo
     ("qwen3-30b-a3b-instruct-2507", None, None),  # a later release, its own config
     ("meta-llama/Llama-3.1-8B-Instruct", None, None),  # a repo id: base_of, once the Hub is asked
 ])

@@ -422,6 +422,9 @@ def test_an_instruct_sibling_named_without_its_organisation_is_read_as_its_base(
                              "repo_id": "meta-llama/Llama-3.1-8B-Instruct", "revision": None}
     strict = llmcalc("count", "Llama-3.1-8B-Instruct", "--strict")
     assert (strict.code, strict.stderr) == (2, f"error: --strict: Llama-3.1-8B-Instruct: {note}\n")
+    check = llmcalc("check", "Llama-3.1-8B-Instruct", "--json")  # its base held to itself: an error
+    assert check.code == 2
+    assert [(f["status"], f["why"]) for f in check.json()["files"]] == [("error", note)]
     unknown = llmcalc("count", "mistral-7b-instruct")
     assert (unknown.code, unknown.stderr) == (
         2, "error: unknown model 'mistral-7b-instruct': not a file, folder or bundled config; did "

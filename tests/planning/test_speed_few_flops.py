@@ -5,7 +5,6 @@ figure (f_vec, p_vec), fitted on a Tesla P40's and an Instinct MI50's llama.cpp 
 from __future__ import annotations
 
 import json
-import statistics
 from dataclasses import replace
 
 import pytest
@@ -20,6 +19,7 @@ from llmcalc.planning.speed import (
     _decode_features,
     _prefill_features,
     few_flops_per_byte,
+    fit_card,
     rows_for,
 )
 
@@ -78,4 +78,13 @@ def test_the_scoreboard_copies_by_their_figures() -> None:
     errors = {r.row["card"]: round(r.error, 3) for r in holdout.run(picked)}
     assert errors == {"NVIDIA Tesla P40": 0.037, "NVIDIA Tesla M40 24GB": 0.162,
                       "AMD Instinct MI50 32GB": 0.074, "AMD Instinct MI60": 0.191}
-    assert statistics.median(abs(e) for e in errors.values()) < 0.12
+
+
+def test_a_card_given_by_such_figures_says_how_it_is_read() -> None:
+    lat = row_latency(next(r for r in rows_for("llama.cpp", "rocm") if r.card.endswith("MI50 32GB")))
+    why = fit_card(lat, "rocm").peaks_source
+    assert why.endswith("; under 50 FLOP of it per byte of bandwidth, read as a card without tensor "
+                        "or matrix cores, the figure its vector ALUs' (f_vec, p_vec: a card with "
+                        "them is given by its dense bf16 tensor figure)")
+    gpu = replace(lat, accelerator=resolve(None, flops="165.2T", bandwidth="1008G"))
+    assert "vector ALUs" not in fit_card(gpu, "cuda").peaks_source
