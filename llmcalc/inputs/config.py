@@ -144,11 +144,8 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
                 if (bare := bundled.bare_base(model)) is None:
                     bundled.raise_unknown(model)
             if bare is not None:  # Llama-3.1-8B-Instruct, llama-2-7b-chat: bundled.bare_base
-                path, sibling = bare
-                label, hub_name = bundled.label(path), model
-                origin = Origin("sibling", label, sibling)
-                notes = (f"{SIBLING_NOTE} {label}: {model} (as {sibling}) is not bundled, and an "
-                         "instruction-tuned sibling has its base's architecture",)
+                path, label, hub_name, origin, notes = _sibling(
+                    bare[0], model, bare[1], f"{model} (as {bare[1]}) is not bundled")
             else:
                 try:
                     where = hub.find_config(model, revision)
@@ -158,11 +155,9 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
                     base = bundled.base_of(model) if revision is None else None
                     if base is None:
                         raise
-                    path, label, hub_name = base, bundled.label(base), model
-                    origin = Origin("sibling", label, model)
-                    notes = (f"{SIBLING_NOTE} {label}: {model}'s own config.json is not in the local "
-                             "cache and the Hub is offline, unreachable or gated, and an "
-                             "instruction-tuned sibling has its base's architecture",)
+                    path, label, hub_name, origin, notes = _sibling(
+                        base, model, model, f"{model}'s own config.json is not in the local cache "
+                        "and the Hub is offline, unreachable or gated")
                 else:
                     path, label, hub_name = where.path, where.name, where.name
                     origin = Origin(where.kind, str(path), where.repo_id, where.revision)
@@ -187,6 +182,16 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
         raise ConfigError(label, "expected must be a mapping of figure names to values")
     name = hub_name or meta_name or data.get("_name_or_path") or _default_name(path)
     return RawConfig(path, label, data, str(name), source, expected, origin, notes)
+
+
+def _sibling(base: Path, model: str, repo_id: str, why: str,
+             ) -> tuple[Path, str, str, Origin, tuple[str, ...]]:
+    """An instruction-tuned sibling read as its base's bundled config (``bundled.base_of``,
+    ``bundled.bare_base``): the file, its label, the name as given, the origin and the note."""
+    label = bundled.label(base)
+    return base, label, model, Origin("sibling", label, repo_id), (
+        f"{SIBLING_NOTE} {label}: {why}, and an instruction-tuned sibling has its base's "
+        "architecture",)
 
 
 def _hub_gguf_config(repo: str, selector: str | None, revision: str | None) -> RawConfig:
