@@ -550,10 +550,9 @@ def geforce_share(bf16: int, bandwidth: int) -> float:
 # twin: the weights' FLOPs at it. On llama.cpp's CUDA, ROCm and Vulkan backends, fitted on a P40's
 # rows (llama.cpp PRs #4766, #24127, #7716) and an MI50's (kyuz0's gfx906 toolbox README, iacopPBK's
 # llama.cpp-gfx906 README's upstream column, PR #27841), each card by its figures: f_vec 3.0 on
-# CUDA, 4.6 on ROCm; p_vec 0.06 on CUDA, where the P40's prompt rows then leave the other cards'
-# shared terms as they were, and 0 on ROCm, where the MI50's prompts run 10-14% faster than the
-# RDNA cards' terms expect (no coefficient goes below 0), so they move ROCm's shared terms; Vulkan
-# has no such row (0). Left out: PR #4766's Q3_K_S and Q2_K rows (their unpacking does more a
+# CUDA, 4.6 on ROCm; p_vec 0 on both (the P40's prompts sit on CUDA's shared terms; the MI50's run
+# 10-14% faster than the RDNA cards' terms expect, and no coefficient goes below 0, so they move
+# ROCm's shared terms); Vulkan has no such row (0). Left out: PR #4766's Q3_K_S and Q2_K rows (their unpacking does more a
 # weight: tg128 expected 2.2x the measured) and BF16 on an MI50 (no BF16 ALUs). What each moved:
 # docs/latency.md, fewflops63.
 FEW_FLOP_PER_BYTE = 50
@@ -968,11 +967,7 @@ def _prefill_features(lat: Latency, engine: str, backend: str, *, old_build: boo
     own FP16 rate, no K-quant unpacking in them, the FP16 copy's bytes streamed:
     ``dequant_bytes``), and attention without flash attention (its score matrix's bytes streamed:
     ``score_bytes``)."""
-    # below Volta those builds ran MMQ too: ggml-cuda.cu of early 2024 (commit 005de59) capped MMQ
-    # only "when tensor cores are available" (MMQ_MAX_BATCH_SIZE 32), and no card with few FLOP
-    # per byte (FEW_FLOP_PER_BYTE) has them
-    cublas = (old_build and not isinstance(lat.dtype, DType)
-              and not few_flops_per_byte(lat.accelerator, backend))
+    cublas = old_build and not isinstance(lat.dtype, DType)
     p, peak = lat.prefill, engine_peak(lat, engine, backend, mmq=not cublas)
     dc = fit_card(lat, backend).kind == "datacenter"
     dense = p.flops - lat.prefill_attention_flops

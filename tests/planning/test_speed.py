@@ -411,7 +411,7 @@ def test_rows_carry_their_source_and_figures() -> None:
 # on the A100 and A10G alone): the RTX 4090's steps (consumer class) are expected 30–40% too slow,
 # its per-layer launch cost hidden under a step of 15 ms of bytes where the A100's and H100's are
 # not.
-LOO = {("llama.cpp", "metal"): (0.055, 0.049, True), ("llama.cpp", "cuda"): (0.06, 0.071, True),
+LOO = {("llama.cpp", "metal"): (0.055, 0.049, True), ("llama.cpp", "cuda"): (0.06, 0.07, True),
        ("llama.cpp", "vulkan"): (0.082, 0.097, False), ("llama.cpp", "rocm"): (0.096, 0.097, False),
        ("trtllm", "cuda"): (None, 0.055, True), ("vllm", "cuda"): (0.026, 2.747, False),
        ("sglang", "cuda"): (0.097, 0.11, False), ("sglang", "rocm"): (0.155, 0.345, False),
@@ -435,8 +435,8 @@ LOO = {("llama.cpp", "metal"): (0.055, 0.049, True), ("llama.cpp", "cuda"): (0.0
 THROUGHPUT = {("trtllm", "cuda"): 0.076, ("vllm", "cuda"): 0.07, ("transformers", "cuda"): 0.093,
               ("vllm", "rocm"): 0.031, ("sglang", "cuda"): 0.164}
 
-CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.065,
-                ("llama.cpp", "cuda", "datacentre"): 0.063, ("llama.cpp", "vulkan", "consumer"): 0.09,
+CLASS_MEDIAN = {("llama.cpp", "metal", "apple"): 0.052, ("llama.cpp", "cuda", "consumer"): 0.064,
+                ("llama.cpp", "cuda", "datacentre"): 0.058, ("llama.cpp", "vulkan", "consumer"): 0.09,
                 ("llama.cpp", "rocm", "consumer"): 0.085,
                 ("llama.cpp", "rocm", "datacentre"): 0.157, ("trtllm", "cuda", "datacentre"): 0.064,
                 ("vllm", "cuda", "datacentre"): 0.053, ("sglang", "cuda", "datacentre"): 0.108,
@@ -476,10 +476,10 @@ def test_every_row_pooled_by_stage_and_class() -> None:
     errors = [e for engine, backend in ENGINES for e in _loo(engine, backend)]
     by_stage = {st: round(statistics.median(abs(e) for r, e in errors if r.stage == st), 3)
                 for st in ("decode", "prefill", "throughput")}
-    assert by_stage == {"decode": 0.068, "prefill": 0.068, "throughput": 0.07}
+    assert by_stage == {"decode": 0.068, "prefill": 0.067, "throughput": 0.07}
     by_class = {c: round(statistics.median(abs(e) for r, e in errors if r.hw_class == c), 3)
                 for c in ("apple", "consumer", "datacentre")}
-    assert by_class == {"apple": 0.052, "consumer": 0.081, "datacentre": 0.074}
+    assert by_class == {"apple": 0.052, "consumer": 0.08, "datacentre": 0.073}
     assert by_stage["decode"] <= 0.08 and by_stage["prefill"] <= 0.12
     assert max(by_class.values()) <= 0.15
 
