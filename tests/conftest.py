@@ -17,6 +17,8 @@ REPO = Path(__file__).resolve().parent.parent
 
 # The spec cache of CLI runs (llmcalc/inputs/speccache.py) goes to a fresh folder, never ~/.cache.
 os.environ.setdefault("LLMCALC_CACHE_DIR", tempfile.mkdtemp(prefix="llmcalc-test-cache-"))
+# Ollama's models folder (llmcalc.inputs.ollama) is an empty one, never this machine's ~/.ollama.
+os.environ["OLLAMA_MODELS"] = tempfile.mkdtemp(prefix="llmcalc-test-ollama-")
 # Piped output follows COLUMNS (llmcalc/render): tests draw at the fixed 120 unless they set it.
 os.environ.pop("COLUMNS", None)
 

@@ -24,9 +24,9 @@ R = TypeVar("R")
 ModelArg = Annotated[
     str,
     typer.Argument(
-        help="A config.json, a checkpoint folder holding one, a YAML file, a bundled model name "
-        "(gpt2-medium, meta-llama/Llama-2-7b-hf), or a Hugging Face repo id (org/name), read from "
-        "the local Hugging Face cache or, config.json only, from the Hub.",
+        help="A config.json, a checkpoint folder holding one, a YAML or .gguf file, a bundled "
+        "model name (gpt2-medium), an Ollama name (llama3.1:8b) or a Hugging Face repo id "
+        "(org/name), from the local Hugging Face cache or, config.json only, the Hub.",
         show_default=False,
         metavar="MODEL",
         autocompletion=complete_model,
@@ -35,8 +35,8 @@ ModelArg = Annotated[
 ModelsArg = Annotated[
     list[str],
     typer.Argument(
-        help="One or more models to compare: bundled names (gpt2-medium, "
-        "meta-llama/Llama-2-7b-hf), config.json files, checkpoint folders or YAML files.",
+        help="One or more models to compare: bundled names (gpt2-medium), repo ids (org/name), "
+        "config.json, YAML or .gguf files, checkpoint folders, Ollama names (llama3.1:8b).",
         show_default=False,
         metavar="MODEL",
         autocompletion=complete_model,
@@ -45,8 +45,8 @@ ModelsArg = Annotated[
 CatalogModelsArg = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
     typer.Argument(
-        help="Models to compare: bundled names, config.json files, checkpoint folders or "
-        "YAML files. Without one: one row per bundled model.",
+        help="Models to compare: bundled names, repo ids, config, YAML or .gguf files, "
+        "Ollama names. Without one: one row per bundled model.",
         show_default=False,
         metavar="MODEL",
         autocompletion=complete_model,

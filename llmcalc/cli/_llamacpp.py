@@ -145,7 +145,7 @@ def header_for(model: str, version: str | None, dtype: str | None = None, *,
     --json."""
     notes = [] if notes is None else notes
     from llmcalc.cli._common import show, spec_for
-    from llmcalc.inputs.gguf_file import is_gguf_path, read_header
+    from llmcalc.inputs.gguf_file import read_header
     from llmcalc.planning.engines import llama_cpp as engine
 
     # a build (b6490) is taken with the pinned source's rules: the KV cells differ between builds
@@ -153,8 +153,8 @@ def header_for(model: str, version: str | None, dtype: str | None = None, *,
     if version is not None and version != engine.VERSION and not version.startswith("b"):
         raise UsageError(f"--engine llama.cpp=={version}: llmcalc follows llama-cpp-python "
                          f"{engine.VERSION}'s llama.cpp only")
-    path = Path(model)
-    if is_gguf_path(path) and path.is_file():
+    path = gguf_file(model)
+    if path is not None:
         if overrides:
             raise UsageError("--set: a GGUF file is read as it is")
         if dtype is not None:
@@ -234,9 +234,11 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
     if n_gpus > 1:
         notes.append(f"{n_gpus} GPUs: --fit over their memory together; layers split evenly "
                      "(--split-mode layer, equal free memory)")
-    # an HF config: the command names the file the conversion would write
-    gguf = model if dtype is None or _is_gguf_file(model) else \
-        f"{Path(model).name}-{dtype.upper()}.gguf"
+    local = gguf_file(model)
+    if local is None:  # an HF config: the command names the file the conversion would write
+        gguf = model if dtype is None else f"{Path(model).name}-{dtype.upper()}.gguf"
+    else:  # a .gguf path as given; a model Ollama pulled by its blob, which llama-server loads
+        gguf = model if local == Path(model) else str(local)
     command = server_command(gguf, f)
     if how is Format.json:
         data = fit_json(f, accelerator=acc, command=command, kv=kv, n_gpus=n_gpus,
@@ -346,10 +348,20 @@ def _nearest_quant(dtype: str | None, notes: list[str]) -> str | None:
     return nearest
 
 
-def _is_gguf_file(model: str) -> bool:
+def gguf_file(model: str) -> Path | None:
+    """The GGUF file on this machine that MODEL names: a .gguf path, or the blob of a model Ollama
+    pulled (llmcalc.inputs.ollama); None for an HF config (a bundled name, a repo id …)."""
+    from llmcalc.inputs.config import pulled
     from llmcalc.inputs.gguf_file import is_gguf_path
 
-    return is_gguf_path(Path(model)) and Path(model).is_file()
+    if is_gguf_path(Path(model)) and Path(model).is_file():
+        return Path(model)
+    found = pulled(model)
+    return None if found is None else found.blob
+
+
+def _is_gguf_file(model: str) -> bool:
+    return gguf_file(model) is not None
 
 
 def hidden(option: Any, *short: str) -> Any:

@@ -113,9 +113,9 @@ def fit(
     models: Annotated[
         Optional[list[str]],  # noqa: UP045 - typer reads this annotation at run time
         typer.Argument(
-            help="Models to fit: bundled names, repo ids (org/name, org/name:Q4_K_M for a GGUF "
-            "repo), config.json files, .gguf files. Without one: what fits the GPU, from the "
-            "bundled and locally cached models.",
+            help="Models to fit: bundled names, repo ids (org/name:Q4_K_M: a GGUF), config or "
+            ".gguf files, Ollama names (llama3.1:8b). Without one: what fits the GPU, of the "
+            "bundled, cached and pulled models.",
             show_default=False, metavar="MODEL", autocompletion=complete_model,
         ),
     ] = None,
@@ -398,7 +398,8 @@ def fit(
 
 def _what_fits(acc: Accelerator, *, gpus: int, headroom: float, ctx: str | None, sort: str,
                match: str | None, show_all: bool, how: Format) -> None:
-    """Bundled and locally cached models, each in the best format that fits (llmcalc.planning.local)."""
+    """Bundled, locally cached and Ollama's pulled models, each in the best format that fits
+    (llmcalc.planning.local)."""
     import fnmatch
 
     from llmcalc.cli._common import spec_for

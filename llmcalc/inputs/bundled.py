@@ -90,11 +90,12 @@ def is_class_defaults(path: Path) -> bool:
 
 def with_cached() -> list[str]:
     """The published bundled configs' names, then the local Hugging Face cache's repo ids not
-    among them: the models ``fit --gpu NAME`` (no model) plans."""
-    from llmcalc.inputs import hfcache
+    among them, then the models Ollama pulled here: the models ``fit --gpu NAME`` (no model) plans."""
+    from llmcalc.inputs import hfcache, ollama
 
     names = [p.stem for p in paths() if not is_class_defaults(p)]
-    return names + [repo for repo in hfcache.repo_ids() if repo not in names]
+    return names + [repo for repo in hfcache.repo_ids() if repo not in names] + \
+        ollama.pulled_names()
 
 
 def matches(pattern: str, *names: str) -> bool:
@@ -202,10 +203,13 @@ def label(path: Path) -> str:
     return f"configs/{path.name}"
 
 
-def raise_unknown(name: str) -> NoReturn:
-    """Say that ``name`` is not bundled and suggest the closest names."""
+def raise_unknown(name: str, why: str | None = None) -> NoReturn:
+    """Say that ``name`` is not bundled (or ``why`` there is no answer) and suggest the closest
+    names (an Ollama name's tag read as the rest of the name: llama3.1:8b as llama3.1-8b)."""
     stems = [p.stem for p in paths()]
     import difflib  # only to suggest a name: not on the path of a good call
-    close = difflib.get_close_matches(name.lower(), [s.lower() for s in stems], n=3, cutoff=0.5)
+    close = difflib.get_close_matches(name.lower().replace(":", "-"), [s.lower() for s in stems],
+                                      n=3, cutoff=0.5)
     hint = f"; did you mean {', '.join(close)}?" if close else "; see `llmcalc list`"
-    raise UnknownModelError(f"unknown model {name!r}: not a file, folder or bundled config{hint}")
+    why = why or f"unknown model {name!r}: not a file, folder or bundled config"
+    raise UnknownModelError(f"{why}{hint}")

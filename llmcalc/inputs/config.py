@@ -2,7 +2,8 @@
 
 Accepted sources, tried in this order: a ``config.json``, a checkpoint folder holding one, or a YAML
 file with the same keys (plus optional ``name``, ``source``, ``expected`` and ``class_defaults``);
-the name of a bundled config; a Hugging Face repo id (``org/name``), from the local cache or the
+the name of a bundled config; a model Ollama pulled (``llama3.1:8b``: its GGUF file,
+:mod:`llmcalc.inputs.ollama`); a Hugging Face repo id (``org/name``), from the local cache or the
 Hub (:mod:`llmcalc.inputs.hub`, imported only then). Every failure is a :class:`ConfigError` naming the
 file and the field, or a :class:`HubError`.
 """
@@ -13,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import ValidationError
@@ -35,6 +36,9 @@ from llmcalc.limits import (
     shown,
 )
 from llmcalc.model.spec import ModelSpec, Origin
+
+if TYPE_CHECKING:
+    from llmcalc.inputs.ollama import Pulled
 
 META_KEYS = ("name", "source", "expected", "class_defaults")
 
@@ -94,7 +98,8 @@ def spec_from_dict(
 def read_config(model: str, *, revision: str | None = None, paths: bool = True) -> RawConfig:
     """Find and parse the config behind ``model`` (no validation of its fields yet).
 
-    A path first, then a bundled name, then a repo id in the local Hugging Face cache or on the Hub.
+    A path first, then a bundled name, then a model Ollama pulled (``llama3.1:8b``:
+    llmcalc.inputs.ollama), then a repo id in the local Hugging Face cache or on the Hub.
     ``revision`` (a branch, tag or commit) asks for a repo id at that revision, skipping bundled names.
     ``paths=False`` skips the first step: ``model`` is never looked up on the file system.
     """
@@ -129,6 +134,11 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
         if found is None:
             if path.suffix in (".json", *YAML_SUFFIXES) or model.startswith((".", "/", "~")):
                 raise ConfigError(model, "no such file")
+            from llmcalc.inputs import ollama
+
+            if revision is None and (found_pulled := ollama.find(model)) is not None:
+                return _ollama_config(found_pulled)  # llama3.1:8b, pulled here
+            model = ollama.hub_selector(model) or model  # hf.co/org/repo:Q4_K_M, not pulled here
             from llmcalc.inputs import hub  # huggingface_hub only for names that need it
 
             if ":" in model:
@@ -142,7 +152,7 @@ def read_config(model: str, *, revision: str | None = None, paths: bool = True) 
                 if revision is not None:
                     raise UsageError(f"--revision {revision}: only for a Hugging Face repo id (org/name)")
                 if (bare := bundled.bare_base(model)) is None:
-                    bundled.raise_unknown(model)
+                    bundled.raise_unknown(model, ollama.not_pulled(model))
             if bare is not None:  # Llama-3.1-8B-Instruct, llama-2-7b-chat: bundled.bare_base
                 path, label, hub_name, origin, notes = _sibling(
                     bare[0], model, bare[1], f"{model} (as {bare[1]}) is not bundled")
@@ -211,15 +221,39 @@ def _gguf_config(path: Path, label: str, origin: Origin) -> RawConfig:
     return _gguf_raw(gguf_file.read_header(path, label), path, label, origin)
 
 
-def _gguf_raw(header: Any, path: Path, label: str, origin: Origin, name: str | None = None
-              ) -> RawConfig:
+def pulled(model: str) -> Pulled | None:
+    """The model Ollama pulled (llmcalc.inputs.ollama) that ``model`` names where
+    :func:`read_config` reads one (no path, bundled name or model type by that name), else None."""
+    from llmcalc.inputs import family_defaults, ollama
+
+    path = Path(model).expanduser()
+    if _is_dir(path) or _is_file(path) or bundled.find(model) is not None:
+        return None
+    return None if family_defaults.defaults(model.strip()) is not None else ollama.find(model)
+
+
+def _ollama_config(pulled: Pulled) -> RawConfig:
+    """A model Ollama pulled (llmcalc.inputs.ollama): its GGUF blob, read like a .gguf file."""
+    from llmcalc.inputs import gguf_file
+
+    label = str(pulled.blob)
+    notes = () if pulled.projector_bytes is None else (
+        f"{pulled.name} also holds a vision projector (a GGUF layer of its own, "
+        f"{pulled.projector_bytes:,} bytes), not read: the figures are its language model's",)
+    return _gguf_raw(gguf_file.read_header(pulled.blob, label), pulled.blob, label,
+                     Origin("ollama", label), name=pulled.name,
+                     what=f"Ollama model {pulled.name}: GGUF blob {pulled.blob.name}", notes=notes)
+
+
+def _gguf_raw(header: Any, path: Path, label: str, origin: Origin, name: str | None = None, *,
+              what: str | None = None, notes: tuple[str, ...] = ()) -> RawConfig:
     from llmcalc.inputs import gguf_model
 
     fields = gguf_model.config_fields(header)
     kind = header.file_type or ", ".join(header.bytes_by_type())
-    source = f"GGUF file {path.name} ({kind}; architecture {header.architecture})"
+    source = f"{what or f'GGUF file {path.name}'} ({kind}; architecture {header.architecture})"
     return RawConfig(path, label, fields, name or gguf_model.name_of(header, path), source, {},
-                     origin)
+                     origin, notes)
 
 
 def _family_default(model: str) -> RawConfig | None:

@@ -550,8 +550,9 @@ class Part:
 @dataclass(frozen=True)
 class Origin:
     """Where a config was read: ``source`` is path, bundled, cache (the local Hugging Face cache),
-    hub (downloaded now) or sibling (an instruction-tuned sibling's repo id read as its base's
-    bundled config: ``path``); ``repo_id`` for the last three, ``revision`` for cache and hub."""
+    hub (downloaded now), sibling (an instruction-tuned sibling's repo id read as its base's
+    bundled config: ``path``) or ollama (a model Ollama pulled: ``path`` its GGUF blob);
+    ``repo_id`` for cache, hub and sibling, ``revision`` for cache and hub."""
 
     source: str
     path: str

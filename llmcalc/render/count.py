@@ -27,6 +27,7 @@ ORIGIN_WORDS = {
     "sibling": "its base model's bundled config {path} (its own config.json unread)",
     "cache": "config.json from the local Hugging Face cache",
     "hub": "config.json downloaded from the Hub (cached for next time)",
+    "ollama": "the GGUF file of a model Ollama pulled, {path}",
 }
 
 

@@ -294,8 +294,9 @@ def _config_of(path: Path) -> Path:
 
 def targets(args: Iterable[str | Path]) -> tuple[list[Target], list[Skipped]]:
     """What ``check ARGS…`` checks: paths as :func:`walk` finds them; a name that is no path but
-    a bundled model or a Hugging Face repo id, read as ``count`` reads it."""
+    a bundled model, a model Ollama pulled or a Hugging Face repo id, read as ``count`` reads it."""
     from llmcalc.inputs import hub
+    from llmcalc.inputs.config import pulled
 
     out: dict[str | Path, Target] = {}
     skipped: list[Skipped] = []
@@ -306,7 +307,7 @@ def targets(args: Iterable[str | Path]) -> tuple[list[Target], list[Skipped]]:
         exists = _is_dir(path) or _is_file(path)
         if not exists and path.suffix not in (".json", *CONFIG_SUFFIXES) and (
             bundled.find(text) is not None or hub.looks_like_repo_id(text)
-            or bundled.bare_base(text) is not None
+            or bundled.bare_base(text) is not None or pulled(text) is not None
         ):
             out.setdefault(text, Target(text, None))
             continue

@@ -11,6 +11,7 @@ are left out.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -109,6 +110,16 @@ def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ggufs: Path) -> Pat
     (tmp_path / "configs").symlink_to(REPO / "configs")
     for name in ("model.gguf", "mixtral.gguf"):
         os.link(ggufs / name, tmp_path / name)
+    # llama3.1:8b as Ollama keeps a pulled model: its manifest naming the GGUF blob (the tiny llama)
+    ollama = tmp_path / "ollama-models"
+    digest = hashlib.sha256((ggufs / "model.gguf").read_bytes()).hexdigest()
+    (ollama / "blobs").mkdir(parents=True)
+    os.link(ggufs / "model.gguf", ollama / "blobs" / f"sha256-{digest}")
+    manifest = ollama / "manifests/registry.ollama.ai/library/llama3.1/8b"
+    manifest.parent.mkdir(parents=True)
+    manifest.write_text(json.dumps({"layers": [
+        {"mediaType": "application/vnd.ollama.image.model", "digest": f"sha256:{digest}"}]}))
+    monkeypatch.setenv("OLLAMA_MODELS", str(ollama))
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -200,6 +200,16 @@ def test_check_takes_repo_ids_as_count_does(llmcalc: Any, hub: FakeHub) -> None:
     )
 
 
+def test_ollamas_hf_co_name_not_pulled_is_the_repos_gguf_selector(llmcalc: Any, hub: FakeHub) -> None:
+    """hf.co/org/name:QUANT, as Ollama pulls a Hub GGUF, is org/name:QUANT when Ollama has not
+    pulled it here (tests/inputs/test_ollama.py reads one it has)."""
+    r = llmcalc("count", "hf.co/org/tiny-GGUF:q9", endpoint=hub.url)
+    assert (r.code, r.stderr) == (
+        2,
+        "error: org/tiny-GGUF: no GGUF file 'q9'; its files: Q4_K_M (0.0 MB), Q8_0 (0.0 MB)\n",
+    )
+
+
 def test_a_gguf_only_repo_reads_its_q4_k_m_file(llmcalc: Any, hub: FakeHub) -> None:
     r = llmcalc("count", "org/tiny-GGUF", endpoint=hub.url)
     assert (r.code, r.stderr) == (
