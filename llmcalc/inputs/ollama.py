@@ -2,8 +2,8 @@
 
 Ollama keeps a pulled model as a manifest and content-addressed blobs under its models folder,
 ``$OLLAMA_MODELS`` or else ``~/.ollama/models`` (ollama/ollama ``envconfig/config.go``, ``Models``):
-the manifest at ``manifests/{host}/{namespace}/{model}/{tag}`` (``server/modelpath.go``,
-``GetManifestPath``), each blob at ``blobs/sha256-{hex}`` (``GetBlobsPath``, which takes only a
+the manifest at ``manifests/{host}/{namespace}/{model}/{tag}`` (``server/modelpath.go`` at
+commit f4d852d, ``GetManifestPath``), each blob at ``blobs/sha256-{hex}`` (``GetBlobsPath``, which takes only a
 sha256 digest). A name is read as ``types/model/name.go`` (commit 5c0caaf, ``ParseName``) reads it:
 ``[host/][namespace/]model[:tag]``, host ``registry.ollama.ai``, namespace ``library`` and tag
 ``latest`` where it leaves them out; host letters, digits, ``_ - . :``; namespace ``_ -``; model and
