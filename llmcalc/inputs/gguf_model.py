@@ -216,6 +216,21 @@ def _lfm2(hp: Hp) -> dict[str, Any]:
     }
 
 
+def _gpt_oss(hp: Hp) -> dict[str, Any]:
+    # src/models/openai-moe.cpp (llama.cpp's gpt-oss), load_arch_hparams: the experts' width
+    # expert_feed_forward_length, a sliding window on each layer but every second
+    # (set_swa_pattern(2): layers 0, 2, … slide, as transformers' GptOssConfig layer_types);
+    # load_arch_tensors: q/k/v/o biases, a sink per head, the router's and the experts' biases
+    fields = {**_attention(hp), "model_type": "gpt_oss",
+              "num_local_experts": hp.whole("expert_count"),
+              "num_experts_per_tok": hp.whole("expert_used_count"),
+              "intermediate_size": hp.whole("expert_feed_forward_length"),
+              "attention_bias": hp.has("blk.0.attn_q.bias"),
+              "sliding_window": hp.whole("attention.sliding_window")}
+    fields["layer_types"] = _swa_layer_types(hp, 2)
+    return fields
+
+
 # general.architecture → the transformers config it reads back into
 ARCHITECTURES: dict[str, Callable[[Hp], dict[str, Any]]] = {
     "llama": _llama,
@@ -228,6 +243,7 @@ ARCHITECTURES: dict[str, Callable[[Hp], dict[str, Any]]] = {
     "phi3": _phi3,
     "mamba": _mamba,
     "lfm2": _lfm2,
+    "gpt-oss": _gpt_oss,
 }
 
 

@@ -35,7 +35,7 @@ def write(path: Path, arch: str, *, n_layer: int = 2, d: int = 256, n_head: int 
     if n_expert:
         w.add_expert_count(n_expert)
         w.add_expert_used_count(2)
-        if arch in ("qwen3moe", "qwen2moe"):
+        if arch in ("qwen3moe", "qwen2moe", "gpt-oss"):
             w.add_expert_feed_forward_length(ff)
     if arch == "mamba":
         w.add_ssm_conv_kernel(4)
@@ -101,10 +101,13 @@ def write(path: Path, arch: str, *, n_layer: int = 2, d: int = 256, n_head: int 
             mat(p + "attn_q.weight", q, d)
             mat(p + "attn_k.weight", kv, d)
             mat(p + "attn_v.weight", kv, d)
-        if arch == "qwen2":
+        if arch in ("qwen2", "gpt-oss"):
             add(p + "attn_q.bias", vec(q))
             add(p + "attn_k.bias", vec(kv))
             add(p + "attn_v.bias", vec(kv))
+        if arch == "gpt-oss":  # the output projection's bias and a sink per head
+            add(p + "attn_output.bias", vec(d))
+            add(p + "attn_sinks.weight", vec(n_head))
         if arch in ("qwen3", "qwen3moe", "gemma3") or (arch == "lfm2" and i % 2):
             add(p + "attn_q_norm.weight", vec(hd))
             add(p + "attn_k_norm.weight", vec(hd))
@@ -113,11 +116,18 @@ def write(path: Path, arch: str, *, n_layer: int = 2, d: int = 256, n_head: int 
         if arch in ("gemma2", "gemma3"):
             add(p + "post_attention_norm.weight", vec(d))
             add(p + "post_ffw_norm.weight", vec(d))
-        add(p + "ffn_norm.weight", vec(d))
+        if arch == "gpt-oss":  # its FFN norm is the attention's post-norm
+            add(p + "post_attention_norm.weight", vec(d))
+        else:
+            add(p + "ffn_norm.weight", vec(d))
         if n_expert:
             add(p + "ffn_gate_inp.weight", vec(n_expert, d))
             for part, shape in (("gate", (ff, d)), ("up", (ff, d)), ("down", (d, ff))):
                 add(p + f"ffn_{part}_exps.weight", vec(n_expert, *shape))
+                if arch == "gpt-oss":
+                    add(p + f"ffn_{part}_exps.bias", vec(n_expert, shape[0]))
+            if arch == "gpt-oss":
+                add(p + "ffn_gate_inp.bias", vec(n_expert))
             if arch == "qwen2moe":  # the shared expert and its gate
                 add(p + "ffn_gate_inp_shexp.weight", vec(d))
                 mat(p + "ffn_gate_shexp.weight", ff, d)

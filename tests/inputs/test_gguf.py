@@ -211,7 +211,7 @@ def test_an_architecture_not_described_still_gets_params_and_bytes(cli: Any, tmp
     assert run.code == 2
     assert run.stderr.strip() == (
         f"error: {path}: general.architecture 'rwkv7' is not described (known: llama, qwen2, qwen3, "
-        "qwen2moe, qwen3moe, gemma2, gemma3, phi3, mamba, lfm2); the file holds 704 parameters in 2,628 bytes (F32 2,560 B, "
+        "qwen2moe, qwen3moe, gemma2, gemma3, phi3, mamba, lfm2, gpt-oss); the file holds 704 parameters in 2,628 bytes (F32 2,560 B, "
         "Q8_0 68 B); its KV cache and FLOPs cannot be computed"
     )
 

@@ -1,6 +1,6 @@
-"""GGUF metadata read back into transformers configs for gemma2, gemma3, phi3, mamba and lfm2 (the
-architectures llama.cpp 0.3.36 loads that llmcalc counts): the description's parameters equal the
-file's tensor table (an independent count), and its KV cache is the hand-computed one."""
+"""GGUF metadata read back into transformers configs for gemma2, gemma3, phi3, mamba, lfm2 and
+gpt-oss (the architectures llama.cpp 0.3.36 loads that llmcalc counts): the description's parameters
+equal the file's tensor table (an independent count), and its KV cache is the hand-computed one."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ CASES: dict[str, dict[str, Any]] = {
     "phi3": {},  # fused qkv and gate_up
     "mamba": {},
     "lfm2": {"n_layer": 4},  # short convolutions on even layers
+    # 4 experts (2 a token), biases on q/k/v/o, the router and the experts, a sink per head; the
+    # window on layer 0 of 2 (llama.cpp's pattern 2)
+    "gpt-oss": {"n_expert": 4, "swa": 128, "head": 64},
 }
 # K and V at 1,024 tokens, f16, batch 1: layers × 2 × kv heads (2) × head dim × cells × 2 bytes
 KV = {
@@ -26,7 +29,13 @@ KV = {
     "gemma3": 2 * 2 * 128 * 2 * (6 * 128 + 1024),
     "phi3": 2 * 2 * 2 * 64 * 2 * 1024,
     "lfm2": 2 * 2 * 2 * 64 * 2 * 1024 + 2 * 256 * 3 * 2,  # + 2 conv layers' state [d, L_cache]
+    "gpt-oss": 2 * 2 * 64 * 2 * (128 + 1024),  # layer 0 capped at its 128 window, layer 1 full
 }
+# the same files' parameters, independently: gpt-oss's 37 tensors (tiny_gguf, d 256, 2 layers, vocab
+# 512, 4 experts of width 512, heads 4 × 64, KV heads 2 × 64)
+GPT_OSS_LAYER = (256 + 256 + 256 * 256 + 256 + 2 * (256 * 128 + 128) + 256 * 256 + 256 + 4
+                 + 4 * 256 + 4 + 4 * (2 * (512 * 256 + 512) + 256 * 512 + 256))
+PARAMETERS = {"gpt-oss": 2 * GPT_OSS_LAYER + 2 * 512 * 256 + 256}
 
 
 @pytest.mark.parametrize("arch", list(CASES))
@@ -35,6 +44,8 @@ def test_count_equals_the_tensor_table(cli: Any, tmp_path: Path, arch: str) -> N
     run = cli("count", str(path), "--json")
     assert run.code == 0, run.stderr
     assert run.json()["total_params"] == read_header(path).parameters
+    if arch in PARAMETERS:
+        assert run.json()["total_params"] == PARAMETERS[arch]
     flops = cli("flops", str(path), "--ctx", "1024", "--json")
     assert flops.code == 0, flops.stderr
     if arch in KV:
@@ -55,3 +66,14 @@ def test_phi3_reads_as_its_config(cli: Any, tmp_path: Path) -> None:
     b = cli("flops", str(config), "--ctx", "2048", "--json").json()
     keys = [k for k in b if k.endswith("flops") or k.endswith("per_token")]
     assert keys and {k: a[k] for k in keys} == {k: b[k] for k in keys}
+
+
+@pytest.mark.torch
+def test_gpt_oss_is_the_model_transformers_builds(cli: Any, tmp_path: Path) -> None:
+    """The read-back config built by transformers (GptOssForCausalLM, meta device): every tensor's
+    name and shape the description's."""
+    pytest.importorskip("transformers")
+    path = tiny_gguf.write(tmp_path / "gpt-oss.gguf", "gpt-oss", **CASES["gpt-oss"])
+    out = cli("verify", str(path), "--json").json()
+    assert (out["match"], out["matched_tensors"], out["differences"]) == (True, 37, [])
+    assert out["against"].endswith("GptOssForCausalLM (meta device)")
