@@ -194,14 +194,15 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
 
     notes: list[str] = []
     params = with_build(params, version)
-    if not _is_gguf_file(model):
+    local = gguf_file(model)
+    if local is None or not _engine_follows(local):
         from llmcalc.cli._common import spec_for
         from llmcalc.formulas.gguf_mix import ARCHS
 
         spec = spec_for(model, overrides)
-        if str(spec.config.get("model_type", "")) not in ARCHS:
+        if local is not None or str(spec.config.get("model_type", "")) not in ARCHS:
             _kv_only(spec, params, ngl_given=ngl_given, gpu=gpu, gpu_mem=gpu_mem, how=how,
-                     n_gpus=n_gpus, kv_memory=kv_memory)
+                     n_gpus=n_gpus, kv_memory=kv_memory, gguf=local is not None)
             return
     dtype = _nearest_quant(dtype, notes) if not _is_gguf_file(model) else dtype
     if dtype is None and not _is_gguf_file(model):
@@ -253,9 +254,18 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
         raise typer.Exit(1)
 
 
+def _engine_follows(path: Path) -> bool:
+    """Whether llmcalc follows llama.cpp's buffers for this GGUF's architecture (llama_cpp.SUPPORTED)."""
+    from llmcalc.inputs.gguf_file import read_header
+    from llmcalc.planning.engines.llama_cpp import SUPPORTED
+
+    return read_header(path).architecture in SUPPORTED
+
+
 def _kv_only(spec: Any, params: Any, *, ngl_given: bool, gpu: str | None, gpu_mem: str | None,
-             how: Any, n_gpus: int, kv_memory: str | None) -> None:
-    """An HF model whose GGUF llmcalc does not write: llama.cpp's KV cache alone
+             how: Any, n_gpus: int, kv_memory: str | None, gguf: bool = False) -> None:
+    """An HF model whose GGUF llmcalc does not write, or (``gguf``) a GGUF file read back whose
+    architecture's buffers llmcalc does not follow (gpt-oss): llama.cpp's KV cache alone
     (llama_cpp.spec_plan), every layer on the GPU(s) unless -ngl says otherwise; --fit is not
     run (it needs the weights' tensors), so the context is the one given (0: the model's)."""
     from llmcalc.cli._common import Format, print_json, show
@@ -280,9 +290,11 @@ def _kv_only(spec: Any, params: Any, *, ngl_given: bool, gpu: str | None, gpu_me
     if kv_memory is not None:
         logged = cells_from_kv_bytes(plan, parse_bytes(kv_memory, option="--kv-memory"))
     keys = kv_keys(kv, n_gpus=n_gpus, tokens_from_log=logged)
-    note = (f"model_type {spec.config.get('model_type')!r}: llmcalc does not write its GGUF, so "
-            "only the KV cache is laid out (no weights, no --fit: the context as given, every "
-            "layer on the GPU unless --n-gpu-layers)")
+    why = ("llmcalc does not follow llama.cpp's buffers for this GGUF's architecture" if gguf
+           else "llmcalc does not write its GGUF")
+    note = (f"model_type {spec.config.get('model_type')!r}: {why}, so only the KV cache is laid "
+            "out (no weights, no --fit: the context as given, every layer on the GPU unless "
+            "--n-gpu-layers)")
     if how is Format.json:
         print_json({"engine": "llama.cpp", "engine_version": f"llama-cpp-python=={VERSION}",
                     "gpu": acc.name, **keys, "n_ctx": plan.context.n_ctx,
