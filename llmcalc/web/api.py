@@ -38,7 +38,7 @@ from llmcalc.formulas.quant import (
     serving_kv_default,
 )
 from llmcalc.formulas.series import context_grid, flops_series, memory_series
-from llmcalc.inputs import bundled, family_defaults, scratch, speccache
+from llmcalc.inputs import bundled, family_defaults, ollama, scratch, speccache
 from llmcalc.inputs.config import read_config, spec_from_raw
 from llmcalc.limits import one_line, shown
 from llmcalc.model.spec import ModelSpec, Origin
@@ -107,9 +107,10 @@ KNOB_KEYS = {
 
 
 def catalog() -> dict[str, Any]:
-    """What the page offers: bundled models, accelerators, dtypes, from-scratch starting points."""
+    """What the page offers: bundled models (then those Ollama pulled here), accelerators, dtypes,
+    from-scratch starting points."""
     return {
-        "models": [p.stem for p in bundled.paths()],
+        "models": [p.stem for p in bundled.paths()] + ollama.pulled_names(),
         "model_types": family_defaults.model_types(),
         "gpus": [{"key": a.key, "name": a.name, "memory_bytes": a.memory_bytes, "kind": a.kind,
                   "unified_bytes": a.unified_bytes}
@@ -135,7 +136,8 @@ class Resolved:
 
 
 def resolve_model(model: Mapping[str, Any], sets: list[str]) -> Resolved:
-    """``{"name": …}`` (bundled, model type or Hub id), ``{"text": …}`` or ``{"scratch": knobs}``."""
+    """``{"name": …}`` (bundled, model type, Ollama name or Hub id), ``{"text": …}`` or
+    ``{"scratch": knobs}``."""
     if len(sets) > MAX_SETS or not all(isinstance(s, str) for s in sets):
         raise UsageError(f"set: at most {MAX_SETS} key=value strings")
     if "scratch" in model:
@@ -151,7 +153,8 @@ def resolve_model(model: Mapping[str, Any], sets: list[str]) -> Resolved:
                         tuple(sets))
     name = _str(model, "name").strip()
     if not name:
-        raise UsageError("model: give a bundled name, a model type or a Hugging Face id")
+        raise UsageError("model: give a bundled name, a model type, an Ollama name or a Hugging "
+                         "Face id")
     if bundled.find(name) is None and _is_path(name):
         raise UsageError(f"{shown(name)}: a path on the server; paste the config's text instead")
     # a name is never looked up on the server's file system (its working folder included)

@@ -247,3 +247,14 @@ def test_a_manifest_linked_outside_the_folder_is_not_read(cli: Any, models: Path
     r = cli("count", "tiny:1b")
     assert (r.code, r.stderr) == (
         2, f"error: {manifest}: links to a file outside Ollama's manifests folder\n")
+
+
+def test_the_page_offers_and_answers_for_a_pulled_model(cli: Any, models: Path) -> None:
+    """The page's model list ends with the pulled models; its figures for one are the CLI's."""
+    from llmcalc.web import api
+
+    pull(models, LIBRARY)
+    assert api.catalog()["models"][-1] == "tiny:1b"
+    page = api.calculate({"model": {"name": "tiny:1b"}})
+    assert page["count"]["total_params"] == TOTAL
+    assert page["count"] == cli("count", "tiny:1b", "--json").json()
