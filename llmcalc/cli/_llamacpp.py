@@ -204,8 +204,8 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
             _kv_only(spec, params, ngl_given=ngl_given, gpu=gpu, gpu_mem=gpu_mem, how=how,
                      n_gpus=n_gpus, kv_memory=kv_memory, gguf=local is not None)
             return
-    dtype = _nearest_quant(dtype, notes) if not _is_gguf_file(model) else dtype
-    if dtype is None and not _is_gguf_file(model):
+    dtype = _nearest_quant(dtype, notes) if local is None else dtype
+    if dtype is None and local is None:
         dtype = "q4_k_m"
         notes.append("no --dtype: the weights taken as Q4_K_M (the KV cache does not depend on "
                      "the weights' quant type)")
@@ -235,7 +235,6 @@ def fit_llama_cpp(model: str, version: str | None, dtype: str | None, params: An
     if n_gpus > 1:
         notes.append(f"{n_gpus} GPUs: --fit over their memory together; layers split evenly "
                      "(--split-mode layer, equal free memory)")
-    local = gguf_file(model)
     if local is None:  # an HF config: the command names the file the conversion would write
         gguf = model if dtype is None else f"{Path(model).name}-{dtype.upper()}.gguf"
     else:  # a .gguf path as given; a model Ollama pulled by its blob, which llama-server loads
@@ -371,9 +370,6 @@ def gguf_file(model: str) -> Path | None:
     found = pulled(model)
     return None if found is None else found.blob
 
-
-def _is_gguf_file(model: str) -> bool:
-    return gguf_file(model) is not None
 
 
 def hidden(option: Any, *short: str) -> Any:

@@ -57,11 +57,10 @@ class Name:
 
 @dataclass(frozen=True)
 class Pulled:
-    """A pulled model: its GGUF blob, its manifest, and its projector layer's size if it has one."""
+    """A pulled model: its GGUF blob, and its projector layer's size if it has one."""
 
     name: str  # as the user wrote it
     blob: Path
-    manifest: Path
     projector_bytes: int | None
 
 
@@ -135,7 +134,7 @@ def find(name: str) -> Pulled | None:
         raise ConfigError(str(blob), "links to a file outside Ollama's blobs folder")
     sizes = [x.get("size") for x in layers if x.get("mediaType") == PROJECTOR_LAYER]
     projector = sum(s for s in sizes if isinstance(s, int) and not isinstance(s, bool)) if sizes else None
-    return Pulled(name, blob, manifest, projector)
+    return Pulled(name, blob, projector)
 
 
 def pulled_names(most: int = MAX_PULLED) -> list[str]:
